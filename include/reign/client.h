@@ -1,0 +1,216 @@
+/*
+ * reign/client.h - a connection to a coordination store, and how it runs.
+ *
+ * A reign_client is made from a URI and owns one session with the store
+ * (for ZooKeeper: one ZooKeeper session through the multi-threaded C client).
+ * Recipes (elections, ...) are attached to a client and share its session.
+ *
+ * Execution model
+ * ---------------
+ * libreign owns no event loop.  A client exposes one file descriptor
+ * (reign_client_get_fd(): becomes readable when there is work), the time
+ * until its next deadline (reign_client_get_timeout_ms()), and
+ * reign_client_process(), which does the work.  Every state change of every
+ * recipe and every user callback runs inside reign_client_process(), on the
+ * thread that calls it (the "loop thread").  The ZooKeeper client's own
+ * threads only copy results into a queue and wake the descriptor; no user
+ * code and no blocking call ever runs on them.
+ *
+ * Programs without a loop call reign_client_run(); libuv programs use
+ * <reign/adapters/libuv.h>.
+ *
+ * Thread safety: a client and everything attached to it must be used from
+ * one thread at a time (normally the loop thread).  Callbacks may call any
+ * libreign function on the same client, including the *_free() functions of
+ * the object that is calling back (freeing is deferred safely); they must not
+ * block, since leadership validity is only extended while the loop turns.
+ * No callback is ever invoked while a libreign lock is held.
+ *
+ * URIs
+ * ----
+ *   zk://[user[:password]@]host:port[,host:port...][/chroot][?param=value&...]
+ *
+ * Parameters (each may also be set in reign_client_options, which wins):
+ *   session_timeout_ms  requested ZooKeeper session timeout (default 10000);
+ *                       the server may negotiate it within its bounds
+ *   connect_timeout_ms  how long reign_client_wait_connected() and the first
+ *                       connection may take (default 5000)
+ *   op_timeout_ms       total time an operation may take across retries
+ *                       (default 10000; Tera's tera_zk_timeout)
+ *   retry_period_ms     pause between retries (default 1000;
+ *                       tera_zk_retry_period)
+ *   retry_max           retries after the first attempt (default 10;
+ *                       tera_zk_retry_max_times)
+ *   suspend_policy      "deadline" (default) or "immediate", see below
+ *   password_file       a file whose first line is the password of `user`
+ *
+ * Credentials: with a user in the URI, libreign authenticates with
+ * ZooKeeper's digest scheme and every node it creates gets the ACL
+ * "digest user: all, world: read" - anyone can read an election, only holders
+ * of the credentials can change it.  The password comes from the URI, else
+ * the REIGN_PASSWORD environment variable, else password_file; a user with no
+ * password anywhere is an error (REIGN_EAUTH).  Without a user, nodes are
+ * created world-writable.  Passwords are never logged: reign_uri_redact()
+ * gives a URI fit for printing.
+ *
+ * Connection states and safety
+ * ----------------------------
+ * CONNECTED    a new session is established (the first one, or a new one
+ *              after LOST); recipes stand (again) by themselves.
+ * SUSPENDED    the connection is gone; the session may still be alive.
+ * RECONNECTED  the same session is back.
+ * LOST         the session expired, or the suspension outlived the safety
+ *              deadline, after which the server may have expired it.
+ * CLOSED       reign_client_close() finished, or a fatal error (see errmsg).
+ *
+ * The safety deadline: the client sends a cheap round trip (a sync) from the
+ * loop thread every session_timeout/5 while it holds any leadership.  A round
+ * trip answered proves the server heard from the session no earlier than the
+ * moment it was sent, and the server cannot expire the session less than a
+ * session timeout after that.  Leadership is therefore valid until
+ * send_time + 3/4 of the negotiated session timeout (the last quarter covers
+ * an ensemble's ping forwarding, at most tickTime/2 <= timeout/4, and clock
+ * rate differences).  A leader that cannot renew that bound - connection
+ * suspended, server silent, or its own loop stalled - is demoted when it
+ * passes, before any other candidate could have been elected.  With
+ * suspend_policy=immediate a leader is demoted as soon as the connection is
+ * suspended.
+ */
+#ifndef REIGN_CLIENT_H
+#define REIGN_CLIENT_H
+
+#include <reign/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct reign_client reign_client;
+
+typedef enum reign_conn_state {
+    REIGN_CONN_CONNECTING = 0,
+    REIGN_CONN_CONNECTED,
+    REIGN_CONN_SUSPENDED,
+    REIGN_CONN_RECONNECTED,
+    REIGN_CONN_LOST,
+    REIGN_CONN_CLOSED
+} reign_conn_state;
+
+/* The lower-case name of a state ("suspended"). */
+REIGN_EXPORT const char *reign_conn_state_name(reign_conn_state state);
+
+typedef enum reign_suspend_policy {
+    REIGN_SUSPEND_DEFAULT = 0,  /* take it from the URI, else DEADLINE */
+    REIGN_SUSPEND_DEADLINE,     /* demote when the safety deadline passes */
+    REIGN_SUSPEND_IMMEDIATE     /* demote as soon as the connection is suspended */
+} reign_suspend_policy;
+
+/*
+ * Called on every connection state change, inside reign_client_process().
+ * Recipes have already been told when it runs.
+ */
+typedef void reign_client_state_cb(reign_client *client, reign_conn_state state, void *userdata);
+
+/*
+ * Options for reign_client_new().  Zero-initialise, set `size` to
+ * sizeof(reign_client_options), then set what you need: zero means "from the
+ * URI, else the default".
+ */
+typedef struct reign_client_options {
+    size_t size;
+    int session_timeout_ms;
+    int connect_timeout_ms;
+    int op_timeout_ms;
+    int retry_period_ms;
+    int retry_max;                  /* 0 = default; -1 = no retries */
+    reign_suspend_policy suspend_policy;
+    reign_client_state_cb *on_state;
+    reign_log_fn *log_fn;           /* NULL: the process-wide sink */
+    reign_log_level log_level;      /* with log_fn: most verbose level passed */
+    void *userdata;                 /* for on_state and log_fn */
+} reign_client_options;
+
+/*
+ * Creates a client for `uri` and starts connecting, without blocking.
+ * `opts` may be NULL.  On success *ret is the client and 0 is returned; on
+ * failure *ret is NULL and a negative code is returned: REIGN_EURI for a
+ * malformed URI, REIGN_EAUTH for missing credentials, REIGN_ENOTSUP for a
+ * scheme this build does not support.  `errbuf`, if not NULL, receives a
+ * one-line explanation of the failure (at most errlen bytes, NUL-terminated).
+ */
+REIGN_EXPORT int reign_client_new(reign_client **ret, const char *uri, const reign_client_options *opts,
+                                  char *errbuf, size_t errlen);
+
+/*
+ * Runs the client until its first session is established or its connect
+ * timeout passes, processing events meanwhile (callbacks may run).  Returns 0,
+ * REIGN_ETIMEDOUT (nothing answered in time: the message names the servers),
+ * REIGN_EAUTH, or REIGN_ECLOSED.  For programs that need a connection before
+ * going on; event-driven programs watch for REIGN_CONN_CONNECTED instead.
+ */
+REIGN_EXPORT int reign_client_wait_connected(reign_client *client);
+
+/* The descriptor to poll for reading; stable for the client's life. */
+REIGN_EXPORT int reign_client_get_fd(const reign_client *client);
+
+/* Milliseconds until reign_client_process() must run even if the descriptor
+ * stays quiet (0: now), or -1 for no deadline. */
+REIGN_EXPORT int64_t reign_client_get_timeout_ms(const reign_client *client);
+
+/*
+ * Does all pending work: hand-offs from the store's threads, timers,
+ * deadlines, and the callbacks they cause.  Never blocks.  Returns 0, or
+ * REIGN_ECLOSED once the client is closed.
+ */
+REIGN_EXPORT int reign_client_process(reign_client *client);
+
+/*
+ * A plain poll(2) loop around get_fd/get_timeout/process, until
+ * reign_client_stop() is called (from a callback) or the client closes.
+ * Returns 0 after reign_client_stop(), REIGN_ECLOSED after a close.
+ */
+REIGN_EXPORT int reign_client_run(reign_client *client);
+
+/* Makes reign_client_run() return after the current iteration. */
+REIGN_EXPORT void reign_client_stop(reign_client *client);
+
+/*
+ * Starts an orderly close: every attached recipe resigns (its nodes are
+ * deleted) and the session is closed, so that other candidates take over at
+ * once.  Completes asynchronously: the state becomes CLOSED.  Operations
+ * still pending then complete with REIGN_ECLOSED.
+ */
+REIGN_EXPORT void reign_client_close(reign_client *client);
+
+/*
+ * Frees the client.  Recipes still attached are freed with it (without
+ * further callbacks).  If the session is open it is closed, which blocks for
+ * at most a few hundred milliseconds.  NULL-safe; returns NULL.
+ */
+REIGN_EXPORT reign_client *reign_client_free(reign_client *client);
+
+/* The current connection state. */
+REIGN_EXPORT reign_conn_state reign_client_state(const reign_client *client);
+
+/* The session timeout the server granted, in ms (0 before the first connection). */
+REIGN_EXPORT int reign_client_session_timeout_ms(const reign_client *client);
+
+/* The store's session id (ZooKeeper: the 64-bit session id), 0 if none. */
+REIGN_EXPORT int64_t reign_client_session_id(const reign_client *client);
+
+/* The detail of the client's last error, or "" if none.  Valid until the next call. */
+REIGN_EXPORT const char *reign_client_errmsg(const reign_client *client);
+
+/* The userdata given in the options. */
+REIGN_EXPORT void *reign_client_userdata(const reign_client *client);
+
+/*
+ * Copies `uri` into `out` with any password replaced by "***", for logs and
+ * messages.  Returns the length it needed (like snprintf).
+ */
+REIGN_EXPORT size_t reign_uri_redact(const char *uri, char *out, size_t outlen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,238 @@
+/*
+ * reign/election.h - leader election.
+ *
+ * Any number of processes on any number of hosts join an election by name;
+ * at most one of them leads at any moment.  Every leadership has a term (1,
+ * 2, 3, ... as people count) and a fencing token (a number that strictly
+ * increases from one leadership of the election to the next: hand it to
+ * whatever the leader writes, so a store can refuse a stale leader).
+ *
+ * All callbacks run inside reign_client_process() on the loop thread (see
+ * <reign/client.h>).  From a callback you may call any function here,
+ * including reign_election_free() on the election calling back.
+ *
+ * Strategies (ZooKeeper), chosen per election and recorded in the election's
+ * node, so candidates cannot mix them:
+ *
+ *   REIGN_STRATEGY_QUEUE (default)  each candidate creates an ephemeral
+ *     sequential node /reign/election/NAME/n_<guid>_<seq>; the lowest leads
+ *     and each other candidate watches only its predecessor, so a change
+ *     wakes one process whatever the number of candidates.  The random guid
+ *     in the name lets a create retried after a connection loss find its own
+ *     node instead of leaving an orphan or standing twice.  Candidates are
+ *     served in the order they joined.
+ *
+ *   REIGN_STRATEGY_LOCK  one ephemeral node /reign/election/NAME/lock, the
+ *     layout of Tera's master lock, the ZooKeeper book's /master and HDFS's
+ *     ActiveStandbyElectorLock; candidates watch it and race to create it
+ *     when it goes (every candidate wakes on each change).  Only the holder
+ *     is visible to others.
+ *
+ * In both, a node is ours only if its ephemeral owner is our session: data
+ * alone (an id) never confers leadership, so a process restarted with the
+ * same id while its old session still holds a node waits for that session
+ * to end.  Before announcing ELECTED the winner atomically checks that its
+ * node still exists and bumps the persistent node /reign/election/NAME/term;
+ * the term is its count, the token the zxid of that write.
+ *
+ * Safety: a leader is demoted (DEMOTED) before any other candidate could be
+ * elected when its connection is suspended past the safety deadline, or at
+ * once with suspend_policy=immediate (see <reign/client.h>).  After a
+ * session expiry it stands again by itself.  reign_election_valid_until_ns()
+ * tells how long the current leadership is guaranteed.
+ */
+#ifndef REIGN_ELECTION_H
+#define REIGN_ELECTION_H
+
+#include <stdint.h>
+
+#include <reign/client.h>
+#include <reign/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct reign_election reign_election;
+
+/* Longest election name, candidate id, and payload, in bytes. */
+#define REIGN_NAME_MAX 200
+#define REIGN_ID_MAX 256
+#define REIGN_DATA_MAX 1000000
+
+typedef enum reign_strategy {
+    REIGN_STRATEGY_DEFAULT = 0, /* QUEUE, or what the election already uses */
+    REIGN_STRATEGY_QUEUE,
+    REIGN_STRATEGY_LOCK
+} reign_strategy;
+
+/* "queue", "lock"; and the reverse (returns REIGN_EINVAL for others). */
+REIGN_EXPORT const char *reign_strategy_name(reign_strategy s);
+REIGN_EXPORT int reign_strategy_parse(const char *s);
+
+typedef enum reign_demote_reason {
+    REIGN_DEMOTE_RESIGNED = 1, /* reign_election_resign() or free */
+    REIGN_DEMOTE_CEDED,        /* reign_election_cede() */
+    REIGN_DEMOTE_SUSPENDED,    /* connection suspended (immediate policy, or past the deadline) */
+    REIGN_DEMOTE_SESSION_LOST, /* the session expired */
+    REIGN_DEMOTE_NODE_DELETED, /* someone else deleted our node (reign cede, an operator) */
+    REIGN_DEMOTE_STALLED,      /* connected, but the loop could not renew validity in time */
+    REIGN_DEMOTE_ERROR         /* an unexpected store error; see the ERROR event */
+} reign_demote_reason;
+
+/* One lower-case word for a reason: "resigned", "ceded", "suspended",
+ * "session_lost", "node_deleted", "stalled", "error". */
+REIGN_EXPORT const char *reign_demote_reason_name(reign_demote_reason reason);
+
+/* The leader of an election, as its candidates and observers see it. */
+typedef struct reign_leader {
+    const char *id;        /* candidate id ("" if the node holds foreign data) */
+    const void *data;      /* the leader's payload */
+    size_t data_len;
+    uint64_t term;         /* 1, 2, 3, ... */
+    uint64_t token;        /* fencing token: strictly increasing */
+    int64_t since_ms;      /* when it was elected: Unix ms, by the store's clock */
+} reign_leader;
+
+/* One candidate, in the order in which they would lead. */
+typedef struct reign_candidate {
+    const char *id;        /* "" if unknown (foreign data) */
+    const void *data;
+    size_t data_len;
+    const char *node;      /* the store's key for it (a znode name) */
+    int64_t joined_ms;     /* Unix ms, by the store's clock */
+} reign_candidate;
+
+typedef enum reign_election_event_type {
+    REIGN_ELECTION_ELECTED = 1, /* we lead: term, token, valid_until_ns */
+    REIGN_ELECTION_DEMOTED,     /* we no longer lead: reason, term */
+    REIGN_ELECTION_LEADER_CHANGED, /* someone (maybe we) leads, or no one: leader */
+    REIGN_ELECTION_READY,       /* first view of the election loaded (observers too) */
+    REIGN_ELECTION_LEFT,        /* resign finished: our node is gone (error: 0 or why not) */
+    REIGN_ELECTION_ERROR        /* the election stopped on an error it cannot retry */
+} reign_election_event_type;
+
+typedef struct reign_election_event {
+    reign_election_event_type type;
+    int64_t at_ns;              /* CLOCK_MONOTONIC when it took effect */
+    uint64_t term;              /* ELECTED, DEMOTED */
+    uint64_t token;             /* ELECTED, DEMOTED */
+    int64_t valid_until_ns;     /* ELECTED */
+    reign_demote_reason reason; /* DEMOTED */
+    const reign_leader *leader; /* LEADER_CHANGED (NULL: no leader), READY */
+    int error;                  /* ERROR, LEFT */
+    const char *message;        /* ERROR, LEFT: detail, or NULL */
+} reign_election_event;
+
+/* Event data is borrowed for the duration of the call only. */
+typedef void reign_election_cb(reign_election *election, const reign_election_event *event,
+                               void *userdata);
+
+typedef struct reign_election_options {
+    size_t size;               /* sizeof(reign_election_options) */
+    const char *id;            /* candidate id; NULL: "<hostname>-<pid>" */
+    const void *data;          /* payload, e.g. the candidate's address */
+    size_t data_len;
+    reign_strategy strategy;
+    int observer;              /* follow the leader without standing */
+    int follow_leader;         /* candidates too get LEADER_CHANGED (costs a watch each) */
+    int cede_delay_ms;         /* before standing again after our node was deleted by
+                                  someone else, or after cede with delay < 0; default 1000 */
+    reign_election_cb *cb;
+    void *userdata;
+} reign_election_options;
+
+/*
+ * Joins election `name` ([A-Za-z0-9._:-]{1,200}, not "." or "..") on `client`.
+ * Returns at once; the outcome arrives through the callback.  Fails with
+ * REIGN_ENAME for an illegal name, REIGN_EINVAL for a bad id (empty, over
+ * REIGN_ID_MAX, or with control characters) or options, REIGN_E2BIG for a
+ * payload over REIGN_DATA_MAX.  A call that fails never calls back.
+ */
+REIGN_EXPORT int reign_election_join(reign_election **ret, reign_client *client, const char *name,
+                                     const reign_election_options *opts);
+
+/*
+ * Leaves the election: if leading, demotes at once (DEMOTED with reason
+ * resigned, is_leader() false on return), then deletes our node so the next
+ * candidate takes over immediately; LEFT follows when the node is gone.
+ */
+REIGN_EXPORT int reign_election_resign(reign_election *election);
+
+/*
+ * Steps down and stands again after `delay_ms` (ZKFC's cedeActive; a delay
+ * lets another candidate take over, <0 uses cede_delay_ms).  REIGN_ESTATE if
+ * not leading.
+ */
+REIGN_EXPORT int reign_election_cede(reign_election *election, int delay_ms);
+
+/* 1 if this candidate leads now, else 0.  Local state: no round trip. */
+REIGN_EXPORT int reign_election_is_leader(const reign_election *election);
+
+/*
+ * Until when (CLOCK_MONOTONIC ns) the current leadership is guaranteed: no
+ * other candidate can be elected before then.  0 if not leading.
+ */
+REIGN_EXPORT int64_t reign_election_valid_until_ns(const reign_election *election);
+
+/* The term and token of the current leadership, or 0 if not leading. */
+REIGN_EXPORT uint64_t reign_election_term(const reign_election *election);
+REIGN_EXPORT uint64_t reign_election_token(const reign_election *election);
+
+/*
+ * The leader as last seen (for observers and follow_leader candidates; for
+ * others only while they lead).  Returns 0 and fills *out (borrowed until the
+ * next reign_client_process()), or REIGN_ENOENT if no leader is known.
+ */
+REIGN_EXPORT int reign_election_leader(const reign_election *election, reign_leader *out);
+
+REIGN_EXPORT const char *reign_election_name(const reign_election *election);
+REIGN_EXPORT const char *reign_election_id(const reign_election *election);
+REIGN_EXPORT void *reign_election_userdata(const reign_election *election);
+
+/*
+ * Frees the election.  If it still stands it resigns without waiting (the
+ * delete is sent; no further callback).  NULL-safe; returns NULL.  Safe from
+ * inside the election's own callback.
+ */
+REIGN_EXPORT reign_election *reign_election_free(reign_election *election);
+
+/* ---- one-shot operations, for tools ------------------------------------ */
+
+/* A snapshot of an election. */
+typedef struct reign_election_view {
+    const char *name;
+    reign_strategy strategy;
+    int has_leader;
+    reign_leader leader;                /* valid if has_leader */
+    const reign_candidate *candidates;  /* in order; the leader first if it stands */
+    size_t n_candidates;
+} reign_election_view;
+
+/* err is 0 or a negative code; view is NULL on error, borrowed for the call. */
+typedef void reign_election_query_cb(reign_client *client, int err, const reign_election_view *view,
+                                     void *userdata);
+
+/*
+ * Reads the leader and the ordered candidates of `name`, without joining.
+ * REIGN_ENOENT (through the callback) if the election does not exist.
+ * Pending queries complete with REIGN_ECLOSED when the client closes.
+ */
+REIGN_EXPORT int reign_election_query(reign_client *client, const char *name,
+                                      reign_election_query_cb *cb, void *userdata);
+
+typedef void reign_election_done_cb(reign_client *client, int err, void *userdata);
+
+/*
+ * Asks the current leader of `name` to step down, from any process: deletes
+ * the leader's node, so the leader is demoted (reason node_deleted) and
+ * stands again after its cede delay.  REIGN_ENOENT if there is no leader.
+ * Needs the election's credentials.
+ */
+REIGN_EXPORT int reign_election_depose(reign_client *client, const char *name,
+                                       reign_election_done_cb *cb, void *userdata);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

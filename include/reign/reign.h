@@ -1,0 +1,15 @@
+/*
+ * reign/reign.h - the whole public API of libreign.
+ *
+ * libreign elects one leader among many processes, through a ZooKeeper
+ * ensemble (and, later, SQL lease tables).  Start with <reign/client.h>
+ * (connections and the execution model), then <reign/election.h>.
+ */
+#ifndef REIGN_REIGN_H
+#define REIGN_REIGN_H
+
+#include <reign/common.h>
+#include <reign/client.h>
+#include <reign/election.h>
+
+#endif

@@ -1,0 +1,15 @@
+# Unit tests: one cmocka program per file, each a ctest entry labelled
+# "unit".  Included from tests/CMakeLists.txt; they link reign_internal to
+# reach the private functions they test.
+set(REIGN_UNIT_TESTS
+  test_uri
+  test_record
+)
+
+foreach(name IN LISTS REIGN_UNIT_TESTS)
+  add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.c)
+  target_compile_options(${name} PRIVATE ${REIGN_WARNINGS})
+  target_link_libraries(${name} PRIVATE reign_internal ${CMOCKA_LIBRARY})
+  add_test(NAME unit_${name} COMMAND ${name})
+  set_tests_properties(unit_${name} PROPERTIES LABELS unit)
+endforeach()

@@ -39,7 +39,7 @@ void *reign__calloc(size_t count, size_t n)
         return NULL;
     void *p = reign__malloc(count * n);
     if (p)
-        memset(p, 0, count * n ? count * n : 1);
+        memset(p, 0, count * n);
     return p;
 }
 

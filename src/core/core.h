@@ -32,7 +32,7 @@ void *reign__memdup(const void *p, size_t n);
 
 /* ---- logging (log.c) ---------------------------------------------------- */
 typedef struct reign__logger {
-    reign_log_fn *fn;   /* NULL: the process-wide sink */
+    reign_log_fn *fn; /* NULL: the process-wide sink */
     void *userdata;
     reign_log_level level;
 } reign__logger;
@@ -44,8 +44,8 @@ void reign__vlog(const reign__logger *lg, reign_log_level level, const char *fmt
 bool reign__log_enabled(const reign__logger *lg, reign_log_level level);
 
 /* ---- time (time.c) ------------------------------------------------------ */
-int64_t reign__now_ns(void);        /* CLOCK_MONOTONIC */
-int64_t reign__wall_ms(void);       /* CLOCK_REALTIME, Unix ms */
+int64_t reign__now_ns(void);  /* CLOCK_MONOTONIC */
+int64_t reign__wall_ms(void); /* CLOCK_REALTIME, Unix ms */
 
 /* ---- random (random.c) -------------------------------------------------- */
 /* Fills buf with n random bytes from getrandom(2); 0 or a negative code. */
@@ -55,10 +55,10 @@ int reign__random_hex(char *out, size_t n);
 
 /* ---- growable byte buffer (buf.c) --------------------------------------- */
 typedef struct reign__buf {
-    char *data;     /* always NUL-terminated when non-NULL */
+    char *data; /* always NUL-terminated when non-NULL */
     size_t len;
     size_t cap;
-    bool oom;       /* an append failed: the buffer is incomplete */
+    bool oom; /* an append failed: the buffer is incomplete */
 } reign__buf;
 
 void reign__buf_init(reign__buf *b);
@@ -78,7 +78,7 @@ typedef void reign__timer_fn(reign__timer *t, void *arg);
 
 struct reign__timer {
     int64_t due_ns;
-    size_t index;       /* position in the heap, SIZE_MAX when not armed */
+    size_t index; /* position in the heap, SIZE_MAX when not armed */
     reign__timer_fn *fn;
     void *arg;
 };

@@ -361,7 +361,7 @@ static int parse_query(parser *p, const char *q, const char *end)
         const char *eq = find_char(a, a_end, '=');
         const char *k_end = eq ? eq : a_end;
         size_t kn = (size_t)(k_end - a);
-        struct reign__uri_param *prm = &p->u->params[i];
+        reign__uri_kv *prm = &p->u->params[i];
         int rc;
 
         if (a == a_end)

@@ -23,10 +23,10 @@ typedef struct reign__uri_host {
     int ipv6;       /* was written in brackets */
 } reign__uri_host;
 
-typedef struct reign__uri_param {
+typedef struct reign__uri_kv {
     char *key;
     char *value;    /* "" for "?flag" */
-} reign__uri_param;
+} reign__uri_kv;
 
 typedef struct reign__uri {
     char *scheme;           /* lower-case: "zk", "sqlite", ... */
@@ -35,7 +35,7 @@ typedef struct reign__uri {
     reign__uri_host *hosts; /* n_hosts may be 0 (sqlite:///path) */
     size_t n_hosts;
     char *path;             /* decoded, starts with '/', or "" if absent */
-    reign__uri_param *params;
+    reign__uri_kv *params;
     size_t n_params;
 } reign__uri;
 

@@ -1,0 +1,55 @@
+/*
+ * client_internal.h - what recipes need from a client: its backend session,
+ * its timers and logger, the safety deadline, and hooks for connection
+ * changes.  Private to the library.
+ */
+#ifndef REIGN_CLIENT_INTERNAL_H
+#define REIGN_CLIENT_INTERNAL_H
+
+#include <reign/client.h>
+
+#include "core.h"
+#include "zk/zk.h"
+
+/* Where reign keeps its nodes (under the URI's chroot). */
+#define REIGN__ZK_ROOT "/reign"
+
+typedef struct reign__recipe reign__recipe;
+
+typedef struct reign__recipe_ops {
+    /* A connection state change (CONNECTED, SUSPENDED, RECONNECTED, LOST,
+     * CLOSED), before the application's on_state hears of it. */
+    void (*conn)(reign__recipe *r, reign_conn_state st);
+    /* The safety deadline may have passed: check validity against `now`. */
+    void (*deadline)(reign__recipe *r, int64_t now);
+    /* The client is being freed: free without calling back. */
+    void (*destroy)(reign__recipe *r);
+} reign__recipe_ops;
+
+struct reign__recipe {
+    const reign__recipe_ops *ops;
+    reign__recipe *prev, *next;
+    unsigned visit; /* the client's sweep mark */
+};
+
+reign__zk *reign__client_zk(reign_client *c);
+reign__timers *reign__client_timers(reign_client *c);
+const reign__logger *reign__client_log(const reign_client *c);
+void reign__client_attach(reign_client *c, reign__recipe *r);
+void reign__client_detach(reign_client *c, reign__recipe *r);
+
+/*
+ * Until when leadership held on this session is safe: the send time of the
+ * latest write or sync the server answered + 3/4 of the session timeout
+ * (see client.h for why).  0 if nothing proves the session alive.
+ */
+int64_t reign__client_valid_until(const reign_client *c);
+/* Leaders count themselves in (+1) and out (-1): while any leads, the
+ * client renews the proof (heartbeats) and arms the deadline. */
+void reign__client_hold_validity(reign_client *c, int delta);
+reign_suspend_policy reign__client_suspend_policy(const reign_client *c);
+bool reign__client_closing(const reign_client *c);
+/* Makes the loop run process() soon (after a state change outside it). */
+void reign__client_wake(reign_client *c);
+
+#endif

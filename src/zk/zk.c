@@ -1,0 +1,1037 @@
+/*
+ * zk.c - the ZooKeeper backend (see zk.h for the contract).
+ *
+ * Threads: the C client (libzookeeper_mt) runs an I/O thread and a
+ * completion thread.  Our completion functions and watchers run on the
+ * latter; they touch only the operation they were handed (which the C client
+ * owns until it calls back), a watch record allocated for that one event, or
+ * the handle's state ring, then push onto the queue under `mu` and write the
+ * eventfd.  Everything else here runs on the loop thread.
+ *
+ * Ordering: ZooKeeper delivers, per session, results and watch events in the
+ * order the server produced them; the completion thread preserves it and the
+ * queue is FIFO, so a recipe sees e.g. "node deleted" before the result of a
+ * later request that depends on it.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include "zk.h"
+
+enum item_kind { ITEM_OP = 1, ITEM_WATCH, ITEM_STATE };
+
+typedef struct item {
+    struct item *next;
+    enum item_kind kind;
+} item;
+
+enum op_type {
+    OP_CREATE,
+    OP_DELETE,
+    OP_EXISTS,
+    OP_GET,
+    OP_CHILDREN,
+    OP_SET,
+    OP_CHECK_SET,
+    OP_SYNC
+};
+
+typedef struct zk_watch zk_watch;
+
+typedef struct zk_op {
+    item it; /* must be first */
+    reign__zk *zk;
+    enum op_type type;
+    int flags;
+    char *path;
+    char *path2; /* OP_CHECK_SET: the node to set or create */
+    char *data;
+    size_t len;
+    int version;
+    void *owner;
+    reign__zk_cb *cb; /* NULL once forgotten */
+    void *arg;
+    reign__zk_watch_cb *wcb;
+    uint64_t gen; /* generation of the attempt in flight */
+    int attempts;
+    int64_t deadline_ns;
+    int64_t sent_ns;
+    bool in_flight; /* the C client owns it until it calls back */
+    bool parked;    /* waiting for a retry */
+    reign__timer retry_timer;
+    struct zk_op *prev, *next; /* zk->ops: every op not yet delivered */
+    zk_watch *watch;           /* the watch this attempt registers */
+    /* result, written by the completion thread */
+    int zrc;
+    bool oom;
+    bool has_stat;
+    struct Stat stat;
+    char *value;
+    size_t value_len;
+    char **children;
+    size_t n_children;
+    /* OP_CHECK_SET */
+    zoo_op_t mops[2];
+    zoo_op_result_t mres[2];
+    struct Stat mstat;
+    char created[8];
+} zk_op;
+
+struct zk_watch {
+    item it; /* queued when it fires (it fires at most once) */
+    reign__zk *zk;
+    uint64_t gen;
+    void *owner;
+    reign__zk_watch_cb *cb; /* NULL once forgotten */
+    void *arg;
+    char *path;
+    int ev_type;     /* set by the completion thread */
+    bool registered; /* the server may fire it */
+    bool op_pending; /* still referenced by the request that registers it */
+    zk_watch *prev, *next;
+};
+
+/* One per ZooKeeper handle: the global watcher's context. */
+#define STATE_RING 16
+typedef struct handle_ctx {
+    item it;
+    reign__zk *zk;
+    uint64_t gen;
+    bool queued;          /* under zk->mu */
+    int ring[STATE_RING]; /* states not yet seen by the loop, under zk->mu */
+    unsigned head, count;
+} handle_ctx;
+
+struct reign__zk {
+    reign__zk_config cfg;
+    char *hosts;
+    char *auth; /* "user:password" or NULL */
+    const reign__logger *log;
+    zhandle_t *zh;
+    handle_ctx *hctx;
+    uint64_t gen;
+    bool connected;
+    bool had_session; /* this generation has been connected once */
+    bool closed;
+    int64_t session_id;
+    int timeout_ms;
+    int64_t last_ack_ns;
+    pthread_mutex_t mu;
+    item *q_head, *q_tail;
+    zk_op *ops;
+    zk_watch *watches;
+    handle_ctx *dead_ctx; /* closed handle whose context awaits the drain */
+    reign__timer reinit_timer;
+    struct ACL acl_entries[2];
+    struct ACL_vector acl;
+    char errmsg[256];
+};
+
+/* ---- hand-off (any thread) ---------------------------------------------- */
+
+static void push(reign__zk *zk, item *it)
+{
+    it->next = NULL;
+    pthread_mutex_lock(&zk->mu);
+    if (zk->q_tail)
+        zk->q_tail->next = it;
+    else
+        zk->q_head = it;
+    zk->q_tail = it;
+    pthread_mutex_unlock(&zk->mu);
+    uint64_t one = 1;
+    ssize_t w = write(zk->cfg.wake_fd, &one, sizeof(one));
+    (void)w; /* EAGAIN: the counter is already non-zero, the loop will wake */
+}
+
+static item *pop(reign__zk *zk)
+{
+    pthread_mutex_lock(&zk->mu);
+    item *it = zk->q_head;
+    if (it) {
+        zk->q_head = it->next;
+        if (!zk->q_head)
+            zk->q_tail = NULL;
+    }
+    pthread_mutex_unlock(&zk->mu);
+    return it;
+}
+
+/* ---- completion thread -------------------------------------------------- */
+
+static void done(const void *data, int rc)
+{
+    zk_op *op = (zk_op *)data;
+    op->zrc = rc;
+    push(op->zk, &op->it);
+}
+
+static void on_void(int rc, const void *data)
+{
+    done(data, rc);
+}
+
+static void on_stat(int rc, const struct Stat *stat, const void *data)
+{
+    zk_op *op = (zk_op *)data;
+    if (rc == ZOK && stat) {
+        op->stat = *stat;
+        op->has_stat = true;
+    }
+    done(data, rc);
+}
+
+static void on_data(int rc, const char *value, int len, const struct Stat *stat, const void *data)
+{
+    zk_op *op = (zk_op *)data;
+    if (rc == ZOK) {
+        if (stat) {
+            op->stat = *stat;
+            op->has_stat = true;
+        }
+        op->value = reign__memdup(value ? value : "", len > 0 ? (size_t)len : 0);
+        op->value_len = len > 0 ? (size_t)len : 0;
+        if (!op->value)
+            op->oom = true;
+    }
+    done(data, rc);
+}
+
+static void on_string_stat(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+    zk_op *op = (zk_op *)data;
+    if (rc == ZOK) {
+        if (stat) {
+            op->stat = *stat;
+            op->has_stat = true;
+        }
+        if (value) {
+            op->value = reign__strdup(value);
+            op->value_len = strlen(value);
+            if (!op->value)
+                op->oom = true;
+        }
+    }
+    done(data, rc);
+}
+
+static void on_string(int rc, const char *value, const void *data)
+{
+    on_string_stat(rc, value, NULL, data);
+}
+
+static void on_children(int rc, const struct String_vector *sv, const struct Stat *stat,
+                        const void *data)
+{
+    zk_op *op = (zk_op *)data;
+    if (rc == ZOK) {
+        if (stat) {
+            op->stat = *stat;
+            op->has_stat = true;
+        }
+        size_t n = sv ? (size_t)sv->count : 0, bytes = 0;
+        for (size_t i = 0; i < n; i++)
+            bytes += strlen(sv->data[i]) + 1;
+        /* One block: the pointer array, then the strings. */
+        char **v = reign__malloc(n * sizeof(char *) + bytes);
+        if (!v) {
+            op->oom = true;
+        } else {
+            char *p = (char *)(v + n);
+            for (size_t i = 0; i < n; i++) {
+                size_t l = strlen(sv->data[i]) + 1;
+                memcpy(p, sv->data[i], l);
+                v[i] = p;
+                p += l;
+            }
+            op->children = v;
+            op->n_children = n;
+        }
+    }
+    done(data, rc);
+}
+
+static void on_node_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    /* The C client also hands session events to every node watcher; the
+     * global watcher deals with those, and they do not consume the watch. */
+    if (type == ZOO_SESSION_EVENT || type == ZOO_NOTWATCHING_EVENT)
+        return;
+    zk_watch *w = ctx;
+    w->ev_type = type;
+    push(w->zk, &w->it);
+}
+
+static void on_session_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    if (type != ZOO_SESSION_EVENT)
+        return;
+    handle_ctx *h = ctx;
+    reign__zk *zk = h->zk;
+    bool need_push = false;
+    pthread_mutex_lock(&zk->mu);
+    if (h->count == STATE_RING) { /* keep the newest states; the oldest are history */
+        h->head = (h->head + 1) % STATE_RING;
+        h->count--;
+    }
+    h->ring[(h->head + h->count++) % STATE_RING] = state;
+    if (!h->queued) {
+        h->queued = true;
+        need_push = true;
+    }
+    pthread_mutex_unlock(&zk->mu);
+    if (need_push)
+        push(zk, &h->it);
+}
+
+static void zk_log_cb(const char *msg)
+{
+    /* The C client's own messages: useful only when debugging. */
+    reign__log(NULL, REIGN_LOG_DEBUG, "zookeeper: %s", msg);
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+int reign__zk_error(int zrc)
+{
+    switch (zrc) {
+    case ZOK:
+        return 0;
+    case ZNONODE:
+        return REIGN_ENOENT;
+    case ZNODEEXISTS:
+        return REIGN_EEXIST;
+    case ZBADVERSION:
+        return REIGN_EBADVERSION;
+    case ZNOTEMPTY:
+        return REIGN_ENOTEMPTY;
+    case ZNOAUTH:
+        return REIGN_EACCES;
+    case ZAUTHFAILED:
+        return REIGN_EAUTH;
+    case ZCONNECTIONLOSS:
+        return REIGN_ECONNLOSS;
+    case ZOPERATIONTIMEOUT:
+        return REIGN_ETIMEDOUT;
+    case ZSESSIONEXPIRED:
+    case ZSESSIONMOVED:
+    case ZINVALIDSTATE:
+        return REIGN_ESESSION;
+    case ZCLOSING:
+        return REIGN_ECLOSED;
+    case ZBADARGUMENTS:
+    case ZNOCHILDRENFOREPHEMERALS:
+    case ZINVALIDACL:
+        return REIGN_EINVAL;
+    case ZMARSHALLINGERROR:
+        return REIGN_E2BIG;
+    default:
+        return REIGN_EBACKEND;
+    }
+}
+
+/* Did the server itself answer (so the request reached it)? */
+static bool server_answered(int zrc)
+{
+    switch (zrc) {
+    case ZCONNECTIONLOSS:
+    case ZOPERATIONTIMEOUT:
+    case ZSESSIONEXPIRED:
+    case ZSESSIONMOVED:
+    case ZINVALIDSTATE:
+    case ZCLOSING:
+    case ZBADARGUMENTS:
+    case ZMARSHALLINGERROR:
+    case ZSYSTEMERROR:
+    case ZRUNTIMEINCONSISTENCY:
+        return false;
+    default:
+        return true;
+    }
+}
+
+static bool retryable(int zrc)
+{
+    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT;
+}
+
+/* ---- handles ------------------------------------------------------------ */
+
+static void seterr(reign__zk *zk, const char *fmt, ...) REIGN__PRINTF(2, 3);
+static void seterr(reign__zk *zk, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(zk->errmsg, sizeof(zk->errmsg), fmt, ap);
+    va_end(ap);
+}
+
+static int open_handle(reign__zk *zk)
+{
+    handle_ctx *h = reign__calloc(1, sizeof(*h));
+    if (!h)
+        return REIGN_ENOMEM;
+    h->it.kind = ITEM_STATE;
+    h->zk = zk;
+    h->gen = ++zk->gen;
+    zk->connected = false;
+    zk->had_session = false;
+    zk->session_id = 0;
+    zk->last_ack_ns = 0;
+    errno = 0;
+    zhandle_t *zh = zookeeper_init2(zk->hosts, on_session_event, zk->cfg.session_timeout_ms, NULL,
+                                    h, 0, zk_log_cb);
+    if (!zh) {
+        int e = errno;
+        reign__free(h);
+        seterr(zk, "cannot start a ZooKeeper client for '%s': %s", zk->hosts,
+               e == EINVAL ? "a host name does not resolve or the host list is malformed"
+                           : strerror(e ? e : EIO));
+        return REIGN_ECONNECT;
+    }
+    if (zk->auth) {
+        int rc = zoo_add_auth(zh, "digest", zk->auth, (int)strlen(zk->auth), NULL, NULL);
+        if (rc != ZOK) {
+            zookeeper_close(zh);
+            reign__free(h);
+            seterr(zk, "cannot add digest credentials: %s", zerror(rc));
+            return REIGN_EAUTH;
+        }
+    }
+    zk->zh = zh;
+    zk->hctx = h;
+    return 0;
+}
+
+static void free_op(reign__zk *zk, zk_op *op);
+static void deliver(reign__zk *zk, zk_op *op, int rc);
+
+/*
+ * Closes the current handle.  Afterwards the C client's threads are gone:
+ * everything it will ever hand over is in our queue (pending requests come
+ * back with ZCLOSING).  Watches of the old generation are dropped when the
+ * queue is next drained.
+ */
+static void close_handle(reign__zk *zk)
+{
+    if (!zk->zh)
+        return;
+    zhandle_t *zh = zk->zh;
+    zk->zh = NULL;
+    zk->connected = false;
+    zookeeper_close(zh);
+    /* The context may still sit in the queue: free it after the drain. */
+    if (zk->dead_ctx && !zk->dead_ctx->queued)
+        reign__free(zk->dead_ctx);
+    zk->dead_ctx = zk->hctx;
+    zk->hctx = NULL;
+}
+
+static void reinit_cb(reign__timer *t, void *arg)
+{
+    reign__zk *zk = arg;
+    if (zk->closed || zk->zh)
+        return;
+    int rc = open_handle(zk);
+    if (rc < 0) {
+        reign__log(zk->log, REIGN_LOG_WARN, "%s; retrying", zk->errmsg);
+        reign__timer_start(zk->cfg.timers, &zk->reinit_timer,
+                           reign__now_ns() + (int64_t)zk->cfg.retry_period_ms * REIGN__NS_PER_MS);
+    }
+}
+
+int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_t errlen)
+{
+    *ret = NULL;
+    reign__zk *zk = reign__calloc(1, sizeof(*zk));
+    if (!zk)
+        return REIGN_ENOMEM;
+    zk->cfg = *cfg;
+    zk->log = cfg->log;
+    pthread_mutex_init(&zk->mu, NULL);
+    reign__timer_init(&zk->reinit_timer, reinit_cb, zk);
+    zk->hosts = reign__strdup(cfg->hosts);
+    if (cfg->user) {
+        size_t n = strlen(cfg->user) + strlen(cfg->password ? cfg->password : "") + 2;
+        zk->auth = reign__malloc(n);
+        if (zk->auth)
+            snprintf(zk->auth, n, "%s:%s", cfg->user, cfg->password ? cfg->password : "");
+    }
+    if (!zk->hosts || (cfg->user && !zk->auth)) {
+        reign__zk_free(zk);
+        return REIGN_ENOMEM;
+    }
+    if (cfg->user) {
+        /* Holders of the credentials may do anything, everyone else may read. */
+        zk->acl_entries[0] = (struct ACL){.perms = ZOO_PERM_ALL, .id = ZOO_AUTH_IDS};
+        zk->acl_entries[1] = (struct ACL){.perms = ZOO_PERM_READ, .id = ZOO_ANYONE_ID_UNSAFE};
+        zk->acl = (struct ACL_vector){.count = 2, .data = zk->acl_entries};
+    } else {
+        zk->acl = ZOO_OPEN_ACL_UNSAFE;
+    }
+    zoo_set_debug_level(reign__log_enabled(NULL, REIGN_LOG_DEBUG) ? ZOO_LOG_LEVEL_INFO
+                                                                  : ZOO_LOG_LEVEL_ERROR);
+    int rc = open_handle(zk);
+    if (rc < 0) {
+        reign__strlcpy(err, zk->errmsg, errlen);
+        reign__zk_free(zk);
+        return rc;
+    }
+    *ret = zk;
+    return 0;
+}
+
+/* ---- operations (loop thread) ------------------------------------------- */
+
+static zk_watch *new_watch(reign__zk *zk, zk_op *op)
+{
+    zk_watch *w = reign__calloc(1, sizeof(*w));
+    if (!w)
+        return NULL;
+    w->path = reign__strdup(op->path);
+    if (!w->path) {
+        reign__free(w);
+        return NULL;
+    }
+    w->it.kind = ITEM_WATCH;
+    w->zk = zk;
+    w->gen = zk->gen;
+    w->owner = op->owner;
+    w->cb = op->wcb;
+    w->arg = op->arg;
+    w->op_pending = true;
+    w->next = zk->watches;
+    if (w->next)
+        w->next->prev = w;
+    zk->watches = w;
+    return w;
+}
+
+static void free_watch(reign__zk *zk, zk_watch *w)
+{
+    if (w->prev)
+        w->prev->next = w->next;
+    else
+        zk->watches = w->next;
+    if (w->next)
+        w->next->prev = w->prev;
+    reign__free(w->path);
+    reign__free(w);
+}
+
+static void reset_result(zk_op *op)
+{
+    reign__free(op->value);
+    reign__free(op->children);
+    op->value = NULL;
+    op->children = NULL;
+    op->value_len = op->n_children = 0;
+    op->has_stat = false;
+    op->oom = false;
+    op->zrc = ZOK;
+}
+
+/* Sends one attempt.  Failures to even send complete through the queue too,
+ * so a callback never runs from inside the call that issued the request. */
+static void issue(reign__zk *zk, zk_op *op)
+{
+    reset_result(op);
+    op->gen = zk->gen;
+    op->sent_ns = reign__now_ns();
+    op->in_flight = true;
+    op->parked = false;
+    op->attempts++;
+    int rc;
+    if (!zk->zh) {
+        rc = zk->closed ? ZCLOSING : ZINVALIDSTATE;
+        goto failed;
+    }
+    watcher_fn wfn = NULL;
+    op->watch = NULL;
+    if (op->wcb) {
+        op->watch = new_watch(zk, op);
+        if (!op->watch) {
+            rc = ZSYSTEMERROR;
+            op->oom = true;
+            goto failed;
+        }
+        wfn = on_node_event;
+    }
+    const struct ACL_vector *acl = &zk->acl;
+    int mode = ((op->flags & REIGN__ZK_EPHEMERAL) ? ZOO_EPHEMERAL : 0) |
+               ((op->flags & REIGN__ZK_SEQUENCE) ? ZOO_SEQUENCE : 0);
+    switch (op->type) {
+    case OP_CREATE:
+        rc = zoo_acreate2(zk->zh, op->path, op->data, (int)op->len, acl, mode, on_string_stat, op);
+        break;
+    case OP_DELETE:
+        rc = zoo_adelete(zk->zh, op->path, op->version, on_void, op);
+        break;
+    case OP_EXISTS:
+        rc = zoo_awexists(zk->zh, op->path, wfn, op->watch, on_stat, op);
+        break;
+    case OP_GET:
+        rc = zoo_awget(zk->zh, op->path, wfn, op->watch, on_data, op);
+        break;
+    case OP_CHILDREN:
+        rc = zoo_awget_children2(zk->zh, op->path, wfn, op->watch, on_children, op);
+        break;
+    case OP_SET:
+        rc = zoo_aset(zk->zh, op->path, op->data, (int)op->len, op->version, on_stat, op);
+        break;
+    case OP_CHECK_SET:
+        memset(op->mres, 0, sizeof(op->mres));
+        memset(&op->mstat, 0, sizeof(op->mstat));
+        zoo_check_op_init(&op->mops[0], op->path, -1);
+        if (op->version == -2)
+            zoo_create_op_init(&op->mops[1], op->path2, op->data, (int)op->len, acl, 0, op->created,
+                               sizeof(op->created));
+        else
+            zoo_set_op_init(&op->mops[1], op->path2, op->data, (int)op->len, op->version,
+                            &op->mstat);
+        rc = zoo_amulti(zk->zh, 2, op->mops, op->mres, on_void, op);
+        break;
+    case OP_SYNC:
+        rc = zoo_async(zk->zh, op->path, on_string, op);
+        break;
+    default:
+        rc = ZBADARGUMENTS;
+    }
+    if (rc == ZOK)
+        return;
+failed:
+    if (op->watch) {
+        free_watch(zk, op->watch);
+        op->watch = NULL;
+    }
+    op->zrc = rc;
+    push(zk, &op->it);
+}
+
+static void retry_cb(reign__timer *t, void *arg)
+{
+    zk_op *op = arg;
+    issue(op->zk, op);
+}
+
+static int start_op(reign__zk *zk, enum op_type type, const char *path, const char *path2,
+                    const void *data, size_t len, int version, int flags, reign__zk_watch_cb *wcb,
+                    void *owner, reign__zk_cb *cb, void *arg)
+{
+    if (zk->closed)
+        return REIGN_ECLOSED;
+    zk_op *op = reign__calloc(1, sizeof(*op));
+    if (!op)
+        return REIGN_ENOMEM;
+    op->it.kind = ITEM_OP;
+    op->zk = zk;
+    op->type = type;
+    op->flags = flags;
+    op->version = version;
+    op->owner = owner;
+    op->cb = cb;
+    op->arg = arg;
+    op->wcb = wcb;
+    op->path = reign__strdup(path);
+    op->path2 = path2 ? reign__strdup(path2) : NULL;
+    op->data = data ? reign__memdup(data, len) : NULL;
+    op->len = len;
+    if (!op->path || (path2 && !op->path2) || (data && !op->data)) {
+        reign__free(op->path);
+        reign__free(op->path2);
+        reign__free(op->data);
+        reign__free(op);
+        return REIGN_ENOMEM;
+    }
+    reign__timer_init(&op->retry_timer, retry_cb, op);
+    op->deadline_ns = reign__now_ns() + (int64_t)zk->cfg.op_timeout_ms * REIGN__NS_PER_MS;
+    op->next = zk->ops;
+    if (op->next)
+        op->next->prev = op;
+    zk->ops = op;
+    issue(zk, op);
+    return 0;
+}
+
+int reign__zk_create(reign__zk *zk, const char *path, const void *data, size_t len, int flags,
+                     void *owner, reign__zk_cb *cb, void *arg)
+{
+    return start_op(zk, OP_CREATE, path, NULL, data ? data : "", len, -1, flags, NULL, owner, cb,
+                    arg);
+}
+
+int reign__zk_delete(reign__zk *zk, const char *path, int version, int flags, void *owner,
+                     reign__zk_cb *cb, void *arg)
+{
+    return start_op(zk, OP_DELETE, path, NULL, NULL, 0, version, flags, NULL, owner, cb, arg);
+}
+
+int reign__zk_exists(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags,
+                     void *owner, reign__zk_cb *cb, void *arg)
+{
+    return start_op(zk, OP_EXISTS, path, NULL, NULL, 0, -1, flags, wcb, owner, cb, arg);
+}
+
+int reign__zk_get(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags, void *owner,
+                  reign__zk_cb *cb, void *arg)
+{
+    return start_op(zk, OP_GET, path, NULL, NULL, 0, -1, flags, wcb, owner, cb, arg);
+}
+
+int reign__zk_children(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags,
+                       void *owner, reign__zk_cb *cb, void *arg)
+{
+    return start_op(zk, OP_CHILDREN, path, NULL, NULL, 0, -1, flags, wcb, owner, cb, arg);
+}
+
+int reign__zk_set(reign__zk *zk, const char *path, const void *data, size_t len, int version,
+                  int flags, void *owner, reign__zk_cb *cb, void *arg)
+{
+    return start_op(zk, OP_SET, path, NULL, data ? data : "", len, version, flags, NULL, owner, cb,
+                    arg);
+}
+
+int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *path,
+                            const void *data, size_t len, int version, void *owner,
+                            reign__zk_cb *cb, void *arg)
+{
+    return start_op(zk, OP_CHECK_SET, check_path, path, data ? data : "", len, version, 0, NULL,
+                    owner, cb, arg);
+}
+
+void reign__zk_heartbeat(reign__zk *zk)
+{
+    /* "/" exists under any chroot the server accepted. */
+    start_op(zk, OP_SYNC, "/", NULL, NULL, 0, -1, 0, NULL, zk, NULL, NULL);
+}
+
+void reign__zk_forget(reign__zk *zk, void *owner)
+{
+    for (zk_op *op = zk->ops, *next; op; op = next) {
+        next = op->next;
+        if (op->owner != owner)
+            continue;
+        op->cb = NULL;
+        op->wcb = NULL;
+        if (op->parked) { /* not in the C client's hands: free it now */
+            reign__timer_stop(zk->cfg.timers, &op->retry_timer);
+            free_op(zk, op);
+        }
+    }
+    for (zk_watch *w = zk->watches; w; w = w->next)
+        if (w->owner == owner)
+            w->cb = NULL;
+}
+
+static void free_op(reign__zk *zk, zk_op *op)
+{
+    if (op->prev)
+        op->prev->next = op->next;
+    else
+        zk->ops = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    reset_result(op);
+    reign__free(op->path);
+    reign__free(op->path2);
+    reign__free(op->data);
+    reign__free(op);
+}
+
+/* ---- the loop side ------------------------------------------------------ */
+
+static void deliver(reign__zk *zk, zk_op *op, int rc)
+{
+    reign__zk_result r = {0};
+    r.rc = rc;
+    r.zrc = op->zrc;
+    r.sent_ns = op->sent_ns;
+    const struct Stat *st = op->type == OP_CHECK_SET ? &op->mstat : &op->stat;
+    if (op->type == OP_CHECK_SET && rc == 0 && op->version == -2)
+        st = NULL; /* a create inside a multi reports no stat: the caller re-reads */
+    if (st && (op->has_stat || op->type == OP_CHECK_SET) && rc == 0) {
+        r.has_stat = true;
+        r.stat = (reign__zk_stat){.czxid = st->czxid,
+                                  .mzxid = st->mzxid,
+                                  .ctime_ms = st->ctime,
+                                  .mtime_ms = st->mtime,
+                                  .version = st->version,
+                                  .cversion = st->cversion,
+                                  .ephemeral_owner = st->ephemeralOwner,
+                                  .data_length = st->dataLength,
+                                  .num_children = st->numChildren};
+    }
+    r.value = op->value;
+    r.value_len = op->value_len;
+    r.children = op->children;
+    r.n_children = op->n_children;
+    reign__zk_cb *cb = op->cb;
+    void *owner = op->owner, *arg = op->arg;
+    /* Unlink before calling back: the callback may forget its owner. */
+    op->cb = NULL;
+    if (cb)
+        cb(owner, arg, &r);
+    free_op(zk, op);
+}
+
+static void finish_op(reign__zk *zk, zk_op *op)
+{
+    op->in_flight = false;
+    int zrc = op->zrc;
+    if (op->type == OP_CHECK_SET && zrc != ZOK && !retryable(zrc)) {
+        /* The first failing sub-operation says why. */
+        for (int i = 0; i < 2; i++)
+            if (op->mres[i].err != ZOK && op->mres[i].err != ZRUNTIMEINCONSISTENCY) {
+                zrc = op->mres[i].err;
+                break;
+            }
+        op->zrc = zrc;
+    }
+    bool current = op->gen == zk->gen && !zk->closed;
+    /* Registered watch bookkeeping: exists registers on OK and NONODE, the
+     * others only on OK; a failed request registers nothing. */
+    if (op->watch) {
+        bool reg = current && (zrc == ZOK || (op->type == OP_EXISTS && zrc == ZNONODE));
+        op->watch->op_pending = false;
+        if (reg)
+            op->watch->registered = true;
+        else
+            free_watch(zk, op->watch);
+        op->watch = NULL;
+    }
+    /* Liveness proof: writes and syncs go through the ensemble's leader. */
+    bool proves = op->type != OP_GET && op->type != OP_EXISTS && op->type != OP_CHILDREN;
+    if (current && proves && server_answered(zrc) && op->sent_ns > zk->last_ack_ns)
+        zk->last_ack_ns = op->sent_ns;
+
+    int rc = reign__zk_error(zrc);
+    if (op->oom)
+        rc = REIGN_ENOMEM;
+    if (!current) {
+        rc = zk->closed ? REIGN_ECLOSED : REIGN_ESESSION;
+    } else if (retryable(zrc) && (op->flags & REIGN__ZK_RETRY) && op->cb) {
+        int64_t now = reign__now_ns();
+        int max = zk->cfg.retry_max < 0 ? 0 : zk->cfg.retry_max;
+        if (op->attempts <= max && now < op->deadline_ns) {
+            int64_t at = now + (int64_t)zk->cfg.retry_period_ms * REIGN__NS_PER_MS;
+            if (at > op->deadline_ns)
+                at = op->deadline_ns;
+            op->parked = true;
+            reign__log(zk->log, REIGN_LOG_DEBUG, "zk: %s on %s, retry %d/%d", zerror(zrc), op->path,
+                       op->attempts, max);
+            /* Re-sent at once when the connection comes back, else at `at`. */
+            reign__timer_start(zk->cfg.timers, &op->retry_timer, zk->connected ? now : at);
+            return;
+        }
+        if (now >= op->deadline_ns)
+            rc = REIGN_ETIMEDOUT;
+    }
+    deliver(zk, op, rc);
+}
+
+static void resend_parked(reign__zk *zk)
+{
+    int64_t now = reign__now_ns();
+    for (zk_op *op = zk->ops; op; op = op->next)
+        if (op->parked)
+            reign__timer_start(zk->cfg.timers, &op->retry_timer, now);
+}
+
+static void fail_parked(reign__zk *zk)
+{
+    for (zk_op *op = zk->ops, *next; op; op = next) {
+        next = op->next;
+        if (op->parked) {
+            reign__timer_stop(zk->cfg.timers, &op->retry_timer);
+            op->parked = false;
+            deliver(zk, op, zk->closed ? REIGN_ECLOSED : REIGN_ESESSION);
+        }
+    }
+}
+
+static void tell(reign__zk *zk, reign__zk_state st)
+{
+    if (zk->cfg.on_state)
+        zk->cfg.on_state(zk->cfg.state_arg, st);
+}
+
+static void handle_state(reign__zk *zk, int state)
+{
+    if (state == ZOO_CONNECTED_STATE) {
+        bool was_connected = zk->connected;
+        zk->connected = true;
+        zk->timeout_ms = zoo_recv_timeout(zk->zh);
+        const clientid_t *cid = zoo_client_id(zk->zh);
+        int64_t sid = cid ? cid->client_id : 0;
+        if (!zk->had_session) {
+            zk->had_session = true;
+            zk->session_id = sid;
+            reign__log(zk->log, REIGN_LOG_INFO, "zk: session 0x%llx established, timeout %d ms",
+                       (unsigned long long)sid, zk->timeout_ms);
+            tell(zk, REIGN__ZK_CONNECTED);
+        } else if (!was_connected) {
+            reign__log(zk->log, REIGN_LOG_INFO, "zk: session 0x%llx reconnected",
+                       (unsigned long long)sid);
+            tell(zk, REIGN__ZK_RECONNECTED);
+        }
+        resend_parked(zk);
+    } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
+        if (zk->connected) {
+            zk->connected = false;
+            reign__log(zk->log, REIGN_LOG_NOTICE, "zk: connection lost, session 0x%llx suspended",
+                       (unsigned long long)zk->session_id);
+            tell(zk, REIGN__ZK_SUSPENDED);
+        }
+    } else if (state == ZOO_EXPIRED_SESSION_STATE) {
+        reign__log(zk->log, REIGN_LOG_WARN, "zk: session 0x%llx expired; starting a new one",
+                   (unsigned long long)zk->session_id);
+        close_handle(zk);
+        fail_parked(zk);
+        tell(zk, REIGN__ZK_EXPIRED);
+        if (!zk->closed)
+            reinit_cb(&zk->reinit_timer, zk);
+    } else if (state == ZOO_AUTH_FAILED_STATE) {
+        seterr(zk, "ZooKeeper refused the credentials");
+        close_handle(zk);
+        fail_parked(zk);
+        tell(zk, REIGN__ZK_FATAL);
+    }
+}
+
+void reign__zk_dispatch(reign__zk *zk)
+{
+    item *it;
+    while ((it = pop(zk))) {
+        switch (it->kind) {
+        case ITEM_OP:
+            finish_op(zk, (zk_op *)it);
+            break;
+        case ITEM_WATCH: {
+            zk_watch *w = (zk_watch *)it;
+            if (w->gen == zk->gen && !zk->closed && w->cb) {
+                reign__zk_event ev = w->ev_type == ZOO_CREATED_EVENT   ? REIGN__ZK_CREATED
+                                     : w->ev_type == ZOO_DELETED_EVENT ? REIGN__ZK_DELETED
+                                     : w->ev_type == ZOO_CHANGED_EVENT ? REIGN__ZK_CHANGED
+                                                                       : REIGN__ZK_CHILD;
+                reign__zk_watch_cb *cb = w->cb;
+                w->cb = NULL;
+                cb(w->owner, w->arg, ev, w->path);
+            }
+            free_watch(zk, w);
+            break;
+        }
+        case ITEM_STATE: {
+            handle_ctx *h = (handle_ctx *)it;
+            for (;;) {
+                int state = 0;
+                bool have = false;
+                pthread_mutex_lock(&zk->mu);
+                if (h->count) {
+                    state = h->ring[h->head];
+                    h->head = (h->head + 1) % STATE_RING;
+                    h->count--;
+                    have = true;
+                } else {
+                    h->queued = false;
+                }
+                pthread_mutex_unlock(&zk->mu);
+                if (!have)
+                    break;
+                if (h != zk->hctx) /* an old handle's news */
+                    continue;
+                handle_state(zk, state);
+                if (h != zk->hctx)
+                    continue; /* closed while handling: drain its ring, then free it */
+            }
+            if (h == zk->dead_ctx) {
+                reign__free(h);
+                zk->dead_ctx = NULL;
+            }
+            break;
+        }
+        }
+    }
+    /* Nothing of a closed handle can still be queued: drop its watches. */
+    for (zk_watch *w = zk->watches, *next; w; w = next) {
+        next = w->next;
+        if ((w->gen != zk->gen || zk->closed) && !w->op_pending)
+            free_watch(zk, w);
+    }
+    if (zk->dead_ctx && !zk->dead_ctx->queued) {
+        reign__free(zk->dead_ctx);
+        zk->dead_ctx = NULL;
+    }
+}
+
+void reign__zk_close(reign__zk *zk)
+{
+    if (zk->closed)
+        return;
+    zk->closed = true;
+    reign__timer_stop(zk->cfg.timers, &zk->reinit_timer);
+    close_handle(zk);
+    fail_parked(zk);
+}
+
+void reign__zk_free(reign__zk *zk)
+{
+    if (!zk)
+        return;
+    if (zk->zh || !zk->closed) {
+        zk->closed = true;
+        close_handle(zk);
+    }
+    reign__timer_stop(zk->cfg.timers, &zk->reinit_timer);
+    /* No callbacks from here on: forget every owner, then drain. */
+    for (zk_op *op = zk->ops; op; op = op->next)
+        op->cb = NULL;
+    for (zk_watch *w = zk->watches; w; w = w->next)
+        w->cb = NULL;
+    zk->cfg.on_state = NULL;
+    reign__zk_dispatch(zk);
+    while (zk->ops) { /* parked ones */
+        reign__timer_stop(zk->cfg.timers, &zk->ops->retry_timer);
+        free_op(zk, zk->ops);
+    }
+    while (zk->watches)
+        free_watch(zk, zk->watches);
+    reign__free(zk->dead_ctx);
+    reign__free(zk->hctx);
+    pthread_mutex_destroy(&zk->mu);
+    if (zk->auth) {
+        /* Do not leave the password in freed memory. */
+        explicit_bzero(zk->auth, strlen(zk->auth));
+        reign__free(zk->auth);
+    }
+    reign__free(zk->hosts);
+    reign__free(zk);
+}
+
+int64_t reign__zk_session_id(const reign__zk *zk)
+{
+    return zk->connected || zk->had_session ? zk->session_id : 0;
+}
+
+int reign__zk_session_timeout_ms(const reign__zk *zk)
+{
+    return zk->timeout_ms;
+}
+
+bool reign__zk_connected(const reign__zk *zk)
+{
+    return zk->connected;
+}
+
+const char *reign__zk_errmsg(const reign__zk *zk)
+{
+    return zk->errmsg;
+}
+
+int64_t reign__zk_last_ack_ns(const reign__zk *zk)
+{
+    return zk->last_ack_ns;
+}

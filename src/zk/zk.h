@@ -1,0 +1,150 @@
+/*
+ * zk.h - the ZooKeeper backend: one session through the multi-threaded C
+ * client, asynchronous operations with retries, and watches, all delivered
+ * on the loop thread.
+ *
+ * Hand-off: the C client's completion thread only copies a result into the
+ * operation (which it owns until then) or a small record, pushes it on a
+ * mutex-protected queue and writes an eventfd.  reign__zk_dispatch(), on the
+ * loop thread, pops and calls back.  Each ZooKeeper handle has a generation;
+ * results and watch events of an older generation (an expired session) are
+ * never delivered as if they were current.
+ *
+ * Owners: every operation and watch names an owner (the recipe object).
+ * reign__zk_forget(owner) guarantees none of its callbacks runs afterwards,
+ * which lets recipes be freed with requests in flight.
+ *
+ * Private to the library.
+ */
+#ifndef REIGN_ZK_H
+#define REIGN_ZK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core.h"
+
+typedef struct reign__zk reign__zk;
+
+typedef struct reign__zk_stat {
+    int64_t czxid;
+    int64_t mzxid;
+    int64_t ctime_ms;
+    int64_t mtime_ms;
+    int32_t version;
+    int32_t cversion;
+    int64_t ephemeral_owner;
+    int32_t data_length;
+    int32_t num_children;
+} reign__zk_stat;
+
+typedef struct reign__zk_result {
+    int rc;  /* 0 or REIGN_E*: ENOENT, EEXIST, EBADVERSION, ENOTEMPTY, EACCES,
+                ECONNLOSS (retries exhausted), ETIMEDOUT, ESESSION, ECLOSED, ... */
+    int zrc; /* the ZooKeeper code, for messages */
+    bool has_stat;
+    reign__zk_stat stat;
+    const char *value; /* get: the data (NUL-terminated copy); create: the created path */
+    size_t value_len;
+    char **children; /* children: names, sorted by nothing (as the server sent them) */
+    size_t n_children;
+    int64_t sent_ns; /* when the (last) attempt was sent */
+} reign__zk_result;
+
+typedef void reign__zk_cb(void *owner, void *arg, const reign__zk_result *r);
+
+typedef enum reign__zk_event {
+    REIGN__ZK_CREATED = 1,
+    REIGN__ZK_DELETED,
+    REIGN__ZK_CHANGED,
+    REIGN__ZK_CHILD
+} reign__zk_event;
+
+typedef void reign__zk_watch_cb(void *owner, void *arg, reign__zk_event ev, const char *path);
+
+/* What the backend tells the client. */
+typedef enum reign__zk_state {
+    REIGN__ZK_CONNECTED = 1, /* a new session */
+    REIGN__ZK_SUSPENDED,
+    REIGN__ZK_RECONNECTED,
+    REIGN__ZK_EXPIRED, /* the session is gone; a new one is being made */
+    REIGN__ZK_FATAL    /* auth failed or cannot continue; see errmsg */
+} reign__zk_state;
+
+typedef struct reign__zk_config {
+    const char *hosts; /* "h:p,h:p" plus optional chroot "/x" */
+    int session_timeout_ms;
+    int op_timeout_ms;
+    int retry_period_ms;
+    int retry_max;
+    const char *user; /* NULL: no auth */
+    const char *password;
+    const reign__logger *log;
+    reign__timers *timers; /* the client's timer heap */
+    void (*on_state)(void *arg, reign__zk_state st);
+    void *state_arg;
+    int wake_fd; /* eventfd to write when there is work */
+} reign__zk_config;
+
+int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_t errlen);
+/* Closes the session (blocking briefly), fails what is pending with
+ * REIGN_ECLOSED without calling back, and frees. */
+void reign__zk_free(reign__zk *zk);
+/* Closes the session now; pending operations complete with REIGN_ECLOSED. */
+void reign__zk_close(reign__zk *zk);
+
+/* Drains the hand-off queue: callbacks run here. */
+void reign__zk_dispatch(reign__zk *zk);
+
+int64_t reign__zk_session_id(const reign__zk *zk);
+int reign__zk_session_timeout_ms(const reign__zk *zk);
+bool reign__zk_connected(const reign__zk *zk);
+const char *reign__zk_errmsg(const reign__zk *zk);
+
+/*
+ * The latest moment the server is known to have heard from this session:
+ * the send time of the latest write or sync it answered (reads are not
+ * proof: a follower cut off from its leader may still answer them).
+ * 0 if none in this session.
+ */
+int64_t reign__zk_last_ack_ns(const reign__zk *zk);
+/* Sends a sync now (a liveness proof); no callback. */
+void reign__zk_heartbeat(reign__zk *zk);
+
+/* The ACL every created node gets (digest owner + world read, or open). */
+
+/* Flags for operations. */
+#define REIGN__ZK_EPHEMERAL 1
+#define REIGN__ZK_SEQUENCE  2
+#define REIGN__ZK_RETRY     4 /* retry on connection loss (only for idempotent requests) */
+
+/* Operations: 0 if issued (the callback will run exactly once, unless the
+ * owner is forgotten), else a negative code and no callback. */
+int reign__zk_create(reign__zk *zk, const char *path, const void *data, size_t len, int flags,
+                     void *owner, reign__zk_cb *cb, void *arg);
+int reign__zk_delete(reign__zk *zk, const char *path, int version, int flags, void *owner,
+                     reign__zk_cb *cb, void *arg);
+int reign__zk_exists(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags,
+                     void *owner, reign__zk_cb *cb, void *arg);
+int reign__zk_get(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags, void *owner,
+                  reign__zk_cb *cb, void *arg);
+int reign__zk_children(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags,
+                       void *owner, reign__zk_cb *cb, void *arg);
+int reign__zk_set(reign__zk *zk, const char *path, const void *data, size_t len, int version,
+                  int flags, void *owner, reign__zk_cb *cb, void *arg);
+/*
+ * Atomically: `check_path` exists (any version), then set `path` to data at
+ * `version`, or create it (persistent) when version is -2.  The result's
+ * stat is that of the set/created node.  ENOENT means check_path is gone.
+ */
+int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *path,
+                            const void *data, size_t len, int version, void *owner,
+                            reign__zk_cb *cb, void *arg);
+
+/* No callback of `owner` runs after this. */
+void reign__zk_forget(reign__zk *zk, void *owner);
+
+/* Maps a ZooKeeper return code to a REIGN_E* code. */
+int reign__zk_error(int zrc);
+
+#endif

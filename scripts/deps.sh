@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# deps.sh - install the Debian packages reign needs to build, test and run its demo.
+#
+# Idempotent and quiet when everything is there: it asks dpkg which packages are missing and
+# only then runs apt-get (update + install --no-install-recommends), as root or through sudo.
+# Debian 12 (bookworm) is the reference; the package names are bookworm's.
+set -euo pipefail
+
+PACKAGES=(
+    build-essential cmake pkg-config git
+    clang clang-format libclang-rt-14-dev # fuzzers, sanitizers with clang, format check
+    libzookeeper-mt-dev libuv1-dev libcjson-dev libcmocka-dev
+    zookeeper default-jre-headless # test servers run from the zookeeper package's jars
+    python3 python3-kazoo libcurator-recipes-java # test tools; foreign clients for interop
+    procps iproute2 # ps/pgrep/kill and ss, used by the scripts and tests
+)
+
+# One dpkg-query for all: it lists the known ones with their state (unknown ones not at all).
+installed=" $(dpkg-query -W -f='${Package}=${db:Status-Status} ' "${PACKAGES[@]}" 2>/dev/null ||
+    true) "
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+    if [[ $installed != *" $pkg=installed "* ]]; then missing+=("$pkg"); fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "deps.sh: installing ${missing[*]}" >&2
+as_root=()
+if [[ $(id -u) -ne 0 ]]; then
+    command -v sudo >/dev/null || {
+        echo "deps.sh: not root and no sudo: install these as root: ${missing[*]}" >&2
+        exit 1
+    }
+    as_root=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+    --no-install-recommends "${missing[@]}"

@@ -1,0 +1,118 @@
+# Integration tests: programs that talk to real ZooKeeper servers.
+#
+# Fixture section (scripts/ and tests/tools/ own it): a standalone ZooKeeper server started by
+# scripts/zk.sh before the first test that needs it and stopped after the last, plus two helpers
+# to declare tests:
+#
+#   reign_zk_test(NAME <name> COMMAND <cmd> [args...] [TIMEOUT <s>] [LABELS ...]
+#                 [ENVIRONMENT VAR=value ...] [WORKING_DIRECTORY <dir>])
+#       a test against the shared standalone server: its connect string is in the file named
+#       by $REIGN_TEST_ZK_FILE.  The test may not stop or restart that server.
+#
+#   reign_fault_test(NAME <name> COMMAND <cmd> [args...] [same options])
+#       a test that starts its own servers (scripts/zk.sh start "$REIGN_TEST_STATE_DIR" 3,
+#       reign_tcpproxy ...), kills, pauses and restarts them.  Never two at once.
+#
+# (`reign_zk_test(<name> COMMAND ...)` without the NAME keyword works too.)  Both set
+#   REIGN_SCRIPTS         the scripts/ directory (zk.sh)
+#   REIGN_TOOLS           tests/tools (check_leadership.py; also on PYTHONPATH)
+#   REIGN_TCPPROXY        the reign_tcpproxy binary
+#   REIGN_CLI             the reign binary, once it is built
+#   REIGN_PYTHON          a python3 that has Debian's python3-kazoo
+#   REIGN_TEST_STATE_DIR  a directory of the test's own under the build tree, for servers and
+#                         files; scripts/test.sh stops every server under the build tree at
+#                         the end, whatever happened
+#   REIGN_ZK_OWNER_PID    "parent": servers a test starts with zk.sh stop by themselves when
+#                         the test process dies
+# and the label `integration` or `fault`.
+
+set(REIGN_ZK_STANDALONE_DIR ${CMAKE_BINARY_DIR}/zk-standalone)
+set(REIGN_TOOLS_DIR ${PROJECT_SOURCE_DIR}/tests/tools)
+
+# Debian's python3-kazoo is installed for /usr/bin/python3, which may not be the first python3
+# on PATH (pyenv and friends).
+if(EXISTS /usr/bin/python3)
+  set(REIGN_PYTHON /usr/bin/python3)
+else()
+  set(REIGN_PYTHON ${Python3_EXECUTABLE})
+endif()
+
+add_executable(reign_tcpproxy ${REIGN_TOOLS_DIR}/tcpproxy.c)
+target_compile_options(reign_tcpproxy PRIVATE ${REIGN_WARNINGS})
+
+set(REIGN_TEST_ENV_COMMON
+  REIGN_SCRIPTS=${PROJECT_SOURCE_DIR}/scripts
+  REIGN_TOOLS=${REIGN_TOOLS_DIR}
+  PYTHONPATH=${REIGN_TOOLS_DIR}
+  REIGN_TCPPROXY=$<TARGET_FILE:reign_tcpproxy>
+  REIGN_PYTHON=${REIGN_PYTHON}
+  REIGN_ZK_OWNER_PID=parent)
+if(TARGET reign_cli)
+  list(APPEND REIGN_TEST_ENV_COMMON REIGN_CLI=$<TARGET_FILE:reign_cli>)
+endif()
+
+# zk.sh runs as a direct child of ctest, so REIGN_ZK_OWNER_PID=parent makes ctest the owner:
+# if ctest is killed before zk_standalone_down runs, the server's watchdog stops it.
+add_test(NAME zk_standalone_up
+  COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/zk.sh start ${REIGN_ZK_STANDALONE_DIR} 1)
+set_tests_properties(zk_standalone_up PROPERTIES
+  FIXTURES_SETUP zk_standalone LABELS integration TIMEOUT 120
+  ENVIRONMENT REIGN_ZK_OWNER_PID=parent)
+add_test(NAME zk_standalone_down
+  COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/zk.sh stop ${REIGN_ZK_STANDALONE_DIR})
+set_tests_properties(zk_standalone_down PROPERTIES
+  FIXTURES_CLEANUP zk_standalone LABELS integration TIMEOUT 60)
+
+# _reign_test_args(<prefix> <args...>): NAME and COMMAND plus options, NAME keyword optional.
+macro(_reign_test_args prefix)
+  cmake_parse_arguments(${prefix} "" "NAME;TIMEOUT;WORKING_DIRECTORY"
+    "COMMAND;LABELS;ENVIRONMENT" ${ARGN})
+  if(NOT ${prefix}_NAME)
+    list(POP_FRONT ${prefix}_UNPARSED_ARGUMENTS ${prefix}_NAME)
+  endif()
+  if(NOT ${prefix}_NAME OR NOT ${prefix}_COMMAND OR ${prefix}_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "usage: reign_zk_test/reign_fault_test(NAME <name> COMMAND <cmd>...) "
+      "(got: ${ARGN})")
+  endif()
+  if(NOT ${prefix}_TIMEOUT)
+    set(${prefix}_TIMEOUT 300)
+  endif()
+  if(NOT ${prefix}_WORKING_DIRECTORY)
+    set(${prefix}_WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+  endif()
+endmacro()
+
+# _reign_add_test(<kind>): add the test parsed into ARG_*, with kind's label and environment.
+macro(_reign_add_test kind)
+  add_test(NAME ${ARG_NAME} COMMAND ${ARG_COMMAND} WORKING_DIRECTORY ${ARG_WORKING_DIRECTORY})
+  set(env ${REIGN_TEST_ENV_COMMON} REIGN_TEST_STATE_DIR=${CMAKE_BINARY_DIR}/test-state/${ARG_NAME})
+  if("${kind}" STREQUAL "integration")
+    list(APPEND env REIGN_TEST_ZK_FILE=${REIGN_ZK_STANDALONE_DIR}/connect)
+  endif()
+  list(APPEND env ${ARG_ENVIRONMENT})
+  set(labels ${kind} ${ARG_LABELS})
+  set_tests_properties(${ARG_NAME} PROPERTIES
+    LABELS "${labels}" TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "${env}")
+endmacro()
+
+function(reign_zk_test)
+  _reign_test_args(ARG ${ARGN})
+  _reign_add_test(integration)
+  set_tests_properties(${ARG_NAME} PROPERTIES FIXTURES_REQUIRED zk_standalone)
+endfunction()
+
+function(reign_fault_test)
+  _reign_test_args(ARG ${ARGN})
+  _reign_add_test(fault)
+  set_tests_properties(${ARG_NAME} PROPERTIES RESOURCE_LOCK zk_fault)
+endfunction()
+
+# The test tools test themselves: the checker needs nothing, the proxy a server to talk to.
+add_test(NAME tools_check_leadership
+  COMMAND ${REIGN_PYTHON} ${REIGN_TOOLS_DIR}/test_check_leadership.py)
+set_tests_properties(tools_check_leadership PROPERTIES LABELS tools TIMEOUT 120)
+reign_zk_test(NAME tools_tcpproxy
+  COMMAND ${REIGN_PYTHON} ${REIGN_TOOLS_DIR}/test_tcpproxy.py $<TARGET_FILE:reign_tcpproxy>
+  TIMEOUT 180 LABELS tools)
+
+# integration tests below

@@ -75,6 +75,8 @@ static void test_full_zk(void **state)
     assert_string_equal(reign__uri_param(u, "a"), "1");
     assert_string_equal(reign__uri_param(u, "b"), "2");
     assert_null(reign__uri_param(u, "c"));
+    assert_null(reign__uri_param(u, NULL));
+    assert_null(reign__uri_param(NULL, "a"));
     reign__uri_free(u);
 }
 
@@ -285,6 +287,7 @@ static void test_bad_hosts(void **state)
     parse_bad("zk://1.2.3", "bad IPv4 address", NULL);
     parse_bad("zk://12345", "bad IPv4 address", NULL);
     parse_bad("zk://1.2.3.4.", "bad IPv4 address", NULL);
+    parse_bad("zk://11111111111111111111111111111111111111111111111111", "bad IPv4 address", NULL);
 
     char name[300];
     memset(name, 'a', sizeof(name));

@@ -1,0 +1,51 @@
+# Fuzz targets: one per parser.  Included from tests/CMakeLists.txt.
+#
+# Every build replays the corpora under ctest (label "fuzz") through
+# replay.c, a plain main() that feeds each corpus file to the target, so
+# each input once found to crash stays a regression test, with gcc too.
+#
+# With -DREIGN_FUZZ=ON and clang (CC=clang) the targets are also built as
+# real libFuzzer programs, fuzz_<name>, with the sources they test compiled
+# in, instrumented for coverage and with ASan and UBSan.  Run one with:
+#   mkdir -p /tmp/c && build/tests/fuzz_uri -max_total_time=120 \
+#       -dict=tests/fuzz/uri.dict /tmp/c tests/fuzz/corpus/uri
+# New inputs go to the first directory, so the committed seeds stay as they
+# are; copy a crasher (crash-*) into the corpus to keep it as a test.
+set(REIGN_FUZZ_TARGETS uri record)
+set(REIGN_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+foreach(name IN LISTS REIGN_FUZZ_TARGETS)
+  add_executable(fuzz_${name}_replay ${REIGN_FUZZ_DIR}/fuzz_${name}.c ${REIGN_FUZZ_DIR}/replay.c)
+  target_compile_options(fuzz_${name}_replay PRIVATE ${REIGN_WARNINGS})
+  target_link_libraries(fuzz_${name}_replay PRIVATE reign_internal)
+  add_test(NAME fuzz_${name}_replay
+    COMMAND fuzz_${name}_replay ${REIGN_FUZZ_DIR}/corpus/${name})
+  set_tests_properties(fuzz_${name}_replay PROPERTIES LABELS fuzz)
+endforeach()
+
+if(REIGN_FUZZ)
+  if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "REIGN_FUZZ needs clang (libFuzzer): configure with CC=clang")
+  endif()
+  # The core sources the targets exercise, compiled into each target with
+  # coverage instrumentation (reign_internal itself is not instrumented).
+  if(NOT DEFINED REIGN_FUZZ_CORE_SOURCES)
+    set(REIGN_FUZZ_CORE_SOURCES
+      ${PROJECT_SOURCE_DIR}/src/core/alloc.c ${PROJECT_SOURCE_DIR}/src/core/buf.c
+      ${PROJECT_SOURCE_DIR}/src/core/record.c ${PROJECT_SOURCE_DIR}/src/core/uri.c)
+  endif()
+  set(REIGN_FUZZ_FLAGS -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
+    -fno-sanitize-recover=undefined)
+  foreach(name IN LISTS REIGN_FUZZ_TARGETS)
+    add_executable(fuzz_${name} ${REIGN_FUZZ_DIR}/fuzz_${name}.c ${REIGN_FUZZ_CORE_SOURCES})
+    target_include_directories(fuzz_${name} PRIVATE
+      $<TARGET_PROPERTY:reign_internal,INTERFACE_INCLUDE_DIRECTORIES>)
+    target_compile_options(fuzz_${name} PRIVATE ${REIGN_WARNINGS} ${REIGN_FUZZ_FLAGS})
+    target_link_options(fuzz_${name} PRIVATE ${REIGN_FUZZ_FLAGS})
+    # The corpus once more, through libFuzzer itself: -runs=0 only executes
+    # the inputs it is given.
+    add_test(NAME fuzz_${name}_libfuzzer
+      COMMAND fuzz_${name} -runs=0 ${REIGN_FUZZ_DIR}/corpus/${name})
+    set_tests_properties(fuzz_${name}_libfuzzer PROPERTIES LABELS fuzz)
+  endforeach()
+endif()

@@ -215,12 +215,21 @@ def check_files(paths: Sequence[str], killed: Optional[Mapping[str, int]] = None
 def summary(leaderships: Sequence[Leadership], processes: int) -> str:
     lines = [f"check_leadership: OK: {len(leaderships)} leadership(s) over {processes} "
              f"process(es), no overlap, terms and tokens strictly increasing"]
+    if not leaderships:
+        return lines[0]
+    origin = leaderships[0].start_ns
+
+    def ms(ns: int) -> str:
+        return f"{(ns - origin) / 1e6:+.1f} ms"
+
     prev_end = None
     for lead in leaderships:
+        end = "still leading" if lead.end_ns is None else f"until {ms(lead.end_ns)}"
         gap = ""
         if prev_end is not None:
-            gap = f"  (+{(lead.start_ns - prev_end) / 1e6:.1f} ms after the previous ended)"
-        lines.append(f"  {lead.describe()}{gap}")
+            gap = f", {(lead.start_ns - prev_end) / 1e6:.1f} ms after the previous"
+        lines.append(f"  term {lead.term} token {lead.token}: {lead.ident} from "
+                     f"{ms(lead.start_ns)} {end} ({lead.ended_by}{gap})")
         prev_end = lead.end_ns
     return "\n".join(lines)
 

@@ -40,7 +40,8 @@ typedef struct reign__logger {
 /* Logs through `lg` (NULL: the process-wide sink). */
 void reign__log(const reign__logger *lg, reign_log_level level, const char *fmt, ...)
     REIGN__PRINTF(3, 4);
-void reign__vlog(const reign__logger *lg, reign_log_level level, const char *fmt, va_list ap);
+void reign__vlog(const reign__logger *lg, reign_log_level level, const char *fmt, va_list ap)
+    REIGN__PRINTF(3, 0);
 bool reign__log_enabled(const reign__logger *lg, reign_log_level level);
 
 /* ---- time (time.c) ------------------------------------------------------ */

@@ -117,6 +117,7 @@ struct reign__zk {
     bool connected;
     bool had_session; /* this generation has been connected once */
     bool closed;
+    bool auth_added; /* credentials handed to this handle */
     int64_t session_id;
     int timeout_ms;
     int64_t last_ack_ns;
@@ -370,6 +371,21 @@ static void seterr(reign__zk *zk, const char *fmt, ...)
     va_end(ap);
 }
 
+static int add_auth(reign__zk *zk)
+{
+    if (!zk->auth || zk->auth_added || !zk->zh)
+        return 0;
+    int rc = zoo_add_auth(zk->zh, "digest", zk->auth, (int)strlen(zk->auth), NULL, NULL);
+    if (rc == ZOK) {
+        zk->auth_added = true;
+        return 0;
+    }
+    if (rc == ZINVALIDSTATE)
+        return 0;
+    seterr(zk, "cannot add digest credentials: %s", zerror(rc));
+    return REIGN_EAUTH;
+}
+
 static int open_handle(reign__zk *zk)
 {
     handle_ctx *h = reign__calloc(1, sizeof(*h));
@@ -393,18 +409,13 @@ static int open_handle(reign__zk *zk)
                            : strerror(e ? e : EIO));
         return REIGN_ECONNECT;
     }
-    if (zk->auth) {
-        int rc = zoo_add_auth(zh, "digest", zk->auth, (int)strlen(zk->auth), NULL, NULL);
-        if (rc != ZOK) {
-            zookeeper_close(zh);
-            reign__free(h);
-            seterr(zk, "cannot add digest credentials: %s", zerror(rc));
-            return REIGN_EAUTH;
-        }
-    }
     zk->zh = zh;
     zk->hctx = h;
-    return 0;
+    zk->auth_added = false;
+    /* The C client refuses credentials while its I/O thread is between
+     * two connection attempts (ZINVALIDSTATE); then they are added when the
+     * session is established, before any recipe can write. */
+    return add_auth(zk);
 }
 
 static void free_op(reign__zk *zk, zk_op *op);
@@ -477,6 +488,7 @@ int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_
                                                                   : ZOO_LOG_LEVEL_ERROR);
     int rc = open_handle(zk);
     if (rc < 0) {
+        close_handle(zk);
         reign__strlcpy(err, zk->errmsg, errlen);
         reign__zk_free(zk);
         return rc;
@@ -867,6 +879,13 @@ static void handle_state(reign__zk *zk, int state)
         zk->timeout_ms = zoo_recv_timeout(zk->zh);
         const clientid_t *cid = zoo_client_id(zk->zh);
         int64_t sid = cid ? cid->client_id : 0;
+        if (add_auth(zk) < 0) {
+            reign__log(zk->log, REIGN_LOG_ERROR, "zk: %s", zk->errmsg);
+            close_handle(zk);
+            fail_parked(zk);
+            tell(zk, REIGN__ZK_FATAL);
+            return;
+        }
         if (!zk->had_session) {
             zk->had_session = true;
             zk->session_id = sid;

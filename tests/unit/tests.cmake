@@ -4,6 +4,8 @@
 set(REIGN_UNIT_TESTS
   test_uri
   test_record
+  test_core
+  test_election_unit
 )
 
 foreach(name IN LISTS REIGN_UNIT_TESTS)

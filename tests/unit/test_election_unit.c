@@ -1,0 +1,241 @@
+/*
+ * test_election_unit.c - the parts of the election that need no server:
+ * names, queue-node parsing and ordering, the validation of node names read
+ * from data, and reign_election_join's argument checks; plus
+ * reign_client_new's refusals (URI, credentials) and its out-of-memory
+ * paths, which all happen before any connection.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "recipes/election_internal.h"
+
+static void test_names(void **state)
+{
+    assert_int_equal(reign__election_name_check("nightly"), 0);
+    assert_int_equal(reign__election_name_check("AccountService:1.0.0"), 0);
+    assert_int_equal(reign__election_name_check("a-b_c.d"), 0);
+    assert_int_equal(reign__election_name_check(""), REIGN_ENAME);
+    assert_int_equal(reign__election_name_check(NULL), REIGN_ENAME);
+    assert_int_equal(reign__election_name_check("."), REIGN_ENAME);
+    assert_int_equal(reign__election_name_check(".."), REIGN_ENAME);
+    assert_int_equal(reign__election_name_check("a/b"), REIGN_ENAME);
+    assert_int_equal(reign__election_name_check("a b"), REIGN_ENAME);
+    assert_int_equal(reign__election_name_check("caf\xc3\xa9"), REIGN_ENAME);
+    char longname[REIGN_NAME_MAX + 2];
+    memset(longname, 'x', sizeof(longname));
+    longname[REIGN_NAME_MAX] = '\0';
+    assert_int_equal(reign__election_name_check(longname), 0);
+    longname[REIGN_NAME_MAX] = 'x';
+    longname[REIGN_NAME_MAX + 1] = '\0';
+    assert_int_equal(reign__election_name_check(longname), REIGN_ENAME);
+}
+
+static void test_qnodes(void **state)
+{
+    reign__qnode q;
+    assert_true(reign__qnode_parse("n_0123456789abcdef_0000000042", &q));
+    assert_string_equal(q.guid, "0123456789abcdef");
+    assert_int_equal(q.seq, 42);
+    /* Anything else is not ours: not a candidate, never acted on. */
+    const char *bad[] = {"term",
+                         "lock",
+                         "n_0123456789abcdef_000000004",
+                         "n_0123456789ABCDEF_0000000042",
+                         "n_0123456789abcdef-0000000042",
+                         "x_0123456789abcdef_0000000042",
+                         "n_0123456789abcdef_00000000x2",
+                         "n_0123456789abcdef_00000000420",
+                         ""};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_false(reign__qnode_parse(bad[i], &q));
+
+    const char *names[] = {"n_aaaaaaaaaaaaaaaa_0000000010", "n_bbbbbbbbbbbbbbbb_0000000002",
+                           "n_cccccccccccccccc_2147483647", "n_dddddddddddddddd_0000000003"};
+    reign__qnode v[4];
+    for (int i = 0; i < 4; i++)
+        assert_true(reign__qnode_parse(names[i], &v[i]));
+    reign__qnode_sort(v, 4);
+    assert_int_equal(v[0].seq, 2);
+    assert_int_equal(v[1].seq, 3);
+    assert_int_equal(v[2].seq, 10);
+    assert_int_equal(v[3].seq, 2147483647);
+}
+
+static void test_node_names_from_data(void **state)
+{
+    assert_true(reign__election_node_ok("lock"));
+    assert_true(reign__election_node_ok("n_0123456789abcdef_0000000042"));
+    assert_false(reign__election_node_ok("../../zookeeper"));
+    assert_false(reign__election_node_ok("term"));
+    assert_false(reign__election_node_ok(""));
+    assert_false(reign__election_node_ok("lock/x"));
+}
+
+static void test_paths(void **state)
+{
+    char *p = reign__election_path("x", "/term");
+    assert_string_equal(p, "/reign/election/x/term");
+    reign__free(p);
+}
+
+static reign_client *new_client(const char *uri, int *rc, char *err, size_t errlen)
+{
+    reign_client *c = NULL;
+    *rc = reign_client_new(&c, uri, NULL, err, errlen);
+    return c;
+}
+
+static void test_client_refusals(void **state)
+{
+    char err[512];
+    int rc;
+    unsetenv("REIGN_PASSWORD");
+    struct {
+        const char *uri;
+        int rc;
+        const char *needle;
+    } cases[] = {
+        {"", REIGN_EURI, NULL},
+        {"127.0.0.1:2181", REIGN_EURI, NULL},
+        {"zk://", REIGN_EURI, NULL},
+        {"zk://127.0.0.1:99999", REIGN_EURI, "99999"},
+        {"zk://127.0.0.1:2181?sesion_timeout_ms=5", REIGN_EURI, "sesion_timeout_ms"},
+        {"zk://127.0.0.1:2181?session_timeout_ms=abc", REIGN_EURI, "session_timeout_ms"},
+        {"zk://127.0.0.1:2181?suspend_policy=later", REIGN_EURI, "later"},
+        {"zk://127.0.0.1:2181/chroot/", REIGN_EURI, "chroot"},
+        {"zk://alice@127.0.0.1:2181", REIGN_EAUTH, "REIGN_PASSWORD"},
+        {"zk://alice@127.0.0.1:2181?password_file=/nonexistent/pw", REIGN_EAUTH, "/nonexistent/pw"},
+        {"zk://127.0.0.1:2181?password_file=/etc/hostname", REIGN_EAUTH, "no user"},
+        {"sqlite:///tmp/x.db", REIGN_ENOTSUP, "sqlite"},
+        {"http://127.0.0.1:2181", REIGN_EURI, "http"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        err[0] = '\0';
+        reign_client *c = new_client(cases[i].uri, &rc, err, sizeof(err));
+        if (rc != cases[i].rc)
+            fail_msg("'%s': got %s (%s), want %s", cases[i].uri, reign_err_name(rc), err,
+                     reign_err_name(cases[i].rc));
+        assert_null(c);
+        assert_true(err[0] != '\0');
+        if (cases[i].needle && !strstr(err, cases[i].needle))
+            fail_msg("'%s': message '%s' does not name '%s'", cases[i].uri, err, cases[i].needle);
+    }
+    /* A password never appears in a message. */
+    new_client("zk://alice:s3cret@127.0.0.1:2181?bogus=1", &rc, err, sizeof(err));
+    assert_int_equal(rc, REIGN_EURI);
+    assert_null(strstr(err, "s3cret"));
+}
+
+static void test_redact(void **state)
+{
+    char out[128];
+    reign_uri_redact("zk://alice:s3cret@h:1,h:2/x?y=1", out, sizeof(out));
+    assert_string_equal(out, "zk://alice:***@h:1,h:2/x?y=1");
+    reign_uri_redact("zk://alice@h:1/x", out, sizeof(out));
+    assert_string_equal(out, "zk://alice@h:1/x");
+    reign_uri_redact("zk://h:1/a@b", out, sizeof(out)); /* '@' in the path is not userinfo */
+    assert_string_equal(out, "zk://h:1/a@b");
+}
+
+static void test_join_refusals(void **state)
+{
+    char err[256];
+    reign_client *c = NULL;
+    /* A client that never connects (a closed port) is enough: join checks
+     * its arguments before anything goes to the store. */
+    assert_int_equal(
+        reign_client_new(&c, "zk://127.0.0.1:1?connect_timeout_ms=100", NULL, err, sizeof(err)), 0);
+    reign_election *e = NULL;
+    reign_election_options o = {.size = sizeof(o)};
+    assert_int_equal(reign_election_join(&e, c, "a/b", &o), REIGN_ENAME);
+    o.id = "";
+    assert_int_equal(reign_election_join(&e, c, "ok", &o), REIGN_EINVAL);
+    o.id = "line\nbreak";
+    assert_int_equal(reign_election_join(&e, c, "ok", &o), REIGN_EINVAL);
+    o.id = "fine";
+    static char big[REIGN_DATA_MAX + 1];
+    o.data = big;
+    o.data_len = sizeof(big);
+    assert_int_equal(reign_election_join(&e, c, "ok", &o), REIGN_E2BIG);
+    o.data_len = 10;
+    o.strategy = (reign_strategy)7;
+    assert_int_equal(reign_election_join(&e, c, "ok", &o), REIGN_EINVAL);
+    o.strategy = REIGN_STRATEGY_LOCK;
+    assert_int_equal(reign_election_join(&e, c, "ok", &o), 0);
+    assert_non_null(e);
+    assert_int_equal(reign_election_is_leader(e), 0);
+    assert_int_equal(reign_election_valid_until_ns(e), 0);
+    assert_int_equal(reign_election_cede(e, 0), REIGN_ESTATE);
+    assert_null(reign_election_free(e));
+    assert_int_equal(reign_client_wait_connected(c), REIGN_ETIMEDOUT);
+    assert_non_null(strstr(reign_client_errmsg(c), "127.0.0.1:1"));
+    assert_null(reign_client_free(c));
+}
+
+/* Out of memory at every allocation of reign_client_new and join: each
+ * either succeeds or fails cleanly (ASan finds leaks and bad frees). */
+static int budget;
+static void *oom_malloc(size_t n)
+{
+    return budget-- > 0 ? malloc(n) : NULL;
+}
+static void *oom_realloc(void *p, size_t n)
+{
+    return budget-- > 0 ? realloc(p, n) : NULL;
+}
+
+static void test_oom(void **state)
+{
+    int successes = 0;
+    for (int limit = 0; limit < 400 && successes < 3; limit++) {
+        budget = limit;
+        reign_set_allocator(oom_malloc, oom_realloc, free);
+        char err[256];
+        reign_client *c = NULL;
+        int rc = reign_client_new(&c, "zk://u:p@127.0.0.1:1/x?connect_timeout_ms=50", NULL, err,
+                                  sizeof(err));
+        if (rc == 0) {
+            reign_election *e = NULL;
+            reign_election_options o = {.size = sizeof(o), .id = "me", .data = "d", .data_len = 1};
+            rc = reign_election_join(&e, c, "oom", &o);
+            if (rc == 0) {
+                successes++;
+                reign_election_free(e);
+            } else {
+                assert_int_equal(rc, REIGN_ENOMEM);
+            }
+            reign_set_allocator(NULL, NULL, NULL);
+            reign_client_free(c);
+        } else {
+            reign_set_allocator(NULL, NULL, NULL);
+            if (rc != REIGN_ENOMEM && rc != REIGN_ECONNECT)
+                fail_msg("limit %d: %s: %s", limit, reign_err_name(rc), err);
+            assert_null(c);
+        }
+    }
+    reign_set_allocator(NULL, NULL, NULL);
+    assert_true(successes > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_qnodes),
+        cmocka_unit_test(test_node_names_from_data),
+        cmocka_unit_test(test_paths),
+        cmocka_unit_test(test_client_refusals),
+        cmocka_unit_test(test_redact),
+        cmocka_unit_test(test_join_refusals),
+        cmocka_unit_test(test_oom),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -63,10 +63,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", reign_strerror(r), err);
         return 1;
     }
-    reign_election_options opts = {.size = sizeof(opts),
-                                   .id = argv[3],
-                                   .cb = on_event,
-                                   .userdata = client};
+    reign_election_options opts = {
+        .size = sizeof(opts), .id = argv[3], .cb = on_event, .userdata = client};
     reign_election *e;
     r = reign_election_join(&e, client, argv[2], &opts);
     if (r < 0) {

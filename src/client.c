@@ -238,10 +238,13 @@ static void set_state(reign_client *c, reign_conn_state st)
 
 static void run_deadlines(reign_client *c, int64_t now)
 {
-    if (c->state == REIGN_CONN_SUSPENDED && now >= lost_at(c))
-        set_state(c, REIGN_CONN_LOST);
+    /* Leaders first: a leader whose bound passed is demoted for that
+     * (suspended or stalled) before anyone hears the session may be lost. */
+    bool suspended_past = c->state == REIGN_CONN_SUSPENDED && now >= lost_at(c);
     if (c->validity_holders > 0 && now >= reign__client_valid_until(c))
         for_each_recipe(c, call_deadline, &now);
+    if (suspended_past)
+        set_state(c, REIGN_CONN_LOST);
     arm_deadline(c);
 }
 

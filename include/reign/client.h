@@ -100,9 +100,9 @@ typedef enum reign_conn_state {
 REIGN_EXPORT const char *reign_conn_state_name(reign_conn_state state);
 
 typedef enum reign_suspend_policy {
-    REIGN_SUSPEND_DEFAULT = 0,  /* take it from the URI, else DEADLINE */
-    REIGN_SUSPEND_DEADLINE,     /* demote when the safety deadline passes */
-    REIGN_SUSPEND_IMMEDIATE     /* demote as soon as the connection is suspended */
+    REIGN_SUSPEND_DEFAULT = 0, /* take it from the URI, else DEADLINE */
+    REIGN_SUSPEND_DEADLINE,    /* demote when the safety deadline passes */
+    REIGN_SUSPEND_IMMEDIATE    /* demote as soon as the connection is suspended */
 } reign_suspend_policy;
 
 /*
@@ -122,12 +122,12 @@ typedef struct reign_client_options {
     int connect_timeout_ms;
     int op_timeout_ms;
     int retry_period_ms;
-    int retry_max;                  /* 0 = default; -1 = no retries */
+    int retry_max; /* 0 = default; -1 = no retries */
     reign_suspend_policy suspend_policy;
     reign_client_state_cb *on_state;
-    reign_log_fn *log_fn;           /* NULL: the process-wide sink */
-    reign_log_level log_level;      /* with log_fn: most verbose level passed */
-    void *userdata;                 /* for on_state and log_fn */
+    reign_log_fn *log_fn;      /* NULL: the process-wide sink */
+    reign_log_level log_level; /* with log_fn: most verbose level passed */
+    void *userdata;            /* for on_state and log_fn */
 } reign_client_options;
 
 /*
@@ -138,8 +138,8 @@ typedef struct reign_client_options {
  * scheme this build does not support.  `errbuf`, if not NULL, receives a
  * one-line explanation of the failure (at most errlen bytes, NUL-terminated).
  */
-REIGN_EXPORT int reign_client_new(reign_client **ret, const char *uri, const reign_client_options *opts,
-                                  char *errbuf, size_t errlen);
+REIGN_EXPORT int reign_client_new(reign_client **ret, const char *uri,
+                                  const reign_client_options *opts, char *errbuf, size_t errlen);
 
 /*
  * Runs the client until its first session is established or its connect

@@ -27,9 +27,9 @@ extern "C" {
 #define REIGN_EXPORT
 #endif
 
-#define REIGN_VERSION_MAJOR 0
-#define REIGN_VERSION_MINOR 1
-#define REIGN_VERSION_PATCH 0
+#define REIGN_VERSION_MAJOR  0
+#define REIGN_VERSION_MINOR  1
+#define REIGN_VERSION_PATCH  0
 #define REIGN_VERSION_STRING "0.1.0"
 
 /* The version of the library the program runs with, "MAJOR.MINOR.PATCH". */
@@ -39,35 +39,35 @@ REIGN_EXPORT const char *reign_version(void);
  * Error codes: XX(name, value, message).  One table, so that the enum,
  * reign_strerror() and reign_err_name() can never disagree.
  */
-#define REIGN_ERRNO_MAP(XX)                                                                  \
-    XX(EINVAL, -EINVAL, "invalid argument")                                                  \
-    XX(ENOMEM, -ENOMEM, "out of memory")                                                     \
-    XX(ETIMEDOUT, -ETIMEDOUT, "timed out")                                                   \
-    XX(ENOENT, -ENOENT, "no such node or row")                                               \
-    XX(EEXIST, -EEXIST, "already exists")                                                    \
-    XX(E2BIG, -E2BIG, "payload too large")                                                   \
-    XX(EACCES, -EACCES, "not authorized by the store's access control")                    \
-    XX(ECANCELED, -ECANCELED, "canceled")                                                    \
-    XX(EBUSY, -EBUSY, "busy: another operation is in progress")                              \
-    XX(ENOTSUP, -ENOTSUP, "not supported by this backend or strategy")                      \
-    XX(EURI, -1001, "malformed URI")                                                         \
-    XX(ENAME, -1002, "illegal name")                                                         \
-    XX(ECONNLOSS, -1003, "connection lost; the outcome of the operation is unknown")        \
-    XX(ESESSION, -1004, "session expired or closed")                                         \
-    XX(ECONNECT, -1005, "cannot connect to the store")                                       \
-    XX(EAUTH, -1006, "authentication failed or credentials missing")                        \
-    XX(EFOREIGN, -1007, "foreign data where reign expects its own")                          \
-    XX(ESTATE, -1008, "not allowed in the current state")                                    \
-    XX(EBADVERSION, -1009, "version mismatch")                                               \
-    XX(ENOTEMPTY, -1010, "node has children")                                                \
-    XX(EBACKEND, -1011, "unexpected error from the store")                                   \
+#define REIGN_ERRNO_MAP(XX)                                                                        \
+    XX(EINVAL, -EINVAL, "invalid argument")                                                        \
+    XX(ENOMEM, -ENOMEM, "out of memory")                                                           \
+    XX(ETIMEDOUT, -ETIMEDOUT, "timed out")                                                         \
+    XX(ENOENT, -ENOENT, "no such node or row")                                                     \
+    XX(EEXIST, -EEXIST, "already exists")                                                          \
+    XX(E2BIG, -E2BIG, "payload too large")                                                         \
+    XX(EACCES, -EACCES, "not authorized by the store's access control")                            \
+    XX(ECANCELED, -ECANCELED, "canceled")                                                          \
+    XX(EBUSY, -EBUSY, "busy: another operation is in progress")                                    \
+    XX(ENOTSUP, -ENOTSUP, "not supported by this backend or strategy")                             \
+    XX(EURI, -1001, "malformed URI")                                                               \
+    XX(ENAME, -1002, "illegal name")                                                               \
+    XX(ECONNLOSS, -1003, "connection lost; the outcome of the operation is unknown")               \
+    XX(ESESSION, -1004, "session expired or closed")                                               \
+    XX(ECONNECT, -1005, "cannot connect to the store")                                             \
+    XX(EAUTH, -1006, "authentication failed or credentials missing")                               \
+    XX(EFOREIGN, -1007, "foreign data where reign expects its own")                                \
+    XX(ESTATE, -1008, "not allowed in the current state")                                          \
+    XX(EBADVERSION, -1009, "version mismatch")                                                     \
+    XX(ENOTEMPTY, -1010, "node has children")                                                      \
+    XX(EBACKEND, -1011, "unexpected error from the store")                                         \
     XX(ECLOSED, -1012, "object is closing")
 
 typedef enum reign_errno {
 #define REIGN__ERR_ENUM(name, value, msg) REIGN_##name = (value),
     REIGN_ERRNO_MAP(REIGN__ERR_ENUM)
 #undef REIGN__ERR_ENUM
-    REIGN__ERR_DUMMY = 0
+        REIGN__ERR_DUMMY = 0
 } reign_errno;
 
 /* A sentence for an error code ("malformed URI"); never NULL. */
@@ -116,8 +116,8 @@ REIGN_EXPORT const char *reign_log_level_name(reign_log_level level);
  * object.  A failing allocator makes the calling function return
  * REIGN_ENOMEM; the library never exits on allocation failure.
  */
-REIGN_EXPORT int reign_set_allocator(void *(*malloc_fn)(size_t), void *(*realloc_fn)(void *, size_t),
-                                     void (*free_fn)(void *));
+REIGN_EXPORT int reign_set_allocator(void *(*malloc_fn)(size_t),
+                                     void *(*realloc_fn)(void *, size_t), void (*free_fn)(void *));
 
 /* ---- time --------------------------------------------------------------- */
 

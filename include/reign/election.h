@@ -57,7 +57,7 @@ typedef struct reign_election reign_election;
 
 /* Longest election name, candidate id, and payload, in bytes. */
 #define REIGN_NAME_MAX 200
-#define REIGN_ID_MAX 256
+#define REIGN_ID_MAX   256
 #define REIGN_DATA_MAX 1000000
 
 typedef enum reign_strategy {
@@ -86,30 +86,30 @@ REIGN_EXPORT const char *reign_demote_reason_name(reign_demote_reason reason);
 
 /* The leader of an election, as its candidates and observers see it. */
 typedef struct reign_leader {
-    const char *id;        /* candidate id ("" if the node holds foreign data) */
-    const void *data;      /* the leader's payload */
+    const char *id;   /* candidate id ("" if the node holds foreign data) */
+    const void *data; /* the leader's payload */
     size_t data_len;
-    uint64_t term;         /* 1, 2, 3, ... */
-    uint64_t token;        /* fencing token: strictly increasing */
-    int64_t since_ms;      /* when it was elected: Unix ms, by the store's clock */
+    uint64_t term;    /* 1, 2, 3, ... */
+    uint64_t token;   /* fencing token: strictly increasing */
+    int64_t since_ms; /* when it was elected: Unix ms, by the store's clock */
 } reign_leader;
 
 /* One candidate, in the order in which they would lead. */
 typedef struct reign_candidate {
-    const char *id;        /* "" if unknown (foreign data) */
+    const char *id; /* "" if unknown (foreign data) */
     const void *data;
     size_t data_len;
-    const char *node;      /* the store's key for it (a znode name) */
-    int64_t joined_ms;     /* Unix ms, by the store's clock */
+    const char *node;  /* the store's key for it (a znode name) */
+    int64_t joined_ms; /* Unix ms, by the store's clock */
 } reign_candidate;
 
 typedef enum reign_election_event_type {
-    REIGN_ELECTION_ELECTED = 1, /* we lead: term, token, valid_until_ns */
-    REIGN_ELECTION_DEMOTED,     /* we no longer lead: reason, term */
+    REIGN_ELECTION_ELECTED = 1,    /* we lead: term, token, valid_until_ns */
+    REIGN_ELECTION_DEMOTED,        /* we no longer lead: reason, term */
     REIGN_ELECTION_LEADER_CHANGED, /* someone (maybe we) leads, or no one: leader */
-    REIGN_ELECTION_READY,       /* first view of the election loaded (observers too) */
-    REIGN_ELECTION_LEFT,        /* resign finished: our node is gone (error: 0 or why not) */
-    REIGN_ELECTION_ERROR        /* the election stopped on an error it cannot retry */
+    REIGN_ELECTION_READY,          /* first view of the election loaded (observers too) */
+    REIGN_ELECTION_LEFT,           /* resign finished: our node is gone (error: 0 or why not) */
+    REIGN_ELECTION_ERROR           /* the election stopped on an error it cannot retry */
 } reign_election_event_type;
 
 typedef struct reign_election_event {
@@ -129,15 +129,15 @@ typedef void reign_election_cb(reign_election *election, const reign_election_ev
                                void *userdata);
 
 typedef struct reign_election_options {
-    size_t size;               /* sizeof(reign_election_options) */
-    const char *id;            /* candidate id; NULL: "<hostname>-<pid>" */
-    const void *data;          /* payload, e.g. the candidate's address */
+    size_t size;      /* sizeof(reign_election_options) */
+    const char *id;   /* candidate id; NULL: "<hostname>-<pid>" */
+    const void *data; /* payload, e.g. the candidate's address */
     size_t data_len;
     reign_strategy strategy;
-    int observer;              /* follow the leader without standing */
-    int follow_leader;         /* candidates too get LEADER_CHANGED (costs a watch each) */
-    int cede_delay_ms;         /* before standing again after our node was deleted by
-                                  someone else, or after cede with delay < 0; default 1000 */
+    int observer;      /* follow the leader without standing */
+    int follow_leader; /* candidates too get LEADER_CHANGED (costs a watch each) */
+    int cede_delay_ms; /* before standing again after our node was deleted by
+                          someone else, or after cede with delay < 0; default 1000 */
     reign_election_cb *cb;
     void *userdata;
 } reign_election_options;
@@ -204,8 +204,8 @@ typedef struct reign_election_view {
     const char *name;
     reign_strategy strategy;
     int has_leader;
-    reign_leader leader;                /* valid if has_leader */
-    const reign_candidate *candidates;  /* in order; the leader first if it stands */
+    reign_leader leader;               /* valid if has_leader */
+    const reign_candidate *candidates; /* in order; the leader first if it stands */
     size_t n_candidates;
 } reign_election_view;
 

@@ -20,13 +20,13 @@
 
 typedef struct reign__record_field {
     char key[33];
-    char *value;            /* decoded, NUL-terminated */
+    char *value; /* decoded, NUL-terminated */
 } reign__record_field;
 
 typedef struct reign__record {
     reign__record_field fields[REIGN__RECORD_MAX_FIELDS];
     size_t n_fields;
-    const void *payload;    /* points into the parsed buffer */
+    const void *payload; /* points into the parsed buffer */
     size_t payload_len;
 } reign__record;
 

@@ -13,19 +13,19 @@
 
 #include <stddef.h>
 
-#define REIGN__URI_MAX 4096     /* longest URI accepted */
-#define REIGN__URI_MAX_HOSTS 64
+#define REIGN__URI_MAX        4096 /* longest URI accepted */
+#define REIGN__URI_MAX_HOSTS  64
 #define REIGN__URI_MAX_PARAMS 32
 
 typedef struct reign__uri_host {
-    char *host;     /* name, IPv4 address, or IPv6 address without brackets */
-    int port;       /* 0 if absent */
-    int ipv6;       /* was written in brackets */
+    char *host; /* name, IPv4 address, or IPv6 address without brackets */
+    int port;   /* 0 if absent */
+    int ipv6;   /* was written in brackets */
 } reign__uri_host;
 
 typedef struct reign__uri_kv {
     char *key;
-    char *value;    /* "" for "?flag" */
+    char *value; /* "" for "?flag" */
 } reign__uri_kv;
 
 typedef struct reign__uri {
@@ -34,7 +34,7 @@ typedef struct reign__uri {
     char *password;         /* NULL if absent (":" with nothing after is "") */
     reign__uri_host *hosts; /* n_hosts may be 0 (sqlite:///path) */
     size_t n_hosts;
-    char *path;             /* decoded, starts with '/', or "" if absent */
+    char *path; /* decoded, starts with '/', or "" if absent */
     reign__uri_kv *params;
     size_t n_params;
 } reign__uri;

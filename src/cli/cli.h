@@ -1,0 +1,195 @@
+/*
+ * cli.h - what the subcommands of the `reign` tool share.
+ *
+ * main.c parses the global options into a `cli` and hands it to one
+ * subcommand (campaign.c, run.c, status.c, watch.c, cede.c).  common.c gives
+ * them the rest: messages and logging on stderr, option-value parsing,
+ * connecting to the store, one libuv loop with SIGINT/SIGTERM handlers, a
+ * bounded resign before exit, and the formatting of payloads and times.
+ *
+ * Exit codes: 0 success, 1 failure, 2 usage error (run passes its child's on).
+ */
+#ifndef REIGN_CLI_H
+#define REIGN_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <uv.h>
+
+#include <reign/adapters/libuv.h>
+#include <reign/reign.h>
+
+#define CLI_EXIT_OK    0
+#define CLI_EXIT_FAIL  1
+#define CLI_EXIT_USAGE 2
+
+/* How long `campaign` and `run` wait for their node to be deleted on exit. */
+#define CLI_LEAVE_WAIT_MS 5000
+
+typedef struct cli cli;
+
+/* A subcommand's entry point: argv[0] is the subcommand's name. */
+typedef int cli_main_fn(cli *c, int argc, char **argv);
+
+/* The candidate's payload, from --data or --data-file. */
+typedef struct cli_data {
+    char *buf; /* owned (--data-file) or NULL */
+    const void *data;
+    size_t len;
+} cli_data;
+
+struct cli {
+    /* global options */
+    const char *uri;
+    int session_timeout_ms; /* 0: from the URI, else the library's default */
+    reign_log_level log_level;
+
+    const char *cmd; /* the running subcommand, for messages */
+
+    uv_loop_t loop;
+    int loop_ready;
+    reign_client *client;
+    reign_uv *adapter;
+    reign_election *election; /* the subcommand's, if it joined one */
+
+    uv_signal_t sig_int;
+    uv_signal_t sig_term;
+    int signals_ready;
+    /* Called on SIGINT/SIGTERM; NULL: exit 0 at once. */
+    void (*on_signal)(cli *c, int signum);
+    /* Called after every connection state change (already logged).  With
+     * it, CLOSED does not end the program by itself: the hook must. */
+    void (*on_state)(cli *c, reign_conn_state state);
+    void *cmd_data;
+
+    /* resign-then-exit (cli_leave) */
+    uv_timer_t leave_timer;
+    int leave_timer_ready;
+    int leaving;
+    int leave_code;
+
+    int done;
+    int exit_code;
+};
+
+/* ---- messages -------------------------------------------------------- */
+
+/* "reign: CMD: message" on stderr, whatever the log level. */
+void cli_error(cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Prints a usage error and a hint to --help; returns CLI_EXIT_USAGE. */
+int cli_usage_error(cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Logs one line on stderr if `level` is within --log-level. */
+void cli_log(cli *c, reign_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/*
+ * Makes `s` fit for quoting in a one-line message: control characters,
+ * quotes and backslashes escaped, truncated to about outlen.  Returns out.
+ */
+const char *cli_quote(const char *s, char *out, size_t outlen);
+
+/* Prints one line on stdout and flushes it at once. */
+void cli_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Reports an option error of getopt_long (called with opterr = 0) for
+ * the option at argv[optind - 1]; returns CLI_EXIT_USAGE.
+ */
+int cli_bad_option(cli *c, int ret, char **argv);
+
+/* ---- option values (each prints its own usage error) ------------------ */
+
+/* A decimal integer in [min, max] for option `opt`; 0 or CLI_EXIT_USAGE. */
+int cli_parse_int(cli *c, const char *opt, const char *val, long min, long max, long *out);
+
+/* A number of seconds (fraction allowed) in [0, max_s], as ns; 0 or CLI_EXIT_USAGE. */
+int cli_parse_seconds(cli *c, const char *opt, const char *val, double max_s, int64_t *out_ns);
+
+/* --strategy queue|lock; 0 or CLI_EXIT_USAGE. */
+int cli_parse_strategy(cli *c, const char *val, reign_strategy *out);
+
+/* --data TEXT; never fails. */
+void cli_data_set(cli_data *d, const char *text);
+
+/* --data-file FILE ("-" = stdin): reads at most REIGN_DATA_MAX + 1 bytes, so
+ * the library can refuse a payload that is too large.  0 or CLI_EXIT_FAIL. */
+int cli_data_read(cli *c, cli_data *d, const char *path);
+
+void cli_data_free(cli_data *d);
+
+/* ---- the store and the loop ------------------------------------------ */
+
+/* Creates the client (without waiting).  0, CLI_EXIT_FAIL or CLI_EXIT_USAGE. */
+int cli_client_new(cli *c);
+
+/*
+ * Joins `name` with `opts` (cb and userdata set by the caller) into
+ * c->election; on failure prints why, naming the bad value.  0 or
+ * CLI_EXIT_FAIL.
+ */
+int cli_join(cli *c, const char *name, reign_election_options *opts);
+
+/*
+ * Waits for the first session (bounded by the client's connect timeout),
+ * then plugs the client into the loop and installs the signal handlers.
+ * 0 or CLI_EXIT_FAIL.
+ */
+int cli_connect(cli *c);
+
+/* Runs the loop until cli_exit(); returns the exit code. */
+int cli_run(cli *c);
+
+/* Stops the loop; the program exits with `code`.  The first call wins. */
+void cli_exit(cli *c, int code);
+
+/* After calling into libreign outside a client callback. */
+void cli_update(cli *c);
+
+/*
+ * Resigns c->election and exits with `code` once LEFT has arrived (the
+ * subcommand's callback passes LEFT to cli_left) or after
+ * CLI_LEAVE_WAIT_MS, whichever comes first.
+ */
+void cli_leave(cli *c, int code);
+void cli_left(cli *c, const reign_election_event *ev);
+
+/* Frees everything; safe on a partly set up cli. */
+void cli_cleanup(cli *c);
+
+/* ---- formatting ------------------------------------------------------ */
+
+/* 1 if data is valid UTF-8 without control characters (may be empty). */
+int cli_data_is_text(const void *data, size_t len);
+
+/* Base64 (RFC 4648, padded) of data; malloc'd, NULL on out of memory. */
+char *cli_base64(const void *data, size_t len);
+
+/* Unix ms as "2024-05-01T12:00:00.123Z" into buf (at least 32 bytes). */
+const char *cli_iso8601(int64_t unix_ms, char *buf, size_t len);
+
+/* Adds an exact integer (cJSON numbers are doubles, tokens may not fit). */
+void cli_json_add_u64(cJSON *obj, const char *key, uint64_t v);
+void cli_json_add_i64(cJSON *obj, const char *key, int64_t v);
+
+/* Adds "data" (text) or "data_base64" (anything else). */
+void cli_json_add_data(cJSON *obj, const void *data, size_t len);
+
+/* {"id","data"|"data_base64","term","token","since_ms"} */
+cJSON *cli_json_leader(const reign_leader *l);
+
+/* Prints a JSON value on one line of stdout and frees it; 0 or CLI_EXIT_FAIL. */
+int cli_json_print(cli *c, cJSON *v);
+
+/* ---- subcommands ----------------------------------------------------- */
+
+cli_main_fn cli_campaign_main;
+cli_main_fn cli_run_main;
+cli_main_fn cli_status_main;
+cli_main_fn cli_watch_main;
+cli_main_fn cli_cede_main;
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * status.c - `reign status NAME`: one snapshot of an election (its leader
+ * and its candidates in the order in which they would lead), as text for
+ * people or, with --json, as one JSON object for scripts.
+ *
+ * Payloads are shown as text when they are printable UTF-8, else in base64
+ * (JSON key "data_base64" instead of "data"), so that the output stays one
+ * terminal-safe line per item whatever a candidate published.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct status {
+    const char *name;
+    int json;
+} status;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: reign [GLOBAL OPTIONS] status NAME [OPTIONS]\n"
+               "\n"
+               "Show the leader of election NAME (id, payload, term, fencing token, since\n"
+               "when) and its candidates in the order in which they would lead.\n"
+               "\n"
+               "Options:\n"
+               "      --json              print one JSON object:\n"
+               "                          {\"election\",\"strategy\",\"leader\":{\"id\",\"data\","
+               "\"term\",\n"
+               "                          \"token\",\"since_ms\"}|null,\"candidates\":[{\"id\","
+               "\"data\",\n"
+               "                          \"node\",\"joined_ms\"}...]}\n"
+               "  -h, --help              show this help\n");
+}
+
+/* One "label:   value" line, values aligned at column `width`. */
+static void field(int width, const char *label, const char *value)
+{
+    cli_print("%-*s %s", width - 1, label, value);
+}
+
+/* "data: TEXT" or "data_base64: B64"; nothing if empty. */
+static void print_data(int width, const char *indent, const void *data, size_t len)
+{
+    char label[32];
+    if (!data || !len)
+        return;
+    if (cli_data_is_text(data, len)) {
+        snprintf(label, sizeof(label), "%sdata:", indent);
+        cli_print("%-*s %.*s", width - 1, label, (int)len, (const char *)data);
+    } else {
+        char *b = cli_base64(data, len);
+        snprintf(label, sizeof(label), "%sdata_base64:", indent);
+        field(width, label, b ? b : "(out of memory)");
+        free(b);
+    }
+}
+
+static const char *show_id(const char *id)
+{
+    return id && *id ? id : "(unknown)";
+}
+
+static void print_text(const reign_election_view *v)
+{
+    char t[64], n[32];
+    const int w = 18; /* fits "    data_base64:" */
+    field(w, "election:", v->name);
+    field(w, "strategy:", reign_strategy_name(v->strategy));
+    if (v->has_leader) {
+        const reign_leader *l = &v->leader;
+        field(w, "leader:", show_id(l->id));
+        snprintf(n, sizeof(n), "%llu", (unsigned long long)l->term);
+        field(w, "  term:", n);
+        snprintf(n, sizeof(n), "%llu", (unsigned long long)l->token);
+        field(w, "  token:", n);
+        field(w, "  since:", cli_iso8601(l->since_ms, t, sizeof(t)));
+        print_data(w, "  ", l->data, l->data_len);
+    } else {
+        field(w, "leader:", "none");
+    }
+    snprintf(n, sizeof(n), "%zu", v->n_candidates);
+    field(w, "candidates:", n);
+    for (size_t i = 0; i < v->n_candidates; i++) {
+        const reign_candidate *k = &v->candidates[i];
+        cli_print("  %zu. %s", i + 1, show_id(k->id));
+        field(w, "    node:", k->node ? k->node : "");
+        field(w, "    joined:", cli_iso8601(k->joined_ms, t, sizeof(t)));
+        print_data(w, "    ", k->data, k->data_len);
+    }
+}
+
+static int print_json(cli *c, const reign_election_view *v)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        goto oom;
+    cJSON_AddStringToObject(o, "election", v->name);
+    cJSON_AddStringToObject(o, "strategy", reign_strategy_name(v->strategy));
+    cJSON *l = v->has_leader ? cli_json_leader(&v->leader) : cJSON_CreateNull();
+    if (!l)
+        goto oom;
+    cJSON_AddItemToObject(o, "leader", l);
+    cJSON *arr = cJSON_AddArrayToObject(o, "candidates");
+    if (!arr)
+        goto oom;
+    for (size_t i = 0; i < v->n_candidates; i++) {
+        const reign_candidate *k = &v->candidates[i];
+        cJSON *j = cJSON_CreateObject();
+        if (!j)
+            goto oom;
+        cJSON_AddItemToArray(arr, j);
+        cJSON_AddStringToObject(j, "id", k->id ? k->id : "");
+        cli_json_add_data(j, k->data, k->data_len);
+        cJSON_AddStringToObject(j, "node", k->node ? k->node : "");
+        cli_json_add_i64(j, "joined_ms", k->joined_ms);
+    }
+    return cli_json_print(c, o);
+oom:
+    cJSON_Delete(o);
+    cli_error(c, "out of memory");
+    return CLI_EXIT_FAIL;
+}
+
+static int query_failed(cli *c, const char *name, int err)
+{
+    char q[512];
+    cli_quote(name, q, sizeof(q));
+    if (err == REIGN_ENOENT)
+        cli_error(c, "no such election '%s'", q);
+    else if (err == REIGN_ENAME)
+        cli_error(c,
+                  "illegal election name '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -, "
+                  "not '.' or '..')",
+                  q, REIGN_NAME_MAX);
+    else
+        cli_error(c, "cannot read election '%s': %s", q, reign_strerror(err));
+    return CLI_EXIT_FAIL;
+}
+
+static void on_query(reign_client *client, int err, const reign_election_view *view, void *userdata)
+{
+    cli *c = userdata;
+    status *s = c->cmd_data;
+    (void)client;
+    if (err < 0 || !view) {
+        cli_exit(c, query_failed(c, s->name, err < 0 ? err : REIGN_EBACKEND));
+        return;
+    }
+    if (s->json) {
+        cli_exit(c, print_json(c, view));
+    } else {
+        print_text(view);
+        cli_exit(c, CLI_EXIT_OK);
+    }
+}
+
+static void on_signal(cli *c, int signum)
+{
+    (void)signum;
+    cli_error(c, "interrupted");
+    cli_exit(c, CLI_EXIT_FAIL);
+}
+
+int cli_status_main(cli *c, int argc, char **argv)
+{
+    enum { OPT_JSON = 256 };
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    static status s;
+    int o, r;
+
+    while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (o) {
+        case OPT_JSON:
+            s.json = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return CLI_EXIT_OK;
+        default:
+            return cli_bad_option(c, o, argv);
+        }
+    }
+    if (optind >= argc)
+        return cli_usage_error(c, "missing election NAME");
+    if (optind + 1 < argc) {
+        char q[256];
+        return cli_usage_error(c, "unexpected argument '%s'",
+                               cli_quote(argv[optind + 1], q, sizeof(q)));
+    }
+    s.name = argv[optind];
+    c->cmd_data = &s;
+
+    if ((r = cli_client_new(c)))
+        return r;
+    if ((r = cli_connect(c)))
+        return r;
+    c->on_signal = on_signal;
+    r = reign_election_query(c->client, s.name, on_query, c);
+    if (r < 0)
+        return query_failed(c, s.name, r);
+    cli_update(c);
+    return cli_run(c);
+}

@@ -1,0 +1,4 @@
+# The installed tree is usable on its own (headers, reign.pc, CMake package).
+add_test(NAME install_tree COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/install_test.sh
+  ${PROJECT_BINARY_DIR} ${PROJECT_SOURCE_DIR})
+set_tests_properties(install_tree PROPERTIES LABELS unit)

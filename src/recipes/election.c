@@ -125,6 +125,7 @@ static void follow_leader(reign_election *e);
 static void create_node(reign_election *e);
 static void finish_resign(reign_election *e, int err);
 static void retry_later(reign_election *e, int err, const char *what);
+static void handle_node_gone(reign_election *e);
 
 /* ---- names and small helpers -------------------------------------------- */
 
@@ -675,9 +676,11 @@ static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
         become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
         break;
     case REIGN_ENOENT:
-        /* Either our node is gone (the check failed) or the term node is
-         * missing.  Tell them apart by the failing sub-operation: the
-         * backend reports the first one, so re-check from the top. */
+        if (r->failed_op != 1) { /* the check: our node is gone */
+            handle_node_gone(e);
+            break;
+        }
+        /* The term node is missing (an operator removed it): make it again. */
         if (reign__zk_create(e->zk, e->term_path, "reign 1\n\n", 9, 0, e, on_term_created,
                              EPOCH_ARG(e)) < 0)
             retry_later(e, REIGN_ENOMEM, "creating the term node");
@@ -756,7 +759,7 @@ static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char 
             if (e->state == ST_LEADER || e->state == ST_CLAIMING)
                 handle_node_gone(e);
             else if (e->state == ST_WAITING)
-                start(e);
+                create_node(e); /* the lock is free: race for it */
         } else if (e->state == ST_WAITING || e->state == ST_LEADER) {
             check(e); /* data changed: re-arm the watch and look again */
         }

@@ -67,6 +67,7 @@ typedef struct zk_op {
     zk_watch *watch;           /* the watch this attempt registers */
     /* result, written by the completion thread */
     int zrc;
+    int failed_op;
     bool oom;
     bool has_stat;
     struct Stat stat;
@@ -545,6 +546,7 @@ static void reset_result(zk_op *op)
     op->has_stat = false;
     op->oom = false;
     op->zrc = ZOK;
+    op->failed_op = -1;
 }
 
 /* Sends one attempt.  Failures to even send complete through the queue too,
@@ -762,6 +764,7 @@ static void deliver(reign__zk *zk, zk_op *op, int rc)
     r.rc = rc;
     r.zrc = op->zrc;
     r.sent_ns = op->sent_ns;
+    r.failed_op = op->failed_op;
     const struct Stat *st = op->type == OP_CHECK_SET ? &op->mstat : &op->stat;
     if (op->type == OP_CHECK_SET && rc == 0 && op->version == -2)
         st = NULL; /* a create inside a multi reports no stat: the caller re-reads */
@@ -799,6 +802,7 @@ static void finish_op(reign__zk *zk, zk_op *op)
         for (int i = 0; i < 2; i++)
             if (op->mres[i].err != ZOK && op->mres[i].err != ZRUNTIMEINCONSISTENCY) {
                 zrc = op->mres[i].err;
+                op->failed_op = i;
                 break;
             }
         op->zrc = zrc;

@@ -49,6 +49,7 @@ typedef struct reign__zk_result {
     char **children; /* children: names, sorted by nothing (as the server sent them) */
     size_t n_children;
     int64_t sent_ns; /* when the (last) attempt was sent */
+    int failed_op;   /* check_and_set: the part that failed (0 check, 1 set/create), else -1 */
 } reign__zk_result;
 
 typedef void reign__zk_cb(void *owner, void *arg, const reign__zk_result *r);
@@ -135,7 +136,8 @@ int reign__zk_set(reign__zk *zk, const char *path, const void *data, size_t len,
 /*
  * Atomically: `check_path` exists (any version), then set `path` to data at
  * `version`, or create it (persistent) when version is -2.  The result's
- * stat is that of the set/created node.  ENOENT means check_path is gone.
+ * stat is that of the set/created node.  On failure, failed_op says which
+ * part failed (ENOENT with failed_op 0: check_path is gone).
  */
 int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *path,
                             const void *data, size_t len, int version, void *owner,

@@ -116,3 +116,34 @@ reign_zk_test(NAME tools_tcpproxy
   TIMEOUT 180 LABELS tools)
 
 # integration tests below
+
+# ---- the C harness and raw helper (tests/integration/harness.[ch], zkraw.c) ----
+# harness.c uses only the public API and the ZooKeeper C client, so it links with either the
+# shared libreign or reign_internal (the fault-injection tests that wrap ZooKeeper calls).
+add_library(reign_it_harness STATIC ${CMAKE_CURRENT_LIST_DIR}/harness.c)
+target_include_directories(reign_it_harness PUBLIC
+  ${CMAKE_CURRENT_LIST_DIR} ${PROJECT_SOURCE_DIR}/include ${ZOOKEEPER_INCLUDE_DIR})
+target_compile_definitions(reign_it_harness PUBLIC THREADED)
+target_compile_options(reign_it_harness PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(reign_it_harness PUBLIC ${ZOOKEEPER_MT_LIBRARY} Threads::Threads)
+
+# reign_it_program(<name> [INTERNAL] [LINK_OPTIONS ...]): tests/integration/<name>.c linked with
+# the harness and libreign (INTERNAL: the static reign_internal, private objects and all).
+function(reign_it_program name)
+  cmake_parse_arguments(P "INTERNAL" "" "LINK_OPTIONS" ${ARGN})
+  add_executable(${name} ${CMAKE_CURRENT_FUNCTION_LIST_DIR}/${name}.c)
+  target_compile_options(${name} PRIVATE ${REIGN_WARNINGS})
+  if(P_INTERNAL)
+    target_link_libraries(${name} PRIVATE reign_it_harness reign_internal)
+  else()
+    target_link_libraries(${name} PRIVATE reign_it_harness reign)
+  endif()
+  if(P_LINK_OPTIONS)
+    target_link_options(${name} PRIVATE ${P_LINK_OPTIONS})
+  endif()
+endfunction()
+
+# 1. one leader among N, both strategies
+reign_it_program(it_one_leader)
+reign_zk_test(NAME it_one_leader_queue COMMAND it_one_leader queue TIMEOUT 120)
+reign_zk_test(NAME it_one_leader_lock COMMAND it_one_leader lock TIMEOUT 120)

@@ -1,0 +1,205 @@
+/*
+ * harness.h - a small harness for reign's C integration tests.
+ *
+ * A test makes candidates (h_cand: one reign_client and at most one
+ * election each) against the ZooKeeper server named in $REIGN_TEST_ZK_FILE,
+ * and turns every client's loop with h_run_until() until a predicate holds
+ * or a generous timeout passes.  Every election event is recorded, so a test
+ * can look at what happened afterwards; h_finish() proves over all of them
+ * that leaderships never overlapped and that terms and tokens only grew,
+ * then frees everything.
+ *
+ * There is no timed assertion here: a timeout only bounds how long a test
+ * waits for something that must happen, and a failing check ends the
+ * program with a message naming the file and line.
+ *
+ * h_raw_*() open plain ZooKeeper C client handles (synchronous calls: this
+ * is test code) to look at, or tamper with, the nodes an election made.
+ */
+#ifndef REIGN_TEST_HARNESS_H
+#define REIGN_TEST_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include <reign/reign.h>
+
+/* How long a test waits for anything that must happen: generous, since a loaded CI machine
+ * (or a sanitizer build) may be slow; a correct run never comes near it. */
+#define H_WAIT_MS 60000
+
+#define H_ID_MAX   128
+#define H_NODE_MAX 128
+
+/* ---- checks ------------------------------------------------------------- */
+
+void h_fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+#define H_CHECK(cond)                                                                              \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            h_fail(__FILE__, __LINE__, "check failed: %s", #cond);                                 \
+    } while (0)
+
+#define H_CHECKF(cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            h_fail(__FILE__, __LINE__, __VA_ARGS__);                                               \
+    } while (0)
+
+/* `expr` must return 0; otherwise the error's name and message are shown. */
+#define H_OK(expr)                                                                                 \
+    do {                                                                                           \
+        int h_rc_ = (expr);                                                                        \
+        if (h_rc_ != 0)                                                                            \
+            h_fail(__FILE__, __LINE__, "%s returned %d (%s: %s)", #expr, h_rc_,                    \
+                   reign_err_name(h_rc_), reign_strerror(h_rc_));                                  \
+    } while (0)
+
+/* A line on stderr, prefixed with the time since the test began. */
+void h_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- environment -------------------------------------------------------- */
+
+/* Call first: sets up logging (REIGN_TEST_LOG=debug|info|... , default info). */
+void h_init(const char *test_name);
+
+/* The connect string ("127.0.0.1:p,...") from $REIGN_TEST_ZK_FILE; exits if unset. */
+const char *h_hosts(void);
+
+/* "zk://<hosts>" plus "?<query>" if query is not NULL; in a static buffer. */
+const char *h_uri(const char *query);
+
+/* A fresh election name "<prefix>-<pid>-<random hex>", so that tests sharing a server never
+ * meet. */
+void h_unique_name(char *buf, size_t len, const char *prefix);
+
+/* ---- candidates --------------------------------------------------------- */
+
+typedef struct h_event {
+    reign_election_event_type type;
+    int64_t at_ns;
+    uint64_t term, token;
+    reign_demote_reason reason;
+    int error;
+    int has_leader; /* LEADER_CHANGED, READY */
+    char leader_id[H_ID_MAX];
+    uint64_t leader_term, leader_token;
+} h_event;
+
+typedef struct h_cand {
+    char id[H_ID_MAX];
+    reign_client *client;
+    reign_election *election;
+    reign_conn_state state; /* the last connection state reported */
+    int closed;             /* h_cand_close() called */
+    int64_t closed_ns;
+    h_event *ev;
+    size_t n_ev, cap_ev;
+    /* optional hook, called after each event is recorded */
+    void (*on_event)(struct h_cand *c, const h_event *ev);
+    void *userdata;
+} h_cand;
+
+/*
+ * A candidate: a client for `uri` (NULL: h_uri(NULL)) with `copts` (may be NULL), connected
+ * (waits for the session), joined to election `name` with `eopts` (may be NULL; its id
+ * defaults to `id`, its cb and userdata are the harness's).  With name NULL only the client
+ * is made.  Fails the test on any error.  The candidate is registered: h_run_until() turns its
+ * loop, h_finish() checks and frees it.
+ */
+h_cand *h_cand_new(const char *id, const char *uri, const reign_client_options *copts,
+                   const char *name, const reign_election_options *eopts);
+
+/* Joins `name` later (a candidate made with name NULL). */
+void h_cand_join(h_cand *c, const char *name, const reign_election_options *eopts);
+
+/* Frees the election (if any) and the client; the recorded events stay. */
+void h_cand_close(h_cand *c);
+
+/* Local answers. */
+int h_is_leader(const h_cand *c);
+size_t h_count(const h_cand *c, reign_election_event_type type);
+/* The last event of `type`, or NULL. */
+const h_event *h_last(const h_cand *c, reign_election_event_type type);
+
+/* ---- running ------------------------------------------------------------ */
+
+typedef int h_pred(void *arg);
+
+/*
+ * Turns the loop of every open candidate until pred(arg) is true (checked before waiting and
+ * after every turn) or timeout_ms passes.  Returns 1 if pred held, 0 on timeout.
+ */
+int h_run_until(h_pred *pred, void *arg, int timeout_ms);
+
+/* h_run_until(pred, arg, H_WAIT_MS), failing the test with `what` on timeout. */
+#define H_WAIT(pred, arg, what)                                                                    \
+    do {                                                                                           \
+        if (!h_run_until((pred), (arg), H_WAIT_MS))                                                \
+            h_fail(__FILE__, __LINE__, "timed out after %d ms waiting for %s", H_WAIT_MS, (what)); \
+    } while (0)
+
+/* Turns the loops for `ms` (an observation window: "nothing happens meanwhile"). */
+void h_run_for(int ms);
+
+/* Predicates for the common waits. */
+int h_pred_leader(void *cand);       /* the candidate leads */
+int h_pred_ready(void *cand);        /* READY seen */
+int h_pred_left(void *cand);         /* LEFT seen */
+int h_pred_any_leader(void *unused); /* some open candidate leads */
+
+/* The open candidate that leads, or NULL (fails the test if two do). */
+h_cand *h_leader(void);
+
+/* ---- snapshots (reign_election_query) ----------------------------------- */
+
+#define H_VIEW_MAX 64
+
+typedef struct h_view {
+    int err; /* 0, or the query's error (REIGN_ENOENT: no such election) */
+    reign_strategy strategy;
+    int has_leader;
+    char leader_id[H_ID_MAX];
+    uint64_t term, token;
+    size_t n;
+    char ids[H_VIEW_MAX][H_ID_MAX];
+    char nodes[H_VIEW_MAX][H_NODE_MAX];
+} h_view;
+
+/* Queries `name` through c's client, turning every loop until the answer. */
+void h_query(h_cand *c, const char *name, h_view *out);
+
+/* ---- the end ------------------------------------------------------------ */
+
+/*
+ * Proves over every candidate's recorded events that no two leaderships overlapped and that
+ * terms and tokens strictly increased from one to the next (a leadership still held ends now;
+ * one whose client was closed while leading ends at the close).  Returns the number of
+ * leaderships.  Fails the test on a violation.
+ */
+size_t h_check_leadership(void);
+
+/* h_check_leadership(), then frees every candidate; prints "PASS <test>".  Returns 0. */
+int h_finish(void);
+
+/* ---- raw ZooKeeper access ----------------------------------------------- */
+
+/*
+ * A plain ZooKeeper handle to `hosts`, connected (waits up to H_WAIT_MS), with digest
+ * credentials `auth` ("user:password") added if not NULL.  Fails the test on error.
+ */
+zhandle_t *h_raw_connect(const char *hosts, const char *auth);
+void h_raw_close(zhandle_t *zh);
+
+/* The children of `path` sorted by name into `out` (at most max); returns how many, or a
+ * negative ZooKeeper error (ZNONODE, ...). */
+int h_raw_children(zhandle_t *zh, const char *path, char out[][H_NODE_MAX], int max);
+
+/* The symbolic name of a ZooKeeper error code ("ZNOAUTH"). */
+const char *h_zerr_name(int zrc);
+
+#endif

@@ -147,3 +147,10 @@ endfunction()
 reign_it_program(it_one_leader)
 reign_zk_test(NAME it_one_leader_queue COMMAND it_one_leader queue TIMEOUT 120)
 reign_zk_test(NAME it_one_leader_lock COMMAND it_one_leader lock TIMEOUT 120)
+
+# 6. a candidate's create whose reply is lost (applied, or not) after a connection loss
+reign_it_program(it_create_connloss INTERNAL LINK_OPTIONS -Wl,--wrap=zoo_acreate2)
+foreach(scenario queue-lost-reply lock-lost-reply queue-failed lock-failed)
+  reign_zk_test(NAME it_create_connloss_${scenario} COMMAND it_create_connloss ${scenario}
+    TIMEOUT 120)
+endforeach()

@@ -1,0 +1,273 @@
+/*
+ * it_create_connloss.c - a candidate's create whose outcome is unknown.
+ *
+ *     it_create_connloss queue-lost-reply | lock-lost-reply | queue-failed | lock-failed
+ *
+ * Linked with -Wl,--wrap=zoo_acreate2 against reign_internal, so that every create libreign
+ * sends passes through __wrap_zoo_acreate2() below.  For the first create of a candidate node
+ * in this test's election (queue: .../n_<guid>_, lock: .../lock) it injects a fault:
+ *
+ *   *-lost-reply  the create is sent and applied by the server, but the reply is replaced by
+ *                 ZCONNECTIONLOSS: the node exists, and the candidate does not know it.  The
+ *                 candidate must adopt it - queue: find it by the guid in its name, lock:
+ *                 confirm that its ephemeral owner is our session - and must not create a
+ *                 second node (an orphan ahead of itself would block it forever, a duplicate
+ *                 would stand twice).  It must lead with that very node.
+ *   *-failed      the create never reaches the server and ZCONNECTIONLOSS is reported (from
+ *                 another thread, as the C client's completion thread would): the candidate
+ *                 must find nothing, create again, and stand with exactly one node.
+ *
+ * Afterwards a second candidate joins and the first resigns: the second must take over, which
+ * it only can if no stray node of the first is left in front of it.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+int __real_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
+                        const void *data);
+int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
+                        const void *data);
+
+/* ---- the fault injector (runs on the loop thread and the completion thread) -------------- */
+
+#define MAX_CREATES 16
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char dir[256];     /* "/reign/election/NAME": only its candidate creates count */
+static int lock_strategy; /* count ".../lock" rather than ".../n_" */
+static int drop_reply;    /* lost-reply (1) or failed (0) */
+static int armed;
+static int n_creates;                      /* candidate creates sent */
+static char create_path[MAX_CREATES][256]; /* the path each asked for */
+static int injected;                       /* the fault was delivered */
+static char dropped_created[256];          /* lost-reply: what the server created */
+
+typedef struct wrap_ctx {
+    string_stat_completion_t completion;
+    const void *data;
+} wrap_ctx;
+
+static void lost_reply(int rc, const char *value, const struct Stat *stat, const void *data)
+{
+    wrap_ctx *w = (wrap_ctx *)data;
+    (void)stat;
+    pthread_mutex_lock(&mu);
+    if (rc == ZOK) {
+        snprintf(dropped_created, sizeof(dropped_created), "%s", value ? value : "");
+        injected = 1;
+    }
+    pthread_mutex_unlock(&mu);
+    /* Applied on the server; the caller hears only that the connection was lost.  (Any other
+     * answer goes through unchanged and the test fails for want of an injection.) */
+    if (rc == ZOK)
+        w->completion(ZCONNECTIONLOSS, NULL, NULL, w->data);
+    else
+        w->completion(rc, value, stat, w->data);
+    free(w);
+}
+
+static void *report_failure(void *arg)
+{
+    wrap_ctx *w = arg;
+    pthread_mutex_lock(&mu);
+    injected = 1;
+    pthread_mutex_unlock(&mu);
+    w->completion(ZCONNECTIONLOSS, NULL, NULL, w->data);
+    free(w);
+    return NULL;
+}
+
+static int is_candidate_create(const char *path)
+{
+    size_t n = strlen(dir);
+    if (!n || strncmp(path, dir, n) != 0)
+        return 0;
+    return lock_strategy ? !strcmp(path + n, "/lock") : !strncmp(path + n, "/n_", 3);
+}
+
+int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
+                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
+                        const void *data)
+{
+    int inject = 0;
+    pthread_mutex_lock(&mu);
+    if (is_candidate_create(path)) {
+        if (n_creates < MAX_CREATES)
+            snprintf(create_path[n_creates], sizeof(create_path[0]), "%s", path);
+        n_creates++;
+        inject = armed;
+        armed = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!inject)
+        return __real_zoo_acreate2(zh, path, value, valuelen, acl, mode, completion, data);
+
+    wrap_ctx *w = malloc(sizeof(*w));
+    H_CHECK(w != NULL);
+    w->completion = completion;
+    w->data = data;
+    if (drop_reply) {
+        h_log("injecting: create %s is sent, its reply will be lost", path);
+        int rc = __real_zoo_acreate2(zh, path, value, valuelen, acl, mode, lost_reply, w);
+        if (rc != ZOK)
+            free(w);
+        return rc;
+    }
+    h_log("injecting: create %s never reaches the server", path);
+    pthread_t t;
+    H_CHECK(pthread_create(&t, NULL, report_failure, w) == 0);
+    pthread_detach(t);
+    return ZOK;
+}
+
+/* ---- the test ------------------------------------------------------------------------------ */
+
+static int injected_now(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&mu);
+    int v = injected;
+    pthread_mutex_unlock(&mu);
+    return v;
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+/* The candidate nodes (n_...) among the election's children. */
+static int queue_nodes(zhandle_t *zh, char out[][H_NODE_MAX], int max)
+{
+    char all[64][H_NODE_MAX];
+    int n = h_raw_children(zh, dir, all, 64);
+    H_CHECKF(n >= 0, "listing %s: %s", dir, h_zerr_name(n));
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!strncmp(all[i], "n_", 2) && k < max)
+            memcpy(out[k++], all[i], H_NODE_MAX);
+    return k;
+}
+
+static int64_t lock_owner(zhandle_t *zh)
+{
+    char path[300];
+    struct Stat st;
+    snprintf(path, sizeof(path), "%s/lock", dir);
+    int rc = zoo_exists(zh, path, 0, &st);
+    H_CHECKF(rc == ZOK, "%s: %s", path, h_zerr_name(rc));
+    return st.ephemeralOwner;
+}
+
+typedef struct takeover {
+    h_cand *from, *to;
+} takeover;
+
+static int taken_over(void *arg)
+{
+    takeover *t = arg;
+    return h_pred_left(t->from) && h_is_leader(t->to);
+}
+
+int main(int argc, char **argv)
+{
+    const char *scenario = argc > 1 ? argv[1] : "";
+    if (!strcmp(scenario, "queue-lost-reply")) {
+        drop_reply = 1;
+    } else if (!strcmp(scenario, "lock-lost-reply")) {
+        drop_reply = lock_strategy = 1;
+    } else if (!strcmp(scenario, "queue-failed")) {
+    } else if (!strcmp(scenario, "lock-failed")) {
+        lock_strategy = 1;
+    } else {
+        fprintf(stderr, "usage: it_create_connloss queue-lost-reply|lock-lost-reply|"
+                        "queue-failed|lock-failed\n");
+        return 2;
+    }
+    char test[96];
+    snprintf(test, sizeof(test), "it_create_connloss_%s", scenario);
+    h_init(test);
+
+    char name[128];
+    h_unique_name(name, sizeof(name), "connloss");
+    pthread_mutex_lock(&mu);
+    snprintf(dir, sizeof(dir), "/reign/election/%s", name);
+    armed = 1;
+    pthread_mutex_unlock(&mu);
+
+    reign_election_options eo;
+    memset(&eo, 0, sizeof(eo));
+    eo.strategy = lock_strategy ? REIGN_STRATEGY_LOCK : REIGN_STRATEGY_QUEUE;
+    const char *uri = h_uri("session_timeout_ms=4000");
+    h_cand *a = h_cand_new("a", uri, NULL, name, &eo);
+    H_WAIT(injected_now, NULL, "the injected fault");
+    H_WAIT(h_pred_leader, a, "the candidate to lead after the fault");
+
+    zhandle_t *raw = h_raw_connect(h_hosts(), NULL);
+    pthread_mutex_lock(&mu);
+    int creates = n_creates;
+    pthread_mutex_unlock(&mu);
+    h_log("%d candidate create(s) sent", creates);
+    if (lock_strategy) {
+        int64_t owner = lock_owner(raw);
+        H_CHECKF(owner == reign_client_session_id(a->client),
+                 "the lock's owner 0x%llx is not the leader's session 0x%llx",
+                 (unsigned long long)owner, (unsigned long long)reign_client_session_id(a->client));
+        if (drop_reply)
+            H_CHECKF(creates == 1, "%d creates of the lock: the applied one was not adopted",
+                     creates);
+        else
+            H_CHECKF(creates == 2, "%d creates of the lock, want 2 (the failed one and a retry)",
+                     creates);
+    } else {
+        char nodes[8][H_NODE_MAX];
+        int n = queue_nodes(raw, nodes, 8);
+        H_CHECKF(n == 1, "%d candidate nodes for one candidate (orphan or duplicate)", n);
+        if (drop_reply) {
+            H_CHECKF(creates == 1, "%d creates: the candidate created again instead of adopting",
+                     creates);
+            H_CHECKF(!strcmp(nodes[0], basename_of(dropped_created)),
+                     "the candidate stands with %s, but the lost create made %s", nodes[0],
+                     dropped_created);
+        } else {
+            H_CHECKF(creates == 2, "%d creates, want 2 (the failed one and a retry)", creates);
+            /* The retry asked for ".../n_<new guid>_": the node must carry that prefix. */
+            const char *want = basename_of(create_path[1]);
+            H_CHECKF(!strncmp(nodes[0], want, strlen(want)), "node %s is not the retry's %s*",
+                     nodes[0], want);
+        }
+    }
+    h_view v;
+    h_query(a, name, &v);
+    H_CHECK(v.err == 0 && v.has_leader && !strcmp(v.leader_id, "a"));
+    H_CHECKF(v.n == 1, "%zu candidates in the snapshot, want 1", v.n);
+
+    /* A second candidate, then a hand-over: nothing of the first may stand in its way. */
+    h_cand *b = h_cand_new("b", uri, NULL, name, &eo);
+    H_WAIT(h_pred_ready, b, "the second candidate to be ready");
+    H_CHECK(h_is_leader(a) && !h_is_leader(b));
+    if (!lock_strategy) {
+        char nodes[8][H_NODE_MAX];
+        int n = queue_nodes(raw, nodes, 8);
+        H_CHECKF(n == 2, "%d candidate nodes for two candidates", n);
+    }
+    H_OK(reign_election_resign(a->election));
+    takeover t = {a, b};
+    H_WAIT(taken_over, &t, "the second candidate to take over");
+    if (lock_strategy) {
+        H_CHECK(lock_owner(raw) == reign_client_session_id(b->client));
+    } else {
+        char nodes[8][H_NODE_MAX];
+        int n = queue_nodes(raw, nodes, 8);
+        H_CHECKF(n == 1, "%d candidate nodes after the first resigned, want 1", n);
+    }
+    h_raw_close(raw);
+    return h_finish();
+}

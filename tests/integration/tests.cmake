@@ -154,3 +154,8 @@ foreach(scenario queue-lost-reply lock-lost-reply queue-failed lock-failed)
   reign_zk_test(NAME it_create_connloss_${scenario} COMMAND it_create_connloss ${scenario}
     TIMEOUT 120)
 endforeach()
+
+# A raw ZooKeeper client for the end-to-end tests (tests/e2e/ run it as $REIGN_ZKRAW).
+add_executable(reign_it_zkraw ${CMAKE_CURRENT_LIST_DIR}/zkraw.c)
+target_compile_options(reign_it_zkraw PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(reign_it_zkraw PRIVATE reign_it_harness reign)

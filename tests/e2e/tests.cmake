@@ -1,0 +1,27 @@
+# End-to-end tests: Python (standard library) scripts driving the built `reign` binary against
+# real ZooKeeper servers; tests/e2e/e2elib.py is what they share.  Registered with the helpers
+# of tests/integration/tests.cmake: reign_zk_test (the shared standalone server) or
+# reign_fault_test (servers of their own, stopped and restarted).
+
+set(REIGN_E2E_DIR ${CMAKE_CURRENT_LIST_DIR})
+set(REIGN_E2E_ENV REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+
+# reign_e2e(<kind: zk|fault> <test name> <script> [TIMEOUT s])
+function(reign_e2e kind name script)
+  cmake_parse_arguments(E "" "TIMEOUT" "" ${ARGN})
+  if(NOT E_TIMEOUT)
+    set(E_TIMEOUT 180)
+  endif()
+  if(kind STREQUAL "zk")
+    reign_zk_test(NAME ${name} COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/${script}
+      TIMEOUT ${E_TIMEOUT} LABELS e2e ENVIRONMENT ${REIGN_E2E_ENV})
+  else()
+    reign_fault_test(NAME ${name} COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/${script}
+      TIMEOUT ${E_TIMEOUT} LABELS e2e ENVIRONMENT ${REIGN_E2E_ENV})
+  endif()
+endfunction()
+
+if(TARGET reign_cli)
+  reign_e2e(zk e2e_one_leader test_one_leader.py)
+  reign_e2e(zk e2e_kill_storm test_kill_storm.py)
+endif()

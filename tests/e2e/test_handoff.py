@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""test_handoff.py - graceful hand-over on SIGTERM (and SIGINT).
+
+Three candidates a, b, c join in that order (each waits until the previous one's node is
+listed, so the queue order is known).  a leads.  SIGTERM to a: it prints `demoted a
+reason=resigned` and exits 0; b, next in line, is elected, and a's demotion time precedes b's
+election time; `reign status` shows a's node gone, b leading and c waiting.  Then SIGINT to b:
+the same again with c.  check_leadership.py proves the whole story.
+"""
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2elib import check, log, main, wait_for  # noqa: E402
+
+
+def body(t):
+    hosts = t.shared_hosts()
+    uri = t.uri(hosts, session_timeout_ms=4000)
+    name = t.unique("e2e-handoff")
+    procs = []
+    for ident in ("a", "b", "c"):
+        procs.append(t.campaign(ident, name, uri))
+        n = len(procs)
+        wait_for(lambda: len((t.status(name, uri) or {}).get("candidates", [])) == n,
+                 f"{ident}'s node in status")
+    a, b, c = procs
+    wait_for(lambda: a.elected(), "a elected")
+    st = t.status(name, uri)
+    check([k["id"] for k in st["candidates"]] == ["a", "b", "c"], f"queue order {st}")
+    a_node = st["candidates"][0]["node"]
+
+    for old, new, rest, sig in ((a, b, [c], signal.SIGTERM), (b, c, [], signal.SIGINT)):
+        old.send(sig)
+        rc = old.wait()
+        check(rc == 0, f"{old.label} exited {rc} after {sig.name}")
+        dem = old.demoted()
+        check(len(dem) == 1 and dem[0].reason == "resigned",
+              f"{old.label}: want one 'demoted reason=resigned', got {dem}")
+        el = wait_for(lambda: new.elected(), f"{new.label} elected")
+        check(len(el) == 1, f"{new.label}: {el}")
+        check(dem[0].ns < el[0].ns,
+              f"{new.label} elected at {el[0].ns}, before {old.label} was demoted at "
+              f"{dem[0].ns}")
+        check(el[0].term == old.elected()[-1].term + 1,
+              f"terms {old.elected()[-1].term} then {el[0].term}")
+        for p in rest:
+            check(not p.elected(), f"{p.label} elected out of turn")
+        st = t.status(name, uri)
+        ids = [k["id"] for k in st["candidates"]]
+        check(ids == [new.label] + [p.label for p in rest], f"candidates {ids}")
+        check(st["leader"] and st["leader"]["id"] == new.label, f"leader in status: {st}")
+        check(st["leader"]["term"] == el[0].term, f"status term {st['leader']['term']}")
+        check(all(k["node"] != a_node for k in st["candidates"]), "a's node is still there")
+        log(f"{old.label} -> {new.label}: demoted at {dem[0].ns}, elected at {el[0].ns} "
+            f"({(el[0].ns - dem[0].ns) / 1e6:.1f} ms later)")
+
+    c.send(signal.SIGTERM)
+    check(c.wait() == 0, "c did not exit 0")
+    t.check_leadership(procs, min_leaderships=3)
+
+
+if __name__ == "__main__":
+    main("e2e_handoff", body)

@@ -8,15 +8,15 @@ set(REIGN_E2E_ENV REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
 
 # reign_e2e(<kind: zk|fault> <test name> <script> [TIMEOUT s])
 function(reign_e2e kind name script)
-  cmake_parse_arguments(E "" "TIMEOUT" "" ${ARGN})
+  cmake_parse_arguments(E "" "TIMEOUT" "ARGS" ${ARGN})
   if(NOT E_TIMEOUT)
     set(E_TIMEOUT 180)
   endif()
   if(kind STREQUAL "zk")
-    reign_zk_test(NAME ${name} COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/${script}
+    reign_zk_test(NAME ${name} COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/${script} ${E_ARGS}
       TIMEOUT ${E_TIMEOUT} LABELS e2e ENVIRONMENT ${REIGN_E2E_ENV})
   else()
-    reign_fault_test(NAME ${name} COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/${script}
+    reign_fault_test(NAME ${name} COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/${script} ${E_ARGS}
       TIMEOUT ${E_TIMEOUT} LABELS e2e ENVIRONMENT ${REIGN_E2E_ENV})
   endif()
 endfunction()
@@ -27,4 +27,8 @@ if(TARGET reign_cli)
   reign_e2e(zk e2e_handoff test_handoff.py)
   reign_e2e(zk e2e_same_id_restart test_same_id_restart.py)
   reign_e2e(zk e2e_kill_expiry test_kill_expiry.py)
+  reign_e2e(zk e2e_proxy_cutoff_deadline test_proxy_cutoff.py ARGS deadline)
+  reign_e2e(zk e2e_proxy_cutoff_immediate test_proxy_cutoff.py ARGS immediate)
+  reign_e2e(fault e2e_server_restart_short test_server_restart.py ARGS short)
+  reign_e2e(fault e2e_server_restart_long test_server_restart.py ARGS long)
 endif()

@@ -159,3 +159,7 @@ endforeach()
 add_executable(reign_it_zkraw ${CMAKE_CURRENT_LIST_DIR}/zkraw.c)
 target_compile_options(reign_it_zkraw PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(reign_it_zkraw PRIVATE reign_it_harness reign)
+
+# 10. the library's reign_election_cede()
+reign_it_program(it_cede_api)
+reign_zk_test(NAME it_cede_api COMMAND it_cede_api TIMEOUT 120)

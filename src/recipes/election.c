@@ -301,10 +301,16 @@ static void demote(reign_election *e, reign_demote_reason reason, bool deferred)
 {
     if (!e->leader)
         return;
+    /* A leadership never outlasts its bound (is_leader() says no past it),
+     * so a demotion noticed late - after a stall or a SIGSTOP - took effect
+     * at the bound: that is the time reported. */
+    int64_t now = reign__now_ns();
+    int64_t until = reign__client_valid_until(e->client);
+    if (until > 0 && until < now)
+        now = until;
     e->leader = false;
     e->valid_until = 0;
     reign__client_hold_validity(e->client, -1);
-    int64_t now = reign__now_ns();
     reign__log(e->log, REIGN_LOG_NOTICE, "election %s: %s demoted (%s), term %llu", e->name, e->id,
                reign_demote_reason_name(reason), (unsigned long long)e->term);
     if (deferred) {

@@ -20,6 +20,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 1
 BUILD=${REIGN_BUILD_DIR:-$ROOT/build}
 BUILD_ASAN=${REIGN_BUILD_ASAN_DIR:-$ROOT/build-asan}
+BUILD_TSAN=${REIGN_BUILD_TSAN_DIR:-$ROOT/build-tsan}
 JOBS=${REIGN_CTEST_JOBS:-$(nproc)}
 read -r -a CTEST_EXTRA <<<"${REIGN_CTEST_ARGS:-}"
 
@@ -27,6 +28,7 @@ read -r -a CTEST_EXTRA <<<"${REIGN_CTEST_ARGS:-}"
 cleanup() {
     bash "$ROOT/scripts/zk.sh" stop-all-under "$BUILD" || true
     bash "$ROOT/scripts/zk.sh" stop-all-under "$BUILD_ASAN" || true
+    bash "$ROOT/scripts/zk.sh" stop-all-under "$BUILD_TSAN" || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -90,9 +92,20 @@ if [[ ${REIGN_SKIP_ASAN:-0} != 1 ]]; then
     run_suite "asan+ubsan" "$BUILD_ASAN" -DREIGN_SANITIZE=ON
 fi
 
+# ThreadSanitizer over the C programs that drive the ZooKeeper thread hand-off (the unit and
+# C integration tests; the python e2e tests exercise the same code through the CLI).
+if [[ ${REIGN_SKIP_TSAN:-0} != 1 ]]; then
+    unset ASAN_OPTIONS UBSAN_OPTIONS
+    export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+    CTEST_EXTRA_SAVED=("${CTEST_EXTRA[@]}")
+    CTEST_EXTRA=(-L "unit|integration" -LE "e2e|fault|tools" "${CTEST_EXTRA_SAVED[@]}")
+    run_suite "tsan" "$BUILD_TSAN" -DREIGN_TSAN=ON -DREIGN_BUILD_BENCH=OFF
+    CTEST_EXTRA=("${CTEST_EXTRA_SAVED[@]}")
+fi
+
 section "summary"
 printf '%s\n' "${RESULTS[@]}"
-for log in "$BUILD/ctest.log" "$BUILD_ASAN/ctest.log"; do
+for log in "$BUILD/ctest.log" "$BUILD_ASAN/ctest.log" "$BUILD_TSAN/ctest.log"; do
     [[ -f $log ]] || continue
     if grep -q 'The following tests FAILED' "$log"; then
         echo "failed in ${log%/ctest.log}:"

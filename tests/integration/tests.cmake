@@ -163,3 +163,7 @@ target_link_libraries(reign_it_zkraw PRIVATE reign_it_harness reign)
 # 10. the library's reign_election_cede()
 reign_it_program(it_cede_api)
 reign_zk_test(NAME it_cede_api COMMAND it_cede_api TIMEOUT 120)
+
+# 11. observers (and candidates with follow_leader) see every change of leader in order
+reign_it_program(it_observer)
+reign_zk_test(NAME it_observer COMMAND it_observer TIMEOUT 120)

@@ -135,8 +135,7 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
         break;
     case REIGN_ELECTION_ERROR: {
         char msg[512];
-        snprintf(msg, sizeof(msg), "%s%s%s", reign_strerror(ev->error), ev->message ? ": " : "",
-                 ev->message ? ev->message : "");
+        snprintf(msg, sizeof(msg), "%s", ev->message ? ev->message : reign_strerror(ev->error));
         fail(c, msg);
         break;
     }

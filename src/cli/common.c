@@ -135,7 +135,8 @@ int cli_bad_option(cli *c, int ret, char **argv)
     if (c->cmd && (strcmp(name, "--uri") == 0 || strcmp(name, "--session-timeout") == 0 ||
                    strcmp(name, "--log-level") == 0))
         return cli_usage_error(c, "option '%s' is a global option: give it before '%s'", q, c->cmd);
-    return cli_usage_error(c, "unknown option '%s'", q);
+    /* getopt_long also lands here for an abbreviation that fits two options */
+    return cli_usage_error(c, "unknown %soption '%s'", name[1] == '-' ? "or ambiguous " : "", q);
 }
 
 /* ---- option values --------------------------------------------------- */

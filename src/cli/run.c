@@ -254,6 +254,9 @@ static void stop_child(cli *c, reign_demote_reason reason)
     if (margin < FENCE_MIN_MARGIN_NS)
         margin = FENCE_MIN_MARGIN_NS;
     int64_t fence = r->valid_until_ns > 0 ? r->valid_until_ns - margin : now;
+    if (r->valid_until_ns > 0)
+        cli_log(c, REIGN_LOG_INFO, "the leadership was guaranteed until %+lld ms from now",
+                (long long)((r->valid_until_ns - now) / NS_PER_MS));
     if (reason == REIGN_DEMOTE_NODE_DELETED || reason == REIGN_DEMOTE_SESSION_LOST)
         fence = now;
     int64_t kill_at = now + r->grace_ns;
@@ -283,8 +286,11 @@ static void on_prepare(uv_prepare_t *h)
     if (!r->leading || !c->election)
         return;
     int64_t v = reign_election_valid_until_ns(c->election);
-    if (v > 0)
+    if (v > 0 && v != r->valid_until_ns) {
+        cli_log(c, REIGN_LOG_DEBUG, "leadership guaranteed for %lld ms more",
+                (long long)((v - reign_now_ns()) / NS_PER_MS));
         r->valid_until_ns = v;
+    }
 }
 
 static void on_event(reign_election *e, const reign_election_event *ev, void *userdata)
@@ -319,8 +325,9 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
         cli_left(c, ev);
         break;
     case REIGN_ELECTION_ERROR:
-        cli_error(c, "election '%s': %s%s%s", reign_election_name(e), reign_strerror(ev->error),
-                  ev->message ? ": " : "", ev->message ? ev->message : "");
+        /* the message, when there is one, says more than the code */
+        cli_error(c, "election '%s': %s", reign_election_name(e),
+                  ev->message ? ev->message : reign_strerror(ev->error));
         r->fatal = 1;
         r->leading = 0;
         if (r->proc)
@@ -351,10 +358,15 @@ static void on_signal(cli *c, int signum)
 {
     runner *r = c->cmd_data;
     if (r->proc) {
-        r->user_stop = 1;
         cli_log(c, REIGN_LOG_INFO, "passing %s on to pid %d",
                 signum == SIGINT ? "SIGINT" : "SIGTERM", r->pid);
         signal_child(r, signum);
+        /* The first time, the grace period starts: a command that ignores
+         * the signal must not keep reign (and the leadership) forever.  A
+         * demotion's earlier deadline, if any, stays. */
+        if (!r->user_stop && !uv_is_active((uv_handle_t *)&r->kill_timer))
+            uv_timer_start(&r->kill_timer, on_kill_timer, (uint64_t)(r->grace_ns / NS_PER_MS), 0);
+        r->user_stop = 1;
     } else if (c->leaving) {
         cli_exit(c, c->leave_code); /* a second signal: stop waiting */
     } else {

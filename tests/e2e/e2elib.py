@@ -322,8 +322,8 @@ class Test:
     def spawn(self, label, args, env=None, new_session=False):
         return Proc(self, label, args, env, new_session)
 
-    def campaign(self, label, name, uri, ident=None, extra=(), env=None):
-        args = [self.cli, "--uri", uri, "--log-level", "info", "campaign", name,
+    def campaign(self, label, name, uri, ident=None, extra=(), env=None, log_level="info"):
+        args = [self.cli, "--uri", uri, "--log-level", log_level, "campaign", name,
                 "--id", ident or label, *extra]
         return self.spawn(label, args, env)
 

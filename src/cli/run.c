@@ -9,7 +9,8 @@
  * so the command is gone before any other candidate could be elected (see
  * stop_child()).  Demoted, reign keeps standing, and a later ELECTED starts
  * CMD again.  When CMD exits by itself, or after SIGINT/SIGTERM (passed on
- * to CMD), reign resigns and exits with CMD's status.
+ * to CMD, SIGKILL after the grace period), reign resigns and exits with
+ * CMD's status.
  *
  * stdout belongs to CMD: reign reports leadership changes on stderr (at
  * level notice).
@@ -70,7 +71,8 @@ static void usage(FILE *f)
                "  -d, --data DATA         payload other processes see, e.g. an address\n"
                "      --data-file FILE    read the payload from FILE ('-': stdin)\n"
                "  -s, --strategy NAME     queue (default) or lock, for a new election\n"
-               "  -g, --grace SECONDS     between SIGTERM and SIGKILL (default 10)\n"
+               "  -g, --grace SECONDS     between SIGTERM (or a signal passed on) and SIGKILL\n"
+               "                          (default 10)\n"
                "  -h, --help              show this help\n");
 }
 

@@ -9,7 +9,7 @@
  *     get PATH            one JSON object: data (hex), version, mzxid, ephemeral_owner, ...
  *     exists PATH         the same without data
  *     children PATH       the children's names, sorted, one per line
- *     set PATH DATA       DATA as given, or "hex:..." for any bytes
+ *     set PATH DATA       DATA as given, or "hex:..." (any bytes), or "file:PATH" (its bytes)
  *     create PATH DATA    a persistent node
  *     delete PATH         any version
  *     getacl PATH         one line per entry: "SCHEME ID PERMS"
@@ -65,9 +65,23 @@ static void print_stat(const struct Stat *st)
            st->dataLength, st->numChildren);
 }
 
-/* "hex:0aff" to bytes; anything else as it is.  Returns the length, or -1. */
+/* "hex:0aff" to bytes, "file:PATH" to the file's bytes (at most DATA_CAP); anything else as
+ * it is.  Returns the length, or -1. */
 static int decode(const char *arg, char **out)
 {
+    if (strncmp(arg, "file:", 5) == 0) {
+        FILE *f = fopen(arg + 5, "rb");
+        char *b = malloc(DATA_CAP);
+        size_t n = f && b ? fread(b, 1, DATA_CAP, f) : 0;
+        if (f)
+            fclose(f);
+        if (!f || !b) {
+            free(b);
+            return -1;
+        }
+        *out = b;
+        return (int)n;
+    }
     if (strncmp(arg, "hex:", 4) != 0) {
         *out = strdup(arg);
         return *out ? (int)strlen(arg) : -1;

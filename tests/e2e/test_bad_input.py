@@ -112,7 +112,7 @@ def body(t):
          None, FAIL, ["'/nonexistent'"]),
         ("no election name", ["--uri", uri, "campaign"], None, USAGE, ["missing election NAME"]),
         ("unknown option", ["--uri", uri, "campaign", name(), "--bogus"], None, USAGE,
-         ["unknown option", "'--bogus'"]),
+         ["option", "'--bogus'"]),
         ("unknown command", ["--uri", uri, "bogus"], None, USAGE, ["unknown command", "'bogus'"]),
         ("bad strategy", ["--uri", uri, "campaign", name(), "--strategy", "nope"], None, USAGE,
          ["invalid strategy", "'nope'"]),

@@ -11,7 +11,6 @@ strictly increased.  Each new leader must also be elected only after its predece
 import os
 import signal
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2elib import check, leader_of, log, main, wait_for  # noqa: E402

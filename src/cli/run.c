@@ -327,9 +327,12 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
         cli_left(c, ev);
         break;
     case REIGN_ELECTION_ERROR:
-        /* the message, when there is one, says more than the code */
-        cli_error(c, "election '%s': %s", reign_election_name(e),
-                  ev->message ? ev->message : reign_strerror(ev->error));
+        /* the message, when there is one, says more than the code (and
+         * names the election) */
+        if (ev->message)
+            cli_error(c, "%s", ev->message);
+        else
+            cli_error(c, "election '%s': %s", reign_election_name(e), reign_strerror(ev->error));
         r->fatal = 1;
         r->leading = 0;
         if (r->proc)

@@ -551,7 +551,7 @@ static int raw_wait_for(raw_wait *w, int *flag)
 
 zhandle_t *h_raw_connect(const char *hosts, const char *auth)
 {
-    /* The context must outlive the handle; a handful per test, so it is never freed. */
+    /* The handle's context: freed by h_raw_close(), once the handle's threads are gone. */
     raw_wait *w = calloc(1, sizeof(*w));
     H_CHECK(w != NULL);
     pthread_mutex_init(&w->mu, NULL);
@@ -570,8 +570,15 @@ zhandle_t *h_raw_connect(const char *hosts, const char *auth)
 
 void h_raw_close(zhandle_t *zh)
 {
-    if (zh)
-        zookeeper_close(zh);
+    if (!zh)
+        return;
+    raw_wait *w = (raw_wait *)zoo_get_context(zh);
+    zookeeper_close(zh);
+    if (w) {
+        pthread_cond_destroy(&w->cv);
+        pthread_mutex_destroy(&w->mu);
+        free(w);
+    }
 }
 
 static int name_cmp(const void *a, const void *b)

@@ -167,3 +167,7 @@ reign_zk_test(NAME it_cede_api COMMAND it_cede_api TIMEOUT 120)
 # 11. observers (and candidates with follow_leader) see every change of leader in order
 reign_it_program(it_observer)
 reign_zk_test(NAME it_observer COMMAND it_observer TIMEOUT 120)
+
+# Freeing a client with answers and watch events still queued (meant for the sanitizer builds).
+reign_it_program(it_close_pending)
+reign_zk_test(NAME it_close_pending COMMAND it_close_pending TIMEOUT 120)

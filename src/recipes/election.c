@@ -94,8 +94,11 @@ struct reign_election {
     int64_t valid_until;
 
     /* watches registered on the server (at most one each) */
+    char **impostors; /* queue-named nodes that are not ephemeral: never candidates */
+    size_t n_impostors;
     char *pred_watched; /* queue: the predecessor we watch */
     bool pred_is_first; /* ... and it was first in line */
+    char *pred;         /* the predecessor last looked at */
     bool own_watched;   /* queue: our node; lock: the lock node */
     bool term_watched;
     char *leader_node_watched;
@@ -126,6 +129,7 @@ static void create_node(reign_election *e);
 static void finish_resign(reign_election *e, int err);
 static void retry_later(reign_election *e, int err, const char *what);
 static void handle_node_gone(reign_election *e);
+static void await_term(reign_election *e);
 
 /* ---- names and small helpers -------------------------------------------- */
 
@@ -238,6 +242,28 @@ static const char *basename_of(const char *path)
     return s ? s + 1 : path;
 }
 
+static bool is_impostor(const reign_election *e, const char *name)
+{
+    for (size_t i = 0; i < e->n_impostors; i++)
+        if (!strcmp(e->impostors[i], name))
+            return true;
+    return false;
+}
+
+static int add_impostor(reign_election *e, const char *name)
+{
+    if (e->n_impostors >= 64) /* bounded: forget the newest */
+        reign__free(e->impostors[--e->n_impostors]);
+    char **v = reign__realloc(e->impostors, (e->n_impostors + 1) * sizeof(*v));
+    if (!v)
+        return REIGN_ENOMEM;
+    e->impostors = v;
+    if (!(v[e->n_impostors] = reign__strdup(name)))
+        return REIGN_ENOMEM;
+    e->n_impostors++;
+    return 0;
+}
+
 static void set_str(char **slot, const char *v)
 {
     reign__free(*slot);
@@ -281,7 +307,8 @@ static void emit_error(reign_election *e, int err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    reign__log(e->log, REIGN_LOG_ERROR, "election %s: %s", e->name, msg);
+    /* Returned to the application, which decides whether to log it. */
+    reign__log(e->log, REIGN_LOG_DEBUG, "election %s: error: %s", e->name, msg);
     reign_election_event ev = {
         .type = REIGN_ELECTION_ERROR, .at_ns = reign__now_ns(), .error = err, .message = msg};
     emit(e, &ev);
@@ -498,6 +525,8 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
         e->term_watched = false;
     if (e->free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
         goto out;
+    if (r->rc == REIGN_ENOENT)
+        await_term(e);
     if (HAD_WATCH(arg) && r->rc != 0)
         e->term_watched = false; /* get() registers only on success */
     leader_view *nv = reign__calloc(1, sizeof(*nv));
@@ -552,6 +581,29 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
     }
 out:
     LEAVE(e);
+}
+
+static void on_term_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_election *e = owner;
+    ENTER(e);
+    if (!EXISTS_REGISTERED(r))
+        e->term_watched = false;
+    if (r->rc == 0 && e->following && !e->free_requested)
+        follow_leader(e); /* created meanwhile: read it */
+    LEAVE(e);
+}
+
+/* The election (or its term) does not exist yet: wait for it to appear,
+ * without creating anything (observers only read). */
+static void await_term(reign_election *e)
+{
+    if (e->term_watched)
+        return;
+    e->term_watched = true;
+    if (reign__zk_exists(e->zk, e->term_path, on_term_event, REIGN__ZK_RETRY, e, on_term_exists,
+                         ARG(e, 1)) < 0)
+        e->term_watched = false;
 }
 
 static void follow_leader(reign_election *e)
@@ -805,11 +857,24 @@ static void on_pred_exists(void *owner, void *arg, const reign__zk_result *r)
         set_str(&e->pred_watched, NULL);
     if (STALE(e, arg) || e->state != ST_CHECKING)
         goto out;
-    if (r->rc == REIGN_ENOENT)
+    if (r->rc == REIGN_ENOENT) {
         check(e); /* gone meanwhile: look again */
-    else if (r->rc == 0)
+    } else if (r->rc == 0 && r->stat.ephemeral_owner == 0) {
+        /* A persistent node named like a candidate (written by someone
+         * else): no session will ever remove it, so it is no candidate.
+         * Leave it out of the order, or the election would stall behind it. */
+        const char *name = e->pred ? basename_of(e->pred) : "";
+        reign__log(e->log, REIGN_LOG_WARN,
+                   "election %s: %s is not ephemeral, so not a candidate; ignoring it", e->name,
+                   name);
+        if (*name && add_impostor(e, name) < 0) {
+            retry_later(e, REIGN_ENOMEM, "ignoring a foreign node");
+            goto out;
+        }
+        check(e);
+    } else if (r->rc == 0) {
         set_state(e, ST_WAITING, "predecessor alive");
-    else
+    } else
         retry_later(e, r->rc, "watching the predecessor");
 out:
     LEAVE(e);
@@ -863,7 +928,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     }
     size_t n = 0;
     for (size_t i = 0; i < r->n_children; i++)
-        if (reign__qnode_parse(r->children[i], &v[n]))
+        if (reign__qnode_parse(r->children[i], &v[n]) && !is_impostor(e, r->children[i]))
             n++;
     reign__qnode_sort(v, n);
     const char *mine = basename_of(e->my_node);
@@ -902,6 +967,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     }
     e->pred_is_first = me == 1;
+    set_str(&e->pred, b.data);
     /* One watch per predecessor: ZooKeeper would fire every registration. */
     bool watch = !e->pred_watched || strcmp(e->pred_watched, b.data) != 0;
     if (watch)
@@ -1193,6 +1259,13 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (STALE(e, arg) || e->state != ST_SETUP)
         goto out;
+    if (r->rc == REIGN_ENOENT && e->observer) {
+        /* Observers read only: follow the term, which tells when it appears. */
+        set_state(e, ST_WAITING, "observing an election not yet created");
+        if (!e->following)
+            follow_leader(e);
+        goto out;
+    }
     if (r->rc == REIGN_ENOENT) {
         if (++e->setup_tries > 5) {
             fail(e, REIGN_ENOENT, "cannot create the election node %s", e->dir);
@@ -1379,6 +1452,10 @@ static void destroy(reign_election *e)
     reign__free(e->my_node);
     reign__free(e->pred_watched);
     reign__free(e->leader_node_watched);
+    reign__free(e->pred);
+    for (size_t i = 0; i < e->n_impostors; i++)
+        reign__free(e->impostors[i]);
+    reign__free(e->impostors);
     reign__free(e);
 }
 

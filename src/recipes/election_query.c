@@ -115,7 +115,9 @@ static void on_candidate(void *owner, void *arg, const reign__zk_result *r)
 {
     query *q = owner;
     cand *c = &q->c[(size_t)arg];
-    if (r->rc == 0) {
+    if (r->rc == 0 && r->stat.ephemeral_owner == 0) {
+        /* persistent: named like a candidate, but no session stands behind it */
+    } else if (r->rc == 0) {
         c->read = true;
         c->ctime_ms = r->stat.ctime_ms;
         reign__record rec;

@@ -293,7 +293,10 @@ static void on_session_event(zhandle_t *zh, int type, int state, const char *pat
 static void zk_log_cb(const char *msg)
 {
     /* The C client's own messages: useful only when debugging. */
-    reign__log(NULL, REIGN_LOG_DEBUG, "zookeeper: %s", msg);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        n--;
+    reign__log(NULL, REIGN_LOG_DEBUG, "zookeeper: %.*s", (int)n, msg);
 }
 
 /* ---- errors ------------------------------------------------------------- */
@@ -811,12 +814,15 @@ static void finish_op(reign__zk *zk, zk_op *op)
     /* Registered watch bookkeeping: exists registers on OK and NONODE, the
      * others only on OK; a failed request registers nothing. */
     if (op->watch) {
-        bool reg = current && (zrc == ZOK || (op->type == OP_EXISTS && zrc == ZNONODE));
+        bool reg = zrc == ZOK || (op->type == OP_EXISTS && zrc == ZNONODE);
         op->watch->op_pending = false;
-        if (reg)
+        if (!current)
+            ; /* its handle is closed: it may have fired and be queued behind
+                 us; the sweep at the end of the drain frees it if not */
+        else if (reg)
             op->watch->registered = true;
         else
-            free_watch(zk, op->watch);
+            free_watch(zk, op->watch); /* never registered, so it cannot fire */
         op->watch = NULL;
     }
     /* Liveness proof: writes and syncs go through the ensemble's leader. */

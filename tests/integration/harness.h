@@ -92,6 +92,7 @@ typedef struct h_event {
 
 typedef struct h_cand {
     char id[H_ID_MAX];
+    char election_name[256]; /* the election joined ("" if none) */
     reign_client *client;
     reign_election *election;
     reign_conn_state state; /* the last connection state reported */
@@ -176,10 +177,10 @@ void h_query(h_cand *c, const char *name, h_view *out);
 /* ---- the end ------------------------------------------------------------ */
 
 /*
- * Proves over every candidate's recorded events that no two leaderships overlapped and that
- * terms and tokens strictly increased from one to the next (a leadership still held ends now;
- * one whose client was closed while leading ends at the close).  Returns the number of
- * leaderships.  Fails the test on a violation.
+ * Proves, election by election, over every candidate's recorded events that no two
+ * leaderships overlapped and that terms and tokens strictly increased from one to the next (a
+ * leadership still held ends now; one whose client was closed while leading ends at the
+ * close).  Returns the number of leaderships.  Fails the test on a violation.
  */
 size_t h_check_leadership(void);
 

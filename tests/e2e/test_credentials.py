@@ -52,9 +52,11 @@ def body(t):
 
     edir = f"/reign/election/{name}"
     kids = t.children(zhosts, edir)
-    nodes = sorted(k for k in kids if k.startswith("n_"))
+    # In sequence order (the last part of the name): a joined first.
+    nodes = sorted((k for k in kids if k.startswith("n_")), key=lambda k: k.rsplit("_", 1)[1])
     check("term" in kids and len(nodes) == 2, f"children of {edir}: {kids}")
-    a_node, b_node = (f"{edir}/{n}" for n in nodes)  # sequence order: a joined first
+    check([k["node"] for k in st["candidates"]] == nodes, f"{st['candidates']} vs {nodes}")
+    a_node, b_node = (f"{edir}/{n}" for n in nodes)
 
     # ZooKeeper shows the digest only to holders of the credentials ("alice:x" to others).
     digest = base64.b64encode(hashlib.sha1(f"alice:{PASSWORD}".encode()).digest()).decode()

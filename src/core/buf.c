@@ -82,6 +82,18 @@ int reign__buf_printf(reign__buf *b, const char *fmt, ...)
     return 0;
 }
 
+char *reign__path_join(const char *dir, const char *name)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__buf_printf(&b, "%s/%s", dir, name);
+    if (b.oom) {
+        reign__buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
 void reign__strlcpy(char *dst, const char *src, size_t n)
 {
     if (!n)

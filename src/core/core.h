@@ -69,6 +69,9 @@ int reign__buf_append(reign__buf *b, const void *p, size_t n);
 int reign__buf_puts(reign__buf *b, const char *s);
 int reign__buf_printf(reign__buf *b, const char *fmt, ...) REIGN__PRINTF(2, 3);
 
+/* "dir/name", allocated; NULL on OOM. */
+char *reign__path_join(const char *dir, const char *name);
+
 /* snprintf into a fixed buffer, always terminated, never failing. */
 void reign__strlcpy(char *dst, const char *src, size_t n);
 void reign__errf(char *buf, size_t n, const char *fmt, ...) REIGN__PRINTF(3, 4);

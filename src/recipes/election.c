@@ -563,18 +563,14 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     }
     /* Is that leader still there?  Watch its node, once. */
-    char *path = reign__election_path(e->name, "/");
-    reign__buf b;
-    reign__buf_init(&b);
-    reign__buf_printf(&b, "%s%s", path ? path : "", nv->node);
-    reign__free(path);
+    char *path = reign__path_join(e->dir, nv->node);
     bool watch = !e->leader_node_watched || strcmp(e->leader_node_watched, nv->node) != 0;
     if (watch)
         set_str(&e->leader_node_watched, nv->node);
-    int rc = b.oom ? REIGN_ENOMEM
-                   : reign__zk_exists(e->zk, b.data, watch ? on_leader_node_event : NULL,
+    int rc = !path ? REIGN_ENOMEM
+                   : reign__zk_exists(e->zk, path, watch ? on_leader_node_event : NULL,
                                       REIGN__ZK_RETRY, e, on_leader_exists, nv);
-    reign__buf_free(&b);
+    reign__free(path);
     if (rc < 0) {
         lv_clear(nv);
         reign__free(nv);
@@ -955,28 +951,23 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     demote(e, REIGN_DEMOTE_NODE_DELETED, false);
     if (e->free_requested)
         goto out;
-    char *pred = reign__election_path(e->name, "/");
-    reign__buf b;
-    reign__buf_init(&b);
-    reign__buf_printf(&b, "%s%s", pred ? pred : "", v[me - 1].name);
-    reign__free(pred);
+    char *pred = reign__path_join(e->dir, v[me - 1].name);
     reign__free(v);
-    if (b.oom) {
-        reign__buf_free(&b);
+    if (!pred) {
         retry_later(e, REIGN_ENOMEM, "watching the predecessor");
         goto out;
     }
     e->pred_is_first = me == 1;
-    set_str(&e->pred, b.data);
+    reign__free(e->pred);
+    e->pred = pred;
     /* One watch per predecessor: ZooKeeper would fire every registration. */
-    bool watch = !e->pred_watched || strcmp(e->pred_watched, b.data) != 0;
+    bool watch = !e->pred_watched || strcmp(e->pred_watched, pred) != 0;
     if (watch)
-        set_str(&e->pred_watched, b.data);
-    int rc = reign__zk_exists(e->zk, b.data, watch ? on_pred_event : NULL, REIGN__ZK_RETRY, e,
+        set_str(&e->pred_watched, pred);
+    int rc = reign__zk_exists(e->zk, pred, watch ? on_pred_event : NULL, REIGN__ZK_RETRY, e,
                               on_pred_exists, ARG(e, watch));
     if (rc < 0 && watch)
         set_str(&e->pred_watched, NULL);
-    reign__buf_free(&b);
     if (rc < 0)
         issue_failed(e, rc, "watching the predecessor");
     if (!e->ready_sent && !e->follow)
@@ -1085,14 +1076,10 @@ static void on_find_own(void *owner, void *arg, const reign__zk_result *r)
     for (size_t i = 0; i < r->n_children; i++) {
         reign__qnode q;
         if (reign__qnode_parse(r->children[i], &q) && !strcmp(q.guid, e->guid)) {
-            char *p = reign__election_path(e->name, "/");
-            reign__buf b;
-            reign__buf_init(&b);
-            reign__buf_printf(&b, "%s%s", p ? p : "", q.name);
+            char *p = reign__path_join(e->dir, q.name);
+            if (p)
+                set_str(&e->my_node, p);
             reign__free(p);
-            if (!b.oom)
-                set_str(&e->my_node, b.data);
-            reign__buf_free(&b);
             if (!e->my_node) {
                 retry_later(e, REIGN_ENOMEM, "adopting our node");
                 goto out;

@@ -185,13 +185,11 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     }
     q->pending = n;
     for (size_t i = 0; i < n; i++) {
-        reign__buf b;
-        reign__buf_init(&b);
-        reign__buf_printf(&b, "%s/%s", q->dir, q->c[i].name);
+        char *path = reign__path_join(q->dir, q->c[i].name);
         int rc =
-            b.oom ? REIGN_ENOMEM
-                  : reign__zk_get(q->zk, b.data, NULL, REIGN__ZK_RETRY, q, on_candidate, (void *)i);
-        reign__buf_free(&b);
+            !path ? REIGN_ENOMEM
+                  : reign__zk_get(q->zk, path, NULL, REIGN__ZK_RETRY, q, on_candidate, (void *)i);
+        reign__free(path);
         if (rc < 0) {
             finish(q, rc);
             return;
@@ -234,14 +232,12 @@ static void on_term(void *owner, void *arg, const reign__zk_result *r)
             finish(q, REIGN_ENOENT);
             return;
         }
-        reign__buf b;
-        reign__buf_init(&b);
-        reign__buf_printf(&b, "%s/%s", q->dir, q->leader_node);
         /* Deleting the leader's node is the request: the leader sees it,
          * demotes, and stands again after its cede delay. */
-        rc = b.oom ? REIGN_ENOMEM
-                   : reign__zk_delete(q->zk, b.data, -1, REIGN__ZK_RETRY, q, on_deleted, NULL);
-        reign__buf_free(&b);
+        char *path = reign__path_join(q->dir, q->leader_node);
+        rc = !path ? REIGN_ENOMEM
+                   : reign__zk_delete(q->zk, path, -1, REIGN__ZK_RETRY, q, on_deleted, NULL);
+        reign__free(path);
     } else {
         rc = reign__zk_children(q->zk, q->dir, NULL, REIGN__ZK_RETRY, q, on_children, NULL);
     }
@@ -264,12 +260,10 @@ static void on_dir(void *owner, void *arg, const reign__zk_result *r)
             q->strategy = (reign_strategy)s;
         reign__record_clear(&rec);
     }
-    reign__buf b;
-    reign__buf_init(&b);
-    reign__buf_printf(&b, "%s/term", q->dir);
-    int rc = b.oom ? REIGN_ENOMEM
-                   : reign__zk_get(q->zk, b.data, NULL, REIGN__ZK_RETRY, q, on_term, NULL);
-    reign__buf_free(&b);
+    char *path = reign__path_join(q->dir, "term");
+    int rc =
+        !path ? REIGN_ENOMEM : reign__zk_get(q->zk, path, NULL, REIGN__ZK_RETRY, q, on_term, NULL);
+    reign__free(path);
     if (rc < 0)
         finish(q, rc);
 }

@@ -385,6 +385,21 @@ class Test:
         return leads
 
 
+def earliest_deadline_ns(outage_ns, session_ms):
+    """The earliest moment a leader's safety deadline can end after an outage that began at
+    outage_ns: its last proof is at most one heartbeat (a fifth of the session timeout) older
+    than the outage, and a proof is good for 3/4 of the session timeout (client.h)."""
+    return outage_ns + session_ms * 1_000_000 * 55 // 100
+
+
+def wait_reconnected(proc, count_before, what):
+    """Waits until proc logs one more "reconnected" than count_before (or is demoted); returns
+    the CLOCK_MONOTONIC time at which the test saw it (no earlier than it happened)."""
+    wait_for(lambda: proc.err().count("reconnected") > count_before or proc.demoted(), what,
+             interval=0.01)
+    return time.monotonic_ns()
+
+
 def leader_of(procs):
     """The one process whose last line says elected, or None; fails if several do."""
     leading = [p for p in procs if p.leading()]

@@ -13,6 +13,8 @@ PACKAGES=(
     zookeeper default-jre-headless # test servers run from the zookeeper package's jars
     python3 python3-kazoo libcurator-recipes-java # test tools; foreign clients for interop
     procps iproute2 # ps/pgrep/kill and ss, used by the scripts and tests
+    libsqlite3-dev libmariadb-dev libpq-dev # SQL backends: SQLite, MariaDB Connector/C, libpq
+    mariadb-server mariadb-client postgresql postgresql-client sqlite3 # SQL test servers, clients
 )
 
 # One dpkg-query for all: it lists the known ones with their state (unknown ones not at all).

@@ -1,0 +1,722 @@
+#!/usr/bin/env bash
+# pg.sh - a throwaway PostgreSQL server for reign's SQL tests, demo and benchmarks.
+#
+# Runs initdb and postgres from Debian's `postgresql` package directly (no pg_ctlcluster, no
+# service, nothing under /etc/postgresql or /var/lib/postgresql), on a free loopback port, with
+# every file under one STATE_DIR:
+#
+#   STATE_DIR/pg.state          marker (present while the server is ours to run)
+#   STATE_DIR/port              the TCP port on 127.0.0.1 (kept for `restart`)
+#   STATE_DIR/uri               postgres://reign@127.0.0.1:PORT/reign (no password in it)
+#   STATE_DIR/password          the password of roles `reign` and `reign_nogrants` (mode 0600,
+#                               no newline at the end)
+#   STATE_DIR/admin.pgpass      the superuser `postgres`'s password, as a .pgpass file (0600)
+#   STATE_DIR/data/             the data directory (removed by `stop`)
+#   STATE_DIR/.s.PGSQL.PORT     the unix socket
+#   STATE_DIR/postgres.log      the server's output (kept after `stop`, for post-mortems)
+#   STATE_DIR/pid, STATE_DIR/watchdog.pid
+#   STATE_DIR/home              where data/ and the socket are: STATE_DIR itself, or see below
+#
+# PostgreSQL refuses to run as root: when this script runs as root, initdb and postgres run as
+# the unprivileged user REIGN_PG_USER (default: `postgres`, which Debian's package creates), the
+# state dir is handed to that user, and the files meant for the caller stay root's.  When that
+# user cannot reach STATE_DIR (a directory above it is private, like /root), or when the socket's
+# path would be too long, data/ and the socket go to a directory of their own under /tmp instead
+# (named in STATE_DIR/home, removed by `stop`); the server's command line names STATE_DIR all
+# the same (-c reign.state_dir=...), so it is found again.
+#
+# Roles: `reign` owns database `reign`; `reign_nogrants` can log in but may not connect to
+# `reign` (CONNECT is revoked from PUBLIC there), for tests of permission errors.  TCP
+# connections from 127.0.0.1 need a password (scram-sha-256).
+#
+# For speed, fsync and full_page_writes are off: a killed server loses nothing (the kernel has
+# the writes), only a machine crash would.  synchronous_commit stays on: with fsync off it costs
+# a write() per commit, and off it would let a killed server forget commits it had acknowledged
+# (a leader's renewal), which the "server restarted under a leader" tests must not see.
+#
+# A test killed half-way must never leave postgres running: the postmaster is found again by
+# its command line (-D STATE_DIR/data), its backends by their parent; and with
+# REIGN_SQL_OWNER_PID set (a pid, or "parent" for the process that ran `pg.sh start`), a small
+# watchdog stops the server when that process goes away.
+#
+# Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID,
+# REIGN_PG_USER (see above), REIGN_PG_BINDIR (default: Debian's newest, e.g.
+# /usr/lib/postgresql/15/bin).
+set -euo pipefail
+
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+PROG=pg.sh
+START_TIMEOUT=${REIGN_SQL_START_TIMEOUT:-60}
+PATH=$PATH:/usr/sbin:/sbin
+
+usage() {
+    cat <<EOF
+usage: $PROG start STATE_DIR          initdb, start, create roles and database (prints the uri)
+       $PROG stop STATE_DIR           stop the server, remove its data (logs stay)
+       $PROG restart STATE_DIR        fast shutdown, then start again: same data, same port
+       $PROG stop-server STATE_DIR    fast shutdown, data kept (start-server brings it back)
+       $PROG kill-server STATE_DIR    SIGKILL the postmaster and every backend (a crash)
+       $PROG start-server STATE_DIR   start a stopped or killed server again, wait until it serves
+       $PROG pause-server STATE_DIR   SIGSTOP the postmaster and every backend
+       $PROG resume-server STATE_DIR  SIGCONT them
+       $PROG port STATE_DIR           print the TCP port
+       $PROG connect-uri STATE_DIR    print the URI (postgres://reign@127.0.0.1:PORT/reign)
+       $PROG sql STATE_DIR SQL|-      run SQL (or stdin) as the superuser over TCP in database
+                                      reign; rows are printed tab-separated, without a header
+       $PROG status STATE_DIR         one line: port pid running|paused|stopped
+       $PROG stop-all-under DIR       stop every server of every state dir under DIR
+EOF
+}
+
+die() {
+    echo "$PROG: $*" >&2
+    exit 1
+}
+
+# bindir: where initdb, postgres and pg_isready are (the newest Debian major by default).
+bindir() {
+    if [[ -n ${REIGN_PG_BINDIR:-} ]]; then
+        echo "$REIGN_PG_BINDIR"
+        return 0
+    fi
+    local d
+    d=$(find /usr/lib/postgresql -mindepth 2 -maxdepth 2 -name bin -type d 2>/dev/null |
+        sort -V | tail -n 1)
+    [[ -n $d && -x $d/postgres ]] || die "PostgreSQL not found under /usr/lib/postgresql " \
+        "(run scripts/deps.sh)"
+    echo "$d"
+}
+
+# ---- small helpers (the same as zk.sh's and mariadb.sh's: each script stands alone) ---------
+
+# pick_port: print a free TCP port on 127.0.0.1, taken below the kernel's ephemeral range so no
+# outgoing connection can grab it between this check and the server's bind.
+pick_port() {
+    python3 - <<'EOF'
+import random, socket, sys
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+lo, hi = (15000, low - 1) if low > 16000 else (1024, 65535)
+for _ in range(20000):
+    port = random.randint(lo, hi)
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(port)
+    sys.exit(0)
+sys.exit("no free port")
+EOF
+}
+
+abs_path() {
+    realpath -m -- "$1"
+}
+
+# new_password: 24 characters of [A-Za-z0-9_-], safe in SQL strings, URIs and .pgpass files.
+new_password() {
+    head -c 18 /dev/urandom | base64 | tr '+/' '-_'
+}
+
+# proc_stat_field PID N: field N (1-based, as in proc(5)) of /proc/PID/stat, or nothing.
+proc_stat_field() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+    stat=${stat##*) }
+    read -r -a fields <<<"$stat"
+    echo "${fields[$2 - 3]}"
+}
+
+proc_state() {
+    proc_stat_field "$1" 3
+}
+
+# proc_start_time PID: start time in clock ticks since boot; with the pid it names one process
+# for good, even if the pid is reused later.
+proc_start_time() {
+    proc_stat_field "$1" 22
+}
+
+alive() {
+    local st
+    st=$(proc_state "$1")
+    [[ -n $st && $st != Z && $st != X ]]
+}
+
+cmdline_args() {
+    tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null
+}
+
+# children_of PID: the live processes whose parent is PID (a postmaster's backends, checkpointer,
+# walwriter...: each sits in a session of its own, so no process group covers them all).
+children_of() {
+    ps -o pid=,stat= --ppid "$1" 2>/dev/null | awk '$2 !~ /^[ZX]/ { print $1 }' || true
+}
+
+# server_pids_under PREFIX: postmasters whose data directory (-D) or state dir
+# (-c reign.state_dir=) lies under PREFIX (a path ending in /), found by command line; this is
+# what makes `stop` robust to lost pid files.
+server_pids_under() {
+    local prefix=$1 f pid args
+    for f in $(grep -l -a -F -- "$prefix" /proc/[0-9]*/cmdline 2>/dev/null || true); do
+        pid=${f#/proc/}
+        pid=${pid%/cmdline}
+        args=$(cmdline_args "$pid") || continue
+        local first=1 is_server=0 prev='' has_dir=0 a
+        while IFS= read -r a; do
+            if [[ $first -eq 1 && ($a == */postgres || $a == postgres) ]]; then is_server=1; fi
+            first=0
+            if [[ $prev == -D && $a == "$prefix"* ]]; then has_dir=1; fi
+            if [[ $prev == -c && $a == "reign.state_dir=$prefix"* ]]; then has_dir=1; fi
+            prev=$a
+        done <<<"$args"
+        if [[ $is_server -eq 1 && $has_dir -eq 1 ]] && alive "$pid"; then echo "$pid"; fi
+    done
+}
+
+# pg_procs_under PREFIX: every postgres process (postmaster, backend, checkpointer...) whose
+# working directory lies under PREFIX: they all chdir to their data directory, and this finds
+# the children of a postmaster that died, which no command line or parent names any more.
+pg_procs_under() {
+    local link pid exe
+    for link in $(find /proc/[0-9]*/cwd -maxdepth 0 -lname "$1*" 2>/dev/null || true); do
+        pid=${link#/proc/}
+        pid=${pid%/cwd}
+        exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+        if [[ $exe == */postgres ]] && alive "$pid"; then echo "$pid"; fi
+    done
+}
+
+# watchdog_pids_under PREFIX: watchdogs (`pg.sh __watch-pg STATE_DIR ...`) under it.
+watchdog_pids_under() {
+    local prefix=$1 f pid args
+    for f in $(grep -l -a -F -- "__watch-pg" /proc/[0-9]*/cmdline 2>/dev/null || true); do
+        pid=${f#/proc/}
+        pid=${pid%/cmdline}
+        [[ $pid == "$BASHPID" ]] && continue
+        args=$(cmdline_args "$pid") || continue
+        local is_watch=0 has_dir=0 a
+        while IFS= read -r a; do
+            if [[ $a == __watch-pg ]]; then is_watch=1; fi
+            if [[ $a == "$prefix"* || $a/ == "$prefix" ]]; then has_dir=1; fi
+        done <<<"$args"
+        if [[ $is_watch -eq 1 && $has_dir -eq 1 ]]; then echo "$pid"; fi
+    done
+}
+
+# wait_gone TIMEOUT_S PID...: wait until none of the processes is alive; 1 if some still are.
+wait_gone() {
+    local timeout=$1 pid i left
+    shift
+    for ((i = 0; i <= timeout * 20; i++)); do
+        left=0
+        for pid in "$@"; do
+            if alive "$pid"; then left=1; fi
+        done
+        [[ $left -eq 0 ]] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# shutdown_postmasters PID...: a fast shutdown (SIGINT: backends are told to quit, the last
+# checkpoint is written), with everything SIGCONTed first so a paused server can act on it; after
+# 15 s an immediate shutdown (SIGQUIT), after 5 more SIGKILL for them and their children.
+shutdown_postmasters() {
+    [[ $# -gt 0 ]] || return 0
+    local all=("$@") pid
+    for pid in "$@"; do mapfile -t -O "${#all[@]}" all < <(children_of "$pid"); done
+    kill -CONT "${all[@]}" 2>/dev/null || true
+    kill -INT "$@" 2>/dev/null || true
+    wait_gone 15 "${all[@]}" && return 0
+    echo "$PROG: warning: $* still running 15 s after SIGINT, sending SIGQUIT" >&2
+    kill -QUIT "$@" 2>/dev/null || true
+    wait_gone 5 "${all[@]}" && return 0
+    kill -KILL "${all[@]}" 2>/dev/null || true
+    wait_gone 10 "${all[@]}" || echo "$PROG: warning: processes ${all[*]} did not exit" >&2
+}
+
+# ---- state dir -----------------------------------------------------------------------------
+
+STATE=
+RUN_AS=()
+
+load_state() {
+    STATE=$(abs_path "$1")
+    [[ -f $STATE/pg.state ]] || die "no server recorded in '$STATE' (run: $PROG start $STATE)"
+    set_run_as
+}
+
+# set_run_as: as root, run the server's programs as REIGN_PG_USER through setpriv, which execs
+# (no parent left between us and postgres, so the recorded pid is the postmaster's).
+set_run_as() {
+    RUN_AS=()
+    RUN_USER=$(id -un)
+    if [[ $(id -u) -eq 0 ]]; then
+        RUN_USER=${REIGN_PG_USER:-postgres}
+        id -u "$RUN_USER" >/dev/null 2>&1 ||
+            die "user '$RUN_USER' does not exist (install postgresql, or set REIGN_PG_USER)"
+        RUN_AS=(setpriv --reuid="$RUN_USER" --regid="$(id -g "$RUN_USER")" --init-groups --)
+    fi
+}
+
+# home: the directory of data/ and the socket (STATE_DIR, or one under /tmp).
+home() {
+    cat "$STATE/home" 2>/dev/null || echo "$STATE"
+}
+
+server_pid() {
+    local pid
+    pid=$(cat "$STATE/pid" 2>/dev/null) || return 0
+    if alive "$pid" && grep -qzxF -- "$(home)/data" "/proc/$pid/cmdline" 2>/dev/null; then
+        echo "$pid"
+    fi
+}
+
+port_of() {
+    cat "$STATE/port"
+}
+
+# client ARGS...: psql as the superuser over TCP, nothing read from ~/.psqlrc or the
+# environment's PG* settings but the password file.
+client() {
+    env -i PATH="$PATH" PGPASSFILE="$STATE/admin.pgpass" PGCONNECT_TIMEOUT=10 \
+        "$(bindir)/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$(port_of)" -U postgres "$@"
+}
+
+# ping_server: does the server accept connections?  Without the caller's PG* variables: with a
+# PGPASSWORD in them, pg_isready would try it and fill the log with failed logins.
+ping_server() {
+    env -i PATH="$PATH" "$(bindir)/pg_isready" -q -h 127.0.0.1 -p "$(port_of)" -U postgres \
+        -d postgres -t 2 >/dev/null 2>&1
+}
+
+# clear_stale_locks: a postmaster that was SIGKILLed leaves data/postmaster.pid and the socket's
+# lock file behind, and postgres refuses to start while the pid in them exists, zombies included
+# (where pid 1 is slow to reap orphans, as in some containers, a killed postmaster stays a zombie
+# for a while).  Once that pid is dead or a zombie, the files are stale: remove them, and the shared
+# memory segment postmaster.pid names.
+clear_stale_locks() {
+    local lock pid home
+    home=$(home)
+    for lock in "$home/data/postmaster.pid" "$home/.s.PGSQL.$(port_of).lock"; do
+        [[ -f $lock ]] || continue
+        pid=$(head -n 1 "$lock")
+        if [[ $pid =~ ^[0-9]+$ ]] && alive "$pid"; then continue; fi
+        if [[ $lock == */postmaster.pid ]]; then remove_shm "$home"; fi
+        rm -f -- "$lock" "${lock%.lock}"
+    done
+}
+
+# choose_home: STATE_DIR if the server's user can work there and the socket's path
+# (HOME/.s.PGSQL.PORT, 108 bytes at most with the terminating NUL) is short enough; else a new
+# directory under /tmp.
+choose_home() {
+    local ok=1 home
+    if [[ ${#RUN_AS[@]} -gt 0 ]]; then
+        chown "$RUN_USER" "$STATE"
+        "${RUN_AS[@]}" test -w "$STATE" -a -x "$STATE" || ok=0
+    fi
+    if [[ $((${#STATE} + 20)) -gt 100 ]]; then ok=0; fi
+    if [[ $ok -eq 1 ]]; then
+        echo "$STATE"
+        return 0
+    fi
+    home=$(mktemp -d /tmp/reign-pg.XXXXXX)
+    if [[ ${#RUN_AS[@]} -gt 0 ]]; then chown "$RUN_USER" "$home"; fi
+    echo "$home"
+}
+
+launch_server() {
+    local port home
+    port=$(port_of)
+    home=$(home)
+    clear_stale_locks
+    echo "=== $PROG: starting the server at $(date '+%F %T') ===" >>"$STATE/postgres.log"
+    # Its own session: a Ctrl-C or a group kill aimed at the caller does not reach it (the
+    # watchdog and `stop` take care of it); stdio away from the caller's pipes, so ctest does
+    # not wait for the server to close them.  The log is opened here, by the caller.
+    (
+        cd "$home"
+        exec setsid "${RUN_AS[@]}" "$(bindir)/postgres" -D "$home/data" -k "$home" \
+            -c reign.state_dir="$STATE" \
+            -h 127.0.0.1 -p "$port" -c fsync=off -c full_page_writes=off \
+            -c synchronous_commit=on -c shared_buffers=16MB -c max_connections=200 \
+            -c huge_pages=off -c max_wal_size=256MB -c logging_collector=off \
+            -c log_line_prefix='%m [%p] %q%u@%d ' \
+            </dev/null >>"$STATE/postgres.log" 2>&1
+    ) &
+    echo $! >"$STATE/pid"
+}
+
+# wait_serving: 0 once the server accepts connections, 1 on timeout, 2 if it exited.
+wait_serving() {
+    local deadline=$((SECONDS + START_TIMEOUT)) pid
+    pid=$(cat "$STATE/pid")
+    while :; do
+        if ping_server; then return 0; fi
+        if ! alive "$pid"; then
+            echo "$PROG: the server exited" >&2
+            return 2
+        fi
+        if [[ $SECONDS -ge $deadline ]]; then
+            echo "$PROG: the server did not answer within ${START_TIMEOUT}s" >&2
+            return 1
+        fi
+        sleep 0.05
+    done
+}
+
+log_tail() {
+    echo "---- $STATE/postgres.log (last 40 lines) ----" >&2
+    tail -n 40 "$STATE/postgres.log" >&2 2>/dev/null || true
+}
+
+bind_conflict() {
+    grep -qsE 'Address already in use|could not create any TCP/IP sockets' "$STATE/postgres.log"
+}
+
+start_watchdog() {
+    local owner=${REIGN_SQL_OWNER_PID:-}
+    [[ -n $owner ]] || return 0
+    if [[ $owner == parent ]]; then owner=$PPID; fi
+    [[ $owner =~ ^[0-9]+$ ]] || die "REIGN_SQL_OWNER_PID '$owner' is not a pid"
+    local started
+    started=$(proc_start_time "$owner")
+    [[ -n $started ]] || die "owner process $owner does not exist"
+    setsid bash "$SELF" __watch-pg "$STATE" "$owner" "$started" </dev/null >/dev/null 2>&1 &
+    echo $! >"$STATE/watchdog.pid"
+}
+
+# initialise: initdb, as the run user, with the superuser's password from a file it can read.
+initialise() {
+    local admin_pw home
+    admin_pw=$(new_password)
+    home=$(home)
+    (
+        umask 077
+        printf '%s\n' "$admin_pw" >"$home/admin.pw"
+        printf '127.0.0.1:%s:*:postgres:%s\n' "$(port_of)" "$admin_pw" >"$STATE/admin.pgpass"
+    )
+    if [[ ${#RUN_AS[@]} -gt 0 ]]; then chown "$RUN_USER" "$home/admin.pw"; fi
+    # Password (scram-sha-256) for TCP, the OS user for the unix socket; no fsync of the new
+    # files: the data are thrown away anyway.
+    if ! (cd "$home" && "${RUN_AS[@]}" "$(bindir)/initdb" -D "$home/data" -U postgres \
+        --pwfile="$home/admin.pw" --auth-host=scram-sha-256 --auth-local=peer \
+        --encoding=UTF8 --locale=C.UTF-8 --no-sync) >"$STATE/initdb.log" 2>&1; then
+        rm -f -- "$home/admin.pw"
+        tail -n 40 "$STATE/initdb.log" >&2
+        die "initdb failed (log: $STATE/initdb.log)"
+    fi
+    rm -f -- "$home/admin.pw"
+}
+
+# setup_roles: database `reign` owned by role `reign`, role `reign_nogrants` kept out of it.  The
+# SQL goes through stdin, so no password shows on a command line.
+setup_roles() {
+    local pw
+    pw=$(new_password)
+    (
+        umask 077
+        printf '%s' "$pw" >"$STATE/password"
+    )
+    client -d postgres <<EOF || die "could not create the database and roles (log above)"
+CREATE ROLE reign LOGIN PASSWORD '$pw';
+CREATE ROLE reign_nogrants LOGIN PASSWORD '$pw';
+CREATE DATABASE reign OWNER reign;
+REVOKE ALL ON DATABASE reign FROM PUBLIC;
+EOF
+}
+
+# ---- commands ------------------------------------------------------------------------------
+
+cmd_start() {
+    [[ $# -eq 1 ]] || {
+        usage >&2
+        exit 2
+    }
+    STATE=$(abs_path "$1")
+    set_run_as
+    bindir >/dev/null
+    # Whatever an earlier run left in this directory goes first.
+    stop_state "$STATE"
+    rm -rf -- "$STATE"
+    mkdir -p -- "$STATE"
+    # From here on, a failure (die included) leaves nothing running.
+    trap 'stop_state "$STATE"' EXIT
+    : >"$STATE/pg.state"
+    start_watchdog
+    pick_port >"$STATE/port" || die "could not find a free port"
+    choose_home >"$STATE/home"
+    initialise
+
+    local attempt rc
+    for attempt in 1 2 3; do
+        launch_server
+        rc=0
+        wait_serving || rc=$?
+        if [[ $rc -eq 0 ]]; then
+            setup_roles
+            echo "postgres://reign@127.0.0.1:$(port_of)/reign" >"$STATE/uri"
+            trap - EXIT
+            cat "$STATE/uri"
+            return 0
+        fi
+        if [[ $attempt -lt 3 && $rc -eq 2 ]] && bind_conflict; then
+            echo "$PROG: port conflict, trying another port" >&2
+            mv -f "$STATE/postgres.log" "$STATE/postgres.log.attempt$attempt"
+            pick_port >"$STATE/port" || die "could not find a free port"
+            # The superuser's password file names the port.
+            sed -i "s/^127\.0\.0\.1:[0-9]*:/127.0.0.1:$(port_of):/" "$STATE/admin.pgpass"
+            continue
+        fi
+        break
+    done
+    log_tail
+    die "PostgreSQL did not start (log above, and under $STATE)"
+}
+
+# stop_server_of STATE: stop the server of STATE (by pid file and by command line), then any
+# process of a postmaster that died before (they quit by themselves once they notice; SIGKILL
+# after 5 s).
+stop_server_of() {
+    local state=$1 pids=() pid home
+    pid=$(STATE=$state server_pid)
+    if [[ -n $pid ]]; then pids+=("$pid"); fi
+    for pid in $(server_pids_under "$state/"); do
+        [[ " ${pids[*]} " == *" $pid "* ]] || pids+=("$pid")
+    done
+    shutdown_postmasters "${pids[@]}"
+    rm -f -- "$state/pid"
+    kill_orphans "$state/"
+    home=$(STATE=$state home)
+    if [[ $home != "$state" ]]; then kill_orphans "$home/"; fi
+}
+
+# kill_orphans PREFIX: postgres processes left under PREFIX by a postmaster that is gone.
+kill_orphans() {
+    local pids=()
+    mapfile -t pids < <(pg_procs_under "$1")
+    [[ ${#pids[@]} -gt 0 ]] || return 0
+    kill -CONT "${pids[@]}" 2>/dev/null || true
+    wait_gone 5 "${pids[@]}" && return 0
+    kill -KILL "${pids[@]}" 2>/dev/null || true
+    wait_gone 10 "${pids[@]}" || echo "$PROG: warning: processes ${pids[*]} did not exit" >&2
+}
+
+# stop_state STATE: stop the watchdog and the server, remove data; logs stay.
+stop_state() {
+    local state=$1 wpid home
+    [[ -d $state ]] || return 0
+    wpid=$(cat "$state/watchdog.pid" 2>/dev/null || true)
+    if [[ -n $wpid && $wpid != "$BASHPID" ]] &&
+        grep -qzx -- __watch-pg "/proc/$wpid/cmdline" 2>/dev/null; then
+        kill -TERM "$wpid" 2>/dev/null || true
+    fi
+    rm -f -- "$state/watchdog.pid" "$state/pg.state" "$state/uri"
+    stop_server_of "$state"
+    home=$(STATE=$state home)
+    remove_shm "$home"
+    rm -rf -- "$home/data" "$home"/.s.PGSQL.*
+    if [[ $home == /tmp/reign-pg.* ]]; then rm -rf -- "$home"; fi
+}
+
+# remove_shm HOME: a postmaster killed with SIGKILL leaves its small System V segment behind
+# (its key and id are on line 7 of postmaster.pid); remove it once nothing is attached.
+remove_shm() {
+    local line id nattch
+    line=$(sed -n 7p "$1/data/postmaster.pid" 2>/dev/null || true)
+    id=${line##* }
+    [[ $id =~ ^[0-9]+$ ]] || return 0
+    nattch=$(ipcs -m -i "$id" 2>/dev/null | sed -n 's/.*nattch=\([0-9]*\).*/\1/p' || true)
+    if [[ $nattch == 0 ]]; then ipcrm -m "$id" 2>/dev/null || true; fi
+}
+
+cmd_stop() {
+    [[ $# -eq 1 ]] || {
+        usage >&2
+        exit 2
+    }
+    stop_state "$(abs_path "$1")"
+}
+
+cmd_stop_all_under() {
+    [[ $# -eq 1 ]] || {
+        usage >&2
+        exit 2
+    }
+    local dir marker pid
+    dir=$(abs_path "$1")
+    if [[ -d $dir ]]; then
+        while IFS= read -r -d '' marker; do
+            stop_state "$(dirname -- "$marker")"
+        done < <(find "$dir" -maxdepth 8 -name pg.state -type f -print0 2>/dev/null)
+    fi
+    # Leftovers whose state dir is gone or unmarked.
+    for pid in $(watchdog_pids_under "$dir/"); do kill -TERM "$pid" 2>/dev/null || true; done
+    local pids=()
+    mapfile -t pids < <(server_pids_under "$dir/")
+    shutdown_postmasters "${pids[@]}"
+    kill_orphans "$dir/"
+    # Shared memory of killed postmasters whose state dir was not marked.
+    local lock
+    if [[ -d $dir ]]; then
+        while IFS= read -r -d '' lock; do
+            remove_shm "$(dirname -- "$(dirname -- "$lock")")"
+        done < <(find "$dir" -maxdepth 9 -name postmaster.pid -path '*/data/*' -type f \
+            -print0 2>/dev/null)
+    fi
+}
+
+cmd_stop_server() {
+    load_state "$1"
+    stop_server_of "$STATE"
+}
+
+cmd_kill_server() {
+    load_state "$1"
+    local pid all
+    pid=$(server_pid)
+    if [[ -n $pid ]]; then
+        # The postmaster stopped first, so it cannot start a new child meanwhile; then it and
+        # every child at once.
+        kill -STOP "$pid" 2>/dev/null || true
+        mapfile -t all < <(children_of "$pid")
+        kill -KILL "$pid" "${all[@]}" 2>/dev/null || true
+        wait_gone 10 "$pid" "${all[@]}" || die "the server ($pid) survived SIGKILL"
+    fi
+    rm -f -- "$STATE/pid"
+    kill_orphans "$(home)/"
+}
+
+cmd_start_server() {
+    load_state "$1"
+    [[ -f $STATE/password ]] || die "'$STATE' was never fully started"
+    if [[ -z $(server_pid) ]]; then launch_server; fi
+    local rc=0
+    wait_serving || rc=$?
+    if [[ $rc -ne 0 ]]; then
+        log_tail
+        die "the server did not serve again on port $(port_of)"
+    fi
+}
+
+cmd_restart() {
+    cmd_stop_server "$1"
+    cmd_start_server "$1"
+}
+
+# pause/resume: every process of the server, not only the postmaster, or the backends would go
+# on serving their connections.
+cmd_signal_server() {
+    local sig=$1 pid kids
+    load_state "$2"
+    pid=$(server_pid)
+    [[ -n $pid ]] || die "the server is not running"
+    if [[ $sig == STOP ]]; then
+        kill -STOP "$pid"
+        mapfile -t kids < <(children_of "$pid")
+        if [[ ${#kids[@]} -gt 0 ]]; then kill -STOP "${kids[@]}" 2>/dev/null || true; fi
+    else
+        mapfile -t kids < <(children_of "$pid")
+        if [[ ${#kids[@]} -gt 0 ]]; then kill -CONT "${kids[@]}" 2>/dev/null || true; fi
+        kill -CONT "$pid"
+    fi
+}
+
+cmd_port() {
+    load_state "$1"
+    port_of
+}
+
+cmd_uri() {
+    load_state "$1"
+    cat "$STATE/uri" 2>/dev/null || die "no uri in '$STATE' (server starting?)"
+}
+
+cmd_sql() {
+    [[ $# -eq 2 ]] || {
+        usage >&2
+        exit 2
+    }
+    load_state "$1"
+    if [[ $2 == - ]]; then
+        client -d reign -A -t -F $'\t'
+    else
+        client -d reign -A -t -F $'\t' <<<"$2"
+    fi
+}
+
+cmd_status() {
+    load_state "$1"
+    local pid state
+    pid=$(server_pid)
+    if [[ -z $pid ]]; then
+        state=stopped
+    elif [[ $(proc_state "$pid") == T ]]; then
+        state=paused
+    else
+        state=running
+    fi
+    echo "$(port_of) ${pid:--} $state"
+}
+
+# __watch-pg STATE OWNER OWNER_START: stop STATE's server once the owner process is gone.
+cmd_watch() {
+    local state=$1 owner=$2 started=$3
+    trap 'exit 0' TERM
+    while [[ -f $state/pg.state ]]; do
+        if [[ $(proc_start_time "$owner") != "$started" ]]; then
+            stop_state "$state"
+            exit 0
+        fi
+        sleep 1 &
+        wait $! || true
+    done
+}
+
+main() {
+    [[ $# -ge 1 ]] || {
+        usage >&2
+        exit 2
+    }
+    local cmd=$1
+    shift
+    case $cmd in
+    start) cmd_start "$@" ;;
+    stop) cmd_stop "$@" ;;
+    stop-all-under) cmd_stop_all_under "$@" ;;
+    sql) cmd_sql "$@" ;;
+    __watch-pg) cmd_watch "$@" ;;
+    -h | --help | help) usage ;;
+    restart | stop-server | kill-server | start-server | pause-server | resume-server | port | \
+        connect-uri | status)
+        [[ $# -eq 1 ]] || {
+            usage >&2
+            exit 2
+        }
+        case $cmd in
+        restart) cmd_restart "$@" ;;
+        stop-server) cmd_stop_server "$@" ;;
+        kill-server) cmd_kill_server "$@" ;;
+        start-server) cmd_start_server "$@" ;;
+        pause-server) cmd_signal_server STOP "$@" ;;
+        resume-server) cmd_signal_server CONT "$@" ;;
+        port) cmd_port "$@" ;;
+        connect-uri) cmd_uri "$@" ;;
+        status) cmd_status "$@" ;;
+        esac
+        ;;
+    *)
+        usage >&2
+        exit 2
+        ;;
+    esac
+}
+
+main "$@"

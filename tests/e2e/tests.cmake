@@ -6,7 +6,7 @@
 set(REIGN_E2E_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(REIGN_E2E_ENV REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
 
-# reign_e2e(<kind: zk|fault> <test name> <script> [TIMEOUT s])
+# reign_e2e(<kind: zk|fault> <test name> <script> [ARGS args...] [TIMEOUT s])
 function(reign_e2e kind name script)
   cmake_parse_arguments(E "" "TIMEOUT" "ARGS" ${ARGN})
   if(NOT E_TIMEOUT)

@@ -25,10 +25,18 @@ JOBS=${REIGN_CTEST_JOBS:-$(nproc)}
 read -r -a CTEST_EXTRA <<<"${REIGN_CTEST_ARGS:-}"
 
 # shellcheck disable=SC2317 # called by the EXIT trap
+# Stops every server a test may have left under a build directory.
+stop_servers_under() {
+    local s
+    for s in zk.sh mariadb.sh pg.sh; do
+        bash "$ROOT/scripts/$s" stop-all-under "$1" || true
+    done
+}
+
 cleanup() {
-    bash "$ROOT/scripts/zk.sh" stop-all-under "$BUILD" || true
-    bash "$ROOT/scripts/zk.sh" stop-all-under "$BUILD_ASAN" || true
-    bash "$ROOT/scripts/zk.sh" stop-all-under "$BUILD_TSAN" || true
+    stop_servers_under "$BUILD"
+    stop_servers_under "$BUILD_ASAN"
+    stop_servers_under "$BUILD_TSAN"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -79,7 +87,7 @@ run_suite() {
     (cd "$dir" && ctest --output-on-failure --no-tests=error --parallel "$JOBS" \
         "${CTEST_EXTRA[@]}") 2>&1 | tee "$dir/ctest.log"
     rc=${PIPESTATUS[0]}
-    bash "$ROOT/scripts/zk.sh" stop-all-under "$dir" || true
+    stop_servers_under "$dir"
     record "$name ctest: $(grep -E 'tests passed|No tests were found' "$dir/ctest.log" |
         tail -n 1)" "$rc"
 }

@@ -1,0 +1,164 @@
+/*
+ * sql.h - the SQL lease backend's bottom layer: one blocking connection to
+ * SQLite, MariaDB or PostgreSQL, the lease table, and the five statements of
+ * the lease protocol (SOFARegistry's distribute_lock, seed 004), each in the
+ * dialect of its store.
+ *
+ * Everything here blocks, bounded by the connect and statement timeouts: it
+ * runs on the SQL client's worker thread, never on the loop thread (the
+ * worker and the hand-off to the loop sit on top of this layer).
+ *
+ * The table (name configurable, default distribute_lock) has the seed's
+ * columns, so a SOFARegistry table can be read, plus reign's own, added by
+ * reign__sql_ensure_schema() when missing:
+ *
+ *   id             auto-increment primary key            (seed)
+ *   data_center    varchar(128), part of the unique key  (seed)
+ *   lock_name      varchar(1024), part of the unique key (seed)
+ *   owner          varchar(512): the candidate id        (seed)
+ *   duration       bigint: lease length in ms            (seed)
+ *   term           bigint unsigned: +1 per takeover = the fencing token (seed)
+ *   term_duration  bigint unsigned: renewals in this term (seed)
+ *   gmt_create, gmt_modified  timestamp(3), the database's clock (seed)
+ *   owner_guid     varchar(64): a random id per join; a lease is ours only if
+ *                  owner AND owner_guid match, so a process restarted with
+ *                  the same id never mistakes its predecessor's lease for its
+ *                  own (reign)
+ *   payload        blob/bytea: the leader's payload (reign)
+ *
+ * Expiry is judged by the database's clock alone, in milliseconds:
+ * expired  <=>  db_now >= gmt_modified + duration.  A released lease is one
+ * whose gmt_modified was set far enough back to be expired at once.
+ *
+ * Private to the library.
+ */
+#ifndef REIGN_SQL_H
+#define REIGN_SQL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <reign/election.h>
+
+#include "core.h"
+
+typedef enum reign__sql_kind {
+    REIGN__SQL_SQLITE = 1,
+    REIGN__SQL_MARIADB,
+    REIGN__SQL_POSTGRES
+} reign__sql_kind;
+
+typedef struct reign__sql_target {
+    reign__sql_kind kind;
+    const char *path; /* SQLite: the database file (created if missing) */
+    const char *host; /* MariaDB, PostgreSQL */
+    int port;         /* 0: the default port */
+    const char *user;
+    const char *password; /* never logged */
+    const char *database;
+    const char *table;        /* NULL: "distribute_lock"; [A-Za-z_][A-Za-z0-9_]{0,63} */
+    int connect_timeout_ms;   /* 0: 5000 */
+    int statement_timeout_ms; /* 0: 5000; SQLite: the busy timeout */
+    const reign__logger *log;
+} reign__sql_target;
+
+typedef struct reign__sqlconn reign__sqlconn;
+
+/*
+ * Connects.  Errors (err gets one line naming the store, never the
+ * password): REIGN_ECONNECT (unreachable, within the connect timeout),
+ * REIGN_EAUTH (wrong user or password), REIGN_ENOENT (no such database),
+ * REIGN_EACCES (no permission), REIGN_EINVAL (bad table name).
+ */
+int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *err, size_t errlen);
+void reign__sql_close(reign__sqlconn *c);
+reign__sql_kind reign__sql_kind_of(const reign__sqlconn *c);
+
+/*
+ * Creates the table if missing and adds reign's columns if missing
+ * (idempotent; safe when several processes do it at once).  A table whose
+ * layout is foreign (a seed column missing or of an unusable type) is
+ * refused with REIGN_EFOREIGN, naming the column; nothing is changed then.
+ */
+int reign__sql_ensure_schema(reign__sqlconn *c, char *err, size_t errlen);
+
+typedef struct reign__lease {
+    bool exists;
+    char owner[REIGN_ID_MAX + 1];
+    char owner_guid[65];
+    void *payload; /* allocated (reign__free), may be NULL */
+    size_t payload_len;
+    uint64_t term; /* the fencing token */
+    uint64_t term_duration;
+    int64_t duration_ms;
+    int64_t created_ms;  /* Unix ms, database clock */
+    int64_t modified_ms; /* Unix ms, database clock */
+    int64_t db_now_ms;   /* the database's clock at the read */
+    bool expired;        /* judged by the database */
+} reign__lease;
+
+void reign__lease_clear(reign__lease *l);
+
+/* Reads the lease of (data_center, name).  0 (exists false if no row). */
+int reign__sql_lease_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
+                          char *err, size_t errlen);
+
+/* The identity and payload a candidate writes. */
+typedef struct reign__lease_claim {
+    const char *dc;
+    const char *name;
+    const char *owner; /* candidate id */
+    const char *owner_guid;
+    const void *payload;
+    size_t payload_len;
+    int64_t duration_ms;
+} reign__lease_claim;
+
+/*
+ * The statements.  Each returns 1 if it changed the row as asked, 0 if the
+ * compare-and-set did not match (someone else holds it, the term moved, not
+ * expired...), or a negative code.  They are single statements (SQLite:
+ * in BEGIN IMMEDIATE ... COMMIT), retried internally on SQLite's
+ * SQLITE_BUSY until the statement timeout, so "database is locked" never
+ * surfaces as an error.
+ *
+ * insert:  creates the row with term 1 held by the claimant, if there is no
+ *          row (1), else changes nothing (0).
+ * take:    takes over an expired lease at `expected_term`: owner, guid,
+ *          payload := the claimant's, term := term + 1, term_duration := 0,
+ *          gmt_modified := db now.  *new_term gets the term on success.
+ * renew:   gmt_modified := db now, term_duration := term_duration + 1, if
+ *          owner, guid and term match and the lease has not expired.
+ * release: makes the lease expired at once, if owner, guid and term match.
+ */
+int reign__sql_lease_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err,
+                            size_t errlen);
+int reign__sql_lease_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t expected_term,
+                          uint64_t *new_term, char *err, size_t errlen);
+int reign__sql_lease_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term,
+                           char *err, size_t errlen);
+int reign__sql_lease_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term,
+                             char *err, size_t errlen);
+
+/*
+ * Change notification, where the store can give it (PostgreSQL
+ * LISTEN/NOTIFY; SQLite: an inotify descriptor on the database file and its
+ * -wal file; MariaDB: none, so -1).  reign__sql_notify() is sent by a
+ * releasing leader (PostgreSQL: NOTIFY on a channel derived from the table
+ * and name; others: nothing, the file change is the signal).
+ * reign__sql_listen_fd() is a descriptor that becomes readable on a change;
+ * reign__sql_drain_notify() consumes what is pending and says whether
+ * anything concerned (dc, name) - or might have, for SQLite.
+ */
+int reign__sql_listen(reign__sqlconn *c, const char *dc, const char *name, char *err,
+                      size_t errlen);
+int reign__sql_listen_fd(const reign__sqlconn *c);
+int reign__sql_drain_notify(reign__sqlconn *c);
+int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err,
+                      size_t errlen);
+
+/* Counts the statements sent on this connection (for the benchmark). */
+uint64_t reign__sql_statements(const reign__sqlconn *c);
+
+#endif

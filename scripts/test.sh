@@ -96,6 +96,7 @@ run_suite "release" "$BUILD"
 
 if [[ ${REIGN_SKIP_ASAN:-0} != 1 ]]; then
     export ASAN_OPTIONS=detect_leaks=1
+    export LSAN_OPTIONS=suppressions=$ROOT/tests/sanitizers/lsan.supp
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     run_suite "asan+ubsan" "$BUILD_ASAN" -DREIGN_SANITIZE=ON
 fi
@@ -103,7 +104,7 @@ fi
 # ThreadSanitizer over the C programs that drive the ZooKeeper thread hand-off (the unit and
 # C integration tests; the python e2e tests exercise the same code through the CLI).
 if [[ ${REIGN_SKIP_TSAN:-0} != 1 ]]; then
-    unset ASAN_OPTIONS UBSAN_OPTIONS
+    unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
     export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
     CTEST_EXTRA_SAVED=("${CTEST_EXTRA[@]}")
     CTEST_EXTRA=(-L "unit|integration" -LE "e2e|fault|tools" "${CTEST_EXTRA_SAVED[@]}")

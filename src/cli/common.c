@@ -266,7 +266,11 @@ static void on_client_state(reign_client *client, reign_conn_state state, void *
         cli_log(c, REIGN_LOG_NOTICE, "reconnected; the session survived");
         break;
     case REIGN_CONN_LOST:
-        cli_log(c, REIGN_LOG_WARN, "session lost; starting a new one");
+        /* Expired, or suspended past the safety deadline: either way it
+         * may be gone; the library makes a new one if the server says so. */
+        cli_log(c, REIGN_LOG_WARN,
+                "session may be lost (expired, or suspended past the safety "
+                "deadline)");
         break;
     case REIGN_CONN_CLOSED: {
         const char *why = reign_client_errmsg(c->client);

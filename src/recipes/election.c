@@ -1255,7 +1255,10 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
     }
     if (r->rc == REIGN_ENOENT) {
         if (++e->setup_tries > 5) {
-            fail(e, REIGN_ENOENT, "cannot create the election node %s", e->dir);
+            fail(e, REIGN_ENOENT,
+                 "cannot create the election node %s: does the URI's chroot exist? (ZooKeeper "
+                 "does not create it)",
+                 e->dir);
             goto out;
         }
         make_path(e);

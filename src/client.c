@@ -169,7 +169,9 @@ void reign__client_hold_validity(reign_client *c, int delta)
     int before = c->validity_holders;
     c->validity_holders += delta;
     if (before <= 0 && c->validity_holders > 0)
-        heartbeat_cb(&c->heartbeat_timer, c);
+        /* The claim that made a leader was a write, itself a fresh proof:
+         * the first heartbeat can wait its turn. */
+        reign__timer_start(&c->timers, &c->heartbeat_timer, reign__now_ns() + session_ns(c) / 5);
     else if (c->validity_holders <= 0)
         reign__timer_stop(&c->timers, &c->heartbeat_timer);
     arm_deadline(c);

@@ -38,6 +38,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -507,7 +508,6 @@ class Fleet:
         self.clock_violations = []
         self.overlaps = 0
         self.sid_owner = {}
-        self.leader_rate = 0.0
 
     def spawn(self):
         self.serial += 1
@@ -698,9 +698,10 @@ def one_trial(fleet, kind, args):
         fleet.overlaps += 1  # elected before the old leader had stepped down
     after = fleet.wait_quiet(fleet.n - 1, timeout_s=120)
     r = request_delta(before, after)
-    # The new leader's steady traffic since its election is not the failover's: take off what
-    # its idle rate predicts for that stretch (0 for the references, which only ping).
-    background = fleet.leader_rate * max(0, after.ns - elected.ns) / 1e9
+    # The window closes some 300-400 ms after the election; a reign leader's periodic liveness
+    # sync (every session/5: 400 ms with 2 s sessions, 6 s with 30 s ones) may fall in it.
+    # It is counted, not estimated away: the report says so and shows the idle rate.
+    since_elected = max(0, after.ns - elected.ns) / 1e9
     if kind == "crash":
         # A SIGKILLed leader sends nothing more, and the quiet sample before the kill had
         # nothing in flight: count the survivors' requests, which `cons` gives exactly.
@@ -708,9 +709,8 @@ def one_trial(fleet, kind, args):
     else:
         counted = r["requests"]
     r.update({
-        "requests_raw": counted,
-        "requests": counted - background,
-        "background": background,
+        "requests": counted,
+        "since_elected_s": since_elected,
         "latency_ms": (elected.ns - t_kill) / 1e6,
         "handoff_ms": (elected.ns - demoted_ns) / 1e6 if demoted_ns else None,
         "exit": rc,
@@ -742,7 +742,6 @@ def run_phase(impl, zk, n, kind, count, session_timeout, args, workdir, res):
                       "pings_per_s": idle["pings"] / idle["window_s"],
                       "leader_requests_per_s": idle["leader_requests"] / idle["window_s"],
                       "window_s": idle["window_s"]}
-        fleet.leader_rate = ph["idle"]["leader_requests_per_s"]
         log("%s n=%d: all standing after %.1f s; VmRSS median %.1f MB; idle %.1f pings/s, "
             "%.2f requests/s" % (impl.name, n, ph["start_s"],
                                  (ph["rss"]["vmrss_kb_median"] or 0) / 1024.0,
@@ -802,6 +801,7 @@ def summarize(res):
             "requests_min": min(t["requests"] for t in trials),
             "requests_max": max(t["requests"] for t in trials),
             "writes": statistics.median(t["writes"] for t in trials),
+            "departed": statistics.median(t["departed_requests"] for t in trials),
             "watch_events": statistics.median(t["watch_events"] for t in trials),
             "bad_exits": sum(1 for t in trials if kind == "graceful" and t["exit"] != 0),
         }
@@ -831,6 +831,11 @@ def machine_info(zk_version):
         return r.stdout.strip() or "?"
 
     commit = cmd(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src",
+                            "include", "CMakeLists.txt"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True).stdout.strip()
+    if dirty:
+        commit += " (the working tree had uncommitted changes under src/ or include/)"
     mem_kb = first("/proc/meminfo", "MemTotal").split()[0]
     return {
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
@@ -920,6 +925,12 @@ def render(run):
     w("Command:")
     w("")
     w("    " + run["command"])
+    try:
+        rel = Path(run.get("json", "")).resolve().relative_to(ROOT)
+        w("")
+        w("Every trial's numbers: `%s`." % rel)
+    except ValueError:
+        pass
     w("")
     w("Machine: %s, %d CPUs (`nproc`), %s RAM; %s, Linux %s.  ZooKeeper %s (Debian), "
       "standalone, started by `scripts/zk.sh` (tickTime %s ms, forceSync=%s).  %s; "
@@ -956,6 +967,37 @@ def render(run):
               fmt(run["loadavg"].get("end", [None])[0])))
 
     # Headline and targets.
+    w("")
+    w("## Summary")
+    w("")
+
+    def series(impl, kind, key, digits):
+        vals = [get(impl, n, kind, key) for n in counts]
+        return "/".join(fmt(v, digits) for v in vals)
+
+    w("Medians over the trials, at %s candidates:" % "/".join(str(n) for n in counts))
+    w("")
+    w("- graceful failover (SIGTERM to `elected`), ms: " + "; ".join(
+        "%s %s" % (SHORT[i], series(i, "graceful", "p50", 1)) for i in impls) + ".")
+    w("- crash failover (SIGKILL to `elected`, %d ms sessions), ms: " % args["session_timeout"]
+      + "; ".join("%s %s" % (SHORT[i], series(i, "crash", "p50", 0)) for i in impls) + ".")
+    parts = []
+    for i in impls:
+        r = [get(i, n, "graceful", "requests") for n in counts]
+        wr = [get(i, n, "graceful", "writes") for n in counts]
+        r_ok = [v for v in r if v is not None]
+        if not r_ok:
+            continue
+        flat = max(r_ok) - min(r_ok) <= 0.5
+        parts.append("%s %s (%s writes)%s" % (
+            SHORT[i], "/".join(fmt(v, 1) for v in r), "/".join(fmt(v, 0) for v in wr),
+            "" if flat else ", growing"))
+    w("- ZooKeeper requests per graceful failover: " + "; ".join(parts) + ".")
+    w("- resident memory per candidate process (median VmRSS), MB: " + "; ".join(
+        "%s %s" % (SHORT[i], "/".join(
+            fmt((rss_of(i, n) or {}).get("vmrss_kb_median", 0) / 1024.0 if rss_of(i, n)
+                else None, 1) for n in counts)) for i in impls) + ".")
+
     w("")
     w("## Targets")
     w("")
@@ -1009,10 +1051,11 @@ def render(run):
           "p99 / max.  Dominated by the session timeout (%d ms requested); see the notes." %
           args["session_timeout"])
     table("### ZooKeeper requests per graceful failover", "graceful",
-          ("requests", "writes", "watch_events"), 1, "requests",
-          "Median per failover: requests / of which writes / watch notifications delivered.  "
-          "Pings excluded; the old leader's own resign requests included; the replacement "
-          "candidate's join is not part of the window.")
+          ("requests", "writes", "watch_events", "departed"), 1, "requests",
+          "Median per failover: requests / of which writes / watch notifications delivered / "
+          "requests of the old leader's session (its resign: the delete, closeSession, and "
+          "whatever else its library sends), the rest being the successors'.  Pings excluded; "
+          "the replacement candidate's join is not part of the window.")
     table("### ZooKeeper requests per crash failover", "crash",
           ("requests", "writes", "watch_events"), 1, "requests",
           "Median per failover: requests / of which writes / watch notifications.  Requests are "
@@ -1053,27 +1096,25 @@ def render(run):
     w("")
     w("### Idle cost and start-up")
     w("")
-    w("Traffic with nothing happening, for the whole election: pings per second and other "
-      "requests per second (counted exactly from `cons` over %.0f s), with each session "
-      "timeout used; and the time to start all candidates (in batches) until all stand." %
-      args.get("idle_s", 2.0))
+    w("Traffic with nothing happening, for the whole election, with the %d ms sessions of the "
+      "crash trials: pings per second and other requests per second, counted exactly from "
+      "`cons` over %.0f s; and the time to start all candidates (in batches) until all stand.  "
+      "A reign leader's requests are its liveness syncs, one every fifth of the session (with "
+      "the 30 s sessions of the graceful trials, one every 6 s; pings too are 15 times rarer "
+      "there)." % (args["session_timeout"], args.get("idle_s", 2.0)))
     w("")
     w("| | " + " | ".join("%d candidates" % n for n in counts) + " |")
     w("|---|" + "---|" * len(counts))
     for impl in impls:
-        for kind in ("graceful", "crash"):
-            cells, timeout = [], None
-            for n in counts:
-                ph = by.get((impl, n), {}).get("phases", {}).get(kind)
-                if not ph or "idle" not in ph:
-                    cells.append("not run")
-                    continue
-                timeout = ph["session_timeout"]
-                cells.append("%.1f pings/s, %.2f req/s; up in %.1f s" % (
-                    ph["idle"]["pings_per_s"], ph["idle"]["requests_per_s"], ph["start_s"]))
-            if timeout is None:
+        cells = []
+        for n in counts:
+            ph = by.get((impl, n), {}).get("phases", {}).get("crash")
+            if not ph or "idle" not in ph:
+                cells.append("not run")
                 continue
-            w("| %s, %g s session | %s |" % (LABEL[impl], timeout / 1000.0, " | ".join(cells)))
+            cells.append("%.1f pings/s, %.2f req/s; up in %.1f s" % (
+                ph["idle"]["pings_per_s"], ph["idle"]["requests_per_s"], ph["start_s"]))
+        w("| %s | %s |" % (LABEL[impl], " | ".join(cells)))
     w("")
 
     # What was not run, and errors.
@@ -1114,8 +1155,22 @@ def render(run):
     else:
         w("- Every implementation at every candidate count, as listed above.")
     w("")
-    w(METHOD)
-    return "\n".join(L) + "\n"
+    for para in METHOD.strip().split("\n\n"):
+        # One source of prose, reflowed here, so edits need not re-wrap it by hand.
+        w(para if para.startswith("#") else textwrap.fill(" ".join(para.split()), width=100,
+                                                         break_on_hyphens=False))
+        w("")
+    out = []
+    for line in L:
+        # Prose at 100 columns like the rest of docs/; tables, code and headings as they are.
+        if not line or line.startswith(("|", "#", "    ")):
+            out.append(line)
+        elif line.startswith("- "):
+            out.append(textwrap.fill(line, width=100, subsequent_indent="  ",
+                                     break_on_hyphens=False))
+        else:
+            out.append(textwrap.fill(line, width=100, break_on_hyphens=False))
+    return "\n".join(out).rstrip("\n") + "\n"
 
 
 def granted_timeouts(results, kind):
@@ -1139,7 +1194,9 @@ for the graceful trials (few pings, so requests count exactly; nothing in the gr
 depends on the session timeout) and once with the short session for the crash trials.  Each
 time it starts them in small batches (a JVM needs about a CPU-second to start), waits until
 every one holds its node and the server is quiet, measures memory and idle traffic, then runs
-the trials.  Only one implementation's candidates are alive at a time.  The resigning
+the trials.  Only one implementation's candidates are alive at a time; the order of the
+implementations rotates from one count to the next, and 5 s of bare requests warm the
+server up before the first.  The resigning
 Curator candidate exits with `Runtime.halt(0)` at the end of its shutdown hook, so that all
 three exit 0 after a resign.
 
@@ -1159,10 +1216,11 @@ an ephemeral sequential node and watches only its predecessor; on SIGTERM the le
 itself, deletes its node and closes its session; the next candidate, woken by the deletion,
 lists the children to confirm it is first and, in one multi, checks its node and bumps the
 election's term node before announcing `elected` with the term and fencing token: one write
-per failover that the references do not make, the price of the token.  While it leads, a reign
-leader also syncs with the server every fifth of the session timeout, to prove that its own
-loop is alive (the design's guard against a wedged leader whose ZooKeeper thread still
-answers pings); the idle table shows that traffic.  Curator's LeaderLatch: ephemeral
+per failover that the references do not make, the price of the token.  Once elected, a reign
+leader syncs with the server at once and then every fifth of the session timeout, to prove
+that its own loop is alive (the design's guard against a wedged leader whose ZooKeeper thread
+still answers pings): so a reign successor sends three requests (getChildren, the claim, the
+first sync) where the references send one (getChildren); the idle table shows the later syncs.  Curator's LeaderLatch: ephemeral
 sequential nodes, each candidate watches its predecessor; the shutdown hook calls
 `latch.close()` and `client.close()`.  kazoo's Election is its Lock recipe: ephemeral
 sequential nodes, a watch on the predecessor; SIGTERM ends the leader's function, the lock is
@@ -1192,9 +1250,10 @@ the quiet interval (default 300 ms, sampled every 50 ms), the numbers of connect
 ephemeral nodes are as expected, a leader is known, and nothing moves but pings and the
 leader's own steady traffic: the same sum of the other sessions' `lcxid`, the same write,
 watch and node counts.  A failover's window runs from the quiet sample just before the kill
-to the first quiet sample after it.  The new leader's steady traffic during the window (for
-reign, its liveness syncs: its rate when idle times the time from its election to the end of
-the window, about one request) is subtracted; the references have none.
+to the first quiet sample after it, some 300-400 ms after the election.  A reign leader's
+periodic liveness sync (every fifth of the session: 6 s in the graceful trials, 400 ms in the
+crash trials) is counted if it falls in that window, which can happen in crash trials only;
+the idle table shows its rate.  The references send nothing while they lead.
 
 **Memory.** VmRSS (and RssAnon) of each candidate process from /proc/PID/status one second
 after all stand; the median over candidates.  For Curator this is the JVM (flags
@@ -1259,12 +1318,15 @@ def parse_args(argv):
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"),
                     help="the report to write (default docs/benchmarks.md; '-' for none)")
-    ap.add_argument("--json", help="also write every sample here (default: in the workdir)")
+    ap.add_argument("--json", help="also write every trial's numbers here (default: "
+                    "results.json in the scratch directory)")
+    ap.add_argument("--render", metavar="JSON",
+                    help="only rewrite the report from a results file of an earlier run")
     ap.add_argument("-v", "--verbose", action="store_true", help="a line per trial")
     args = ap.parse_args(argv)
     if args.quick:
         args.counts, args.graceful, args.crash, args.warmup = "3,20", 5, 1, 1
-        args.idle_s = 1.0
+        args.idle_s, args.warm_s, args.floor_rounds = 1.0, 2.0, 100
     args.counts = [int(x) for x in args.counts.split(",") if x]
     args.impls = [x for x in args.impls.split(",") if x]
     for i in args.impls:
@@ -1282,6 +1344,11 @@ def parse_args(argv):
 
 def main(argv):
     args = parse_args(argv)
+    if args.render:
+        run = json.loads(Path(args.render).read_text())
+        Path(args.output).write_text(render(run))
+        log("report in %s" % args.output)
+        return 0
     t_start = time.monotonic()
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="reign-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -1347,14 +1414,19 @@ def main(argv):
         "elapsed_s": time.monotonic() - t_start,
     }
     json_path = Path(args.json) if args.json else workdir / "results.json"
-    json_path.write_text(json.dumps(run, indent=1, default=str))
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    run["json"] = str(json_path)
+    json_path.write_text(json.dumps(run, default=str) + "\n")
     log("samples in %s" % json_path)
     if args.output != "-":
         Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         Path(args.output).write_text(render(run))
         log("report in %s" % args.output)
-    if not args.keep and not args.workdir:
-        shutil.rmtree(workdir / "classes", ignore_errors=True)
+    errors = any(r["errors"] for r in results)
+    if not args.keep and not args.workdir and not errors and args.json:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        log("scratch directory kept: %s (each candidate's stderr is there)" % workdir)
     log("done in %.1f min" % ((time.monotonic() - t_start) / 60.0))
     return 0
 

@@ -162,3 +162,42 @@ reign_sql_test(NAME tools_sql_fixtures
   TIMEOUT 120 LABELS tools)
 
 # SQL backend tests below
+
+# ---- the lease layer (src/sql/sql.h) ---------------------------------------------------------
+# Until src/CMakeLists.txt builds src/sql into libreign, the layer is built here as a static
+# library of its own on top of reign_internal (for the core helpers).  Once libreign has it,
+# the tests link reign_internal alone.
+pkg_check_modules(REIGN_SQL_CLIENTS REQUIRED IMPORTED_TARGET sqlite3 libmariadb libpq)
+get_target_property(_reign_sql_obj_sources reign_obj SOURCES)
+if("sql/sql.c" IN_LIST _reign_sql_obj_sources)
+  set(REIGN_SQL_LAYER reign_internal)
+else()
+  add_library(reign_sql_layer STATIC
+    ${PROJECT_SOURCE_DIR}/src/sql/sql.c
+    ${PROJECT_SOURCE_DIR}/src/sql/sqlite.c
+    ${PROJECT_SOURCE_DIR}/src/sql/mariadb.c
+    ${PROJECT_SOURCE_DIR}/src/sql/postgres.c)
+  target_include_directories(reign_sql_layer PUBLIC ${PROJECT_SOURCE_DIR}/include
+    ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/core ${PROJECT_SOURCE_DIR}/src/sql)
+  target_compile_options(reign_sql_layer PRIVATE ${REIGN_WARNINGS})
+  target_link_libraries(reign_sql_layer PUBLIC reign_internal PkgConfig::REIGN_SQL_CLIENTS)
+  set(REIGN_SQL_LAYER reign_sql_layer)
+endif()
+
+add_executable(test_sql_lease ${REIGN_SQL_DIR}/test_sql_lease.c)
+target_compile_options(test_sql_lease PRIVATE ${REIGN_WARNINGS})
+target_include_directories(test_sql_lease PRIVATE ${PROJECT_SOURCE_DIR}/src/sql)
+target_link_libraries(test_sql_lease PRIVATE ${REIGN_SQL_LAYER} PkgConfig::REIGN_SQL_CLIENTS)
+
+# One entry per backend; the statements, schema checks, connect errors and notification.
+reign_sqlite_test(NAME sql_lease_sqlite COMMAND test_sql_lease sqlite TIMEOUT 300)
+reign_mariadb_test(NAME sql_lease_mariadb COMMAND test_sql_lease mariadb TIMEOUT 300)
+reign_pg_test(NAME sql_lease_postgres COMMAND test_sql_lease postgres TIMEOUT 300)
+# Twenty processes on one SQLite file: never "database is locked", never a term held twice.
+reign_sqlite_test(NAME sql_lease_sqlite_concurrency COMMAND test_sql_lease sqlite-concurrency
+  TIMEOUT 300)
+# Servers of their own, restarted, paused and killed under a connection.
+reign_sql_fault_test(NAME sql_lease_fault_mariadb COMMAND test_sql_lease fault-mariadb
+  TIMEOUT 600)
+reign_sql_fault_test(NAME sql_lease_fault_postgres COMMAND test_sql_lease fault-postgres
+  TIMEOUT 600)

@@ -1,0 +1,142 @@
+/*
+ * dialect.h - what sql.c (the common part of the SQL lease layer) shares
+ * with the three dialects, sqlite.c, mariadb.c and postgres.c: the
+ * connection object every dialect extends, a small table of functions per
+ * dialect, and helpers for errors, deadlines and the table's layout.
+ *
+ * sql.c validates every argument (target, table name, claims, names) before
+ * it calls a dialect, so a dialect only talks to its store.  A dialect never
+ * builds SQL from data: the only thing spliced into statement text is the
+ * table name, checked by sql.c against [A-Za-z_][A-Za-z0-9_]{0,63}.
+ *
+ * Private to src/sql/.
+ */
+#ifndef REIGN_SQL_DIALECT_H
+#define REIGN_SQL_DIALECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sql.h"
+
+#define REIGN__SQL_TABLE_MAX       64   /* longest table name (PostgreSQL: 63) */
+#define REIGN__SQL_DC_MAX          128  /* data_center varchar(128) */
+#define REIGN__SQL_NAME_MAX        1024 /* lock_name varchar(1024) */
+#define REIGN__SQL_GUID_MAX        64   /* owner_guid varchar(64) */
+#define REIGN__SQL_DEFAULT_MS      5000 /* connect and statement timeouts */
+#define REIGN__SQL_DURATION_MAX_MS (INT64_C(366) * 24 * 3600 * 1000)
+
+typedef struct reign__sql_dialect reign__sql_dialect;
+
+/* The part of a connection every dialect has; each dialect's own struct starts with it. */
+struct reign__sqlconn {
+    const reign__sql_dialect *d;
+    char table[REIGN__SQL_TABLE_MAX + 1];
+    char store[160]; /* "postgres reign@127.0.0.1:5432/reign", for messages */
+    int connect_timeout_ms;
+    int statement_timeout_ms;
+    reign__logger log_store;
+    const reign__logger *log; /* &log_store, or NULL: the process-wide sink */
+    uint64_t statements;
+    /* Set by a dialect when the connection can no longer be used (lost, or abandoned in the
+     * middle of a statement after a timeout): every later call fails with REIGN_ECONNLOSS
+     * without talking to the store, until the caller connects again. */
+    bool broken;
+};
+
+/*
+ * One dialect.  Every function gets validated arguments; those returning int return what the
+ * matching reign__sql_* function of sql.h returns, with err filled on failure (through
+ * reign__sql_err(), so that the message names the store).
+ */
+struct reign__sql_dialect {
+    const char *name; /* "sqlite", "mariadb", "postgres" */
+    size_t size;      /* of the dialect's connection struct */
+    /* c is zeroed but for the common part; on failure close() is called on it all the same. */
+    int (*connect)(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen);
+    void (*close)(reign__sqlconn *c);
+    int (*ensure_schema)(reign__sqlconn *c, char *err, size_t errlen);
+    int (*read)(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out, char *err,
+                size_t errlen);
+    int (*insert)(reign__sqlconn *c, const reign__lease_claim *cl, char *err, size_t errlen);
+    int (*take)(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t expected_term, char *err,
+                size_t errlen);
+    int (*renew)(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
+                 size_t errlen);
+    int (*release)(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
+                   size_t errlen);
+    int (*listen)(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen);
+    int (*listen_fd)(const reign__sqlconn *c);
+    int (*drain_notify)(reign__sqlconn *c);
+    int (*notify)(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen);
+};
+
+extern const reign__sql_dialect reign__sql_sqlite;
+extern const reign__sql_dialect reign__sql_mariadb;
+extern const reign__sql_dialect reign__sql_postgres;
+
+/*
+ * Copies the statement template tmpl into out with every "{T}" replaced by the table name (the
+ * one thing spliced into SQL; the template quotes it).  0, or -1 if out is too small.
+ */
+int reign__sql_splice(char *out, size_t n, const char *tmpl, const char *table);
+
+/* Writes "<store>: <message>" into err and returns code. */
+int reign__sql_err(const reign__sqlconn *c, char *err, size_t errlen, int code, const char *fmt,
+                   ...) REIGN__PRINTF(5, 6);
+
+/* A deadline `ms` from now on the monotonic clock, and what is left of one (0 when past). */
+int64_t reign__sql_deadline(int ms);
+int reign__sql_left_ms(int64_t deadline_ns);
+
+/*
+ * The table's layout, as each dialect reads it from its catalogue, checked in one place.
+ * kind_of_type() of the dialect sorts a column's type into these.
+ */
+typedef enum reign__sql_coltype {
+    REIGN__COL_OTHER = 0, /* unusable */
+    REIGN__COL_INT,
+    REIGN__COL_TEXT,
+    REIGN__COL_TIME,        /* a timestamp with at least millisecond precision */
+    REIGN__COL_TIME_COARSE, /* a timestamp with less: gmt_modified would lose the ms */
+    REIGN__COL_BLOB
+} reign__sql_coltype;
+
+typedef struct reign__sql_column {
+    char name[65];
+    char type[65]; /* as the catalogue words it, for messages */
+    reign__sql_coltype kind;
+} reign__sql_column;
+
+/*
+ * Checks the columns of an existing table: every seed column present with a usable type, and
+ * reign's own (owner_guid, payload) usable if present.  Names are compared case-insensitively
+ * when fold is set (MariaDB, SQLite).  Returns 0 and sets *need_guid / *need_payload to say
+ * which of reign's columns are missing; or REIGN_EFOREIGN naming the column.
+ */
+int reign__sql_check_columns(const reign__sqlconn *c, const reign__sql_column *cols, size_t n,
+                             bool fold, bool *need_guid, bool *need_payload, char *err,
+                             size_t errlen);
+
+/*
+ * A unique index makes the row of (data_center, lock_name) unique - the whole of mutual
+ * exclusion rests on it - if its columns are all among those two.  Given the columns of one
+ * unique index, says whether it does.
+ */
+bool reign__sql_unique_ok(const char *const *cols, size_t n, bool fold);
+
+/*
+ * The PostgreSQL channel of (dc, name): "reign_" + the table (at most 32 characters) + "_" +
+ * 16 hex digits of a 64-bit FNV-1a hash of dc NUL name - an identifier (at most 55
+ * characters of [A-Za-z0-9_]) however long or strange dc and name are.
+ */
+void reign__sql_channel(char out[64], const char *table, const char *dc, const char *name);
+
+/* Replaces every occurrence of secret in s by "***" (in place); for messages of clients. */
+void reign__sql_scrub(char *s, const char *secret);
+
+/* Strips trailing newlines and turns inner ones into "; ", for one-line messages. */
+void reign__sql_one_line(char *s);
+
+#endif

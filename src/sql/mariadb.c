@@ -1,0 +1,746 @@
+/*
+ * mariadb.c - the MariaDB (and MySQL) dialect of the lease layer
+ * (dialect.h), through MariaDB Connector/C's prepared statements.
+ *
+ * Time: the session runs in UTC (time_zone '+00:00'), so NOW(6), the
+ * timestamp columns and UNIX_TIMESTAMP() agree without daylight-saving
+ * gaps; expiry is TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) against
+ * duration * 1000 (the seed's TIMESTAMPDIFF(SECOND) would let a lease run a
+ * second long or short).
+ *
+ * The unique key: lock_name is varchar(1024) and utf8mb4 takes up to 4
+ * bytes a character, while an InnoDB index key holds at most 3072 bytes.
+ * (data_center, lock_name) in full would be 4608 bytes, which MariaDB turns
+ * into a hidden hash ("USING HASH") that enforces uniqueness but is never
+ * used for lookups: every statement would scan, and lock, the whole table.
+ * So the key is (data_center, lock_name(640)) - 512 + 2560 bytes - a prefix
+ * that the lookups use.  It is unique over the first 640 characters only:
+ * reign's names are at most REIGN_NAME_MAX (200) characters, so for them the
+ * key is exact; two foreign names that agree on 640 characters would clash
+ * (an insert refused, never two rows for one name).  The columns use
+ * utf8mb4_bin, so names compare byte for byte, as everywhere else in reign.
+ *
+ * Timeouts: Connector/C's connect, read and write timeouts (whole seconds,
+ * rounded up) bound every wait on the socket, so a dead or stopped server
+ * gives an error, not a hang; the server aborts a statement itself sooner
+ * (max_statement_time, innodb_lock_wait_timeout at 80% of the statement
+ * timeout), which keeps the connection usable.  Affected rows are counted
+ * as rows matched (CLIENT_FOUND_ROWS), so an update that writes the same
+ * values still says 1.
+ *
+ * MariaDB has no notification: listen_fd() is -1, followers poll.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#include "dialect.h"
+
+/* Unix ms of a timestamp column, in a UTC session. */
+#define MS_OF(c) "CAST(ROUND(UNIX_TIMESTAMP(" c ") * 1000) AS SIGNED)"
+/* NOW(6) is one instant for the whole statement.  Times are written rounded to whole
+ * milliseconds up (a lease never looks renewed before it was) or, for a release, down
+ * (expired at once). */
+#define NOW_UP   "(NOW(6) + INTERVAL ((1000 - MICROSECOND(NOW(6)) % 1000) % 1000) MICROSECOND)"
+#define NOW_DOWN "(NOW(6) - INTERVAL (MICROSECOND(NOW(6)) % 1000) MICROSECOND)"
+#define EXPIRED  "TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) >= duration * 1000"
+#define LIVE     "TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) < duration * 1000"
+
+enum { ST_READ, ST_INSERT, ST_TAKE, ST_RENEW, ST_RELEASE, ST_COUNT };
+
+/* Parameters in order of their '?': see the bind_* call of each statement below. */
+static const char *const statement_sql[ST_COUNT] = {
+    [ST_READ] = "SELECT owner, owner_guid, payload, term, term_duration, duration, " MS_OF(
+        "gmt_create") ", " MS_OF("gmt_modified") ", CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS "
+                                                 "SIGNED), " EXPIRED
+                                                 " FROM `{T}` WHERE data_center = ? AND lock_name "
+                                                 "= ?",
+    /* A duplicate key (the row exists) is an error, read as "0 rows": ON DUPLICATE KEY UPDATE
+     * would count 1 for a row it left alone, with CLIENT_FOUND_ROWS. */
+    [ST_INSERT] = "INSERT INTO `{T}` (data_center, lock_name, owner, owner_guid, payload, "
+                  "duration, term, term_duration, gmt_create, gmt_modified) VALUES (?, ?, ?, ?, "
+                  "?, ?, 1, 0, " NOW_UP ", " NOW_UP ")",
+    /* duration too: the lease must run by the new holder's length, which its own deadline
+     * (demote before the lease can lapse) is computed from. */
+    [ST_TAKE] =
+        "UPDATE `{T}` SET owner = ?, owner_guid = ?, payload = ?, duration = ?, "
+        "term = term + 1, term_duration = 0, gmt_modified = " NOW_UP " WHERE data_center = ? "
+        "AND lock_name = ? AND term = ? AND " EXPIRED,
+    [ST_RENEW] = "UPDATE `{T}` SET term_duration = term_duration + 1, gmt_modified = " NOW_UP " "
+                 "WHERE data_center = ? AND lock_name = ? AND owner = ? AND owner_guid = ? AND "
+                 "term = ? AND " LIVE,
+    /* gmt_modified := now - duration: expired at once (now >= gmt_modified + duration). */
+    [ST_RELEASE] = "UPDATE `{T}` SET gmt_modified = " NOW_DOWN " - INTERVAL duration * 1000 "
+                   "MICROSECOND WHERE data_center = ? AND lock_name = ? AND owner = ? AND "
+                   "owner_guid = ? AND term = ?",
+};
+
+typedef struct maria_conn {
+    reign__sqlconn base;
+    MYSQL *my;
+    MYSQL_STMT *st[ST_COUNT];
+    unsigned read_timeout_s;
+    bool connected;
+} maria_conn;
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+static bool is_conn_error(unsigned e)
+{
+    return e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_SERVER_LOST_EXTENDED ||
+           e == CR_CONNECTION_ERROR || e == CR_CONN_HOST_ERROR || e == CR_ERR_NET_READ ||
+           e == CR_ERR_NET_WRITE || e == ER_SERVER_SHUTDOWN || e == ER_CONNECTION_KILLED ||
+           e == CR_UNKNOWN_HOST;
+}
+
+/*
+ * Maps a client or server error number.  `started` is when the statement was sent: a
+ * connection that died after the read timeout timed out; one that died sooner was lost.  Both
+ * leave the connection unusable, and the statement's outcome unknown.
+ */
+static int map_error(maria_conn *m, unsigned e, const char *msg, const char *what, int64_t started,
+                     char *err, size_t errlen)
+{
+    reign__sqlconn *c = &m->base;
+    int code = REIGN_EBACKEND;
+    switch (e) {
+    case ER_ACCESS_DENIED_ERROR:
+    case 1698: /* ER_ACCESS_DENIED_NO_PASSWORD_ERROR */
+        code = REIGN_EAUTH;
+        break;
+    case ER_DBACCESS_DENIED_ERROR:
+    case ER_TABLEACCESS_DENIED_ERROR:
+    case 1143: /* ER_COLUMNACCESS_DENIED_ERROR */
+    case 1227: /* ER_SPECIFIC_ACCESS_DENIED_ERROR */
+    case 1370: /* ER_PROCACCESS_DENIED_ERROR */
+        code = REIGN_EACCES;
+        break;
+    case ER_BAD_DB_ERROR:
+    case ER_NO_SUCH_TABLE:
+        code = REIGN_ENOENT;
+        break;
+    case ER_LOCK_WAIT_TIMEOUT:
+    case ER_STATEMENT_TIMEOUT:
+        code = REIGN_ETIMEDOUT;
+        break;
+    case ER_CON_COUNT_ERROR:
+    case 1203: /* ER_TOO_MANY_USER_CONNECTIONS */
+        code = REIGN_ECONNECT;
+        break;
+    default:
+        if (is_conn_error(e)) {
+            if (!m->connected) {
+                code = REIGN_ECONNECT;
+            } else {
+                m->base.broken = true;
+                int64_t waited_ms = (reign__now_ns() - started) / REIGN__NS_PER_MS;
+                code = waited_ms >= (int64_t)m->read_timeout_s * 1000 ? REIGN_ETIMEDOUT
+                                                                      : REIGN_ECONNLOSS;
+            }
+        } else if (e >= 2000 && e < 3000 && !m->connected) {
+            code = REIGN_ECONNECT; /* other client errors while connecting (TLS, protocol) */
+        }
+    }
+    /* The server words a missing database as a denied one, unless the user has rights that
+     * would cover it: say so, rather than send someone hunting for a missing GRANT. */
+    const char *hint = e == ER_DBACCESS_DENIED_ERROR && !m->connected
+                           ? " (MariaDB says this of a database that does not exist, too)"
+                           : "";
+    return reign__sql_err(c, err, errlen, code, "%s: %s (%u)%s", what, msg, e, hint);
+}
+
+static int stmt_error(maria_conn *m, MYSQL_STMT *st, const char *what, int64_t started, char *err,
+                      size_t errlen)
+{
+    return map_error(m, mysql_stmt_errno(st), mysql_stmt_error(st), what, started, err, errlen);
+}
+
+/* ---- statements ----------------------------------------------------------------------------- */
+
+static int prepare_sql(maria_conn *m, const char *tmpl, MYSQL_STMT **out, const char *what,
+                       char *err, size_t errlen)
+{
+    char sql[2048];
+    if (reign__sql_splice(sql, sizeof sql, tmpl, m->base.table))
+        return reign__sql_err(&m->base, err, errlen, REIGN_EINVAL, "statement too long");
+    MYSQL_STMT *st = mysql_stmt_init(m->my);
+    if (!st)
+        return reign__sql_err(&m->base, err, errlen, REIGN_ENOMEM, "out of memory");
+    int64_t started = reign__now_ns();
+    if (mysql_stmt_prepare(st, sql, strlen(sql))) {
+        int rc = stmt_error(m, st, what, started, err, errlen);
+        mysql_stmt_close(st);
+        return rc;
+    }
+    *out = st;
+    return 0;
+}
+
+static int prepare(maria_conn *m, int which, MYSQL_STMT **out, const char *what, char *err,
+                   size_t errlen)
+{
+    if (!m->st[which]) {
+        int rc = prepare_sql(m, statement_sql[which], &m->st[which], what, err, errlen);
+        if (rc)
+            return rc;
+    }
+    *out = m->st[which];
+    return 0;
+}
+
+static void bind_text(MYSQL_BIND *b, const char *s, unsigned long *len)
+{
+    *len = (unsigned long)strlen(s);
+    b->buffer_type = MYSQL_TYPE_STRING;
+    b->buffer = (void *)s;
+    b->buffer_length = *len;
+    b->length = len;
+}
+
+static void bind_int(MYSQL_BIND *b, int64_t *v, bool is_unsigned)
+{
+    b->buffer_type = MYSQL_TYPE_LONGLONG;
+    b->buffer = v;
+    b->is_unsigned = is_unsigned;
+}
+
+static my_bool true_flag = 1;
+
+static void bind_payload(MYSQL_BIND *b, const reign__lease_claim *cl, unsigned long *len)
+{
+    b->buffer_type = MYSQL_TYPE_BLOB;
+    if (!cl->payload_len) {
+        b->is_null = &true_flag; /* stored as NULL, as in the other dialects */
+        return;
+    }
+    *len = (unsigned long)cl->payload_len;
+    b->buffer = (void *)cl->payload;
+    b->buffer_length = *len;
+    b->length = len;
+}
+
+/*
+ * Executes a write with its parameters bound; returns the rows matched, or a negative code.
+ * A deadlock (InnoDB rolled the statement back, so nothing happened) is retried until the
+ * statement timeout.
+ */
+static int exec_write(maria_conn *m, int which, MYSQL_BIND *binds, const char *what, char *err,
+                      size_t errlen)
+{
+    MYSQL_STMT *st;
+    int rc = prepare(m, which, &st, what, err, errlen);
+    if (rc)
+        return rc;
+    if (mysql_stmt_bind_param(st, binds))
+        return stmt_error(m, st, what, reign__now_ns(), err, errlen);
+    int64_t deadline = reign__sql_deadline(m->base.statement_timeout_ms);
+    for (;;) {
+        int64_t started = reign__now_ns();
+        if (!mysql_stmt_execute(st))
+            return (int)mysql_stmt_affected_rows(st);
+        unsigned e = mysql_stmt_errno(st);
+        if (e == ER_DUP_ENTRY && which == ST_INSERT)
+            return 0;
+        if (e == ER_LOCK_DEADLOCK && reign__sql_left_ms(deadline) > 0)
+            continue;
+        return stmt_error(m, st, what, started, err, errlen);
+    }
+}
+
+/* ---- connection ----------------------------------------------------------------------------- */
+
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static int lib_rc;
+
+/* mysql_init() would do this itself, but not safely when two threads connect at once. */
+static void lib_init(void)
+{
+    lib_rc = mysql_library_init(0, NULL, NULL);
+}
+
+static unsigned seconds_up(int ms)
+{
+    return (unsigned)((ms + 999) / 1000);
+}
+
+static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen)
+{
+    maria_conn *m = (maria_conn *)c;
+    pthread_once(&lib_once, lib_init);
+    if (lib_rc)
+        return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "cannot initialise the client");
+    if (!(m->my = mysql_init(NULL)))
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+
+    unsigned connect_s = seconds_up(c->connect_timeout_ms);
+    m->read_timeout_s = seconds_up(c->statement_timeout_ms);
+    my_bool off = 0;
+    unsigned tcp = MYSQL_PROTOCOL_TCP;
+    bool socket = t->host[0] == '/';
+    /* The server gives up on a statement (and keeps the connection) before the client does. */
+    int server_ms = c->statement_timeout_ms * 4 / 5;
+    char init[160];
+    snprintf(init, sizeof init,
+             "SET time_zone = '+00:00', max_statement_time = %d.%03d, "
+             "innodb_lock_wait_timeout = %d",
+             server_ms / 1000, server_ms % 1000, server_ms >= 2000 ? server_ms / 1000 : 1);
+    if (mysql_optionsv(m->my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s) ||
+        mysql_optionsv(m->my, MYSQL_OPT_READ_TIMEOUT, &m->read_timeout_s) ||
+        mysql_optionsv(m->my, MYSQL_OPT_WRITE_TIMEOUT, &m->read_timeout_s) ||
+        mysql_optionsv(m->my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
+        mysql_optionsv(m->my, MYSQL_OPT_RECONNECT, &off) ||
+        mysql_optionsv(m->my, MYSQL_OPT_LOCAL_INFILE, &off) ||
+        mysql_optionsv(m->my, MYSQL_INIT_COMMAND, init) ||
+        (!socket && mysql_optionsv(m->my, MYSQL_OPT_PROTOCOL, &tcp)))
+        return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "cannot set client options");
+
+    /* A host that is a path is the server's Unix socket, as in libpq. */
+    if (!mysql_real_connect(m->my, socket ? "localhost" : t->host, t->user, t->password,
+                            t->database, (unsigned)t->port, socket ? t->host : NULL,
+                            CLIENT_FOUND_ROWS))
+        return map_error(m, mysql_errno(m->my), mysql_error(m->my), "connect", reign__now_ns(), err,
+                         errlen);
+    m->connected = true;
+    return 0;
+}
+
+static void my_close(reign__sqlconn *c)
+{
+    maria_conn *m = (maria_conn *)c;
+    for (int i = 0; i < ST_COUNT; i++) {
+        if (m->st[i])
+            mysql_stmt_close(m->st[i]);
+    }
+    if (m->my)
+        mysql_close(m->my);
+}
+
+/* ---- schema --------------------------------------------------------------------------------- */
+
+#define MAX_COLS 64
+#define CELL     96
+
+/*
+ * Runs a prepared query with text parameters, calling fn for each row with every column as
+ * text (NULL for SQL NULL).  For the catalogue queries and the schema lock.
+ */
+typedef void row_fn(char *const *row, void *arg);
+
+static int query_rows(maria_conn *m, const char *tmpl, const char *const *params, int nparams,
+                      int ncols, row_fn *fn, void *arg, const char *what, char *err, size_t errlen)
+{
+    MYSQL_STMT *st;
+    int rc = prepare_sql(m, tmpl, &st, what, err, errlen);
+    if (rc)
+        return rc;
+    MYSQL_BIND pb[4], rb[8];
+    unsigned long plen[4], rlen[8];
+    my_bool rnull[8], rerr[8];
+    char cells[8][CELL];
+    char *row[8];
+    memset(pb, 0, sizeof pb);
+    memset(rb, 0, sizeof rb);
+    for (int i = 0; i < nparams; i++)
+        bind_text(&pb[i], params[i], &plen[i]);
+    for (int i = 0; i < ncols; i++) {
+        rb[i].buffer_type = MYSQL_TYPE_STRING;
+        rb[i].buffer = cells[i];
+        rb[i].buffer_length = CELL - 1;
+        rb[i].length = &rlen[i];
+        rb[i].is_null = &rnull[i];
+        rb[i].error = &rerr[i];
+    }
+    int64_t started = reign__now_ns();
+    if ((nparams && mysql_stmt_bind_param(st, pb)) || mysql_stmt_execute(st) ||
+        mysql_stmt_bind_result(st, rb) || mysql_stmt_store_result(st)) {
+        rc = stmt_error(m, st, what, started, err, errlen);
+        mysql_stmt_close(st);
+        return rc;
+    }
+    int f;
+    while ((f = mysql_stmt_fetch(st)) == 0 || f == MYSQL_DATA_TRUNCATED) {
+        for (int i = 0; i < ncols; i++) {
+            /* Longer cells are cut: names and types here are short. */
+            cells[i][rlen[i] < CELL - 1 ? rlen[i] : CELL - 1] = '\0';
+            row[i] = rnull[i] ? NULL : cells[i];
+        }
+        fn(row, arg);
+    }
+    if (f != MYSQL_NO_DATA)
+        rc = stmt_error(m, st, what, started, err, errlen);
+    mysql_stmt_close(st);
+    return rc;
+}
+
+static int exec_ddl(maria_conn *m, const char *tmpl, char *err, size_t errlen)
+{
+    MYSQL_STMT *st;
+    int rc = prepare_sql(m, tmpl, &st, "schema", err, errlen);
+    if (rc)
+        return rc;
+    int64_t started = reign__now_ns();
+    if (mysql_stmt_execute(st))
+        rc = stmt_error(m, st, "schema", started, err, errlen);
+    mysql_stmt_close(st);
+    return rc;
+}
+
+static reign__sql_coltype kind_of(const char *type, const char *precision)
+{
+    static const char *const ints[] = {"tinyint", "smallint", "mediumint", "int", "bigint"};
+    static const char *const texts[] = {"char", "varchar",    "tinytext",
+                                        "text", "mediumtext", "longtext"};
+    static const char *const blobs[] = {"tinyblob", "blob",   "mediumblob",
+                                        "longblob", "binary", "varbinary"};
+    for (size_t i = 0; i < sizeof ints / sizeof *ints; i++)
+        if (!strcasecmp(type, ints[i]))
+            return REIGN__COL_INT;
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++)
+        if (!strcasecmp(type, texts[i]))
+            return REIGN__COL_TEXT;
+    for (size_t i = 0; i < sizeof blobs / sizeof *blobs; i++)
+        if (!strcasecmp(type, blobs[i]))
+            return REIGN__COL_BLOB;
+    if (!strcasecmp(type, "timestamp") || !strcasecmp(type, "datetime"))
+        return precision && atoi(precision) >= 3 ? REIGN__COL_TIME : REIGN__COL_TIME_COARSE;
+    return REIGN__COL_OTHER;
+}
+
+typedef struct columns {
+    reign__sql_column col[MAX_COLS];
+    size_t n;
+} columns;
+
+static void column_row(char *const *row, void *arg)
+{
+    columns *cs = arg;
+    if (cs->n == MAX_COLS || !row[0])
+        return;
+    reign__sql_column *col = &cs->col[cs->n++];
+    reign__strlcpy(col->name, row[0], sizeof col->name);
+    reign__strlcpy(col->type, row[3] ? row[3] : "?", sizeof col->type);
+    col->kind = kind_of(row[1] ? row[1] : "", row[2]);
+}
+
+typedef struct uniques {
+    char index[CELL];
+    char names[16][CELL];
+    const char *cols[16];
+    size_t n;
+    bool ok;
+} uniques;
+
+static void unique_end(uniques *u)
+{
+    if (u->index[0] && reign__sql_unique_ok(u->cols, u->n, true))
+        u->ok = true;
+    u->n = 0;
+}
+
+static void unique_row(char *const *row, void *arg)
+{
+    uniques *u = arg;
+    if (!row[0] || strcmp(row[0], u->index)) {
+        unique_end(u);
+        reign__strlcpy(u->index, row[0] ? row[0] : "", sizeof u->index);
+    }
+    if (u->n < 16) {
+        reign__strlcpy(u->names[u->n], row[1] ? row[1] : "", CELL);
+        u->cols[u->n] = row[1] ? u->names[u->n] : NULL;
+        u->n++;
+    }
+}
+
+static void lock_row(char *const *row, void *arg)
+{
+    *(int *)arg = row[0] ? atoi(row[0]) : -1;
+}
+
+static int schema_locked(maria_conn *m, char *err, size_t errlen)
+{
+    reign__sqlconn *c = &m->base;
+    const char *table = c->table;
+    columns cs = {.n = 0};
+    int rc = query_rows(m,
+                        "SELECT COLUMN_NAME, DATA_TYPE, DATETIME_PRECISION, COLUMN_TYPE FROM "
+                        "information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND "
+                        "TABLE_NAME = ? ORDER BY ORDINAL_POSITION",
+                        &table, 1, 4, column_row, &cs, "reading the table's columns", err, errlen);
+    if (rc)
+        return rc;
+    if (!cs.n) {
+        rc = exec_ddl(m,
+                      "CREATE TABLE IF NOT EXISTS `{T}` ("
+                      "id bigint(20) NOT NULL AUTO_INCREMENT PRIMARY KEY, "
+                      "data_center varchar(128) NOT NULL, "
+                      "lock_name varchar(1024) NOT NULL, "
+                      "owner varchar(512) NOT NULL, "
+                      "duration bigint(20) NOT NULL, "
+                      "term bigint(20) unsigned NOT NULL DEFAULT 0, "
+                      "term_duration bigint(20) unsigned NOT NULL DEFAULT 0, "
+                      "gmt_create timestamp(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+                      "gmt_modified timestamp(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
+                      "owner_guid varchar(64) COLLATE utf8mb4_bin NOT NULL DEFAULT '', "
+                      "payload mediumblob NULL, "
+                      "UNIQUE KEY uk_data_center_lock (data_center, lock_name(640)), "
+                      "KEY idx_lock_owner (owner)"
+                      ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+                      err, errlen);
+        if (!rc)
+            reign__log(c->log, REIGN_LOG_INFO, "%s: created table %s", c->store, c->table);
+        return rc;
+    }
+    bool need_guid, need_payload;
+    if ((rc = reign__sql_check_columns(c, cs.col, cs.n, true, &need_guid, &need_payload, err,
+                                       errlen)))
+        return rc;
+    uniques u = {.n = 0, .ok = false};
+    rc = query_rows(m,
+                    "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS WHERE "
+                    "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND NON_UNIQUE = 0 ORDER BY "
+                    "INDEX_NAME, SEQ_IN_INDEX",
+                    &table, 1, 2, unique_row, &u, "reading the table's indexes", err, errlen);
+    if (rc)
+        return rc;
+    unique_end(&u);
+    if (!u.ok)
+        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                              "table %s has no unique key on (data_center, lock_name)", c->table);
+    if (need_guid && (rc = exec_ddl(m,
+                                    "ALTER TABLE `{T}` ADD COLUMN IF NOT EXISTS owner_guid "
+                                    "varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT "
+                                    "NULL DEFAULT ''",
+                                    err, errlen)))
+        return rc;
+    if (need_payload &&
+        (rc = exec_ddl(m, "ALTER TABLE `{T}` ADD COLUMN IF NOT EXISTS payload mediumblob NULL", err,
+                       errlen)))
+        return rc;
+    if (need_guid || need_payload)
+        reign__log(c->log, REIGN_LOG_INFO, "%s: added reign's columns to table %s", c->store,
+                   c->table);
+    return 0;
+}
+
+static int my_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
+{
+    maria_conn *m = (maria_conn *)c;
+    /* DDL commits by itself, so a transaction cannot make the check and the change one step:
+     * a named lock (per database and table) makes concurrent callers take turns instead. */
+    char wait_s[16];
+    snprintf(wait_s, sizeof wait_s, "%u", m->read_timeout_s > 1 ? m->read_timeout_s - 1 : 1);
+    const char *params[2] = {c->table, wait_s};
+    int got = -1;
+    int rc = query_rows(m, "SELECT GET_LOCK(CONCAT('reign_', SHA1(CONCAT(DATABASE(), '.', ?))), ?)",
+                        params, 2, 1, lock_row, &got, "schema lock", err, errlen);
+    if (rc)
+        return rc;
+    if (got != 1)
+        return reign__sql_err(c, err, errlen, REIGN_ETIMEDOUT,
+                              "schema lock: another process held it for %s s", wait_s);
+    rc = schema_locked(m, err, errlen);
+    int ignored;
+    char err2[8];
+    if (!c->broken)
+        query_rows(m, "SELECT RELEASE_LOCK(CONCAT('reign_', SHA1(CONCAT(DATABASE(), '.', ?))))",
+                   params, 1, 1, lock_row, &ignored, "schema lock", err2, sizeof err2);
+    return rc;
+}
+
+/* ---- the lease ------------------------------------------------------------------------------ */
+
+static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
+                   char *err, size_t errlen)
+{
+    maria_conn *m = (maria_conn *)c;
+    MYSQL_STMT *st;
+    int rc = prepare(m, ST_READ, &st, "read", err, errlen);
+    if (rc)
+        return rc;
+    MYSQL_BIND pb[2], rb[10];
+    unsigned long plen[2], rlen[10];
+    my_bool rnull[10], rerr[10];
+    memset(pb, 0, sizeof pb);
+    memset(rb, 0, sizeof rb);
+    bind_text(&pb[0], dc, &plen[0]);
+    bind_text(&pb[1], name, &plen[1]);
+
+    char owner[REIGN_ID_MAX + 1], guid[REIGN__SQL_GUID_MAX + 1];
+    int64_t v[7];
+    rb[0].buffer_type = MYSQL_TYPE_STRING;
+    rb[0].buffer = owner;
+    rb[0].buffer_length = sizeof owner;
+    rb[1].buffer_type = MYSQL_TYPE_STRING;
+    rb[1].buffer = guid;
+    rb[1].buffer_length = sizeof guid;
+    rb[2].buffer_type = MYSQL_TYPE_BLOB; /* no buffer: fetched by length below */
+    for (int i = 0; i < 7; i++)
+        bind_int(&rb[3 + i], &v[i], i < 2);
+    for (int i = 0; i < 10; i++) {
+        rb[i].length = &rlen[i];
+        rb[i].is_null = &rnull[i];
+        rb[i].error = &rerr[i];
+    }
+
+    int64_t started = reign__now_ns();
+    if (mysql_stmt_bind_param(st, pb) || mysql_stmt_execute(st) || mysql_stmt_bind_result(st, rb) ||
+        mysql_stmt_store_result(st))
+        return stmt_error(m, st, "read", started, err, errlen);
+    int f = mysql_stmt_fetch(st);
+    if (f == MYSQL_NO_DATA) {
+        mysql_stmt_free_result(st);
+        return 0;
+    }
+    if (f != 0 && f != MYSQL_DATA_TRUNCATED) {
+        rc = stmt_error(m, st, "read", started, err, errlen);
+        mysql_stmt_free_result(st);
+        return rc;
+    }
+    if (rnull[0] || rlen[0] > REIGN_ID_MAX || (!rnull[1] && rlen[1] > REIGN__SQL_GUID_MAX) ||
+        rnull[7] || rnull[9]) {
+        mysql_stmt_free_result(st);
+        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                              "the row of (%s, %s) in %s has an owner, guid or gmt_modified "
+                              "reign cannot use",
+                              dc, name, c->table);
+    }
+    out->exists = true;
+    memcpy(out->owner, owner, rlen[0]);
+    out->owner[rlen[0]] = '\0';
+    if (!rnull[1]) {
+        memcpy(out->owner_guid, guid, rlen[1]);
+        out->owner_guid[rlen[1]] = '\0';
+    }
+    if (!rnull[2] && rlen[2] > 0) {
+        MYSQL_BIND pbind;
+        memset(&pbind, 0, sizeof pbind);
+        out->payload = reign__malloc(rlen[2]);
+        pbind.buffer_type = MYSQL_TYPE_BLOB;
+        pbind.buffer = out->payload;
+        pbind.buffer_length = rlen[2];
+        if (!out->payload || mysql_stmt_fetch_column(st, &pbind, 2, 0)) {
+            rc = out->payload ? stmt_error(m, st, "read", started, err, errlen)
+                              : reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+            mysql_stmt_free_result(st);
+            return rc;
+        }
+        out->payload_len = rlen[2];
+    }
+    out->term = (uint64_t)v[0];
+    out->term_duration = (uint64_t)v[1];
+    out->duration_ms = v[2];
+    out->created_ms = rnull[6] ? 0 : v[3];
+    out->modified_ms = v[4];
+    out->db_now_ms = v[5];
+    out->expired = v[6] != 0;
+    mysql_stmt_free_result(st);
+    return 0;
+}
+
+static int my_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err, size_t errlen)
+{
+    MYSQL_BIND b[6];
+    unsigned long len[6];
+    int64_t duration = cl->duration_ms;
+    memset(b, 0, sizeof b);
+    bind_text(&b[0], cl->dc, &len[0]);
+    bind_text(&b[1], cl->name, &len[1]);
+    bind_text(&b[2], cl->owner, &len[2]);
+    bind_text(&b[3], cl->owner_guid, &len[3]);
+    bind_payload(&b[4], cl, &len[4]);
+    bind_int(&b[5], &duration, false);
+    int rc = exec_write((maria_conn *)c, ST_INSERT, b, "insert", err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+static int my_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t expected_term,
+                   char *err, size_t errlen)
+{
+    MYSQL_BIND b[7];
+    unsigned long len[7];
+    int64_t duration = cl->duration_ms, term = (int64_t)expected_term;
+    memset(b, 0, sizeof b);
+    bind_text(&b[0], cl->owner, &len[0]);
+    bind_text(&b[1], cl->owner_guid, &len[1]);
+    bind_payload(&b[2], cl, &len[2]);
+    bind_int(&b[3], &duration, false);
+    bind_text(&b[4], cl->dc, &len[4]);
+    bind_text(&b[5], cl->name, &len[5]);
+    bind_int(&b[6], &term, true);
+    int rc = exec_write((maria_conn *)c, ST_TAKE, b, "take", err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+/* renew and release: (dc, name, owner, guid, term). */
+static int owner_write(reign__sqlconn *c, int which, const reign__lease_claim *cl, uint64_t term,
+                       const char *what, char *err, size_t errlen)
+{
+    MYSQL_BIND b[5];
+    unsigned long len[5];
+    int64_t t = (int64_t)term;
+    memset(b, 0, sizeof b);
+    bind_text(&b[0], cl->dc, &len[0]);
+    bind_text(&b[1], cl->name, &len[1]);
+    bind_text(&b[2], cl->owner, &len[2]);
+    bind_text(&b[3], cl->owner_guid, &len[3]);
+    bind_int(&b[4], &t, true);
+    int rc = exec_write((maria_conn *)c, which, b, what, err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+static int my_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
+                    size_t errlen)
+{
+    return owner_write(c, ST_RENEW, cl, term, "renew", err, errlen);
+}
+
+static int my_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
+                      size_t errlen)
+{
+    return owner_write(c, ST_RELEASE, cl, term, "release", err, errlen);
+}
+
+/* ---- notification: none --------------------------------------------------------------------- */
+
+static int my_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    return 0; /* nothing to listen to: listen_fd() stays -1 and followers poll */
+}
+
+static int my_listen_fd(const reign__sqlconn *c)
+{
+    return -1;
+}
+
+static int my_drain_notify(reign__sqlconn *c)
+{
+    return 0;
+}
+
+static int my_notify(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    return 0;
+}
+
+const reign__sql_dialect reign__sql_mariadb = {
+    .name = "mariadb",
+    .size = sizeof(maria_conn),
+    .connect = my_connect,
+    .close = my_close,
+    .ensure_schema = my_ensure_schema,
+    .read = my_read,
+    .insert = my_insert,
+    .take = my_take,
+    .renew = my_renew,
+    .release = my_release,
+    .listen = my_listen,
+    .listen_fd = my_listen_fd,
+    .drain_notify = my_drain_notify,
+    .notify = my_notify,
+};

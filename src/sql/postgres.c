@@ -1,0 +1,728 @@
+/*
+ * postgres.c - the PostgreSQL dialect of the lease layer (dialect.h),
+ * through libpq in non-blocking mode.
+ *
+ * Every wait on the socket - connecting, sending, reading a result - is a
+ * poll() bounded by a deadline (the connect or statement timeout), so an
+ * unreachable, dead or SIGSTOPped server gives an error in time, never a
+ * hang.  The server also cancels a statement itself (statement_timeout at
+ * 80% of ours), which keeps the connection usable; when our own deadline
+ * passes first, the connection is left in the middle of a statement and is
+ * given up (later calls say REIGN_ECONNLOSS until the caller reconnects).
+ *
+ * Time: clock_timestamp(), the server's clock when the statement runs (now()
+ * would be the start of the transaction); the session's TimeZone is UTC.
+ *
+ * Notification: LISTEN/NOTIFY on a channel per (table, data center, name)
+ * (reign__sql_channel()).  libpq keeps notifications that arrive during a
+ * statement, where the socket no longer shows them: drain_notify() returns
+ * those too, so call it after statements, not only when the fd is readable.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "dialect.h"
+
+/* Type OIDs of the parameters (pg_type.h's, stable since forever). */
+#define BYTEAOID 17
+#define INT8OID  20
+#define TEXTOID  25
+
+#define MS_OF(c) "round(extract(epoch FROM " c ") * 1000)::bigint"
+#define INTERVAL "duration * interval '1 millisecond'"
+/* One instant per statement (clock_timestamp() moves within one), the times written from it
+ * rounded to whole milliseconds up (a lease never looks renewed before it was) or, for a
+ * release, down (expired at once). */
+#define NOW_FROM   "(SELECT clock_timestamp() AS now) n"
+#define NOW_UP     "date_trunc('milliseconds', n.now + interval '999 microseconds')"
+#define NOW_DOWN   "date_trunc('milliseconds', n.now)"
+#define MAX_LISTEN 32
+
+typedef struct pg_conn {
+    reign__sqlconn base;
+    PGconn *pg;
+    bool connected;
+    char channels[MAX_LISTEN][64];
+    size_t n_channels;
+} pg_conn;
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+/* The SQLSTATE in a verbose libpq message ("FATAL:  28P01: password ..."), or "". */
+static void sqlstate_of_message(const char *msg, char out[6])
+{
+    out[0] = '\0';
+    const char *p = strstr(msg, "FATAL:");
+    if (!p)
+        p = strstr(msg, "ERROR:");
+    if (!p)
+        return;
+    p += 6;
+    while (*p == ' ')
+        p++;
+    for (int i = 0; i < 5; i++) {
+        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'A' && p[i] <= 'Z')))
+            return;
+    }
+    if (p[5] != ':')
+        return;
+    memcpy(out, p, 5);
+    out[5] = '\0';
+}
+
+static int code_of_sqlstate(const char *s)
+{
+    if (!strcmp(s, "28P01") || !strcmp(s, "28000"))
+        return REIGN_EAUTH;
+    if (!strcmp(s, "3D000") || !strcmp(s, "42P01"))
+        return REIGN_ENOENT;
+    if (!strcmp(s, "42501"))
+        return REIGN_EACCES;
+    if (!strcmp(s, "57014") || !strcmp(s, "55P03"))
+        return REIGN_ETIMEDOUT; /* statement_timeout, lock_timeout */
+    if (!strcmp(s, "53300") || !strcmp(s, "57P03"))
+        return REIGN_ECONNECT; /* too many connections, starting up or shutting down */
+    if (!strncmp(s, "08", 2) || !strcmp(s, "57P01") || !strcmp(s, "57P02"))
+        return REIGN_ECONNLOSS;
+    return REIGN_EBACKEND;
+}
+
+/* The first line of a libpq message, without a leading "FATAL:  28P01: " and the like. */
+static void message_line(const char *msg, char *out, size_t n)
+{
+    const char *p = msg;
+    size_t w = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
+    if (w && !strncmp(p + w, ":  ", 3))
+        p += w + 3;
+    if (strspn(p, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") >= 5 && p[5] == ':')
+        p += 6;
+    while (*p == ' ')
+        p++;
+    size_t len = strcspn(p, "\n");
+    if (len >= n)
+        len = n - 1;
+    memcpy(out, p, len);
+    out[len] = '\0';
+}
+
+/* The connection is gone (or was given up): mark it and say so. */
+static int lost(pg_conn *p, const char *what, const char *why, char *err, size_t errlen)
+{
+    p->base.broken = true;
+    char line[256];
+    message_line(why, line, sizeof line);
+    return reign__sql_err(&p->base, err, errlen, REIGN_ECONNLOSS,
+                          "%s: connection lost, outcome unknown: %s", what, line);
+}
+
+static int result_error(pg_conn *p, PGresult *r, const char *what, char *err, size_t errlen)
+{
+    const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    if (PQstatus(p->pg) == CONNECTION_BAD)
+        return lost(p, what, msg ? msg : PQerrorMessage(p->pg), err, errlen);
+    int code = st ? code_of_sqlstate(st) : REIGN_EBACKEND;
+    if (code == REIGN_ECONNLOSS)
+        p->base.broken = true;
+    char line[256];
+    message_line(msg ? msg : PQresultErrorMessage(r), line, sizeof line);
+    return reign__sql_err(&p->base, err, errlen, code, "%s: %s (%s)", what, line,
+                          st ? st : "no SQLSTATE");
+}
+
+/* ---- waiting -------------------------------------------------------------------------------- */
+
+/* Waits until the socket is ready for `events` or the deadline: 1 ready, 0 timed out, -1. */
+static int wait_socket(PGconn *pg, short events, int64_t deadline)
+{
+    for (;;) {
+        int left = reign__sql_left_ms(deadline);
+        if (left <= 0)
+            return 0;
+        struct pollfd pfd = {.fd = PQsocket(pg), .events = events};
+        if (pfd.fd < 0)
+            return -1;
+        int n = poll(&pfd, 1, left);
+        if (n > 0)
+            return 1;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/*
+ * Sends a statement with parameters and waits for its result until the statement deadline.
+ * Returns 0 with *out set (a PGRES_COMMAND_OK or PGRES_TUPLES_OK result), or a negative code.
+ */
+static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, const Oid *types,
+               const char *const *values, const int *lengths, const int *formats, int binary,
+               PGresult **out, char *err, size_t errlen)
+{
+    reign__sqlconn *c = &p->base;
+    char sql[2048];
+    *out = NULL;
+    if (reign__sql_splice(sql, sizeof sql, tmpl, c->table))
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "statement too long");
+    int64_t deadline = reign__sql_deadline(c->statement_timeout_ms);
+
+    if (!PQsendQueryParams(p->pg, sql, nparams, types, values, lengths, formats, binary)) {
+        if (PQstatus(p->pg) == CONNECTION_BAD)
+            return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+        char line[256];
+        message_line(PQerrorMessage(p->pg), line, sizeof line);
+        return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: %s", what, line);
+    }
+    int f;
+    while ((f = PQflush(p->pg)) == 1) {
+        int w = wait_socket(p->pg, POLLOUT | POLLIN, deadline);
+        if (w <= 0)
+            goto timed_out;
+        if (!PQconsumeInput(p->pg))
+            return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+    }
+    if (f < 0)
+        return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+
+    PGresult *first = NULL;
+    for (;;) {
+        while (PQisBusy(p->pg)) {
+            int w = wait_socket(p->pg, POLLIN, deadline);
+            if (w <= 0) {
+                PQclear(first);
+                goto timed_out;
+            }
+            if (!PQconsumeInput(p->pg)) {
+                PQclear(first);
+                return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+            }
+        }
+        PGresult *r = PQgetResult(p->pg);
+        if (!r)
+            break;
+        if (!first)
+            first = r;
+        else
+            PQclear(r);
+    }
+    if (!first) {
+        if (PQstatus(p->pg) == CONNECTION_BAD)
+            return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+        return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: no result", what);
+    }
+    ExecStatusType st = PQresultStatus(first);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        int rc = result_error(p, first, what, err, errlen);
+        PQclear(first);
+        return rc;
+    }
+    *out = first;
+    return 0;
+
+timed_out:
+    /* The answer may still come, in the middle of the next statement's: give the connection
+     * up rather than read it out of step. */
+    c->broken = true;
+    return reign__sql_err(c, err, errlen, REIGN_ETIMEDOUT,
+                          "%s: no answer within %d ms; connection abandoned", what,
+                          c->statement_timeout_ms);
+}
+
+/* A statement whose result is only its status; returns the rows it affected. */
+static int run_count(pg_conn *p, const char *what, const char *tmpl, int nparams, const Oid *types,
+                     const char *const *values, const int *lengths, const int *formats, char *err,
+                     size_t errlen)
+{
+    PGresult *r;
+    int rc = run(p, what, tmpl, nparams, types, values, lengths, formats, 0, &r, err, errlen);
+    if (rc)
+        return rc;
+    const char *n = PQcmdTuples(r);
+    rc = n && *n ? atoi(n) : 0;
+    PQclear(r);
+    return rc;
+}
+
+/* ---- connection ----------------------------------------------------------------------------- */
+
+static void notice_processor(void *arg, const char *message)
+{
+    pg_conn *p = arg;
+    char line[256];
+    message_line(message, line, sizeof line);
+    /* The library never writes to stderr, which is where libpq would put this. */
+    reign__log(p->base.log, REIGN_LOG_DEBUG, "%s: server notice: %s", p->base.store, line);
+}
+
+static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen)
+{
+    pg_conn *p = (pg_conn *)c;
+    char port[16], connect_s[16], options[160];
+    snprintf(port, sizeof port, "%d", t->port ? t->port : 5432);
+    /* libpq's own timeout only serves its blocking calls; ours is the poll() deadline below. */
+    snprintf(connect_s, sizeof connect_s, "%d", (c->connect_timeout_ms + 999) / 1000);
+    snprintf(options, sizeof options,
+             "-c statement_timeout=%d -c TimeZone=UTC -c client_min_messages=warning",
+             c->statement_timeout_ms * 4 / 5 > 0 ? c->statement_timeout_ms * 4 / 5 : 1);
+    const char *pairs[][2] = {
+        {"host", t->host},           {"port", port},
+        {"dbname", t->database},     {"user", t->user},
+        {"password", t->password},   {"connect_timeout", connect_s},
+        {"options", options},        {"application_name", "reign"},
+        {"client_encoding", "UTF8"},
+    };
+    const char *keys[16], *vals[16];
+    int k = 0;
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        if (pairs[i][1]) { /* absent: libpq's default (user: the login name) */
+            keys[k] = pairs[i][0];
+            vals[k++] = pairs[i][1];
+        }
+    }
+    keys[k] = vals[k] = NULL;
+
+    int64_t deadline = reign__sql_deadline(c->connect_timeout_ms);
+    p->pg = PQconnectStartParams(keys, vals, 0);
+    if (!p->pg)
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    /* Verbose messages carry the SQLSTATE, the only reliable way to tell a wrong password
+     * from a missing database while connecting. */
+    PQsetErrorVerbosity(p->pg, PQERRORS_VERBOSE);
+    PQsetNoticeProcessor(p->pg, notice_processor, p);
+
+    PostgresPollingStatusType ps = PGRES_POLLING_WRITING;
+    while (PQstatus(p->pg) != CONNECTION_BAD && ps != PGRES_POLLING_OK &&
+           ps != PGRES_POLLING_FAILED) {
+        int w = wait_socket(p->pg, ps == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+        if (w == 0)
+            return reign__sql_err(c, err, errlen, REIGN_ECONNECT, "connect: no answer within %d ms",
+                                  c->connect_timeout_ms);
+        if (w < 0)
+            break;
+        ps = PQconnectPoll(p->pg);
+    }
+    if (PQstatus(p->pg) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(p->pg);
+        char st[6], line[256];
+        sqlstate_of_message(msg, st);
+        message_line(msg, line, sizeof line);
+        int code = st[0] ? code_of_sqlstate(st) : REIGN_ECONNECT;
+        if (code == REIGN_ECONNLOSS || code == REIGN_EBACKEND)
+            code = REIGN_ECONNECT;
+        return reign__sql_err(c, err, errlen, code, "connect: %s", line);
+    }
+    PQsetErrorVerbosity(p->pg, PQERRORS_DEFAULT);
+    if (PQsetnonblocking(p->pg, 1))
+        return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "connect: cannot go non-blocking");
+    p->connected = true;
+    return 0;
+}
+
+static void pg_close(reign__sqlconn *c)
+{
+    pg_conn *p = (pg_conn *)c;
+    if (p->pg)
+        PQfinish(p->pg);
+}
+
+/* ---- schema --------------------------------------------------------------------------------- */
+
+#define MAX_COLS 64
+
+static reign__sql_coltype kind_of(const char *type, int typmod)
+{
+    if (!strcmp(type, "int2") || !strcmp(type, "int4") || !strcmp(type, "int8"))
+        return REIGN__COL_INT;
+    if (!strcmp(type, "varchar") || !strcmp(type, "bpchar") || !strcmp(type, "text"))
+        return REIGN__COL_TEXT;
+    if (!strcmp(type, "bytea"))
+        return REIGN__COL_BLOB;
+    if (!strcmp(type, "timestamptz") || !strcmp(type, "timestamp"))
+        return typmod < 0 || typmod >= 3 ? REIGN__COL_TIME : REIGN__COL_TIME_COARSE;
+    return REIGN__COL_OTHER;
+}
+
+static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
+{
+    reign__sqlconn *c = &p->base;
+    const Oid text1[1] = {TEXTOID};
+    const char *table[1] = {c->table};
+    PGresult *r;
+    /* Two CREATE TABLE IF NOT EXISTS at once can still collide in the catalogue: callers take
+     * turns on an advisory lock (per database and table), released at COMMIT. */
+    int rc = run(p, "schema lock", "SELECT pg_advisory_xact_lock(hashtext('reign schema ' || $1))",
+                 1, text1, table, NULL, NULL, 0, &r, err, errlen);
+    if (rc)
+        return rc;
+    PQclear(r);
+    rc = run(p, "reading the table's columns",
+             "SELECT a.attname::text, t.typname::text, a.atttypmod, "
+             "format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_type t ON t.oid "
+             "= a.atttypid WHERE a.attrelid = to_regclass(quote_ident($1)) AND a.attnum > 0 AND "
+             "NOT a.attisdropped ORDER BY a.attnum",
+             1, text1, table, NULL, NULL, 0, &r, err, errlen);
+    if (rc)
+        return rc;
+    reign__sql_column cols[MAX_COLS];
+    size_t n = 0;
+    for (int i = 0; i < PQntuples(r) && n < MAX_COLS; i++, n++) {
+        reign__strlcpy(cols[n].name, PQgetvalue(r, i, 0), sizeof cols[n].name);
+        reign__strlcpy(cols[n].type, PQgetvalue(r, i, 3), sizeof cols[n].type);
+        cols[n].kind = kind_of(PQgetvalue(r, i, 1), atoi(PQgetvalue(r, i, 2)));
+    }
+    PQclear(r);
+
+    if (!n) {
+        rc = run(p, "creating the table",
+                 "CREATE TABLE IF NOT EXISTS \"{T}\" ("
+                 "id bigserial PRIMARY KEY, "
+                 "data_center varchar(128) NOT NULL, "
+                 "lock_name varchar(1024) NOT NULL, "
+                 "owner varchar(512) NOT NULL, "
+                 "duration bigint NOT NULL, "
+                 "term bigint NOT NULL DEFAULT 0, "
+                 "term_duration bigint NOT NULL DEFAULT 0, "
+                 "gmt_create timestamptz(3) NOT NULL DEFAULT clock_timestamp(), "
+                 "gmt_modified timestamptz(3) NOT NULL DEFAULT clock_timestamp(), "
+                 "owner_guid varchar(64) NOT NULL DEFAULT '', "
+                 "payload bytea, "
+                 "UNIQUE (data_center, lock_name))",
+                 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
+        if (rc)
+            return rc;
+        PQclear(r);
+        rc = run(p, "creating the owner index",
+                 "CREATE INDEX IF NOT EXISTS \"idx_{T}_owner\" ON \"{T}\" (owner)", 0, NULL, NULL,
+                 NULL, NULL, 0, &r, err, errlen);
+        if (rc)
+            return rc;
+        PQclear(r);
+        reign__log(c->log, REIGN_LOG_INFO, "%s: created table %s", c->store, c->table);
+        return 0;
+    }
+
+    bool need_guid, need_payload;
+    if ((rc = reign__sql_check_columns(c, cols, n, false, &need_guid, &need_payload, err, errlen)))
+        return rc;
+    rc = run(p, "reading the table's indexes",
+             "SELECT i.indexrelid::text, a.attname::text FROM pg_index i LEFT JOIN pg_attribute "
+             "a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey::int2[]) WHERE i.indrelid "
+             "= to_regclass(quote_ident($1)) AND i.indisunique AND i.indpred IS NULL AND "
+             "i.indexprs IS NULL ORDER BY i.indexrelid, a.attname",
+             1, text1, table, NULL, NULL, 0, &r, err, errlen);
+    if (rc)
+        return rc;
+    bool unique = false;
+    const char *names[16];
+    size_t k = 0;
+    for (int i = 0; i <= PQntuples(r); i++) {
+        bool end =
+            i == PQntuples(r) || (i > 0 && strcmp(PQgetvalue(r, i, 0), PQgetvalue(r, i - 1, 0)));
+        if (end) {
+            if (reign__sql_unique_ok(names, k, false))
+                unique = true;
+            k = 0;
+        }
+        if (i < PQntuples(r) && k < 16)
+            names[k++] = PQgetisnull(r, i, 1) ? NULL : PQgetvalue(r, i, 1);
+    }
+    PQclear(r);
+    if (!unique)
+        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                              "table %s has no unique key on (data_center, lock_name)", c->table);
+    if (need_guid) {
+        rc = run(p, "adding owner_guid",
+                 "ALTER TABLE \"{T}\" ADD COLUMN IF NOT EXISTS owner_guid varchar(64) NOT NULL "
+                 "DEFAULT ''",
+                 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
+        if (rc)
+            return rc;
+        PQclear(r);
+    }
+    if (need_payload) {
+        rc = run(p, "adding payload", "ALTER TABLE \"{T}\" ADD COLUMN IF NOT EXISTS payload bytea",
+                 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
+        if (rc)
+            return rc;
+        PQclear(r);
+    }
+    if (need_guid || need_payload)
+        reign__log(c->log, REIGN_LOG_INFO, "%s: added reign's columns to table %s", c->store,
+                   c->table);
+    return 0;
+}
+
+static int pg_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
+{
+    pg_conn *p = (pg_conn *)c;
+    PGresult *r;
+    /* One transaction: DDL is transactional here, so a refused table is left as it was. */
+    int rc = run(p, "schema", "BEGIN", 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
+    if (rc)
+        return rc;
+    PQclear(r);
+    rc = schema_in_tx(p, err, errlen);
+    if (!rc) {
+        rc = run(p, "schema", "COMMIT", 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
+        if (!rc)
+            PQclear(r);
+    }
+    if (rc && !c->broken) {
+        char ignored[8];
+        if (!run(p, "schema", "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0, &r, ignored,
+                 sizeof ignored))
+            PQclear(r);
+    }
+    return rc;
+}
+
+/* ---- the lease ------------------------------------------------------------------------------ */
+
+static uint64_t be64(const char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | (unsigned char)p[i];
+    return v;
+}
+
+static int pg_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
+                   char *err, size_t errlen)
+{
+    pg_conn *p = (pg_conn *)c;
+    const Oid types[2] = {TEXTOID, TEXTOID};
+    const char *vals[2] = {dc, name};
+    PGresult *r;
+    /* Binary results: integers as 8 bytes, the payload as it is. */
+    int rc = run(p, "read",
+                 "SELECT owner::text, owner_guid::text, payload, term::bigint, "
+                 "term_duration::bigint, duration::bigint, " MS_OF("gmt_create") ", " MS_OF(
+                     "gmt_modified") ", floor(extract(epoch FROM n.now) * 1000)::bigint, n.now "
+                                     ">= gmt_modified + " INTERVAL " FROM \"{T}\", " NOW_FROM
+                                     " WHERE data_center = $1 AND "
+                                     "lock_name = $2",
+                 2, types, vals, NULL, NULL, 1, &r, err, errlen);
+    if (rc)
+        return rc;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return 0;
+    }
+    for (int i = 3; i < 9; i++) {
+        if (!PQgetisnull(r, 0, i) && PQgetlength(r, 0, i) != 8) {
+            PQclear(r);
+            return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "read: unexpected result");
+        }
+    }
+    int olen = PQgetlength(r, 0, 0), glen = PQgetlength(r, 0, 1);
+    if (PQgetisnull(r, 0, 0) || olen > REIGN_ID_MAX || glen > REIGN__SQL_GUID_MAX ||
+        PQgetisnull(r, 0, 7) || PQgetisnull(r, 0, 9)) {
+        PQclear(r);
+        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                              "the row of (%s, %s) in %s has an owner, guid or gmt_modified "
+                              "reign cannot use",
+                              dc, name, c->table);
+    }
+    out->exists = true;
+    memcpy(out->owner, PQgetvalue(r, 0, 0), (size_t)olen);
+    out->owner[olen] = '\0';
+    memcpy(out->owner_guid, PQgetvalue(r, 0, 1), (size_t)glen);
+    out->owner_guid[glen] = '\0';
+    int plen = PQgetisnull(r, 0, 2) ? 0 : PQgetlength(r, 0, 2);
+    if (plen > 0) {
+        if (!(out->payload = reign__memdup(PQgetvalue(r, 0, 2), (size_t)plen))) {
+            PQclear(r);
+            return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+        }
+        out->payload_len = (size_t)plen;
+    }
+    out->term = be64(PQgetvalue(r, 0, 3));
+    out->term_duration = be64(PQgetvalue(r, 0, 4));
+    out->duration_ms = (int64_t)be64(PQgetvalue(r, 0, 5));
+    out->created_ms = PQgetisnull(r, 0, 6) ? 0 : (int64_t)be64(PQgetvalue(r, 0, 6));
+    out->modified_ms = (int64_t)be64(PQgetvalue(r, 0, 7));
+    out->db_now_ms = (int64_t)be64(PQgetvalue(r, 0, 8));
+    out->expired = PQgetvalue(r, 0, 9)[0] != 0;
+    PQclear(r);
+    return 0;
+}
+
+/*
+ * The claim as parameters $1..$7: data_center, lock_name, owner, owner_guid, payload (binary),
+ * duration, term; each statement uses those it needs (their types are given, so unused ones
+ * are no trouble).
+ */
+typedef struct claim_params {
+    Oid types[7];
+    const char *vals[7];
+    int lens[7];
+    int fmts[7];
+    char duration[24], term[24];
+} claim_params;
+
+static void claim_params_init(claim_params *cp, const reign__lease_claim *cl, uint64_t term)
+{
+    static const Oid types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BYTEAOID, INT8OID, INT8OID};
+    memcpy(cp->types, types, sizeof types);
+    snprintf(cp->duration, sizeof cp->duration, "%" PRId64, cl->duration_ms);
+    snprintf(cp->term, sizeof cp->term, "%" PRIu64, term);
+    const char *vals[7] = {cl->dc,
+                           cl->name,
+                           cl->owner,
+                           cl->owner_guid,
+                           cl->payload_len ? cl->payload : NULL, /* empty: NULL */
+                           cp->duration,
+                           cp->term};
+    memcpy(cp->vals, vals, sizeof vals);
+    memset(cp->lens, 0, sizeof cp->lens);
+    memset(cp->fmts, 0, sizeof cp->fmts);
+    cp->lens[4] = (int)cl->payload_len;
+    cp->fmts[4] = 1;
+}
+
+static int claim_write(pg_conn *p, const char *what, const char *tmpl, const reign__lease_claim *cl,
+                       uint64_t term, char *err, size_t errlen)
+{
+    claim_params cp;
+    claim_params_init(&cp, cl, term);
+    int rc = run_count(p, what, tmpl, 7, cp.types, cp.vals, cp.lens, cp.fmts, err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+static int pg_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err, size_t errlen)
+{
+    return claim_write((pg_conn *)c, "insert",
+                       "INSERT INTO \"{T}\" (data_center, lock_name, owner, owner_guid, payload, "
+                       "duration, term, term_duration, gmt_create, gmt_modified) SELECT $1, $2, "
+                       "$3, $4, $5, $6, 1, 0, " NOW_UP ", " NOW_UP " FROM " NOW_FROM " "
+                       "ON CONFLICT DO NOTHING",
+                       cl, 0, err, errlen);
+}
+
+static int pg_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t expected_term,
+                   char *err, size_t errlen)
+{
+    /* duration too: the lease must run by the new holder's length, which its own deadline
+     * (demote before the lease can lapse) is computed from. */
+    return claim_write((pg_conn *)c, "take",
+                       "UPDATE \"{T}\" SET owner = $3, owner_guid = $4, payload = $5, duration = "
+                       "$6, term = term + 1, term_duration = 0, gmt_modified = " NOW_UP
+                       " FROM " NOW_FROM
+                       " WHERE data_center = $1 AND lock_name = $2 AND term = $7 AND n.now >= "
+                       "gmt_modified + " INTERVAL,
+                       cl, expected_term, err, errlen);
+}
+
+static int pg_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
+                    size_t errlen)
+{
+    return claim_write(
+        (pg_conn *)c, "renew",
+        "UPDATE \"{T}\" SET term_duration = term_duration + 1, gmt_modified = " NOW_UP
+        " FROM " NOW_FROM " WHERE data_center = $1 AND lock_name = $2 AND owner = "
+        "$3 AND owner_guid = $4 AND term = $7 AND n.now < gmt_modified + " INTERVAL,
+        cl, term, err, errlen);
+}
+
+static int pg_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
+                      size_t errlen)
+{
+    /* gmt_modified := now - duration: expired at once (now >= gmt_modified + duration). */
+    return claim_write((pg_conn *)c, "release",
+                       "UPDATE \"{T}\" SET gmt_modified = " NOW_DOWN " - " INTERVAL
+                       " FROM " NOW_FROM
+                       " WHERE data_center = $1 AND lock_name = $2 AND owner = $3 AND owner_guid "
+                       "= $4 AND term = $7",
+                       cl, term, err, errlen);
+}
+
+/* ---- notification --------------------------------------------------------------------------- */
+
+static int pg_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    pg_conn *p = (pg_conn *)c;
+    char chan[64];
+    reign__sql_channel(chan, c->table, dc, name);
+    for (size_t i = 0; i < p->n_channels; i++) {
+        if (!strcmp(p->channels[i], chan))
+            return 0;
+    }
+    if (p->n_channels == MAX_LISTEN)
+        return reign__sql_err(c, err, errlen, REIGN_EBUSY, "listen: already on %d channels",
+                              MAX_LISTEN);
+    /* LISTEN takes no parameter: the channel is spliced, as the table is, and is made of
+     * nothing but [A-Za-z0-9_] (reign__sql_channel()). */
+    char tmpl[96];
+    snprintf(tmpl, sizeof tmpl, "LISTEN \"%s\"", chan);
+    PGresult *r;
+    c->statements++;
+    int rc = run(p, "listen", tmpl, 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
+    if (rc)
+        return rc;
+    PQclear(r);
+    memcpy(p->channels[p->n_channels++], chan, sizeof chan);
+    return 0;
+}
+
+static int pg_listen_fd(const reign__sqlconn *c)
+{
+    const pg_conn *p = (const pg_conn *)c;
+    return p->n_channels ? PQsocket(p->pg) : -1;
+}
+
+static int pg_drain_notify(reign__sqlconn *c)
+{
+    pg_conn *p = (pg_conn *)c;
+    if (!PQconsumeInput(p->pg)) {
+        p->base.broken = true;
+        return REIGN_ECONNLOSS;
+    }
+    int any = 0;
+    PGnotify *n;
+    while ((n = PQnotifies(p->pg))) {
+        for (size_t i = 0; i < p->n_channels; i++) {
+            if (!strcmp(n->relname, p->channels[i]))
+                any = 1;
+        }
+        PQfreemem(n);
+    }
+    return any;
+}
+
+static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    pg_conn *p = (pg_conn *)c;
+    char chan[64];
+    reign__sql_channel(chan, c->table, dc, name);
+    const Oid types[2] = {TEXTOID, TEXTOID};
+    const char *vals[2] = {chan, name};
+    PGresult *r;
+    c->statements++;
+    int rc = run(p, "notify", "SELECT pg_notify($1, $2)", 2, types, vals, NULL, NULL, 0, &r, err,
+                 errlen);
+    if (!rc)
+        PQclear(r);
+    return rc;
+}
+
+const reign__sql_dialect reign__sql_postgres = {
+    .name = "postgres",
+    .size = sizeof(pg_conn),
+    .connect = pg_connect,
+    .close = pg_close,
+    .ensure_schema = pg_ensure_schema,
+    .read = pg_read,
+    .insert = pg_insert,
+    .take = pg_take,
+    .renew = pg_renew,
+    .release = pg_release,
+    .listen = pg_listen,
+    .listen_fd = pg_listen_fd,
+    .drain_notify = pg_drain_notify,
+    .notify = pg_notify,
+};

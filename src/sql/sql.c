@@ -1,0 +1,565 @@
+/*
+ * sql.c - the common part of the SQL lease layer (sql.h): checks every
+ * argument once - the target, the table name, claims, names - then hands
+ * the call to the dialect of the connection (sqlite.c, mariadb.c,
+ * postgres.c through dialect.h), and keeps what all dialects share: error
+ * messages naming the store, deadlines, the check of a table's layout, the
+ * PostgreSQL channel names.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dialect.h"
+
+/* ---- helpers for the dialects --------------------------------------------------------------- */
+
+int reign__sql_err(const reign__sqlconn *c, char *err, size_t errlen, int code, const char *fmt,
+                   ...)
+{
+    if (!err || !errlen)
+        return code;
+    /* Without a connection, the message names the store itself. */
+    int n = c && c->store[0] ? snprintf(err, errlen, "%s: ", c->store) : 0;
+    if (n < 0 || (size_t)n >= errlen)
+        return code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    reign__sql_one_line(err);
+    return code;
+}
+
+int reign__sql_splice(char *out, size_t n, const char *tmpl, const char *table)
+{
+    size_t tl = strlen(table), o = 0;
+    for (const char *p = tmpl; *p;) {
+        const char *src = p;
+        size_t len = 1;
+        if (!strncmp(p, "{T}", 3)) {
+            src = table;
+            len = tl;
+            p += 3;
+        } else {
+            p++;
+        }
+        if (o + len >= n)
+            return -1;
+        memcpy(out + o, src, len);
+        o += len;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+int64_t reign__sql_deadline(int ms)
+{
+    return reign__now_ns() + (int64_t)ms * REIGN__NS_PER_MS;
+}
+
+int reign__sql_left_ms(int64_t deadline_ns)
+{
+    int64_t left = deadline_ns - reign__now_ns();
+    if (left <= 0)
+        return 0;
+    /* Round up, so that a wait never ends a hair before its deadline and spins. */
+    int64_t ms = (left + REIGN__NS_PER_MS - 1) / REIGN__NS_PER_MS;
+    return ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
+
+void reign__sql_one_line(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+        s[--n] = '\0';
+    for (char *p = s; *p; p++) {
+        if (*p == '\n' || *p == '\r' || *p == '\t')
+            *p = ' ';
+    }
+}
+
+void reign__sql_scrub(char *s, const char *secret)
+{
+    if (!s || !secret || !*secret)
+        return;
+    size_t sl = strlen(secret);
+    char *p;
+    while ((p = strstr(s, secret))) {
+        size_t rest = strlen(p + sl);
+        if (sl >= 3) {
+            memcpy(p, "***", 3);
+            memmove(p + 3, p + sl, rest + 1);
+        } else {
+            /* A secret shorter than its mask: blank it in place rather than grow the string. */
+            memset(p, '*', sl);
+        }
+    }
+}
+
+/* The seed's columns, reign's two, and the kinds of type each may have. */
+static const struct {
+    const char *name;
+    reign__sql_coltype kind;
+    bool coarse_ok; /* a timestamp without milliseconds does no harm here */
+} seed_columns[] = {
+    {"id", REIGN__COL_INT, false},
+    {"data_center", REIGN__COL_TEXT, false},
+    {"lock_name", REIGN__COL_TEXT, false},
+    {"owner", REIGN__COL_TEXT, false},
+    {"duration", REIGN__COL_INT, false},
+    {"term", REIGN__COL_INT, false},
+    {"term_duration", REIGN__COL_INT, false},
+    {"gmt_create", REIGN__COL_TIME, true},
+    /* Expiry is gmt_modified + duration: a column that drops the milliseconds of a renewal
+     * makes the lease look older than it is, so followers would take over early. */
+    {"gmt_modified", REIGN__COL_TIME, false},
+};
+
+static const char *coltype_words(reign__sql_coltype k)
+{
+    switch (k) {
+    case REIGN__COL_INT:
+        return "an integer";
+    case REIGN__COL_TEXT:
+        return "a character string";
+    case REIGN__COL_TIME:
+    case REIGN__COL_TIME_COARSE:
+        return "a timestamp with millisecond precision";
+    case REIGN__COL_BLOB:
+        return "a byte string";
+    default:
+        return "?";
+    }
+}
+
+static const reign__sql_column *find_column(const reign__sql_column *cols, size_t n,
+                                            const char *name, bool fold)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (fold ? !strcasecmp(cols[i].name, name) : !strcmp(cols[i].name, name))
+            return &cols[i];
+    }
+    return NULL;
+}
+
+static bool kind_fits(reign__sql_coltype have, reign__sql_coltype want, bool coarse_ok)
+{
+    if (have == want)
+        return true;
+    return want == REIGN__COL_TIME && have == REIGN__COL_TIME_COARSE && coarse_ok;
+}
+
+int reign__sql_check_columns(const reign__sqlconn *c, const reign__sql_column *cols, size_t n,
+                             bool fold, bool *need_guid, bool *need_payload, char *err,
+                             size_t errlen)
+{
+    for (size_t i = 0; i < sizeof seed_columns / sizeof seed_columns[0]; i++) {
+        const reign__sql_column *col = find_column(cols, n, seed_columns[i].name, fold);
+        if (!col)
+            return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                                  "table %s has no column %s: not a lease table reign can use",
+                                  c->table, seed_columns[i].name);
+        if (!kind_fits(col->kind, seed_columns[i].kind, seed_columns[i].coarse_ok))
+            return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                                  "column %s.%s is of type %s; reign needs %s", c->table, col->name,
+                                  col->type, coltype_words(seed_columns[i].kind));
+    }
+    const reign__sql_column *guid = find_column(cols, n, "owner_guid", fold);
+    if (guid && guid->kind != REIGN__COL_TEXT)
+        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                              "column %s.%s is of type %s; reign needs %s", c->table, guid->name,
+                              guid->type, coltype_words(REIGN__COL_TEXT));
+    const reign__sql_column *payload = find_column(cols, n, "payload", fold);
+    if (payload && payload->kind != REIGN__COL_BLOB)
+        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                              "column %s.%s is of type %s; reign needs %s", c->table, payload->name,
+                              payload->type, coltype_words(REIGN__COL_BLOB));
+    *need_guid = !guid;
+    *need_payload = !payload;
+    return 0;
+}
+
+bool reign__sql_unique_ok(const char *const *cols, size_t n, bool fold)
+{
+    if (!n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!cols[i])
+            return false; /* an expression */
+        bool ok = fold ? !strcasecmp(cols[i], "data_center") || !strcasecmp(cols[i], "lock_name")
+                       : !strcmp(cols[i], "data_center") || !strcmp(cols[i], "lock_name");
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+void reign__sql_channel(char out[64], const char *table, const char *dc, const char *name)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    const unsigned char *p = (const unsigned char *)dc;
+    for (size_t i = 0, n = strlen(dc) + 1; i < n; i++) /* dc with its NUL, then name */
+        h = (h ^ p[i]) * UINT64_C(0x100000001b3);
+    for (p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * UINT64_C(0x100000001b3);
+    snprintf(out, 64, "reign_%.32s_%016llx", table, (unsigned long long)h);
+}
+
+/* ---- argument checks ------------------------------------------------------------------------ */
+
+static bool table_name_ok(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (!n || n > max)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        bool alpha = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || ch == '_';
+        if (!alpha && !(i > 0 && ch >= '0' && ch <= '9'))
+            return false;
+    }
+    return true;
+}
+
+/* Well-formed UTF-8 without control characters: what every store accepts in a varchar. */
+static bool text_ok(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned ch = *p;
+        if (ch < 0x20 || ch == 0x7f)
+            return false;
+        if (ch < 0x80) {
+            p++;
+            continue;
+        }
+        size_t len;
+        unsigned cp;
+        if (ch >= 0xc2 && ch <= 0xdf) {
+            len = 2;
+            cp = ch & 0x1f;
+        } else if (ch >= 0xe0 && ch <= 0xef) {
+            len = 3;
+            cp = ch & 0x0f;
+        } else if (ch >= 0xf0 && ch <= 0xf4) {
+            len = 4;
+            cp = ch & 0x07;
+        } else {
+            return false;
+        }
+        for (size_t i = 1; i < len; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+            (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+            return false;
+        p += len;
+    }
+    return true;
+}
+
+static int check_text(const reign__sqlconn *c, const char *what, const char *s, size_t min,
+                      size_t max, char *err, size_t errlen)
+{
+    if (!s)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "no %s given", what);
+    size_t n = strlen(s);
+    if (n < min || n > max)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL,
+                              "%s is %zu bytes long; it must have %zu to %zu", what, n, min, max);
+    if (!text_ok(s))
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL,
+                              "%s is not UTF-8 text without control characters", what);
+    return 0;
+}
+
+static int check_key(const reign__sqlconn *c, const char *dc, const char *name, char *err,
+                     size_t errlen)
+{
+    int rc = check_text(c, "data center", dc, 0, REIGN__SQL_DC_MAX, err, errlen);
+    if (!rc)
+        rc = check_text(c, "lock name", name, 1, REIGN__SQL_NAME_MAX, err, errlen);
+    return rc;
+}
+
+static int check_claim(const reign__sqlconn *c, const reign__lease_claim *cl, char *err,
+                       size_t errlen)
+{
+    if (!cl)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "no claim given");
+    int rc = check_key(c, cl->dc, cl->name, err, errlen);
+    if (!rc)
+        rc = check_text(c, "owner", cl->owner, 1, REIGN_ID_MAX, err, errlen);
+    if (!rc)
+        rc = check_text(c, "owner guid", cl->owner_guid, 1, REIGN__SQL_GUID_MAX, err, errlen);
+    if (rc)
+        return rc;
+    if (cl->payload_len > REIGN_DATA_MAX)
+        return reign__sql_err(c, err, errlen, REIGN_E2BIG, "payload of %zu bytes is larger than %d",
+                              cl->payload_len, REIGN_DATA_MAX);
+    if (cl->payload_len && !cl->payload)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "payload length without payload");
+    if (cl->duration_ms <= 0 || cl->duration_ms > REIGN__SQL_DURATION_MAX_MS)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL,
+                              "lease duration %lld ms is outside 1..%lld",
+                              (long long)cl->duration_ms, (long long)REIGN__SQL_DURATION_MAX_MS);
+    return 0;
+}
+
+/* A call on a connection that an earlier failure left unusable. */
+static int check_conn(reign__sqlconn *c, char *err, size_t errlen)
+{
+    if (!c)
+        return reign__sql_err(NULL, err, errlen, REIGN_EINVAL, "no connection");
+    if (c->broken)
+        return reign__sql_err(c, err, errlen, REIGN_ECONNLOSS,
+                              "the connection was lost or abandoned earlier; connect again");
+    return 0;
+}
+
+/* ---- connection ----------------------------------------------------------------------------- */
+
+static void describe_store(char *out, size_t n, const reign__sql_target *t, const char *dialect)
+{
+    if (t->kind == REIGN__SQL_SQLITE) {
+        snprintf(out, n, "sqlite %s", t->path);
+        return;
+    }
+    const char *host = t->host;
+    bool v6 = strchr(host, ':') != NULL;
+    char port[16] = "";
+    if (t->port)
+        snprintf(port, sizeof port, ":%d", t->port);
+    snprintf(out, n, "%s %s%s%s%s%s%s/%s", dialect, t->user ? t->user : "", t->user ? "@" : "",
+             v6 ? "[" : "", host, v6 ? "]" : "", port, t->database);
+}
+
+int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (!ret || !t)
+        return reign__sql_err(NULL, err, errlen, REIGN_EINVAL, "no target given");
+    *ret = NULL;
+
+    const reign__sql_dialect *d;
+    switch (t->kind) {
+    case REIGN__SQL_SQLITE:
+        d = &reign__sql_sqlite;
+        break;
+    case REIGN__SQL_MARIADB:
+        d = &reign__sql_mariadb;
+        break;
+    case REIGN__SQL_POSTGRES:
+        d = &reign__sql_postgres;
+        break;
+    default:
+        return reign__sql_err(NULL, err, errlen, REIGN_EINVAL, "unknown kind of store %d",
+                              (int)t->kind);
+    }
+    if (t->kind == REIGN__SQL_SQLITE) {
+        if (!t->path || !*t->path)
+            return reign__sql_err(NULL, err, errlen, REIGN_EINVAL, "sqlite: no database file");
+    } else {
+        if (!t->host || !*t->host)
+            return reign__sql_err(NULL, err, errlen, REIGN_EINVAL, "%s: no host", d->name);
+        if (!t->database || !*t->database)
+            return reign__sql_err(NULL, err, errlen, REIGN_EINVAL, "%s: no database", d->name);
+        if (t->port < 0 || t->port > 65535)
+            return reign__sql_err(NULL, err, errlen, REIGN_EINVAL,
+                                  "%s: port %d is outside 1..65535", d->name, t->port);
+    }
+    if (t->connect_timeout_ms < 0 || t->statement_timeout_ms < 0)
+        return reign__sql_err(NULL, err, errlen, REIGN_EINVAL, "%s: negative timeout", d->name);
+
+    const char *table = t->table ? t->table : "distribute_lock";
+    /* PostgreSQL would cut a 64-character identifier to 63 and then not find it by name. */
+    size_t max = t->kind == REIGN__SQL_POSTGRES ? 63 : REIGN__SQL_TABLE_MAX;
+    if (!table_name_ok(table, max))
+        return reign__sql_err(NULL, err, errlen, REIGN_EINVAL,
+                              "%s: illegal table name \"%.80s\" (want [A-Za-z_][A-Za-z0-9_]*, at "
+                              "most %zu characters)",
+                              d->name, table, max);
+
+    reign__sqlconn *c = reign__calloc(1, d->size);
+    if (!c)
+        return reign__sql_err(NULL, err, errlen, REIGN_ENOMEM, "%s: out of memory", d->name);
+    c->d = d;
+    reign__strlcpy(c->table, table, sizeof c->table);
+    describe_store(c->store, sizeof c->store, t, d->name);
+    c->connect_timeout_ms = t->connect_timeout_ms ? t->connect_timeout_ms : REIGN__SQL_DEFAULT_MS;
+    c->statement_timeout_ms =
+        t->statement_timeout_ms ? t->statement_timeout_ms : REIGN__SQL_DEFAULT_MS;
+    if (t->log) {
+        c->log_store = *t->log;
+        c->log = &c->log_store;
+    }
+
+    int rc = d->connect(c, t, err, errlen);
+    /* Client libraries word their own errors; none should repeat a password, but make sure. */
+    reign__sql_scrub(err, t->password);
+    if (rc < 0) {
+        d->close(c);
+        reign__free(c);
+        return rc;
+    }
+    reign__log(c->log, REIGN_LOG_DEBUG, "%s: connected (table %s)", c->store, c->table);
+    *ret = c;
+    return 0;
+}
+
+void reign__sql_close(reign__sqlconn *c)
+{
+    if (!c)
+        return;
+    c->d->close(c);
+    reign__free(c);
+}
+
+reign__sql_kind reign__sql_kind_of(const reign__sqlconn *c)
+{
+    if (c->d == &reign__sql_mariadb)
+        return REIGN__SQL_MARIADB;
+    if (c->d == &reign__sql_postgres)
+        return REIGN__SQL_POSTGRES;
+    return REIGN__SQL_SQLITE;
+}
+
+int reign__sql_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    return rc ? rc : c->d->ensure_schema(c, err, errlen);
+}
+
+/* ---- the lease ------------------------------------------------------------------------------ */
+
+void reign__lease_clear(reign__lease *l)
+{
+    if (!l)
+        return;
+    reign__free(l->payload);
+    memset(l, 0, sizeof *l);
+}
+
+int reign__sql_lease_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
+                          char *err, size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    if (!rc && !out)
+        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL, "no lease to read into");
+    if (!rc)
+        rc = check_key(c, dc, name, err, errlen);
+    if (rc)
+        return rc;
+    reign__lease_clear(out);
+    c->statements++;
+    rc = c->d->read(c, dc, name, out, err, errlen);
+    if (rc < 0)
+        reign__lease_clear(out);
+    return rc;
+}
+
+int reign__sql_lease_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err,
+                            size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    if (!rc)
+        rc = check_claim(c, cl, err, errlen);
+    if (rc)
+        return rc;
+    c->statements++;
+    return c->d->insert(c, cl, err, errlen);
+}
+
+int reign__sql_lease_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t expected_term,
+                          uint64_t *new_term, char *err, size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    if (!rc)
+        rc = check_claim(c, cl, err, errlen);
+    /* Terms live in signed 64-bit columns in PostgreSQL and SQLite. */
+    if (!rc && expected_term >= (uint64_t)INT64_MAX)
+        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL, "term %llu out of range",
+                            (unsigned long long)expected_term);
+    if (rc)
+        return rc;
+    c->statements++;
+    rc = c->d->take(c, cl, expected_term, err, errlen);
+    /* The statement matched the row at expected_term and set term = term + 1. */
+    if (rc == 1 && new_term)
+        *new_term = expected_term + 1;
+    return rc;
+}
+
+int reign__sql_lease_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term,
+                           char *err, size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    if (!rc)
+        rc = check_claim(c, cl, err, errlen);
+    if (!rc && term > (uint64_t)INT64_MAX)
+        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL, "term %llu out of range",
+                            (unsigned long long)term);
+    if (rc)
+        return rc;
+    c->statements++;
+    return c->d->renew(c, cl, term, err, errlen);
+}
+
+int reign__sql_lease_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term,
+                             char *err, size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    if (!rc)
+        rc = check_claim(c, cl, err, errlen);
+    if (!rc && term > (uint64_t)INT64_MAX)
+        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL, "term %llu out of range",
+                            (unsigned long long)term);
+    if (rc)
+        return rc;
+    c->statements++;
+    return c->d->release(c, cl, term, err, errlen);
+}
+
+/* ---- notifications -------------------------------------------------------------------------- */
+
+int reign__sql_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    if (!rc)
+        rc = check_key(c, dc, name, err, errlen);
+    return rc ? rc : c->d->listen(c, dc, name, err, errlen);
+}
+
+int reign__sql_listen_fd(const reign__sqlconn *c)
+{
+    return c && !c->broken ? c->d->listen_fd(c) : -1;
+}
+
+int reign__sql_drain_notify(reign__sqlconn *c)
+{
+    if (!c)
+        return REIGN_EINVAL;
+    if (c->broken)
+        return REIGN_ECONNLOSS;
+    return c->d->drain_notify(c);
+}
+
+int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    if (!rc)
+        rc = check_key(c, dc, name, err, errlen);
+    if (rc)
+        return rc;
+    return c->d->notify(c, dc, name, err, errlen);
+}
+
+uint64_t reign__sql_statements(const reign__sqlconn *c)
+{
+    return c ? c->statements : 0;
+}

@@ -1,0 +1,701 @@
+/*
+ * sqlite.c - the SQLite dialect of the lease layer (dialect.h): one file on
+ * one host, shared by every process that campaigns there.
+ *
+ * Concurrency: the file is in WAL mode (readers never block the writer),
+ * and every write runs in BEGIN IMMEDIATE ... COMMIT, which takes the write
+ * lock before reading anything: a plain UPDATE would start as a reader and
+ * could fail with SQLITE_BUSY_SNAPSHOT when another process committed in
+ * between, which no busy handler can wait out.  Waiting for the lock is done
+ * by a busy handler bounded by the statement's deadline (the statement
+ * timeout), and whatever SQLITE_BUSY still comes back is retried until that
+ * deadline, so "database is locked" never reaches the caller: only
+ * REIGN_ETIMEDOUT, once the lock was held by others for the whole timeout.
+ *
+ * Time: the database's clock is this host's, read by SQLite as 'now'
+ * (milliseconds, constant within one statement).  Timestamps are stored as
+ * text 'YYYY-MM-DD HH:MM:SS.SSS' in UTC, and compared as integer Unix
+ * milliseconds computed from julianday(), exact for millisecond values.
+ *
+ * Notification: an inotify descriptor on the database file and its -wal
+ * file; a commit by any process writes the -wal file, so the descriptor
+ * becomes readable (our own writes wake it too: "might have concerned").
+ */
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/inotify.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "dialect.h"
+
+/* The database clock as integer Unix ms ('now' is cut to the millisecond, and the same
+ * throughout a statement), and Unix ms of a text timestamp. */
+#define NOW_MS      "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+#define MS_OF(c)    "CAST(round((julianday(" c ") - 2440587.5) * 86400000.0) AS INTEGER)"
+#define TEXT_OF(ms) "strftime('%Y-%m-%d %H:%M:%f', (" ms ") / 1000.0, 'unixepoch')"
+/* The time a write stores: 'now' plus the millisecond it was cut from, so that a lease never
+ * looks renewed before it was. */
+#define NOW_TEXT TEXT_OF(NOW_MS " + 1")
+
+enum {
+    ST_BEGIN,
+    ST_COMMIT,
+    ST_ROLLBACK,
+    ST_READ,
+    ST_INSERT,
+    ST_TAKE,
+    ST_RENEW,
+    ST_RELEASE,
+    ST_COUNT
+};
+
+/*
+ * Parameters, by number, the same in every statement: ?1 data_center, ?2 lock_name, ?3 owner,
+ * ?4 owner_guid, ?5 payload, ?6 duration, ?7 term.  {T} is the table name.
+ */
+static const char *const statement_sql[ST_COUNT] = {
+    [ST_BEGIN] = "BEGIN IMMEDIATE",
+    [ST_COMMIT] = "COMMIT",
+    [ST_ROLLBACK] = "ROLLBACK",
+    [ST_READ] = "SELECT owner, owner_guid, payload, term, term_duration, duration, " MS_OF(
+        "gmt_create") ", " MS_OF("gmt_modified") ", " NOW_MS ", " NOW_MS
+                                                 " >= " MS_OF(
+                                                     "gmt_modified") " + duration FROM \"{T}\" "
+                                                                     "WHERE data_center = ?1 AND "
+                                                                     "lock_name = ?2",
+    [ST_INSERT] = "INSERT INTO \"{T}\" (data_center, lock_name, owner, owner_guid, payload, "
+                  "duration, term, term_duration, gmt_create, gmt_modified) VALUES (?1, ?2, ?3, "
+                  "?4, ?5, ?6, 1, 0, " NOW_TEXT ", " NOW_TEXT ") ON CONFLICT DO NOTHING",
+    /* duration too: the lease must run by the new holder's length, which its own deadline
+     * (demote before the lease can lapse) is computed from. */
+    [ST_TAKE] = "UPDATE \"{T}\" SET owner = ?3, owner_guid = ?4, payload = ?5, duration = ?6, "
+                "term = term + 1, term_duration = 0, gmt_modified = " NOW_TEXT
+                " WHERE data_center = ?1 AND lock_name = ?2 AND term = ?7 AND " NOW_MS
+                " >= " MS_OF("gmt_modified") " + duration",
+    [ST_RENEW] = "UPDATE \"{T}\" SET term_duration = term_duration + 1, gmt_modified = " NOW_TEXT
+                 " WHERE data_center = ?1 AND lock_name = ?2 AND owner = ?3 AND owner_guid = ?4 "
+                 "AND term = ?7 AND " NOW_MS " < " MS_OF("gmt_modified") " + duration",
+    /* gmt_modified := now - duration: expired at once (now >= gmt_modified + duration). */
+    [ST_RELEASE] = "UPDATE \"{T}\" SET gmt_modified = " TEXT_OF(
+        NOW_MS " - duration") " WHERE data_center = ?1 AND lock_name = ?2 AND owner = ?3 AND "
+                              "owner_guid = ?4 "
+                              "AND term = ?7",
+};
+
+typedef struct sqlite_conn {
+    reign__sqlconn base;
+    sqlite3 *db;
+    char *path;
+    sqlite3_stmt *st[ST_COUNT];
+    int64_t deadline_ns; /* of the call in progress: the busy handler waits until then */
+    int ino_fd;          /* inotify, -1 until listen() */
+    int wd_wal;          /* watch on the -wal file, -1 if none */
+} sqlite_conn;
+
+/* ---- errors and waiting --------------------------------------------------------------------- */
+
+static bool is_busy(int rc)
+{
+    return (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
+}
+
+static int map_error(sqlite_conn *s, int rc, const char *what, char *err, size_t errlen)
+{
+    reign__sqlconn *c = &s->base;
+    const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+    int code = REIGN_EBACKEND;
+    switch (rc & 0xff) {
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return reign__sql_err(c, err, errlen, REIGN_ETIMEDOUT,
+                              "%s: timed out after %d ms waiting for other processes' locks", what,
+                              c->statement_timeout_ms);
+    case SQLITE_NOMEM:
+        code = REIGN_ENOMEM;
+        break;
+    case SQLITE_CANTOPEN: {
+        int e = s->db ? sqlite3_system_errno(s->db) : 0;
+        code = e == EACCES || e == EPERM ? REIGN_EACCES : REIGN_ENOENT;
+        break;
+    }
+    case SQLITE_READONLY:
+    case SQLITE_PERM:
+    case SQLITE_AUTH:
+        code = REIGN_EACCES;
+        break;
+    case SQLITE_NOTADB:
+        code = REIGN_EFOREIGN;
+        break;
+    case SQLITE_ERROR:
+        if (strstr(msg, "no such table"))
+            code = REIGN_ENOENT;
+        break;
+    }
+    return reign__sql_err(c, err, errlen, code, "%s: %s", what, msg);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR) {
+    }
+}
+
+/*
+ * Called by SQLite while another connection holds a lock we need.  Short sleeps (the locks are
+ * held for a statement, a millisecond or so), until the deadline of the call in progress.
+ */
+static int busy_handler(void *arg, int count)
+{
+    sqlite_conn *s = arg;
+    int left = reign__sql_left_ms(s->deadline_ns);
+    if (left <= 0)
+        return 0;
+    int ms = count < 4 ? 1 : count < 20 ? 2 : 5;
+    sleep_ms(ms < left ? ms : left);
+    return 1;
+}
+
+/* After a SQLITE_BUSY that the busy handler did not wait out: wait a little, if time is left. */
+static bool busy_retry(sqlite_conn *s)
+{
+    if (reign__sql_left_ms(s->deadline_ns) <= 1)
+        return false;
+    sleep_ms(1);
+    return true;
+}
+
+/* ---- statements ----------------------------------------------------------------------------- */
+
+static int prepare(sqlite_conn *s, int which, sqlite3_stmt **out, char *err, size_t errlen)
+{
+    if (!s->st[which]) {
+        char sql[2048];
+        if (reign__sql_splice(sql, sizeof sql, statement_sql[which], s->base.table))
+            return reign__sql_err(&s->base, err, errlen, REIGN_EINVAL, "statement too long");
+        int rc;
+        while ((rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[which],
+                                        NULL)) != SQLITE_OK) {
+            if (!is_busy(rc) || !busy_retry(s))
+                return map_error(s, rc, "prepare", err, errlen);
+        }
+    }
+    sqlite3_reset(s->st[which]);
+    sqlite3_clear_bindings(s->st[which]);
+    *out = s->st[which];
+    return 0;
+}
+
+/* Steps a statement that returns no rows; SQLITE_DONE or the error (statement reset). */
+static int step_done(sqlite3_stmt *st)
+{
+    int rc = sqlite3_step(st);
+    while (rc == SQLITE_ROW)
+        rc = sqlite3_step(st);
+    sqlite3_reset(st);
+    return rc;
+}
+
+static int bind_claim(sqlite3_stmt *st, const reign__lease_claim *cl, uint64_t term)
+{
+    int rc = sqlite3_bind_text(st, 1, cl->dc, -1, SQLITE_STATIC);
+    if (!rc)
+        rc = sqlite3_bind_text(st, 2, cl->name, -1, SQLITE_STATIC);
+    if (!rc)
+        rc = sqlite3_bind_text(st, 3, cl->owner, -1, SQLITE_STATIC);
+    if (!rc)
+        rc = sqlite3_bind_text(st, 4, cl->owner_guid, -1, SQLITE_STATIC);
+    /* An empty payload is stored as NULL, as in the other dialects. */
+    if (!rc && sqlite3_bind_parameter_count(st) >= 5)
+        rc = cl->payload_len
+                 ? sqlite3_bind_blob64(st, 5, cl->payload, cl->payload_len, SQLITE_STATIC)
+                 : sqlite3_bind_null(st, 5);
+    if (!rc && sqlite3_bind_parameter_count(st) >= 6)
+        rc = sqlite3_bind_int64(st, 6, cl->duration_ms);
+    if (!rc && sqlite3_bind_parameter_count(st) >= 7)
+        rc = sqlite3_bind_int64(st, 7, (sqlite3_int64)term);
+    return rc;
+}
+
+/*
+ * One write in BEGIN IMMEDIATE ... COMMIT, retried on SQLITE_BUSY until the deadline.  Returns
+ * the number of rows it changed, or a negative code.
+ */
+static int write_tx(sqlite_conn *s, int which, const reign__lease_claim *cl, uint64_t term,
+                    const char *what, char *err, size_t errlen)
+{
+    sqlite3_stmt *begin, *commit, *rollback, *st;
+    int rc = prepare(s, ST_BEGIN, &begin, err, errlen);
+    if (!rc)
+        rc = prepare(s, ST_COMMIT, &commit, err, errlen);
+    if (!rc)
+        rc = prepare(s, ST_ROLLBACK, &rollback, err, errlen);
+    if (!rc)
+        rc = prepare(s, which, &st, err, errlen);
+    if (rc)
+        return rc;
+    if ((rc = bind_claim(st, cl, term)) != SQLITE_OK)
+        return map_error(s, rc, what, err, errlen);
+
+    for (;;) {
+        rc = step_done(begin);
+        if (rc != SQLITE_DONE) {
+            if (is_busy(rc) && busy_retry(s))
+                continue;
+            return map_error(s, rc, what, err, errlen);
+        }
+        rc = step_done(st);
+        int changes = sqlite3_changes(s->db);
+        if (rc != SQLITE_DONE) {
+            step_done(rollback);
+            if (is_busy(rc) && busy_retry(s))
+                continue;
+            return map_error(s, rc, what, err, errlen);
+        }
+        /* In WAL mode COMMIT does not wait for readers; retry it all the same if it is busy. */
+        while ((rc = step_done(commit)) != SQLITE_DONE && is_busy(rc) && busy_retry(s)) {
+        }
+        if (rc != SQLITE_DONE) {
+            int code = map_error(s, rc, what, err, errlen);
+            step_done(rollback);
+            return code;
+        }
+        return changes;
+    }
+}
+
+/* ---- connection ----------------------------------------------------------------------------- */
+
+/* Runs one statement that may return a row; the first column of the first row into out. */
+static int exec_text(sqlite_conn *s, const char *sql, char *out, size_t outlen, char *err,
+                     size_t errlen)
+{
+    for (;;) {
+        sqlite3_stmt *st = NULL;
+        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        if (rc == SQLITE_OK) {
+            rc = sqlite3_step(st);
+            if (rc == SQLITE_ROW && out) {
+                const unsigned char *t = sqlite3_column_text(st, 0);
+                reign__strlcpy(out, t ? (const char *)t : "", outlen);
+            }
+            while (rc == SQLITE_ROW)
+                rc = sqlite3_step(st);
+        }
+        sqlite3_finalize(st);
+        if (rc == SQLITE_DONE || rc == SQLITE_OK)
+            return 0;
+        if (is_busy(rc) && busy_retry(s))
+            continue;
+        return map_error(s, rc, sql, err, errlen);
+    }
+}
+
+static int sq_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    s->ino_fd = -1;
+    s->wd_wal = -1;
+    if (!(s->path = reign__strdup(t->path)))
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    int rc = sqlite3_open_v2(
+        t->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc != SQLITE_OK) {
+        if (!s->db)
+            return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+        return map_error(s, rc, "open", err, errlen);
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    s->deadline_ns = reign__sql_deadline(c->connect_timeout_ms);
+    sqlite3_busy_handler(s->db, busy_handler, s);
+
+    /* Switching to WAL takes an exclusive lock for a moment (busy while others read); the
+     * mode stays with the file, so usually this only reads it. */
+    char mode[32] = "";
+    if ((rc = exec_text(s, "PRAGMA journal_mode=WAL", mode, sizeof mode, err, errlen)))
+        return rc;
+    if (strcmp(mode, "wal"))
+        reign__log(c->log, REIGN_LOG_WARN,
+                   "%s: journal mode is %s, not wal: writers will block readers, and changes "
+                   "may not wake listeners",
+                   c->store, mode);
+    /* A committed takeover must survive a power cut: a lost one would hand out its term (the
+     * fencing token) a second time. */
+    return exec_text(s, "PRAGMA synchronous=FULL", NULL, 0, err, errlen);
+}
+
+static void sq_close(reign__sqlconn *c)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(s->st[i]);
+    sqlite3_close_v2(s->db);
+    if (s->ino_fd >= 0)
+        close(s->ino_fd);
+    reign__free(s->path);
+}
+
+/* ---- schema --------------------------------------------------------------------------------- */
+
+/* The kind of a declared type, by SQLite's affinity rules (and what the column is for). */
+static reign__sql_coltype kind_of(const char *col, const char *type)
+{
+    char up[65];
+    size_t i;
+    for (i = 0; type[i] && i < sizeof up - 1; i++)
+        up[i] = (char)(type[i] >= 'a' && type[i] <= 'z' ? type[i] - 32 : type[i]);
+    up[i] = '\0';
+    bool is_time = !strcasecmp(col, "gmt_create") || !strcasecmp(col, "gmt_modified");
+    if (strstr(up, "INT"))
+        return REIGN__COL_INT;
+    if (strstr(up, "CHAR") || strstr(up, "CLOB") || strstr(up, "TEXT"))
+        return is_time ? REIGN__COL_TIME : REIGN__COL_TEXT;
+    if (!up[0] || strstr(up, "BLOB"))
+        return REIGN__COL_BLOB;
+    if (strstr(up, "REAL") || strstr(up, "FLOA") || strstr(up, "DOUB"))
+        return REIGN__COL_OTHER;
+    /* NUMERIC affinity (DATETIME, TIMESTAMP...): our text timestamps are kept as text. */
+    return is_time ? REIGN__COL_TIME : REIGN__COL_OTHER;
+}
+
+#define MAX_COLS 64
+
+static int read_columns(sqlite_conn *s, reign__sql_column *cols, size_t *n, char *err,
+                        size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int rc =
+        sqlite3_prepare_v2(s->db, "SELECT name, type FROM pragma_table_info(?1)", -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 1, s->base.table, -1, SQLITE_STATIC);
+    *n = 0;
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        rc = sqlite3_step(st);
+        if (rc != SQLITE_ROW || *n == MAX_COLS)
+            continue;
+        reign__sql_column *col = &cols[(*n)++];
+        const char *name = (const char *)sqlite3_column_text(st, 0);
+        const char *type = (const char *)sqlite3_column_text(st, 1);
+        reign__strlcpy(col->name, name ? name : "", sizeof col->name);
+        reign__strlcpy(col->type, type && *type ? type : "(none)", sizeof col->type);
+        col->kind = kind_of(col->name, type ? type : "");
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : map_error(s, rc, "reading the table's columns", err, errlen);
+}
+
+/* Whether some unique index makes (data_center, lock_name) unique. */
+static int has_unique_key(sqlite_conn *s, bool *ok, char *err, size_t errlen)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(s->db,
+                                "SELECT il.name, ii.name FROM pragma_index_list(?1) AS il LEFT "
+                                "JOIN pragma_index_info(il.name) AS ii WHERE il.\"unique\" = 1 "
+                                "AND il.partial = 0 ORDER BY il.name",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, 1, s->base.table, -1, SQLITE_STATIC);
+    char index[128] = "", names[16][65];
+    const char *cols[16];
+    size_t n = 0;
+    *ok = false;
+    while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+        rc = sqlite3_step(st);
+        const char *iname = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        if (rc != SQLITE_ROW || !iname || strcmp(iname, index)) {
+            if (index[0] && reign__sql_unique_ok(cols, n, true))
+                *ok = true;
+            n = 0;
+            reign__strlcpy(index, iname ? iname : "", sizeof index);
+        }
+        if (rc == SQLITE_ROW && n < 16) {
+            const char *col = (const char *)sqlite3_column_text(st, 1);
+            reign__strlcpy(names[n], col ? col : "", sizeof names[n]);
+            cols[n] = col ? names[n] : NULL;
+            n++;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_DONE ? 0 : map_error(s, rc, "reading the table's indexes", err, errlen);
+}
+
+static int exec_ddl(sqlite_conn *s, const char *tmpl, char *err, size_t errlen)
+{
+    char sql[2048];
+    if (reign__sql_splice(sql, sizeof sql, tmpl, s->base.table))
+        return reign__sql_err(&s->base, err, errlen, REIGN_EINVAL, "statement too long");
+    return exec_text(s, sql, NULL, 0, err, errlen);
+}
+
+static int schema_in_tx(sqlite_conn *s, char *err, size_t errlen)
+{
+    reign__sqlconn *c = &s->base;
+    reign__sql_column cols[MAX_COLS];
+    size_t n;
+    int rc = read_columns(s, cols, &n, err, errlen);
+    if (rc)
+        return rc;
+    if (!n) {
+        rc = exec_ddl(s,
+                      "CREATE TABLE IF NOT EXISTS \"{T}\" ("
+                      "id INTEGER PRIMARY KEY, "
+                      "data_center varchar(128) NOT NULL, "
+                      "lock_name varchar(1024) NOT NULL, "
+                      "owner varchar(512) NOT NULL, "
+                      "duration bigint NOT NULL, "
+                      "term bigint NOT NULL DEFAULT 0, "
+                      "term_duration bigint NOT NULL DEFAULT 0, "
+                      "gmt_create text NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), "
+                      "gmt_modified text NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), "
+                      "owner_guid varchar(64) NOT NULL DEFAULT '', "
+                      "payload blob, "
+                      "UNIQUE (data_center, lock_name))",
+                      err, errlen);
+        if (!rc)
+            rc = exec_ddl(s, "CREATE INDEX IF NOT EXISTS \"idx_{T}_owner\" ON \"{T}\" (owner)", err,
+                          errlen);
+        if (!rc)
+            reign__log(c->log, REIGN_LOG_INFO, "%s: created table %s", c->store, c->table);
+        return rc;
+    }
+    bool need_guid, need_payload, unique;
+    if ((rc = reign__sql_check_columns(c, cols, n, true, &need_guid, &need_payload, err, errlen)))
+        return rc;
+    if ((rc = has_unique_key(s, &unique, err, errlen)))
+        return rc;
+    if (!unique)
+        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                              "table %s has no unique key on (data_center, lock_name)", c->table);
+    if (need_guid &&
+        (rc = exec_ddl(s,
+                       "ALTER TABLE \"{T}\" ADD COLUMN owner_guid varchar(64) NOT NULL DEFAULT ''",
+                       err, errlen)))
+        return rc;
+    if (need_payload &&
+        (rc = exec_ddl(s, "ALTER TABLE \"{T}\" ADD COLUMN payload blob", err, errlen)))
+        return rc;
+    if (need_guid || need_payload)
+        reign__log(c->log, REIGN_LOG_INFO, "%s: added reign's columns to table %s", c->store,
+                   c->table);
+    return 0;
+}
+
+static int sq_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    /* One transaction, write lock first: concurrent callers run one after the other, and a
+     * refused table is left as it was. */
+    int rc = exec_text(s, "BEGIN IMMEDIATE", NULL, 0, err, errlen);
+    if (rc)
+        return rc;
+    rc = schema_in_tx(s, err, errlen);
+    if (!rc)
+        rc = exec_text(s, "COMMIT", NULL, 0, err, errlen);
+    if (rc)
+        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    return rc;
+}
+
+/* ---- the lease ------------------------------------------------------------------------------ */
+
+static int sq_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
+                   char *err, size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    sqlite3_stmt *st;
+    int rc = prepare(s, ST_READ, &st, err, errlen);
+    if (rc)
+        return rc;
+    rc = sqlite3_bind_text(st, 1, dc, -1, SQLITE_STATIC);
+    if (!rc)
+        rc = sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+    if (rc)
+        return map_error(s, rc, "read", err, errlen);
+    while (is_busy(rc = sqlite3_step(st)) && busy_retry(s))
+        sqlite3_reset(st);
+    if (rc == SQLITE_DONE) {
+        sqlite3_reset(st);
+        return 0;
+    }
+    if (rc != SQLITE_ROW) {
+        sqlite3_reset(st);
+        return map_error(s, rc, "read", err, errlen);
+    }
+
+    const char *owner = (const char *)sqlite3_column_text(st, 0);
+    const char *guid = (const char *)sqlite3_column_text(st, 1);
+    if (!owner || strlen(owner) > REIGN_ID_MAX || (guid && strlen(guid) > REIGN__SQL_GUID_MAX) ||
+        sqlite3_column_type(st, 7) == SQLITE_NULL || sqlite3_column_type(st, 9) == SQLITE_NULL) {
+        sqlite3_reset(st);
+        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                              "the row of (%s, %s) in %s has an owner, guid or gmt_modified "
+                              "reign cannot use",
+                              dc, name, c->table);
+    }
+    out->exists = true;
+    reign__strlcpy(out->owner, owner, sizeof out->owner);
+    reign__strlcpy(out->owner_guid, guid ? guid : "", sizeof out->owner_guid);
+    int plen = sqlite3_column_bytes(st, 2);
+    const void *p = sqlite3_column_blob(st, 2);
+    if (p && plen > 0) {
+        if (!(out->payload = reign__memdup(p, (size_t)plen))) {
+            sqlite3_reset(st);
+            return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+        }
+        out->payload_len = (size_t)plen;
+    }
+    out->term = (uint64_t)sqlite3_column_int64(st, 3);
+    out->term_duration = (uint64_t)sqlite3_column_int64(st, 4);
+    out->duration_ms = sqlite3_column_int64(st, 5);
+    out->created_ms = sqlite3_column_int64(st, 6);
+    out->modified_ms = sqlite3_column_int64(st, 7);
+    out->db_now_ms = sqlite3_column_int64(st, 8);
+    out->expired = sqlite3_column_int(st, 9) != 0;
+    sqlite3_reset(st);
+    return 0;
+}
+
+static int sq_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err, size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    int rc = write_tx(s, ST_INSERT, cl, 0, "insert", err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+static int sq_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t expected_term,
+                   char *err, size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    int rc = write_tx(s, ST_TAKE, cl, expected_term, "take", err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+static int sq_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
+                    size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    int rc = write_tx(s, ST_RENEW, cl, term, "renew", err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+static int sq_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
+                      size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    int rc = write_tx(s, ST_RELEASE, cl, term, "release", err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+/* ---- notification --------------------------------------------------------------------------- */
+
+#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)
+
+/* Watches the -wal file if it exists (it does while any connection, ours included, is open). */
+static void watch_wal(sqlite_conn *s)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    if (!reign__buf_printf(&b, "%s-wal", s->path))
+        s->wd_wal = inotify_add_watch(s->ino_fd, b.data, WATCH_MASK);
+    reign__buf_free(&b);
+}
+
+static int sq_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    if (s->ino_fd >= 0)
+        return 0; /* the file's changes concern every name */
+    s->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (s->ino_fd < 0)
+        return reign__sql_err(c, err, errlen,
+                              -errno == REIGN_ENOMEM ? REIGN_ENOMEM : REIGN_EBACKEND, "inotify: %s",
+                              strerror(errno));
+    if (inotify_add_watch(s->ino_fd, s->path, WATCH_MASK) < 0) {
+        int e = errno;
+        close(s->ino_fd);
+        s->ino_fd = -1;
+        return reign__sql_err(c, err, errlen, e == ENOENT ? REIGN_ENOENT : REIGN_EBACKEND,
+                              "watching the file: %s", strerror(e));
+    }
+    /* The -wal file appears with the first read in WAL mode: make sure there was one. */
+    watch_wal(s);
+    if (s->wd_wal < 0) {
+        s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+        exec_text(s, "SELECT count(*) FROM sqlite_master", NULL, 0, NULL, 0);
+        watch_wal(s);
+    }
+    if (s->wd_wal < 0)
+        reign__log(c->log, REIGN_LOG_DEBUG, "%s: no -wal file to watch; watching the file only",
+                   c->store);
+    return 0;
+}
+
+static int sq_listen_fd(const reign__sqlconn *c)
+{
+    return ((const sqlite_conn *)c)->ino_fd;
+}
+
+static int sq_drain_notify(reign__sqlconn *c)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    if (s->ino_fd < 0)
+        return 0;
+    int any = 0;
+    bool lost_wal = false;
+    for (;;) {
+        char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+        ssize_t n = read(s->ino_fd, buf, sizeof buf);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                break;
+            return REIGN_EBACKEND;
+        }
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            if (ev->wd == s->wd_wal && (ev->mask & IN_IGNORED))
+                lost_wal = true;
+            any = 1;
+            p += sizeof *ev + ev->len;
+        }
+    }
+    if (lost_wal) {
+        /* The -wal file was removed (every connection closed at some point): watch the next. */
+        s->wd_wal = -1;
+        watch_wal(s);
+    }
+    return any;
+}
+
+static int sq_notify(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    return 0; /* the write to the file is the signal */
+}
+
+const reign__sql_dialect reign__sql_sqlite = {
+    .name = "sqlite",
+    .size = sizeof(sqlite_conn),
+    .connect = sq_connect,
+    .close = sq_close,
+    .ensure_schema = sq_ensure_schema,
+    .read = sq_read,
+    .insert = sq_insert,
+    .take = sq_take,
+    .renew = sq_renew,
+    .release = sq_release,
+    .listen = sq_listen,
+    .listen_fd = sq_listen_fd,
+    .drain_notify = sq_drain_notify,
+    .notify = sq_notify,
+};

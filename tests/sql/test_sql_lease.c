@@ -1,0 +1,1105 @@
+/*
+ * test_sql_lease.c - integration tests of the SQL lease layer (src/sql/sql.h)
+ * against real MariaDB and PostgreSQL servers and SQLite files.
+ *
+ * Usage: test_sql_lease MODE, one ctest entry per mode:
+ *   sqlite              the lease statements, schema, errors, notification on a file
+ *   mariadb, postgres   the same on the shared server ($REIGN_TEST_MARIADB_DIR,
+ *                       $REIGN_TEST_PG_DIR), in tables of this run's own
+ *   sqlite-concurrency  20 processes take and renew one lease in one file for a few seconds:
+ *                       no error ever ("database is locked" included), and no term held by
+ *                       two processes
+ *   fault-mariadb, fault-postgres
+ *                       a server of the test's own, restarted between two statements (the
+ *                       next fails cleanly, a new connection works) and paused (a statement
+ *                       and a connect give up within their timeouts)
+ *
+ * Nothing here waits for time to pass without a condition: waits poll a condition (the lease
+ * expired by the database's clock, a descriptor readable) with a generous overall bound that
+ * only a hang can reach.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "sql.h"
+
+#define WAIT_MS   60000 /* bound for anything that must happen; a correct run is far below */
+#define SHORT_MS  300   /* a lease meant to run out */
+#define LONG_MS   60000 /* a lease meant not to */
+#define N_HAMMER  20
+#define HAMMER_MS 3000
+
+/* ---- checks ------------------------------------------------------------------------------- */
+
+static char err[512];
+
+static void fail(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+static void fail(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "FAIL %s:%d: ", file, line);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n  last error message: %s\n", err[0] ? err : "(none)");
+    exit(1);
+}
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            fail(__FILE__, __LINE__, "check failed: %s", #cond);                                   \
+    } while (0)
+
+/* expr must return `want`; otherwise both are named, with err. */
+#define CHECK_RC(expr, want)                                                                       \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_ != (want))                                                                         \
+            fail(__FILE__, __LINE__, "%s returned %d (%s), want %d (%s)", #expr, rc_,              \
+                 rc_ < 0 ? reign_err_name(rc_) : "", (want),                                       \
+                 (want) < 0 ? reign_err_name(want) : "");                                          \
+    } while (0)
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "# ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
+
+static int64_t now_ms(void)
+{
+    return reign_now_ns() / 1000000;
+}
+
+static void log_sink(reign_log_level level, const char *msg, void *userdata)
+{
+    fprintf(stderr, "  [%s] %s\n", reign_log_level_name(level), msg);
+}
+
+/* ---- environment -------------------------------------------------------------------------- */
+
+typedef struct backend {
+    reign__sql_kind kind;
+    const char *name;
+    const char *script; /* mariadb.sh, pg.sh */
+    char dir[2048];     /* the server's state dir */
+    char password[128];
+    int port;
+    char state[1024]; /* the test's own directory */
+} backend;
+
+static const char *need_env(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) {
+        fprintf(stderr, "%s is not set (run this test through ctest)\n", name);
+        exit(1);
+    }
+    return v;
+}
+
+static void read_file(const char *dir, const char *name, char *out, size_t n)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail(__FILE__, __LINE__, "cannot read %s: %s", path, strerror(errno));
+    size_t len = fread(out, 1, n - 1, f);
+    fclose(f);
+    out[len] = '\0';
+    out[strcspn(out, "\r\n")] = '\0';
+}
+
+static void mkdir_p(const char *dir)
+{
+    char p[PATH_MAX];
+    snprintf(p, sizeof p, "%s", dir);
+    for (char *s = p + 1; *s; s++) {
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    }
+    if (mkdir(p, 0755) < 0 && errno != EEXIST)
+        fail(__FILE__, __LINE__, "mkdir %s: %s", p, strerror(errno));
+}
+
+static void backend_load(backend *b)
+{
+    char port[16];
+    read_file(b->dir, "password", b->password, sizeof b->password);
+    read_file(b->dir, "port", port, sizeof port);
+    b->port = atoi(port);
+    CHECK(b->port > 0);
+}
+
+static void backend_init(backend *b, reign__sql_kind kind)
+{
+    memset(b, 0, sizeof *b);
+    b->kind = kind;
+    snprintf(b->state, sizeof b->state, "%s", need_env("REIGN_TEST_STATE_DIR"));
+    mkdir_p(b->state);
+    if (kind == REIGN__SQL_SQLITE) {
+        b->name = "sqlite";
+        return;
+    }
+    b->name = kind == REIGN__SQL_MARIADB ? "mariadb" : "postgres";
+    b->script = kind == REIGN__SQL_MARIADB ? "mariadb.sh" : "pg.sh";
+    snprintf(b->dir, sizeof b->dir, "%s",
+             need_env(kind == REIGN__SQL_MARIADB ? "REIGN_TEST_MARIADB_DIR" : "REIGN_TEST_PG_DIR"));
+    backend_load(b);
+}
+
+/* Runs `bash $REIGN_SCRIPTS/<script> <args...>`; its stdout into out (if given). */
+static int run_script(const backend *b, char *out, size_t outlen, const char *const *args)
+{
+    char script[PATH_MAX];
+    snprintf(script, sizeof script, "%s/%s", need_env("REIGN_SCRIPTS"), b->script);
+    int fds[2];
+    CHECK(pipe(fds) == 0);
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        const char *argv[16] = {"bash", script};
+        int i = 2;
+        for (const char *const *a = args; *a && i < 15; a++)
+            argv[i++] = *a;
+        argv[i] = NULL;
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        execvp("bash", (char *const *)argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t len = 0;
+    char buf[4096];
+    ssize_t n;
+    while ((n = read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+        if (n > 0 && out && len + 1 < outlen) {
+            size_t k = (size_t)n < outlen - 1 - len ? (size_t)n : outlen - 1 - len;
+            memcpy(out + len, buf, k);
+            len += k;
+        }
+    }
+    if (out)
+        out[len] = '\0';
+    close(fds[0]);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Runs SQL on the server as its administrator; the rows, tab-separated, into out. */
+static void admin_sql(const backend *b, const char *sql, char *out, size_t outlen)
+{
+    const char *args[] = {"sql", b->dir, sql, NULL};
+    if (run_script(b, out, outlen, args) != 0)
+        fail(__FILE__, __LINE__, "%s sql failed: %s", b->script, sql);
+}
+
+static void server_cmd(const backend *b, const char *cmd)
+{
+    const char *args[] = {cmd, b->dir, NULL};
+    say("%s %s", b->script, cmd);
+    if (run_script(b, NULL, 0, args) != 0)
+        fail(__FILE__, __LINE__, "%s %s failed", b->script, cmd);
+}
+
+/* A target for the backend, with the given table (and, for SQLite, file under the state dir). */
+static reign__sql_target target(const backend *b, const char *table, const char *file)
+{
+    static char path[8][PATH_MAX];
+    static int next;
+    reign__sql_target t = {.kind = b->kind, .table = table};
+    if (b->kind == REIGN__SQL_SQLITE) {
+        char *p = path[next++ % 8];
+        snprintf(p, PATH_MAX, "%s/%s", b->state, file ? file : "lease.db");
+        t.path = p;
+    } else {
+        t.host = "127.0.0.1";
+        t.port = b->port;
+        t.user = "reign";
+        t.password = b->password;
+        t.database = "reign";
+    }
+    t.connect_timeout_ms = 5000;
+    t.statement_timeout_ms = 5000;
+    return t;
+}
+
+static reign__sqlconn *connect_ok(const reign__sql_target *t)
+{
+    reign__sqlconn *c = NULL;
+    err[0] = '\0';
+    CHECK_RC(reign__sql_connect(&c, t, err, sizeof err), 0);
+    CHECK(c != NULL);
+    CHECK(reign__sql_kind_of(c) == t->kind);
+    return c;
+}
+
+static void remove_db(const char *path)
+{
+    char p[PATH_MAX + 8];
+    unlink(path);
+    snprintf(p, sizeof p, "%s-wal", path);
+    unlink(p);
+    snprintf(p, sizeof p, "%s-shm", path);
+    unlink(p);
+}
+
+/* ---- the lease protocol ------------------------------------------------------------------- */
+
+static reign__lease_claim claim(const char *name, const char *owner, const char *guid,
+                                int64_t duration_ms)
+{
+    reign__lease_claim cl = {
+        .dc = "dc1", .name = name, .owner = owner, .owner_guid = guid, .duration_ms = duration_ms};
+    return cl;
+}
+
+static void read_ok(reign__sqlconn *c, const char *name, reign__lease *l)
+{
+    CHECK_RC(reign__sql_lease_read(c, "dc1", name, l, err, sizeof err), 0);
+}
+
+/* Polls the lease until the database says it expired. */
+static void wait_expired(reign__sqlconn *c, const char *name)
+{
+    reign__lease l = {0};
+    int64_t until = now_ms() + WAIT_MS;
+    int reads = 0;
+    for (;;) {
+        read_ok(c, name, &l);
+        reads++;
+        CHECK(l.exists);
+        if (l.expired)
+            break;
+        CHECK(now_ms() < until);
+        /* Not expired: by the database's own numbers, it must not be due yet. */
+        CHECK(l.db_now_ms < l.modified_ms + l.duration_ms);
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    CHECK(l.db_now_ms >= l.modified_ms + l.duration_ms);
+    say("lease %s expired by the database's clock after %d reads", name, reads);
+    reign__lease_clear(&l);
+}
+
+static void test_protocol(reign__sqlconn *c, const char *tag)
+{
+    char n1[96], n2[96];
+    snprintf(n1, sizeof n1, "%s-long-%d", tag, (int)getpid());
+    snprintf(n2, sizeof n2, "%s-short-%d", tag, (int)getpid());
+    static const unsigned char bin[] = {'A', 0, 'B', 0xff, 0, 0x80, '\n', 0};
+    reign__lease l = {0};
+    uint64_t term = 0;
+
+    /* A row that does not exist. */
+    read_ok(c, n1, &l);
+    CHECK(!l.exists);
+
+    /* insert, then insert again: the row is there, nothing changes. */
+    reign__lease_claim a = claim(n1, "alice", "guid-alice-1", LONG_MS);
+    a.payload = bin;
+    a.payload_len = sizeof bin;
+    reign__lease_claim b = claim(n1, "bob", "guid-bob-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &a, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_insert(c, &a, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_insert(c, &b, err, sizeof err), 0);
+
+    read_ok(c, n1, &l);
+    CHECK(l.exists);
+    CHECK(!strcmp(l.owner, "alice"));
+    CHECK(!strcmp(l.owner_guid, "guid-alice-1"));
+    CHECK(l.term == 1);
+    CHECK(l.term_duration == 0);
+    CHECK(l.duration_ms == LONG_MS);
+    CHECK(!l.expired);
+    CHECK(l.payload_len == sizeof bin && !memcmp(l.payload, bin, sizeof bin));
+    CHECK(l.created_ms == l.modified_ms);
+    /* Written rounded up to the millisecond: at most 1 ms after the database's clock. */
+    CHECK(l.modified_ms <= l.db_now_ms + 1);
+    /* The database's clock and ours: the same machine, so within a minute of each other. */
+    CHECK(llabs(l.db_now_ms - (int64_t)time(NULL) * 1000) < 60000);
+
+    /* renew: by the owner (1), by the same owner id with another guid (0), at a wrong term (0),
+     * by another owner (0). */
+    CHECK_RC(reign__sql_lease_renew(c, &a, 1, err, sizeof err), 1);
+    reign__lease_claim a2 = claim(n1, "alice", "guid-alice-2", LONG_MS);
+    CHECK_RC(reign__sql_lease_renew(c, &a2, 1, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_renew(c, &a, 2, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_renew(c, &b, 1, err, sizeof err), 0);
+    read_ok(c, n1, &l);
+    CHECK(l.term == 1 && l.term_duration == 1 && !strcmp(l.owner_guid, "guid-alice-1"));
+    CHECK(l.modified_ms >= l.created_ms);
+
+    /* take while it has not expired: 0, and nothing changed. */
+    term = 99;
+    CHECK_RC(reign__sql_lease_take(c, &b, 1, &term, err, sizeof err), 0);
+    CHECK(term == 99);
+    read_ok(c, n1, &l);
+    CHECK(!strcmp(l.owner, "alice") && l.term == 1);
+
+    /* release by someone else, or by another guid: 0. */
+    CHECK_RC(reign__sql_lease_release(c, &b, 1, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_release(c, &a2, 1, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_release(c, &a, 2, err, sizeof err), 0);
+    read_ok(c, n1, &l);
+    CHECK(!l.expired);
+
+    /* A short lease, left to run out by the database's clock. */
+    reign__lease_claim s_a = claim(n2, "alice", "guid-alice-1", SHORT_MS);
+    reign__lease_claim s_b = claim(n2, "bob", "guid-bob-1", LONG_MS);
+    s_b.payload = "bob's";
+    s_b.payload_len = 5;
+    reign__lease_claim s_c = claim(n2, "carol", "guid-carol-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &s_a, err, sizeof err), 1);
+    wait_expired(c, n2);
+    /* An expired lease can no longer be renewed, even by its holder. */
+    CHECK_RC(reign__sql_lease_renew(c, &s_a, 1, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_take(c, &s_b, 1, &term, err, sizeof err), 1);
+    CHECK(term == 2);
+    read_ok(c, n2, &l);
+    CHECK(!strcmp(l.owner, "bob") && !strcmp(l.owner_guid, "guid-bob-1"));
+    CHECK(l.term == 2 && l.term_duration == 0 && l.duration_ms == LONG_MS);
+    CHECK(l.payload_len == 5 && !memcmp(l.payload, "bob's", 5));
+    CHECK(!l.expired);
+    /* take again with the old expected term: the term moved on. */
+    CHECK_RC(reign__sql_lease_take(c, &s_c, 1, &term, err, sizeof err), 0);
+    /* The old holder's renewal is fenced by its term. */
+    CHECK_RC(reign__sql_lease_renew(c, &s_a, 1, err, sizeof err), 0);
+
+    /* release, then another takes at once. */
+    CHECK_RC(reign__sql_lease_release(c, &s_b, 2, err, sizeof err), 1);
+    read_ok(c, n2, &l);
+    CHECK(l.expired);
+    CHECK(!strcmp(l.owner, "bob") && l.term == 2);
+    CHECK_RC(reign__sql_lease_renew(c, &s_b, 2, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_take(c, &s_c, 2, &term, err, sizeof err), 1);
+    CHECK(term == 3);
+    CHECK_RC(reign__sql_lease_renew(c, &s_c, 3, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_take(c, &s_b, 3, &term, err, sizeof err), 0);
+    read_ok(c, n2, &l);
+    CHECK(!strcmp(l.owner, "carol") && l.term == 3 && l.term_duration == 1 && !l.expired);
+    CHECK(l.payload == NULL && l.payload_len == 0); /* carol has no payload */
+
+    /* A large payload with every byte value. */
+    size_t big_len = 300000;
+    unsigned char *big = malloc(big_len);
+    CHECK(big);
+    for (size_t i = 0; i < big_len; i++)
+        big[i] = (unsigned char)(i * 7 + i / 251);
+    CHECK_RC(reign__sql_lease_release(c, &s_c, 3, err, sizeof err), 1);
+    reign__lease_claim s_d = claim(n2, "dave", "guid-dave-1", LONG_MS);
+    s_d.payload = big;
+    s_d.payload_len = big_len;
+    CHECK_RC(reign__sql_lease_take(c, &s_d, 3, &term, err, sizeof err), 1);
+    read_ok(c, n2, &l);
+    CHECK(l.payload_len == big_len && !memcmp(l.payload, big, big_len));
+    free(big);
+
+    /* Data center is part of the key. */
+    reign__lease_claim other_dc = a;
+    other_dc.dc = "dc2";
+    CHECK_RC(reign__sql_lease_insert(c, &other_dc, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_read(c, "dc2", n1, &l, err, sizeof err), 0);
+    CHECK(l.exists && l.term == 1 && l.term_duration == 0);
+
+    /* Names are compared byte for byte (MariaDB's default collation would not). */
+    char upper[96];
+    snprintf(upper, sizeof upper, "%s", n1);
+    upper[0] = (char)(upper[0] - 32);
+    reign__lease_claim up = claim(upper, "erin", "guid-erin-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &up, err, sizeof err), 1);
+    read_ok(c, upper, &l);
+    CHECK(!strcmp(l.owner, "erin"));
+    read_ok(c, n1, &l);
+    CHECK(!strcmp(l.owner, "alice"));
+
+    /* A UTF-8 name and owner. */
+    reign__lease_claim u = claim("m\xc3\xa4\xc3\xa4ritt\xc3\xa4j\xc3\xa4-\xe2\x9c\x93",
+                                 "\xc3\xa5sa", "guid-asa-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &u, err, sizeof err), 1);
+    read_ok(c, u.name, &l);
+    CHECK(l.exists && !strcmp(l.owner, u.owner));
+
+    /* Bad arguments change nothing and say what is wrong. */
+    reign__lease_claim bad = a;
+    bad.owner = "";
+    CHECK_RC(reign__sql_lease_insert(c, &bad, err, sizeof err), REIGN_EINVAL);
+    CHECK(strstr(err, "owner"));
+    bad = a;
+    bad.name = "bad\nname";
+    CHECK_RC(reign__sql_lease_renew(c, &bad, 1, err, sizeof err), REIGN_EINVAL);
+    bad = a;
+    bad.duration_ms = 0;
+    CHECK_RC(reign__sql_lease_take(c, &bad, 1, &term, err, sizeof err), REIGN_EINVAL);
+    bad = a;
+    bad.payload_len = REIGN_DATA_MAX + 1;
+    CHECK_RC(reign__sql_lease_insert(c, &bad, err, sizeof err), REIGN_E2BIG);
+    bad = a;
+    bad.dc = "\xff\xfe";
+    CHECK_RC(reign__sql_lease_insert(c, &bad, err, sizeof err), REIGN_EINVAL);
+
+    reign__lease_clear(&l);
+    CHECK(reign__sql_statements(c) > 30);
+    say("lease protocol: ok (%llu statements)", (unsigned long long)reign__sql_statements(c));
+}
+
+/* ---- schema ------------------------------------------------------------------------------- */
+
+static void sqlite_exec(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail(__FILE__, __LINE__, "sqlite: %s: %s", sql, msg ? msg : "?");
+    sqlite3_close(db);
+}
+
+static int sqlite_count(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+    CHECK(sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK);
+    CHECK(sqlite3_step(st) == SQLITE_ROW);
+    int n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+/* Creates a table in a form of the backend's (SQLite: in a file of its own). */
+static void create_table(const backend *b, const char *file, const char *sql)
+{
+    if (b->kind == REIGN__SQL_SQLITE) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", b->state, file);
+        remove_db(path);
+        sqlite_exec(path, sql);
+    } else {
+        char out[256];
+        admin_sql(b, sql, out, sizeof out);
+    }
+}
+
+/* PostgreSQL: a table the administrator made belongs to the administrator; hand it to reign,
+ * as a real deployment would. */
+static void give_to_reign(const backend *b, const char *table)
+{
+    if (b->kind != REIGN__SQL_POSTGRES)
+        return;
+    char sql[128], out[64];
+    snprintf(sql, sizeof sql, "ALTER TABLE %s OWNER TO reign", table);
+    admin_sql(b, sql, out, sizeof out);
+}
+
+/* How many columns named `col` the table has. */
+static int column_count(const backend *b, const char *file, const char *table, const char *col)
+{
+    char sql[512], out[64];
+    if (b->kind == REIGN__SQL_SQLITE) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/%s", b->state, file);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info('%s') WHERE name='%s'",
+                 table, col);
+        return sqlite_count(path, sql);
+    }
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM information_schema.columns WHERE table_name = '%s' AND "
+             "column_name = '%s'%s",
+             table, col, b->kind == REIGN__SQL_MARIADB ? " AND table_schema = DATABASE()" : "");
+    admin_sql(b, sql, out, sizeof out);
+    return atoi(out);
+}
+
+/* ensure_schema on a table made by someone else must fail with EFOREIGN naming `what`, and
+ * leave the table as it was. */
+static void expect_foreign(const backend *b, const char *file, const char *table, const char *what)
+{
+    reign__sql_target t = target(b, table, file);
+    reign__sqlconn *c = connect_ok(&t);
+    CHECK_RC(reign__sql_ensure_schema(c, err, sizeof err), REIGN_EFOREIGN);
+    say("refused as expected: %s", err);
+    if (!strstr(err, what))
+        fail(__FILE__, __LINE__, "the message does not name %s", what);
+    CHECK(column_count(b, file, table, "owner_guid") == 0);
+    reign__sql_close(c);
+}
+
+static void test_schema(const backend *b, char (*tables)[64], int *n_tables)
+{
+    char sql[2048];
+    int pid = (int)getpid();
+
+    /* A table without term: not ours. */
+    char *t1 = tables[(*n_tables)++];
+    snprintf(t1, 64, "t%d_noterm", pid);
+    const char *ts = b->kind == REIGN__SQL_POSTGRES  ? "timestamptz(3)"
+                     : b->kind == REIGN__SQL_MARIADB ? "timestamp(3)"
+                                                     : "text";
+    const char *pk = b->kind == REIGN__SQL_SQLITE    ? "INTEGER PRIMARY KEY"
+                     : b->kind == REIGN__SQL_MARIADB ? "bigint AUTO_INCREMENT PRIMARY KEY"
+                                                     : "bigserial PRIMARY KEY";
+    const char *uk = b->kind == REIGN__SQL_MARIADB ? "lock_name(200)" : "lock_name";
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id %s, data_center varchar(128) NOT NULL, lock_name "
+             "varchar(1024) NOT NULL, owner varchar(512) NOT NULL, duration bigint NOT NULL, "
+             "term_duration bigint NOT NULL, gmt_create %s NOT NULL, gmt_modified %s NOT NULL, "
+             "UNIQUE (data_center, %s))",
+             t1, pk, ts, ts, uk);
+    create_table(b, "noterm.db", sql);
+    give_to_reign(b, t1);
+    expect_foreign(b, "noterm.db", t1, "term");
+
+    /* The seed's columns, but no unique key on (data_center, lock_name). */
+    char *t2 = tables[(*n_tables)++];
+    snprintf(t2, 64, "t%d_nokey", pid);
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id %s, data_center varchar(128) NOT NULL, lock_name "
+             "varchar(1024) NOT NULL, owner varchar(512) NOT NULL, duration bigint NOT NULL, "
+             "term bigint NOT NULL, term_duration bigint NOT NULL, gmt_create %s NOT NULL, "
+             "gmt_modified %s NOT NULL)",
+             t2, pk, ts, ts);
+    create_table(b, "nokey.db", sql);
+    give_to_reign(b, t2);
+    expect_foreign(b, "nokey.db", t2, "unique key");
+
+    /* Timestamps without milliseconds: a renewal would look older than it is. */
+    if (b->kind != REIGN__SQL_SQLITE) {
+        char *t3 = tables[(*n_tables)++];
+        snprintf(t3, 64, "t%d_coarse", pid);
+        const char *ts0 = b->kind == REIGN__SQL_POSTGRES ? "timestamptz(0)" : "timestamp";
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE %s (id %s, data_center varchar(128) NOT NULL, lock_name "
+                 "varchar(1024) NOT NULL, owner varchar(512) NOT NULL, duration bigint NOT "
+                 "NULL, term bigint NOT NULL, term_duration bigint NOT NULL, gmt_create %s NOT "
+                 "NULL DEFAULT CURRENT_TIMESTAMP, gmt_modified %s NOT NULL DEFAULT "
+                 "CURRENT_TIMESTAMP, UNIQUE (data_center, %s))",
+                 t3, pk, ts0, ts0, uk);
+        create_table(b, "coarse.db", sql);
+        give_to_reign(b, t3);
+        expect_foreign(b, "coarse.db", t3, "gmt_modified");
+    }
+
+    /* The seed's own table (SOFARegistry's, with a row of its own): accepted, reign's columns
+     * added, its row readable, and the lease protocol works on it. */
+    char *t4 = tables[(*n_tables)++];
+    snprintf(t4, 64, "t%d_seed", pid);
+    if (b->kind == REIGN__SQL_MARIADB)
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE %s (id bigint(20) NOT NULL AUTO_INCREMENT primary key, "
+                 "data_center varchar(128) NOT NULL, lock_name varchar(1024) NOT NULL, owner "
+                 "varchar(512) NOT NULL, duration bigint(20) NOT NULL, term bigint(20) unsigned "
+                 "NOT NULL DEFAULT 0, term_duration bigint(20) unsigned NOT NULL DEFAULT 0, "
+                 "gmt_create timestamp(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), gmt_modified "
+                 "timestamp(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), UNIQUE KEY "
+                 "uk_data_center_lock (data_center, lock_name), KEY idx_lock_owner (owner)) "
+                 "DEFAULT CHARSET=latin1; INSERT INTO %s (data_center, lock_name, owner, "
+                 "duration, gmt_create, gmt_modified, term, term_duration) VALUES ('DefaultDC', "
+                 "'META-MASTER', '10.0.0.1', 30000, NOW(3), NOW(3), 7, 3)",
+                 t4, t4);
+    else
+        snprintf(sql, sizeof sql,
+                 "CREATE TABLE %s (id %s, data_center varchar(128) NOT NULL, lock_name "
+                 "varchar(1024) NOT NULL, owner varchar(512) NOT NULL, duration bigint NOT NULL, "
+                 "term bigint NOT NULL DEFAULT 0, term_duration bigint NOT NULL DEFAULT 0, "
+                 "gmt_create %s NOT NULL, gmt_modified %s NOT NULL, UNIQUE (data_center, "
+                 "lock_name)); INSERT INTO %s (data_center, lock_name, owner, duration, "
+                 "gmt_create, gmt_modified, term, term_duration) VALUES ('DefaultDC', "
+                 "'META-MASTER', '10.0.0.1', 30000, %s, %s, 7, 3)",
+                 t4, pk, ts, ts, t4,
+                 b->kind == REIGN__SQL_SQLITE ? "strftime('%Y-%m-%d %H:%M:%f', 'now')" : "now()",
+                 b->kind == REIGN__SQL_SQLITE ? "strftime('%Y-%m-%d %H:%M:%f', 'now')" : "now()");
+    create_table(b, "seed.db", sql);
+    give_to_reign(b, t4);
+    CHECK(column_count(b, "seed.db", t4, "owner_guid") == 0);
+    reign__sql_target t = target(b, t4, "seed.db");
+    reign__sqlconn *c = connect_ok(&t);
+    CHECK_RC(reign__sql_ensure_schema(c, err, sizeof err), 0);
+    CHECK_RC(reign__sql_ensure_schema(c, err, sizeof err), 0);
+    CHECK(column_count(b, "seed.db", t4, "owner_guid") == 1);
+    CHECK(column_count(b, "seed.db", t4, "payload") == 1);
+    reign__lease l = {0};
+    CHECK_RC(reign__sql_lease_read(c, "DefaultDC", "META-MASTER", &l, err, sizeof err), 0);
+    CHECK(l.exists && !strcmp(l.owner, "10.0.0.1") && !strcmp(l.owner_guid, ""));
+    CHECK(l.term == 7 && l.term_duration == 3 && l.duration_ms == 30000 && !l.payload);
+    reign__lease_clear(&l);
+    reign__lease_claim cl = claim("seeded", "frank", "guid-frank-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &cl, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), 1);
+    reign__sql_close(c);
+    say("schema checks: ok");
+}
+
+/* ---- connecting --------------------------------------------------------------------------- */
+
+/* A TCP port on 127.0.0.1 that nothing listens on (bound, then closed). */
+static int dead_port(void)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    CHECK(bind(s, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(getsockname(s, (struct sockaddr *)&a, &len) == 0);
+    close(s);
+    return ntohs(a.sin_port);
+}
+
+/* A listening socket that never accepts: the kernel completes the handshake, nothing answers. */
+static int silent_listener(int *port)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    CHECK(bind(s, (struct sockaddr *)&a, sizeof a) == 0);
+    CHECK(listen(s, 16) == 0);
+    CHECK(getsockname(s, (struct sockaddr *)&a, &len) == 0);
+    *port = ntohs(a.sin_port);
+    return s;
+}
+
+static void expect_connect_error(const reign__sql_target *t, int want, const char *what)
+{
+    reign__sqlconn *c = NULL;
+    int64_t start = now_ms();
+    int rc = reign__sql_connect(&c, t, err, sizeof err);
+    int64_t took = now_ms() - start;
+    say("%s: %s after %lld ms: %s", what, reign_err_name(rc), (long long)took, err);
+    CHECK_RC(rc, want);
+    CHECK(c == NULL);
+    CHECK(err[0] != '\0');
+    if (t->password && *t->password && strstr(err, t->password))
+        fail(__FILE__, __LINE__, "the message shows the password");
+    /* Only a hang could come near this. */
+    CHECK(took < WAIT_MS);
+}
+
+static void test_connect_errors(const backend *b)
+{
+    reign__sql_target t = target(b, NULL, NULL);
+    reign__sql_target bad = t;
+    bad.table = "no-dashes";
+    expect_connect_error(&bad, REIGN_EINVAL, "bad table name");
+    bad.table = "x23456789012345678901234567890123456789012345678901234567890123456";
+    expect_connect_error(&bad, REIGN_EINVAL, "table name too long");
+
+    if (b->kind == REIGN__SQL_SQLITE) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/no/such/dir/x.db", b->state);
+        bad = t;
+        bad.path = path;
+        expect_connect_error(&bad, REIGN_ENOENT, "missing directory");
+        snprintf(path, sizeof path, "%s/garbage.db", b->state);
+        FILE *f = fopen(path, "w");
+        CHECK(f);
+        for (int i = 0; i < 200; i++)
+            fputs("this is not a database file. ", f);
+        fclose(f);
+        bad.path = path;
+        expect_connect_error(&bad, REIGN_EFOREIGN, "not a database");
+        return;
+    }
+
+    bad = t;
+    char wrong[160];
+    snprintf(wrong, sizeof wrong, "%sX", b->password);
+    bad.password = wrong;
+    expect_connect_error(&bad, REIGN_EAUTH, "wrong password");
+    bad = t;
+    bad.user = "no_such_user";
+    expect_connect_error(&bad, REIGN_EAUTH, "unknown user");
+    bad = t;
+    bad.database = "no_such_database";
+    /* MariaDB does not tell a user a missing database from one the user may not use: it says
+     * "access denied" unless the user has rights that would cover the name (the fault test,
+     * with a server of its own, grants such rights and sees REIGN_ENOENT). */
+    expect_connect_error(&bad, b->kind == REIGN__SQL_MARIADB ? REIGN_EACCES : REIGN_ENOENT,
+                         "missing database");
+    bad = t;
+    bad.user = "reign_nogrants";
+    expect_connect_error(&bad, REIGN_EACCES, "user without rights");
+
+    bad = t;
+    bad.port = dead_port();
+    bad.connect_timeout_ms = 1000;
+    expect_connect_error(&bad, REIGN_ECONNECT, "nothing listening");
+
+    int port, s = silent_listener(&port);
+    bad.port = port;
+    expect_connect_error(&bad, REIGN_ECONNECT, "a server that never answers");
+    close(s);
+    say("connect errors: ok");
+}
+
+/* ---- notification ------------------------------------------------------------------------- */
+
+static bool fd_readable(int fd, int ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    int n;
+    while ((n = poll(&p, 1, ms)) < 0 && errno == EINTR) {
+    }
+    return n > 0;
+}
+
+static void test_notify(const backend *b, const char *table)
+{
+    reign__sql_target t = target(b, table, NULL);
+    reign__sqlconn *writer = connect_ok(&t);
+    reign__sqlconn *listener = connect_ok(&t);
+    char name[64];
+    snprintf(name, sizeof name, "notify-%d", (int)getpid());
+
+    CHECK(reign__sql_listen_fd(listener) == -1);
+    CHECK_RC(reign__sql_listen(listener, "dc1", name, err, sizeof err), 0);
+    int fd = reign__sql_listen_fd(listener);
+    if (b->kind == REIGN__SQL_MARIADB) {
+        CHECK(fd == -1);
+        CHECK_RC(reign__sql_drain_notify(listener), 0);
+        CHECK_RC(reign__sql_notify(writer, "dc1", name, err, sizeof err), 0);
+        say("notification: none on MariaDB, as documented");
+        reign__sql_close(writer);
+        reign__sql_close(listener);
+        return;
+    }
+    CHECK(fd >= 0);
+    /* Whatever our own connect and listen caused (SQLite: our reads open the -wal file). */
+    while (fd_readable(fd, 0))
+        CHECK(reign__sql_drain_notify(listener) >= 0);
+
+    reign__lease_claim cl = claim(name, "grace", "guid-grace-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(writer, &cl, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_release(writer, &cl, 1, err, sizeof err), 1);
+    CHECK_RC(reign__sql_notify(writer, "dc1", name, err, sizeof err), 0);
+    if (!fd_readable(fd, WAIT_MS))
+        fail(__FILE__, __LINE__, "no notification within %d ms", WAIT_MS);
+    CHECK_RC(reign__sql_drain_notify(listener), 1);
+
+    if (b->kind == REIGN__SQL_POSTGRES) {
+        /* A notification for another name is not ours: it is not even delivered, and a second
+         * listen on the same name is a no-op. */
+        CHECK_RC(reign__sql_listen(listener, "dc1", name, err, sizeof err), 0);
+        CHECK_RC(reign__sql_notify(writer, "dc1", "some-other-name", err, sizeof err), 0);
+        CHECK_RC(reign__sql_notify(writer, "dc1", name, err, sizeof err), 0);
+        int got = 0;
+        int64_t until = now_ms() + WAIT_MS;
+        while (!got && now_ms() < until) {
+            if (fd_readable(fd, 1000))
+                got = reign__sql_drain_notify(listener);
+            CHECK(got >= 0);
+        }
+        CHECK(got == 1);
+    }
+    reign__sql_close(writer);
+    reign__sql_close(listener);
+    say("notification: ok");
+}
+
+/* ---- one backend -------------------------------------------------------------------------- */
+
+static int run_backend(reign__sql_kind kind)
+{
+    backend b;
+    backend_init(&b, kind);
+    char tables[8][64];
+    int n_tables = 0;
+    reign__logger lg = {.fn = log_sink, .level = REIGN_LOG_INFO};
+
+    char *main_table = tables[n_tables++];
+    snprintf(main_table, 64, "t%d_lease", (int)getpid());
+    if (kind == REIGN__SQL_SQLITE) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/lease.db", b.state);
+        remove_db(path);
+    }
+    reign__sql_target t = target(&b, main_table, NULL);
+    t.log = &lg;
+    reign__sqlconn *c = connect_ok(&t);
+    /* Twice, and from a second connection: idempotent. */
+    CHECK_RC(reign__sql_ensure_schema(c, err, sizeof err), 0);
+    CHECK_RC(reign__sql_ensure_schema(c, err, sizeof err), 0);
+    reign__sqlconn *c2 = connect_ok(&t);
+    CHECK_RC(reign__sql_ensure_schema(c2, err, sizeof err), 0);
+    reign__sql_close(c2);
+
+    test_protocol(c, b.name);
+    reign__sql_close(c);
+    test_notify(&b, main_table);
+    test_schema(&b, tables, &n_tables);
+    test_connect_errors(&b);
+
+    if (kind != REIGN__SQL_SQLITE) {
+        for (int i = 0; i < n_tables; i++) {
+            char sql[128], out[64];
+            snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", tables[i]);
+            admin_sql(&b, sql, out, sizeof out);
+        }
+    }
+    say("%s: all ok", b.name);
+    return 0;
+}
+
+/* ---- twenty processes on one SQLite file -------------------------------------------------- */
+
+static void hammer_child(const char *path, const char *logpath, int idx)
+{
+    reign__sql_target t = {.kind = REIGN__SQL_SQLITE, .path = path};
+    reign__sqlconn *c = NULL;
+    char e[512] = "";
+    int rc = reign__sql_connect(&c, &t, e, sizeof e);
+    if (rc)
+        goto failed;
+    if ((rc = reign__sql_ensure_schema(c, e, sizeof e)))
+        goto failed;
+    int log = open(logpath, O_WRONLY | O_APPEND);
+    if (log < 0) {
+        perror("open log");
+        _exit(1);
+    }
+    char owner[32], guid[32];
+    snprintf(owner, sizeof owner, "p%d", idx);
+    snprintf(guid, sizeof guid, "g%d-%d", idx, (int)getpid());
+    /* A short lease, so that holders change all the time; every tenth renewal is a release. */
+    reign__lease_claim cl = {
+        .dc = "dc", .name = "hammer", .owner = owner, .owner_guid = guid, .duration_ms = 20};
+    int64_t until = now_ms() + HAMMER_MS;
+    int held = 0, ops = 0;
+    reign__lease l = {0};
+    while (now_ms() < until) {
+        if ((rc = reign__sql_lease_read(c, "dc", "hammer", &l, e, sizeof e)) < 0)
+            goto failed;
+        ops++;
+        uint64_t term = 0;
+        if (!l.exists) {
+            rc = reign__sql_lease_insert(c, &cl, e, sizeof e);
+            term = 1;
+        } else if (!strcmp(l.owner, owner) && !strcmp(l.owner_guid, guid)) {
+            term = l.term;
+            rc = ops % 10 ? reign__sql_lease_renew(c, &cl, term, e, sizeof e)
+                          : reign__sql_lease_release(c, &cl, term, e, sizeof e);
+            if (!(ops % 10))
+                rc = 0; /* a release is not a holding */
+        } else if (l.expired) {
+            rc = reign__sql_lease_take(c, &cl, l.term, &term, e, sizeof e);
+        } else {
+            rc = 0;
+        }
+        if (rc < 0)
+            goto failed;
+        if (rc == 1) {
+            char line[64];
+            int n =
+                snprintf(line, sizeof line, "%llu %d\n", (unsigned long long)term, (int)getpid());
+            if (write(log, line, (size_t)n) != n) {
+                perror("write log");
+                _exit(1);
+            }
+            held++;
+        }
+    }
+    reign__lease_clear(&l);
+    reign__sql_close(c);
+    close(log);
+    fprintf(stderr, "# process %d: %d reads, %d holdings\n", idx, ops, held);
+    _exit(0);
+failed:
+    fprintf(stderr, "FAIL process %d: %s: %s\n", idx, reign_err_name(rc), e);
+    _exit(1);
+}
+
+static int run_concurrency(void)
+{
+    backend b;
+    backend_init(&b, REIGN__SQL_SQLITE);
+    char path[PATH_MAX], logpath[PATH_MAX];
+    snprintf(path, sizeof path, "%s/hammer.db", b.state);
+    snprintf(logpath, sizeof logpath, "%s/hammer.log", b.state);
+    remove_db(path);
+    int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK(fd >= 0);
+    close(fd);
+
+    /* The children create the file, the table and WAL mode themselves, all at once. */
+    pid_t pids[N_HAMMER];
+    for (int i = 0; i < N_HAMMER; i++) {
+        pids[i] = fork();
+        CHECK(pids[i] >= 0);
+        if (pids[i] == 0)
+            hammer_child(path, logpath, i);
+    }
+    int failed = 0;
+    for (int i = 0; i < N_HAMMER; i++) {
+        int status;
+        while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            failed++;
+    }
+    CHECK(failed == 0);
+
+    /* Every term was held by one process only. */
+    FILE *f = fopen(logpath, "r");
+    CHECK(f);
+    enum { MAX_TERMS = 1 << 20 };
+    int *holder = calloc(MAX_TERMS, sizeof *holder);
+    CHECK(holder);
+    unsigned long long term;
+    int pid, lines = 0, terms = 0;
+    while (fscanf(f, "%llu %d", &term, &pid) == 2) {
+        lines++;
+        CHECK(term > 0 && term < MAX_TERMS);
+        if (!holder[term]) {
+            holder[term] = pid;
+            terms++;
+        } else if (holder[term] != pid) {
+            fail(__FILE__, __LINE__, "term %llu held by both %d and %d", term, holder[term], pid);
+        }
+    }
+    fclose(f);
+    free(holder);
+    say("%d holdings in %d terms by %d processes, no term shared", lines, terms, N_HAMMER);
+    /* The test must have tested something: many terms, not one process holding all along. */
+    CHECK(terms > N_HAMMER);
+    return 0;
+}
+
+/* ---- a server restarted, paused ----------------------------------------------------------- */
+
+static int run_fault(reign__sql_kind kind)
+{
+    backend b;
+    memset(&b, 0, sizeof b);
+    b.kind = kind;
+    b.name = kind == REIGN__SQL_MARIADB ? "mariadb" : "postgres";
+    b.script = kind == REIGN__SQL_MARIADB ? "mariadb.sh" : "pg.sh";
+    snprintf(b.state, sizeof b.state, "%s", need_env("REIGN_TEST_STATE_DIR"));
+    mkdir_p(b.state);
+    snprintf(b.dir, sizeof b.dir, "%s/%s", b.state, kind == REIGN__SQL_MARIADB ? "m" : "pg");
+    server_cmd(&b, "start");
+    backend_load(&b);
+
+    reign__sql_target t = target(&b, "fault_lease", NULL);
+    t.statement_timeout_ms = 2000;
+    t.connect_timeout_ms = 2000;
+
+    if (kind == REIGN__SQL_MARIADB) {
+        /* MariaDB names a missing database only to a user whose rights would cover it. */
+        char out[64];
+        admin_sql(&b, "GRANT ALL ON `reign\\_extra\\_%`.* TO 'reign'@'%'", out, sizeof out);
+        reign__sql_target missing = t;
+        missing.database = "reign_extra_missing";
+        expect_connect_error(&missing, REIGN_ENOENT, "missing database, with rights to it");
+    }
+    reign__sqlconn *c = connect_ok(&t);
+    CHECK_RC(reign__sql_ensure_schema(c, err, sizeof err), 0);
+    reign__lease_claim cl = claim("fault", "henry", "guid-henry-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &cl, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), 1);
+
+    /* Restarted between two statements: the next fails cleanly, and says so again after. */
+    server_cmd(&b, "restart");
+    int rc = reign__sql_lease_renew(c, &cl, 1, err, sizeof err);
+    say("renew after the restart: %s: %s", reign_err_name(rc), err);
+    CHECK(rc == REIGN_ECONNLOSS || rc == REIGN_ECONNECT);
+    CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), REIGN_ECONNLOSS);
+    reign__sql_close(c);
+
+    /* A new connection works, and the lease survived the restart. */
+    c = connect_ok(&t);
+    reign__lease l = {0};
+    read_ok(c, "fault", &l);
+    CHECK(l.exists && l.term == 1 && !strcmp(l.owner, "henry"));
+    CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), 1);
+
+    /* Paused: a statement gives up within its timeout (a hang would reach the ctest timeout),
+     * and so does a new connection. */
+    server_cmd(&b, "pause-server");
+    int64_t start = now_ms();
+    rc = reign__sql_lease_renew(c, &cl, 1, err, sizeof err);
+    say("renew while paused: %s after %lld ms: %s", reign_err_name(rc),
+        (long long)(now_ms() - start), err);
+    CHECK(rc == REIGN_ETIMEDOUT || rc == REIGN_ECONNLOSS);
+    CHECK(now_ms() - start < WAIT_MS);
+    reign__sql_close(c);
+    expect_connect_error(&t, REIGN_ECONNECT, "connect to a paused server");
+    server_cmd(&b, "resume-server");
+
+    c = connect_ok(&t);
+    read_ok(c, "fault", &l);
+    CHECK(l.exists && l.term == 1);
+    reign__lease_clear(&l);
+    reign__sql_close(c);
+
+    /* Killed: the same clean failure. */
+    c = connect_ok(&t);
+    server_cmd(&b, "kill-server");
+    rc = reign__sql_lease_renew(c, &cl, 1, err, sizeof err);
+    say("renew after a kill: %s: %s", reign_err_name(rc), err);
+    CHECK(rc == REIGN_ECONNLOSS || rc == REIGN_ECONNECT);
+    reign__sql_close(c);
+    expect_connect_error(&t, REIGN_ECONNECT, "connect to a killed server");
+    server_cmd(&b, "start-server");
+    c = connect_ok(&t);
+    CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), 1);
+    reign__sql_close(c);
+
+    server_cmd(&b, "stop");
+    say("%s faults: all ok", b.name);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stderr, NULL, _IOLBF, 0);
+    /* SIGPIPE is left as it is: a write to a connection the server closed must be an error
+     * of the client library (libpq and Connector/C send with MSG_NOSIGNAL), not a signal. */
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (!strcmp(mode, "sqlite"))
+        return run_backend(REIGN__SQL_SQLITE);
+    if (!strcmp(mode, "mariadb"))
+        return run_backend(REIGN__SQL_MARIADB);
+    if (!strcmp(mode, "postgres"))
+        return run_backend(REIGN__SQL_POSTGRES);
+    if (!strcmp(mode, "sqlite-concurrency"))
+        return run_concurrency();
+    if (!strcmp(mode, "fault-mariadb"))
+        return run_fault(REIGN__SQL_MARIADB);
+    if (!strcmp(mode, "fault-postgres"))
+        return run_fault(REIGN__SQL_POSTGRES);
+    fprintf(stderr,
+            "usage: %s sqlite|mariadb|postgres|sqlite-concurrency|fault-mariadb|"
+            "fault-postgres\n",
+            argv[0]);
+    return 2;
+}

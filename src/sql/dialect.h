@@ -7,7 +7,23 @@
  * sql.c validates every argument (target, table name, claims, names) before
  * it calls a dialect, so a dialect only talks to its store.  A dialect never
  * builds SQL from data: the only thing spliced into statement text is the
- * table name, checked by sql.c against [A-Za-z_][A-Za-z0-9_]{0,63}.
+ * table name, checked by sql.c against [A-Za-z_][A-Za-z0-9_]{0,63} (and
+ * PostgreSQL's LISTEN channel, made of the same characters).
+ *
+ * What every dialect promises about time, beyond sql.h:
+ *  - one instant of the database's clock per statement, for its test of
+ *    expiry and the times it writes;
+ *  - insert, take and renew store that instant rounded UP to the
+ *    millisecond, so a stored gmt_modified is never earlier than the moment
+ *    the statement ran: a follower can take over no sooner than duration
+ *    after the leader's statement reached the database, which is after the
+ *    leader sent it - the leader's deadline can be counted from its send;
+ *  - release stores the instant rounded DOWN minus duration, so the lease
+ *    is expired from that statement on;
+ *  - take also sets duration to the claimant's: the lease then runs by the
+ *    new holder's length, the one its own deadline is computed from;
+ *  - read reports db_now_ms rounded down, so that expired agrees with
+ *    db_now_ms >= modified_ms + duration_ms exactly.
  *
  * Private to src/sql/.
  */

@@ -93,15 +93,25 @@ static int code_of_sqlstate(const char *s)
     return REIGN_EBACKEND;
 }
 
-/* The first line of a libpq message, without a leading "FATAL:  28P01: " and the like. */
+/*
+ * The first line of a libpq message, from the server's own words on: "connection to server
+ * at ... failed: FATAL:  28P01: password authentication failed ..." gives "password
+ * authentication failed ..." (the store, named in front of every message, says where).
+ */
 static void message_line(const char *msg, char *out, size_t n)
 {
     const char *p = msg;
-    size_t w = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ");
-    if (w && !strncmp(p + w, ":  ", 3))
-        p += w + 3;
+    size_t first = strcspn(msg, "\n");
+    static const char *const severities[] = {"FATAL:  ", "ERROR:  ", "PANIC:  "};
+    for (size_t i = 0; i < sizeof severities / sizeof severities[0]; i++) {
+        const char *sev = strstr(msg, severities[i]);
+        if (sev && (size_t)(sev - msg) < first) {
+            p = sev + strlen(severities[i]);
+            break;
+        }
+    }
     if (strspn(p, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") >= 5 && p[5] == ':')
-        p += 6;
+        p += 6; /* the SQLSTATE of a verbose message */
     while (*p == ' ')
         p++;
     size_t len = strcspn(p, "\n");
@@ -314,6 +324,8 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
         int code = st[0] ? code_of_sqlstate(st) : REIGN_ECONNECT;
         if (code == REIGN_ECONNLOSS || code == REIGN_EBACKEND)
             code = REIGN_ECONNECT;
+        if (st[0])
+            return reign__sql_err(c, err, errlen, code, "connect: %s (%s)", line, st);
         return reign__sql_err(c, err, errlen, code, "connect: %s", line);
     }
     PQsetErrorVerbosity(p->pg, PQERRORS_DEFAULT);

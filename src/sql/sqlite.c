@@ -111,15 +111,18 @@ static int map_error(sqlite_conn *s, int rc, const char *what, char *err, size_t
     switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
+        /* Only once the deadline passed: the busy handler and busy_retry() waited until then. */
         return reign__sql_err(c, err, errlen, REIGN_ETIMEDOUT,
-                              "%s: timed out after %d ms waiting for other processes' locks", what,
-                              c->statement_timeout_ms);
+                              "%s: timed out waiting for other processes to let go of the file",
+                              what);
     case SQLITE_NOMEM:
         code = REIGN_ENOMEM;
         break;
     case SQLITE_CANTOPEN: {
         int e = s->db ? sqlite3_system_errno(s->db) : 0;
-        code = e == EACCES || e == EPERM ? REIGN_EACCES : REIGN_ENOENT;
+        code = e == EACCES || e == EPERM || e == EROFS ? REIGN_EACCES : REIGN_ENOENT;
+        if (e)
+            return reign__sql_err(c, err, errlen, code, "%s: %s: %s", what, msg, strerror(e));
         break;
     }
     case SQLITE_READONLY:

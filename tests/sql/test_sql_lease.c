@@ -662,6 +662,52 @@ static void test_schema(const backend *b, char (*tables)[64], int *n_tables)
     say("schema checks: ok");
 }
 
+/* Several processes create the same table at the same moment: every one succeeds. */
+static void test_schema_race(const backend *b, const char *table)
+{
+    enum { N = 6 };
+    int gate[2];
+    CHECK(pipe(gate) == 0);
+    pid_t pids[N];
+    for (int i = 0; i < N; i++) {
+        pids[i] = fork();
+        CHECK(pids[i] >= 0);
+        if (pids[i] == 0) {
+            close(gate[1]);
+            reign__sql_target t = target(b, table, "race.db");
+            reign__sqlconn *c = NULL;
+            char e[512] = "";
+            int rc = reign__sql_connect(&c, &t, e, sizeof e);
+            char byte;
+            /* Connected: wait until the parent lets every process go at once. */
+            while (read(gate[0], &byte, 1) < 0 && errno == EINTR) {
+            }
+            if (!rc)
+                rc = reign__sql_ensure_schema(c, e, sizeof e);
+            if (rc)
+                fprintf(stderr, "FAIL process %d: %s: %s\n", i, reign_err_name(rc), e);
+            reign__sql_close(c);
+            _exit(rc ? 1 : 0);
+        }
+    }
+    close(gate[0]);
+    close(gate[1]);
+    int failed = 0;
+    for (int i = 0; i < N; i++) {
+        int status;
+        while (waitpid(pids[i], &status, 0) < 0 && errno == EINTR) {
+        }
+        failed += !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    }
+    CHECK(failed == 0);
+    reign__sql_target t = target(b, table, "race.db");
+    reign__sqlconn *c = connect_ok(&t);
+    reign__lease_claim cl = claim("race", "ivan", "guid-ivan-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &cl, err, sizeof err), 1);
+    reign__sql_close(c);
+    say("%d processes creating one table at once: ok", N);
+}
+
 /* ---- connecting --------------------------------------------------------------------------- */
 
 /* A TCP port on 127.0.0.1 that nothing listens on (bound, then closed). */
@@ -857,11 +903,19 @@ static int run_backend(reign__sql_kind kind)
     reign__sql_close(c);
     test_notify(&b, main_table);
     test_schema(&b, tables, &n_tables);
+    char *race = tables[n_tables++];
+    snprintf(race, 64, "t%d_race", (int)getpid());
+    if (kind == REIGN__SQL_SQLITE) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/race.db", b.state);
+        remove_db(path);
+    }
+    test_schema_race(&b, race);
     test_connect_errors(&b);
 
     if (kind != REIGN__SQL_SQLITE) {
         for (int i = 0; i < n_tables; i++) {
-            char sql[128], out[64];
+            char sql[640], out[64];
             snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", tables[i]);
             admin_sql(&b, sql, out, sizeof out);
         }

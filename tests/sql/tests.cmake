@@ -167,9 +167,12 @@ reign_sql_test(NAME tools_sql_fixtures
 # Until src/CMakeLists.txt builds src/sql into libreign, the layer is built here as a static
 # library of its own on top of reign_internal (for the core helpers).  Once libreign has it,
 # the tests link reign_internal alone.
-pkg_check_modules(REIGN_SQL_CLIENTS REQUIRED IMPORTED_TARGET sqlite3 libmariadb libpq)
+if(NOT TARGET PkgConfig::REIGN_SQL_CLIENTS)
+  pkg_check_modules(REIGN_SQL_CLIENTS REQUIRED IMPORTED_TARGET sqlite3 libmariadb libpq)
+endif()
 get_target_property(_reign_sql_obj_sources reign_obj SOURCES)
-if("sql/sql.c" IN_LIST _reign_sql_obj_sources)
+list(FILTER _reign_sql_obj_sources INCLUDE REGEX "(^|/)sql/sql\\.c$")
+if(_reign_sql_obj_sources)
   set(REIGN_SQL_LAYER reign_internal)
 else()
   add_library(reign_sql_layer STATIC

@@ -85,15 +85,17 @@ void reign__sql_scrub(char *s, const char *secret)
     if (!s || !secret || !*secret)
         return;
     size_t sl = strlen(secret);
-    char *p;
-    while ((p = strstr(s, secret))) {
-        size_t rest = strlen(p + sl);
+    char *p = s;
+    /* Search on after each mask, so that a secret made of '*' cannot match its own mask. */
+    while ((p = strstr(p, secret))) {
         if (sl >= 3) {
             memcpy(p, "***", 3);
-            memmove(p + 3, p + sl, rest + 1);
+            memmove(p + 3, p + sl, strlen(p + sl) + 1);
+            p += 3;
         } else {
-            /* A secret shorter than its mask: blank it in place rather than grow the string. */
+            /* A secret shorter than the mask: blank it in place rather than grow the string. */
             memset(p, '*', sl);
+            p += sl;
         }
     }
 }

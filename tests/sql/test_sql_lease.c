@@ -36,6 +36,7 @@
 
 #include <sqlite3.h>
 
+#include "dialect.h"
 #include "sql.h"
 
 #define WAIT_MS   60000 /* bound for anything that must happen; a correct run is far below */
@@ -872,6 +873,68 @@ static void test_notify(const backend *b, const char *table)
     say("notification: ok");
 }
 
+/* ---- helpers of sql.c (no store needed) ---------------------------------------------------- */
+
+static void test_helpers(void)
+{
+    /* Passwords are cut out of messages, wherever and however often they appear. */
+    char msg[128] = "user x password s3cret! and again s3cret!";
+    reign__sql_scrub(msg, "s3cret!");
+    CHECK(!strcmp(msg, "user x password *** and again ***"));
+    char shortpw[32] = "a=ab b=ab";
+    reign__sql_scrub(shortpw, "ab");
+    CHECK(!strcmp(shortpw, "a=** b=**"));
+    char stars[32] = "pw=*** or ****";
+    reign__sql_scrub(stars, "***");
+    reign__sql_scrub(stars, "*");
+    CHECK(!strcmp(stars, "pw=*** or ****"));
+
+    /* Channel names: identifiers, at most 63 bytes, the same for the same (table, dc, name),
+     * different when any of them differs - even for names no identifier could hold. */
+    char a[64], b[64], c2[64], d[64];
+    char long_name[1100];
+    memset(long_name, 'n', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    reign__sql_channel(a, "x2345678901234567890123456789012345678901234567890123456789012",
+                       "dc\"; DROP TABLE t; --", long_name);
+    CHECK(strlen(a) <= 63);
+    for (const char *p = a; *p; p++)
+        CHECK((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '_');
+    reign__sql_channel(b, "t", "dc1", "name");
+    reign__sql_channel(c2, "t", "dc1", "name");
+    CHECK(!strcmp(b, c2));
+    reign__sql_channel(c2, "t", "dc1n", "ame"); /* the NUL between dc and name counts */
+    CHECK(strcmp(b, c2));
+    reign__sql_channel(d, "u", "dc1", "name");
+    CHECK(strcmp(b, d));
+
+    /* Only the table name is spliced into statements. */
+    char out[64];
+    CHECK(reign__sql_splice(out, sizeof out, "SELECT * FROM \"{T}\" WHERE {T}.x", "tab") == 0);
+    CHECK(!strcmp(out, "SELECT * FROM \"tab\" WHERE tab.x"));
+    CHECK(reign__sql_splice(out, 10, "SELECT * FROM {T}", "tab") == -1);
+
+    /* Unique keys that make (data_center, lock_name) unique, and those that do not. */
+    const char *k1[] = {"data_center", "lock_name"};
+    const char *k2[] = {"LOCK_NAME"};
+    const char *k3[] = {"data_center", "lock_name", "owner"};
+    const char *k4[] = {"data_center", NULL};
+    CHECK(reign__sql_unique_ok(k1, 2, false));
+    CHECK(reign__sql_unique_ok(k2, 1, true) && !reign__sql_unique_ok(k2, 1, false));
+    CHECK(!reign__sql_unique_ok(k3, 3, false));
+    CHECK(!reign__sql_unique_ok(k4, 2, false));
+    CHECK(!reign__sql_unique_ok(k1, 0, false));
+
+    /* Without a store there is no connection, and the calls say so. */
+    reign__lease l = {0};
+    CHECK_RC(reign__sql_lease_read(NULL, "dc", "n", &l, err, sizeof err), REIGN_EINVAL);
+    CHECK(reign__sql_listen_fd(NULL) == -1);
+    reign__sql_close(NULL);
+    reign__lease_clear(NULL);
+    say("helpers: ok");
+}
+
 /* ---- one backend -------------------------------------------------------------------------- */
 
 static int run_backend(reign__sql_kind kind)
@@ -1139,8 +1202,10 @@ int main(int argc, char **argv)
     /* SIGPIPE is left as it is: a write to a connection the server closed must be an error
      * of the client library (libpq and Connector/C send with MSG_NOSIGNAL), not a signal. */
     const char *mode = argc > 1 ? argv[1] : "";
-    if (!strcmp(mode, "sqlite"))
+    if (!strcmp(mode, "sqlite")) {
+        test_helpers();
         return run_backend(REIGN__SQL_SQLITE);
+    }
     if (!strcmp(mode, "mariadb"))
         return run_backend(REIGN__SQL_MARIADB);
     if (!strcmp(mode, "postgres"))

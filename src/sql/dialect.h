@@ -36,11 +36,12 @@
 
 #include "sql.h"
 
-#define REIGN__SQL_TABLE_MAX       64   /* longest table name (PostgreSQL: 63) */
-#define REIGN__SQL_DC_MAX          128  /* data_center varchar(128) */
-#define REIGN__SQL_NAME_MAX        1024 /* lock_name varchar(1024) */
-#define REIGN__SQL_GUID_MAX        64   /* owner_guid varchar(64) */
-#define REIGN__SQL_DEFAULT_MS      5000 /* connect and statement timeouts */
+#define REIGN__SQL_TABLE_MAX       64      /* longest table name (PostgreSQL: 63) */
+#define REIGN__SQL_DC_MAX          128     /* data_center varchar(128) */
+#define REIGN__SQL_NAME_MAX        1024    /* lock_name varchar(1024) */
+#define REIGN__SQL_GUID_MAX        64      /* owner_guid varchar(64) */
+#define REIGN__SQL_DEFAULT_MS      5000    /* connect and statement timeouts */
+#define REIGN__SQL_TIMEOUT_MAX_MS  3600000 /* an hour: longer is a mistake */
 #define REIGN__SQL_DURATION_MAX_MS (INT64_C(366) * 24 * 3600 * 1000)
 
 typedef struct reign__sql_dialect reign__sql_dialect;

@@ -284,7 +284,9 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
     unsigned tcp = MYSQL_PROTOCOL_TCP;
     bool socket = t->host[0] == '/';
     /* The server gives up on a statement (and keeps the connection) before the client does. */
-    int server_ms = c->statement_timeout_ms * 4 / 5;
+    int server_ms = c->statement_timeout_ms * 4 / 5; /* at most an hour: no overflow */
+    if (server_ms < 1)
+        server_ms = 1; /* 0 would mean no limit */
     char init[160];
     snprintf(init, sizeof init,
              "SET time_zone = '+00:00', max_statement_time = %d.%03d, "

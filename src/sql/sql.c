@@ -375,8 +375,12 @@ int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *e
             return reign__sql_err(NULL, err, errlen, REIGN_EINVAL,
                                   "%s: port %d is outside 1..65535", d->name, t->port);
     }
-    if (t->connect_timeout_ms < 0 || t->statement_timeout_ms < 0)
-        return reign__sql_err(NULL, err, errlen, REIGN_EINVAL, "%s: negative timeout", d->name);
+    if (t->connect_timeout_ms < 0 || t->statement_timeout_ms < 0 ||
+        t->connect_timeout_ms > REIGN__SQL_TIMEOUT_MAX_MS ||
+        t->statement_timeout_ms > REIGN__SQL_TIMEOUT_MAX_MS)
+        return reign__sql_err(NULL, err, errlen, REIGN_EINVAL,
+                              "%s: timeouts must be within 0..%d ms (0: the default)", d->name,
+                              REIGN__SQL_TIMEOUT_MAX_MS);
 
     const char *table = t->table ? t->table : "distribute_lock";
     /* PostgreSQL would cut a 64-character identifier to 63 and then not find it by name. */

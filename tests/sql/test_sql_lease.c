@@ -3,7 +3,8 @@
  * against real MariaDB and PostgreSQL servers and SQLite files.
  *
  * Usage: test_sql_lease MODE, one ctest entry per mode:
- *   sqlite              the lease statements, schema, errors, notification on a file
+ *   sqlite              the helpers of sql.c, then the lease statements, schema, errors,
+ *                       notification on a file
  *   mariadb, postgres   the same on the shared server ($REIGN_TEST_MARIADB_DIR,
  *                       $REIGN_TEST_PG_DIR), in tables of this run's own
  *   sqlite-concurrency  20 processes take and renew one lease in one file for a few seconds:

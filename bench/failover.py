@@ -808,7 +808,25 @@ def summarize(res):
     return out
 
 
-def machine_info(zk_version):
+def source_state(reign):
+    """The commit the run started from and the binary measured (taken before the run: others
+    may commit while it lasts)."""
+    r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    commit = r.stdout.strip() or "?"
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src",
+                            "include", "CMakeLists.txt"], stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True).stdout.strip()
+    if dirty:
+        commit += " (the working tree had uncommitted changes under src/ or include/)"
+    if reign and os.path.exists(reign):
+        built = datetime.datetime.fromtimestamp(os.path.getmtime(reign)).astimezone()
+        commit += "; the `reign` binary measured was built %s" % built.strftime(
+            "%Y-%m-%d %H:%M %Z")
+    return commit
+
+
+def machine_info(zk_version, commit):
     def first(path, key):
         try:
             for line in open(path):
@@ -830,12 +848,6 @@ def machine_info(zk_version):
                            stderr=subprocess.DEVNULL, text=True)
         return r.stdout.strip() or "?"
 
-    commit = cmd(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"])
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src",
-                            "include", "CMakeLists.txt"], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True).stdout.strip()
-    if dirty:
-        commit += " (the working tree had uncommitted changes under src/ or include/)"
     mem_kb = first("/proc/meminfo", "MemTotal").split()[0]
     return {
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
@@ -1217,10 +1229,9 @@ itself, deletes its node and closes its session; the next candidate, woken by th
 lists the children to confirm it is first and, in one multi, checks its node and bumps the
 election's term node before announcing `elected` with the term and fencing token: one write
 per failover that the references do not make, the price of the token.  Once elected, a reign
-leader syncs with the server at once and then every fifth of the session timeout, to prove
+leader syncs with the server every fifth of the session timeout, to prove
 that its own loop is alive (the design's guard against a wedged leader whose ZooKeeper thread
-still answers pings): so a reign successor sends three requests (getChildren, the claim, the
-first sync) where the references send one (getChildren); the idle table shows the later syncs.  Curator's LeaderLatch: ephemeral
+still answers pings): the idle table shows that traffic.  Curator's LeaderLatch: ephemeral
 sequential nodes, each candidate watches its predecessor; the shutdown hook calls
 `latch.close()` and `client.close()`.  kazoo's Election is its Lock recipe: ephemeral
 sequential nodes, a watch on the predecessor; SIGTERM ends the leader's function, the lock is
@@ -1350,6 +1361,7 @@ def main(argv):
         log("report in %s" % args.output)
         return 0
     t_start = time.monotonic()
+    commit = source_state(args.reign)
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="reign-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     log("scratch directory %s" % workdir)
@@ -1404,7 +1416,7 @@ def main(argv):
                  "graceful_session_timeout": args.graceful_session_timeout,
                  "idle_s": args.idle_s, "floor_rounds": args.floor_rounds,
                  "quiet_ms": args.quiet_ms},
-        "machine": machine_info(zk_version),
+        "machine": machine_info(zk_version, commit),
         "zk_conf": zk_conf,
         "missing": missing,
         "skipped": skipped,

@@ -140,8 +140,11 @@ static int map_error(maria_conn *m, unsigned e, const char *msg, const char *wha
             } else {
                 m->base.broken = true;
                 int64_t waited_ms = (reign__now_ns() - started) / REIGN__NS_PER_MS;
-                code = waited_ms >= (int64_t)m->read_timeout_s * 1000 ? REIGN_ETIMEDOUT
-                                                                      : REIGN_ECONNLOSS;
+                if (waited_ms >= (int64_t)m->read_timeout_s * 1000)
+                    return reign__sql_err(c, err, errlen, REIGN_ETIMEDOUT,
+                                          "%s: no answer within %u s; connection given up (%u)",
+                                          what, m->read_timeout_s, e);
+                code = REIGN_ECONNLOSS;
             }
         } else if (e >= 2000 && e < 3000 && !m->connected) {
             code = REIGN_ECONNECT; /* other client errors while connecting (TLS, protocol) */

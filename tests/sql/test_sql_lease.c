@@ -20,6 +20,7 @@
  * only a hang can reach.
  */
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -233,6 +234,86 @@ static void server_cmd(const backend *b, const char *cmd)
     say("%s %s", b->script, cmd);
     if (run_script(b, NULL, 0, args) != 0)
         fail(__FILE__, __LINE__, "%s %s failed", b->script, cmd);
+}
+
+/* The state letter of task `tid` of process `pid` ('T' when stopped), or 0 if it is gone. */
+static char task_state(const char *pid, const char *tid)
+{
+    char path[600], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/task/%s/stat", pid, tid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* after "pid (comm)" */
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Whether every thread of process `pid` is stopped; sets *ppid to its parent. */
+static bool process_stopped(const char *pid, long *ppid)
+{
+    char path[320], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return true;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    *ppid = p ? strtol(p + 4, NULL, 10) : -1;
+    snprintf(path, sizeof path, "/proc/%s/task", pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return true;
+    bool stopped = true;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char st = task_state(pid, e->d_name);
+        if (st && st != 'T' && st != 't' && st != 'Z' && st != 'X')
+            stopped = false;
+    }
+    closedir(d);
+    return stopped;
+}
+
+/*
+ * `pause-server` sends SIGSTOP and returns; the kernel stops the server's threads a moment
+ * later (the one thread woken for the signal stops the others), and a loaded machine can
+ * stretch that moment enough for a statement to be answered.  So wait until every thread of
+ * the server and of its children (PostgreSQL's backends) is stopped.
+ */
+static void wait_paused(const backend *b)
+{
+    char pidbuf[32];
+    read_file(b->dir, "pid", pidbuf, sizeof pidbuf);
+    long server = atol(pidbuf);
+    CHECK(server > 0);
+    int64_t until = now_ms() + WAIT_MS;
+    for (;;) {
+        bool all = true;
+        DIR *d = opendir("/proc");
+        CHECK(d);
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (e->d_name[0] < '1' || e->d_name[0] > '9')
+                continue;
+            long ppid = -1, pid = atol(e->d_name);
+            bool stopped = process_stopped(e->d_name, &ppid);
+            if ((pid == server || ppid == server) && !stopped)
+                all = false;
+        }
+        closedir(d);
+        if (all)
+            return;
+        CHECK(now_ms() < until);
+        struct timespec ts = {0, 2 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
 }
 
 /* A target for the backend, with the given table (and, for SQLite, file under the state dir). */
@@ -1127,9 +1208,14 @@ static int run_fault(reign__sql_kind kind)
     server_cmd(&b, "start");
     backend_load(&b);
 
+    /* Generous timeouts where a step must succeed (a loaded machine, a server just resumed or
+     * recovering), short ones where the test is that a stopped server makes a call give up. */
     reign__sql_target t = target(&b, "fault_lease", NULL);
-    t.statement_timeout_ms = 2000;
-    t.connect_timeout_ms = 2000;
+    t.statement_timeout_ms = 30000;
+    t.connect_timeout_ms = 30000;
+    reign__sql_target t_short = t;
+    t_short.statement_timeout_ms = 2000;
+    t_short.connect_timeout_ms = 2000;
 
     if (kind == REIGN__SQL_MARIADB) {
         /* MariaDB names a missing database only to a user whose rights would cover it. */
@@ -1160,17 +1246,23 @@ static int run_fault(reign__sql_kind kind)
     CHECK(l.exists && l.term == 1 && !strcmp(l.owner, "henry"));
     CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), 1);
 
+    reign__sql_close(c);
+
     /* Paused: a statement gives up within its timeout (a hang would reach the ctest timeout),
      * and so does a new connection. */
+    c = connect_ok(&t_short);
+    CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), 1);
     server_cmd(&b, "pause-server");
+    wait_paused(&b);
     int64_t start = now_ms();
     rc = reign__sql_lease_renew(c, &cl, 1, err, sizeof err);
     say("renew while paused: %s after %lld ms: %s", reign_err_name(rc),
         (long long)(now_ms() - start), err);
     CHECK(rc == REIGN_ETIMEDOUT || rc == REIGN_ECONNLOSS);
     CHECK(now_ms() - start < WAIT_MS);
+    CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), REIGN_ECONNLOSS);
     reign__sql_close(c);
-    expect_connect_error(&t, REIGN_ECONNECT, "connect to a paused server");
+    expect_connect_error(&t_short, REIGN_ECONNECT, "connect to a paused server");
     server_cmd(&b, "resume-server");
 
     c = connect_ok(&t);
@@ -1186,7 +1278,7 @@ static int run_fault(reign__sql_kind kind)
     say("renew after a kill: %s: %s", reign_err_name(rc), err);
     CHECK(rc == REIGN_ECONNLOSS || rc == REIGN_ECONNECT);
     reign__sql_close(c);
-    expect_connect_error(&t, REIGN_ECONNECT, "connect to a killed server");
+    expect_connect_error(&t_short, REIGN_ECONNECT, "connect to a killed server");
     server_cmd(&b, "start-server");
     c = connect_ok(&t);
     CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), 1);

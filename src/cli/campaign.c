@@ -119,16 +119,9 @@ int cli_campaign_main(cli *c, int argc, char **argv)
             goto out;
         }
     }
-    if (optind >= argc) {
-        r = cli_usage_error(c, "missing election NAME");
+    const char *name;
+    if ((r = cli_election_name(c, argv, argc, "", &name)))
         goto out;
-    }
-    if (optind + 1 < argc) {
-        char q[256];
-        r = cli_usage_error(c, "unexpected argument '%s'",
-                            cli_quote(argv[optind + 1], q, sizeof(q)));
-        goto out;
-    }
 
     if ((r = cli_client_new(c)))
         goto out;
@@ -138,7 +131,7 @@ int cli_campaign_main(cli *c, int argc, char **argv)
     eo.userdata = c;
     /* Join before connecting: a bad name, id or payload is reported at once,
      * whether or not the store answers. */
-    if ((r = cli_join(c, argv[optind], &eo)))
+    if ((r = cli_join(c, name, &eo)))
         goto out;
     if ((r = cli_connect(c)))
         goto out;

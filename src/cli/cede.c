@@ -214,14 +214,8 @@ int cli_cede_main(cli *c, int argc, char **argv)
             return cli_bad_option(c, o, argv);
         }
     }
-    if (optind >= argc)
-        return cli_usage_error(c, "missing election NAME");
-    if (optind + 1 < argc) {
-        char q[256];
-        return cli_usage_error(c, "unexpected argument '%s'",
-                               cli_quote(argv[optind + 1], q, sizeof(q)));
-    }
-    s.name = argv[optind];
+    if ((r = cli_election_name(c, argv, argc, "", &s.name)))
+        return r;
     c->cmd_data = &s;
     uv_timer_init(&c->loop, &s.timer);
     s.timer.data = c;

@@ -92,6 +92,14 @@ void cli_log(cli *c, reign_log_level level, const char *fmt, ...)
  */
 const char *cli_quote(const char *s, char *out, size_t outlen);
 
+/*
+ * After getopt: argv[optind] must be the election NAME and nothing may follow
+ * it before argv[end] (argc, or the index of "--").  Returns 0 and sets
+ * *name, or a usage error (CLI_EXIT_USAGE); `after` ends the "unexpected
+ * argument" message (e.g. " (the command goes after '--')"), or "".
+ */
+int cli_election_name(cli *c, char **argv, int end, const char *after, const char **name);
+
 /* Prints one line on stdout and flushes it at once. */
 void cli_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -657,3 +657,16 @@ int cli_json_print(cli *c, cJSON *v)
     cJSON_free(s);
     return 0;
 }
+
+int cli_election_name(cli *c, char **argv, int end, const char *after, const char **name)
+{
+    if (optind >= end)
+        return cli_usage_error(c, "missing election NAME");
+    if (optind + 1 < end) {
+        char q[256];
+        return cli_usage_error(c, "unexpected argument '%s'%s",
+                               cli_quote(argv[optind + 1], q, sizeof(q)), after);
+    }
+    *name = argv[optind];
+    return 0;
+}

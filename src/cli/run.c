@@ -472,21 +472,12 @@ int cli_run_main(cli *c, int argc, char **argv)
             goto out;
         }
     }
-    if (optind >= dashes) {
-        rc = cli_usage_error(c, "missing election NAME");
+    if ((rc = cli_election_name(c, argv, dashes, " (the command goes after '--')", &r->name)))
         goto out;
-    }
-    if (optind + 1 < dashes) {
-        char q[256];
-        rc = cli_usage_error(c, "unexpected argument '%s' (the command goes after '--')",
-                             cli_quote(argv[optind + 1], q, sizeof(q)));
-        goto out;
-    }
     if (dashes >= argc || dashes + 1 >= argc) {
         rc = cli_usage_error(c, "missing '-- CMD': the command to run");
         goto out;
     }
-    r->name = argv[optind];
     r->cmd = argv + dashes + 1;
     /* Say now, not when elected, that CMD cannot be run. */
     if ((rc = check_command(c, r->cmd[0])))

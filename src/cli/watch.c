@@ -129,13 +129,9 @@ int cli_watch_main(cli *c, int argc, char **argv)
             return cli_bad_option(c, o, argv);
         }
     }
-    if (optind >= argc)
-        return cli_usage_error(c, "missing election NAME");
-    if (optind + 1 < argc) {
-        char q[256];
-        return cli_usage_error(c, "unexpected argument '%s'",
-                               cli_quote(argv[optind + 1], q, sizeof(q)));
-    }
+    const char *name;
+    if ((r = cli_election_name(c, argv, argc, "", &name)))
+        return r;
 
     c->cmd_data = &w;
     if ((r = cli_client_new(c)))
@@ -145,7 +141,7 @@ int cli_watch_main(cli *c, int argc, char **argv)
     eo.observer = 1;
     eo.cb = on_event;
     eo.userdata = c;
-    if ((r = cli_join(c, argv[optind], &eo)))
+    if ((r = cli_join(c, name, &eo)))
         return r;
     if ((r = cli_connect(c)))
         return r;

@@ -30,6 +30,8 @@ set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 PROG=mariadb.sh
+# shellcheck source-path=SCRIPTDIR source=lib/server-common.sh
+. "$(dirname "$SELF")/lib/server-common.sh"
 START_TIMEOUT=${REIGN_SQL_START_TIMEOUT:-60}
 PATH=$PATH:/usr/sbin:/sbin
 
@@ -50,11 +52,6 @@ usage: $PROG start STATE_DIR          initialise a data directory, start, create
        $PROG status STATE_DIR         one line: port pid running|paused|stopped
        $PROG stop-all-under DIR       stop every server of every state dir under DIR
 EOF
-}
-
-die() {
-    echo "$PROG: $*" >&2
-    exit 1
 }
 
 # ---- small helpers (the same as zk.sh's and pg.sh's: each script stands alone) --------------
@@ -84,10 +81,6 @@ sys.exit("no free port")
 EOF
 }
 
-abs_path() {
-    realpath -m -- "$1"
-}
-
 # new_password: 24 characters of [A-Za-z0-9_-], safe in SQL strings, URIs and option files.
 new_password() {
     head -c 18 /dev/urandom | base64 | tr '+/' '-_'
@@ -109,16 +102,6 @@ proc_start_time() {
     stat=${stat##*) }
     read -r -a fields <<<"$stat"
     echo "${fields[19]}"
-}
-
-alive() {
-    local st
-    st=$(proc_state "$1")
-    [[ -n $st && $st != Z && $st != X ]]
-}
-
-cmdline_args() {
-    tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null
 }
 
 # server_pids_under PREFIX: pids of every mariadbd whose --datadir lies under PREFIX (a directory
@@ -419,14 +402,6 @@ stop_state() {
     sock=$(cat "$state/socket" 2>/dev/null || true)
     if [[ $sock == /tmp/reign-mariadb.*/mysqld.sock ]]; then rm -rf -- "$(dirname -- "$sock")"; fi
     rm -rf -- "$state/data" "$state/tmp"
-}
-
-cmd_stop() {
-    [[ $# -eq 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    stop_state "$(abs_path "$1")"
 }
 
 cmd_stop_all_under() {

@@ -46,6 +46,8 @@ set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 PROG=pg.sh
+# shellcheck source-path=SCRIPTDIR source=lib/server-common.sh
+. "$(dirname "$SELF")/lib/server-common.sh"
 START_TIMEOUT=${REIGN_SQL_START_TIMEOUT:-60}
 PATH=$PATH:/usr/sbin:/sbin
 
@@ -66,11 +68,6 @@ usage: $PROG start STATE_DIR          initdb, start, create roles and database (
        $PROG status STATE_DIR         one line: port pid running|paused|stopped
        $PROG stop-all-under DIR       stop every server of every state dir under DIR
 EOF
-}
-
-die() {
-    echo "$PROG: $*" >&2
-    exit 1
 }
 
 # bindir: where initdb, postgres and pg_isready are (the newest Debian major by default).
@@ -114,10 +111,6 @@ sys.exit("no free port")
 EOF
 }
 
-abs_path() {
-    realpath -m -- "$1"
-}
-
 # new_password: 24 characters of [A-Za-z0-9_-], safe in SQL strings, URIs and .pgpass files.
 new_password() {
     head -c 18 /dev/urandom | base64 | tr '+/' '-_'
@@ -140,16 +133,6 @@ proc_state() {
 # for good, even if the pid is reused later.
 proc_start_time() {
     proc_stat_field "$1" 22
-}
-
-alive() {
-    local st
-    st=$(proc_state "$1")
-    [[ -n $st && $st != Z && $st != X ]]
-}
-
-cmdline_args() {
-    tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null
 }
 
 # children_of PID: the live processes whose parent is PID (a postmaster's backends, checkpointer,
@@ -535,14 +518,6 @@ remove_shm() {
     [[ $id =~ ^[0-9]+$ ]] || return 0
     nattch=$(ipcs -m -i "$id" 2>/dev/null | sed -n 's/.*nattch=\([0-9]*\).*/\1/p' || true)
     if [[ $nattch == 0 ]]; then ipcrm -m "$id" 2>/dev/null || true; fi
-}
-
-cmd_stop() {
-    [[ $# -eq 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    stop_state "$(abs_path "$1")"
 }
 
 cmd_stop_all_under() {

@@ -24,6 +24,8 @@ set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 PROG=zk.sh
+# shellcheck source-path=SCRIPTDIR source=lib/server-common.sh
+. "$(dirname "$SELF")/lib/server-common.sh"
 JAVA=${JAVA:-java}
 START_TIMEOUT=${REIGN_ZK_START_TIMEOUT:-60}
 
@@ -56,11 +58,6 @@ usage: $PROG start STATE_DIR [N]          start N servers (1: standalone, defaul
        $PROG leader STATE_DIR             print the index of the leader
        $PROG status STATE_DIR             one line per server: index port pid state mode
 EOF
-}
-
-die() {
-    echo "$PROG: $*" >&2
-    exit 1
 }
 
 # ---- small helpers ------------------------------------------------------------------------
@@ -120,11 +117,6 @@ print("\n".join(map(str, ports)))
 EOF
 }
 
-# abs_path PATH: absolute, normalised, need not exist (servers are found by their cfg path).
-abs_path() {
-    realpath -m -- "$1"
-}
-
 # proc_state PID: the one-letter state (R, S, T, Z, ...) or nothing if there is no such process.
 proc_state() {
     local stat
@@ -143,20 +135,9 @@ proc_start_time() {
     echo "${fields[19]}"
 }
 
-alive() {
-    local st
-    st=$(proc_state "$1")
-    [[ -n $st && $st != Z && $st != X ]]
-}
-
 # is_server_of PID CFG: is PID a java process started with this exact zoo.cfg?
 is_server_of() {
     grep -qzxF -- "$2" "/proc/$1/cmdline" 2>/dev/null
-}
-
-# cmdline_args PID: the process's arguments, one per line.
-cmdline_args() {
-    tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null
 }
 
 # server_pids_under PREFIX: pids of every server whose zoo.cfg lies under PREFIX (a directory
@@ -450,14 +431,6 @@ stop_state() {
     rm -f -- "$state/watchdog.pid" "$state/zk.state" "$state/connect"
     stop_servers_of "$state"
     rm -rf -- "$state"/s*/data
-}
-
-cmd_stop() {
-    [[ $# -eq 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    stop_state "$(abs_path "$1")"
 }
 
 cmd_stop_all_under() {

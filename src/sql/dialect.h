@@ -22,6 +22,11 @@
  *    is expired from that statement on;
  *  - take also sets duration to the claimant's: the lease then runs by the
  *    new holder's length, the one its own deadline is computed from;
+ *  - depose writes no time: gmt_modified and duration stay as they were, so
+ *    the lease runs out exactly when it would have and a follower's takeover
+ *    comes neither sooner nor later (MariaDB assigns gmt_modified to itself,
+ *    so that a foreign table's ON UPDATE CURRENT_TIMESTAMP cannot refresh
+ *    it); like renew, it tests that the lease is live at its one instant;
  *  - read reports db_now_ms rounded down, so that expired agrees with
  *    db_now_ms >= modified_ms + duration_ms exactly.
  *
@@ -83,6 +88,8 @@ struct reign__sql_dialect {
                  size_t errlen);
     int (*release)(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
                    size_t errlen);
+    int (*depose)(reign__sqlconn *c, const char *dc, const char *name, uint64_t term, char *err,
+                  size_t errlen);
     int (*listen)(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen);
     int (*listen_fd)(const reign__sqlconn *c);
     int (*drain_notify)(reign__sqlconn *c);

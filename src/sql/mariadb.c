@@ -52,7 +52,7 @@
 #define EXPIRED  "TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) >= duration * 1000"
 #define LIVE     "TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) < duration * 1000"
 
-enum { ST_READ, ST_INSERT, ST_TAKE, ST_RENEW, ST_RELEASE, ST_COUNT };
+enum { ST_READ, ST_INSERT, ST_TAKE, ST_RENEW, ST_RELEASE, ST_DEPOSE, ST_COUNT };
 
 /* Parameters in order of their '?': see the bind_* call of each statement below. */
 static const char *const statement_sql[ST_COUNT] = {
@@ -79,6 +79,11 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_RELEASE] = "UPDATE `{T}` SET gmt_modified = " NOW_DOWN " - INTERVAL duration * 1000 "
                    "MICROSECOND WHERE data_center = ? AND lock_name = ? AND owner = ? AND "
                    "owner_guid = ? AND term = ?",
+    /* Only the guid.  gmt_modified is assigned its own value because a foreign table may
+     * declare it ON UPDATE CURRENT_TIMESTAMP, which would renew the lease: an explicit
+     * assignment keeps it.  With CLIENT_FOUND_ROWS a row already deposed still counts 1. */
+    [ST_DEPOSE] = "UPDATE `{T}` SET owner_guid = ?, gmt_modified = gmt_modified WHERE "
+                  "data_center = ? AND lock_name = ? AND term = ? AND " LIVE,
 };
 
 typedef struct maria_conn {
@@ -711,6 +716,21 @@ static int my_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t 
     return owner_write(c, ST_RELEASE, cl, term, "release", err, errlen);
 }
 
+static int my_depose(reign__sqlconn *c, const char *dc, const char *name, uint64_t term, char *err,
+                     size_t errlen)
+{
+    MYSQL_BIND b[4];
+    unsigned long len[4];
+    int64_t t = (int64_t)term;
+    memset(b, 0, sizeof b);
+    bind_text(&b[0], REIGN__SQL_DEPOSED, &len[0]);
+    bind_text(&b[1], dc, &len[1]);
+    bind_text(&b[2], name, &len[2]);
+    bind_int(&b[3], &t, true);
+    int rc = exec_write((maria_conn *)c, ST_DEPOSE, b, "depose", err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
 /* ---- notification: none --------------------------------------------------------------------- */
 
 static int my_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
@@ -744,6 +764,7 @@ const reign__sql_dialect reign__sql_mariadb = {
     .take = my_take,
     .renew = my_renew,
     .release = my_release,
+    .depose = my_depose,
     .listen = my_listen,
     .listen_fd = my_listen_fd,
     .drain_notify = my_drain_notify,

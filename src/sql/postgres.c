@@ -653,6 +653,21 @@ static int pg_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t 
                        cl, term, err, errlen);
 }
 
+static int pg_depose(reign__sqlconn *c, const char *dc, const char *name, uint64_t term, char *err,
+                     size_t errlen)
+{
+    /* The claim's parameters, of which the statement uses $1, $2, $4 (the guid it writes) and
+     * $7.  Only the guid changes: gmt_modified stays, so the lease runs out when it would
+     * have. */
+    const reign__lease_claim cl = {
+        .dc = dc, .name = name, .owner = "", .owner_guid = REIGN__SQL_DEPOSED};
+    return claim_write((pg_conn *)c, "depose",
+                       "UPDATE \"{T}\" SET owner_guid = $4 FROM " NOW_FROM
+                       " WHERE data_center = $1 AND lock_name = $2 AND term = $7 AND n.now < "
+                       "gmt_modified + " INTERVAL,
+                       &cl, term, err, errlen);
+}
+
 /* ---- notification --------------------------------------------------------------------------- */
 
 static int pg_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
@@ -733,6 +748,7 @@ const reign__sql_dialect reign__sql_postgres = {
     .take = pg_take,
     .renew = pg_renew,
     .release = pg_release,
+    .depose = pg_depose,
     .listen = pg_listen,
     .listen_fd = pg_listen_fd,
     .drain_notify = pg_drain_notify,

@@ -312,6 +312,29 @@ static int check_claim(const reign__sqlconn *c, const reign__lease_claim *cl, ch
     return 0;
 }
 
+/* A claim of a candidate (insert, take, renew): never with the mark of a deposed lease, which
+ * would make its lease look deposed - and releasable by any process with its id. */
+static int check_candidate(const reign__sqlconn *c, const reign__lease_claim *cl, char *err,
+                           size_t errlen)
+{
+    int rc = check_claim(c, cl, err, errlen);
+    if (!rc && !strcmp(cl->owner_guid, REIGN__SQL_DEPOSED))
+        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL,
+                            "owner guid \"%s\" marks a deposed lease; a candidate cannot use it",
+                            REIGN__SQL_DEPOSED);
+    return rc;
+}
+
+/* Terms live in signed 64-bit columns in PostgreSQL and SQLite. */
+static int check_term(const reign__sqlconn *c, uint64_t term, uint64_t max, char *err,
+                      size_t errlen)
+{
+    if (term > max)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "term %llu out of range",
+                              (unsigned long long)term);
+    return 0;
+}
+
 /* A call on a connection that an earlier failure left unusable. */
 static int check_conn(reign__sqlconn *c, char *err, size_t errlen)
 {
@@ -474,7 +497,7 @@ int reign__sql_lease_insert(reign__sqlconn *c, const reign__lease_claim *cl, cha
 {
     int rc = check_conn(c, err, errlen);
     if (!rc)
-        rc = check_claim(c, cl, err, errlen);
+        rc = check_candidate(c, cl, err, errlen);
     if (rc)
         return rc;
     c->statements++;
@@ -486,11 +509,10 @@ int reign__sql_lease_take(reign__sqlconn *c, const reign__lease_claim *cl, uint6
 {
     int rc = check_conn(c, err, errlen);
     if (!rc)
-        rc = check_claim(c, cl, err, errlen);
-    /* Terms live in signed 64-bit columns in PostgreSQL and SQLite. */
-    if (!rc && expected_term >= (uint64_t)INT64_MAX)
-        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL, "term %llu out of range",
-                            (unsigned long long)expected_term);
+        rc = check_candidate(c, cl, err, errlen);
+    /* Room for the term + 1 the take writes. */
+    if (!rc)
+        rc = check_term(c, expected_term, (uint64_t)INT64_MAX - 1, err, errlen);
     if (rc)
         return rc;
     c->statements++;
@@ -506,10 +528,9 @@ int reign__sql_lease_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint
 {
     int rc = check_conn(c, err, errlen);
     if (!rc)
-        rc = check_claim(c, cl, err, errlen);
-    if (!rc && term > (uint64_t)INT64_MAX)
-        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL, "term %llu out of range",
-                            (unsigned long long)term);
+        rc = check_candidate(c, cl, err, errlen);
+    if (!rc)
+        rc = check_term(c, term, (uint64_t)INT64_MAX, err, errlen);
     if (rc)
         return rc;
     c->statements++;
@@ -519,16 +540,30 @@ int reign__sql_lease_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint
 int reign__sql_lease_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term,
                              char *err, size_t errlen)
 {
+    /* check_claim, not check_candidate: a deposed holder releases with REIGN__SQL_DEPOSED. */
     int rc = check_conn(c, err, errlen);
     if (!rc)
         rc = check_claim(c, cl, err, errlen);
-    if (!rc && term > (uint64_t)INT64_MAX)
-        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL, "term %llu out of range",
-                            (unsigned long long)term);
+    if (!rc)
+        rc = check_term(c, term, (uint64_t)INT64_MAX, err, errlen);
     if (rc)
         return rc;
     c->statements++;
     return c->d->release(c, cl, term, err, errlen);
+}
+
+int reign__sql_lease_depose(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
+                            char *err, size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    if (!rc)
+        rc = check_key(c, dc, name, err, errlen);
+    if (!rc)
+        rc = check_term(c, term, (uint64_t)INT64_MAX, err, errlen);
+    if (rc)
+        return rc;
+    c->statements++;
+    return c->d->depose(c, dc, name, term, err, errlen);
 }
 
 /* ---- notifications -------------------------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /*
  * sql.h - the SQL lease backend's bottom layer: one blocking connection to
- * SQLite, MariaDB or PostgreSQL, the lease table, and the five statements of
+ * SQLite, MariaDB or PostgreSQL, the lease table, and the statements of
  * the lease protocol (SOFARegistry's distribute_lock, seed 004), each in the
  * dialect of its store.
  *
@@ -131,6 +131,11 @@ typedef struct reign__lease_claim {
  * renew:   gmt_modified := db now, term_duration := term_duration + 1, if
  *          owner, guid and term match and the lease has not expired.
  * release: makes the lease expired at once, if owner, guid and term match.
+ *          A deposed holder releases with owner_guid = REIGN__SQL_DEPOSED
+ *          (see depose below).
+ *
+ * insert, take and renew refuse (REIGN_EINVAL) a claim whose owner_guid is
+ * REIGN__SQL_DEPOSED: a candidate must never look like a deposed lease.
  */
 int reign__sql_lease_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err,
                             size_t errlen);
@@ -140,6 +145,30 @@ int reign__sql_lease_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint
                            char *err, size_t errlen);
 int reign__sql_lease_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term,
                              char *err, size_t errlen);
+
+/* The owner_guid a deposed lease carries; never a candidate's (see above). */
+#define REIGN__SQL_DEPOSED "-deposed-"
+
+/*
+ * depose: marks the live (not expired) lease of (dc, name) at `term` as
+ * deposed: owner_guid := REIGN__SQL_DEPOSED, and nothing else changes -
+ * owner, term, term_duration, duration, payload and gmt_modified stay, so
+ * the lease runs out exactly when it would have.  Returns 1 if the row is
+ * live at that term and now deposed (also when it already was: deposing
+ * twice is harmless), 0 if there is no live lease at that term (no row,
+ * expired or released, the term moved on), or a negative code.
+ *
+ * Used by `reign cede`: the holder's next renew fails on the guid, so it
+ * demotes itself, then releases the row with claim.owner = its id and
+ * claim.owner_guid = REIGN__SQL_DEPOSED, and followers take over.  A
+ * follower can never take a deposed lease before it expires or is released
+ * (take still wants it expired).  The release must come from the deposed
+ * holder only after it has demoted itself: the row no longer names its
+ * guid, so the statement cannot tell it from another process with the same
+ * id.
+ */
+int reign__sql_lease_depose(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
+                            char *err, size_t errlen);
 
 /*
  * Change notification, where the store can give it (PostgreSQL

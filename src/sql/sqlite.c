@@ -50,6 +50,7 @@ enum {
     ST_TAKE,
     ST_RENEW,
     ST_RELEASE,
+    ST_DEPOSE,
     ST_COUNT
 };
 
@@ -84,6 +85,9 @@ static const char *const statement_sql[ST_COUNT] = {
         NOW_MS " - duration") " WHERE data_center = ?1 AND lock_name = ?2 AND owner = ?3 AND "
                               "owner_guid = ?4 "
                               "AND term = ?7",
+    /* Only the guid: gmt_modified stays, so the lease runs out when it would have. */
+    [ST_DEPOSE] = "UPDATE \"{T}\" SET owner_guid = ?4 WHERE data_center = ?1 AND lock_name = ?2 "
+                  "AND term = ?7 AND " NOW_MS " < " MS_OF("gmt_modified") " + duration",
 };
 
 typedef struct sqlite_conn {
@@ -564,39 +568,46 @@ static int sq_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     return 0;
 }
 
-static int sq_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err, size_t errlen)
+/* One lease statement within the statement timeout: 1 if it changed the row, 0 if not. */
+static int lease_write(reign__sqlconn *c, int which, const reign__lease_claim *cl, uint64_t term,
+                       const char *what, char *err, size_t errlen)
 {
     sqlite_conn *s = (sqlite_conn *)c;
     s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
-    int rc = write_tx(s, ST_INSERT, cl, 0, "insert", err, errlen);
+    int rc = write_tx(s, which, cl, term, what, err, errlen);
     return rc < 0 ? rc : rc > 0;
+}
+
+static int sq_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err, size_t errlen)
+{
+    return lease_write(c, ST_INSERT, cl, 0, "insert", err, errlen);
 }
 
 static int sq_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t expected_term,
                    char *err, size_t errlen)
 {
-    sqlite_conn *s = (sqlite_conn *)c;
-    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
-    int rc = write_tx(s, ST_TAKE, cl, expected_term, "take", err, errlen);
-    return rc < 0 ? rc : rc > 0;
+    return lease_write(c, ST_TAKE, cl, expected_term, "take", err, errlen);
 }
 
 static int sq_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
                     size_t errlen)
 {
-    sqlite_conn *s = (sqlite_conn *)c;
-    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
-    int rc = write_tx(s, ST_RENEW, cl, term, "renew", err, errlen);
-    return rc < 0 ? rc : rc > 0;
+    return lease_write(c, ST_RENEW, cl, term, "renew", err, errlen);
 }
 
 static int sq_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
                       size_t errlen)
 {
-    sqlite_conn *s = (sqlite_conn *)c;
-    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
-    int rc = write_tx(s, ST_RELEASE, cl, term, "release", err, errlen);
-    return rc < 0 ? rc : rc > 0;
+    return lease_write(c, ST_RELEASE, cl, term, "release", err, errlen);
+}
+
+static int sq_depose(reign__sqlconn *c, const char *dc, const char *name, uint64_t term, char *err,
+                     size_t errlen)
+{
+    /* The statement's parameters are numbered as a claim's: ?4 is the guid it writes. */
+    const reign__lease_claim cl = {
+        .dc = dc, .name = name, .owner = "", .owner_guid = REIGN__SQL_DEPOSED};
+    return lease_write(c, ST_DEPOSE, &cl, term, "depose", err, errlen);
 }
 
 /* ---- notification --------------------------------------------------------------------------- */
@@ -697,6 +708,7 @@ const reign__sql_dialect reign__sql_sqlite = {
     .take = sq_take,
     .renew = sq_renew,
     .release = sq_release,
+    .depose = sq_depose,
     .listen = sq_listen,
     .listen_fd = sq_listen_fd,
     .drain_notify = sq_drain_notify,

@@ -557,6 +557,133 @@ static void test_protocol(reign__sqlconn *c, const char *tag)
     say("lease protocol: ok (%llu statements)", (unsigned long long)reign__sql_statements(c));
 }
 
+/* Polls the lease until the database's clock is a few milliseconds past its gmt_modified, so
+ * that a statement which wrote the time (as depose must not) would show. */
+static void wait_clock_past(reign__sqlconn *c, const char *name)
+{
+    reign__lease l = {0};
+    int64_t until = now_ms() + WAIT_MS;
+    for (;;) {
+        read_ok(c, name, &l);
+        CHECK(l.exists);
+        if (l.db_now_ms >= l.modified_ms + 3)
+            break;
+        CHECK(now_ms() < until);
+        struct timespec ts = {0, 2 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    reign__lease_clear(&l);
+}
+
+/* depose: a live lease gets the mark and nothing else; its holder is fenced off but may release
+ * it with the mark; nobody can take it before that (or before it runs out). */
+static void test_depose(reign__sqlconn *c, const char *tag)
+{
+    char n1[96], n2[96], n3[96];
+    snprintf(n1, sizeof n1, "%s-depose-%d", tag, (int)getpid());
+    snprintf(n2, sizeof n2, "%s-depose-short-%d", tag, (int)getpid());
+    snprintf(n3, sizeof n3, "%s-depose-none-%d", tag, (int)getpid());
+    reign__lease before = {0}, l = {0};
+    uint64_t term = 0;
+
+    reign__lease_claim h = claim(n1, "henry", "guid-henry-1", LONG_MS);
+    h.payload = "henry's";
+    h.payload_len = 7;
+    reign__lease_claim f = claim(n1, "fiona", "guid-fiona-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &h, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_renew(c, &h, 1, err, sizeof err), 1);
+    wait_clock_past(c, n1);
+    read_ok(c, n1, &before);
+
+    /* At a wrong term, or in another data center: 0, nothing changed. */
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n1, 2, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n1, 0, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_depose(c, "dc2", n1, 1, err, sizeof err), 0);
+    read_ok(c, n1, &l);
+    CHECK(!strcmp(l.owner_guid, "guid-henry-1"));
+
+    /* The live lease at its term: 1; only the guid changed (gmt_modified too stays). */
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n1, 1, err, sizeof err), 1);
+    read_ok(c, n1, &l);
+    CHECK(l.exists && !l.expired);
+    CHECK(!strcmp(l.owner_guid, REIGN__SQL_DEPOSED));
+    CHECK(!strcmp(l.owner, "henry") && l.term == 1 && l.term_duration == before.term_duration);
+    CHECK(l.duration_ms == LONG_MS && l.modified_ms == before.modified_ms);
+    CHECK(l.created_ms == before.created_ms);
+    CHECK(l.payload_len == 7 && !memcmp(l.payload, "henry's", 7));
+    /* Deposing again is harmless, and says so. */
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n1, 1, err, sizeof err), 1);
+
+    /* The holder's next renew fails on the guid; a follower cannot take the live lease, nor
+     * insert a row of its own. */
+    CHECK_RC(reign__sql_lease_renew(c, &h, 1, err, sizeof err), 0);
+    term = 99;
+    CHECK_RC(reign__sql_lease_take(c, &f, 1, &term, err, sizeof err), 0);
+    CHECK(term == 99);
+    CHECK_RC(reign__sql_lease_insert(c, &f, err, sizeof err), 0);
+    read_ok(c, n1, &l);
+    CHECK(!l.expired && !strcmp(l.owner, "henry") && l.term == 1);
+    CHECK(l.term_duration == before.term_duration && l.modified_ms == before.modified_ms);
+
+    /* Nobody may pose as deposed to renew, take or insert: the mark is refused outright. */
+    reign__lease_claim marked = h;
+    marked.owner_guid = REIGN__SQL_DEPOSED;
+    CHECK_RC(reign__sql_lease_renew(c, &marked, 1, err, sizeof err), REIGN_EINVAL);
+    CHECK(strstr(err, "deposed"));
+    CHECK_RC(reign__sql_lease_take(c, &marked, 1, &term, err, sizeof err), REIGN_EINVAL);
+    CHECK_RC(reign__sql_lease_insert(c, &marked, err, sizeof err), REIGN_EINVAL);
+
+    /* release: not with the holder's old guid, not by another owner with the mark; by the
+     * holder's id with the mark, 1, and the lease is expired at once. */
+    CHECK_RC(reign__sql_lease_release(c, &h, 1, err, sizeof err), 0);
+    reign__lease_claim f_marked = f;
+    f_marked.owner_guid = REIGN__SQL_DEPOSED;
+    CHECK_RC(reign__sql_lease_release(c, &f_marked, 1, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_release(c, &marked, 2, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_release(c, &marked, 1, err, sizeof err), 1);
+    read_ok(c, n1, &l);
+    CHECK(l.expired && !strcmp(l.owner, "henry") && l.term == 1);
+    /* A released lease is no longer live: nothing to depose. */
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n1, 1, err, sizeof err), 0);
+
+    /* The follower takes over at once, with the next term. */
+    CHECK_RC(reign__sql_lease_take(c, &f, 1, &term, err, sizeof err), 1);
+    CHECK(term == 2);
+    read_ok(c, n1, &l);
+    CHECK(!strcmp(l.owner, "fiona") && !strcmp(l.owner_guid, "guid-fiona-1") && l.term == 2);
+    CHECK(!l.expired && l.term_duration == 0 && l.payload_len == 0);
+    CHECK_RC(reign__sql_lease_renew(c, &f, 2, err, sizeof err), 1);
+    /* The old term is gone: deposing it does nothing to the new holder. */
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n1, 1, err, sizeof err), 0);
+    read_ok(c, n1, &l);
+    CHECK(!strcmp(l.owner_guid, "guid-fiona-1"));
+
+    /* A lease that ran out by the database's clock: 0, and it keeps its guid. */
+    reign__lease_claim s = claim(n2, "henry", "guid-henry-2", SHORT_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &s, err, sizeof err), 1);
+    wait_expired(c, n2);
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n2, 1, err, sizeof err), 0);
+    read_ok(c, n2, &l);
+    CHECK(!strcmp(l.owner_guid, "guid-henry-2"));
+
+    /* No row: 0, and none made. */
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n3, 1, err, sizeof err), 0);
+    read_ok(c, n3, &l);
+    CHECK(!l.exists);
+
+    /* Bad arguments. */
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", "", 1, err, sizeof err), REIGN_EINVAL);
+    CHECK_RC(reign__sql_lease_depose(c, NULL, n1, 1, err, sizeof err), REIGN_EINVAL);
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", "bad\nname", 1, err, sizeof err), REIGN_EINVAL);
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n1, (uint64_t)INT64_MAX + 1, err, sizeof err),
+             REIGN_EINVAL);
+    CHECK_RC(reign__sql_lease_depose(NULL, "dc1", n1, 1, err, sizeof err), REIGN_EINVAL);
+
+    reign__lease_clear(&before);
+    reign__lease_clear(&l);
+    say("depose: ok");
+}
+
 /* ---- schema ------------------------------------------------------------------------------- */
 
 static void sqlite_exec(const char *path, const char *sql)
@@ -743,6 +870,42 @@ static void test_schema(const backend *b, char (*tables)[64], int *n_tables)
     CHECK_RC(reign__sql_lease_renew(c, &cl, 1, err, sizeof err), 1);
     reign__sql_close(c);
     say("schema checks: ok");
+}
+
+/* MariaDB: a foreign table whose gmt_modified is ON UPDATE CURRENT_TIMESTAMP (MariaDB would
+ * stamp every update that does not set it): depose must still leave the time alone, or it
+ * would renew the lease it deposes. */
+static void test_depose_on_update(const backend *b, char (*tables)[64], int *n_tables)
+{
+    char sql[1024];
+    char *tb = tables[(*n_tables)++];
+    snprintf(tb, 64, "t%d_onupdate", (int)getpid());
+    snprintf(sql, sizeof sql,
+             "CREATE TABLE %s (id bigint NOT NULL AUTO_INCREMENT PRIMARY KEY, data_center "
+             "varchar(128) NOT NULL, lock_name varchar(1024) NOT NULL, owner varchar(512) NOT "
+             "NULL, duration bigint NOT NULL, term bigint unsigned NOT NULL DEFAULT 0, "
+             "term_duration bigint unsigned NOT NULL DEFAULT 0, gmt_create timestamp(3) NOT NULL "
+             "DEFAULT CURRENT_TIMESTAMP(3), gmt_modified timestamp(3) NOT NULL DEFAULT "
+             "CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3), UNIQUE KEY uk (data_center, "
+             "lock_name(200)))",
+             tb);
+    create_table(b, NULL, sql);
+    reign__sql_target t = target(b, tb, NULL);
+    reign__sqlconn *c = connect_ok(&t);
+    CHECK_RC(reign__sql_ensure_schema(c, err, sizeof err), 0);
+    reign__lease_claim h = claim("onupdate", "henry", "guid-henry-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &h, err, sizeof err), 1);
+    wait_clock_past(c, "onupdate");
+    reign__lease before = {0}, l = {0};
+    read_ok(c, "onupdate", &before);
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", "onupdate", 1, err, sizeof err), 1);
+    read_ok(c, "onupdate", &l);
+    CHECK(!strcmp(l.owner_guid, REIGN__SQL_DEPOSED));
+    CHECK(l.modified_ms == before.modified_ms);
+    reign__lease_clear(&before);
+    reign__lease_clear(&l);
+    reign__sql_close(c);
+    say("depose on a table with ON UPDATE CURRENT_TIMESTAMP: ok");
 }
 
 /* Several processes create the same table at the same moment: every one succeeds. */
@@ -1045,9 +1208,12 @@ static int run_backend(reign__sql_kind kind)
     reign__sql_close(c2);
 
     test_protocol(c, b.name);
+    test_depose(c, b.name);
     reign__sql_close(c);
     test_notify(&b, main_table);
     test_schema(&b, tables, &n_tables);
+    if (kind == REIGN__SQL_MARIADB)
+        test_depose_on_update(&b, tables, &n_tables);
     char *race = tables[n_tables++];
     snprintf(race, 64, "t%d_race", (int)getpid());
     if (kind == REIGN__SQL_SQLITE) {

@@ -3,7 +3,8 @@
  *
  * libreign elects one leader among many processes, through a ZooKeeper
  * ensemble (and, later, SQL lease tables).  Start with <reign/client.h>
- * (connections and the execution model), then <reign/election.h>.
+ * (connections and the execution model), then <reign/election.h>,
+ * <reign/group.h> (membership) and <reign/value.h> (watched values).
  */
 #ifndef REIGN_REIGN_H
 #define REIGN_REIGN_H
@@ -11,5 +12,7 @@
 #include <reign/common.h>
 #include <reign/client.h>
 #include <reign/election.h>
+#include <reign/group.h>
+#include <reign/value.h>
 
 #endif

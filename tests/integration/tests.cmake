@@ -171,3 +171,17 @@ reign_zk_test(NAME it_observer COMMAND it_observer TIMEOUT 120)
 # Freeing a client with answers and watch events still queued (meant for the sanitizer builds).
 reign_it_program(it_close_pending)
 reign_zk_test(NAME it_close_pending COMMAND it_close_pending TIMEOUT 120)
+
+# Group membership and watched values (issue 4).  expire.c ends a client's session on the
+# server on purpose: it needs to see the ZooKeeper handles libreign opens.
+set(REIGN_EXPIRE_WRAP -Wl,--wrap=zookeeper_init2 -Wl,--wrap=zookeeper_close)
+reign_it_program(it_group INTERNAL LINK_OPTIONS ${REIGN_EXPIRE_WRAP})
+target_sources(it_group PRIVATE ${CMAKE_CURRENT_LIST_DIR}/expire.c)
+foreach(scenario burst expiry newest deleted)
+  reign_zk_test(NAME it_group_${scenario} COMMAND it_group ${scenario} TIMEOUT 180)
+endforeach()
+reign_it_program(it_value INTERNAL LINK_OPTIONS ${REIGN_EXPIRE_WRAP})
+target_sources(it_value PRIVATE ${CMAKE_CURRENT_LIST_DIR}/expire.c)
+foreach(scenario ops burst expiry)
+  reign_zk_test(NAME it_value_${scenario} COMMAND it_value ${scenario} TIMEOUT 180)
+endforeach()

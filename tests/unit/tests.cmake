@@ -6,6 +6,7 @@ set(REIGN_UNIT_TESTS
   test_record
   test_core
   test_election_unit
+  test_group_unit
 )
 
 foreach(name IN LISTS REIGN_UNIT_TESTS)

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""test_bad_input.py - bad SQL URIs, settings and credentials get clear errors and change nothing.
+
+Against a SQLite file and the shared MariaDB and PostgreSQL servers, each case runs `reign`
+with one thing wrong and expects exit status 1 (reign(1): a malformed URI, failed
+authentication, an unreachable store and errors of the store are failures, not usage
+errors), one message line "reign: ..." on stderr naming the problem, nothing on stdout, and
+never a password in any output:
+
+  * URIs: an unknown parameter, a non-numeric value, a relative or empty SQLite path, a
+    SQLite file in a missing directory, a bad table name, a bad suspend_policy, a server URI
+    without user or database;
+  * lease settings that break the safety rule, each refused with its reason: renew_ms too
+    close to lease_ms, statement_timeout_ms not below renew_ms, poll_ms above lease_ms,
+    lease_ms (also from --session-timeout) below 300;
+  * credentials: a wrong password (from REIGN_PASSWORD, a password file, or the URI itself -
+    shown redacted), no password at all, a user without rights;
+  * a missing database; a closed port and a port that accepts but never answers
+    (connect_timeout_ms=1000: reign gives up on its own, within a generous bound);
+  * a table of foreign layout (one lacking a seed column; on the servers also one whose
+    gmt_modified has no milliseconds), made by the administrator and pointed at with table=:
+    the error names the column, and the table is left exactly as it was.
+
+Nothing may be created by a refused command: no SQLite file, no table, no file in the working
+directory.  Positive checks keep the negative ones honest: the aliases mariadb:// and
+postgresql:// are understood, and a campaign with the password in its URI, logging at level
+debug, leads without printing the password.
+"""
+import os
+import signal
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sqle  # noqa: E402
+from sqle import check, log, wait_for  # noqa: E402
+
+FAIL = 1
+WRONG = "wrongpw-e2e-7Qx"
+
+
+class Cases:
+    def __init__(self, t, secrets):
+        self.t, self.secrets, self.names = t, secrets, []
+
+    def name(self):
+        n = self.t.unique("bad")
+        self.names.append(n)
+        return n
+
+    def expect(self, label, args, words, env=None, want_rc=FAIL):
+        start = time.monotonic()
+        rc, out, err = self.t.reign(args, env=env, timeout=30)
+        took = time.monotonic() - start
+        shown = err.strip().replace("\n", " | ")
+        check(rc == want_rc, f"{label}: exit {rc}, want {want_rc} ({shown})")
+        check(out == "", f"{label}: printed {out!r} on stdout")
+        last = err.strip().splitlines()[-1] if err.strip() else ""
+        check(last.startswith("reign: "), f"{label}: message {last!r}")
+        for w in words:
+            check(w.lower() in err.lower(), f"{label}: message {shown!r} lacks {w!r}")
+        for s in self.secrets:
+            check(s not in out + err, f"{label}: a password shows in the output: {shown!r}")
+        log(f"ok: {label} ({took:.1f} s): {last}")
+        return err
+
+
+def foreign_tables(store):
+    """Tables of foreign layout, made by the administrator: [(table, column named)]."""
+    made = []
+    missing = sqle.table_name("foreign_noterm")
+    q = store.quoted(missing)
+    if store.kind == "sqlite":
+        store.sql(f"CREATE TABLE {q} (id INTEGER PRIMARY KEY, data_center TEXT, lock_name TEXT, "
+                  "owner TEXT, duration INTEGER, term_duration INTEGER, gmt_create TEXT, "
+                  "gmt_modified TEXT)")
+    elif store.kind == "mariadb":
+        store.sql(f"CREATE TABLE {q} (id bigint AUTO_INCREMENT PRIMARY KEY, data_center "
+                  "varchar(128), lock_name varchar(1024), owner varchar(512), duration bigint, "
+                  "term_duration bigint, gmt_create timestamp(3) NULL, gmt_modified "
+                  "timestamp(3) NULL)")
+    else:
+        store.sql(f"CREATE TABLE {q} (id bigserial PRIMARY KEY, data_center varchar(128), "
+                  "lock_name varchar(1024), owner varchar(512), duration bigint, term_duration "
+                  "bigint, gmt_create timestamptz(3), gmt_modified timestamptz(3))")
+    store.sql(f"INSERT INTO {q} (data_center, lock_name, owner, duration, term_duration) "
+              "VALUES ('default', 'someone-elses', 'them', 1000, 7)")
+    made.append((missing, "term"))
+    if store.kind != "sqlite":
+        coarse = sqle.table_name("foreign_coarse")
+        q = store.quoted(coarse)
+        ts = "timestamp NULL" if store.kind == "mariadb" else "timestamptz(0)"
+        serial = "bigint AUTO_INCREMENT" if store.kind == "mariadb" else "bigserial"
+        store.sql(f"CREATE TABLE {q} (id {serial} PRIMARY KEY, data_center varchar(128), "
+                  "lock_name varchar(1024), owner varchar(512), duration bigint, term bigint, "
+                  f"term_duration bigint, gmt_create {ts}, gmt_modified {ts})")
+        store.sql(f"INSERT INTO {q} (data_center, lock_name, owner, duration, term, "
+                  "term_duration) VALUES ('default', 'someone-elses', 'them', 1000, 3, 7)")
+        made.append((coarse, "gmt_modified"))
+    for table, _ in made:
+        store.grant(table)
+    return made
+
+
+def sqlite_cases(t, c, cwd):
+    path = os.path.join(t.dir, "never.db")
+    base = "sqlite://" + path
+
+    def uri(q):
+        return f"{base}?{q}"
+
+    n = c.name
+    c.expect("sqlite: unknown parameter", ["--uri", uri("bogus=1"), "campaign", n()], ["'bogus'"])
+    c.expect("sqlite: non-numeric lease_ms", ["--uri", uri("lease_ms=abc"), "campaign", n()],
+             ["lease_ms", "'abc'"])
+    c.expect("sqlite: renew_ms too close to lease_ms",
+             ["--uri", uri("lease_ms=2000&renew_ms=1000"), "campaign", n()],
+             ["renew_ms", "lease_ms"])
+    c.expect("sqlite: statement_timeout_ms not below renew_ms",
+             ["--uri", uri("lease_ms=2000&renew_ms=400&statement_timeout_ms=400"), "campaign",
+              n()], ["statement_timeout_ms", "renew_ms"])
+    c.expect("sqlite: poll_ms above lease_ms",
+             ["--uri", uri("lease_ms=2000&renew_ms=400&poll_ms=3000"), "campaign", n()],
+             ["poll_ms", "lease_ms"])
+    c.expect("sqlite: lease_ms below 300", ["--uri", uri("lease_ms=200"), "campaign", n()],
+             ["lease_ms", "300"])
+    c.expect("sqlite: --session-timeout below 300",
+             ["--session-timeout", "200", "--uri", base, "campaign", n()], ["300"])
+    c.expect("sqlite: settings refused for status too",
+             ["--uri", uri("lease_ms=2000&renew_ms=1000"), "status", n()], ["renew_ms"])
+    c.expect("sqlite: bad table name", ["--uri", uri("table=bad-name"), "campaign", n()],
+             ["table"])
+    c.expect("sqlite: bad suspend_policy", ["--uri", uri("suspend_policy=never"), "campaign",
+                                            n()], ["'never'"])
+    c.expect("sqlite: relative path", ["--uri", "sqlite://never.db", "campaign", n()],
+             ["sqlite:///"])
+    c.expect("sqlite: relative path (no slashes)", ["--uri", "sqlite:never.db", "campaign",
+                                                    n()], [])
+    c.expect("sqlite: no path", ["--uri", "sqlite:///", "campaign", n()], ["path"])
+    c.expect("sqlite: a directory, not a file", ["--uri", f"sqlite://{t.dir}/", "campaign",
+                                                 n()], ["path"])
+    c.expect("sqlite: missing directory",
+             ["--uri", "sqlite:///nonexistent-e2e-dir/x.db", "campaign", n()],
+             ["/nonexistent-e2e-dir/x.db"])
+    check(not os.path.exists(path), f"{path} was created by a refused command")
+    check(not os.path.exists("/nonexistent-e2e-dir"), "a missing directory was created")
+    check(os.listdir(cwd) == [], f"files appeared in the working directory: {os.listdir(cwd)}")
+
+
+def server_cases(t, c, store, closed_port, silent_port):
+    kind = store.kind
+    scheme = "mysql" if kind == "mariadb" else "postgres"
+    host = f"127.0.0.1:{store.port}"
+    base = f"{scheme}://reign@{host}/reign"
+    n = c.name
+    no_pw = {"REIGN_PASSWORD": ""}
+    wrong_file = os.path.join(t.dir, f"{kind}-wrong-password")
+    with open(wrong_file, "w") as f:
+        f.write(WRONG + "\n")
+    os.chmod(wrong_file, 0o600)
+    prefix = sqle.table_name("never")  # tables no refused command may create
+
+    def uri(b=base, **params):
+        return store.uri(base=b, table=f"{prefix}_t", **params)
+
+    c.expect(f"{kind}: unknown parameter", ["--uri", uri(bogus=1), "campaign", n()], ["'bogus'"])
+    c.expect(f"{kind}: renew_ms too close to lease_ms",
+             ["--uri", uri(renew_ms=1000), "campaign", n()], ["renew_ms", "lease_ms"])
+    c.expect(f"{kind}: no user", ["--uri", uri(b=f"{scheme}://{host}/reign"), "campaign", n()],
+             ["user"])
+    c.expect(f"{kind}: no database", ["--uri", uri(b=f"{scheme}://reign@{host}/"), "campaign",
+                                      n()], ["database"])
+    c.expect(f"{kind}: no password anywhere", ["--uri", uri(password_file=False), "campaign", n()],
+             ["password"], env=no_pw)
+    c.expect(f"{kind}: wrong password (REIGN_PASSWORD)",
+             ["--uri", uri(password_file=False), "campaign", n()], ["authentication"],
+             env={"REIGN_PASSWORD": WRONG})
+    c.expect(f"{kind}: wrong password (password_file)",
+             ["--uri", uri(password_file=wrong_file), "campaign", n()], ["authentication"],
+             env=no_pw)
+    err = c.expect(f"{kind}: wrong password (in the URI)",
+                   ["--uri", uri(b=f"{scheme}://reign:{WRONG}@{host}/reign", password_file=False),
+                    "status", n()], ["authentication"], env=no_pw)
+    check("***" in err, f"{kind}: the URI in the message is not shown redacted: {err!r}")
+    c.expect(f"{kind}: wrong password (status)", ["--uri", uri(password_file=wrong_file),
+                                                  "status", n()], ["authentication"], env=no_pw)
+    c.expect(f"{kind}: user without rights",
+             ["--uri", uri(b=f"{scheme}://reign_nogrants@{host}/reign"), "campaign", n()], [])
+    c.expect(f"{kind}: missing database",
+             ["--uri", uri(b=f"{scheme}://reign@{host}/nosuchdb_e2e"), "campaign", n()],
+             ["nosuchdb_e2e"])
+    c.expect(f"{kind}: closed port",
+             ["--uri", uri(b=f"{scheme}://reign@127.0.0.1:{closed_port}/reign",
+                           connect_timeout_ms=1000), "campaign", n()], ["cannot connect"])
+    c.expect(f"{kind}: silent port",
+             ["--uri", uri(b=f"{scheme}://reign@127.0.0.1:{silent_port}/reign",
+                           connect_timeout_ms=1000), "campaign", n()], ["cannot connect"])
+    c.expect(f"{kind}: silent port (status)",
+             ["--uri", uri(b=f"{scheme}://reign@127.0.0.1:{silent_port}/reign",
+                           connect_timeout_ms=1000), "status", n()], ["cannot connect"])
+
+    # The aliases are understood: these reach the server and find no such election.
+    alias = "mariadb" if kind == "mariadb" else "postgresql"
+    c.expect(f"{kind}: {alias}:// alias", ["--uri", uri(b=f"{alias}://reign@{host}/reign"),
+                                           "status", n()], ["no such election"])
+    if kind == "mariadb":
+        rows = store.sql("SELECT table_name FROM information_schema.tables WHERE "
+                         f"table_schema = 'reign' AND table_name LIKE '{prefix}%'")
+    else:
+        rows = store.sql("SELECT table_name FROM information_schema.tables WHERE "
+                         f"table_name LIKE '{prefix}%'")
+    # The alias case may have made the (empty) table: it connected with good credentials.
+    check(len(rows) <= 1, f"{kind}: refused commands created tables: {rows}")
+
+
+def foreign_cases(t, c, store):
+    for table, column in foreign_tables(store):
+        before = store.table_layout(table)
+        u = store.uri(table=table)
+        for cmd in ("campaign", "status"):
+            c.expect(f"{store.kind}: foreign table ({column}) - {cmd}",
+                     ["--uri", u, cmd, c.name()], [column, table])
+        after = store.table_layout(table)
+        check(after == before, f"{store.kind}: table {table} changed:\n  {before}\n  {after}")
+        log(f"ok: {store.kind}: {table} left as it was: {before[0]}")
+
+
+def password_in_uri(t, store):
+    """A campaign with the password in its URI, logging everything, leads: the password shows
+    nowhere in its output, nor in status's."""
+    pw = store.password()
+    scheme = "mysql" if store.kind == "mariadb" else "postgres"
+    u = store.uri(base=f"{scheme}://reign:{pw}@127.0.0.1:{store.port}/reign",
+                  password_file=False)
+    name = t.unique("pw-in-uri")
+    p = t.campaign(f"{store.kind}-pw", name, u, env={"REIGN_PASSWORD": ""}, log_level="debug")
+    wait_for(lambda: p.elected() or not p.alive(), f"{store.kind}: a campaign to lead")
+    check(p.alive() and p.elected(), f"{store.kind}: not elected: {p.err()[-2000:]}")
+    rc, out, err = t.reign(["--log-level", "debug", "--uri", u, "status", name],
+                           env={"REIGN_PASSWORD": ""})
+    check(rc == 0, f"{store.kind}: status with the password in the URI: {err.strip()}")
+    p.send(signal.SIGTERM)
+    check(p.wait() == 0, f"{store.kind}: the campaign did not exit 0")
+    text = open(p.out_path).read() + p.err() + out + err
+    check(pw not in text, f"{store.kind}: the password shows in the output")
+    log(f"ok: {store.kind}: password in the URI, never printed")
+
+
+def body(t):
+    cwd = os.path.join(t.dir, "cwd")
+    os.makedirs(cwd)
+    os.chdir(cwd)
+    servers = [sqle.Store(t, "mariadb"), sqle.Store(t, "postgres")]
+    c = Cases(t, [WRONG] + [s.password() for s in servers])
+    # A port nobody listens on (bound, never listening) and one that accepts connections into
+    # its backlog but never answers.
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+
+    sqlite_cases(t, c, cwd)
+    foreign_cases(t, c, sqle.Store(t, "sqlite", file=os.path.join(t.dir, "foreign.db")))
+    for store in servers:
+        server_cases(t, c, store, closed.getsockname()[1], silent.getsockname()[1])
+        foreign_cases(t, c, store)
+        password_in_uri(t, store)
+    closed.close()
+    silent.close()
+    check(os.listdir(cwd) == [], f"files appeared in the working directory: {os.listdir(cwd)}")
+
+
+if __name__ == "__main__":
+    sqle.main("e2e_sql_bad_input", body)

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""test_default_store.py - with no --uri and no REIGN_URI, reign uses a SQLite file of the user's.
+
+With HOME and XDG_STATE_HOME pointing at directories of the test's own, and neither --uri
+nor REIGN_URI:
+
+  * `reign run NAME -- true` exits 0 and leaves $XDG_STATE_HOME/reign/reign.db, in a
+    directory of mode 0700, and nothing in HOME;
+  * a `reign campaign` leads and `reign status --json` (also with no store given) names it:
+    both found the same default file; after the campaign resigns there is no leader;
+  * without XDG_STATE_HOME, the file is $HOME/.local/state/reign/reign.db.
+
+Root's default is /var/lib/reign/reign.db, which a test must not touch: run as root, the
+test runs reign as user nobody (setpriv), whose default is the one under test.
+"""
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sqle  # noqa: E402
+from sqle import check, log, wait_for  # noqa: E402
+
+NOBODY = 65534
+
+
+def body(t):
+    as_root = os.geteuid() == 0
+    nobody = []
+    if as_root:
+        nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
+        log("running reign as user nobody (root's default store is /var/lib/reign)")
+
+    def argv(args, env):
+        """reign with args, with no REIGN_URI (and no XDG_STATE_HOME unless env has one)."""
+        unset = ["-u", "REIGN_URI"] + ([] if "XDG_STATE_HOME" in env else ["-u", "XDG_STATE_HOME"])
+        return ["env", *unset, *nobody, t.cli, *args]
+
+    def dirs(label):
+        home = os.path.join(t.dir, label, "home")
+        state = os.path.join(t.dir, label, "state")
+        for d in (os.path.join(t.dir, label), home, state):
+            os.makedirs(d, exist_ok=True)
+            if as_root:
+                os.chown(d, NOBODY, NOBODY)
+        return home, state
+
+    def run(args, env):
+        full = dict(os.environ, **env)
+        r = subprocess.run(argv(args, env), env=full, capture_output=True, timeout=60)
+        return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+    # 1. XDG_STATE_HOME given.
+    home, state = dirs("xdg")
+    env = {"HOME": home, "XDG_STATE_HOME": state}
+    name = t.unique("default")
+    rc, out, err = run(["run", name, "--", "true"], env)
+    check(rc == 0, f"reign run ... true with the default store exited {rc}: {err.strip()}")
+    db = os.path.join(state, "reign", "reign.db")
+    check(os.path.isfile(db), f"{db} was not created; {state} holds {os.listdir(state)}")
+    mode = stat.S_IMODE(os.stat(os.path.dirname(db)).st_mode)
+    check(mode == 0o700, f"{os.path.dirname(db)} has mode {mode:o}, want 700")
+    check(os.listdir(home) == [], f"files in HOME: {os.listdir(home)}")
+    log(f"ok: reign run with the default store made {db} (directory mode {mode:o})")
+
+    # 2. campaign and status find the same default file.
+    name2 = t.unique("default-campaign")
+    p = t.spawn("campaign", argv(["--log-level", "info", "campaign", name2, "--id", "dflt"], env),
+                env=env)
+    wait_for(lambda: p.elected() or not p.alive(), "the campaign on the default store to lead")
+    check(p.alive() and p.elected(), f"not elected: {p.err()[-2000:]}")
+    rc, out, err = run(["status", name2, "--json"], env)
+    check(rc == 0, f"status with the default store exited {rc}: {err.strip()}")
+    st = json.loads(out)
+    check(st["leader"] and st["leader"]["id"] == "dflt" and
+          st["leader"]["term"] == p.elected()[-1].term, f"status {st} vs {p.elected()}")
+    p.send(signal.SIGTERM)
+    check(p.wait() == 0, "the campaign did not exit 0")
+    rc, out, err = run(["status", name2, "--json"], env)
+    check(rc == 0 and json.loads(out)["leader"] is None,
+          f"status after the resignation: {rc} {out.strip()} {err.strip()}")
+    check(sorted(os.listdir(os.path.dirname(db)))[0] == "reign.db",
+          f"{os.path.dirname(db)}: {os.listdir(os.path.dirname(db))}")
+    log("ok: campaign and status share the default store")
+
+    # 3. No XDG_STATE_HOME: under HOME.
+    home, state = dirs("home")
+    rc, out, err = run(["run", t.unique("default-home"), "--", "true"], {"HOME": home})
+    check(rc == 0, f"reign run with HOME only exited {rc}: {err.strip()}")
+    db = os.path.join(home, ".local", "state", "reign", "reign.db")
+    check(os.path.isfile(db), f"{db} was not created")
+    log(f"ok: without XDG_STATE_HOME: {db}")
+
+
+if __name__ == "__main__":
+    sqle.main("e2e_sql_default_store", body)

@@ -1,0 +1,49 @@
+# End-to-end and fault tests of SQL lease elections: Python (standard library) scripts that
+# drive the built `reign` binary against SQLite files and real MariaDB and PostgreSQL servers.
+# tests/e2e_sql/sqle.py is what they share (on top of tests/e2e/e2elib.py).  Registered with
+# the helpers of tests/sql/tests.cmake, which must be included first: the shared servers
+# (reign_sqlite_test, reign_mariadb_test, reign_pg_test, reign_sql_test) or servers of the
+# test's own (reign_sql_fault_test).  Labels: sql (and fault) from the helpers, plus e2e and
+# e2e_sql:  ctest -L e2e_sql -j8
+
+set(REIGN_E2E_SQL_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+# reign_e2e_sql(<store: sqlite|mariadb|postgres|both|fault> <test name> <script> [ARGS args...]
+#               [TIMEOUT s])
+function(reign_e2e_sql store name script)
+  cmake_parse_arguments(E "" "TIMEOUT" "ARGS" ${ARGN})
+  if(NOT E_TIMEOUT)
+    set(E_TIMEOUT 180)
+  endif()
+  set(cmd COMMAND ${REIGN_SQL_PYTHON} ${REIGN_E2E_SQL_DIR}/${script} ${E_ARGS}
+    TIMEOUT ${E_TIMEOUT} LABELS e2e e2e_sql)
+  if(store STREQUAL "sqlite")
+    reign_sqlite_test(NAME ${name} ${cmd})
+  elseif(store STREQUAL "mariadb")
+    reign_mariadb_test(NAME ${name} ${cmd})
+  elseif(store STREQUAL "postgres")
+    reign_pg_test(NAME ${name} ${cmd})
+  elseif(store STREQUAL "both")
+    reign_sql_test(NAME ${name} ${cmd})
+  else()
+    reign_sql_fault_test(NAME ${name} ${cmd})
+  endif()
+endfunction()
+
+if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
+  foreach(store sqlite mariadb postgres)
+    reign_e2e_sql(${store} e2e_sql_one_leader_${store} test_one_leader.py ARGS ${store})
+    reign_e2e_sql(${store} e2e_sql_handoff_${store} test_handoff.py ARGS ${store})
+    reign_e2e_sql(${store} e2e_sql_kill_${store} test_kill_takeover.py ARGS ${store})
+    reign_e2e_sql(${store} e2e_sql_stop_fence_${store} test_stop_fence.py ARGS ${store})
+    reign_e2e_sql(${store} e2e_sql_cede_${store} test_cede.py ARGS ${store})
+    reign_e2e_sql(${store} e2e_sql_watch_${store} test_watch.py ARGS ${store})
+  endforeach()
+  reign_e2e_sql(sqlite e2e_sql_sqlite_crowd test_sqlite_crowd.py)
+  reign_e2e_sql(sqlite e2e_sql_default_store test_default_store.py)
+  reign_e2e_sql(both e2e_sql_bad_input test_bad_input.py)
+  reign_e2e_sql(fault e2e_sql_server_restart_mariadb test_server_restart.py ARGS mariadb
+    TIMEOUT 300)
+  reign_e2e_sql(fault e2e_sql_server_restart_postgres test_server_restart.py ARGS postgres
+    TIMEOUT 300)
+endif()

@@ -28,7 +28,9 @@ struct reign_client {
     char *uri_redacted;
     int wake_fd;
     reign__timers timers;
-    reign__zk *zk;
+    reign__zk *zk;    /* zk:// */
+    reign__sqlw *sql; /* sqlite://, mysql://, postgres:// */
+    reign__lease_settings lease;
     reign_conn_state state;
     reign_suspend_policy policy;
     int session_timeout_ms; /* requested */
@@ -46,6 +48,7 @@ struct reign_client {
     bool close_requested;
     bool free_requested;
     bool connect_timed_out;
+    int fatal_err; /* why the client closed by itself */
     char errmsg[512];
 };
 
@@ -73,6 +76,16 @@ const char *reign_conn_state_name(reign_conn_state s)
 reign__zk *reign__client_zk(reign_client *c)
 {
     return c->zk;
+}
+
+reign__sqlw *reign__client_sql(reign_client *c)
+{
+    return c->sql;
+}
+
+const reign__lease_settings *reign__client_lease(const reign_client *c)
+{
+    return &c->lease;
 }
 
 reign__timers *reign__client_timers(reign_client *c)
@@ -110,13 +123,13 @@ void reign__client_detach(reign_client *c, reign__recipe *r)
 
 static int64_t session_ns(const reign_client *c)
 {
-    int t = reign__zk_session_timeout_ms(c->zk);
+    int t = c->zk ? reign__zk_session_timeout_ms(c->zk) : 0;
     return (int64_t)(t > 0 ? t : c->session_timeout_ms) * REIGN__NS_PER_MS;
 }
 
 int64_t reign__client_valid_until(const reign_client *c)
 {
-    int64_t ack = reign__zk_last_ack_ns(c->zk);
+    int64_t ack = c->zk ? reign__zk_last_ack_ns(c->zk) : 0;
     if (!ack)
         return 0;
     /* The server cannot expire the session before ack + timeout; the last
@@ -136,7 +149,7 @@ static int64_t lost_at(const reign_client *c)
 static void arm_deadline(reign_client *c)
 {
     int64_t next = -1;
-    if (c->state == REIGN_CONN_SUSPENDED)
+    if (c->state == REIGN_CONN_SUSPENDED && c->zk) /* a SQL store has no session to lose */
         next = lost_at(c);
     if (c->validity_holders > 0) {
         int64_t until = reign__client_valid_until(c);
@@ -242,8 +255,9 @@ static void run_deadlines(reign_client *c, int64_t now)
 {
     /* Leaders first: a leader whose bound passed is demoted for that
      * (suspended or stalled) before anyone hears the session may be lost. */
-    bool suspended_past = c->state == REIGN_CONN_SUSPENDED && now >= lost_at(c);
-    if (c->validity_holders > 0 && now >= reign__client_valid_until(c))
+    bool suspended_past = c->state == REIGN_CONN_SUSPENDED && c->zk && now >= lost_at(c);
+    /* On SQL each lease election keeps its own bound: every one looks. */
+    if (c->sql || (c->validity_holders > 0 && now >= reign__client_valid_until(c)))
         for_each_recipe(c, call_deadline, &now);
     if (suspended_past)
         set_state(c, REIGN_CONN_LOST);
@@ -256,14 +270,24 @@ static void deadline_cb(reign__timer *t, void *arg)
     run_deadlines(c, reign__now_ns());
 }
 
+/* "no ZooKeeper server answered at URI within N ms", or the SQL store's last error. */
+static void no_answer(reign_client *c)
+{
+    if (c->zk)
+        snprintf(c->errmsg, sizeof(c->errmsg), "no ZooKeeper server answered at %s within %d ms",
+                 c->uri_redacted, c->connect_timeout_ms);
+    else if (!c->errmsg[0])
+        snprintf(c->errmsg, sizeof(c->errmsg), "%s did not answer within %d ms",
+                 reign__sqlw_store(c->sql), c->connect_timeout_ms);
+}
+
 static void connect_timeout_cb(reign__timer *t, void *arg)
 {
     reign_client *c = arg;
     if (c->state != REIGN_CONN_CONNECTING)
         return;
     c->connect_timed_out = true;
-    snprintf(c->errmsg, sizeof(c->errmsg), "no ZooKeeper server answered at %s within %d ms",
-             c->uri_redacted, c->connect_timeout_ms);
+    no_answer(c);
     reign__log(&c->log, REIGN_LOG_WARN, "%s; still trying", c->errmsg);
 }
 
@@ -292,6 +316,48 @@ static void on_zk_state(void *arg, reign__zk_state st)
         break;
     case REIGN__ZK_FATAL:
         snprintf(c->errmsg, sizeof(c->errmsg), "%s", reign__zk_errmsg(c->zk));
+        set_state(c, REIGN_CONN_CLOSED);
+        break;
+    }
+}
+
+static void call_changed(reign__recipe *r, void *arg)
+{
+    if (r->ops->changed)
+        r->ops->changed(r);
+}
+
+static void on_sql_change(void *arg)
+{
+    for_each_recipe(arg, call_changed, NULL);
+}
+
+static void on_sql_state(void *arg, reign__sqlw_state st, int err, const char *msg)
+{
+    reign_client *c = arg;
+    switch (st) {
+    case REIGN__SQLW_CONNECTED:
+    case REIGN__SQLW_RECONNECTED:
+        reign__timer_stop(&c->timers, &c->connect_timer);
+        c->connect_timed_out = false;
+        c->errmsg[0] = '\0';
+        set_state(c, st == REIGN__SQLW_CONNECTED ? REIGN_CONN_CONNECTED : REIGN_CONN_RECONNECTED);
+        break;
+    case REIGN__SQLW_SUSPENDED:
+        /* Logged once per outage; the message stays for wait_connected(). */
+        if (c->state != REIGN_CONN_SUSPENDED &&
+            !(c->state == REIGN_CONN_CONNECTING && c->errmsg[0]))
+            reign__log(&c->log, REIGN_LOG_WARN, "%s; retrying", msg);
+        snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);
+        if (c->state != REIGN_CONN_CONNECTING) {
+            c->suspended_at_ns = reign__now_ns();
+            set_state(c, REIGN_CONN_SUSPENDED);
+        }
+        break;
+    case REIGN__SQLW_FATAL:
+        c->fatal_err = err;
+        snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);
+        reign__log(&c->log, REIGN_LOG_ERROR, "%s", msg);
         set_state(c, REIGN_CONN_CLOSED);
         break;
     }
@@ -326,50 +392,10 @@ static int pick(int opt, long uri_value, int have_uri, int def)
     return have_uri ? (int)uri_value : def;
 }
 
-static const char *const known_params[] = {
-    "session_timeout_ms", "connect_timeout_ms", "op_timeout_ms", "retry_period_ms",
-    "retry_max",          "suspend_policy",     "password_file", NULL};
-
-static int configure(reign_client *c, const reign__uri *u, reign__zk_config *zc, char **password,
-                     char *err, size_t errlen)
+/* suspend_policy: the options, else the URI, else deadline. */
+static int parse_policy(reign_client *c, const reign__uri *u, char *err, size_t errlen)
 {
-    int r = reign__uri_check_params(u, known_params, err, errlen);
-    if (r < 0)
-        return r;
-    struct {
-        const char *key;
-        long min, max, value;
-        int have;
-    } p[] = {
-        {"session_timeout_ms", 100, 3600000, 0, 0},
-        {"connect_timeout_ms", 1, 3600000, 0, 0},
-        {"op_timeout_ms", 1, 3600000, 0, 0},
-        {"retry_period_ms", 0, 3600000, 0, 0},
-        {"retry_max", 0, 1000, 0, 0},
-    };
-    for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++) {
-        r = reign__uri_param_int(u, p[i].key, p[i].min, p[i].max, &p[i].value, err, errlen);
-        if (r < 0)
-            return r;
-        p[i].have = r;
-    }
-    const reign_client_options *o = &c->opts;
-    c->session_timeout_ms =
-        pick(o->session_timeout_ms, p[0].value, p[0].have, DEFAULT_SESSION_TIMEOUT_MS);
-    c->connect_timeout_ms =
-        pick(o->connect_timeout_ms, p[1].value, p[1].have, DEFAULT_CONNECT_TIMEOUT_MS);
-    zc->session_timeout_ms = c->session_timeout_ms;
-    zc->op_timeout_ms = pick(o->op_timeout_ms, p[2].value, p[2].have, DEFAULT_OP_TIMEOUT_MS);
-    zc->retry_period_ms = pick(o->retry_period_ms, p[3].value, p[3].have, DEFAULT_RETRY_PERIOD_MS);
-    zc->retry_max = o->retry_max ? (o->retry_max < 0 ? 0 : o->retry_max)
-                                 : (p[4].have ? (int)p[4].value : DEFAULT_RETRY_MAX);
-    if (o->session_timeout_ms < 0 || o->connect_timeout_ms < 0 || o->op_timeout_ms < 0 ||
-        o->retry_period_ms < 0) {
-        reign__errf(err, errlen, "negative timeout in the client options");
-        return REIGN_EINVAL;
-    }
-
-    c->policy = o->suspend_policy;
+    c->policy = c->opts.suspend_policy;
     const char *sp = reign__uri_param(u, "suspend_policy");
     if (!c->policy && sp) {
         if (strcmp(sp, "deadline") == 0) {
@@ -384,38 +410,230 @@ static int configure(reign_client *c, const reign__uri *u, reign__zk_config *zc,
     }
     if (!c->policy)
         c->policy = REIGN_SUSPEND_DEADLINE;
+    return 0;
+}
 
-    /* Credentials: URI, else environment, else file; never on their own
-     * only on a command line, and never logged. */
-    if (u->user) {
-        if (!*u->user) {
-            reign__errf(err, errlen, "empty user name in the URI");
+/*
+ * Credentials: URI, else environment, else file; never on their own only on
+ * a command line, and never logged.  *password stays NULL without a user.
+ */
+static int read_credentials(const reign__uri *u, char **password, char *err, size_t errlen)
+{
+    if (!u->user) {
+        if (reign__uri_param(u, "password_file")) {
+            reign__errf(err, errlen, "password_file given but no user in the URI ('%s://USER@...')",
+                        u->scheme);
             return REIGN_EAUTH;
         }
-        const char *pf = reign__uri_param(u, "password_file");
-        const char *env = getenv("REIGN_PASSWORD");
-        if (u->password) {
-            *password = reign__strdup(u->password);
-        } else if (env && *env) {
-            *password = reign__strdup(env);
-        } else if (pf) {
-            r = read_password_file(pf, password, err, errlen);
-            if (r < 0)
-                return r;
-        } else {
-            reign__errf(err, errlen,
-                        "no password for user '%s': set REIGN_PASSWORD or password_file=PATH",
-                        u->user);
-            return REIGN_EAUTH;
-        }
-        if (!*password)
-            return REIGN_ENOMEM;
-        zc->user = u->user;
-        zc->password = *password;
-    } else if (reign__uri_param(u, "password_file")) {
-        reign__errf(err, errlen, "password_file given but no user in the URI ('zk://USER@...')");
+        return 0;
+    }
+    if (!*u->user) {
+        reign__errf(err, errlen, "empty user name in the URI");
         return REIGN_EAUTH;
     }
+    const char *pf = reign__uri_param(u, "password_file");
+    const char *env = getenv("REIGN_PASSWORD");
+    if (u->password) {
+        *password = reign__strdup(u->password);
+    } else if (env && *env) {
+        *password = reign__strdup(env);
+    } else if (pf) {
+        int r = read_password_file(pf, password, err, errlen);
+        if (r < 0)
+            return r;
+    } else {
+        reign__errf(err, errlen,
+                    "no password for user '%s': set REIGN_PASSWORD or password_file=PATH", u->user);
+        return REIGN_EAUTH;
+    }
+    return *password ? 0 : REIGN_ENOMEM;
+}
+
+typedef struct int_param {
+    const char *key;
+    long min, max, value;
+    int have;
+} int_param;
+
+static int read_int_params(const reign__uri *u, int_param *p, size_t n, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        int r = reign__uri_param_int(u, p[i].key, p[i].min, p[i].max, &p[i].value, err, errlen);
+        if (r < 0)
+            return r;
+        p[i].have = r;
+    }
+    return 0;
+}
+
+static const char *const zk_params[] = {
+    "session_timeout_ms", "connect_timeout_ms", "op_timeout_ms", "retry_period_ms",
+    "retry_max",          "suspend_policy",     "password_file", NULL};
+
+static int configure_zk(reign_client *c, const reign__uri *u, reign__zk_config *zc, char **password,
+                        char *err, size_t errlen)
+{
+    int r = reign__uri_check_params(u, zk_params, err, errlen);
+    if (r < 0)
+        return r;
+    int_param p[] = {
+        {"session_timeout_ms", 100, 3600000, 0, 0},
+        {"connect_timeout_ms", 1, 3600000, 0, 0},
+        {"op_timeout_ms", 1, 3600000, 0, 0},
+        {"retry_period_ms", 0, 3600000, 0, 0},
+        {"retry_max", 0, 1000, 0, 0},
+    };
+    r = read_int_params(u, p, sizeof(p) / sizeof(p[0]), err, errlen);
+    if (r < 0)
+        return r;
+    const reign_client_options *o = &c->opts;
+    c->session_timeout_ms =
+        pick(o->session_timeout_ms, p[0].value, p[0].have, DEFAULT_SESSION_TIMEOUT_MS);
+    c->connect_timeout_ms =
+        pick(o->connect_timeout_ms, p[1].value, p[1].have, DEFAULT_CONNECT_TIMEOUT_MS);
+    zc->session_timeout_ms = c->session_timeout_ms;
+    zc->op_timeout_ms = pick(o->op_timeout_ms, p[2].value, p[2].have, DEFAULT_OP_TIMEOUT_MS);
+    zc->retry_period_ms = pick(o->retry_period_ms, p[3].value, p[3].have, DEFAULT_RETRY_PERIOD_MS);
+    zc->retry_max = o->retry_max ? (o->retry_max < 0 ? 0 : o->retry_max)
+                                 : (p[4].have ? (int)p[4].value : DEFAULT_RETRY_MAX);
+    if ((r = parse_policy(c, u, err, errlen)) < 0)
+        return r;
+    if ((r = read_credentials(u, password, err, errlen)) < 0)
+        return r;
+    zc->user = u->user;
+    zc->password = *password;
+    return 0;
+}
+
+static const char *const sql_params[] = {
+    "lease_ms",           "renew_ms",        "poll_ms", "statement_timeout_ms",
+    "connect_timeout_ms", "retry_period_ms", "table",   "data_center",
+    "suspend_policy",     "password_file",   NULL};
+
+/* The store and its address, from the scheme, hosts and path. */
+static int sql_target(const reign__uri *u, reign__sql_target *t, char *err, size_t errlen)
+{
+    const char *s = u->scheme;
+    if (!strcmp(s, "sqlite")) {
+        t->kind = REIGN__SQL_SQLITE;
+        if (u->n_hosts || u->user) {
+            reign__errf(err, errlen,
+                        "a sqlite:// URI names a local file and no host: write "
+                        "sqlite:///absolute/path/file.db");
+            return REIGN_EURI;
+        }
+        if (u->path[0] != '/' || u->path[1] == '\0' || u->path[strlen(u->path) - 1] == '/') {
+            reign__errf(err, errlen,
+                        "a sqlite:// URI needs an absolute file path, as in "
+                        "sqlite:///var/lib/reign/reign.db");
+            return REIGN_EURI;
+        }
+        t->path = u->path;
+        return 0;
+    }
+    t->kind = !strcmp(s, "postgres") || !strcmp(s, "postgresql") ? REIGN__SQL_POSTGRES
+                                                                 : REIGN__SQL_MARIADB;
+    if (u->n_hosts != 1) {
+        reign__errf(err, errlen, "a %s:// URI needs exactly one host[:port]", s);
+        return REIGN_EURI;
+    }
+    const char *db = u->path[0] == '/' ? u->path + 1 : u->path;
+    if (!*db || strchr(db, '/')) {
+        reign__errf(err, errlen, "a %s:// URI needs a database name as its path: %s://USER@HOST/DB",
+                    s, s);
+        return REIGN_EURI;
+    }
+    if (!u->user) {
+        reign__errf(err, errlen, "a %s:// URI needs a user: %s://USER@HOST/DB", s, s);
+        return REIGN_EAUTH;
+    }
+    t->host = u->hosts[0].host;
+    t->port = u->hosts[0].port;
+    t->database = db;
+    t->user = u->user;
+    return 0;
+}
+
+/*
+ * The lease timing, checked against the safety rule (client_internal.h):
+ * a leader must be able to renew three times before its bound, a statement
+ * must end before the next renewal is due, and a follower must look at least
+ * once per lease.
+ */
+static int lease_timing(reign_client *c, const int_param *p, char *err, size_t errlen)
+{
+    reign__lease_settings *ls = &c->lease;
+    const reign_client_options *o = &c->opts;
+    ls->lease_ms = pick(o->session_timeout_ms, p[0].value, p[0].have, DEFAULT_SESSION_TIMEOUT_MS);
+    ls->margin_ms = ls->lease_ms / 10 > 50 ? ls->lease_ms / 10 : 50;
+    ls->renew_ms = p[1].have ? (int)p[1].value : ls->lease_ms / 5;
+    ls->poll_ms = p[2].have ? (int)p[2].value : ls->renew_ms;
+    ls->statement_timeout_ms =
+        p[3].have ? (int)p[3].value : (ls->renew_ms / 2 < 5000 ? ls->renew_ms / 2 : 5000);
+    int room = ls->lease_ms - ls->margin_ms;
+    if (ls->lease_ms < 300) {
+        reign__errf(err, errlen, "lease_ms=%d is too short: at least 300", ls->lease_ms);
+        return REIGN_EINVAL;
+    }
+    if (ls->renew_ms * 3 > room) {
+        reign__errf(err, errlen,
+                    "renew_ms=%d is too long for lease_ms=%d: a leader must be able to renew "
+                    "three times within the lease less its safety margin (%d ms), so "
+                    "renew_ms <= %d",
+                    ls->renew_ms, ls->lease_ms, room, room / 3);
+        return REIGN_EINVAL;
+    }
+    if (ls->statement_timeout_ms >= ls->renew_ms) {
+        reign__errf(err, errlen,
+                    "statement_timeout_ms=%d must be shorter than renew_ms=%d: a slow statement "
+                    "would delay the next renewal",
+                    ls->statement_timeout_ms, ls->renew_ms);
+        return REIGN_EINVAL;
+    }
+    if (ls->poll_ms > ls->lease_ms) {
+        reign__errf(err, errlen,
+                    "poll_ms=%d is longer than lease_ms=%d: followers would miss expired leases",
+                    ls->poll_ms, ls->lease_ms);
+        return REIGN_EINVAL;
+    }
+    c->session_timeout_ms = ls->lease_ms;
+    return 0;
+}
+
+static int configure_sql(reign_client *c, const reign__uri *u, reign__sqlw_config *sc,
+                         char **password, char *err, size_t errlen)
+{
+    int r = reign__uri_check_params(u, sql_params, err, errlen);
+    if (r < 0)
+        return r;
+    int_param p[] = {
+        {"lease_ms", 1, 3600000, 0, 0},           {"renew_ms", 10, 3600000, 0, 0},
+        {"poll_ms", 10, 3600000, 0, 0},           {"statement_timeout_ms", 10, 3600000, 0, 0},
+        {"connect_timeout_ms", 1, 3600000, 0, 0}, {"retry_period_ms", 10, 3600000, 0, 0},
+    };
+    if ((r = read_int_params(u, p, sizeof(p) / sizeof(p[0]), err, errlen)) < 0)
+        return r;
+    if ((r = sql_target(u, &sc->target, err, errlen)) < 0)
+        return r;
+    if ((r = lease_timing(c, p, err, errlen)) < 0)
+        return r;
+    const reign_client_options *o = &c->opts;
+    c->connect_timeout_ms =
+        pick(o->connect_timeout_ms, p[4].value, p[4].have, DEFAULT_CONNECT_TIMEOUT_MS);
+    sc->retry_period_ms = pick(o->retry_period_ms, p[5].value, p[5].have, DEFAULT_RETRY_PERIOD_MS);
+    sc->target.connect_timeout_ms = c->connect_timeout_ms;
+    sc->target.statement_timeout_ms = c->lease.statement_timeout_ms;
+    sc->target.table = reign__uri_param(u, "table");
+    sc->dc = reign__uri_param(u, "data_center");
+    if (sc->dc && !*sc->dc) {
+        reign__errf(err, errlen, "data_center must not be empty");
+        return REIGN_EURI;
+    }
+    if ((r = parse_policy(c, u, err, errlen)) < 0)
+        return r;
+    if ((r = read_credentials(u, password, err, errlen)) < 0)
+        return r;
+    sc->target.password = *password;
     return 0;
 }
 
@@ -448,6 +666,47 @@ static char *zk_hosts(const reign__uri *u, char *err, size_t errlen)
     return b.data;
 }
 
+static bool is_sql_scheme(const char *s)
+{
+    return !strcmp(s, "sqlite") || !strcmp(s, "mysql") || !strcmp(s, "mariadb") ||
+           !strcmp(s, "postgres") || !strcmp(s, "postgresql");
+}
+
+static int start_zk(reign_client *c, const reign__uri *u, char **password, char **hosts, char *err,
+                    size_t errlen)
+{
+    reign__zk_config zc = {0};
+    int r = configure_zk(c, u, &zc, password, err, errlen);
+    if (r < 0)
+        return r;
+    *hosts = zk_hosts(u, err, errlen);
+    if (!*hosts)
+        return err[0] ? REIGN_EURI : REIGN_ENOMEM;
+    zc.hosts = *hosts;
+    zc.log = &c->log;
+    zc.timers = &c->timers;
+    zc.on_state = on_zk_state;
+    zc.state_arg = c;
+    zc.wake_fd = c->wake_fd;
+    return reign__zk_new(&c->zk, &zc, err, errlen);
+}
+
+static int start_sql(reign_client *c, const reign__uri *u, char **password, char *err,
+                     size_t errlen)
+{
+    reign__sqlw_config sc = {0};
+    int r = configure_sql(c, u, &sc, password, err, errlen);
+    if (r < 0)
+        return r;
+    sc.target.log = &c->log;
+    sc.log = &c->log;
+    sc.wake_fd = c->wake_fd;
+    sc.on_state = on_sql_state;
+    sc.on_change = on_sql_change;
+    sc.arg = c;
+    return reign__sqlw_new(&c->sql, &sc, err, errlen);
+}
+
 int reign_client_new(reign_client **ret, const char *uri, const reign_client_options *opts,
                      char *errbuf, size_t errlen)
 {
@@ -471,13 +730,20 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
     int r = reign__uri_parse(uri, &u, errbuf, errlen);
     if (r < 0)
         return r;
-    if (strcmp(u->scheme, "zk") != 0) {
-        bool later = !strcmp(u->scheme, "sqlite") || !strcmp(u->scheme, "mysql") ||
-                     !strcmp(u->scheme, "postgres") || !strcmp(u->scheme, "postgresql");
-        reign__errf(errbuf, errlen, "%s scheme '%s' (this build speaks zk://)",
-                    later ? "this build does not support the" : "unknown URI", u->scheme);
+    bool is_zk = !strcmp(u->scheme, "zk");
+    if (!is_zk && !is_sql_scheme(u->scheme)) {
+        reign__errf(errbuf, errlen,
+                    "unknown URI scheme '%s' (reign speaks zk://, sqlite://, mysql:// and "
+                    "postgres://)",
+                    u->scheme);
         reign__uri_free(u);
-        return later ? REIGN_ENOTSUP : REIGN_EURI;
+        return REIGN_EURI;
+    }
+    if (opts && (opts->session_timeout_ms < 0 || opts->connect_timeout_ms < 0 ||
+                 opts->op_timeout_ms < 0 || opts->retry_period_ms < 0)) {
+        reign__errf(errbuf, errlen, "negative timeout in the client options");
+        reign__uri_free(u);
+        return REIGN_EINVAL;
     }
 
     reign_client *c = reign__calloc(1, sizeof(*c));
@@ -500,7 +766,6 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
 
     char *password = NULL;
     char *hosts = NULL;
-    reign__zk_config zc = {0};
     size_t need = reign_uri_redact(uri, NULL, 0) + 1;
     c->uri_redacted = reign__malloc(need);
     if (!c->uri_redacted) {
@@ -508,33 +773,27 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
         goto fail;
     }
     reign_uri_redact(uri, c->uri_redacted, need);
-    r = configure(c, u, &zc, &password, errbuf, errlen);
-    if (r < 0)
-        goto fail;
-    hosts = zk_hosts(u, errbuf, errlen);
-    if (!hosts) {
-        r = errbuf[0] ? REIGN_EURI : REIGN_ENOMEM;
-        goto fail;
-    }
     c->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (c->wake_fd < 0) {
         r = -errno;
         reign__errf(errbuf, errlen, "eventfd: %s", strerror(errno));
         goto fail;
     }
-    zc.hosts = hosts;
-    zc.log = &c->log;
-    zc.timers = &c->timers;
-    zc.on_state = on_zk_state;
-    zc.state_arg = c;
-    zc.wake_fd = c->wake_fd;
-    r = reign__zk_new(&c->zk, &zc, errbuf, errlen);
+    r = is_zk ? start_zk(c, u, &password, &hosts, errbuf, errlen)
+              : start_sql(c, u, &password, errbuf, errlen);
     if (r < 0)
         goto fail;
     reign__timer_start(&c->timers, &c->connect_timer,
                        reign__now_ns() + (int64_t)c->connect_timeout_ms * REIGN__NS_PER_MS);
-    reign__log(&c->log, REIGN_LOG_INFO, "client: connecting to %s (session timeout %d ms)",
-               c->uri_redacted, c->session_timeout_ms);
+    if (c->zk)
+        reign__log(&c->log, REIGN_LOG_INFO, "client: connecting to %s (session timeout %d ms)",
+                   c->uri_redacted, c->session_timeout_ms);
+    else
+        reign__log(&c->log, REIGN_LOG_INFO,
+                   "client: connecting to %s (lease %d ms, renew every %d ms, poll every %d ms, "
+                   "worst-case takeover after a crash %lld ms)",
+                   c->uri_redacted, c->lease.lease_ms, c->lease.renew_ms, c->lease.poll_ms,
+                   (long long)reign_client_takeover_ms(c));
     if (password) {
         explicit_bzero(password, strlen(password));
         reign__free(password);
@@ -595,8 +854,14 @@ static void do_close(reign_client *c)
     c->state = REIGN_CONN_CLOSED;
     reign_conn_state st = REIGN_CONN_CLOSED;
     for_each_recipe(c, call_conn, &st);
-    reign__zk_close(c->zk);
-    reign__zk_dispatch(c->zk);
+    if (c->zk) {
+        reign__zk_close(c->zk);
+        reign__zk_dispatch(c->zk);
+    } else {
+        /* The releases the recipes just queued still go out. */
+        reign__sqlw_close(c->sql);
+        reign__sqlw_dispatch(c->sql);
+    }
     if (c->opts.on_state)
         c->opts.on_state(c, REIGN_CONN_CLOSED, c->opts.userdata);
 }
@@ -615,7 +880,10 @@ int reign_client_process(reign_client *c)
     /* Deadlines first: after a stall, a leader must demote before it acts
      * on anything that was queued meanwhile. */
     run_deadlines(c, now);
-    reign__zk_dispatch(c->zk);
+    if (c->zk)
+        reign__zk_dispatch(c->zk);
+    else
+        reign__sqlw_dispatch(c->sql);
     reign__timers_run(&c->timers, reign__now_ns());
     if (c->close_requested)
         do_close(c);
@@ -666,13 +934,14 @@ int reign_client_wait_connected(reign_client *c)
     for (;;) {
         if (c->state == REIGN_CONN_CONNECTED || c->state == REIGN_CONN_RECONNECTED)
             return 0;
-        if (c->state == REIGN_CONN_CLOSED)
+        if (c->state == REIGN_CONN_CLOSED) {
+            if (c->fatal_err)
+                return c->fatal_err;
             return strstr(c->errmsg, "credentials") ? REIGN_EAUTH : REIGN_ECLOSED;
+        }
         int64_t now = reign__now_ns();
         if (now >= deadline) {
-            snprintf(c->errmsg, sizeof(c->errmsg),
-                     "no ZooKeeper server answered at %s within %d ms", c->uri_redacted,
-                     c->connect_timeout_ms);
+            no_answer(c);
             return REIGN_ETIMEDOUT;
         }
         int r = poll_once(c, (deadline - now + REIGN__NS_PER_MS - 1) / REIGN__NS_PER_MS);
@@ -700,6 +969,7 @@ static void really_free(reign_client *c)
             r->ops->destroy(r);
     }
     reign__zk_free(c->zk);
+    reign__sqlw_free(c->sql);
     reign__timers_free(&c->timers);
     close(c->wake_fd);
     reign__free(c->uri_redacted);
@@ -725,17 +995,39 @@ reign_conn_state reign_client_state(const reign_client *c)
 
 int reign_client_session_timeout_ms(const reign_client *c)
 {
+    if (c->sql)
+        return c->lease.lease_ms;
     return reign__zk_session_timeout_ms(c->zk);
 }
 
 int64_t reign_client_session_id(const reign_client *c)
 {
-    return reign__zk_session_id(c->zk);
+    return c->zk ? reign__zk_session_id(c->zk) : 0;
 }
 
 const char *reign_client_errmsg(const reign_client *c)
 {
     return c->errmsg;
+}
+
+const char *reign_client_backend(const reign_client *c)
+{
+    if (c->zk)
+        return "zookeeper";
+    const char *store = reign__sqlw_store(c->sql);
+    return !strncmp(store, "sqlite", 6)    ? "sqlite"
+           : !strncmp(store, "mariadb", 7) ? "mariadb"
+                                           : "postgres";
+}
+
+int64_t reign_client_takeover_ms(const reign_client *c)
+{
+    if (c->zk) {
+        int t = reign__zk_session_timeout_ms(c->zk);
+        return t > 0 ? t : c->session_timeout_ms;
+    }
+    /* Followers read when the lease runs out (or at their poll), then take it: two statements. */
+    return (int64_t)c->lease.lease_ms + 2 * c->lease.statement_timeout_ms;
 }
 
 void *reign_client_userdata(const reign_client *c)

@@ -9,6 +9,7 @@
 #include <reign/client.h>
 
 #include "core.h"
+#include "sql/worker.h"
 #include "zk/zk.h"
 
 /* Where reign keeps its nodes (under the URI's chroot). */
@@ -24,6 +25,8 @@ typedef struct reign__recipe_ops {
     void (*deadline)(reign__recipe *r, int64_t now);
     /* The client is being freed: free without calling back. */
     void (*destroy)(reign__recipe *r);
+    /* The SQL store says something changed (a release, a renewal): look again. */
+    void (*changed)(reign__recipe *r);
 } reign__recipe_ops;
 
 struct reign__recipe {
@@ -32,7 +35,22 @@ struct reign__recipe {
     unsigned visit; /* the client's sweep mark */
 };
 
+/* The backend: exactly one of these is not NULL. */
 reign__zk *reign__client_zk(reign_client *c);
+reign__sqlw *reign__client_sql(reign_client *c);
+
+/*
+ * The timing of SQL lease elections (from the URI, checked by the client):
+ * a leader holds its lease until the send time of its last successful take
+ * or renew + lease_ms - margin_ms (docs/sql-leases.md explains why), renews
+ * every renew_ms; followers read every poll_ms, and at once when the store
+ * notifies a change.
+ */
+typedef struct reign__lease_settings {
+    int lease_ms, margin_ms, renew_ms, poll_ms, statement_timeout_ms;
+} reign__lease_settings;
+const reign__lease_settings *reign__client_lease(const reign_client *c);
+
 reign__timers *reign__client_timers(reign_client *c);
 const reign__logger *reign__client_log(const reign_client *c);
 void reign__client_attach(reign_client *c, reign__recipe *r);

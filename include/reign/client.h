@@ -44,8 +44,46 @@
  *   suspend_policy      "deadline" (default) or "immediate", see below
  *   password_file       a file whose first line is the password of `user`
  *
+ * SQL leases (seed 004's distribute_lock table; docs/sql-leases.md):
+ *
+ *   sqlite:///absolute/path/file.db[?param=value&...]
+ *   mysql://user[:password]@host[:port]/database[?...]      (or mariadb://)
+ *   postgres://user[:password]@host[:port]/database[?...]   (or postgresql://)
+ *
+ * Parameters:
+ *   lease_ms            lease length (default 10000; session_timeout_ms in
+ *                       the options sets it too)
+ *   renew_ms            a leader renews its lease this often (default
+ *                       lease/5)
+ *   poll_ms             followers read the lease this often (default
+ *                       renew_ms), and at once when the store notifies a
+ *                       change (PostgreSQL LISTEN/NOTIFY, a watch on the
+ *                       SQLite file; MariaDB followers poll)
+ *   statement_timeout_ms  (default renew/2, at most 5000)
+ *   connect_timeout_ms, retry_period_ms (between reconnections),
+ *   suspend_policy, password_file   as for ZooKeeper
+ *   table               the lease table (default distribute_lock), created
+ *                       or upgraded by the client
+ *   data_center         the rows' data_center column (default "default")
+ *
+ * A leader holds its lease until the send time of its last successful
+ * renewal + lease - margin (margin = lease/10, at least 50 ms), on its own
+ * monotonic clock, and is demoted then if no renewal succeeded meanwhile;
+ * expiry is judged by the database's clock alone, and no follower can take
+ * the lease before the database's clock passes renewal + lease.  Settings
+ * that would break that rule are refused by reign_client_new()
+ * (REIGN_EINVAL, the message says why): renew_ms * 3 must fit in
+ * lease - margin, statement_timeout_ms must be shorter than renew_ms,
+ * poll_ms no longer than the lease.  The connection state is SUSPENDED
+ * while the store cannot be reached and RECONNECTED when it is back; there
+ * is no session to lose, so never LOST.  A wrong password, a missing
+ * database or a table with a foreign layout close the client
+ * (reign_client_wait_connected() returns REIGN_EAUTH, REIGN_ENOENT,
+ * REIGN_EFOREIGN..., and reign_client_errmsg() says why).
+ *
  * Credentials: with a user in the URI, libreign authenticates with
- * ZooKeeper's digest scheme and every node it creates gets the ACL
+ * ZooKeeper's digest scheme (SQL stores: as that database user) and every
+ * node it creates gets the ACL
  * "digest user: all, world: read" - anyone can read an election, only holders
  * of the credentials can change it.  The password comes from the URI, else
  * the REIGN_PASSWORD environment variable, else password_file; a user with no
@@ -192,11 +230,24 @@ REIGN_EXPORT reign_client *reign_client_free(reign_client *client);
 /* The current connection state. */
 REIGN_EXPORT reign_conn_state reign_client_state(const reign_client *client);
 
-/* The session timeout the server granted, in ms (0 before the first connection). */
+/* The session timeout the server granted, in ms (0 before the first
+ * connection); on SQL, the lease length. */
 REIGN_EXPORT int reign_client_session_timeout_ms(const reign_client *client);
 
 /* The store's session id (ZooKeeper: the 64-bit session id), 0 if none. */
 REIGN_EXPORT int64_t reign_client_session_id(const reign_client *client);
+
+/* "zookeeper", "sqlite", "mariadb" or "postgres". */
+REIGN_EXPORT const char *reign_client_backend(const reign_client *client);
+
+/*
+ * The worst case, in ms, from a leader's crash until another candidate can
+ * be elected with this client's settings: the session timeout on
+ * ZooKeeper; on SQL the lease plus two statements (the followers' read when
+ * the lease runs out, and the take).  A leader that resigns is replaced at
+ * once.
+ */
+REIGN_EXPORT int64_t reign_client_takeover_ms(const reign_client *client);
 
 /* The detail of the client's last error, or "" if none.  Valid until the next call. */
 REIGN_EXPORT const char *reign_client_errmsg(const reign_client *client);

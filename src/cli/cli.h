@@ -43,6 +43,7 @@ typedef struct cli_data {
 struct cli {
     /* global options */
     const char *uri;
+    char default_uri[3 * 4096 + 32]; /* the embedded SQLite store, when no URI is given */
     int session_timeout_ms; /* 0: from the URI, else the library's default */
     reign_log_level log_level;
 

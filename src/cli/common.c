@@ -9,12 +9,15 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -290,6 +293,60 @@ static void on_client_state(reign_client *client, reign_conn_state state, void *
         c->on_state(c, state);
 }
 
+/*
+ * The embedded default store: a SQLite file in the user's state directory
+ * ($XDG_STATE_HOME/reign/reign.db, ~/.local/state/reign/reign.db, or
+ * /var/lib/reign/reign.db for root), its directory created owner-only.
+ */
+static int default_uri(cli *c)
+{
+    const char *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    char dir[PATH_MAX];
+    int n;
+    if (geteuid() == 0)
+        n = snprintf(dir, sizeof(dir), "/var/lib/reign");
+    else if (xdg && xdg[0] == '/')
+        n = snprintf(dir, sizeof(dir), "%s/reign", xdg);
+    else if (home && home[0] == '/')
+        n = snprintf(dir, sizeof(dir), "%s/.local/state/reign", home);
+    else {
+        cli_error(c, "no store: give --uri or set REIGN_URI (no HOME for the default SQLite "
+                     "file)");
+        return CLI_EXIT_USAGE;
+    }
+    if (n < 0 || (size_t)n >= sizeof(dir)) {
+        cli_error(c, "no store: the state directory's path is too long; give --uri");
+        return CLI_EXIT_USAGE;
+    }
+    /* mkdir -p, each level 0700 (existing ones are left as they are). */
+    for (char *p = dir + 1;; p++) {
+        if (*p != '/' && *p != '\0')
+            continue;
+        char saved = *p;
+        *p = '\0';
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+            cli_error(c, "cannot create the state directory '%s': %s", dir, strerror(errno));
+            return CLI_EXIT_FAIL;
+        }
+        *p = saved;
+        if (!saved)
+            break;
+    }
+    /* A URI: percent-encode what the URI syntax would read otherwise. */
+    size_t o = (size_t)snprintf(c->default_uri, sizeof(c->default_uri), "sqlite://");
+    for (const char *p = dir; *p; p++) {
+        unsigned char ch = (unsigned char)*p;
+        bool esc = ch == '%' || ch == '?' || ch == '#' || ch <= 0x20 || ch >= 0x7f;
+        o += (size_t)snprintf(c->default_uri + o, sizeof(c->default_uri) - o, esc ? "%%%02X" : "%c",
+                              ch);
+    }
+    snprintf(c->default_uri + o, sizeof(c->default_uri) - o, "/reign.db");
+    c->uri = c->default_uri;
+    cli_log(c, REIGN_LOG_INFO, "no --uri or REIGN_URI: using %s", c->uri);
+    return 0;
+}
+
 int cli_client_new(cli *c)
 {
     char q[1024];
@@ -300,8 +357,9 @@ int cli_client_new(cli *c)
         c->uri = env && *env ? env : NULL;
     }
     if (!c->uri) {
-        cli_error(c, "no store: give --uri or set REIGN_URI");
-        return CLI_EXIT_USAGE;
+        int r = default_uri(c);
+        if (r)
+            return r;
     }
 
     reign_client_options o;

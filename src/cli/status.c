@@ -24,12 +24,14 @@ static void usage(FILE *f)
     fprintf(f, "Usage: reign [GLOBAL OPTIONS] status NAME [OPTIONS]\n"
                "\n"
                "Show the leader of election NAME (id, payload, term, fencing token, since\n"
-               "when) and its candidates in the order in which they would lead.\n"
+               "when) and its candidates in the order in which they would lead (a SQL\n"
+               "lease table knows its leader only).  Also the backend and the worst-case\n"
+               "takeover time after a leader's crash for the settings in force.\n"
                "\n"
                "Options:\n"
                "      --json              print one JSON object:\n"
-               "                          {\"election\",\"strategy\",\"leader\":{\"id\",\"data\","
-               "\"term\",\n"
+               "                          {\"election\",\"backend\",\"strategy\",\"takeover_ms\",\n"
+               "                          \"leader\":{\"id\",\"data\",\"term\",\n"
                "                          \"token\",\"since_ms\"}|null,\"candidates\":[{\"id\","
                "\"data\",\n"
                "                          \"node\",\"joined_ms\"}...]}\n"
@@ -64,12 +66,22 @@ static const char *show_id(const char *id)
     return id && *id ? id : "(unknown)";
 }
 
-static void print_text(const reign_election_view *v)
+/* "queue" or "lock" on ZooKeeper; a SQL store has one lease row per election. */
+static const char *strategy_of(const reign_client *client, const reign_election_view *v)
+{
+    return strcmp(reign_client_backend(client), "zookeeper") ? "lease"
+                                                             : reign_strategy_name(v->strategy);
+}
+
+static void print_text(const reign_client *client, const reign_election_view *v)
 {
     char t[64], n[32];
     const int w = 18; /* fits "    data_base64:" */
     field(w, "election:", v->name);
-    field(w, "strategy:", reign_strategy_name(v->strategy));
+    field(w, "backend:", reign_client_backend(client));
+    field(w, "strategy:", strategy_of(client, v));
+    snprintf(n, sizeof(n), "%lld ms", (long long)reign_client_takeover_ms(client));
+    field(w, "takeover:", n); /* the worst case after a leader's crash */
     if (v->has_leader) {
         const reign_leader *l = &v->leader;
         field(w, "leader:", show_id(l->id));
@@ -77,7 +89,8 @@ static void print_text(const reign_election_view *v)
         field(w, "  term:", n);
         snprintf(n, sizeof(n), "%llu", (unsigned long long)l->token);
         field(w, "  token:", n);
-        field(w, "  since:", cli_iso8601(l->since_ms, t, sizeof(t)));
+        if (l->since_ms) /* unknown on SQL: the row does not say */
+            field(w, "  since:", cli_iso8601(l->since_ms, t, sizeof(t)));
         print_data(w, "  ", l->data, l->data_len);
     } else {
         field(w, "leader:", "none");
@@ -88,7 +101,8 @@ static void print_text(const reign_election_view *v)
         const reign_candidate *k = &v->candidates[i];
         cli_print("  %zu. %s", i + 1, show_id(k->id));
         field(w, "    node:", k->node ? k->node : "");
-        field(w, "    joined:", cli_iso8601(k->joined_ms, t, sizeof(t)));
+        if (k->joined_ms)
+            field(w, "    joined:", cli_iso8601(k->joined_ms, t, sizeof(t)));
         print_data(w, "    ", k->data, k->data_len);
     }
 }
@@ -99,7 +113,9 @@ static int print_json(cli *c, const reign_election_view *v)
     if (!o)
         goto oom;
     cJSON_AddStringToObject(o, "election", v->name);
-    cJSON_AddStringToObject(o, "strategy", reign_strategy_name(v->strategy));
+    cJSON_AddStringToObject(o, "backend", reign_client_backend(c->client));
+    cJSON_AddStringToObject(o, "strategy", strategy_of(c->client, v));
+    cli_json_add_i64(o, "takeover_ms", reign_client_takeover_ms(c->client));
     cJSON *l = v->has_leader ? cli_json_leader(&v->leader) : cJSON_CreateNull();
     if (!l)
         goto oom;
@@ -153,7 +169,7 @@ static void on_query(reign_client *client, int err, const reign_election_view *v
     if (s->json) {
         cli_exit(c, print_json(c, view));
     } else {
-        print_text(view);
+        print_text(c->client, view);
         cli_exit(c, CLI_EXIT_OK);
     }
 }

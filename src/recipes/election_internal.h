@@ -1,6 +1,9 @@
 /*
- * election_internal.h - what election.c and election_query.c share: the
- * node layout and the parsing of what reign writes into election nodes.
+ * election_internal.h - what the election files share: the part of an
+ * election every backend has (election.c holds the public API over it and
+ * dispatches to election_zk.c or election_lease.c), the ZooKeeper node
+ * layout and the parsing of what reign writes into election nodes
+ * (election_zk.c, election_query.c).
  *
  *   /reign/election/NAME          persistent; record kind=election strategy=...
  *   /reign/election/NAME/term     persistent; its version is the term, the
@@ -17,6 +20,76 @@
 
 #include "client_internal.h"
 #include "record.h"
+
+/* ---- every backend ----------------------------------------------------------------------------
+ */
+
+typedef struct reign__election_impl reign__election_impl;
+
+/* The leader as an election last saw it (owned copies). */
+typedef struct reign__leader_view {
+    bool known;
+    char *id;
+    void *data;
+    size_t data_len;
+    char *node; /* ZooKeeper: the leader's node name */
+    uint64_t term;
+    uint64_t token;
+    int64_t since_ms;
+} reign__leader_view;
+
+void reign__leader_view_clear(reign__leader_view *v);
+/* Borrowed pointers into v. */
+void reign__leader_view_public(const reign__leader_view *v, reign_leader *out);
+
+/* What every election has; a backend's election starts with it. */
+struct reign_election {
+    reign__recipe recipe; /* first: the client calls us through it */
+    const reign__election_impl *impl;
+    reign_client *client;
+    const reign__logger *log;
+    char *name;
+    char *id;
+    void *data;
+    size_t data_len;
+    bool observer;
+    bool follow; /* observers, and follow_leader candidates */
+    int cede_delay_ms;
+    reign_election_cb *cb;
+    void *userdata;
+    bool leader; /* the backend keeps these three current */
+    uint64_t term;
+    uint64_t token;
+    reign__leader_view lv; /* the backend keeps it current for observers and followers */
+};
+
+/* A backend's answers to the public API (election.c checks the arguments and the state). */
+struct reign__election_impl {
+    int (*resign)(reign_election *e);                          /* not yet resigning or left */
+    int (*cede)(reign_election *e, int delay_ms);              /* leading */
+    int64_t (*valid_until)(const reign_election *e);           /* leading */
+    int (*leader)(const reign_election *e, reign_leader *out); /* REIGN_ENOENT if unknown */
+    reign_election *(*free)(reign_election *e);
+};
+
+/* Fills the common part from a checked name and options (o->id set); 0 or REIGN_ENOMEM. */
+int reign__election_base_init(reign_election *e, reign_client *client, const char *name,
+                              const reign_election_options *o);
+/* Frees what base_init allocated. */
+void reign__election_base_free(reign_election *e);
+
+/* The backends' joins, with a checked name and checked options (o->id set). */
+int reign__zk_election_join(reign_election **ret, reign_client *client, const char *name,
+                            const reign_election_options *o);
+int reign__lease_election_join(reign_election **ret, reign_client *client, const char *name,
+                               const reign_election_options *o);
+
+/* The SQL side of reign_election_query() and reign_election_depose() (name checked). */
+int reign__lease_query(reign_client *client, const char *name, bool depose,
+                       reign_election_query_cb *qcb, reign_election_done_cb *dcb, void *userdata);
+
+/* ---- ZooKeeper ----------------------------------------------------------------------------------
+ */
 
 #define REIGN__ELECTION_DIR REIGN__ZK_ROOT "/election"
 #define REIGN__GUID_BYTES   8 /* 16 hex digits */

@@ -1,5 +1,6 @@
 /*
- * election_query.c - one-shot operations on an election from any process:
+ * election_query.c - one-shot operations on an election from any process
+ * (ZooKeeper; SQL leases have theirs in election_lease.c):
  * a snapshot (leader and ordered candidates) for `reign status`, and
  * deposing the leader for `reign cede`.  Each is a small request chain
  * attached to the client as a recipe, so that closing the client completes
@@ -294,6 +295,8 @@ static int start(reign_client *client, const char *name, bool depose, reign_elec
         return rc;
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
+    if (!reign__client_zk(client))
+        return reign__lease_query(client, name, depose, qcb, dcb, userdata);
     query *q = reign__calloc(1, sizeof(*q));
     if (!q)
         return REIGN_ENOMEM;

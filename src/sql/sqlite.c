@@ -510,11 +510,10 @@ static int sq_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
 
 /* ---- the lease ------------------------------------------------------------------------------ */
 
-static int sq_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
-                   char *err, size_t errlen)
+static int read_row(sqlite_conn *s, const char *dc, const char *name, reign__lease *out, char *err,
+                    size_t errlen)
 {
-    sqlite_conn *s = (sqlite_conn *)c;
-    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    reign__sqlconn *c = &s->base;
     sqlite3_stmt *st;
     int rc = prepare(s, ST_READ, &st, err, errlen);
     if (rc)
@@ -566,6 +565,32 @@ static int sq_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     out->expired = sqlite3_column_int(st, 9) != 0;
     sqlite3_reset(st);
     return 0;
+}
+
+/*
+ * Reads under the write lock (BEGIN IMMEDIATE, then ROLLBACK: nothing is written).  Followers
+ * read when inotify says the -wal file changed, and that event comes as a writer's frames are
+ * written, a moment before its commit is visible to readers without the lock: a plain read
+ * then could still see a released lease live.  Once we hold the lock, the writer is done.
+ */
+static int sq_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
+                   char *err, size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    sqlite3_stmt *begin, *rollback;
+    int rc = prepare(s, ST_BEGIN, &begin, err, errlen);
+    if (!rc)
+        rc = prepare(s, ST_ROLLBACK, &rollback, err, errlen);
+    if (rc)
+        return rc;
+    while ((rc = step_done(begin)) != SQLITE_DONE) {
+        if (!(is_busy(rc) && busy_retry(s)))
+            return map_error(s, rc, "read", err, errlen);
+    }
+    rc = read_row(s, dc, name, out, err, errlen);
+    step_done(rollback);
+    return rc;
 }
 
 /* One lease statement within the statement timeout: 1 if it changed the row, 0 if not. */

@@ -71,8 +71,10 @@ def body(t):
          ["suspend_policy", "'never'"]),
         ("unknown URI parameter", ["--uri", f"zk://{hosts}?bogus=1", "campaign", name()], None,
          FAIL, ["unknown parameter", "'bogus'"]),
-        ("unsupported store", ["--uri", "sqlite:///tmp/x.db", "campaign", name()], None, FAIL,
-         ["'sqlite'"]),
+        ("unknown scheme", ["--uri", "http://127.0.0.1/x", "campaign", name()], None, FAIL,
+         ["'http'", "zk://"]),
+        ("relative SQLite path", ["--uri", "sqlite://x.db", "campaign", name()], None, FAIL,
+         ["absolute"]),
         ("user without password", ["--uri", f"zk://alice@{hosts}", "campaign", name()], no_pw,
          FAIL, ["no password", "'alice'"]),
         ("empty user", ["--uri", f"zk://@{hosts}", "campaign", name()], None, FAIL,
@@ -120,13 +122,18 @@ def body(t):
          None, USAGE, ["--session-timeout", "'abc'"]),
         ("bad log level", ["--log-level", "loud", "--uri", uri, "campaign", name()], None, USAGE,
          ["'loud'"]),
-        ("no store", ["campaign", name()], {"REIGN_URI": ""}, USAGE, ["--uri", "REIGN_URI"]),
         ("run without command", ["--uri", uri, "run", name()], None, USAGE, ["CMD"]),
         ("run: command not found", ["--uri", uri, "run", name(), "--", "/nonexistent/cmd"],
          None, 127, ["'/nonexistent/cmd'"]),
         ("status of no election", ["--uri", uri, "status", name()], None, FAIL,
          ["no such election"]),
     ]
+    if os.geteuid() != 0:
+        # Without a URI, the default store is a SQLite file under $XDG_STATE_HOME or $HOME
+        # (root's is /var/lib/reign, always usable): with neither, a clear usage error.
+        cases.append(("no store", ["campaign", name()],
+                      {"REIGN_URI": "", "HOME": "", "XDG_STATE_HOME": ""}, USAGE,
+                      ["--uri", "REIGN_URI"]))
     for label, args, env, want_rc, words in cases:
         rc, out, err = t.reign(args, env=env, timeout=30)
         shown = err.strip().replace("\n", " | ")

@@ -1,0 +1,878 @@
+/*
+ * election_lease.c - leader election on a SQL lease row (seed 004,
+ * SOFARegistry's distribute_lock; docs/sql-leases.md has the model and the
+ * safety argument).  The statements run on the client's SQL worker
+ * (sql/worker.h); everything here runs on the loop thread.
+ *
+ * The life of a candidate:
+ *
+ *   IDLE       no connection yet
+ *   LOOKING    reading the row; then, as the row says:
+ *                no row                 INSERT (term 1)
+ *                expired                TAKE at its term (term + 1)
+ *                ours (this standing)   RENEW (a claim whose answer was lost)
+ *                someone else's, live   wait: read again when it would expire
+ *                                       or at the next poll, or at once when
+ *                                       the store notifies a change
+ *   CLAIMING   the INSERT/TAKE/RENEW is out
+ *   LEADER     renewing every renew_ms; valid until the send time of the last
+ *              successful claim or renewal + lease - margin, and demoted at
+ *              that moment if nothing renewed it (the deadline timer, and the
+ *              client's deadline sweep that runs before anything else after
+ *              a stall)
+ *   PAUSED     ceded or deposed: stand again after the delay
+ *   RESIGNING  releasing the row; then LEFT
+ *
+ * Each standing has a fresh guid: a demoted leader never mistakes its old
+ * lease for the new standing's, so every leadership takes a new term (the
+ * fencing token).  Each standing also has an epoch; answers to requests of
+ * an older epoch are ignored, except a claim that succeeded late, whose
+ * lease is released at once.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "election_internal.h"
+
+typedef enum lstate {
+    L_IDLE = 1,
+    L_LOOKING,
+    L_CLAIMING,
+    L_LEADER,
+    L_PAUSED,
+    L_RESIGNING,
+    L_LEFT
+} lstate;
+
+static const char *const state_names[] = {"?",      "idle",   "looking",   "claiming",
+                                          "leader", "paused", "resigning", "left"};
+
+#define GUID_BYTES 8
+
+typedef struct lease_election {
+    reign_election base; /* first: the client and the API call us through it */
+    reign__sqlw *w;
+    const reign__lease_settings *ls;
+    lstate state;
+    uintptr_t epoch;
+    char guid[2 * GUID_BYTES + 1];
+    bool reading;        /* a READ of this epoch is out */
+    bool again;          /* a change was notified while reading: read once more */
+    bool renewing;       /* a RENEW is out */
+    bool listening;      /* LISTEN sent */
+    uint64_t claim_term; /* CLAIMING: the term we hold if the claim succeeds */
+    int64_t valid_until;
+    bool ready_sent;
+
+    reign__timer timer;    /* poll, renew, retry, pause: one purpose per state */
+    reign__timer deadline; /* the leader's bound */
+    reign__timer defer;    /* events owed after an API call */
+    bool defer_demote, defer_left;
+    reign_demote_reason defer_reason;
+    uint64_t defer_term;
+    int64_t defer_at;
+    int left_err;
+
+    int busy;
+    bool free_requested;
+} lease_election;
+
+static const reign__recipe_ops lease_recipe_ops;
+static const reign__election_impl lease_impl;
+
+static void look(lease_election *e);
+static void stand(lease_election *e);
+static reign_election *lease_free(reign_election *pub);
+
+/* ---- small helpers ----------------------------------------------------------------------------
+ */
+
+#define ENTER(e) ((e)->busy++)
+#define LEAVE(e)                                                                                   \
+    do {                                                                                           \
+        if (--(e)->busy == 0 && (e)->free_requested)                                               \
+            lease_free(&(e)->base);                                                                \
+    } while (0)
+
+static reign__timers *timers(lease_election *e)
+{
+    return reign__client_timers(e->base.client);
+}
+
+static int64_t ms(int v)
+{
+    return (int64_t)v * REIGN__NS_PER_MS;
+}
+
+static void set_state(lease_election *e, lstate st, const char *why)
+{
+    if (e->state == st)
+        return;
+    reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s -> %s (%s)", e->base.name,
+               state_names[e->state], state_names[st], why);
+    e->state = st;
+}
+
+static void emit(lease_election *e, reign_election_event *ev)
+{
+    if (e->free_requested || !e->base.cb)
+        return;
+    e->base.cb(&e->base, ev, e->base.userdata);
+}
+
+static void emit_error(lease_election *e, int err, const char *what, const char *msg)
+{
+    char m[600];
+    snprintf(m, sizeof(m), "%s: %s", what, msg ? msg : reign_strerror(err));
+    reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s", e->base.name, m);
+    reign_election_event ev = {
+        .type = REIGN_ELECTION_ERROR, .at_ns = reign__now_ns(), .error = err, .message = m};
+    emit(e, &ev);
+}
+
+/* Publishes the leader as the row shows it (NULL lease: no live leader). */
+static void publish(lease_election *e, const reign__lease *l)
+{
+    bool live = l && l->exists && !l->expired;
+    bool same =
+        live ? e->base.lv.known && e->base.lv.term == l->term && !strcmp(e->base.lv.id, l->owner)
+             : !e->base.lv.known;
+    if (same && e->ready_sent)
+        return;
+    if (!same) {
+        reign__leader_view_clear(&e->base.lv);
+        if (live) {
+            e->base.lv.id = reign__strdup(l->owner);
+            if (l->payload_len)
+                e->base.lv.data = reign__memdup(l->payload, l->payload_len);
+            e->base.lv.data_len = l->payload_len;
+            e->base.lv.term = l->term;
+            e->base.lv.token = l->term;
+            e->base.lv.known = e->base.lv.id && (!l->payload_len || e->base.lv.data);
+            if (!e->base.lv.known)
+                reign__leader_view_clear(
+                    &e->base.lv); /* out of memory: forget, the next read tries again */
+        }
+    }
+    reign_leader pub;
+    if (e->base.lv.known)
+        reign__leader_view_public(&e->base.lv, &pub);
+    reign_election_event ev = {.at_ns = reign__now_ns(), .leader = e->base.lv.known ? &pub : NULL};
+    if (!e->ready_sent) {
+        e->ready_sent = true;
+        ev.type = REIGN_ELECTION_READY;
+        emit(e, &ev);
+    } else if (e->base.follow) {
+        ev.type = REIGN_ELECTION_LEADER_CHANGED;
+        emit(e, &ev);
+    }
+}
+
+/* Publishes ourselves as the leader, as followers will see us. */
+static void publish_self(lease_election *e)
+{
+    reign__lease l = {.exists = true,
+                      .term = e->base.term,
+                      .payload = e->base.data,
+                      .payload_len = e->base.data_len};
+    reign__strlcpy(l.owner, e->base.id, sizeof(l.owner));
+    publish(e, &l);
+}
+
+static void claim_of(const lease_election *e, reign__lease_claim *cl, const char *guid)
+{
+    memset(cl, 0, sizeof(*cl));
+    cl->owner = e->base.id;
+    cl->owner_guid = guid;
+    cl->payload = e->base.data;
+    cl->payload_len = e->base.data_len;
+    cl->duration_ms = e->ls->lease_ms;
+}
+
+static int submit(lease_election *e, reign__sqlw_op op, const char *guid, uint64_t term,
+                  reign__sqlw_cb *cb)
+{
+    reign__lease_claim cl;
+    claim_of(e, &cl, guid);
+    bool claims = op != REIGN__SQLW_READ && op != REIGN__SQLW_LISTEN && op != REIGN__SQLW_DEPOSE;
+    return reign__sqlw_submit(e->w, op, e->base.name, claims ? &cl : NULL, term, cb ? e : NULL, cb,
+                              (void *)e->epoch);
+}
+
+/* Releases a lease held at `term` by `guid` (ours, an older standing's, or the deposed mark);
+ * no answer is awaited. */
+static void release(lease_election *e, const char *guid, uint64_t term)
+{
+    int rc = submit(e, REIGN__SQLW_RELEASE, guid, term, NULL);
+    if (rc < 0)
+        reign__log(e->base.log, REIGN_LOG_WARN, "election %s: cannot release term %llu: %s",
+                   e->base.name, (unsigned long long)term, reign_strerror(rc));
+}
+
+/* ---- leadership ------------------------------------------------------------------------------ */
+
+static void demote(lease_election *e, reign_demote_reason reason, bool deferred)
+{
+    if (!e->base.leader)
+        return;
+    /* Noticed late (a stall, SIGSTOP), a demotion took effect at the bound. */
+    int64_t now = reign__now_ns();
+    if (e->valid_until > 0 && e->valid_until < now)
+        now = e->valid_until;
+    e->base.leader = false;
+    e->valid_until = 0;
+    e->renewing = false;
+    reign__timer_stop(timers(e), &e->deadline);
+    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s demoted (%s), term %llu",
+               e->base.name, e->base.id, reign_demote_reason_name(reason),
+               (unsigned long long)e->base.term);
+    reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
+                               .at_ns = now,
+                               .term = e->base.term,
+                               .token = e->base.token,
+                               .reason = reason};
+    if (!deferred) {
+        emit(e, &ev);
+        return;
+    }
+    e->defer_demote = true;
+    e->defer_reason = reason;
+    e->defer_term = e->base.term;
+    e->defer_at = now;
+    reign__timer_start(timers(e), &e->defer, reign__now_ns());
+    reign__client_wake(e->base.client);
+}
+
+/* The events an API call owed, before anything else is told. */
+static void flush_deferred(lease_election *e)
+{
+    if (e->defer_demote) {
+        e->defer_demote = false;
+        reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
+                                   .at_ns = e->defer_at,
+                                   .term = e->defer_term,
+                                   .token = e->defer_term,
+                                   .reason = e->defer_reason};
+        emit(e, &ev);
+    }
+    if (e->defer_left && !e->free_requested) {
+        e->defer_left = false;
+        set_state(e, L_LEFT, "released");
+        reign_election_event ev = {
+            .type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns(), .error = e->left_err};
+        emit(e, &ev);
+    }
+}
+
+static void defer_cb(reign__timer *t, void *arg)
+{
+    lease_election *e = arg;
+    ENTER(e);
+    flush_deferred(e);
+    LEAVE(e);
+}
+
+/* Past the bound: demote, give the row back if it is still ours, and stand anew. */
+static bool check_bound(lease_election *e, int64_t now)
+{
+    if (!e->base.leader || now < e->valid_until)
+        return false;
+    bool down = reign_client_state(e->base.client) == REIGN_CONN_SUSPENDED;
+    uint64_t term = e->base.term;
+    demote(e, down ? REIGN_DEMOTE_SUSPENDED : REIGN_DEMOTE_STALLED, false);
+    if (e->free_requested || e->state != L_LEADER)
+        return true;
+    release(e, e->guid, term);
+    stand(e);
+    return true;
+}
+
+static void deadline_cb(reign__timer *t, void *arg)
+{
+    lease_election *e = arg;
+    ENTER(e);
+    flush_deferred(e);
+    check_bound(e, reign__now_ns());
+    LEAVE(e);
+}
+
+/* A take, insert or renewal sent at sent_ns succeeded: valid until then + lease - margin. */
+static void extend(lease_election *e, int64_t sent_ns)
+{
+    int64_t until = sent_ns + ms(e->ls->lease_ms - e->ls->margin_ms);
+    if (until > e->valid_until)
+        e->valid_until = until;
+    reign__timer_start(timers(e), &e->deadline, e->valid_until);
+}
+
+static void renew_cb(reign__timer *t, void *arg);
+
+static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
+{
+    int64_t now = reign__now_ns();
+    if (sent_ns + ms(e->ls->lease_ms - e->ls->margin_ms) <= now) {
+        /* The answer came too late to lead on (a stall): give it back, look again. */
+        release(e, e->guid, term);
+        stand(e);
+        return;
+    }
+    set_state(e, L_LEADER, "claimed");
+    e->base.leader = true;
+    e->base.term = term;
+    e->base.token = term;
+    e->valid_until = 0;
+    extend(e, sent_ns);
+    reign__timer_start(timers(e), &e->timer, sent_ns + ms(e->ls->renew_ms));
+    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s elected, term %llu", e->base.name,
+               e->base.id, (unsigned long long)term);
+    reign_election_event ev = {.type = REIGN_ELECTION_ELECTED,
+                               .at_ns = now,
+                               .term = term,
+                               .token = term,
+                               .valid_until_ns = e->valid_until};
+    emit(e, &ev);
+    if (e->base.leader && !e->free_requested)
+        publish_self(e);
+}
+
+static void on_renewed(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_election *e = owner;
+    if ((uintptr_t)arg != e->epoch || !e->base.leader)
+        return;
+    ENTER(e);
+    e->renewing = false;
+    if (r->rc == 1) {
+        extend(e, r->sent_ns);
+    } else if (r->rc == 0) {
+        /* The row is no longer ours at this term: deposed (reign cede), or changed by hand. */
+        uint64_t term = e->base.term;
+        demote(e, REIGN_DEMOTE_NODE_DELETED, false);
+        if (!e->free_requested && e->state == L_LEADER) {
+            release(e, REIGN__SQL_DEPOSED, term); /* lets the others in now, if it was a depose */
+            e->epoch++;
+            set_state(e, L_PAUSED, "deposed");
+            reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->base.cede_delay_ms));
+        }
+    } else {
+        /* The bound decides; the next tick tries again. */
+        reign__log(e->base.log, REIGN_LOG_INFO, "election %s: renewal failed: %s", e->base.name,
+                   r->err);
+    }
+    LEAVE(e);
+}
+
+static void renew_cb(reign__timer *t, void *arg)
+{
+    lease_election *e = arg;
+    if (!e->base.leader)
+        return;
+    ENTER(e);
+    flush_deferred(e);
+    if (!check_bound(e, reign__now_ns()) && e->base.leader) {
+        if (!e->renewing) {
+            int rc = submit(e, REIGN__SQLW_RENEW, e->guid, e->base.term, on_renewed);
+            e->renewing = rc == 0;
+        }
+        reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->renew_ms));
+    }
+    LEAVE(e);
+}
+
+/* ---- looking and claiming ----------------------------------------------------------------- */
+
+static void on_claimed(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_election *e = owner;
+    if ((uintptr_t)arg != e->epoch)
+        return; /* abandon_claim() queued its release behind it */
+    ENTER(e);
+    flush_deferred(e);
+    if (e->state == L_CLAIMING) {
+        uint64_t term = r->op == REIGN__SQLW_RENEW ? e->base.term : r->term;
+        if (r->rc == 1) {
+            become_leader(e, term, r->sent_ns);
+        } else if (r->rc == 0) {
+            look(e); /* someone was quicker */
+        } else {
+            reign__log(e->base.log, REIGN_LOG_INFO, "election %s: claim failed: %s", e->base.name,
+                       r->err);
+            set_state(e, L_LOOKING, "claim failed");
+            reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
+        }
+    }
+    LEAVE(e);
+}
+
+/*
+ * Gives up a claim still out: a release of the term it would win, queued
+ * behind it (the worker keeps the order), undoes it if it succeeds.
+ */
+static void abandon_claim(lease_election *e)
+{
+    if (e->state == L_CLAIMING)
+        release(e, e->guid, e->claim_term);
+}
+
+static void claim(lease_election *e, reign__sqlw_op op, uint64_t term)
+{
+    e->claim_term = op == REIGN__SQLW_INSERT ? 1 : op == REIGN__SQLW_TAKE ? term + 1 : term;
+    set_state(e, L_CLAIMING,
+              op == REIGN__SQLW_INSERT ? "no row"
+              : op == REIGN__SQLW_TAKE ? "expired"
+                                       : "ours");
+    if (op == REIGN__SQLW_RENEW)
+        e->base.term = term; /* the term we hold, should the renewal succeed */
+    int rc = submit(e, op, e->guid, term, on_claimed);
+    if (rc < 0) {
+        set_state(e, L_LOOKING, "cannot submit");
+        reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
+    }
+}
+
+/* When to read again, following a live lease held by someone else. */
+static int64_t next_read(const lease_election *e, const reign__lease *l)
+{
+    int64_t wait = ms(e->ls->poll_ms);
+    if (l && l->exists && !l->expired) {
+        /* Not before the database's clock says it can expire (+1 ms: expiry is >=). */
+        int64_t left = ms((int)(l->modified_ms + l->duration_ms - l->db_now_ms)) + ms(1);
+        if (left < wait)
+            wait = left;
+    }
+    return reign__now_ns() + wait;
+}
+
+static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_election *e = owner;
+    if ((uintptr_t)arg != e->epoch)
+        return;
+    ENTER(e);
+    flush_deferred(e);
+    e->reading = false;
+    if (e->state != L_LOOKING) {
+        LEAVE(e);
+        return;
+    }
+    if (r->rc < 0) {
+        reign__log(e->base.log, REIGN_LOG_INFO, "election %s: read failed: %s", e->base.name,
+                   r->err);
+        reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
+        LEAVE(e);
+        return;
+    }
+    const reign__lease *l = &r->lease;
+    reign__log(e->base.log, REIGN_LOG_DEBUG,
+               "election %s: row %s: owner '%s' term %llu, %s (db %lld ms left)", e->base.name,
+               l->exists ? "found" : "missing", l->owner, (unsigned long long)l->term,
+               l->expired ? "expired" : "live",
+               (long long)(l->modified_ms + l->duration_ms - l->db_now_ms));
+    bool mine = l->exists && !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
+    publish(e, mine ? NULL : l);
+    if (e->free_requested || e->state != L_LOOKING) {
+        LEAVE(e);
+        return;
+    }
+    if (!e->base.observer && !l->exists)
+        claim(e, REIGN__SQLW_INSERT, 0);
+    else if (!e->base.observer && l->expired)
+        claim(e, REIGN__SQLW_TAKE, l->term);
+    else if (!e->base.observer && mine)
+        claim(e, REIGN__SQLW_RENEW, l->term);
+    else if (e->again)
+        look(e);
+    else
+        reign__timer_start(timers(e), &e->timer, next_read(e, l));
+    LEAVE(e);
+}
+
+static void look(lease_election *e)
+{
+    set_state(e, L_LOOKING, "reading");
+    e->again = false;
+    if (e->reading)
+        return; /* the read out now is of this epoch: its answer will do */
+    int rc = submit(e, REIGN__SQLW_READ, NULL, 0, on_read);
+    e->reading = rc == 0;
+    if (rc < 0)
+        reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
+}
+
+/* Stands (again) with a fresh identity: an older standing's lease is never taken for ours. */
+static void stand(lease_election *e)
+{
+    abandon_claim(e);
+    e->epoch++;
+    e->reading = false;
+    e->renewing = false;
+    reign__timer_stop(timers(e), &e->timer);
+    if (reign__random_hex(e->guid, GUID_BYTES) < 0) {
+        emit_error(e, REIGN_EBACKEND, "stand", "no randomness for the candidate's guid");
+        set_state(e, L_LEFT, "no guid");
+        return;
+    }
+    if (!e->listening && reign__sqlw_notifies(e->w))
+        e->listening = reign__sqlw_submit(e->w, REIGN__SQLW_LISTEN, e->base.name, NULL, 0, NULL,
+                                          NULL, NULL) == 0;
+    look(e);
+}
+
+static void timer_cb(reign__timer *t, void *arg)
+{
+    lease_election *e = arg;
+    ENTER(e);
+    flush_deferred(e);
+    if (e->state == L_PAUSED)
+        stand(e);
+    else if (e->state == L_LOOKING)
+        look(e);
+    else if (e->state == L_LEADER)
+        renew_cb(t, arg);
+    LEAVE(e);
+}
+
+/* ---- the client's hooks ------------------------------------------------------------------- */
+
+static void on_conn(reign__recipe *rp, reign_conn_state st)
+{
+    lease_election *e = (lease_election *)rp;
+    ENTER(e);
+    switch (st) {
+    case REIGN_CONN_CONNECTED:
+        if (e->state == L_IDLE)
+            stand(e);
+        break;
+    case REIGN_CONN_SUSPENDED:
+        if (e->base.leader &&
+            reign__client_suspend_policy(e->base.client) == REIGN_SUSPEND_IMMEDIATE) {
+            uint64_t term = e->base.term;
+            demote(e, REIGN_DEMOTE_SUSPENDED, false);
+            if (!e->free_requested && e->state == L_LEADER) {
+                release(e, e->guid, term); /* if the store comes back before the lease ends */
+                stand(e);
+            }
+        }
+        break;
+    case REIGN_CONN_RECONNECTED:
+        if (e->state == L_LOOKING && !e->reading)
+            look(e);
+        else if (e->state == L_LEADER)
+            renew_cb(&e->timer, e);
+        break;
+    case REIGN_CONN_CLOSED:
+        /* An orderly close resigns; the worker still sends the release. */
+        if (e->base.leader) {
+            uint64_t term = e->base.term;
+            demote(e, REIGN_DEMOTE_RESIGNED, false);
+            release(e, e->guid, term);
+        }
+        abandon_claim(e);
+        e->epoch++;
+        reign__timer_stop(timers(e), &e->timer);
+        if (e->state != L_LEFT) {
+            bool was_resigning = e->state == L_RESIGNING;
+            set_state(e, L_LEFT, "client closed");
+            if (was_resigning && !e->defer_left) {
+                reign_election_event ev = {.type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns()};
+                emit(e, &ev);
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    LEAVE(e);
+}
+
+static void on_deadline(reign__recipe *rp, int64_t now)
+{
+    lease_election *e = (lease_election *)rp;
+    if (!e->base.leader)
+        return;
+    ENTER(e);
+    check_bound(e, now);
+    LEAVE(e);
+}
+
+static void on_changed(reign__recipe *rp)
+{
+    lease_election *e = (lease_election *)rp;
+    if (e->state != L_LOOKING)
+        return;
+    ENTER(e);
+    if (e->reading)
+        e->again = true;
+    else
+        look(e);
+    LEAVE(e);
+}
+
+static void destroy(lease_election *e)
+{
+    reign__timers *ts = timers(e);
+    reign__timer_stop(ts, &e->timer);
+    reign__timer_stop(ts, &e->deadline);
+    reign__timer_stop(ts, &e->defer);
+    reign__sqlw_forget(e->w, e);
+    reign__client_detach(e->base.client, &e->base.recipe);
+    reign__election_base_free(&e->base);
+    reign__free(e);
+}
+
+static void on_destroy(reign__recipe *rp)
+{
+    destroy((lease_election *)rp);
+}
+
+static const reign__recipe_ops lease_recipe_ops = {
+    .conn = on_conn,
+    .deadline = on_deadline,
+    .destroy = on_destroy,
+    .changed = on_changed,
+};
+
+/* ---- the API ------------------------------------------------------------------------------ */
+
+int reign__lease_election_join(reign_election **ret, reign_client *client, const char *name,
+                               const reign_election_options *o)
+{
+    if (o->strategy == REIGN_STRATEGY_LOCK)
+        return REIGN_ENOTSUP; /* a lease table has one row per election: no strategies */
+    lease_election *e = reign__calloc(1, sizeof(*e));
+    if (!e)
+        return REIGN_ENOMEM;
+    int rc = reign__election_base_init(&e->base, client, name, o);
+    if (rc < 0) {
+        reign__free(e);
+        return rc;
+    }
+    e->base.recipe.ops = &lease_recipe_ops;
+    e->base.impl = &lease_impl;
+    e->w = reign__client_sql(client);
+    e->ls = reign__client_lease(client);
+    e->state = L_IDLE;
+    reign__timer_init(&e->timer, timer_cb, e);
+    reign__timer_init(&e->deadline, deadline_cb, e);
+    reign__timer_init(&e->defer, defer_cb, e);
+    reign__client_attach(client, &e->base.recipe);
+    reign_conn_state st = reign_client_state(client);
+    if (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED || st == REIGN_CONN_SUSPENDED)
+        stand(e);
+    *ret = &e->base;
+    return 0;
+}
+
+static void on_released(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_election *e = owner;
+    if ((uintptr_t)arg != e->epoch || e->state != L_RESIGNING)
+        return;
+    ENTER(e);
+    e->left_err = r->rc < 0 ? r->rc : 0;
+    e->defer_left = true;
+    flush_deferred(e);
+    LEAVE(e);
+}
+
+/* Steps down: demoted now (told on the next turn), the row released. */
+static int step_down(lease_election *e, reign_demote_reason reason, lstate then)
+{
+    bool was_leader = e->base.leader;
+    uint64_t term = e->base.term;
+    demote(e, reason, true);
+    abandon_claim(e);
+    e->epoch++;
+    e->reading = false;
+    reign__timer_stop(timers(e), &e->timer);
+    set_state(e, then, reign_demote_reason_name(reason));
+    int rc = 0;
+    if (was_leader)
+        rc =
+            submit(e, REIGN__SQLW_RELEASE, e->guid, term, then == L_RESIGNING ? on_released : NULL);
+    if (then == L_RESIGNING && (!was_leader || rc < 0)) {
+        /* Nothing to release (a claim still out releases itself): LEFT on the next turn. */
+        e->left_err = rc;
+        e->defer_left = true;
+        reign__timer_start(timers(e), &e->defer, reign__now_ns());
+        reign__client_wake(e->base.client);
+    }
+    return rc;
+}
+
+static int lease_resign(reign_election *pub)
+{
+    lease_election *e = (lease_election *)pub;
+    if (e->state == L_LEFT || e->state == L_RESIGNING)
+        return REIGN_ESTATE;
+    return step_down(e, REIGN_DEMOTE_RESIGNED, L_RESIGNING);
+}
+
+static int lease_cede(reign_election *pub, int delay_ms)
+{
+    lease_election *e = (lease_election *)pub;
+    int rc = step_down(e, REIGN_DEMOTE_CEDED, L_PAUSED);
+    int64_t d = delay_ms < 0 ? e->base.cede_delay_ms : delay_ms;
+    reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms((int)d));
+    return rc;
+}
+
+static int64_t lease_valid_until(const reign_election *pub)
+{
+    return ((const lease_election *)pub)->valid_until;
+}
+
+static reign_election *lease_free(reign_election *pub)
+{
+    lease_election *e = (lease_election *)pub;
+    if (!e->free_requested) {
+        e->free_requested = true;
+        /* Leave without waiting: the release goes out, no callback follows. */
+        if (e->base.leader) {
+            e->base.leader = false;
+            release(e, e->guid, e->base.term);
+        }
+        abandon_claim(e);
+        e->epoch++;
+        reign__sqlw_forget(e->w, e);
+    }
+    if (e->busy > 0)
+        return NULL; /* inside one of our callbacks: LEAVE frees it */
+    destroy(e);
+    return NULL;
+}
+
+static const reign__election_impl lease_impl = {
+    .resign = lease_resign,
+    .cede = lease_cede,
+    .valid_until = lease_valid_until,
+    .free = lease_free,
+};
+
+/* ---- one-shot: the snapshot for `reign status`, deposing for `reign cede` ------------------ */
+
+typedef struct lease_query {
+    reign__recipe recipe;
+    reign_client *client;
+    reign__sqlw *w;
+    char *name;
+    bool depose;
+    reign_election_query_cb *qcb;
+    reign_election_done_cb *dcb;
+    void *userdata;
+    bool done;
+} lease_query;
+
+static void query_free(lease_query *q)
+{
+    reign__sqlw_forget(q->w, q);
+    reign__client_detach(q->client, &q->recipe);
+    reign__free(q->name);
+    reign__free(q);
+}
+
+/* Calls back once, then frees (the callback may free the client: q is detached first). */
+static void query_finish(lease_query *q, int err, const reign_election_view *view)
+{
+    if (q->done)
+        return;
+    q->done = true;
+    reign__sqlw_forget(q->w, q);
+    reign__client_detach(q->client, &q->recipe);
+    if (q->qcb)
+        q->qcb(q->client, err, err ? NULL : view, q->userdata);
+    else
+        q->dcb(q->client, err, q->userdata);
+    reign__free(q->name);
+    reign__free(q);
+}
+
+static void on_deposed(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_query *q = owner;
+    query_finish(q, r->rc < 0 ? r->rc : r->rc == 1 ? 0 : REIGN_ENOENT, NULL);
+}
+
+static void on_query_read(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_query *q = owner;
+    const reign__lease *l = &r->lease;
+    if (r->rc < 0) {
+        query_finish(q, r->rc, NULL);
+        return;
+    }
+    bool live = l->exists && !l->expired;
+    if (q->depose) {
+        int rc = live ? reign__sqlw_submit(q->w, REIGN__SQLW_DEPOSE, q->name, NULL, l->term, q,
+                                           on_deposed, NULL)
+                      : REIGN_ENOENT;
+        if (rc < 0)
+            query_finish(q, rc, NULL);
+        return;
+    }
+    if (!l->exists) {
+        query_finish(q, REIGN_ENOENT, NULL);
+        return;
+    }
+    /* The table holds the leader only: it is the one candidate it knows. */
+    reign_candidate cand = {.id = l->owner,
+                            .data = l->payload,
+                            .data_len = l->payload_len,
+                            .node = q->name,
+                            .joined_ms = 0};
+    reign_election_view view = {.name = q->name,
+                                .strategy = REIGN_STRATEGY_DEFAULT,
+                                .has_leader = live,
+                                .candidates = live ? &cand : NULL,
+                                .n_candidates = live ? 1 : 0};
+    if (live) {
+        view.leader.id = l->owner;
+        view.leader.data = l->payload;
+        view.leader.data_len = l->payload_len;
+        view.leader.term = l->term;
+        view.leader.token = l->term;
+        view.leader.since_ms = 0;
+    }
+    query_finish(q, 0, &view);
+}
+
+static void on_query_conn(reign__recipe *rp, reign_conn_state st)
+{
+    if (st == REIGN_CONN_CLOSED)
+        query_finish((lease_query *)rp, REIGN_ECLOSED, NULL);
+}
+
+static void on_query_destroy(reign__recipe *rp)
+{
+    query_free((lease_query *)rp);
+}
+
+static const reign__recipe_ops lease_query_ops = {.conn = on_query_conn,
+                                                  .destroy = on_query_destroy};
+
+int reign__lease_query(reign_client *client, const char *name, bool depose,
+                       reign_election_query_cb *qcb, reign_election_done_cb *dcb, void *userdata)
+{
+    lease_query *q = reign__calloc(1, sizeof(*q));
+    if (!q)
+        return REIGN_ENOMEM;
+    q->recipe.ops = &lease_query_ops;
+    q->client = client;
+    q->w = reign__client_sql(client);
+    q->depose = depose;
+    q->qcb = qcb;
+    q->dcb = dcb;
+    q->userdata = userdata;
+    if (!(q->name = reign__strdup(name))) {
+        reign__free(q);
+        return REIGN_ENOMEM;
+    }
+    reign__client_attach(client, &q->recipe);
+    int rc = reign__sqlw_submit(q->w, REIGN__SQLW_READ, name, NULL, 0, q, on_query_read, NULL);
+    if (rc < 0) {
+        query_free(q);
+        return rc;
+    }
+    return 0;
+}

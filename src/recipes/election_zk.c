@@ -1,0 +1,1493 @@
+/*
+ * election_zk.c - leader election on ZooKeeper, both strategies (see
+ * <reign/election.h> for what users get and election_internal.h for the
+ * node layout).
+ *
+ * The life of a candidate:
+ *
+ *   SETUP     read the election node (create the path if missing) and
+ *             check the strategy recorded there
+ *   CREATING  create our node (queue: ephemeral sequential with a fresh
+ *             guid in its name; lock: the ephemeral lock node)
+ *   CHECKING  queue: list the children, find our place; lock: see who owns
+ *             the lock (ephemeral owner == our session)
+ *   WAITING   watch the predecessor (queue) or the lock node (lock)
+ *   CLAIMING  one multi: "our node exists" + "set term" - atomic, so no
+ *             stale candidate can bump the term
+ *   LEADER    until resigned, ceded, node deleted, deadline passed, or
+ *             session lost
+ *   RESIGNING deleting our node; then LEFT
+ *   PAUSED    ceded or deposed: stand again when the timer fires
+ *   FAILED    an error that retrying cannot cure (ERROR was emitted)
+ *
+ * Every attempt has an epoch; results of requests made by an older epoch
+ * are ignored, so a late answer can never act on a newer state.  Watches
+ * are kept at most one per purpose (flags below), since ZooKeeper fires
+ * every registration.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "election_internal.h"
+
+typedef enum estate {
+    ST_SETUP = 1,
+    ST_CREATING,
+    ST_CHECKING,
+    ST_WAITING,
+    ST_CLAIMING,
+    ST_LEADER,
+    ST_RESIGNING,
+    ST_PAUSED,
+    ST_NOSESSION,
+    ST_LEFT,
+    ST_FAILED
+} estate;
+
+static const char *const state_names[] = {"?",       "setup",     "creating", "checking",
+                                          "waiting", "claiming",  "leader",   "resigning",
+                                          "paused",  "nosession", "left",     "failed"};
+
+typedef struct zk_election {
+    reign_election base; /* first: the client and the API call us through it */
+    reign__zk *zk;
+    char *dir;
+    char *term_path;
+    char *lock_path;
+    reign__buf record; /* what our node holds */
+    reign_strategy strategy;
+
+    estate state;
+    uintptr_t epoch;
+    char guid[2 * REIGN__GUID_BYTES + 1];
+    char *my_node; /* full path of our node, once known */
+    bool create_inflight;
+    int setup_tries;
+
+    int64_t valid_until;
+
+    /* watches registered on the server (at most one each) */
+    char **impostors; /* queue-named nodes that are not ephemeral: never candidates */
+    size_t n_impostors;
+    char *pred_watched; /* queue: the predecessor we watch */
+    bool pred_is_first; /* ... and it was first in line */
+    char *pred;         /* the predecessor last looked at */
+    bool own_watched;   /* queue: our node; lock: the lock node */
+    bool term_watched;
+    char *leader_node_watched;
+
+    bool ready_sent;
+    bool following; /* leader-view maintenance started */
+
+    reign__timer timer; /* pause (cede) and error back-off */
+    reign__timer defer; /* deferred DEMOTED after an API call */
+    bool defer_demote;
+    bool defer_left; /* resigned with nothing standing: LEFT next turn */
+    reign_demote_reason defer_reason;
+    uint64_t defer_term, defer_token;
+    int64_t defer_at;
+
+    int busy; /* nesting of entries from the client */
+    bool free_requested;
+} zk_election;
+
+static const reign__recipe_ops election_ops;
+static reign_election *zk_free(reign_election *pub);
+
+static void start(zk_election *e);
+static void check(zk_election *e);
+static void claim(zk_election *e);
+static void follow_leader(zk_election *e);
+static void create_node(zk_election *e);
+static void finish_resign(zk_election *e, int err);
+static void retry_later(zk_election *e, int err, const char *what);
+static void handle_node_gone(zk_election *e);
+static void await_term(zk_election *e);
+
+/* ---- names and small helpers -------------------------------------------- */
+
+char *reign__election_path(const char *name, const char *suffix)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__buf_printf(&b, "%s/%s%s", REIGN__ELECTION_DIR, name, suffix ? suffix : "");
+    if (b.oom) {
+        reign__buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+bool reign__qnode_parse(const char *name, reign__qnode *out)
+{
+    /* n_ + 16 hex + _ + 10 digits */
+    if (strlen(name) != 2 + 2 * REIGN__GUID_BYTES + 1 + 10 || name[0] != 'n' || name[1] != '_' ||
+        name[2 + 2 * REIGN__GUID_BYTES] != '_')
+        return false;
+    for (int i = 0; i < 2 * REIGN__GUID_BYTES; i++) {
+        char ch = name[2 + i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+            return false;
+        out->guid[i] = ch;
+    }
+    out->guid[2 * REIGN__GUID_BYTES] = '\0';
+    uint64_t seq = 0;
+    for (const char *p = name + 3 + 2 * REIGN__GUID_BYTES; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        seq = seq * 10 + (uint64_t)(*p - '0');
+    }
+    out->name = name;
+    out->seq = seq;
+    return true;
+}
+
+bool reign__election_node_ok(const char *name)
+{
+    reign__qnode q;
+    return !strcmp(name, "lock") || reign__qnode_parse(name, &q);
+}
+
+static int qnode_cmp(const void *a, const void *b)
+{
+    const reign__qnode *x = a, *y = b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void reign__qnode_sort(reign__qnode *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), qnode_cmp);
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
+
+static bool is_impostor(const zk_election *e, const char *name)
+{
+    for (size_t i = 0; i < e->n_impostors; i++)
+        if (!strcmp(e->impostors[i], name))
+            return true;
+    return false;
+}
+
+static int add_impostor(zk_election *e, const char *name)
+{
+    if (e->n_impostors >= 64) /* bounded: forget the newest */
+        reign__free(e->impostors[--e->n_impostors]);
+    char **v = reign__realloc(e->impostors, (e->n_impostors + 1) * sizeof(*v));
+    if (!v)
+        return REIGN_ENOMEM;
+    e->impostors = v;
+    if (!(v[e->n_impostors] = reign__strdup(name)))
+        return REIGN_ENOMEM;
+    e->n_impostors++;
+    return 0;
+}
+
+static void set_str(char **slot, const char *v)
+{
+    reign__free(*slot);
+    *slot = v ? reign__strdup(v) : NULL;
+}
+
+/* ---- events ------------------------------------------------------------- */
+
+static void emit(zk_election *e, reign_election_event *ev)
+{
+    if (e->free_requested || !e->base.cb)
+        return;
+    e->busy++;
+    e->base.cb(&e->base, ev, e->base.userdata);
+    e->busy--;
+}
+
+static void emit_error(zk_election *e, int err, const char *fmt, ...) REIGN__PRINTF(3, 4);
+static void emit_error(zk_election *e, int err, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    /* Returned to the application, which decides whether to log it. */
+    reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: error: %s", e->base.name, msg);
+    reign_election_event ev = {
+        .type = REIGN_ELECTION_ERROR, .at_ns = reign__now_ns(), .error = err, .message = msg};
+    emit(e, &ev);
+}
+
+static void set_state(zk_election *e, estate st, const char *why)
+{
+    if (e->state != st)
+        reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s -> %s (%s)", e->base.name,
+                   state_names[e->state], state_names[st], why);
+    e->state = st;
+}
+
+/* Leaves leadership locally.  `deferred`: called from an API function, so
+ * the callback waits for the next process() (never re-entering the caller). */
+static void demote(zk_election *e, reign_demote_reason reason, bool deferred)
+{
+    if (!e->base.leader)
+        return;
+    /* A leadership never outlasts its bound (is_leader() says no past it),
+     * so a demotion noticed late - after a stall or a SIGSTOP - took effect
+     * at the bound: that is the time reported. */
+    int64_t now = reign__now_ns();
+    int64_t until = reign__client_valid_until(e->base.client);
+    if (until > 0 && until < now)
+        now = until;
+    e->base.leader = false;
+    e->valid_until = 0;
+    reign__client_hold_validity(e->base.client, -1);
+    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s demoted (%s), term %llu",
+               e->base.name, e->base.id, reign_demote_reason_name(reason),
+               (unsigned long long)e->base.term);
+    if (deferred) {
+        e->defer_demote = true;
+        e->defer_reason = reason;
+        e->defer_term = e->base.term;
+        e->defer_token = e->base.token;
+        e->defer_at = now;
+        reign__timer_start(reign__client_timers(e->base.client), &e->defer, now);
+        reign__client_wake(e->base.client);
+        return;
+    }
+    reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
+                               .at_ns = now,
+                               .term = e->base.term,
+                               .token = e->base.token,
+                               .reason = reason};
+    emit(e, &ev);
+}
+
+static void defer_cb(reign__timer *t, void *arg)
+{
+    zk_election *e = arg;
+    e->busy++;
+    if (e->defer_demote) {
+        e->defer_demote = false;
+        reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
+                                   .at_ns = e->defer_at,
+                                   .term = e->defer_term,
+                                   .token = e->defer_token,
+                                   .reason = e->defer_reason};
+        emit(e, &ev);
+    }
+    if (e->defer_left) {
+        e->defer_left = false;
+        finish_resign(e, 0);
+    }
+    e->busy--;
+    if (!e->busy && e->free_requested)
+        zk_free(&e->base);
+}
+
+static void send_ready(zk_election *e)
+{
+    if (e->ready_sent)
+        return;
+    e->ready_sent = true;
+    reign_leader pub;
+    if (e->base.lv.known)
+        reign__leader_view_public(&e->base.lv, &pub);
+    reign_election_event ev = {.type = REIGN_ELECTION_READY,
+                               .at_ns = reign__now_ns(),
+                               .leader = e->base.lv.known ? &pub : NULL};
+    emit(e, &ev);
+}
+
+/* ---- entry guard: the election may be freed by a callback ---------------- */
+
+#define ENTER(e)                                                                                   \
+    do {                                                                                           \
+        (e)->busy++;                                                                               \
+    } while (0)
+#define LEAVE(e)                                                                                   \
+    do {                                                                                           \
+        if (--(e)->busy == 0 && (e)->free_requested)                                               \
+            zk_free(&(e)->base);                                                                   \
+    } while (0)
+
+/* A request's arg: the epoch that made it, and whether it carries a watch
+ * (so a failed registration can clear its flag even when stale). */
+#define ARG(e, watch)  ((void *)(((e)->epoch << 1) | ((watch) ? 1u : 0u)))
+#define EPOCH_ARG(e)   ARG(e, 0)
+#define HAD_WATCH(arg) (((uintptr_t)(arg)) & 1u)
+#define STALE(e, arg)  ((((uintptr_t)(arg)) >> 1) != (e)->epoch || (e)->free_requested)
+/* exists() registers its watch when the answer is OK or ENOENT. */
+#define EXISTS_REGISTERED(r) ((r)->rc == 0 || (r)->rc == REIGN_ENOENT)
+
+/* A request could not even be issued: only memory or closing. */
+static void issue_failed(zk_election *e, int rc, const char *what)
+{
+    if (rc == REIGN_ECLOSED)
+        return;
+    retry_later(e, rc, what);
+}
+
+/* ---- timers ------------------------------------------------------------- */
+
+static void timer_cb(reign__timer *t, void *arg)
+{
+    zk_election *e = arg;
+    ENTER(e);
+    if (e->state == ST_PAUSED || e->state == ST_SETUP || e->state == ST_CHECKING ||
+        e->state == ST_CREATING) {
+        if (e->my_node && e->state != ST_PAUSED)
+            check(e);
+        else
+            start(e);
+    }
+    LEAVE(e);
+}
+
+/* A transient failure (the backend already retried): try again later,
+ * from the top, unless the session is gone (then CONNECTED restarts us). */
+static void retry_later(zk_election *e, int err, const char *what)
+{
+    if (err == REIGN_ESESSION || err == REIGN_ECLOSED) {
+        set_state(e, ST_NOSESSION, what);
+        return;
+    }
+    reign__log(e->base.log, REIGN_LOG_WARN, "election %s: %s: %s; retrying", e->base.name, what,
+               reign_strerror(err));
+    e->epoch++;
+    set_state(e, e->my_node ? ST_CHECKING : ST_SETUP, what);
+    reign__timer_start(reign__client_timers(e->base.client), &e->timer,
+                       reign__now_ns() + 1000000000);
+}
+
+static void fail(zk_election *e, int err, const char *fmt, ...) REIGN__PRINTF(3, 4);
+static void fail(zk_election *e, int err, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    e->epoch++;
+    demote(e, REIGN_DEMOTE_ERROR, false);
+    set_state(e, ST_FAILED, "error");
+    reign__timer_stop(reign__client_timers(e->base.client), &e->timer);
+    emit_error(e, err, "%s", msg);
+}
+/* ---- leader view (observers, follow_leader candidates) ----------------- */
+
+static void on_leader_node_event(void *owner, void *arg, reign__zk_event ev, const char *path);
+static void on_term_event(void *owner, void *arg, reign__zk_event ev, const char *path);
+
+static void publish_leader(zk_election *e, reign__leader_view *nv)
+{
+    bool same = nv->known == e->base.lv.known &&
+                (!nv->known || (nv->token == e->base.lv.token && nv->term == e->base.lv.term));
+    e->base.lv = *nv;
+    memset(nv, 0, sizeof(*nv));
+    if (!e->ready_sent) {
+        send_ready(e);
+        return;
+    }
+    if (same)
+        return;
+    reign_leader pub;
+    if (e->base.lv.known)
+        reign__leader_view_public(&e->base.lv, &pub);
+    reign_election_event ev = {.type = REIGN_ELECTION_LEADER_CHANGED,
+                               .at_ns = reign__now_ns(),
+                               .leader = e->base.lv.known ? &pub : NULL};
+    emit(e, &ev);
+}
+
+static void on_leader_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    reign__leader_view *nv = arg;
+    ENTER(e);
+    if (e->free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED) {
+        reign__leader_view_clear(nv);
+    } else {
+        if (!EXISTS_REGISTERED(r) && e->leader_node_watched && nv->node &&
+            !strcmp(e->leader_node_watched, nv->node))
+            set_str(&e->leader_node_watched, NULL);
+        if (r->rc == REIGN_ENOENT)
+            reign__leader_view_clear(nv); /* the named leader is gone: no one leads yet */
+        if (r->rc == 0 || r->rc == REIGN_ENOENT)
+            publish_leader(e, nv);
+        else
+            reign__leader_view_clear(nv);
+    }
+    reign__free(nv);
+    LEAVE(e);
+}
+
+static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (HAD_WATCH(arg) && r->rc != 0)
+        e->term_watched = false;
+    if (e->free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
+        goto out;
+    if (r->rc == REIGN_ENOENT)
+        await_term(e);
+    if (HAD_WATCH(arg) && r->rc != 0)
+        e->term_watched = false; /* get() registers only on success */
+    reign__leader_view *nv = reign__calloc(1, sizeof(*nv));
+    if (!nv)
+        goto out;
+    reign__record rec;
+    if (r->rc == 0 && r->stat.version > 0 &&
+        reign__record_parse(r->value, r->value_len, &rec) == 0) {
+        const char *node = reign__record_get(&rec, "node");
+        if (node && reign__election_node_ok(node)) {
+            nv->known = true;
+            nv->id =
+                reign__strdup(reign__record_get(&rec, "id") ? reign__record_get(&rec, "id") : "");
+            nv->data = reign__memdup(rec.payload, rec.payload_len);
+            nv->data_len = rec.payload_len;
+            nv->node = reign__strdup(node);
+            nv->term = (uint64_t)r->stat.version;
+            nv->token = (uint64_t)r->stat.mzxid;
+            nv->since_ms = r->stat.mtime_ms;
+        }
+        reign__record_clear(&rec);
+    } else if (r->rc == 0 && r->stat.version > 0) {
+        reign__log(e->base.log, REIGN_LOG_WARN, "election %s: %s holds foreign data; ignored",
+                   e->base.name, e->term_path);
+    }
+    if (nv->known && (!nv->id || !nv->node || (nv->data_len && !nv->data))) {
+        reign__leader_view_clear(nv);
+        reign__free(nv);
+        goto out;
+    }
+    if (!nv->known) {
+        publish_leader(e, nv);
+        reign__free(nv);
+        goto out;
+    }
+    /* Is that leader still there?  Watch its node, once. */
+    char *path = reign__path_join(e->dir, nv->node);
+    bool watch = !e->leader_node_watched || strcmp(e->leader_node_watched, nv->node) != 0;
+    if (watch)
+        set_str(&e->leader_node_watched, nv->node);
+    int rc = !path ? REIGN_ENOMEM
+                   : reign__zk_exists(e->zk, path, watch ? on_leader_node_event : NULL,
+                                      REIGN__ZK_RETRY, e, on_leader_exists, nv);
+    reign__free(path);
+    if (rc < 0) {
+        reign__leader_view_clear(nv);
+        reign__free(nv);
+    }
+out:
+    LEAVE(e);
+}
+
+static void on_term_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (!EXISTS_REGISTERED(r))
+        e->term_watched = false;
+    if (r->rc == 0 && e->following && !e->free_requested)
+        follow_leader(e); /* created meanwhile: read it */
+    LEAVE(e);
+}
+
+/* The election (or its term) does not exist yet: wait for it to appear,
+ * without creating anything (observers only read). */
+static void await_term(zk_election *e)
+{
+    if (e->term_watched)
+        return;
+    e->term_watched = true;
+    if (reign__zk_exists(e->zk, e->term_path, on_term_event, REIGN__ZK_RETRY, e, on_term_exists,
+                         ARG(e, 1)) < 0)
+        e->term_watched = false;
+}
+
+static void follow_leader(zk_election *e)
+{
+    e->following = true;
+    bool watch = !e->term_watched;
+    int rc = reign__zk_get(e->zk, e->term_path, watch ? on_term_event : NULL, REIGN__ZK_RETRY, e,
+                           on_term_read, ARG(e, watch));
+    if (rc == 0 && watch)
+        e->term_watched = true;
+    if (rc < 0)
+        reign__log(e->base.log, REIGN_LOG_WARN, "election %s: cannot read the term: %s",
+                   e->base.name, reign_strerror(rc));
+}
+
+static void on_term_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    e->term_watched = false;
+    if (e->following && e->state != ST_LEFT && e->state != ST_FAILED)
+        follow_leader(e);
+    LEAVE(e);
+}
+
+static void on_leader_node_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (e->leader_node_watched && !strcmp(basename_of(path), e->leader_node_watched)) {
+        set_str(&e->leader_node_watched, NULL);
+        if (ev == REIGN__ZK_DELETED && e->base.lv.known && e->base.lv.node &&
+            !strcmp(e->base.lv.node, basename_of(path))) {
+            reign__leader_view none = {0};
+            publish_leader(e, &none);
+        }
+    }
+    LEAVE(e);
+}
+
+/* ---- becoming leader ---------------------------------------------------- */
+
+static void become_leader(zk_election *e, uint64_t term, uint64_t token)
+{
+    int64_t now = reign__now_ns();
+    int64_t until = reign__client_valid_until(e->base.client);
+    if (until <= now) {
+        /* The proof of our session is already too old (a stall, or a slow
+         * answer): announcing now could overlap with a successor. */
+        reign__log(e->base.log, REIGN_LOG_WARN,
+                   "election %s: won term %llu but the session proof is stale; re-checking",
+                   e->base.name, (unsigned long long)term);
+        e->epoch++;
+        set_state(e, ST_CHECKING, "stale proof");
+        check(e);
+        return;
+    }
+    e->base.leader = true;
+    e->base.term = term;
+    e->base.token = token;
+    e->valid_until = until;
+    set_state(e, ST_LEADER, "claimed");
+    reign__client_hold_validity(e->base.client, +1);
+    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s elected, term %llu token %llu",
+               e->base.name, e->base.id, (unsigned long long)term, (unsigned long long)token);
+    send_ready(e);
+    if (e->free_requested || !e->base.leader)
+        return;
+    reign_election_event ev = {.type = REIGN_ELECTION_ELECTED,
+                               .at_ns = now,
+                               .term = term,
+                               .token = token,
+                               .valid_until_ns = until};
+    emit(e, &ev);
+}
+
+static void on_term_recheck(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_CLAIMING)
+        goto out;
+    if (r->rc != 0) {
+        retry_later(e, r->rc, "reading the term");
+        goto out;
+    }
+    /* Did our claim land before the connection dropped?  Our guid in the
+     * term says so; the zxid of that write is our token. */
+    reign__record rec;
+    bool ours = false;
+    if (reign__record_parse(r->value, r->value_len, &rec) == 0) {
+        const char *g = reign__record_get(&rec, "guid");
+        ours = g && !strcmp(g, e->guid);
+        reign__record_clear(&rec);
+    }
+    if (ours)
+        become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
+    else
+        check(e);
+out:
+    LEAVE(e);
+}
+
+static void on_term_created(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_CLAIMING)
+        goto out;
+    if (r->rc == 0 || r->rc == REIGN_EEXIST)
+        claim(e);
+    else if (r->rc == REIGN_EACCES)
+        fail(e, r->rc, "not allowed to create %s (credentials?)", e->term_path);
+    else
+        retry_later(e, r->rc, "creating the term node");
+out:
+    LEAVE(e);
+}
+
+static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_CLAIMING)
+        goto out;
+    switch (r->rc) {
+    case 0:
+        become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
+        break;
+    case REIGN_ENOENT:
+        if (r->failed_op != 1) { /* the check: our node is gone */
+            handle_node_gone(e);
+            break;
+        }
+        /* The term node is missing (an operator removed it): make it again. */
+        if (reign__zk_create(e->zk, e->term_path, "reign 1\n\n", 9, 0, e, on_term_created,
+                             EPOCH_ARG(e)) < 0)
+            retry_later(e, REIGN_ENOMEM, "creating the term node");
+        break;
+    case REIGN_EBADVERSION:
+        check(e);
+        break;
+    case REIGN_ECONNLOSS:
+    case REIGN_ETIMEDOUT: {
+        int rc = reign__zk_get(e->zk, e->term_path, NULL, REIGN__ZK_RETRY, e, on_term_recheck,
+                               EPOCH_ARG(e));
+        if (rc < 0)
+            issue_failed(e, rc, "reading the term");
+        break;
+    }
+    case REIGN_EACCES:
+        fail(e, r->rc, "not allowed to write %s (credentials?)", e->term_path);
+        break;
+    default:
+        retry_later(e, r->rc, "claiming the term");
+    }
+out:
+    LEAVE(e);
+}
+
+/*
+ * The claim: "our node still exists" and "bump the term" in one multi.  If
+ * our node was deleted in between (session expiry, an operator) the write
+ * does not happen, so the term only ever grows under a live candidate, and
+ * the zxid of the write is a fencing token no earlier leader can have.
+ */
+static void claim(zk_election *e)
+{
+    set_state(e, ST_CLAIMING, "first in line");
+    reign__buf t;
+    reign__buf_init(&t);
+    const char *kv[] = {"id", e->base.id, "node", basename_of(e->my_node), "guid", e->guid};
+    int rc = reign__record_build(&t, kv, 6, e->base.data, e->base.data_len);
+    if (rc == 0)
+        rc = reign__zk_check_and_set(e->zk, e->my_node, e->term_path, t.data, t.len, -1, e,
+                                     on_claimed, EPOCH_ARG(e));
+    reign__buf_free(&t);
+    if (rc < 0)
+        issue_failed(e, rc, "claiming the term");
+}
+
+/* ---- watching our place ------------------------------------------------- */
+
+static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char *path);
+
+static void handle_node_gone(zk_election *e)
+{
+    /* Someone else deleted our node (reign cede, an operator), or it went
+     * with a session we no longer have.  Stand again after the cede delay,
+     * which lets another candidate take over. */
+    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: our node %s was deleted", e->base.name,
+               e->my_node ? e->my_node : "?");
+    e->epoch++;
+    set_str(&e->my_node, NULL);
+    e->own_watched = false;
+    demote(e, REIGN_DEMOTE_NODE_DELETED, false);
+    if (e->free_requested || e->state == ST_FAILED || e->state == ST_LEFT)
+        return;
+    set_state(e, ST_PAUSED, "node deleted");
+    reign__timer_start(reign__client_timers(e->base.client), &e->timer,
+                       reign__now_ns() + (int64_t)e->base.cede_delay_ms * REIGN__NS_PER_MS);
+}
+
+static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (e->strategy == REIGN_STRATEGY_LOCK) {
+        e->own_watched = false; /* the lock watch serves leader and waiters alike */
+        if (ev == REIGN__ZK_DELETED) {
+            if (e->state == ST_LEADER || e->state == ST_CLAIMING)
+                handle_node_gone(e);
+            else if (e->state == ST_WAITING)
+                create_node(e); /* the lock is free: race for it */
+        } else if (e->state == ST_WAITING || e->state == ST_LEADER) {
+            check(e); /* data changed: re-arm the watch and look again */
+        }
+    } else if (e->my_node && !strcmp(path, e->my_node)) {
+        e->own_watched = false;
+        if (ev == REIGN__ZK_DELETED && e->state != ST_RESIGNING && e->state != ST_LEFT)
+            handle_node_gone(e);
+        else if (ev != REIGN__ZK_DELETED && e->state != ST_RESIGNING && e->state != ST_LEFT)
+            check(e);
+    }
+    LEAVE(e);
+}
+
+static void on_pred_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    bool was_pred = e->pred_watched && !strcmp(e->pred_watched, path);
+    if (was_pred)
+        set_str(&e->pred_watched, NULL);
+    if (e->state == ST_WAITING && was_pred && ev == REIGN__ZK_DELETED && e->pred_is_first) {
+        /* Sequence numbers only grow, so no node can appear ahead of ours:
+         * with the first in line gone, we are first.  Claim at once (the
+         * claim's check still proves our node exists): one round trip. */
+        claim(e);
+    } else if (e->state == ST_WAITING) {
+        check(e);
+    }
+    LEAVE(e);
+}
+
+static void on_pred_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (HAD_WATCH(arg) && !EXISTS_REGISTERED(r))
+        set_str(&e->pred_watched, NULL);
+    if (STALE(e, arg) || e->state != ST_CHECKING)
+        goto out;
+    if (r->rc == REIGN_ENOENT) {
+        check(e); /* gone meanwhile: look again */
+    } else if (r->rc == 0 && r->stat.ephemeral_owner == 0) {
+        /* A persistent node named like a candidate (written by someone
+         * else): no session will ever remove it, so it is no candidate.
+         * Leave it out of the order, or the election would stall behind it. */
+        const char *name = e->pred ? basename_of(e->pred) : "";
+        reign__log(e->base.log, REIGN_LOG_WARN,
+                   "election %s: %s is not ephemeral, so not a candidate; ignoring it",
+                   e->base.name, name);
+        if (*name && add_impostor(e, name) < 0) {
+            retry_later(e, REIGN_ENOMEM, "ignoring a foreign node");
+            goto out;
+        }
+        check(e);
+    } else if (r->rc == 0) {
+        set_state(e, ST_WAITING, "predecessor alive");
+    } else
+        retry_later(e, r->rc, "watching the predecessor");
+out:
+    LEAVE(e);
+}
+
+static void on_own_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (!EXISTS_REGISTERED(r))
+        e->own_watched = false;
+    else if (r->rc == REIGN_ENOENT && !STALE(e, arg) && e->state != ST_RESIGNING &&
+             e->state != ST_LEFT && e->state != ST_PAUSED)
+        handle_node_gone(e);
+    LEAVE(e);
+}
+
+static void watch_own(zk_election *e)
+{
+    if (e->own_watched || !e->my_node)
+        return;
+    e->own_watched = true; /* set now so that one registration is in flight at most */
+    int rc = reign__zk_exists(e->zk, e->my_node, on_own_event, REIGN__ZK_RETRY, e, on_own_exists,
+                              EPOCH_ARG(e));
+    if (rc < 0)
+        e->own_watched = false;
+}
+
+static void on_children(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_CHECKING)
+        goto out;
+    if (r->rc != 0) {
+        if (r->rc == REIGN_ENOENT) { /* the election node itself was removed */
+            set_str(&e->my_node, NULL);
+            e->own_watched = false;
+            demote(e, REIGN_DEMOTE_NODE_DELETED, false);
+            e->epoch++;
+            start(e);
+        } else {
+            retry_later(e, r->rc, "listing candidates");
+        }
+        goto out;
+    }
+    reign__qnode *v = reign__calloc(r->n_children ? r->n_children : 1, sizeof(*v));
+    if (!v) {
+        retry_later(e, REIGN_ENOMEM, "listing candidates");
+        goto out;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < r->n_children; i++)
+        if (reign__qnode_parse(r->children[i], &v[n]) && !is_impostor(e, r->children[i]))
+            n++;
+    reign__qnode_sort(v, n);
+    const char *mine = basename_of(e->my_node);
+    size_t me = SIZE_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(v[i].name, mine))
+            me = i;
+    if (me == SIZE_MAX) {
+        reign__free(v);
+        handle_node_gone(e);
+        goto out;
+    }
+    if (me == 0) {
+        reign__free(v);
+        if (e->base.leader) { /* still first: nothing changed for us */
+            set_state(e, ST_LEADER, "still first");
+            goto out;
+        }
+        claim(e); /* READY comes with ELECTED */
+        goto out;
+    }
+    /* Not first.  A leader can only stop being first if its node was
+     * replaced, which handle_node_gone deals with; be safe anyway. */
+    demote(e, REIGN_DEMOTE_NODE_DELETED, false);
+    if (e->free_requested)
+        goto out;
+    char *pred = reign__path_join(e->dir, v[me - 1].name);
+    reign__free(v);
+    if (!pred) {
+        retry_later(e, REIGN_ENOMEM, "watching the predecessor");
+        goto out;
+    }
+    e->pred_is_first = me == 1;
+    reign__free(e->pred);
+    e->pred = pred;
+    /* One watch per predecessor: ZooKeeper would fire every registration. */
+    bool watch = !e->pred_watched || strcmp(e->pred_watched, pred) != 0;
+    if (watch)
+        set_str(&e->pred_watched, pred);
+    int rc = reign__zk_exists(e->zk, pred, watch ? on_pred_event : NULL, REIGN__ZK_RETRY, e,
+                              on_pred_exists, ARG(e, watch));
+    if (rc < 0 && watch)
+        set_str(&e->pred_watched, NULL);
+    if (rc < 0)
+        issue_failed(e, rc, "watching the predecessor");
+    if (!e->ready_sent && !e->base.follow)
+        send_ready(e);
+out:
+    LEAVE(e);
+}
+
+static void on_lock_state(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (HAD_WATCH(arg) && !EXISTS_REGISTERED(r))
+        e->own_watched = false;
+    if (STALE(e, arg) || e->state != ST_CHECKING)
+        goto out;
+    if (r->rc == REIGN_ENOENT) {
+        set_str(&e->my_node, NULL);
+        create_node(e); /* free: try to take it (the watch stays armed) */
+        goto out;
+    }
+    if (r->rc != 0) {
+        retry_later(e, r->rc, "reading the lock");
+        goto out;
+    }
+    /* Ours only if its ephemeral owner is our session: never by its data. */
+    if (r->stat.ephemeral_owner == reign_client_session_id(e->base.client) &&
+        r->stat.ephemeral_owner != 0) {
+        set_str(&e->my_node, e->lock_path);
+        if (e->base.leader)
+            set_state(e, ST_LEADER, "still ours");
+        else
+            claim(e);
+    } else {
+        demote(e, REIGN_DEMOTE_NODE_DELETED, false);
+        if (e->free_requested)
+            goto out;
+        set_str(&e->my_node, NULL);
+        set_state(e, ST_WAITING, "lock held by another session");
+        if (!e->ready_sent && !e->base.follow)
+            send_ready(e);
+    }
+out:
+    LEAVE(e);
+}
+
+static void check(zk_election *e)
+{
+    set_state(e, ST_CHECKING, "check");
+    int rc;
+    if (e->strategy == REIGN_STRATEGY_LOCK) {
+        /* One exists watch on the lock, shared by waiting and leading. */
+        bool watch = !e->own_watched;
+        rc = reign__zk_exists(e->zk, e->lock_path, watch ? on_own_event : NULL, REIGN__ZK_RETRY, e,
+                              on_lock_state, ARG(e, watch));
+        if (rc == 0 && watch)
+            e->own_watched = true;
+    } else {
+        watch_own(e);
+        rc = reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_children, EPOCH_ARG(e));
+    }
+    if (rc < 0)
+        issue_failed(e, rc, "checking");
+}
+
+/* ---- resigning ---------------------------------------------------------- */
+
+static void finish_resign(zk_election *e, int err)
+{
+    if (e->state != ST_RESIGNING)
+        return;
+    set_state(e, ST_LEFT, "node deleted");
+    reign_election_event ev = {.type = REIGN_ELECTION_LEFT,
+                               .at_ns = reign__now_ns(),
+                               .error = err,
+                               .message = err ? reign_strerror(err) : NULL};
+    emit(e, &ev);
+}
+
+static void on_resign_deleted(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    /* ENOENT or a lost session: the node is gone all the same. */
+    finish_resign(e, (r->rc == 0 || r->rc == REIGN_ENOENT || r->rc == REIGN_ESESSION ||
+                      r->rc == REIGN_ECLOSED)
+                         ? 0
+                         : r->rc);
+    LEAVE(e);
+}
+
+/* ---- creating our node -------------------------------------------------- */
+
+static void on_find_own(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_CREATING)
+        goto out;
+    if (r->rc != 0) {
+        retry_later(e, r->rc, "looking for our node");
+        goto out;
+    }
+    /* After a connection loss during the create: did it land?  Our guid in
+     * a child's name says so; then that node is ours, else create again. */
+    for (size_t i = 0; i < r->n_children; i++) {
+        reign__qnode q;
+        if (reign__qnode_parse(r->children[i], &q) && !strcmp(q.guid, e->guid)) {
+            char *p = reign__path_join(e->dir, q.name);
+            if (p)
+                set_str(&e->my_node, p);
+            reign__free(p);
+            if (!e->my_node) {
+                retry_later(e, REIGN_ENOMEM, "adopting our node");
+                goto out;
+            }
+            reign__log(e->base.log, REIGN_LOG_INFO, "election %s: found our node %s after a retry",
+                       e->base.name, e->my_node);
+            check(e);
+            goto out;
+        }
+    }
+    create_node(e);
+out:
+    LEAVE(e);
+}
+
+static void on_created(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    e->create_inflight = false;
+    if (e->state == ST_RESIGNING) {
+        /* resigned while the create was in flight: remove what landed */
+        if (r->rc == 0 && r->value &&
+            reign__zk_delete(e->zk, r->value, -1, REIGN__ZK_RETRY, e, on_resign_deleted, NULL) == 0)
+            goto out;
+        finish_resign(e, 0);
+        goto out;
+    }
+    if (STALE(e, arg) || e->state != ST_CREATING)
+        goto out;
+    switch (r->rc) {
+    case 0:
+        set_str(&e->my_node, r->value);
+        if (!e->my_node) {
+            retry_later(e, REIGN_ENOMEM, "recording our node");
+            break;
+        }
+        if (e->strategy == REIGN_STRATEGY_LOCK) {
+            e->own_watched = false;
+            check(e); /* confirms the owner and arms the lock watch */
+        } else {
+            check(e);
+        }
+        break;
+    case REIGN_EEXIST: /* lock: someone holds it (maybe our earlier session) */
+        check(e);
+        break;
+    case REIGN_ECONNLOSS:
+    case REIGN_ETIMEDOUT: {
+        int rc;
+        set_state(e, ST_CREATING, "create outcome unknown");
+        if (e->strategy == REIGN_STRATEGY_LOCK) {
+            check(e); /* the lock's owner tells whether it was ours */
+            break;
+        }
+        rc = reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e));
+        if (rc < 0)
+            issue_failed(e, rc, "looking for our node");
+        break;
+    }
+    case REIGN_ENOENT: /* the election node vanished: set up again */
+        e->epoch++;
+        start(e);
+        break;
+    case REIGN_EACCES:
+        fail(e, r->rc,
+             "not allowed to create a candidate under %s: the election belongs to other "
+             "credentials",
+             e->dir);
+        break;
+    case REIGN_E2BIG:
+        fail(e, r->rc, "the store refused the payload as too large (%s)", e->dir);
+        break;
+    default:
+        retry_later(e, r->rc, "creating our node");
+    }
+out:
+    LEAVE(e);
+}
+
+static void create_node(zk_election *e)
+{
+    set_state(e, ST_CREATING, "create");
+    int rc;
+    if (e->strategy == REIGN_STRATEGY_LOCK) {
+        rc = reign__zk_create(e->zk, e->lock_path, e->record.data, e->record.len,
+                              REIGN__ZK_EPHEMERAL, e, on_created, EPOCH_ARG(e));
+    } else {
+        reign__random_hex(e->guid, REIGN__GUID_BYTES);
+        char *prefix = reign__election_path(e->base.name, "/n_");
+        reign__buf b;
+        reign__buf_init(&b);
+        reign__buf_printf(&b, "%s%s_", prefix ? prefix : "", e->guid);
+        reign__free(prefix);
+        rc = b.oom ? REIGN_ENOMEM
+                   : reign__zk_create(e->zk, b.data, e->record.data, e->record.len,
+                                      REIGN__ZK_EPHEMERAL | REIGN__ZK_SEQUENCE, e, on_created,
+                                      EPOCH_ARG(e));
+        reign__buf_free(&b);
+    }
+    if (rc == 0)
+        e->create_inflight = true;
+    else
+        issue_failed(e, rc, "creating our node");
+}
+
+/* ---- setting up the election node --------------------------------------- */
+
+static void on_setup_read(void *owner, void *arg, const reign__zk_result *r);
+
+static int dir_record(zk_election *e, reign__buf *b)
+{
+    const char *kv[] = {"kind", "election", "strategy", reign_strategy_name(e->strategy)};
+    return reign__record_build(b, kv, 4, NULL, 0);
+}
+
+static void on_path_made(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_SETUP)
+        goto out;
+    if (r->rc == REIGN_EACCES) {
+        fail(e, r->rc, "not allowed to create %s (credentials?)", e->dir);
+        goto out;
+    }
+    if (r->rc != 0 && r->rc != REIGN_EEXIST) {
+        retry_later(e, r->rc, "creating the election node");
+        goto out;
+    }
+    /* The last create in the chain made the term node: read the election. */
+    if (reign__zk_get(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_setup_read, EPOCH_ARG(e)) < 0)
+        retry_later(e, REIGN_ENOMEM, "reading the election");
+out:
+    LEAVE(e);
+}
+
+static void make_path(zk_election *e)
+{
+    /* Parents first; each create tolerates EEXIST.  Requests on one session
+     * are applied in order, so one round trip covers the chain; only the
+     * last one's answer is needed. */
+    reign__buf rec;
+    reign__buf_init(&rec);
+    if (dir_record(e, &rec) < 0) {
+        reign__buf_free(&rec);
+        retry_later(e, REIGN_ENOMEM, "creating the election node");
+        return;
+    }
+    const char *parents[] = {REIGN__ZK_ROOT, REIGN__ELECTION_DIR};
+    for (size_t i = 0; i < 2; i++)
+        reign__zk_create(e->zk, parents[i], NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    reign__zk_create(e->zk, e->dir, rec.data, rec.len, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    int rc = reign__zk_create(e->zk, e->term_path, "reign 1\n\n", 9, REIGN__ZK_RETRY, e,
+                              on_path_made, EPOCH_ARG(e));
+    reign__buf_free(&rec);
+    if (rc < 0)
+        issue_failed(e, rc, "creating the election node");
+}
+
+static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_SETUP)
+        goto out;
+    if (r->rc == REIGN_ENOENT && e->base.observer) {
+        /* Observers read only: follow the term, which tells when it appears. */
+        set_state(e, ST_WAITING, "observing an election not yet created");
+        if (!e->following)
+            follow_leader(e);
+        goto out;
+    }
+    if (r->rc == REIGN_ENOENT) {
+        if (++e->setup_tries > 5) {
+            fail(e, REIGN_ENOENT,
+                 "cannot create the election node %s: does the URI's chroot exist? (ZooKeeper "
+                 "does not create it)",
+                 e->dir);
+            goto out;
+        }
+        make_path(e);
+        goto out;
+    }
+    if (r->rc != 0) {
+        retry_later(e, r->rc, "reading the election");
+        goto out;
+    }
+    reign__record rec;
+    reign_strategy found = REIGN_STRATEGY_DEFAULT;
+    if (r->value_len > 0) {
+        if (reign__record_parse(r->value, r->value_len, &rec) < 0) {
+            fail(e, REIGN_EFOREIGN, "%s holds data reign did not write; refusing to use it",
+                 e->dir);
+            goto out;
+        }
+        const char *s = reign__record_get(&rec, "strategy");
+        int p = s ? reign_strategy_parse(s) : REIGN_EINVAL;
+        if (s && p < 0) {
+            reign__record_clear(&rec);
+            fail(e, REIGN_EFOREIGN, "unknown strategy recorded in %s", e->dir);
+            goto out;
+        }
+        if (s)
+            found = (reign_strategy)p;
+        reign__record_clear(&rec);
+    }
+    if (found != REIGN_STRATEGY_DEFAULT) {
+        if (e->strategy != REIGN_STRATEGY_DEFAULT && e->strategy != found) {
+            fail(e, REIGN_EINVAL, "election '%s' uses strategy '%s', not '%s'", e->base.name,
+                 reign_strategy_name(found), reign_strategy_name(e->strategy));
+            goto out;
+        }
+        e->strategy = found;
+    } else if (e->strategy == REIGN_STRATEGY_DEFAULT) {
+        e->strategy = REIGN_STRATEGY_QUEUE;
+    }
+    if (e->base.follow && !e->following)
+        follow_leader(e);
+    if (e->base.observer) {
+        set_state(e, ST_WAITING, "observing");
+        goto out;
+    }
+    create_node(e);
+out:
+    LEAVE(e);
+}
+
+static void start(zk_election *e)
+{
+    e->epoch++;
+    set_state(e, ST_SETUP, "start");
+    if (!reign__zk_connected(e->zk) && reign_client_session_id(e->base.client) == 0) {
+        set_state(e, ST_NOSESSION, "waiting for a session");
+        return;
+    }
+    int rc = reign__zk_get(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_setup_read, EPOCH_ARG(e));
+    if (rc < 0)
+        issue_failed(e, rc, "reading the election");
+}
+
+/* ---- connection and deadline hooks -------------------------------------- */
+
+static void on_conn(reign__recipe *rp, reign_conn_state st)
+{
+    zk_election *e = (zk_election *)rp;
+    ENTER(e);
+    switch (st) {
+    case REIGN_CONN_SUSPENDED:
+        if (e->base.leader &&
+            reign__client_suspend_policy(e->base.client) == REIGN_SUSPEND_IMMEDIATE)
+            demote(e, REIGN_DEMOTE_SUSPENDED, false);
+        break;
+    case REIGN_CONN_RECONNECTED:
+        /* Same session: our node and watches survive.  Look again in case
+         * we were demoted by the deadline meanwhile, or missed an answer. */
+        if (e->state != ST_LEFT && e->state != ST_FAILED && e->state != ST_RESIGNING &&
+            e->state != ST_PAUSED && !e->base.observer) {
+            if (e->state == ST_NOSESSION || e->state == ST_SETUP)
+                start(e);
+            else if (!e->base.leader && e->my_node && e->state != ST_CREATING)
+                check(e);
+        }
+        if (e->following)
+            follow_leader(e);
+        break;
+    case REIGN_CONN_LOST:
+        /* Either expired (a new session follows: CONNECTED) or suspended
+         * past the deadline (the deadline hook demoted already). */
+        if (e->base.leader)
+            demote(e, REIGN_DEMOTE_SESSION_LOST, false);
+        break;
+    case REIGN_CONN_CONNECTED:
+        /* A new session: nothing of the old one is ours any more. */
+        e->epoch++;
+        set_str(&e->my_node, NULL);
+        set_str(&e->pred_watched, NULL);
+        set_str(&e->leader_node_watched, NULL);
+        e->own_watched = false;
+        e->term_watched = false;
+        e->create_inflight = false;
+        if (e->base.leader)
+            demote(e, REIGN_DEMOTE_SESSION_LOST, false);
+        if (e->free_requested)
+            break;
+        if (e->state == ST_LEFT || e->state == ST_FAILED || e->state == ST_PAUSED)
+            break;
+        if (e->state == ST_RESIGNING) {
+            set_state(e, ST_LEFT, "session ended");
+            reign_election_event ev = {.type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns()};
+            emit(e, &ev);
+            break;
+        }
+        e->following = false;
+        start(e);
+        break;
+    case REIGN_CONN_CLOSED:
+        e->epoch++;
+        demote(e, REIGN_DEMOTE_RESIGNED, false);
+        if (e->state != ST_LEFT && e->state != ST_FAILED) {
+            bool was_resigning = e->state == ST_RESIGNING;
+            set_state(e, ST_LEFT, "client closed");
+            if (was_resigning) {
+                reign_election_event ev = {.type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns()};
+                emit(e, &ev);
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    LEAVE(e);
+}
+
+static void on_deadline(reign__recipe *rp, int64_t now)
+{
+    zk_election *e = (zk_election *)rp;
+    if (!e->base.leader)
+        return;
+    int64_t until = reign__client_valid_until(e->base.client);
+    if (now < until) {
+        e->valid_until = until;
+        return;
+    }
+    ENTER(e);
+    bool connected = reign__zk_connected(e->zk);
+    /* Demote before the server could expire the session: a successor can
+     * only be elected after that. */
+    demote(e, connected ? REIGN_DEMOTE_STALLED : REIGN_DEMOTE_SUSPENDED, false);
+    if (!e->free_requested && connected && e->state == ST_LEADER) {
+        /* Still connected: the claim is a write and renews the proof. */
+        e->epoch++;
+        check(e);
+    } else if (!e->free_requested && e->state == ST_LEADER) {
+        set_state(e, ST_CHECKING, "suspended past the deadline");
+    }
+    LEAVE(e);
+}
+
+/* ---- public API --------------------------------------------------------- */
+
+static void destroy(zk_election *e)
+{
+    reign__timers *ts = reign__client_timers(e->base.client);
+    reign__timer_stop(ts, &e->timer);
+    reign__timer_stop(ts, &e->defer);
+    reign__zk_forget(e->zk, e);
+    reign__client_detach(e->base.client, &e->base.recipe);
+    if (e->base.leader) {
+        e->base.leader = false;
+        reign__client_hold_validity(e->base.client, -1);
+    }
+    reign__buf_free(&e->record);
+    reign__election_base_free(&e->base);
+    reign__free(e->dir);
+    reign__free(e->term_path);
+    reign__free(e->lock_path);
+    reign__free(e->my_node);
+    reign__free(e->pred_watched);
+    reign__free(e->leader_node_watched);
+    reign__free(e->pred);
+    for (size_t i = 0; i < e->n_impostors; i++)
+        reign__free(e->impostors[i]);
+    reign__free(e->impostors);
+    reign__free(e);
+}
+
+static void on_destroy(reign__recipe *rp)
+{
+    destroy((zk_election *)rp);
+}
+
+static const reign__recipe_ops election_ops = {
+    .conn = on_conn,
+    .deadline = on_deadline,
+    .destroy = on_destroy,
+};
+
+static const reign__election_impl zk_impl;
+
+int reign__zk_election_join(reign_election **ret, reign_client *client, const char *name,
+                            const reign_election_options *o)
+{
+    zk_election *e = reign__calloc(1, sizeof(*e));
+    if (!e)
+        return REIGN_ENOMEM;
+    e->base.recipe.ops = &election_ops;
+    e->base.impl = &zk_impl;
+    e->zk = reign__client_zk(client);
+    e->strategy = o->strategy;
+    reign__timer_init(&e->timer, timer_cb, e);
+    reign__timer_init(&e->defer, defer_cb, e);
+    reign__buf_init(&e->record);
+    int rc = reign__election_base_init(&e->base, client, name, o);
+    if (rc == 0) {
+        e->dir = reign__election_path(name, NULL);
+        e->term_path = reign__election_path(name, "/term");
+        e->lock_path = reign__election_path(name, "/lock");
+        if (!e->dir || !e->term_path || !e->lock_path)
+            rc = REIGN_ENOMEM;
+    }
+    if (rc == 0) {
+        /* guid: known before the create, so a retried create is recognised */
+        rc = reign__random_hex(e->guid, REIGN__GUID_BYTES);
+    }
+    if (rc == 0) {
+        const char *kv[] = {"id", e->base.id, "guid", e->guid};
+        rc = reign__record_build(&e->record, kv, 4, e->base.data, e->base.data_len);
+    }
+    if (rc < 0) {
+        reign__buf_free(&e->record);
+        reign__election_base_free(&e->base);
+        reign__free(e->dir);
+        reign__free(e->term_path);
+        reign__free(e->lock_path);
+        reign__free(e);
+        return rc;
+    }
+    reign__client_attach(client, &e->base.recipe);
+    e->state = ST_NOSESSION;
+    if (reign__zk_connected(e->zk))
+        start(e);
+    *ret = &e->base;
+    return 0;
+}
+
+/* Stops standing: demote now, delete our node.  `then` is the next state. */
+static int step_down(zk_election *e, reign_demote_reason reason, estate then)
+{
+    reign__timers *ts = reign__client_timers(e->base.client);
+    reign__timer_stop(ts, &e->timer);
+    e->epoch++;
+    demote(e, reason, true);
+    char *node = e->my_node;
+    e->my_node = NULL;
+    e->own_watched = false;
+    set_state(e, then, reign_demote_reason_name(reason));
+    int rc = 0;
+    if (node) {
+        rc = reign__zk_delete(e->zk, node, -1, REIGN__ZK_RETRY, then == ST_RESIGNING ? e : NULL,
+                              then == ST_RESIGNING ? on_resign_deleted : NULL, NULL);
+    } else if (then == ST_RESIGNING && !e->create_inflight) {
+        /* Nothing stands: LEFT on the next turn, never from inside the call. */
+        e->defer_left = true;
+        reign__timer_start(ts, &e->defer, reign__now_ns());
+    }
+    reign__free(node);
+    reign__client_wake(e->base.client);
+    return rc < 0 ? rc : 0;
+}
+
+static int zk_resign(reign_election *pub)
+{
+    zk_election *e = (zk_election *)pub;
+    if (e->state == ST_LEFT || e->state == ST_RESIGNING)
+        return REIGN_ESTATE;
+    e->following = false;
+    return step_down(e, REIGN_DEMOTE_RESIGNED, ST_RESIGNING);
+}
+
+static int zk_cede(reign_election *pub, int delay_ms)
+{
+    zk_election *e = (zk_election *)pub;
+    int rc = step_down(e, REIGN_DEMOTE_CEDED, ST_PAUSED);
+    int64_t d = delay_ms < 0 ? e->base.cede_delay_ms : delay_ms;
+    reign__timer_start(reign__client_timers(e->base.client), &e->timer,
+                       reign__now_ns() + d * REIGN__NS_PER_MS);
+    return rc;
+}
+
+static int64_t zk_valid_until(const reign_election *pub)
+{
+    /* Local answer, but never stale: the session's bound, even if the loop
+     * has not run the deadline yet. */
+    return reign__client_valid_until(pub->client);
+}
+
+static reign_election *zk_free(reign_election *pub)
+{
+    zk_election *e = (zk_election *)pub;
+    if (!e->free_requested) {
+        e->free_requested = true;
+        /* Leave without waiting: the delete goes out, no callback follows. */
+        if (e->base.leader) {
+            e->base.leader = false;
+            reign__client_hold_validity(e->base.client, -1);
+        }
+        if (e->my_node && e->state != ST_LEFT)
+            reign__zk_delete(e->zk, e->my_node, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
+        reign__zk_forget(e->zk, e);
+    }
+    if (e->busy > 0)
+        return NULL; /* inside one of our callbacks: LEAVE frees it */
+    destroy(e);
+    return NULL;
+}
+
+static const reign__election_impl zk_impl = {
+    .resign = zk_resign,
+    .cede = zk_cede,
+    .valid_until = zk_valid_until,
+    .free = zk_free,
+};

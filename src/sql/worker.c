@@ -1,0 +1,576 @@
+/*
+ * worker.c - the SQL client's worker thread (worker.h).
+ *
+ * Two queues under one mutex: `todo` (loop -> worker: requests) and `done`
+ * (worker -> loop: results, connection states, change notices).  The worker
+ * sleeps in poll() on its own eventfd and, once subscribed, the store's
+ * notification descriptor; the loop sleeps on the client's eventfd.  A
+ * request is one allocation that travels from todo to done and is freed by
+ * dispatch; forget() clears the callback of every request of an owner,
+ * wherever it is, so a freed election is never called back.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+typedef enum item_kind { ITEM_REQUEST, ITEM_STATE, ITEM_CHANGED } item_kind;
+
+typedef struct item {
+    struct item *next;
+    item_kind kind;
+    /* request */
+    reign__sqlw_op op;
+    char *name;
+    char *owner_id, *owner_guid;
+    void *payload;
+    size_t payload_len;
+    int64_t duration_ms;
+    uint64_t term;
+    void *owner;
+    reign__sqlw_cb *cb;
+    void *arg;
+    reign__sqlw_result res;
+    /* state */
+    reign__sqlw_state st;
+    char msg[512];
+} item;
+
+typedef struct queue {
+    item *head, *tail;
+} queue;
+
+struct reign__sqlw {
+    reign__sqlw_config cfg;
+    char *path, *host, *user, *password, *database, *table, *dc;
+    char store[200];
+
+    pthread_t thread;
+    bool started, joined;
+    int efd; /* wakes the worker */
+    pthread_mutex_t mu;
+    queue todo, done;
+    item *running; /* the request the worker executes now */
+    bool closing;
+    _Atomic uint64_t statements;
+
+    /* worker thread only */
+    reign__sqlconn *conn;
+    bool ever_connected, fatal;
+    int64_t next_connect_ns;
+    char **listened; /* names to LISTEN on, again after a reconnect */
+    size_t n_listened;
+};
+
+static void push(queue *q, item *it)
+{
+    it->next = NULL;
+    if (q->tail)
+        q->tail->next = it;
+    else
+        q->head = it;
+    q->tail = it;
+}
+
+static item *pop(queue *q)
+{
+    item *it = q->head;
+    if (it) {
+        q->head = it->next;
+        if (!q->head)
+            q->tail = NULL;
+    }
+    return it;
+}
+
+static void item_free(item *it)
+{
+    if (!it)
+        return;
+    reign__free(it->name);
+    reign__free(it->owner_id);
+    reign__free(it->owner_guid);
+    reign__free(it->payload);
+    reign__lease_clear(&it->res.lease);
+    reign__free(it);
+}
+
+static void wake(int fd)
+{
+    uint64_t one = 1;
+    ssize_t n = write(fd, &one, sizeof(one));
+    (void)n; /* a full counter still wakes the reader */
+}
+
+/* Worker side: hand an item to the loop. */
+static void hand_back(reign__sqlw *w, item *it)
+{
+    pthread_mutex_lock(&w->mu);
+    if (w->running == it)
+        w->running = NULL;
+    push(&w->done, it);
+    pthread_mutex_unlock(&w->mu);
+    wake(w->cfg.wake_fd);
+}
+
+static void post_state(reign__sqlw *w, reign__sqlw_state st, int err, const char *msg)
+{
+    item *it = reign__calloc(1, sizeof(*it));
+    if (!it)
+        return; /* out of memory: the next statement's error tells the loop */
+    it->kind = ITEM_STATE;
+    it->st = st;
+    it->res.rc = err;
+    reign__strlcpy(it->msg, msg ? msg : "", sizeof(it->msg));
+    hand_back(w, it);
+}
+
+static void post_changed(reign__sqlw *w)
+{
+    reign__log(w->cfg.log, REIGN_LOG_DEBUG, "sql: change notified");
+    item *it = reign__calloc(1, sizeof(*it));
+    if (!it)
+        return;
+    it->kind = ITEM_CHANGED;
+    hand_back(w, it);
+}
+
+/* ---- the worker's connection ---------------------------------------------------------------- */
+
+static bool is_conn_error(int rc)
+{
+    return rc == REIGN_ECONNLOSS || rc == REIGN_ETIMEDOUT || rc == REIGN_ECONNECT;
+}
+
+static bool is_fatal_error(int rc)
+{
+    return rc == REIGN_EAUTH || rc == REIGN_ENOENT || rc == REIGN_EACCES || rc == REIGN_EFOREIGN ||
+           rc == REIGN_EINVAL;
+}
+
+static void count_from(reign__sqlw *w, uint64_t before)
+{
+    if (w->conn)
+        atomic_fetch_add(&w->statements, reign__sql_statements(w->conn) - before);
+}
+
+static void drop_conn(reign__sqlw *w)
+{
+    reign__sql_close(w->conn);
+    w->conn = NULL;
+}
+
+static int listen_all(reign__sqlw *w, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < w->n_listened; i++) {
+        int rc = reign__sql_listen(w->conn, w->dc, w->listened[i], err, errlen);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void try_connect(reign__sqlw *w)
+{
+    char err[512] = "";
+    reign__sqlconn *c = NULL;
+    int rc = reign__sql_connect(&c, &w->cfg.target, err, sizeof(err));
+    if (rc == 0) {
+        w->conn = c;
+        uint64_t before = reign__sql_statements(c);
+        rc = reign__sql_ensure_schema(c, err, sizeof(err));
+        if (rc == 0)
+            rc = listen_all(w, err, sizeof(err));
+        count_from(w, before);
+        if (rc < 0)
+            drop_conn(w);
+    }
+    if (rc == 0) {
+        post_state(w, w->ever_connected ? REIGN__SQLW_RECONNECTED : REIGN__SQLW_CONNECTED, 0, NULL);
+        w->ever_connected = true;
+        return;
+    }
+    w->next_connect_ns = reign__now_ns() + (int64_t)w->cfg.retry_period_ms * REIGN__NS_PER_MS;
+    if (is_fatal_error(rc) || rc == REIGN_ENOMEM) {
+        w->fatal = true;
+        post_state(w, REIGN__SQLW_FATAL, rc, err);
+    } else {
+        /* The loop logs it (once per outage) and says it in wait_connected()'s message. */
+        post_state(w, REIGN__SQLW_SUSPENDED, rc, err);
+    }
+}
+
+static int add_listened(reign__sqlw *w, const char *name)
+{
+    for (size_t i = 0; i < w->n_listened; i++)
+        if (!strcmp(w->listened[i], name))
+            return 0;
+    char **v = reign__realloc(w->listened, (w->n_listened + 1) * sizeof(*v));
+    if (!v)
+        return REIGN_ENOMEM;
+    w->listened = v;
+    if (!(v[w->n_listened] = reign__strdup(name)))
+        return REIGN_ENOMEM;
+    w->n_listened++;
+    return 1;
+}
+
+static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
+{
+    reign__lease_claim cl = {
+        .dc = w->dc,
+        .name = it->name,
+        .owner = it->owner_id,
+        .owner_guid = it->owner_guid,
+        .payload = it->payload,
+        .payload_len = it->payload_len,
+        .duration_ms = it->duration_ms,
+    };
+    int rc;
+    switch (it->op) {
+    case REIGN__SQLW_READ:
+        return reign__sql_lease_read(w->conn, w->dc, it->name, &it->res.lease, err, errlen);
+    case REIGN__SQLW_INSERT:
+        rc = reign__sql_lease_insert(w->conn, &cl, err, errlen);
+        if (rc == 1)
+            it->res.term = 1;
+        return rc;
+    case REIGN__SQLW_TAKE:
+        return reign__sql_lease_take(w->conn, &cl, it->term, &it->res.term, err, errlen);
+    case REIGN__SQLW_RENEW:
+        return reign__sql_lease_renew(w->conn, &cl, it->term, err, errlen);
+    case REIGN__SQLW_RELEASE:
+        rc = reign__sql_lease_release(w->conn, &cl, it->term, err, errlen);
+        if (rc == 1 && reign__sql_notify(w->conn, w->dc, it->name, err, errlen) < 0)
+            reign__log(w->cfg.log, REIGN_LOG_DEBUG, "%s", err); /* followers poll anyway */
+        return rc;
+    case REIGN__SQLW_DEPOSE:
+        return reign__sql_lease_depose(w->conn, w->dc, it->name, it->term, err, errlen);
+    case REIGN__SQLW_LISTEN:
+        rc = add_listened(w, it->name);
+        if (rc == 1)
+            rc = reign__sql_listen(w->conn, w->dc, it->name, err, errlen);
+        return rc;
+    }
+    return REIGN_EINVAL;
+}
+
+static const char *const op_names[] = {"?",      "read",    "insert", "take",
+                                       "renew",  "release", "depose", "listen"};
+
+static void execute(reign__sqlw *w, item *it)
+{
+    char err[512] = "";
+    int rc;
+    if (!w->conn) {
+        if (it->op == REIGN__SQLW_LISTEN) {
+            rc = add_listened(w, it->name); /* done when the connection is back */
+            rc = rc < 0 ? rc : 0;
+        } else {
+            rc = w->fatal ? REIGN_ECLOSED : REIGN_ECONNLOSS;
+            snprintf(err, sizeof(err), "%s: %s", w->store,
+                     w->fatal ? "the client stopped on an error" : "not connected");
+        }
+    } else {
+        uint64_t before = reign__sql_statements(w->conn);
+        it->res.sent_ns = reign__now_ns();
+        rc = run_statement(w, it, err, sizeof(err));
+        count_from(w, before);
+        if (is_conn_error(rc)) {
+            drop_conn(w);
+            w->next_connect_ns = reign__now_ns(); /* at once, then every retry period */
+            post_state(w, REIGN__SQLW_SUSPENDED, rc, err);
+        } else if (reign__sql_listen_fd(w->conn) >= 0 && reign__sql_drain_notify(w->conn) > 0) {
+            /* libpq keeps what arrived during the statement: look after each one. */
+            post_changed(w);
+        }
+    }
+    if (w->conn || it->op != REIGN__SQLW_LISTEN)
+        reign__log(w->cfg.log, REIGN_LOG_DEBUG, "sql: %s %s term=%llu -> %d (%.1f ms)",
+                   op_names[it->op], it->name, (unsigned long long)it->term, rc,
+                   it->res.sent_ns ? (double)(reign__now_ns() - it->res.sent_ns) / 1e6 : 0.0);
+    it->res.op = it->op;
+    it->res.rc = rc;
+    if (rc < 0) {
+        reign__strlcpy(it->msg, err[0] ? err : reign_strerror(rc), sizeof(it->msg));
+        it->res.err = it->msg;
+    }
+    hand_back(w, it);
+}
+
+static void idle_wait(reign__sqlw *w)
+{
+    struct pollfd p[2] = {{.fd = w->efd, .events = POLLIN}, {.fd = -1, .events = POLLIN}};
+    if (w->conn)
+        p[1].fd = reign__sql_listen_fd(w->conn);
+    int timeout = -1;
+    if (!w->conn && !w->fatal) {
+        int64_t left = w->next_connect_ns - reign__now_ns();
+        timeout = left <= 0 ? 0 : (int)((left + REIGN__NS_PER_MS - 1) / REIGN__NS_PER_MS);
+    }
+    int n = poll(p, 2, timeout);
+    if (n <= 0)
+        return;
+    if (p[0].revents) {
+        uint64_t v;
+        ssize_t r = read(w->efd, &v, sizeof(v));
+        (void)r;
+    }
+    if (p[1].fd >= 0 && p[1].revents) {
+        int any = reign__sql_drain_notify(w->conn);
+        if (any > 0)
+            post_changed(w);
+        else if (any < 0) {
+            drop_conn(w);
+            w->next_connect_ns = reign__now_ns();
+            post_state(w, REIGN__SQLW_SUSPENDED, any, "the notification connection was lost");
+        }
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    reign__sqlw *w = arg;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        bool closing = w->closing;
+        item *it = pop(&w->todo);
+        if (it)
+            w->running = it;
+        pthread_mutex_unlock(&w->mu);
+        if (!w->conn && !w->fatal && !closing && reign__now_ns() >= w->next_connect_ns) {
+            try_connect(w);
+        }
+        if (it) {
+            execute(w, it);
+            continue;
+        }
+        if (closing)
+            break;
+        idle_wait(w);
+    }
+    drop_conn(w);
+    return NULL;
+}
+
+/* ---- the loop's side ------------------------------------------------------------------------ */
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+    if (!s)
+        return NULL;
+    char *d = reign__strdup(s);
+    if (!d)
+        *oom = true;
+    return d;
+}
+
+static void describe(reign__sqlw *w)
+{
+    const reign__sql_target *t = &w->cfg.target;
+    if (t->kind == REIGN__SQL_SQLITE) {
+        snprintf(w->store, sizeof(w->store), "sqlite %s", t->path ? t->path : "?");
+        return;
+    }
+    snprintf(w->store, sizeof(w->store), "%s %s%s%s:%d/%s",
+             t->kind == REIGN__SQL_MARIADB ? "mariadb" : "postgres", t->user ? t->user : "",
+             t->user ? "@" : "", t->host ? t->host : "localhost",
+             t->port                         ? t->port
+             : t->kind == REIGN__SQL_MARIADB ? 3306
+                                             : 5432,
+             t->database ? t->database : "");
+}
+
+int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err, size_t errlen)
+{
+    *ret = NULL;
+    reign__sqlw *w = reign__calloc(1, sizeof(*w));
+    if (!w)
+        return REIGN_ENOMEM;
+    w->cfg = *cfg;
+    w->efd = -1;
+    bool oom = false;
+    w->path = dup_or_null(cfg->target.path, &oom);
+    w->host = dup_or_null(cfg->target.host, &oom);
+    w->user = dup_or_null(cfg->target.user, &oom);
+    w->password = dup_or_null(cfg->target.password, &oom);
+    w->database = dup_or_null(cfg->target.database, &oom);
+    w->table = dup_or_null(cfg->target.table, &oom);
+    w->dc = dup_or_null(cfg->dc ? cfg->dc : "default", &oom);
+    w->cfg.target.path = w->path;
+    w->cfg.target.host = w->host;
+    w->cfg.target.user = w->user;
+    w->cfg.target.password = w->password;
+    w->cfg.target.database = w->database;
+    w->cfg.target.table = w->table;
+    w->cfg.target.log = cfg->log;
+    w->cfg.dc = w->dc;
+    describe(w);
+    int rc = oom ? REIGN_ENOMEM : 0;
+    if (rc == 0 && (w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
+        rc = -errno;
+        reign__errf(err, errlen, "eventfd: %s", strerror(errno));
+    }
+    if (rc == 0 && (rc = -pthread_mutex_init(&w->mu, NULL)) == 0) {
+        rc = -pthread_create(&w->thread, NULL, worker_main, w);
+        if (rc < 0) {
+            pthread_mutex_destroy(&w->mu);
+            reign__errf(err, errlen, "cannot start the SQL worker thread: %s", strerror(-rc));
+        }
+    }
+    if (rc < 0) {
+        w->started = false;
+        reign__sqlw_free(w);
+        return rc;
+    }
+    w->started = true;
+    *ret = w;
+    return 0;
+}
+
+int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
+                       const reign__lease_claim *cl, uint64_t term, void *owner, reign__sqlw_cb *cb,
+                       void *arg)
+{
+    item *it = reign__calloc(1, sizeof(*it));
+    if (!it)
+        return REIGN_ENOMEM;
+    it->kind = ITEM_REQUEST;
+    it->op = op;
+    it->term = term;
+    it->owner = owner;
+    it->cb = cb;
+    it->arg = arg;
+    bool oom = !(it->name = reign__strdup(name));
+    if (cl) {
+        it->owner_id = dup_or_null(cl->owner, &oom);
+        it->owner_guid = dup_or_null(cl->owner_guid, &oom);
+        it->duration_ms = cl->duration_ms;
+        it->payload_len = cl->payload_len;
+        if (cl->payload_len && !(it->payload = reign__memdup(cl->payload, cl->payload_len)))
+            oom = true;
+    }
+    if (oom) {
+        item_free(it);
+        return REIGN_ENOMEM;
+    }
+    pthread_mutex_lock(&w->mu);
+    bool closing = w->closing;
+    if (!closing)
+        push(&w->todo, it);
+    pthread_mutex_unlock(&w->mu);
+    if (closing) {
+        item_free(it);
+        return REIGN_ECLOSED;
+    }
+    wake(w->efd);
+    return 0;
+}
+
+static void forget_in(queue *q, void *owner)
+{
+    for (item *it = q->head; it; it = it->next)
+        if (it->owner == owner)
+            it->cb = NULL;
+}
+
+void reign__sqlw_forget(reign__sqlw *w, void *owner)
+{
+    pthread_mutex_lock(&w->mu);
+    forget_in(&w->todo, owner);
+    forget_in(&w->done, owner);
+    if (w->running && w->running->owner == owner)
+        w->running->cb = NULL;
+    pthread_mutex_unlock(&w->mu);
+}
+
+void reign__sqlw_dispatch(reign__sqlw *w)
+{
+    if (!w)
+        return;
+    for (;;) {
+        pthread_mutex_lock(&w->mu);
+        item *it = pop(&w->done);
+        pthread_mutex_unlock(&w->mu);
+        if (!it)
+            return;
+        switch (it->kind) {
+        case ITEM_REQUEST:
+            if (it->cb)
+                it->cb(it->owner, it->arg, &it->res);
+            break;
+        case ITEM_STATE:
+            if (w->cfg.on_state)
+                w->cfg.on_state(w->cfg.arg, it->st, it->res.rc, it->msg);
+            break;
+        case ITEM_CHANGED:
+            if (w->cfg.on_change)
+                w->cfg.on_change(w->cfg.arg);
+            break;
+        }
+        item_free(it);
+    }
+}
+
+void reign__sqlw_close(reign__sqlw *w)
+{
+    if (!w || !w->started || w->joined)
+        return;
+    pthread_mutex_lock(&w->mu);
+    w->closing = true;
+    pthread_mutex_unlock(&w->mu);
+    wake(w->efd);
+    pthread_join(w->thread, NULL);
+    w->joined = true;
+}
+
+void reign__sqlw_free(reign__sqlw *w)
+{
+    if (!w)
+        return;
+    if (w->started) {
+        reign__sqlw_close(w);
+        pthread_mutex_destroy(&w->mu);
+    }
+    item *it;
+    while ((it = pop(&w->todo)))
+        item_free(it);
+    while ((it = pop(&w->done)))
+        item_free(it);
+    for (size_t i = 0; i < w->n_listened; i++)
+        reign__free(w->listened[i]);
+    reign__free(w->listened);
+    if (w->efd >= 0)
+        close(w->efd);
+    if (w->password)
+        explicit_bzero(w->password, strlen(w->password));
+    reign__free(w->path);
+    reign__free(w->host);
+    reign__free(w->user);
+    reign__free(w->password);
+    reign__free(w->database);
+    reign__free(w->table);
+    reign__free(w->dc);
+    reign__free(w);
+}
+
+const char *reign__sqlw_store(const reign__sqlw *w)
+{
+    return w->store;
+}
+
+uint64_t reign__sqlw_statements(const reign__sqlw *w)
+{
+    return atomic_load(&w->statements);
+}
+
+bool reign__sqlw_notifies(const reign__sqlw *w)
+{
+    return w->cfg.target.kind != REIGN__SQL_MARIADB;
+}

@@ -1,0 +1,114 @@
+/*
+ * worker.h - a SQL client's worker thread: the blocking lease layer (sql.h)
+ * made asynchronous, the way libzookeeper_mt's threads make ZooKeeper
+ * asynchronous for zk.h.
+ *
+ * One thread per client owns one connection.  The loop thread submits
+ * requests (a lease statement for one election name); the thread runs them
+ * in order, each bounded by the statement timeout, and hands results back
+ * through a mutex-protected queue and the client's eventfd.
+ * reign__sqlw_dispatch(), on the loop thread, runs the callbacks: no user
+ * code and no recipe state ever runs on the worker.
+ *
+ * The worker also keeps the connection: it connects (and creates or checks
+ * the table) at start, reports the connection's state changes, and after a
+ * statement that lost the connection or timed out it drops the connection and
+ * connects again every retry period; requests meanwhile fail at once with
+ * REIGN_ECONNLOSS, so nothing waits on a dead store.  Errors that retrying
+ * cannot fix (credentials, a missing database, a foreign table) are fatal.
+ *
+ * While idle it waits on the store's notification descriptor too (sql.h's
+ * listen): a change there is handed to the loop as a CHANGED event, so
+ * followers read at once instead of at their next poll.
+ *
+ * Private to the library.
+ */
+#ifndef REIGN_SQL_WORKER_H
+#define REIGN_SQL_WORKER_H
+
+#include "sql.h"
+
+typedef struct reign__sqlw reign__sqlw;
+
+typedef enum reign__sqlw_op {
+    REIGN__SQLW_READ = 1,
+    REIGN__SQLW_INSERT,
+    REIGN__SQLW_TAKE,
+    REIGN__SQLW_RENEW,
+    REIGN__SQLW_RELEASE, /* and, where the store needs it, NOTIFY */
+    REIGN__SQLW_DEPOSE,
+    REIGN__SQLW_LISTEN /* subscribe to changes of the name (kept across reconnects) */
+} reign__sqlw_op;
+
+typedef enum reign__sqlw_state {
+    REIGN__SQLW_CONNECTED = 1, /* the first connection (table ready) */
+    REIGN__SQLW_SUSPENDED,     /* the connection was lost; reconnecting */
+    REIGN__SQLW_RECONNECTED,   /* connected again */
+    REIGN__SQLW_FATAL          /* cannot go on (see the message) */
+} reign__sqlw_state;
+
+typedef struct reign__sqlw_config {
+    reign__sql_target target; /* copied */
+    const char *dc;           /* data_center of every row; copied */
+    int retry_period_ms;      /* between connection attempts */
+    int wake_fd;              /* eventfd the loop polls */
+    const reign__logger *log;
+    /* Called from dispatch, on the loop thread.  err and msg for SUSPENDED and FATAL. */
+    void (*on_state)(void *arg, reign__sqlw_state st, int err, const char *msg);
+    /* A notification may concern some election of this client. */
+    void (*on_change)(void *arg);
+    void *arg;
+} reign__sqlw_config;
+
+typedef struct reign__sqlw_result {
+    reign__sqlw_op op;
+    int rc;             /* 1 (done) or 0 (compare-and-set did not match), or a negative code */
+    uint64_t term;      /* TAKE: the new term */
+    reign__lease lease; /* READ: the row (borrowed for the callback) */
+    int64_t sent_ns;    /* CLOCK_MONOTONIC just before the statement was sent */
+    const char *err;    /* rc < 0: one line, never a password */
+} reign__sqlw_result;
+
+typedef void reign__sqlw_cb(void *owner, void *arg, const reign__sqlw_result *r);
+
+int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err, size_t errlen);
+
+/*
+ * Queues a statement on election `name`.  `cl` gives the claimant (owner,
+ * owner_guid, payload, duration; dc and name are filled in) for INSERT,
+ * TAKE, RENEW, RELEASE; NULL otherwise.  `term`: expected term for TAKE,
+ * held term for RENEW, RELEASE, DEPOSE.  Everything is copied.  cb (may be
+ * NULL) runs from dispatch with `owner` and `arg`.  0, REIGN_ENOMEM, or
+ * REIGN_ECLOSED once closing.
+ */
+int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
+                       const reign__lease_claim *cl, uint64_t term, void *owner, reign__sqlw_cb *cb,
+                       void *arg);
+
+/* No callback of `owner` runs after this (queued requests still execute). */
+void reign__sqlw_forget(reign__sqlw *w, void *owner);
+
+/* Runs the callbacks and state changes handed back so far (loop thread). */
+void reign__sqlw_dispatch(reign__sqlw *w);
+
+/*
+ * Lets the worker finish what is queued (a release must still reach the
+ * store), without reconnecting, then stops and joins it: at most about one
+ * statement timeout per queued request when the store is slow, immediately
+ * when it is gone.  Results are still dispatched afterwards.  Idempotent.
+ */
+void reign__sqlw_close(reign__sqlw *w);
+
+/* Closes if needed and frees; pending callbacks never run.  NULL-safe. */
+void reign__sqlw_free(reign__sqlw *w);
+
+/* "sqlite /path", "postgres user@host:port/db": for messages. */
+const char *reign__sqlw_store(const reign__sqlw *w);
+
+/* Statements sent so far (for the benchmark's statements per second). */
+uint64_t reign__sqlw_statements(const reign__sqlw *w);
+
+/* Whether the store notifies followers of changes (PostgreSQL, SQLite). */
+bool reign__sqlw_notifies(const reign__sqlw *w);
+
+#endif

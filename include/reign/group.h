@@ -21,7 +21,8 @@
  * All callbacks run inside reign_client_process() on the loop thread (see
  * <reign/client.h>).  From a callback you may call any function here,
  * including the *_free() function of the object calling back.  A call that
- * fails never calls back.
+ * fails never calls back.  Groups need ZooKeeper: on a client of another
+ * store every function here returns REIGN_ENOTSUP.
  */
 #ifndef REIGN_GROUP_H
 #define REIGN_GROUP_H

@@ -20,7 +20,9 @@
  *
  * All callbacks run inside reign_client_process() on the loop thread (see
  * <reign/client.h>).  A call that fails never calls back.  Requests still
- * pending when the client closes complete with REIGN_ECLOSED.
+ * pending when the client closes complete with REIGN_ECLOSED.  Values need
+ * ZooKeeper: on a client of another store every function here returns
+ * REIGN_ENOTSUP.
  */
 #ifndef REIGN_VALUE_H
 #define REIGN_VALUE_H

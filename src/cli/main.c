@@ -1,6 +1,7 @@
 /*
  * main.c - entry point of the `reign` tool: global options, then one
- * subcommand (campaign, run, status, watch, cede), each in its own file.
+ * subcommand (campaign, run, status, watch, cede, register, members,
+ * value), each in its own file.
  *
  * Global options come before the subcommand; parsing stops at the first
  * non-option, which names the subcommand, and the rest is the subcommand's.
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "fmt.h"
 
 static const struct {
     const char *name;
@@ -23,13 +25,16 @@ static const struct {
     {"status", cli_status_main, "show the leader and the candidates of an election"},
     {"watch", cli_watch_main, "print a line each time the leader changes"},
     {"cede", cli_cede_main, "make the current leader step down, wait for the next one"},
+    {"register", cli_register_main, "be a member of a group until SIGINT or SIGTERM"},
+    {"members", cli_members_main, "show the members of a group, or follow them"},
+    {"value", cli_value_main, "get, set, delete or watch a value"},
 };
 
 static void usage(FILE *f)
 {
     fprintf(f, "Usage: reign [GLOBAL OPTIONS] COMMAND [ARGS...]\n"
                "\n"
-               "Leader election on ZooKeeper.\n"
+               "Leader election, group membership and watched values.\n"
                "\n"
                "Commands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -552,6 +552,8 @@ int reign_group_register(reign_group **ret, reign_client *client, const char *na
         return REIGN_EINVAL;
     if (o.data_len > REIGN_MEMBER_DATA_MAX)
         return REIGN_E2BIG;
+    if (!reign__client_zk(client))
+        return REIGN_ENOTSUP; /* membership needs ZooKeeper's ephemeral nodes */
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
     reign_group *g = reign__calloc(1, sizeof(*g));
@@ -1169,6 +1171,8 @@ static int watch_new(reign_group_watch **ret, reign_client *client, const char *
     int rc = group_name_check(name);
     if (rc < 0)
         return rc;
+    if (!reign__client_zk(client))
+        return REIGN_ENOTSUP;
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
     reign_group_watch *w = reign__calloc(1, sizeof(*w));

@@ -330,6 +330,8 @@ static int req_new(req **ret, reign_client *client, req_kind kind, const char *k
     if (version < REIGN_VALUE_ABSENT || version > INT32_MAX ||
         (kind == REQ_DELETE && version == REIGN_VALUE_ABSENT))
         return REIGN_EINVAL;
+    if (!reign__client_zk(client))
+        return REIGN_ENOTSUP; /* values live in ZooKeeper nodes */
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
     req *q = reign__calloc(1, sizeof(*q));
@@ -676,6 +678,8 @@ int reign_value_watch_start(reign_value_watch **ret, reign_client *client, const
     int rc = reign_value_key_check(key);
     if (rc < 0)
         return rc;
+    if (!reign__client_zk(client))
+        return REIGN_ENOTSUP;
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
     reign_value_watch *w = reign__calloc(1, sizeof(*w));

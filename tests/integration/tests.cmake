@@ -168,6 +168,11 @@ reign_zk_test(NAME it_cede_api COMMAND it_cede_api TIMEOUT 120)
 reign_it_program(it_observer)
 reign_zk_test(NAME it_observer COMMAND it_observer TIMEOUT 120)
 
+# SQL lease elections through the API, on a SQLite file (issue 3; no server needed).
+reign_it_program(it_lease)
+add_test(NAME it_lease COMMAND it_lease)
+set_tests_properties(it_lease PROPERTIES LABELS "integration;sql" TIMEOUT 180)
+
 # Freeing a client with answers and watch events still queued (meant for the sanitizer builds).
 reign_it_program(it_close_pending)
 reign_zk_test(NAME it_close_pending COMMAND it_close_pending TIMEOUT 120)

@@ -11,6 +11,20 @@
  * <reign/client.h>).  From a callback you may call any function here,
  * including reign_election_free() on the election calling back.
  *
+ * On a SQL store (sqlite://, mysql://, postgres://; see <reign/client.h>) an
+ * election is one row of the lease table: the leader renews its lease, a
+ * candidate takes it over when the database's clock says it expired or when
+ * it is released, and every takeover increments the row's term, which is both
+ * the term and the fencing token.  A leader is valid until the send time of
+ * its last successful renewal + lease - margin, and is demoted then if no
+ * renewal succeeded (reason stalled, or suspended when the store is
+ * unreachable); it then stands again with a fresh identity, so its next
+ * leadership has a new term.  There are no strategies (REIGN_STRATEGY_LOCK
+ * gives REIGN_ENOTSUP), the snapshot of reign_election_query() lists the
+ * leader only, reign_election_depose() takes up to one renew period (the
+ * leader learns of it when its next renewal fails), and observers see
+ * leaders in order but may miss one shorter than their poll period.
+ *
  * Strategies (ZooKeeper), chosen per election and recorded in the election's
  * node, so candidates cannot mix them:
  *
@@ -147,7 +161,8 @@ typedef struct reign_election_options {
  * Returns at once; the outcome arrives through the callback.  Fails with
  * REIGN_ENAME for an illegal name, REIGN_EINVAL for a bad id (empty, over
  * REIGN_ID_MAX, or with control characters) or options, REIGN_E2BIG for a
- * payload over REIGN_DATA_MAX.  A call that fails never calls back.
+ * payload over REIGN_DATA_MAX, REIGN_ENOTSUP for the lock strategy on a SQL
+ * store.  A call that fails never calls back.
  */
 REIGN_EXPORT int reign_election_join(reign_election **ret, reign_client *client, const char *name,
                                      const reign_election_options *opts);
@@ -225,8 +240,8 @@ typedef void reign_election_done_cb(reign_client *client, int err, void *userdat
 
 /*
  * Asks the current leader of `name` to step down, from any process: deletes
- * the leader's node, so the leader is demoted (reason node_deleted) and
- * stands again after its cede delay.  REIGN_ENOENT if there is no leader.
+ * the leader's node (SQL: marks its lease deposed), so the leader is demoted
+ * (reason node_deleted) and stands again after its cede delay.  REIGN_ENOENT if there is no leader.
  * Needs the election's credentials.
  */
 REIGN_EXPORT int reign_election_depose(reign_client *client, const char *name,

@@ -8,8 +8,10 @@ the leader, in turn:
 
   restart  a clean shutdown and start (same data, same port);
   crash    the server SIGKILLed, then started again (it recovers its data);
-  freeze   the server SIGSTOPped until the leader, unable to renew, has demoted itself
-           (it must: its bound passes on its own clock), then SIGCONTed.
+  outage   the server stopped until the leader, unable to renew, has demoted itself (it
+           must: its bound passes on its own clock), then started again;
+  freeze   the same with the server SIGSTOPped (statements hang rather than fail), then
+           SIGCONTed.
 
 Through each, leadership is either kept or safely lost and regained: no campaign exits, and
 after each the election settles to exactly one process that says it leads, which `reign
@@ -48,7 +50,7 @@ def body(t, kind):
         return leader, ev
 
     leader, ev = sqle.wait_alive(settled, "a settled leader", procs)
-    for fault in ("restart", "crash", "freeze"):
+    for fault in ("restart", "crash", "outage", "freeze"):
         before = (leader, ev.term, sum(len(p.events()) for p in procs))
         if fault == "restart":
             server.do("restart")
@@ -57,15 +59,15 @@ def body(t, kind):
             server.do("start-server")
         else:
             n_demoted = len(leader.demoted())
-            server.do("pause-server")
+            server.do("stop-server" if fault == "outage" else "pause-server")
             try:
                 dem = sqle.wait_alive(lambda: leader.demoted()[n_demoted:],
-                               f"{leader.label} to demote itself", procs)[0]
+                                      f"{leader.label} to demote itself", procs)[0]
                 check(dem.reason in ("suspended", "stalled"),
-                      f"{leader.label} demoted with reason {dem.reason} by a frozen server")
-                log(f"{leader.label} demoted ({dem.reason}) while the server was frozen")
+                      f"{leader.label} demoted with reason {dem.reason} in the {fault}")
+                log(f"{leader.label} demoted ({dem.reason}) in the {fault}")
             finally:
-                server.do("resume-server")
+                server.do("start-server" if fault == "outage" else "resume-server")
         leader, ev = sqle.wait_alive(settled, f"a settled leader after the {fault}", procs)
         kept = leader is before[0] and ev.term == before[1]
         log(f"after the {fault}: {leader.label} leads, term {ev.term} "

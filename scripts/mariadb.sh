@@ -285,8 +285,9 @@ start_watchdog() {
 initialise() {
     local as_root=()
     if [[ $(id -u) -eq 0 ]]; then as_root=(--user=root); fi
-    mkdir -p "$STATE/data"
-    if ! mariadb-install-db --no-defaults "${as_root[@]}" --datadir="$STATE/data" \
+    # A tmpdir of its own: two servers initialised at once must not share /tmp's temporary tables.
+    mkdir -p "$STATE/data" "$STATE/tmp"
+    if ! mariadb-install-db --no-defaults "${as_root[@]}" --datadir="$STATE/data" --tmpdir="$STATE/tmp" \
         --auth-root-authentication-method=normal --skip-test-db --skip-name-resolve \
         --innodb-buffer-pool-size=32M --innodb-log-file-size=8M --innodb-use-native-aio=0 \
         >"$STATE/install-db.log" 2>&1; then

@@ -357,7 +357,8 @@ static void on_sql_state(void *arg, reign__sqlw_state st, int err, const char *m
     case REIGN__SQLW_FATAL:
         c->fatal_err = err;
         snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);
-        reign__log(&c->log, REIGN_LOG_ERROR, "%s", msg);
+        /* The application hears it (CLOSED, reign_client_errmsg()) and decides what to say. */
+        reign__log(&c->log, REIGN_LOG_INFO, "client: stopped: %s", msg);
         set_state(c, REIGN_CONN_CLOSED);
         break;
     }
@@ -948,7 +949,7 @@ int reign_client_wait_connected(reign_client *c)
         if (r < 0)
             return r;
         if (reign_client_process(c) == REIGN_ECLOSED && c->state != REIGN_CONN_CONNECTED)
-            return REIGN_ECLOSED;
+            return c->fatal_err ? c->fatal_err : REIGN_ECLOSED;
     }
 }
 

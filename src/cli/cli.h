@@ -71,6 +71,7 @@ struct cli {
     int leaving;
     int leave_code;
 
+    int connected; /* the client reached CONNECTED once */
     int done;
     int exit_code;
 };

@@ -258,15 +258,21 @@ static void on_client_state(reign_client *client, reign_conn_state state, void *
         return;
     switch (state) {
     case REIGN_CONN_CONNECTED:
-        cli_log(c, REIGN_LOG_INFO, "connected: session 0x%llx, timeout %d ms",
-                (unsigned long long)reign_client_session_id(c->client),
-                reign_client_session_timeout_ms(c->client));
+        c->connected = 1;
+        if (reign_client_session_id(c->client))
+            cli_log(c, REIGN_LOG_INFO, "connected: session 0x%llx, timeout %d ms",
+                    (unsigned long long)reign_client_session_id(c->client),
+                    reign_client_session_timeout_ms(c->client));
+        else
+            cli_log(c, REIGN_LOG_INFO, "connected to %s: lease %d ms",
+                    reign_client_backend(c->client), reign_client_session_timeout_ms(c->client));
         break;
     case REIGN_CONN_SUSPENDED:
         cli_log(c, REIGN_LOG_WARN, "connection suspended; reconnecting");
         break;
     case REIGN_CONN_RECONNECTED:
-        cli_log(c, REIGN_LOG_NOTICE, "reconnected; the session survived");
+        cli_log(c, REIGN_LOG_NOTICE, "reconnected%s",
+                reign_client_session_id(c->client) ? "; the session survived" : "");
         break;
     case REIGN_CONN_LOST:
         /* Expired, or suspended past the safety deadline: either way it
@@ -276,6 +282,8 @@ static void on_client_state(reign_client *client, reign_conn_state state, void *
                 "deadline)");
         break;
     case REIGN_CONN_CLOSED: {
+        if (!c->connected)
+            return; /* while connecting: cli_connect() says why, once */
         const char *why = reign_client_errmsg(c->client);
         cli_error(c, "connection closed: %s", why && *why ? why : "no reason given");
         /* A subcommand with a hook decides when to exit (run waits for its

@@ -80,8 +80,8 @@ static void print_text(const reign_client *client, const reign_election_view *v)
     field(w, "election:", v->name);
     field(w, "backend:", reign_client_backend(client));
     field(w, "strategy:", strategy_of(client, v));
-    snprintf(n, sizeof(n), "%lld ms", (long long)reign_client_takeover_ms(client));
-    field(w, "takeover:", n); /* the worst case after a leader's crash */
+    snprintf(n, sizeof(n), "%lld ms after a crash", (long long)reign_client_takeover_ms(client));
+    field(w, "takeover:", n); /* the worst case */
     if (v->has_leader) {
         const reign_leader *l = &v->leader;
         field(w, "leader:", show_id(l->id));

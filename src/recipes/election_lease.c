@@ -437,9 +437,14 @@ static int64_t next_read(const lease_election *e, const reign__lease *l)
     int64_t wait = ms(e->ls->poll_ms);
     if (l && l->exists && !l->expired) {
         /* Not before the database's clock says it can expire (+1 ms: expiry is >=). */
-        int64_t left = ms((int)(l->modified_ms + l->duration_ms - l->db_now_ms)) + ms(1);
-        if (left < wait)
-            wait = left;
+        int64_t left_ms = l->modified_ms - l->db_now_ms;
+        /* A foreign row may hold any duration (or times): only plausible ones count. */
+        const int64_t year_ms = INT64_C(366) * 24 * 3600 * 1000;
+        bool plausible = l->duration_ms >= 0 && l->duration_ms <= year_ms && left_ms >= -year_ms &&
+                         left_ms <= year_ms;
+        left_ms = plausible ? left_ms + l->duration_ms + 1 : e->ls->poll_ms;
+        if (left_ms < e->ls->poll_ms)
+            wait = (left_ms > 0 ? left_ms : 0) * REIGN__NS_PER_MS;
     }
     return reign__now_ns() + wait;
 }

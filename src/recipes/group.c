@@ -186,7 +186,14 @@ const char *reign_group_watch_event_name(reign_group_watch_event_type t)
 
 /* ---- registering --------------------------------------------------------- */
 
-typedef enum gstate { G_NOSESSION = 1, G_CREATING, G_REGISTERED, G_PAUSED, G_FAILED } gstate;
+typedef enum gstate {
+    G_NOSESSION = 1,
+    G_CREATING,
+    G_REGISTERED,
+    G_PROBING, /* our node's deletion was notified: is our session still alive? */
+    G_PAUSED,
+    G_FAILED
+} gstate;
 
 struct reign_group {
     reign__recipe recipe; /* first: the client calls us through it */
@@ -207,6 +214,7 @@ struct reign_group {
     char guid[2 * REIGN__GROUP_GUID_BYTES + 1];
     reign__buf record; /* what our node holds (id, guid, payload) */
     char *my_node;     /* full path, once registered */
+    bool announced;    /* REGISTERED told, UNREGISTERED not yet */
     bool own_watched;
     int setup_tries;
     reign__timer timer;
@@ -284,8 +292,40 @@ static void g_node_gone(reign_group *g)
     g->state = G_PAUSED;
     reign__timer_start(reign__client_timers(g->client), &g->timer,
                        reign__now_ns() + (int64_t)g->retry_delay_ms * REIGN__NS_PER_MS);
-    reign_group_event ev = {.type = REIGN_GROUP_UNREGISTERED, .reason = REIGN_GROUP_NODE_DELETED};
-    g_emit(g, &ev);
+    if (g->announced) {
+        g->announced = false;
+        reign_group_event ev = {.type = REIGN_GROUP_UNREGISTERED,
+                                .reason = REIGN_GROUP_NODE_DELETED};
+        g_emit(g, &ev);
+    }
+}
+
+static void g_on_probe(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_group *g = owner;
+    g->busy++;
+    if (G_STALE(g, arg) || g->state != G_PROBING)
+        ; /* a new session or attempt took over */
+    else if (r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
+        g->state = G_NOSESSION; /* expired: CONNECTED reports it and registers again */
+    else
+        g_node_gone(g); /* the server answered this session: someone deleted our node */
+    g_leave(g);
+}
+
+/*
+ * Our node's deletion was notified.  When our own session expired the
+ * server deletes the node and may still deliver that notification to us
+ * before the expiry itself: ask the server something on this session first,
+ * so the loss is reported with its true reason.
+ */
+static void g_probe(reign_group *g)
+{
+    g->epoch++;
+    g->own_watched = false;
+    g->state = G_PROBING;
+    if (reign__zk_exists(g->zk, g->dir, NULL, REIGN__ZK_RETRY, g, g_on_probe, EPOCH_ARG(g)) < 0)
+        g_node_gone(g);
 }
 
 static void g_on_own_event(void *owner, void *arg, reign__zk_event ev, const char *path);
@@ -318,7 +358,7 @@ static void g_on_own_event(void *owner, void *arg, reign__zk_event ev, const cha
     if (g->my_node && !strcmp(path, g->my_node) && g->state == G_REGISTERED) {
         g->own_watched = false;
         if (ev == REIGN__ZK_DELETED)
-            g_node_gone(g);
+            g_probe(g);
         else
             g_watch_own(g); /* our own set_data: keep watching */
     }
@@ -334,6 +374,7 @@ static void g_registered(reign_group *g, const char *path)
         return;
     }
     g->state = G_REGISTERED;
+    g->announced = true;
     g->setup_tries = 0;
     reign__log(g->log, REIGN_LOG_INFO, "group %s: %s registered as %s", g->name, g->id, path);
     g_watch_own(g);
@@ -466,7 +507,8 @@ static void g_conn(reign__recipe *rp, reign_conn_state st)
     g->busy++;
     if (st == REIGN_CONN_CONNECTED && g->state != G_FAILED) {
         /* A new session: our old node went with the old one. */
-        bool was = g->state == G_REGISTERED;
+        bool was = g->announced;
+        g->announced = false;
         g->epoch++;
         reign__free(g->my_node);
         g->my_node = NULL;

@@ -3,8 +3,9 @@
  *
  * A program that uses it is linked against reign_internal with
  * -Wl,--wrap=zookeeper_init2 -Wl,--wrap=zookeeper_close (see tests.cmake), so that expire.c
- * knows every ZooKeeper handle libreign holds.  h_expire_session() opens a second connection
- * with the client's own session id and password and closes it: the server ends the session,
+ * knows every ZooKeeper handle libreign holds.  h_expire_session() has reign_it_expire
+ * (expire_tool.c, named by $REIGN_IT_EXPIRE) open a second connection with the client's own
+ * session id and password and close it: the server ends the session,
  * exactly as it would after a partition longer than the session timeout, and the client hears
  * "expired" when it reconnects.  Nothing is mocked: the server does the expiring.
  */

@@ -41,8 +41,10 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n"
                "Global options:\n"
-               "  --uri URI               the store, e.g. zk://host:2181,host2:2181/chroot\n"
-               "                          (default: $REIGN_URI)\n"
+               "  --uri URI               the store: zk://host:2181,host2:2181/chroot,\n"
+               "                          sqlite:///path/file.db, mysql://user@host/db or\n"
+               "                          postgres://user@host/db (default: $REIGN_URI, else\n"
+               "                          the SQLite file $XDG_STATE_HOME/reign/reign.db)\n"
                "  --session-timeout MS    session timeout to ask for (default: from the URI,\n"
                "                          else 10000)\n"
                "  --log-level LEVEL       error, warn, notice, info or debug (default: warn)\n"

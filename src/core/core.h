@@ -54,6 +54,12 @@ int reign__random_bytes(void *buf, size_t n);
 /* Writes 2*n lower-case hex digits of n random bytes and a NUL into out. */
 int reign__random_hex(char *out, size_t n);
 
+/* ---- ids (ident.c) ------------------------------------------------------ */
+/* "<hostname>-<pid>", allocated; 0 or REIGN_ENOMEM. */
+int reign__default_id(char **out);
+/* 1 to max bytes, no control characters. */
+bool reign__id_ok(const char *id, size_t max);
+
 /* ---- growable byte buffer (buf.c) --------------------------------------- */
 typedef struct reign__buf {
     char *data; /* always NUL-terminated when non-NULL */

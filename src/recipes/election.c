@@ -4,9 +4,7 @@
  * leadership), and hands the rest to the backend of the client: ZooKeeper
  * (election_zk.c) or SQL leases (election_lease.c).
  */
-#include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "election_internal.h"
 
@@ -64,34 +62,6 @@ int reign__election_name_check(const char *name)
 
 /* ---- joining ----------------------------------------------------------------------------------
  */
-
-static int default_id(char **out)
-{
-    char host[256];
-    if (gethostname(host, sizeof(host)) != 0)
-        snprintf(host, sizeof(host), "host");
-    host[sizeof(host) - 1] = '\0';
-    reign__buf b;
-    reign__buf_init(&b);
-    reign__buf_printf(&b, "%s-%ld", host, (long)getpid());
-    if (b.oom) {
-        reign__buf_free(&b);
-        return REIGN_ENOMEM;
-    }
-    *out = b.data;
-    return 0;
-}
-
-static int id_check(const char *id)
-{
-    size_t n = strlen(id);
-    if (n == 0 || n > REIGN_ID_MAX)
-        return REIGN_EINVAL;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)id[i] < 0x20 || id[i] == 0x7f)
-            return REIGN_EINVAL;
-    return 0;
-}
 
 int reign__election_base_init(reign_election *e, reign_client *client, const char *name,
                               const reign_election_options *o)
@@ -155,7 +125,7 @@ int reign_election_join(reign_election **ret, reign_client *client, const char *
     int rc = reign__election_name_check(name);
     if (rc < 0)
         return rc;
-    if (o.id && id_check(o.id) < 0)
+    if (o.id && !reign__id_ok(o.id, REIGN_ID_MAX))
         return REIGN_EINVAL;
     if (o.data_len > REIGN_DATA_MAX)
         return REIGN_E2BIG;
@@ -170,7 +140,7 @@ int reign_election_join(reign_election **ret, reign_client *client, const char *
         return REIGN_ECLOSED;
     char *id = NULL;
     if (!o.id) {
-        if ((rc = default_id(&id)) < 0)
+        if ((rc = reign__default_id(&id)) < 0)
             return rc;
         o.id = id;
     }

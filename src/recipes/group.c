@@ -550,34 +550,6 @@ static void g_on_destroy(reign__recipe *rp)
 
 static const reign__recipe_ops group_ops = {.conn = g_conn, .destroy = g_on_destroy};
 
-static int default_id(char **out)
-{
-    char host[256];
-    if (gethostname(host, sizeof(host)) != 0)
-        snprintf(host, sizeof(host), "host");
-    host[sizeof(host) - 1] = '\0';
-    reign__buf b;
-    reign__buf_init(&b);
-    reign__buf_printf(&b, "%s-%ld", host, (long)getpid());
-    if (b.oom) {
-        reign__buf_free(&b);
-        return REIGN_ENOMEM;
-    }
-    *out = b.data;
-    return 0;
-}
-
-static bool id_ok(const char *id)
-{
-    size_t n = strlen(id);
-    if (n == 0 || n > REIGN_MEMBER_ID_MAX)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)id[i] < 0x20 || id[i] == 0x7f)
-            return false;
-    return true;
-}
-
 int reign_group_register(reign_group **ret, reign_client *client, const char *name,
                          const reign_group_options *opts)
 {
@@ -590,7 +562,8 @@ int reign_group_register(reign_group **ret, reign_client *client, const char *na
     int rc = group_name_check(name);
     if (rc < 0)
         return rc;
-    if ((o.id && !id_ok(o.id)) || (o.data_len && !o.data) || o.retry_delay_ms < 0)
+    if ((o.id && !reign__id_ok(o.id, REIGN_MEMBER_ID_MAX)) || (o.data_len && !o.data) ||
+        o.retry_delay_ms < 0)
         return REIGN_EINVAL;
     if (o.data_len > REIGN_MEMBER_DATA_MAX)
         return REIGN_E2BIG;
@@ -612,7 +585,7 @@ int reign_group_register(reign_group **ret, reign_client *client, const char *na
     reign__buf_init(&g->record);
     g->name = reign__strdup(name);
     g->dir = group_path(name, NULL);
-    rc = o.id ? ((g->id = reign__strdup(o.id)) ? 0 : REIGN_ENOMEM) : default_id(&g->id);
+    rc = o.id ? ((g->id = reign__strdup(o.id)) ? 0 : REIGN_ENOMEM) : reign__default_id(&g->id);
     if (rc == 0 && o.data_len && !(g->data = reign__memdup(o.data, o.data_len)))
         rc = REIGN_ENOMEM;
     g->data_len = o.data_len;

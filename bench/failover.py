@@ -376,17 +376,33 @@ class Event:
 
 
 class Candidate:
-    def __init__(self, fleet, cid, argv, err_path):
+    """One candidate process.  Its stdout lines become Events in fleet.events; its stderr goes
+    to err_path, and with on_err_line also to on_err_line(candidate, line, read_ns) as each line
+    is read (bench/sql_failover.py counts the library's debug lines that way)."""
+
+    def __init__(self, fleet, cid, argv, err_path, on_err_line=None):
         self.fleet, self.id = fleet, cid
         self.demoted_ns = None
         self.sid = None
         self.started_ns = time.monotonic_ns()
         self.err = open(err_path, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=self.err, start_new_session=True)
+                                     stderr=subprocess.PIPE if on_err_line else self.err,
+                                     start_new_session=True)
         self.pid = self.proc.pid
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+        self.err_reader = None
+        if on_err_line:
+            self.err_reader = threading.Thread(target=self._read_err, args=(on_err_line,),
+                                               daemon=True)
+            self.err_reader.start()
+
+    def _read_err(self, on_line):
+        for raw in self.proc.stderr:
+            recv = time.monotonic_ns()
+            self.err.write(raw)
+            on_line(self, raw.decode("utf-8", "replace").rstrip("\n"), recv)
 
     def _read(self):
         for raw in self.proc.stdout:
@@ -440,6 +456,8 @@ class Candidate:
             self.proc.wait(timeout=0)
         except subprocess.TimeoutExpired:
             pass
+        if self.err_reader is not None:
+            self.err_reader.join(timeout=10)  # it writes to self.err until stderr's end
         self.err.close()
 
 
@@ -665,14 +683,15 @@ def measure_rss(fleet):
             "processes": len(rss)}
 
 
-def one_trial(fleet, kind, args):
-    """Remove the leader one way or the other; time it and count its requests."""
-    before = fleet.wait_quiet(fleet.n, timeout_s=120)
+def kill_leader(fleet, kind, limit_s):
+    """SIGTERM (graceful) or SIGKILL (crash) to the fleet's leader; wait for another candidate's
+    `elected` line, then for the old leader's exit.  The old candidate is reaped, its last lines
+    handled, and it leaves fleet.cands.  Returns (old candidate, the `elected` Event, the time
+    of the kill, the old leader's exit status)."""
     old = fleet.leader
     sig = signal.SIGTERM if kind == "graceful" else signal.SIGKILL
     t_kill = time.monotonic_ns()
     old.signal(sig)
-    limit_s = 30 if kind == "graceful" else fleet.session_timeout / 1000.0 * 3 + 30
     deadline = t_kill + int(limit_s * 1e9)
     elected = None
     while elected is None:
@@ -693,9 +712,17 @@ def one_trial(fleet, kind, args):
     fleet.drain()
     old.close()
     fleet.cands.remove(old)
-    demoted_ns = old.demoted_ns
-    if demoted_ns is not None and elected.ns < demoted_ns:
+    if old.demoted_ns is not None and elected.ns < old.demoted_ns:
         fleet.overlaps += 1  # elected before the old leader had stepped down
+    return old, elected, t_kill, rc
+
+
+def one_trial(fleet, kind, args):
+    """Remove the leader one way or the other; time it and count its requests."""
+    before = fleet.wait_quiet(fleet.n, timeout_s=120)
+    limit_s = 30 if kind == "graceful" else fleet.session_timeout / 1000.0 * 3 + 30
+    old, elected, t_kill, rc = kill_leader(fleet, kind, limit_s)
+    demoted_ns = old.demoted_ns
     after = fleet.wait_quiet(fleet.n - 1, timeout_s=120)
     r = request_delta(before, after)
     # The window closes some 300-400 ms after the election; a reign leader's periodic liveness
@@ -1170,14 +1197,18 @@ def render(run):
     else:
         w("- Every implementation at every candidate count, as listed above.")
     w("")
-    for para in METHOD.strip().split("\n\n"):
-        # One source of prose, reflowed here, so edits need not re-wrap it by hand.
-        w(para if para.startswith("#") else textwrap.fill(" ".join(para.split()), width=100,
-                                                         break_on_hyphens=False))
-        w("")
+    return finish_report(L, METHOD)
+
+
+def finish_report(lines, method):
+    """The report's text: its lines, then the method's paragraphs (one source of prose,
+    reflowed here, so edits need not re-wrap it by hand); prose at 100 columns like the rest
+    of docs/, tables, code and headings as they are."""
+    lines = list(lines)
+    for para in method.strip().split("\n\n"):
+        lines += [para if para.startswith("#") else " ".join(para.split()), ""]
     out = []
-    for line in L:
-        # Prose at 100 columns like the rest of docs/; tables, code and headings as they are.
+    for line in lines:
         if not line or line.startswith(("|", "#", "    ")):
             out.append(line)
         elif line.startswith("- "):
@@ -1289,6 +1320,58 @@ ping (every ~667 ms), so its session outlives it a little longer on average.
 """ % " ".join(JVM_FLAGS)
 
 
+# ---- the report file, shared with bench/sql_failover.py ----------------------------------------
+
+# Level-2 sections of docs/benchmarks.md that another harness writes: this one keeps them as
+# they are when it rewrites the rest of the file (and that one replaces only its own).
+OTHER_SECTIONS = ("## SQL lease elections (issue 3)",)
+
+
+def find_section(doc, heading):
+    """Line range [start, end) of the section whose heading line is `heading`: up to the next
+    level-1 or level-2 heading, or the end.  None if there is no such section."""
+    lines = doc.split("\n")
+    try:
+        start = lines.index(heading)
+    except ValueError:
+        return None
+    end = start + 1
+    while end < len(lines) and not re.match(r"#{1,2} ", lines[end]):
+        end += 1
+    return start, end
+
+
+def splice_section(doc, heading, section):
+    """doc with the section `heading` replaced by `section` (whose first line is the heading),
+    or with `section` appended at the end if doc has none."""
+    lines = doc.rstrip("\n").split("\n") if doc.strip() else []
+    new = section.rstrip("\n").split("\n")
+    where = find_section("\n".join(lines), heading)
+    if where is None:
+        lines += [""] + new if lines else new
+    else:
+        start, end = where
+        tail = lines[end:]
+        lines = lines[:start] + new + ([""] + tail if tail else [])
+    return "\n".join(lines) + "\n"
+
+
+def write_report(path, text):
+    """Writes this harness's report, keeping the sections other harnesses own."""
+    path = Path(path)
+    try:
+        old = path.read_text()
+    except OSError:
+        old = ""
+    for heading in OTHER_SECTIONS:
+        where = find_section(old, heading)
+        if where is not None:
+            kept = "\n".join(old.split("\n")[where[0]:where[1]])
+            text = splice_section(text, heading, kept)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
 # ---- main ---------------------------------------------------------------------------------------
 
 def default_reign():
@@ -1299,11 +1382,67 @@ def default_reign():
     return None
 
 
+def add_run_args(ap, output_help, render_help):
+    """The options every harness here has: the binary, scratch directory, report, results,
+    verbosity."""
+    ap.add_argument("--reign", default=default_reign(),
+                    help="the reign binary (default: build/src/cli/reign)")
+    ap.add_argument("--workdir", help="scratch directory (default: a new one under /tmp)")
+    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
+    ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"), help=output_help)
+    ap.add_argument("--json", help="also write every trial's numbers here (default: "
+                    "results.json in the scratch directory)")
+    ap.add_argument("--render", metavar="JSON", help=render_help)
+    ap.add_argument("-v", "--verbose", action="store_true", help="a line per trial")
+
+
+def start_run(args, prefix):
+    """The scratch directory, made; and SIGTERM unwinds like Ctrl-C, so that every `finally`
+    stops what the run started (servers, candidates)."""
+    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix=prefix))
+    workdir.mkdir(parents=True, exist_ok=True)
+    log("scratch directory %s" % workdir)
+
+    def on_signal(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    return workdir
+
+
+def end_run(run, args, workdir, errors, write, t_start):
+    """Saves every trial's numbers, writes the report with write(path, run), and removes the
+    scratch directory unless it is wanted (asked for, or a trial failed)."""
+    json_path = Path(args.json) if args.json else workdir / "results.json"
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    run["json"] = str(json_path)
+    json_path.write_text(json.dumps(run, default=str) + "\n")
+    log("samples in %s" % json_path)
+    if args.output != "-":
+        write(args.output, run)
+        log("report in %s" % args.output)
+    if not args.keep and not args.workdir and not errors and args.json:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        log("scratch directory kept: %s (each candidate's stderr is there)" % workdir)
+    log("done in %.1f min" % ((time.monotonic() - t_start) / 60.0))
+
+
+def run_cli(main):
+    """Exit status: 0, 1 on a BenchError (said on one line), 130 when interrupted."""
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BenchError as e:
+        log("error: %s" % e)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        log("interrupted")
+        sys.exit(130)
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         description="Failover benchmark: reign vs Curator LeaderLatch vs kazoo Election.")
-    ap.add_argument("--reign", default=default_reign(),
-                    help="the reign binary (default: build/src/cli/reign)")
     ap.add_argument("--impls", default=",".join(IMPLS),
                     help="comma-separated, of reign,curator,kazoo (default: all)")
     ap.add_argument("--counts", default="3,50,200", help="candidate counts (default 3,50,200)")
@@ -1328,15 +1467,8 @@ def parse_args(argv):
                     help="bare round trips timed at start and end (default 300)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: counts 3,20, 5 graceful, 1 crash, 1 warm-up")
-    ap.add_argument("--workdir", help="scratch directory (default: a new one under /tmp)")
-    ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
-    ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"),
-                    help="the report to write (default docs/benchmarks.md; '-' for none)")
-    ap.add_argument("--json", help="also write every trial's numbers here (default: "
-                    "results.json in the scratch directory)")
-    ap.add_argument("--render", metavar="JSON",
-                    help="only rewrite the report from a results file of an earlier run")
-    ap.add_argument("-v", "--verbose", action="store_true", help="a line per trial")
+    add_run_args(ap, "the report to write (default docs/benchmarks.md; '-' for none)",
+                 "only rewrite the report from a results file of an earlier run")
     args = ap.parse_args(argv)
     if args.quick:
         args.counts, args.graceful, args.crash, args.warmup = "3,20", 5, 1, 1
@@ -1360,14 +1492,12 @@ def main(argv):
     args = parse_args(argv)
     if args.render:
         run = json.loads(Path(args.render).read_text())
-        Path(args.output).write_text(render(run))
+        write_report(args.output, render(run))
         log("report in %s" % args.output)
         return 0
     t_start = time.monotonic()
     commit = source_state(args.reign)
-    workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="reign-bench-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    log("scratch directory %s" % workdir)
+    workdir = start_run(args, "reign-bench-")
     impls = {name: Impl(name, args, workdir) for name in args.impls}
     missing = {}
     for name, impl in impls.items():
@@ -1381,11 +1511,6 @@ def main(argv):
     log("ZooKeeper at %s" % zk.connect)
     results, skipped = [], {}
     floor, load = {}, {}
-
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, on_signal)
     try:
         zk_conf = dict(zk.zoo_cfg(), **zk.conf())
         zk_version = zk.mntr().get("zk_version", "?")
@@ -1428,30 +1553,10 @@ def main(argv):
         "loadavg": load,
         "elapsed_s": time.monotonic() - t_start,
     }
-    json_path = Path(args.json) if args.json else workdir / "results.json"
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    run["json"] = str(json_path)
-    json_path.write_text(json.dumps(run, default=str) + "\n")
-    log("samples in %s" % json_path)
-    if args.output != "-":
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(render(run))
-        log("report in %s" % args.output)
-    errors = any(r["errors"] for r in results)
-    if not args.keep and not args.workdir and not errors and args.json:
-        shutil.rmtree(workdir, ignore_errors=True)
-    else:
-        log("scratch directory kept: %s (each candidate's stderr is there)" % workdir)
-    log("done in %.1f min" % ((time.monotonic() - t_start) / 60.0))
+    end_run(run, args, workdir, any(r["errors"] for r in results),
+            lambda path, r: write_report(path, render(r)), t_start)
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main(sys.argv[1:]))
-    except BenchError as e:
-        log("error: %s" % e)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        log("interrupted")
-        sys.exit(130)
+    run_cli(main)

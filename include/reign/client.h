@@ -55,10 +55,11 @@
  *                       the options sets it too)
  *   renew_ms            a leader renews its lease this often (default
  *                       lease/5)
- *   poll_ms             followers read the lease this often (default
- *                       renew_ms), and at once when the store notifies a
- *                       change (PostgreSQL LISTEN/NOTIFY, a watch on the
- *                       SQLite file; MariaDB followers poll)
+ *   poll_ms             MariaDB followers read the lease this often
+ *                       (default renew_ms, spread by a random tenth); on
+ *                       SQLite and PostgreSQL, which tell followers of every
+ *                       change (a watch on the file, LISTEN/NOTIFY), they
+ *                       read when told and when the lease could expire
  *   statement_timeout_ms  (default renew/2, at most 5000)
  *   connect_timeout_ms, retry_period_ms (between reconnections),
  *   suspend_policy, password_file   as for ZooKeeper

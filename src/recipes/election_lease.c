@@ -431,10 +431,19 @@ static void claim(lease_election *e, reign__sqlw_op op, uint64_t term)
     }
 }
 
-/* When to read again, following a live lease held by someone else. */
+/*
+ * When to read again.  Where the store notifies every change (SQLite, PostgreSQL), a follower
+ * needs to look only when the lease could expire: a renewal, a release or a takeover wakes it
+ * before, so at rest it reads once per renewal at most.  Where it does not (MariaDB), every
+ * poll period.  Polls are spread by a random tenth, so that candidates started together do not
+ * read together from then on.
+ */
 static int64_t next_read(const lease_election *e, const reign__lease *l)
 {
-    int64_t wait = ms(e->ls->poll_ms);
+    int64_t poll = reign__sqlw_notifies(e->w) ? ms(e->ls->lease_ms) : ms(e->ls->poll_ms);
+    uint32_t r = 0;
+    reign__random_bytes(&r, sizeof(r));
+    int64_t wait = poll - (int64_t)(r % 1000) * (poll / 10) / 1000;
     if (l && l->exists && !l->expired) {
         /* Not before the database's clock says it can expire (+1 ms: expiry is >=). */
         int64_t left_ms = l->modified_ms - l->db_now_ms;
@@ -442,8 +451,7 @@ static int64_t next_read(const lease_election *e, const reign__lease *l)
         const int64_t year_ms = INT64_C(366) * 24 * 3600 * 1000;
         bool plausible = l->duration_ms >= 0 && l->duration_ms <= year_ms && left_ms >= -year_ms &&
                          left_ms <= year_ms;
-        left_ms = plausible ? left_ms + l->duration_ms + 1 : e->ls->poll_ms;
-        if (left_ms < e->ls->poll_ms)
+        if (plausible && (left_ms += l->duration_ms + 1) * REIGN__NS_PER_MS < wait)
             wait = (left_ms > 0 ? left_ms : 0) * REIGN__NS_PER_MS;
     }
     return reign__now_ns() + wait;

@@ -221,6 +221,15 @@ static int add_listened(reign__sqlw *w, const char *name)
     return 1;
 }
 
+/* Tells the followers of `name` that its row changed, where the store needs telling
+ * (PostgreSQL; SQLite's followers watch the file, MariaDB's poll). */
+static void notify(reign__sqlw *w, const char *name)
+{
+    char err[256];
+    if (reign__sql_notify(w->conn, w->dc, name, err, sizeof(err)) < 0)
+        reign__log(w->cfg.log, REIGN_LOG_DEBUG, "%s", err); /* they read at expiry anyway */
+}
+
 static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
 {
     reign__lease_claim cl = {
@@ -238,17 +247,22 @@ static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
         return reign__sql_lease_read(w->conn, w->dc, it->name, &it->res.lease, err, errlen);
     case REIGN__SQLW_INSERT:
         rc = reign__sql_lease_insert(w->conn, &cl, err, errlen);
-        if (rc == 1)
+        if (rc == 1) {
             it->res.term = 1;
+            notify(w, it->name);
+        }
         return rc;
     case REIGN__SQLW_TAKE:
-        return reign__sql_lease_take(w->conn, &cl, it->term, &it->res.term, err, errlen);
+        rc = reign__sql_lease_take(w->conn, &cl, it->term, &it->res.term, err, errlen);
+        if (rc == 1)
+            notify(w, it->name); /* observers hear of the new leader at once */
+        return rc;
     case REIGN__SQLW_RENEW:
         return reign__sql_lease_renew(w->conn, &cl, it->term, err, errlen);
     case REIGN__SQLW_RELEASE:
         rc = reign__sql_lease_release(w->conn, &cl, it->term, err, errlen);
-        if (rc == 1 && reign__sql_notify(w->conn, w->dc, it->name, err, errlen) < 0)
-            reign__log(w->cfg.log, REIGN_LOG_DEBUG, "%s", err); /* followers poll anyway */
+        if (rc == 1)
+            notify(w, it->name);
         return rc;
     case REIGN__SQLW_DEPOSE:
         return reign__sql_lease_depose(w->conn, w->dc, it->name, it->term, err, errlen);
@@ -261,8 +275,8 @@ static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
     return REIGN_EINVAL;
 }
 
-static const char *const op_names[] = {"?",      "read",    "insert", "take",
-                                       "renew",  "release", "depose", "listen"};
+static const char *const op_names[] = {"?",     "read",    "insert", "take",
+                                       "renew", "release", "depose", "listen"};
 
 static void execute(reign__sqlw *w, item *it)
 {
@@ -304,6 +318,9 @@ static void execute(reign__sqlw *w, item *it)
     hand_back(w, it);
 }
 
+/* How long events after a first one count as the same change. */
+#define NOTICE_COALESCE_MS 2
+
 static void idle_wait(reign__sqlw *w)
 {
     struct pollfd p[2] = {{.fd = w->efd, .events = POLLIN}, {.fd = -1, .events = POLLIN}};
@@ -324,6 +341,16 @@ static void idle_wait(reign__sqlw *w)
     }
     if (p[1].fd >= 0 && p[1].revents) {
         int any = reign__sql_drain_notify(w->conn);
+        /* One write can come as several events (SQLite: a commit writes the -wal file more
+         * than once): take what follows within a moment as the same change, so that followers
+         * read once per change. */
+        for (int i = 0; any > 0 && i < 8; i++) {
+            struct pollfd q = {.fd = p[1].fd, .events = POLLIN};
+            if (poll(&q, 1, NOTICE_COALESCE_MS) <= 0)
+                break;
+            if (reign__sql_drain_notify(w->conn) < 0)
+                break; /* the next wait sees the broken connection */
+        }
         if (any > 0)
             post_changed(w);
         else if (any < 0) {

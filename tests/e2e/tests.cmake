@@ -38,6 +38,13 @@ if(TARGET reign_cli)
   reign_e2e(zk e2e_foreign_node test_foreign_node.py)
   reign_e2e(zk e2e_run test_run.py)
   reign_e2e(zk e2e_group_value test_group_value.py)
+  # The examples of issue 4 (examples/tera-master, examples/service-masters).
+  list(APPEND REIGN_E2E_ENV REIGN_TERA_MASTER=$<TARGET_FILE:reign_example_tera_master>
+    REIGN_SERVICE_MASTERS=$<TARGET_FILE:reign_example_service_masters>)
+  foreach(scenario restore ts_list root_table master_node lock)
+    reign_e2e(zk e2e_tera_master_${scenario} test_tera_master.py ARGS ${scenario})
+  endforeach()
+  reign_e2e(zk e2e_service_masters test_service_masters.py)
   reign_e2e(fault e2e_server_restart_short test_server_restart.py ARGS short)
   reign_e2e(fault e2e_server_restart_long test_server_restart.py ARGS long)
   reign_e2e(fault e2e_ensemble test_ensemble.py TIMEOUT 300)

@@ -767,7 +767,7 @@ static int parse_options(master *m, int argc, char **argv)
     }
     char tmp[ADDR_MAX];
     if (copy_addr(tmp, m->addr, strlen(m->addr)) < 0) {
-        fprintf(stderr, "tera-master: invalid --addr (1 to %d printable characters)\n",
+        fprintf(stderr, "tera-master: invalid --addr (1 to %d printable characters, no spaces)\n",
                 ADDR_MAX - 1);
         return 2;
     }

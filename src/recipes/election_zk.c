@@ -386,6 +386,7 @@ static void publish_leader(zk_election *e, reign__leader_view *nv)
 {
     bool same = nv->known == e->base.lv.known &&
                 (!nv->known || (nv->token == e->base.lv.token && nv->term == e->base.lv.term));
+    reign__leader_view_clear(&e->base.lv);
     e->base.lv = *nv;
     memset(nv, 0, sizeof(*nv));
     if (!e->ready_sent) {

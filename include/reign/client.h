@@ -56,7 +56,8 @@
  *   renew_ms            a leader renews its lease this often (default
  *                       lease/5)
  *   poll_ms             MariaDB followers read the lease this often
- *                       (default renew_ms, spread by a random tenth); on
+ *                       (default renew_ms; the first poll at a random
+ *                       point of the period, to spread candidates); on
  *                       SQLite and PostgreSQL, which tell followers of every
  *                       change (a watch on the file, LISTEN/NOTIFY), they
  *                       read when told and when the lease could expire

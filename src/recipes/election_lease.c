@@ -62,6 +62,8 @@ typedef struct lease_election {
     bool renewing;       /* a RENEW is out */
     bool listening;      /* LISTEN sent */
     uint64_t claim_term; /* CLAIMING: the term we hold if the claim succeeds */
+    uint64_t seen_term;  /* the term of someone else's live lease, as last read */
+    bool spread;         /* the next poll comes at a random point of the period */
     int64_t valid_until;
     bool ready_sent;
 
@@ -435,15 +437,18 @@ static void claim(lease_election *e, reign__sqlw_op op, uint64_t term)
  * When to read again.  Where the store notifies every change (SQLite, PostgreSQL), a follower
  * needs to look only when the lease could expire: a renewal, a release or a takeover wakes it
  * before, so at rest it reads once per renewal at most.  Where it does not (MariaDB), every
- * poll period.  Polls are spread by a random tenth, so that candidates started together do not
- * read together from then on.
+ * poll period; the first poll of a standing comes at a random point of the period, so that
+ * candidates started together do not read together from then on.
  */
-static int64_t next_read(const lease_election *e, const reign__lease *l)
+static int64_t next_read(lease_election *e, const reign__lease *l)
 {
-    int64_t poll = reign__sqlw_notifies(e->w) ? ms(e->ls->lease_ms) : ms(e->ls->poll_ms);
-    uint32_t r = 0;
-    reign__random_bytes(&r, sizeof(r));
-    int64_t wait = poll - (int64_t)(r % 1000) * (poll / 10) / 1000;
+    int64_t wait = reign__sqlw_notifies(e->w) ? ms(e->ls->lease_ms) : ms(e->ls->poll_ms);
+    if (e->spread) {
+        uint32_t r = 0;
+        reign__random_bytes(&r, sizeof(r));
+        wait = wait * (int64_t)(r % 1000 + 1) / 1000;
+        e->spread = false;
+    }
     if (l && l->exists && !l->expired) {
         /* Not before the database's clock says it can expire (+1 ms: expiry is >=). */
         int64_t left_ms = l->modified_ms - l->db_now_ms;
@@ -483,6 +488,7 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
                l->expired ? "expired" : "live",
                (long long)(l->modified_ms + l->duration_ms - l->db_now_ms));
     bool mine = l->exists && !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
+    e->seen_term = l->exists && !l->expired && !mine ? l->term : 0;
     publish(e, mine ? NULL : l);
     if (e->free_requested || e->state != L_LOOKING) {
         LEAVE(e);
@@ -521,6 +527,8 @@ static void stand(lease_election *e)
     e->reading = false;
     e->renewing = false;
     reign__timer_stop(timers(e), &e->timer);
+    e->seen_term = 0;
+    e->spread = true;
     if (reign__random_hex(e->guid, GUID_BYTES) < 0) {
         emit_error(e, REIGN_EBACKEND, "stand", "no randomness for the candidate's guid");
         set_state(e, L_LEFT, "no guid");
@@ -617,6 +625,10 @@ static void on_changed(reign__recipe *rp)
     ENTER(e);
     if (e->reading)
         e->again = true;
+    else if (e->seen_term && !e->base.observer && !reign__sqlw_notifies_renewals(e->w))
+        /* PostgreSQL notifies releases and takeovers only: try the lease we saw at once, one
+         * round trip sooner than read-then-take; it fails harmlessly if it was a takeover. */
+        claim(e, REIGN__SQLW_TAKE, e->seen_term);
     else
         look(e);
     LEAVE(e);

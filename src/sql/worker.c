@@ -601,3 +601,8 @@ bool reign__sqlw_notifies(const reign__sqlw *w)
 {
     return w->cfg.target.kind != REIGN__SQL_MARIADB;
 }
+
+bool reign__sqlw_notifies_renewals(const reign__sqlw *w)
+{
+    return w->cfg.target.kind == REIGN__SQL_SQLITE;
+}

@@ -108,7 +108,9 @@ const char *reign__sqlw_store(const reign__sqlw *w);
 /* Statements sent so far (for the benchmark's statements per second). */
 uint64_t reign__sqlw_statements(const reign__sqlw *w);
 
-/* Whether the store notifies followers of changes (PostgreSQL, SQLite). */
+/* Whether the store notifies followers of changes (PostgreSQL, SQLite), and whether renewals
+ * are among them (SQLite: every write is; PostgreSQL: releases, takes and inserts only). */
 bool reign__sqlw_notifies(const reign__sqlw *w);
+bool reign__sqlw_notifies_renewals(const reign__sqlw *w);
 
 #endif

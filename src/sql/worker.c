@@ -247,16 +247,11 @@ static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
         return reign__sql_lease_read(w->conn, w->dc, it->name, &it->res.lease, err, errlen);
     case REIGN__SQLW_INSERT:
         rc = reign__sql_lease_insert(w->conn, &cl, err, errlen);
-        if (rc == 1) {
+        if (rc == 1)
             it->res.term = 1;
-            notify(w, it->name);
-        }
         return rc;
     case REIGN__SQLW_TAKE:
-        rc = reign__sql_lease_take(w->conn, &cl, it->term, &it->res.term, err, errlen);
-        if (rc == 1)
-            notify(w, it->name); /* observers hear of the new leader at once */
-        return rc;
+        return reign__sql_lease_take(w->conn, &cl, it->term, &it->res.term, err, errlen);
     case REIGN__SQLW_RENEW:
         return reign__sql_lease_renew(w->conn, &cl, it->term, err, errlen);
     case REIGN__SQLW_RELEASE:
@@ -315,7 +310,15 @@ static void execute(reign__sqlw *w, item *it)
         reign__strlcpy(it->msg, err[0] ? err : reign_strerror(rc), sizeof(it->msg));
         it->res.err = it->msg;
     }
+    /* A new leader: observers hear of it at once, but the winner first (its answer goes back
+     * before the NOTIFY is sent, so that it is elected a round trip sooner). */
+    char *won = rc == 1 && (it->op == REIGN__SQLW_TAKE || it->op == REIGN__SQLW_INSERT)
+                    ? reign__strdup(it->name)
+                    : NULL;
     hand_back(w, it);
+    if (won && w->conn)
+        notify(w, won);
+    reign__free(won);
 }
 
 /* How long events after a first one count as the same change. */

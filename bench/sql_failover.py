@@ -207,9 +207,9 @@ class SqlFleet(fo.Fleet):
 
     def start(self, rng, spread):
         """Starts the first candidate, learns the poll period from its log, then starts the
-        others at random moments within `spread` poll periods: candidates started together
-        would poll together for ever (the library's timers have no jitter), which is one case
-        (--start-spread 0) but not the usual one."""
+        others at random moments within `spread` poll periods, as independent hosts would
+        start (the library itself puts each candidate's first poll at a random point of the
+        period, so --start-spread 0 is a fair case too)."""
         t0 = time.monotonic()
         first = self.spawn()
         deadline = time.monotonic() + 30
@@ -922,12 +922,11 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget):
                     n, n - 1, p50, poll, get("mariadb", n, "graceful_default", "handoff", "p90")))
     if any(get("mariadb", n, "graceful_default", "handoff", "p50") is not None for n in counts):
         out.append(
-            "Candidates started at the same moment poll at the same moments from then on (the "
-            "poll timers have no jitter), and then more followers do not shorten MariaDB's "
-            "hand-off: with all 20 started at once, an earlier run of this harness measured "
-            "p50 537 ms where candidates started over a poll period give the figure above, "
-            "and every poll is a burst of 19 reads at the server.  `--start-spread 0` "
-            "reproduces that case.")
+            "MariaDB followers' first poll of a standing comes at a random point of the "
+            "period, so candidates started together do not poll together from then on (before "
+            "that, with all 20 started at once, an earlier run of this harness measured p50 537 "
+            "ms and every poll was a burst of 19 reads at the server; `--start-spread 0` "
+            "starts them together).")
     n = counts[-1]
     herd = []
     for b in backends:
@@ -937,8 +936,8 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget):
                 "%.1f %ss" % (v, op) for op, v in sorted(g["ops_mean"].items()))))
     if herd and n > 3:
         out.append("A release wakes every follower where the store notifies (SQLite, "
-                   "PostgreSQL): each reads, those that see the lease expired race to take it, "
-                   "the losers read again.  Statements per graceful failover with %d candidates, "
+                   "PostgreSQL): each reads (PostgreSQL: tries to take the lease it saw at once), "
+                   "those that see the lease expired race to take it, the losers read again.  Statements per graceful failover with %d candidates, "
                    "median (mean per kind): %s.  On MariaDB the followers' polls are spread, so "
                    "the first to poll takes over alone." % (n, "; ".join(herd)))
     lag = [get(b, n, key, "after_lease", "p50") for b in backends for n in counts
@@ -998,7 +997,8 @@ METHOD = """### Method (SQL)
 **Candidates.** For each store and each number of candidates, the harness starts that many
 `reign --uri URI --log-level debug campaign NAME --id ID` processes in a new election, the first
 one, then the others at random moments within one poll period (`--start-spread`: candidates
-started at the same moment poll at the same moments from then on)
+started at the same moment would start their polls together, though the library spreads each
+candidate's first poll over the period)
 (MariaDB and PostgreSQL: the password from a file named in the URI, `password_file=`; SQLite: a
 new database file) and waits until each has logged that it stands and one has printed
 `elected`.  One set with the default lease serves the memory reading, the window at rest, the

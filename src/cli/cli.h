@@ -44,7 +44,7 @@ struct cli {
     /* global options */
     const char *uri;
     char default_uri[3 * 4096 + 32]; /* the embedded SQLite store, when no URI is given */
-    int session_timeout_ms; /* 0: from the URI, else the library's default */
+    int session_timeout_ms;          /* 0: from the URI, else the library's default */
     reign_log_level log_level;
 
     const char *cmd; /* the running subcommand, for messages */

@@ -11,14 +11,18 @@ nor REIGN_URI:
   * without XDG_STATE_HOME, the file is $HOME/.local/state/reign/reign.db.
 
 Root's default is /var/lib/reign/reign.db, which a test must not touch: run as root, the
-test runs reign as user nobody (setpriv), whose default is the one under test.
+test runs reign as user nobody (setpriv), whose default is the one under test.  The build tree
+may sit in a directory nobody cannot enter (a clone in a `mktemp -d`), so the binary and
+libreign are copied, with the test's files, into a temporary directory nobody can reach.
 """
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sqle  # noqa: E402
@@ -27,22 +31,50 @@ from sqle import check, log, wait_for  # noqa: E402
 NOBODY = 65534
 
 
+def reachable_copy(cli):
+    """A directory anyone may enter, holding copies of the reign binary and of the libreign it
+    loads; returns (directory, binary, extra environment)."""
+    base = tempfile.mkdtemp(prefix="reign-default-store-")
+    os.chmod(base, 0o711)
+    binary = os.path.join(base, "reign")
+    shutil.copy2(cli, binary)
+    os.chmod(binary, 0o755)
+    ldd = subprocess.run(["ldd", cli], capture_output=True, text=True, check=True).stdout
+    for line in ldd.splitlines():
+        parts = line.split()
+        if parts and parts[0].startswith("libreign.so") and len(parts) > 2 and parts[1] == "=>":
+            dst = os.path.join(base, parts[0])
+            shutil.copy2(os.path.realpath(parts[2]), dst)
+            os.chmod(dst, 0o755)
+    return base, binary, {"LD_LIBRARY_PATH": base}
+
+
 def body(t):
     as_root = os.geteuid() == 0
     nobody = []
+    cli, where, extra = t.cli, t.dir, {}
     if as_root:
         nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-        log("running reign as user nobody (root's default store is /var/lib/reign)")
+        where, cli, extra = reachable_copy(t.cli)
+        log(f"running reign as user nobody (root's default store is /var/lib/reign), from {where}")
+    try:
+        scenarios(t, as_root, nobody, cli, where, extra)
+    finally:
+        if as_root:
+            shutil.rmtree(where, ignore_errors=True)
 
+
+def scenarios(t, as_root, nobody, cli, where, extra):
     def argv(args, env):
         """reign with args, with no REIGN_URI (and no XDG_STATE_HOME unless env has one)."""
         unset = ["-u", "REIGN_URI"] + ([] if "XDG_STATE_HOME" in env else ["-u", "XDG_STATE_HOME"])
-        return ["env", *unset, *nobody, t.cli, *args]
+        sets = [f"{k}={v}" for k, v in extra.items()]
+        return ["env", *unset, *sets, *nobody, cli, *args]
 
     def dirs(label):
-        home = os.path.join(t.dir, label, "home")
-        state = os.path.join(t.dir, label, "state")
-        for d in (os.path.join(t.dir, label), home, state):
+        home = os.path.join(where, label, "home")
+        state = os.path.join(where, label, "state")
+        for d in (os.path.join(where, label), home, state):
             os.makedirs(d, exist_ok=True)
             if as_root:
                 os.chown(d, NOBODY, NOBODY)

@@ -26,10 +26,10 @@
  * Each standing has a fresh guid: a demoted leader never mistakes its old
  * lease for the new standing's, so every leadership takes a new term (the
  * fencing token).  Each standing also has an epoch; answers to requests of
- * an older epoch are ignored, except a claim that succeeded late, whose
- * lease is released at once.
+ * an older epoch are ignored.  A claim still out when the candidate gives up
+ * is followed by a release of the term it would win (abandon_claim()), so a
+ * late success never leaves a lease that no one holds.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 

@@ -138,7 +138,16 @@ typedef struct reign_election_event {
     const char *message;        /* ERROR, LEFT: detail, or NULL */
 } reign_election_event;
 
-/* Event data is borrowed for the duration of the call only. */
+/*
+ * Order: READY comes once, first, when the election's first view is loaded;
+ * its `leader` is the leader found then (observers and follow_leader
+ * candidates hear of later ones as LEADER_CHANGED, never of that first one).
+ * A candidate that wins at once gets ELECTED right after READY, in the same
+ * reign_client_process() turn.  Each ELECTED is followed by exactly one
+ * DEMOTED before the next ELECTED; after a resign, LEFT is the last event.
+ *
+ * Event data is borrowed for the duration of the call only.
+ */
 typedef void reign_election_cb(reign_election *election, const reign_election_event *event,
                                void *userdata);
 

@@ -1324,7 +1324,15 @@ ping (every ~667 ms), so its session outlives it a little longer on average.
 
 # Level-2 sections of docs/benchmarks.md that another harness writes: this one keeps them as
 # they are when it rewrites the rest of the file (and that one replaces only its own).
-OTHER_SECTIONS = ("## SQL lease elections (issue 3)",)
+OTHER_SECTIONS = ("## SQL lease elections (issue 3)", "## Many elections on one session (issue 4)")
+
+
+def write_other_section(path, section, text):
+    """Replaces (or appends) one of OTHER_SECTIONS in the report; the rest stays."""
+    path = Path(path)
+    old = path.read_text() if path.exists() else ""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(splice_section(old, section, text))
 
 
 def find_section(doc, heading):

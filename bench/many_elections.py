@@ -248,10 +248,7 @@ def render(run):
 
 def write_section(path, run):
     """Replaces (or appends) this harness's section of the report; the rest stays."""
-    path = Path(path)
-    old = path.read_text() if path.exists() else ""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(fo.splice_section(old, SECTION, render(run)))
+    fo.write_other_section(path, SECTION, render(run))
 
 
 def parse_args(argv):

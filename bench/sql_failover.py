@@ -1089,10 +1089,7 @@ def parse_args(argv):
 
 def write_section(path, run):
     """Replaces (or appends) this harness's section of the report; the rest stays."""
-    path = Path(path)
-    old = path.read_text() if path.exists() else ""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(fo.splice_section(old, SECTION, render(run)))
+    fo.write_other_section(path, SECTION, render(run))
 
 
 def main(argv):

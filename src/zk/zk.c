@@ -22,6 +22,9 @@
 
 #include "zk.h"
 
+/* How often the C client may resolve the server names again. */
+#define RESOLUTION_DELAY_MS 60000
+
 enum item_kind { ITEM_OP = 1, ITEM_WATCH, ITEM_STATE };
 
 typedef struct item {
@@ -416,6 +419,9 @@ static int open_handle(reign__zk *zk)
     zk->zh = zh;
     zk->hctx = h;
     zk->auth_added = false;
+    /* Without a delay the C client resolves the host list again on every turn of its I/O
+     * loop (getaddrinfo was 18% of a busy client's CPU); once a minute follows DNS changes. */
+    zoo_set_servers_resolution_delay(zh, RESOLUTION_DELAY_MS);
     /* The C client refuses credentials while its I/O thread is between
      * two connection attempts (ZINVALIDSTATE); then they are added when the
      * session is established, before any recipe can write. */

@@ -121,6 +121,7 @@ struct reign__zk {
     bool connected;
     bool had_session; /* this generation has been connected once */
     bool closed;
+    bool sweep;      /* watches of a closed handle may await freeing (see the end of dispatch) */
     bool auth_added; /* credentials handed to this handle */
     int64_t session_id;
     int timeout_ms;
@@ -401,6 +402,7 @@ static int open_handle(reign__zk *zk)
     h->it.kind = ITEM_STATE;
     h->zk = zk;
     h->gen = ++zk->gen;
+    zk->sweep = true;
     zk->connected = false;
     zk->had_session = false;
     zk->session_id = 0;
@@ -823,8 +825,8 @@ static void finish_op(reign__zk *zk, zk_op *op)
         bool reg = zrc == ZOK || (op->type == OP_EXISTS && zrc == ZNONODE);
         op->watch->op_pending = false;
         if (!current)
-            ; /* its handle is closed: it may have fired and be queued behind
-                 us; the sweep at the end of the drain frees it if not */
+            zk->sweep = true; /* its handle is closed: it may have fired and be queued
+                                 behind us; the sweep at the end of the drain frees it if not */
         else if (reg)
             op->watch->registered = true;
         else
@@ -990,11 +992,19 @@ void reign__zk_dispatch(reign__zk *zk)
         }
         }
     }
-    /* Nothing of a closed handle can still be queued: drop its watches. */
-    for (zk_watch *w = zk->watches, *next; w; w = next) {
-        next = w->next;
-        if ((w->gen != zk->gen || zk->closed) && !w->op_pending)
-            free_watch(zk, w);
+    /* Nothing of a closed handle can still be queued: drop its watches.  Only after a handle
+     * was closed (a walk over every watch on every turn was O(watches) per process()). */
+    if (zk->sweep) {
+        zk->sweep = false;
+        for (zk_watch *w = zk->watches, *next; w; w = next) {
+            next = w->next;
+            if (w->gen == zk->gen && !zk->closed)
+                continue;
+            if (w->op_pending)
+                zk->sweep = true; /* again once its request is answered */
+            else
+                free_watch(zk, w);
+        }
     }
     if (zk->dead_ctx && !zk->dead_ctx->queued) {
         reign__free(zk->dead_ctx);
@@ -1007,6 +1017,7 @@ void reign__zk_close(reign__zk *zk)
     if (zk->closed)
         return;
     zk->closed = true;
+    zk->sweep = true;
     reign__timer_stop(zk->cfg.timers, &zk->reinit_timer);
     close_handle(zk);
     fail_parked(zk);
@@ -1018,6 +1029,7 @@ void reign__zk_free(reign__zk *zk)
         return;
     if (zk->zh || !zk->closed) {
         zk->closed = true;
+        zk->sweep = true;
         close_handle(zk);
     }
     reign__timer_stop(zk->cfg.timers, &zk->reinit_timer);

@@ -629,30 +629,14 @@ cmd_sql() {
 
 cmd_status() {
     load_state "$1"
-    local pid state
+    local pid
     pid=$(server_pid)
-    if [[ -z $pid ]]; then
-        state=stopped
-    elif [[ $(proc_state "$pid") == T ]]; then
-        state=paused
-    else
-        state=running
-    fi
-    echo "$(port_of) ${pid:--} $state"
+    echo "$(port_of) ${pid:--} $(run_state "$pid")"
 }
 
 # __watch-pg STATE OWNER OWNER_START: stop STATE's server once the owner process is gone.
 cmd_watch() {
-    local state=$1 owner=$2 started=$3
-    trap 'exit 0' TERM
-    while [[ -f $state/pg.state ]]; do
-        if [[ $(proc_start_time "$owner") != "$started" ]]; then
-            stop_state "$state"
-            exit 0
-        fi
-        sleep 1 &
-        wait $! || true
-    done
+    watch_owner "$1" pg.state "$2" "$3"
 }
 
 main() {

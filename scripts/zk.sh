@@ -569,13 +569,7 @@ cmd_status() {
     local i pid state mode
     for ((i = 1; i <= NSERVERS; i++)); do
         pid=$(server_pid "$i")
-        if [[ -z $pid ]]; then
-            state=stopped
-        elif [[ $(proc_state "$pid") == T ]]; then
-            state=paused
-        else
-            state=running
-        fi
+        state=$(run_state "$pid")
         mode=$(server_mode "$i")
         echo "$i $(client_port "$i") ${pid:--} $state ${mode:--}"
     done
@@ -583,16 +577,7 @@ cmd_status() {
 
 # __watch STATE OWNER OWNER_START: stop STATE's servers once the owner process is gone.
 cmd_watch() {
-    local state=$1 owner=$2 started=$3
-    trap 'exit 0' TERM
-    while [[ -f $state/zk.state ]]; do
-        if [[ $(proc_start_time "$owner") != "$started" ]]; then
-            stop_state "$state"
-            exit 0
-        fi
-        sleep 1 &
-        wait $! || true
-    done
+    watch_owner "$1" zk.state "$2" "$3"
 }
 
 main() {

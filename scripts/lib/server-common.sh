@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # server-common.sh - helpers shared, word for word, by zk.sh, mariadb.sh and
-# pg.sh (sourced; each script sets PROG and defines proc_state, usage and
-# stop_state, which these call).
+# pg.sh (sourced; each script sets PROG and defines proc_state, proc_start_time, usage
+# and stop_state, which these call).
 
 die() {
     echo "$PROG: $*" >&2
@@ -32,4 +32,31 @@ cmd_stop() {
         exit 2
     }
     stop_state "$(abs_path "$1")"
+}
+
+# "stopped", "paused" or "running": the state of server pid $1 ("" when none).
+run_state() {
+    if [[ -z $1 ]]; then
+        echo stopped
+    elif [[ $(proc_state "$1") == T ]]; then
+        echo paused
+    else
+        echo running
+    fi
+}
+
+# watch_owner STATE STATEFILE OWNER OWNER_START: the watchdog's loop - stops STATE's servers
+# once the owner process is gone (its start time no longer matches), or returns when
+# STATE/STATEFILE is removed (the servers were stopped).
+watch_owner() {
+    local state=$1 file=$2 owner=$3 started=$4
+    trap 'exit 0' TERM
+    while [[ -f $state/$file ]]; do
+        if [[ $(proc_start_time "$owner") != "$started" ]]; then
+            stop_state "$state"
+            exit 0
+        fi
+        sleep 1 &
+        wait $! || true
+    done
 }

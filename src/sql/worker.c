@@ -1,11 +1,11 @@
 /*
  * worker.c - the SQL client's worker thread (worker.h).
  *
- * Two queues under one mutex: `todo` (loop -> worker: requests) and `done`
+ * Two queues under one mutex: `requests` (loop -> worker: requests) and `done`
  * (worker -> loop: results, connection states, change notices).  The worker
  * sleeps in poll() on its own eventfd and, once subscribed, the store's
  * notification descriptor; the loop sleeps on the client's eventfd.  A
- * request is one allocation that travels from todo to done and is freed by
+ * request is one allocation that travels from requests to done and is freed by
  * dispatch; forget() clears the callback of every request of an owner,
  * wherever it is, so a freed election is never called back.
  */
@@ -55,7 +55,7 @@ struct reign__sqlw {
     bool started, joined;
     int efd; /* wakes the worker */
     pthread_mutex_t mu;
-    queue todo, done;
+    queue requests, done;
     item *running; /* the request the worker executes now */
     bool closing;
     _Atomic uint64_t statements;
@@ -370,7 +370,7 @@ static void *worker_main(void *arg)
     for (;;) {
         pthread_mutex_lock(&w->mu);
         bool closing = w->closing;
-        item *it = pop(&w->todo);
+        item *it = pop(&w->requests);
         if (it)
             w->running = it;
         pthread_mutex_unlock(&w->mu);
@@ -493,7 +493,7 @@ int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
     pthread_mutex_lock(&w->mu);
     bool closing = w->closing;
     if (!closing)
-        push(&w->todo, it);
+        push(&w->requests, it);
     pthread_mutex_unlock(&w->mu);
     if (closing) {
         item_free(it);
@@ -513,7 +513,7 @@ static void forget_in(queue *q, void *owner)
 void reign__sqlw_forget(reign__sqlw *w, void *owner)
 {
     pthread_mutex_lock(&w->mu);
-    forget_in(&w->todo, owner);
+    forget_in(&w->requests, owner);
     forget_in(&w->done, owner);
     if (w->running && w->running->owner == owner)
         w->running->cb = NULL;
@@ -569,7 +569,7 @@ void reign__sqlw_free(reign__sqlw *w)
         pthread_mutex_destroy(&w->mu);
     }
     item *it;
-    while ((it = pop(&w->todo)))
+    while ((it = pop(&w->requests)))
         item_free(it);
     while ((it = pop(&w->done)))
         item_free(it);

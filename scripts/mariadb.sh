@@ -140,21 +140,6 @@ watchdog_pids_under() {
     done
 }
 
-# wait_gone TIMEOUT_S PID...: wait until none of the processes is alive; 1 if some still are.
-wait_gone() {
-    local timeout=$1 pid i left
-    shift
-    for ((i = 0; i <= timeout * 20; i++)); do
-        left=0
-        for pid in "$@"; do
-            if alive "$pid"; then left=1; fi
-        done
-        [[ $left -eq 0 ]] && return 0
-        sleep 0.05
-    done
-    return 1
-}
-
 # kill_and_wait PID...: SIGTERM (a clean shutdown; SIGCONT too, so a paused server can act on
 # it), up to 30 s, then SIGKILL whatever is left.
 kill_and_wait() {
@@ -410,7 +395,7 @@ cmd_stop_all_under() {
         usage >&2
         exit 2
     }
-    local dir marker pid
+    local dir marker
     dir=$(abs_path "$1")
     if [[ -d $dir ]]; then
         while IFS= read -r -d '' marker; do
@@ -418,10 +403,14 @@ cmd_stop_all_under() {
         done < <(find "$dir" -maxdepth 8 -name mariadb.state -type f -print0 2>/dev/null)
     fi
     # Leftovers whose state dir is gone or unmarked.
-    for pid in $(watchdog_pids_under "$dir/"); do kill -TERM "$pid" 2>/dev/null || true; done
+    # shellcheck disable=SC2046 # one pid per word
+    stop_watchdogs $(watchdog_pids_under "$dir/")
     local pids=()
     mapfile -t pids < <(server_pids_under "$dir/")
     kill_and_wait "${pids[@]}"
+    # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
+    # wait for them, so none outlives this command with the state dir on its command line.
+    wait
 }
 
 cmd_stop_server() {

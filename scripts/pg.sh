@@ -192,21 +192,6 @@ watchdog_pids_under() {
     done
 }
 
-# wait_gone TIMEOUT_S PID...: wait until none of the processes is alive; 1 if some still are.
-wait_gone() {
-    local timeout=$1 pid i left
-    shift
-    for ((i = 0; i <= timeout * 20; i++)); do
-        left=0
-        for pid in "$@"; do
-            if alive "$pid"; then left=1; fi
-        done
-        [[ $left -eq 0 ]] && return 0
-        sleep 0.05
-    done
-    return 1
-}
-
 # shutdown_postmasters PID...: a fast shutdown (SIGINT: backends are told to quit, the last
 # checkpoint is written), with everything SIGCONTed first so a paused server can act on it; after
 # 15 s an immediate shutdown (SIGQUIT), after 5 more SIGKILL for them and their children.
@@ -525,7 +510,7 @@ cmd_stop_all_under() {
         usage >&2
         exit 2
     }
-    local dir marker pid
+    local dir marker
     dir=$(abs_path "$1")
     if [[ -d $dir ]]; then
         while IFS= read -r -d '' marker; do
@@ -533,7 +518,8 @@ cmd_stop_all_under() {
         done < <(find "$dir" -maxdepth 8 -name pg.state -type f -print0 2>/dev/null)
     fi
     # Leftovers whose state dir is gone or unmarked.
-    for pid in $(watchdog_pids_under "$dir/"); do kill -TERM "$pid" 2>/dev/null || true; done
+    # shellcheck disable=SC2046 # one pid per word
+    stop_watchdogs $(watchdog_pids_under "$dir/")
     local pids=()
     mapfile -t pids < <(server_pids_under "$dir/")
     shutdown_postmasters "${pids[@]}"
@@ -546,6 +532,9 @@ cmd_stop_all_under() {
         done < <(find "$dir" -maxdepth 9 -name postmaster.pid -path '*/data/*' -type f \
             -print0 2>/dev/null)
     fi
+    # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
+    # wait for them, so none outlives this command with the state dir on its command line.
+    wait
 }
 
 cmd_stop_server() {

@@ -438,7 +438,7 @@ cmd_stop_all_under() {
         usage >&2
         exit 2
     }
-    local dir marker pid
+    local dir marker
     dir=$(abs_path "$1")
     if [[ -d $dir ]]; then
         while IFS= read -r -d '' marker; do
@@ -446,10 +446,14 @@ cmd_stop_all_under() {
         done < <(find "$dir" -maxdepth 8 -name zk.state -type f -print0 2>/dev/null)
     fi
     # Leftovers whose state dir is gone or unmarked.
-    for pid in $(watchdog_pids_under "$dir/"); do kill -TERM "$pid" 2>/dev/null || true; done
+    # shellcheck disable=SC2046 # one pid per word
+    stop_watchdogs $(watchdog_pids_under "$dir/")
     local pids=()
     mapfile -t pids < <(server_pids_under "$dir/")
     kill_and_wait TERM "${pids[@]}"
+    # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
+    # wait for them, so none outlives this command with the state dir on its command line.
+    wait
 }
 
 cmd_stop_server() {

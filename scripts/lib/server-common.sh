@@ -60,3 +60,26 @@ watch_owner() {
         wait $! || true
     done
 }
+
+# wait_gone TIMEOUT_S PID...: wait until none of the processes is alive; 1 if some still are.
+wait_gone() {
+    local timeout=$1 pid i left
+    shift
+    for ((i = 0; i <= timeout * 20; i++)); do
+        left=0
+        for pid in "$@"; do
+            if alive "$pid"; then left=1; fi
+        done
+        [[ $left -eq 0 ]] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# stop_watchdogs PID...: SIGTERM the owner watchdogs and wait (up to 5 s) until they are gone, so
+# a caller that looks for processes right after a stop finds none.
+stop_watchdogs() {
+    [[ $# -gt 0 ]] || return 0
+    kill -TERM "$@" 2>/dev/null || true
+    wait_gone 5 "$@" || echo "$PROG: warning: watchdogs $* did not exit" >&2
+}

@@ -1,0 +1,83 @@
+/*
+ * metrics.h - reignd's Prometheus endpoint: GET /metrics on the metrics
+ * address answers the text exposition format (version 0.0.4), built at each
+ * scrape from a snapshot the daemon gives through a callback, so the daemon
+ * keeps only its own counters and this file no state of its own.
+ *
+ * Per service (label service="NAME"):
+ *   reignd_service_leader          1 while this node's service is active, else 0
+ *   reignd_service_term            this node's term while it leads, else 0
+ *   reignd_service_token           this node's fencing token while it leads, else 0
+ *   reignd_service_health{state=}  1 for the current health state, 0 for the others
+ *   reignd_service_state{state=}   1 for the service's FSM state (one series)
+ *   reignd_service_paused          1 while paused (reign ctl pause)
+ *   reignd_failovers_total         times the service became active here
+ *   reignd_fence_attempts_total    fence methods tried against an old active
+ *   reignd_fence_outcomes_total{outcome="success"|"failure"}
+ * and reignd_up 1, reignd_build_info{version=}.
+ *
+ * Served by libmicrohttpd on the daemon's libuv loop (httpd.h); the snapshot
+ * callback runs on the loop thread.
+ */
+#ifndef REIGND_METRICS_H
+#define REIGND_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include <reign/reign.h>
+
+/* One service as the snapshot callback reports it; strings borrowed for the call. */
+typedef struct reignd_metrics_service {
+    const char *name;
+    const char *health; /* "initializing", "healthy", "unhealthy", "not_responding",
+                           "monitor_failed" */
+    const char *state;  /* the FSM state's name; NULL: no state series */
+    int leader;
+    int paused;
+    uint64_t term;
+    uint64_t token;
+    uint64_t failovers;
+    uint64_t fence_attempts;
+    uint64_t fence_successes;
+    uint64_t fence_failures;
+} reignd_metrics_service;
+
+typedef struct reignd_metrics_sink reignd_metrics_sink;
+
+/* Adds one service to a scrape (call once per service from the snapshot callback). */
+void reignd_metrics_add(reignd_metrics_sink *sink, const reignd_metrics_service *svc);
+
+/* Reports every service with reignd_metrics_add(). */
+typedef void reignd_metrics_snapshot_fn(reignd_metrics_sink *sink, void *ctx);
+
+/*
+ * Renders a scrape into a new NUL-terminated string (free()); NULL on out of
+ * memory.  Pure apart from the callback: the endpoint and the tests use it.
+ */
+char *reignd_metrics_render(reignd_metrics_snapshot_fn *snapshot, void *ctx, size_t *len);
+
+typedef struct reignd_metrics reignd_metrics;
+
+typedef struct reignd_metrics_options {
+    size_t size;        /* sizeof(reignd_metrics_options) */
+    const char *listen; /* "HOST:PORT", "[V6]:PORT" or ":PORT"; port 0 picks one */
+    reignd_metrics_snapshot_fn *snapshot;
+    void *ctx;
+    reign_log_fn *log_fn; /* errors; NULL: silent */
+    void *log_userdata;
+} reignd_metrics_options;
+
+/* Starts the endpoint on `loop`.  0 and *ret, or a negative REIGN_E* with err. */
+int reignd_metrics_start(uv_loop_t *loop, const reignd_metrics_options *opts, reignd_metrics **ret,
+                         char *err, size_t errlen);
+
+/* The port actually bound (for port 0). */
+int reignd_metrics_port(const reignd_metrics *m);
+
+/* Stops the endpoint; memory is released in close callbacks (run the loop).  NULL-safe. */
+void reignd_metrics_close(reignd_metrics *m);
+
+#endif

@@ -32,16 +32,7 @@ typedef struct item {
     enum item_kind kind;
 } item;
 
-enum op_type {
-    OP_CREATE,
-    OP_DELETE,
-    OP_EXISTS,
-    OP_GET,
-    OP_CHILDREN,
-    OP_SET,
-    OP_CHECK_SET,
-    OP_SYNC
-};
+enum op_type { OP_CREATE, OP_DELETE, OP_EXISTS, OP_GET, OP_CHILDREN, OP_SET, OP_MULTI, OP_SYNC };
 
 typedef struct zk_watch zk_watch;
 
@@ -51,7 +42,6 @@ typedef struct zk_op {
     enum op_type type;
     int flags;
     char *path;
-    char *path2; /* OP_CHECK_SET: the node to set or create */
     char *data;
     size_t len;
     int version;
@@ -78,12 +68,18 @@ typedef struct zk_op {
     size_t value_len;
     char **children;
     size_t n_children;
-    /* OP_CHECK_SET */
-    zoo_op_t mops[2];
-    zoo_op_result_t mres[2];
-    struct Stat mstat;
-    char created[8];
+    struct zk_multi *multi; /* OP_MULTI */
 } zk_op;
+
+/* A multi's parts, owned copies (allocated apart: most requests are not multis). */
+typedef struct zk_multi {
+    size_t n;
+    reign__zk_mop ops[REIGN__ZK_MULTI_MAX];
+    zoo_op_t zops[REIGN__ZK_MULTI_MAX];
+    zoo_op_result_t zres[REIGN__ZK_MULTI_MAX];
+    struct Stat stats[REIGN__ZK_MULTI_MAX];
+    char created[REIGN__ZK_MULTI_MAX][512];
+} zk_multi;
 
 struct zk_watch {
     item it; /* queued when it fires (it fires at most once) */
@@ -560,6 +556,40 @@ static void reset_result(zk_op *op)
     op->failed_op = -1;
 }
 
+static int mode_of(int flags)
+{
+    return ((flags & REIGN__ZK_EPHEMERAL) ? ZOO_EPHEMERAL : 0) |
+           ((flags & REIGN__ZK_SEQUENCE) ? ZOO_SEQUENCE : 0);
+}
+
+static int issue_multi(reign__zk *zk, zk_multi *m, const struct ACL_vector *acl, zk_op *op)
+{
+    memset(m->zres, 0, sizeof(m->zres));
+    memset(m->stats, 0, sizeof(m->stats));
+    for (size_t i = 0; i < m->n; i++) {
+        const reign__zk_mop *p = &m->ops[i];
+        m->created[i][0] = '\0';
+        switch (p->type) {
+        case REIGN__ZK_MCHECK:
+            zoo_check_op_init(&m->zops[i], p->path, p->version);
+            break;
+        case REIGN__ZK_MCREATE:
+            zoo_create_op_init(&m->zops[i], p->path, p->data, (int)p->len, acl, mode_of(p->flags),
+                               m->created[i], sizeof(m->created[i]));
+            break;
+        case REIGN__ZK_MSET:
+            zoo_set_op_init(&m->zops[i], p->path, p->data, (int)p->len, p->version, &m->stats[i]);
+            break;
+        case REIGN__ZK_MDELETE:
+            zoo_delete_op_init(&m->zops[i], p->path, p->version);
+            break;
+        default:
+            return ZBADARGUMENTS;
+        }
+    }
+    return zoo_amulti(zk->zh, (int)m->n, m->zops, m->zres, on_void, op);
+}
+
 /* Sends one attempt.  Failures to even send complete through the queue too,
  * so a callback never runs from inside the call that issued the request. */
 static void issue(reign__zk *zk, zk_op *op)
@@ -587,8 +617,7 @@ static void issue(reign__zk *zk, zk_op *op)
         wfn = on_node_event;
     }
     const struct ACL_vector *acl = &zk->acl;
-    int mode = ((op->flags & REIGN__ZK_EPHEMERAL) ? ZOO_EPHEMERAL : 0) |
-               ((op->flags & REIGN__ZK_SEQUENCE) ? ZOO_SEQUENCE : 0);
+    int mode = mode_of(op->flags);
     switch (op->type) {
     case OP_CREATE:
         rc = zoo_acreate2(zk->zh, op->path, op->data, (int)op->len, acl, mode, on_string_stat, op);
@@ -608,17 +637,8 @@ static void issue(reign__zk *zk, zk_op *op)
     case OP_SET:
         rc = zoo_aset(zk->zh, op->path, op->data, (int)op->len, op->version, on_stat, op);
         break;
-    case OP_CHECK_SET:
-        memset(op->mres, 0, sizeof(op->mres));
-        memset(&op->mstat, 0, sizeof(op->mstat));
-        zoo_check_op_init(&op->mops[0], op->path, -1);
-        if (op->version == -2)
-            zoo_create_op_init(&op->mops[1], op->path2, op->data, (int)op->len, acl, 0, op->created,
-                               sizeof(op->created));
-        else
-            zoo_set_op_init(&op->mops[1], op->path2, op->data, (int)op->len, op->version,
-                            &op->mstat);
-        rc = zoo_amulti(zk->zh, 2, op->mops, op->mres, on_void, op);
+    case OP_MULTI:
+        rc = issue_multi(zk, op->multi, acl, op);
         break;
     case OP_SYNC:
         rc = zoo_async(zk->zh, op->path, on_string, op);
@@ -643,7 +663,7 @@ static void retry_cb(reign__timer *t, void *arg)
     issue(op->zk, op);
 }
 
-static int start_op(reign__zk *zk, enum op_type type, const char *path, const char *path2,
+static int start_op(reign__zk *zk, enum op_type type, const char *path, zk_multi *multi,
                     const void *data, size_t len, int version, int flags, reign__zk_watch_cb *wcb,
                     void *owner, reign__zk_cb *cb, void *arg)
 {
@@ -662,12 +682,11 @@ static int start_op(reign__zk *zk, enum op_type type, const char *path, const ch
     op->arg = arg;
     op->wcb = wcb;
     op->path = reign__strdup(path);
-    op->path2 = path2 ? reign__strdup(path2) : NULL;
+    op->multi = multi;
     op->data = data ? reign__memdup(data, len) : NULL;
     op->len = len;
-    if (!op->path || (path2 && !op->path2) || (data && !op->data)) {
+    if (!op->path || (data && !op->data)) {
         reign__free(op->path);
-        reign__free(op->path2);
         reign__free(op->data);
         reign__free(op);
         return REIGN_ENOMEM;
@@ -720,12 +739,53 @@ int reign__zk_set(reign__zk *zk, const char *path, const void *data, size_t len,
                     arg);
 }
 
+static void free_multi(zk_multi *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n; i++) {
+        reign__free((char *)m->ops[i].path);
+        reign__free((void *)m->ops[i].data);
+    }
+    reign__free(m);
+}
+
+int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
+                    reign__zk_cb *cb, void *arg)
+{
+    if (n == 0 || n > REIGN__ZK_MULTI_MAX)
+        return REIGN_EINVAL;
+    zk_multi *m = reign__calloc(1, sizeof(*m));
+    if (!m)
+        return REIGN_ENOMEM;
+    m->n = n;
+    bool oom = false;
+    for (size_t i = 0; i < n; i++) {
+        m->ops[i] = ops[i];
+        m->ops[i].path = reign__strdup(ops[i].path);
+        m->ops[i].data = ops[i].data ? reign__memdup(ops[i].data, ops[i].len) : NULL;
+        oom |= !m->ops[i].path || (ops[i].data && !m->ops[i].data);
+    }
+    int rc = oom ? REIGN_ENOMEM
+                 : start_op(zk, OP_MULTI, ops[0].path, m, NULL, 0, -1, 0, NULL, owner, cb, arg);
+    if (rc < 0)
+        free_multi(m);
+    return rc;
+}
+
 int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *path,
                             const void *data, size_t len, int version, void *owner,
                             reign__zk_cb *cb, void *arg)
 {
-    return start_op(zk, OP_CHECK_SET, check_path, path, data ? data : "", len, version, 0, NULL,
-                    owner, cb, arg);
+    reign__zk_mop ops[2] = {
+        {.type = REIGN__ZK_MCHECK, .path = check_path, .version = -1},
+        {.type = version == -2 ? REIGN__ZK_MCREATE : REIGN__ZK_MSET,
+         .path = path,
+         .data = data ? data : "",
+         .len = len,
+         .version = version == -2 ? -1 : version},
+    };
+    return reign__zk_multi(zk, ops, 2, owner, cb, arg);
 }
 
 void reign__zk_heartbeat(reign__zk *zk)
@@ -762,7 +822,7 @@ static void free_op(reign__zk *zk, zk_op *op)
         op->next->prev = op->prev;
     reset_result(op);
     reign__free(op->path);
-    reign__free(op->path2);
+    free_multi(op->multi);
     reign__free(op->data);
     reign__free(op);
 }
@@ -776,10 +836,21 @@ static void deliver(reign__zk *zk, zk_op *op, int rc)
     r.zrc = op->zrc;
     r.sent_ns = op->sent_ns;
     r.failed_op = op->failed_op;
-    const struct Stat *st = op->type == OP_CHECK_SET ? &op->mstat : &op->stat;
-    if (op->type == OP_CHECK_SET && rc == 0 && op->version == -2)
-        st = NULL; /* a create inside a multi reports no stat: the caller re-reads */
-    if (st && (op->has_stat || op->type == OP_CHECK_SET) && rc == 0) {
+    const struct Stat *st = op->has_stat ? &op->stat : NULL;
+    if (op->type == OP_MULTI && rc == 0) {
+        /* The stat of the last set, the name of the first create (a create
+         * inside a multi reports no stat: the caller re-reads if it needs one). */
+        const zk_multi *m = op->multi;
+        for (size_t i = 0; i < m->n; i++)
+            if (m->ops[i].type == REIGN__ZK_MSET)
+                st = &m->stats[i];
+        for (size_t i = 0; i < m->n && !r.value; i++)
+            if (m->ops[i].type == REIGN__ZK_MCREATE) {
+                r.value = m->created[i];
+                r.value_len = strlen(m->created[i]);
+            }
+    }
+    if (st && rc == 0) {
         r.has_stat = true;
         r.stat = (reign__zk_stat){.czxid = st->czxid,
                                   .mzxid = st->mzxid,
@@ -791,8 +862,10 @@ static void deliver(reign__zk *zk, zk_op *op, int rc)
                                   .data_length = st->dataLength,
                                   .num_children = st->numChildren};
     }
-    r.value = op->value;
-    r.value_len = op->value_len;
+    if (!r.value) {
+        r.value = op->value;
+        r.value_len = op->value_len;
+    }
     r.children = op->children;
     r.n_children = op->n_children;
     reign__zk_cb *cb = op->cb;
@@ -808,12 +881,12 @@ static void finish_op(reign__zk *zk, zk_op *op)
 {
     op->in_flight = false;
     int zrc = op->zrc;
-    if (op->type == OP_CHECK_SET && zrc != ZOK && !retryable(zrc)) {
+    if (op->type == OP_MULTI && zrc != ZOK && !retryable(zrc)) {
         /* The first failing sub-operation says why. */
-        for (int i = 0; i < 2; i++)
-            if (op->mres[i].err != ZOK && op->mres[i].err != ZRUNTIMEINCONSISTENCY) {
-                zrc = op->mres[i].err;
-                op->failed_op = i;
+        for (size_t i = 0; i < op->multi->n; i++)
+            if (op->multi->zres[i].err != ZOK && op->multi->zres[i].err != ZRUNTIMEINCONSISTENCY) {
+                zrc = op->multi->zres[i].err;
+                op->failed_op = (int)i;
                 break;
             }
         op->zrc = zrc;

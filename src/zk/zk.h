@@ -49,7 +49,7 @@ typedef struct reign__zk_result {
     char **children; /* children: names, sorted by nothing (as the server sent them) */
     size_t n_children;
     int64_t sent_ns; /* when the (last) attempt was sent */
-    int failed_op;   /* check_and_set: the part that failed (0 check, 1 set/create), else -1 */
+    int failed_op;   /* multi: the index of the part that failed, else -1 */
 } reign__zk_result;
 
 typedef void reign__zk_cb(void *owner, void *arg, const reign__zk_result *r);
@@ -133,6 +133,34 @@ int reign__zk_children(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb,
                        void *owner, reign__zk_cb *cb, void *arg);
 int reign__zk_set(reign__zk *zk, const char *path, const void *data, size_t len, int version,
                   int flags, void *owner, reign__zk_cb *cb, void *arg);
+/* One part of a multi: the paths and data are copied. */
+typedef enum reign__zk_mop_type {
+    REIGN__ZK_MCHECK = 1, /* path exists, at `version` (-1: any) */
+    REIGN__ZK_MCREATE,    /* create path with data; flags: EPHEMERAL, SEQUENCE */
+    REIGN__ZK_MSET,       /* set path's data at `version` (-1: any) */
+    REIGN__ZK_MDELETE,    /* delete path at `version` (-1: any) */
+} reign__zk_mop_type;
+
+typedef struct reign__zk_mop {
+    reign__zk_mop_type type;
+    const char *path;
+    const void *data;
+    size_t len;
+    int version;
+    int flags;
+} reign__zk_mop;
+
+#define REIGN__ZK_MULTI_MAX 4
+
+/*
+ * All of `ops` or none, in order.  On success the result's stat is that of
+ * the last set (if any) and its value the path made by the first create (if
+ * any); on failure failed_op is the index of the part that failed.  Never
+ * retried (a multi that landed must not be applied twice): the caller
+ * decides what a lost answer means.
+ */
+int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
+                    reign__zk_cb *cb, void *arg);
 /*
  * Atomically: `check_path` exists (any version), then set `path` to data at
  * `version`, or create it (persistent) when version is -2.  The result's

@@ -18,3 +18,6 @@ function(reignd_unit_test name)
 endfunction()
 
 # --- R1: config, health, hooks ---
+
+# --- R2: fsm, breadcrumb, fence, service, main ---
+reignd_unit_test(test_fsm)

@@ -1,0 +1,151 @@
+/*
+ * fsm.h - the state machine of one service managed by reignd (HDFS's ZKFC).
+ *
+ * Pure: reignd_fsm_step() maps (state, event, what the service knows of its
+ * health) to a new state, a set of actions and a reason, from one static
+ * const table (fsm.c).  It does no I/O; service.c carries the actions out in
+ * the order of their bits below and logs the reason.  A pair the table does
+ * not name is refused: the state stays and the caller logs the refusal (an
+ * operator's command gets the reason back).
+ *
+ * The rules it encodes (seed 002):
+ *  - a service stands in the election only after its first healthy check;
+ *  - unhealthy: it quits the election; an active one runs become-standby but
+ *    leaves its breadcrumb, so the next winner fences it;
+ *  - a clean shutdown or a cede runs become-standby first and removes the
+ *    breadcrumb only once that succeeded, so no one fences it;
+ *  - the winner fences the old active named by the breadcrumb (FENCING),
+ *    writes its own breadcrumb (CLAIMING), and only then runs become-active;
+ *    if fencing or the write fails it steps down and stands again later;
+ *  - every loss of an active leadership runs become-standby, once;
+ *  - neutral while the connection is suspended: health changes are not acted
+ *    on until the connection is back (or the session is lost); a demotion
+ *    still runs become-standby, because that leadership really ended;
+ *  - after a session expiry the election stands again by itself (libreign),
+ *    unless the service became unhealthy meanwhile;
+ *  - paused: no automatic decision (health is ignored, an active stays
+ *    active, a standby leaves the election so it cannot be elected).
+ */
+#ifndef REIGND_FSM_H
+#define REIGND_FSM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define REIGND_STATES(XX)                                                                          \
+    XX(INITIALIZING, "initializing")     /* no healthy check yet: not standing */                  \
+    XX(UNHEALTHY, "unhealthy")           /* not standing: the service is not healthy */            \
+    XX(STANDBY, "standby")               /* standing; someone else leads */                        \
+    XX(FENCING, "fencing")               /* elected: fencing the old active of the breadcrumb */   \
+    XX(CLAIMING, "claiming")             /* elected and fenced: writing our breadcrumb */          \
+    XX(ACTIVE, "active")                 /* leading; become-active has run (or is queued) */       \
+    XX(NEUTRAL, "neutral")               /* connection suspended while standing */                 \
+    XX(NEUTRAL_ACTIVE, "neutral_active") /* connection suspended while active */                   \
+    XX(CEDING, "ceding")                 /* cede: become-standby runs, then we step down */        \
+    XX(PAUSED, "paused")                 /* maintenance, not standing */                           \
+    XX(PAUSED_ACTIVE, "paused_active")   /* maintenance while active: health ignored */            \
+    XX(STOPPING, "stopping")             /* clean shutdown: become-standby runs, then we leave */  \
+    XX(STOPPED, "stopped")               /* left for good */
+
+typedef enum reignd_state {
+#define REIGND__ST_ENUM(name, str) REIGND_ST_##name,
+    REIGND_STATES(REIGND__ST_ENUM)
+#undef REIGND__ST_ENUM
+        REIGND_ST__COUNT
+} reignd_state;
+
+#define REIGND_EVENTS(XX)                                                                          \
+    XX(HEALTHY, "healthy")                     /* health check: healthy */                         \
+    XX(UNHEALTHY, "unhealthy")                 /* unhealthy, not responding or monitor failed */   \
+    XX(ELECTED, "elected")                     /* the election made us leader */                   \
+    XX(DEMOTED, "demoted")                     /* the election ended our leadership */             \
+    XX(FENCE_OK, "fence_ok")                   /* old active fenced, or none to fence */           \
+    XX(FENCE_FAILED, "fence_failed")           /* every fence method failed (or the read did) */   \
+    XX(BREADCRUMB_OK, "breadcrumb_ok")         /* our breadcrumb is written */                     \
+    XX(BREADCRUMB_FAILED, "breadcrumb_failed") /* the compare-and-set or the write failed */       \
+    XX(ACTIVE_HOOK_OK, "active_hook_ok")       /* become-active exited 0 */                        \
+    XX(ACTIVE_HOOK_FAILED, "active_hook_failed")                                                   \
+    XX(STANDBY_HOOK_OK, "standby_hook_ok") /* become-standby exited 0 */                           \
+    XX(STANDBY_HOOK_FAILED, "standby_hook_failed")                                                 \
+    XX(SUSPENDED, "suspended")         /* connection to the store lost; session may live */        \
+    XX(RECONNECTED, "reconnected")     /* the same session is back */                              \
+    XX(SESSION_LOST, "session_lost")   /* the session expired */                                   \
+    XX(CONNECTED, "connected")         /* a new session (the first, or after a loss) */            \
+    XX(CEDE, "cede")                   /* operator: step down (reign ctl cede, failover) */        \
+    XX(FENCE_REQUEST, "fence_request") /* a peer's graceful fence: go standby */                   \
+    XX(PAUSE, "pause")                                                                             \
+    XX(RESUME, "resume")                                                                           \
+    XX(SHUTDOWN, "shutdown") /* SIGTERM: leave cleanly */
+
+typedef enum reignd_event {
+#define REIGND__EV_ENUM(name, str) REIGND_EV_##name,
+    REIGND_EVENTS(REIGND__EV_ENUM)
+#undef REIGND__EV_ENUM
+        REIGND_EV__COUNT
+} reignd_event;
+
+/*
+ * Actions, carried out by service.c in this order (lowest bit first) when
+ * several come from one transition.  become-standby is queued before the
+ * election is left, the breadcrumb deleted before the election node (one
+ * session: ZooKeeper applies them in that order, so the next winner never
+ * reads a breadcrumb we meant to remove).
+ */
+enum {
+    REIGND_A_BECOME_STANDBY = 1u << 0,    /* queue the become-standby hook (and notify) */
+    REIGND_A_DELETE_BREADCRUMB = 1u << 1, /* delete our breadcrumb (CAS on what we wrote) */
+    REIGND_A_RESIGN = 1u << 2,            /* leave the election */
+    REIGND_A_CEDE = 1u << 3,              /* step down, stand again after the operator's delay */
+    REIGND_A_RETRY_LATER = 1u << 4,       /* step down, stand again after the retry delay */
+    REIGND_A_JOIN = 1u << 5,              /* stand in the election */
+    REIGND_A_FENCE = 1u << 6,             /* read the breadcrumb, fence an old active in it */
+    REIGND_A_WRITE_BREADCRUMB = 1u << 7,  /* write ours: id, addresses, term, token */
+    REIGND_A_BECOME_ACTIVE = 1u << 8,     /* queue the become-active hook (and notify) */
+    REIGND_A_EXIT = 1u << 9,              /* the service is done (shutdown) */
+};
+#define REIGND_A__COUNT 10
+
+/* Guards on what the service last knew of its health. */
+typedef enum reignd_guard { REIGND_G_ANY = 0, REIGND_G_HEALTHY, REIGND_G_UNHEALTHY } reignd_guard;
+
+typedef struct reignd_transition {
+    reignd_state from;
+    reignd_event event;
+    reignd_guard guard;
+    reignd_state to;
+    unsigned actions;
+    const char *reason; /* logged when taken */
+} reignd_transition;
+
+/* The outcome of one step. */
+typedef struct reignd_step {
+    reignd_state to;    /* the new state (the old one if refused or moot) */
+    unsigned actions;   /* REIGND_A_* */
+    const char *reason; /* why (a refusal's reason if refused) */
+    int refused;        /* 1: not allowed in this state; nothing changes */
+    int moot;           /* 1: a late result or news for a state already left; ignored */
+} reignd_step;
+
+/*
+ * One step.  `healthy` is whether the last health check said healthy (the
+ * guards of the table look at it).
+ */
+reignd_step reignd_fsm_step(reignd_state state, reignd_event event, int healthy);
+
+/* The table itself, for tests and --print-fsm. */
+const reignd_transition *reignd_fsm_table(size_t *n);
+
+const char *reignd_state_name(reignd_state s);
+const char *reignd_event_name(reignd_event e);
+/* The name of one action bit ("become_standby"), or "?" */
+const char *reignd_action_name(unsigned action);
+/* Writes the names of `actions` separated by '+' into buf ("" for none). */
+void reignd_actions_format(unsigned actions, char *buf, size_t len);
+
+/* 1 if the service is (or may be) running as active in this state. */
+int reignd_state_is_active(reignd_state s);
+
+/* Prints the table as a graphviz digraph (reignd --print-fsm). */
+void reignd_fsm_print_dot(FILE *f);
+
+#endif

@@ -21,3 +21,4 @@ endfunction()
 
 # --- R2: fsm, breadcrumb, fence, service, main ---
 reignd_unit_test(test_fsm)
+reignd_unit_test(test_breadcrumb)

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "ctl.h"
 #include "fmt.h"
 
 static const struct {
@@ -28,6 +29,7 @@ static const struct {
     {"register", cli_register_main, "be a member of a group until SIGINT or SIGTERM"},
     {"members", cli_members_main, "show the members of a group, or follow them"},
     {"value", cli_value_main, "get, set, delete or watch a value"},
+    {"ctl", cli_ctl_main, "control a running reignd: status, cede, failover, pause, resume"},
 };
 
 static void usage(FILE *f)

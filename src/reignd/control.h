@@ -37,8 +37,9 @@
 
 #include <reign/reign.h>
 
-/* Where `reign ctl` and the daemon look by default ([daemon] control_socket). */
-#define REIGND_CONTROL_SOCKET_DEFAULT "/run/reignd/control.sock"
+/* The socket for root ([daemon] control_socket; config.c chooses
+ * $XDG_RUNTIME_DIR/reign/reignd.sock for other users, and so does reign ctl). */
+#define REIGND_CONTROL_SOCKET_DEFAULT "/run/reign/reignd.sock"
 
 /* The longest request line accepted, newline excluded. */
 #define REIGND_CONTROL_LINE_MAX 4096

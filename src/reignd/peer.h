@@ -40,7 +40,7 @@
 #define REIGND_PEER_SECRET_MAX 1024
 #define REIGND_PEER_SECRET_MIN 16
 
-/* The longest request body the server reads and answer the client reads. */
+/* The longest answer body the client reads. */
 #define REIGND_PEER_BODY_MAX 65536
 
 /* ---- the secret ------------------------------------------------------------ */

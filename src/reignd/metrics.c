@@ -1,0 +1,291 @@
+/*
+ * metrics.c - the Prometheus text endpoint (metrics.h).  Each scrape asks
+ * the daemon for a snapshot and writes every family with its HELP and TYPE
+ * lines once, then one sample per service; label values are escaped as the
+ * exposition format says (backslash, double quote, newline).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "httpd.h"
+#include "metrics.h"
+
+static const char *const health_states[] = {"initializing", "healthy", "unhealthy",
+                                            "not_responding", "monitor_failed"};
+#define N_HEALTH (sizeof(health_states) / sizeof(health_states[0]))
+
+/* A snapshot: copies of what the callback reported, strings included. */
+typedef struct svc_copy {
+    reignd_metrics_service s;
+    char *name, *health, *state;
+} svc_copy;
+
+struct reignd_metrics_sink {
+    svc_copy *svcs;
+    size_t n, cap;
+    int oom;
+};
+
+/* A growing text buffer; oom sticks. */
+typedef struct text {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(text *t, const char *fmt, ...)
+{
+    for (int tries = 0; tries < 2 && !t->oom; tries++) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->oom = 1;
+            return;
+        }
+        if (t->buf && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = (t->cap ? t->cap : 4096);
+        while (cap <= t->len + (size_t)n)
+            cap *= 2;
+        char *b = realloc(t->buf, cap);
+        if (!b) {
+            t->oom = 1;
+            return;
+        }
+        t->buf = b;
+        t->cap = cap;
+    }
+}
+
+/* A label value, escaped; malloc'd (NULL on out of memory). */
+static char *escape_label(const char *s)
+{
+    size_t n = strlen(s);
+    char *out = malloc(2 * n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"') {
+            *o++ = '\\';
+            *o++ = *s;
+        } else if (*s == '\n') {
+            *o++ = '\\';
+            *o++ = 'n';
+        } else {
+            *o++ = *s;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+void reignd_metrics_add(reignd_metrics_sink *sink, const reignd_metrics_service *svc)
+{
+    if (sink->oom || !svc->name)
+        return;
+    if (sink->n == sink->cap) {
+        size_t cap = sink->cap ? 2 * sink->cap : 8;
+        svc_copy *v = realloc(sink->svcs, cap * sizeof(*v));
+        if (!v) {
+            sink->oom = 1;
+            return;
+        }
+        sink->svcs = v;
+        sink->cap = cap;
+    }
+    svc_copy *c = &sink->svcs[sink->n];
+    memset(c, 0, sizeof(*c));
+    c->s = *svc;
+    c->name = escape_label(svc->name);
+    c->health = escape_label(svc->health ? svc->health : "initializing");
+    c->state = svc->state ? escape_label(svc->state) : NULL;
+    sink->n++;
+    if (!c->name || !c->health || (svc->state && !c->state))
+        sink->oom = 1;
+}
+
+static void sink_free(reignd_metrics_sink *sink)
+{
+    for (size_t i = 0; i < sink->n; i++) {
+        free(sink->svcs[i].name);
+        free(sink->svcs[i].health);
+        free(sink->svcs[i].state);
+    }
+    free(sink->svcs);
+}
+
+static void family(text *t, const char *name, const char *type, const char *help)
+{
+    put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* One family with one sample per service, the value picked by `field`. */
+static void per_service(text *t, const reignd_metrics_sink *sink, const char *name,
+                        const char *type, const char *help, size_t offset, int is_int)
+{
+    family(t, name, type, help);
+    for (size_t i = 0; i < sink->n; i++) {
+        const char *base = (const char *)&sink->svcs[i].s;
+        unsigned long long v = is_int ? (unsigned long long)*(const int *)(base + offset) != 0
+                                      : (unsigned long long)*(const uint64_t *)(base + offset);
+        put(t, "%s{service=\"%s\"} %llu\n", name, sink->svcs[i].name, v);
+    }
+}
+
+#define FIELD(f) offsetof(reignd_metrics_service, f)
+
+static void render_services(text *t, const reignd_metrics_sink *sink)
+{
+    per_service(t, sink, "reignd_service_leader", "gauge",
+                "1 while this node's service is active, else 0.", FIELD(leader), 1);
+    per_service(t, sink, "reignd_service_term", "gauge",
+                "This node's election term while it leads, else 0.", FIELD(term), 0);
+    per_service(t, sink, "reignd_service_token", "gauge",
+                "This node's fencing token while it leads, else 0.", FIELD(token), 0);
+    per_service(t, sink, "reignd_service_paused", "gauge",
+                "1 while automatic failover is paused (reign ctl pause).", FIELD(paused), 1);
+    family(t, "reignd_service_health", "gauge", "1 for the service's current health state.");
+    for (size_t i = 0; i < sink->n; i++)
+        for (size_t h = 0; h < N_HEALTH; h++)
+            put(t, "reignd_service_health{service=\"%s\",state=\"%s\"} %d\n", sink->svcs[i].name,
+                health_states[h], strcmp(sink->svcs[i].health, health_states[h]) == 0);
+    family(t, "reignd_service_state", "gauge", "1 for the service's current controller state.");
+    for (size_t i = 0; i < sink->n; i++)
+        if (sink->svcs[i].state)
+            put(t, "reignd_service_state{service=\"%s\",state=\"%s\"} 1\n", sink->svcs[i].name,
+                sink->svcs[i].state);
+    per_service(t, sink, "reignd_failovers_total", "counter",
+                "Times the service became active on this node.", FIELD(failovers), 0);
+    per_service(t, sink, "reignd_fence_attempts_total", "counter",
+                "Fence methods tried against an old active.", FIELD(fence_attempts), 0);
+    family(t, "reignd_fence_outcomes_total", "counter", "Fence method outcomes.");
+    for (size_t i = 0; i < sink->n; i++)
+        put(t,
+            "reignd_fence_outcomes_total{service=\"%s\",outcome=\"success\"} %llu\n"
+            "reignd_fence_outcomes_total{service=\"%s\",outcome=\"failure\"} %llu\n",
+            sink->svcs[i].name, (unsigned long long)sink->svcs[i].s.fence_successes,
+            sink->svcs[i].name, (unsigned long long)sink->svcs[i].s.fence_failures);
+}
+
+char *reignd_metrics_render(reignd_metrics_snapshot_fn *snapshot, void *ctx, size_t *len)
+{
+    reignd_metrics_sink sink;
+    text t;
+    memset(&sink, 0, sizeof(sink));
+    memset(&t, 0, sizeof(t));
+    if (snapshot)
+        snapshot(&sink, ctx);
+    family(&t, "reignd_up", "gauge", "1: reignd is running.");
+    put(&t, "reignd_up 1\n");
+    family(&t, "reignd_build_info", "gauge", "The reign version reignd was built from.");
+    put(&t, "reignd_build_info{version=\"%s\"} 1\n", REIGN_VERSION_STRING);
+    if (!sink.oom)
+        render_services(&t, &sink);
+    sink_free(&sink);
+    if (t.oom || sink.oom || !t.buf) {
+        free(t.buf);
+        return NULL;
+    }
+    if (len)
+        *len = t.len;
+    return t.buf;
+}
+
+/* ---- the endpoint ---------------------------------------------------------- */
+
+struct reignd_metrics {
+    reignd_httpd *httpd;
+    reignd_metrics_snapshot_fn *snapshot;
+    void *ctx;
+};
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls)
+{
+    reignd_metrics *m = cls;
+    (void)version;
+    (void)upload;
+    if (!*con_cls) { /* headers only so far */
+        *con_cls = m;
+        return MHD_YES;
+    }
+    if (*upload_size) { /* a scrape has no body: ignore one */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (strcmp(url, "/metrics") != 0)
+        return reignd__httpd_reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", 10);
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return reignd__httpd_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
+                                   "method not allowed\n", 19);
+    size_t len;
+    char *body = reignd_metrics_render(m->snapshot, m->ctx, &len);
+    if (!body)
+        return reignd__httpd_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
+                                   "out of memory\n", 14);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            "text/plain; version=0.0.4; charset=utf-8");
+    enum MHD_Result r = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return r;
+}
+
+int reignd_metrics_start(uv_loop_t *loop, const reignd_metrics_options *opts, reignd_metrics **ret,
+                         char *err, size_t errlen)
+{
+    *ret = NULL;
+    if (!opts->listen || !opts->snapshot) {
+        snprintf(err, errlen, "the metrics endpoint needs a listen address and a snapshot");
+        return REIGN_EINVAL;
+    }
+    reignd_metrics *m = calloc(1, sizeof(*m));
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return REIGN_ENOMEM;
+    }
+    m->snapshot = opts->snapshot;
+    m->ctx = opts->ctx;
+    reignd_httpd_options ho = {
+        .what = "metrics",
+        .listen = opts->listen,
+        .handler = on_request,
+        .cls = m,
+        .log_fn = opts->log_fn,
+        .log_userdata = opts->log_userdata,
+    };
+    int r = reignd_httpd_start(loop, &ho, &m->httpd, err, errlen);
+    if (r < 0) {
+        free(m);
+        return r;
+    }
+    *ret = m;
+    return 0;
+}
+
+int reignd_metrics_port(const reignd_metrics *m)
+{
+    return reignd_httpd_port(m->httpd);
+}
+
+void reignd_metrics_close(reignd_metrics *m)
+{
+    if (!m)
+        return;
+    reignd_httpd_close(m->httpd);
+    free(m);
+}

@@ -37,7 +37,7 @@
 #define REIGND_ENOFENCE (-2001)
 
 /* Longest line the parser accepts, newline excluded (inih's limit). */
-#define REIGND_CONFIG_MAX_LINE 198
+#define REIGND_CONFIG_MAX_LINE 197
 
 typedef enum reignd_log_level {
     REIGND_LOG_ERROR,
@@ -195,6 +195,22 @@ const char *reignd_config_timing_warning(const reignd_service_config *svc);
  * (is 10000 milliseconds or seconds?).  Returns 0 or REIGN_EINVAL.
  */
 int reignd_parse_duration_ms(const char *s, int64_t *ms);
+
+/*
+ * Splits "host:port" or "[v6address]:port" (port 1..65535; host non-empty,
+ * letters, digits, '.', '-', '_', or an IPv6 address in brackets, given
+ * back without them).  Returns 0 or REIGN_EINVAL (host too long for
+ * `hostlen` included).
+ */
+int reignd_parse_hostport(const char *s, char *host, size_t hostlen, int *port);
+
+/*
+ * Splits "http://host[:port][/path]" (port default 80, path default "/",
+ * no spaces or control characters).  *path points into `url`.  Returns 0
+ * or REIGN_EINVAL.
+ */
+int reignd_parse_http_url(const char *url, char *host, size_t hostlen, int *port,
+                          const char **path);
 
 /* Names: "error", "warning", ...; "command", "tcp", "http"; "graceful", "shell". */
 const char *reignd_log_level_name(reignd_log_level level);

@@ -18,6 +18,34 @@ function(reignd_unit_test name)
 endfunction()
 
 # --- R1: config, health, hooks ---
+reignd_unit_test(test_config)
+target_compile_definitions(test_config PRIVATE
+  REIGND_EXAMPLE_CONF="${PROJECT_SOURCE_DIR}/examples/reignd/reign.conf")
+# The config parser's fuzz target (as tests/fuzz/ does it): its corpus
+# replayed by tests/fuzz/replay.c in every build; with -DREIGN_FUZZ=ON and
+# clang also a libFuzzer program, fuzz_config, with config.c instrumented:
+#   mkdir -p /tmp/c && build/tests/fuzz_config -max_total_time=120 \
+#       /tmp/c tests/reignd/corpus/config
+add_executable(fuzz_config_replay ${REIGND_TESTS_DIR}/fuzz_config.c
+  ${PROJECT_SOURCE_DIR}/tests/fuzz/replay.c)
+target_include_directories(fuzz_config_replay PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz)
+target_compile_options(fuzz_config_replay PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(fuzz_config_replay PRIVATE reignd_core)
+add_test(NAME fuzz_config_replay COMMAND fuzz_config_replay ${REIGND_TESTS_DIR}/corpus/config)
+set_tests_properties(fuzz_config_replay PROPERTIES LABELS "fuzz;reignd")
+if(REIGN_FUZZ)
+  add_executable(fuzz_config ${REIGND_TESTS_DIR}/fuzz_config.c
+    ${PROJECT_SOURCE_DIR}/src/reignd/config.c)
+  target_include_directories(fuzz_config PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz
+    ${PROJECT_SOURCE_DIR}/src/reignd ${PROJECT_SOURCE_DIR}/include)
+  target_compile_options(fuzz_config PRIVATE ${REIGN_WARNINGS} ${REIGN_FUZZ_FLAGS})
+  target_link_options(fuzz_config PRIVATE ${REIGN_FUZZ_FLAGS})
+  pkg_check_modules(REIGND_FUZZ_INIH REQUIRED IMPORTED_TARGET inih)
+  target_link_libraries(fuzz_config PRIVATE PkgConfig::REIGND_FUZZ_INIH)
+  add_test(NAME fuzz_config_libfuzzer
+    COMMAND fuzz_config -runs=0 ${REIGND_TESTS_DIR}/corpus/config)
+  set_tests_properties(fuzz_config_libfuzzer PROPERTIES LABELS "fuzz;reignd")
+endif()
 
 # --- R2: fsm, breadcrumb, fence, service, main ---
 reignd_unit_test(test_fsm)

@@ -4,7 +4,8 @@
  * libreign elects one leader among many processes, through a ZooKeeper
  * ensemble (and, later, SQL lease tables).  Start with <reign/client.h>
  * (connections and the execution model), then <reign/election.h>,
- * <reign/group.h> (membership) and <reign/value.h> (watched values).
+ * <reign/group.h> (membership), <reign/value.h> (watched values) and
+ * <reign/tasks.h> (a master-worker task queue).
  */
 #ifndef REIGN_REIGN_H
 #define REIGN_REIGN_H
@@ -14,5 +15,6 @@
 #include <reign/election.h>
 #include <reign/group.h>
 #include <reign/value.h>
+#include <reign/tasks.h>
 
 #endif

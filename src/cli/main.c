@@ -16,6 +16,8 @@
 #include "ctl.h"
 #include "fmt.h"
 
+cli_main_fn cli_tasks_main; /* tasks.c */
+
 static const struct {
     const char *name;
     cli_main_fn *main;
@@ -29,6 +31,7 @@ static const struct {
     {"register", cli_register_main, "be a member of a group until SIGINT or SIGTERM"},
     {"members", cli_members_main, "show the members of a group, or follow them"},
     {"value", cli_value_main, "get, set, delete or watch a value"},
+    {"tasks", cli_tasks_main, "a master-worker task queue: master, worker, submit, status, list"},
     {"ctl", cli_ctl_main, "control a running reignd: status, cede, failover, pause, resume"},
 };
 

@@ -1,0 +1,92 @@
+/*
+ * tasks_internal.h - what the task queue's files share (tasks.c: names,
+ * paths, records and the one-shot requests; tasks_master.c; tasks_worker.c).
+ *
+ *   /reign/tasks/Q                      persistent; record kind=tasks
+ *   /reign/tasks/Q/tasks/t_<guid>_<seq> persistent sequential; record guid=,
+ *                                       submitted_ms= + the payload
+ *   /reign/tasks/Q/assign/W             persistent, made by worker W (or the master)
+ *   /reign/tasks/Q/assign/W/<task>      a copy of the task's node
+ *   /reign/tasks/Q/status/<task>        record worker=, exit=, signal= + output
+ *   group "tasks.Q", election "tasks.Q" the workers and the masters
+ */
+#ifndef REIGN_TASKS_INTERNAL_H
+#define REIGN_TASKS_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <reign/tasks.h>
+
+#include "client_internal.h"
+#include "record.h"
+
+#define REIGN__TASKS_DIR        REIGN__ZK_ROOT "/tasks"
+#define REIGN__TASKS_GUID_BYTES 8 /* 16 hex digits */
+#define REIGN__TASKS_PREFIX     "tasks."
+
+/* 0 or REIGN_ENAME: a queue name, or a worker id (one path segment each). */
+int reign__tasks_queue_check(const char *queue);
+int reign__tasks_worker_check(const char *id);
+
+/* Parses a task name "t_<16 hex>_<10 digits>"; false for anything else.
+ * guid (17 bytes) may be NULL. */
+bool reign__task_name_parse(const char *name, char *guid, uint64_t *seq);
+
+/* printf into a new string, or NULL on OOM. */
+char *reign__tasks_strf(const char *fmt, ...) REIGN__PRINTF(1, 2);
+
+/* "/reign/tasks/Q[/a[/b[/c]]]" (NULL parts end it), or NULL on OOM. */
+char *reign__tasks_path(const char *queue, const char *a, const char *b, const char *c);
+
+/* "tasks.Q": the queue's group and election, or NULL on OOM. */
+char *reign__tasks_group_name(const char *queue);
+
+/* Creates the queue's directories if they are missing (no callback; the
+ * requests that follow on the same session find them). */
+void reign__tasks_make_dirs(reign__zk *zk, const char *queue);
+
+/* The status record of a result. */
+int reign__tasks_status_build(reign__buf *out, const char *worker, int exit_code, int signal,
+                              const void *output, size_t len);
+
+/*
+ * Fills info (state DONE) from a status node's data and stat; strings point
+ * into rec, which the caller clears.  REIGN_EFOREIGN for data that is not a
+ * status record.
+ */
+int reign__tasks_status_parse(const char *value, size_t len, const reign__zk_stat *st,
+                              reign__record *rec, reign_task_info *info);
+
+/* Sorts task names by their sequence number (submission order). */
+void reign__tasks_sort_names(char **names, size_t n);
+
+/* ---- a small map from task names, for the master and the worker -------- */
+
+typedef struct reign__tmap_entry {
+    char *key;    /* NULL: free slot; a tombstone is key == reign__tmap_tomb */
+    char *worker; /* master: the worker holding the task */
+    int flags;
+    void *ptr; /* the user's */
+} reign__tmap_entry;
+
+typedef struct reign__tmap {
+    reign__tmap_entry *v;
+    size_t cap, n, used; /* used: live + tombstones */
+} reign__tmap;
+
+extern char reign__tmap_tomb[];
+
+reign__tmap_entry *reign__tmap_get(const reign__tmap *m, const char *key);
+/* The entry of key, made (all zero but key) if absent; NULL on OOM. */
+reign__tmap_entry *reign__tmap_put(reign__tmap *m, const char *key);
+/* Frees the entry's key and worker (not ptr). */
+void reign__tmap_del(reign__tmap *m, reign__tmap_entry *e);
+void reign__tmap_clear(reign__tmap *m);
+/* Iteration: i from 0 while i < m->cap; slot i is live if this is true. */
+static inline bool reign__tmap_live(const reign__tmap *m, size_t i)
+{
+    return m->v[i].key && m->v[i].key != reign__tmap_tomb;
+}
+
+#endif

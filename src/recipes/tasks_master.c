@@ -1,0 +1,1088 @@
+/*
+ * tasks_master.c - the queue's master (see <reign/tasks.h>, docs/tasks.md).
+ *
+ * A master stands in the election "tasks.Q" (<reign/election.h>).  When it
+ * wins it finds its own election node (the term node names it), watches the
+ * workers (the group "tasks.Q", <reign/group.h>), recovers what the last
+ * master left, then assigns.  Every assignment is the multi
+ * "our election node exists" + "create assign/W/T", followed by the delete
+ * of the source (tasks/T, or the dead worker's assign/D/T).  The check makes
+ * a deposed master's assignment fail; the order (create before delete)
+ * means a crash between the two leaves a task in two places, never in none,
+ * and the recovery settles such doubles before assigning anything.
+ *
+ * Recovery reads assign/ (every worker's), then status/, then tasks/: in
+ * the order a task moves, each move creating the new node before deleting
+ * the old, so no task is missed by reading while workers finish tasks.
+ *   - assigned and done: the assignment is deleted (the worker died
+ *     between recording the result and deleting it);
+ *   - assigned to a dead worker only: assigned again;
+ *   - pending and (assigned or done): the stale tasks/T is deleted;
+ *   - pending only: assigned.
+ *
+ * Each worker gets at most 2 x its concurrency (from its group payload)
+ * tasks at once; the rest wait in tasks/, so least-loaded means something
+ * and a dead worker takes few tasks with it.  Listings are coalesced: one in
+ * flight per directory, again once if it changed meanwhile.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <reign/election.h>
+#include <reign/group.h>
+
+#include "tasks_internal.h"
+
+#define F_INFLIGHT 1 /* an assignment of it is being written */
+#define F_MOVING   2 /* being taken from a dead worker */
+
+typedef struct worker {
+    char *id;
+    bool live;
+    size_t cap; /* tasks it may hold */
+    size_t load;
+    bool listing, dirty;
+} worker;
+
+struct reign_tasks_master {
+    reign__recipe recipe; /* first: the client calls us through it */
+    reign_client *client;
+    reign__zk *zk;
+    const reign__logger *log;
+    char *queue, *gname, *id;
+    reign_tasks_strategy strategy;
+    int64_t retention_ms;
+    reign_tasks_master_cb *cb;
+    void *userdata;
+    reign_election *election;
+    reign_group_watch *watch;
+    uintptr_t epoch; /* bumped at each election and demotion: older answers are dropped */
+    bool leading, active;
+    uint64_t term, token;
+    char *check_path; /* our election node */
+    worker *workers;
+    size_t n_workers;
+    reign__tmap held; /* task -> worker, for every assignment we know of */
+    reign__tmap done; /* recovery only: tasks with a status */
+    char **pending;   /* the last listing of tasks/ */
+    size_t n_pending, next_pending;
+    bool tasks_listing, tasks_dirty;
+    int recovering;     /* outstanding reads of the recovery */
+    reign__timer timer; /* retention sweep */
+    struct targ *args;  /* the arguments of requests in flight */
+    int busy;
+    bool free_requested;
+};
+
+#define ARG(m)      ((void *)(m)->epoch)
+#define STALE(m, a) ((uintptr_t)(a) != (m)->epoch || (m)->free_requested || !(m)->leading)
+
+static void master_destroy(reign_tasks_master *m);
+
+/*
+ * Arguments of requests in flight are linked into the master, because
+ * reign__zk_forget() (on demotion and on free) drops their callbacks, which
+ * would otherwise have freed them.
+ */
+typedef struct targ {
+    struct targ *prev, *next;
+    void (*dtor)(void *p);
+    uintptr_t epoch;
+} targ;
+
+static void *targ_new(reign_tasks_master *m, size_t n, void (*dtor)(void *p))
+{
+    targ *h = reign__calloc(1, sizeof(targ) + n);
+    if (!h)
+        return NULL;
+    h->dtor = dtor;
+    h->epoch = m->epoch;
+    h->next = m->args;
+    if (h->next)
+        h->next->prev = h;
+    m->args = h;
+    return h + 1;
+}
+
+static uintptr_t targ_epoch(void *p)
+{
+    return ((targ *)p - 1)->epoch;
+}
+
+static void targ_free(reign_tasks_master *m, void *p)
+{
+    if (!p)
+        return;
+    targ *h = (targ *)p - 1;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        m->args = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    if (h->dtor)
+        h->dtor(p);
+    reign__free(h);
+}
+
+static void targ_free_all(reign_tasks_master *m)
+{
+    while (m->args)
+        targ_free(m, m->args + 1);
+}
+
+static void assign_more(reign_tasks_master *m);
+static void list_tasks(reign_tasks_master *m);
+
+static void enter(reign_tasks_master *m)
+{
+    m->busy++;
+}
+
+static void leave(reign_tasks_master *m)
+{
+    if (--m->busy == 0 && m->free_requested)
+        master_destroy(m);
+}
+
+static void emit(reign_tasks_master *m, reign_tasks_event *ev)
+{
+    if (m->cb && !m->free_requested)
+        m->cb(m, ev, m->userdata);
+}
+
+static void report(reign_tasks_master *m, int err, const char *what)
+{
+    reign__log(m->log, REIGN_LOG_WARN, "tasks %s: %s: %s", m->queue, what, reign_strerror(err));
+    reign_tasks_event ev = {.type = REIGN_TASKS_ERROR, .error = err, .message = what};
+    emit(m, &ev);
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+static worker *find_worker(reign_tasks_master *m, const char *id)
+{
+    for (size_t i = 0; i < m->n_workers; i++)
+        if (!strcmp(m->workers[i].id, id))
+            return &m->workers[i];
+    return NULL;
+}
+
+static worker *add_worker(reign_tasks_master *m, const char *id)
+{
+    worker *w = find_worker(m, id);
+    if (w)
+        return w;
+    worker *v = reign__realloc(m->workers, (m->n_workers + 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    m->workers = v;
+    w = &v[m->n_workers];
+    memset(w, 0, sizeof(*w));
+    if (!(w->id = reign__strdup(id)))
+        return NULL;
+    w->cap = 2;
+    m->n_workers++;
+    return w;
+}
+
+static void clear_state(reign_tasks_master *m)
+{
+    for (size_t i = 0; i < m->n_workers; i++)
+        reign__free(m->workers[i].id);
+    reign__free(m->workers);
+    m->workers = NULL;
+    m->n_workers = 0;
+    reign__tmap_clear(&m->held);
+    reign__tmap_clear(&m->done);
+    for (size_t i = 0; i < m->n_pending; i++)
+        reign__free(m->pending[i]);
+    reign__free(m->pending);
+    m->pending = NULL;
+    m->n_pending = m->next_pending = 0;
+    m->tasks_listing = m->tasks_dirty = false;
+    m->recovering = 0;
+    reign__free(m->check_path);
+    m->check_path = NULL;
+    m->watch = reign_group_watch_free(m->watch);
+    reign__timer_stop(reign__client_timers(m->client), &m->timer);
+}
+
+/* The worker for the next task, or NULL if every live one is full. */
+static worker *choose(reign_tasks_master *m)
+{
+    worker *best = NULL;
+    size_t n_free = 0;
+    for (size_t i = 0; i < m->n_workers; i++) {
+        worker *w = &m->workers[i];
+        if (!w->live || w->load >= w->cap)
+            continue;
+        n_free++;
+        if (m->strategy == REIGN_TASKS_RANDOM) {
+            uint32_t r = 0;
+            reign__random_bytes(&r, sizeof(r));
+            if (r % n_free == 0) /* reservoir sampling: each free worker equally likely */
+                best = w;
+        } else if (!best || w->load < best->load) {
+            best = w;
+        }
+    }
+    return best;
+}
+
+/* ---- one assignment -------------------------------------------------------- */
+
+/* What an assignment in flight needs. */
+typedef struct move {
+    char *task;
+    char *to;
+    char *from; /* NULL: from tasks/ */
+    char *src;  /* the node the task leaves */
+    char *dst;
+    char *data;
+    size_t len;
+} move;
+
+static void move_dtor(void *p)
+{
+    move *mv = p;
+    reign__free(mv->task);
+    reign__free(mv->to);
+    reign__free(mv->from);
+    reign__free(mv->src);
+    reign__free(mv->dst);
+    reign__free(mv->data);
+}
+
+#define move_free(mv)   targ_free(m, (mv))
+#define MV_STALE(m, mv) (targ_epoch(mv) != (m)->epoch || !(m)->leading)
+
+static void unhold(reign_tasks_master *m, const char *task);
+
+/* Gives up a move: the task is no longer held (the next listing or change retries it). */
+static void drop_move(reign_tasks_master *m, move *mv)
+{
+    unhold(m, mv->task);
+    move_free(mv);
+}
+
+static void unhold(reign_tasks_master *m, const char *task)
+{
+    reign__tmap_entry *e = reign__tmap_get(&m->held, task);
+    if (!e)
+        return;
+    worker *w = e->worker ? find_worker(m, e->worker) : NULL;
+    if (w && w->load)
+        w->load--;
+    reign__tmap_del(&m->held, e);
+}
+
+static void hold(reign_tasks_master *m, const char *task, const char *wid, int flags)
+{
+    reign__tmap_entry *e = reign__tmap_put(&m->held, task);
+    if (!e)
+        return;
+    if (e->worker) {
+        worker *old = find_worker(m, e->worker);
+        if (old && old->load)
+            old->load--;
+        reign__free(e->worker);
+    }
+    e->worker = reign__strdup(wid);
+    e->flags = flags;
+    worker *w = find_worker(m, wid);
+    if (w)
+        w->load++;
+}
+
+static void on_source_deleted(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    move *mv = arg;
+    enter(m);
+    if (!MV_STALE(m, mv)) {
+        reign__tmap_entry *e = reign__tmap_get(&m->held, mv->task);
+        if (e && e->worker && !strcmp(e->worker, mv->to))
+            e->flags &= ~(F_INFLIGHT | F_MOVING);
+        if (r->rc < 0 && r->rc != REIGN_ENOENT)
+            report(m, r->rc, "deleting an assigned task's old node");
+        reign_tasks_event ev = {
+            .type = REIGN_TASKS_ASSIGNED, .task = mv->task, .worker = mv->to, .from = mv->from};
+        emit(m, &ev);
+    }
+    move_free(mv);
+    if (!m->free_requested)
+        assign_more(m);
+    leave(m);
+}
+
+static void moved(reign_tasks_master *m, move *mv)
+{
+    /* The source goes only after the assignment exists (see the top). */
+    if (reign__zk_delete(m->zk, mv->src, -1, REIGN__ZK_RETRY, m, on_source_deleted, mv) < 0) {
+        report(m, REIGN_ENOMEM, "deleting an assigned task's old node");
+        move_free(mv);
+    }
+}
+
+static void send_move(reign_tasks_master *m, move *mv);
+
+/* The multi's answer was lost: did it happen? */
+static void on_dst_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    move *mv = arg;
+    enter(m);
+    if (MV_STALE(m, mv)) {
+        move_free(mv);
+    } else if (r->rc == 0) {
+        moved(m, mv);
+    } else if (r->rc == REIGN_ENOENT) {
+        send_move(m, mv);
+    } else {
+        report(m, r->rc, "checking an assignment after a connection loss");
+        drop_move(m, mv);
+    }
+    leave(m);
+}
+
+static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    move *mv = arg;
+    enter(m);
+    if (MV_STALE(m, mv)) {
+        move_free(mv);
+        goto out;
+    }
+    if (r->rc == 0 || (r->rc == REIGN_EEXIST && r->failed_op == 1)) {
+        moved(m, mv);
+    } else if (r->rc == REIGN_ENOENT && r->failed_op == 1) {
+        /* The worker's directory is missing (made by the worker, but we may
+         * be first): make it, then again. */
+        char *dir = reign__tasks_path(m->queue, "assign", mv->to, NULL);
+        if (dir)
+            reign__zk_create(m->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+        reign__free(dir);
+        send_move(m, mv);
+    } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT) {
+        if (reign__zk_exists(m->zk, mv->dst, NULL, REIGN__ZK_RETRY, m, on_dst_exists, mv) < 0) {
+            drop_move(m, mv);
+        }
+    } else {
+        /* ENOENT on the check: our election node is gone, we are deposed
+         * (DEMOTED follows); anything else: give up this one, the next
+         * listing retries it. */
+        if (!(r->rc == REIGN_ENOENT && r->failed_op == 0))
+            report(m, r->rc, "assigning a task");
+        drop_move(m, mv);
+    }
+out:
+    leave(m);
+}
+
+static void send_move(reign_tasks_master *m, move *mv)
+{
+    if (reign__zk_check_and_set(m->zk, m->check_path, mv->dst, mv->data, mv->len, -2, m,
+                                on_move_written, mv) < 0) {
+        drop_move(m, mv);
+    }
+}
+
+static void on_source_read(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    move *mv = arg;
+    enter(m);
+    if (MV_STALE(m, mv)) {
+        move_free(mv);
+    } else if (r->rc == 0) {
+        mv->data = reign__memdup(r->value ? r->value : "", r->value_len);
+        mv->len = r->value_len;
+        if (mv->data || !r->value_len) {
+            send_move(m, mv);
+        } else {
+            drop_move(m, mv);
+        }
+    } else {
+        /* ENOENT: gone meanwhile (a stale listing); else retried by the next listing */
+        if (r->rc != REIGN_ENOENT)
+            report(m, r->rc, "reading a task");
+        drop_move(m, mv);
+    }
+    leave(m);
+}
+
+static void on_status_checked(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    move *mv = arg;
+    enter(m);
+    if (MV_STALE(m, mv)) {
+        move_free(mv);
+    } else if (r->rc == 0) {
+        /* Done: its worker died between recording the result and deleting
+         * the assignment.  Never run again: just finish its move. */
+        reign__zk_delete(m->zk, mv->src, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
+        drop_move(m, mv);
+    } else if (r->rc == REIGN_ENOENT) {
+        if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0) {
+            drop_move(m, mv);
+        }
+    } else {
+        report(m, r->rc, "checking a dead worker's task");
+        reign__tmap_entry *e = reign__tmap_get(&m->held, mv->task);
+        if (e)
+            e->flags &= ~(F_INFLIGHT | F_MOVING); /* tried again on the next change */
+        worker *w = find_worker(m, mv->to);
+        if (w && w->load)
+            w->load--;
+        move_free(mv);
+    }
+    leave(m);
+}
+
+/*
+ * Starts moving `task` from tasks/ (from == NULL) or from dead worker
+ * `from` to w: reads the source (for a dead worker's task, after checking
+ * that it has no result), then the multi, then deletes the source.
+ */
+static bool start_move(reign_tasks_master *m, const char *task, const char *from, worker *w)
+{
+    move *mv = targ_new(m, sizeof(*mv), move_dtor);
+    if (!mv)
+        return false;
+    mv->task = reign__strdup(task);
+    mv->to = reign__strdup(w->id);
+    mv->from = from ? reign__strdup(from) : NULL;
+    mv->src = from ? reign__tasks_path(m->queue, "assign", from, task)
+                   : reign__tasks_path(m->queue, "tasks", task, NULL);
+    mv->dst = reign__tasks_path(m->queue, "assign", w->id, task);
+    char *status = from ? reign__tasks_path(m->queue, "status", task, NULL) : NULL;
+    int rc = REIGN_ENOMEM;
+    if (mv->task && mv->to && (!from || (mv->from && status)) && mv->src && mv->dst)
+        rc = from ? reign__zk_exists(m->zk, status, NULL, REIGN__ZK_RETRY, m, on_status_checked, mv)
+                  : reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv);
+    reign__free(status);
+    if (rc < 0) {
+        move_free(mv);
+        return false;
+    }
+    hold(m, task, w->id, F_INFLIGHT | (from ? F_MOVING : 0));
+    return true;
+}
+
+/* ---- pending tasks ---------------------------------------------------------- */
+
+static void drop_node(reign_tasks_master *m, const char *dir, const char *a, const char *b)
+{
+    char *p = reign__tasks_path(m->queue, dir, a, b);
+    if (p)
+        reign__zk_delete(m->zk, p, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    reign__free(p);
+}
+
+/* Settles the tasks of workers that are gone, then assigns pending tasks
+ * while some live worker has room. */
+static void assign_more(reign_tasks_master *m)
+{
+    if (!m->active)
+        return;
+    for (size_t i = 0; i < m->held.cap; i++) {
+        if (!reign__tmap_live(&m->held, i))
+            continue;
+        reign__tmap_entry *e = &m->held.v[i];
+        worker *from = find_worker(m, e->worker);
+        if (from && from->live)
+            continue;
+        if (e->flags & (F_INFLIGHT | F_MOVING))
+            continue;
+        worker *to = choose(m);
+        if (!to)
+            break;
+        char *task = reign__strdup(e->key), *fid = reign__strdup(e->worker);
+        bool ok = task && fid && start_move(m, task, fid, to);
+        reign__free(task);
+        reign__free(fid);
+        if (!ok)
+            break;
+        i = (size_t)-1; /* the map may have changed: scan again */
+    }
+    while (m->next_pending < m->n_pending) {
+        const char *task = m->pending[m->next_pending];
+        if (reign__tmap_get(&m->held, task)) {
+            m->next_pending++; /* being assigned, or the stale copy of an assignment */
+            continue;
+        }
+        worker *w = choose(m);
+        if (!w)
+            break;
+        m->next_pending++;
+        if (!start_move(m, task, NULL, w))
+            break;
+    }
+}
+
+static void on_tasks_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    reign_tasks_master *m = owner;
+    (void)ev;
+    (void)path;
+    if (STALE(m, arg))
+        return;
+    enter(m);
+    list_tasks(m);
+    leave(m);
+}
+
+static void on_tasks_listed(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    enter(m);
+    if (STALE(m, arg))
+        goto out;
+    m->tasks_listing = false;
+    if (r->rc < 0) {
+        if (r->rc != REIGN_ESESSION)
+            report(m, r->rc, "listing the tasks");
+        m->tasks_dirty = true; /* the watch may not be armed: list again below */
+    } else {
+        for (size_t i = 0; i < m->n_pending; i++)
+            reign__free(m->pending[i]);
+        reign__free(m->pending);
+        m->pending = NULL;
+        m->n_pending = m->next_pending = 0;
+        char **v = r->n_children ? reign__calloc(r->n_children, sizeof(*v)) : NULL;
+        size_t n = 0;
+        for (size_t i = 0; v && i < r->n_children; i++) {
+            const char *t = r->children[i];
+            if (!reign__task_name_parse(t, NULL, NULL))
+                continue; /* not a task of ours: never acted on */
+            if (reign__tmap_get(&m->done, t)) {
+                drop_node(m, "tasks", t, NULL); /* done already (recovery) */
+                continue;
+            }
+            reign__tmap_entry *e = reign__tmap_get(&m->held, t);
+            if (e) {
+                /* Assigned already: a stale copy (after a crash), or the
+                 * source of an assignment in flight, deleted by it. */
+                if (!(e->flags & F_INFLIGHT))
+                    drop_node(m, "tasks", t, NULL);
+                continue;
+            }
+            if ((v[n] = reign__strdup(t)))
+                n++;
+        }
+        reign__tasks_sort_names(v, n);
+        m->pending = v;
+        m->n_pending = n;
+        assign_more(m);
+    }
+    if (m->tasks_dirty && m->leading)
+        list_tasks(m);
+out:
+    leave(m);
+}
+
+static void list_tasks(reign_tasks_master *m)
+{
+    if (m->tasks_listing) {
+        m->tasks_dirty = true;
+        return;
+    }
+    m->tasks_dirty = false;
+    char *p = reign__tasks_path(m->queue, "tasks", NULL, NULL);
+    if (p && reign__zk_children(m->zk, p, on_tasks_event, REIGN__ZK_RETRY, m, on_tasks_listed,
+                                ARG(m)) == 0)
+        m->tasks_listing = true;
+    reign__free(p);
+}
+
+/* ---- a worker's assignments ----------------------------------------------- */
+
+static void list_assigned(reign_tasks_master *m, worker *w);
+
+typedef struct wref {
+    char *id;
+} wref;
+
+static void wref_dtor(void *p)
+{
+    reign__free(((wref *)p)->id);
+}
+
+static void on_assign_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    reign_tasks_master *m = owner;
+    (void)ev;
+    if (STALE(m, arg) || !path)
+        return;
+    enter(m);
+    const char *slash = strrchr(path, '/');
+    worker *w = slash ? find_worker(m, slash + 1) : NULL;
+    if (w && w->live)
+        list_assigned(m, w);
+    leave(m);
+}
+
+static void on_assign_listed(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    wref *ref = arg;
+    enter(m);
+    worker *w = NULL;
+    if (targ_epoch(ref) != m->epoch || !m->leading || m->free_requested)
+        goto out;
+    w = find_worker(m, ref->id);
+    if (!w)
+        goto out;
+    w->listing = false;
+    if (r->rc == 0) {
+        /* Our view of w's tasks: those it no longer holds are done. */
+        for (size_t i = 0; i < m->held.cap; i++) {
+            if (!reign__tmap_live(&m->held, i))
+                continue;
+            reign__tmap_entry *e = &m->held.v[i];
+            if (strcmp(e->worker, w->id) != 0 || (e->flags & F_INFLIGHT))
+                continue;
+            bool there = false;
+            for (size_t j = 0; j < r->n_children && !there; j++)
+                there = !strcmp(r->children[j], e->key);
+            if (!there)
+                unhold(m, e->key);
+        }
+        assign_more(m);
+    } else if (r->rc != REIGN_ENOENT && r->rc != REIGN_ESESSION) {
+        w->dirty = true;
+    }
+    if (w->dirty && w->live)
+        list_assigned(m, w);
+out:
+    targ_free(m, ref);
+    leave(m);
+}
+
+static void list_assigned(reign_tasks_master *m, worker *w)
+{
+    if (w->listing) {
+        w->dirty = true;
+        return;
+    }
+    w->dirty = false;
+    wref *ref = targ_new(m, sizeof(*ref), wref_dtor);
+    char *p = reign__tasks_path(m->queue, "assign", w->id, NULL);
+    if (ref && p && (ref->id = reign__strdup(w->id)) &&
+        reign__zk_children(m->zk, p, on_assign_event, REIGN__ZK_RETRY, m, on_assign_listed, ref) ==
+            0) {
+        w->listing = true;
+        ref = NULL;
+    }
+    targ_free(m, ref);
+    reign__free(p);
+}
+
+/* ---- the workers' group ------------------------------------------------------ */
+
+static size_t cap_of(const reign_member *mb)
+{
+    /* The worker's payload is "concurrency=N". */
+    char buf[32] = "";
+    size_t n = mb->data_len < sizeof(buf) - 1 ? mb->data_len : sizeof(buf) - 1;
+    memcpy(buf, mb->data ? mb->data : "", n);
+    buf[n] = '\0';
+    long c = 1;
+    if (!strncmp(buf, "concurrency=", 12))
+        c = strtol(buf + 12, NULL, 10);
+    if (c < 1 || c > 100000)
+        c = 1;
+    return (size_t)c * 2;
+}
+
+static void recompute_live(reign_tasks_master *m)
+{
+    const reign_member *v;
+    size_t n;
+    reign_group_watch_members(m->watch, &v, &n);
+    for (size_t i = 0; i < m->n_workers; i++)
+        m->workers[i].live = false;
+    for (size_t i = 0; i < n; i++) {
+        if (reign__tasks_worker_check(v[i].id) < 0)
+            continue;
+        worker *w = add_worker(m, v[i].id);
+        if (!w)
+            continue;
+        bool was = w->live;
+        w->live = true;
+        w->cap = cap_of(&v[i]);
+        if (!was && m->active)
+            list_assigned(m, w);
+    }
+}
+
+static void start_recovery(reign_tasks_master *m);
+
+static void on_members(reign_group_watch *gw, const reign_group_watch_event *ev, void *ud)
+{
+    reign_tasks_master *m = ud;
+    (void)gw;
+    enter(m);
+    if (!m->leading || m->free_requested)
+        goto out;
+    if (ev->type == REIGN_MEMBERS_READY) {
+        recompute_live(m);
+        start_recovery(m);
+    } else if (ev->type != REIGN_MEMBERS_ERROR && m->active) {
+        recompute_live(m);
+        assign_more(m);
+    }
+out:
+    leave(m);
+}
+
+/* ---- recovery -------------------------------------------------------------- */
+
+static void recovery_step(reign_tasks_master *m);
+
+static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r);
+
+/* Recovery's reads: stage 1 assign/ and each assign/W, stage 2 status/. */
+typedef struct rread {
+    int stage;
+    char *worker;
+} rread;
+
+static void rread_dtor(void *p)
+{
+    reign__free(((rread *)p)->worker);
+}
+
+static int recovery_list(reign_tasks_master *m, int stage, const char *wid)
+{
+    rread *a = targ_new(m, sizeof(*a), rread_dtor);
+    char *p = stage == 2 ? reign__tasks_path(m->queue, "status", NULL, NULL)
+                         : reign__tasks_path(m->queue, "assign", wid, NULL);
+    int rc = REIGN_ENOMEM;
+    if (a && p && (!wid || (a->worker = reign__strdup(wid)))) {
+        a->stage = stage;
+        rc = reign__zk_children(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_recovery_list, a);
+    }
+    reign__free(p);
+    if (rc < 0) {
+        targ_free(m, a);
+        return rc;
+    }
+    m->recovering++;
+    return 0;
+}
+
+static void recovery_failed(reign_tasks_master *m, int rc)
+{
+    report(m, rc, "recovering the queue; standing again");
+    reign_election_cede(m->election, 1000);
+}
+
+static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    rread *a = arg;
+    enter(m);
+    if (targ_epoch(a) != m->epoch || !m->leading || m->free_requested)
+        goto out;
+    m->recovering--;
+    if (r->rc < 0 && r->rc != REIGN_ENOENT) {
+        m->recovering = -1000; /* drop the rest of this round */
+        recovery_failed(m, r->rc);
+        goto out;
+    }
+    for (size_t i = 0; r->rc == 0 && i < r->n_children; i++) {
+        const char *c = r->children[i];
+        if (a->stage == 1 && !a->worker) {
+            if (reign__tasks_worker_check(c) == 0 && add_worker(m, c) && recovery_list(m, 1, c) < 0)
+                m->recovering = -1000;
+        } else if (reign__task_name_parse(c, NULL, NULL)) {
+            if (a->stage == 2) {
+                reign__tmap_put(&m->done, c);
+            } else if (reign__tmap_get(&m->held, c)) {
+                /* A double left by a crash in the middle of a move: keep
+                 * the copy on a live worker (the loop below sorts it out). */
+                reign__tmap_entry *e = reign__tmap_get(&m->held, c);
+                worker *held_by = find_worker(m, e->worker);
+                if (!(held_by && held_by->live)) {
+                    drop_node(m, "assign", e->worker, c);
+                    hold(m, c, a->worker, 0);
+                } else {
+                    drop_node(m, "assign", a->worker, c);
+                }
+            } else {
+                hold(m, c, a->worker, 0);
+            }
+        }
+    }
+    if (m->recovering == 0) {
+        if (a->stage == 1) {
+            if (recovery_list(m, 2, NULL) < 0)
+                recovery_failed(m, REIGN_ENOMEM);
+        } else {
+            recovery_step(m);
+        }
+    }
+out:
+    targ_free(m, a);
+    leave(m);
+}
+
+static void recovery_step(reign_tasks_master *m)
+{
+    /* Assigned and done: the worker died between its two writes. */
+    for (size_t i = 0; i < m->held.cap; i++) {
+        if (!reign__tmap_live(&m->held, i))
+            continue;
+        reign__tmap_entry *e = &m->held.v[i];
+        if (!reign__tmap_get(&m->done, e->key))
+            continue;
+        drop_node(m, "assign", e->worker, e->key);
+        unhold(m, e->key);
+    }
+    m->active = true;
+    reign__log(m->log, REIGN_LOG_NOTICE, "tasks %s: recovered: %zu assigned, %zu done", m->queue,
+               m->held.n, m->done.n);
+    reign_tasks_event ev = {.type = REIGN_TASKS_RECOVERED, .term = m->term};
+    emit(m, &ev);
+    if (m->free_requested || !m->leading)
+        return;
+    for (size_t i = 0; i < m->n_workers; i++)
+        if (m->workers[i].live)
+            list_assigned(m, &m->workers[i]);
+    list_tasks(m); /* drops stale copies (done or assigned), assigns the rest */
+    if (m->retention_ms > 0) {
+        reign__timers *ts = reign__client_timers(m->client);
+        reign__timer_start(ts, &m->timer, reign__now_ns());
+    }
+}
+
+static void start_recovery(reign_tasks_master *m)
+{
+    m->recovering = 0;
+    if (recovery_list(m, 1, NULL) < 0)
+        recovery_failed(m, REIGN_ENOMEM);
+}
+
+/* ---- retention ---------------------------------------------------------------- */
+
+static void on_result_stat(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    wref *ref = arg; /* id: the status node's path */
+    if (r->rc == 0 && m->leading && r->stat.ctime_ms + m->retention_ms < reign__wall_ms())
+        reign__zk_delete(m->zk, ref->id, -1, 0, NULL, NULL, NULL);
+    targ_free(m, ref);
+}
+
+static void on_results_listed(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    if (STALE(m, arg) || r->rc < 0)
+        return;
+    for (size_t i = 0; i < r->n_children; i++) {
+        if (!reign__task_name_parse(r->children[i], NULL, NULL))
+            continue;
+        wref *ref = targ_new(m, sizeof(*ref), wref_dtor);
+        if (!ref)
+            break;
+        ref->id = reign__tasks_path(m->queue, "status", r->children[i], NULL);
+        if (!ref->id ||
+            reign__zk_exists(m->zk, ref->id, NULL, REIGN__ZK_RETRY, m, on_result_stat, ref) < 0)
+            targ_free(m, ref);
+    }
+}
+
+static void retention_cb(reign__timer *t, void *arg)
+{
+    reign_tasks_master *m = arg;
+    (void)t;
+    if (!m->active)
+        return;
+    char *p = reign__tasks_path(m->queue, "status", NULL, NULL);
+    if (p)
+        reign__zk_children(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_results_listed, ARG(m));
+    reign__free(p);
+    int64_t every = m->retention_ms / 4;
+    if (every < 1000)
+        every = 1000;
+    if (every > 60000)
+        every = 60000;
+    reign__timer_start(reign__client_timers(m->client), t,
+                       reign__now_ns() + every * REIGN__NS_PER_MS);
+}
+
+/* ---- the election ----------------------------------------------------------- */
+
+static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    enter(m);
+    if (STALE(m, arg))
+        goto out;
+    reign__record rec;
+    const char *node = NULL;
+    bool ok = r->rc == 0 && (uint64_t)r->stat.version == m->term &&
+              reign__record_parse(r->value, r->value_len, &rec) == 0;
+    if (ok) {
+        node = reign__record_get(&rec, "node");
+        if (node && node[0] && !strchr(node, '/'))
+            m->check_path = reign__tasks_strf("%s/election/%s/%s", REIGN__ZK_ROOT, m->gname, node);
+        reign__record_clear(&rec);
+    }
+    if (!m->check_path) {
+        /* The term moved on already (we are being demoted) or is unreadable. */
+        report(m, r->rc < 0 ? r->rc : REIGN_EFOREIGN, "finding our election node");
+        reign_election_cede(m->election, 1000);
+        goto out;
+    }
+    reign__tasks_make_dirs(m->zk, m->queue);
+    reign_group_watch_options wo = {.size = sizeof(wo), .cb = on_members, .userdata = m};
+    int rc = reign_group_watch_start(&m->watch, m->client, m->gname, &wo);
+    if (rc < 0) {
+        report(m, rc, "watching the workers");
+        reign_election_cede(m->election, 1000);
+    }
+out:
+    leave(m);
+}
+
+static void on_election(reign_election *e, const reign_election_event *ev, void *ud)
+{
+    reign_tasks_master *m = ud;
+    (void)e;
+    enter(m);
+    if (ev->type == REIGN_ELECTION_ELECTED) {
+        m->epoch++;
+        clear_state(m);
+        m->leading = true;
+        m->term = ev->term;
+        m->token = ev->token;
+        reign_tasks_event te = {.type = REIGN_TASKS_ELECTED, .term = ev->term};
+        emit(m, &te);
+        /* The term node names the winner's node: ours, if its version is our term. */
+        char *p = reign__tasks_strf("%s/election/%s/term", REIGN__ZK_ROOT, m->gname);
+        if (!p || reign__zk_get(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_term_read, ARG(m)) < 0)
+            report(m, REIGN_ENOMEM, "reading the term");
+        reign__free(p);
+    } else if (ev->type == REIGN_ELECTION_DEMOTED) {
+        m->epoch++;
+        m->leading = false;
+        m->active = false;
+        reign__zk_forget(m->zk, m);
+        targ_free_all(m);
+        clear_state(m);
+        reign_tasks_event te = {.type = REIGN_TASKS_DEMOTED, .term = ev->term};
+        emit(m, &te);
+    } else if (ev->type == REIGN_ELECTION_ERROR) {
+        report(m, ev->error, ev->message ? ev->message : "election");
+    }
+    leave(m);
+}
+
+/* ---- the object --------------------------------------------------------------- */
+
+static void master_destroy(reign_tasks_master *m)
+{
+    reign__zk_forget(m->zk, m);
+    targ_free_all(m);
+    clear_state(m);
+    m->election = reign_election_free(m->election);
+    reign__client_detach(m->client, &m->recipe);
+    reign__free(m->queue);
+    reign__free(m->gname);
+    reign__free(m->id);
+    reign__free(m);
+}
+
+static void master_on_destroy(reign__recipe *rp)
+{
+    reign_tasks_master *m = (reign_tasks_master *)rp;
+    /* The client frees its recipes (the election and the watch among them)
+     * itself: forget ours so that we do not free them twice. */
+    m->election = NULL;
+    m->watch = NULL;
+    reign__zk_forget(m->zk, m);
+    targ_free_all(m);
+    clear_state(m);
+    reign__free(m->queue);
+    reign__free(m->gname);
+    reign__free(m->id);
+    reign__free(m);
+}
+
+static const reign__recipe_ops master_ops = {.destroy = master_on_destroy};
+
+int reign_tasks_master_start(reign_tasks_master **ret, reign_client *client, const char *queue,
+                             const reign_tasks_master_options *opts)
+{
+    if (!ret || !client)
+        return REIGN_EINVAL;
+    *ret = NULL;
+    reign_tasks_master_options o = {0};
+    if (opts)
+        memcpy(&o, opts, opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o));
+    int rc = reign__tasks_queue_check(queue);
+    if (rc < 0)
+        return rc;
+    if ((o.strategy != REIGN_TASKS_LEAST_LOADED && o.strategy != REIGN_TASKS_RANDOM) ||
+        o.retention_ms < 0)
+        return REIGN_EINVAL;
+    if (!reign__client_zk(client))
+        return REIGN_ENOTSUP;
+    if (reign__client_closing(client))
+        return REIGN_ECLOSED;
+    reign_tasks_master *m = reign__calloc(1, sizeof(*m));
+    if (!m)
+        return REIGN_ENOMEM;
+    m->recipe.ops = &master_ops;
+    m->client = client;
+    m->zk = reign__client_zk(client);
+    m->log = reign__client_log(client);
+    m->strategy = o.strategy;
+    m->retention_ms = o.retention_ms;
+    m->cb = o.cb;
+    m->userdata = o.userdata;
+    reign__timer_init(&m->timer, retention_cb, m);
+    m->queue = reign__strdup(queue);
+    m->gname = reign__tasks_group_name(queue);
+    rc = o.id ? ((m->id = reign__strdup(o.id)) ? 0 : REIGN_ENOMEM) : reign__default_id(&m->id);
+    if (rc == 0 && (!m->queue || !m->gname))
+        rc = REIGN_ENOMEM;
+    if (rc < 0) {
+        reign__free(m->queue);
+        reign__free(m->gname);
+        reign__free(m->id);
+        reign__free(m);
+        return rc;
+    }
+    reign__client_attach(client, &m->recipe);
+    reign_election_options eo = {.size = sizeof(eo), .id = m->id, .cb = on_election, .userdata = m};
+    rc = reign_election_join(&m->election, client, m->gname, &eo);
+    if (rc < 0) {
+        master_destroy(m);
+        return rc;
+    }
+    *ret = m;
+    return 0;
+}
+
+int reign_tasks_master_is_active(const reign_tasks_master *m)
+{
+    return m && m->active;
+}
+
+reign_tasks_master *reign_tasks_master_free(reign_tasks_master *m)
+{
+    if (!m || m->free_requested)
+        return NULL;
+    m->free_requested = true;
+    m->cb = NULL;
+    if (m->busy == 0)
+        master_destroy(m);
+    return NULL;
+}

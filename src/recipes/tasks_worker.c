@@ -1,0 +1,597 @@
+/*
+ * tasks_worker.c - a worker of the queue (see <reign/tasks.h>, docs/tasks.md).
+ *
+ * A worker makes its directory assign/W, registers in the group "tasks.Q"
+ * (<reign/group.h>) with its concurrency as payload (the master gives it at
+ * most twice that many tasks at once), and watches assign/W.  Each task
+ * found there is read and handed to the application (RUN); its result is
+ * recorded by the multi "assign/W/T exists" + "create status/T", then the
+ * assignment is deleted.  The check makes a worker that lost its task (the
+ * master gave it to another after our session died) unable to record a
+ * result; the create makes a second result impossible.
+ *
+ * A task found in the first listing of a session may be one whose result
+ * we recorded just before dying, or losing the session, without deleting
+ * the assignment: its status is checked before it runs.  Tasks of later
+ * listings are new assignments, which the master never makes for a task
+ * with a result.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <reign/group.h>
+
+#include "tasks_internal.h"
+
+#define T_READING   1 /* being read (or its status checked) */
+#define T_RUNNING   2 /* RUN given */
+#define T_RECORDING 4 /* the result is being written */
+
+typedef struct pend {
+    struct pend *prev, *next;
+    struct reign_tasks_worker *w;
+    uintptr_t epoch;
+    char *task;
+    reign__buf rec; /* T_RECORDING: the status record */
+} pend;
+
+struct reign_tasks_worker {
+    reign__recipe recipe; /* first: the client calls us through it */
+    reign_client *client;
+    reign__zk *zk;
+    const reign__logger *log;
+    char *queue, *gname, *id, *dir;
+    int concurrency;
+    reign_tasks_worker_cb *cb;
+    void *userdata;
+    reign_group *group;
+    uintptr_t epoch; /* bumped per session: answers of an older one are dropped */
+    reign__tmap tasks;
+    size_t slots;  /* tasks being read, run or recorded */
+    char **listed; /* the last listing of assign/W, NULL where started */
+    size_t n_listed;
+    bool listing, dirty, check_first;
+    pend *pends; /* arguments of requests in flight (freed on forget) */
+    int busy;
+    bool free_requested;
+};
+
+static void worker_destroy(reign_tasks_worker *w);
+static void list_mine(reign_tasks_worker *w);
+static void start_more(reign_tasks_worker *w);
+
+static void enter(reign_tasks_worker *w)
+{
+    w->busy++;
+}
+
+static void leave(reign_tasks_worker *w)
+{
+    if (--w->busy == 0 && w->free_requested)
+        worker_destroy(w);
+}
+
+static void emit(reign_tasks_worker *w, reign_tasks_event *ev)
+{
+    if (w->cb && !w->free_requested)
+        w->cb(w, ev, w->userdata);
+}
+
+static void report(reign_tasks_worker *w, int err, const char *what)
+{
+    reign__log(w->log, REIGN_LOG_WARN, "tasks %s: worker %s: %s: %s", w->queue, w->id, what,
+               reign_strerror(err));
+    reign_tasks_event ev = {.type = REIGN_TASKS_ERROR, .error = err, .message = what};
+    emit(w, &ev);
+}
+
+static pend *pend_new(reign_tasks_worker *w, const char *task)
+{
+    pend *p = reign__calloc(1, sizeof(*p));
+    if (!p || !(p->task = reign__strdup(task))) {
+        reign__free(p);
+        return NULL;
+    }
+    p->w = w;
+    p->epoch = w->epoch;
+    reign__buf_init(&p->rec);
+    p->next = w->pends;
+    if (p->next)
+        p->next->prev = p;
+    w->pends = p;
+    return p;
+}
+
+static void pend_free(reign_tasks_worker *w, pend *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        w->pends = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    reign__buf_free(&p->rec);
+    reign__free(p->task);
+    reign__free(p);
+}
+
+static void forget_task(reign_tasks_worker *w, const char *task)
+{
+    reign__tmap_entry *e = reign__tmap_get(&w->tasks, task);
+    if (!e)
+        return;
+    reign__tmap_del(&w->tasks, e);
+    if (w->slots)
+        w->slots--;
+}
+
+static char *task_path(reign_tasks_worker *w, const char *dir, const char *task)
+{
+    return dir ? reign__tasks_path(w->queue, dir, task, NULL)
+               : reign__tasks_path(w->queue, "assign", w->id, task);
+}
+
+/* ---- running a task -------------------------------------------------------- */
+
+static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_worker *w = owner;
+    pend *p = arg;
+    enter(w);
+    if (p->epoch != w->epoch)
+        goto out;
+    reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
+    if (!e || !(e->flags & T_READING))
+        goto out;
+    reign__record rec;
+    if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
+        e->flags = T_RUNNING;
+        reign_tasks_event ev = {.type = REIGN_TASKS_RUN,
+                                .task = p->task,
+                                .data = rec.payload,
+                                .data_len = rec.payload_len};
+        emit(w, &ev);
+        reign__record_clear(&rec);
+    } else {
+        /* ENOENT: moved away meanwhile; foreign data: never run */
+        if (r->rc == 0)
+            report(w, REIGN_EFOREIGN, "a task's node holds foreign data; not run");
+        else if (r->rc != REIGN_ENOENT)
+            report(w, r->rc, "reading a task");
+        forget_task(w, p->task);
+        if (!w->free_requested)
+            start_more(w);
+    }
+out:
+    pend_free(w, p);
+    leave(w);
+}
+
+static void on_done_checked(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_worker *w = owner;
+    pend *p = arg;
+    enter(w);
+    if (p->epoch != w->epoch) {
+        pend_free(w, p);
+        goto out;
+    }
+    if (r->rc == 0) {
+        /* Done before (we died, or lost the session, between our two writes). */
+        char *path = task_path(w, NULL, p->task);
+        if (path)
+            reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
+        reign__free(path);
+        forget_task(w, p->task);
+        pend_free(w, p);
+        start_more(w);
+    } else {
+        char *path = task_path(w, NULL, p->task);
+        if (!path || reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_task_read, p) < 0) {
+            forget_task(w, p->task);
+            pend_free(w, p);
+        }
+        reign__free(path);
+    }
+out:
+    leave(w);
+}
+
+static void start_task(reign_tasks_worker *w, const char *task)
+{
+    reign__tmap_entry *e = reign__tmap_put(&w->tasks, task);
+    pend *p = e ? pend_new(w, task) : NULL;
+    if (!p) {
+        if (e)
+            reign__tmap_del(&w->tasks, e);
+        return;
+    }
+    e->flags = T_READING;
+    w->slots++;
+    char *path = task_path(w, w->check_first ? "status" : NULL, task);
+    int rc =
+        path ? (w->check_first
+                    ? reign__zk_exists(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_done_checked, p)
+                    : reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_task_read, p))
+             : REIGN_ENOMEM;
+    reign__free(path);
+    if (rc < 0) {
+        forget_task(w, task);
+        pend_free(w, p);
+    }
+}
+
+static void start_more(reign_tasks_worker *w)
+{
+    for (size_t i = 0; i < w->n_listed && w->slots < (size_t)w->concurrency; i++) {
+        char *t = w->listed[i];
+        if (!t)
+            continue;
+        w->listed[i] = NULL;
+        if (!reign__tmap_get(&w->tasks, t))
+            start_task(w, t);
+        reign__free(t);
+    }
+}
+
+/* ---- the assignments --------------------------------------------------------- */
+
+static void on_mine_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    reign_tasks_worker *w = owner;
+    (void)ev;
+    (void)path;
+    if ((uintptr_t)arg != w->epoch || w->free_requested)
+        return;
+    enter(w);
+    list_mine(w);
+    leave(w);
+}
+
+static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_worker *w = owner;
+    enter(w);
+    if ((uintptr_t)arg != w->epoch || w->free_requested)
+        goto out;
+    w->listing = false;
+    if (r->rc == 0) {
+        for (size_t i = 0; i < w->n_listed; i++)
+            reign__free(w->listed[i]);
+        reign__free(w->listed);
+        w->listed = r->n_children ? reign__calloc(r->n_children, sizeof(char *)) : NULL;
+        w->n_listed = 0;
+        for (size_t i = 0; w->listed && i < r->n_children; i++)
+            if (reign__task_name_parse(r->children[i], NULL, NULL) &&
+                (w->listed[w->n_listed] = reign__strdup(r->children[i])))
+                w->n_listed++;
+        reign__tasks_sort_names(w->listed, w->n_listed);
+        /* Running tasks no longer assigned to us went to another worker (the
+         * master thought us dead): stop them. */
+        for (size_t i = 0; i < w->tasks.cap; i++) {
+            if (!reign__tmap_live(&w->tasks, i) || !(w->tasks.v[i].flags & T_RUNNING))
+                continue;
+            bool there = false;
+            for (size_t j = 0; j < w->n_listed && !there; j++)
+                there = !strcmp(w->listed[j], w->tasks.v[i].key);
+            if (there)
+                continue;
+            char *t = reign__strdup(w->tasks.v[i].key);
+            forget_task(w, t ? t : "");
+            reign_tasks_event ev = {.type = REIGN_TASKS_CANCEL, .task = t};
+            if (t)
+                emit(w, &ev);
+            reign__free(t);
+            if (w->free_requested)
+                goto out;
+        }
+        start_more(w);
+        w->check_first = false;
+    } else if (r->rc == REIGN_ENOENT) {
+        /* Our directory is gone (an operator?): make it again. */
+        char *dir = reign__tasks_path(w->queue, "assign", w->id, NULL);
+        if (dir)
+            reign__zk_create(w->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+        reign__free(dir);
+        w->dirty = true;
+    } else if (r->rc != REIGN_ESESSION) {
+        report(w, r->rc, "listing our tasks");
+        w->dirty = true;
+    }
+    if (w->dirty)
+        list_mine(w);
+out:
+    leave(w);
+}
+
+static void list_mine(reign_tasks_worker *w)
+{
+    if (w->listing) {
+        w->dirty = true;
+        return;
+    }
+    w->dirty = false;
+    if (reign__zk_children(w->zk, w->dir, on_mine_event, REIGN__ZK_RETRY, w, on_mine_listed,
+                           (void *)w->epoch) == 0)
+        w->listing = true;
+}
+
+/* ---- recording a result -------------------------------------------------------- */
+
+static void send_result(reign_tasks_worker *w, pend *p);
+
+static void recorded(reign_tasks_worker *w, pend *p, const reign__zk_result *r)
+{
+    (void)r;
+    forget_task(w, p->task);
+    reign_tasks_event ev = {.type = REIGN_TASKS_RECORDED, .task = p->task};
+    emit(w, &ev);
+    pend_free(w, p);
+    if (!w->free_requested)
+        start_more(w);
+}
+
+static void on_assignment_deleted(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_worker *w = owner;
+    enter(w);
+    recorded(w, arg, r);
+    leave(w);
+}
+
+static void delete_assignment(reign_tasks_worker *w, pend *p)
+{
+    char *path = task_path(w, NULL, p->task);
+    if (!path ||
+        reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, w, on_assignment_deleted, p) < 0)
+        recorded(w, p, NULL);
+    reign__free(path);
+}
+
+static void on_status_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_worker *w = owner;
+    pend *p = arg;
+    enter(w);
+    if (r->rc == 0)
+        delete_assignment(w, p); /* our multi did happen */
+    else if (r->rc == REIGN_ENOENT)
+        send_result(w, p);
+    else {
+        report(w, r->rc, "checking a result after a connection loss; sending it again");
+        send_result(w, p);
+    }
+    leave(w);
+}
+
+static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_worker *w = owner;
+    pend *p = arg;
+    enter(w);
+    if (r->rc == 0 || (r->rc == REIGN_EEXIST && r->failed_op == 1)) {
+        delete_assignment(w, p);
+    } else if (r->rc == REIGN_ENOENT && r->failed_op == 0) {
+        /* Not ours any more: the master gave it to another worker. */
+        reign__log(w->log, REIGN_LOG_NOTICE,
+                   "tasks %s: worker %s: %s was taken away; its result is dropped", w->queue, w->id,
+                   p->task);
+        forget_task(w, p->task);
+        pend_free(w, p);
+        start_more(w);
+    } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT || r->rc == REIGN_ESESSION) {
+        /* Unknown outcome: look before writing again (the create refuses a
+         * second result anyway). */
+        char *path = task_path(w, "status", p->task);
+        if (!path ||
+            reign__zk_exists(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_status_exists, p) < 0) {
+            forget_task(w, p->task);
+            pend_free(w, p);
+        }
+        reign__free(path);
+    } else {
+        report(w, r->rc, "recording a result");
+        forget_task(w, p->task);
+        pend_free(w, p);
+        start_more(w);
+    }
+    leave(w);
+}
+
+static void send_result(reign_tasks_worker *w, pend *p)
+{
+    char *check = task_path(w, NULL, p->task), *path = task_path(w, "status", p->task);
+    int rc = check && path ? reign__zk_check_and_set(w->zk, check, path, p->rec.data, p->rec.len,
+                                                     -2, w, on_result_written, p)
+                           : REIGN_ENOMEM;
+    reign__free(check);
+    reign__free(path);
+    if (rc < 0) {
+        report(w, rc, "recording a result");
+        forget_task(w, p->task);
+        pend_free(w, p);
+    }
+}
+
+int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_code, int signal,
+                            const void *output, size_t output_len)
+{
+    if (!w || !task || (output_len && !output) || exit_code < -1 || exit_code > 255 || signal < 0 ||
+        signal > 255)
+        return REIGN_EINVAL;
+    reign__tmap_entry *e = reign__tmap_get(&w->tasks, task);
+    if (!e || !(e->flags & T_RUNNING))
+        return REIGN_ENOENT;
+    pend *p = pend_new(w, task);
+    if (!p)
+        return REIGN_ENOMEM;
+    int rc = reign__tasks_status_build(&p->rec, w->id, exit_code, signal, output, output_len);
+    if (rc < 0) {
+        pend_free(w, p);
+        return rc;
+    }
+    e->flags = T_RECORDING;
+    send_result(w, p);
+    return 0;
+}
+
+size_t reign_tasks_worker_running(const reign_tasks_worker *w)
+{
+    return w ? w->slots : 0;
+}
+
+/* ---- sessions and the object ----------------------------------------------------- */
+
+static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
+{
+    reign_tasks_worker *w = ud;
+    (void)g;
+    enter(w);
+    if (ev->type == REIGN_GROUP_REGISTERED) {
+        reign_tasks_event te = {.type = REIGN_TASKS_REGISTERED};
+        emit(w, &te);
+    } else if (ev->type == REIGN_GROUP_ERROR) {
+        report(w, ev->error, ev->message ? ev->message : "registering");
+    }
+    leave(w);
+}
+
+/* A new session: start over, checking results first (see the top). */
+static void new_session(reign_tasks_worker *w)
+{
+    w->epoch++;
+    w->listing = false;
+    w->check_first = true;
+    /* Results being recorded stay: their writes fail with the old session
+     * and are looked for, then sent again, on this one. */
+    reign__tasks_make_dirs(w->zk, w->queue);
+    reign__zk_create(w->zk, w->dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    list_mine(w);
+}
+
+static void worker_conn(reign__recipe *rp, reign_conn_state st)
+{
+    reign_tasks_worker *w = (reign_tasks_worker *)rp;
+    enter(w);
+    if (st == REIGN_CONN_LOST) {
+        /* The master may give our tasks to others: stop them. */
+        for (size_t i = 0; i < w->tasks.cap && !w->free_requested; i++) {
+            if (!reign__tmap_live(&w->tasks, i) || (w->tasks.v[i].flags & T_RECORDING))
+                continue;
+            char *t = reign__strdup(w->tasks.v[i].key);
+            bool running = w->tasks.v[i].flags & T_RUNNING;
+            forget_task(w, t ? t : "");
+            reign_tasks_event ev = {.type = REIGN_TASKS_CANCEL, .task = t};
+            if (t && running)
+                emit(w, &ev);
+            reign__free(t);
+        }
+    } else if (st == REIGN_CONN_CONNECTED && !w->free_requested) {
+        new_session(w);
+    }
+    leave(w);
+}
+
+static void worker_free_fields(reign_tasks_worker *w)
+{
+    while (w->pends)
+        pend_free(w, w->pends);
+    reign__tmap_clear(&w->tasks);
+    for (size_t i = 0; i < w->n_listed; i++)
+        reign__free(w->listed[i]);
+    reign__free(w->listed);
+    reign__free(w->queue);
+    reign__free(w->gname);
+    reign__free(w->id);
+    reign__free(w->dir);
+    reign__free(w);
+}
+
+static void worker_destroy(reign_tasks_worker *w)
+{
+    reign__zk_forget(w->zk, w);
+    reign_group_free(w->group);
+    reign__client_detach(w->client, &w->recipe);
+    worker_free_fields(w);
+}
+
+static void worker_on_destroy(reign__recipe *rp)
+{
+    reign_tasks_worker *w = (reign_tasks_worker *)rp;
+    reign__zk_forget(w->zk, w);
+    worker_free_fields(w); /* the client frees the group itself */
+}
+
+static const reign__recipe_ops worker_ops = {.conn = worker_conn, .destroy = worker_on_destroy};
+
+int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, const char *queue,
+                             const reign_tasks_worker_options *opts)
+{
+    if (!ret || !client)
+        return REIGN_EINVAL;
+    *ret = NULL;
+    reign_tasks_worker_options o = {0};
+    if (opts)
+        memcpy(&o, opts, opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o));
+    int rc = reign__tasks_queue_check(queue);
+    if (rc == 0)
+        rc = reign__tasks_worker_check(o.id);
+    if (rc < 0)
+        return rc;
+    if (o.concurrency < 0 || o.concurrency > 10000)
+        return REIGN_EINVAL;
+    if (!reign__client_zk(client))
+        return REIGN_ENOTSUP;
+    if (reign__client_closing(client))
+        return REIGN_ECLOSED;
+    reign_tasks_worker *w = reign__calloc(1, sizeof(*w));
+    if (!w)
+        return REIGN_ENOMEM;
+    w->recipe.ops = &worker_ops;
+    w->client = client;
+    w->zk = reign__client_zk(client);
+    w->log = reign__client_log(client);
+    w->concurrency = o.concurrency ? o.concurrency : 1;
+    w->cb = o.cb;
+    w->userdata = o.userdata;
+    w->queue = reign__strdup(queue);
+    w->gname = reign__tasks_group_name(queue);
+    w->id = reign__strdup(o.id);
+    w->dir = reign__tasks_path(queue, "assign", o.id, NULL);
+    if (!w->queue || !w->gname || !w->id || !w->dir) {
+        worker_free_fields(w);
+        return REIGN_ENOMEM;
+    }
+    reign__client_attach(client, &w->recipe);
+    /* The directory before the registration (the book's order), so the
+     * master never sees a worker it cannot assign to. */
+    if (reign__zk_connected(w->zk))
+        new_session(w);
+    char payload[32];
+    int n = snprintf(payload, sizeof(payload), "concurrency=%d", w->concurrency);
+    reign_group_options go = {.size = sizeof(go),
+                              .id = w->id,
+                              .data = payload,
+                              .data_len = (size_t)n,
+                              .cb = on_group,
+                              .userdata = w};
+    rc = reign_group_register(&w->group, client, w->gname, &go);
+    if (rc < 0) {
+        worker_destroy(w);
+        return rc;
+    }
+    *ret = w;
+    return 0;
+}
+
+reign_tasks_worker *reign_tasks_worker_free(reign_tasks_worker *w)
+{
+    if (!w || w->free_requested)
+        return NULL;
+    w->free_requested = true;
+    w->cb = NULL;
+    if (w->busy == 0)
+        worker_destroy(w);
+    return NULL;
+}

@@ -91,7 +91,8 @@ typedef enum reign_demote_reason {
     REIGN_DEMOTE_SESSION_LOST, /* the session expired */
     REIGN_DEMOTE_NODE_DELETED, /* someone else deleted our node (reign cede, an operator) */
     REIGN_DEMOTE_STALLED,      /* connected, but the loop could not renew validity in time */
-    REIGN_DEMOTE_ERROR         /* an unexpected store error; see the ERROR event */
+    REIGN_DEMOTE_ERROR,        /* an unexpected store error; see the ERROR event */
+    REIGN_DEMOTE_HANDOFF       /* handed over to a candidate that preempted us or was designated */
 } reign_demote_reason;
 
 /* One lower-case word for a reason: "resigned", "ceded", "suspended",
@@ -163,7 +164,22 @@ typedef struct reign_election_options {
                           someone else, or after cede with delay < 0; default 1000 */
     reign_election_cb *cb;
     void *userdata;
+    /*
+     * Priority (ZooKeeper, queue strategy): 0 to REIGN_PRIORITY_MAX, default
+     * 0.  The live candidate with the highest priority leads; equal
+     * priorities lead in the order they joined.  A candidate that finds a
+     * leader of lower priority takes over by a clean handoff (the leader
+     * demotes itself with reason handoff, then the newcomer claims), at once
+     * or `preempt_delay_ms` after it first saw that leader; with `no_preempt`
+     * it waits until the leader leaves.  Give every candidate of an
+     * election the same preemption settings.
+     */
+    int priority;
+    int no_preempt;
+    int preempt_delay_ms;
 } reign_election_options;
+
+#define REIGN_PRIORITY_MAX 255
 
 /*
  * Joins election `name` ([A-Za-z0-9._:-]{1,200}, not "." or "..") on `client`.
@@ -255,6 +271,24 @@ typedef void reign_election_done_cb(reign_client *client, int err, void *userdat
  */
 REIGN_EXPORT int reign_election_depose(reign_client *client, const char *name,
                                        reign_election_done_cb *cb, void *userdata);
+
+/*
+ * Names the leader of `name` (ZooKeeper, queue strategy): the candidate
+ * standing with id `id` is asked to take over; it outranks every other
+ * candidate from then on (as if it had the highest priority) until it
+ * leaves, so it asks the current leader to hand over (the leader demotes
+ * itself, reason handoff) and claims the next term.  The callback runs once
+ * the request is written (0), not when the takeover is done: follow the
+ * election (an observer) to see it.  REIGN_ENOENT if no candidate with that
+ * id stands (then nothing changes); REIGN_ENOTSUP on a SQL store or for the
+ * lock strategy.  Automatic failover is unaffected: when the designated
+ * leader leaves, the next candidate in line takes over.
+ */
+REIGN_EXPORT int reign_election_designate(reign_client *client, const char *name, const char *id,
+                                          reign_election_done_cb *cb, void *userdata);
+
+/* The client an election runs on. */
+REIGN_EXPORT reign_client *reign_election_client(const reign_election *election);
 
 #ifdef __cplusplus
 }

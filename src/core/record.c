@@ -227,3 +227,27 @@ int reign__record_build(reign__buf *out, const char *const *kv, size_t n_kv, con
     }
     return 0;
 }
+
+int reign__record_build_with(reign__buf *out, const reign__record *r, const char *key,
+                             const char *value)
+{
+    const char *kv[2 * REIGN__RECORD_MAX_FIELDS];
+    size_t n = 0;
+    bool replaced = false;
+    for (size_t i = 0; i < r->n_fields; i++) {
+        kv[n++] = r->fields[i].key;
+        if (!strcmp(r->fields[i].key, key)) {
+            kv[n++] = value;
+            replaced = true;
+        } else {
+            kv[n++] = r->fields[i].value;
+        }
+    }
+    if (!replaced) {
+        if (n / 2 >= REIGN__RECORD_MAX_FIELDS)
+            return REIGN_EINVAL;
+        kv[n++] = key;
+        kv[n++] = value;
+    }
+    return reign__record_build(out, kv, n, r->payload, r->payload_len);
+}

@@ -52,4 +52,9 @@ int reign__record_get_u64(const reign__record *r, const char *key, uint64_t *out
 int reign__record_build(reign__buf *out, const char *const *kv, size_t n_kv, const void *payload,
                         size_t payload_len);
 
+/* Appends `r` again with `key` set to `value` (replaced, or added last):
+ * how one process adds a request to a record another one wrote. */
+int reign__record_build_with(reign__buf *out, const reign__record *r, const char *key,
+                             const char *value);
+
 #endif

@@ -41,6 +41,8 @@ const char *reign_demote_reason_name(reign_demote_reason r)
         return "stalled";
     case REIGN_DEMOTE_ERROR:
         return "error";
+    case REIGN_DEMOTE_HANDOFF:
+        return "handoff";
     }
     return "unknown";
 }
@@ -134,8 +136,13 @@ int reign_election_join(reign_election **ret, reign_client *client, const char *
     if (o.strategy != REIGN_STRATEGY_DEFAULT && o.strategy != REIGN_STRATEGY_QUEUE &&
         o.strategy != REIGN_STRATEGY_LOCK)
         return REIGN_EINVAL;
-    if (o.cede_delay_ms < 0)
+    if (o.cede_delay_ms < 0 || o.priority < 0 || o.priority > REIGN_PRIORITY_MAX ||
+        o.preempt_delay_ms < 0)
         return REIGN_EINVAL;
+    if (o.priority && o.strategy == REIGN_STRATEGY_LOCK)
+        return REIGN_ENOTSUP; /* the lock strategy has no order to rank in */
+    if ((o.priority || o.no_preempt || o.preempt_delay_ms) && !reign__client_zk(client))
+        return REIGN_ENOTSUP;
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
     char *id = NULL;
@@ -221,6 +228,11 @@ const char *reign_election_id(const reign_election *e)
 void *reign_election_userdata(const reign_election *e)
 {
     return e->userdata;
+}
+
+reign_client *reign_election_client(const reign_election *e)
+{
+    return e ? e->client : NULL;
 }
 
 reign_election *reign_election_free(reign_election *e)

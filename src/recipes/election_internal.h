@@ -9,9 +9,15 @@
  *   /reign/election/NAME/term     persistent; its version is the term, the
  *                                 zxid of its last write the fencing token;
  *                                 record id=, node=, guid= + leader's payload
- *   /reign/election/NAME/n_<guid>_<seq>   queue candidates (ephemeral)
+ *   /reign/election/NAME/n_<guid>_<seq>   queue candidates (ephemeral),
+ *   /reign/election/NAME/n_<guid>_p<prio>_<seq>   ... with a priority
+ *   /reign/election/NAME/leader   queue strategy: held (ephemeral) by the
+ *                                 leader, made by its claim; record id=,
+ *                                 node=, guid=, priority= (+ handoff=<node>
+ *                                 when a candidate asks for the lead)
  *   /reign/election/NAME/lock     lock strategy (ephemeral)
- *   candidate records: id=, guid= + payload
+ *   candidate records: id=, guid= + payload (+ designate=<prio>: a request
+ *                      to stand again with that priority)
  */
 #ifndef REIGN_ELECTION_INTERNAL_H
 #define REIGN_ELECTION_INTERNAL_H
@@ -94,17 +100,28 @@ int reign__lease_query(reign_client *client, const char *name, bool depose,
 #define REIGN__ELECTION_DIR REIGN__ZK_ROOT "/election"
 #define REIGN__GUID_BYTES   8 /* 16 hex digits */
 
-/* A queue candidate's node name "n_<16 hex>_<10 digits>". */
+/* Priorities in node names: configured ones are 0..REIGN_PRIORITY_MAX; a
+ * designated candidate stands again above all of them, from
+ * REIGN__DESIGNATED_MIN up to REIGN__PRIORITY_NAME_MAX. */
+#define REIGN__DESIGNATED_MIN    (REIGN_PRIORITY_MAX + 1)
+#define REIGN__PRIORITY_NAME_MAX 9999
+
+/* A queue candidate's node name: "n_<16 hex>_<10 digits>" (priority 0) or
+ * "n_<16 hex>_p<4 digits>_<10 digits>". */
 typedef struct reign__qnode {
     const char *name;
     char guid[2 * REIGN__GUID_BYTES + 1];
+    unsigned prio;
     uint64_t seq;
 } reign__qnode;
 
 /* Parses a child name; false for anything that is not a queue node. */
 bool reign__qnode_parse(const char *name, reign__qnode *out);
-/* Sorts by sequence (the order in which they lead). */
+/* Sorts in the order in which they lead: higher priority first, then by
+ * sequence (first come, first served). */
 void reign__qnode_sort(reign__qnode *v, size_t n);
+/* Whether a leads before b. */
+bool reign__qnode_before(const reign__qnode *a, const reign__qnode *b);
 
 /* A child name reign may act on ("lock" or a queue node): data read from
  * the store names nodes, and must never lead us outside the election. */

@@ -1,11 +1,13 @@
 /*
  * election_query.c - one-shot operations on an election from any process
  * (ZooKeeper; SQL leases have theirs in election_lease.c):
- * a snapshot (leader and ordered candidates) for `reign status`, and
- * deposing the leader for `reign cede`.  Each is a small request chain
+ * a snapshot (leader and ordered candidates) for `reign status`, deposing
+ * the leader for `reign cede`, and designating one for `reign designate`.
+ * Each is a small request chain
  * attached to the client as a recipe, so that closing the client completes
  * it (with REIGN_ECLOSED) and freeing the client frees it.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "election_internal.h"
@@ -17,7 +19,13 @@ typedef struct cand {
     size_t data_len;
     int64_t ctime_ms;
     bool read;
+    unsigned prio;
+    int32_t version; /* designate: the node's, for the compare-and-set */
+    char *raw;       /* designate: the record as read */
+    size_t raw_len;
 } cand;
+
+enum query_kind { Q_VIEW, Q_DEPOSE, Q_DESIGNATE };
 
 typedef struct query {
     reign__recipe recipe;
@@ -25,7 +33,9 @@ typedef struct query {
     reign__zk *zk;
     char *name;
     char *dir;
-    bool depose;
+    enum query_kind kind;
+    char *target; /* designate: the id */
+    int tries;
     reign_election_query_cb *qcb;
     reign_election_done_cb *dcb;
     void *userdata;
@@ -45,6 +55,9 @@ typedef struct query {
     bool done;
 } query;
 
+static void on_dir(void *owner, void *arg, const reign__zk_result *r);
+static void designate(query *q);
+
 static void query_free(query *q)
 {
     reign__zk_forget(q->zk, q);
@@ -53,8 +66,10 @@ static void query_free(query *q)
         reign__free(q->c[i].name);
         reign__free(q->c[i].id);
         reign__free(q->c[i].data);
+        reign__free(q->c[i].raw);
     }
     reign__free(q->c);
+    reign__free(q->target);
     reign__free(q->leader_node);
     reign__free(q->leader_id);
     reign__free(q->leader_data);
@@ -68,7 +83,7 @@ static void finish(query *q, int err)
     if (q->done)
         return;
     q->done = true;
-    if (q->depose) {
+    if (q->kind != Q_VIEW) {
         if (q->dcb)
             q->dcb(q->client, err, q->userdata);
         query_free(q);
@@ -121,6 +136,12 @@ static void on_candidate(void *owner, void *arg, const reign__zk_result *r)
     } else if (r->rc == 0) {
         c->read = true;
         c->ctime_ms = r->stat.ctime_ms;
+        c->version = r->stat.version;
+        if (q->kind == Q_DESIGNATE && !(c->raw = reign__memdup(r->value, r->value_len))) {
+            finish(q, REIGN_ENOMEM);
+            return;
+        }
+        c->raw_len = r->value_len;
         reign__record rec;
         if (reign__record_parse(r->value, r->value_len, &rec) == 0) {
             const char *id = reign__record_get(&rec, "id");
@@ -137,7 +158,7 @@ static void on_candidate(void *owner, void *arg, const reign__zk_result *r)
         return;
     }
     if (--q->pending == 0)
-        finish(q, 0);
+        q->kind == Q_DESIGNATE ? designate(q) : finish(q, 0);
 }
 
 static void on_children(void *owner, void *arg, const reign__zk_result *r)
@@ -170,6 +191,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         return;
     }
     for (size_t i = 0; i < n; i++) {
+        q->c[i].prio = v[i].prio;
         q->c[i].name = reign__strdup(v[i].name);
         if (!q->c[i].name) {
             q->n = i;
@@ -181,7 +203,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     q->n = n;
     reign__free(v);
     if (n == 0) {
-        finish(q, 0);
+        finish(q, q->kind == Q_DESIGNATE ? REIGN_ENOENT : 0);
         return;
     }
     q->pending = n;
@@ -201,6 +223,69 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
 static void on_deleted(void *owner, void *arg, const reign__zk_result *r)
 {
     finish((query *)owner, r->rc);
+}
+
+static void restart(query *q);
+
+static void on_designated(void *owner, void *arg, const reign__zk_result *r)
+{
+    query *q = owner;
+    if (r->rc == REIGN_EBADVERSION && ++q->tries < 5) {
+        restart(q); /* the node changed meanwhile: read again */
+        return;
+    }
+    finish(q, r->rc == REIGN_ENOENT ? REIGN_ENOENT : r->rc);
+}
+
+/*
+ * The candidates are read: ask the one standing with the id to stand again
+ * above everyone (a priority over any configured one and any earlier
+ * designation), by adding designate=<priority> to its node.  It watches its
+ * node, so it hears at once, and does the rest itself (election_zk.c).
+ */
+static void designate(query *q)
+{
+    cand *t = NULL;
+    unsigned top = 0;
+    for (size_t i = 0; i < q->n; i++) {
+        if (!q->c[i].read)
+            continue;
+        if (q->c[i].prio > top)
+            top = q->c[i].prio;
+        if (!t && q->c[i].id && !strcmp(q->c[i].id, q->target))
+            t = &q->c[i];
+    }
+    if (!t) {
+        finish(q, REIGN_ENOENT);
+        return;
+    }
+    if (q->have_term && q->leader_node && !strcmp(q->leader_node, t->name) && t == &q->c[0]) {
+        finish(q, 0); /* leads already, and first in line */
+        return;
+    }
+    unsigned prio = top + 1 < REIGN__DESIGNATED_MIN ? REIGN__DESIGNATED_MIN : top + 1;
+    if (prio > REIGN__PRIORITY_NAME_MAX)
+        prio = REIGN__PRIORITY_NAME_MAX;
+    reign__record rec;
+    if (reign__record_parse(t->raw, t->raw_len, &rec) < 0) {
+        finish(q, REIGN_EFOREIGN);
+        return;
+    }
+    char want[12];
+    snprintf(want, sizeof(want), "%u", prio);
+    reign__buf b;
+    reign__buf_init(&b);
+    int rc = reign__record_build_with(&b, &rec, "designate", want);
+    reign__record_clear(&rec);
+    char *path = rc == 0 ? reign__path_join(q->dir, t->name) : NULL;
+    if (rc == 0)
+        rc = !path
+                 ? REIGN_ENOMEM
+                 : reign__zk_set(q->zk, path, b.data, b.len, t->version, 0, q, on_designated, NULL);
+    reign__free(path);
+    reign__buf_free(&b);
+    if (rc < 0)
+        finish(q, rc);
 }
 
 static void on_term(void *owner, void *arg, const reign__zk_result *r)
@@ -228,7 +313,11 @@ static void on_term(void *owner, void *arg, const reign__zk_result *r)
         reign__record_clear(&rec);
     }
     int rc;
-    if (q->depose) {
+    if (q->kind == Q_DESIGNATE && q->strategy == REIGN_STRATEGY_LOCK) {
+        finish(q, REIGN_ENOTSUP); /* no order to put the candidate first in */
+        return;
+    }
+    if (q->kind == Q_DEPOSE) {
         if (!q->have_term || !q->leader_node) {
             finish(q, REIGN_ENOENT);
             return;
@@ -285,33 +374,60 @@ static void on_destroy(reign__recipe *rp)
 
 static const reign__recipe_ops query_ops = {.conn = on_conn, .destroy = on_destroy};
 
-static int start(reign_client *client, const char *name, bool depose, reign_election_query_cb *qcb,
-                 reign_election_done_cb *dcb, void *userdata)
+static void restart(query *q)
+{
+    for (size_t i = 0; i < q->n; i++) {
+        reign__free(q->c[i].name);
+        reign__free(q->c[i].id);
+        reign__free(q->c[i].data);
+        reign__free(q->c[i].raw);
+    }
+    reign__free(q->c);
+    q->c = NULL;
+    q->n = 0;
+    reign__free(q->leader_node);
+    reign__free(q->leader_id);
+    reign__free(q->leader_data);
+    q->leader_node = q->leader_id = NULL;
+    q->leader_data = NULL;
+    q->have_term = false;
+    if (reign__zk_get(q->zk, q->dir, NULL, REIGN__ZK_RETRY, q, on_dir, NULL) < 0)
+        finish(q, REIGN_ENOMEM);
+}
+
+static int start(reign_client *client, const char *name, enum query_kind kind, const char *target,
+                 reign_election_query_cb *qcb, reign_election_done_cb *dcb, void *userdata)
 {
     if (!client || (!qcb && !dcb))
         return REIGN_EINVAL;
     int rc = reign__election_name_check(name);
     if (rc < 0)
         return rc;
+    if (kind == Q_DESIGNATE && (!target || !reign__id_ok(target, REIGN_ID_MAX)))
+        return REIGN_EINVAL;
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
+    if (!reign__client_zk(client) && kind == Q_DESIGNATE)
+        return REIGN_ENOTSUP;
     if (!reign__client_zk(client))
-        return reign__lease_query(client, name, depose, qcb, dcb, userdata);
+        return reign__lease_query(client, name, kind == Q_DEPOSE, qcb, dcb, userdata);
     query *q = reign__calloc(1, sizeof(*q));
     if (!q)
         return REIGN_ENOMEM;
     q->recipe.ops = &query_ops;
     q->client = client;
     q->zk = reign__client_zk(client);
-    q->depose = depose;
+    q->kind = kind;
+    q->target = target ? reign__strdup(target) : NULL;
     q->qcb = qcb;
     q->dcb = dcb;
     q->userdata = userdata;
     q->name = reign__strdup(name);
     q->dir = reign__election_path(name, NULL);
-    if (!q->name || !q->dir) {
+    if (!q->name || !q->dir || (target && !q->target)) {
         reign__free(q->name);
         reign__free(q->dir);
+        reign__free(q->target);
         reign__free(q);
         return REIGN_ENOMEM;
     }
@@ -327,11 +443,17 @@ static int start(reign_client *client, const char *name, bool depose, reign_elec
 int reign_election_query(reign_client *client, const char *name, reign_election_query_cb *cb,
                          void *userdata)
 {
-    return start(client, name, false, cb, NULL, userdata);
+    return start(client, name, Q_VIEW, NULL, cb, NULL, userdata);
 }
 
 int reign_election_depose(reign_client *client, const char *name, reign_election_done_cb *cb,
                           void *userdata)
 {
-    return start(client, name, true, NULL, cb, userdata);
+    return start(client, name, Q_DEPOSE, NULL, NULL, cb, userdata);
+}
+
+int reign_election_designate(reign_client *client, const char *name, const char *id,
+                             reign_election_done_cb *cb, void *userdata)
+{
+    return start(client, name, Q_DESIGNATE, id, NULL, cb, userdata);
 }

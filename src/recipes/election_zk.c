@@ -56,8 +56,13 @@ typedef struct zk_election {
     char *dir;
     char *term_path;
     char *lock_path;
+    char *leader_path; /* queue: the node the leader holds */
     reign__buf record; /* what our node holds */
     reign_strategy strategy;
+    unsigned cfg_prio; /* as configured */
+    unsigned prio;     /* as we stand now (higher once designated) */
+    bool no_preempt;
+    int preempt_delay_ms;
 
     estate state;
     uintptr_t epoch;
@@ -76,13 +81,20 @@ typedef struct zk_election {
     char *pred;         /* the predecessor last looked at */
     bool own_watched;   /* queue: our node; lock: the lock node */
     bool term_watched;
+    bool leader_lock_watched; /* queue: the leader node */
+    char *replacing;          /* queue: our old node, while we stand again under a new name */
+    int32_t leader_version;   /* our leader node's version as last seen (leading) */
+    int64_t preempt_at;       /* when we may ask a lower-priority leader to hand over */
+    int32_t holder_version;   /* the leader node's version as a contender last read it */
+    bool contending;          /* first in line, waiting on someone else's leader node */
     char *leader_node_watched;
 
     bool ready_sent;
     bool following; /* leader-view maintenance started */
 
-    reign__timer timer; /* pause (cede) and error back-off */
-    reign__timer defer; /* deferred DEMOTED after an API call */
+    reign__timer timer;   /* pause (cede) and error back-off */
+    reign__timer preempt; /* the preemption delay */
+    reign__timer defer;   /* deferred DEMOTED after an API call */
     bool defer_demote;
     bool defer_left; /* resigned with nothing standing: LEFT next turn */
     reign_demote_reason defer_reason;
@@ -105,6 +117,8 @@ static void finish_resign(zk_election *e, int err);
 static void retry_later(zk_election *e, int err, const char *what);
 static void handle_node_gone(zk_election *e);
 static void await_term(zk_election *e);
+static void contend(zk_election *e);
+static void release_leader_node(zk_election *e);
 
 /* ---- names and small helpers -------------------------------------------- */
 
@@ -122,10 +136,24 @@ char *reign__election_path(const char *name, const char *suffix)
 
 bool reign__qnode_parse(const char *name, reign__qnode *out)
 {
-    /* n_ + 16 hex + _ + 10 digits */
-    if (strlen(name) != 2 + 2 * REIGN__GUID_BYTES + 1 + 10 || name[0] != 'n' || name[1] != '_' ||
+    /* n_ + 16 hex + _ + [p + 4 digits + _] + 10 digits */
+    size_t len = strlen(name), base = 2 + 2 * REIGN__GUID_BYTES + 1;
+    if ((len != base + 10 && len != base + 6 + 10) || name[0] != 'n' || name[1] != '_' ||
         name[2 + 2 * REIGN__GUID_BYTES] != '_')
         return false;
+    unsigned prio = 0;
+    if (len == base + 6 + 10) {
+        if (name[base] != 'p' || name[base + 5] != '_')
+            return false;
+        for (size_t i = base + 1; i < base + 5; i++) {
+            if (name[i] < '0' || name[i] > '9')
+                return false;
+            prio = prio * 10 + (unsigned)(name[i] - '0');
+        }
+        if (prio == 0)
+            return false; /* priority 0 has the short name: one name per node */
+        base += 6;
+    }
     for (int i = 0; i < 2 * REIGN__GUID_BYTES; i++) {
         char ch = name[2 + i];
         if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
@@ -134,14 +162,20 @@ bool reign__qnode_parse(const char *name, reign__qnode *out)
     }
     out->guid[2 * REIGN__GUID_BYTES] = '\0';
     uint64_t seq = 0;
-    for (const char *p = name + 3 + 2 * REIGN__GUID_BYTES; *p; p++) {
+    for (const char *p = name + base; *p; p++) {
         if (*p < '0' || *p > '9')
             return false;
         seq = seq * 10 + (uint64_t)(*p - '0');
     }
     out->name = name;
+    out->prio = prio;
     out->seq = seq;
     return true;
+}
+
+bool reign__qnode_before(const reign__qnode *a, const reign__qnode *b)
+{
+    return a->prio != b->prio ? a->prio > b->prio : a->seq < b->seq;
 }
 
 bool reign__election_node_ok(const char *name)
@@ -153,7 +187,7 @@ bool reign__election_node_ok(const char *name)
 static int qnode_cmp(const void *a, const void *b)
 {
     const reign__qnode *x = a, *y = b;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    return reign__qnode_before(x, y) ? -1 : reign__qnode_before(y, x);
 }
 
 void reign__qnode_sort(reign__qnode *v, size_t n)
@@ -634,13 +668,22 @@ static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (STALE(e, arg) || e->state != ST_CLAIMING)
         goto out;
+    int term_op = e->strategy == REIGN_STRATEGY_LOCK ? 1 : 2;
     switch (r->rc) {
     case 0:
+        e->leader_version = 0;
         become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
         break;
+    case REIGN_EEXIST: /* the leader node: someone leads */
+        contend(e);
+        break;
     case REIGN_ENOENT:
-        if (r->failed_op != 1) { /* the check: our node is gone */
+        if (r->failed_op == 0) { /* the check: our node is gone */
             handle_node_gone(e);
+            break;
+        }
+        if (r->failed_op != term_op) { /* the election node went: look again */
+            check(e);
             break;
         }
         /* The term node is missing (an operator removed it): make it again. */
@@ -669,30 +712,353 @@ out:
     LEAVE(e);
 }
 
+static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, const char *path);
+
+static void on_leader_lock_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    if (!EXISTS_REGISTERED(r))
+        e->leader_lock_watched = false;
+}
+
+/* An exists-watch on the leader node, once: the leader hears of a handoff
+ * request through it, a contender of the leader's departure. */
+static void watch_leader_lock(zk_election *e)
+{
+    if (e->leader_lock_watched)
+        return;
+    e->leader_lock_watched = true;
+    if (reign__zk_exists(e->zk, e->leader_path, on_leader_lock_event, REIGN__ZK_RETRY, e,
+                         on_leader_lock_exists, NULL) < 0)
+        e->leader_lock_watched = false;
+}
+
 /*
- * The claim: "our node still exists" and "bump the term" in one multi.  If
- * our node was deleted in between (session expiry, an operator) the write
- * does not happen, so the term only ever grows under a live candidate, and
- * the zxid of the write is a fencing token no earlier leader can have.
+ * The claim: "our node still exists", "bump the term" and, with the queue
+ * strategy, "make the leader node" in one multi.  If our node was deleted in
+ * between (session expiry, an operator) the write does not happen, so the
+ * term only ever grows under a live candidate, and the zxid of the write is
+ * a fencing token no earlier leader can have.  The leader node makes the
+ * claim exclusive whatever each candidate believes about the order: with
+ * priorities a newcomer can rank ahead of the leader, and a designated one
+ * ahead of everyone, yet none can claim while the leader holds the node -
+ * it has to ask for a handoff, and the leader demotes itself before it
+ * lets go.
  */
 static void claim(zk_election *e)
 {
     set_state(e, ST_CLAIMING, "first in line");
-    reign__buf t;
+    reign__buf t, l;
     reign__buf_init(&t);
-    const char *kv[] = {"id", e->base.id, "node", basename_of(e->my_node), "guid", e->guid};
+    reign__buf_init(&l);
+    const char *node = basename_of(e->my_node);
+    const char *kv[] = {"id", e->base.id, "node", node, "guid", e->guid};
     int rc = reign__record_build(&t, kv, 6, e->base.data, e->base.data_len);
-    if (rc == 0)
+    if (rc == 0 && e->strategy == REIGN_STRATEGY_LOCK) {
         rc = reign__zk_check_and_set(e->zk, e->my_node, e->term_path, t.data, t.len, -1, e,
                                      on_claimed, EPOCH_ARG(e));
+    } else if (rc == 0) {
+        char prio[12];
+        snprintf(prio, sizeof(prio), "%u", e->prio);
+        const char *lkv[] = {"id", e->base.id, "node", node, "guid", e->guid, "priority", prio};
+        rc = reign__record_build(&l, lkv, 8, NULL, 0);
+        reign__zk_mop ops[] = {
+            {.type = REIGN__ZK_MCHECK, .path = e->my_node, .version = -1},
+            {.type = REIGN__ZK_MCREATE,
+             .path = e->leader_path,
+             .data = l.data,
+             .len = l.len,
+             .flags = REIGN__ZK_EPHEMERAL},
+            {.type = REIGN__ZK_MSET,
+             .path = e->term_path,
+             .data = t.data,
+             .len = t.len,
+             .version = -1},
+        };
+        if (rc == 0)
+            rc = reign__zk_multi(e->zk, ops, 3, e, on_claimed, EPOCH_ARG(e));
+        if (rc == 0)
+            watch_leader_lock(e); /* same round trip */
+    }
     reign__buf_free(&t);
+    reign__buf_free(&l);
     if (rc < 0)
         issue_failed(e, rc, "claiming the term");
+}
+
+/* ---- the leader node: contending, preempting, handing over --------------- */
+
+/* Our leader node as the release found it: delete it if it is still ours. */
+static void on_release_read(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    if (r->rc == 0 && r->stat.ephemeral_owner == reign_client_session_id(e->base.client) &&
+        r->stat.ephemeral_owner != 0) {
+        e->leader_version = r->stat.version;
+        release_leader_node(e);
+    }
+}
+
+static void on_released(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    /* Written to meanwhile (a handoff request): read it again and retry,
+     * but only while it is ours - never delete another session's. */
+    if (r->rc == REIGN_EBADVERSION && (uintptr_t)arg < 3)
+        reign__zk_get(e->zk, e->leader_path, NULL, REIGN__ZK_RETRY, e, on_release_read,
+                      (void *)((uintptr_t)arg + 1));
+}
+
+/* Lets go of the leader node after a demotion, so the next candidate can
+ * claim.  Versioned: a node we no longer hold is someone else's. */
+static void release_leader_node(zk_election *e)
+{
+    if (e->strategy == REIGN_STRATEGY_LOCK)
+        return;
+    reign__zk_delete(e->zk, e->leader_path, e->leader_version, REIGN__ZK_RETRY, e, on_released,
+                     NULL);
+}
+
+static void on_handoff_asked(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_WAITING)
+        goto out;
+    if (r->rc == 0) {
+        reign__log(e->base.log, REIGN_LOG_INFO, "election %s: asked the leader to hand over",
+                   e->base.name);
+    } else if (r->rc == REIGN_EBADVERSION) {
+        contend(e); /* it changed meanwhile: look again */
+    } else if (r->rc == REIGN_ENOENT) {
+        check(e); /* gone meanwhile: claim if still first */
+    } else {
+        retry_later(e, r->rc, "asking the leader to hand over");
+    }
+out:
+    LEAVE(e);
+}
+
+/* The leader named in its node: is its candidate node still there?  A
+ * leader node whose candidate is gone is a leftover (its owner was deposed
+ * and has not let go yet, or freed its election): it goes, as a deposed
+ * leader's would. */
+static void on_holder_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_WAITING)
+        goto out;
+    if (r->rc == REIGN_ENOENT) {
+        reign__log(e->base.log, REIGN_LOG_NOTICE,
+                   "election %s: the leader node names a candidate that is gone; removing it",
+                   e->base.name);
+        reign__zk_delete(e->zk, e->leader_path, e->holder_version, REIGN__ZK_RETRY, NULL, NULL,
+                         NULL);
+        check(e);
+    } else if (r->rc != 0) {
+        retry_later(e, r->rc, "looking at the leader");
+    }
+out:
+    LEAVE(e);
+}
+
+static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (HAD_WATCH(arg) && r->rc != 0)
+        e->leader_lock_watched = false; /* get() registers only on success */
+    if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
+        goto out;
+    if (r->rc == REIGN_ENOENT) {
+        check(e); /* gone: claim if still first */
+        goto out;
+    }
+    if (r->rc != 0) {
+        retry_later(e, r->rc, "reading the leader node");
+        goto out;
+    }
+    if (r->stat.ephemeral_owner == reign_client_session_id(e->base.client)) {
+        /* Ours from an earlier leadership (demoted by a stall, a handoff
+         * that did not finish): let it go and claim a new term. */
+        e->leader_version = r->stat.version;
+        release_leader_node(e);
+        check(e);
+        goto out;
+    }
+    reign__record rec;
+    if (reign__record_parse(r->value, r->value_len, &rec) < 0) {
+        reign__log(e->base.log, REIGN_LOG_WARN,
+                   "election %s: %s holds data reign did not write; waiting for it to go",
+                   e->base.name, e->leader_path);
+        goto out;
+    }
+    uint64_t their = 0;
+    (void)reign__record_get_u64(&rec, "priority", &their);
+    const char *node = reign__record_get(&rec, "node");
+    const char *asked = reign__record_get(&rec, "handoff");
+    const char *mine = basename_of(e->my_node);
+    bool designated = e->prio >= REIGN__DESIGNATED_MIN;
+    bool may = e->prio > their && (designated || !e->no_preempt);
+    e->holder_version = r->stat.version;
+    if (node && reign__election_node_ok(node) && !(asked && !strcmp(asked, mine))) {
+        /* Is its candidate still there? (cheap, and it frees a stuck election) */
+        char *p = reign__path_join(e->dir, node);
+        if (p)
+            reign__zk_exists(e->zk, p, NULL, REIGN__ZK_RETRY, e, on_holder_exists, EPOCH_ARG(e));
+        reign__free(p);
+    }
+    if (!may || (asked && !strcmp(asked, mine))) {
+        reign__record_clear(&rec);
+        goto out; /* wait: the watch tells when it goes */
+    }
+    int64_t now = reign__now_ns();
+    if (!e->preempt_at)
+        e->preempt_at = now + (designated ? 0 : (int64_t)e->preempt_delay_ms * REIGN__NS_PER_MS);
+    if (now < e->preempt_at) {
+        reign__timer_start(reign__client_timers(e->base.client), &e->preempt, e->preempt_at);
+        reign__record_clear(&rec);
+        goto out;
+    }
+    /* Ask: the leader reads its node when it changes, demotes itself, and
+     * deletes it; the watch we hold then tells us to claim. */
+    reign__buf b;
+    reign__buf_init(&b);
+    int rc = reign__record_build_with(&b, &rec, "handoff", mine);
+    reign__record_clear(&rec);
+    if (rc == 0)
+        rc = reign__zk_set(e->zk, e->leader_path, b.data, b.len, r->stat.version, 0, e,
+                           on_handoff_asked, EPOCH_ARG(e));
+    reign__buf_free(&b);
+    if (rc < 0)
+        issue_failed(e, rc, "asking the leader to hand over");
+out:
+    LEAVE(e);
+}
+
+/* First in line, but someone holds the leader node: wait for it to go, or
+ * (priority, designation) ask it to hand over. */
+static void contend(zk_election *e)
+{
+    set_state(e, ST_WAITING, "the leader node is held");
+    e->contending = true;
+    bool watch = !e->leader_lock_watched;
+    int rc = reign__zk_get(e->zk, e->leader_path, watch ? on_leader_lock_event : NULL,
+                           REIGN__ZK_RETRY, e, on_leader_lock_read, ARG(e, watch));
+    if (rc == 0 && watch)
+        e->leader_lock_watched = true;
+    if (rc < 0)
+        issue_failed(e, rc, "reading the leader node");
+    if (!e->ready_sent && !e->base.follow)
+        send_ready(e);
+}
+
+static void preempt_cb(reign__timer *t, void *arg)
+{
+    zk_election *e = arg;
+    ENTER(e);
+    if (e->state == ST_WAITING && e->contending && !e->base.leader)
+        contend(e);
+    LEAVE(e);
+}
+
+/* A handoff asked by `to`: does it rank before us?  (A request from a
+ * candidate that does not is ignored: it would only make the lead bounce.) */
+static void on_handoff_children(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    char *to = arg;
+    ENTER(e);
+    if (e->free_requested || !e->base.leader || e->state != ST_LEADER || r->rc != 0)
+        goto out;
+    reign__qnode me = {0}, them = {0}, q;
+    bool have_me = false, have_them = false;
+    for (size_t i = 0; i < r->n_children; i++) {
+        if (!reign__qnode_parse(r->children[i], &q))
+            continue;
+        if (!strcmp(q.name, basename_of(e->my_node)))
+            me = q, have_me = true;
+        else if (!strcmp(q.name, to))
+            them = q, have_them = true;
+    }
+    if (!have_me || !have_them || !reign__qnode_before(&them, &me)) {
+        reign__log(e->base.log, REIGN_LOG_INFO,
+                   "election %s: ignoring a handoff request from %s, which does not rank before us",
+                   e->base.name, to);
+        goto out;
+    }
+    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: handing over to %s", e->base.name, to);
+    e->epoch++;
+    demote(e, REIGN_DEMOTE_HANDOFF, false);
+    if (e->free_requested)
+        goto out;
+    release_leader_node(e);
+    check(e); /* after the delete, in order: we watch our predecessor */
+out:
+    reign__free(to);
+    LEAVE(e);
+}
+
+static void on_leader_lock_mine(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (HAD_WATCH(arg) && r->rc != 0)
+        e->leader_lock_watched = false;
+    if (STALE(e, arg) || !e->base.leader || e->state != ST_LEADER)
+        goto out;
+    if (r->rc != 0 || r->stat.ephemeral_owner != reign_client_session_id(e->base.client)) {
+        if (r->rc != 0 && r->rc != REIGN_ENOENT) {
+            retry_later(e, r->rc, "reading our leader node");
+            goto out;
+        }
+        /* Deleted or replaced by someone else: an operator's depose. */
+        e->epoch++;
+        demote(e, REIGN_DEMOTE_NODE_DELETED, false);
+        if (!e->free_requested)
+            check(e);
+        goto out;
+    }
+    e->leader_version = r->stat.version;
+    reign__record rec;
+    if (reign__record_parse(r->value, r->value_len, &rec) < 0)
+        goto out;
+    const char *to = reign__record_get(&rec, "handoff");
+    char *copy = to && reign__election_node_ok(to) ? reign__strdup(to) : NULL;
+    reign__record_clear(&rec);
+    if (copy && strcmp(copy, basename_of(e->my_node)) != 0 &&
+        reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_handoff_children, copy) == 0)
+        copy = NULL;
+    reign__free(copy);
+out:
+    LEAVE(e);
+}
+
+static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    e->leader_lock_watched = false;
+    if (e->base.leader && e->state == ST_LEADER) {
+        /* Leading: a change is a handoff request, a deletion a depose. */
+        e->leader_lock_watched = true;
+        if (reign__zk_get(e->zk, e->leader_path, on_leader_lock_event, REIGN__ZK_RETRY, e,
+                          on_leader_lock_mine, ARG(e, 1)) < 0)
+            e->leader_lock_watched = false;
+    } else if (e->state == ST_WAITING && e->contending && !e->base.leader) {
+        if (ev == REIGN__ZK_DELETED)
+            check(e); /* free: claim if first */
+        else
+            contend(e);
+    }
+    LEAVE(e);
 }
 
 /* ---- watching our place ------------------------------------------------- */
 
 static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char *path);
+static void on_find_own(void *owner, void *arg, const reign__zk_result *r);
 
 static void handle_node_gone(zk_election *e)
 {
@@ -704,12 +1070,117 @@ static void handle_node_gone(zk_election *e)
     e->epoch++;
     set_str(&e->my_node, NULL);
     e->own_watched = false;
+    bool was_leader = e->base.leader;
     demote(e, REIGN_DEMOTE_NODE_DELETED, false);
+    if (was_leader)
+        release_leader_node(e);
     if (e->free_requested || e->state == ST_FAILED || e->state == ST_LEFT)
         return;
     set_state(e, ST_PAUSED, "node deleted");
     reign__timer_start(reign__client_timers(e->base.client), &e->timer,
                        reign__now_ns() + (int64_t)e->base.cede_delay_ms * REIGN__NS_PER_MS);
+}
+
+static void on_restood(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    e->create_inflight = false;
+    if (STALE(e, arg) || e->state != ST_CREATING)
+        goto out;
+    if (r->rc == 0 && r->value) {
+        set_str(&e->my_node, r->value);
+        if (!e->my_node) {
+            retry_later(e, REIGN_ENOMEM, "recording our node");
+            goto out;
+        }
+        reign__log(e->base.log, REIGN_LOG_NOTICE,
+                   "election %s: designated: standing again as %s (priority %u)", e->base.name,
+                   e->my_node, e->prio);
+        e->own_watched = false;
+        check(e);
+    } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT) {
+        /* Landed or not: the guid finds whichever name we have. */
+        if (reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e)) <
+            0)
+            retry_later(e, REIGN_ENOMEM, "looking for our node");
+    } else {
+        /* The old node is gone (deposed meanwhile) or the create failed:
+         * stand afresh, with the priority we were designated. */
+        set_str(&e->replacing, NULL);
+        retry_later(e, r->rc, "standing again as designated");
+    }
+out:
+    LEAVE(e);
+}
+
+/* Designated: stand again under a name with priority `prio`, in one multi
+ * (the new node and the old one's deletion), so we are never absent from
+ * the line and never in it twice.  Our guid stays: after a lost answer the
+ * children tell which of the two names we hold. */
+static void restand(zk_election *e, unsigned prio)
+{
+    char *prefix = reign__election_path(e->base.name, "/n_");
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__buf_printf(&b, "%s%s_p%04u_", prefix ? prefix : "", e->guid, prio);
+    reign__free(prefix);
+    e->epoch++;
+    e->prio = prio;
+    set_state(e, ST_CREATING, "designated");
+    /* Our old node's deletion fires our own watch: expected, not a depose. */
+    reign__free(e->replacing);
+    e->replacing = e->my_node;
+    e->my_node = NULL;
+    reign__zk_mop ops[] = {
+        {.type = REIGN__ZK_MCREATE,
+         .path = b.data,
+         .data = e->record.data,
+         .len = e->record.len,
+         .flags = REIGN__ZK_EPHEMERAL | REIGN__ZK_SEQUENCE},
+        {.type = REIGN__ZK_MDELETE, .path = e->replacing, .version = -1},
+    };
+    int rc = b.oom ? REIGN_ENOMEM : reign__zk_multi(e->zk, ops, 2, e, on_restood, EPOCH_ARG(e));
+    reign__buf_free(&b);
+    if (rc == 0)
+        e->create_inflight = true;
+    else
+        issue_failed(e, rc, "standing again as designated");
+}
+
+static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state == ST_RESIGNING || e->state == ST_LEFT ||
+        e->state == ST_CREATING || e->state == ST_PAUSED || !e->my_node)
+        goto out;
+    if (r->rc == REIGN_ENOENT) {
+        handle_node_gone(e);
+        goto out;
+    }
+    uint64_t want = 0;
+    reign__record rec;
+    if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
+        if (reign__record_get_u64(&rec, "designate", &want) < 0)
+            want = 0;
+        reign__record_clear(&rec);
+    }
+    if (want > e->prio && want >= REIGN__DESIGNATED_MIN && want <= REIGN__PRIORITY_NAME_MAX &&
+        !e->base.leader)
+        restand(e, (unsigned)want);
+    else
+        check(e);
+out:
+    LEAVE(e);
+}
+
+static void read_own(zk_election *e)
+{
+    /* check() re-arms the exists-watch on our node afterwards. */
+    int rc = reign__zk_get(e->zk, e->my_node, NULL, REIGN__ZK_RETRY, e, on_own_read, EPOCH_ARG(e));
+    if (rc < 0)
+        issue_failed(e, rc, "reading our node");
 }
 
 static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char *path)
@@ -726,12 +1197,15 @@ static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char 
         } else if (e->state == ST_WAITING || e->state == ST_LEADER) {
             check(e); /* data changed: re-arm the watch and look again */
         }
+    } else if (e->replacing && !strcmp(path, e->replacing)) {
+        set_str(&e->replacing, NULL); /* our old name, deleted by our own re-stand */
     } else if (e->my_node && !strcmp(path, e->my_node)) {
         e->own_watched = false;
         if (ev == REIGN__ZK_DELETED && e->state != ST_RESIGNING && e->state != ST_LEFT)
             handle_node_gone(e);
-        else if (ev != REIGN__ZK_DELETED && e->state != ST_RESIGNING && e->state != ST_LEFT)
-            check(e);
+        else if (ev != REIGN__ZK_DELETED && e->state != ST_RESIGNING && e->state != ST_LEFT &&
+                 e->state != ST_CREATING)
+            read_own(e); /* someone wrote to our node: a designation? */
     }
     LEAVE(e);
 }
@@ -744,9 +1218,11 @@ static void on_pred_event(void *owner, void *arg, reign__zk_event ev, const char
     if (was_pred)
         set_str(&e->pred_watched, NULL);
     if (e->state == ST_WAITING && was_pred && ev == REIGN__ZK_DELETED && e->pred_is_first) {
-        /* Sequence numbers only grow, so no node can appear ahead of ours:
-         * with the first in line gone, we are first.  Claim at once (the
-         * claim's check still proves our node exists): one round trip. */
+        /* Sequence numbers only grow, so without priorities no node can
+         * appear ahead of ours: with the first in line gone, we are first.
+         * Claim at once (the claim's check still proves our node exists,
+         * and the leader node keeps it exclusive if a designated candidate
+         * got ahead meanwhile): one round trip. */
         claim(e);
     } else if (e->state == ST_WAITING) {
         check(e);
@@ -855,18 +1331,25 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         claim(e); /* READY comes with ELECTED */
         goto out;
     }
-    /* Not first.  A leader can only stop being first if its node was
-     * replaced, which handle_node_gone deals with; be safe anyway. */
-    demote(e, REIGN_DEMOTE_NODE_DELETED, false);
-    if (e->free_requested)
+    if (e->base.leader) {
+        /* Not first any more: a candidate of higher priority joined.  We
+         * lead until it asks us to hand over (or never, without preemption). */
+        reign__free(v);
+        set_state(e, ST_LEADER, "leading, no longer first in line");
         goto out;
+    }
+    /* The one-round-trip handoff (on_pred_event) holds only while no node
+     * can rank ahead of ours, which priorities (or a designation) allow. */
+    bool ranked = e->prio != 0;
+    for (size_t i = 0; i < n && !ranked; i++)
+        ranked = v[i].prio != 0;
     char *pred = reign__path_join(e->dir, v[me - 1].name);
     reign__free(v);
     if (!pred) {
         retry_later(e, REIGN_ENOMEM, "watching the predecessor");
         goto out;
     }
-    e->pred_is_first = me == 1;
+    e->pred_is_first = me == 1 && !ranked;
     reign__free(e->pred);
     e->pred = pred;
     /* One watch per predecessor: ZooKeeper would fire every registration. */
@@ -926,6 +1409,7 @@ out:
 static void check(zk_election *e)
 {
     set_state(e, ST_CHECKING, "check");
+    e->contending = false;
     int rc;
     if (e->strategy == REIGN_STRATEGY_LOCK) {
         /* One exists watch on the lock, shared by waiting and leading. */
@@ -985,6 +1469,7 @@ static void on_find_own(void *owner, void *arg, const reign__zk_result *r)
     for (size_t i = 0; i < r->n_children; i++) {
         reign__qnode q;
         if (reign__qnode_parse(r->children[i], &q) && !strcmp(q.guid, e->guid)) {
+            e->prio = q.prio;
             char *p = reign__path_join(e->dir, q.name);
             if (p)
                 set_str(&e->my_node, p);
@@ -993,6 +1478,8 @@ static void on_find_own(void *owner, void *arg, const reign__zk_result *r)
                 retry_later(e, REIGN_ENOMEM, "adopting our node");
                 goto out;
             }
+            if (e->replacing && !strcmp(e->replacing, e->my_node))
+                set_str(&e->replacing, NULL); /* the re-stand did not land */
             reign__log(e->base.log, REIGN_LOG_INFO, "election %s: found our node %s after a retry",
                        e->base.name, e->my_node);
             check(e);
@@ -1082,6 +1569,8 @@ static void create_node(zk_election *e)
         reign__buf b;
         reign__buf_init(&b);
         reign__buf_printf(&b, "%s%s_", prefix ? prefix : "", e->guid);
+        if (e->prio)
+            reign__buf_printf(&b, "p%04u_", e->prio);
         reign__free(prefix);
         rc = b.oom ? REIGN_ENOMEM
                    : reign__zk_create(e->zk, b.data, e->record.data, e->record.len,
@@ -1269,7 +1758,12 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         set_str(&e->leader_node_watched, NULL);
         e->own_watched = false;
         e->term_watched = false;
+        e->leader_lock_watched = false;
+        e->contending = false;
         e->create_inflight = false;
+        e->prio = e->cfg_prio;
+        e->preempt_at = 0;
+        set_str(&e->replacing, NULL);
         if (e->base.leader)
             demote(e, REIGN_DEMOTE_SESSION_LOST, false);
         if (e->free_requested)
@@ -1319,8 +1813,10 @@ static void on_deadline(reign__recipe *rp, int64_t now)
      * only be elected after that. */
     demote(e, connected ? REIGN_DEMOTE_STALLED : REIGN_DEMOTE_SUSPENDED, false);
     if (!e->free_requested && connected && e->state == ST_LEADER) {
-        /* Still connected: the claim is a write and renews the proof. */
+        /* Still connected: the claim is a write and renews the proof.  It
+         * is a new term: let go of the leader node first. */
         e->epoch++;
+        release_leader_node(e);
         check(e);
     } else if (!e->free_requested && e->state == ST_LEADER) {
         set_state(e, ST_CHECKING, "suspended past the deadline");
@@ -1335,6 +1831,7 @@ static void destroy(zk_election *e)
     reign__timers *ts = reign__client_timers(e->base.client);
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->defer);
+    reign__timer_stop(ts, &e->preempt);
     reign__zk_forget(e->zk, e);
     reign__client_detach(e->base.client, &e->base.recipe);
     if (e->base.leader) {
@@ -1346,6 +1843,8 @@ static void destroy(zk_election *e)
     reign__free(e->dir);
     reign__free(e->term_path);
     reign__free(e->lock_path);
+    reign__free(e->leader_path);
+    reign__free(e->replacing);
     reign__free(e->my_node);
     reign__free(e->pred_watched);
     reign__free(e->leader_node_watched);
@@ -1381,13 +1880,18 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
     e->strategy = o->strategy;
     reign__timer_init(&e->timer, timer_cb, e);
     reign__timer_init(&e->defer, defer_cb, e);
+    reign__timer_init(&e->preempt, preempt_cb, e);
+    e->cfg_prio = e->prio = (unsigned)o->priority;
+    e->no_preempt = o->no_preempt != 0;
+    e->preempt_delay_ms = o->preempt_delay_ms;
     reign__buf_init(&e->record);
     int rc = reign__election_base_init(&e->base, client, name, o);
     if (rc == 0) {
         e->dir = reign__election_path(name, NULL);
         e->term_path = reign__election_path(name, "/term");
         e->lock_path = reign__election_path(name, "/lock");
-        if (!e->dir || !e->term_path || !e->lock_path)
+        e->leader_path = reign__election_path(name, "/leader");
+        if (!e->dir || !e->term_path || !e->lock_path || !e->leader_path)
             rc = REIGN_ENOMEM;
     }
     if (rc == 0) {
@@ -1404,6 +1908,7 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
         reign__free(e->dir);
         reign__free(e->term_path);
         reign__free(e->lock_path);
+        reign__free(e->leader_path);
         reign__free(e);
         return rc;
     }
@@ -1420,8 +1925,14 @@ static int step_down(zk_election *e, reign_demote_reason reason, estate then)
 {
     reign__timers *ts = reign__client_timers(e->base.client);
     reign__timer_stop(ts, &e->timer);
+    reign__timer_stop(ts, &e->preempt);
     e->epoch++;
+    bool was_leader = e->base.leader;
     demote(e, reason, true);
+    if (was_leader)
+        release_leader_node(e); /* before our node: the next one's claim needs both gone */
+    e->prio = e->cfg_prio;      /* a designation ends when its candidate stops standing */
+    e->preempt_at = 0;
     char *node = e->my_node;
     e->my_node = NULL;
     e->own_watched = false;
@@ -1475,6 +1986,9 @@ static reign_election *zk_free(reign_election *pub)
         if (e->base.leader) {
             e->base.leader = false;
             reign__client_hold_validity(e->base.client, -1);
+            if (e->strategy != REIGN_STRATEGY_LOCK)
+                reign__zk_delete(e->zk, e->leader_path, e->leader_version, REIGN__ZK_RETRY, NULL,
+                                 NULL, NULL);
         }
         if (e->my_node && e->state != ST_LEFT)
             reign__zk_delete(e->zk, e->my_node, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);

@@ -168,6 +168,10 @@ reign_zk_test(NAME it_cede_api COMMAND it_cede_api TIMEOUT 120)
 reign_it_program(it_observer)
 reign_zk_test(NAME it_observer COMMAND it_observer TIMEOUT 120)
 
+# 12. designation and priority (issue 4): handoffs, preemption, no_preempt, preemption delay
+reign_it_program(it_designate)
+reign_zk_test(NAME it_designate COMMAND it_designate TIMEOUT 180)
+
 # SQL lease elections through the API, on a SQLite file (issue 3; no server needed).
 reign_it_program(it_lease)
 add_test(NAME it_lease COMMAND it_lease)

@@ -67,6 +67,31 @@ static void test_qnodes(void **state)
     assert_int_equal(v[1].seq, 3);
     assert_int_equal(v[2].seq, 10);
     assert_int_equal(v[3].seq, 2147483647);
+
+    /* With priorities: higher first, then first come. */
+    assert_true(reign__qnode_parse("n_0123456789abcdef_p0042_0000000007", &q));
+    assert_int_equal(q.prio, 42);
+    assert_int_equal(q.seq, 7);
+    const char *badp[] = {
+        "n_0123456789abcdef_p0000_0000000007", /* 0 has the short name */
+        "n_0123456789abcdef_p042_0000000007", "n_0123456789abcdef_q0042_0000000007",
+        "n_0123456789abcdef_p00x2_0000000007", "n_0123456789abcdef_p0042-0000000007"};
+    for (size_t i = 0; i < sizeof(badp) / sizeof(badp[0]); i++)
+        assert_false(reign__qnode_parse(badp[i], &q));
+    const char *ranked[] = {"n_aaaaaaaaaaaaaaaa_0000000001", "n_bbbbbbbbbbbbbbbb_p0005_0000000009",
+                            "n_cccccccccccccccc_p0005_0000000004",
+                            "n_dddddddddddddddd_p0300_0000000020",
+                            "n_eeeeeeeeeeeeeeee_p0001_0000000002"};
+    reign__qnode w[5];
+    for (int i = 0; i < 5; i++)
+        assert_true(reign__qnode_parse(ranked[i], &w[i]));
+    reign__qnode_sort(w, 5);
+    const char *order[] = {"dddddddddddddddd", "cccccccccccccccc", "bbbbbbbbbbbbbbbb",
+                           "eeeeeeeeeeeeeeee", "aaaaaaaaaaaaaaaa"};
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(w[i].guid, order[i]);
+    assert_true(reign__qnode_before(&w[0], &w[1]));
+    assert_false(reign__qnode_before(&w[1], &w[0]));
 }
 
 static void test_node_names_from_data(void **state)

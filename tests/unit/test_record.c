@@ -55,6 +55,26 @@ static void test_build_exact(void **state)
     reign__buf_free(&b);
 }
 
+static void test_build_with(void **state)
+{
+    const char *src = "reign 1\nid=a\nguid=01\n\npay\nload";
+    reign__record r;
+    assert_int_equal(reign__record_parse(src, strlen(src), &r), 0);
+    reign__buf b;
+    reign__buf_init(&b);
+    /* Added last, payload kept. */
+    assert_int_equal(reign__record_build_with(&b, &r, "handoff", "n_x"), 0);
+    assert_string_equal(b.data, "reign 1\nid=a\nguid=01\nhandoff=n_x\n\npay\nload");
+    b.len = 0;
+    /* Replaced in place. */
+    assert_int_equal(reign__record_build_with(&b, &r, "id", "b c"), 0);
+    assert_string_equal(b.data, "reign 1\nid=b c\nguid=01\n\npay\nload");
+    b.len = 0;
+    assert_int_equal(reign__record_build_with(&b, &r, "Bad", "x"), REIGN_EINVAL);
+    reign__record_clear(&r);
+    reign__buf_free(&b);
+}
+
 static void test_build_escapes(void **state)
 {
     reign__buf b;
@@ -459,6 +479,7 @@ int main(void)
         cmocka_unit_test(test_parse_foreign_lines),
         cmocka_unit_test(test_parse_max_fields),
         cmocka_unit_test(test_get_u64),
+        cmocka_unit_test(test_build_with),
         cmocka_unit_test(test_round_trip_all_bytes),
         cmocka_unit_test(test_round_trip_random),
         cmocka_unit_test(test_oom),

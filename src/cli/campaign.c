@@ -20,19 +20,20 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: reign [GLOBAL OPTIONS] campaign NAME [OPTIONS]\n"
-               "\n"
-               "Stand for leader of election NAME until SIGINT or SIGTERM, then resign.\n"
-               "Prints one line on stdout for each change of this candidate's leadership:\n"
-               "  elected ID term=TERM token=TOKEN monotonic_ns=NS\n"
-               "  demoted ID reason=REASON monotonic_ns=NS\n"
-               "\n"
-               "Options:\n"
-               "  -i, --id ID             candidate id (default: HOSTNAME-PID)\n"
-               "  -d, --data DATA         payload other processes see, e.g. an address\n"
-               "      --data-file FILE    read the payload from FILE ('-': stdin)\n"
-               "  -s, --strategy NAME     queue (default) or lock, for a new election\n"
-               "  -h, --help              show this help\n");
+    fprintf(f,
+            "Usage: reign [GLOBAL OPTIONS] campaign NAME [OPTIONS]\n"
+            "\n"
+            "Stand for leader of election NAME until SIGINT or SIGTERM, then resign.\n"
+            "Prints one line on stdout for each change of this candidate's leadership:\n"
+            "  elected ID term=TERM token=TOKEN monotonic_ns=NS\n"
+            "  demoted ID reason=REASON monotonic_ns=NS\n"
+            "\n"
+            "Options:\n"
+            "  -i, --id ID             candidate id (default: HOSTNAME-PID)\n"
+            "  -d, --data DATA         payload other processes see, e.g. an address\n"
+            "      --data-file FILE    read the payload from FILE ('-': stdin)\n"
+            "  -s, --strategy NAME     queue (default) or lock, for a new election\n" CLI_RANK_HELP
+            "  -h, --help              show this help\n");
 }
 
 static void on_event(reign_election *e, const reign_election_event *ev, void *userdata)
@@ -86,6 +87,7 @@ int cli_campaign_main(cli *c, int argc, char **argv)
         {"data", required_argument, NULL, 'd'},
         {"data-file", required_argument, NULL, OPT_DATA_FILE},
         {"strategy", required_argument, NULL, 's'},
+        CLI_RANK_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -115,6 +117,11 @@ int cli_campaign_main(cli *c, int argc, char **argv)
             r = CLI_EXIT_OK;
             goto out;
         default:
+            if ((r = cli_rank_option(c, o, optarg, &eo)) >= 0) {
+                if (r)
+                    goto out;
+                break;
+            }
             r = cli_bad_option(c, o, argv);
             goto out;
         }

@@ -122,6 +122,21 @@ int cli_parse_seconds(cli *c, const char *opt, const char *val, double max_s, in
 /* --strategy queue|lock; 0 or CLI_EXIT_USAGE. */
 int cli_parse_strategy(cli *c, const char *val, reign_strategy *out);
 
+/* --priority N, --no-preempt, --preempt-delay MS: shared by campaign and run. */
+enum { CLI_OPT_PRIORITY = 300, CLI_OPT_NO_PREEMPT, CLI_OPT_PREEMPT_DELAY };
+/* clang-format off */
+#define CLI_RANK_OPTIONS                                                                           \
+    {"priority", required_argument, NULL, CLI_OPT_PRIORITY},                                       \
+    {"no-preempt", no_argument, NULL, CLI_OPT_NO_PREEMPT},                                         \
+    {"preempt-delay", required_argument, NULL, CLI_OPT_PREEMPT_DELAY}
+/* clang-format on */
+#define CLI_RANK_HELP                                                                              \
+    "      --priority N        0 to 255 (default 0): the highest live candidate leads\n"           \
+    "      --no-preempt        never take over from a live leader of lower priority\n"             \
+    "      --preempt-delay MS  take over from one only after MS milliseconds\n"
+/* Handles option `o` if it is one of those: 0 (done), CLI_EXIT_USAGE, or -1 (not one). */
+int cli_rank_option(cli *c, int o, const char *val, reign_election_options *eo);
+
 /* --data TEXT; never fails. */
 void cli_data_set(cli_data *d, const char *text);
 
@@ -201,5 +216,6 @@ cli_main_fn cli_run_main;
 cli_main_fn cli_status_main;
 cli_main_fn cli_watch_main;
 cli_main_fn cli_cede_main;
+cli_main_fn cli_designate_main;
 
 #endif

@@ -182,6 +182,28 @@ int cli_parse_strategy(cli *c, const char *val, reign_strategy *out)
     return 0;
 }
 
+int cli_rank_option(cli *c, int o, const char *val, reign_election_options *eo)
+{
+    long v;
+    switch (o) {
+    case CLI_OPT_PRIORITY:
+        if (cli_parse_int(c, "--priority", val, 0, REIGN_PRIORITY_MAX, &v))
+            return CLI_EXIT_USAGE;
+        eo->priority = (int)v;
+        return 0;
+    case CLI_OPT_NO_PREEMPT:
+        eo->no_preempt = 1;
+        return 0;
+    case CLI_OPT_PREEMPT_DELAY:
+        if (cli_parse_int(c, "--preempt-delay", val, 0, 86400000L, &v))
+            return CLI_EXIT_USAGE;
+        eo->preempt_delay_ms = (int)v;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
 void cli_data_set(cli_data *d, const char *text)
 {
     cli_data_free(d);

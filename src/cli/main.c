@@ -28,6 +28,7 @@ static const struct {
     {"status", cli_status_main, "show the leader and the candidates of an election"},
     {"watch", cli_watch_main, "print a line each time the leader changes"},
     {"cede", cli_cede_main, "make the current leader step down, wait for the next one"},
+    {"designate", cli_designate_main, "name the leader: hand over to a standing candidate"},
     {"register", cli_register_main, "be a member of a group until SIGINT or SIGTERM"},
     {"members", cli_members_main, "show the members of a group, or follow them"},
     {"value", cli_value_main, "get, set, delete or watch a value"},

@@ -57,23 +57,24 @@ typedef struct runner {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: reign [GLOBAL OPTIONS] run NAME [OPTIONS] -- CMD [ARGS...]\n"
-               "\n"
-               "Run CMD only while this process leads election NAME.  Elected: start CMD in\n"
-               "its own process group, with REIGN_ELECTION, REIGN_TERM, REIGN_TOKEN and\n"
-               "REIGN_ID set.  Demoted: SIGTERM to the group, SIGKILL after the grace period\n"
-               "or earlier, before any other candidate could be elected; then stand again.\n"
-               "CMD exits, or reign gets SIGINT/SIGTERM (passed on to CMD): resign and exit\n"
-               "with CMD's status (128+N if killed by signal N).\n"
-               "\n"
-               "Options:\n"
-               "  -i, --id ID             candidate id (default: HOSTNAME-PID)\n"
-               "  -d, --data DATA         payload other processes see, e.g. an address\n"
-               "      --data-file FILE    read the payload from FILE ('-': stdin)\n"
-               "  -s, --strategy NAME     queue (default) or lock, for a new election\n"
-               "  -g, --grace SECONDS     between SIGTERM (or a signal passed on) and SIGKILL\n"
-               "                          (default 10)\n"
-               "  -h, --help              show this help\n");
+    fprintf(f,
+            "Usage: reign [GLOBAL OPTIONS] run NAME [OPTIONS] -- CMD [ARGS...]\n"
+            "\n"
+            "Run CMD only while this process leads election NAME.  Elected: start CMD in\n"
+            "its own process group, with REIGN_ELECTION, REIGN_TERM, REIGN_TOKEN and\n"
+            "REIGN_ID set.  Demoted: SIGTERM to the group, SIGKILL after the grace period\n"
+            "or earlier, before any other candidate could be elected; then stand again.\n"
+            "CMD exits, or reign gets SIGINT/SIGTERM (passed on to CMD): resign and exit\n"
+            "with CMD's status (128+N if killed by signal N).\n"
+            "\n"
+            "Options:\n"
+            "  -i, --id ID             candidate id (default: HOSTNAME-PID)\n"
+            "  -d, --data DATA         payload other processes see, e.g. an address\n"
+            "      --data-file FILE    read the payload from FILE ('-': stdin)\n"
+            "  -s, --strategy NAME     queue (default) or lock, for a new election\n" CLI_RANK_HELP
+            "  -g, --grace SECONDS     between SIGTERM (or a signal passed on) and SIGKILL\n"
+            "                          (default 10)\n"
+            "  -h, --help              show this help\n");
 }
 
 /* ---- the command ----------------------------------------------------- */
@@ -425,6 +426,7 @@ int cli_run_main(cli *c, int argc, char **argv)
         {"data", required_argument, NULL, 'd'},
         {"data-file", required_argument, NULL, OPT_DATA_FILE},
         {"strategy", required_argument, NULL, 's'},
+        CLI_RANK_OPTIONS,
         {"grace", required_argument, NULL, 'g'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -468,6 +470,11 @@ int cli_run_main(cli *c, int argc, char **argv)
             rc = CLI_EXIT_OK;
             goto out;
         default:
+            if ((rc = cli_rank_option(c, o, optarg, &eo)) >= 0) {
+                if (rc)
+                    goto out;
+                break;
+            }
             rc = cli_bad_option(c, o, argv);
             goto out;
         }

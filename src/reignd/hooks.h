@@ -44,6 +44,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include <reign/common.h>
+
 typedef struct reignd_hooks reignd_hooks;
 
 /* The data a command gets, in its environment.  Strings are copied when
@@ -121,5 +123,26 @@ void reignd_hooks_close(reignd_hooks *hooks);
 /* A one-line description of a result ("exited with status 3", "timed out
  * after 5000 ms"), for logs.  Returns the length needed (like snprintf). */
 size_t reignd_hook_result_text(const reignd_hook_result *r, char *out, size_t outlen);
+
+/* ---- shared with health.c's command checks ------------------------------ */
+
+/*
+ * A copy of reignd's environment without any REIGN_* variable, plus the
+ * REIGN_* variables for `env` (and REIGN_HOOK=what when `what` is not
+ * NULL), NULL-terminated.  NULL when out of memory.  Freed with
+ * reignd_env_free().
+ */
+char **reignd_env_build(const reignd_hook_env *env, const char *what);
+void reignd_env_free(char **envp);
+
+/*
+ * Starts `/bin/sh -c command` with `envp` in a new session (so its process
+ * group is its own, and kill(-pid) reaches everything it started), stdin
+ * from /dev/null, stdout to /dev/null or shared with reignd, stderr shared.
+ * `proc` must be closed with uv_close() afterwards even if this fails.
+ * Returns 0 or a negative libuv error.
+ */
+int reignd_spawn_shell(uv_loop_t *loop, uv_process_t *proc, const char *command, char **envp,
+                       bool quiet_stdout, uv_exit_cb on_exit);
 
 #endif

@@ -21,6 +21,8 @@ endfunction()
 reignd_unit_test(test_config)
 target_compile_definitions(test_config PRIVATE
   REIGND_EXAMPLE_CONF="${PROJECT_SOURCE_DIR}/examples/reignd/reign.conf")
+reignd_unit_test(test_hooks)
+reignd_unit_test(test_health)
 # The config parser's fuzz target (as tests/fuzz/ does it): its corpus
 # replayed by tests/fuzz/replay.c in every build; with -DREIGN_FUZZ=ON and
 # clang also a libFuzzer program, fuzz_config, with config.c instrumented:

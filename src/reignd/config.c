@@ -813,8 +813,6 @@ static int default_control_socket(parse *p)
 static int check_all(parse *p)
 {
     reignd_config *cfg = p->cfg;
-    if (!cfg->control_socket && default_control_socket(p) < 0)
-        return p->err;
     if (cfg->peer_listen && !cfg->peer_secret_file)
         return fail_at(p, REIGN_EINVAL, p->daemon.key[1],
                        "[daemon]: peer_listen needs peer_secret_file (the peers' shared secret)");
@@ -823,6 +821,8 @@ static int check_all(parse *p)
     for (size_t i = 0; i < cfg->n_services; i++)
         if (check_service(p, i) < 0)
             return p->err;
+    if (!cfg->control_socket && default_control_socket(p) < 0)
+        return p->err;
     /* Last, so that REIGND_ENOFENCE is never returned for a file with other
      * problems. */
     for (size_t i = 0; i < cfg->n_services; i++)

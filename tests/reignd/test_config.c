@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,6 +85,41 @@ static void test_example_file(void **state)
     reignd_config_free(cfg);
 }
 
+/* The EXAMPLE section of reign.conf(5) is a valid file too. */
+static void test_man_page_example(void **state)
+{
+    FILE *f = fopen(REIGND_MAN_PAGE, "r");
+    assert_non_null(f);
+    static char text[8192];
+    char line[512];
+    size_t len = 0;
+    bool in_example = false;
+    while (fgets(line, sizeof(line), f)) {
+        if (strcmp(line, ".EX\n") == 0 || strcmp(line, ".EE\n") == 0) {
+            in_example = line[2] == 'X';
+            continue;
+        }
+        if (!in_example)
+            continue;
+        for (const char *c = line; *c; c++) {
+            if (c[0] == '\\' && c[1] == '-')
+                c++; /* roff's \- is a plain '-' */
+            assert_true(len + 1 < sizeof(text));
+            text[len++] = *c;
+        }
+    }
+    fclose(f);
+    text[len] = '\0';
+    assert_non_null(strstr(text, "[service nn]"));
+    reignd_config *cfg = NULL;
+    if (parse(text, &cfg) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(cfg->services[0].n_fence, 2);
+    assert_string_equal(cfg->services[0].fence[1].command,
+                        "/usr/local/sbin/fence-node --kill-service");
+    reignd_config_free(cfg);
+}
+
 static void test_defaults(void **state)
 {
     reignd_config *cfg = NULL;
@@ -121,12 +157,18 @@ static void test_control_socket_default_for_users(void **state)
     if (geteuid() == 0)
         skip();
     reignd_config *cfg = NULL;
+    char *saved = getenv("XDG_RUNTIME_DIR") ? strdup(getenv("XDG_RUNTIME_DIR")) : NULL;
     setenv("XDG_RUNTIME_DIR", "/run/user/4242", 1);
     assert_int_equal(parse(GOOD_SERVICE, &cfg), 0);
     assert_string_equal(cfg->control_socket, "/run/user/4242/reign/reignd.sock");
     reignd_config_free(cfg);
     unsetenv("XDG_RUNTIME_DIR");
     expect_error("[daemon]\n" GOOD_SERVICE, REIGN_EINVAL, 1, "XDG_RUNTIME_DIR");
+    /* Other problems of the file come first. */
+    expect_error("[daemon]\n" GOOD_SERVICE "check_rise = x\n", REIGN_EINVAL, 10, "not a count");
+    if (saved)
+        setenv("XDG_RUNTIME_DIR", saved, 1);
+    free(saved);
 }
 
 static void test_timing(void **state)
@@ -490,8 +532,13 @@ static void test_load_errors(void **state)
 
 int main(void)
 {
+    /* A user's default control socket needs XDG_RUNTIME_DIR (tested
+     * above); the other tests are about other things. */
+    if (geteuid() != 0 && !getenv("XDG_RUNTIME_DIR"))
+        setenv("XDG_RUNTIME_DIR", "/run/user/reignd-test", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_example_file),
+        cmocka_unit_test(test_man_page_example),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_control_socket_default_for_users),
         cmocka_unit_test(test_timing),

@@ -20,7 +20,8 @@ endfunction()
 # --- R1: config, health, hooks ---
 reignd_unit_test(test_config)
 target_compile_definitions(test_config PRIVATE
-  REIGND_EXAMPLE_CONF="${PROJECT_SOURCE_DIR}/examples/reignd/reign.conf")
+  REIGND_EXAMPLE_CONF="${PROJECT_SOURCE_DIR}/examples/reignd/reign.conf"
+  REIGND_MAN_PAGE="${PROJECT_SOURCE_DIR}/man/reign.conf.5")
 reignd_unit_test(test_hooks)
 reignd_unit_test(test_health)
 # The config parser's fuzz target (as tests/fuzz/ does it): its corpus

@@ -41,6 +41,35 @@
 #include <mysqld_error.h>
 
 #include "dialect.h"
+#include "dl.h"
+
+/* The functions of MariaDB Connector/C this dialect calls: through a table that dl.c fills
+ * when the first mysql:// client is made (dl.h). mysql_library_init() is
+ * mysql_server_init() under another name (a macro of mysql.h). */
+#define MARIADB_FUNCTIONS(X, t)                                                                    \
+    X(t, mysql_close)                                                                              \
+    X(t, mysql_errno)                                                                              \
+    X(t, mysql_error)                                                                              \
+    X(t, mysql_init)                                                                               \
+    X(t, mysql_optionsv)                                                                           \
+    X(t, mysql_real_connect)                                                                       \
+    X(t, mysql_server_init)                                                                        \
+    X(t, mysql_stmt_affected_rows)                                                                 \
+    X(t, mysql_stmt_bind_param)                                                                    \
+    X(t, mysql_stmt_bind_result)                                                                   \
+    X(t, mysql_stmt_close)                                                                         \
+    X(t, mysql_stmt_errno)                                                                         \
+    X(t, mysql_stmt_error)                                                                         \
+    X(t, mysql_stmt_execute)                                                                       \
+    X(t, mysql_stmt_fetch)                                                                         \
+    X(t, mysql_stmt_fetch_column)                                                                  \
+    X(t, mysql_stmt_free_result)                                                                   \
+    X(t, mysql_stmt_init)                                                                          \
+    X(t, mysql_stmt_prepare)                                                                       \
+    X(t, mysql_stmt_store_result)
+
+REIGN__SQL_DL_LIBRARY(maria, MARIADB_FUNCTIONS, reign__sql_mariadb_lib, "mysql://",
+                      "libmariadb.so.3", "libmariadb3", "REIGN_TEST_LIBMARIADB");
 
 /* Unix ms of a timestamp column, in a UTC session. */
 #define MS_OF(c) "CAST(ROUND(UNIX_TIMESTAMP(" c ") * 1000) AS SIGNED)"
@@ -166,7 +195,8 @@ static int map_error(maria_conn *m, unsigned e, const char *msg, const char *wha
 static int stmt_error(maria_conn *m, MYSQL_STMT *st, const char *what, int64_t started, char *err,
                       size_t errlen)
 {
-    return map_error(m, mysql_stmt_errno(st), mysql_stmt_error(st), what, started, err, errlen);
+    return map_error(m, maria.mysql_stmt_errno(st), maria.mysql_stmt_error(st), what, started, err,
+                     errlen);
 }
 
 /* ---- statements ----------------------------------------------------------------------------- */
@@ -177,13 +207,13 @@ static int prepare_sql(maria_conn *m, const char *tmpl, MYSQL_STMT **out, const 
     char sql[2048];
     if (reign__sql_splice(sql, sizeof sql, tmpl, m->base.table))
         return reign__sql_err(&m->base, err, errlen, REIGN_EINVAL, "statement too long");
-    MYSQL_STMT *st = mysql_stmt_init(m->my);
+    MYSQL_STMT *st = maria.mysql_stmt_init(m->my);
     if (!st)
         return reign__sql_err(&m->base, err, errlen, REIGN_ENOMEM, "out of memory");
     int64_t started = reign__now_ns();
-    if (mysql_stmt_prepare(st, sql, strlen(sql))) {
+    if (maria.mysql_stmt_prepare(st, sql, strlen(sql))) {
         int rc = stmt_error(m, st, what, started, err, errlen);
-        mysql_stmt_close(st);
+        maria.mysql_stmt_close(st);
         return rc;
     }
     *out = st;
@@ -245,14 +275,14 @@ static int exec_write(maria_conn *m, int which, MYSQL_BIND *binds, const char *w
     int rc = prepare(m, which, &st, what, err, errlen);
     if (rc)
         return rc;
-    if (mysql_stmt_bind_param(st, binds))
+    if (maria.mysql_stmt_bind_param(st, binds))
         return stmt_error(m, st, what, reign__now_ns(), err, errlen);
     int64_t deadline = reign__sql_deadline(m->base.statement_timeout_ms);
     for (;;) {
         int64_t started = reign__now_ns();
-        if (!mysql_stmt_execute(st))
-            return (int)mysql_stmt_affected_rows(st);
-        unsigned e = mysql_stmt_errno(st);
+        if (!maria.mysql_stmt_execute(st))
+            return (int)maria.mysql_stmt_affected_rows(st);
+        unsigned e = maria.mysql_stmt_errno(st);
         if (e == ER_DUP_ENTRY && which == ST_INSERT)
             return 0;
         if (e == ER_LOCK_DEADLOCK && reign__sql_left_ms(deadline) > 0)
@@ -269,7 +299,7 @@ static int lib_rc;
 /* mysql_init() would do this itself, but not safely when two threads connect at once. */
 static void lib_init(void)
 {
-    lib_rc = mysql_library_init(0, NULL, NULL);
+    lib_rc = maria.mysql_server_init(0, NULL, NULL);
 }
 
 static unsigned seconds_up(int ms)
@@ -283,7 +313,7 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
     pthread_once(&lib_once, lib_init);
     if (lib_rc)
         return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "cannot initialise the client");
-    if (!(m->my = mysql_init(NULL)))
+    if (!(m->my = maria.mysql_init(NULL)))
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
 
     unsigned connect_s = seconds_up(c->connect_timeout_ms);
@@ -300,22 +330,22 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
              "SET time_zone = '+00:00', max_statement_time = %d.%03d, "
              "innodb_lock_wait_timeout = %d",
              server_ms / 1000, server_ms % 1000, server_ms >= 2000 ? server_ms / 1000 : 1);
-    if (mysql_optionsv(m->my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s) ||
-        mysql_optionsv(m->my, MYSQL_OPT_READ_TIMEOUT, &m->read_timeout_s) ||
-        mysql_optionsv(m->my, MYSQL_OPT_WRITE_TIMEOUT, &m->read_timeout_s) ||
-        mysql_optionsv(m->my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
-        mysql_optionsv(m->my, MYSQL_OPT_RECONNECT, &off) ||
-        mysql_optionsv(m->my, MYSQL_OPT_LOCAL_INFILE, &off) ||
-        mysql_optionsv(m->my, MYSQL_INIT_COMMAND, init) ||
-        (!socket && mysql_optionsv(m->my, MYSQL_OPT_PROTOCOL, &tcp)))
+    if (maria.mysql_optionsv(m->my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s) ||
+        maria.mysql_optionsv(m->my, MYSQL_OPT_READ_TIMEOUT, &m->read_timeout_s) ||
+        maria.mysql_optionsv(m->my, MYSQL_OPT_WRITE_TIMEOUT, &m->read_timeout_s) ||
+        maria.mysql_optionsv(m->my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
+        maria.mysql_optionsv(m->my, MYSQL_OPT_RECONNECT, &off) ||
+        maria.mysql_optionsv(m->my, MYSQL_OPT_LOCAL_INFILE, &off) ||
+        maria.mysql_optionsv(m->my, MYSQL_INIT_COMMAND, init) ||
+        (!socket && maria.mysql_optionsv(m->my, MYSQL_OPT_PROTOCOL, &tcp)))
         return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "cannot set client options");
 
     /* A host that is a path is the server's Unix socket, as in libpq. */
-    if (!mysql_real_connect(m->my, socket ? "localhost" : t->host, t->user, t->password,
-                            t->database, (unsigned)t->port, socket ? t->host : NULL,
-                            CLIENT_FOUND_ROWS))
-        return map_error(m, mysql_errno(m->my), mysql_error(m->my), "connect", reign__now_ns(), err,
-                         errlen);
+    if (!maria.mysql_real_connect(m->my, socket ? "localhost" : t->host, t->user, t->password,
+                                  t->database, (unsigned)t->port, socket ? t->host : NULL,
+                                  CLIENT_FOUND_ROWS))
+        return map_error(m, maria.mysql_errno(m->my), maria.mysql_error(m->my), "connect",
+                         reign__now_ns(), err, errlen);
     m->connected = true;
     return 0;
 }
@@ -325,10 +355,10 @@ static void my_close(reign__sqlconn *c)
     maria_conn *m = (maria_conn *)c;
     for (int i = 0; i < ST_COUNT; i++) {
         if (m->st[i])
-            mysql_stmt_close(m->st[i]);
+            maria.mysql_stmt_close(m->st[i]);
     }
     if (m->my)
-        mysql_close(m->my);
+        maria.mysql_close(m->my);
 }
 
 /* ---- schema --------------------------------------------------------------------------------- */
@@ -367,14 +397,14 @@ static int query_rows(maria_conn *m, const char *tmpl, const char *const *params
         rb[i].error = &rerr[i];
     }
     int64_t started = reign__now_ns();
-    if ((nparams && mysql_stmt_bind_param(st, pb)) || mysql_stmt_execute(st) ||
-        mysql_stmt_bind_result(st, rb) || mysql_stmt_store_result(st)) {
+    if ((nparams && maria.mysql_stmt_bind_param(st, pb)) || maria.mysql_stmt_execute(st) ||
+        maria.mysql_stmt_bind_result(st, rb) || maria.mysql_stmt_store_result(st)) {
         rc = stmt_error(m, st, what, started, err, errlen);
-        mysql_stmt_close(st);
+        maria.mysql_stmt_close(st);
         return rc;
     }
     int f;
-    while ((f = mysql_stmt_fetch(st)) == 0 || f == MYSQL_DATA_TRUNCATED) {
+    while ((f = maria.mysql_stmt_fetch(st)) == 0 || f == MYSQL_DATA_TRUNCATED) {
         for (int i = 0; i < ncols; i++) {
             /* Longer cells are cut: names and types here are short. */
             cells[i][rlen[i] < CELL - 1 ? rlen[i] : CELL - 1] = '\0';
@@ -384,7 +414,7 @@ static int query_rows(maria_conn *m, const char *tmpl, const char *const *params
     }
     if (f != MYSQL_NO_DATA)
         rc = stmt_error(m, st, what, started, err, errlen);
-    mysql_stmt_close(st);
+    maria.mysql_stmt_close(st);
     return rc;
 }
 
@@ -395,9 +425,9 @@ static int exec_ddl(maria_conn *m, const char *tmpl, char *err, size_t errlen)
     if (rc)
         return rc;
     int64_t started = reign__now_ns();
-    if (mysql_stmt_execute(st))
+    if (maria.mysql_stmt_execute(st))
         rc = stmt_error(m, st, "schema", started, err, errlen);
-    mysql_stmt_close(st);
+    maria.mysql_stmt_close(st);
     return rc;
 }
 
@@ -599,22 +629,22 @@ static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     }
 
     int64_t started = reign__now_ns();
-    if (mysql_stmt_bind_param(st, pb) || mysql_stmt_execute(st) || mysql_stmt_bind_result(st, rb) ||
-        mysql_stmt_store_result(st))
+    if (maria.mysql_stmt_bind_param(st, pb) || maria.mysql_stmt_execute(st) ||
+        maria.mysql_stmt_bind_result(st, rb) || maria.mysql_stmt_store_result(st))
         return stmt_error(m, st, "read", started, err, errlen);
-    int f = mysql_stmt_fetch(st);
+    int f = maria.mysql_stmt_fetch(st);
     if (f == MYSQL_NO_DATA) {
-        mysql_stmt_free_result(st);
+        maria.mysql_stmt_free_result(st);
         return 0;
     }
     if (f != 0 && f != MYSQL_DATA_TRUNCATED) {
         rc = stmt_error(m, st, "read", started, err, errlen);
-        mysql_stmt_free_result(st);
+        maria.mysql_stmt_free_result(st);
         return rc;
     }
     if (rnull[0] || rlen[0] > REIGN_ID_MAX || (!rnull[1] && rlen[1] > REIGN__SQL_GUID_MAX) ||
         rnull[7] || rnull[9]) {
-        mysql_stmt_free_result(st);
+        maria.mysql_stmt_free_result(st);
         return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                               "the row of (%s, %s) in %s has an owner, guid or gmt_modified "
                               "reign cannot use",
@@ -634,10 +664,10 @@ static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
         pbind.buffer_type = MYSQL_TYPE_BLOB;
         pbind.buffer = out->payload;
         pbind.buffer_length = rlen[2];
-        if (!out->payload || mysql_stmt_fetch_column(st, &pbind, 2, 0)) {
+        if (!out->payload || maria.mysql_stmt_fetch_column(st, &pbind, 2, 0)) {
             rc = out->payload ? stmt_error(m, st, "read", started, err, errlen)
                               : reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-            mysql_stmt_free_result(st);
+            maria.mysql_stmt_free_result(st);
             return rc;
         }
         out->payload_len = rlen[2];
@@ -649,7 +679,7 @@ static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     out->modified_ms = v[4];
     out->db_now_ms = v[5];
     out->expired = v[6] != 0;
-    mysql_stmt_free_result(st);
+    maria.mysql_stmt_free_result(st);
     return 0;
 }
 

@@ -28,6 +28,39 @@
 #include <libpq-fe.h>
 
 #include "dialect.h"
+#include "dl.h"
+
+/* The functions of libpq this dialect calls: through a table that dl.c fills
+ * when the first postgres:// client is made (dl.h). */
+#define POSTGRES_FUNCTIONS(X, t)                                                                   \
+    X(t, PQclear)                                                                                  \
+    X(t, PQcmdTuples)                                                                              \
+    X(t, PQconnectPoll)                                                                            \
+    X(t, PQconnectStartParams)                                                                     \
+    X(t, PQconsumeInput)                                                                           \
+    X(t, PQerrorMessage)                                                                           \
+    X(t, PQfinish)                                                                                 \
+    X(t, PQflush)                                                                                  \
+    X(t, PQfreemem)                                                                                \
+    X(t, PQgetResult)                                                                              \
+    X(t, PQgetisnull)                                                                              \
+    X(t, PQgetlength)                                                                              \
+    X(t, PQgetvalue)                                                                               \
+    X(t, PQisBusy)                                                                                 \
+    X(t, PQnotifies)                                                                               \
+    X(t, PQntuples)                                                                                \
+    X(t, PQresultErrorField)                                                                       \
+    X(t, PQresultErrorMessage)                                                                     \
+    X(t, PQresultStatus)                                                                           \
+    X(t, PQsendQueryParams)                                                                        \
+    X(t, PQsetErrorVerbosity)                                                                      \
+    X(t, PQsetNoticeProcessor)                                                                     \
+    X(t, PQsetnonblocking)                                                                         \
+    X(t, PQsocket)                                                                                 \
+    X(t, PQstatus)
+
+REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres://", "libpq.so.5",
+                      "libpq5", "REIGN_TEST_LIBPQ");
 
 /* Type OIDs of the parameters (pg_type.h's, stable since forever). */
 #define BYTEAOID 17
@@ -133,15 +166,15 @@ static int lost(pg_conn *p, const char *what, const char *why, char *err, size_t
 
 static int result_error(pg_conn *p, PGresult *r, const char *what, char *err, size_t errlen)
 {
-    const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-    const char *msg = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
-    if (PQstatus(p->pg) == CONNECTION_BAD)
-        return lost(p, what, msg ? msg : PQerrorMessage(p->pg), err, errlen);
+    const char *st = pq.PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    const char *msg = pq.PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    if (pq.PQstatus(p->pg) == CONNECTION_BAD)
+        return lost(p, what, msg ? msg : pq.PQerrorMessage(p->pg), err, errlen);
     int code = st ? code_of_sqlstate(st) : REIGN_EBACKEND;
     if (code == REIGN_ECONNLOSS)
         p->base.broken = true;
     char line[256];
-    message_line(msg ? msg : PQresultErrorMessage(r), line, sizeof line);
+    message_line(msg ? msg : pq.PQresultErrorMessage(r), line, sizeof line);
     return reign__sql_err(&p->base, err, errlen, code, "%s: %s (%s)", what, line,
                           st ? st : "no SQLSTATE");
 }
@@ -155,7 +188,7 @@ static int wait_socket(PGconn *pg, short events, int64_t deadline)
         int left = reign__sql_left_ms(deadline);
         if (left <= 0)
             return 0;
-        struct pollfd pfd = {.fd = PQsocket(pg), .events = events};
+        struct pollfd pfd = {.fd = pq.PQsocket(pg), .events = events};
         if (pfd.fd < 0)
             return -1;
         int n = poll(&pfd, 1, left);
@@ -181,54 +214,54 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
         return reign__sql_err(c, err, errlen, REIGN_EINVAL, "statement too long");
     int64_t deadline = reign__sql_deadline(c->statement_timeout_ms);
 
-    if (!PQsendQueryParams(p->pg, sql, nparams, types, values, lengths, formats, binary)) {
-        if (PQstatus(p->pg) == CONNECTION_BAD)
-            return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+    if (!pq.PQsendQueryParams(p->pg, sql, nparams, types, values, lengths, formats, binary)) {
+        if (pq.PQstatus(p->pg) == CONNECTION_BAD)
+            return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
         char line[256];
-        message_line(PQerrorMessage(p->pg), line, sizeof line);
+        message_line(pq.PQerrorMessage(p->pg), line, sizeof line);
         return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: %s", what, line);
     }
     int f;
-    while ((f = PQflush(p->pg)) == 1) {
+    while ((f = pq.PQflush(p->pg)) == 1) {
         int w = wait_socket(p->pg, POLLOUT | POLLIN, deadline);
         if (w <= 0)
             goto timed_out;
-        if (!PQconsumeInput(p->pg))
-            return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+        if (!pq.PQconsumeInput(p->pg))
+            return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
     }
     if (f < 0)
-        return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+        return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
 
     PGresult *first = NULL;
     for (;;) {
-        while (PQisBusy(p->pg)) {
+        while (pq.PQisBusy(p->pg)) {
             int w = wait_socket(p->pg, POLLIN, deadline);
             if (w <= 0) {
-                PQclear(first);
+                pq.PQclear(first);
                 goto timed_out;
             }
-            if (!PQconsumeInput(p->pg)) {
-                PQclear(first);
-                return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+            if (!pq.PQconsumeInput(p->pg)) {
+                pq.PQclear(first);
+                return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
             }
         }
-        PGresult *r = PQgetResult(p->pg);
+        PGresult *r = pq.PQgetResult(p->pg);
         if (!r)
             break;
         if (!first)
             first = r;
         else
-            PQclear(r);
+            pq.PQclear(r);
     }
     if (!first) {
-        if (PQstatus(p->pg) == CONNECTION_BAD)
-            return lost(p, what, PQerrorMessage(p->pg), err, errlen);
+        if (pq.PQstatus(p->pg) == CONNECTION_BAD)
+            return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
         return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: no result", what);
     }
-    ExecStatusType st = PQresultStatus(first);
+    ExecStatusType st = pq.PQresultStatus(first);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
         int rc = result_error(p, first, what, err, errlen);
-        PQclear(first);
+        pq.PQclear(first);
         return rc;
     }
     *out = first;
@@ -252,9 +285,9 @@ static int run_count(pg_conn *p, const char *what, const char *tmpl, int nparams
     int rc = run(p, what, tmpl, nparams, types, values, lengths, formats, 0, &r, err, errlen);
     if (rc)
         return rc;
-    const char *n = PQcmdTuples(r);
+    const char *n = pq.PQcmdTuples(r);
     rc = n && *n ? atoi(n) : 0;
-    PQclear(r);
+    pq.PQclear(r);
     return rc;
 }
 
@@ -297,16 +330,16 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
     keys[k] = vals[k] = NULL;
 
     int64_t deadline = reign__sql_deadline(c->connect_timeout_ms);
-    p->pg = PQconnectStartParams(keys, vals, 0);
+    p->pg = pq.PQconnectStartParams(keys, vals, 0);
     if (!p->pg)
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     /* Verbose messages carry the SQLSTATE, the only reliable way to tell a wrong password
      * from a missing database while connecting. */
-    PQsetErrorVerbosity(p->pg, PQERRORS_VERBOSE);
-    PQsetNoticeProcessor(p->pg, notice_processor, p);
+    pq.PQsetErrorVerbosity(p->pg, PQERRORS_VERBOSE);
+    pq.PQsetNoticeProcessor(p->pg, notice_processor, p);
 
     PostgresPollingStatusType ps = PGRES_POLLING_WRITING;
-    while (PQstatus(p->pg) != CONNECTION_BAD && ps != PGRES_POLLING_OK &&
+    while (pq.PQstatus(p->pg) != CONNECTION_BAD && ps != PGRES_POLLING_OK &&
            ps != PGRES_POLLING_FAILED) {
         int w = wait_socket(p->pg, ps == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
         if (w == 0)
@@ -314,10 +347,10 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
                                   c->connect_timeout_ms);
         if (w < 0)
             break;
-        ps = PQconnectPoll(p->pg);
+        ps = pq.PQconnectPoll(p->pg);
     }
-    if (PQstatus(p->pg) != CONNECTION_OK) {
-        const char *msg = PQerrorMessage(p->pg);
+    if (pq.PQstatus(p->pg) != CONNECTION_OK) {
+        const char *msg = pq.PQerrorMessage(p->pg);
         char st[6], line[256];
         sqlstate_of_message(msg, st);
         message_line(msg, line, sizeof line);
@@ -328,8 +361,8 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
             return reign__sql_err(c, err, errlen, code, "connect: %s (%s)", line, st);
         return reign__sql_err(c, err, errlen, code, "connect: %s", line);
     }
-    PQsetErrorVerbosity(p->pg, PQERRORS_DEFAULT);
-    if (PQsetnonblocking(p->pg, 1))
+    pq.PQsetErrorVerbosity(p->pg, PQERRORS_DEFAULT);
+    if (pq.PQsetnonblocking(p->pg, 1))
         return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "connect: cannot go non-blocking");
     p->connected = true;
     return 0;
@@ -339,7 +372,7 @@ static void pg_close(reign__sqlconn *c)
 {
     pg_conn *p = (pg_conn *)c;
     if (p->pg)
-        PQfinish(p->pg);
+        pq.PQfinish(p->pg);
 }
 
 /* ---- schema --------------------------------------------------------------------------------- */
@@ -371,7 +404,7 @@ static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
                  1, text1, table, NULL, NULL, 0, &r, err, errlen);
     if (rc)
         return rc;
-    PQclear(r);
+    pq.PQclear(r);
     rc = run(p, "reading the table's columns",
              "SELECT a.attname::text, t.typname::text, a.atttypmod, "
              "format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_type t ON t.oid "
@@ -382,12 +415,12 @@ static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
         return rc;
     reign__sql_column cols[MAX_COLS];
     size_t n = 0;
-    for (int i = 0; i < PQntuples(r) && n < MAX_COLS; i++, n++) {
-        reign__strlcpy(cols[n].name, PQgetvalue(r, i, 0), sizeof cols[n].name);
-        reign__strlcpy(cols[n].type, PQgetvalue(r, i, 3), sizeof cols[n].type);
-        cols[n].kind = kind_of(PQgetvalue(r, i, 1), atoi(PQgetvalue(r, i, 2)));
+    for (int i = 0; i < pq.PQntuples(r) && n < MAX_COLS; i++, n++) {
+        reign__strlcpy(cols[n].name, pq.PQgetvalue(r, i, 0), sizeof cols[n].name);
+        reign__strlcpy(cols[n].type, pq.PQgetvalue(r, i, 3), sizeof cols[n].type);
+        cols[n].kind = kind_of(pq.PQgetvalue(r, i, 1), atoi(pq.PQgetvalue(r, i, 2)));
     }
-    PQclear(r);
+    pq.PQclear(r);
 
     if (!n) {
         rc = run(p, "creating the table",
@@ -407,13 +440,13 @@ static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
                  0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
         if (rc)
             return rc;
-        PQclear(r);
+        pq.PQclear(r);
         rc = run(p, "creating the owner index",
                  "CREATE INDEX IF NOT EXISTS \"idx_{T}_owner\" ON \"{T}\" (owner)", 0, NULL, NULL,
                  NULL, NULL, 0, &r, err, errlen);
         if (rc)
             return rc;
-        PQclear(r);
+        pq.PQclear(r);
         reign__log(c->log, REIGN_LOG_INFO, "%s: created table %s", c->store, c->table);
         return 0;
     }
@@ -432,18 +465,18 @@ static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
     bool unique = false;
     const char *names[16];
     size_t k = 0;
-    for (int i = 0; i <= PQntuples(r); i++) {
-        bool end =
-            i == PQntuples(r) || (i > 0 && strcmp(PQgetvalue(r, i, 0), PQgetvalue(r, i - 1, 0)));
+    for (int i = 0; i <= pq.PQntuples(r); i++) {
+        bool end = i == pq.PQntuples(r) ||
+                   (i > 0 && strcmp(pq.PQgetvalue(r, i, 0), pq.PQgetvalue(r, i - 1, 0)));
         if (end) {
             if (reign__sql_unique_ok(names, k, false))
                 unique = true;
             k = 0;
         }
-        if (i < PQntuples(r) && k < 16)
-            names[k++] = PQgetisnull(r, i, 1) ? NULL : PQgetvalue(r, i, 1);
+        if (i < pq.PQntuples(r) && k < 16)
+            names[k++] = pq.PQgetisnull(r, i, 1) ? NULL : pq.PQgetvalue(r, i, 1);
     }
-    PQclear(r);
+    pq.PQclear(r);
     if (!unique)
         return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                               "table %s has no unique key on (data_center, lock_name)", c->table);
@@ -454,14 +487,14 @@ static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
                  0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
         if (rc)
             return rc;
-        PQclear(r);
+        pq.PQclear(r);
     }
     if (need_payload) {
         rc = run(p, "adding payload", "ALTER TABLE \"{T}\" ADD COLUMN IF NOT EXISTS payload bytea",
                  0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
         if (rc)
             return rc;
-        PQclear(r);
+        pq.PQclear(r);
     }
     if (need_guid || need_payload)
         reign__log(c->log, REIGN_LOG_INFO, "%s: added reign's columns to table %s", c->store,
@@ -477,18 +510,18 @@ static int pg_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
     int rc = run(p, "schema", "BEGIN", 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
     if (rc)
         return rc;
-    PQclear(r);
+    pq.PQclear(r);
     rc = schema_in_tx(p, err, errlen);
     if (!rc) {
         rc = run(p, "schema", "COMMIT", 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
         if (!rc)
-            PQclear(r);
+            pq.PQclear(r);
     }
     if (rc && !c->broken) {
         char ignored[8];
         if (!run(p, "schema", "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0, &r, ignored,
                  sizeof ignored))
-            PQclear(r);
+            pq.PQclear(r);
     }
     return rc;
 }
@@ -521,46 +554,46 @@ static int pg_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
                  2, types, vals, NULL, NULL, 1, &r, err, errlen);
     if (rc)
         return rc;
-    if (PQntuples(r) == 0) {
-        PQclear(r);
+    if (pq.PQntuples(r) == 0) {
+        pq.PQclear(r);
         return 0;
     }
     for (int i = 3; i < 9; i++) {
-        if (!PQgetisnull(r, 0, i) && PQgetlength(r, 0, i) != 8) {
-            PQclear(r);
+        if (!pq.PQgetisnull(r, 0, i) && pq.PQgetlength(r, 0, i) != 8) {
+            pq.PQclear(r);
             return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "read: unexpected result");
         }
     }
-    int olen = PQgetlength(r, 0, 0), glen = PQgetlength(r, 0, 1);
-    if (PQgetisnull(r, 0, 0) || olen > REIGN_ID_MAX || glen > REIGN__SQL_GUID_MAX ||
-        PQgetisnull(r, 0, 7) || PQgetisnull(r, 0, 9)) {
-        PQclear(r);
+    int olen = pq.PQgetlength(r, 0, 0), glen = pq.PQgetlength(r, 0, 1);
+    if (pq.PQgetisnull(r, 0, 0) || olen > REIGN_ID_MAX || glen > REIGN__SQL_GUID_MAX ||
+        pq.PQgetisnull(r, 0, 7) || pq.PQgetisnull(r, 0, 9)) {
+        pq.PQclear(r);
         return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                               "the row of (%s, %s) in %s has an owner, guid or gmt_modified "
                               "reign cannot use",
                               dc, name, c->table);
     }
     out->exists = true;
-    memcpy(out->owner, PQgetvalue(r, 0, 0), (size_t)olen);
+    memcpy(out->owner, pq.PQgetvalue(r, 0, 0), (size_t)olen);
     out->owner[olen] = '\0';
-    memcpy(out->owner_guid, PQgetvalue(r, 0, 1), (size_t)glen);
+    memcpy(out->owner_guid, pq.PQgetvalue(r, 0, 1), (size_t)glen);
     out->owner_guid[glen] = '\0';
-    int plen = PQgetisnull(r, 0, 2) ? 0 : PQgetlength(r, 0, 2);
+    int plen = pq.PQgetisnull(r, 0, 2) ? 0 : pq.PQgetlength(r, 0, 2);
     if (plen > 0) {
-        if (!(out->payload = reign__memdup(PQgetvalue(r, 0, 2), (size_t)plen))) {
-            PQclear(r);
+        if (!(out->payload = reign__memdup(pq.PQgetvalue(r, 0, 2), (size_t)plen))) {
+            pq.PQclear(r);
             return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
         }
         out->payload_len = (size_t)plen;
     }
-    out->term = be64(PQgetvalue(r, 0, 3));
-    out->term_duration = be64(PQgetvalue(r, 0, 4));
-    out->duration_ms = (int64_t)be64(PQgetvalue(r, 0, 5));
-    out->created_ms = PQgetisnull(r, 0, 6) ? 0 : (int64_t)be64(PQgetvalue(r, 0, 6));
-    out->modified_ms = (int64_t)be64(PQgetvalue(r, 0, 7));
-    out->db_now_ms = (int64_t)be64(PQgetvalue(r, 0, 8));
-    out->expired = PQgetvalue(r, 0, 9)[0] != 0;
-    PQclear(r);
+    out->term = be64(pq.PQgetvalue(r, 0, 3));
+    out->term_duration = be64(pq.PQgetvalue(r, 0, 4));
+    out->duration_ms = (int64_t)be64(pq.PQgetvalue(r, 0, 5));
+    out->created_ms = pq.PQgetisnull(r, 0, 6) ? 0 : (int64_t)be64(pq.PQgetvalue(r, 0, 6));
+    out->modified_ms = (int64_t)be64(pq.PQgetvalue(r, 0, 7));
+    out->db_now_ms = (int64_t)be64(pq.PQgetvalue(r, 0, 8));
+    out->expired = pq.PQgetvalue(r, 0, 9)[0] != 0;
+    pq.PQclear(r);
     return 0;
 }
 
@@ -691,7 +724,7 @@ static int pg_listen(reign__sqlconn *c, const char *dc, const char *name, char *
     int rc = run(p, "listen", tmpl, 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
     if (rc)
         return rc;
-    PQclear(r);
+    pq.PQclear(r);
     memcpy(p->channels[p->n_channels++], chan, sizeof chan);
     return 0;
 }
@@ -699,24 +732,24 @@ static int pg_listen(reign__sqlconn *c, const char *dc, const char *name, char *
 static int pg_listen_fd(const reign__sqlconn *c)
 {
     const pg_conn *p = (const pg_conn *)c;
-    return p->n_channels ? PQsocket(p->pg) : -1;
+    return p->n_channels ? pq.PQsocket(p->pg) : -1;
 }
 
 static int pg_drain_notify(reign__sqlconn *c)
 {
     pg_conn *p = (pg_conn *)c;
-    if (!PQconsumeInput(p->pg)) {
+    if (!pq.PQconsumeInput(p->pg)) {
         p->base.broken = true;
         return REIGN_ECONNLOSS;
     }
     int any = 0;
     PGnotify *n;
-    while ((n = PQnotifies(p->pg))) {
+    while ((n = pq.PQnotifies(p->pg))) {
         for (size_t i = 0; i < p->n_channels; i++) {
             if (!strcmp(n->relname, p->channels[i]))
                 any = 1;
         }
-        PQfreemem(n);
+        pq.PQfreemem(n);
     }
     return any;
 }
@@ -733,7 +766,7 @@ static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, char *
     int rc = run(p, "notify", "SELECT pg_notify($1, $2)", 2, types, vals, NULL, NULL, 0, &r, err,
                  errlen);
     if (!rc)
-        PQclear(r);
+        pq.PQclear(r);
     return rc;
 }
 

@@ -414,6 +414,9 @@ int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *e
                               "most %zu characters)",
                               d->name, table, max);
 
+    int rc = reign__sql_load(t->kind, err, errlen);
+    if (rc < 0)
+        return rc;
     reign__sqlconn *c = reign__calloc(1, d->size);
     if (!c)
         return reign__sql_err(NULL, err, errlen, REIGN_ENOMEM, "%s: out of memory", d->name);
@@ -428,7 +431,7 @@ int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *e
         c->log = &c->log_store;
     }
 
-    int rc = d->connect(c, t, err, errlen);
+    rc = d->connect(c, t, err, errlen);
     /* Client libraries word their own errors; none should repeat a password, but make sure. */
     reign__sql_scrub(err, t->password);
     if (rc < 0) {

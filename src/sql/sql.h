@@ -66,10 +66,19 @@ typedef struct reign__sql_target {
 typedef struct reign__sqlconn reign__sqlconn;
 
 /*
+ * Loads the client library of a kind of store (dl.h: libsqlite3.so.0, libmariadb.so.3 or
+ * libpq.so.5), once per process; reign__sql_connect() does it too.  0, or REIGN_ENOTSUP with
+ * err saying which library and Debian package the store needs and why it did not load (the
+ * same outcome on every later call).
+ */
+int reign__sql_load(reign__sql_kind kind, char *err, size_t errlen);
+
+/*
  * Connects.  Errors (err gets one line naming the store, never the
  * password): REIGN_ECONNECT (unreachable, within the connect timeout),
  * REIGN_EAUTH (wrong user or password), REIGN_ENOENT (no such database),
- * REIGN_EACCES (no permission), REIGN_EINVAL (bad table name).
+ * REIGN_EACCES (no permission), REIGN_EINVAL (bad table name), REIGN_ENOTSUP (the
+ * store's client library is missing: reign__sql_load()).
  */
 int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *err, size_t errlen);
 void reign__sql_close(reign__sqlconn *c);

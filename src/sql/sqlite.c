@@ -31,6 +31,40 @@
 #include <sqlite3.h>
 
 #include "dialect.h"
+#include "dl.h"
+
+/* The functions of SQLite this dialect calls: through a table that dl.c fills
+ * when the first sqlite:// client is made (dl.h). */
+#define SQLITE_FUNCTIONS(X, t)                                                                     \
+    X(t, sqlite3_bind_blob64)                                                                      \
+    X(t, sqlite3_bind_int64)                                                                       \
+    X(t, sqlite3_bind_null)                                                                        \
+    X(t, sqlite3_bind_parameter_count)                                                             \
+    X(t, sqlite3_bind_text)                                                                        \
+    X(t, sqlite3_busy_handler)                                                                     \
+    X(t, sqlite3_changes)                                                                          \
+    X(t, sqlite3_clear_bindings)                                                                   \
+    X(t, sqlite3_close_v2)                                                                         \
+    X(t, sqlite3_column_blob)                                                                      \
+    X(t, sqlite3_column_bytes)                                                                     \
+    X(t, sqlite3_column_int)                                                                       \
+    X(t, sqlite3_column_int64)                                                                     \
+    X(t, sqlite3_column_text)                                                                      \
+    X(t, sqlite3_column_type)                                                                      \
+    X(t, sqlite3_errmsg)                                                                           \
+    X(t, sqlite3_errstr)                                                                           \
+    X(t, sqlite3_exec)                                                                             \
+    X(t, sqlite3_extended_result_codes)                                                            \
+    X(t, sqlite3_finalize)                                                                         \
+    X(t, sqlite3_open_v2)                                                                          \
+    X(t, sqlite3_prepare_v2)                                                                       \
+    X(t, sqlite3_prepare_v3)                                                                       \
+    X(t, sqlite3_reset)                                                                            \
+    X(t, sqlite3_step)                                                                             \
+    X(t, sqlite3_system_errno)
+
+REIGN__SQL_DL_LIBRARY(lite, SQLITE_FUNCTIONS, reign__sql_sqlite_lib, "sqlite://", "libsqlite3.so.0",
+                      "libsqlite3-0", "REIGN_TEST_LIBSQLITE3");
 
 /* The database clock as integer Unix ms ('now' is cut to the millisecond, and the same
  * throughout a statement), and Unix ms of a text timestamp. */
@@ -110,7 +144,7 @@ static bool is_busy(int rc)
 static int map_error(sqlite_conn *s, int rc, const char *what, char *err, size_t errlen)
 {
     reign__sqlconn *c = &s->base;
-    const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+    const char *msg = s->db ? lite.sqlite3_errmsg(s->db) : lite.sqlite3_errstr(rc);
     int code = REIGN_EBACKEND;
     switch (rc & 0xff) {
     case SQLITE_BUSY:
@@ -123,7 +157,7 @@ static int map_error(sqlite_conn *s, int rc, const char *what, char *err, size_t
         code = REIGN_ENOMEM;
         break;
     case SQLITE_CANTOPEN: {
-        int e = s->db ? sqlite3_system_errno(s->db) : 0;
+        int e = s->db ? lite.sqlite3_system_errno(s->db) : 0;
         code = e == EACCES || e == EPERM || e == EROFS ? REIGN_EACCES : REIGN_ENOENT;
         if (e)
             return reign__sql_err(c, err, errlen, code, "%s: %s: %s", what, msg, strerror(e));
@@ -185,14 +219,14 @@ static int prepare(sqlite_conn *s, int which, sqlite3_stmt **out, char *err, siz
         if (reign__sql_splice(sql, sizeof sql, statement_sql[which], s->base.table))
             return reign__sql_err(&s->base, err, errlen, REIGN_EINVAL, "statement too long");
         int rc;
-        while ((rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &s->st[which],
-                                        NULL)) != SQLITE_OK) {
+        while ((rc = lite.sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
+                                             &s->st[which], NULL)) != SQLITE_OK) {
             if (!is_busy(rc) || !busy_retry(s))
                 return map_error(s, rc, "prepare", err, errlen);
         }
     }
-    sqlite3_reset(s->st[which]);
-    sqlite3_clear_bindings(s->st[which]);
+    lite.sqlite3_reset(s->st[which]);
+    lite.sqlite3_clear_bindings(s->st[which]);
     *out = s->st[which];
     return 0;
 }
@@ -200,31 +234,31 @@ static int prepare(sqlite_conn *s, int which, sqlite3_stmt **out, char *err, siz
 /* Steps a statement that returns no rows; SQLITE_DONE or the error (statement reset). */
 static int step_done(sqlite3_stmt *st)
 {
-    int rc = sqlite3_step(st);
+    int rc = lite.sqlite3_step(st);
     while (rc == SQLITE_ROW)
-        rc = sqlite3_step(st);
-    sqlite3_reset(st);
+        rc = lite.sqlite3_step(st);
+    lite.sqlite3_reset(st);
     return rc;
 }
 
 static int bind_claim(sqlite3_stmt *st, const reign__lease_claim *cl, uint64_t term)
 {
-    int rc = sqlite3_bind_text(st, 1, cl->dc, -1, SQLITE_STATIC);
+    int rc = lite.sqlite3_bind_text(st, 1, cl->dc, -1, SQLITE_STATIC);
     if (!rc)
-        rc = sqlite3_bind_text(st, 2, cl->name, -1, SQLITE_STATIC);
+        rc = lite.sqlite3_bind_text(st, 2, cl->name, -1, SQLITE_STATIC);
     if (!rc)
-        rc = sqlite3_bind_text(st, 3, cl->owner, -1, SQLITE_STATIC);
+        rc = lite.sqlite3_bind_text(st, 3, cl->owner, -1, SQLITE_STATIC);
     if (!rc)
-        rc = sqlite3_bind_text(st, 4, cl->owner_guid, -1, SQLITE_STATIC);
+        rc = lite.sqlite3_bind_text(st, 4, cl->owner_guid, -1, SQLITE_STATIC);
     /* An empty payload is stored as NULL, as in the other dialects. */
-    if (!rc && sqlite3_bind_parameter_count(st) >= 5)
+    if (!rc && lite.sqlite3_bind_parameter_count(st) >= 5)
         rc = cl->payload_len
-                 ? sqlite3_bind_blob64(st, 5, cl->payload, cl->payload_len, SQLITE_STATIC)
-                 : sqlite3_bind_null(st, 5);
-    if (!rc && sqlite3_bind_parameter_count(st) >= 6)
-        rc = sqlite3_bind_int64(st, 6, cl->duration_ms);
-    if (!rc && sqlite3_bind_parameter_count(st) >= 7)
-        rc = sqlite3_bind_int64(st, 7, (sqlite3_int64)term);
+                 ? lite.sqlite3_bind_blob64(st, 5, cl->payload, cl->payload_len, SQLITE_STATIC)
+                 : lite.sqlite3_bind_null(st, 5);
+    if (!rc && lite.sqlite3_bind_parameter_count(st) >= 6)
+        rc = lite.sqlite3_bind_int64(st, 6, cl->duration_ms);
+    if (!rc && lite.sqlite3_bind_parameter_count(st) >= 7)
+        rc = lite.sqlite3_bind_int64(st, 7, (sqlite3_int64)term);
     return rc;
 }
 
@@ -256,7 +290,7 @@ static int write_tx(sqlite_conn *s, int which, const reign__lease_claim *cl, uin
             return map_error(s, rc, what, err, errlen);
         }
         rc = step_done(st);
-        int changes = sqlite3_changes(s->db);
+        int changes = lite.sqlite3_changes(s->db);
         if (rc != SQLITE_DONE) {
             step_done(rollback);
             if (is_busy(rc) && busy_retry(s))
@@ -283,17 +317,17 @@ static int exec_text(sqlite_conn *s, const char *sql, char *out, size_t outlen, 
 {
     for (;;) {
         sqlite3_stmt *st = NULL;
-        int rc = sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        int rc = lite.sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
         if (rc == SQLITE_OK) {
-            rc = sqlite3_step(st);
+            rc = lite.sqlite3_step(st);
             if (rc == SQLITE_ROW && out) {
-                const unsigned char *t = sqlite3_column_text(st, 0);
+                const unsigned char *t = lite.sqlite3_column_text(st, 0);
                 reign__strlcpy(out, t ? (const char *)t : "", outlen);
             }
             while (rc == SQLITE_ROW)
-                rc = sqlite3_step(st);
+                rc = lite.sqlite3_step(st);
         }
-        sqlite3_finalize(st);
+        lite.sqlite3_finalize(st);
         if (rc == SQLITE_DONE || rc == SQLITE_OK)
             return 0;
         if (is_busy(rc) && busy_retry(s))
@@ -309,16 +343,16 @@ static int sq_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
     s->wd_wal = -1;
     if (!(s->path = reign__strdup(t->path)))
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-    int rc = sqlite3_open_v2(
+    int rc = lite.sqlite3_open_v2(
         t->path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc != SQLITE_OK) {
         if (!s->db)
             return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
         return map_error(s, rc, "open", err, errlen);
     }
-    sqlite3_extended_result_codes(s->db, 1);
+    lite.sqlite3_extended_result_codes(s->db, 1);
     s->deadline_ns = reign__sql_deadline(c->connect_timeout_ms);
-    sqlite3_busy_handler(s->db, busy_handler, s);
+    lite.sqlite3_busy_handler(s->db, busy_handler, s);
 
     /* Switching to WAL takes an exclusive lock for a moment (busy while others read); the
      * mode stays with the file, so usually this only reads it. */
@@ -339,8 +373,8 @@ static void sq_close(reign__sqlconn *c)
 {
     sqlite_conn *s = (sqlite_conn *)c;
     for (int i = 0; i < ST_COUNT; i++)
-        sqlite3_finalize(s->st[i]);
-    sqlite3_close_v2(s->db);
+        lite.sqlite3_finalize(s->st[i]);
+    lite.sqlite3_close_v2(s->db);
     if (s->ino_fd >= 0)
         close(s->ino_fd);
     reign__free(s->path);
@@ -375,23 +409,23 @@ static int read_columns(sqlite_conn *s, reign__sql_column *cols, size_t *n, char
                         size_t errlen)
 {
     sqlite3_stmt *st = NULL;
-    int rc =
-        sqlite3_prepare_v2(s->db, "SELECT name, type FROM pragma_table_info(?1)", -1, &st, NULL);
+    int rc = lite.sqlite3_prepare_v2(s->db, "SELECT name, type FROM pragma_table_info(?1)", -1, &st,
+                                     NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 1, s->base.table, -1, SQLITE_STATIC);
+        rc = lite.sqlite3_bind_text(st, 1, s->base.table, -1, SQLITE_STATIC);
     *n = 0;
     while (rc == SQLITE_OK || rc == SQLITE_ROW) {
-        rc = sqlite3_step(st);
+        rc = lite.sqlite3_step(st);
         if (rc != SQLITE_ROW || *n == MAX_COLS)
             continue;
         reign__sql_column *col = &cols[(*n)++];
-        const char *name = (const char *)sqlite3_column_text(st, 0);
-        const char *type = (const char *)sqlite3_column_text(st, 1);
+        const char *name = (const char *)lite.sqlite3_column_text(st, 0);
+        const char *type = (const char *)lite.sqlite3_column_text(st, 1);
         reign__strlcpy(col->name, name ? name : "", sizeof col->name);
         reign__strlcpy(col->type, type && *type ? type : "(none)", sizeof col->type);
         col->kind = kind_of(col->name, type ? type : "");
     }
-    sqlite3_finalize(st);
+    lite.sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : map_error(s, rc, "reading the table's columns", err, errlen);
 }
 
@@ -399,20 +433,21 @@ static int read_columns(sqlite_conn *s, reign__sql_column *cols, size_t *n, char
 static int has_unique_key(sqlite_conn *s, bool *ok, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(s->db,
+    int rc =
+        lite.sqlite3_prepare_v2(s->db,
                                 "SELECT il.name, ii.name FROM pragma_index_list(?1) AS il LEFT "
                                 "JOIN pragma_index_info(il.name) AS ii WHERE il.\"unique\" = 1 "
                                 "AND il.partial = 0 ORDER BY il.name",
                                 -1, &st, NULL);
     if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, 1, s->base.table, -1, SQLITE_STATIC);
+        rc = lite.sqlite3_bind_text(st, 1, s->base.table, -1, SQLITE_STATIC);
     char index[128] = "", names[16][65];
     const char *cols[16];
     size_t n = 0;
     *ok = false;
     while (rc == SQLITE_OK || rc == SQLITE_ROW) {
-        rc = sqlite3_step(st);
-        const char *iname = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : NULL;
+        rc = lite.sqlite3_step(st);
+        const char *iname = rc == SQLITE_ROW ? (const char *)lite.sqlite3_column_text(st, 0) : NULL;
         if (rc != SQLITE_ROW || !iname || strcmp(iname, index)) {
             if (index[0] && reign__sql_unique_ok(cols, n, true))
                 *ok = true;
@@ -420,13 +455,13 @@ static int has_unique_key(sqlite_conn *s, bool *ok, char *err, size_t errlen)
             reign__strlcpy(index, iname ? iname : "", sizeof index);
         }
         if (rc == SQLITE_ROW && n < 16) {
-            const char *col = (const char *)sqlite3_column_text(st, 1);
+            const char *col = (const char *)lite.sqlite3_column_text(st, 1);
             reign__strlcpy(names[n], col ? col : "", sizeof names[n]);
             cols[n] = col ? names[n] : NULL;
             n++;
         }
     }
-    sqlite3_finalize(st);
+    lite.sqlite3_finalize(st);
     return rc == SQLITE_DONE ? 0 : map_error(s, rc, "reading the table's indexes", err, errlen);
 }
 
@@ -504,7 +539,7 @@ static int sq_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
     if (!rc)
         rc = exec_text(s, "COMMIT", NULL, 0, err, errlen);
     if (rc)
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+        lite.sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
     return rc;
 }
 
@@ -518,27 +553,28 @@ static int read_row(sqlite_conn *s, const char *dc, const char *name, reign__lea
     int rc = prepare(s, ST_READ, &st, err, errlen);
     if (rc)
         return rc;
-    rc = sqlite3_bind_text(st, 1, dc, -1, SQLITE_STATIC);
+    rc = lite.sqlite3_bind_text(st, 1, dc, -1, SQLITE_STATIC);
     if (!rc)
-        rc = sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+        rc = lite.sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
     if (rc)
         return map_error(s, rc, "read", err, errlen);
-    while (is_busy(rc = sqlite3_step(st)) && busy_retry(s))
-        sqlite3_reset(st);
+    while (is_busy(rc = lite.sqlite3_step(st)) && busy_retry(s))
+        lite.sqlite3_reset(st);
     if (rc == SQLITE_DONE) {
-        sqlite3_reset(st);
+        lite.sqlite3_reset(st);
         return 0;
     }
     if (rc != SQLITE_ROW) {
-        sqlite3_reset(st);
+        lite.sqlite3_reset(st);
         return map_error(s, rc, "read", err, errlen);
     }
 
-    const char *owner = (const char *)sqlite3_column_text(st, 0);
-    const char *guid = (const char *)sqlite3_column_text(st, 1);
+    const char *owner = (const char *)lite.sqlite3_column_text(st, 0);
+    const char *guid = (const char *)lite.sqlite3_column_text(st, 1);
     if (!owner || strlen(owner) > REIGN_ID_MAX || (guid && strlen(guid) > REIGN__SQL_GUID_MAX) ||
-        sqlite3_column_type(st, 7) == SQLITE_NULL || sqlite3_column_type(st, 9) == SQLITE_NULL) {
-        sqlite3_reset(st);
+        lite.sqlite3_column_type(st, 7) == SQLITE_NULL ||
+        lite.sqlite3_column_type(st, 9) == SQLITE_NULL) {
+        lite.sqlite3_reset(st);
         return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                               "the row of (%s, %s) in %s has an owner, guid or gmt_modified "
                               "reign cannot use",
@@ -547,23 +583,23 @@ static int read_row(sqlite_conn *s, const char *dc, const char *name, reign__lea
     out->exists = true;
     reign__strlcpy(out->owner, owner, sizeof out->owner);
     reign__strlcpy(out->owner_guid, guid ? guid : "", sizeof out->owner_guid);
-    int plen = sqlite3_column_bytes(st, 2);
-    const void *p = sqlite3_column_blob(st, 2);
+    int plen = lite.sqlite3_column_bytes(st, 2);
+    const void *p = lite.sqlite3_column_blob(st, 2);
     if (p && plen > 0) {
         if (!(out->payload = reign__memdup(p, (size_t)plen))) {
-            sqlite3_reset(st);
+            lite.sqlite3_reset(st);
             return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
         }
         out->payload_len = (size_t)plen;
     }
-    out->term = (uint64_t)sqlite3_column_int64(st, 3);
-    out->term_duration = (uint64_t)sqlite3_column_int64(st, 4);
-    out->duration_ms = sqlite3_column_int64(st, 5);
-    out->created_ms = sqlite3_column_int64(st, 6);
-    out->modified_ms = sqlite3_column_int64(st, 7);
-    out->db_now_ms = sqlite3_column_int64(st, 8);
-    out->expired = sqlite3_column_int(st, 9) != 0;
-    sqlite3_reset(st);
+    out->term = (uint64_t)lite.sqlite3_column_int64(st, 3);
+    out->term_duration = (uint64_t)lite.sqlite3_column_int64(st, 4);
+    out->duration_ms = lite.sqlite3_column_int64(st, 5);
+    out->created_ms = lite.sqlite3_column_int64(st, 6);
+    out->modified_ms = lite.sqlite3_column_int64(st, 7);
+    out->db_now_ms = lite.sqlite3_column_int64(st, 8);
+    out->expired = lite.sqlite3_column_int(st, 9) != 0;
+    lite.sqlite3_reset(st);
     return 0;
 }
 

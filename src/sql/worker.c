@@ -151,7 +151,7 @@ static bool is_conn_error(int rc)
 static bool is_fatal_error(int rc)
 {
     return rc == REIGN_EAUTH || rc == REIGN_ENOENT || rc == REIGN_EACCES || rc == REIGN_EFOREIGN ||
-           rc == REIGN_EINVAL;
+           rc == REIGN_EINVAL || rc == REIGN_ENOTSUP;
 }
 
 static void count_from(reign__sqlw *w, uint64_t before)
@@ -420,6 +420,11 @@ static void describe(reign__sqlw *w)
 int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err, size_t errlen)
 {
     *ret = NULL;
+    /* The store's client library loads here, with the client, so that a missing one is
+     * reign_client_new()'s error rather than a worker's. */
+    int rc = reign__sql_load(cfg->target.kind, err, errlen);
+    if (rc < 0)
+        return rc;
     reign__sqlw *w = reign__calloc(1, sizeof(*w));
     if (!w)
         return REIGN_ENOMEM;
@@ -442,7 +447,7 @@ int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err,
     w->cfg.target.log = cfg->log;
     w->cfg.dc = w->dc;
     describe(w);
-    int rc = oom ? REIGN_ENOMEM : 0;
+    rc = oom ? REIGN_ENOMEM : 0;
     if (rc == 0 && (w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) < 0) {
         rc = -errno;
         reign__errf(err, errlen, "eventfd: %s", strerror(errno));

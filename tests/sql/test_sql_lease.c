@@ -38,6 +38,7 @@
 
 #include <sqlite3.h>
 
+#include "check.h"
 #include "dialect.h"
 #include "sql.h"
 
@@ -46,52 +47,6 @@
 #define LONG_MS   60000 /* a lease meant not to */
 #define N_HAMMER  20
 #define HAMMER_MS 3000
-
-/* ---- checks ------------------------------------------------------------------------------- */
-
-static char err[512];
-
-static void fail(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
-
-static void fail(const char *file, int line, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "FAIL %s:%d: ", file, line);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\n  last error message: %s\n", err[0] ? err : "(none)");
-    exit(1);
-}
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            fail(__FILE__, __LINE__, "check failed: %s", #cond);                                   \
-    } while (0)
-
-/* expr must return `want`; otherwise both are named, with err. */
-#define CHECK_RC(expr, want)                                                                       \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_ != (want))                                                                         \
-            fail(__FILE__, __LINE__, "%s returned %d (%s), want %d (%s)", #expr, rc_,              \
-                 rc_ < 0 ? reign_err_name(rc_) : "", (want),                                       \
-                 (want) < 0 ? reign_err_name(want) : "");                                          \
-    } while (0)
-
-static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static void say(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "# ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
-    va_end(ap);
-}
 
 static int64_t now_ms(void)
 {

@@ -204,3 +204,15 @@ reign_sql_fault_test(NAME sql_lease_fault_mariadb COMMAND test_sql_lease fault-m
   TIMEOUT 600)
 reign_sql_fault_test(NAME sql_lease_fault_postgres COMMAND test_sql_lease fault-postgres
   TIMEOUT 600)
+
+# ---- the client libraries load with the first client of their store (src/sql/dl.h) ----------
+# Linked to the shared libreign alone, so that what /proc/self/maps shows is libreign's doing.
+add_executable(test_sql_dl ${REIGN_SQL_DIR}/test_sql_dl.c)
+target_compile_options(test_sql_dl PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(test_sql_dl PRIVATE reign)
+# A zk:// client maps no SQL library; each SQL store's client maps its own.
+reign_sqlite_test(NAME sql_dl_maps COMMAND test_sql_dl maps TIMEOUT 120)
+# A missing library (dl.h's test hook: REIGN_TEST_LIBPQ names no file, REIGN_TEST_LIBMARIADB a
+# library without MariaDB's functions) is reign_client_new()'s error, naming the package.
+reign_sqlite_test(NAME sql_dl_missing COMMAND test_sql_dl missing TIMEOUT 120
+  ENVIRONMENT REIGN_TEST_LIBPQ=/nonexistent/libpq.so.5 REIGN_TEST_LIBMARIADB=libc.so.6)

@@ -63,7 +63,9 @@ static int refused(cli *c, int err, const char *what, const char *value)
 {
     char q[512];
     cli_quote(value ? value : "", q, sizeof(q));
-    if (err == REIGN_ENAME)
+    if (err == REIGN_ENAME && !strcmp(what, "task id"))
+        cli_error(c, "illegal task id '%s' (ids look like t_<16 hex digits>_<10 digits>)", q);
+    else if (err == REIGN_ENAME)
         cli_error(c, "illegal %s '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -, not '.' or '..')",
                   what, q,
                   !strcmp(what, "worker id") ? REIGN_TASKS_WORKER_MAX : REIGN_TASKS_QUEUE_MAX);

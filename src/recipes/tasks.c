@@ -651,6 +651,9 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
     case REIGN_ETIMEDOUT:
     case REIGN_ESESSION:
         /* The create may have been applied: look for our guid before creating again. */
+        reign__log(reign__client_log(q->client), REIGN_LOG_INFO,
+                   "tasks %s: submit's answer lost (%s); looking for guid %s", q->queue,
+                   reign_strerror(r->rc), q->guid);
         if (++q->tries > SUBMIT_TRIES) {
             finish(q, r->rc);
             break;

@@ -616,7 +616,8 @@ static void on_assign_event(void *owner, void *arg, reign__zk_event ev, const ch
 {
     reign_tasks_master *m = owner;
     (void)ev;
-    if (STALE(m, arg) || !path)
+    (void)arg; /* the listing's argument, maybe freed: a demotion forgets our watches */
+    if (!m->leading || m->free_requested || !path)
         return;
     enter(m);
     const char *slash = strrchr(path, '/');

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""test_tasks.py - the task queue (`reign tasks`) end to end, on a real ZooKeeper.
+
+    test_tasks.py basic | kill_worker | kill_master | zk_restart | submit_cutoff
+
+Every task's command appends its id to a file after a short sleep; the tests check that every
+submitted task reached exactly one result (the queue lists it done once) and that its command
+ran to completion exactly once (its id is in the file once):
+
+  basic        tasks submitted before any worker waits for one; N tasks over M workers and two
+               masters all finish once; a failing command's status is reported (submit --wait
+               exits with it); status, list --json and delete.
+  kill_worker  kill -9 a worker while it runs tasks: its tasks go to the others (the master
+               says "from=" the dead worker); its running command dies with it.
+  kill_master  kill -9 the leading master while it assigns a burst; the standby takes over,
+               recovers, and no task is lost or run twice.
+  zk_restart   the (own) ZooKeeper server is stopped and started again mid-run.
+  submit_cutoff  submits through reign_tcpproxy while the proxy keeps resetting every
+               connection: no submit ever makes two tasks (task names carry the submit's guid).
+"""
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+from e2elib import check, env_path, log, main, wait_for  # noqa: E402
+
+# The command each worker runs: payload on stdin; REIGN_TASK_ID from the worker; IDS and DELAY
+# from the test.  A constant script: no data is ever put into it.
+TASK_SH = ('p=$(cat); sleep "$DELAY"; echo "$REIGN_TASK_ID" >> "$IDS"; '
+           'if [ "$p" = fail ]; then echo "failed:$p"; exit 3; fi; echo "out:$p"')
+
+
+class Queue:
+    def __init__(self, t, hosts, session_ms=10000, delay="0.05"):
+        self.t, self.hosts = t, hosts
+        self.uri = t.uri(hosts)
+        self.name = t.unique("tq")
+        self.session_ms = session_ms
+        self.ids_path = os.path.join(t.dir, "ids")
+        open(self.ids_path, "w").close()
+        self.env = {"IDS": self.ids_path, "DELAY": delay}
+
+    def args(self, *rest, uri=None):
+        return [self.t.cli, "--uri", uri or self.uri, "--session-timeout", str(self.session_ms),
+                "--log-level", "info", "tasks", *rest]
+
+    def master(self, label):
+        return self.t.spawn(label, self.args("master", self.name, "--id", label))
+
+    def worker(self, label, concurrency=2):
+        return self.t.spawn(label, self.args("worker", self.name, "--id", label, "--concurrency",
+                                             str(concurrency), "--", "sh", "-c", TASK_SH),
+                            env=self.env)
+
+    def submit(self, data, wait=False, uri=None, timeout=60):
+        extra = ["--wait"] if wait else []
+        r = subprocess.run(self.args("submit", self.name, *extra, data, uri=uri),
+                           capture_output=True, timeout=timeout)
+        return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+    def submit_many(self, n, prefix="p", parallel=8):
+        """Submits n tasks, `parallel` at a time; returns their ids."""
+        ids, lock = [], threading.Lock()
+
+        def one(i):
+            rc, out, err = self.submit(f"{prefix}{i}")
+            check(rc == 0, f"submit {prefix}{i} failed ({rc}): {err.strip()}")
+            with lock:
+                ids.append(out.split()[0])
+
+        for start in range(0, n, parallel):
+            threads = [threading.Thread(target=one, args=(i,))
+                       for i in range(start, min(n, start + parallel))]
+            for th in threads:
+                th.start()
+            for th in threads:
+                th.join()
+        check(len(ids) == n and len(set(ids)) == n, f"{len(set(ids))} distinct ids for {n} submits")
+        return ids
+
+    def listing(self):
+        rc, out, err = self.t.reign(["--uri", self.uri, "tasks", "list", self.name, "--json"])
+        check(rc == 0, f"tasks list failed ({rc}): {err.strip()}")
+        return json.loads(out)
+
+    def wait_done(self, ids, timeout=120):
+        want = set(ids)
+
+        def all_done():
+            tasks = self.listing()
+            names = [x["task"] for x in tasks]
+            check(len(names) == len(set(names)), "a task listed twice")
+            done = {x["task"] for x in tasks if x["state"] == "done"}
+            return want <= done
+
+        wait_for(all_done, f"{len(want)} tasks done", timeout=timeout, interval=0.3)
+        return {x["task"]: x for x in self.listing()}
+
+    def ran(self):
+        with open(self.ids_path) as f:
+            return collections.Counter(line.strip() for line in f if line.strip())
+
+
+def check_once(q, ids, allowed_twice=()):
+    """Every id has one result, and its command completed once (or at most twice for ids in
+    allowed_twice: a command whose worker was killed after it appended its id but before the
+    result was recorded)."""
+    tasks = q.wait_done(ids)
+    for i in ids:
+        check(tasks[i]["state"] == "done", f"{i} not done")
+    ran = q.ran()
+    missing = [i for i in ids if ran[i] == 0]
+    check(not missing, f"{len(missing)} task(s) never completed: {missing[:5]}")
+    twice = [i for i in ids if ran[i] > 1 and (i not in allowed_twice or ran[i] > 2)]
+    check(not twice, f"task(s) run more than once: {twice[:5]}")
+    extra = set(ran) - set(ids) - set(tasks)
+    check(not extra, f"ids of unknown tasks ran: {sorted(extra)[:5]}")
+    log(f"{len(ids)} tasks: each done once, each command completed "
+        f"{'once' if not allowed_twice else 'once (or twice where allowed)'}")
+    return tasks
+
+
+def lines_of(proc, word):
+    return [ln.split() for ln in proc.lines() if ln.startswith(word + " ")]
+
+
+def basic(t):
+    q = Queue(t, t.shared_hosts())
+    m1, m2 = q.master("m1"), q.master("m2")
+    wait_for(lambda: any(ln.startswith("recovered") for p in (m1, m2) for ln in p.lines()),
+             "a master recovered")
+    early = q.submit_many(5, prefix="early")
+    time.sleep(0.5)
+    check(all(x["state"] == "pending" for x in q.listing()), "tasks assigned with no worker")
+    workers = [q.worker(f"w{i}") for i in range(3)]
+    later = q.submit_many(35)
+    tasks = check_once(q, early + later)
+    used = {tasks[i]["worker"] for i in early + later}
+    log(f"workers used: {sorted(used)}")
+    check(len(used) >= 2, f"only {used} ran tasks (least-loaded should spread them)")
+
+    rc, out, err = q.submit("fail", wait=True)
+    check(rc == 3, f"submit --wait of a failing task exited {rc}, not 3: {err.strip()}")
+    fid = out.split()[0]
+    check("failed:fail" in out, f"the failing task's output missing: {out!r}")
+    rc, out, err = t.reign(["--uri", q.uri, "tasks", "status", q.name, fid, "--json"])
+    check(rc == 0, f"status failed: {err.strip()}")
+    st = json.loads(out)
+    check(st["state"] == "done" and st["exit"] == 3 and st["signal"] == 0,
+          f"status of the failing task: {st}")
+    rc, out, err = q.submit("hello", wait=True)
+    check(rc == 0 and "out:hello" in out, f"submit --wait hello: {rc} {out!r} {err.strip()}")
+    hid = out.split()[0]
+    rc, out, err = t.reign(["--uri", q.uri, "tasks", "delete", q.name, hid])
+    check(rc == 0, f"delete failed: {err.strip()}")
+    rc, out, err = t.reign(["--uri", q.uri, "tasks", "status", q.name, hid])
+    check(rc == 1, f"status after delete exited {rc}")
+    rc, out, err = t.reign(["--uri", q.uri, "tasks", "status", q.name, "nonsense"])
+    check(rc == 1 and "illegal task id" in err, f"a bad task id: {rc} {err.strip()}")
+    for p in (m1, m2, *workers):
+        check(p.alive(), f"{p.label} died: {p.err()[-500:]}")
+        p.send(signal.SIGTERM)
+    for p in (m1, m2, *workers):
+        check(p.wait() == 0, f"{p.label} exited {p.returncode()}")
+
+
+def kill_worker(t):
+    q = Queue(t, t.shared_hosts(), session_ms=3000, delay="0.4")
+    m = q.master("m1")
+    ws = [q.worker(f"w{i}") for i in range(3)]
+    wait_for(lambda: all(lines_of(w, "registered") for w in ws), "workers registered")
+    ids = q.submit_many(30)
+    victim = ws[0]
+
+    def busy():
+        runs = {x[1] for x in lines_of(victim, "run")}
+        dones = {x[1] for x in lines_of(victim, "done")}
+        return len(dones) >= 1 and runs - dones
+
+    wait_for(busy, "w0 running a task after finishing one", interval=0.01)
+    running = {x[1] for x in lines_of(victim, "run")} - {x[1] for x in lines_of(victim, "done")}
+    victim.kill9()
+    log(f"killed w0 while it ran {sorted(running)}")
+    tasks = check_once(q, ids, allowed_twice=running)
+    moved = [ln for ln in m.lines() if " from=w0" in ln]
+    check(moved, "no task was moved from the dead worker")
+    for i in running:
+        check(tasks[i]["worker"] != "w0", f"{i} recorded by the dead worker")
+    log(f"{len(moved)} task(s) moved from w0")
+
+
+def kill_master(t):
+    q = Queue(t, t.shared_hosts(), session_ms=3000, delay="0.02")
+    m1 = q.master("m1")
+    wait_for(lambda: lines_of(m1, "recovered"), "m1 recovered")
+    m2 = q.master("m2")
+    ws = [q.worker(f"w{i}", concurrency=2) for i in range(3)]
+    wait_for(lambda: all(lines_of(w, "registered") for w in ws), "workers registered")
+    ids = []
+    th = threading.Thread(target=lambda: ids.extend(q.submit_many(60, parallel=12)))
+    th.start()
+    wait_for(lambda: len(lines_of(m1, "assigned")) >= 5, "m1 assigning")
+    m1.kill9()
+    log(f"killed m1 after {len(lines_of(m1, 'assigned'))} assignments")
+    th.join()
+    check_once(q, ids)
+    check(lines_of(m2, "recovered"), "m2 never took over")
+
+
+def zk_restart(t):
+    zk = t.zk_servers("zk", 1)
+    q = Queue(t, zk.hosts, session_ms=20000, delay="0.1")
+    m = q.master("m1")
+    ws = [q.worker(f"w{i}") for i in range(2)]
+    wait_for(lambda: lines_of(m, "recovered") and all(lines_of(w, "registered") for w in ws),
+             "master and workers up")
+    ids = q.submit_many(20)
+    wait_for(lambda: sum(len(lines_of(w, "recorded")) for w in ws) >= 3, "some tasks done")
+    zk.stop_server(1)
+    time.sleep(2)
+    zk.start_server(1)
+    ids += q.submit_many(20, prefix="after")
+    check_once(q, ids)
+    for p in (m, *ws):
+        check(p.alive(), f"{p.label} died across the restart: {p.err()[-500:]}")
+
+
+def submit_cutoff(t):
+    hosts = t.shared_hosts()
+    check("," not in hosts, f"a single server expected, got {hosts}")
+    q = Queue(t, hosts)
+    proxy = t.spawn("proxy", [env_path("REIGN_TCPPROXY"), "0", hosts])
+    port = int(wait_for(lambda: proxy.lines(), "the proxy's port")[0])
+    via = t.uri(f"127.0.0.1:{port}")
+    check(q.submit("first")[0] == 0, "the first submit failed")  # the queue exists
+    stop = threading.Event()
+
+    def resets():
+        while not stop.is_set():
+            time.sleep(0.015)
+            proxy.popen.send_signal(signal.SIGHUP)
+
+    th = threading.Thread(target=resets)
+    th.start()
+    printed, failed, lost = [], 0, 0
+    try:
+        for i in range(40):
+            rc, out, err = q.submit(f"cut{i}", uri=via, timeout=120)
+            if "answer lost" in err:
+                lost += 1
+            if rc == 0:
+                printed.append(out.split()[0])
+            else:
+                failed += 1
+                log(f"submit {i} failed ({rc}): {err.strip()}")
+    finally:
+        stop.set()
+        th.join()
+    log(f"{len(printed)} submits through the resetting proxy printed an id, {failed} failed, "
+        f"{lost} lost the answer to their create and looked for it")
+    check(len(printed) >= 20, "too few submits got through to test anything")
+    names = [x["task"] for x in q.listing()]
+    guids = collections.Counter(n.split("_")[1] for n in names)
+    dup = [g for g, c in guids.items() if c > 1]
+    check(not dup, f"a submit created two tasks (guids {dup})")
+    check(set(printed) <= set(names), "a printed id is not in the queue")
+    check(len(names) <= 1 + len(printed) + failed, f"{len(names)} tasks for {1 + 40} submits")
+
+
+SCENARIOS = {f.__name__: f for f in (basic, kill_worker, kill_master, zk_restart, submit_cutoff)}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
+        sys.exit(f"usage: {sys.argv[0]} {'|'.join(SCENARIOS)}")
+    main(f"tasks_{sys.argv[1]}", SCENARIOS[sys.argv[1]])

@@ -1,0 +1,27 @@
+# The task queue (issue 5): end-to-end scenarios driving `reign tasks` (test_tasks.py) and a C
+# integration test that injects a lost reply into a submit (it_tasks_submit_connloss.c).
+# Registered with the helpers of tests/integration/tests.cmake.
+
+set(REIGN_TASKS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+if(TARGET reign_cli)
+  foreach(scenario basic kill_worker kill_master submit_cutoff)
+    reign_zk_test(NAME tasks_${scenario}
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario}
+      TIMEOUT 300 LABELS e2e tasks)
+  endforeach()
+  reign_fault_test(NAME tasks_zk_restart
+    COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py zk_restart
+    TIMEOUT 300 LABELS e2e tasks)
+endif()
+
+# A submit whose create is applied but whose reply is lost, and one whose create never reaches
+# the server: linked with -Wl,--wrap=zoo_acreate2 against reign_internal.
+add_executable(it_tasks_submit_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_submit_connloss.c)
+target_compile_options(it_tasks_submit_connloss PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(it_tasks_submit_connloss PRIVATE reign_it_harness reign_internal)
+target_link_options(it_tasks_submit_connloss PRIVATE -Wl,--wrap=zoo_acreate2)
+foreach(scenario lost-reply failed)
+  reign_zk_test(NAME tasks_submit_connloss_${scenario}
+    COMMAND it_tasks_submit_connloss ${scenario} TIMEOUT 120 LABELS tasks)
+endforeach()

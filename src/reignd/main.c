@@ -1,11 +1,324 @@
 /*
- * main.c - reignd's entry point.  A placeholder until the daemon's wiring
- * (service.c, issue 6, R2) replaces it.
+ * main.c - reignd, the failover daemon (HDFS's ZKFC for any service): reads
+ * the configuration, prepares the stores, then runs every service (service.c),
+ * the control socket, the peer endpoint, the metrics endpoint and the systemd
+ * notifications on one libuv loop until SIGTERM.
+ *
+ * Exit status (man reignd(8)), distinct so that scripts and systemd can tell
+ * why the daemon did not run (ZKFC has its own; 2 is our usage error, so its
+ * "format denied" moved to 5):
+ *   0  clean shutdown, or --format / --check / --print-fsm done
+ *   1  failure while running (a store closed, an election error, a server
+ *      that could not start, ...)
+ *   2  usage error
+ *   3  the store is not formatted for a service: run `reignd --format`
+ *   4  a service has no fence method
+ *   5  --format refused: already formatted (use --force)
+ *   6  a store cannot be reached, or refused the credentials, at start
+ *   7  configuration error (the message names FILE:LINE)
  */
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-int main(void)
+#include <uv.h>
+
+#include <reign/reign.h>
+
+#include "config.h"
+#include "control.h"
+#include "fsm.h"
+#include "metrics.h"
+#include "peer.h"
+#include "sdnotify.h"
+#include "service.h"
+
+enum {
+    EXIT_RUNTIME = 1,
+    EXIT_USAGE = 2,
+    EXIT_NOT_FORMATTED = 3,
+    EXIT_NO_FENCE = 4,
+    EXIT_FORMAT_DENIED = 5,
+    EXIT_NO_STORE = 6,
+    EXIT_CONFIG = 7,
+};
+
+#define DEFAULT_CONFIG "/etc/reign/reign.conf"
+
+static const char *level_words[] = {"error", "warning", "notice", "info", "debug"};
+static int journal; /* stderr goes to the journal: prefix lines with <N> */
+static reign_log_level max_level = REIGN_LOG_INFO;
+
+/* The one log sink (libreign's and ours).  ZooKeeper's threads call it too:
+ * one fprintf per line keeps lines whole. */
+static void log_sink(reign_log_level level, const char *msg, void *userdata)
 {
-    fprintf(stderr, "reignd: not yet wired\n");
-    return 1;
+    static const int syslog_prio[] = {3, 4, 5, 6, 7};
+    if (level > max_level)
+        return;
+    if (journal)
+        fprintf(stderr, "<%d>%s\n", syslog_prio[level], msg);
+    else
+        fprintf(stderr, "reignd: %s: %s\n", level_words[level], msg);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: reignd [--config FILE] [--format [--force]] [--check] [--print-fsm]\n"
+               "\n"
+               "Active/standby failover for the services of the configuration (reign.conf(5)):\n"
+               "health checks, leader election, fencing of the old active, become-active and\n"
+               "become-standby hooks.  Controlled with `reign ctl`.\n"
+               "\n"
+               "  -c, --config FILE  the configuration (default " DEFAULT_CONFIG ")\n"
+               "      --format       prepare each service's election in its store, then exit\n"
+               "      --force        with --format: reset an election already formatted (forgets\n"
+               "                     the last active node, which will then not be fenced)\n"
+               "      --check        check the configuration and exit\n"
+               "      --print-fsm    print the service state machine as a graphviz digraph\n"
+               "  -h, --help         show this help\n"
+               "  -V, --version      show the version\n"
+               "\n"
+               "Exit status: 0 done, 1 failure, 2 usage, 3 not formatted (run --format),\n"
+               "4 no fence method, 5 already formatted (--force), 6 store unreachable,\n"
+               "7 configuration error; see reignd(8).\n");
+}
+
+typedef struct args {
+    const char *config;
+    int format, force, check, print_fsm;
+} args;
+
+/* Returns -1 to go on, else an exit status. */
+static int parse_args(int argc, char **argv, args *a)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'}, {"format", no_argument, NULL, 'F'},
+        {"force", no_argument, NULL, 'f'},        {"check", no_argument, NULL, 'k'},
+        {"print-fsm", no_argument, NULL, 'p'},    {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+    };
+    *a = (args){.config = DEFAULT_CONFIG};
+    int c;
+    while ((c = getopt_long(argc, argv, "c:hV", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            a->config = optarg;
+            break;
+        case 'F':
+            a->format = 1;
+            break;
+        case 'f':
+            a->force = 1;
+            break;
+        case 'k':
+            a->check = 1;
+            break;
+        case 'p':
+            a->print_fsm = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("reignd %s\n", reign_version());
+            return 0;
+        default:
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "reignd: unexpected argument '%s'\n", argv[optind]);
+        return EXIT_USAGE;
+    }
+    if (a->force && !a->format) {
+        fprintf(stderr, "reignd: --force goes with --format\n");
+        return EXIT_USAGE;
+    }
+    return -1;
+}
+
+/* Everything the loop runs besides the daemon itself. */
+typedef struct servers {
+    uv_loop_t *loop;
+    reignd_daemon *daemon;
+    reignd_control *control;
+    reignd_peer_server *peer;
+    reignd_metrics *metrics;
+    reignd_sdnotify *notify;
+    uv_signal_t sigterm, sigint;
+    int status;
+} servers;
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    servers *sv = h->data;
+    log_sink(REIGN_LOG_NOTICE,
+             signum == SIGTERM ? "SIGTERM: leaving cleanly" : "SIGINT: leaving cleanly", NULL);
+    reignd_sdnotify_stopping(sv->notify);
+    reignd_daemon_shutdown(sv->daemon);
+}
+
+/* The daemon is done: close the rest, so that the loop runs out. */
+static void on_daemon_exit(reignd_daemon *d, int status, void *userdata)
+{
+    servers *sv = userdata;
+    sv->status = status;
+    reignd_control_close(sv->control);
+    sv->control = NULL;
+    reignd_peer_server_close(sv->peer);
+    sv->peer = NULL;
+    reignd_metrics_close(sv->metrics);
+    sv->metrics = NULL;
+    reignd_sdnotify_close(sv->notify);
+    sv->notify = NULL;
+    uv_close((uv_handle_t *)&sv->sigterm, NULL);
+    uv_close((uv_handle_t *)&sv->sigint, NULL);
+}
+
+static int start_servers(servers *sv, const reignd_config *cfg, const reignd_secret *secret)
+{
+    char err[512] = "";
+    const reignd_ops *ops = reignd_daemon_ops(sv->daemon);
+    reignd_control_options co = {sizeof(co), cfg->control_socket, ops, log_sink, NULL};
+    int e = reignd_control_start(sv->loop, &co, &sv->control, err, sizeof(err));
+    if (e == 0 && cfg->peer_listen) {
+        reignd_peer_server_options po = {sizeof(po), cfg->peer_listen, secret, ops, log_sink, NULL};
+        e = reignd_peer_server_start(sv->loop, &po, &sv->peer, err, sizeof(err));
+    }
+    if (e == 0 && cfg->metrics_listen) {
+        reignd_metrics_options mo = {
+            sizeof(mo), cfg->metrics_listen, reignd_daemon_metrics, sv->daemon, log_sink, NULL};
+        e = reignd_metrics_start(sv->loop, &mo, &sv->metrics, err, sizeof(err));
+    }
+    if (e == 0)
+        e = reignd_sdnotify_start(sv->loop, &sv->notify);
+    if (e < 0) {
+        fprintf(stderr, "reignd: %s\n", err[0] ? err : reign_strerror(e));
+        return e;
+    }
+    uv_signal_init(sv->loop, &sv->sigterm);
+    uv_signal_init(sv->loop, &sv->sigint);
+    sv->sigterm.data = sv->sigint.data = sv;
+    uv_signal_start(&sv->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&sv->sigint, on_signal, SIGINT);
+    return 0;
+}
+
+static int load_config(const char *path, reignd_config **cfg)
+{
+    char err[512];
+    int e = reignd_config_load(path, cfg, err, sizeof(err));
+    if (e == 0)
+        return -1;
+    fprintf(stderr, "reignd: %s\n", err);
+    if (e == REIGND_ENOFENCE) {
+        fprintf(stderr, "reignd: every service needs at least one fence method (fence = "
+                        "graceful, fence = shell:COMMAND): without one, an old active that "
+                        "cannot be reached could keep running beside the new one\n");
+        return EXIT_NO_FENCE;
+    }
+    return EXIT_CONFIG;
+}
+
+/* Close what is left (servers that failed half-way, the loop's handles). */
+static void drain(servers *sv)
+{
+    if (sv->control || sv->peer || sv->metrics || sv->notify) {
+        reignd_control_close(sv->control);
+        reignd_peer_server_close(sv->peer);
+        reignd_metrics_close(sv->metrics);
+        reignd_sdnotify_close(sv->notify);
+    }
+    uv_run(sv->loop, UV_RUN_DEFAULT);
+}
+
+static int run(const args *a, const reignd_config *cfg, const reignd_secret *secret)
+{
+    servers sv = {.loop = uv_default_loop(), .status = EXIT_RUNTIME};
+    char err[768] = "";
+    reignd_daemon_options o = {
+        .size = sizeof(o),
+        .loop = sv.loop,
+        .config = cfg,
+        .secret = secret,
+        .log_fn = log_sink,
+        .log_level = max_level,
+        .on_exit = on_daemon_exit,
+        .userdata = &sv,
+    };
+    int e = reignd_daemon_new(&sv.daemon, &o, err, sizeof(err));
+    if (e == 0)
+        e = reignd_daemon_prepare(sv.daemon, !a->format, err, sizeof(err));
+    int status = EXIT_RUNTIME;
+    if (e == REIGN_ECONNECT)
+        status = EXIT_NO_STORE;
+    else if (e == REIGN_ENOENT)
+        status = EXIT_NOT_FORMATTED;
+    else if (e == 0 && a->format) {
+        e = reignd_daemon_format(sv.daemon, a->force, err, sizeof(err));
+        status = e == 0 ? 0 : e == REIGN_EEXIST ? EXIT_FORMAT_DENIED : EXIT_RUNTIME;
+    } else if (e == 0 && (e = start_servers(&sv, cfg, secret)) == 0 &&
+               (e = reignd_daemon_start(sv.daemon, err, sizeof(err))) == 0) {
+        reignd_sdnotify_ready(sv.notify, "running");
+        log_sink(REIGN_LOG_NOTICE, "running", NULL);
+        uv_run(sv.loop, UV_RUN_DEFAULT);
+        status = sv.status;
+    }
+    if (e < 0 && err[0])
+        fprintf(stderr, "reignd: %s\n", err);
+    if (e < 0 && sv.daemon && !a->format && status == EXIT_RUNTIME) {
+        /* Started half-way: leave cleanly anyway. */
+        reignd_daemon_shutdown(sv.daemon);
+    }
+    drain(&sv);
+    reignd_daemon_free(sv.daemon);
+    uv_run(sv.loop, UV_RUN_DEFAULT);
+    uv_loop_close(sv.loop);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    args a;
+    int status = parse_args(argc, argv, &a);
+    if (status >= 0)
+        return status;
+    if (a.print_fsm) {
+        reignd_fsm_print_dot(stdout);
+        return 0;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    journal = getenv("JOURNAL_STREAM") != NULL;
+
+    reignd_config *cfg = NULL;
+    if ((status = load_config(a.config, &cfg)) >= 0)
+        return status;
+    max_level = (reign_log_level)cfg->log_level; /* the same order, error..debug */
+    if (a.check) {
+        printf("%s: OK (%zu service%s)\n", cfg->path, cfg->n_services,
+               cfg->n_services == 1 ? "" : "s");
+        reignd_config_free(cfg);
+        return 0;
+    }
+    reign_set_log(log_sink, NULL, max_level);
+
+    reignd_secret secret, *sp = NULL;
+    if (cfg->peer_secret_file && !a.format) {
+        char err[512];
+        if (reignd_secret_load(cfg->peer_secret_file, &secret, err, sizeof(err)) < 0) {
+            fprintf(stderr, "reignd: %s: peer_secret_file: %s\n", cfg->path, err);
+            reignd_config_free(cfg);
+            return EXIT_CONFIG;
+        }
+        sp = &secret;
+    }
+    status = run(&a, cfg, sp);
+    if (sp)
+        reignd_secret_wipe(sp);
+    reignd_config_free(cfg);
+    return status;
 }

@@ -1,0 +1,393 @@
+"""test_reignd_e2e.py SCENARIO - reignd end to end, on the shared ZooKeeper server.
+
+Two or three reignd daemons, each managing one dummy service on loopback (a small Python TCP
+listener: the health check connects to it), for one election.  Every hook and fence command is
+tests/reignd/hook.sh, which appends one line per run to a file shared by all nodes, so the order
+of the lines is the order in which the commands ran:
+
+    NODE become_active term=T token=K
+    NODE become_standby term=T
+    NODE fence target=ID address=HOST:PORT target_term=T
+
+Scenarios (one ctest entry each):
+  health      the active's service stops answering: the standby becomes active, after the old
+              active's become-standby ran (the graceful fence waited for it)
+  kill        the active's reignd is SIGKILLed (its service keeps running): the standby fences
+              it with the shell method, which gets its address, before it becomes active
+  fence_fail  as kill, but every fence method fails: the standby never becomes active and keeps
+              retrying; once fencing works it does
+  failover    `failover --to` the standby (and the refusals); SIGTERM of the active
+  cede        cede with a delay: the standby takes over without fencing; cede refused on a standby
+  config      configuration errors (FILE:LINE, exit 7), no fence method (4), not formatted (3),
+              --format twice (5) and --force
+
+No assertion on how long anything took: every wait is for an event, bounded generously.
+"""
+
+import json
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import e2elib  # noqa: E402
+from e2elib import Failure, check, log, wait_for  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HOOK = os.path.join(HERE, "hook.sh")
+DUMMY = os.path.join(HERE, "dummy_service.py")
+EXIT_NOT_FORMATTED, EXIT_NO_FENCE, EXIT_FORMAT_DENIED, EXIT_CONFIG = 3, 4, 5, 7
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    """The nodes of one election, their shared event file and peer secret."""
+
+    def __init__(self, t, election=None, session="2s"):
+        self.t = t
+        self.hosts = t.shared_hosts()
+        self.election = election or t.unique("reignd")
+        self.session = session
+        self.events_path = os.path.join(t.dir, "events")
+        open(self.events_path, "w").close()
+        self.secret_path = os.path.join(t.dir, "secret")
+        with open(self.secret_path, "w") as f:
+            f.write("s3cret-" + os.urandom(12).hex() + "\n")
+        os.chmod(self.secret_path, stat.S_IRUSR | stat.S_IWUSR)
+        self.nodes = {}
+
+    def events(self):
+        with open(self.events_path) as f:
+            return [line.split() for line in f.read().splitlines() if line.strip()]
+
+    def lines(self, node=None, what=None):
+        return [e for e in self.events()
+                if (node is None or e[0] == node) and (what is None or e[1] == what)]
+
+    def index(self, node, what):
+        """Position of the first line NODE WHAT in the event file, or None."""
+        for i, e in enumerate(self.events()):
+            if e[0] == node and e[1] == what:
+                return i
+        return None
+
+    def wait_line(self, node, what, count=1):
+        return wait_for(lambda: len(self.lines(node, what)) >= count,
+                        f"{count} x '{node} {what}' in the event file")
+
+    def node(self, name, fence=None, fence_flag=None):
+        n = Node(self, name, fence, fence_flag)
+        self.nodes[name] = n
+        return n
+
+
+class Node:
+    def __init__(self, cluster, name, fence=None, fence_flag=None):
+        self.c, self.name, self.t = cluster, name, cluster.t
+        # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes.
+        self.env = {"HOOK_EVENTS": cluster.events_path, "HOOK_FENCE_FLAG": fence_flag or ""}
+        self.dir = os.path.join(self.t.dir, name)
+        os.makedirs(self.dir, exist_ok=True)
+        self.service_port = free_port()
+        self.peer_port = free_port()
+        self.socket = os.path.join(self.dir, "run", "control.sock")
+        self.conf = os.path.join(self.dir, "reign.conf")
+        self.service = None
+        self.proc = None
+        fence = fence or ["graceful(timeout=3s)", f"shell(timeout=10s):{HOOK} fence"]
+        lines = [
+            "[daemon]",
+            f"control_socket = {self.socket}",
+            f"peer_listen = 127.0.0.1:{self.peer_port}",
+            f"peer_secret_file = {cluster.secret_path}",
+            "log_level = debug",
+            "",
+            "[service web]",
+            f"election_uri = zk://{cluster.hosts}",
+            f"election_name = {cluster.election}",
+            f"node_id = {name}",
+            f"service_address = 127.0.0.1:{self.service_port}",
+            f"session_timeout = {cluster.session}",
+            "check_type = tcp",
+            f"check_target = 127.0.0.1:{self.service_port}",
+            "check_interval = 200ms",
+            "check_rise = 1",
+            "check_fall = 2",
+            f"become_active = {HOOK} become_active",
+            f"become_standby = {HOOK} become_standby",
+        ] + [f"fence = {f}" for f in fence]
+        with open(self.conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    def reignd(self, *args):
+        return self.t.spawn(self.name, [os.environ["REIGND"], "--config", self.conf, *args],
+                            self.env)
+
+    def start_service(self):
+        self.service = self.t.spawn(f"{self.name}-service",
+                                    [sys.executable, DUMMY, str(self.service_port)])
+        wait_for(lambda: self._answers(), f"{self.name}'s dummy service to listen")
+
+    def _answers(self):
+        try:
+            with socket.create_connection(("127.0.0.1", self.service_port), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    def stop_service(self):
+        log(f"stopping {self.name}'s service")
+        self.service.popen.kill()
+        self.service.popen.wait()
+
+    def start(self):
+        self.proc = self.reignd()
+        return self.proc
+
+    def request(self, obj):
+        """One control request: the answer as a dict."""
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(e2elib.WAIT)
+            s.connect(self.socket)
+            s.sendall((json.dumps(obj) + "\n").encode())
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        return json.loads(data)
+
+    def status(self):
+        try:
+            r = self.request({"op": "status"})
+        except OSError:
+            return None
+        check(r.get("ok"), f"status failed: {r}")
+        return r["result"]["services"][0]
+
+    def state(self):
+        st = self.status()
+        return st["state"] if st else None
+
+    def wait_state(self, want):
+        return wait_for(lambda: self.state() == want, f"{self.name} to be {want}")
+
+
+def run_reignd(t, args):
+    r = subprocess.run([os.environ["REIGND"], *args], capture_output=True, timeout=e2elib.WAIT)
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+
+def format_election(node):
+    rc, out, err = run_reignd(node.t, ["--config", node.conf, "--format"])
+    check(rc == 0, f"reignd --format failed ({rc}): {err}")
+
+
+def two_nodes(t):
+    """A active, B standby, both healthy."""
+    c = Cluster(t)
+    a, b = c.node("A"), c.node("B")
+    format_election(a)
+    for n in (a, b):
+        n.start_service()
+    a.start()
+    c.wait_line("A", "become_active")
+    a.wait_state("active")
+    b.start()
+    b.wait_state("standby")
+    return c, a, b
+
+
+def token_of(line):
+    return int([w for w in line if w.startswith("token=")][0].split("=")[1])
+
+
+# ---- scenarios ------------------------------------------------------------------------------
+
+def scenario_health(t):
+    c, a, b = two_nodes(t)
+    a.stop_service()
+    c.wait_line("B", "become_active")
+    i_standby, i_active = c.index("A", "become_standby"), c.index("B", "become_active")
+    check(i_standby is not None and i_standby < i_active,
+          f"A's become_standby must run before B's become_active: {c.events()}")
+    check(not c.lines("B", "fence"), "the graceful fence sufficed: no shell fence expected")
+    check(token_of(c.lines("B", "become_active")[0]) > token_of(c.lines("A", "become_active")[0]),
+          "the new active's token must be greater")
+    a.wait_state("unhealthy")
+    b.wait_state("active")
+    # A's service comes back: A stands again, as a standby.
+    a.start_service()
+    a.wait_state("standby")
+    check(len(c.lines("B", "become_active")) == 1 and len(c.lines("A", "become_active")) == 1,
+          f"each become_active ran once: {c.events()}")
+
+
+def scenario_kill(t):
+    c, a, b = two_nodes(t)
+    a.proc.kill9()  # its service keeps running: it must be fenced
+    c.wait_line("B", "become_active")
+    fences = c.lines("B", "fence")
+    check(len(fences) == 1, f"one shell fence expected: {c.events()}")
+    check(f"target=A" in fences[0] and f"address=127.0.0.1:{a.service_port}" in fences[0],
+          f"the fence command gets the old active's id and address: {fences[0]}")
+    check(c.index("B", "fence") < c.index("B", "become_active"),
+          f"the fence must run before become_active: {c.events()}")
+    b.wait_state("active")
+
+
+def scenario_fence_fail(t):
+    c = Cluster(t)
+    ok_flag = os.path.join(t.dir, "fence_may_succeed")
+    a, b = c.node("A"), c.node("B", [f"shell(timeout=10s):{HOOK} fence"], fence_flag=ok_flag)
+    format_election(a)
+    for n in (a, b):
+        n.start_service()
+    a.start()
+    c.wait_line("A", "become_active")
+    b.start()
+    b.wait_state("standby")
+    a.proc.kill9()
+    # Every attempt fails: B must not become active, and tries again later.
+    c.wait_line("B", "fence_failed", count=3)
+    check(not c.lines("B", "become_active"), f"B became active without fencing: {c.events()}")
+    check(b.state() != "active", "B must not be active")
+    # Fencing works again: B takes over.
+    open(ok_flag, "w").close()
+    c.wait_line("B", "become_active")
+    check(c.index("B", "fence") < c.index("B", "become_active"), f"order: {c.events()}")
+    b.wait_state("active")
+
+
+def failover(node, to):
+    """Asks `node` to fail over to `to`, waiting while `to` has not stood yet (it rejoins after
+    a cede delay); returns the answer."""
+    def ask():
+        r = node.request({"op": "failover", "service": "web", "to": to})
+        return None if not r["ok"] and "does not stand" in r["message"] else r
+    return wait_for(ask, f"{to} to stand, for a failover")
+
+
+def scenario_failover(t):
+    c, a, b = two_nodes(t)
+    n3 = c.node("C")
+    n3.start_service()
+    n3.start()
+    n3.wait_state("standby")
+    r = a.request({"op": "failover", "service": "web", "to": "nobody"})
+    check(not r["ok"] and "nobody" in r["message"], f"failover to a non-node must fail: {r}")
+    r = b.request({"op": "failover", "service": "web", "to": "B"})
+    check(not r["ok"] and "not active" in r["message"], f"failover on a standby: {r}")
+    r = n3.request({"op": "pause", "service": "web"})
+    check(r["ok"], f"pause C: {r}")
+    r = a.request({"op": "failover", "service": "web", "to": "C"})
+    check(not r["ok"] and "not a healthy standby" in r["message"], f"failover to paused C: {r}")
+    r = n3.request({"op": "resume", "service": "web"})
+    check(r["ok"], f"resume C: {r}")
+    n3.wait_state("standby")
+
+    # B is next in line: A steps down cleanly (become-standby, breadcrumb removed, cede).
+    r = failover(a, "B")
+    check(r["ok"], f"failover refused: {r}")
+    c.wait_line("B", "become_active")
+    check(c.index("A", "become_standby") < c.index("B", "become_active"), f"order: {c.events()}")
+    check(not c.lines("B", "fence"), "A ceded cleanly: nothing to fence")
+    b.wait_state("active")
+
+    # A stands again last in line: it is designated, B hands over and is fenced gracefully
+    # (its become-standby runs before A's become-active).
+    r = failover(b, "A")
+    check(r["ok"], f"failover to A refused: {r}")
+    c.wait_line("A", "become_active", count=2)
+    check(c.index("B", "become_standby") < len(c.events()) - 1, f"order: {c.events()}")
+    a_second = [i for i, e in enumerate(c.events()) if e[:2] == ["A", "become_active"]][1]
+    check(c.index("B", "become_standby") < a_second, f"order: {c.events()}")
+    check(not c.lines("A", "fence"), f"the graceful fence sufficed: {c.events()}")
+    a.wait_state("active")
+
+    # SIGTERM on the active: it goes standby, removes its breadcrumb; the next takes over
+    # unfenced.
+    a.proc.send(signal.SIGTERM)
+    check(a.proc.wait() == 0, f"reignd A exited with {a.proc.returncode()}")
+    wait_for(lambda: c.lines("B", "become_active")[1:] or c.lines("C", "become_active"),
+             "a standby to take over after SIGTERM")
+    check(len(c.lines("A", "become_standby")) == 2, f"A ran become_standby: {c.events()}")
+    check(not [e for e in c.events() if e[1] == "fence"], f"nobody was fenced: {c.events()}")
+
+
+def scenario_cede(t):
+    c, a, b = two_nodes(t)
+    r = b.request({"op": "cede", "service": "web", "delay_s": 5})
+    check(not r["ok"] and "not active" in r["message"], f"cede on a standby must fail: {r}")
+    r = a.request({"op": "cede", "service": "web", "delay_s": 30})
+    check(r["ok"], f"cede refused: {r}")
+    c.wait_line("B", "become_active")
+    check(c.index("A", "become_standby") < c.index("B", "become_active"), f"order: {c.events()}")
+    check(not c.lines("B", "fence"), f"A ceded cleanly: nothing to fence: {c.events()}")
+    a.wait_state("standby")
+    r = a.request({"op": "pause", "service": "web"})
+    check(r["ok"] and a.state() == "paused", f"pause: {r}")
+    r = a.request({"op": "resume", "service": "web"})
+    check(r["ok"], f"resume: {r}")
+    a.wait_state("standby")
+
+
+def scenario_config(t):
+    c = Cluster(t)
+    a = c.node("A")
+    with open(a.conf) as f:
+        good = f.read().splitlines()
+
+    def write(lines, name):
+        path = os.path.join(t.dir, name)
+        with open(path, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return path
+
+    bad = list(good)
+    bad.insert(10, "check_interval = soon")
+    path = write(bad, "bad.conf")
+    rc, out, err = run_reignd(t, ["--config", path])
+    check(rc == EXIT_CONFIG, f"bad config: exit {rc}, want {EXIT_CONFIG}: {err}")
+    check(f"{path}:11:" in err, f"the error must name {path}:11: {err}")
+
+    nofence = [line for line in good if not line.startswith("fence")]
+    path = write(nofence, "nofence.conf")
+    rc, out, err = run_reignd(t, ["--config", path])
+    check(rc == EXIT_NO_FENCE, f"no fence: exit {rc}, want {EXIT_NO_FENCE}: {err}")
+    check("fence" in err, err)
+
+    rc, out, err = run_reignd(t, ["--config", a.conf])
+    check(rc == EXIT_NOT_FORMATTED, f"not formatted: exit {rc}, want {EXIT_NOT_FORMATTED}: {err}")
+    check("--format" in err, f"the message must say what to do: {err}")
+
+    rc, out, err = run_reignd(t, ["--config", a.conf, "--format"])
+    check(rc == 0, f"--format: {rc} {err}")
+    rc, out, err = run_reignd(t, ["--config", a.conf, "--format"])
+    check(rc == EXIT_FORMAT_DENIED, f"--format twice: exit {rc}: {err}")
+    check("--force" in err, err)
+    rc, out, err = run_reignd(t, ["--config", a.conf, "--format", "--force"])
+    check(rc == 0, f"--format --force: {rc} {err}")
+    rc, out, err = run_reignd(t, ["--config", a.conf, "--check"])
+    check(rc == 0 and "OK" in out, f"--check: {rc} {out} {err}")
+    rc, out, err = run_reignd(t, ["--frobnicate"])
+    check(rc == 2, f"usage error: exit {rc}")
+    rc, out, err = run_reignd(t, ["--print-fsm"])
+    check(rc == 0 and out.startswith("digraph"), f"--print-fsm: {rc} {out[:80]}")
+
+
+if __name__ == "__main__":
+    scenarios = {n[len("scenario_"):]: f for n, f in globals().items() if n.startswith("scenario_")}
+    which = sys.argv[1] if len(sys.argv) == 2 else None
+    if which not in scenarios:
+        sys.exit(f"usage: {sys.argv[0]} {'|'.join(scenarios)}")
+    e2elib.main(f"reignd_{which}", scenarios[which])

@@ -1,0 +1,313 @@
+/*
+ * tasks_bench.c - throughput of the task queue (issue 5), driven by bench/tasks.py.
+ *
+ *     tasks-bench raw   HOSTS COUNT WINDOW
+ *     tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY
+ *
+ * raw: the limit.  COUNT creates of 100-byte persistent sequential nodes through the
+ * ZooKeeper C client itself (libzookeeper_mt, the client libreign uses), WINDOW of them in
+ * flight at any time.  Prints one JSON line: writes, seconds, writes_per_s.
+ *
+ * queue: one process, one session per role: a master, WORKERS workers (each taking
+ * CONCURRENCY tasks at once and answering each at once with exit 0 and a 2-byte output, so
+ * that the queue itself is measured, not a command), and a submitter keeping WINDOW tasks in
+ * flight, each from reign_tasks_submit() until reign_tasks_wait() has its result.  The
+ * server's zxid is read (the czxid of a marker node) before and after, so the transactions
+ * per task are counted by the server, not estimated.  Prints one JSON line: tasks, seconds,
+ * tasks_per_s, writes_per_task, latency p50/p99 (submit to result, ms).
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zookeeper/zookeeper.h>
+
+#include <reign/reign.h>
+
+#define MAX_CLIENTS 64
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void die(const char *what, int rc)
+{
+    fprintf(stderr, "tasks-bench: %s: %d (%s)\n", what, rc,
+            rc <= -1000 || rc >= -200 ? reign_strerror(rc) : zerror(rc));
+    exit(1);
+}
+
+/* ---- a raw handle (the limit, and the zxid markers) ---------------------------------- */
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int connected, raw_done, raw_failed;
+
+static void on_session(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+{
+    (void)zh, (void)path, (void)ctx;
+    if (type == ZOO_SESSION_EVENT && state == ZOO_CONNECTED_STATE) {
+        pthread_mutex_lock(&mu);
+        connected = 1;
+        pthread_cond_broadcast(&cv);
+        pthread_mutex_unlock(&mu);
+    }
+}
+
+static zhandle_t *raw_connect(const char *hosts)
+{
+    zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
+    zhandle_t *zh = zookeeper_init(hosts, on_session, 30000, NULL, NULL, 0);
+    if (!zh)
+        die("zookeeper_init", ZSYSTEMERROR);
+    pthread_mutex_lock(&mu);
+    while (!connected)
+        pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+    return zh;
+}
+
+/* The zxid of a new marker node: every transaction before it has a smaller one. */
+static int64_t zxid_now(zhandle_t *zh)
+{
+    struct Stat st;
+    char made[128];
+    zoo_create(zh, "/reign-bench", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
+    int rc = zoo_create2(zh, "/reign-bench/mark-", "", 0, &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, made,
+                         sizeof(made), &st);
+    if (rc != ZOK)
+        die("creating a marker", rc);
+    return st.czxid;
+}
+
+static int raw_count, raw_window, raw_sent;
+static zhandle_t *raw_zh;
+static const char raw_data[100] = "a 100-byte payload";
+
+static void raw_send(void);
+
+static void on_raw_created(int rc, const char *value, const void *data)
+{
+    (void)value, (void)data;
+    pthread_mutex_lock(&mu);
+    if (rc != ZOK)
+        raw_failed++;
+    raw_done++;
+    int more = raw_sent < raw_count;
+    if (more)
+        raw_sent++;
+    if (raw_done == raw_count)
+        pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    if (more)
+        raw_send();
+}
+
+static void raw_send(void)
+{
+    int rc = zoo_acreate(raw_zh, "/reign-bench/raw-", raw_data, sizeof(raw_data),
+                         &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, on_raw_created, NULL);
+    if (rc != ZOK)
+        die("zoo_acreate", rc);
+}
+
+static int raw_main(const char *hosts, int count, int window)
+{
+    raw_zh = raw_connect(hosts);
+    zxid_now(raw_zh); /* makes /reign-bench */
+    raw_count = count;
+    raw_window = window < count ? window : count;
+    double t0 = now_s();
+    pthread_mutex_lock(&mu);
+    raw_sent = raw_window;
+    pthread_mutex_unlock(&mu);
+    for (int i = 0; i < raw_window; i++)
+        raw_send();
+    pthread_mutex_lock(&mu);
+    while (raw_done < raw_count)
+        pthread_cond_wait(&cv, &mu);
+    pthread_mutex_unlock(&mu);
+    double s = now_s() - t0;
+    zookeeper_close(raw_zh);
+    if (raw_failed)
+        die("raw creates failed", raw_failed);
+    printf("{\"writes\": %d, \"window\": %d, \"seconds\": %.4f, \"writes_per_s\": %.1f}\n", count,
+           window, s, count / s);
+    return 0;
+}
+
+/* ---- the queue ------------------------------------------------------------------------ */
+
+static reign_client *clients[MAX_CLIENTS];
+static int n_clients;
+static const char *queue_name;
+static int q_count, q_window, q_submitted, q_done, q_errors;
+static double *latency;
+static double *started; /* per submission, by slot */
+static int registered, master_ready;
+
+static reign_client *new_client(const char *uri)
+{
+    reign_client *c;
+    char err[256];
+    int rc = reign_client_new(&c, uri, NULL, err, sizeof(err));
+    if (rc < 0) {
+        fprintf(stderr, "tasks-bench: %s\n", err);
+        exit(1);
+    }
+    rc = reign_client_wait_connected(c);
+    if (rc < 0)
+        die("connecting", rc);
+    clients[n_clients++] = c;
+    return c;
+}
+
+/* Turns every client's loop once (waiting at most timeout_ms for any of them). */
+static void turn(int timeout_ms)
+{
+    struct pollfd p[MAX_CLIENTS];
+    for (int i = 0; i < n_clients; i++) {
+        p[i].fd = reign_client_get_fd(clients[i]);
+        p[i].events = POLLIN;
+        int64_t t = reign_client_get_timeout_ms(clients[i]);
+        if (t >= 0 && t < timeout_ms)
+            timeout_ms = (int)t;
+    }
+    poll(p, (nfds_t)n_clients, timeout_ms);
+    for (int i = 0; i < n_clients; i++)
+        reign_client_process(clients[i]);
+}
+
+static void on_master(reign_tasks_master *m, const reign_tasks_event *ev, void *ud)
+{
+    (void)m, (void)ud;
+    if (ev->type == REIGN_TASKS_RECOVERED)
+        master_ready = 1;
+    else if (ev->type == REIGN_TASKS_ERROR)
+        fprintf(stderr, "tasks-bench: master: %s\n", ev->message ? ev->message : "error");
+}
+
+static void on_worker(reign_tasks_worker *w, const reign_tasks_event *ev, void *ud)
+{
+    (void)ud;
+    if (ev->type == REIGN_TASKS_REGISTERED)
+        registered++;
+    else if (ev->type == REIGN_TASKS_RUN)
+        reign_tasks_worker_done(w, ev->task, 0, 0, "ok", 2);
+}
+
+static void submit_next(reign_client *c);
+
+static void on_result(reign_client *c, int err, const reign_task_info *info, void *ud)
+{
+    (void)info;
+    intptr_t slot = (intptr_t)ud;
+    if (err < 0)
+        q_errors++;
+    latency[q_done++] = (now_s() - started[slot]) * 1000.0;
+    if (q_submitted < q_count)
+        submit_next(c);
+}
+
+static void on_submitted(reign_client *c, int err, const char *task, void *ud)
+{
+    if (err < 0)
+        die("submit", err);
+    int rc = reign_tasks_wait(c, queue_name, task, on_result, ud);
+    if (rc < 0)
+        die("wait", rc);
+}
+
+static void submit_next(reign_client *c)
+{
+    intptr_t slot = q_submitted++;
+    started[slot] = now_s();
+    int rc = reign_tasks_submit(c, queue_name, "payload", 7, on_submitted, (void *)slot);
+    if (rc < 0)
+        die("submit", rc);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int queue_main(const char *hosts, int count, int window, int workers, int concurrency)
+{
+    char uri[512], name[64];
+    snprintf(uri, sizeof(uri), "zk://%s", hosts);
+    snprintf(name, sizeof(name), "bench-%d-%d-%ld", workers, (int)getpid(), (long)time(NULL));
+    queue_name = name;
+    zhandle_t *zh = raw_connect(hosts);
+
+    reign_tasks_master *m;
+    reign_tasks_master_options mo = {.size = sizeof(mo), .id = "master", .cb = on_master};
+    int rc = reign_tasks_master_start(&m, new_client(uri), name, &mo);
+    if (rc < 0)
+        die("master", rc);
+    reign_tasks_worker *w[MAX_CLIENTS];
+    for (int i = 0; i < workers; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "w%d", i);
+        reign_tasks_worker_options wo = {
+            .size = sizeof(wo), .id = id, .concurrency = concurrency, .cb = on_worker};
+        if ((rc = reign_tasks_worker_start(&w[i], new_client(uri), name, &wo)) < 0)
+            die("worker", rc);
+    }
+    reign_client *sub = new_client(uri);
+    while (!master_ready || registered < workers)
+        turn(100);
+    for (int i = 0; i < 20; i++) /* let the master see every worker */
+        turn(10);
+
+    latency = calloc((size_t)count, sizeof(double));
+    started = calloc((size_t)count, sizeof(double));
+    q_count = count;
+    q_window = window < count ? window : count;
+    int64_t z0 = zxid_now(zh);
+    double t0 = now_s();
+    for (int i = 0; i < q_window; i++)
+        submit_next(sub);
+    while (q_done < q_count)
+        turn(100);
+    double s = now_s() - t0;
+    int64_t z1 = zxid_now(zh);
+    qsort(latency, (size_t)count, sizeof(double), cmp_double);
+    printf("{\"tasks\": %d, \"workers\": %d, \"concurrency\": %d, \"window\": %d, "
+           "\"seconds\": %.4f, \"tasks_per_s\": %.1f, \"writes_per_task\": %.3f, "
+           "\"latency_p50_ms\": %.2f, \"latency_p99_ms\": %.2f, \"errors\": %d}\n",
+           count, workers, concurrency, q_window, s, count / s, (double)(z1 - z0 - 1) / count,
+           latency[count / 2], latency[count * 99 / 100], q_errors);
+    reign_tasks_master_free(m);
+    for (int i = 0; i < workers; i++)
+        reign_tasks_worker_free(w[i]);
+    for (int i = 0; i < n_clients; i++)
+        reign_client_free(clients[i]);
+    zookeeper_close(zh);
+    free(latency);
+    free(started);
+    return q_errors ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 5 && !strcmp(argv[1], "raw"))
+        return raw_main(argv[2], atoi(argv[3]), atoi(argv[4]));
+    if (argc == 7 && !strcmp(argv[1], "queue")) {
+        int workers = atoi(argv[5]);
+        if (workers < 1 || workers > MAX_CLIENTS - 2)
+            die("workers out of range", workers);
+        return queue_main(argv[2], atoi(argv[3]), atoi(argv[4]), workers, atoi(argv[6]));
+    }
+    fprintf(stderr, "usage: tasks-bench raw HOSTS COUNT WINDOW\n"
+                    "       tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY\n");
+    return 2;
+}

@@ -13,11 +13,11 @@
  *   /reign/election/NAME/n_<guid>_p<prio>_<seq>   ... with a priority
  *   /reign/election/NAME/leader   queue strategy: held (ephemeral) by the
  *                                 leader, made by its claim; record id=,
- *                                 node=, guid=, priority= (+ handoff=<node>
- *                                 when a candidate asks for the lead)
+ *                                 node=, guid=, priority=
  *   /reign/election/NAME/lock     lock strategy (ephemeral)
- *   candidate records: id=, guid= + payload (+ designate=<prio>: a request
- *                      to stand again with that priority)
+ *   candidate records: id=, guid= + payload, and requests others add:
+ *                      designate=<prio> (stand again with that priority),
+ *                      handoff=<node> (to the leader: that node asks for the lead)
  */
 #ifndef REIGN_ELECTION_INTERNAL_H
 #define REIGN_ELECTION_INTERNAL_H

@@ -85,7 +85,8 @@ typedef struct zk_election {
     char *replacing;          /* queue: our old node, while we stand again under a new name */
     int32_t leader_version;   /* our leader node's version as last seen (leading) */
     int64_t preempt_at;       /* when we may ask a lower-priority leader to hand over */
-    int32_t holder_version;   /* the leader node's version as a contender last read it */
+    char *holder_node;        /* the candidate node it names (a contender's) */
+    bool may_preempt;         /* we outrank it and may ask it to hand over */
     bool contending;          /* first in line, waiting on someone else's leader node */
     char *leader_node_watched;
 
@@ -714,25 +715,6 @@ out:
 
 static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, const char *path);
 
-static void on_leader_lock_exists(void *owner, void *arg, const reign__zk_result *r)
-{
-    zk_election *e = owner;
-    if (!EXISTS_REGISTERED(r))
-        e->leader_lock_watched = false;
-}
-
-/* An exists-watch on the leader node, once: the leader hears of a handoff
- * request through it, a contender of the leader's departure. */
-static void watch_leader_lock(zk_election *e)
-{
-    if (e->leader_lock_watched)
-        return;
-    e->leader_lock_watched = true;
-    if (reign__zk_exists(e->zk, e->leader_path, on_leader_lock_event, REIGN__ZK_RETRY, e,
-                         on_leader_lock_exists, NULL) < 0)
-        e->leader_lock_watched = false;
-}
-
 /*
  * The claim: "our node still exists", "bump the term" and, with the queue
  * strategy, "make the leader node" in one multi.  If our node was deleted in
@@ -742,7 +724,8 @@ static void watch_leader_lock(zk_election *e)
  * claim exclusive whatever each candidate believes about the order: with
  * priorities a newcomer can rank ahead of the leader, and a designated one
  * ahead of everyone, yet none can claim while the leader holds the node -
- * it has to ask for a handoff, and the leader demotes itself before it
+ * it has to ask for a handoff (through the leader's candidate node, which
+ * the leader watches anyway), and the leader demotes itself before it
  * lets go.
  */
 static void claim(zk_election *e)
@@ -777,8 +760,6 @@ static void claim(zk_election *e)
         };
         if (rc == 0)
             rc = reign__zk_multi(e->zk, ops, 3, e, on_claimed, EPOCH_ARG(e));
-        if (rc == 0)
-            watch_leader_lock(e); /* same round trip */
     }
     reign__buf_free(&t);
     reign__buf_free(&l);
@@ -823,42 +804,57 @@ static void on_handoff_asked(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_WAITING)
+    if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
         goto out;
-    if (r->rc == 0) {
+    if (r->rc == 0)
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: asked the leader to hand over",
                    e->base.name);
-    } else if (r->rc == REIGN_EBADVERSION) {
-        contend(e); /* it changed meanwhile: look again */
-    } else if (r->rc == REIGN_ENOENT) {
-        check(e); /* gone meanwhile: claim if still first */
-    } else {
+    else if (r->rc == REIGN_EBADVERSION || r->rc == REIGN_ENOENT)
+        contend(e); /* it changed or went meanwhile: look again */
+    else
         retry_later(e, r->rc, "asking the leader to hand over");
-    }
 out:
     LEAVE(e);
 }
 
-/* The leader named in its node: is its candidate node still there?  A
- * leader node whose candidate is gone is a leftover (its owner was deposed
- * and has not let go yet, or freed its election): it goes, as a deposed
- * leader's would. */
-static void on_holder_exists(void *owner, void *arg, const reign__zk_result *r)
+/*
+ * The candidate node of the leader named in the leader node: ask it to
+ * hand over if we may, by adding handoff=<our node> to it (compare-and-set;
+ * the leader watches its own node, so no watch is added for this).  If it
+ * is gone (an operator deposed the leader), wait all the same: the leader
+ * lets go of the leader node once it has demoted itself, or its session
+ * ends - never sooner, so the two leaderships cannot overlap.
+ */
+static void on_holder_read(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_WAITING)
+    if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
         goto out;
-    if (r->rc == REIGN_ENOENT) {
-        reign__log(e->base.log, REIGN_LOG_NOTICE,
-                   "election %s: the leader node names a candidate that is gone; removing it",
-                   e->base.name);
-        reign__zk_delete(e->zk, e->leader_path, e->holder_version, REIGN__ZK_RETRY, NULL, NULL,
-                         NULL);
-        check(e);
-    } else if (r->rc != 0) {
-        retry_later(e, r->rc, "looking at the leader");
+    if (r->rc == REIGN_ENOENT)
+        goto out; /* deposed: it lets go when it has stepped down (or its session ends) */
+    if (r->rc != 0) {
+        retry_later(e, r->rc, "reading the leader's node");
+        goto out;
     }
+    if (!e->may_preempt || reign__now_ns() < e->preempt_at)
+        goto out; /* wait: the watch on the leader node tells when it goes */
+    reign__record rec;
+    if (reign__record_parse(r->value, r->value_len, &rec) < 0)
+        goto out; /* foreign: no one to ask */
+    const char *mine = basename_of(e->my_node);
+    const char *asked = reign__record_get(&rec, "handoff");
+    reign__buf b;
+    reign__buf_init(&b);
+    int rc =
+        asked && !strcmp(asked, mine) ? 1 : reign__record_build_with(&b, &rec, "handoff", mine);
+    reign__record_clear(&rec);
+    if (rc == 0)
+        rc = reign__zk_set(e->zk, e->holder_node, b.data, b.len, r->stat.version, 0, e,
+                           on_handoff_asked, EPOCH_ARG(e));
+    reign__buf_free(&b);
+    if (rc < 0)
+        issue_failed(e, rc, "asking the leader to hand over");
 out:
     LEAVE(e);
 }
@@ -888,7 +884,12 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
         goto out;
     }
     reign__record rec;
-    if (reign__record_parse(r->value, r->value_len, &rec) < 0) {
+    const char *node = NULL;
+    if (reign__record_parse(r->value, r->value_len, &rec) == 0)
+        node = reign__record_get(&rec, "node");
+    if (!node || !reign__election_node_ok(node) || !strcmp(node, "lock")) {
+        if (node)
+            reign__record_clear(&rec);
         reign__log(e->base.log, REIGN_LOG_WARN,
                    "election %s: %s holds data reign did not write; waiting for it to go",
                    e->base.name, e->leader_path);
@@ -896,43 +897,25 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     }
     uint64_t their = 0;
     (void)reign__record_get_u64(&rec, "priority", &their);
-    const char *node = reign__record_get(&rec, "node");
-    const char *asked = reign__record_get(&rec, "handoff");
-    const char *mine = basename_of(e->my_node);
     bool designated = e->prio >= REIGN__DESIGNATED_MIN;
-    bool may = e->prio > their && (designated || !e->no_preempt);
-    e->holder_version = r->stat.version;
-    if (node && reign__election_node_ok(node) && !(asked && !strcmp(asked, mine))) {
-        /* Is its candidate still there? (cheap, and it frees a stuck election) */
-        char *p = reign__path_join(e->dir, node);
-        if (p)
-            reign__zk_exists(e->zk, p, NULL, REIGN__ZK_RETRY, e, on_holder_exists, EPOCH_ARG(e));
-        reign__free(p);
-    }
-    if (!may || (asked && !strcmp(asked, mine))) {
-        reign__record_clear(&rec);
-        goto out; /* wait: the watch tells when it goes */
-    }
-    int64_t now = reign__now_ns();
-    if (!e->preempt_at)
-        e->preempt_at = now + (designated ? 0 : (int64_t)e->preempt_delay_ms * REIGN__NS_PER_MS);
-    if (now < e->preempt_at) {
-        reign__timer_start(reign__client_timers(e->base.client), &e->preempt, e->preempt_at);
-        reign__record_clear(&rec);
+    e->may_preempt = e->prio > their && (designated || !e->no_preempt);
+    reign__free(e->holder_node);
+    e->holder_node = reign__path_join(e->dir, node);
+    reign__record_clear(&rec);
+    if (!e->holder_node) {
+        retry_later(e, REIGN_ENOMEM, "reading the leader's node");
         goto out;
     }
-    /* Ask: the leader reads its node when it changes, demotes itself, and
-     * deletes it; the watch we hold then tells us to claim. */
-    reign__buf b;
-    reign__buf_init(&b);
-    int rc = reign__record_build_with(&b, &rec, "handoff", mine);
-    reign__record_clear(&rec);
-    if (rc == 0)
-        rc = reign__zk_set(e->zk, e->leader_path, b.data, b.len, r->stat.version, 0, e,
-                           on_handoff_asked, EPOCH_ARG(e));
-    reign__buf_free(&b);
-    if (rc < 0)
-        issue_failed(e, rc, "asking the leader to hand over");
+    int64_t now = reign__now_ns();
+    if (e->may_preempt && !e->preempt_at)
+        e->preempt_at = now + (designated ? 0 : (int64_t)e->preempt_delay_ms * REIGN__NS_PER_MS);
+    if (e->may_preempt && now < e->preempt_at)
+        reign__timer_start(reign__client_timers(e->base.client), &e->preempt, e->preempt_at);
+    if (!e->may_preempt)
+        goto out; /* wait: the watch on the leader node tells when it goes */
+    if (reign__zk_get(e->zk, e->holder_node, NULL, REIGN__ZK_RETRY, e, on_holder_read,
+                      EPOCH_ARG(e)) < 0)
+        issue_failed(e, REIGN_ENOMEM, "reading the leader's node");
 out:
     LEAVE(e);
 }
@@ -963,15 +946,34 @@ static void preempt_cb(reign__timer *t, void *arg)
     LEAVE(e);
 }
 
-/* A handoff asked by `to`: does it rank before us?  (A request from a
- * candidate that does not is ignored: it would only make the lead bounce.) */
+static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    e->leader_lock_watched = false;
+    if (e->state == ST_WAITING && e->contending && !e->base.leader) {
+        if (ev == REIGN__ZK_DELETED)
+            check(e); /* free: claim if first */
+        else
+            contend(e);
+    }
+    LEAVE(e);
+}
+
+/* A handoff asked by `to` (in our own node): does it rank before us?  (A
+ * request from a candidate that does not is ignored: it would only make
+ * the lead bounce.) */
 static void on_handoff_children(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     char *to = arg;
     ENTER(e);
-    if (e->free_requested || !e->base.leader || e->state != ST_LEADER || r->rc != 0)
+    if (e->free_requested || !e->base.leader || e->state != ST_LEADER || !e->my_node)
         goto out;
+    if (r->rc != 0) {
+        check(e); /* re-arms the watch on our node */
+        goto out;
+    }
     reign__qnode me = {0}, them = {0}, q;
     bool have_me = false, have_them = false;
     for (size_t i = 0; i < r->n_children; i++) {
@@ -986,6 +988,7 @@ static void on_handoff_children(void *owner, void *arg, const reign__zk_result *
         reign__log(e->base.log, REIGN_LOG_INFO,
                    "election %s: ignoring a handoff request from %s, which does not rank before us",
                    e->base.name, to);
+        check(e); /* re-arms the watch on our node */
         goto out;
     }
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: handing over to %s", e->base.name, to);
@@ -1000,59 +1003,17 @@ out:
     LEAVE(e);
 }
 
-static void on_leader_lock_mine(void *owner, void *arg, const reign__zk_result *r)
+static void hand_off_if_asked(zk_election *e, const char *to)
 {
-    zk_election *e = owner;
-    ENTER(e);
-    if (HAD_WATCH(arg) && r->rc != 0)
-        e->leader_lock_watched = false;
-    if (STALE(e, arg) || !e->base.leader || e->state != ST_LEADER)
-        goto out;
-    if (r->rc != 0 || r->stat.ephemeral_owner != reign_client_session_id(e->base.client)) {
-        if (r->rc != 0 && r->rc != REIGN_ENOENT) {
-            retry_later(e, r->rc, "reading our leader node");
-            goto out;
-        }
-        /* Deleted or replaced by someone else: an operator's depose. */
-        e->epoch++;
-        demote(e, REIGN_DEMOTE_NODE_DELETED, false);
-        if (!e->free_requested)
-            check(e);
-        goto out;
-    }
-    e->leader_version = r->stat.version;
-    reign__record rec;
-    if (reign__record_parse(r->value, r->value_len, &rec) < 0)
-        goto out;
-    const char *to = reign__record_get(&rec, "handoff");
-    char *copy = to && reign__election_node_ok(to) ? reign__strdup(to) : NULL;
-    reign__record_clear(&rec);
-    if (copy && strcmp(copy, basename_of(e->my_node)) != 0 &&
+    char *copy = to && reign__election_node_ok(to) && strcmp(to, "lock") != 0 &&
+                         strcmp(to, basename_of(e->my_node)) != 0
+                     ? reign__strdup(to)
+                     : NULL;
+    if (copy &&
         reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_handoff_children, copy) == 0)
-        copy = NULL;
+        return;
     reign__free(copy);
-out:
-    LEAVE(e);
-}
-
-static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, const char *path)
-{
-    zk_election *e = owner;
-    ENTER(e);
-    e->leader_lock_watched = false;
-    if (e->base.leader && e->state == ST_LEADER) {
-        /* Leading: a change is a handoff request, a deletion a depose. */
-        e->leader_lock_watched = true;
-        if (reign__zk_get(e->zk, e->leader_path, on_leader_lock_event, REIGN__ZK_RETRY, e,
-                          on_leader_lock_mine, ARG(e, 1)) < 0)
-            e->leader_lock_watched = false;
-    } else if (e->state == ST_WAITING && e->contending && !e->base.leader) {
-        if (ev == REIGN__ZK_DELETED)
-            check(e); /* free: claim if first */
-        else
-            contend(e);
-    }
-    LEAVE(e);
+    check(e);
 }
 
 /* ---- watching our place ------------------------------------------------- */
@@ -1160,17 +1121,22 @@ static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     }
     uint64_t want = 0;
+    char *to = NULL;
     reign__record rec;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
         if (reign__record_get_u64(&rec, "designate", &want) < 0)
             want = 0;
+        const char *h = reign__record_get(&rec, "handoff");
+        to = h ? reign__strdup(h) : NULL;
         reign__record_clear(&rec);
     }
-    if (want > e->prio && want >= REIGN__DESIGNATED_MIN && want <= REIGN__PRIORITY_NAME_MAX &&
-        !e->base.leader)
+    if (e->base.leader && e->state == ST_LEADER)
+        hand_off_if_asked(e, to); /* a contender that outranks us asks */
+    else if (want > e->prio && want >= REIGN__DESIGNATED_MIN && want <= REIGN__PRIORITY_NAME_MAX)
         restand(e, (unsigned)want);
     else
         check(e);
+    reign__free(to);
 out:
     LEAVE(e);
 }
@@ -1844,6 +1810,7 @@ static void destroy(zk_election *e)
     reign__free(e->term_path);
     reign__free(e->lock_path);
     reign__free(e->leader_path);
+    reign__free(e->holder_node);
     reign__free(e->replacing);
     reign__free(e->my_node);
     reign__free(e->pred_watched);

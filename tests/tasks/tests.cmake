@@ -25,3 +25,10 @@ foreach(scenario lost-reply failed)
   reign_zk_test(NAME tasks_submit_connloss_${scenario}
     COMMAND it_tasks_submit_connloss ${scenario} TIMEOUT 120 LABELS tasks)
 endforeach()
+
+# The pure parts (names, paths, records, the task map), without a server.
+add_executable(test_tasks_unit ${REIGN_TASKS_TEST_DIR}/test_tasks_unit.c)
+target_compile_options(test_tasks_unit PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(test_tasks_unit PRIVATE reign_internal ${CMOCKA_LIBRARY})
+add_test(NAME unit_test_tasks_unit COMMAND test_tasks_unit)
+set_tests_properties(unit_test_tasks_unit PROPERTIES LABELS "unit;tasks")

@@ -83,14 +83,14 @@ class Cluster:
         return wait_for(lambda: len(self.lines(node, what)) >= count,
                         f"{count} x '{node} {what}' in the event file")
 
-    def node(self, name, fence=None, fence_flag=None):
-        n = Node(self, name, fence, fence_flag)
+    def node(self, name, fence=None, fence_flag=None, hosts=None):
+        n = Node(self, name, fence, fence_flag, hosts)
         self.nodes[name] = n
         return n
 
 
 class Node:
-    def __init__(self, cluster, name, fence=None, fence_flag=None):
+    def __init__(self, cluster, name, fence=None, fence_flag=None, hosts=None):
         self.c, self.name, self.t = cluster, name, cluster.t
         # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes.
         self.env = {"HOOK_EVENTS": cluster.events_path, "HOOK_FENCE_FLAG": fence_flag or ""}
@@ -111,7 +111,7 @@ class Node:
             "log_level = debug",
             "",
             "[service web]",
-            f"election_uri = zk://{cluster.hosts}",
+            f"election_uri = zk://{hosts or cluster.hosts}",
             f"election_name = {cluster.election}",
             f"node_id = {name}",
             f"service_address = 127.0.0.1:{self.service_port}",
@@ -192,10 +192,10 @@ def format_election(node):
     check(rc == 0, f"reignd --format failed ({rc}): {err}")
 
 
-def two_nodes(t):
-    """A active, B standby, both healthy."""
+def two_nodes(t, a_hosts=None):
+    """A active, B standby, both healthy (A reaches ZooKeeper through a_hosts if given)."""
     c = Cluster(t)
-    a, b = c.node("A"), c.node("B")
+    a, b = c.node("A", hosts=a_hosts), c.node("B")
     format_election(a)
     for n in (a, b):
         n.start_service()
@@ -328,8 +328,13 @@ def scenario_cede(t):
     c, a, b = two_nodes(t)
     r = b.request({"op": "cede", "service": "web", "delay_s": 5})
     check(not r["ok"] and "not active" in r["message"], f"cede on a standby must fail: {r}")
-    r = a.request({"op": "cede", "service": "web", "delay_s": 30})
-    check(r["ok"], f"cede refused: {r}")
+    # Through `reign ctl`, as an operator would.
+    rc, out, err = t.reign(["ctl", "--socket", a.socket, "status", "--json"])
+    check(rc == 0, f"reign ctl status: {rc} {err}")
+    st = json.loads(out)["services"][0]
+    check(st["state"] == "active" and st["leader"] == "A" and st["term"] >= 1, f"status: {st}")
+    rc, out, err = t.reign(["ctl", "--socket", a.socket, "cede", "web", "--delay", "30"])
+    check(rc == 0, f"reign ctl cede: {rc} {out} {err}")
     c.wait_line("B", "become_active")
     check(c.index("A", "become_standby") < c.index("B", "become_active"), f"order: {c.events()}")
     check(not c.lines("B", "fence"), f"A ceded cleanly: nothing to fence: {c.events()}")
@@ -339,6 +344,30 @@ def scenario_cede(t):
     r = a.request({"op": "resume", "service": "web"})
     check(r["ok"], f"resume: {r}")
     a.wait_state("standby")
+
+
+def scenario_neutral(t):
+    """A reaches ZooKeeper through a proxy that freezes (a partition): A goes neutral, its
+    leadership ends at the election's deadline and become-standby runs; B, elected once A's
+    session expired, fences A through the peer endpoint (which A still answers) and becomes
+    active.  Thawed, A finds its session gone and stands again as a standby."""
+    proxy = t.spawn("proxy", [os.environ["REIGN_TCPPROXY"], "0", t.shared_hosts()])
+    port = int(wait_for(lambda: proxy.lines(), "the proxy's port")[0])
+    c, a, b = two_nodes(t, a_hosts=f"127.0.0.1:{port}")
+    proxy.send(signal.SIGUSR1)
+    wait_for(lambda: "frozen" in proxy.err(), "the proxy to freeze")
+    wait_for(lambda: a.state() in ("neutral", "neutral_active"), "A to go neutral")
+    c.wait_line("B", "become_active")
+    check(c.index("A", "become_standby") < c.index("B", "become_active"),
+          f"A's become_standby must run before B's become_active: {c.events()}")
+    check(not c.lines("B", "fence"), f"A's reignd answered the graceful fence: {c.events()}")
+    check([e[1] for e in c.lines("A")] == ["become_active", "become_standby"],
+          f"no other hook ran on A while it was cut off: {c.events()}")
+    proxy.send(signal.SIGUSR2)
+    wait_for(lambda: "thawed" in proxy.err(), "the proxy to thaw")
+    a.wait_state("standby")
+    b.wait_state("active")
+    check(len(c.lines("A", "become_active")) == 1, f"A active again: {c.events()}")
 
 
 def scenario_config(t):

@@ -116,6 +116,7 @@ typedef struct reign_candidate {
     size_t data_len;
     const char *node;  /* the store's key for it (a znode name) */
     int64_t joined_ms; /* Unix ms, by the store's clock */
+    int priority;      /* as it stands (above REIGN_PRIORITY_MAX once designated) */
 } reign_candidate;
 
 typedef enum reign_election_event_type {

@@ -34,7 +34,7 @@ static void usage(FILE *f)
                "                          \"leader\":{\"id\",\"data\",\"term\",\n"
                "                          \"token\",\"since_ms\"}|null,\"candidates\":[{\"id\","
                "\"data\",\n"
-               "                          \"node\",\"joined_ms\"}...]}\n"
+               "                          \"node\",\"joined_ms\",\"priority\"}...]}\n"
                "  -h, --help              show this help\n");
 }
 
@@ -103,6 +103,11 @@ static void print_text(const reign_client *client, const reign_election_view *v)
         field(w, "    node:", k->node ? k->node : "");
         if (k->joined_ms)
             field(w, "    joined:", cli_iso8601(k->joined_ms, t, sizeof(t)));
+        if (k->priority) {
+            snprintf(n, sizeof(n), "%d%s", k->priority,
+                     k->priority > REIGN_PRIORITY_MAX ? " (designated)" : "");
+            field(w, "    priority:", n);
+        }
         print_data(w, "    ", k->data, k->data_len);
     }
 }
@@ -133,6 +138,7 @@ static int print_json(cli *c, const reign_election_view *v)
         cli_json_add_data(j, k->data, k->data_len);
         cJSON_AddStringToObject(j, "node", k->node ? k->node : "");
         cli_json_add_i64(j, "joined_ms", k->joined_ms);
+        cli_json_add_i64(j, "priority", k->priority);
     }
     return cli_json_print(c, o);
 oom:

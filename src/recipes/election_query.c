@@ -110,7 +110,8 @@ static void finish(query *q, int err)
                                                    .data = q->c[i].data,
                                                    .data_len = q->c[i].data_len,
                                                    .node = q->c[i].name,
-                                                   .joined_ms = q->c[i].ctime_ms};
+                                                   .joined_ms = q->c[i].ctime_ms,
+                                                   .priority = (int)q->c[i].prio};
         if (q->have_term && q->leader_node && !strcmp(q->leader_node, q->c[i].name))
             view.has_leader = 1;
     }

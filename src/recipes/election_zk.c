@@ -70,6 +70,9 @@ typedef struct zk_election {
     char *my_node; /* full path of our node, once known */
     bool create_inflight;
     int setup_tries;
+    bool dir_ours;      /* setup: our create made the election node (we know its strategy) */
+    bool need_parents;  /* setup: its parents are missing */
+    bool parents_tried; /* setup: and we made them in this attempt */
 
     int64_t valid_until;
 
@@ -1560,6 +1563,19 @@ static int dir_record(zk_election *e, reign__buf *b)
     return reign__record_build(b, kv, 4, NULL, 0);
 }
 
+static void setup_done(zk_election *e, reign_strategy found);
+
+static void on_dir_made(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    if (STALE(e, arg))
+        return;
+    e->dir_ours = r->rc == 0;
+    e->need_parents = r->rc == REIGN_ENOENT;
+}
+
+static void make_path(zk_election *e, bool parents);
+
 static void on_path_made(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
@@ -1570,33 +1586,53 @@ static void on_path_made(void *owner, void *arg, const reign__zk_result *r)
         fail(e, r->rc, "not allowed to create %s (credentials?)", e->dir);
         goto out;
     }
+    if (e->need_parents && !e->parents_tried) {
+        /* The first election under this root: make the parents too. */
+        make_path(e, true);
+        goto out;
+    }
     if (r->rc != 0 && r->rc != REIGN_EEXIST) {
         retry_later(e, r->rc, "creating the election node");
         goto out;
     }
-    /* The last create in the chain made the term node: read the election. */
+    e->parents_tried = false;
+    if (e->dir_ours) {
+        /* We wrote its record, so we know its strategy: no need to read it. */
+        setup_done(e,
+                   e->strategy == REIGN_STRATEGY_LOCK ? REIGN_STRATEGY_LOCK : REIGN_STRATEGY_QUEUE);
+        goto out;
+    }
+    /* Someone else made it meanwhile: read what it says. */
     if (reign__zk_get(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_setup_read, EPOCH_ARG(e)) < 0)
         retry_later(e, REIGN_ENOMEM, "reading the election");
 out:
     LEAVE(e);
 }
 
-static void make_path(zk_election *e)
+/*
+ * Creates the election node and its term node; with `parents`, /reign and
+ * /reign/election first (only the first election under a root needs them:
+ * trying without saves two writes per new election).  Each create
+ * tolerates EEXIST.  Requests on one session are applied in order, so one
+ * round trip covers the chain; the election node's answer says whether we
+ * made it (and whether the parents were missing), the term's ends it.
+ */
+static void make_path(zk_election *e, bool parents)
 {
-    /* Parents first; each create tolerates EEXIST.  Requests on one session
-     * are applied in order, so one round trip covers the chain; only the
-     * last one's answer is needed. */
     reign__buf rec;
     reign__buf_init(&rec);
-    if (dir_record(e, &rec) < 0) {
+    if (dir_record(e, &rec) < 0) { /* the default strategy is recorded as queue */
         reign__buf_free(&rec);
         retry_later(e, REIGN_ENOMEM, "creating the election node");
         return;
     }
-    const char *parents[] = {REIGN__ZK_ROOT, REIGN__ELECTION_DIR};
-    for (size_t i = 0; i < 2; i++)
-        reign__zk_create(e->zk, parents[i], NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
-    reign__zk_create(e->zk, e->dir, rec.data, rec.len, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    e->dir_ours = e->need_parents = false;
+    e->parents_tried = parents;
+    const char *chain[] = {REIGN__ZK_ROOT, REIGN__ELECTION_DIR};
+    for (size_t i = 0; parents && i < 2; i++)
+        reign__zk_create(e->zk, chain[i], NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    reign__zk_create(e->zk, e->dir, rec.data, rec.len, REIGN__ZK_RETRY, e, on_dir_made,
+                     EPOCH_ARG(e));
     int rc = reign__zk_create(e->zk, e->term_path, "reign 1\n\n", 9, REIGN__ZK_RETRY, e,
                               on_path_made, EPOCH_ARG(e));
     reign__buf_free(&rec);
@@ -1625,7 +1661,7 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
                  e->dir);
             goto out;
         }
-        make_path(e);
+        make_path(e, false);
         goto out;
     }
     if (r->rc != 0) {
@@ -1651,11 +1687,19 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
             found = (reign_strategy)p;
         reign__record_clear(&rec);
     }
+    setup_done(e, found);
+out:
+    LEAVE(e);
+}
+
+/* The election node is there and says `found` (or nothing): stand. */
+static void setup_done(zk_election *e, reign_strategy found)
+{
     if (found != REIGN_STRATEGY_DEFAULT) {
         if (e->strategy != REIGN_STRATEGY_DEFAULT && e->strategy != found) {
             fail(e, REIGN_EINVAL, "election '%s' uses strategy '%s', not '%s'", e->base.name,
                  reign_strategy_name(found), reign_strategy_name(e->strategy));
-            goto out;
+            return;
         }
         e->strategy = found;
     } else if (e->strategy == REIGN_STRATEGY_DEFAULT) {
@@ -1665,11 +1709,9 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
         follow_leader(e);
     if (e->base.observer) {
         set_state(e, ST_WAITING, "observing");
-        goto out;
+        return;
     }
     create_node(e);
-out:
-    LEAVE(e);
 }
 
 static void start(zk_election *e)

@@ -15,7 +15,8 @@
  *   4  a service has no fence method
  *   5  --format refused: already formatted (use --force)
  *   6  a store cannot be reached, or refused the credentials, at start
- *   7  configuration error (the message names FILE:LINE)
+ *   7  configuration error (the message names FILE:LINE), or a store that
+ *      cannot keep reignd's breadcrumb (not ZooKeeper)
  */
 #include <getopt.h>
 #include <signal.h>
@@ -253,27 +254,30 @@ static int run(const args *a, const reignd_config *cfg, const reignd_secret *sec
     int e = reignd_daemon_new(&sv.daemon, &o, err, sizeof(err));
     if (e == 0)
         e = reignd_daemon_prepare(sv.daemon, !a->format, err, sizeof(err));
-    int status = EXIT_RUNTIME;
+    int status = EXIT_RUNTIME, started = 0;
     if (e == REIGN_ECONNECT)
         status = EXIT_NO_STORE;
     else if (e == REIGN_ENOENT)
         status = EXIT_NOT_FORMATTED;
+    else if (e == REIGN_ENOTSUP)
+        status = EXIT_CONFIG; /* a store that cannot keep a breadcrumb */
     else if (e == 0 && a->format) {
         e = reignd_daemon_format(sv.daemon, a->force, err, sizeof(err));
         status = e == 0 ? 0 : e == REIGN_EEXIST ? EXIT_FORMAT_DENIED : EXIT_RUNTIME;
-    } else if (e == 0 && (e = start_servers(&sv, cfg, secret)) == 0 &&
-               (e = reignd_daemon_start(sv.daemon, err, sizeof(err))) == 0) {
-        reignd_sdnotify_ready(sv.notify, "running");
-        log_sink(REIGN_LOG_NOTICE, "running", NULL);
-        uv_run(sv.loop, UV_RUN_DEFAULT);
-        status = sv.status;
+    } else if (e == 0) {
+        started = 1;
+        if ((e = start_servers(&sv, cfg, secret)) == 0 &&
+            (e = reignd_daemon_start(sv.daemon, err, sizeof(err))) == 0) {
+            reignd_sdnotify_ready(sv.notify, "running");
+            log_sink(REIGN_LOG_NOTICE, "running", NULL);
+            uv_run(sv.loop, UV_RUN_DEFAULT);
+            status = sv.status;
+        }
     }
     if (e < 0 && err[0])
         fprintf(stderr, "reignd: %s\n", err);
-    if (e < 0 && sv.daemon && !a->format && status == EXIT_RUNTIME) {
-        /* Started half-way: leave cleanly anyway. */
+    if (e < 0 && started) /* started half-way: leave cleanly anyway */
         reignd_daemon_shutdown(sv.daemon);
-    }
     drain(&sv);
     reignd_daemon_free(sv.daemon);
     uv_run(sv.loop, UV_RUN_DEFAULT);

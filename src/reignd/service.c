@@ -1154,6 +1154,13 @@ int reignd_daemon_format(reignd_daemon *d, int force, char *err, size_t errlen)
                      s->cfg->name, s->cfg->election_name);
             return e;
         }
+        if (e == REIGN_ENOTSUP) {
+            snprintf(err, errlen,
+                     "service %s: reignd keeps its breadcrumb in a reign value, which needs a "
+                     "ZooKeeper store (election_uri = zk://...)",
+                     s->cfg->name);
+            return e;
+        }
         if (e < 0) {
             snprintf(err, errlen, "service %s: election %s: %s", s->cfg->name,
                      s->cfg->election_name, w.msg[0] ? w.msg : reign_strerror(e));

@@ -53,6 +53,7 @@ endif()
 # --- R2: fsm, breadcrumb, fence, service, main ---
 reignd_unit_test(test_fsm)
 reignd_unit_test(test_breadcrumb)
+reignd_unit_test(test_fence)
 # End to end: two or three reignd with dummy services on the shared ZooKeeper server, one
 # entry per scenario of test_reignd_e2e.py.
 if(TARGET reignd AND COMMAND reign_zk_test)

@@ -1,12 +1,14 @@
 /*
  * tasks_bench.c - throughput of the task queue (issue 5), driven by bench/tasks.py.
  *
- *     tasks-bench raw   HOSTS COUNT WINDOW
+ *     tasks-bench raw   HOSTS COUNT WINDOW [SESSIONS]
  *     tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY
  *
  * raw: the limit.  COUNT creates of 100-byte persistent sequential nodes through the
  * ZooKeeper C client itself (libzookeeper_mt, the client libreign uses), WINDOW of them in
- * flight at any time.  Prints one JSON line: writes, seconds, writes_per_s.
+ * flight at any time, spread over SESSIONS sessions (default 1; the queue writes from several
+ * sessions at once, which the server can commit together).  Prints one JSON line: writes,
+ * seconds, writes_per_s.
  *
  * queue: one process, one session per role: a master, WORKERS workers (each taking
  * CONCURRENCY tasks at once and answering each at once with exit 0 and a 2-byte output, so
@@ -87,15 +89,16 @@ static int64_t zxid_now(zhandle_t *zh)
     return st.czxid;
 }
 
-static int raw_count, raw_window, raw_sent;
-static zhandle_t *raw_zh;
+#define MAX_RAW 64
+static int raw_count, raw_window, raw_sent, n_raw;
+static zhandle_t *raw_zh[MAX_RAW];
 static const char raw_data[100] = "a 100-byte payload";
 
-static void raw_send(void);
+static void raw_send(intptr_t h);
 
 static void on_raw_created(int rc, const char *value, const void *data)
 {
-    (void)value, (void)data;
+    (void)value;
     pthread_mutex_lock(&mu);
     if (rc != ZOK)
         raw_failed++;
@@ -107,21 +110,29 @@ static void on_raw_created(int rc, const char *value, const void *data)
         pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
     if (more)
-        raw_send();
+        raw_send((intptr_t)data); /* on the same session */
 }
 
-static void raw_send(void)
+static void raw_send(intptr_t h)
 {
-    int rc = zoo_acreate(raw_zh, "/reign-bench/raw-", raw_data, sizeof(raw_data),
-                         &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, on_raw_created, NULL);
+    int rc = zoo_acreate(raw_zh[h], "/reign-bench/raw-", raw_data, sizeof(raw_data),
+                         &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, on_raw_created, (void *)h);
     if (rc != ZOK)
         die("zoo_acreate", rc);
 }
 
-static int raw_main(const char *hosts, int count, int window)
+static int raw_main(const char *hosts, int count, int window, int sessions)
 {
-    raw_zh = raw_connect(hosts);
-    zxid_now(raw_zh); /* makes /reign-bench */
+    if (sessions < 1 || sessions > MAX_RAW)
+        die("sessions out of range", sessions);
+    n_raw = sessions;
+    for (int i = 0; i < n_raw; i++) {
+        pthread_mutex_lock(&mu);
+        connected = 0;
+        pthread_mutex_unlock(&mu);
+        raw_zh[i] = raw_connect(hosts);
+    }
+    zxid_now(raw_zh[0]); /* makes /reign-bench */
     raw_count = count;
     raw_window = window < count ? window : count;
     double t0 = now_s();
@@ -129,17 +140,19 @@ static int raw_main(const char *hosts, int count, int window)
     raw_sent = raw_window;
     pthread_mutex_unlock(&mu);
     for (int i = 0; i < raw_window; i++)
-        raw_send();
+        raw_send(i % n_raw);
     pthread_mutex_lock(&mu);
     while (raw_done < raw_count)
         pthread_cond_wait(&cv, &mu);
     pthread_mutex_unlock(&mu);
     double s = now_s() - t0;
-    zookeeper_close(raw_zh);
+    for (int i = 0; i < n_raw; i++)
+        zookeeper_close(raw_zh[i]);
     if (raw_failed)
         die("raw creates failed", raw_failed);
-    printf("{\"writes\": %d, \"window\": %d, \"seconds\": %.4f, \"writes_per_s\": %.1f}\n", count,
-           window, s, count / s);
+    printf("{\"writes\": %d, \"window\": %d, \"sessions\": %d, \"seconds\": %.4f, "
+           "\"writes_per_s\": %.1f}\n",
+           count, window, n_raw, s, count / s);
     return 0;
 }
 
@@ -299,15 +312,15 @@ static int queue_main(const char *hosts, int count, int window, int workers, int
 
 int main(int argc, char **argv)
 {
-    if (argc == 5 && !strcmp(argv[1], "raw"))
-        return raw_main(argv[2], atoi(argv[3]), atoi(argv[4]));
+    if ((argc == 5 || argc == 6) && !strcmp(argv[1], "raw"))
+        return raw_main(argv[2], atoi(argv[3]), atoi(argv[4]), argc == 6 ? atoi(argv[5]) : 1);
     if (argc == 7 && !strcmp(argv[1], "queue")) {
         int workers = atoi(argv[5]);
         if (workers < 1 || workers > MAX_CLIENTS - 2)
             die("workers out of range", workers);
         return queue_main(argv[2], atoi(argv[3]), atoi(argv[4]), workers, atoi(argv[6]));
     }
-    fprintf(stderr, "usage: tasks-bench raw HOSTS COUNT WINDOW\n"
+    fprintf(stderr, "usage: tasks-bench raw HOSTS COUNT WINDOW [SESSIONS]\n"
                     "       tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY\n");
     return 2;
 }

@@ -36,13 +36,13 @@
 
 #define F_INFLIGHT 1 /* an assignment of it is being written */
 #define F_MOVING   2 /* being taken from a dead worker */
+#define F_GONE     4 /* finished while F_INFLIGHT: unheld once the source's delete is answered */
 
 typedef struct worker {
     char *id;
     bool live;
     size_t cap; /* tasks it may hold */
     size_t load;
-    bool listing, dirty;
 } worker;
 
 struct reign_tasks_master {
@@ -303,8 +303,11 @@ static void on_source_deleted(void *owner, void *arg, const reign__zk_result *r)
     enter(m);
     if (!MV_STALE(m, mv)) {
         reign__tmap_entry *e = reign__tmap_get(&m->held, mv->task);
-        if (e && e->worker && !strcmp(e->worker, mv->to))
+        if (e && e->worker && !strcmp(e->worker, mv->to)) {
             e->flags &= ~(F_INFLIGHT | F_MOVING);
+            if (e->flags & F_GONE)
+                unhold(m, mv->task);
+        }
         if (r->rc < 0 && r->rc != REIGN_ENOENT)
             report(m, r->rc, "deleting an assigned task's old node");
         reign_tasks_event ev = {
@@ -317,8 +320,11 @@ static void on_source_deleted(void *owner, void *arg, const reign__zk_result *r)
     leave(m);
 }
 
+static void watch_assignment(reign_tasks_master *m, const char *wid, const char *task);
+
 static void moved(reign_tasks_master *m, move *mv)
 {
+    watch_assignment(m, mv->to, mv->task);
     /* The source goes only after the assignment exists (see the top). */
     if (reign__zk_delete(m->zk, mv->src, -1, REIGN__ZK_RETRY, m, on_source_deleted, mv) < 0) {
         report(m, REIGN_ENOMEM, "deleting an assigned task's old node");
@@ -522,6 +528,8 @@ static void assign_more(reign_tasks_master *m)
         if (!start_move(m, task, NULL, w))
             break;
     }
+    if (m->tasks_dirty && !m->tasks_listing && m->next_pending >= m->n_pending)
+        list_tasks(m);
 }
 
 static void on_tasks_event(void *owner, void *arg, reign__zk_event ev, const char *path)
@@ -532,7 +540,11 @@ static void on_tasks_event(void *owner, void *arg, reign__zk_event ev, const cha
     if (STALE(m, arg))
         return;
     enter(m);
-    list_tasks(m);
+    /* Listed again once the names we hold are used up: until then there is nothing
+     * new to do, and each listing costs the server all the pending names. */
+    m->tasks_dirty = true;
+    if (m->next_pending >= m->n_pending)
+        list_tasks(m);
     leave(m);
 }
 
@@ -579,7 +591,7 @@ static void on_tasks_listed(void *owner, void *arg, const reign__zk_result *r)
         m->n_pending = n;
         assign_more(m);
     }
-    if (m->tasks_dirty && m->leading)
+    if (m->tasks_dirty && m->leading && m->next_pending >= m->n_pending)
         list_tasks(m);
 out:
     leave(m);
@@ -587,10 +599,8 @@ out:
 
 static void list_tasks(reign_tasks_master *m)
 {
-    if (m->tasks_listing) {
-        m->tasks_dirty = true;
-        return;
-    }
+    if (m->tasks_listing)
+        return; /* tasks_dirty: again after this one */
     m->tasks_dirty = false;
     char *p = reign__tasks_path(m->queue, "tasks", NULL, NULL);
     if (p && reign__zk_children(m->zk, p, on_tasks_event, REIGN__ZK_RETRY, m, on_tasks_listed,
@@ -601,8 +611,6 @@ static void list_tasks(reign_tasks_master *m)
 
 /* ---- a worker's assignments ----------------------------------------------- */
 
-static void list_assigned(reign_tasks_master *m, worker *w);
-
 typedef struct wref {
     char *id;
 } wref;
@@ -612,74 +620,84 @@ static void wref_dtor(void *p)
     reign__free(((wref *)p)->id);
 }
 
-static void on_assign_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+/* The assignment assign/W/T is gone: W finished T (or we moved T away from W). */
+static void assignment_gone(reign_tasks_master *m, const char *wid, const char *task)
+{
+    reign__tmap_entry *e = reign__tmap_get(&m->held, task);
+    if (!e || !e->worker || strcmp(e->worker, wid) != 0)
+        return; /* moved: the watch fired on the delete of the old copy */
+    if (e->flags & F_INFLIGHT) {
+        /* Done before the delete of its source was answered: the task must stay held
+         * until then, or a listing of tasks/ sent before that delete could offer it again. */
+        e->flags |= F_GONE;
+        return;
+    }
+    unhold(m, task);
+    assign_more(m);
+}
+
+static void on_assignment_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
     reign_tasks_master *m = owner;
-    (void)ev;
-    (void)arg; /* the listing's argument, maybe freed: a demotion forgets our watches */
-    if (!m->leading || m->free_requested || !path)
+    (void)arg; /* the request's argument, maybe freed: a demotion forgets our watches */
+    if (!m->leading || m->free_requested || !path || ev != REIGN__ZK_DELETED)
         return;
-    enter(m);
+    /* path: .../assign/W/T */
     const char *slash = strrchr(path, '/');
-    worker *w = slash ? find_worker(m, slash + 1) : NULL;
-    if (w && w->live)
-        list_assigned(m, w);
+    if (!slash || slash == path)
+        return;
+    const char *w0 = slash - 1;
+    while (w0 > path && *w0 != '/')
+        w0--;
+    char wid[REIGN_TASKS_WORKER_MAX + 1];
+    size_t n = (size_t)(slash - w0 - 1);
+    if (n == 0 || n > REIGN_TASKS_WORKER_MAX)
+        return;
+    memcpy(wid, w0 + 1, n);
+    wid[n] = '\0';
+    enter(m);
+    assignment_gone(m, wid, slash + 1);
     leave(m);
 }
 
-static void on_assign_listed(void *owner, void *arg, const reign__zk_result *r)
+typedef struct aref {
+    char *task, *worker;
+} aref;
+
+static void aref_dtor(void *p)
+{
+    reign__free(((aref *)p)->task);
+    reign__free(((aref *)p)->worker);
+}
+
+static void on_assignment_exists(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_tasks_master *m = owner;
-    wref *ref = arg;
+    aref *a = arg;
     enter(m);
-    worker *w = NULL;
-    if (targ_epoch(ref) != m->epoch || !m->leading || m->free_requested)
-        goto out;
-    w = find_worker(m, ref->id);
-    if (!w)
-        goto out;
-    w->listing = false;
-    if (r->rc == 0) {
-        /* Our view of w's tasks: those it no longer holds are done. */
-        for (size_t i = 0; i < m->held.cap; i++) {
-            if (!reign__tmap_live(&m->held, i))
-                continue;
-            reign__tmap_entry *e = &m->held.v[i];
-            if (strcmp(e->worker, w->id) != 0 || (e->flags & F_INFLIGHT))
-                continue;
-            bool there = false;
-            for (size_t j = 0; j < r->n_children && !there; j++)
-                there = !strcmp(r->children[j], e->key);
-            if (!there)
-                unhold(m, e->key);
-        }
-        assign_more(m);
-    } else if (r->rc != REIGN_ENOENT && r->rc != REIGN_ESESSION) {
-        w->dirty = true;
-    }
-    if (w->dirty && w->live)
-        list_assigned(m, w);
-out:
-    targ_free(m, ref);
+    if (targ_epoch(a) == m->epoch && m->leading && !m->free_requested && r->rc == REIGN_ENOENT)
+        assignment_gone(m, a->worker, a->task); /* finished before we looked */
+    else if (targ_epoch(a) == m->epoch && m->leading && r->rc < 0 && r->rc != REIGN_ESESSION)
+        report(m, r->rc, "watching an assignment");
+    targ_free(m, a);
     leave(m);
 }
 
-static void list_assigned(reign_tasks_master *m, worker *w)
+/*
+ * Watches one assignment until it is deleted: the worker finished the task.  One watch per
+ * task held (a worker holds few), instead of listing the worker's directory after each of
+ * its changes.
+ */
+static void watch_assignment(reign_tasks_master *m, const char *wid, const char *task)
 {
-    if (w->listing) {
-        w->dirty = true;
-        return;
+    aref *a = targ_new(m, sizeof(*a), aref_dtor);
+    char *p = reign__tasks_path(m->queue, "assign", wid, task);
+    if (!a || !p || !(a->task = reign__strdup(task)) || !(a->worker = reign__strdup(wid)) ||
+        reign__zk_exists(m->zk, p, on_assignment_event, REIGN__ZK_RETRY, m, on_assignment_exists,
+                         a) < 0) {
+        targ_free(m, a);
+        report(m, REIGN_ENOMEM, "watching an assignment");
     }
-    w->dirty = false;
-    wref *ref = targ_new(m, sizeof(*ref), wref_dtor);
-    char *p = reign__tasks_path(m->queue, "assign", w->id, NULL);
-    if (ref && p && (ref->id = reign__strdup(w->id)) &&
-        reign__zk_children(m->zk, p, on_assign_event, REIGN__ZK_RETRY, m, on_assign_listed, ref) ==
-            0) {
-        w->listing = true;
-        ref = NULL;
-    }
-    targ_free(m, ref);
     reign__free(p);
 }
 
@@ -713,11 +731,8 @@ static void recompute_live(reign_tasks_master *m)
         worker *w = add_worker(m, v[i].id);
         if (!w)
             continue;
-        bool was = w->live;
         w->live = true;
         w->cap = cap_of(&v[i]);
-        if (!was && m->active)
-            list_assigned(m, w);
     }
 }
 
@@ -852,9 +867,10 @@ static void recovery_step(reign_tasks_master *m)
     emit(m, &ev);
     if (m->free_requested || !m->leading)
         return;
-    for (size_t i = 0; i < m->n_workers; i++)
-        if (m->workers[i].live)
-            list_assigned(m, &m->workers[i]);
+    /* A watch on every assignment we hold: its delete says the task is done. */
+    for (size_t i = 0; i < m->held.cap; i++)
+        if (reign__tmap_live(&m->held, i))
+            watch_assignment(m, m->held.v[i].worker, m->held.v[i].key);
     list_tasks(m); /* drops stale copies (done or assigned), assigns the rest */
     if (m->retention_ms > 0) {
         reign__timers *ts = reign__client_timers(m->client);

@@ -222,6 +222,18 @@ static void start_task(reign_tasks_worker *w, const char *task)
     }
 }
 
+/* Whether a new listing could give us something to do: a slot is free and every name of the
+ * last listing has been taken up. */
+static bool want_listing(const reign_tasks_worker *w)
+{
+    if (w->slots >= (size_t)w->concurrency)
+        return false;
+    for (size_t i = 0; i < w->n_listed; i++)
+        if (w->listed[i])
+            return false;
+    return true;
+}
+
 static void start_more(reign_tasks_worker *w)
 {
     for (size_t i = 0; i < w->n_listed && w->slots < (size_t)w->concurrency; i++) {
@@ -233,6 +245,8 @@ static void start_more(reign_tasks_worker *w)
             start_task(w, t);
         reign__free(t);
     }
+    if (w->dirty && !w->listing && want_listing(w))
+        list_mine(w);
 }
 
 /* ---- the assignments --------------------------------------------------------- */
@@ -245,7 +259,10 @@ static void on_mine_event(void *owner, void *arg, reign__zk_event ev, const char
     if ((uintptr_t)arg != w->epoch || w->free_requested)
         return;
     enter(w);
-    list_mine(w);
+    /* Listed again when that could give us work (see want_listing). */
+    w->dirty = true;
+    if (want_listing(w))
+        list_mine(w);
     leave(w);
 }
 
@@ -299,7 +316,7 @@ static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
         report(w, r->rc, "listing our tasks");
         w->dirty = true;
     }
-    if (w->dirty)
+    if (w->dirty && want_listing(w))
         list_mine(w);
 out:
     leave(w);
@@ -307,10 +324,8 @@ out:
 
 static void list_mine(reign_tasks_worker *w)
 {
-    if (w->listing) {
-        w->dirty = true;
-        return;
-    }
+    if (w->listing)
+        return; /* dirty: again after this one, if wanted */
     w->dirty = false;
     if (reign__zk_children(w->zk, w->dir, on_mine_event, REIGN__ZK_RETRY, w, on_mine_listed,
                            (void *)w->epoch) == 0)

@@ -63,3 +63,14 @@ if(TARGET reignd AND COMMAND reign_zk_test)
       TIMEOUT 180 LABELS reignd e2e ENVIRONMENT REIGND=$<TARGET_FILE:reignd>)
   endforeach()
 endif()
+
+# --- R3: control socket, peer endpoint, metrics, sd_notify, reign ctl ---
+# fake_ops.c: a recording reignd_ops table shared by the tests below.
+add_library(reignd_fake_ops STATIC ${REIGND_TESTS_DIR}/fake_ops.c)
+target_compile_options(reignd_fake_ops PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(reignd_fake_ops PUBLIC reignd_core)
+foreach(name test_control test_peer test_metrics)
+  reignd_unit_test(${name})
+  target_link_libraries(${name} PRIVATE reignd_fake_ops Threads::Threads)
+endforeach()
+reignd_unit_test(test_sdnotify)

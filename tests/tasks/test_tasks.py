@@ -9,7 +9,8 @@ ran to completion exactly once (its id is in the file once):
 
   basic        tasks submitted before any worker waits for one; N tasks over M workers and two
                masters all finish once; a failing command's status is reported (submit --wait
-               exits with it); status, list --json and delete.
+               exits with it); status, list --json and delete; results deleted after
+               --retention.
   kill_worker  kill -9 a worker while it runs tasks: its tasks go to the others (the master
                says "from=" the dead worker); its running command dies with it.
   kill_master  kill -9 the leading master while it assigns a burst; the standby takes over,
@@ -168,6 +169,19 @@ def basic(t):
         check(p.alive(), f"{p.label} died: {p.err()[-500:]}")
         p.send(signal.SIGTERM)
     for p in (m1, m2, *workers):
+        check(p.wait() == 0, f"{p.label} exited {p.returncode()}")
+
+    # Retention: a master with --retention 1 deletes results older than a second.
+    r = Queue(t, t.shared_hosts())
+    rm = t.spawn("rm", r.args("master", r.name, "--id", "rm", "--retention", "1"))
+    rw = r.worker("rw")
+    rc, out, err = r.submit("kept-a-second", wait=True)
+    check(rc == 0, f"submit --wait on the retention queue: {rc} {err.strip()}")
+    rid = out.split()[0]
+    wait_for(lambda: not r.listing(), f"{rid}'s result deleted by the retention sweep")
+    log(f"{rid}'s result was deleted after the retention time")
+    for p in (rm, rw):
+        p.send(signal.SIGTERM)
         check(p.wait() == 0, f"{p.label} exited {p.returncode()}")
 
 

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -574,6 +575,10 @@ int reignd_control_start(uv_loop_t *loop, const reignd_control_options *opts, re
                     "control socket path '%s' is empty or longer "
                     "than %zu bytes",
                     path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    /* A client that leaves before its answer must cost a failed write, not
+     * the daemon: libuv writes to pipes with write(2), which raises SIGPIPE.
+     * (Hooks do not inherit this: libuv resets dispositions in children.) */
+    signal(SIGPIPE, SIG_IGN);
     int r = prepare_dir(path, err, errlen);
     if (r == 0)
         r = clear_stale(path, err, errlen);

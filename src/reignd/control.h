@@ -182,6 +182,7 @@ typedef struct reignd_control_options {
  * ours and not group/other accessible), replaces a stale socket (one no one
  * answers on; a live one is REIGN_EEXIST: another daemon runs), binds with a
  * umask that keeps the socket 0600 from the start, and listens on `loop`.
+ * Ignores SIGPIPE for the process (a client gone before its answer).
  * Returns 0 and *ret, or a negative REIGN_E* code with the reason in err.
  */
 int reignd_control_start(uv_loop_t *loop, const reignd_control_options *opts, reignd_control **ret,

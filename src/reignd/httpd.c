@@ -190,12 +190,13 @@ int reignd_httpd_start(uv_loop_t *loop, const reignd_httpd_options *opts, reignd
     unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (opts->suspend)
         flags |= MHD_ALLOW_SUSPEND_RESUME;
+    /* The logger first: libmicrohttpd reports options before it on stderr. */
     h->mhd = MHD_start_daemon(
-        flags, 0, NULL, NULL, opts->handler, opts->cls, MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_NOTIFY_COMPLETED, opts->completed, opts->cls, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)HTTPD_CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_CONN_TIMEOUT,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_CONN_MEMORY, MHD_OPTION_EXTERNAL_LOGGER,
-        mhd_log, h, MHD_OPTION_END);
+        flags, 0, NULL, NULL, opts->handler, opts->cls, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+        MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_NOTIFY_COMPLETED, opts->completed, opts->cls,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPD_CONN_LIMIT, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)HTTPD_CONN_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTPD_CONN_MEMORY,
+        MHD_OPTION_END);
     const union MHD_DaemonInfo *info =
         h->mhd ? MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD) : NULL;
     if (!info) {

@@ -745,10 +745,15 @@ static void where_listed(req *q)
 
 static void wait_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
+    req *q = owner;
     (void)arg;
-    (void)ev;
     (void)path;
-    wait_check(owner);
+    if (ev == REIGN__ZK_CREATED && !q->reading) {
+        q->reading = true; /* the result is there: read it at once (a get, not another exists) */
+        status_get(q);
+        return;
+    }
+    wait_check(q);
 }
 
 static void on_wait_exists(void *owner, void *arg, const reign__zk_result *r)

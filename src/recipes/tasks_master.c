@@ -22,8 +22,9 @@
  *
  * Each worker gets at most 2 x its concurrency (from its group payload)
  * tasks at once; the rest wait in tasks/, so least-loaded means something
- * and a dead worker takes few tasks with it.  Listings are coalesced: one in
- * flight per directory, again once if it changed meanwhile.
+ * and a dead worker takes few tasks with it.  The master learns that a task is
+ * done from a watch on its assignment (deleted by the worker), and lists tasks/
+ * again only once it has used up the names of the last listing.
  */
 #include <stdio.h>
 #include <stdlib.h>

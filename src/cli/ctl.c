@@ -135,6 +135,13 @@ static int wait_fd(int fd, short events, int64_t deadline)
     }
 }
 
+/* The daemon hangs up without a word on a client of another user. */
+static void refused(cli *c)
+{
+    cli_error(c, "reignd closed the connection without an answer (only its own user and root "
+                 "may use the control socket)");
+}
+
 /* Sends `line` and reads one answer line into *out (malloc'd).  0 or CLI_EXIT_FAIL. */
 static int exchange(cli *c, ctl *s, int fd, const char *line, char **out)
 {
@@ -146,6 +153,10 @@ static int exchange(cli *c, ctl *s, int fd, const char *line, char **out)
             return CLI_EXIT_FAIL;
         }
         ssize_t n = send(fd, line + off, len - off, MSG_NOSIGNAL);
+        if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) {
+            refused(c); /* it hung up on us before reading */
+            return CLI_EXIT_FAIL;
+        }
         if (n < 0 && errno != EINTR && errno != EAGAIN) {
             cli_error(c, "cannot send the request: %s", strerror(errno));
             return CLI_EXIT_FAIL;
@@ -184,10 +195,9 @@ static int exchange(cli *c, ctl *s, int fd, const char *line, char **out)
             return CLI_EXIT_FAIL;
         }
         ssize_t n = recv(fd, buf + got, cap - got - 1, 0);
-        if (n == 0) {
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
             free(buf);
-            cli_error(c, "reignd closed the connection without an answer (only its own user "
-                         "and root may use the control socket)");
+            refused(c);
             return CLI_EXIT_FAIL;
         }
         if (n < 0 && errno != EINTR && errno != EAGAIN) {
@@ -309,12 +319,11 @@ static int report(cli *c, const ctl *s, const char *answer)
         else
             print_done(s);
     } else if (cJSON_IsFalse(ok)) {
-        char m[512], e[64], sq[512];
-        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(a, "message");
-        cli_error(c, "%s%s%s: %s", s->sub, s->service ? " " : "",
-                  s->service ? cli_quote(s->service, sq, sizeof(sq)) : "",
-                  cJSON_IsString(msg) ? cli_quote(msg->valuestring, m, sizeof(m))
-                                      : member_text(a, "error", e, sizeof(e)));
+        char m[512], sq[512];
+        cli_error(
+            c, "%s%s%s: %s", s->sub, s->service ? " " : "",
+            s->service ? cli_quote(s->service, sq, sizeof(sq)) : "",
+            member_text(a, cJSON_HasObjectItem(a, "message") ? "message" : "error", m, sizeof(m)));
         code = CLI_EXIT_FAIL;
     } else {
         cli_error(c, "malformed answer from reignd");

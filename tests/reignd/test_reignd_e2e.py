@@ -24,6 +24,8 @@ Scenarios (one ctest entry each):
 No assertion on how long anything took: every wait is for an event, bounded generously.
 """
 
+import base64
+import hashlib
 import json
 import os
 import signal
@@ -51,9 +53,9 @@ def free_port():
 class Cluster:
     """The nodes of one election, their shared event file and peer secret."""
 
-    def __init__(self, t, election=None, session="2s"):
+    def __init__(self, t, election=None, session="2s", hosts=None):
         self.t = t
-        self.hosts = t.shared_hosts()
+        self.hosts = hosts or t.shared_hosts()
         self.election = election or t.unique("reignd")
         self.session = session
         self.events_path = os.path.join(t.dir, "events")
@@ -368,6 +370,47 @@ def scenario_neutral(t):
     a.wait_state("standby")
     b.wait_state("active")
     check(len(c.lines("A", "become_active")) == 1, f"A active again: {c.events()}")
+
+
+def scenario_credentials(t):
+    """With a user in the election URI (password in a file), --format and the daemon create
+    their values with the ACL "digest user: all, world: read": anyone can read the breadcrumb,
+    nobody else can change or delete it; the password appears in no output."""
+    password = "pw-" + os.urandom(8).hex()
+    pwfile = os.path.join(t.dir, "zk-password")
+    with open(pwfile, "w") as f:
+        f.write(password + "\n")
+    os.chmod(pwfile, stat.S_IRUSR | stat.S_IWUSR)
+    hosts = t.shared_hosts()
+    chroot = "/" + t.unique("reignd-cred")
+    rc, _, err = t.zkraw(hosts, "create", chroot, "")
+    check(rc == 0, f"creating {chroot}: {err}")
+    c = Cluster(t, hosts=f"alice@{hosts}{chroot}?password_file={pwfile}")
+    a = c.node("A")
+    format_election(a)
+    a.start_service()
+    a.start()
+    c.wait_line("A", "become_active")
+    digest = base64.b64encode(hashlib.sha1(f"alice:{password}".encode()).digest()).decode()
+    base = f"{hosts}{chroot}"
+    for leaf in ("layout", "breadcrumb"):
+        path = f"/reign/value/reignd/{c.election}/{leaf}"
+        # ZooKeeper shows the digest only to its holder ("x" to others).
+        for auth, shown in ((None, "x"), (f"alice:{password}", digest)):
+            rc, out, err = t.zkraw(base, "getacl", path, auth=auth)
+            check(rc == 0, f"getacl {path}: {err}")
+            check(sorted(out.splitlines()) == sorted([f"digest alice:{shown} 31",
+                                                      "world anyone 1"]),
+                  f"ACL of {path}: {out}")
+        rc, out, err = t.zkraw(base, "delete", path)
+        check(rc != 0 and "NOAUTH" in err, f"deleting {path} without credentials: {rc} {err}")
+    rc, out, err = t.zkraw(base, "get", f"/reign/value/reignd/{c.election}/breadcrumb")
+    check(rc == 0 and b"\nid=A\n" in bytes.fromhex(json.loads(out)["data_hex"]),
+          f"the breadcrumb is readable by anyone: {rc} {out} {err}")
+    a.proc.send(signal.SIGTERM)
+    check(a.proc.wait() == 0, "reignd A did not exit 0")
+    check(password not in a.proc.err() and password not in a.proc.lines().__str__(),
+          "the password appears in reignd's output")
 
 
 def scenario_config(t):

@@ -75,3 +75,32 @@ foreach(name test_control test_peer test_metrics)
   target_link_libraries(${name} PRIVATE reignd_fake_ops Threads::Threads)
 endforeach()
 reignd_unit_test(test_sdnotify)
+# The control socket's request parser (fuzz_control.c), as fuzz_config above:
+#   mkdir -p /tmp/c && build/tests/fuzz_control -max_total_time=120 \
+#       /tmp/c tests/reignd/corpus/control
+add_executable(fuzz_control_replay ${REIGND_TESTS_DIR}/fuzz_control.c
+  ${PROJECT_SOURCE_DIR}/tests/fuzz/replay.c)
+target_include_directories(fuzz_control_replay PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz)
+target_compile_options(fuzz_control_replay PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(fuzz_control_replay PRIVATE reignd_core)
+add_test(NAME fuzz_control_replay COMMAND fuzz_control_replay ${REIGND_TESTS_DIR}/corpus/control)
+set_tests_properties(fuzz_control_replay PROPERTIES LABELS "fuzz;reignd")
+if(REIGN_FUZZ)
+  add_executable(fuzz_control ${REIGND_TESTS_DIR}/fuzz_control.c
+    ${PROJECT_SOURCE_DIR}/src/reignd/control.c ${PROJECT_SOURCE_DIR}/src/reignd/call.c)
+  target_include_directories(fuzz_control PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz
+    ${PROJECT_SOURCE_DIR}/src/reignd)
+  target_compile_options(fuzz_control PRIVATE ${REIGN_WARNINGS} ${REIGN_FUZZ_FLAGS})
+  target_link_options(fuzz_control PRIVATE ${REIGN_FUZZ_FLAGS})
+  target_link_libraries(fuzz_control PRIVATE reign PkgConfig::LIBUV PkgConfig::CJSON)
+  add_test(NAME fuzz_control_libfuzzer
+    COMMAND fuzz_control -runs=0 ${REIGND_TESTS_DIR}/corpus/control)
+  set_tests_properties(fuzz_control_libfuzzer PROPERTIES LABELS "fuzz;reignd")
+endif()
+# reign ctl end to end against control.c with the fake operations (ctl_server.c).
+add_executable(reignd_ctl_server ${REIGND_TESTS_DIR}/ctl_server.c)
+target_compile_options(reignd_ctl_server PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(reignd_ctl_server PRIVATE reignd_fake_ops)
+add_test(NAME reignd_ctl_e2e COMMAND ${Python3_EXECUTABLE} ${REIGND_TESTS_DIR}/test_ctl.py)
+set_tests_properties(reignd_ctl_e2e PROPERTIES LABELS "reignd;e2e" TIMEOUT 120
+  ENVIRONMENT "REIGN=$<TARGET_FILE:reign_cli>;CTL_SERVER=$<TARGET_FILE:reignd_ctl_server>")

@@ -226,6 +226,7 @@ static void test_standby(void **state)
     assert_int_equal(reignd_peer_standby(&fx->loop, &t, "db", "n2", 10, on_answer, &o2, NULL), 0);
     wait_for(fx, &o2);
     assert_int_equal(o2.err, 0);
+    cJSON_Delete(o2.result);
 
     outcome o3 = {0};
     assert_int_equal(reignd_peer_standby(&fx->loop, &t, "slow", "n2", 11, on_answer, &o3, NULL), 0);

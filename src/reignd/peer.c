@@ -442,6 +442,8 @@ struct reignd_peer_request {
     uv_tcp_t tcp;
     uv_timer_t timer;
     int gai_pending;
+    struct addrinfo *addrs; /* the resolved addresses, tried in order */
+    struct addrinfo *next;  /* the next one to try */
     int tcp_open;
     int handles; /* open handles (timer, tcp) */
     int done;    /* the callback ran (or never will) */
@@ -464,6 +466,7 @@ static void req_maybe_free(reignd_peer_request *q)
             explicit_bzero(q->out, q->out_len);
         free(q->out);
         free(q->in);
+        uv_freeaddrinfo(q->addrs);
         free(q);
     }
 }
@@ -601,11 +604,29 @@ static void on_written_out(uv_write_t *w, int status)
         finishf(q, REIGN_ECONNECT, "cannot send the request: %s", uv_strerror(status));
 }
 
+static void try_connect(reignd_peer_request *q);
+
+/* A connection attempt failed: its handle closed, the next address. */
+static void on_tcp_closed_retry(uv_handle_t *h)
+{
+    reignd_peer_request *q = h->data;
+    q->handles--;
+    if (q->done)
+        req_maybe_free(q);
+    else
+        try_connect(q);
+}
+
 static void on_connected(uv_connect_t *c, int status)
 {
     reignd_peer_request *q = c->data;
     if (q->done)
         return;
+    if (status < 0 && q->next) { /* "localhost" may be ::1 and 127.0.0.1 */
+        q->tcp_open = 0;         /* closing already: finish() must not close it again */
+        uv_close((uv_handle_t *)&q->tcp, on_tcp_closed_retry);
+        return;
+    }
     if (status < 0) {
         finishf(q, REIGN_ECONNECT, "cannot connect: %s", uv_strerror(status));
         return;
@@ -619,31 +640,37 @@ static void on_connected(uv_connect_t *c, int status)
         finishf(q, REIGN_ECONNECT, "cannot send the request: %s", uv_strerror(r));
 }
 
-static void on_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
+static void try_connect(reignd_peer_request *q)
 {
-    reignd_peer_request *q = g->data;
-    q->gai_pending = 0;
-    if (q->done) {
-        uv_freeaddrinfo(res);
-        req_maybe_free(q);
-        return;
-    }
-    if (status < 0 || !res) {
-        uv_freeaddrinfo(res);
-        finishf(q, REIGN_ECONNECT, "cannot resolve: %s", uv_strerror(status));
-        return;
-    }
+    const struct addrinfo *ai = q->next;
+    q->next = ai->ai_next;
     int r = uv_tcp_init(q->loop, &q->tcp);
     if (r == 0) {
         q->tcp.data = q;
         q->tcp_open = 1;
         q->handles++;
         q->connect.data = q;
-        r = uv_tcp_connect(&q->connect, &q->tcp, res->ai_addr, on_connected);
+        r = uv_tcp_connect(&q->connect, &q->tcp, ai->ai_addr, on_connected);
     }
-    uv_freeaddrinfo(res);
     if (r < 0)
         finishf(q, REIGN_ECONNECT, "cannot connect: %s", uv_strerror(r));
+}
+
+static void on_resolved(uv_getaddrinfo_t *g, int status, struct addrinfo *res)
+{
+    reignd_peer_request *q = g->data;
+    q->gai_pending = 0;
+    q->addrs = res; /* freed with the request */
+    if (q->done) {
+        req_maybe_free(q);
+        return;
+    }
+    if (status < 0 || !res) {
+        finishf(q, REIGN_ECONNECT, "cannot resolve: %s", uv_strerror(status));
+        return;
+    }
+    q->next = res;
+    try_connect(q);
 }
 
 static void on_req_timeout(uv_timer_t *t)

@@ -198,6 +198,16 @@ static void test_state(void **state)
     assert_string_equal(cJSON_GetObjectItem(o.result, "health")->valuestring, "healthy");
     cJSON_Delete(o.result);
 
+    /* A name that may resolve to ::1 first: the client goes on to 127.0.0.1. */
+    char local[64];
+    snprintf(local, sizeof(local), "localhost:%d", reignd_peer_server_port(fx->srv));
+    reignd_peer_target lt = {local, &fx->secret, 0};
+    outcome ol = {0};
+    assert_int_equal(reignd_peer_state(&fx->loop, &lt, "web", on_answer, &ol, NULL), 0);
+    wait_for(fx, &ol);
+    assert_int_equal(ol.err, 0);
+    cJSON_Delete(ol.result);
+
     outcome o2 = {0};
     assert_int_equal(reignd_peer_state(&fx->loop, &t, "nosuch", on_answer, &o2, NULL), 0);
     wait_for(fx, &o2);

@@ -6,18 +6,19 @@
 events=${HOOK_EVENTS:?}
 case $1 in
 become_active)
-    echo "$REIGN_NODE_ID become_active term=$REIGN_TERM token=$REIGN_TOKEN" >>"$events"
+    echo "$REIGN_NODE_ID become_active term=$REIGN_TERM token=$REIGN_TOKEN service=$REIGN_SERVICE" \
+        >>"$events"
     ;;
 become_standby)
-    echo "$REIGN_NODE_ID become_standby term=$REIGN_TERM" >>"$events"
+    echo "$REIGN_NODE_ID become_standby term=$REIGN_TERM service=$REIGN_SERVICE" >>"$events"
     ;;
 fence)
     if [ -n "$HOOK_FENCE_FLAG" ] && [ ! -e "$HOOK_FENCE_FLAG" ]; then
-        echo "$REIGN_NODE_ID fence_failed target=$REIGN_TARGET_ID" >>"$events"
+        echo "$REIGN_NODE_ID fence_failed target=$REIGN_TARGET_ID service=$REIGN_SERVICE" >>"$events"
         exit 1
     fi
     echo "$REIGN_NODE_ID fence target=$REIGN_TARGET_ID address=$REIGN_TARGET_ADDRESS" \
-        "target_term=$REIGN_TARGET_TERM" >>"$events"
+        "target_term=$REIGN_TARGET_TERM service=$REIGN_SERVICE" >>"$events"
     ;;
 *)
     echo "hook.sh: unknown hook '$1'" >&2

@@ -1,13 +1,13 @@
 """test_reignd_e2e.py SCENARIO - reignd end to end, on the shared ZooKeeper server.
 
-Two or three reignd daemons, each managing one dummy service on loopback (a small Python TCP
+Two or three reignd daemons, each managing a dummy service on loopback (a small Python TCP
 listener: the health check connects to it), for one election.  Every hook and fence command is
 tests/reignd/hook.sh, which appends one line per run to a file shared by all nodes, so the order
 of the lines is the order in which the commands ran:
 
-    NODE become_active term=T token=K
-    NODE become_standby term=T
-    NODE fence target=ID address=HOST:PORT target_term=T
+    NODE become_active term=T token=K service=S
+    NODE become_standby term=T service=S
+    NODE fence target=ID address=HOST:PORT target_term=T service=S
 
 Scenarios (one ctest entry each):
   health      the active's service stops answering: the standby becomes active, after the old
@@ -17,7 +17,12 @@ Scenarios (one ctest entry each):
   fence_fail  as kill, but every fence method fails: the standby never becomes active and keeps
               retrying; once fencing works it does
   failover    `failover --to` the standby (and the refusals); SIGTERM of the active
-  cede        cede with a delay: the standby takes over without fencing; cede refused on a standby
+  cede        cede with a delay (through `reign ctl`): the standby takes over without fencing;
+              cede refused on a standby; pause and resume
+  neutral     the active is cut off from ZooKeeper: neutral, become-standby at the end of its
+              leadership, the new active's graceful fence answered
+  credentials the layout and breadcrumb carry the URI user's digest ACL
+  two_services  one daemon, two services on one session: each fails over on its own
   config      configuration errors (FILE:LINE, exit 7), no fence method (4), not formatted (3),
               --format twice (5) and --force
 
@@ -70,9 +75,13 @@ class Cluster:
         with open(self.events_path) as f:
             return [line.split() for line in f.read().splitlines() if line.strip()]
 
-    def lines(self, node=None, what=None):
+    def election_of(self, svc):
+        return self.election if svc == "web" else f"{self.election}-{svc}"
+
+    def lines(self, node=None, what=None, svc=None):
         return [e for e in self.events()
-                if (node is None or e[0] == node) and (what is None or e[1] == what)]
+                if (node is None or e[0] == node) and (what is None or e[1] == what)
+                and (svc is None or f"service={svc}" in e)]
 
     def index(self, node, what):
         """Position of the first line NODE WHAT in the event file, or None."""
@@ -85,24 +94,26 @@ class Cluster:
         return wait_for(lambda: len(self.lines(node, what)) >= count,
                         f"{count} x '{node} {what}' in the event file")
 
-    def node(self, name, fence=None, fence_flag=None, hosts=None):
-        n = Node(self, name, fence, fence_flag, hosts)
+    def node(self, name, fence=None, fence_flag=None, hosts=None, services=("web",)):
+        n = Node(self, name, fence, fence_flag, hosts, services)
         self.nodes[name] = n
         return n
 
 
 class Node:
-    def __init__(self, cluster, name, fence=None, fence_flag=None, hosts=None):
+    def __init__(self, cluster, name, fence=None, fence_flag=None, hosts=None,
+                 services=("web",)):
         self.c, self.name, self.t = cluster, name, cluster.t
         # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes.
         self.env = {"HOOK_EVENTS": cluster.events_path, "HOOK_FENCE_FLAG": fence_flag or ""}
         self.dir = os.path.join(self.t.dir, name)
         os.makedirs(self.dir, exist_ok=True)
-        self.service_port = free_port()
+        self.ports = {svc: free_port() for svc in services}  # each service's dummy
+        self.service_port = self.ports[services[0]]
         self.peer_port = free_port()
         self.socket = os.path.join(self.dir, "run", "control.sock")
         self.conf = os.path.join(self.dir, "reign.conf")
-        self.service = None
+        self.dummies = {}
         self.proc = None
         fence = fence or ["graceful(timeout=3s)", f"shell(timeout=10s):{HOOK} fence"]
         lines = [
@@ -111,21 +122,24 @@ class Node:
             f"peer_listen = 127.0.0.1:{self.peer_port}",
             f"peer_secret_file = {cluster.secret_path}",
             "log_level = debug",
-            "",
-            "[service web]",
-            f"election_uri = zk://{hosts or cluster.hosts}",
-            f"election_name = {cluster.election}",
-            f"node_id = {name}",
-            f"service_address = 127.0.0.1:{self.service_port}",
-            f"session_timeout = {cluster.session}",
-            "check_type = tcp",
-            f"check_target = 127.0.0.1:{self.service_port}",
-            "check_interval = 200ms",
-            "check_rise = 1",
-            "check_fall = 2",
-            f"become_active = {HOOK} become_active",
-            f"become_standby = {HOOK} become_standby",
-        ] + [f"fence = {f}" for f in fence]
+        ]
+        for svc, port in self.ports.items():
+            lines += [
+                "",
+                f"[service {svc}]",
+                f"election_uri = zk://{hosts or cluster.hosts}",
+                f"election_name = {cluster.election_of(svc)}",
+                f"node_id = {name}",
+                f"service_address = 127.0.0.1:{port}",
+                f"session_timeout = {cluster.session}",
+                "check_type = tcp",
+                f"check_target = 127.0.0.1:{port}",
+                "check_interval = 200ms",
+                "check_rise = 1",
+                "check_fall = 2",
+                f"become_active = {HOOK} become_active",
+                f"become_standby = {HOOK} become_standby",
+            ] + [f"fence = {f}" for f in fence]
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
 
@@ -133,22 +147,23 @@ class Node:
         return self.t.spawn(self.name, [os.environ["REIGND"], "--config", self.conf, *args],
                             self.env)
 
-    def start_service(self):
-        self.service = self.t.spawn(f"{self.name}-service",
-                                    [sys.executable, DUMMY, str(self.service_port)])
-        wait_for(lambda: self._answers(), f"{self.name}'s dummy service to listen")
+    def start_service(self, svc="web"):
+        port = self.ports[svc]
+        self.dummies[svc] = self.t.spawn(f"{self.name}-{svc}", [sys.executable, DUMMY, str(port)])
+        wait_for(lambda: self._answers(port), f"{self.name}'s dummy {svc} to listen")
 
-    def _answers(self):
+    @staticmethod
+    def _answers(port):
         try:
-            with socket.create_connection(("127.0.0.1", self.service_port), timeout=1):
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return True
         except OSError:
             return False
 
-    def stop_service(self):
-        log(f"stopping {self.name}'s service")
-        self.service.popen.kill()
-        self.service.popen.wait()
+    def stop_service(self, svc="web"):
+        log(f"stopping {self.name}'s {svc}")
+        self.dummies[svc].popen.kill()
+        self.dummies[svc].popen.wait()
 
     def start(self):
         self.proc = self.reignd()
@@ -168,20 +183,20 @@ class Node:
                 data += chunk
         return json.loads(data)
 
-    def status(self):
+    def status(self, svc="web"):
         try:
             r = self.request({"op": "status"})
         except OSError:
             return None
         check(r.get("ok"), f"status failed: {r}")
-        return r["result"]["services"][0]
+        return next(s for s in r["result"]["services"] if s["name"] == svc)
 
-    def state(self):
-        st = self.status()
+    def state(self, svc="web"):
+        st = self.status(svc)
         return st["state"] if st else None
 
-    def wait_state(self, want):
-        return wait_for(lambda: self.state() == want, f"{self.name} to be {want}")
+    def wait_state(self, want, svc="web"):
+        return wait_for(lambda: self.state(svc) == want, f"{self.name}'s {svc} to be {want}")
 
 
 def run_reignd(t, args):
@@ -411,6 +426,33 @@ def scenario_credentials(t):
     check(a.proc.wait() == 0, "reignd A did not exit 0")
     check(password not in a.proc.err() and password not in a.proc.lines().__str__(),
           "the password appears in reignd's output")
+
+
+def scenario_two_services(t):
+    """One daemon per node manages two services (two elections on one session): each fails
+    over on its own."""
+    c = Cluster(t)
+    both = ("web", "db")
+    a, b = c.node("A", services=both), c.node("B", services=both)
+    format_election(a)
+    for n in (a, b):
+        for svc in both:
+            n.start_service(svc)
+    a.start()
+    for svc in both:
+        c.wait_line("A", "become_active")
+        a.wait_state("active", svc)
+    b.start()
+    for svc in both:
+        b.wait_state("standby", svc)
+    a.stop_service("db")
+    wait_for(lambda: c.lines("B", "become_active", "db"), "B active for db")
+    b.wait_state("active", "db")
+    a.wait_state("unhealthy", "db")
+    check(a.state("web") == "active" and b.state("web") == "standby",
+          f"web stays on A: A {a.state('web')}, B {b.state('web')}")
+    check(not c.lines("B", "become_active", "web"), f"web did not move: {c.events()}")
+    check(c.index("A", "become_standby") < c.index("B", "become_active"), f"order: {c.events()}")
 
 
 def scenario_config(t):

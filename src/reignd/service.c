@@ -1014,7 +1014,9 @@ void reignd_daemon_metrics(reignd_metrics_sink *sink, void *ctx)
             .failovers = s->failovers,
             .fence_attempts = s->fence_attempts,
             .fence_successes = s->fence_ok,
-            .fence_failures = s->fence_failed,
+            /* Per method, as the metric counts them: every method tried failed
+             * except the last of each successful fence. */
+            .fence_failures = s->fence_attempts - s->fence_ok,
         };
         reignd_metrics_add(sink, &m);
     }

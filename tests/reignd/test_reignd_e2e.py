@@ -38,6 +38,7 @@ import socket
 import stat
 import subprocess
 import sys
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import e2elib  # noqa: E402
@@ -111,6 +112,7 @@ class Node:
         self.ports = {svc: free_port() for svc in services}  # each service's dummy
         self.service_port = self.ports[services[0]]
         self.peer_port = free_port()
+        self.metrics_port = free_port()
         self.socket = os.path.join(self.dir, "run", "control.sock")
         self.conf = os.path.join(self.dir, "reign.conf")
         self.dummies = {}
@@ -121,6 +123,7 @@ class Node:
             f"control_socket = {self.socket}",
             f"peer_listen = 127.0.0.1:{self.peer_port}",
             f"peer_secret_file = {cluster.secret_path}",
+            f"metrics_listen = 127.0.0.1:{self.metrics_port}",
             "log_level = debug",
         ]
         for svc, port in self.ports.items():
@@ -182,6 +185,14 @@ class Node:
                     break
                 data += chunk
         return json.loads(data)
+
+    def metrics(self):
+        """The Prometheus endpoint's samples: {'name{labels}': value}."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        with urllib.request.urlopen(url, timeout=e2elib.WAIT) as r:
+            text = r.read().decode()
+        return {k: float(v) for k, v in (line.rsplit(" ", 1) for line in text.splitlines()
+                                         if line and not line.startswith("#"))}
 
     def status(self, svc="web"):
         try:
@@ -260,6 +271,15 @@ def scenario_kill(t):
     check(c.index("B", "fence") < c.index("B", "become_active"),
           f"the fence must run before become_active: {c.events()}")
     b.wait_state("active")
+    # Graceful failed (A's reignd is dead), the shell method fenced: two methods, one success.
+    m = b.metrics()
+    want = {'reignd_service_leader{service="web"}': 1, 'reignd_failovers_total{service="web"}': 1,
+            'reignd_fence_attempts_total{service="web"}': 2,
+            'reignd_fence_outcomes_total{service="web",outcome="success"}': 1,
+            'reignd_fence_outcomes_total{service="web",outcome="failure"}': 1,
+            'reignd_service_state{service="web",state="active"}': 1}
+    check(all(m.get(k) == v for k, v in want.items()),
+          f"B's metrics: {[(k, m.get(k)) for k in want]}")
 
 
 def scenario_fence_fail(t):

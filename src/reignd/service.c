@@ -73,7 +73,7 @@ struct service {
     size_t q_head, q_len;
     int stepping;
 
-    uint64_t failovers, fence_attempts, fence_ok, fence_failed;
+    uint64_t failovers, fence_attempts, fence_ok; /* for the metrics */
 };
 
 struct reignd_daemon {
@@ -383,10 +383,7 @@ static void on_fenced(int ok, unsigned attempts, const char *detail, void *userd
     service *s = userdata;
     s->fence = NULL;
     s->fence_attempts += attempts;
-    if (ok)
-        s->fence_ok++;
-    else
-        s->fence_failed++;
+    s->fence_ok += ok ? 1 : 0;
     slog(s, ok ? REIGN_LOG_NOTICE : REIGN_LOG_ERROR, "fence %s: %s", ok ? "succeeded" : "FAILED",
          detail);
     post(s, ok ? REIGND_EV_FENCE_OK : REIGND_EV_FENCE_FAILED);

@@ -441,6 +441,24 @@ static int set_uri(parse *p, void *field, const char *value)
     return set_string(p, field, value);
 }
 
+/* A fence method's "(timeout=DURATION)" at *c; moves *c past it. */
+static int fence_options(const char **c, int64_t *timeout)
+{
+    static const char prefix[] = "(timeout=";
+    const char *close = strchr(*c, ')');
+    char opt[32];
+    size_t n = close ? (size_t)(close - *c) : 0;
+    if (!close || strncmp(*c, prefix, sizeof(prefix) - 1) != 0 || n >= sizeof(opt))
+        return REIGN_EINVAL;
+    n -= sizeof(prefix) - 1;
+    memcpy(opt, *c + sizeof(prefix) - 1, n);
+    opt[n] = '\0';
+    if (reignd_parse_duration_ms(opt, timeout) < 0)
+        return REIGN_EINVAL;
+    *c = close + 1;
+    return 0;
+}
+
 /*
  * One fence method: "graceful", "graceful(timeout=5s)", "shell:COMMAND",
  * "shell(timeout=30s):COMMAND".  Appended in file order.
@@ -460,18 +478,11 @@ static int set_fence(parse *p, void *field, const char *value)
     int64_t timeout = kind == REIGND_FENCE_GRACEFUL ? DEFAULT_GRACEFUL_TIMEOUT_MS
                                                     : DEFAULT_SHELL_FENCE_TIMEOUT_MS;
     const char *c = value + nlen;
-    if (*c == '(') {
-        const char *close = strchr(c, ')');
-        char opt[32];
-        if (!close || strncmp(c + 1, "timeout=", 8) != 0 || (size_t)(close - c) >= sizeof(opt) ||
-            (snprintf(opt, sizeof(opt), "%.*s", (int)(close - c - 9), c + 9),
-             reignd_parse_duration_ms(opt, &timeout) < 0))
-            return fail_at(p, REIGN_EINVAL, p->line,
-                           "fence method '%s': the only option is (timeout=DURATION), e.g. "
-                           "%s(timeout=10s)",
-                           name, name);
-        c = close + 1;
-    }
+    if (*c == '(' && fence_options(&c, &timeout) < 0)
+        return fail_at(p, REIGN_EINVAL, p->line,
+                       "fence method '%s': the only option is (timeout=DURATION), e.g. "
+                       "%s(timeout=10s)",
+                       name, name);
     const char *command = NULL;
     if (kind == REIGND_FENCE_SHELL) {
         command = *c == ':' ? c + 1 + strspn(c + 1, " \t") : "";

@@ -253,6 +253,9 @@ static void start_next(reignd_hooks *q)
         j->result.spawn_error = rc;
     } else {
         j->started = true;
+        /* The loop's clock is that of the start of this turn; the command
+         * gets its whole timeout from now. */
+        uv_update_time(q->loop);
         uv_timer_start(&q->timer, on_timeout, (uint64_t)j->timeout_ms, 0);
         return;
     }

@@ -141,7 +141,22 @@ typedef struct watch {
     char detail[160];
     reignd_health_state stop_at;
     int stop_after; /* checks */
+    uv_timer_t guard;
+    /* What was seen when the stop condition was met: the rest of that loop
+     * turn may still deliver more. */
+    struct {
+        int n_states, checks;
+        char detail[160];
+    } at_stop;
 } watch;
+
+static void snapshot(watch *w)
+{
+    w->at_stop.n_states = w->n_states;
+    w->at_stop.checks = w->checks;
+    memcpy(w->at_stop.detail, w->detail, sizeof(w->detail));
+    uv_stop(w->loop);
+}
 
 static void on_state(reignd_health *h, reignd_health_state old_state, reignd_health_state new_state,
                      const char *detail, void *userdata)
@@ -154,8 +169,8 @@ static void on_state(reignd_health *h, reignd_health_state old_state, reignd_hea
         assert_int_equal(old_state, REIGND_HEALTH_INITIALIZING);
     assert_true(w->n_states < 64);
     w->states[w->n_states++] = new_state;
-    if (new_state == w->stop_at)
-        uv_stop(w->loop);
+    if (new_state == w->stop_at && w->at_stop.checks < 0)
+        snapshot(w);
 }
 
 static void on_check(reignd_health *h, reignd_check_result result, const char *detail,
@@ -166,8 +181,8 @@ static void on_check(reignd_health *h, reignd_check_result result, const char *d
     if (w->checks < 256)
         w->results[w->checks] = result;
     w->checks++;
-    if (w->stop_after && w->checks >= w->stop_after)
-        uv_stop(w->loop);
+    if (w->stop_after && w->checks >= w->stop_after && w->at_stop.checks < 0)
+        snapshot(w);
 }
 
 static void on_guard(uv_timer_t *t)
@@ -182,8 +197,10 @@ static reignd_service_config service(reignd_check_type type, const char *target)
         .node_id = "node-a",
         .check_type = type,
         .check_target = (char *)target,
-        .check_interval_ms = 100,
-        .check_timeout_ms = 100,
+        /* Generous: a check of a local service that is slower than this
+         * under load would be a spurious "not responding". */
+        .check_interval_ms = 1000,
+        .check_timeout_ms = 1000,
         .check_rise = 2,
         .check_fall = 2,
     };
@@ -192,19 +209,20 @@ static reignd_service_config service(reignd_check_type type, const char *target)
 /* Runs the monitor until `stop_at` is entered (or `stop_after` checks). */
 static void run_until(watch *w, reignd_health_state stop_at, int stop_after)
 {
-    uv_timer_t guard;
-    uv_timer_init(w->loop, &guard);
-    uv_timer_start(&guard, on_guard, 60000, 0);
+    uv_timer_start(&w->guard, on_guard, 60000, 0);
     w->stop_at = stop_at;
     w->stop_after = stop_after;
+    w->at_stop.checks = -1;
     uv_run(w->loop, UV_RUN_DEFAULT);
-    uv_close((uv_handle_t *)&guard, NULL);
-    uv_run(w->loop, UV_RUN_NOWAIT);
+    assert_true(w->at_stop.checks >= 0);
+    uv_timer_stop(&w->guard);
 }
 
 static void start(watch *w, uv_loop_t *loop, const reignd_service_config *svc)
 {
     *w = (watch){.loop = loop, .stop_at = (reignd_health_state)-1};
+    w->at_stop.checks = -1;
+    uv_timer_init(loop, &w->guard);
     assert_int_equal(reignd_health_new(&w->h, loop, svc, on_state, w), 0);
     reignd_health_on_check(w->h, on_check);
     assert_int_equal(reignd_health_start(w->h), 0);
@@ -212,6 +230,7 @@ static void start(watch *w, uv_loop_t *loop, const reignd_service_config *svc)
 
 static void finish(watch *w)
 {
+    uv_close((uv_handle_t *)&w->guard, NULL);
     reignd_health_close(w->h);
     reignd_health_close(NULL);
     /* Whatever a check still had going ends too (a killed command is reaped). */
@@ -245,17 +264,17 @@ static void test_tcp(void **state)
     watch w;
     start(&w, &loop, &svc);
     run_until(&w, REIGND_HEALTH_HEALTHY, 0);
-    assert_int_equal(w.n_states, 1);
-    assert_int_equal(w.checks, 2); /* rise = 2 */
-    assert_string_equal(w.detail, "connected");
+    assert_int_equal(w.at_stop.n_states, 1);
+    assert_int_equal(w.at_stop.checks, 2); /* rise = 2 */
+    assert_string_equal(w.at_stop.detail, "connected");
     assert_int_equal(reignd_health_state_get(w.h), REIGND_HEALTH_HEALTHY);
 
     close(fd); /* the service goes away: refused */
     run_until(&w, REIGND_HEALTH_UNHEALTHY, 0);
-    assert_int_equal(w.n_states, 2);
-    assert_string_equal(w.detail, "connection refused");
-    assert_int_equal(w.results[w.checks - 1], REIGND_CHECK_FAILED);
-    assert_int_equal(w.results[w.checks - 2], REIGND_CHECK_FAILED);
+    assert_int_equal(w.at_stop.n_states, 2);
+    assert_string_equal(w.at_stop.detail, "connection refused");
+    assert_int_equal(w.results[w.at_stop.checks - 1], REIGND_CHECK_FAILED);
+    assert_int_equal(w.results[w.at_stop.checks - 2], REIGND_CHECK_FAILED);
     assert_int_equal(reignd_health_checks(w.h), (uint64_t)w.checks);
     finish(&w);
 }
@@ -358,12 +377,11 @@ static void test_http(void **state)
     char target[96];
     snprintf(target, sizeof(target), "http://127.0.0.1:%d/health?deep=1", srv.port);
     reignd_service_config svc = service(REIGND_CHECK_HTTP, target);
-    svc.check_interval_ms = 200;
-    svc.check_timeout_ms = 150;
+    svc.check_rise = 1;
     watch w;
     start(&w, &loop, &svc);
     run_until(&w, REIGND_HEALTH_HEALTHY, 0);
-    assert_string_equal(w.detail, "HTTP 200");
+    assert_string_equal(w.at_stop.detail, "HTTP 200");
     char host[64];
     snprintf(host, sizeof(host), "Host: 127.0.0.1:%d\r\n", srv.port);
     assert_non_null(strstr(srv.last_request, "GET /health?deep=1 HTTP/1.0\r\n"));
@@ -371,16 +389,16 @@ static void test_http(void **state)
 
     srv.status = 503; /* answers, but not healthy */
     run_until(&w, REIGND_HEALTH_UNHEALTHY, 0);
-    assert_string_equal(w.detail, "HTTP 503");
+    assert_string_equal(w.at_stop.detail, "HTTP 503");
 
     srv.status = 204;
     run_until(&w, REIGND_HEALTH_HEALTHY, 0);
-    assert_string_equal(w.detail, "HTTP 204");
+    assert_string_equal(w.at_stop.detail, "HTTP 204");
 
     srv.status = 0; /* stops answering */
     run_until(&w, REIGND_HEALTH_NOT_RESPONDING, 0);
-    assert_string_equal(w.detail, "timed out after 150 ms");
-    assert_int_equal(w.n_states, 4);
+    assert_string_equal(w.at_stop.detail, "timed out after 1000 ms");
+    assert_int_equal(w.at_stop.n_states, 4);
     assert_int_equal(w.states[0], REIGND_HEALTH_HEALTHY);
     assert_int_equal(w.states[1], REIGND_HEALTH_UNHEALTHY);
     assert_int_equal(w.states[2], REIGND_HEALTH_HEALTHY);
@@ -414,10 +432,10 @@ static void test_command_states(void **state)
     watch w;
     start(&w, &loop, &svc);
     run_until(&w, REIGND_HEALTH_HEALTHY, 0);
-    assert_string_equal(w.detail, "exit status 0");
+    assert_string_equal(w.at_stop.detail, "exit status 0");
     unlink(flag);
     run_until(&w, REIGND_HEALTH_UNHEALTHY, 0);
-    assert_string_equal(w.detail, "exit status 1");
+    assert_string_equal(w.at_stop.detail, "exit status 1");
     finish(&w);
 }
 
@@ -430,8 +448,8 @@ static void test_command_not_run(void **state)
     watch w;
     start(&w, &loop, &svc);
     run_until(&w, REIGND_HEALTH_MONITOR_FAILED, 0);
-    assert_int_equal(w.checks, 1);
-    assert_non_null(strstr(w.detail, "could not run the check (status 127)"));
+    assert_int_equal(w.at_stop.checks, 1);
+    assert_non_null(strstr(w.at_stop.detail, "could not run the check (status 127)"));
     finish(&w);
 }
 
@@ -450,9 +468,9 @@ static void test_command_hangs(void **state)
     start(&w, &loop, &svc);
     /* Not judged before, so the first timeout decides. */
     run_until(&w, REIGND_HEALTH_NOT_RESPONDING, 0);
-    assert_int_equal(w.n_states, 1);
-    assert_int_equal(w.checks, 1);
-    assert_string_equal(w.detail, "timed out after 200 ms");
+    assert_int_equal(w.at_stop.n_states, 1);
+    assert_int_equal(w.at_stop.checks, 1);
+    assert_string_equal(w.at_stop.detail, "timed out after 200 ms");
     run_until(&w, REIGND_HEALTH_N_STATES, 3); /* two more, each killed */
     finish(&w);
 

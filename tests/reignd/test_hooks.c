@@ -211,7 +211,6 @@ static void test_timeout_kills_group(void **state)
     drain(&loop, q);
     assert_int_equal(res.n, 2);
     assert_int_equal(res.r[0].outcome, REIGND_HOOK_TIMED_OUT);
-    assert_true(res.r[0].duration_ms >= 300);
     assert_true(reignd_hook_succeeded(&res.r[1]));
     assert_true(exists("after"));
     char text[128];

@@ -28,6 +28,7 @@ reignd_unit_test(test_health)
 # replayed by tests/fuzz/replay.c in every build; with -DREIGN_FUZZ=ON and
 # clang also a libFuzzer program, fuzz_config, with config.c instrumented:
 #   mkdir -p /tmp/c && build/tests/fuzz_config -max_total_time=120 \
+#       -dict=tests/reignd/config.dict \
 #       /tmp/c tests/reignd/corpus/config
 add_executable(fuzz_config_replay ${REIGND_TESTS_DIR}/fuzz_config.c
   ${PROJECT_SOURCE_DIR}/tests/fuzz/replay.c)

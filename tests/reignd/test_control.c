@@ -11,7 +11,6 @@
  */
 #include <errno.h>
 #include <grp.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,6 +27,7 @@
 
 #include "control.h"
 #include "fake_ops.h"
+#include "net_client.h"
 
 /* ---- the parser ------------------------------------------------------------ */
 
@@ -196,78 +196,17 @@ static int teardown(void **state)
     return 0;
 }
 
-typedef struct job {
-    const char *path;
-    const char *send;
-    size_t send_len;
-    int lines;       /* read until this many answer lines (or EOF) */
-    int leave_early; /* close right after sending */
-    char answer[16384];
-    size_t len;
-    int eof;
-    int connect_errno;
-    uv_async_t async;
-} job;
-
-static void *client_main(void *arg)
+/* One client exchange on the fixture's socket. */
+static void run_client(fixture *fx, net_job *j)
 {
-    job *j = arg;
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sun_family = AF_UNIX;
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", j->path);
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-        j->connect_errno = errno;
-    } else {
-        for (size_t off = 0; off < j->send_len;) {
-            ssize_t n = send(fd, j->send + off, j->send_len - off, MSG_NOSIGNAL);
-            if (n <= 0)
-                break;
-            off += (size_t)n;
-        }
-        int got = 0;
-        while (!j->leave_early && got < j->lines && j->len < sizeof(j->answer) - 1) {
-            ssize_t n = recv(fd, j->answer + j->len, sizeof(j->answer) - 1 - j->len, 0);
-            if (n <= 0) {
-                j->eof = 1;
-                break;
-            }
-            for (ssize_t i = 0; i < n; i++)
-                got += j->answer[j->len + (size_t)i] == '\n';
-            j->len += (size_t)n;
-        }
-        j->answer[j->len] = '\0';
-    }
-    close(fd);
-    uv_async_send(&j->async);
-    return NULL;
-}
-
-static void on_client_done(uv_async_t *a)
-{
-    uv_stop(a->loop);
-}
-
-/* Runs one client to completion while the loop serves it. */
-static void run_client(fixture *fx, job *j)
-{
-    pthread_t t;
-    j->path = j->path ? j->path : fx->path;
-    if (!j->send_len && j->send)
-        j->send_len = strlen(j->send);
-    uv_async_init(&fx->loop, &j->async, on_client_done);
-    assert_int_equal(pthread_create(&t, NULL, client_main, j), 0);
-    uv_run(&fx->loop, UV_RUN_DEFAULT);
-    pthread_join(t, NULL);
-    uv_close((uv_handle_t *)&j->async, NULL);
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    j->unix_path = fx->path;
+    net_exchange(&fx->loop, j);
 }
 
 /* Sends one request line and returns its answer, parsed. */
 static cJSON *ask(fixture *fx, const char *line)
 {
-    job *j = calloc(1, sizeof(*j));
+    net_job *j = calloc(1, sizeof(*j));
     char buf[1024];
     snprintf(buf, sizeof(buf), "%s\n", line);
     j->send = buf;
@@ -454,7 +393,7 @@ static void test_malformed_then_usable(void **state)
     assert_int_equal(start_server(fx, NULL, err), 0);
     /* An error, an empty line (ignored), a pending op and an immediate one:
      * three answers, in the order asked. */
-    job j;
+    net_job j;
     memset(&j, 0, sizeof(j));
     j.send = "garbage\n\n{\"op\":\"cede\",\"service\":\"db\"}\n{\"op\":\"pause\",\"service\":"
              "\"nosuch\"}\n";
@@ -482,7 +421,7 @@ static void test_too_long(void **state)
     size_t n = 3 * REIGND_CONTROL_LINE_MAX;
     char *big = malloc(n);
     memset(big, 'x', n);
-    job *j = calloc(1, sizeof(*j));
+    net_job *j = calloc(1, sizeof(*j));
     j->send = big;
     j->send_len = n;
     j->lines = 2; /* one answer, then the end of the connection */
@@ -501,7 +440,7 @@ static void test_client_leaves_pending(void **state)
     fixture *fx = *state;
     char err[256];
     assert_int_equal(start_server(fx, NULL, err), 0);
-    job j;
+    net_job j;
     memset(&j, 0, sizeof(j));
     j.send = "{\"op\":\"failover\",\"service\":\"slow\",\"to\":\"n2\"}\n";
     j.leave_early = 1;
@@ -520,7 +459,7 @@ static void test_close_with_pending(void **state)
     fixture *fx = *state;
     char err[256];
     assert_int_equal(start_server(fx, NULL, err), 0);
-    job j;
+    net_job j;
     memset(&j, 0, sizeof(j));
     j.send = "{\"op\":\"cede\",\"service\":\"slow\"}\n";
     j.leave_early = 1;

@@ -5,22 +5,19 @@
  * number), the values per service, and the endpoint over HTTP (200 with the
  * format's content type on /metrics, 404 elsewhere).
  */
-#include <arpa/inet.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "metrics.h"
+#include "net_client.h"
 
 /* ---- a parser of the text format ------------------------------------------- */
 
@@ -230,53 +227,15 @@ static void test_render_empty(void **state)
 
 /* ---- over HTTP ----------------------------------------------------------------- */
 
-typedef struct get {
-    int port;
-    const char *path;
-    char answer[16384];
-    uv_async_t async;
-} get;
-
-static void *get_main(void *arg)
+/* GET path from the endpoint on port; the whole answer in g. */
+static void http_get(uv_loop_t *loop, int port, const char *path, net_job *g)
 {
-    get *g = arg;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)g->port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    size_t len = 0;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-        char req[256];
-        snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                 g->path);
-        send(fd, req, strlen(req), MSG_NOSIGNAL);
-        ssize_t n;
-        while (len < sizeof(g->answer) - 1 &&
-               (n = recv(fd, g->answer + len, sizeof(g->answer) - 1 - len, 0)) > 0)
-            len += (size_t)n;
-    }
-    g->answer[len] = '\0';
-    close(fd);
-    uv_async_send(&g->async);
-    return NULL;
-}
-
-static void on_get_done(uv_async_t *a)
-{
-    uv_stop(a->loop);
-}
-
-static void http_get(uv_loop_t *loop, get *g)
-{
-    pthread_t t;
-    uv_async_init(loop, &g->async, on_get_done);
-    assert_int_equal(pthread_create(&t, NULL, get_main, g), 0);
-    uv_run(loop, UV_RUN_DEFAULT);
-    pthread_join(t, NULL);
-    uv_close((uv_handle_t *)&g->async, NULL);
-    uv_run(loop, UV_RUN_NOWAIT);
+    char req[256];
+    snprintf(req, sizeof(req), "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    memset(g, 0, sizeof(*g));
+    g->tcp_port = port;
+    g->send = req;
+    net_exchange(loop, g);
 }
 
 static void test_endpoint(void **state)
@@ -293,10 +252,8 @@ static void test_endpoint(void **state)
     o.snapshot = snapshot;
     assert_int_equal(reignd_metrics_start(&loop, &o, &m, err, sizeof(err)), 0);
 
-    get *g = calloc(1, sizeof(*g));
-    g->port = reignd_metrics_port(m);
-    g->path = "/metrics";
-    http_get(&loop, g);
+    net_job *g = calloc(1, sizeof(*g));
+    http_get(&loop, reignd_metrics_port(m), "/metrics", g);
     assert_memory_equal(g->answer, "HTTP/1.1 200", 12);
     assert_non_null(strstr(g->answer, "text/plain; version=0.0.4"));
     char *body = strstr(g->answer, "\r\n\r\n");
@@ -306,9 +263,7 @@ static void test_endpoint(void **state)
     assert_true(value_of(e, "reignd_service_term", "service=web") == 7);
     free(e);
 
-    memset(g->answer, 0, sizeof(g->answer));
-    g->path = "/other";
-    http_get(&loop, g);
+    http_get(&loop, reignd_metrics_port(m), "/other", g);
     assert_memory_equal(g->answer, "HTTP/1.1 404", 12);
     free(g);
 

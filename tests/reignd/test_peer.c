@@ -11,7 +11,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -25,6 +24,7 @@
 #include <cmocka.h>
 
 #include "fake_ops.h"
+#include "net_client.h"
 #include "peer.h"
 
 #define SECRET "s3cr3t-peer-token-0123456789"
@@ -271,82 +271,39 @@ static void test_wrong_secret(void **state)
     assert_null(strstr(fx->log, (const char *)wrong.bytes));
 }
 
-/* A raw HTTP exchange from a thread, for what our client never sends. */
-typedef struct raw {
-    int port;
-    const char *request;
-    char answer[4096];
-    uv_async_t async;
-} raw;
-
-static void *raw_main(void *arg)
+/* A raw HTTP exchange, for what our client never sends; the answer in r. */
+static void raw_exchange(fixture *fx, net_job *r, const char *request)
 {
-    raw *r = arg;
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)r->port);
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    size_t len = 0;
-    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-        send(fd, r->request, strlen(r->request), MSG_NOSIGNAL);
-        ssize_t n;
-        while (len < sizeof(r->answer) - 1 &&
-               (n = recv(fd, r->answer + len, sizeof(r->answer) - 1 - len, 0)) > 0)
-            len += (size_t)n;
-    }
-    r->answer[len] = '\0';
-    close(fd);
-    uv_async_send(&r->async);
-    return NULL;
-}
-
-static void on_raw_done(uv_async_t *a)
-{
-    uv_stop(a->loop);
-}
-
-static void raw_exchange(fixture *fx, raw *r)
-{
-    pthread_t t;
-    r->port = reignd_peer_server_port(fx->srv);
-    uv_async_init(&fx->loop, &r->async, on_raw_done);
-    assert_int_equal(pthread_create(&t, NULL, raw_main, r), 0);
-    uv_run(&fx->loop, UV_RUN_DEFAULT);
-    pthread_join(t, NULL);
-    uv_close((uv_handle_t *)&r->async, NULL);
-    uv_run(&fx->loop, UV_RUN_NOWAIT);
+    memset(r, 0, sizeof(*r));
+    r->tcp_port = reignd_peer_server_port(fx->srv);
+    r->send = request;
+    net_exchange(&fx->loop, r);
 }
 
 static void test_missing_secret_and_bad_body(void **state)
 {
     fixture *fx = *state;
-    raw r;
-    memset(&r, 0, sizeof(r));
-    r.request = "POST /v1/services/web/standby HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                "Content-Length: 22\r\n\r\n{\"from\":\"n2\",\"term\":1}";
-    raw_exchange(fx, &r);
+    net_job r;
+    raw_exchange(fx, &r,
+                 "POST /v1/services/web/standby HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                 "Content-Length: 22\r\n\r\n{\"from\":\"n2\",\"term\":1}");
     assert_memory_equal(r.answer, "HTTP/1.1 401", 12);
     assert_non_null(strstr(r.answer, "REIGN_EAUTH"));
 
-    memset(&r, 0, sizeof(r));
-    r.request = "POST /v1/services/web/standby HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                "Authorization: Bearer " SECRET "\r\nContent-Length: 8\r\n\r\n{\"from\":";
-    raw_exchange(fx, &r);
+    raw_exchange(fx, &r,
+                 "POST /v1/services/web/standby HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                 "Authorization: Bearer " SECRET "\r\nContent-Length: 8\r\n\r\n{\"from\":");
     assert_memory_equal(r.answer, "HTTP/1.1 400", 12);
     assert_non_null(strstr(r.answer, "REIGN_EINVAL"));
 
-    memset(&r, 0, sizeof(r));
-    r.request = "GET /v2/other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                "Authorization: Bearer " SECRET "\r\n\r\n";
-    raw_exchange(fx, &r);
+    raw_exchange(fx, &r,
+                 "GET /v2/other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                 "Authorization: Bearer " SECRET "\r\n\r\n");
     assert_memory_equal(r.answer, "HTTP/1.1 404", 12);
 
-    memset(&r, 0, sizeof(r));
-    r.request = "DELETE /v1/services/web HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                "Authorization: Bearer " SECRET "\r\n\r\n";
-    raw_exchange(fx, &r);
+    raw_exchange(fx, &r,
+                 "DELETE /v1/services/web HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                 "Authorization: Bearer " SECRET "\r\n\r\n");
     assert_memory_equal(r.answer, "HTTP/1.1 400", 12);
     assert_int_equal(fx->fake.calls, 0);
 }

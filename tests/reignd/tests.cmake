@@ -67,13 +67,14 @@ if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
 endif()
 
 # --- R3: control socket, peer endpoint, metrics, sd_notify, reign ctl ---
-# fake_ops.c: a recording reignd_ops table shared by the tests below.
-add_library(reignd_fake_ops STATIC ${REIGND_TESTS_DIR}/fake_ops.c)
+# fake_ops.c: a recording reignd_ops table shared by the tests below; net_client.c:
+# a blocking client on a thread while the test's loop serves it.
+add_library(reignd_fake_ops STATIC ${REIGND_TESTS_DIR}/fake_ops.c ${REIGND_TESTS_DIR}/net_client.c)
 target_compile_options(reignd_fake_ops PRIVATE ${REIGN_WARNINGS})
-target_link_libraries(reignd_fake_ops PUBLIC reignd_core)
+target_link_libraries(reignd_fake_ops PUBLIC reignd_core Threads::Threads)
 foreach(name test_control test_peer test_metrics)
   reignd_unit_test(${name})
-  target_link_libraries(${name} PRIVATE reignd_fake_ops Threads::Threads)
+  target_link_libraries(${name} PRIVATE reignd_fake_ops)
 endforeach()
 reignd_unit_test(test_sdnotify)
 # The control socket's request parser (fuzz_control.c), as fuzz_config above:

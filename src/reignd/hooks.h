@@ -112,11 +112,13 @@ size_t reignd_hooks_pending(const reignd_hooks *hooks);
 bool reignd_hooks_busy(const reignd_hooks *hooks);
 
 /*
- * Closes the queue: a running command's process group is killed, and it
- * completes as REIGND_HOOK_CANCELLED once it has exited; commands not yet
- * started complete as REIGND_HOOK_CANCELLED at once (in queue order).  The
- * queue frees itself once its handles are closed, so the loop must run on
- * for that.  Not to be called from this queue's own callback twice; NULL-safe.
+ * Closes the queue.  A running command's process group is killed; it
+ * completes as REIGND_HOOK_CANCELLED once it has exited, and the commands
+ * not yet started complete as REIGND_HOOK_CANCELLED after it, in queue
+ * order, without being run.  All of that happens on later loop turns,
+ * never inside this call, so every queued callback's userdata must stay
+ * valid until the loop has run on; then the queue frees itself.  May be
+ * called from a completion callback; a second call is ignored; NULL-safe.
  */
 void reignd_hooks_close(reignd_hooks *hooks);
 

@@ -56,12 +56,13 @@ static setter set_string, set_path, set_address, set_duration, set_count, set_lo
     set_check_type, set_uri, set_ident, set_fence;
 
 #define DAEMON(field) offsetof(reignd_config, field)
+enum { D_CONTROL_SOCKET, D_PEER_LISTEN, D_PEER_SECRET_FILE, D_METRICS_LISTEN, D_LOG_LEVEL };
 static const key daemon_keys[] = {
-    {"control_socket", set_path, DAEMON(control_socket)},
-    {"peer_listen", set_address, DAEMON(peer_listen)},
-    {"peer_secret_file", set_path, DAEMON(peer_secret_file)},
-    {"metrics_listen", set_address, DAEMON(metrics_listen)},
-    {"log_level", set_log_level, DAEMON(log_level)},
+    [D_CONTROL_SOCKET] = {"control_socket", set_path, DAEMON(control_socket)},
+    [D_PEER_LISTEN] = {"peer_listen", set_address, DAEMON(peer_listen)},
+    [D_PEER_SECRET_FILE] = {"peer_secret_file", set_path, DAEMON(peer_secret_file)},
+    [D_METRICS_LISTEN] = {"metrics_listen", set_address, DAEMON(metrics_listen)},
+    [D_LOG_LEVEL] = {"log_level", set_log_level, DAEMON(log_level)},
 };
 
 #define SVC(field) offsetof(reignd_service_config, field)
@@ -88,25 +89,27 @@ enum {
     N_SERVICE_KEYS
 };
 static const key service_keys[N_SERVICE_KEYS] = {
-    {"election_uri", set_uri, SVC(election_uri)},
-    {"election_name", set_ident, SVC(election_name)},
-    {"node_id", set_ident, SVC(node_id)},
-    {"service_address", set_address, SVC(service_address)},
-    {"peer_address", set_address, SVC(peer_address)},
-    {"session_timeout", set_duration, SVC(session_timeout_ms)},
-    {"check_type", set_check_type, SVC(check_type)},
-    {"check_target", set_string, SVC(check_target)},
-    {"check_interval", set_duration, SVC(check_interval_ms)},
-    {"check_timeout", set_duration, SVC(check_timeout_ms)},
-    {"check_rise", set_count, SVC(check_rise)},
-    {"check_fall", set_count, SVC(check_fall)},
-    {"become_active", set_string, SVC(become_active.command)},
-    {"become_active_timeout", set_duration, SVC(become_active.timeout_ms)},
-    {"become_standby", set_string, SVC(become_standby.command)},
-    {"become_standby_timeout", set_duration, SVC(become_standby.timeout_ms)},
-    {"notify", set_string, SVC(notify.command)},
-    {"notify_timeout", set_duration, SVC(notify.timeout_ms)},
-    {"fence", set_fence, 0},
+    [K_ELECTION_URI] = {"election_uri", set_uri, SVC(election_uri)},
+    [K_ELECTION_NAME] = {"election_name", set_ident, SVC(election_name)},
+    [K_NODE_ID] = {"node_id", set_ident, SVC(node_id)},
+    [K_SERVICE_ADDRESS] = {"service_address", set_address, SVC(service_address)},
+    [K_PEER_ADDRESS] = {"peer_address", set_address, SVC(peer_address)},
+    [K_SESSION_TIMEOUT] = {"session_timeout", set_duration, SVC(session_timeout_ms)},
+    [K_CHECK_TYPE] = {"check_type", set_check_type, SVC(check_type)},
+    [K_CHECK_TARGET] = {"check_target", set_string, SVC(check_target)},
+    [K_CHECK_INTERVAL] = {"check_interval", set_duration, SVC(check_interval_ms)},
+    [K_CHECK_TIMEOUT] = {"check_timeout", set_duration, SVC(check_timeout_ms)},
+    [K_CHECK_RISE] = {"check_rise", set_count, SVC(check_rise)},
+    [K_CHECK_FALL] = {"check_fall", set_count, SVC(check_fall)},
+    [K_BECOME_ACTIVE] = {"become_active", set_string, SVC(become_active.command)},
+    [K_BECOME_ACTIVE_TIMEOUT] = {"become_active_timeout", set_duration,
+                                 SVC(become_active.timeout_ms)},
+    [K_BECOME_STANDBY] = {"become_standby", set_string, SVC(become_standby.command)},
+    [K_BECOME_STANDBY_TIMEOUT] = {"become_standby_timeout", set_duration,
+                                  SVC(become_standby.timeout_ms)},
+    [K_NOTIFY] = {"notify", set_string, SVC(notify.command)},
+    [K_NOTIFY_TIMEOUT] = {"notify_timeout", set_duration, SVC(notify.timeout_ms)},
+    [K_FENCE] = {"fence", set_fence, 0},
 };
 #define N_DAEMON_KEYS (sizeof(daemon_keys) / sizeof(daemon_keys[0]))
 
@@ -825,7 +828,7 @@ static int check_all(parse *p)
 {
     reignd_config *cfg = p->cfg;
     if (cfg->peer_listen && !cfg->peer_secret_file)
-        return fail_at(p, REIGN_EINVAL, p->daemon.key[1],
+        return fail_at(p, REIGN_EINVAL, p->daemon.key[D_PEER_LISTEN],
                        "[daemon]: peer_listen needs peer_secret_file (the peers' shared secret)");
     if (cfg->n_services == 0)
         return fail_at(p, REIGN_EINVAL, 0, "no [service NAME] section");

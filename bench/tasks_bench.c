@@ -2,7 +2,7 @@
  * tasks_bench.c - throughput of the task queue (issue 5), driven by bench/tasks.py.
  *
  *     tasks-bench raw   HOSTS COUNT WINDOW [SESSIONS]
- *     tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY
+ *     tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY [SUBMITTERS]
  *
  * raw: the limit.  COUNT creates of 100-byte persistent sequential nodes through the
  * ZooKeeper C client itself (libzookeeper_mt, the client libreign uses), WINDOW of them in
@@ -12,11 +12,11 @@
  *
  * queue: one process, one session per role: a master, WORKERS workers (each taking
  * CONCURRENCY tasks at once and answering each at once with exit 0 and a 2-byte output, so
- * that the queue itself is measured, not a command), and a submitter keeping WINDOW tasks in
- * flight, each from reign_tasks_submit() until reign_tasks_wait() has its result.  The
- * server's zxid is read (the czxid of a marker node) before and after, so the transactions
- * per task are counted by the server, not estimated.  Prints one JSON line: tasks, seconds,
- * tasks_per_s, writes_per_task, latency p50/p99 (submit to result, ms).
+ * that the queue itself is measured, not a command), and SUBMITTERS clients (default 1)
+ * keeping WINDOW tasks in flight between them, each from reign_tasks_submit() until
+ * reign_tasks_wait() has its result.  The server's zxid is read (the czxid of a marker node) before
+ * and after, so the transactions per task are counted by the server, not estimated.  Prints one
+ * JSON line: tasks, seconds, tasks_per_s, writes_per_task, latency p50/p99 (submit to result, ms).
  */
 #include <poll.h>
 #include <pthread.h>
@@ -165,6 +165,8 @@ static int q_count, q_window, q_submitted, q_done, q_errors;
 static double *latency;
 static double *started; /* per submission, by slot */
 static int registered, master_ready;
+#define MAX_SUBMITTERS 16
+static int n_submitters = 1;
 
 static reign_client *new_client(const char *uri)
 {
@@ -275,7 +277,9 @@ static int queue_main(const char *hosts, int count, int window, int workers, int
         if ((rc = reign_tasks_worker_start(&w[i], new_client(uri), name, &wo)) < 0)
             die("worker", rc);
     }
-    reign_client *sub = new_client(uri);
+    reign_client *subs[MAX_SUBMITTERS];
+    for (int i = 0; i < n_submitters; i++)
+        subs[i] = new_client(uri);
     while (!master_ready || registered < workers)
         turn(100);
     for (int i = 0; i < 20; i++) /* let the master see every worker */
@@ -288,17 +292,18 @@ static int queue_main(const char *hosts, int count, int window, int workers, int
     int64_t z0 = zxid_now(zh);
     double t0 = now_s();
     for (int i = 0; i < q_window; i++)
-        submit_next(sub);
+        submit_next(subs[i % n_submitters]); /* each keeps its share of the window */
     while (q_done < q_count)
         turn(100);
     double s = now_s() - t0;
     int64_t z1 = zxid_now(zh);
     qsort(latency, (size_t)count, sizeof(double), cmp_double);
-    printf("{\"tasks\": %d, \"workers\": %d, \"concurrency\": %d, \"window\": %d, "
+    printf("{\"tasks\": %d, \"workers\": %d, \"submitters\": %d, \"concurrency\": %d, "
+           "\"window\": %d, "
            "\"seconds\": %.4f, \"tasks_per_s\": %.1f, \"writes_per_task\": %.3f, "
            "\"latency_p50_ms\": %.2f, \"latency_p99_ms\": %.2f, \"errors\": %d}\n",
-           count, workers, concurrency, q_window, s, count / s, (double)(z1 - z0 - 1) / count,
-           latency[count / 2], latency[count * 99 / 100], q_errors);
+           count, workers, n_submitters, concurrency, q_window, s, count / s,
+           (double)(z1 - z0 - 1) / count, latency[count / 2], latency[count * 99 / 100], q_errors);
     reign_tasks_master_free(m);
     for (int i = 0; i < workers; i++)
         reign_tasks_worker_free(w[i]);
@@ -314,13 +319,17 @@ int main(int argc, char **argv)
 {
     if ((argc == 5 || argc == 6) && !strcmp(argv[1], "raw"))
         return raw_main(argv[2], atoi(argv[3]), atoi(argv[4]), argc == 6 ? atoi(argv[5]) : 1);
-    if (argc == 7 && !strcmp(argv[1], "queue")) {
+    if ((argc == 7 || argc == 8) && !strcmp(argv[1], "queue")) {
         int workers = atoi(argv[5]);
-        if (workers < 1 || workers > MAX_CLIENTS - 2)
+        n_submitters = argc == 8 ? atoi(argv[7]) : 1;
+        if (n_submitters < 1 || n_submitters > MAX_SUBMITTERS)
+            die("submitters out of range", n_submitters);
+        if (workers < 1 || workers > MAX_CLIENTS - 1 - n_submitters)
             die("workers out of range", workers);
         return queue_main(argv[2], atoi(argv[3]), atoi(argv[4]), workers, atoi(argv[6]));
     }
     fprintf(stderr, "usage: tasks-bench raw HOSTS COUNT WINDOW [SESSIONS]\n"
-                    "       tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY\n");
+                    "       tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY "
+                    "[SUBMITTERS]\n");
     return 2;
 }

@@ -23,6 +23,8 @@ Scenarios (one ctest entry each):
               leadership, the new active's graceful fence answered
   credentials the layout and breadcrumb carry the URI user's digest ACL
   two_services  one daemon, two services on one session: each fails over on its own
+  active_fails  become-active fails: become-standby runs, the node steps down and, alone,
+              is elected again and retries until become-active succeeds
   config      configuration errors (FILE:LINE, exit 7), no fence method (4), not formatted (3),
               --format twice (5) and --force
 
@@ -95,18 +97,21 @@ class Cluster:
         return wait_for(lambda: len(self.lines(node, what)) >= count,
                         f"{count} x '{node} {what}' in the event file")
 
-    def node(self, name, fence=None, fence_flag=None, hosts=None, services=("web",)):
-        n = Node(self, name, fence, fence_flag, hosts, services)
+    def node(self, name, fence=None, fence_flag=None, hosts=None, services=("web",),
+             active_flag=None):
+        n = Node(self, name, fence, fence_flag, hosts, services, active_flag)
         self.nodes[name] = n
         return n
 
 
 class Node:
     def __init__(self, cluster, name, fence=None, fence_flag=None, hosts=None,
-                 services=("web",)):
+                 services=("web",), active_flag=None):
         self.c, self.name, self.t = cluster, name, cluster.t
-        # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes.
-        self.env = {"HOOK_EVENTS": cluster.events_path, "HOOK_FENCE_FLAG": fence_flag or ""}
+        # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes, and when
+        # it fails.
+        self.env = {"HOOK_EVENTS": cluster.events_path, "HOOK_FENCE_FLAG": fence_flag or "",
+                    "HOOK_ACTIVE_FLAG": active_flag or ""}
         self.dir = os.path.join(self.t.dir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.ports = {svc: free_port() for svc in services}  # each service's dummy
@@ -473,6 +478,24 @@ def scenario_two_services(t):
           f"web stays on A: A {a.state('web')}, B {b.state('web')}")
     check(not c.lines("B", "become_active", "web"), f"web did not move: {c.events()}")
     check(c.index("A", "become_standby") < c.index("B", "become_active"), f"order: {c.events()}")
+
+
+def scenario_active_fails(t):
+    c = Cluster(t)
+    flag = os.path.join(t.dir, "active_may_succeed")
+    a = c.node("A", active_flag=flag)
+    format_election(a)
+    a.start_service()
+    a.start()
+    c.wait_line("A", "active_failed", count=2)
+    check(not c.lines("A", "become_active"), f"{c.events()}")
+    ev = [e[1] for e in c.lines("A")]
+    check(ev[:3] == ["active_failed", "become_standby", "active_failed"],
+          f"a failed become-active is followed by become-standby before the retry: {ev}")
+    open(flag, "w").close()
+    c.wait_line("A", "become_active")
+    a.wait_state("active")
+    check(not c.lines("A", "fence"), f"the breadcrumb named A itself: nothing to fence: {ev}")
 
 
 def scenario_config(t):

@@ -487,6 +487,26 @@ static void test_command_hangs(void **state)
     assert_true(n >= 1);
 }
 
+/* A check that cannot be started: monitor failed. */
+static void test_command_spawn_fails(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    reignd_service_config svc = service(REIGND_CHECK_COMMAND, "true");
+    svc.check_rise = 1;
+    watch w;
+    start(&w, &loop, &svc);
+    struct rlimit old = forbid_fds();
+    uv_run(&loop, UV_RUN_NOWAIT); /* the first check, at once */
+    allow_fds(old);
+    assert_int_equal(w.checks, 1);
+    assert_int_equal(w.n_states, 1);
+    assert_int_equal(w.states[0], REIGND_HEALTH_MONITOR_FAILED);
+    assert_non_null(strstr(w.detail, "cannot start the check"));
+    run_until(&w, REIGND_HEALTH_HEALTHY, 0); /* the next one runs */
+    finish(&w);
+}
+
 /* Closing in the middle of a check, and from inside a callback. */
 static void on_state_close(reignd_health *h, reignd_health_state old_state,
                            reignd_health_state new_state, const char *detail, void *userdata)
@@ -545,6 +565,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_command_states, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command_not_run, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command_hangs, setup, teardown),
+        cmocka_unit_test(test_command_spawn_fails),
         cmocka_unit_test(test_close_from_callback),
         cmocka_unit_test(test_bad_target),
     };

@@ -252,6 +252,30 @@ static void test_close_cancels(void **state)
     assert_false(exists("second"));
 }
 
+/* A command that cannot even be started completes as such, later, and
+ * the queue goes on with the next one. */
+static void test_spawn_failure(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    reignd_hooks *q = new_queue(&loop);
+    results res = {0};
+    struct rlimit old = forbid_fds();
+    int rc = reignd_hooks_run(q, "doomed", "true", 5000, NULL, on_result, &res);
+    allow_fds(old);
+    assert_int_equal(rc, 0);
+    assert_int_equal(res.n, 0); /* never from inside reignd_hooks_run() */
+    assert_int_equal(reignd_hooks_run(q, "next", "true", 5000, NULL, on_result, &res), 0);
+    drain(&loop, q);
+    assert_int_equal(res.n, 2);
+    assert_int_equal(res.r[0].outcome, REIGND_HOOK_SPAWN_FAILED);
+    assert_true(res.r[0].spawn_error < 0);
+    char text[128];
+    reignd_hook_result_text(&res.r[0], text, sizeof(text));
+    assert_non_null(strstr(text, "could not be started"));
+    assert_true(reignd_hook_succeeded(&res.r[1]));
+}
+
 static void test_bad_arguments(void **state)
 {
     uv_loop_t loop;
@@ -279,6 +303,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_env_verbatim, setup, teardown),
         cmocka_unit_test_setup_teardown(test_timeout_kills_group, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_cancels, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spawn_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_arguments, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

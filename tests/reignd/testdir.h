@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -53,6 +54,26 @@ static void assert_process_gone(pid_t pid)
     for (int i = 0; i < 1000 && process_alive(pid); i++)
         usleep(10000);
     assert_false(process_alive(pid));
+}
+
+/* Lets no new file descriptor be opened (so a spawn fails) until
+ * allow_fds(); returns the limit to give back. */
+static struct rlimit forbid_fds(void)
+{
+    struct rlimit old, none;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    int lowest = dup(0);
+    assert_true(lowest >= 0);
+    close(lowest);
+    none = old;
+    none.rlim_cur = (rlim_t)lowest;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
+    return old;
+}
+
+static void allow_fds(struct rlimit old)
+{
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
 }
 
 #endif

@@ -445,6 +445,18 @@ int cli_join(cli *c, const char *name, reign_election_options *opts)
         else
             cli_error(c, "cannot join election '%s': %s", qn, reign_strerror(r));
         break;
+    case REIGN_ENOTSUP:
+        if (opts->priority || opts->no_preempt || opts->preempt_delay_ms)
+            cli_error(c,
+                      "cannot join election '%s': priorities and preemption need a ZooKeeper "
+                      "store and the queue strategy",
+                      qn);
+        else if (opts->strategy == REIGN_STRATEGY_LOCK)
+            cli_error(c, "cannot join election '%s': the lock strategy needs a ZooKeeper store",
+                      qn);
+        else
+            cli_error(c, "cannot join election '%s': %s", qn, reign_strerror(r));
+        break;
     default:
         cli_error(c, "cannot join election '%s': %s", qn, reign_strerror(r));
         break;

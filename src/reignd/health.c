@@ -103,6 +103,8 @@ struct check {
     uv_process_t proc;
     bool proc_exited;
     uv_getaddrinfo_t gai;
+    struct addrinfo *addrs; /* what the name resolved to */
+    struct addrinfo *next;  /* the address to try if this one fails */
     uv_tcp_t tcp;
     bool tcp_open;
     uv_connect_t connect;
@@ -113,8 +115,10 @@ struct check {
 
 static void check_unref(check *c)
 {
-    if (--c->refs == 0)
+    if (--c->refs == 0) {
+        uv_freeaddrinfo(c->addrs);
         free(c);
+    }
 }
 
 static void deliver(reignd_health *h, reignd_check_result result, const char *detail)
@@ -255,12 +259,30 @@ static void on_write(uv_write_t *req, int status)
     check_unref(c);
 }
 
+static void connect_to(check *c, const struct sockaddr *addr);
+
+static void on_tcp_closed_try_next(uv_handle_t *handle)
+{
+    check *c = handle->data;
+    if (c->h) {
+        const struct addrinfo *a = c->next;
+        c->next = a->ai_next;
+        connect_to(c, a->ai_addr);
+    }
+    check_unref(c);
+}
+
 static void on_connect(uv_connect_t *req, int status)
 {
     check *c = req->data;
     reignd_health *h = c->h;
     if (!h) {
         /* Finished meanwhile (timeout); the socket is being closed. */
+    } else if (status < 0 && c->next && status != UV_ECANCELED) {
+        /* A name with several addresses (localhost: ::1 and 127.0.0.1):
+         * the service may listen on the next one. */
+        c->tcp_open = false;
+        uv_close((uv_handle_t *)&c->tcp, on_tcp_closed_try_next);
     } else if (status < 0) {
         check_finish(c, REIGND_CHECK_FAILED, "%s",
                      status == UV_ECONNREFUSED ? "connection refused" : uv_strerror(status));
@@ -307,9 +329,11 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
     if (c->h && status < 0)
         check_finish(c, REIGND_CHECK_NOT_RUN, "cannot resolve '%s': %s", c->h->host,
                      uv_strerror(status));
-    else if (c->h)
-        connect_to(c, res->ai_addr); /* the first address the name has */
-    uv_freeaddrinfo(res);
+    c->addrs = res;
+    if (c->h && status == 0) {
+        c->next = res->ai_next;
+        connect_to(c, res->ai_addr);
+    }
     check_unref(c);
 }
 

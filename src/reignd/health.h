@@ -13,7 +13,8 @@
  *   http     GET http://host:port/path (HTTP/1.0): a 2xx status line is a
  *            success, any other answer a failure.
  * A host name is resolved at every check (libuv's thread pool; numeric
- * addresses skip it) and the first address it gives is used.
+ * addresses skip it), and its addresses are tried in turn until one
+ * accepts the connection.
  * A check still running after its timeout is "not responding": it is
  * abandoned (a command's whole process group is killed).  A check that
  * cannot even run (spawn failed, name not resolved, no socket) is "monitor

@@ -279,6 +279,37 @@ static void test_tcp(void **state)
     finish(&w);
 }
 
+/* A name goes through the resolver, and each of its addresses is tried:
+ * "localhost" may give ::1 before 127.0.0.1, where the listener is. */
+static void test_tcp_by_name(void **state)
+{
+    uv_loop_t loop;
+    uv_loop_init(&loop);
+    int port;
+    int fd = listener(&port);
+    char target[64];
+    snprintf(target, sizeof(target), "localhost:%d", port);
+    reignd_service_config svc = service(REIGND_CHECK_TCP, target);
+    svc.check_rise = 1;
+    watch w;
+    start(&w, &loop, &svc);
+    run_until(&w, REIGND_HEALTH_HEALTHY, 0);
+    assert_int_equal(w.at_stop.checks, 1);
+    assert_string_equal(w.at_stop.detail, "connected");
+    close(fd);
+    finish(&w);
+
+    uv_loop_init(&loop);
+    svc = service(REIGND_CHECK_TCP, "no-such-host.invalid:80");
+    start(&w, &loop, &svc);
+    run_until(&w, REIGND_HEALTH_N_STATES, 1);
+    /* Not resolved (or, with a resolver that does not answer in time, not
+     * responding): either way not the service's fault. */
+    assert_int_not_equal(w.results[0], REIGND_CHECK_OK);
+    assert_int_not_equal(w.results[0], REIGND_CHECK_FAILED);
+    finish(&w);
+}
+
 /* ---- a tiny HTTP server on the test's loop --------------------------------- */
 
 typedef struct http_server {
@@ -561,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_state_exhaustive),
         cmocka_unit_test(test_state_scenarios),
         cmocka_unit_test(test_tcp),
+        cmocka_unit_test(test_tcp_by_name),
         cmocka_unit_test(test_http),
         cmocka_unit_test_setup_teardown(test_command_states, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command_not_run, setup, teardown),

@@ -164,12 +164,18 @@ def render(run):
           "two writes per task (the multi and the delete of tasks/T) and two reads (the task's "
           "payload, and the watch on its assignment that tells it the worker is done).  A "
           "session's requests are served in order, each read after the writes sent before it "
-          "are committed, so the master's session alone bounds the queue near one session's "
-          "raw rate / 2, here about %s tasks/s.  (The column 'vs the 1-session rate' is the "
-          "issue's ratio with the raw rate of one session, as the queue's busiest session "
-          "sees it.)  A "
-          "general multi in the ZooKeeper layer (`src/zk/zk.h` has only check-and-set) would "
-          "make each move one write, and lift that bound." % fmt(one / 2, 0))
+          "are committed, so the master's session bounds the queue at one session's raw rate "
+          "/ 2 at best, here about %s tasks/s; the queue reaches about half of that.  (The "
+          "column 'vs the 1-session rate' is the issue's ratio with the raw rate of one "
+          "session, as the queue's busiest session sees it.)  Not profiled further: the "
+          "benchmark process used about half of one CPU (user + system) during a run, so the "
+          "client is not the limit; the server, sharing 2 CPUs with other builds, is the "
+          "likely one.  A general multi in the ZooKeeper layer (`src/zk/zk.h` has only "
+          "check-and-set) would make each move one write: 3 writes per task instead of 5, and "
+          "one write per task in the master's session." % fmt(one / 2, 0))
+        w("")
+    for para in run.get("notes", []):
+        w(para)
         w("")
     w("Command: `%s` (%.1f min).  Machine: %s, %d CPUs, %s, %s, ZooKeeper %s, "
       "libzookeeper-mt %s; commit %s; %s.  The machine is shared with other builds: medians, "
@@ -204,6 +210,8 @@ def parse_args(argv):
                     help="the report whose section '%s' is rewritten ('-' for none)" % SECTION)
     ap.add_argument("--json", help="every run's numbers (default: in the scratch directory)")
     ap.add_argument("--render", metavar="JSON", help="rewrite the section from a --json file")
+    ap.add_argument("--note", action="append", default=[],
+                    help="with --render: a paragraph to add (kept in the JSON); repeatable")
     args = ap.parse_args(argv)
     args.workers = [int(x) for x in args.workers.split(",") if x]
     args.raw_sessions = [int(x) for x in args.raw_sessions.split(",") if x]
@@ -213,7 +221,11 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        write_section(args.output, json.loads(Path(args.render).read_text()))
+        run = json.loads(Path(args.render).read_text())
+        if args.note:
+            run["notes"] = args.note
+            Path(args.render).write_text(json.dumps(run, default=str) + "\n")
+        write_section(args.output, run)
         log("section '%s' of %s rewritten" % (SECTION, args.output))
         return 0
     if not os.access(args.binary, os.X_OK):

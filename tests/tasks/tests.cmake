@@ -32,3 +32,10 @@ target_compile_options(test_tasks_unit PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(test_tasks_unit PRIVATE reign_internal ${CMOCKA_LIBRARY})
 add_test(NAME unit_test_tasks_unit COMMAND test_tasks_unit)
 set_tests_properties(unit_test_tasks_unit PROPERTIES LABELS "unit;tasks")
+
+# The queue through the library alone, in one process: two masters (the leader freed midway),
+# two workers, a submitter (so that the sanitizer builds run the recipe's code).
+add_executable(it_tasks_queue ${REIGN_TASKS_TEST_DIR}/it_tasks_queue.c)
+target_compile_options(it_tasks_queue PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(it_tasks_queue PRIVATE reign_it_harness reign)
+reign_zk_test(NAME tasks_queue_library COMMAND it_tasks_queue TIMEOUT 180 LABELS tasks)

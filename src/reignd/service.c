@@ -1205,6 +1205,20 @@ reignd_daemon *reignd_daemon_free(reignd_daemon *d)
 {
     if (!d)
         return NULL;
+    /* Closing a hook queue that still has work completes it on later loop
+     * turns, with the service as userdata: only a daemon that finished
+     * (finish() closed the queues while the loop ran) or never ran any
+     * command may be freed.  Otherwise keep the memory (a leak at exit)
+     * rather than let a late callback write to freed memory. */
+    bool late = false;
+    for (size_t i = 0; i < d->n_services && !d->exited; i++)
+        late |= d->services[i].hooks && reignd_hooks_pending(d->services[i].hooks) > 0;
+    if (late) {
+        dlog(d, REIGN_LOG_WARN, "freed with hooks still pending: their memory is kept");
+        for (size_t i = 0; i < d->n_services; i++)
+            reignd_hooks_close(d->services[i].hooks);
+        return NULL;
+    }
     for (size_t i = 0; i < d->n_services; i++) {
         service *s = &d->services[i];
         s->election = reign_election_free(s->election);

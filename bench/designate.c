@@ -26,16 +26,17 @@
  * Stdout is one JSON object: the settings, every round, and nearest-rank percentiles of the
  * measured (not warm-up) rounds.  With --pause (for bench/designate.py, which counts the
  * server's requests around the rounds) it first prints "ready leader=ID" once every candidate
- * stands, waits for a line on stdin before the first round, prints the JSON on one line
- * prefixed by "result ", and waits for stdin's end before resigning.
+ * stands, waits for SIGUSR1 before the first round, prints the JSON on one line prefixed by
+ * "result ", and waits for SIGTERM before resigning.  Otherwise SIGTERM or SIGINT interrupts.
  *
  * Exit 0; 1 on an error (a failed join or designation, an ERROR event, a round that did not
- * finish within 10 s, a demotion for another reason than handoff, or a target elected before
- * the old leader stepped down); 2 on a usage error.
+ * finish within 10 s, a demotion for another reason than handoff, a target elected before the
+ * old leader stepped down, or an interruption); 2 on a usage error.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,8 @@ typedef struct bench {
     cand c[MAX_CANDIDATES];
     reign_client *op;
     int failed;
+    int stopping;      /* --pause: SIGTERM is the cue to resign, not an interruption */
+    sigset_t waitmask; /* the signal mask inside ppoll */
     /* the round in progress */
     int64_t t0;
     int target, from, request_done;
@@ -78,6 +81,16 @@ typedef struct bench {
     sample *samples;
     int n_samples;
 } bench;
+
+static volatile sig_atomic_t got_go, got_stop;
+
+static void on_signal(int sig)
+{
+    if (sig == SIGUSR1)
+        got_go = 1;
+    else
+        got_stop = 1;
+}
 
 static int64_t now_ns(void)
 {
@@ -152,28 +165,28 @@ static void on_designated(reign_client *client, int err, void *userdata)
         fail(b, "designation failed", reign_strerror(err));
 }
 
-/* One turn of every client's loop: a poll over all their descriptors (and stdin with --pause,
- * whose readiness is returned in *stdin_ready), then process() on each. */
-static int turn(bench *b, int64_t max_ms, int *stdin_ready)
+/* One turn of every client's loop: a poll over all their descriptors, then process() on each.
+ * SIGUSR1 and SIGTERM/SIGINT are blocked except inside the poll, so they are never missed. */
+static int turn(bench *b, int64_t max_ms)
 {
-    struct pollfd pfd[MAX_CANDIDATES + 2];
+    struct pollfd pfd[MAX_CANDIDATES + 1];
     int64_t ms = max_ms;
-    int k = 0;
     for (int i = 0; i <= b->n; i++) {
         reign_client *cl = i < b->n ? b->c[i].client : b->op;
         int64_t t = reign_client_get_timeout_ms(cl);
         if (t >= 0 && (ms < 0 || t < ms))
             ms = t;
-        pfd[k++] = (struct pollfd){.fd = reign_client_get_fd(cl), .events = POLLIN};
+        pfd[i] = (struct pollfd){.fd = reign_client_get_fd(cl), .events = POLLIN};
     }
-    if (stdin_ready)
-        pfd[k++] = (struct pollfd){.fd = STDIN_FILENO, .events = POLLIN};
-    if (poll(pfd, (nfds_t)k, ms < 0 ? -1 : (int)ms) < 0 && errno != EINTR) {
-        perror("designate-latency: poll");
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+    if (ppoll(pfd, (nfds_t)b->n + 1, ms < 0 ? NULL : &ts, &b->waitmask) < 0 && errno != EINTR) {
+        perror("designate-latency: ppoll");
         return -1;
     }
-    if (stdin_ready)
-        *stdin_ready = (pfd[k - 1].revents & (POLLIN | POLLHUP)) != 0;
+    if (got_stop && !b->stopping) {
+        fail(b, "interrupted", NULL);
+        return -1;
+    }
     for (int i = 0; i < b->n; i++)
         if (reign_client_process(b->c[i].client) < 0)
             return -1;
@@ -185,19 +198,17 @@ static int idle(bench *b, int ms)
 {
     int64_t end = now_ns() + (int64_t)ms * 1000000;
     for (int64_t left; !b->failed && (left = end - now_ns()) > 0;)
-        if (turn(b, left / 1000000 + 1, NULL) < 0)
+        if (turn(b, left / 1000000 + 1) < 0)
             return -1;
     return b->failed ? -1 : 0;
 }
 
-/* Reads and discards one line of stdin, turning the loops meanwhile; stdin's end counts. */
-static int wait_stdin(bench *b)
+/* Turns the loops until *flag is set by a signal. */
+static int wait_signal(bench *b, volatile sig_atomic_t *flag)
 {
-    for (int ready = 0; !ready;)
-        if (b->failed || turn(b, -1, &ready) < 0)
+    while (!*flag)
+        if (b->failed || turn(b, -1) < 0)
             return -1;
-    char line[64];
-    (void)!fgets(line, sizeof(line), stdin);
     return 0;
 }
 
@@ -256,7 +267,7 @@ static int stand_all(bench *b)
             ready += b->c[i].ready;
         if (ready == b->n && leader_index(b) >= 0)
             return 0;
-        if (b->failed || now_ns() > end || turn(b, 100, NULL) < 0) {
+        if (b->failed || now_ns() > end || turn(b, 100) < 0) {
             fprintf(stderr, "designate-latency: the candidates did not all stand in time\n");
             return -1;
         }
@@ -295,7 +306,7 @@ static int one_round(bench *b, int round)
                     b->c[s->target].id);
             return -1;
         }
-        if (turn(b, 1000, NULL) < 0)
+        if (turn(b, 1000) < 0)
             return -1;
     }
     b->cur = NULL;
@@ -455,14 +466,31 @@ static int run(bench *b)
     if (b->pause) {
         printf("ready leader=%s\n", b->c[leader_index(b)].id);
         fflush(stdout);
-        if (wait_stdin(b) < 0)
+        if (wait_signal(b, &got_go) < 0)
             return -1;
     }
     for (int i = 0; i < b->warmup + b->rounds; i++)
         if (one_round(b, i) < 0 || idle(b, b->gap_ms) < 0)
             return -1;
     report(b);
-    return b->pause ? wait_stdin(b) : 0;
+    b->stopping = 1;
+    return b->pause ? wait_signal(b, &got_stop) : 0;
+}
+
+/* SIGUSR1 (go) and SIGTERM/SIGINT (stop) are blocked but inside ppoll. */
+static void catch_signals(bench *b)
+{
+    sigset_t block;
+    sigemptyset(&block);
+    sigaddset(&block, SIGUSR1);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGINT);
+    sigprocmask(SIG_BLOCK, &block, &b->waitmask);
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
 }
 
 int main(int argc, char **argv)
@@ -480,6 +508,7 @@ int main(int argc, char **argv)
     b->samples = calloc((size_t)(b->warmup + b->rounds), sizeof(*b->samples));
     if (!b->samples)
         return EXIT_FAILURE;
+    catch_signals(b);
     int code = run(b) < 0 || b->failed ? EXIT_FAILURE : EXIT_SUCCESS;
     for (int i = 0; i < b->n; i++) {
         reign_election_free(b->c[i].election);

@@ -37,6 +37,7 @@ import queue
 import random
 import re
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -46,7 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import failover as fo  # noqa: E402  (the ZooKeeper harness, candidates and report helpers)
-import many_elections as me  # noqa: E402  (wait_quiet, findings_of)
+import many_elections as me  # noqa: E402  (Proc, wait_quiet, findings_of)
 from failover import BenchError, fmt, log, percentile  # noqa: E402
 
 ROOT = fo.ROOT
@@ -74,50 +75,19 @@ def stats(xs):
 
 # ---- the library: bench/designate.c -------------------------------------------------------------
 
-class LibProc:
-    """One designate-latency process in --pause mode; its stdout lines in a queue."""
-
-    def __init__(self, argv, err_path):
-        self.err = open(err_path, "wb")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.err, start_new_session=True)
-        self.lines = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for raw in self.proc.stdout:
-            self.lines.put(raw.decode("utf-8", "replace").rstrip("\n"))
-        self.lines.put(None)
-
-    def wait_line(self, word, timeout_s):
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                raise BenchError("designate-latency: no `%s` line within %d s" % (word, timeout_s))
-            if line is None:
-                raise BenchError("designate-latency exited with %s before `%s` (see %s)"
-                                 % (self.proc.wait(), word, self.err.name))
-            if line.startswith(word + " "):
-                return line[len(word) + 1:]
-
-    def go(self):
-        self.proc.stdin.write(b"go\n")
-        self.proc.stdin.flush()
-
-    def stop(self, timeout_s=30):
+def wait_line(p, word, timeout_s):
+    """The rest of the next stdout line of `p` (many_elections.Proc) that starts with `word`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
         try:
-            self.proc.stdin.close()  # its cue to resign and exit
-        except OSError:
-            pass
-        try:
-            rc = self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            rc = self.proc.wait()
-        self.err.close()
-        return rc
+            line = p.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            raise BenchError("designate-latency: no `%s` line within %d s" % (word, timeout_s))
+        if line is None:
+            raise BenchError("designate-latency exited with %s before `%s` (see %s)"
+                             % (p.proc.wait(), word, p.err.name))
+        if line.startswith(word + " "):
+            return line[len(word) + 1:]
 
 
 def library_run(zk, args, workdir, run_no):
@@ -127,13 +97,14 @@ def library_run(zk, args, workdir, run_no):
             "--rounds", str(args.rounds), "--warmup", str(args.warmup),
             "--gap-ms", str(args.gap_ms), "--seed", str(run_no),
             "--name", "bench.designate.lib.%d.%d" % (os.getpid(), run_no), "--pause"]
-    p = LibProc(argv, workdir / ("lib-%d.err" % run_no))
+    # --pause: it stands, says `ready`, starts on SIGUSR1, says `result`, resigns on SIGTERM.
+    p = me.Proc(argv, workdir / ("lib-%d.err" % run_no))
     try:
-        p.wait_line("ready", 60)
+        wait_line(p, "ready", 60)
         me.wait_quiet(zk)
         before = fo.Sample(zk)
-        p.go()
-        out = json.loads(p.wait_line("result", 30 + rounds))
+        p.proc.send_signal(signal.SIGUSR1)
+        out = json.loads(wait_line(p, "result", 30 + rounds))
         me.wait_quiet(zk)
         after = fo.Sample(zk)
     finally:
@@ -533,8 +504,8 @@ def render(run):
 
 
 def write_section(path, run):
-    """docs/benchmarks.md gets this run's section; failover.py's and the others' stay."""
-    fo.write_other_section(path, SECTION, render(run))
+    # docs/benchmarks.md gets this run's section; failover.py's and the others' stay.
+    return fo.write_other_section(path, SECTION, render(run))
 
 
 def parse_args(argv):

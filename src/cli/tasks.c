@@ -65,6 +65,8 @@ static int refused(cli *c, int err, const char *what, const char *value)
     cli_quote(value ? value : "", q, sizeof(q));
     if (err == REIGN_ENAME && !strcmp(what, "task id"))
         cli_error(c, "illegal task id '%s' (ids look like t_<16 hex digits>_<10 digits>)", q);
+    else if (err == REIGN_ENOTSUP)
+        cli_error(c, "task queues need ZooKeeper: give a zk:// URI (--uri or REIGN_URI)");
     else if (err == REIGN_ENAME)
         cli_error(c, "illegal %s '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -, not '.' or '..')",
                   what, q,
@@ -401,7 +403,7 @@ static int master_main(cli *c, int argc, char **argv)
             return cli_bad_option(c, opt, argv);
         }
     }
-    const char *queue;
+    const char *queue = NULL;
     if ((rc = positional(c, argc, argv, 1, "QUEUE", &queue)))
         return rc;
     if ((rc = cli_client_new(c)))
@@ -455,7 +457,7 @@ static wk the_wk;
 static char *resolve(const char *name)
 {
     if (strchr(name, '/'))
-        return strdup(name);
+        return access(name, X_OK) == 0 ? strdup(name) : NULL;
     const char *path = getenv("PATH");
     if (!path || !*path)
         path = "/usr/local/bin:/usr/bin:/bin";
@@ -822,7 +824,7 @@ static int worker_main(cli *c, int argc, char **argv)
     }
     if (!wo.id)
         return cli_usage_error(c, "missing --id ID (each worker needs its own)");
-    const char *queue;
+    const char *queue = NULL;
     if ((rc = positional(c, end, argv, 1, "QUEUE", &queue)))
         return rc;
     if (end + 1 >= argc)
@@ -833,7 +835,8 @@ static int worker_main(cli *c, int argc, char **argv)
     w->exe = resolve(w->cmd[0]);
     if (!w->exe) {
         char q[256];
-        cli_error(c, "command '%s' not found on PATH", cli_quote(w->cmd[0], q, sizeof(q)));
+        cli_error(c, "command '%s' not found or not executable%s",
+                  cli_quote(w->cmd[0], q, sizeof(q)), strchr(w->cmd[0], '/') ? "" : " on PATH");
         return CLI_EXIT_FAIL;
     }
     if ((rc = cli_client_new(c)))

@@ -165,6 +165,19 @@ def basic(t):
     check(rc == 1, f"status after delete exited {rc}")
     rc, out, err = t.reign(["--uri", q.uri, "tasks", "status", q.name, "nonsense"])
     check(rc == 1 and "illegal task id" in err, f"a bad task id: {rc} {err.strip()}")
+    # Bad input: one line naming what was wrong, exit 1 (2 for usage), nothing changed.
+    for args, code, words in (
+            (["tasks", "submit", "bad/queue", "x"], 1, "illegal queue name"),
+            (["tasks", "worker", q.name, "--", "true"], 2, "missing --id"),
+            (["tasks", "worker", q.name, "--id", "w9", "--", "/nonexistent/cmd"], 1,
+             "not found"),
+            (["tasks", "worker", q.name, "--id", "w9"], 2, "missing the command"),
+            (["tasks", "frob", q.name], 2, "unknown tasks subcommand")):
+        rc, out, err = t.reign(["--uri", q.uri, *args])
+        check(rc == code and words in err, f"reign {' '.join(args)}: {rc} {err.strip()!r}")
+    sqlite = "sqlite://" + os.path.join(t.dir, "x.db")
+    rc, out, err = t.reign(["--uri", sqlite, "tasks", "list", q.name])
+    check(rc == 1 and "need ZooKeeper" in err, f"tasks on SQLite: {rc} {err.strip()!r}")
     for p in (m1, m2, *workers):
         check(p.alive(), f"{p.label} died: {p.err()[-500:]}")
         p.send(signal.SIGTERM)

@@ -159,6 +159,18 @@ def basic(t):
     rc, out, err = q.submit("hello", wait=True)
     check(rc == 0 and "out:hello" in out, f"submit --wait hello: {rc} {out!r} {err.strip()}")
     hid = out.split()[0]
+    # The payload from stdin; a payload larger than a pipe holds (written as CMD reads it) and
+    # an output larger than --max-output (cut to it, CMD not blocked).
+    rc, out, err = t.reign(["--uri", q.uri, "tasks", "submit", q.name, "--wait", "-"],
+                           stdin=b"from-stdin")
+    check(rc == 0 and "out:from-stdin" in out, f"submit --wait -: {rc} {out!r} {err.strip()}")
+    big = "x" * 300000
+    rc, out, err = t.reign(["--uri", q.uri, "tasks", "submit", q.name, "--wait", "-"],
+                           stdin=big.encode())
+    check(rc == 0, f"a 300 kB payload: {rc} {err.strip()}")
+    result = out.split("\n", 1)[1]
+    check(len(result) == 65536 and result.startswith("out:xxx"),
+          f"a 300 kB output was not cut to 65536 bytes: {len(result)}")
     rc, out, err = t.reign(["--uri", q.uri, "tasks", "delete", q.name, hid])
     check(rc == 0, f"delete failed: {err.strip()}")
     rc, out, err = t.reign(["--uri", q.uri, "tasks", "status", q.name, hid])

@@ -1324,7 +1324,9 @@ ping (every ~667 ms), so its session outlives it a little longer on average.
 
 # Level-2 sections of docs/benchmarks.md that another harness writes: this one keeps them as
 # they are when it rewrites the rest of the file (and that one replaces only its own).
-OTHER_SECTIONS = ("## SQL lease elections (issue 3)", "## Many elections on one session (issue 4)")
+OTHER_SECTIONS = ("## SQL lease elections (issue 3)", "## Many elections on one session (issue 4)",
+                  "## Designation latency (issue 4)", "## Task queue throughput (issue 5)",
+                  "## reignd: failover and footprint (issue 6)")
 
 
 def write_other_section(path, section, text):

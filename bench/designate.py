@@ -176,27 +176,6 @@ def traced_run(zk, args, workdir):
 
 # ---- the CLI: `reign designate` against `reign campaign` processes ----------------------------
 
-class WithoutLeaderNodes:
-    """The server as failover.py's Fleet should see it.  Fleet.wait_quiet() waits until the
-    server holds one ephemeral node per candidate; since commit 139859a a reign leader also holds
-    an ephemeral leader node (/reign/election/NAME/leader), so with reign the count is N + 1 and
-    the fleet never looks ready.  This view reports the ephemeral count without leader nodes
-    (the `dump` four-letter word lists every ephemeral path); everything else is the server's."""
-
-    def __init__(self, zk):
-        self._zk = zk
-
-    def __getattr__(self, name):
-        return getattr(self._zk, name)
-
-    def mntr(self):
-        m = self._zk.mntr()
-        m["zk_ephemerals_count"] -= sum(
-            1 for line in self._zk.fourlw("dump").splitlines()
-            if line.strip().startswith("/reign/election/") and line.strip().endswith("/leader"))
-        return m
-
-
 def fleet_args(args):
     """What failover.py's Fleet and run_config read from their args."""
     return argparse.Namespace(reign=args.reign, quiet_ms=300, poll_ms=50, verbose=args.verbose,
@@ -271,7 +250,7 @@ def cli_phase(zk, args, workdir):
     impl.prepare()
     if impl.reason_missing:
         raise BenchError(impl.reason_missing)
-    fleet = fo.Fleet(impl, WithoutLeaderNodes(zk), args.candidates, SESSION_MS, fa,
+    fleet = fo.Fleet(impl, zk, args.candidates, SESSION_MS, fa,
                      workdir / "cli")
     fleet.election = "bench.designate.cli.%d" % os.getpid()
     rng = random.Random(1)
@@ -302,7 +281,7 @@ def reference_phase(zk, args, workdir):
             missing[name] = impl.reason_missing
             log("reference: skipping %s: %s" % (name, impl.reason_missing))
             continue
-        res = fo.run_config(impl, WithoutLeaderNodes(zk), args.candidates, fa, workdir)
+        res = fo.run_config(impl, zk, args.candidates, fa, workdir)
         out[name] = {"summary": fo.summarize(res).get("graceful"), "errors": res["errors"],
                      "trials": res["graceful"], "overlaps": res["overlaps"],
                      "clock_violations": res["clock_violations"]}

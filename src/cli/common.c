@@ -184,7 +184,7 @@ int cli_parse_strategy(cli *c, const char *val, reign_strategy *out)
 
 int cli_rank_option(cli *c, int o, const char *val, reign_election_options *eo)
 {
-    long v;
+    long v = 0;
     switch (o) {
     case CLI_OPT_PRIORITY:
         if (cli_parse_int(c, "--priority", val, 0, REIGN_PRIORITY_MAX, &v))

@@ -240,19 +240,16 @@ static void on_designated(void *owner, void *arg, const reign__zk_result *r)
 
 /*
  * The candidates are read: ask the one standing with the id to stand again
- * above everyone (a priority over any configured one and any earlier
- * designation), by adding designate=<priority> to its node.  It watches its
+ * above everyone (a priority over any configured one), by adding
+ * designate=<priority> to its node.  It watches its
  * node, so it hears at once, and does the rest itself (election_zk.c).
  */
 static void designate(query *q)
 {
     cand *t = NULL;
-    unsigned top = 0;
     for (size_t i = 0; i < q->n; i++) {
         if (!q->c[i].read)
             continue;
-        if (q->c[i].prio > top)
-            top = q->c[i].prio;
         if (!t && q->c[i].id && !strcmp(q->c[i].id, q->target))
             t = &q->c[i];
     }
@@ -264,9 +261,10 @@ static void designate(query *q)
         finish(q, 0); /* leads already, and first in line */
         return;
     }
-    unsigned prio = top + 1 < REIGN__DESIGNATED_MIN ? REIGN__DESIGNATED_MIN : top + 1;
-    if (prio > REIGN__PRIORITY_NAME_MAX)
-        prio = REIGN__PRIORITY_NAME_MAX;
+    /* One priority for every designation: the one designated takes over
+     * from an equal (designated) leader, which then stands again at its own
+     * priority, so at most one candidate holds it for long. */
+    unsigned prio = REIGN__DESIGNATED_MIN;
     reign__record rec;
     if (reign__record_parse(t->raw, t->raw_len, &rec) < 0) {
         finish(q, REIGN_EFOREIGN);
@@ -313,12 +311,10 @@ static void on_term(void *owner, void *arg, const reign__zk_result *r)
         }
         reign__record_clear(&rec);
     }
+    if (q->kind != Q_DEPOSE)
+        return; /* the listing was sent with the reads (issue_reads) */
     int rc;
-    if (q->kind == Q_DESIGNATE && q->strategy == REIGN_STRATEGY_LOCK) {
-        finish(q, REIGN_ENOTSUP); /* no order to put the candidate first in */
-        return;
-    }
-    if (q->kind == Q_DEPOSE) {
+    {
         if (!q->have_term || !q->leader_node) {
             finish(q, REIGN_ENOENT);
             return;
@@ -329,8 +325,6 @@ static void on_term(void *owner, void *arg, const reign__zk_result *r)
         rc = !path ? REIGN_ENOMEM
                    : reign__zk_delete(q->zk, path, -1, REIGN__ZK_RETRY, q, on_deleted, NULL);
         reign__free(path);
-    } else {
-        rc = reign__zk_children(q->zk, q->dir, NULL, REIGN__ZK_RETRY, q, on_children, NULL);
     }
     if (rc < 0)
         finish(q, rc);
@@ -351,12 +345,29 @@ static void on_dir(void *owner, void *arg, const reign__zk_result *r)
             q->strategy = (reign_strategy)s;
         reign__record_clear(&rec);
     }
-    char *path = reign__path_join(q->dir, "term");
+    if (q->kind == Q_DESIGNATE && q->strategy == REIGN_STRATEGY_LOCK)
+        finish(q, REIGN_ENOTSUP); /* no order to put the candidate first in */
+    /* The term (and the listing) were sent with this read: their answers
+     * follow, in order, unless finish() forgot them. */
+}
+
+/*
+ * The election node, its term node and (but to depose) the listing, sent
+ * together: one round trip.  Answers come back in this order, so the
+ * listing's handler sees the strategy and the leader.  Deposing lists
+ * nothing: it deletes the leader's node once the term names it.
+ */
+static int issue_reads(query *q)
+{
+    char *term = reign__path_join(q->dir, "term");
     int rc =
-        !path ? REIGN_ENOMEM : reign__zk_get(q->zk, path, NULL, REIGN__ZK_RETRY, q, on_term, NULL);
-    reign__free(path);
-    if (rc < 0)
-        finish(q, rc);
+        !term ? REIGN_ENOMEM : reign__zk_get(q->zk, q->dir, NULL, REIGN__ZK_RETRY, q, on_dir, NULL);
+    if (rc == 0)
+        rc = reign__zk_get(q->zk, term, NULL, REIGN__ZK_RETRY, q, on_term, NULL);
+    if (rc == 0 && q->kind != Q_DEPOSE)
+        rc = reign__zk_children(q->zk, q->dir, NULL, REIGN__ZK_RETRY, q, on_children, NULL);
+    reign__free(term);
+    return rc;
 }
 
 static void on_conn(reign__recipe *rp, reign_conn_state st)
@@ -392,8 +403,9 @@ static void restart(query *q)
     q->leader_node = q->leader_id = NULL;
     q->leader_data = NULL;
     q->have_term = false;
-    if (reign__zk_get(q->zk, q->dir, NULL, REIGN__ZK_RETRY, q, on_dir, NULL) < 0)
-        finish(q, REIGN_ENOMEM);
+    int rc = issue_reads(q);
+    if (rc < 0)
+        finish(q, rc);
 }
 
 static int start(reign_client *client, const char *name, enum query_kind kind, const char *target,
@@ -433,7 +445,7 @@ static int start(reign_client *client, const char *name, enum query_kind kind, c
         return REIGN_ENOMEM;
     }
     reign__client_attach(client, &q->recipe);
-    rc = reign__zk_get(q->zk, q->dir, NULL, REIGN__ZK_RETRY, q, on_dir, NULL);
+    rc = issue_reads(q);
     if (rc < 0) {
         query_free(q);
         return rc;

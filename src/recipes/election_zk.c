@@ -122,6 +122,7 @@ static void retry_later(zk_election *e, int err, const char *what);
 static void handle_node_gone(zk_election *e);
 static void await_term(zk_election *e);
 static void contend(zk_election *e);
+static void watch_own(zk_election *e);
 static void release_leader_node(zk_election *e);
 
 /* ---- names and small helpers -------------------------------------------- */
@@ -871,7 +872,10 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
         goto out;
     if (r->rc == REIGN_ENOENT) {
-        check(e); /* gone: claim if still first */
+        if (e->prio >= REIGN__DESIGNATED_MIN)
+            claim(e); /* designated: first by construction */
+        else
+            check(e); /* gone: claim if still first */
         goto out;
     }
     if (r->rc != 0) {
@@ -901,7 +905,7 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     uint64_t their = 0;
     (void)reign__record_get_u64(&rec, "priority", &their);
     bool designated = e->prio >= REIGN__DESIGNATED_MIN;
-    e->may_preempt = e->prio > their && (designated || !e->no_preempt);
+    e->may_preempt = designated ? e->prio >= their : e->prio > their && !e->no_preempt;
     reign__free(e->holder_node);
     e->holder_node = reign__path_join(e->dir, node);
     reign__record_clear(&rec);
@@ -955,7 +959,9 @@ static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, con
     ENTER(e);
     e->leader_lock_watched = false;
     if (e->state == ST_WAITING && e->contending && !e->base.leader) {
-        if (ev == REIGN__ZK_DELETED)
+        if (ev == REIGN__ZK_DELETED && e->prio >= REIGN__DESIGNATED_MIN)
+            claim(e); /* designated: first by construction; the claim proves the rest */
+        else if (ev == REIGN__ZK_DELETED)
             check(e); /* free: claim if first */
         else
             contend(e);
@@ -963,60 +969,44 @@ static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, con
     LEAVE(e);
 }
 
-/* A handoff asked by `to` (in our own node): does it rank before us?  (A
- * request from a candidate that does not is ignored: it would only make
- * the lead bounce.) */
-static void on_handoff_children(void *owner, void *arg, const reign__zk_result *r)
+static void restand(zk_election *e, unsigned prio);
+
+/*
+ * A handoff asked by `to` (written into our own node).  Its name carries
+ * its priority, so whether it outranks us needs no listing: a higher
+ * priority always leads first, and a designated asker (at the designated
+ * priority, as we may be) takes over from an equal one - the operator's
+ * latest choice wins.  A request from a candidate that does not outrank us
+ * is ignored: it would only make the lead bounce.
+ */
+static void hand_off_if_asked(zk_election *e, const char *to)
 {
-    zk_election *e = owner;
-    char *to = arg;
-    ENTER(e);
-    if (e->free_requested || !e->base.leader || e->state != ST_LEADER || !e->my_node)
-        goto out;
-    if (r->rc != 0) {
-        check(e); /* re-arms the watch on our node */
-        goto out;
+    reign__qnode them, me;
+    if (!to || !e->my_node || !reign__qnode_parse(to, &them) ||
+        !reign__qnode_parse(basename_of(e->my_node), &me) || !strcmp(to, me.name)) {
+        check(e); /* nothing asked: look again (and re-arm the watch on our node) */
+        return;
     }
-    reign__qnode me = {0}, them = {0}, q;
-    bool have_me = false, have_them = false;
-    for (size_t i = 0; i < r->n_children; i++) {
-        if (!reign__qnode_parse(r->children[i], &q))
-            continue;
-        if (!strcmp(q.name, basename_of(e->my_node)))
-            me = q, have_me = true;
-        else if (!strcmp(q.name, to))
-            them = q, have_them = true;
-    }
-    if (!have_me || !have_them || !reign__qnode_before(&them, &me)) {
+    bool designated = them.prio >= REIGN__DESIGNATED_MIN;
+    if (!(them.prio > me.prio || (designated && them.prio >= me.prio))) {
         reign__log(e->base.log, REIGN_LOG_INFO,
-                   "election %s: ignoring a handoff request from %s, which does not rank before us",
+                   "election %s: ignoring a handoff request from %s, which does not outrank us",
                    e->base.name, to);
-        check(e); /* re-arms the watch on our node */
-        goto out;
+        check(e);
+        return;
     }
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: handing over to %s", e->base.name, to);
     e->epoch++;
     demote(e, REIGN_DEMOTE_HANDOFF, false);
     if (e->free_requested)
-        goto out;
-    release_leader_node(e);
-    check(e); /* after the delete, in order: we watch our predecessor */
-out:
-    reign__free(to);
-    LEAVE(e);
-}
-
-static void hand_off_if_asked(zk_election *e, const char *to)
-{
-    char *copy = to && reign__election_node_ok(to) && strcmp(to, "lock") != 0 &&
-                         strcmp(to, basename_of(e->my_node)) != 0
-                     ? reign__strdup(to)
-                     : NULL;
-    if (copy &&
-        reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_handoff_children, copy) == 0)
         return;
-    reign__free(copy);
-    check(e);
+    release_leader_node(e);
+    /* Back in line: a designated leader gives up its designation (one at a
+     * time holds it, so the designated priority never has to grow). */
+    if (e->prio >= REIGN__DESIGNATED_MIN)
+        restand(e, e->cfg_prio);
+    else
+        check(e); /* after the delete, in order: we watch our predecessor */
 }
 
 /* ---- watching our place ------------------------------------------------- */
@@ -1058,11 +1048,17 @@ static void on_restood(void *owner, void *arg, const reign__zk_result *r)
             retry_later(e, REIGN_ENOMEM, "recording our node");
             goto out;
         }
-        reign__log(e->base.log, REIGN_LOG_NOTICE,
-                   "election %s: designated: standing again as %s (priority %u)", e->base.name,
-                   e->my_node, e->prio);
+        reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: standing again as %s (priority %u)",
+                   e->base.name, e->my_node, e->prio);
         e->own_watched = false;
-        check(e);
+        if (e->prio >= REIGN__DESIGNATED_MIN) {
+            /* Designated: we rank first by construction, so go straight to
+             * the leader node (claim if it is free, else ask). */
+            watch_own(e);
+            contend(e);
+        } else {
+            check(e);
+        }
     } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT) {
         /* Landed or not: the guid finds whichever name we have. */
         if (reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e)) <
@@ -1087,11 +1083,13 @@ static void restand(zk_election *e, unsigned prio)
     char *prefix = reign__election_path(e->base.name, "/n_");
     reign__buf b;
     reign__buf_init(&b);
-    reign__buf_printf(&b, "%s%s_p%04u_", prefix ? prefix : "", e->guid, prio);
+    reign__buf_printf(&b, "%s%s_", prefix ? prefix : "", e->guid);
+    if (prio)
+        reign__buf_printf(&b, "p%04u_", prio);
     reign__free(prefix);
     e->epoch++;
     e->prio = prio;
-    set_state(e, ST_CREATING, "designated");
+    set_state(e, ST_CREATING, prio >= REIGN__DESIGNATED_MIN ? "designated" : "designation ended");
     /* Our old node's deletion fires our own watch: expected, not a depose. */
     reign__free(e->replacing);
     e->replacing = e->my_node;
@@ -1193,9 +1191,11 @@ static void on_pred_event(void *owner, void *arg, reign__zk_event ev, const char
          * and the leader node keeps it exclusive if a designated candidate
          * got ahead meanwhile): one round trip. */
         claim(e);
-    } else if (e->state == ST_WAITING) {
+    } else if (e->state == ST_WAITING && !(e->contending && ev != REIGN__ZK_DELETED)) {
         check(e);
     }
+    /* (A contender no longer minds its old predecessor, and a write to it
+     * - our own handoff request, when it leads - is no reason to look.) */
     LEAVE(e);
 }
 

@@ -101,6 +101,26 @@ static void designation(const char *uri)
     H_OK(designate(op, name, other->id));
     H_WAIT(h_pred_leader, other, "the second designee to take over");
     check_handoff(next, other);
+
+    h_log("twenty designations in a row: one designated priority, never growing");
+    h_cand *pair[2] = {next, other};
+    for (int i = 0; i < 20; i++) {
+        h_cand *to = pair[i % 2];
+        H_OK(designate(op, name, to->id));
+        H_WAIT(h_pred_leader, to, "the designee to take over");
+    }
+    h_view v;
+    h_query(op, name, &v);
+    H_CHECK(v.err == 0 && v.n == 2);
+    int designated = 0;
+    for (size_t i = 0; i < v.n; i++) {
+        const char *p = strstr(v.nodes[i], "_p");
+        if (p) {
+            H_CHECKF(!strncmp(p, "_p0256_", 7), "node %s", v.nodes[i]);
+            designated++;
+        }
+    }
+    H_CHECKF(designated == 1, "%d designated candidates", designated);
     h_cand_close(a); /* h_leader() looks at every open candidate */
     h_cand_close(b);
     h_cand_close(op);

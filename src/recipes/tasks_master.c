@@ -4,21 +4,21 @@
  * A master stands in the election "tasks.Q" (<reign/election.h>).  When it
  * wins it finds its own election node (the term node names it), watches the
  * workers (the group "tasks.Q", <reign/group.h>), recovers what the last
- * master left, then assigns.  Every assignment is the multi
- * "our election node exists" + "create assign/W/T", followed by the delete
- * of the source (tasks/T, or the dead worker's assign/D/T).  The check makes
- * a deposed master's assignment fail; the order (create before delete)
- * means a crash between the two leaves a task in two places, never in none,
- * and the recovery settles such doubles before assigning anything.
+ * master left, then assigns.  Every move of a task (from tasks/, or from a
+ * dead worker's assign/D/) is one multi: "our election node exists" +
+ * "create assign/W/T" + "delete the source".  The check makes a deposed
+ * master's move fail; the multi makes each move all or nothing, so a task
+ * is always in exactly one place, whoever dies when.
  *
  * Recovery reads assign/ (every worker's), then status/, then tasks/: in
- * the order a task moves, each move creating the new node before deleting
- * the old, so no task is missed by reading while workers finish tasks.
- *   - assigned and done: the assignment is deleted (the worker died
- *     between recording the result and deleting it);
- *   - assigned to a dead worker only: assigned again;
- *   - pending and (assigned or done): the stale tasks/T is deleted;
- *   - pending only: assigned.
+ * the order a task moves, so no task is missed by reading while workers
+ * finish tasks.  It gives the tasks of dead workers to live ones.  Earlier
+ * versions moved a task with two writes (create, then delete) and could
+ * leave a task in two places; recovery still settles those (the listing of
+ * status/ is there for them alone: one per election):
+ *   - assigned and done: the assignment is deleted;
+ *   - assigned twice: the copy on a live worker is kept;
+ *   - pending and (assigned or done): the stale tasks/T is deleted.
  *
  * Each worker gets at most 2 x its concurrency (from its group payload)
  * tasks at once; the rest wait in tasks/, so least-loaded means something
@@ -37,7 +37,6 @@
 
 #define F_INFLIGHT 1 /* an assignment of it is being written */
 #define F_MOVING   2 /* being taken from a dead worker */
-#define F_GONE     4 /* finished while F_INFLIGHT: unheld once the source's delete is answered */
 
 typedef struct worker {
     char *id;
@@ -261,10 +260,24 @@ static void move_dtor(void *p)
 
 static void unhold(reign_tasks_master *m, const char *task);
 
-/* Gives up a move: the task is no longer held (the next listing or change retries it). */
+static void hold(reign_tasks_master *m, const char *task, const char *wid, int flags);
+
+/* Gives up a move whose task is gone or not ours to move: it is no longer held (a pending
+ * task that is still there is offered again by the next listing). */
 static void drop_move(reign_tasks_master *m, move *mv)
 {
     unhold(m, mv->task);
+    move_free(mv);
+}
+
+/* Gives up a move after an error: the task stays where it is, a dead worker's task held
+ * on that worker again (moved on the next change), a pending one unheld (next listing). */
+static void abandon_move(reign_tasks_master *m, move *mv)
+{
+    if (mv->from)
+        hold(m, mv->task, mv->from, 0);
+    else
+        unhold(m, mv->task);
     move_free(mv);
 }
 
@@ -297,46 +310,46 @@ static void hold(reign_tasks_master *m, const char *task, const char *wid, int f
         w->load++;
 }
 
-static void on_source_deleted(void *owner, void *arg, const reign__zk_result *r)
+static void watch_assignment(reign_tasks_master *m, const char *wid, const char *task);
+
+/* The move happened (its multi was answered, or found done after a lost answer). */
+static void moved(reign_tasks_master *m, move *mv)
 {
-    reign_tasks_master *m = owner;
-    move *mv = arg;
-    enter(m);
-    if (!MV_STALE(m, mv)) {
-        reign__tmap_entry *e = reign__tmap_get(&m->held, mv->task);
-        if (e && e->worker && !strcmp(e->worker, mv->to)) {
-            e->flags &= ~(F_INFLIGHT | F_MOVING);
-            if (e->flags & F_GONE)
-                unhold(m, mv->task);
-        }
-        if (r->rc < 0 && r->rc != REIGN_ENOENT)
-            report(m, r->rc, "deleting an assigned task's old node");
-        reign_tasks_event ev = {
-            .type = REIGN_TASKS_ASSIGNED, .task = mv->task, .worker = mv->to, .from = mv->from};
-        emit(m, &ev);
-    }
+    reign__tmap_entry *e = reign__tmap_get(&m->held, mv->task);
+    if (e && e->worker && !strcmp(e->worker, mv->to))
+        e->flags &= ~(F_INFLIGHT | F_MOVING);
+    reign_tasks_event ev = {
+        .type = REIGN_TASKS_ASSIGNED, .task = mv->task, .worker = mv->to, .from = mv->from};
+    emit(m, &ev);
+    /* Watched only now: a listing of tasks/ answered after the multi cannot hold the task,
+     * so it may be unheld as soon as the watch says it is done. */
+    if (!m->free_requested && !MV_STALE(m, mv))
+        watch_assignment(m, mv->to, mv->task);
     move_free(mv);
     if (!m->free_requested)
         assign_more(m);
-    leave(m);
 }
 
-static void watch_assignment(reign_tasks_master *m, const char *wid, const char *task);
-
-static void moved(reign_tasks_master *m, move *mv)
+/* The source is gone and the move did not happen: the task was finished by the worker we
+ * took it for dead, or deleted.  Nothing to assign. */
+static void source_gone(reign_tasks_master *m, move *mv)
 {
-    watch_assignment(m, mv->to, mv->task);
-    /* The source goes only after the assignment exists (see the top). */
-    if (reign__zk_delete(m->zk, mv->src, -1, REIGN__ZK_RETRY, m, on_source_deleted, mv) < 0) {
-        report(m, REIGN_ENOMEM, "deleting an assigned task's old node");
-        move_free(mv);
-    }
+    drop_move(m, mv);
+    if (!m->free_requested)
+        assign_more(m);
 }
 
 static void send_move(reign_tasks_master *m, move *mv);
 
-/* The multi's answer was lost: did it happen? */
-static void on_dst_exists(void *owner, void *arg, const reign__zk_result *r)
+/*
+ * The multi's answer was lost: did it happen?  Its source is deleted by it and by nothing
+ * else while we lead (a task's name is never used again; a worker deletes only its own
+ * assignment, which it then no longer holds), so a source that is still there means not
+ * yet, and the multi is sent again.  A read from a server that has not yet applied the
+ * lost multi could say "there" wrongly; the second multi then fails on its create (the
+ * assignment exists), which says the first one landed.
+ */
+static void on_source_checked(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_tasks_master *m = owner;
     move *mv = arg;
@@ -344,12 +357,12 @@ static void on_dst_exists(void *owner, void *arg, const reign__zk_result *r)
     if (MV_STALE(m, mv)) {
         move_free(mv);
     } else if (r->rc == 0) {
-        moved(m, mv);
-    } else if (r->rc == REIGN_ENOENT) {
         send_move(m, mv);
+    } else if (r->rc == REIGN_ENOENT) {
+        moved(m, mv); /* if it is done already, the watch on the assignment says so */
     } else {
         report(m, r->rc, "checking an assignment after a connection loss");
-        drop_move(m, mv);
+        abandon_move(m, mv);
     }
     leave(m);
 }
@@ -363,7 +376,9 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
         move_free(mv);
         goto out;
     }
+    /* The parts: 0 check our election node, 1 create the assignment, 2 delete the source. */
     if (r->rc == 0 || (r->rc == REIGN_EEXIST && r->failed_op == 1)) {
+        /* EEXIST: an earlier send whose answer was lost landed. */
         moved(m, mv);
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 1) {
         /* The worker's directory is missing (made by the worker, but we may
@@ -373,28 +388,38 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
             reign__zk_create(m->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__free(dir);
         send_move(m, mv);
+    } else if (r->rc == REIGN_ENOENT && r->failed_op == 2) {
+        source_gone(m, mv);
     } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT) {
-        if (reign__zk_exists(m->zk, mv->dst, NULL, REIGN__ZK_RETRY, m, on_dst_exists, mv) < 0) {
-            drop_move(m, mv);
-        }
+        if (reign__zk_exists(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_checked, mv) < 0)
+            abandon_move(m, mv);
+    } else if (r->rc == REIGN_ENOENT && r->failed_op == 0) {
+        drop_move(m, mv); /* our election node is gone: we are deposed (DEMOTED follows) */
     } else {
-        /* ENOENT on the check: our election node is gone, we are deposed
-         * (DEMOTED follows); anything else: give up this one, the next
-         * listing retries it. */
-        if (!(r->rc == REIGN_ENOENT && r->failed_op == 0))
-            report(m, r->rc, "assigning a task");
-        drop_move(m, mv);
+        report(m, r->rc, "assigning a task");
+        abandon_move(m, mv); /* tried again later */
     }
 out:
     leave(m);
 }
 
+/*
+ * One multi: our election node exists (rule 2 of docs/tasks.md), the assignment is
+ * created, the source deleted.  All or nothing, so the task is always in exactly one place.
+ */
 static void send_move(reign_tasks_master *m, move *mv)
 {
-    if (reign__zk_check_and_set(m->zk, m->check_path, mv->dst, mv->data, mv->len, -2, m,
-                                on_move_written, mv) < 0) {
-        drop_move(m, mv);
-    }
+    const reign__zk_mop ops[3] = {
+        {.type = REIGN__ZK_MCHECK, .path = m->check_path, .version = -1},
+        {.type = REIGN__ZK_MCREATE,
+         .path = mv->dst,
+         .data = mv->data ? mv->data : "",
+         .len = mv->len,
+         .version = -1},
+        {.type = REIGN__ZK_MDELETE, .path = mv->src, .version = -1},
+    };
+    if (reign__zk_multi(m->zk, ops, 3, m, on_move_written, mv) < 0)
+        abandon_move(m, mv);
 }
 
 static void on_source_read(void *owner, void *arg, const reign__zk_result *r)
@@ -407,16 +432,15 @@ static void on_source_read(void *owner, void *arg, const reign__zk_result *r)
     } else if (r->rc == 0) {
         mv->data = reign__memdup(r->value ? r->value : "", r->value_len);
         mv->len = r->value_len;
-        if (mv->data || !r->value_len) {
+        if (mv->data || !r->value_len)
             send_move(m, mv);
-        } else {
-            drop_move(m, mv);
-        }
+        else
+            abandon_move(m, mv);
+    } else if (r->rc == REIGN_ENOENT) {
+        drop_move(m, mv); /* gone meanwhile (a stale listing, or its worker finished it) */
     } else {
-        /* ENOENT: gone meanwhile (a stale listing); else retried by the next listing */
-        if (r->rc != REIGN_ENOENT)
-            report(m, r->rc, "reading a task");
-        drop_move(m, mv);
+        report(m, r->rc, "reading a task");
+        abandon_move(m, mv);
     }
     leave(m);
 }
@@ -429,23 +453,19 @@ static void on_status_checked(void *owner, void *arg, const reign__zk_result *r)
     if (MV_STALE(m, mv)) {
         move_free(mv);
     } else if (r->rc == 0) {
-        /* Done: its worker died between recording the result and deleting
-         * the assignment.  Never run again: just finish its move. */
+        /* Done: left by the two-write completion of earlier versions (its
+         * worker died between recording the result and deleting the
+         * assignment).  Never run again: just delete the assignment.  The
+         * atomic moves never leave this; the check costs one read per task
+         * taken from a dead worker, so it stays for queues written before. */
         reign__zk_delete(m->zk, mv->src, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
         drop_move(m, mv);
     } else if (r->rc == REIGN_ENOENT) {
-        if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0) {
-            drop_move(m, mv);
-        }
+        if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0)
+            abandon_move(m, mv);
     } else {
         report(m, r->rc, "checking a dead worker's task");
-        reign__tmap_entry *e = reign__tmap_get(&m->held, mv->task);
-        if (e)
-            e->flags &= ~(F_INFLIGHT | F_MOVING); /* tried again on the next change */
-        worker *w = find_worker(m, mv->to);
-        if (w && w->load)
-            w->load--;
-        move_free(mv);
+        abandon_move(m, mv);
     }
     leave(m);
 }
@@ -578,8 +598,9 @@ static void on_tasks_listed(void *owner, void *arg, const reign__zk_result *r)
             }
             reign__tmap_entry *e = reign__tmap_get(&m->held, t);
             if (e) {
-                /* Assigned already: a stale copy (after a crash), or the
-                 * source of an assignment in flight, deleted by it. */
+                /* Assigned already: the source of a move in flight (listed
+                 * before the move's multi), or a stale copy left by the
+                 * two-write moves of earlier versions. */
                 if (!(e->flags & F_INFLIGHT))
                     drop_node(m, "tasks", t, NULL);
                 continue;
@@ -627,12 +648,8 @@ static void assignment_gone(reign_tasks_master *m, const char *wid, const char *
     reign__tmap_entry *e = reign__tmap_get(&m->held, task);
     if (!e || !e->worker || strcmp(e->worker, wid) != 0)
         return; /* moved: the watch fired on the delete of the old copy */
-    if (e->flags & F_INFLIGHT) {
-        /* Done before the delete of its source was answered: the task must stay held
-         * until then, or a listing of tasks/ sent before that delete could offer it again. */
-        e->flags |= F_GONE;
-        return;
-    }
+    if (e->flags & F_INFLIGHT)
+        return; /* being moved here again: the move's answer (and the watch it sets) settles it */
     unhold(m, task);
     assign_more(m);
 }
@@ -821,8 +838,8 @@ static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r)
             if (a->stage == 2) {
                 reign__tmap_put(&m->done, c);
             } else if (reign__tmap_get(&m->held, c)) {
-                /* A double left by a crash in the middle of a move: keep
-                 * the copy on a live worker (the loop below sorts it out). */
+                /* A double left by a crash in the middle of a two-write
+                 * move (earlier versions): keep the copy on a live worker. */
                 reign__tmap_entry *e = reign__tmap_get(&m->held, c);
                 worker *held_by = find_worker(m, e->worker);
                 if (!(held_by && held_by->live)) {
@@ -851,7 +868,8 @@ out:
 
 static void recovery_step(reign_tasks_master *m)
 {
-    /* Assigned and done: the worker died between its two writes. */
+    /* Assigned and done: left by the two-write completion of earlier
+     * versions (the worker died between its writes). */
     for (size_t i = 0; i < m->held.cap; i++) {
         if (!reign__tmap_live(&m->held, i))
             continue;

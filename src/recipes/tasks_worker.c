@@ -5,14 +5,16 @@
  * (<reign/group.h>) with its concurrency as payload (the master gives it at
  * most twice that many tasks at once), and watches assign/W.  Each task
  * found there is read and handed to the application (RUN); its result is
- * recorded by the multi "assign/W/T exists" + "create status/T", then the
- * assignment is deleted.  The check makes a worker that lost its task (the
- * master gave it to another after our session died) unable to record a
- * result; the create makes a second result impossible.
+ * recorded by one multi: "assign/W/T exists" + "create status/T" + "delete
+ * assign/W/T".  The check makes a worker that lost its task (the master gave
+ * it to another after our session died) unable to record a result; the
+ * create makes a second result impossible; the multi means a task is never
+ * both assigned and done.
  *
- * A task found in the first listing of a session may be one whose result
- * we recorded just before dying, or losing the session, without deleting
- * the assignment: its status is checked before it runs.  Tasks of later
+ * Earlier versions recorded a result with two writes (the multi, then the
+ * delete) and could leave an assignment whose task has a result.  So the
+ * tasks of the first listing of a session still have their status checked
+ * before they run: one read per task then, none later.  Tasks of later
  * listings are new assignments, which the master never makes for a task
  * with a result.
  */
@@ -34,6 +36,8 @@ typedef struct pend {
     uintptr_t epoch;
     char *task;
     reign__buf rec; /* T_RECORDING: the status record */
+    bool lost;      /* T_RECORDING: an answer was lost (the multi may have landed) */
+    bool checked;   /* ... and a later send found the assignment gone */
 } pend;
 
 struct reign_tasks_worker {
@@ -178,7 +182,7 @@ static void on_done_checked(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     }
     if (r->rc == 0) {
-        /* Done before (we died, or lost the session, between our two writes). */
+        /* Done before (a worker of an earlier version died between its two writes). */
         char *path = task_path(w, NULL, p->task);
         if (path)
             reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
@@ -336,9 +340,8 @@ static void list_mine(reign_tasks_worker *w)
 
 static void send_result(reign_tasks_worker *w, pend *p);
 
-static void recorded(reign_tasks_worker *w, pend *p, const reign__zk_result *r)
+static void recorded(reign_tasks_worker *w, pend *p)
 {
-    (void)r;
     forget_task(w, p->task);
     reign_tasks_event ev = {.type = REIGN_TASKS_RECORDED, .task = p->task};
     emit(w, &ev);
@@ -347,11 +350,23 @@ static void recorded(reign_tasks_worker *w, pend *p, const reign__zk_result *r)
         start_more(w);
 }
 
+/* The task is not ours any more (the master gave it to another worker): no result of ours. */
+static void taken_away(reign_tasks_worker *w, pend *p)
+{
+    reign__log(w->log, REIGN_LOG_NOTICE,
+               "tasks %s: worker %s: %s was taken away; its result is dropped", w->queue, w->id,
+               p->task);
+    forget_task(w, p->task);
+    pend_free(w, p);
+    start_more(w);
+}
+
 static void on_assignment_deleted(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_tasks_worker *w = owner;
+    (void)r;
     enter(w);
-    recorded(w, arg, r);
+    recorded(w, arg);
     leave(w);
 }
 
@@ -360,24 +375,50 @@ static void delete_assignment(reign_tasks_worker *w, pend *p)
     char *path = task_path(w, NULL, p->task);
     if (!path ||
         reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, w, on_assignment_deleted, p) < 0)
-        recorded(w, p, NULL);
+        recorded(w, p);
     reign__free(path);
 }
 
-static void on_status_exists(void *owner, void *arg, const reign__zk_result *r)
+/*
+ * After a lost answer: is there a result, and whose?  Ours means our multi landed (and
+ * deleted the assignment with it); another worker's means the task was taken from us and
+ * done there.  None: not landed, sent again - unless the assignment is already known to be
+ * gone (p->checked: a second send failed its check), which then means taken away.
+ */
+static void on_status_read(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_tasks_worker *w = owner;
     pend *p = arg;
     enter(w);
-    if (r->rc == 0)
-        delete_assignment(w, p); /* our multi did happen */
-    else if (r->rc == REIGN_ENOENT)
-        send_result(w, p);
-    else {
-        report(w, r->rc, "checking a result after a connection loss; sending it again");
+    if (r->rc == 0) {
+        reign__record rec;
+        reign_task_info info = {0};
+        bool ours = reign__tasks_status_parse(r->value, r->value_len, &r->stat, &rec, &info) == 0;
+        ours = ours && !strcmp(info.worker, w->id);
+        if (info.worker)
+            reign__record_clear(&rec);
+        if (ours)
+            recorded(w, p);
+        else
+            taken_away(w, p);
+    } else if (p->checked) {
+        taken_away(w, p); /* the assignment is gone and no result of ours exists */
+    } else {
+        if (r->rc != REIGN_ENOENT)
+            report(w, r->rc, "checking a result after a connection loss; sending it again");
         send_result(w, p);
     }
     leave(w);
+}
+
+static void read_status(reign_tasks_worker *w, pend *p)
+{
+    char *path = task_path(w, "status", p->task);
+    if (!path || reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_status_read, p) < 0) {
+        forget_task(w, p->task);
+        pend_free(w, p);
+    }
+    reign__free(path);
 }
 
 static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
@@ -385,26 +426,29 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
     reign_tasks_worker *w = owner;
     pend *p = arg;
     enter(w);
-    if (r->rc == 0 || (r->rc == REIGN_EEXIST && r->failed_op == 1)) {
-        delete_assignment(w, p);
+    /* The parts: 0 check the assignment, 1 create the status, 2 delete the assignment. */
+    if (r->rc == 0) {
+        recorded(w, p);
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 0) {
-        /* Not ours any more: the master gave it to another worker. */
-        reign__log(w->log, REIGN_LOG_NOTICE,
-                   "tasks %s: worker %s: %s was taken away; its result is dropped", w->queue, w->id,
-                   p->task);
-        forget_task(w, p->task);
-        pend_free(w, p);
-        start_more(w);
-    } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT || r->rc == REIGN_ESESSION) {
-        /* Unknown outcome: look before writing again (the create refuses a
-         * second result anyway). */
-        char *path = task_path(w, "status", p->task);
-        if (!path ||
-            reign__zk_exists(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_status_exists, p) < 0) {
-            forget_task(w, p->task);
-            pend_free(w, p);
+        if (p->lost) {
+            /* Gone: taken away, or removed by our own earlier send whose answer was lost.
+             * The status says which; read now, it reflects that send (this failed multi
+             * went through the same server after it). */
+            p->checked = true;
+            read_status(w, p);
+        } else {
+            taken_away(w, p);
         }
-        reign__free(path);
+    } else if (r->rc == REIGN_EEXIST && r->failed_op == 1) {
+        /* A result exists while the assignment is ours: left by the two-write completion
+         * of earlier versions (a worker died between its writes and the task was given
+         * again).  That result stands; the assignment goes. */
+        delete_assignment(w, p);
+    } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT || r->rc == REIGN_ESESSION) {
+        /* Unknown outcome: look before writing again (the read waits for a connection; a
+         * landed multi cannot land twice anyway, its check would fail). */
+        p->lost = true;
+        read_status(w, p);
     } else {
         report(w, r->rc, "recording a result");
         forget_task(w, p->task);
@@ -414,14 +458,28 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
     leave(w);
 }
 
+/*
+ * One multi: the assignment is still ours (rule 3 of docs/tasks.md), the status is created,
+ * the assignment deleted.  All or nothing: the task is never both assigned and done.
+ */
 static void send_result(reign_tasks_worker *w, pend *p)
 {
-    char *check = task_path(w, NULL, p->task), *path = task_path(w, "status", p->task);
-    int rc = check && path ? reign__zk_check_and_set(w->zk, check, path, p->rec.data, p->rec.len,
-                                                     -2, w, on_result_written, p)
-                           : REIGN_ENOMEM;
-    reign__free(check);
-    reign__free(path);
+    char *assignment = task_path(w, NULL, p->task), *status = task_path(w, "status", p->task);
+    int rc = REIGN_ENOMEM;
+    if (assignment && status) {
+        const reign__zk_mop ops[3] = {
+            {.type = REIGN__ZK_MCHECK, .path = assignment, .version = -1},
+            {.type = REIGN__ZK_MCREATE,
+             .path = status,
+             .data = p->rec.len ? p->rec.data : "",
+             .len = p->rec.len,
+             .version = -1},
+            {.type = REIGN__ZK_MDELETE, .path = assignment, .version = -1},
+        };
+        rc = reign__zk_multi(w->zk, ops, 3, w, on_result_written, p);
+    }
+    reign__free(assignment);
+    reign__free(status);
     if (rc < 0) {
         report(w, rc, "recording a result");
         forget_task(w, p->task);

@@ -1,5 +1,6 @@
-# The task queue (issue 5): end-to-end scenarios driving `reign tasks` (test_tasks.py) and a C
-# integration test that injects a lost reply into a submit (it_tasks_submit_connloss.c).
+# The task queue (issue 5): end-to-end scenarios driving `reign tasks` (test_tasks.py) and C
+# integration tests that inject a lost reply into a submit (it_tasks_submit_connloss.c) and
+# into a move (it_tasks_move_connloss.c).
 # Registered with the helpers of tests/integration/tests.cmake.
 
 set(REIGN_TASKS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -24,6 +25,17 @@ target_link_options(it_tasks_submit_connloss PRIVATE -Wl,--wrap=zoo_acreate2)
 foreach(scenario lost-reply failed)
   reign_zk_test(NAME tasks_submit_connloss_${scenario}
     COMMAND it_tasks_submit_connloss ${scenario} TIMEOUT 120 LABELS tasks)
+endforeach()
+
+# A move (the master's assignment, the worker's result: one multi each) whose multi is applied
+# but whose reply is lost, and one never sent: linked with -Wl,--wrap=zoo_amulti.
+add_executable(it_tasks_move_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_move_connloss.c)
+target_compile_options(it_tasks_move_connloss PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(it_tasks_move_connloss PRIVATE reign_it_harness reign_internal)
+target_link_options(it_tasks_move_connloss PRIVATE -Wl,--wrap=zoo_amulti)
+foreach(scenario assign-lost assign-failed done-lost done-failed)
+  reign_zk_test(NAME tasks_move_connloss_${scenario}
+    COMMAND it_tasks_move_connloss ${scenario} TIMEOUT 120 LABELS tasks)
 endforeach()
 
 # The pure parts (names, paths, records, the task map), without a server.

@@ -1,0 +1,255 @@
+/*
+ * it_tasks_move_connloss.c - a move of a task whose outcome is unknown.
+ *
+ *     it_tasks_move_connloss assign-lost | assign-failed | done-lost | done-failed
+ *
+ * Linked with -Wl,--wrap=zoo_amulti against reign_internal.  Each move of a task is one multi:
+ * the master's assignment (a create under assign/, with the delete of tasks/T) and the
+ * worker's completion (a create under status/, with the delete of assign/W/T).  The first
+ * such multi sent after the test arms the injector is
+ *
+ *   *-lost    sent and applied by the server, but answered with ZCONNECTIONLOSS: the master
+ *             must find that its source is gone and take the move as made; the worker must
+ *             find its own result and report it recorded.  Neither sends that multi again.
+ *   *-failed  never sent, and answered with ZCONNECTIONLOSS from another thread (as the C
+ *             client's completion thread would): the master or the worker sends it again.
+ *
+ * Either way every task gets one result and runs once, the worker reports every result
+ * recorded, the master every task assigned, and the queue ends with nothing in tasks/ or
+ * assign/W and one status per task.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define N_TASKS 5
+
+int __real_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data);
+int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data);
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static char target_dir[300]; /* "/reign/tasks/Q/assign/" or "/reign/tasks/Q/status/" */
+static int lose_reply;       /* *-lost (1) or *-failed (0) */
+static int armed, injected, target_multis;
+
+typedef struct pending_multi {
+    void_completion_t completion;
+    const void *data;
+} pending_multi;
+
+static void answer_lost(int rc, const void *data)
+{
+    pending_multi *p = (pending_multi *)data;
+    pthread_mutex_lock(&mu);
+    if (rc == ZOK)
+        injected = 1;
+    pthread_mutex_unlock(&mu);
+    p->completion(rc == ZOK ? ZCONNECTIONLOSS : rc, p->data);
+    free(p);
+}
+
+static void *never_sent(void *arg)
+{
+    pending_multi *p = arg;
+    pthread_mutex_lock(&mu);
+    injected = 1;
+    pthread_mutex_unlock(&mu);
+    p->completion(ZCONNECTIONLOSS, p->data);
+    free(p);
+    return NULL;
+}
+
+/* Whether the multi creates a node under target_dir (the moves the test is about). */
+static int is_target(int count, const zoo_op_t *ops)
+{
+    for (int i = 0; i < count; i++)
+        if (ops[i].type == ZOO_CREATE_OP &&
+            !strncmp(ops[i].create_op.path, target_dir, strlen(target_dir)))
+            return 1;
+    return 0;
+}
+
+int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data)
+{
+    int inject = 0;
+    pthread_mutex_lock(&mu);
+    if (target_dir[0] && is_target(count, ops)) {
+        target_multis++;
+        inject = armed;
+        armed = 0;
+    }
+    pthread_mutex_unlock(&mu);
+    if (!inject)
+        return __real_zoo_amulti(zh, count, ops, results, completion, data);
+    pending_multi *p = malloc(sizeof(*p));
+    H_CHECK(p != NULL);
+    p->completion = completion;
+    p->data = data;
+    if (lose_reply) {
+        h_log("injecting: a multi creating under %s is applied, its reply lost", target_dir);
+        int rc = __real_zoo_amulti(zh, count, ops, results, answer_lost, p);
+        if (rc != ZOK)
+            free(p);
+        return rc;
+    }
+    h_log("injecting: a multi creating under %s never reaches the server", target_dir);
+    pthread_t t;
+    H_CHECK(pthread_create(&t, NULL, never_sent, p) == 0);
+    pthread_detach(t);
+    return ZOK;
+}
+
+static int assigned, recorded, registered, recovered, results, result_errors;
+static int runs[N_TASKS];
+static const char *queue;
+
+/* The task's index, from its payload "p<i>" (known before the submit's answer may be). */
+static int index_of(const void *data, size_t len)
+{
+    int i = len == 2 && ((const char *)data)[0] == 'p' ? ((const char *)data)[1] - '0' : -1;
+    return i >= 0 && i < N_TASKS ? i : -1;
+}
+
+static void on_master(reign_tasks_master *m, const reign_tasks_event *ev, void *ud)
+{
+    (void)m;
+    (void)ud;
+    if (ev->type == REIGN_TASKS_RECOVERED)
+        recovered++;
+    else if (ev->type == REIGN_TASKS_ASSIGNED)
+        assigned++;
+    else if (ev->type == REIGN_TASKS_ERROR)
+        h_log("master: %s (%s)", ev->message ? ev->message : "?", reign_strerror(ev->error));
+}
+
+static void on_worker(reign_tasks_worker *w, const reign_tasks_event *ev, void *ud)
+{
+    (void)ud;
+    if (ev->type == REIGN_TASKS_REGISTERED) {
+        registered++;
+    } else if (ev->type == REIGN_TASKS_RECORDED) {
+        recorded++;
+    } else if (ev->type == REIGN_TASKS_RUN) {
+        int i = index_of(ev->data, ev->data_len);
+        H_CHECKF(i >= 0, "ran %s, whose payload is not one submitted", ev->task);
+        runs[i]++;
+        H_OK(reign_tasks_worker_done(w, ev->task, 0, 0, ev->data, ev->data_len));
+    } else if (ev->type == REIGN_TASKS_ERROR) {
+        h_log("worker: %s (%s)", ev->message ? ev->message : "?", reign_strerror(ev->error));
+    }
+}
+
+static void on_result(reign_client *c, int err, const reign_task_info *info, void *ud)
+{
+    (void)c;
+    results++;
+    if (err || index_of(info->output, info->output_len) != (int)(intptr_t)ud) {
+        result_errors++;
+        h_log("result of task %d: %s", (int)(intptr_t)ud, err ? reign_strerror(err) : "output");
+    }
+}
+
+static void on_submitted(reign_client *c, int err, const char *task, void *ud)
+{
+    H_CHECKF(err == 0, "submit %d: %s", (int)(intptr_t)ud, reign_strerror(err));
+    H_OK(reign_tasks_wait(c, queue, task, on_result, ud));
+}
+
+static int flag_set(void *arg)
+{
+    return *(int *)arg > 0;
+}
+
+static int all_done(void *arg)
+{
+    (void)arg;
+    return results >= N_TASKS && recorded >= N_TASKS && assigned >= N_TASKS;
+}
+
+/* The number of children of /reign/tasks/Q/<dir>, or 0 if it does not exist. */
+static int count_children(zhandle_t *zh, const char *dir)
+{
+    char path[300], names[2 * N_TASKS][H_NODE_MAX];
+    snprintf(path, sizeof(path), "/reign/tasks/%s/%s", queue, dir);
+    int n = h_raw_children(zh, path, names, 2 * N_TASKS);
+    return n == ZNONODE ? 0 : n;
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const modes[] = {"assign-lost", "assign-failed", "done-lost", "done-failed"};
+    int mode = -1;
+    for (int i = 0; argc == 2 && i < 4; i++)
+        if (!strcmp(argv[1], modes[i]))
+            mode = i;
+    if (mode < 0) {
+        fprintf(stderr, "usage: %s assign-lost|assign-failed|done-lost|done-failed\n", argv[0]);
+        return 2;
+    }
+    h_init("it_tasks_move_connloss");
+    lose_reply = mode == 0 || mode == 2;
+    static char name[128];
+    h_unique_name(name, sizeof(name), "it-move");
+    queue = name;
+    pthread_mutex_lock(&mu);
+    snprintf(target_dir, sizeof(target_dir), "/reign/tasks/%s/%s/", queue,
+             mode < 2 ? "assign" : "status");
+    armed = 1; /* the first move of its kind */
+    pthread_mutex_unlock(&mu);
+
+    h_cand *cm = h_cand_new("m0", NULL, NULL, NULL, NULL);
+    reign_tasks_master *m = NULL;
+    reign_tasks_master_options mo = {.size = sizeof(mo), .id = "m0", .cb = on_master};
+    H_OK(reign_tasks_master_start(&m, cm->client, queue, &mo));
+    H_WAIT(flag_set, &recovered, "the master recovered");
+    h_cand *cw = h_cand_new("w0", NULL, NULL, NULL, NULL);
+    reign_tasks_worker *w = NULL;
+    reign_tasks_worker_options wo = {.size = sizeof(wo), .id = "w0", .cb = on_worker};
+    H_OK(reign_tasks_worker_start(&w, cw->client, queue, &wo));
+    H_WAIT(flag_set, &registered, "the worker registered");
+
+    h_cand *cs = h_cand_new("submitter", NULL, NULL, NULL, NULL);
+    for (int i = 0; i < N_TASKS; i++) {
+        char data[8];
+        snprintf(data, sizeof(data), "p%d", i);
+        H_OK(reign_tasks_submit(cs->client, queue, data, strlen(data), on_submitted,
+                                (void *)(intptr_t)i));
+    }
+    /* Every result, and the worker's and the master's last answers. */
+    H_WAIT(all_done, NULL, "every result recorded and reported");
+
+    pthread_mutex_lock(&mu);
+    int inj = injected, multis = target_multis;
+    pthread_mutex_unlock(&mu);
+    H_CHECKF(inj, "the fault was never injected");
+    H_CHECKF(result_errors == 0, "%d results failed", result_errors);
+    for (int i = 0; i < N_TASKS; i++)
+        H_CHECKF(runs[i] == 1, "task %d ran %d times", i, runs[i]);
+    /* A lost reply is settled by a read, a failed send by sending again. */
+    int want = N_TASKS + (lose_reply ? 0 : 1);
+    H_CHECKF(multis == want, "%d %s multis, expected %d", multis, mode < 2 ? "move" : "result",
+             want);
+    H_CHECKF(recorded == N_TASKS, "the worker reported %d results recorded, expected %d", recorded,
+             N_TASKS);
+    H_CHECKF(assigned == N_TASKS, "the master reported %d assignments, expected %d", assigned,
+             N_TASKS);
+
+    zhandle_t *zh = h_raw_connect(h_hosts(), NULL);
+    int pending = count_children(zh, "tasks");
+    int held = count_children(zh, "assign/w0");
+    int done = count_children(zh, "status");
+    h_raw_close(zh);
+    H_CHECKF(pending == 0 && held == 0 && done == N_TASKS,
+             "the store holds %d pending, %d assigned, %d results (expected 0, 0, %d)", pending,
+             held, done, N_TASKS);
+
+    reign_tasks_master_free(m);
+    reign_tasks_worker_free(w);
+    return h_finish();
+}

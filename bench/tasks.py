@@ -151,28 +151,35 @@ def render(run):
             fmt(x["p50_ms"], 1),
             fmt(x["p99_ms"], 1)))
     w("")
-    w("Five writes per task: the submit's create; the master's multi (its election node "
-      "exists + create assign/W/T) and its delete of tasks/T; the worker's multi "
-      "(assign/W/T exists + create status/T) and its delete of assign/W/T (docs/tasks.md says "
-      "why each is there; with a general multi in libreign's ZooKeeper layer each move would be "
-      "one write, three per task).  Latency is mostly queueing: %d tasks are in flight, so the "
-      "median is about the window divided by the rate." % a["window"])
+    wpt = statistics.median(x["writes_per_task"] for x in s["workers"].values())
+    w("%s writes per task (the server's count): the submit's create, the master's multi (its "
+      "election node exists + create assign/W/T + delete tasks/T) and the worker's multi "
+      "(assign/W/T exists + create status/T + delete assign/W/T); docs/tasks.md says why each "
+      "part is there.  Until commit 630a2e4 made each move one multi, the deletes were "
+      "writes of their own: five per task.  Latency is mostly queueing: %d tasks are in "
+      "flight, so the median is about the window divided by the rate." % (
+          fmt(wpt, 2), a["window"]))
     w("")
     one = s["raw_by_sessions"].get("1")
     if one:
-        w("Where the time goes: every task passes through the master's one session, which sends "
-          "two writes per task (the multi and the delete of tasks/T) and two reads (the task's "
-          "payload, and the watch on its assignment that tells it the worker is done).  A "
-          "session's requests are served in order, each read after the writes sent before it "
-          "are committed, so the master's session bounds the queue at one session's raw rate "
-          "/ 2 at best, here about %s tasks/s; the queue reaches about half of that.  (The "
-          "column 'vs the 1-session rate' is the issue's ratio with the raw rate of one "
-          "session, as the queue's busiest session sees it.)  Not profiled further: the "
-          "benchmark process used about half of one CPU (user + system) during a run, so the "
-          "client is not the limit; the server, sharing 2 CPUs with other builds, is the "
-          "likely one.  A general multi in the ZooKeeper layer (`src/zk/zk.h` has only "
-          "check-and-set) would make each move one write: 3 writes per task instead of 5, and "
-          "one write per task in the master's session." % fmt(one / 2, 0))
+        w("Where the time goes: every task passes through the master's one session, which "
+          "sends one write per task (the multi) and two reads (the task's payload, and the "
+          "watch on its assignment that tells it the worker is done).  A session's requests "
+          "are served in order, each read after the writes sent before it are committed, so "
+          "the master's session bounds the queue at one session's raw rate at best, here "
+          "about %s tasks/s; the queue reaches %s%% of that.  (The column 'vs the 1-session rate' is the issue's ratio with "
+          "the raw rate of one session.)  The limit counts writes only, while the server "
+          "does more per task: besides the writes, at least five reads (the master's two, "
+          "the worker's read of its assignment, the waiting client's exists and read of the "
+          "status), the listings of tasks/ and assign/W, and three or more watch "
+          "notifications.  With five writes per task the writes were a larger share of "
+          "that work; with three they are less of it, so cutting two writes raised the limit by two "
+          "thirds but tasks/s by less.  Fewer reads "
+          "per task is what would help now (for instance one watch on all of assign/ "
+          "instead of an exists per assignment, which needs ZooKeeper's persistent "
+          "recursive watches in libreign's ZooKeeper layer)." % (
+              fmt(one, 0), fmt(100 * max(x["tasks_per_s"] for x in s["workers"].values())
+                              / one, 0)))
         w("")
     for para in run.get("notes", []):
         w(para)

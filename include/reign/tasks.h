@@ -190,9 +190,10 @@ typedef struct reign_tasks_master_options {
  * Stands in the master election of `queue`.  The leader recovers the state
  * left by the last one, then assigns every pending task to a live worker
  * (tasks wait while no worker is registered) and moves the tasks of workers
- * that are gone to live ones.  Each assignment is a multi that checks the
- * leader's own election node and creates the assignment, so a deposed master
- * can no longer assign; the task's old node is deleted after it.  Each live
+ * that are gone to live ones.  Each assignment is one multi that checks the
+ * leader's own election node, creates the assignment and deletes the task's
+ * old node, so a deposed master can no longer assign and a task is always in
+ * exactly one place.  Each live
  * worker holds at most twice its concurrency at once; the rest wait.
  * REIGN_ENAME for a bad queue name, REIGN_EINVAL for bad options.
  */
@@ -237,8 +238,8 @@ REIGN_EXPORT int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client
  * by the tools' convention), signal (the signal that killed it, or 0) and
  * output (truncated to REIGN_TASK_OUTPUT_MAX).  The status is created in one
  * multi with a check that the assignment is still ours (so a task taken away
- * cannot get our result, and no task gets two), then the assignment is
- * deleted; RECORDED follows.  A lost answer is settled by reading the status
+ * cannot get our result, and no task gets two) and the assignment's
+ * deletion; RECORDED follows.  A lost answer is settled by reading the status
  * before writing again.  REIGN_ENOENT if the task is not one we run,
  * REIGN_EINVAL for an exit code outside -1..255 or a signal outside 0..255.
  */

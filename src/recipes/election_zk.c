@@ -86,6 +86,7 @@ typedef struct zk_election {
     bool term_watched;
     bool leader_lock_watched; /* queue: the leader node */
     char *replacing;          /* queue: our old node, while we stand again under a new name */
+    int32_t own_version;      /* queue: our node's version as we last read it */
     int32_t leader_version;   /* our leader node's version as last seen (leading) */
     int64_t preempt_at;       /* when we may ask a lower-priority leader to hand over */
     char *holder_node;        /* the candidate node it names (a contender's) */
@@ -1035,6 +1036,9 @@ static void handle_node_gone(zk_election *e)
                        reign__now_ns() + (int64_t)e->base.cede_delay_ms * REIGN__NS_PER_MS);
 }
 
+static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *r);
+static void read_own(zk_election *e);
+
 static void on_restood(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
@@ -1044,6 +1048,7 @@ static void on_restood(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     if (r->rc == 0 && r->value) {
         set_str(&e->my_node, r->value);
+        e->own_version = 0;
         if (!e->my_node) {
             retry_later(e, REIGN_ENOMEM, "recording our node");
             goto out;
@@ -1053,12 +1058,25 @@ static void on_restood(void *owner, void *arg, const reign__zk_result *r)
         e->own_watched = false;
         if (e->prio >= REIGN__DESIGNATED_MIN) {
             /* Designated: we rank first by construction, so go straight to
-             * the leader node (claim if it is free, else ask). */
+             * the leader node (claim if it is free, else ask): its read,
+             * sent with the multi, is answered next. */
             watch_own(e);
-            contend(e);
+            set_state(e, ST_WAITING, "designated: the leader node is next");
+            e->contending = true;
+            if (!e->ready_sent && !e->base.follow)
+                send_ready(e);
         } else {
             check(e);
         }
+    } else if (r->rc == REIGN_EBADVERSION && e->replacing) {
+        /* Someone wrote to our old node meanwhile: keep it, and read it. */
+        reign__qnode q;
+        e->my_node = e->replacing;
+        e->replacing = NULL;
+        e->prio = reign__qnode_parse(basename_of(e->my_node), &q) ? q.prio : e->cfg_prio;
+        e->own_watched = false;
+        set_state(e, ST_CHECKING, "our node changed while we stood again");
+        read_own(e);
     } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT) {
         /* Landed or not: the guid finds whichever name we have. */
         if (reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e)) <
@@ -1100,7 +1118,10 @@ static void restand(zk_election *e, unsigned prio)
          .data = e->record.data,
          .len = e->record.len,
          .flags = REIGN__ZK_EPHEMERAL | REIGN__ZK_SEQUENCE},
-        {.type = REIGN__ZK_MDELETE, .path = e->replacing, .version = -1},
+        /* At the version we last read: a request written to it since (a
+         * designation racing our handing over) fails the multi, and we read
+         * it again instead of losing it with the node. */
+        {.type = REIGN__ZK_MDELETE, .path = e->replacing, .version = e->own_version},
     };
     int rc = b.oom ? REIGN_ENOMEM : reign__zk_multi(e->zk, ops, 2, e, on_restood, EPOCH_ARG(e));
     reign__buf_free(&b);
@@ -1108,6 +1129,16 @@ static void restand(zk_election *e, unsigned prio)
         e->create_inflight = true;
     else
         issue_failed(e, rc, "standing again as designated");
+    if (rc == 0 && prio >= REIGN__DESIGNATED_MIN) {
+        /* Designated, we will rank first: read the leader node in the same
+         * round trip.  Its answer comes after the multi's (on_restood), which
+         * makes us a contender for it to act on. */
+        bool watch = !e->leader_lock_watched;
+        if (reign__zk_get(e->zk, e->leader_path, watch ? on_leader_lock_event : NULL,
+                          REIGN__ZK_RETRY, e, on_leader_lock_read, ARG(e, watch)) == 0 &&
+            watch)
+            e->leader_lock_watched = true;
+    }
 }
 
 static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
@@ -1121,6 +1152,8 @@ static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
         handle_node_gone(e);
         goto out;
     }
+    if (r->rc == 0)
+        e->own_version = r->stat.version;
     uint64_t want = 0;
     char *to = NULL;
     reign__record rec;
@@ -1165,7 +1198,10 @@ static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char 
             check(e); /* data changed: re-arm the watch and look again */
         }
     } else if (e->replacing && !strcmp(path, e->replacing)) {
-        set_str(&e->replacing, NULL); /* our old name, deleted by our own re-stand */
+        /* Our old name: deleted by our own re-stand, or written to (the
+         * re-stand then fails on the version, and on_restood reads it). */
+        if (ev == REIGN__ZK_DELETED)
+            set_str(&e->replacing, NULL);
     } else if (e->my_node && !strcmp(path, e->my_node)) {
         e->own_watched = false;
         if (ev == REIGN__ZK_DELETED && e->state != ST_RESIGNING && e->state != ST_LEFT)
@@ -1239,6 +1275,12 @@ static void on_own_exists(void *owner, void *arg, const reign__zk_result *r)
     else if (r->rc == REIGN_ENOENT && !STALE(e, arg) && e->state != ST_RESIGNING &&
              e->state != ST_LEFT && e->state != ST_PAUSED)
         handle_node_gone(e);
+    else if (r->rc == 0 && !STALE(e, arg) && e->strategy != REIGN_STRATEGY_LOCK &&
+             r->stat.version > e->own_version && e->state != ST_RESIGNING && e->state != ST_LEFT &&
+             e->state != ST_PAUSED && e->state != ST_CREATING)
+        /* Written to before the watch was in place (we never write to our
+         * own node after making it): a request we would otherwise miss. */
+        read_own(e);
     LEAVE(e);
 }
 
@@ -1439,6 +1481,7 @@ static void on_find_own(void *owner, void *arg, const reign__zk_result *r)
         reign__qnode q;
         if (reign__qnode_parse(r->children[i], &q) && !strcmp(q.guid, e->guid)) {
             e->prio = q.prio;
+            e->own_version = 0; /* unknown: a written node is read once watched */
             char *p = reign__path_join(e->dir, q.name);
             if (p)
                 set_str(&e->my_node, p);
@@ -1478,6 +1521,7 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
     switch (r->rc) {
     case 0:
         set_str(&e->my_node, r->value);
+        e->own_version = 0;
         if (!e->my_node) {
             retry_later(e, REIGN_ENOMEM, "recording our node");
             break;

@@ -14,7 +14,7 @@ PACKAGES=(
     python3 python3-kazoo libcurator-recipes-java # test tools; foreign clients for interop
     procps iproute2 # ps/pgrep/kill and ss, used by the scripts and tests
     libsqlite3-dev libmariadb-dev libpq-dev # SQL backends: SQLite, MariaDB Connector/C, libpq
-    libinih-dev libmicrohttpd-dev libsystemd-dev # reignd: config file, metrics endpoint, sd_notify
+    libinih-dev libmicrohttpd-dev # reignd: config file, metrics and peer endpoints
     mariadb-server mariadb-client postgresql postgresql-client sqlite3 # SQL test servers, clients
 )
 

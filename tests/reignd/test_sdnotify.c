@@ -3,7 +3,8 @@
  * received on a datagram socket standing in for systemd's NOTIFY_SOCKET:
  * READY=1 with STATUS=, STATUS= kept on one line, STOPPING=1, and
  * WATCHDOG=1 sent by the loop's timer at half of WATCHDOG_USEC; without
- * WATCHDOG_USEC no watchdog.
+ * WATCHDOG_USEC, or with a WATCHDOG_PID that is not ours, no watchdog; an
+ * abstract socket ("@name").
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -127,11 +128,60 @@ static void test_watchdog(void **state)
     uv_run(&fx->loop, UV_RUN_NOWAIT); /* p lives on this stack */
 }
 
+/* WATCHDOG_PID names another process (we were forked): no watchdog. */
+static void test_watchdog_other_pid(void **state)
+{
+    fixture *fx = *state;
+    reignd_sdnotify *n;
+    char pid[32];
+    snprintf(pid, sizeof(pid), "%d", (int)getpid() + 1);
+    setenv("WATCHDOG_USEC", "200000", 1);
+    setenv("WATCHDOG_PID", pid, 1);
+    assert_int_equal(reignd_sdnotify_start(&fx->loop, &n), 0);
+    assert_int_equal(reignd_sdnotify_watchdog_usec(n), 0);
+    setenv("WATCHDOG_USEC", "junk", 1);
+    unsetenv("WATCHDOG_PID");
+    reignd_sdnotify *m;
+    assert_int_equal(reignd_sdnotify_start(&fx->loop, &m), 0);
+    assert_int_equal(reignd_sdnotify_watchdog_usec(m), 0);
+    reignd_sdnotify_close(n);
+    reignd_sdnotify_close(m);
+}
+
+/* "@name": a socket in the abstract namespace, as systemd may hand out. */
+static void test_abstract_socket(void **state)
+{
+    fixture *fx = *state;
+    char name[64], buf[128];
+    snprintf(name, sizeof(name), "@reignd-notify-test-%d", (int)getpid());
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    memcpy(sa.sun_path + 1, name + 1, strlen(name) - 1);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(bind(fd, (struct sockaddr *)&sa,
+                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(name))),
+                     0);
+    setenv("NOTIFY_SOCKET", name, 1);
+    reignd_sdnotify *n;
+    assert_int_equal(reignd_sdnotify_start(&fx->loop, &n), 0);
+    reignd_sdnotify_status(n, "abstract");
+    ssize_t got = recv(fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+    assert_true(got > 0);
+    buf[got] = '\0';
+    assert_string_equal(buf, "STATUS=abstract");
+    /* Nothing went to the path socket. */
+    assert_true(recv(fx->fd, buf, sizeof(buf), MSG_DONTWAIT) < 0);
+    reignd_sdnotify_close(n);
+    close(fd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_messages, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watchdog, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_watchdog_other_pid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_abstract_socket, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -132,7 +132,7 @@ def library_run(zk, args, workdir, run_no):
 
 
 # Milestones of a designation in the library's log lines (designate-latency --trace), in order.
-MILESTONES = (("restood", "designated: standing again"),
+MILESTONES = (("restood", "standing again as"),
               ("asked", "asked the leader to hand over"),
               ("handing", "handing over to"))
 
@@ -349,7 +349,7 @@ def render_reference(w, run):
 
 
 STEPS = (("request", "the operator's request is written (done callback)"),
-         ("restood", "the target stood again at the top (\"designated: standing again\")"),
+         ("restood", "the target stood again at the top (\"standing again as\")"),
          ("asked", "the target asked the leader to hand over"),
          ("handing", "the leader took the request (\"handing over to\")"),
          ("demoted", "the leader's DEMOTED"),

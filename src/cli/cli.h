@@ -65,6 +65,11 @@ struct cli {
     void (*on_state)(cli *c, reign_conn_state state);
     void *cmd_data;
 
+    /* cli_follow_existing */
+    const char *follow_name;
+    reign_election_cb *follow_cb;
+    int (*follow_check)(cli *c, const reign_election_view *view);
+
     /* resign-then-exit (cli_leave) */
     uv_timer_t leave_timer;
     int leave_timer_ready;
@@ -164,6 +169,19 @@ int cli_join(cli *c, const char *name, reign_election_options *opts);
  * 0 or CLI_EXIT_FAIL.
  */
 int cli_connect(cli *c);
+
+/*
+ * For commands that act on an election that must exist (cede, designate):
+ * makes the client, connects, reads the election - one that does not exist
+ * is reported and left alone, since joining even as an observer would
+ * create it - and then follows it as an observer, with `cb` getting its
+ * events (userdata: c).  `check` (may be NULL) sees the snapshot first; a
+ * nonzero return means it reported the problem and called cli_exit().
+ * SIGINT/SIGTERM end the command with exit 1.  0, or an exit code to return
+ * at once; failures after that end the loop with exit 1.
+ */
+int cli_follow_existing(cli *c, const char *name, reign_election_cb *cb,
+                        int (*check)(cli *c, const reign_election_view *view));
 
 /* Runs the loop until cli_exit(); returns the exit code. */
 int cli_run(cli *c);

@@ -531,6 +531,72 @@ void cli_exit(cli *c, int code)
         uv_stop(&c->loop);
 }
 
+static void follow_query_done(reign_client *client, int err, const reign_election_view *view,
+                              void *userdata)
+{
+    cli *c = userdata;
+    char q[512];
+    (void)client;
+    if (c->done)
+        return;
+    cli_quote(c->follow_name, q, sizeof(q));
+    if (err == REIGN_ENOENT) {
+        cli_error(c, "no such election '%s'", q);
+        cli_exit(c, CLI_EXIT_FAIL);
+        return;
+    }
+    if (err < 0 || !view) {
+        cli_error(c, "election '%s': cannot read the election: %s", q,
+                  reign_strerror(err < 0 ? err : REIGN_EBACKEND));
+        cli_exit(c, CLI_EXIT_FAIL);
+        return;
+    }
+    if (c->follow_check && c->follow_check(c, view))
+        return;
+    reign_election_options eo;
+    memset(&eo, 0, sizeof(eo));
+    eo.observer = 1;
+    eo.cb = c->follow_cb;
+    eo.userdata = c;
+    if (cli_join(c, c->follow_name, &eo))
+        cli_exit(c, CLI_EXIT_FAIL);
+}
+
+static void follow_interrupted(cli *c, int signum)
+{
+    (void)signum;
+    cli_error(c, "interrupted");
+    cli_exit(c, CLI_EXIT_FAIL);
+}
+
+int cli_follow_existing(cli *c, const char *name, reign_election_cb *cb,
+                        int (*check)(cli *c, const reign_election_view *view))
+{
+    char q[512];
+    int r;
+    if ((r = cli_client_new(c)) || (r = cli_connect(c)))
+        return r;
+    c->on_signal = follow_interrupted;
+    c->follow_name = name;
+    c->follow_cb = cb;
+    c->follow_check = check;
+    r = reign_election_query(c->client, name, follow_query_done, c);
+    if (r == REIGN_ENAME) {
+        cli_error(c,
+                  "illegal election name '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -, "
+                  "not '.' or '..')",
+                  cli_quote(name, q, sizeof(q)), REIGN_NAME_MAX);
+        return CLI_EXIT_FAIL;
+    }
+    if (r < 0) {
+        cli_error(c, "cannot read election '%s': %s", cli_quote(name, q, sizeof(q)),
+                  reign_strerror(r));
+        return CLI_EXIT_FAIL;
+    }
+    cli_update(c);
+    return 0;
+}
+
 void cli_update(cli *c)
 {
     if (c->adapter)

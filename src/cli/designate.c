@@ -159,44 +159,6 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
         succeed(c, ev->leader);
 }
 
-static void on_query(reign_client *client, int err, const reign_election_view *view, void *userdata)
-{
-    cli *c = userdata;
-    designate *s = c->cmd_data;
-    char q[512], msg[512];
-    (void)client;
-    if (s->phase != DES_LOADING)
-        return;
-    if (err == REIGN_ENOENT) {
-        cli_error(c, "no such election '%s'", cli_quote(s->name, q, sizeof(q)));
-        s->phase = DES_DONE;
-        cli_exit(c, CLI_EXIT_FAIL);
-        return;
-    }
-    if (err < 0 || !view) {
-        snprintf(msg, sizeof(msg), "cannot read the election: %s",
-                 reign_strerror(err < 0 ? err : REIGN_EBACKEND));
-        fail(c, msg);
-        return;
-    }
-    reign_election_options eo;
-    memset(&eo, 0, sizeof(eo));
-    eo.observer = 1;
-    eo.cb = on_event;
-    eo.userdata = c;
-    if (cli_join(c, s->name, &eo)) {
-        s->phase = DES_DONE;
-        cli_exit(c, CLI_EXIT_FAIL);
-    }
-}
-
-static void on_signal(cli *c, int signum)
-{
-    (void)signum;
-    cli_error(c, "interrupted");
-    cli_exit(c, CLI_EXIT_FAIL);
-}
-
 int cli_designate_main(cli *c, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -241,25 +203,8 @@ int cli_designate_main(cli *c, int argc, char **argv)
     uv_timer_init(&c->loop, &s.timer);
     s.timer.data = c;
 
-    if ((r = cli_client_new(c)))
+    if ((r = cli_follow_existing(c, s.name, on_event, NULL)))
         return r;
-    if ((r = cli_connect(c)))
-        return r;
-    c->on_signal = on_signal;
-    r = reign_election_query(c->client, s.name, on_query, c);
-    if (r == REIGN_ENAME) {
-        cli_error(c,
-                  "illegal election name '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -, "
-                  "not '.' or '..')",
-                  cli_quote(s.name, q, sizeof(q)), REIGN_NAME_MAX);
-        return CLI_EXIT_FAIL;
-    }
-    if (r < 0) {
-        cli_error(c, "cannot read election '%s': %s", cli_quote(s.name, q, sizeof(q)),
-                  reign_strerror(r));
-        return CLI_EXIT_FAIL;
-    }
-    cli_update(c);
     if (s.phase == DES_LOADING)
         uv_timer_start(&s.timer, on_timeout, (uint64_t)s.wait_ms, 0);
     return cli_run(c);

@@ -78,7 +78,8 @@ typedef struct zk_multi {
     zoo_op_t zops[REIGN__ZK_MULTI_MAX];
     zoo_op_result_t zres[REIGN__ZK_MULTI_MAX];
     struct Stat stats[REIGN__ZK_MULTI_MAX];
-    char created[REIGN__ZK_MULTI_MAX][512];
+    char *created[REIGN__ZK_MULTI_MAX]; /* creates: the path made (path + sequence) */
+    size_t created_len[REIGN__ZK_MULTI_MAX];
 } zk_multi;
 
 struct zk_watch {
@@ -568,14 +569,15 @@ static int issue_multi(reign__zk *zk, zk_multi *m, const struct ACL_vector *acl,
     memset(m->stats, 0, sizeof(m->stats));
     for (size_t i = 0; i < m->n; i++) {
         const reign__zk_mop *p = &m->ops[i];
-        m->created[i][0] = '\0';
+        if (m->created[i])
+            m->created[i][0] = '\0';
         switch (p->type) {
         case REIGN__ZK_MCHECK:
             zoo_check_op_init(&m->zops[i], p->path, p->version);
             break;
         case REIGN__ZK_MCREATE:
             zoo_create_op_init(&m->zops[i], p->path, p->data, (int)p->len, acl, mode_of(p->flags),
-                               m->created[i], sizeof(m->created[i]));
+                               m->created[i], (int)m->created_len[i]);
             break;
         case REIGN__ZK_MSET:
             zoo_set_op_init(&m->zops[i], p->path, p->data, (int)p->len, p->version, &m->stats[i]);
@@ -746,6 +748,7 @@ static void free_multi(zk_multi *m)
     for (size_t i = 0; i < m->n; i++) {
         reign__free((char *)m->ops[i].path);
         reign__free((void *)m->ops[i].data);
+        reign__free(m->created[i]);
     }
     reign__free(m);
 }
@@ -765,6 +768,13 @@ int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *own
         m->ops[i].path = reign__strdup(ops[i].path);
         m->ops[i].data = ops[i].data ? reign__memdup(ops[i].data, ops[i].len) : NULL;
         oom |= !m->ops[i].path || (ops[i].data && !m->ops[i].data);
+        if (ops[i].type == REIGN__ZK_MCREATE) {
+            /* Sized to the path: a multi in flight per election adds up
+             * (10,000 claims at once), and a sequence adds 10 digits. */
+            m->created_len[i] = strlen(ops[i].path) + 16;
+            m->created[i] = reign__malloc(m->created_len[i]);
+            oom |= !m->created[i];
+        }
     }
     int rc = oom ? REIGN_ENOMEM
                  : start_op(zk, OP_MULTI, ops[0].path, m, NULL, 0, -1, 0, NULL, owner, cb, arg);

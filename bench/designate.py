@@ -389,8 +389,9 @@ def render(run):
     w("")
     w("An operator names the leader of an election (`reign_election_designate()`, `reign "
       "designate NAME ID`): the named candidate stands again above everyone, asks the leader to "
-      "hand over by writing the leader node, the leader demotes itself (reason handoff) and "
-      "deletes it, and the target claims the next term.  Timed here from the command until the "
+      "hand over by writing into the leader's candidate node, the leader demotes itself (reason "
+      "handoff) and deletes the leader node, and the target claims the next term.  Timed here "
+      "from the command until the "
       "new leader's elected callback, with %d candidates, each its own ZooKeeper session (30 s "
       "sessions), on a throwaway standalone server; the target is a random candidate that does "
       "not lead (so targets come from every place in the line)." % a["candidates"])

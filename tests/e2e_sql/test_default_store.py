@@ -22,31 +22,14 @@ import signal
 import stat
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
 import sqle  # noqa: E402
+from reachable import reachable_copy  # noqa: E402
 from sqle import check, log, wait_for  # noqa: E402
 
 NOBODY = 65534
-
-
-def reachable_copy(cli):
-    """A directory anyone may enter, holding copies of the reign binary and of the libreign it
-    loads; returns (directory, binary, extra environment)."""
-    base = tempfile.mkdtemp(prefix="reign-default-store-")
-    os.chmod(base, 0o711)
-    binary = os.path.join(base, "reign")
-    shutil.copy2(cli, binary)
-    os.chmod(binary, 0o755)
-    ldd = subprocess.run(["ldd", cli], capture_output=True, text=True, check=True).stdout
-    for line in ldd.splitlines():
-        parts = line.split()
-        if parts and parts[0].startswith("libreign.so") and len(parts) > 2 and parts[1] == "=>":
-            dst = os.path.join(base, parts[0])
-            shutil.copy2(os.path.realpath(parts[2]), dst)
-            os.chmod(dst, 0o755)
-    return base, binary, {"LD_LIBRARY_PATH": base}
 
 
 def body(t):
@@ -55,7 +38,7 @@ def body(t):
     cli, where, extra = t.cli, t.dir, {}
     if as_root:
         nobody = ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-        where, cli, extra = reachable_copy(t.cli)
+        where, cli, extra = reachable_copy(t.cli, "reign-default-store-")
         log(f"running reign as user nobody (root's default store is /var/lib/reign), from {where}")
     try:
         scenarios(t, as_root, nobody, cli, where, extra)

@@ -13,6 +13,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+from reachable import reachable_copy  # noqa: E402
+
 REIGN = os.environ["REIGN"]
 SERVER = os.environ["CTL_SERVER"]
 failures = []
@@ -113,14 +116,11 @@ def main():
             os.chmod(tmp, 0o711)
             os.chmod(os.path.dirname(sock), 0o711)
             os.chmod(sock, 0o666)
-            bindir = tempfile.mkdtemp(prefix="reign-bin-")
-            os.chmod(bindir, 0o755)
-            exe = os.path.join(bindir, "reign")
-            shutil.copy(REIGN, exe)
-            os.chmod(exe, 0o755)
+            bindir, exe, extra = reachable_copy(REIGN)
             cmd = ["setpriv", "--reuid", "nobody", "--regid", "nogroup", "--clear-groups", "--",
                    exe, "ctl", "--socket", sock, "pause", "web"]
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=60,
+                               env={**os.environ, **extra})
             check(p.returncode == 1 and one_error_line(p.stderr, "without an answer"),
                   f"nobody refused: {p.returncode} {p.stderr!r}")
             shutil.rmtree(bindir)

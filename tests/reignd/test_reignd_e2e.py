@@ -40,6 +40,7 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
@@ -225,9 +226,9 @@ def format_election(node):
     check(rc == 0, f"reignd --format failed ({rc}): {err}")
 
 
-def two_nodes(t, a_hosts=None):
+def two_nodes(t, a_hosts=None, cluster=None):
     """A active, B standby, both healthy (A reaches ZooKeeper through a_hosts if given)."""
-    c = Cluster(t)
+    c = cluster or Cluster(t)
     a, b = c.node("A", hosts=a_hosts), c.node("B")
     format_election(a)
     for n in (a, b):
@@ -263,6 +264,26 @@ def scenario_health(t):
     a.wait_state("standby")
     check(len(c.lines("B", "become_active")) == 1 and len(c.lines("A", "become_active")) == 1,
           f"each become_active ran once: {c.events()}")
+
+
+def scenario_ensemble(t):
+    """On a three-server ensemble: a server stopped under the active moves its session to
+    another server without a failover; then a health failure fails over as usual."""
+    srv = t.zk_servers("zk", 3)
+    c, a, b = two_nodes(t, cluster=Cluster(t, session="8s", hosts=srv.hosts))
+    srv.stop_server(1)
+    # A session outlives the loss of one server (the client moves to another within the
+    # session timeout): nothing may change.  An observation window, not a timing assertion.
+    time.sleep(4)
+    a.wait_state("active")
+    check(not c.lines("B", "become_active") and not c.lines("A", "become_standby"),
+          f"a server's loss caused a failover: {c.events()}")
+    a.stop_service()
+    c.wait_line("B", "become_active")
+    i_standby, i_active = c.index("A", "become_standby"), c.index("B", "become_active")
+    check(i_standby is not None and i_standby < i_active,
+          f"A's become_standby must run before B's become_active: {c.events()}")
+    srv.start_server(1)
 
 
 def scenario_kill(t):

@@ -1069,10 +1069,12 @@ def render(run):
         r50, w50 = fl["start"]["read"]["p50"], fl["start"]["write"]["p50"]
         w("")
         w("For scale: between the old leader's resign and the new leader's `elected`, reign "
-          "makes two round trips one after the other, both writes (the old leader's delete; "
-          "the successor's claim multi, which checks its own node and bumps the term: a "
-          "successor that was second in line needs no getChildren, since no node can appear "
-          "ahead of it), so at this machine's median bare round trips its floor is about "
+          "makes two round trips one after the other, both writes (the old leader's deletes "
+          "of the election's leader node and its own node, sent together; the successor's "
+          "claim multi, which checks its own node, makes the leader node and bumps the term: "
+          "a successor that was second in line needs no getChildren when no candidate has a "
+          "priority, since no node can then appear ahead of it), so at this machine's median "
+          "bare round trips its floor is about "
           "%.1f ms; Curator and kazoo also make two (the delete, then a getChildren, a read), "
           "about %.1f ms.  The difference is the price of the fencing token: a write on the "
           "handoff path.%s" % (

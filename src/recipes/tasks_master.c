@@ -766,9 +766,12 @@ static void on_members(reign_group_watch *gw, const reign_group_watch_event *ev,
     if (ev->type == REIGN_MEMBERS_READY) {
         recompute_live(m);
         start_recovery(m);
-    } else if (ev->type != REIGN_MEMBERS_ERROR && m->active) {
+    } else if (ev->type != REIGN_MEMBERS_ERROR) {
+        /* Keep the view current during recovery too: a worker that registers
+         * meanwhile must be known when recovery ends and assigns. */
         recompute_live(m);
-        assign_more(m);
+        if (m->active)
+            assign_more(m);
     }
 out:
     leave(m);
@@ -890,7 +893,8 @@ static void recovery_step(reign_tasks_master *m)
     for (size_t i = 0; i < m->held.cap; i++)
         if (reign__tmap_live(&m->held, i))
             watch_assignment(m, m->held.v[i].worker, m->held.v[i].key);
-    list_tasks(m); /* drops stale copies (done or assigned), assigns the rest */
+    recompute_live(m); /* the members as they are now, not as at READY */
+    list_tasks(m);     /* drops stale copies (done or assigned), assigns the rest */
     if (m->retention_ms > 0) {
         reign__timers *ts = reign__client_timers(m->client);
         reign__timer_start(ts, &m->timer, reign__now_ns());

@@ -893,10 +893,11 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     }
     reign__record rec;
     const char *node = NULL;
-    if (reign__record_parse(r->value, r->value_len, &rec) == 0)
+    bool parsed = reign__record_parse(r->value, r->value_len, &rec) == 0;
+    if (parsed)
         node = reign__record_get(&rec, "node");
     if (!node || !reign__election_node_ok(node) || !strcmp(node, "lock")) {
-        if (node)
+        if (parsed)
             reign__record_clear(&rec);
         reign__log(e->base.log, REIGN_LOG_WARN,
                    "election %s: %s holds data reign did not write; waiting for it to go",

@@ -584,8 +584,13 @@ cmd_signal_server() {
     [[ -n $pid ]] || die "the server is not running"
     if [[ $sig == STOP ]]; then
         kill -STOP "$pid"
-        mapfile -t kids < <(children_of "$pid")
-        if [[ ${#kids[@]} -gt 0 ]]; then kill -STOP "${kids[@]}" 2>/dev/null || true; fi
+        # Twice: a child the postmaster forked just as it stopped may not be listed at once.
+        local round
+        for round in 1 2; do
+            mapfile -t kids < <(children_of "$pid")
+            if [[ ${#kids[@]} -gt 0 ]]; then kill -STOP "${kids[@]}" 2>/dev/null || true; fi
+            if [[ $round == 1 ]]; then sleep 0.05; fi
+        done
     else
         mapfile -t kids < <(children_of "$pid")
         if [[ ${#kids[@]} -gt 0 ]]; then kill -CONT "${kids[@]}" 2>/dev/null || true; fi

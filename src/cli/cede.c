@@ -44,18 +44,11 @@ static void usage(FILE *f)
                "  -h, --help              show this help\n");
 }
 
-static const char *line_id(const char *id)
-{
-    return id && *id ? id : "-";
-}
-
 static void fail(cli *c, const char *what)
 {
     cede *s = c->cmd_data;
-    char q[512];
-    cli_error(c, "election '%s': %s", cli_quote(s->name, q, sizeof(q)), what);
     s->phase = CEDE_DONE;
-    cli_exit(c, CLI_EXIT_FAIL);
+    cli_election_fail(c, s->name, what);
 }
 
 static void on_deposed(reign_client *client, int err, void *userdata)
@@ -70,7 +63,7 @@ static void on_deposed(reign_client *client, int err, void *userdata)
     if (err == REIGN_ENOENT)
         fail(c, "no leader to cede (it left before it could be deposed)");
     else {
-        snprintf(msg, sizeof(msg), "cannot depose the leader '%s': %s", line_id(s->old_id),
+        snprintf(msg, sizeof(msg), "cannot depose the leader '%s': %s", cli_line_id(s->old_id),
                  reign_strerror(err));
         fail(c, msg);
     }
@@ -85,11 +78,11 @@ static void on_timeout(uv_timer_t *t)
         snprintf(msg, sizeof(msg), "could not load the election within %ld ms", s->wait_ms);
     else if (!s->depose_answered)
         snprintf(msg, sizeof(msg), "no answer to deposing leader '%s' within %ld ms",
-                 line_id(s->old_id), s->wait_ms);
+                 cli_line_id(s->old_id), s->wait_ms);
     else
         snprintf(msg, sizeof(msg),
                  "leader '%s' (term %llu) stepped down, but no one has taken over within %ld ms",
-                 line_id(s->old_id), (unsigned long long)s->old_term, s->wait_ms);
+                 cli_line_id(s->old_id), (unsigned long long)s->old_term, s->wait_ms);
     fail(c, msg);
 }
 
@@ -110,7 +103,7 @@ static void start_depose(cli *c, reign_election *e, const reign_leader *l)
         fail(c, msg);
         return;
     }
-    cli_log(c, REIGN_LOG_INFO, "deposing leader '%s' (term %llu)", line_id(s->old_id),
+    cli_log(c, REIGN_LOG_INFO, "deposing leader '%s' (term %llu)", cli_line_id(s->old_id),
             (unsigned long long)s->old_term);
     /* --wait-ms counts from the request */
     uv_timer_start(&s->timer, on_timeout, (uint64_t)s->wait_ms, 0);
@@ -128,8 +121,8 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
     case REIGN_ELECTION_LEADER_CHANGED:
         /* A higher term is a new leadership; whoever holds it took over. */
         if (s->phase == CEDE_DEPOSING && ev->leader && ev->leader->term > s->old_term) {
-            cli_print("ceded %s term=%llu -> %s term=%llu", line_id(s->old_id),
-                      (unsigned long long)s->old_term, line_id(ev->leader->id),
+            cli_print("ceded %s term=%llu -> %s term=%llu", cli_line_id(s->old_id),
+                      (unsigned long long)s->old_term, cli_line_id(ev->leader->id),
                       (unsigned long long)ev->leader->term);
             s->phase = CEDE_DONE;
             cli_exit(c, CLI_EXIT_OK);

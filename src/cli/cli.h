@@ -170,6 +170,12 @@ int cli_join(cli *c, const char *name, reign_election_options *opts);
  */
 int cli_connect(cli *c);
 
+/* An id for a one-line message: "-" when empty. */
+const char *cli_line_id(const char *id);
+
+/* "election 'NAME': WHAT" on stderr, then cli_exit(c, CLI_EXIT_FAIL). */
+void cli_election_fail(cli *c, const char *name, const char *what);
+
 /*
  * For commands that act on an election that must exist (cede, designate):
  * makes the client, connects, reads the election - one that does not exist

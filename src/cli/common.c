@@ -531,6 +531,18 @@ void cli_exit(cli *c, int code)
         uv_stop(&c->loop);
 }
 
+const char *cli_line_id(const char *id)
+{
+    return id && *id ? id : "-";
+}
+
+void cli_election_fail(cli *c, const char *name, const char *what)
+{
+    char q[512];
+    cli_error(c, "election '%s': %s", cli_quote(name, q, sizeof(q)), what);
+    cli_exit(c, CLI_EXIT_FAIL);
+}
+
 static void follow_query_done(reign_client *client, int err, const reign_election_view *view,
                               void *userdata)
 {
@@ -546,9 +558,10 @@ static void follow_query_done(reign_client *client, int err, const reign_electio
         return;
     }
     if (err < 0 || !view) {
-        cli_error(c, "election '%s': cannot read the election: %s", q,
-                  reign_strerror(err < 0 ? err : REIGN_EBACKEND));
-        cli_exit(c, CLI_EXIT_FAIL);
+        char msg[256];
+        snprintf(msg, sizeof(msg), "cannot read the election: %s",
+                 reign_strerror(err < 0 ? err : REIGN_EBACKEND));
+        cli_election_fail(c, c->follow_name, msg);
         return;
     }
     if (c->follow_check && c->follow_check(c, view))

@@ -46,18 +46,11 @@ static void usage(FILE *f)
                "  -h, --help              show this help\n");
 }
 
-static const char *line_id(const char *id)
-{
-    return id && *id ? id : "-";
-}
-
 static void fail(cli *c, const char *what)
 {
     designate *s = c->cmd_data;
-    char q[512];
-    cli_error(c, "election '%s': %s", cli_quote(s->name, q, sizeof(q)), what);
     s->phase = DES_DONE;
-    cli_exit(c, CLI_EXIT_FAIL);
+    cli_election_fail(c, s->name, what);
 }
 
 static void succeed(cli *c, const reign_leader *l)
@@ -77,8 +70,8 @@ static void succeed(cli *c, const reign_leader *l)
         cJSON_free(text);
         cJSON_Delete(o);
     } else {
-        cli_print("designated %s term=%llu token=%llu (was %s term=%llu)", line_id(l->id),
-                  (unsigned long long)l->term, (unsigned long long)l->token, line_id(s->old_id),
+        cli_print("designated %s term=%llu token=%llu (was %s term=%llu)", cli_line_id(l->id),
+                  (unsigned long long)l->term, (unsigned long long)l->token, cli_line_id(s->old_id),
                   (unsigned long long)s->old_term);
     }
     s->phase = DES_DONE;
@@ -134,7 +127,8 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
             on_designated(c->client, r, c);
             break;
         }
-        cli_log(c, REIGN_LOG_INFO, "asked '%s' to take over from '%s'", s->id, line_id(s->old_id));
+        cli_log(c, REIGN_LOG_INFO, "asked '%s' to take over from '%s'", s->id,
+                cli_line_id(s->old_id));
         /* --wait-ms counts from the request */
         uv_timer_start(&s->timer, on_timeout, (uint64_t)s->wait_ms, 0);
         break;

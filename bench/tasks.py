@@ -62,6 +62,21 @@ def steady(take, key, runs, what):
     return samples, rerun
 
 
+def queue_run(args, zk, workers):
+    """One queue run, with the server's own count of the requests it received and the packets
+    it sent (answers and watch notifications) during it, per task.  The counts include the
+    run's setup (sessions, the election, the registrations: a few dozen requests) and pings."""
+    before = zk.mntr()
+    r = run_bench(args, "queue", zk.connect, args.tasks, args.window, workers, args.concurrency,
+                  args.submitters)
+    after = zk.mntr()
+    for key, name in (("zk_packets_received", "requests_per_task"),
+                      ("zk_packets_sent", "packets_sent_per_task")):
+        if isinstance(before.get(key), int) and isinstance(after.get(key), int):
+            r[name] = (after[key] - before[key]) / r["tasks"]
+    return r
+
+
 def measure(args, zk):
     out = {"raw": {}, "queue": {}}
     for n in args.raw_sessions:
@@ -72,14 +87,13 @@ def measure(args, zk):
         for r in raw:
             log("raw, %d session(s): %.0f writes/s" % (n, r["writes_per_s"]))
     for w in args.workers:
-        samples, reruns = steady(lambda: run_bench(args, "queue", zk.connect, args.tasks,
-                                                   args.window, w, args.concurrency,
-                                                   args.submitters),
-                                 "tasks_per_s", args.runs, "%d workers" % w)
+        samples, reruns = steady(lambda: queue_run(args, zk, w), "tasks_per_s", args.runs,
+                                 "%d workers" % w)
         out["queue"][str(w)] = {"samples": samples, "reruns": reruns}
         for r in samples:
-            log("%d workers: %.0f tasks/s, %.2f writes/task, p50 %.1f ms" % (
-                w, r["tasks_per_s"], r["writes_per_task"], r["latency_p50_ms"]))
+            log("%d workers: %.0f tasks/s, %.2f writes/task, %.2f requests/task, p50 %.1f ms" % (
+                w, r["tasks_per_s"], r["writes_per_task"], r.get("requests_per_task", 0),
+                r["latency_p50_ms"]))
     return out
 
 
@@ -101,6 +115,11 @@ def summarize(m):
             "p99_ms": statistics.median(x["latency_p99_ms"] for x in xs),
             "limit_tasks_per_s": limit, "ratio": tps / limit, "reruns": q["reruns"],
             "ratio_one_session": tps / (per["1"] / wpt) if "1" in per else None}
+        if all("requests_per_task" in x for x in xs):
+            s["workers"][w]["requests_per_task"] = statistics.median(
+                x["requests_per_task"] for x in xs)
+            s["workers"][w]["packets_sent_per_task"] = statistics.median(
+                x["packets_sent_per_task"] for x in xs)
     return s
 
 
@@ -133,18 +152,23 @@ def render(run):
       "from `reign_tasks_submit()` until `reign_tasks_wait()` returned its result; each worker "
       "takes %d tasks at once and answers each at once (no command is run: the queue is "
       "measured).  Writes per task are the server's transactions (zxid before and after) "
-      "divided by the tasks.  Target (issue 5): tasks/s >= 50%% of raw writes/s / writes per "
+      "divided by the tasks; requests per task are the server's count of the requests it "
+      "received during the run (mntr's zk_packets_received: writes, reads, listings, pings and "
+      "the run's setup), packets sent per task its answers and watch notifications.  Target (issue 5): tasks/s >= 50%% of raw writes/s / writes per "
       "task.  Medians of %d runs." % (a["submitters"], a["tasks"], a["window"],
                                      a["concurrency"], a["runs"]))
     w("")
-    w("| workers | tasks/s (runs) | writes / task | limit: raw / writes per task | tasks/s "
-      "vs limit | target (>= 50%) | vs the 1-session rate | latency p50 / p99, ms |")
-    w("|---|---|---|---|---|---|---|---|")
+    w("| workers | tasks/s (runs) | writes / task | requests / task | packets sent / task | "
+      "limit: raw / writes per task | tasks/s vs limit | target (>= 50%) | vs the 1-session "
+      "rate | latency p50 / p99, ms |")
+    w("|---|---|---|---|---|---|---|---|---|---|")
     for k in sorted(s["workers"], key=int):
         x = s["workers"][k]
-        w("| %s | **%s** (%s)%s | %s | %s | %s%% | %s | %s | %s / %s |" % (
+        w("| %s | **%s** (%s)%s | %s | %s | %s | %s | %s%% | %s | %s | %s / %s |" % (
             k, fmt(x["tasks_per_s"], 0), ", ".join(fmt(v, 0) for v in x["all"]),
             " (%d rerun)" % x["reruns"] if x["reruns"] else "", fmt(x["writes_per_task"], 2),
+            fmt(x["requests_per_task"], 2) if "requests_per_task" in x else "–",
+            fmt(x["packets_sent_per_task"], 2) if "packets_sent_per_task" in x else "–",
             fmt(x["limit_tasks_per_s"], 0), fmt(100 * x["ratio"], 0),
             "met" if x["ratio"] >= 0.5 else "**not met**",
             "%s%%" % fmt(100 * x["ratio_one_session"], 0) if x.get("ratio_one_session") else "–",

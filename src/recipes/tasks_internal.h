@@ -67,7 +67,8 @@ typedef struct reign__tmap_entry {
     char *key;    /* NULL: free slot; a tombstone is key == reign__tmap_tomb */
     char *worker; /* master: the worker holding the task */
     int flags;
-    void *ptr; /* the user's */
+    uint64_t gen; /* master: the listing generation when the assignment was known to exist */
+    void *ptr;    /* the user's */
 } reign__tmap_entry;
 
 typedef struct reign__tmap {

@@ -41,8 +41,9 @@
 typedef struct worker {
     char *id;
     bool live;
-    size_t cap; /* tasks it may hold */
-    size_t load;
+    size_t cap;          /* tasks it may hold */
+    size_t load;         /* tasks we gave it and have not seen finished (see list_worker) */
+    bool listing, dirty; /* a listing of assign/W in flight; W changed since the last one */
 } worker;
 
 struct reign_tasks_master {
@@ -64,6 +65,7 @@ struct reign_tasks_master {
     worker *workers;
     size_t n_workers;
     reign__tmap held; /* task -> worker, for every assignment we know of */
+    uint64_t gen;     /* listings of workers' directories sent (see list_worker) */
     reign__tmap done; /* recovery only: tasks with a status */
     char **pending;   /* the last listing of tasks/ */
     size_t n_pending, next_pending;
@@ -134,6 +136,7 @@ static void targ_free_all(reign_tasks_master *m)
 
 static void assign_more(reign_tasks_master *m);
 static void list_tasks(reign_tasks_master *m);
+static void refresh_worker(reign_tasks_master *m, worker *w);
 
 static void enter(reign_tasks_master *m)
 {
@@ -183,6 +186,7 @@ static worker *add_worker(reign_tasks_master *m, const char *id)
     if (!(w->id = reign__strdup(id)))
         return NULL;
     w->cap = 2;
+    w->dirty = true; /* not listed yet: nothing is known of its directory */
     m->n_workers++;
     return w;
 }
@@ -310,21 +314,17 @@ static void hold(reign_tasks_master *m, const char *task, const char *wid, int f
         w->load++;
 }
 
-static void watch_assignment(reign_tasks_master *m, const char *wid, const char *task);
-
 /* The move happened (its multi was answered, or found done after a lost answer). */
 static void moved(reign_tasks_master *m, move *mv)
 {
     reign__tmap_entry *e = reign__tmap_get(&m->held, mv->task);
-    if (e && e->worker && !strcmp(e->worker, mv->to))
+    if (e && e->worker && !strcmp(e->worker, mv->to)) {
         e->flags &= ~(F_INFLIGHT | F_MOVING);
+        e->gen = m->gen; /* it exists: a listing sent from now on that lacks it proves it done */
+    }
     reign_tasks_event ev = {
         .type = REIGN_TASKS_ASSIGNED, .task = mv->task, .worker = mv->to, .from = mv->from};
     emit(m, &ev);
-    /* Watched only now: a listing of tasks/ answered after the multi cannot hold the task,
-     * so it may be unheld as soon as the watch says it is done. */
-    if (!m->free_requested && !MV_STALE(m, mv))
-        watch_assignment(m, mv->to, mv->task);
     move_free(mv);
     if (!m->free_requested)
         assign_more(m);
@@ -525,6 +525,8 @@ static void assign_more(reign_tasks_master *m)
             continue;
         if (e->flags & (F_INFLIGHT | F_MOVING))
             continue;
+        if (from && (from->dirty || from->listing))
+            continue; /* listed first (below): the tasks it finished are not moved */
         worker *to = choose(m);
         if (!to)
             break;
@@ -551,6 +553,8 @@ static void assign_more(reign_tasks_master *m)
     }
     if (m->tasks_dirty && !m->tasks_listing && m->next_pending >= m->n_pending)
         list_tasks(m);
+    for (size_t i = 0; i < m->n_workers; i++)
+        refresh_worker(m, &m->workers[i]);
 }
 
 static void on_tasks_event(void *owner, void *arg, reign__zk_event ev, const char *path)
@@ -642,81 +646,121 @@ static void wref_dtor(void *p)
     reign__free(((wref *)p)->id);
 }
 
-/* The assignment assign/W/T is gone: W finished T (or we moved T away from W). */
-static void assignment_gone(reign_tasks_master *m, const char *wid, const char *task)
-{
-    reign__tmap_entry *e = reign__tmap_get(&m->held, task);
-    if (!e || !e->worker || strcmp(e->worker, wid) != 0)
-        return; /* moved: the watch fired on the delete of the old copy */
-    if (e->flags & F_INFLIGHT)
-        return; /* being moved here again: the move's answer (and the watch it sets) settles it */
-    unhold(m, task);
-    assign_more(m);
-}
-
-static void on_assignment_event(void *owner, void *arg, reign__zk_event ev, const char *path)
-{
-    reign_tasks_master *m = owner;
-    (void)arg; /* the request's argument, maybe freed: a demotion forgets our watches */
-    if (!m->leading || m->free_requested || !path || ev != REIGN__ZK_DELETED)
-        return;
-    /* path: .../assign/W/T */
-    const char *slash = strrchr(path, '/');
-    if (!slash || slash == path)
-        return;
-    const char *w0 = slash - 1;
-    while (w0 > path && *w0 != '/')
-        w0--;
-    char wid[REIGN_TASKS_WORKER_MAX + 1];
-    size_t n = (size_t)(slash - w0 - 1);
-    if (n == 0 || n > REIGN_TASKS_WORKER_MAX)
-        return;
-    memcpy(wid, w0 + 1, n);
-    wid[n] = '\0';
-    enter(m);
-    assignment_gone(m, wid, slash + 1);
-    leave(m);
-}
-
-typedef struct aref {
-    char *task, *worker;
-} aref;
-
-static void aref_dtor(void *p)
-{
-    reign__free(((aref *)p)->task);
-    reign__free(((aref *)p)->worker);
-}
-
-static void on_assignment_exists(void *owner, void *arg, const reign__zk_result *r)
-{
-    reign_tasks_master *m = owner;
-    aref *a = arg;
-    enter(m);
-    if (targ_epoch(a) == m->epoch && m->leading && !m->free_requested && r->rc == REIGN_ENOENT)
-        assignment_gone(m, a->worker, a->task); /* finished before we looked */
-    else if (targ_epoch(a) == m->epoch && m->leading && r->rc < 0 && r->rc != REIGN_ESESSION)
-        report(m, r->rc, "watching an assignment");
-    targ_free(m, a);
-    leave(m);
-}
-
 /*
- * Watches one assignment until it is deleted: the worker finished the task.  One watch per
- * task held (a worker holds few), instead of listing the worker's directory after each of
- * its changes.
+ * The master learns that a worker finished tasks by listing its directory assign/W, lazily:
+ * only when the count of tasks it gave W says W is full (or W is gone and its tasks are to
+ * be moved) and the directory changed since the last listing (the listing's watch fired:
+ * dirty).  Until then a finished task still counts against W, so the count is an upper
+ * bound: W never gets more than its share, and one listing settles a whole burst of
+ * completions instead of a request per task.
+ *
+ * A listing proves a task finished only if the task's assignment was known to exist before
+ * the listing was sent (a session's requests are served in order): each listing takes the
+ * next generation, each confirmed assignment the generation current when it was confirmed.
  */
-static void watch_assignment(reign_tasks_master *m, const char *wid, const char *task)
+typedef struct dref {
+    char *worker;
+    uint64_t gen;
+} dref;
+
+static void dref_dtor(void *p)
 {
-    aref *a = targ_new(m, sizeof(*a), aref_dtor);
-    char *p = reign__tasks_path(m->queue, "assign", wid, task);
-    if (!a || !p || !(a->task = reign__strdup(task)) || !(a->worker = reign__strdup(wid)) ||
-        reign__zk_exists(m->zk, p, on_assignment_event, REIGN__ZK_RETRY, m, on_assignment_exists,
-                         a) < 0) {
-        targ_free(m, a);
-        report(m, REIGN_ENOMEM, "watching an assignment");
+    reign__free(((dref *)p)->worker);
+}
+
+static void list_worker(reign_tasks_master *m, worker *w);
+
+/* Lists W if its count may be out of date and that matters now: W looks full, or W is
+ * gone and holds tasks to move. */
+static void refresh_worker(reign_tasks_master *m, worker *w)
+{
+    if (w->dirty && !w->listing && (w->load >= w->cap || (!w->live && w->load)))
+        list_worker(m, w);
+}
+
+static void on_worker_dir_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    reign_tasks_master *m = owner;
+    (void)arg; /* the listing's argument, freed by now */
+    (void)ev;
+    const char *slash = path ? strrchr(path, '/') : NULL;
+    if (!m->leading || m->free_requested || !slash)
+        return;
+    enter(m);
+    worker *w = find_worker(m, slash + 1); /* path: .../assign/W */
+    if (w) {
+        w->dirty = true;
+        refresh_worker(m, w);
+    }
+    leave(m);
+}
+
+static bool listed(char *const *names, size_t n, const char *task)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(names[i], task))
+            return true;
+    return false;
+}
+
+static void on_worker_listed(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_master *m = owner;
+    dref *d = arg;
+    enter(m);
+    worker *w = MV_STALE(m, d) || m->free_requested ? NULL : find_worker(m, d->worker);
+    if (!w)
+        goto out;
+    w->listing = false;
+    if (r->rc < 0 && r->rc != REIGN_ENOENT) {
+        if (r->rc != REIGN_ESESSION)
+            report(m, r->rc, "listing a worker's tasks");
+        w->dirty = true; /* the watch may not be armed */
+    } else {
+        /* ENOENT: the directory is gone, and every task in it (an operator removed it). */
+        char **names = r->rc == 0 ? r->children : NULL;
+        size_t n = r->rc == 0 ? r->n_children : 0;
+        for (size_t i = 0; i < m->held.cap; i++) {
+            if (!reign__tmap_live(&m->held, i))
+                continue;
+            reign__tmap_entry *e = &m->held.v[i];
+            if (!e->worker || strcmp(e->worker, d->worker) != 0 ||
+                (e->flags & (F_INFLIGHT | F_MOVING)) || e->gen >= d->gen ||
+                listed(names, n, e->key))
+                continue;
+            unhold(m, e->key); /* finished (or moved away by an operator) */
+        }
+        /* A task there that we do not hold was assigned by a move whose answer we lost and
+         * gave up on: hold it, so that its worker's share and its move if W dies are right. */
+        for (size_t i = 0; i < n; i++)
+            if (reign__task_name_parse(names[i], NULL, NULL) &&
+                !reign__tmap_get(&m->held, names[i]))
+                hold(m, names[i], d->worker, 0);
+    }
+    assign_more(m);
+out:
+    targ_free(m, d);
+    leave(m);
+}
+
+static void list_worker(reign_tasks_master *m, worker *w)
+{
+    dref *d = targ_new(m, sizeof(*d), dref_dtor);
+    char *p = reign__tasks_path(m->queue, "assign", w->id, NULL);
+    int rc = REIGN_ENOMEM;
+    if (d && p && (d->worker = reign__strdup(w->id))) {
+        d->gen = ++m->gen;
+        rc = reign__zk_children(m->zk, p, on_worker_dir_event, REIGN__ZK_RETRY, m, on_worker_listed,
+                                d);
     }
     reign__free(p);
+    if (rc < 0) {
+        targ_free(m, d);
+        report(m, rc, "listing a worker's tasks");
+        return;
+    }
+    w->listing = true;
+    w->dirty = false; /* set again by the watch if W changes after this listing */
 }
 
 /* ---- the workers' group ------------------------------------------------------ */
@@ -889,10 +933,6 @@ static void recovery_step(reign_tasks_master *m)
     emit(m, &ev);
     if (m->free_requested || !m->leading)
         return;
-    /* A watch on every assignment we hold: its delete says the task is done. */
-    for (size_t i = 0; i < m->held.cap; i++)
-        if (reign__tmap_live(&m->held, i))
-            watch_assignment(m, m->held.v[i].worker, m->held.v[i].key);
     recompute_live(m); /* the members as they are now, not as at READY */
     list_tasks(m);     /* drops stale copies (done or assigned), assigns the rest */
     if (m->retention_ms > 0) {

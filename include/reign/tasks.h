@@ -14,6 +14,7 @@
  *
  * Layout (ZooKeeper), for queue Q:
  *   /reign/tasks/Q/tasks/t_<guid>_<seq>    submitted, not yet assigned
+ *   /reign/tasks/Q/data/<guid>             its payload, while pending or assigned
  *   /reign/tasks/Q/assign/W/t_<guid>_<seq> assigned to worker W
  *   /reign/tasks/Q/status/t_<guid>_<seq>   the result (the final status)
  *   the group "tasks.Q" (<reign/group.h>)     the live workers, by id

@@ -78,6 +78,14 @@ char *reign__tasks_path(const char *queue, const char *a, const char *b, const c
                              a && b && c ? c : "");
 }
 
+char *reign__tasks_payload_path(const char *queue, const char *task)
+{
+    char guid[2 * REIGN__TASKS_GUID_BYTES + 1];
+    if (!reign__task_name_parse(task, guid, NULL))
+        return NULL;
+    return reign__tasks_path(queue, "data", guid, NULL);
+}
+
 char *reign__tasks_group_name(const char *queue)
 {
     return reign__tasks_strf("%s%s", REIGN__TASKS_PREFIX, queue);
@@ -85,7 +93,7 @@ char *reign__tasks_group_name(const char *queue)
 
 void reign__tasks_make_dirs(reign__zk *zk, const char *queue)
 {
-    static const char *const subs[] = {NULL, "tasks", "assign", "status"};
+    static const char *const subs[] = {NULL, "tasks", "data", "assign", "status"};
     reign__zk_create(zk, REIGN__ZK_ROOT, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
     reign__zk_create(zk, REIGN__TASKS_DIR, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
     for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
@@ -305,8 +313,9 @@ typedef struct req {
     char *task;
     /* submit */
     char guid[2 * REIGN__TASKS_GUID_BYTES + 1];
-    char *prefix; /* ".../tasks/t_<guid>_" */
-    reign__buf rec;
+    char *prefix;         /* ".../tasks/t_<guid>_" */
+    char *payload;        /* ".../data/<guid>" */
+    reign__buf head, rec; /* tasks/T's record; data/<guid>'s (with the payload) */
     int tries;
     /* rounds of reads */
     unsigned round; /* stale answers of an earlier round are dropped */
@@ -344,10 +353,12 @@ static void req_free(req *q)
     reign__zk_forget(q->zk, q);
     seen_clear(q);
     reign__free(q->seen);
+    reign__buf_free(&q->head);
     reign__buf_free(&q->rec);
     reign__free(q->queue);
     reign__free(q->task);
     reign__free(q->prefix);
+    reign__free(q->payload);
     reign__free(q);
 }
 
@@ -644,9 +655,17 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
             finish(q, REIGN_ENOENT);
             break;
         }
-        reign__tasks_make_dirs(q->zk, q->queue);
+        reign__tasks_make_dirs(q->zk, q->queue); /* a queue not made yet, or without data/ */
         submit_create(q);
         break;
+    case REIGN_EEXIST:
+        if (r->failed_op != 1) {
+            finish(q, r->rc);
+            break;
+        }
+        /* data/<guid> exists: an earlier send of ours landed (the guid is ours), and the search
+         * after its lost answer missed the task (see docs/tasks.md).  Look again. */
+        /* fall through */
     case REIGN_ECONNLOSS:
     case REIGN_ETIMEDOUT:
     case REIGN_ESESSION:
@@ -665,10 +684,32 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
     }
 }
 
+/*
+ * One multi: the task's node tasks/T (named by the server) and its payload's node
+ * data/<guid>.  The payload stays there until the worker's result deletes it, so that
+ * neither the master nor anyone else copies it on the way.
+ */
+static int submit_send(req *q)
+{
+    const reign__zk_mop ops[2] = {
+        {.type = REIGN__ZK_MCREATE,
+         .path = q->prefix,
+         .data = q->head.data,
+         .len = q->head.len,
+         .version = -1,
+         .flags = REIGN__ZK_SEQUENCE},
+        {.type = REIGN__ZK_MCREATE,
+         .path = q->payload,
+         .data = q->rec.data,
+         .len = q->rec.len,
+         .version = -1},
+    };
+    return reign__zk_multi(q->zk, ops, 2, q, on_created, NULL);
+}
+
 static void submit_create(req *q)
 {
-    int rc = reign__zk_create(q->zk, q->prefix, q->rec.data, q->rec.len, REIGN__ZK_SEQUENCE, q,
-                              on_created, NULL);
+    int rc = submit_send(q);
     if (rc < 0)
         finish(q, rc);
 }
@@ -839,6 +880,7 @@ static int req_new(req **ret, reign_client *client, req_kind kind, const char *q
     q->zk = reign__client_zk(client);
     q->kind = kind;
     q->userdata = userdata;
+    reign__buf_init(&q->head);
     reign__buf_init(&q->rec);
     reign__timer_init(&q->timer, wait_timer_cb, q);
     q->queue = reign__strdup(queue);
@@ -871,16 +913,19 @@ int reign_tasks_submit(reign_client *client, const char *queue, const void *data
     rc = reign__random_hex(q->guid, REIGN__TASKS_GUID_BYTES);
     const char *kv[] = {"guid", q->guid, "submitted_ms", now};
     if (rc == 0)
+        rc = reign__record_build(&q->head, kv, 4, NULL, 0);
+    if (rc == 0)
         rc = reign__record_build(&q->rec, kv, 4, data, len);
     char *dir = rc == 0 ? reign__tasks_path(queue, "tasks", NULL, NULL) : NULL;
-    if (rc == 0 && dir)
+    if (rc == 0 && dir) {
         q->prefix = reign__tasks_strf("%s/t_%s_", dir, q->guid);
+        q->payload = reign__tasks_path(queue, "data", q->guid, NULL);
+    }
     reign__free(dir);
-    if (rc == 0 && !q->prefix)
+    if (rc == 0 && (!q->prefix || !q->payload))
         rc = REIGN_ENOMEM;
     if (rc == 0)
-        rc = reign__zk_create(q->zk, q->prefix, q->rec.data, q->rec.len, REIGN__ZK_SEQUENCE, q,
-                              on_created, NULL);
+        rc = submit_send(q);
     if (rc < 0) {
         reign__client_detach(client, &q->recipe);
         req_free(q);

@@ -4,9 +4,11 @@
  *
  *   /reign/tasks/Q                      persistent; record kind=tasks
  *   /reign/tasks/Q/tasks/t_<guid>_<seq> persistent sequential; record guid=,
- *                                       submitted_ms= + the payload
+ *                                       submitted_ms= (earlier versions: + the payload)
+ *   /reign/tasks/Q/data/<guid>          the task's record with its payload, made with
+ *                                       tasks/T, deleted with assign/W/T
  *   /reign/tasks/Q/assign/W             persistent, made by worker W (or the master)
- *   /reign/tasks/Q/assign/W/<task>      a copy of the task's node
+ *   /reign/tasks/Q/assign/W/<task>      empty (earlier versions: a copy of tasks/T)
  *   /reign/tasks/Q/status/<task>        record worker=, exit=, signal= + output
  *   group "tasks.Q", election "tasks.Q" the workers and the masters
  */
@@ -38,6 +40,10 @@ char *reign__tasks_strf(const char *fmt, ...) REIGN__PRINTF(1, 2);
 
 /* "/reign/tasks/Q[/a[/b[/c]]]" (NULL parts end it), or NULL on OOM. */
 char *reign__tasks_path(const char *queue, const char *a, const char *b, const char *c);
+
+/* "/reign/tasks/Q/data/<guid>": where the payload of task `task` is kept while the task is
+ * pending or assigned; NULL if `task` is not a task name, or on OOM. */
+char *reign__tasks_payload_path(const char *queue, const char *task);
 
 /* "tasks.Q": the queue's group and election, or NULL on OOM. */
 char *reign__tasks_group_name(const char *queue);

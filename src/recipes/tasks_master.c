@@ -22,9 +22,11 @@
  *
  * Each worker gets at most 2 x its concurrency (from its group payload)
  * tasks at once; the rest wait in tasks/, so least-loaded means something
- * and a dead worker takes few tasks with it.  The master learns that a task is
- * done from a watch on its assignment (deleted by the worker), and lists tasks/
- * again only once it has used up the names of the last listing.
+ * and a dead worker takes few tasks with it.  The master learns that tasks are
+ * done from a listing of assign/W, made only when its count says W is full
+ * (see list_worker), and lists tasks/ again only once it has used up the names
+ * of the last listing.  It never reads a pending task: the payload stays in
+ * data/<guid> for the worker (see send_move).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -244,7 +246,8 @@ typedef struct move {
     char *from; /* NULL: from tasks/ */
     char *src;  /* the node the task leaves */
     char *dst;
-    char *data;
+    char *payload; /* a pending task's data/<guid>, checked by the multi; NULL: copy data */
+    char *data;    /* the source's data, copied into the assignment */
     size_t len;
 } move;
 
@@ -256,6 +259,7 @@ static void move_dtor(void *p)
     reign__free(mv->from);
     reign__free(mv->src);
     reign__free(mv->dst);
+    reign__free(mv->payload);
     reign__free(mv->data);
 }
 
@@ -340,6 +344,7 @@ static void source_gone(reign_tasks_master *m, move *mv)
 }
 
 static void send_move(reign_tasks_master *m, move *mv);
+static void on_source_read(void *owner, void *arg, const reign__zk_result *r);
 
 /*
  * The multi's answer was lost: did it happen?  Its source is deleted by it and by nothing
@@ -376,11 +381,21 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
         move_free(mv);
         goto out;
     }
-    /* The parts: 0 check our election node, 1 create the assignment, 2 delete the source. */
-    if (r->rc == 0 || (r->rc == REIGN_EEXIST && r->failed_op == 1)) {
+    /* The parts: 0 check our election node, [check the payload,] create the assignment,
+     * delete the source. */
+    int create = mv->payload ? 2 : 1;
+    if (r->rc == 0 || (r->rc == REIGN_EEXIST && r->failed_op == create)) {
         /* EEXIST: an earlier send whose answer was lost landed. */
         moved(m, mv);
-    } else if (r->rc == REIGN_ENOENT && r->failed_op == 1) {
+    } else if (r->rc == REIGN_ENOENT && mv->payload && r->failed_op == 1) {
+        /* No data/<guid>: submitted by an earlier version, which kept the payload in
+         * tasks/T.  Copy it, as those versions did (a task done meanwhile: the read finds
+         * tasks/T gone too). */
+        reign__free(mv->payload);
+        mv->payload = NULL;
+        if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0)
+            abandon_move(m, mv);
+    } else if (r->rc == REIGN_ENOENT && r->failed_op == create) {
         /* The worker's directory is missing (made by the worker, but we may
          * be first): make it, then again. */
         char *dir = reign__tasks_path(m->queue, "assign", mv->to, NULL);
@@ -388,7 +403,7 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
             reign__zk_create(m->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__free(dir);
         send_move(m, mv);
-    } else if (r->rc == REIGN_ENOENT && r->failed_op == 2) {
+    } else if (r->rc == REIGN_ENOENT && r->failed_op == create + 1) {
         source_gone(m, mv);
     } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT) {
         if (reign__zk_exists(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_checked, mv) < 0)
@@ -406,19 +421,23 @@ out:
 /*
  * One multi: our election node exists (rule 2 of docs/tasks.md), the assignment is
  * created, the source deleted.  All or nothing, so the task is always in exactly one place.
+ * A pending task's payload stays in data/<guid> (the worker reads it there), so the master
+ * never reads the task: the multi checks that the payload is there instead, which tells a
+ * task of an earlier version (payload in tasks/T, to be copied) without a read.
  */
 static void send_move(reign_tasks_master *m, move *mv)
 {
-    const reign__zk_mop ops[3] = {
-        {.type = REIGN__ZK_MCHECK, .path = m->check_path, .version = -1},
-        {.type = REIGN__ZK_MCREATE,
-         .path = mv->dst,
-         .data = mv->data ? mv->data : "",
-         .len = mv->len,
-         .version = -1},
-        {.type = REIGN__ZK_MDELETE, .path = mv->src, .version = -1},
-    };
-    if (reign__zk_multi(m->zk, ops, 3, m, on_move_written, mv) < 0)
+    reign__zk_mop ops[4] = {{.type = REIGN__ZK_MCHECK, .path = m->check_path, .version = -1}};
+    size_t n = 1;
+    if (mv->payload)
+        ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCHECK, .path = mv->payload, .version = -1};
+    ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCREATE,
+                               .path = mv->dst,
+                               .data = mv->data ? mv->data : "",
+                               .len = mv->len,
+                               .version = -1};
+    ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MDELETE, .path = mv->src, .version = -1};
+    if (reign__zk_multi(m->zk, ops, n, m, on_move_written, mv) < 0)
         abandon_move(m, mv);
 }
 
@@ -471,9 +490,9 @@ static void on_status_checked(void *owner, void *arg, const reign__zk_result *r)
 }
 
 /*
- * Starts moving `task` from tasks/ (from == NULL) or from dead worker
- * `from` to w: reads the source (for a dead worker's task, after checking
- * that it has no result), then the multi, then deletes the source.
+ * Starts moving `task` from tasks/ (from == NULL: the multi at once) or from dead worker
+ * `from` to w (checks that it has no result, reads the source to copy what it holds, then
+ * the multi).
  */
 static bool start_move(reign_tasks_master *m, const char *task, const char *from, worker *w)
 {
@@ -487,16 +506,19 @@ static bool start_move(reign_tasks_master *m, const char *task, const char *from
                    : reign__tasks_path(m->queue, "tasks", task, NULL);
     mv->dst = reign__tasks_path(m->queue, "assign", w->id, task);
     char *status = from ? reign__tasks_path(m->queue, "status", task, NULL) : NULL;
+    mv->payload = from ? NULL : reign__tasks_payload_path(m->queue, task);
     int rc = REIGN_ENOMEM;
-    if (mv->task && mv->to && (!from || (mv->from && status)) && mv->src && mv->dst)
+    if (mv->task && mv->to && (from ? mv->from && status : !!mv->payload) && mv->src && mv->dst)
         rc = from ? reign__zk_exists(m->zk, status, NULL, REIGN__ZK_RETRY, m, on_status_checked, mv)
-                  : reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv);
+                  : 0;
     reign__free(status);
     if (rc < 0) {
         move_free(mv);
         return false;
     }
     hold(m, task, w->id, F_INFLIGHT | (from ? F_MOVING : 0));
+    if (!from)
+        send_move(m, mv); /* after hold: a failure to send unholds it */
     return true;
 }
 

@@ -29,6 +29,7 @@
 #define T_READING   1 /* being read (or its status checked) */
 #define T_RUNNING   2 /* RUN given */
 #define T_RECORDING 4 /* the result is being written */
+#define T_COPY      8 /* its payload came from the assignment (an earlier version's task) */
 
 typedef struct pend {
     struct pend *prev, *next;
@@ -36,6 +37,7 @@ typedef struct pend {
     uintptr_t epoch;
     char *task;
     reign__buf rec; /* T_RECORDING: the status record */
+    bool copy;      /* T_READING: reading the assignment's copy; T_RECORDING: no data/<guid> */
     bool lost;      /* T_RECORDING: an answer was lost (the multi may have landed) */
     bool checked;   /* ... and a later send found the assignment gone */
 } pend;
@@ -136,6 +138,23 @@ static char *task_path(reign_tasks_worker *w, const char *dir, const char *task)
                : reign__tasks_path(w->queue, "assign", w->id, task);
 }
 
+static void on_task_read(void *owner, void *arg, const reign__zk_result *r);
+
+/*
+ * Reads a task's payload: from data/<guid>, where it stays from submit until our result; or,
+ * for a task submitted by an earlier version (no data/<guid>), from the copy the master put
+ * in the assignment.
+ */
+static int read_task(reign_tasks_worker *w, pend *p)
+{
+    char *path =
+        p->copy ? task_path(w, NULL, p->task) : reign__tasks_payload_path(w->queue, p->task);
+    int rc =
+        path ? reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_task_read, p) : REIGN_ENOMEM;
+    reign__free(path);
+    return rc;
+}
+
 /* ---- running a task -------------------------------------------------------- */
 
 static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
@@ -148,9 +167,18 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
     if (!e || !(e->flags & T_READING))
         goto out;
+    if (r->rc == REIGN_ENOENT && !p->copy) {
+        /* No data/<guid>: an earlier version's task (its payload is in the assignment), or a
+         * task finished elsewhere (then the assignment is gone too: this read follows). */
+        p->copy = true;
+        if (read_task(w, p) == 0) {
+            leave(w);
+            return;
+        }
+    }
     reign__record rec;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        e->flags = T_RUNNING;
+        e->flags = T_RUNNING | (p->copy ? T_COPY : 0);
         reign_tasks_event ev = {.type = REIGN_TASKS_RUN,
                                 .task = p->task,
                                 .data = rec.payload,
@@ -190,13 +218,9 @@ static void on_done_checked(void *owner, void *arg, const reign__zk_result *r)
         forget_task(w, p->task);
         pend_free(w, p);
         start_more(w);
-    } else {
-        char *path = task_path(w, NULL, p->task);
-        if (!path || reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_task_read, p) < 0) {
-            forget_task(w, p->task);
-            pend_free(w, p);
-        }
-        reign__free(path);
+    } else if (read_task(w, p) < 0) {
+        forget_task(w, p->task);
+        pend_free(w, p);
     }
 out:
     leave(w);
@@ -213,13 +237,15 @@ static void start_task(reign_tasks_worker *w, const char *task)
     }
     e->flags = T_READING;
     w->slots++;
-    char *path = task_path(w, w->check_first ? "status" : NULL, task);
-    int rc =
-        path ? (w->check_first
-                    ? reign__zk_exists(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_done_checked, p)
-                    : reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_task_read, p))
-             : REIGN_ENOMEM;
-    reign__free(path);
+    int rc;
+    if (w->check_first) {
+        char *path = task_path(w, "status", task);
+        rc = path ? reign__zk_exists(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_done_checked, p)
+                  : REIGN_ENOMEM;
+        reign__free(path);
+    } else {
+        rc = read_task(w, p);
+    }
     if (rc < 0) {
         forget_task(w, task);
         pend_free(w, p);
@@ -372,6 +398,10 @@ static void on_assignment_deleted(void *owner, void *arg, const reign__zk_result
 
 static void delete_assignment(reign_tasks_worker *w, pend *p)
 {
+    char *payload = p->copy ? NULL : reign__tasks_payload_path(w->queue, p->task);
+    if (payload) /* the task is done: its payload goes too */
+        reign__zk_delete(w->zk, payload, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    reign__free(payload);
     char *path = task_path(w, NULL, p->task);
     if (!path ||
         reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, w, on_assignment_deleted, p) < 0)
@@ -426,9 +456,16 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
     reign_tasks_worker *w = owner;
     pend *p = arg;
     enter(w);
-    /* The parts: 0 check the assignment, 1 create the status, 2 delete the assignment. */
+    /* The parts: 0 check the assignment, 1 create the status, 2 delete the assignment,
+     * [3 delete the payload]. */
     if (r->rc == 0) {
         recorded(w, p);
+    } else if (r->rc == REIGN_ENOENT && r->failed_op == 3) {
+        /* The assignment is ours but data/<guid> is gone: not a state this version makes
+         * (a task of an earlier version whose payload we read from data/<guid>?).  The
+         * result is recorded without it. */
+        p->copy = true;
+        send_result(w, p);
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 0) {
         if (p->lost) {
             /* Gone: taken away, or removed by our own earlier send whose answer was lost.
@@ -460,14 +497,17 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
 
 /*
  * One multi: the assignment is still ours (rule 3 of docs/tasks.md), the status is created,
- * the assignment deleted.  All or nothing: the task is never both assigned and done.
+ * the assignment deleted, and the payload with it (unless it came from the assignment).  All
+ * or nothing: the task is never both assigned and done, and its payload goes exactly when
+ * it is done.
  */
 static void send_result(reign_tasks_worker *w, pend *p)
 {
     char *assignment = task_path(w, NULL, p->task), *status = task_path(w, "status", p->task);
+    char *payload = p->copy ? NULL : reign__tasks_payload_path(w->queue, p->task);
     int rc = REIGN_ENOMEM;
-    if (assignment && status) {
-        const reign__zk_mop ops[3] = {
+    if (assignment && status && (p->copy || payload)) {
+        const reign__zk_mop ops[4] = {
             {.type = REIGN__ZK_MCHECK, .path = assignment, .version = -1},
             {.type = REIGN__ZK_MCREATE,
              .path = status,
@@ -475,11 +515,13 @@ static void send_result(reign_tasks_worker *w, pend *p)
              .len = p->rec.len,
              .version = -1},
             {.type = REIGN__ZK_MDELETE, .path = assignment, .version = -1},
+            {.type = REIGN__ZK_MDELETE, .path = payload, .version = -1},
         };
-        rc = reign__zk_multi(w->zk, ops, 3, w, on_result_written, p);
+        rc = reign__zk_multi(w->zk, ops, p->copy ? 3 : 4, w, on_result_written, p);
     }
     reign__free(assignment);
     reign__free(status);
+    reign__free(payload);
     if (rc < 0) {
         report(w, rc, "recording a result");
         forget_task(w, p->task);
@@ -504,6 +546,7 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
         pend_free(w, p);
         return rc;
     }
+    p->copy = e->flags & T_COPY;
     e->flags = T_RECORDING;
     send_result(w, p);
     return 0;

@@ -1,7 +1,7 @@
 /*
  * it_tasks_move_connloss.c - a move of a task whose outcome is unknown.
  *
- *     it_tasks_move_connloss assign-lost | assign-failed | done-lost | done-failed
+ *     it_tasks_move_connloss assign-lost | assign-failed | done-lost | done-failed | legacy
  *
  * Linked with -Wl,--wrap=zoo_amulti against reign_internal.  Each move of a task is one multi:
  * the master's assignment (a create under assign/, with the delete of tasks/T) and the
@@ -15,8 +15,14 @@
  *             client's completion thread would): the master or the worker sends it again.
  *
  * Either way every task gets one result and runs once, the worker reports every result
- * recorded, the master every task assigned, and the queue ends with nothing in tasks/ or
- * assign/W and one status per task.
+ * recorded, the master every task assigned, and the queue ends with nothing in tasks/,
+ * data/ or assign/W and one status per task.
+ *
+ *   legacy    no fault: the tasks are written as earlier versions of submit wrote them (the
+ *             payload in tasks/T, no data/<guid>).  The master's multi finds no payload node,
+ *             so it reads tasks/T and copies it into the assignment (two move multis per
+ *             task); the worker runs the copy's payload and records the result without
+ *             deleting a payload node.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -24,6 +30,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "record.h"
 
 #define N_TASKS 5
 
@@ -105,6 +112,24 @@ int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_resu
     return ZOK;
 }
 
+/* Writes a task as earlier versions' submit did: the record and the payload in tasks/T. */
+static void submit_legacy(zhandle_t *zh, const char *q, int i)
+{
+    char guid[17], now[24], payload[8], prefix[300], made[300];
+    snprintf(guid, sizeof(guid), "%016x", 0xabc00 + i);
+    snprintf(now, sizeof(now), "%d", 1);
+    snprintf(payload, sizeof(payload), "p%d", i);
+    const char *kv[] = {"guid", guid, "submitted_ms", now};
+    reign__buf rec;
+    reign__buf_init(&rec);
+    H_OK(reign__record_build(&rec, kv, 4, payload, strlen(payload)));
+    snprintf(prefix, sizeof(prefix), "/reign/tasks/%s/tasks/t_%s_", q, guid);
+    int rc = zoo_create(zh, prefix, rec.data, (int)rec.len, &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE,
+                        made, sizeof(made));
+    H_CHECKF(rc == ZOK, "creating an old-style task: %s", zerror(rc));
+    reign__buf_free(&rec);
+}
+
 static int assigned, recorded, registered, recovered, results, result_errors;
 static int runs[N_TASKS];
 static const char *queue;
@@ -183,15 +208,18 @@ static int count_children(zhandle_t *zh, const char *dir)
 
 int main(int argc, char **argv)
 {
-    static const char *const modes[] = {"assign-lost", "assign-failed", "done-lost", "done-failed"};
+    static const char *const modes[] = {"assign-lost", "assign-failed", "done-lost", "done-failed",
+                                        "legacy"};
     int mode = -1;
-    for (int i = 0; argc == 2 && i < 4; i++)
+    for (int i = 0; argc == 2 && i < 5; i++)
         if (!strcmp(argv[1], modes[i]))
             mode = i;
     if (mode < 0) {
-        fprintf(stderr, "usage: %s assign-lost|assign-failed|done-lost|done-failed\n", argv[0]);
+        fprintf(stderr, "usage: %s assign-lost|assign-failed|done-lost|done-failed|legacy\n",
+                argv[0]);
         return 2;
     }
+    bool legacy = mode == 4;
     h_init("it_tasks_move_connloss");
     lose_reply = mode == 0 || mode == 2;
     static char name[128];
@@ -199,8 +227,8 @@ int main(int argc, char **argv)
     queue = name;
     pthread_mutex_lock(&mu);
     snprintf(target_dir, sizeof(target_dir), "/reign/tasks/%s/%s/", queue,
-             mode < 2 ? "assign" : "status");
-    armed = 1; /* the first move of its kind */
+             mode < 2 || legacy ? "assign" : "status");
+    armed = !legacy; /* the first move of its kind */
     pthread_mutex_unlock(&mu);
 
     h_cand *cm = h_cand_new("m0", NULL, NULL, NULL, NULL);
@@ -215,7 +243,20 @@ int main(int argc, char **argv)
     H_WAIT(flag_set, &registered, "the worker registered");
 
     h_cand *cs = h_cand_new("submitter", NULL, NULL, NULL, NULL);
-    for (int i = 0; i < N_TASKS; i++) {
+    if (legacy) {
+        zhandle_t *zh = h_raw_connect(h_hosts(), NULL);
+        char dir[300], names[2 * N_TASKS][H_NODE_MAX];
+        for (int i = 0; i < N_TASKS; i++)
+            submit_legacy(zh, queue, i);
+        snprintf(dir, sizeof(dir), "/reign/tasks/%s/tasks", queue);
+        int n = h_raw_children(zh, dir, names, 2 * N_TASKS);
+        h_raw_close(zh);
+        /* Waited for in the order written: its guid says which task it is. */
+        for (int i = 0; i < n; i++)
+            H_OK(reign_tasks_wait(cs->client, queue, names[i], on_result,
+                                  (void *)(intptr_t)(strtol(names[i] + 2, NULL, 16) - 0xabc00)));
+    }
+    for (int i = 0; i < N_TASKS && !legacy; i++) {
         char data[8];
         snprintf(data, sizeof(data), "p%d", i);
         H_OK(reign_tasks_submit(cs->client, queue, data, strlen(data), on_submitted,
@@ -227,12 +268,13 @@ int main(int argc, char **argv)
     pthread_mutex_lock(&mu);
     int inj = injected, multis = target_multis;
     pthread_mutex_unlock(&mu);
-    H_CHECKF(inj, "the fault was never injected");
+    H_CHECKF(inj || legacy, "the fault was never injected");
     H_CHECKF(result_errors == 0, "%d results failed", result_errors);
     for (int i = 0; i < N_TASKS; i++)
         H_CHECKF(runs[i] == 1, "task %d ran %d times", i, runs[i]);
-    /* A lost reply is settled by a read, a failed send by sending again. */
-    int want = N_TASKS + (lose_reply ? 0 : 1);
+    /* A lost reply is settled by a read, a failed send by sending again; an old-style task
+     * is moved by a second multi that copies it. */
+    int want = legacy ? 2 * N_TASKS : N_TASKS + (lose_reply ? 0 : 1);
     H_CHECKF(multis == want, "%d %s multis, expected %d", multis, mode < 2 ? "move" : "result",
              want);
     H_CHECKF(recorded == N_TASKS, "the worker reported %d results recorded, expected %d", recorded,
@@ -242,12 +284,14 @@ int main(int argc, char **argv)
 
     zhandle_t *zh = h_raw_connect(h_hosts(), NULL);
     int pending = count_children(zh, "tasks");
+    int payloads = count_children(zh, "data");
     int held = count_children(zh, "assign/w0");
     int done = count_children(zh, "status");
     h_raw_close(zh);
-    H_CHECKF(pending == 0 && held == 0 && done == N_TASKS,
-             "the store holds %d pending, %d assigned, %d results (expected 0, 0, %d)", pending,
-             held, done, N_TASKS);
+    H_CHECKF(pending == 0 && payloads == 0 && held == 0 && done == N_TASKS,
+             "the store holds %d pending, %d payloads, %d assigned, %d results (expected 0, 0, "
+             "0, %d)",
+             pending, payloads, held, done, N_TASKS);
 
     reign_tasks_master_free(m);
     reign_tasks_worker_free(w);

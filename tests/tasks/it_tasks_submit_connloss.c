@@ -3,8 +3,9 @@
  *
  *     it_tasks_submit_connloss lost-reply | failed
  *
- * Linked with -Wl,--wrap=zoo_acreate2 against reign_internal: the first task create sent
- * after the test arms the injector (a create under /reign/tasks/Q/tasks/) is
+ * Linked with -Wl,--wrap=zoo_amulti against reign_internal: the first submit sent after the
+ * test arms the injector (a multi creating under /reign/tasks/Q/tasks/, with the task's
+ * payload node data/<guid>) is
  *
  *   lost-reply  sent and applied by the server, but answered with ZCONNECTIONLOSS: the task
  *               exists and the submitter does not know it.  reign_tasks_submit() must find
@@ -23,12 +24,10 @@
 
 #include "harness.h"
 
-int __real_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
-                        const void *data);
-int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
-                        const void *data);
+int __real_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data);
+int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data);
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char task_dir[300]; /* "/reign/tasks/Q/tasks/" */
@@ -36,64 +35,76 @@ static int lose_reply;     /* lost-reply (1) or failed (0) */
 static int armed, injected, task_creates;
 static char applied[300]; /* lost-reply: what the server created */
 
-typedef struct pending_create {
-    string_stat_completion_t completion;
+typedef struct pending_multi {
+    void_completion_t completion;
     const void *data;
-} pending_create;
+    zoo_op_result_t *results;
+} pending_multi;
 
-static void answer_lost(int rc, const char *value, const struct Stat *stat, const void *data)
+static void answer_lost(int rc, const void *data)
 {
-    pending_create *p = (pending_create *)data;
+    pending_multi *p = (pending_multi *)data;
     pthread_mutex_lock(&mu);
     if (rc == ZOK) {
-        snprintf(applied, sizeof(applied), "%s", value ? value : "");
+        /* The first create is the task's node: its result holds the name the server made. */
+        const char *made = p->results[0].value;
+        snprintf(applied, sizeof(applied), "%.*s", made ? p->results[0].valuelen : 0,
+                 made ? made : "");
         injected = 1;
     }
     pthread_mutex_unlock(&mu);
-    if (rc == ZOK)
-        p->completion(ZCONNECTIONLOSS, NULL, NULL, p->data);
-    else
-        p->completion(rc, value, stat, p->data);
+    p->completion(rc == ZOK ? ZCONNECTIONLOSS : rc, p->data);
     free(p);
 }
 
 static void *never_sent(void *arg)
 {
-    pending_create *p = arg;
+    pending_multi *p = arg;
     pthread_mutex_lock(&mu);
     injected = 1;
     pthread_mutex_unlock(&mu);
-    p->completion(ZCONNECTIONLOSS, NULL, NULL, p->data);
+    p->completion(ZCONNECTIONLOSS, p->data);
     free(p);
     return NULL;
 }
 
-int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
-                        const void *data)
+/* Whether the multi creates a task node (a submit). */
+static int is_submit(int count, const zoo_op_t *ops)
+{
+    for (int i = 0; i < count; i++)
+        if (ops[i].type == ZOO_CREATE_OP &&
+            !strncmp(ops[i].create_op.path, task_dir, strlen(task_dir)))
+            return 1;
+    return 0;
+}
+
+int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data)
 {
     int inject = 0;
     pthread_mutex_lock(&mu);
-    if (task_dir[0] && !strncmp(path, task_dir, strlen(task_dir))) {
+    if (task_dir[0] && is_submit(count, ops)) {
         task_creates++;
         inject = armed;
         armed = 0;
     }
     pthread_mutex_unlock(&mu);
     if (!inject)
-        return __real_zoo_acreate2(zh, path, value, valuelen, acl, mode, completion, data);
-    pending_create *p = malloc(sizeof(*p));
+        return __real_zoo_amulti(zh, count, ops, results, completion, data);
+    pending_multi *p = malloc(sizeof(*p));
     H_CHECK(p != NULL);
     p->completion = completion;
     p->data = data;
+    p->results = results;
+    const char *path = ops[0].create_op.path;
     if (lose_reply) {
-        h_log("injecting: the create of %s is applied, its reply lost", path);
-        int rc = __real_zoo_acreate2(zh, path, value, valuelen, acl, mode, answer_lost, p);
+        h_log("injecting: the submit of %s is applied, its reply lost", path);
+        int rc = __real_zoo_amulti(zh, count, ops, results, answer_lost, p);
         if (rc != ZOK)
             free(p);
         return rc;
     }
-    h_log("injecting: the create of %s never reaches the server", path);
+    h_log("injecting: the submit of %s never reaches the server", path);
     pthread_t t;
     H_CHECK(pthread_create(&t, NULL, never_sent, p) == 0);
     pthread_detach(t);
@@ -166,8 +177,12 @@ int main(int argc, char **argv)
     char dir[300];
     snprintf(dir, sizeof(dir), "/reign/tasks/%s/tasks", queue);
     int n = h_raw_children(zh, dir, names, 8);
+    char data_dir[300], payloads[8][H_NODE_MAX];
+    snprintf(data_dir, sizeof(data_dir), "/reign/tasks/%s/data", queue);
+    int n_payloads = h_raw_children(zh, data_dir, payloads, 8);
     h_raw_close(zh);
     H_CHECKF(n == 2, "%d task nodes, expected 2 (one per submit)", n);
+    H_CHECKF(n_payloads == 2, "%d payload nodes, expected 2 (one per task)", n_payloads);
     H_CHECKF(!strcmp(names[0], first.task) || !strcmp(names[1], first.task),
              "the first task %s is not in the store", first.task);
     H_CHECKF(!strcmp(names[0], second.task) || !strcmp(names[1], second.task),

@@ -17,11 +17,11 @@ if(TARGET reign_cli)
 endif()
 
 # A submit whose create is applied but whose reply is lost, and one whose create never reaches
-# the server: linked with -Wl,--wrap=zoo_acreate2 against reign_internal.
+# the server: linked with -Wl,--wrap=zoo_amulti (a submit is one multi) against reign_internal.
 add_executable(it_tasks_submit_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_submit_connloss.c)
 target_compile_options(it_tasks_submit_connloss PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(it_tasks_submit_connloss PRIVATE reign_it_harness reign_internal)
-target_link_options(it_tasks_submit_connloss PRIVATE -Wl,--wrap=zoo_acreate2)
+target_link_options(it_tasks_submit_connloss PRIVATE -Wl,--wrap=zoo_amulti)
 foreach(scenario lost-reply failed)
   reign_zk_test(NAME tasks_submit_connloss_${scenario}
     COMMAND it_tasks_submit_connloss ${scenario} TIMEOUT 120 LABELS tasks)
@@ -33,7 +33,7 @@ add_executable(it_tasks_move_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_move_conn
 target_compile_options(it_tasks_move_connloss PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(it_tasks_move_connloss PRIVATE reign_it_harness reign_internal)
 target_link_options(it_tasks_move_connloss PRIVATE -Wl,--wrap=zoo_amulti)
-foreach(scenario assign-lost assign-failed done-lost done-failed)
+foreach(scenario assign-lost assign-failed done-lost done-failed legacy)
   reign_zk_test(NAME tasks_move_connloss_${scenario}
     COMMAND it_tasks_move_connloss ${scenario} TIMEOUT 120 LABELS tasks)
 endforeach()

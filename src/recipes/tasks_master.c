@@ -534,11 +534,25 @@ static void drop_node(reign_tasks_master *m, const char *dir, const char *a, con
 
 /* Settles the tasks of workers that are gone, then assigns pending tasks
  * while some live worker has room. */
+/* Whether some task is held by a worker that is gone (or unknown): only then is the whole
+ * map scanned, not at every assignment. */
+static bool someone_to_move(const reign_tasks_master *m)
+{
+    size_t counted = 0;
+    for (size_t i = 0; i < m->n_workers; i++) {
+        if (!m->workers[i].live && m->workers[i].load)
+            return true;
+        counted += m->workers[i].load;
+    }
+    return counted < m->held.n; /* held on a worker we do not know (hold() counts known ones) */
+}
+
 static void assign_more(reign_tasks_master *m)
 {
     if (!m->active)
         return;
-    for (size_t i = 0; i < m->held.cap; i++) {
+    bool scan = someone_to_move(m);
+    for (size_t i = 0; scan && i < m->held.cap; i++) {
         if (!reign__tmap_live(&m->held, i))
             continue;
         reign__tmap_entry *e = &m->held.v[i];
@@ -559,6 +573,7 @@ static void assign_more(reign_tasks_master *m)
         if (!ok)
             break;
         i = (size_t)-1; /* the map may have changed: scan again */
+        scan = someone_to_move(m);
     }
     while (m->next_pending < m->n_pending) {
         const char *task = m->pending[m->next_pending];

@@ -224,11 +224,12 @@ typedef struct reign_tasks_worker_options {
 
 /*
  * Registers worker `id` in `queue` and starts taking its assigned tasks:
- * RUN for each (at most `concurrency` at once), to be answered with
- * reign_tasks_worker_done().  A task found assigned to us that already has
- * a result (we died after recording it) is not run again.  When the
- * session is lost every running task gets CANCEL (the master gives them to
- * other workers).  REIGN_ENAME for a bad queue name or id.
+ * RUN for each (at most `concurrency` at once: a task counts from RUN until
+ * reign_tasks_worker_done(), while its result is written the next one may
+ * run), to be answered with reign_tasks_worker_done().  A task found assigned to us that already
+ * has a result (we died after recording it) is not run again.  When the session is lost every
+ * running task gets CANCEL (the master gives them to other workers).  REIGN_ENAME for a bad queue
+ * name or id.
  */
 REIGN_EXPORT int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client,
                                           const char *queue,
@@ -248,7 +249,9 @@ REIGN_EXPORT int reign_tasks_worker_done(reign_tasks_worker *worker, const char 
                                          int exit_code, int signal, const void *output,
                                          size_t output_len);
 
-/* The number of tasks running (RUN given, done not yet recorded). */
+/* The number of tasks taken up and not yet done: being read, or running (RUN
+ * given, reign_tasks_worker_done() not yet called).  At most `concurrency`.
+ * Results being written do not count: their task is no longer running. */
 REIGN_EXPORT size_t reign_tasks_worker_running(const reign_tasks_worker *worker);
 
 /* Unregisters and frees; running tasks are not reported (the master gives

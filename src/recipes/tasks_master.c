@@ -249,6 +249,7 @@ typedef struct move {
     char *payload; /* a pending task's data/<guid>, checked by the multi; NULL: copy data */
     char *data;    /* the source's data, copied into the assignment */
     size_t len;
+    uint64_t gen; /* listings sent before the request that will prove the move (see moved) */
 } move;
 
 static void move_dtor(void *p)
@@ -323,8 +324,13 @@ static void moved(reign_tasks_master *m, move *mv)
 {
     reign__tmap_entry *e = reign__tmap_get(&m->held, mv->task);
     if (e && e->worker && !strcmp(e->worker, mv->to)) {
+        /* The assignment existed when the request that proves it (the multi, or the read
+         * after its lost answer) was served; a listing sent after that request is served
+         * after it, so one that lacks the task proves it done.  (The generation at this
+         * answer would be too late: a listing sent meanwhile may have missed a task that
+         * was finished before it was served, and its watch would not fire for that.) */
         e->flags &= ~(F_INFLIGHT | F_MOVING);
-        e->gen = m->gen; /* it exists: a listing sent from now on that lacks it proves it done */
+        e->gen = mv->gen;
     }
     reign_tasks_event ev = {
         .type = REIGN_TASKS_ASSIGNED, .task = mv->task, .worker = mv->to, .from = mv->from};
@@ -364,7 +370,12 @@ static void on_source_checked(void *owner, void *arg, const reign__zk_result *r)
     } else if (r->rc == 0) {
         send_move(m, mv);
     } else if (r->rc == REIGN_ENOENT) {
-        moved(m, mv); /* if it is done already, the watch on the assignment says so */
+        /* Landed (or landed and done already).  Across the lost connection the order of
+         * requests is less plain: W is listed afresh when its count next matters. */
+        worker *w = find_worker(m, mv->to);
+        if (w)
+            w->dirty = true;
+        moved(m, mv);
     } else {
         report(m, r->rc, "checking an assignment after a connection loss");
         abandon_move(m, mv);
@@ -406,6 +417,7 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
     } else if (r->rc == REIGN_ENOENT && r->failed_op == create + 1) {
         source_gone(m, mv);
     } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT) {
+        mv->gen = m->gen;
         if (reign__zk_exists(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_checked, mv) < 0)
             abandon_move(m, mv);
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 0) {
@@ -437,6 +449,7 @@ static void send_move(reign_tasks_master *m, move *mv)
                                .len = mv->len,
                                .version = -1};
     ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MDELETE, .path = mv->src, .version = -1};
+    mv->gen = m->gen;
     if (reign__zk_multi(m->zk, ops, n, m, on_move_written, mv) < 0)
         abandon_move(m, mv);
 }

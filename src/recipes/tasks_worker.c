@@ -54,7 +54,7 @@ struct reign_tasks_worker {
     reign_group *group;
     uintptr_t epoch; /* bumped per session: answers of an older one are dropped */
     reign__tmap tasks;
-    size_t slots;  /* tasks being read, run or recorded */
+    size_t slots;  /* tasks being read or run (not those whose result is being written) */
     char **listed; /* the last listing of assign/W, NULL where started */
     size_t n_listed;
     bool listing, dirty, check_first;
@@ -127,9 +127,9 @@ static void forget_task(reign_tasks_worker *w, const char *task)
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, task);
     if (!e)
         return;
-    reign__tmap_del(&w->tasks, e);
-    if (w->slots)
+    if ((e->flags & (T_READING | T_RUNNING)) && w->slots)
         w->slots--;
+    reign__tmap_del(&w->tasks, e);
 }
 
 static char *task_path(reign_tasks_worker *w, const char *dir, const char *task)
@@ -547,8 +547,16 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
         return rc;
     }
     p->copy = e->flags & T_COPY;
+    /* Done running: its slot goes to the next task now, not once the result is written (a
+     * round trip later).  What a worker holds stays bounded by the master (2 x concurrency). */
     e->flags = T_RECORDING;
+    if (w->slots)
+        w->slots--;
+    enter(w); /* send_result may report an error, whose callback may free us */
     send_result(w, p);
+    if (!w->free_requested)
+        start_more(w);
+    leave(w);
     return 0;
 }
 

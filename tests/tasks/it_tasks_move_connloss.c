@@ -1,7 +1,8 @@
 /*
  * it_tasks_move_connloss.c - a move of a task whose outcome is unknown.
  *
- *     it_tasks_move_connloss assign-lost | assign-failed | done-lost | done-failed | legacy
+ *     it_tasks_move_connloss assign-lost | assign-failed | done-lost | done-failed | legacy |
+ *                            done-held
  *
  * Linked with -Wl,--wrap=zoo_amulti against reign_internal.  Each move of a task is one multi:
  * the master's assignment (a create under assign/, with the delete of tasks/T) and the
@@ -18,6 +19,9 @@
  * recorded, the master every task assigned, and the queue ends with nothing in tasks/,
  * data/ or assign/W and one status per task.
  *
+ *   done-held the answer of the first result multi is held back (applied, not yet answered)
+ *             until the worker (concurrency 1) has been given the next task: a task whose
+ *             result is being written no longer takes the worker's one slot.
  *   legacy    no fault: the tasks are written as earlier versions of submit wrote them (the
  *             payload in tasks/T, no data/<guid>).  The master's multi finds no payload node,
  *             so it reads tasks/T and copies it into the assignment (two move multis per
@@ -42,12 +46,38 @@ int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_resu
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char target_dir[300]; /* "/reign/tasks/Q/assign/" or "/reign/tasks/Q/status/" */
 static int lose_reply;       /* *-lost (1) or *-failed (0) */
+static int hold_reply;       /* done-held */
 static int armed, injected, target_multis;
 
 typedef struct pending_multi {
     void_completion_t completion;
     const void *data;
+    int rc;
 } pending_multi;
+
+static pending_multi *held_answer; /* done-held: the answer kept back */
+
+static void answer_held(int rc, const void *data)
+{
+    pending_multi *p = (pending_multi *)data;
+    pthread_mutex_lock(&mu);
+    p->rc = rc;
+    held_answer = p;
+    injected = 1;
+    pthread_mutex_unlock(&mu);
+}
+
+/* done-held: gives the worker its answer now (as the C client's thread would have). */
+static void release_answer(void)
+{
+    pthread_mutex_lock(&mu);
+    pending_multi *p = held_answer;
+    held_answer = NULL;
+    pthread_mutex_unlock(&mu);
+    H_CHECKF(p != NULL, "no answer was held back");
+    p->completion(p->rc, p->data);
+    free(p);
+}
 
 static void answer_lost(int rc, const void *data)
 {
@@ -98,6 +128,13 @@ int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_resu
     H_CHECK(p != NULL);
     p->completion = completion;
     p->data = data;
+    if (hold_reply) {
+        h_log("injecting: the answer of a multi creating under %s is held back", target_dir);
+        int rc = __real_zoo_amulti(zh, count, ops, results, answer_held, p);
+        if (rc != ZOK)
+            free(p);
+        return rc;
+    }
     if (lose_reply) {
         h_log("injecting: a multi creating under %s is applied, its reply lost", target_dir);
         int rc = __real_zoo_amulti(zh, count, ops, results, answer_lost, p);
@@ -191,6 +228,18 @@ static int flag_set(void *arg)
     return *(int *)arg > 0;
 }
 
+static int answer_held_and_two_ran(void *arg)
+{
+    (void)arg;
+    int ran = 0, held;
+    for (int i = 0; i < N_TASKS; i++)
+        ran += runs[i];
+    pthread_mutex_lock(&mu);
+    held = held_answer != NULL;
+    pthread_mutex_unlock(&mu);
+    return held && ran >= 2;
+}
+
 static int all_done(void *arg)
 {
     (void)arg;
@@ -208,18 +257,20 @@ static int count_children(zhandle_t *zh, const char *dir)
 
 int main(int argc, char **argv)
 {
-    static const char *const modes[] = {"assign-lost", "assign-failed", "done-lost", "done-failed",
-                                        "legacy"};
+    static const char *const modes[] = {"assign-lost", "assign-failed", "done-lost",
+                                        "done-failed", "legacy",        "done-held"};
     int mode = -1;
-    for (int i = 0; argc == 2 && i < 5; i++)
+    for (int i = 0; argc == 2 && i < 6; i++)
         if (!strcmp(argv[1], modes[i]))
             mode = i;
     if (mode < 0) {
-        fprintf(stderr, "usage: %s assign-lost|assign-failed|done-lost|done-failed|legacy\n",
+        fprintf(stderr,
+                "usage: %s assign-lost|assign-failed|done-lost|done-failed|legacy|done-held\n",
                 argv[0]);
         return 2;
     }
     bool legacy = mode == 4;
+    hold_reply = mode == 5;
     h_init("it_tasks_move_connloss");
     lose_reply = mode == 0 || mode == 2;
     static char name[128];
@@ -262,6 +313,11 @@ int main(int argc, char **argv)
         H_OK(reign_tasks_submit(cs->client, queue, data, strlen(data), on_submitted,
                                 (void *)(intptr_t)i));
     }
+    if (hold_reply) {
+        /* The worker runs one task at a time; the first result's answer is held back. */
+        H_WAIT(answer_held_and_two_ran, NULL, "the next task run while a result is written");
+        release_answer();
+    }
     /* Every result, and the worker's and the master's last answers. */
     H_WAIT(all_done, NULL, "every result recorded and reported");
 
@@ -274,7 +330,7 @@ int main(int argc, char **argv)
         H_CHECKF(runs[i] == 1, "task %d ran %d times", i, runs[i]);
     /* A lost reply is settled by a read, a failed send by sending again; an old-style task
      * is moved by a second multi that copies it. */
-    int want = legacy ? 2 * N_TASKS : N_TASKS + (lose_reply ? 0 : 1);
+    int want = legacy ? 2 * N_TASKS : N_TASKS + (lose_reply || hold_reply ? 0 : 1);
     H_CHECKF(multis == want, "%d %s multis, expected %d", multis, mode < 2 ? "move" : "result",
              want);
     H_CHECKF(recorded == N_TASKS, "the worker reported %d results recorded, expected %d", recorded,

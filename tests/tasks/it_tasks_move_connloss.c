@@ -128,16 +128,11 @@ int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_resu
     H_CHECK(p != NULL);
     p->completion = completion;
     p->data = data;
-    if (hold_reply) {
-        h_log("injecting: the answer of a multi creating under %s is held back", target_dir);
-        int rc = __real_zoo_amulti(zh, count, ops, results, answer_held, p);
-        if (rc != ZOK)
-            free(p);
-        return rc;
-    }
-    if (lose_reply) {
-        h_log("injecting: a multi creating under %s is applied, its reply lost", target_dir);
-        int rc = __real_zoo_amulti(zh, count, ops, results, answer_lost, p);
+    if (lose_reply || hold_reply) {
+        h_log("injecting: a multi creating under %s is applied, its reply %s", target_dir,
+              hold_reply ? "held back" : "lost");
+        int rc =
+            __real_zoo_amulti(zh, count, ops, results, hold_reply ? answer_held : answer_lost, p);
         if (rc != ZOK)
             free(p);
         return rc;

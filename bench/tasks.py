@@ -176,34 +176,29 @@ def render(run):
             fmt(x["p99_ms"], 1)))
     w("")
     wpt = statistics.median(x["writes_per_task"] for x in s["workers"].values())
-    w("%s writes per task (the server's count): the submit's create, the master's multi (its "
-      "election node exists + create assign/W/T + delete tasks/T) and the worker's multi "
-      "(assign/W/T exists + create status/T + delete assign/W/T); docs/tasks.md says why each "
-      "part is there.  Until commit 630a2e4 made each move one multi, the deletes were "
-      "writes of their own: five per task.  Latency is mostly queueing: %d tasks are in "
+    w("%s writes per task (the server's count): the submit's multi (create tasks/T + create "
+      "data/<guid>, the payload's node), the master's multi (its election node exists + "
+      "data/<guid> exists + create assign/W/T + delete tasks/T) and the worker's multi "
+      "(assign/W/T exists + create status/T + delete assign/W/T + delete data/<guid>); "
+      "docs/tasks.md says why each part is there.  Latency is mostly queueing: %d tasks are in "
       "flight, so the median is about the window divided by the rate." % (
           fmt(wpt, 2), a["window"]))
     w("")
-    one = s["raw_by_sessions"].get("1")
-    if one:
-        w("Where the time goes: every task passes through the master's one session, which "
-          "sends one write per task (the multi) and two reads (the task's payload, and the "
-          "watch on its assignment that tells it the worker is done).  A session's requests "
-          "are served in order, each read after the writes sent before it are committed, so "
-          "the master's session bounds the queue at one session's raw rate at best, here "
-          "about %s tasks/s; the queue reaches %s%% of that.  (The column 'vs the 1-session rate' is the issue's ratio with "
-          "the raw rate of one session.)  The limit counts writes only, while the server "
-          "does more per task: besides the writes, at least five reads (the master's two, "
-          "the worker's read of its assignment, the waiting client's exists and read of the "
-          "status), the listings of tasks/ and assign/W, and three or more watch "
-          "notifications.  With five writes per task the writes were a larger share of "
-          "that work; with three they are less of it, so cutting two writes raised the limit by two "
-          "thirds but tasks/s by less.  Fewer reads "
-          "per task is what would help now (for instance one watch on all of assign/ "
-          "instead of an exists per assignment, which needs ZooKeeper's persistent "
-          "recursive watches in libreign's ZooKeeper layer)." % (
-              fmt(one, 0), fmt(100 * max(x["tasks_per_s"] for x in s["workers"].values())
-                              / one, 0)))
+    reqs = [x["requests_per_task"] for x in s["workers"].values() if "requests_per_task" in x]
+    if reqs:
+        w("Where the time goes: the server is CPU-bound, and what it costs is mostly a fixed "
+          "amount per request, reads almost as much as writes; a multi is one request however "
+          "many parts it has.  Per task the queue now sends the 3 writes and 3 reads: the "
+          "worker's read of the payload, and the waiting client's `exists` (its watch says "
+          "when the result is there) and read of the result; the master reads nothing per "
+          "task.  The rest (%s to %s requests per task in all) are listings - of tasks/ by "
+          "the master, of assign/W by each worker when told of a change, and of assign/W by "
+          "the master only when its count says W is full - and the run's setup and pings.  "
+          "With 1 worker the master gives it at most 2 x %d tasks at once, and each of them "
+          "waits for a few round trips (the worker's listing, its read, its multi, and the "
+          "master's listing that sees it done), so there the queue is bounded by that cap "
+          "and the round trip as much as by the server." % (
+              fmt(min(reqs), 2), fmt(max(reqs), 2), a["concurrency"]))
         w("")
     for para in run.get("notes", []):
         w(para)

@@ -724,7 +724,7 @@ static void list_worker(reign_tasks_master *m, worker *w);
  * gone and holds tasks to move. */
 static void refresh_worker(reign_tasks_master *m, worker *w)
 {
-    if (w->dirty && !w->listing && (w->load >= w->cap || (!w->live && w->load)))
+    if (m->active && w->dirty && !w->listing && (w->load >= w->cap || (!w->live && w->load)))
         list_worker(m, w);
 }
 

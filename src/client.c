@@ -889,6 +889,8 @@ int reign_client_process(reign_client *c)
     if (c->close_requested)
         do_close(c);
     run_deadlines(c, reign__now_ns());
+    if (c->zk)
+        reign__zk_flush(c->zk); /* what this turn batched: one request */
     c->depth--;
     if (c->depth == 0 && c->free_requested) {
         really_free(c);

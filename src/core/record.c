@@ -228,26 +228,37 @@ int reign__record_build(reign__buf *out, const char *const *kv, size_t n_kv, con
     return 0;
 }
 
+int reign__record_build_set(reign__buf *out, const reign__record *r, const char *const *set,
+                            size_t n_set)
+{
+    const char *kv[2 * REIGN__RECORD_MAX_FIELDS];
+    bool done[REIGN__RECORD_MAX_FIELDS] = {false};
+    size_t n = 0;
+    if (n_set % 2 || n_set / 2 > REIGN__RECORD_MAX_FIELDS)
+        return REIGN_EINVAL;
+    for (size_t i = 0; i < r->n_fields; i++) {
+        kv[n++] = r->fields[i].key;
+        kv[n++] = r->fields[i].value;
+        for (size_t j = 0; j < n_set; j += 2)
+            if (!strcmp(r->fields[i].key, set[j])) {
+                kv[n - 1] = set[j + 1];
+                done[j / 2] = true;
+            }
+    }
+    for (size_t j = 0; j < n_set; j += 2) {
+        if (done[j / 2])
+            continue;
+        if (n / 2 >= REIGN__RECORD_MAX_FIELDS)
+            return REIGN_EINVAL;
+        kv[n++] = set[j];
+        kv[n++] = set[j + 1];
+    }
+    return reign__record_build(out, kv, n, r->payload, r->payload_len);
+}
+
 int reign__record_build_with(reign__buf *out, const reign__record *r, const char *key,
                              const char *value)
 {
-    const char *kv[2 * REIGN__RECORD_MAX_FIELDS];
-    size_t n = 0;
-    bool replaced = false;
-    for (size_t i = 0; i < r->n_fields; i++) {
-        kv[n++] = r->fields[i].key;
-        if (!strcmp(r->fields[i].key, key)) {
-            kv[n++] = value;
-            replaced = true;
-        } else {
-            kv[n++] = r->fields[i].value;
-        }
-    }
-    if (!replaced) {
-        if (n / 2 >= REIGN__RECORD_MAX_FIELDS)
-            return REIGN_EINVAL;
-        kv[n++] = key;
-        kv[n++] = value;
-    }
-    return reign__record_build(out, kv, n, r->payload, r->payload_len);
+    const char *set[] = {key, value};
+    return reign__record_build_set(out, r, set, 2);
 }

@@ -56,5 +56,8 @@ int reign__record_build(reign__buf *out, const char *const *kv, size_t n_kv, con
  * how one process adds a request to a record another one wrote. */
 int reign__record_build_with(reign__buf *out, const reign__record *r, const char *key,
                              const char *value);
+/* The same with several: set[0]=set[1], set[2]=set[3], ... (n_set strings). */
+int reign__record_build_set(reign__buf *out, const reign__record *r, const char *const *set,
+                            size_t n_set);
 
 #endif

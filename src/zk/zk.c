@@ -69,17 +69,27 @@ typedef struct zk_op {
     char **children;
     size_t n_children;
     struct zk_multi *multi; /* OP_MULTI */
+    bool batched;           /* a batched multi: waits in zk->batch until the flush */
+    bool carried;           /* ... sent inside a carrier, which owns the attempt */
+    struct zk_op *bnext;    /* zk->batch */
 } zk_op;
 
-/* A multi's parts, owned copies (allocated apart: most requests are not multis). */
+/*
+ * A multi's parts, owned copies (allocated apart: most requests are not
+ * multis), in one block sized to them.  A carrier (see "batched multis")
+ * owns no parts: its zops point into its members' copies, and it keeps the
+ * members in order.
+ */
 typedef struct zk_multi {
     size_t n;
-    reign__zk_mop ops[REIGN__ZK_MULTI_MAX];
-    zoo_op_t zops[REIGN__ZK_MULTI_MAX];
-    zoo_op_result_t zres[REIGN__ZK_MULTI_MAX];
-    struct Stat stats[REIGN__ZK_MULTI_MAX];
-    char *created[REIGN__ZK_MULTI_MAX]; /* creates: the path made (path + sequence) */
-    size_t created_len[REIGN__ZK_MULTI_MAX];
+    reign__zk_mop *ops;
+    zoo_op_t *zops;
+    zoo_op_result_t *zres;
+    struct Stat *stats;
+    char **created; /* creates: the path made (path + sequence) */
+    size_t *created_len;
+    struct zk_op **members; /* a carrier's batched multis */
+    size_t n_members;
 } zk_multi;
 
 struct zk_watch {
@@ -126,6 +136,7 @@ struct reign__zk {
     pthread_mutex_t mu;
     item *q_head, *q_tail;
     zk_op *ops;
+    zk_op *batch, **batch_tail; /* batched multis not sent yet, in order */
     zk_watch *watches;
     handle_ctx *dead_ctx; /* closed handle whose context awaits the drain */
     reign__timer reinit_timer;
@@ -563,33 +574,51 @@ static int mode_of(int flags)
            ((flags & REIGN__ZK_SEQUENCE) ? ZOO_SEQUENCE : 0);
 }
 
-static int issue_multi(reign__zk *zk, zk_multi *m, const struct ACL_vector *acl, zk_op *op)
+/* Fills out[0..m->n) from m's own parts (a carrier passes a slice of its array). */
+static int init_zops(zoo_op_t *out, zk_multi *m, const struct ACL_vector *acl)
 {
-    memset(m->zres, 0, sizeof(m->zres));
-    memset(m->stats, 0, sizeof(m->stats));
     for (size_t i = 0; i < m->n; i++) {
         const reign__zk_mop *p = &m->ops[i];
         if (m->created[i])
             m->created[i][0] = '\0';
         switch (p->type) {
         case REIGN__ZK_MCHECK:
-            zoo_check_op_init(&m->zops[i], p->path, p->version);
+            zoo_check_op_init(&out[i], p->path, p->version);
             break;
         case REIGN__ZK_MCREATE:
-            zoo_create_op_init(&m->zops[i], p->path, p->data, (int)p->len, acl, mode_of(p->flags),
+            zoo_create_op_init(&out[i], p->path, p->data, (int)p->len, acl, mode_of(p->flags),
                                m->created[i], (int)m->created_len[i]);
             break;
         case REIGN__ZK_MSET:
-            zoo_set_op_init(&m->zops[i], p->path, p->data, (int)p->len, p->version, &m->stats[i]);
+            zoo_set_op_init(&out[i], p->path, p->data, (int)p->len, p->version, &m->stats[i]);
             break;
         case REIGN__ZK_MDELETE:
-            zoo_delete_op_init(&m->zops[i], p->path, p->version);
+            zoo_delete_op_init(&out[i], p->path, p->version);
             break;
         default:
             return ZBADARGUMENTS;
         }
     }
-    return zoo_amulti(zk->zh, (int)m->n, m->zops, m->zres, on_void, op);
+    return ZOK;
+}
+
+static int issue_multi(reign__zk *zk, zk_multi *m, const struct ACL_vector *acl, zk_op *op)
+{
+    memset(m->zres, 0, m->n * sizeof(*m->zres));
+    int rc = ZOK;
+    if (m->members) {
+        size_t k = 0;
+        for (size_t j = 0; j < m->n_members && rc == ZOK; j++) {
+            zk_multi *part = m->members[j]->multi;
+            memset(part->stats, 0, part->n * sizeof(*part->stats));
+            rc = init_zops(m->zops + k, part, acl);
+            k += part->n;
+        }
+    } else {
+        memset(m->stats, 0, m->n * sizeof(*m->stats));
+        rc = init_zops(m->zops, m, acl);
+    }
+    return rc != ZOK ? rc : zoo_amulti(zk->zh, (int)m->n, m->zops, m->zres, on_void, op);
 }
 
 /* Sends one attempt.  Failures to even send complete through the queue too,
@@ -665,40 +694,60 @@ static void retry_cb(reign__timer *t, void *arg)
     issue(op->zk, op);
 }
 
+/* A new operation, neither linked nor sent; NULL without memory. */
+static zk_op *new_op(reign__zk *zk, enum op_type type, const char *path, void *owner,
+                     reign__zk_cb *cb, void *arg)
+{
+    zk_op *op = reign__calloc(1, sizeof(*op));
+    if (op && !(op->path = reign__strdup(path))) {
+        reign__free(op);
+        op = NULL;
+    }
+    if (!op)
+        return NULL;
+    op->it.kind = ITEM_OP;
+    op->zk = zk;
+    op->type = type;
+    op->version = -1;
+    op->owner = owner;
+    op->cb = cb;
+    op->arg = arg;
+    op->failed_op = -1;
+    reign__timer_init(&op->retry_timer, retry_cb, op);
+    return op;
+}
+
+/* Into zk->ops, the operations not yet delivered (what forget() and close look at). */
+static void link_op(reign__zk *zk, zk_op *op)
+{
+    op->next = zk->ops;
+    if (op->next)
+        op->next->prev = op;
+    zk->ops = op;
+}
+
 static int start_op(reign__zk *zk, enum op_type type, const char *path, zk_multi *multi,
                     const void *data, size_t len, int version, int flags, reign__zk_watch_cb *wcb,
                     void *owner, reign__zk_cb *cb, void *arg)
 {
     if (zk->closed)
         return REIGN_ECLOSED;
-    zk_op *op = reign__calloc(1, sizeof(*op));
+    zk_op *op = new_op(zk, type, path, owner, cb, arg);
     if (!op)
         return REIGN_ENOMEM;
-    op->it.kind = ITEM_OP;
-    op->zk = zk;
-    op->type = type;
     op->flags = flags;
     op->version = version;
-    op->owner = owner;
-    op->cb = cb;
-    op->arg = arg;
     op->wcb = wcb;
-    op->path = reign__strdup(path);
     op->multi = multi;
     op->data = data ? reign__memdup(data, len) : NULL;
     op->len = len;
-    if (!op->path || (data && !op->data)) {
+    if (data && !op->data) {
         reign__free(op->path);
-        reign__free(op->data);
         reign__free(op);
         return REIGN_ENOMEM;
     }
-    reign__timer_init(&op->retry_timer, retry_cb, op);
     op->deadline_ns = reign__now_ns() + (int64_t)zk->cfg.op_timeout_ms * REIGN__NS_PER_MS;
-    op->next = zk->ops;
-    if (op->next)
-        op->next->prev = op;
-    zk->ops = op;
+    link_op(zk, op);
     issue(zk, op);
     return 0;
 }
@@ -745,7 +794,7 @@ static void free_multi(zk_multi *m)
 {
     if (!m)
         return;
-    for (size_t i = 0; i < m->n; i++) {
+    for (size_t i = 0; !m->members && i < m->n; i++) {
         reign__free((char *)m->ops[i].path);
         reign__free((void *)m->ops[i].data);
         reign__free(m->created[i]);
@@ -753,15 +802,44 @@ static void free_multi(zk_multi *m)
     reign__free(m);
 }
 
-int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
-                    reign__zk_cb *cb, void *arg)
+/* One block: the struct, then its arrays (each a multiple of 8 bytes). */
+static zk_multi *alloc_multi(size_t n, size_t n_members)
 {
-    if (n == 0 || n > REIGN__ZK_MULTI_MAX)
-        return REIGN_EINVAL;
-    zk_multi *m = reign__calloc(1, sizeof(*m));
+    size_t own = n_members ? 0 : n;
+    size_t size =
+        sizeof(zk_multi) + n * (sizeof(zoo_op_t) + sizeof(zoo_op_result_t)) +
+        own * (sizeof(reign__zk_mop) + sizeof(struct Stat) + sizeof(char *) + sizeof(size_t)) +
+        n_members * sizeof(zk_op *);
+    zk_multi *m = reign__calloc(1, size);
     if (!m)
-        return REIGN_ENOMEM;
+        return NULL;
+    char *p = (char *)(m + 1);
+#define CARVE(field, count)                                                                        \
+    do {                                                                                           \
+        m->field = (void *)p;                                                                      \
+        p += (count) * sizeof(*m->field);                                                          \
+    } while (0)
+    CARVE(zops, n);
+    CARVE(zres, n);
+    if (own) {
+        CARVE(ops, own);
+        CARVE(stats, own);
+        CARVE(created, own);
+        CARVE(created_len, own);
+    } else {
+        CARVE(members, n_members);
+    }
+#undef CARVE
     m->n = n;
+    m->n_members = n_members;
+    return m;
+}
+
+static zk_multi *copy_multi(const reign__zk_mop *ops, size_t n)
+{
+    zk_multi *m = alloc_multi(n, 0);
+    if (!m)
+        return NULL;
     bool oom = false;
     for (size_t i = 0; i < n; i++) {
         m->ops[i] = ops[i];
@@ -776,11 +854,195 @@ int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *own
             oom |= !m->created[i];
         }
     }
-    int rc = oom ? REIGN_ENOMEM
-                 : start_op(zk, OP_MULTI, ops[0].path, m, NULL, 0, -1, 0, NULL, owner, cb, arg);
+    if (oom) {
+        free_multi(m);
+        return NULL;
+    }
+    return m;
+}
+
+int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
+                    reign__zk_cb *cb, void *arg)
+{
+    if (n == 0 || n > REIGN__ZK_MULTI_MAX)
+        return REIGN_EINVAL;
+    zk_multi *m = copy_multi(ops, n);
+    int rc = !m ? REIGN_ENOMEM
+                : start_op(zk, OP_MULTI, ops[0].path, m, NULL, 0, -1, 0, NULL, owner, cb, arg);
     if (rc < 0)
         free_multi(m);
     return rc;
+}
+
+/* ---- batched multis ------------------------------------------------------
+ *
+ * A carrier is an internal operation that sends the batched multis of a
+ * loop turn as one multi: one request instead of many, which is what a
+ * ZooKeeper server spends most of its time on (a part of a multi costs it a
+ * fraction of a request).  Bounded well below the server's default
+ * jute.maxbuffer (1 MiB).
+ */
+#define CARRIER_MAX_OPS   512
+#define CARRIER_MAX_BYTES (256 * 1024)
+
+static size_t multi_bytes(const zk_multi *m)
+{
+    size_t b = 0;
+    for (size_t i = 0; i < m->n; i++)
+        b += strlen(m->ops[i].path) + m->ops[i].len + 64; /* + header, ACL, version */
+    return b;
+}
+
+int reign__zk_multi_batched(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
+                            reign__zk_cb *cb, void *arg)
+{
+    if (n == 0 || n > REIGN__ZK_MULTI_MAX)
+        return REIGN_EINVAL;
+    if (zk->closed)
+        return REIGN_ECLOSED;
+    zk_multi *m = copy_multi(ops, n);
+    zk_op *op = m ? new_op(zk, OP_MULTI, ops[0].path, owner, cb, arg) : NULL;
+    if (!op) {
+        free_multi(m);
+        return REIGN_ENOMEM;
+    }
+    op->multi = m;
+    op->batched = true;
+    op->gen = zk->gen;
+    link_op(zk, op);
+    if (!zk->batch) {
+        zk->batch_tail = &zk->batch;
+        /* Called outside the loop, maybe: make sure a turn comes to flush it. */
+        uint64_t one = 1;
+        ssize_t w = write(zk->cfg.wake_fd, &one, sizeof(one));
+        (void)w;
+    }
+    *zk->batch_tail = op;
+    zk->batch_tail = &op->bnext;
+    return 0;
+}
+
+static zk_op *batch_pop(reign__zk *zk)
+{
+    zk_op *op = zk->batch;
+    if (op) {
+        zk->batch = op->bnext;
+        op->bnext = NULL;
+    }
+    return op;
+}
+
+/* Back into the batch, for the next flush (these answered nothing yet). */
+static void batch_push(reign__zk *zk, zk_op *op)
+{
+    op->batched = true;
+    op->carried = false;
+    if (!zk->batch)
+        zk->batch_tail = &zk->batch;
+    *zk->batch_tail = op;
+    zk->batch_tail = &op->bnext;
+}
+
+void reign__zk_flush(reign__zk *zk)
+{
+    while (zk->batch) {
+        /* Who goes in this carrier: forgotten ones are dropped here. */
+        size_t members = 0, parts = 0, bytes = 0;
+        zk_op *last = NULL;
+        for (zk_op *op = zk->batch; op; op = op->bnext) {
+            if (!op->cb)
+                continue;
+            size_t b = multi_bytes(op->multi);
+            if (members &&
+                (parts + op->multi->n > CARRIER_MAX_OPS || bytes + b > CARRIER_MAX_BYTES))
+                break;
+            members++;
+            parts += op->multi->n;
+            bytes += b;
+            last = op;
+        }
+        zk_multi *cm = members > 1 ? alloc_multi(parts, members) : NULL;
+        zk_op *c = cm ? new_op(zk, OP_MULTI, zk->batch->path, zk, NULL, NULL) : NULL;
+        if (cm && !c) { /* no memory for a carrier: send them one by one */
+            reign__free(cm);
+            cm = NULL;
+        }
+        size_t j = 0;
+        for (zk_op *op; (op = batch_pop(zk));) {
+            bool end = op == last;
+            if (!op->cb) {
+                free_op(zk, op);
+            } else if (cm) {
+                op->carried = true;
+                op->in_flight = true;
+                cm->members[j++] = op;
+            } else {
+                op->batched = false;
+                issue(zk, op);
+            }
+            if (end || !last)
+                break;
+        }
+        if (!cm)
+            continue;
+        c->multi = cm;
+        link_op(zk, c);
+        issue(zk, c);
+    }
+}
+
+/*
+ * A carrier's answer, handed to its members.  When the server refused it,
+ * one member's part failed: that member gets the error; the others' parts
+ * were undone with it.  Those before it passed, and are sent again
+ * together; those after it were never judged, and come back to their
+ * callers with REIGN_ECANCELED (not applied): a caller that batches
+ * optimistically (a multi that fails when its guess is wrong) would more
+ * likely than not fail again, and knows best what to do instead.
+ */
+static void finish_op(reign__zk *zk, zk_op *op);
+
+static void finish_carrier(reign__zk *zk, zk_op *c)
+{
+    zk_multi *cm = c->multi;
+    bool current = c->gen == zk->gen && !zk->closed;
+    size_t bad = SIZE_MAX;
+    if (current && c->zrc != ZOK && !retryable(c->zrc))
+        for (size_t i = 0; i < cm->n; i++)
+            if (cm->zres[i].err != ZOK && cm->zres[i].err != ZRUNTIMEINCONSISTENCY) {
+                bad = i;
+                break;
+            }
+    if (bad != SIZE_MAX)
+        reign__log(zk->log, REIGN_LOG_DEBUG,
+                   "zk: a batch of %zu multis failed at part %zu (%s): sending those before it "
+                   "again, canceling those after it",
+                   cm->n_members, bad, zerror(cm->zres[bad].err));
+    size_t k = 0;
+    for (size_t j = 0; j < cm->n_members; j++) {
+        zk_op *m = cm->members[j];
+        size_t n = m->multi->n;
+        bool before = bad != SIZE_MAX && k + n <= bad, after = bad != SIZE_MAX && k > bad;
+        memcpy(m->multi->zres, cm->zres + k, n * sizeof(*cm->zres));
+        k += n;
+        m->carried = m->in_flight = false;
+        m->gen = c->gen;
+        m->sent_ns = c->sent_ns;
+        m->attempts++;
+        if (!before && !after) {
+            m->batched = false;
+            m->zrc = c->zrc;
+            finish_op(zk, m);
+        } else if (!m->cb) {
+            free_op(zk, m);
+        } else if (before) {
+            batch_push(zk, m);
+        } else {
+            m->batched = false;
+            deliver(zk, m, REIGN_ECANCELED);
+        }
+    }
+    free_op(zk, c);
 }
 
 int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *path,
@@ -848,17 +1110,17 @@ static void deliver(reign__zk *zk, zk_op *op, int rc)
     r.failed_op = op->failed_op;
     const struct Stat *st = op->has_stat ? &op->stat : NULL;
     if (op->type == OP_MULTI && rc == 0) {
-        /* The stat of the last set, the name of the first create (a create
+        /* The stat of the last set, the name of the last create (a create
          * inside a multi reports no stat: the caller re-reads if it needs one). */
         const zk_multi *m = op->multi;
-        for (size_t i = 0; i < m->n; i++)
+        for (size_t i = 0; i < m->n; i++) {
             if (m->ops[i].type == REIGN__ZK_MSET)
                 st = &m->stats[i];
-        for (size_t i = 0; i < m->n && !r.value; i++)
             if (m->ops[i].type == REIGN__ZK_MCREATE) {
                 r.value = m->created[i];
                 r.value_len = strlen(m->created[i]);
             }
+        }
     }
     if (st && rc == 0) {
         r.has_stat = true;
@@ -889,6 +1151,10 @@ static void deliver(reign__zk *zk, zk_op *op, int rc)
 
 static void finish_op(reign__zk *zk, zk_op *op)
 {
+    if (op->type == OP_MULTI && op->multi->members) {
+        finish_carrier(zk, op);
+        return;
+    }
     op->in_flight = false;
     int zrc = op->zrc;
     if (op->type == OP_MULTI && zrc != ZOK && !retryable(zrc)) {
@@ -956,6 +1222,12 @@ static void resend_parked(reign__zk *zk)
 
 static void fail_parked(reign__zk *zk)
 {
+    /* Batched ones not sent yet belong to the session that ends: never let
+     * them make (ephemeral) nodes in the next one. */
+    for (zk_op *op; (op = batch_pop(zk));) {
+        op->batched = false;
+        deliver(zk, op, zk->closed ? REIGN_ECLOSED : REIGN_ESESSION);
+    }
     for (zk_op *op = zk->ops, *next; op; op = next) {
         next = op->next;
         if (op->parked) {
@@ -1123,7 +1395,8 @@ void reign__zk_free(reign__zk *zk)
         w->cb = NULL;
     zk->cfg.on_state = NULL;
     reign__zk_dispatch(zk);
-    while (zk->ops) { /* parked ones */
+    zk->batch = NULL; /* freed with the rest below */
+    while (zk->ops) { /* parked and batched ones */
         reign__timer_stop(zk->cfg.timers, &zk->ops->retry_timer);
         free_op(zk, zk->ops);
     }

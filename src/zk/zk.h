@@ -150,17 +150,34 @@ typedef struct reign__zk_mop {
     int flags;
 } reign__zk_mop;
 
-#define REIGN__ZK_MULTI_MAX 4
+#define REIGN__ZK_MULTI_MAX 16
 
 /*
  * All of `ops` or none, in order.  On success the result's stat is that of
- * the last set (if any) and its value the path made by the first create (if
+ * the last set (if any) and its value the path made by the last create (if
  * any); on failure failed_op is the index of the part that failed.  Never
  * retried (a multi that landed must not be applied twice): the caller
  * decides what a lost answer means.
  */
 int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
                     reign__zk_cb *cb, void *arg);
+/*
+ * The same, but the multi may travel with the other batched multis of this
+ * loop turn as one request, which costs the server far less than one each.
+ * reign__zk_flush() sends them (the client calls it at the end of every
+ * process(); the first one batched wakes the loop).  Each stays
+ * all-or-nothing on its own: when the combined request is refused, the
+ * multi whose part failed gets the error, those before it are sent again,
+ * and those after it (never judged) fail with REIGN_ECANCELED, not applied.
+ * Use it only where order does not
+ * matter: a batched multi goes out at the flush, after requests issued
+ * later in the same turn.  Batched multis not sent when the session ends
+ * fail with ESESSION (never sent in the next session).
+ */
+int reign__zk_multi_batched(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
+                            reign__zk_cb *cb, void *arg);
+/* Sends the batched multis. */
+void reign__zk_flush(reign__zk *zk);
 /*
  * Atomically: `check_path` exists (any version), then set `path` to data at
  * `version`, or create it (persistent) when version is -2.  The result's

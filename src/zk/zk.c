@@ -1110,15 +1110,19 @@ static void deliver(reign__zk *zk, zk_op *op, int rc)
     r.failed_op = op->failed_op;
     const struct Stat *st = op->has_stat ? &op->stat : NULL;
     if (op->type == OP_MULTI && rc == 0) {
-        /* The stat of the last set, the name of the last create (a create
-         * inside a multi reports no stat: the caller re-reads if it needs one). */
+        /* The stat of the last set, the names of the first and the last
+         * create (a create inside a multi reports no stat: the caller
+         * re-reads if it needs one). */
         const zk_multi *m = op->multi;
         for (size_t i = 0; i < m->n; i++) {
             if (m->ops[i].type == REIGN__ZK_MSET)
                 st = &m->stats[i];
             if (m->ops[i].type == REIGN__ZK_MCREATE) {
-                r.value = m->created[i];
-                r.value_len = strlen(m->created[i]);
+                if (!r.value) {
+                    r.value = m->created[i];
+                    r.value_len = strlen(m->created[i]);
+                }
+                r.last_created = m->created[i];
             }
         }
     }

@@ -48,8 +48,9 @@ typedef struct reign__zk_result {
     size_t value_len;
     char **children; /* children: names, sorted by nothing (as the server sent them) */
     size_t n_children;
-    int64_t sent_ns; /* when the (last) attempt was sent */
-    int failed_op;   /* multi: the index of the part that failed, else -1 */
+    int64_t sent_ns;          /* when the (last) attempt was sent */
+    int failed_op;            /* multi: the index of the part that failed, else -1 */
+    const char *last_created; /* multi: the path made by the last create (value: the first) */
 } reign__zk_result;
 
 typedef void reign__zk_cb(void *owner, void *arg, const reign__zk_result *r);
@@ -154,7 +155,7 @@ typedef struct reign__zk_mop {
 
 /*
  * All of `ops` or none, in order.  On success the result's stat is that of
- * the last set (if any) and its value the path made by the last create (if
+ * the last set (if any) and its value the path made by the first create (if
  * any); on failure failed_op is the index of the part that failed.  Never
  * retried (a multi that landed must not be applied twice): the caller
  * decides what a lost answer means.

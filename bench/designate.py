@@ -132,16 +132,15 @@ def library_run(zk, args, workdir, run_no):
 
 
 # Milestones of a designation in the library's log lines (designate-latency --trace), in order.
-MILESTONES = (("restood", "standing again as"),
-              ("asked", "asked the leader to hand over"),
+MILESTONES = (("heard", "designated (the leader was"),
               ("handing", "handing over to"))
 
 
 def traced_run(zk, args, workdir):
     """One more library run with --trace (not counted above: logging costs a little), for
-    where the time goes: per round, when the request was written, when the target stood again
-    at the top, asked the leader to hand over, when the leader handed over, was demoted, and
-    when the target was elected, all in ms after the call."""
+    where the time goes: per round, when the request was written, when the target read that it
+    is designated, when the leader read the request and handed over, was demoted, and when the
+    target was elected, all in ms after the call."""
     uri = "zk://%s?session_timeout_ms=%d" % (zk.connect, SESSION_MS)
     argv = [args.binary, "--uri", uri, "--candidates", str(args.candidates),
             "--rounds", str(args.trace_rounds), "--warmup", str(args.warmup),
@@ -349,9 +348,8 @@ def render_reference(w, run):
 
 
 STEPS = (("request", "the operator's request is written (done callback)"),
-         ("restood", "the target stood again at the top (\"standing again as\")"),
-         ("asked", "the target asked the leader to hand over"),
-         ("handing", "the leader took the request (\"handing over to\")"),
+         ("heard", "the target read that it is designated (\"designated (the leader was\")"),
+         ("handing", "the leader read the request (\"handing over to\")"),
          ("demoted", "the leader's DEMOTED"),
          ("elected", "the target's ELECTED"))
 
@@ -361,11 +359,9 @@ def render_trace(w, tr):
         return
     w("One more library run with the library's log lines on (`designate-latency --trace`, %d "
       "rounds, p50 call to ELECTED %s ms): each milestone in ms after the call, and the step "
-      "from the milestone before it, over the rounds that logged both (\"asked the leader to "
-      "hand over\" is logged only when the reply to that request finds the target still "
-      "waiting, which was so in %d of the %d rounds)." % (
-          tr["rounds"], fmt(tr["elected_p50"]), sum(1 for r in tr["rows"] if "asked" in r),
-          tr["rounds"]))
+      "from the milestone before it, over the rounds that logged both (the target and the "
+      "leader hear of the request at about the same time, so the step between those two can "
+      "be negative)." % (tr["rounds"], fmt(tr["elected_p50"])))
     w("")
     w("| milestone | rounds | p50 after the call, ms | p50 step, ms |")
     w("|---|---|---|---|")
@@ -388,9 +384,11 @@ def render(run):
     w(SECTION)
     w("")
     w("An operator names the leader of an election (`reign_election_designate()`, `reign "
-      "designate NAME ID`): the named candidate stands again above everyone, asks the leader to "
-      "hand over by writing into the leader's candidate node, the leader demotes itself (reason "
-      "handoff) and deletes the leader node, and the target claims the next term.  Timed here "
+      "designate NAME ID`): the operator lists the candidates and reads the term (one round "
+      "trip; the target is found by the id tag in its node's name), then one multi tells the "
+      "target it is designated and asks the leader, on its behalf, to hand over; the leader "
+      "demotes itself (reason handoff) and names the target next in the leader node, and the "
+      "target takes the leader node over with the next term.  Timed here "
       "from the command until the "
       "new leader's elected callback, with %d candidates, each its own ZooKeeper session (30 s "
       "sessions), on a throwaway standalone server; the target is a random candidate that does "
@@ -451,7 +449,7 @@ def render(run):
       "Its `run_config()` was run in the same run on the same server with %d candidates, "
       "graceful trials only (%d after %d warm-up, 30 s sessions): SIGTERM to the leader until "
       "the next `elected` line.  A designation does more (the operator's read of the election, "
-      "the target standing again, the request to the leader), and a handoff lets the next in "
+      "its request, the leader's handover and the target's takeover), and a handoff lets the next in "
       "line win, not a chosen one; read these as the floor a designation builds on." % (
           a["candidates"], a["ref_trials"], a["ref_warmup"]))
     w("")

@@ -116,7 +116,7 @@ typedef struct reign_candidate {
     size_t data_len;
     const char *node;  /* the store's key for it (a znode name) */
     int64_t joined_ms; /* Unix ms, by the store's clock */
-    int priority;      /* as it stands (above REIGN_PRIORITY_MAX once designated) */
+    int priority;      /* as configured (its node's name); a designation is not shown */
 } reign_candidate;
 
 typedef enum reign_election_event_type {
@@ -275,15 +275,17 @@ REIGN_EXPORT int reign_election_depose(reign_client *client, const char *name,
 
 /*
  * Names the leader of `name` (ZooKeeper, queue strategy): the candidate
- * standing with id `id` is asked to take over; it outranks every other
- * candidate from then on (as if it had the highest priority) until it
- * leaves, so it asks the current leader to hand over (the leader demotes
- * itself, reason handoff) and claims the next term.  The callback runs once
- * the request is written (0), not when the takeover is done: follow the
- * election (an observer) to see it.  REIGN_ENOENT if no candidate with that
- * id stands (then nothing changes); REIGN_ENOTSUP on a SQL store or for the
- * lock strategy.  Automatic failover is unaffected: when the designated
- * leader leaves, the next candidate in line takes over.
+ * standing with id `id` is told it is designated, and the current leader is
+ * asked, on its behalf, to hand over (one write of both).  The leader
+ * demotes itself (reason handoff) and the candidate takes over with the
+ * next term; until it has led once it outranks every other candidate (as
+ * if it had the highest priority), and for that leadership only.  If
+ * several candidates stand with that id, the first in line is designated.
+ * The callback runs once the request is written (0), not when the takeover
+ * is done: follow the election (an observer) to see it.  REIGN_ENOENT if no
+ * candidate with that id stands (then nothing changes); REIGN_ENOTSUP on a
+ * SQL store or for the lock strategy.  Automatic failover is unaffected:
+ * when the designated leader leaves, the next candidate in line takes over.
  */
 REIGN_EXPORT int reign_election_designate(reign_client *client, const char *name, const char *id,
                                           reign_election_done_cb *cb, void *userdata);

@@ -115,6 +115,17 @@ typedef struct reign__qnode {
     uint64_t seq;
 } reign__qnode;
 
+/*
+ * A queue candidate's guid: 8 hex digits that hash its id (FNV-1a), then 8
+ * random ones.  The hash lets `reign designate` find the candidate with an
+ * id from the listing alone (no read of every candidate); the random half
+ * tells one standing of a process from the next.  Writes 16 digits and a
+ * NUL; 0, or what reign__random_hex() returns.
+ */
+int reign__election_guid(char out[2 * REIGN__GUID_BYTES + 1], const char *id);
+/* The id-hash half of a guid made for `id`: 8 hex digits and a NUL. */
+void reign__election_id_tag(char out[9], const char *id);
+
 /* Parses a child name; false for anything that is not a queue node. */
 bool reign__qnode_parse(const char *name, reign__qnode *out);
 /* Sorts in the order in which they lead: higher priority first, then by

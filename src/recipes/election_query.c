@@ -44,6 +44,7 @@ typedef struct query {
     bool have_term;
     char *leader_node;
     char *leader_id;
+    char *leader_guid;
     void *leader_data;
     size_t leader_len;
     uint64_t term, token;
@@ -57,6 +58,7 @@ typedef struct query {
 
 static void on_dir(void *owner, void *arg, const reign__zk_result *r);
 static void designate(query *q);
+static bool designate_by_tag(query *q, const reign__qnode *v, size_t n);
 
 static void query_free(query *q)
 {
@@ -72,6 +74,7 @@ static void query_free(query *q)
     reign__free(q->target);
     reign__free(q->leader_node);
     reign__free(q->leader_id);
+    reign__free(q->leader_guid);
     reign__free(q->leader_data);
     reign__free(q->name);
     reign__free(q->dir);
@@ -202,11 +205,16 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         }
     }
     q->n = n;
-    reign__free(v);
     if (n == 0) {
+        reign__free(v);
         finish(q, q->kind == Q_DESIGNATE ? REIGN_ENOENT : 0);
         return;
     }
+    if (q->kind == Q_DESIGNATE && q->strategy != REIGN_STRATEGY_LOCK && designate_by_tag(q, v, n)) {
+        reign__free(v);
+        return;
+    }
+    reign__free(v);
     q->pending = n;
     for (size_t i = 0; i < n; i++) {
         char *path = reign__path_join(q->dir, q->c[i].name);
@@ -231,58 +239,160 @@ static void restart(query *q);
 static void on_designated(void *owner, void *arg, const reign__zk_result *r)
 {
     query *q = owner;
-    if (r->rc == REIGN_EBADVERSION && ++q->tries < 5) {
-        restart(q); /* the node changed meanwhile: read again */
+    /* The leader's node changed or went meanwhile, or the target's changed:
+     * read again.  The target's gone: it does not stand. */
+    bool again = r->rc == REIGN_EBADVERSION || (r->rc == REIGN_ENOENT && r->failed_op == 1);
+    if (again && ++q->tries < 5) {
+        restart(q);
         return;
     }
-    finish(q, r->rc == REIGN_ENOENT ? REIGN_ENOENT : r->rc);
+    finish(q, r->rc);
+}
+
+static int designate_write(query *q, const char *target, const char *tdata, size_t tlen,
+                           int32_t tversion, const char *leader, const char *ldata, size_t llen,
+                           int32_t lversion)
+{
+    char *tpath = reign__path_join(q->dir, target);
+    char *lpath = leader ? reign__path_join(q->dir, leader) : NULL;
+    int rc = !tpath || (leader && !lpath) ? REIGN_ENOMEM : 0;
+    if (rc == 0) {
+        reign__zk_mop ops[] = {
+            {.type = REIGN__ZK_MSET,
+             .path = tpath,
+             .data = tdata,
+             .len = tlen,
+             .version = tversion},
+            {.type = REIGN__ZK_MSET,
+             .path = lpath,
+             .data = ldata,
+             .len = llen,
+             .version = lversion},
+        };
+        rc = reign__zk_multi(q->zk, ops, leader ? 2 : 1, q, on_designated, NULL);
+    }
+    reign__free(tpath);
+    reign__free(lpath);
+    return rc;
 }
 
 /*
- * The candidates are read: ask the one standing with the id to stand again
- * above everyone (a priority over any configured one), by adding
- * designate=<priority> to its node.  It watches its
- * node, so it hears at once, and does the rest itself (election_zk.c).
+ * The quick way, when the listing alone names the target: exactly one
+ * candidate's guid carries the id tag of the id (reign__election_guid()),
+ * and the term names the leader's node and guid, so the leader's candidate
+ * record is known without reading it.  Written unconditionally (-1): the
+ * leader's record is rebuilt whole, and the target's gets its id and guid
+ * but not its payload, which the target puts back when it reads its node.
+ * Returns false (and does nothing) when the quick way does not apply: no
+ * or several tagged candidates (an id hash collision, nodes made before
+ * tags, an id that stands twice), or a term without the leader's guid.
+ */
+static bool designate_by_tag(query *q, const reign__qnode *v, size_t n)
+{
+    char tag[9];
+    reign__election_id_tag(tag, q->target);
+    const reign__qnode *t = NULL, *l = NULL;
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strncmp(v[i].guid, tag, 8)) {
+            t = &v[i];
+            found++;
+        }
+        if (q->have_term && q->leader_node && !strcmp(q->leader_node, v[i].name))
+            l = &v[i];
+    }
+    if (found != 1 || (l && !q->leader_guid))
+        return false;
+    if (l == t) {
+        finish(q, 0); /* leads already */
+        return true;
+    }
+    char prio[12], term[24];
+    snprintf(prio, sizeof(prio), "%u", (unsigned)REIGN__DESIGNATED_MIN);
+    snprintf(term, sizeof(term), "%llu", (unsigned long long)(q->have_term ? q->term : 0));
+    const char *tkv[] = {
+        "id", q->target, "guid", t->guid, "designated", l ? l->name : "-", "designated_term", term};
+    const char *lkv[] = {"id",
+                         q->leader_id ? q->leader_id : "",
+                         "guid",
+                         q->leader_guid ? q->leader_guid : "",
+                         "handoff",
+                         t->name,
+                         "handoff_priority",
+                         prio};
+    reign__buf tb, lb;
+    reign__buf_init(&tb);
+    reign__buf_init(&lb);
+    int rc = reign__record_build(&tb, tkv, 8, NULL, 0);
+    if (rc == 0 && l)
+        rc = reign__record_build(&lb, lkv, 8, q->leader_data, q->leader_len);
+    if (rc == 0)
+        rc = designate_write(q, t->name, tb.data, tb.len, -1, l ? l->name : NULL, lb.data, lb.len,
+                             -1);
+    reign__buf_free(&tb);
+    reign__buf_free(&lb);
+    if (rc < 0)
+        finish(q, rc);
+    return true;
+}
+
+/* `c`'s record as read, with `set` (key, value pairs) set. */
+static int with_fields(const cand *c, const char *const *set, size_t n_set, reign__buf *out)
+{
+    reign__record rec;
+    if (reign__record_parse(c->raw, c->raw_len, &rec) < 0)
+        return REIGN_EFOREIGN;
+    int rc = reign__record_build_set(out, &rec, set, n_set);
+    reign__record_clear(&rec);
+    return rc;
+}
+
+/*
+ * The candidates are read: tell the one standing with the id that it is
+ * designated (designated=<the leader's node>) and ask the leader, on its
+ * behalf, to hand over to it (handoff=<its node>, at the designated
+ * priority, above any configured one), in one multi that also proves that
+ * both nodes are as read.  Both watch their nodes: the leader demotes
+ * itself and names the target next in the leader node, the target takes
+ * the leader node over (election_zk.c).  With no leader, the target claims
+ * when it can.
  */
 static void designate(query *q)
 {
-    cand *t = NULL;
+    cand *t = NULL, *l = NULL;
     for (size_t i = 0; i < q->n; i++) {
         if (!q->c[i].read)
             continue;
         if (!t && q->c[i].id && !strcmp(q->c[i].id, q->target))
             t = &q->c[i];
+        if (q->have_term && q->leader_node && !strcmp(q->leader_node, q->c[i].name))
+            l = &q->c[i];
     }
     if (!t) {
         finish(q, REIGN_ENOENT);
         return;
     }
-    if (q->have_term && q->leader_node && !strcmp(q->leader_node, t->name) && t == &q->c[0]) {
-        finish(q, 0); /* leads already, and first in line */
+    if (l == t) {
+        finish(q, 0); /* leads already */
         return;
     }
-    /* One priority for every designation: the one designated takes over
-     * from an equal (designated) leader, which then stands again at its own
-     * priority, so at most one candidate holds it for long. */
-    unsigned prio = REIGN__DESIGNATED_MIN;
-    reign__record rec;
-    if (reign__record_parse(t->raw, t->raw_len, &rec) < 0) {
-        finish(q, REIGN_EFOREIGN);
-        return;
-    }
-    char want[12];
-    snprintf(want, sizeof(want), "%u", prio);
-    reign__buf b;
-    reign__buf_init(&b);
-    int rc = reign__record_build_with(&b, &rec, "designate", want);
-    reign__record_clear(&rec);
-    char *path = rc == 0 ? reign__path_join(q->dir, t->name) : NULL;
+    char prio[12], term[24];
+    snprintf(prio, sizeof(prio), "%u", (unsigned)REIGN__DESIGNATED_MIN);
+    snprintf(term, sizeof(term), "%llu", (unsigned long long)(q->have_term ? q->term : 0));
+    /* The term tells one designation from another under the same leader. */
+    const char *tset[] = {"designated", l ? l->name : "-", "designated_term", term};
+    const char *lset[] = {"handoff", t->name, "handoff_priority", prio};
+    reign__buf tb, lb;
+    reign__buf_init(&tb);
+    reign__buf_init(&lb);
+    int rc = with_fields(t, tset, 4, &tb);
+    if (rc == 0 && l)
+        rc = with_fields(l, lset, 4, &lb);
     if (rc == 0)
-        rc = !path
-                 ? REIGN_ENOMEM
-                 : reign__zk_set(q->zk, path, b.data, b.len, t->version, 0, q, on_designated, NULL);
-    reign__free(path);
-    reign__buf_free(&b);
+        rc = designate_write(q, t->name, tb.data, tb.len, t->version, l ? l->name : NULL, lb.data,
+                             lb.len, l ? l->version : -1);
+    reign__buf_free(&tb);
+    reign__buf_free(&lb);
     if (rc < 0)
         finish(q, rc);
 }
@@ -299,10 +409,12 @@ static void on_term(void *owner, void *arg, const reign__zk_result *r)
         reign__record_parse(r->value, r->value_len, &rec) == 0) {
         const char *node = reign__record_get(&rec, "node");
         const char *id = reign__record_get(&rec, "id");
+        const char *guid = reign__record_get(&rec, "guid");
         if (node && reign__election_node_ok(node)) {
             q->have_term = true;
             q->leader_node = reign__strdup(node);
             q->leader_id = reign__strdup(id ? id : "");
+            q->leader_guid = guid ? reign__strdup(guid) : NULL;
             q->leader_data = reign__memdup(rec.payload, rec.payload_len);
             q->leader_len = rec.payload_len;
             q->term = (uint64_t)r->stat.version;
@@ -399,8 +511,9 @@ static void restart(query *q)
     q->n = 0;
     reign__free(q->leader_node);
     reign__free(q->leader_id);
+    reign__free(q->leader_guid);
     reign__free(q->leader_data);
-    q->leader_node = q->leader_id = NULL;
+    q->leader_node = q->leader_id = q->leader_guid = NULL;
     q->leader_data = NULL;
     q->have_term = false;
     int rc = issue_reads(q);

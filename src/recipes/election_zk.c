@@ -73,6 +73,8 @@ typedef struct zk_election {
     bool dir_ours;      /* setup: our create made the election node (we know its strategy) */
     bool need_parents;  /* setup: its parents are missing */
     bool parents_tried; /* setup: and we made them in this attempt */
+    int cold_tries;     /* setup: attempts at making a new election in one multi */
+    char *cold_node;    /* ... the candidate node that multi makes, while it is in flight */
 
     int64_t valid_until;
 
@@ -85,13 +87,19 @@ typedef struct zk_election {
     bool own_watched;   /* queue: our node; lock: the lock node */
     bool term_watched;
     bool leader_lock_watched; /* queue: the leader node */
-    char *replacing;          /* queue: our old node, while we stand again under a new name */
-    int32_t own_version;      /* queue: our node's version as we last read it */
-    int32_t leader_version;   /* our leader node's version as last seen (leading) */
-    int64_t preempt_at;       /* when we may ask a lower-priority leader to hand over */
-    char *holder_node;        /* the candidate node it names (a contender's) */
-    bool may_preempt;         /* we outrank it and may ask it to hand over */
-    bool contending;          /* first in line, waiting on someone else's leader node */
+    char *designated;         /* queue: designated, under this leader ("-": none), until we lead */
+    char *designation;        /* ... which one: "<that leader's node>@<its term>" */
+    char *designation_done;   /* the last one we led by (our node still says so) */
+    char *handing_to;         /* queue: the node we handed the leader node to, until it takes it */
+    bool handing_watched;     /* ... and its exists watch is registered */
+    bool leader_seen;         /* designated: we read the leader node at leader_seen_version */
+    int32_t leader_seen_version;
+    int32_t own_version;    /* queue: our node's version as we last read it */
+    int32_t leader_version; /* our leader node's version as last seen (leading) */
+    int64_t preempt_at;     /* when we may ask a lower-priority leader to hand over */
+    char *holder_node;      /* the candidate node it names (a contender's) */
+    bool may_preempt;       /* we outrank it and may ask it to hand over */
+    bool contending;        /* first in line, waiting on someone else's leader node */
     char *leader_node_watched;
 
     bool ready_sent;
@@ -125,6 +133,10 @@ static void await_term(zk_election *e);
 static void contend(zk_election *e);
 static void watch_own(zk_election *e);
 static void release_leader_node(zk_election *e);
+static void release_if_ours(zk_election *e);
+static void take_over(zk_election *e, int32_t version);
+static void undesignate(zk_election *e);
+static void on_term_recheck(void *owner, void *arg, const reign__zk_result *r);
 
 /* ---- names and small helpers -------------------------------------------- */
 
@@ -138,6 +150,20 @@ char *reign__election_path(const char *name, const char *suffix)
         return NULL;
     }
     return b.data;
+}
+
+void reign__election_id_tag(char out[9], const char *id)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    snprintf(out, 9, "%08x", h);
+}
+
+int reign__election_guid(char out[2 * REIGN__GUID_BYTES + 1], const char *id)
+{
+    reign__election_id_tag(out, id);
+    return reign__random_hex(out + 8, REIGN__GUID_BYTES / 2);
 }
 
 bool reign__qnode_parse(const char *name, reign__qnode *out)
@@ -235,6 +261,14 @@ static void set_str(char **slot, const char *v)
     *slot = v ? reign__strdup(v) : NULL;
 }
 
+/* A node we made for an attempt given up meanwhile: never leave it in line. */
+static void drop_stray(zk_election *e, const char *path)
+{
+    reign__qnode q;
+    if (path && reign__qnode_parse(basename_of(path), &q))
+        reign__zk_delete(e->zk, path, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
+}
+
 /* ---- events ------------------------------------------------------------- */
 
 static void emit(zk_election *e, reign_election_event *ev)
@@ -284,6 +318,7 @@ static void demote(zk_election *e, reign_demote_reason reason, bool deferred)
         now = until;
     e->base.leader = false;
     e->valid_until = 0;
+    e->prio = e->cfg_prio; /* a designation lasts one leadership */
     reign__client_hold_validity(e->base.client, -1);
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s demoted (%s), term %llu",
                e->base.name, e->base.id, reign_demote_reason_name(reason),
@@ -607,6 +642,12 @@ static void become_leader(zk_election *e, uint64_t term, uint64_t token)
         return;
     }
     e->base.leader = true;
+    if (e->designated) { /* done; its priority stays for this leadership */
+        set_str(&e->designation_done, e->designation);
+        set_str(&e->designated, NULL);
+    }
+    set_str(&e->handing_to, NULL);
+    e->leader_seen = false;
     e->base.term = term;
     e->base.token = token;
     e->valid_until = until;
@@ -668,6 +709,22 @@ out:
     LEAVE(e);
 }
 
+/* A claim (or takeover) failed otherwise: a lost answer (did it land?
+ * our guid in the term says), no right to write, or a transient error. */
+static void claim_failed(zk_election *e, int rc, const char *what)
+{
+    if (rc == REIGN_ECONNLOSS || rc == REIGN_ETIMEDOUT) {
+        int r = reign__zk_get(e->zk, e->term_path, NULL, REIGN__ZK_RETRY, e, on_term_recheck,
+                              EPOCH_ARG(e));
+        if (r < 0)
+            issue_failed(e, r, "reading the term");
+    } else if (rc == REIGN_EACCES) {
+        fail(e, rc, "not allowed to write %s (credentials?)", e->term_path);
+    } else {
+        retry_later(e, rc, what);
+    }
+}
+
 static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
@@ -700,19 +757,8 @@ static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
     case REIGN_EBADVERSION:
         check(e);
         break;
-    case REIGN_ECONNLOSS:
-    case REIGN_ETIMEDOUT: {
-        int rc = reign__zk_get(e->zk, e->term_path, NULL, REIGN__ZK_RETRY, e, on_term_recheck,
-                               EPOCH_ARG(e));
-        if (rc < 0)
-            issue_failed(e, rc, "reading the term");
-        break;
-    }
-    case REIGN_EACCES:
-        fail(e, r->rc, "not allowed to write %s (credentials?)", e->term_path);
-        break;
     default:
-        retry_later(e, r->rc, "claiming the term");
+        claim_failed(e, r->rc, "claiming the term");
     }
 out:
     LEAVE(e);
@@ -733,43 +779,65 @@ static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, con
  * the leader watches anyway), and the leader demotes itself before it
  * lets go.
  */
-static void claim(zk_election *e)
+/* What a claim writes: the term's record and the leader node's, naming our
+ * candidate node `node`. */
+static int claim_records(zk_election *e, const char *node, reign__buf *t, reign__buf *l)
 {
-    set_state(e, ST_CLAIMING, "first in line");
-    reign__buf t, l;
-    reign__buf_init(&t);
-    reign__buf_init(&l);
-    const char *node = basename_of(e->my_node);
     const char *kv[] = {"id", e->base.id, "node", node, "guid", e->guid};
-    int rc = reign__record_build(&t, kv, 6, e->base.data, e->base.data_len);
-    if (rc == 0 && e->strategy == REIGN_STRATEGY_LOCK) {
-        rc = reign__zk_check_and_set(e->zk, e->my_node, e->term_path, t.data, t.len, -1, e,
-                                     on_claimed, EPOCH_ARG(e));
-    } else if (rc == 0) {
+    int rc = reign__record_build(t, kv, 6, e->base.data, e->base.data_len);
+    if (rc == 0 && l) {
         char prio[12];
         snprintf(prio, sizeof(prio), "%u", e->prio);
         const char *lkv[] = {"id", e->base.id, "node", node, "guid", e->guid, "priority", prio};
-        rc = reign__record_build(&l, lkv, 8, NULL, 0);
-        reign__zk_mop ops[] = {
-            {.type = REIGN__ZK_MCHECK, .path = e->my_node, .version = -1},
-            {.type = REIGN__ZK_MCREATE,
-             .path = e->leader_path,
-             .data = l.data,
-             .len = l.len,
-             .flags = REIGN__ZK_EPHEMERAL},
-            {.type = REIGN__ZK_MSET,
-             .path = e->term_path,
-             .data = t.data,
-             .len = t.len,
-             .version = -1},
-        };
-        if (rc == 0)
-            rc = reign__zk_multi(e->zk, ops, 3, e, on_claimed, EPOCH_ARG(e));
+        rc = reign__record_build(l, lkv, 8, NULL, 0);
+    }
+    return rc;
+}
+
+static void on_taken_over(void *owner, void *arg, const reign__zk_result *r);
+
+/* The claim's multi; a takeover (version >= 0) deletes the leader node at
+ * that version first (it names us next). */
+static void send_claim(zk_election *e, int32_t takeover)
+{
+    reign__buf t, l;
+    reign__buf_init(&t);
+    reign__buf_init(&l);
+    bool lock = e->strategy == REIGN_STRATEGY_LOCK;
+    int rc = claim_records(e, basename_of(e->my_node), &t, lock ? NULL : &l);
+    if (rc == 0 && lock) {
+        rc = reign__zk_check_and_set(e->zk, e->my_node, e->term_path, t.data, t.len, -1, e,
+                                     on_claimed, EPOCH_ARG(e));
+    } else if (rc == 0) {
+        reign__zk_mop ops[4];
+        size_t n = 0;
+        ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCHECK, .path = e->my_node, .version = -1};
+        if (takeover >= 0)
+            ops[n++] = (reign__zk_mop){
+                .type = REIGN__ZK_MDELETE, .path = e->leader_path, .version = takeover};
+        ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCREATE,
+                                   .path = e->leader_path,
+                                   .data = l.data,
+                                   .len = l.len,
+                                   .flags = REIGN__ZK_EPHEMERAL};
+        ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MSET,
+                                   .path = e->term_path,
+                                   .data = t.data,
+                                   .len = t.len,
+                                   .version = -1};
+        rc = reign__zk_multi(e->zk, ops, n, e, takeover >= 0 ? on_taken_over : on_claimed,
+                             EPOCH_ARG(e));
     }
     reign__buf_free(&t);
     reign__buf_free(&l);
     if (rc < 0)
-        issue_failed(e, rc, "claiming the term");
+        issue_failed(e, rc, takeover >= 0 ? "taking over the leader node" : "claiming the term");
+}
+
+static void claim(zk_election *e)
+{
+    set_state(e, ST_CLAIMING, "first in line");
+    send_claim(e, -1);
 }
 
 /* ---- the leader node: contending, preempting, handing over --------------- */
@@ -783,6 +851,15 @@ static void on_release_read(void *owner, void *arg, const reign__zk_result *r)
         e->leader_version = r->stat.version;
         release_leader_node(e);
     }
+}
+
+/* The leader node, if our session holds it (a multi whose outcome we do
+ * not know, or no longer want, may have made it): let it go.  Another
+ * session's is never touched. */
+static void release_if_ours(zk_election *e)
+{
+    if (e->strategy != REIGN_STRATEGY_LOCK)
+        reign__zk_get(e->zk, e->leader_path, NULL, REIGN__ZK_RETRY, e, on_release_read, NULL);
 }
 
 static void on_released(void *owner, void *arg, const reign__zk_result *r)
@@ -849,10 +926,16 @@ static void on_holder_read(void *owner, void *arg, const reign__zk_result *r)
         goto out; /* foreign: no one to ask */
     const char *mine = basename_of(e->my_node);
     const char *asked = reign__record_get(&rec, "handoff");
+    const char *at = reign__record_get(&rec, "handoff_priority");
+    char prio[12];
+    snprintf(prio, sizeof(prio), "%u", e->prio);
+    const char *set[] = {"handoff", mine, "handoff_priority", prio};
     reign__buf b;
     reign__buf_init(&b);
-    int rc =
-        asked && !strcmp(asked, mine) ? 1 : reign__record_build_with(&b, &rec, "handoff", mine);
+    /* Asked already (by us, or by the operator who designated us)? */
+    int rc = asked && !strcmp(asked, mine) && at && !strcmp(at, prio)
+                 ? 1
+                 : reign__record_build_set(&b, &rec, set, 4);
     reign__record_clear(&rec);
     if (rc == 0)
         rc = reign__zk_set(e->zk, e->holder_node, b.data, b.len, r->stat.version, 0, e,
@@ -873,6 +956,7 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
         goto out;
     if (r->rc == REIGN_ENOENT) {
+        set_str(&e->handing_to, NULL); /* taken over and gone, or let go */
         if (e->prio >= REIGN__DESIGNATED_MIN)
             claim(e); /* designated: first by construction */
         else
@@ -883,19 +967,29 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
         retry_later(e, r->rc, "reading the leader node");
         goto out;
     }
+    reign__record rec;
+    const char *node = NULL, *next = NULL;
+    bool parsed = reign__record_parse(r->value, r->value_len, &rec) == 0;
+    if (parsed) {
+        node = reign__record_get(&rec, "node");
+        next = reign__record_get(&rec, "next");
+    }
     if (r->stat.ephemeral_owner == reign_client_session_id(e->base.client)) {
+        bool handing = e->handing_to && next && !strcmp(next, basename_of(e->handing_to));
+        if (parsed)
+            reign__record_clear(&rec);
+        if (handing)
+            goto out; /* handed over, not taken yet: its takeover deletes it */
         /* Ours from an earlier leadership (demoted by a stall, a handoff
          * that did not finish): let it go and claim a new term. */
+        set_str(&e->handing_to, NULL);
         e->leader_version = r->stat.version;
         release_leader_node(e);
         check(e);
         goto out;
     }
-    reign__record rec;
-    const char *node = NULL;
-    bool parsed = reign__record_parse(r->value, r->value_len, &rec) == 0;
-    if (parsed)
-        node = reign__record_get(&rec, "node");
+    /* Another session's: a handover of ours is over (taken, or let go). */
+    set_str(&e->handing_to, NULL);
     if (!node || !reign__election_node_ok(node) || !strcmp(node, "lock")) {
         if (parsed)
             reign__record_clear(&rec);
@@ -903,6 +997,17 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
                    "election %s: %s holds data reign did not write; waiting for it to go",
                    e->base.name, e->leader_path);
         goto out;
+    }
+    if (next && !strcmp(next, basename_of(e->my_node))) {
+        reign__record_clear(&rec);
+        take_over(e, r->stat.version); /* handed to us */
+        goto out;
+    }
+    if (e->designated && !next && !strcmp(e->designated, node)) {
+        /* Its leader was asked to hand over to us: once it names us next
+         * (its next change), we take over without reading it again. */
+        e->leader_seen = true;
+        e->leader_seen_version = r->stat.version;
     }
     uint64_t their = 0;
     (void)reign__record_get_u64(&rec, "priority", &their);
@@ -960,37 +1065,192 @@ static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, con
     zk_election *e = owner;
     ENTER(e);
     e->leader_lock_watched = false;
+    bool seen = e->leader_seen;
+    e->leader_seen = false;
     if (e->state == ST_WAITING && e->contending && !e->base.leader) {
-        if (ev == REIGN__ZK_DELETED && e->prio >= REIGN__DESIGNATED_MIN)
+        if (ev == REIGN__ZK_DELETED && e->handing_to) {
+            set_str(&e->handing_to, NULL); /* taken over (or released): look again */
+            check(e);
+        } else if (ev == REIGN__ZK_DELETED && e->prio >= REIGN__DESIGNATED_MIN) {
             claim(e); /* designated: first by construction; the claim proves the rest */
-        else if (ev == REIGN__ZK_DELETED)
+        } else if (ev == REIGN__ZK_DELETED) {
             check(e); /* free: claim if first */
-        else
+        } else if (seen && e->designated) {
+            /* The only write to a leader node is its holder naming the next
+             * one, after it demoted itself: the change we were told to
+             * expect.  Take over at the version it made; if it named
+             * someone else (another designation raced ours), the takeover
+             * is still exclusive - and it fails if anything else changed. */
+            take_over(e, e->leader_seen_version + 1);
+        } else {
             contend(e);
+        }
     }
     LEAVE(e);
 }
 
-static void restand(zk_election *e, unsigned prio);
+static void on_taken_over(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_CLAIMING)
+        goto out;
+    switch (r->rc) {
+    case 0:
+        e->leader_version = 0;
+        become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
+        break;
+    case REIGN_ENOENT:
+        if (r->failed_op == 0)
+            handle_node_gone(e); /* our node is gone */
+        else if (r->failed_op == 1)
+            contend(e); /* the leader node went meanwhile: look again */
+        else
+            check(e); /* the term node is gone: the ordinary claim makes it again */
+        break;
+    case REIGN_EBADVERSION:
+    case REIGN_EEXIST:
+        contend(e); /* it changed meanwhile: look again */
+        break;
+    default:
+        claim_failed(e, r->rc, "taking over the leader node");
+    }
+out:
+    LEAVE(e);
+}
 
 /*
- * A handoff asked by `to` (written into our own node).  Its name carries
- * its priority, so whether it outranks us needs no listing: a higher
- * priority always leads first, and a designated asker (at the designated
- * priority, as we may be) takes over from an equal one - the operator's
- * latest choice wins.  A request from a candidate that does not outrank us
- * is ignored: it would only make the lead bounce.
+ * The leader named us next in the leader node (at `version`), demoted
+ * already: delete it and make ours, with the claim, in one multi - no one
+ * can claim in between, and if anything changed since, nothing happens.
  */
-static void hand_off_if_asked(zk_election *e, const char *to)
+static void take_over(zk_election *e, int32_t version)
 {
-    reign__qnode them, me;
+    set_state(e, ST_CLAIMING, "handed over to us");
+    send_claim(e, version);
+}
+
+static void on_handing_event(void *owner, void *arg, reign__zk_event ev, const char *path);
+
+/* The handover did not happen (the target left, or the leader node changed
+ * under us): let the leader node go if we still hold it, and look again. */
+static void abandon_handover(zk_election *e, const char *why)
+{
+    reign__log(e->base.log, REIGN_LOG_INFO, "election %s: handover to %s abandoned: %s",
+               e->base.name, e->handing_to ? e->handing_to : "?", why);
+    set_str(&e->handing_to, NULL);
+    e->epoch++;
+    release_if_ours(e);
+    check(e);
+}
+
+static void on_handing_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (!EXISTS_REGISTERED(r))
+        e->handing_watched = false;
+    if (!STALE(e, arg) && e->handing_to && r->rc == REIGN_ENOENT)
+        abandon_handover(e, "it is gone");
+    LEAVE(e);
+}
+
+static void watch_handing(zk_election *e)
+{
+    if (e->handing_watched || !e->handing_to)
+        return;
+    e->handing_watched = true;
+    if (reign__zk_exists(e->zk, e->handing_to, on_handing_event, REIGN__ZK_RETRY, e,
+                         on_handing_exists, EPOCH_ARG(e)) < 0)
+        e->handing_watched = false;
+}
+
+static void on_handing_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    e->handing_watched = false;
+    if (e->handing_to && !strcmp(path, e->handing_to)) {
+        if (ev == REIGN__ZK_DELETED)
+            abandon_handover(e, "it left");
+        else
+            watch_handing(e); /* written to: still there, keep watching */
+    }
+    LEAVE(e);
+}
+
+static void on_handed(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || !e->handing_to)
+        goto out;
+    if (r->rc != 0) {
+        abandon_handover(e, reign_strerror(r->rc));
+        goto out;
+    }
+    e->leader_version = r->stat.version;
+    /* Until it takes over: watch it (if it leaves, we let go) and the
+     * leader node (its takeover deletes ours). */
+    watch_handing(e);
+    contend(e);
+out:
+    LEAVE(e);
+}
+
+/*
+ * Hands the leader node to the candidate `to` (demoted already): rewritten
+ * to name it as next, it stays ours, so no one else can claim in between,
+ * and `to` takes it over - deletes it and makes its own in one multi with
+ * its claim.  Should `to` leave first, we let go of it (abandon_handover);
+ * should we die, it goes with our session and the election goes on as
+ * after any leader's end.
+ */
+static void hand_over(zk_election *e, const char *to)
+{
+    char prio[12];
+    snprintf(prio, sizeof(prio), "%u", e->prio);
+    const char *node = basename_of(e->my_node);
+    const char *kv[] = {"id",    e->base.id, "node", node,   "guid",
+                        e->guid, "priority", prio,   "next", to};
+    reign__buf l;
+    reign__buf_init(&l);
+    set_str(&e->handing_to, NULL);
+    e->handing_to = reign__path_join(e->dir, to);
+    e->handing_watched = false;
+    int rc = e->handing_to ? reign__record_build(&l, kv, 10, NULL, 0) : REIGN_ENOMEM;
+    set_state(e, ST_WAITING, "handing over");
+    e->contending = true;
+    if (rc == 0)
+        rc = reign__zk_set(e->zk, e->leader_path, l.data, l.len, e->leader_version, 0, e, on_handed,
+                           EPOCH_ARG(e));
+    reign__buf_free(&l);
+    if (rc < 0) {
+        set_str(&e->handing_to, NULL);
+        issue_failed(e, rc, "handing over");
+    }
+}
+
+/*
+ * A handoff asked for `to` (written into our own node, by `to` itself or
+ * by an operator designating it), at priority `asked`: the higher of the
+ * one its node name carries and the one the request states.  A higher
+ * priority always leads first, and a designated asker takes over from an
+ * equal (designated) leader - the operator's latest choice wins.  A request
+ * from a candidate that does not outrank us is ignored: it would only make
+ * the lead bounce.
+ */
+static void hand_off_if_asked(zk_election *e, const char *to, unsigned asked)
+{
+    reign__qnode them;
     if (!to || !e->my_node || !reign__qnode_parse(to, &them) ||
-        !reign__qnode_parse(basename_of(e->my_node), &me) || !strcmp(to, me.name)) {
+        !strcmp(to, basename_of(e->my_node))) {
         check(e); /* nothing asked: look again (and re-arm the watch on our node) */
         return;
     }
-    bool designated = them.prio >= REIGN__DESIGNATED_MIN;
-    if (!(them.prio > me.prio || (designated && them.prio >= me.prio))) {
+    unsigned prio = them.prio > asked ? them.prio : asked;
+    bool designated = prio >= REIGN__DESIGNATED_MIN;
+    if (!(prio > e->prio || (designated && prio >= e->prio))) {
         reign__log(e->base.log, REIGN_LOG_INFO,
                    "election %s: ignoring a handoff request from %s, which does not outrank us",
                    e->base.name, to);
@@ -1002,13 +1262,7 @@ static void hand_off_if_asked(zk_election *e, const char *to)
     demote(e, REIGN_DEMOTE_HANDOFF, false);
     if (e->free_requested)
         return;
-    release_leader_node(e);
-    /* Back in line: a designated leader gives up its designation (one at a
-     * time holds it, so the designated priority never has to grow). */
-    if (e->prio >= REIGN__DESIGNATED_MIN)
-        restand(e, e->cfg_prio);
-    else
-        check(e); /* after the delete, in order: we watch our predecessor */
+    hand_over(e, to);
 }
 
 /* ---- watching our place ------------------------------------------------- */
@@ -1028,8 +1282,10 @@ static void handle_node_gone(zk_election *e)
     e->own_watched = false;
     bool was_leader = e->base.leader;
     demote(e, REIGN_DEMOTE_NODE_DELETED, false);
-    if (was_leader)
+    if (was_leader || e->handing_to)
         release_leader_node(e);
+    set_str(&e->handing_to, NULL);
+    undesignate(e);
     if (e->free_requested || e->state == ST_FAILED || e->state == ST_LEFT)
         return;
     set_state(e, ST_PAUSED, "node deleted");
@@ -1040,106 +1296,36 @@ static void handle_node_gone(zk_election *e)
 static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *r);
 static void read_own(zk_election *e);
 
-static void on_restood(void *owner, void *arg, const reign__zk_result *r)
+/*
+ * An operator designated us (election_query.c wrote designated=<the
+ * leader's node> into ours, and handoff=<ours> into the leader's): outrank
+ * everyone until we lead once, and take over from that leader as soon as
+ * it names us next.  Should it end otherwise (it dies before handing
+ * over), whoever comes next is asked to hand over to us like any leader
+ * that does not outrank us.
+ */
+static void designated(zk_election *e, const char *leader, const char *id)
 {
-    zk_election *e = owner;
-    ENTER(e);
-    e->create_inflight = false;
-    if (STALE(e, arg) || e->state != ST_CREATING)
-        goto out;
-    if (r->rc == 0 && r->value) {
-        set_str(&e->my_node, r->value);
-        e->own_version = 0;
-        if (!e->my_node) {
-            retry_later(e, REIGN_ENOMEM, "recording our node");
-            goto out;
-        }
-        reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: standing again as %s (priority %u)",
-                   e->base.name, e->my_node, e->prio);
-        e->own_watched = false;
-        if (e->prio >= REIGN__DESIGNATED_MIN) {
-            /* Designated: we rank first by construction, so go straight to
-             * the leader node (claim if it is free, else ask): its read,
-             * sent with the multi, is answered next. */
-            watch_own(e);
-            set_state(e, ST_WAITING, "designated: the leader node is next");
-            e->contending = true;
-            if (!e->ready_sent && !e->base.follow)
-                send_ready(e);
-        } else {
-            check(e);
-        }
-    } else if (r->rc == REIGN_EBADVERSION && e->replacing) {
-        /* Someone wrote to our old node meanwhile: keep it, and read it. */
-        reign__qnode q;
-        e->my_node = e->replacing;
-        e->replacing = NULL;
-        e->prio = reign__qnode_parse(basename_of(e->my_node), &q) ? q.prio : e->cfg_prio;
-        e->own_watched = false;
-        set_state(e, ST_CHECKING, "our node changed while we stood again");
-        read_own(e);
-    } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT) {
-        /* Landed or not: the guid finds whichever name we have. */
-        if (reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e)) <
-            0)
-            retry_later(e, REIGN_ENOMEM, "looking for our node");
-    } else {
-        /* The old node is gone (deposed meanwhile) or the create failed:
-         * stand afresh, with the priority we were designated. */
-        set_str(&e->replacing, NULL);
-        retry_later(e, r->rc, "standing again as designated");
-    }
-out:
-    LEAVE(e);
+    if (e->designation_done && !strcmp(e->designation_done, id))
+        return; /* led by it already: our node still says so */
+    if (e->designated && e->designation && !strcmp(e->designation, id) && e->state == ST_WAITING &&
+        e->contending)
+        return; /* acting on it already */
+    set_str(&e->designation, id);
+    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: designated (the leader was %s)",
+               e->base.name, leader);
+    set_str(&e->designated, leader);
+    e->prio = REIGN__DESIGNATED_MIN;
+    e->preempt_at = 0;
+    if (e->state != ST_CLAIMING) /* a claim in flight ends in contend() if it fails */
+        contend(e);
 }
 
-/* Designated: stand again under a name with priority `prio`, in one multi
- * (the new node and the old one's deletion), so we are never absent from
- * the line and never in it twice.  Our guid stays: after a lost answer the
- * children tell which of the two names we hold. */
-static void restand(zk_election *e, unsigned prio)
+static void undesignate(zk_election *e)
 {
-    char *prefix = reign__election_path(e->base.name, "/n_");
-    reign__buf b;
-    reign__buf_init(&b);
-    reign__buf_printf(&b, "%s%s_", prefix ? prefix : "", e->guid);
-    if (prio)
-        reign__buf_printf(&b, "p%04u_", prio);
-    reign__free(prefix);
-    e->epoch++;
-    e->prio = prio;
-    set_state(e, ST_CREATING, prio >= REIGN__DESIGNATED_MIN ? "designated" : "designation ended");
-    /* Our old node's deletion fires our own watch: expected, not a depose. */
-    reign__free(e->replacing);
-    e->replacing = e->my_node;
-    e->my_node = NULL;
-    reign__zk_mop ops[] = {
-        {.type = REIGN__ZK_MCREATE,
-         .path = b.data,
-         .data = e->record.data,
-         .len = e->record.len,
-         .flags = REIGN__ZK_EPHEMERAL | REIGN__ZK_SEQUENCE},
-        /* At the version we last read: a request written to it since (a
-         * designation racing our handing over) fails the multi, and we read
-         * it again instead of losing it with the node. */
-        {.type = REIGN__ZK_MDELETE, .path = e->replacing, .version = e->own_version},
-    };
-    int rc = b.oom ? REIGN_ENOMEM : reign__zk_multi(e->zk, ops, 2, e, on_restood, EPOCH_ARG(e));
-    reign__buf_free(&b);
-    if (rc == 0)
-        e->create_inflight = true;
-    else
-        issue_failed(e, rc, "standing again as designated");
-    if (rc == 0 && prio >= REIGN__DESIGNATED_MIN) {
-        /* Designated, we will rank first: read the leader node in the same
-         * round trip.  Its answer comes after the multi's (on_restood), which
-         * makes us a contender for it to act on. */
-        bool watch = !e->leader_lock_watched;
-        if (reign__zk_get(e->zk, e->leader_path, watch ? on_leader_lock_event : NULL,
-                          REIGN__ZK_RETRY, e, on_leader_lock_read, ARG(e, watch)) == 0 &&
-            watch)
-            e->leader_lock_watched = true;
-    }
+    set_str(&e->designated, NULL);
+    if (!e->base.leader)
+        e->prio = e->cfg_prio;
 }
 
 static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
@@ -1153,32 +1339,50 @@ static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
         handle_node_gone(e);
         goto out;
     }
-    if (r->rc == 0)
+    if (r->rc == 0) {
         e->own_version = r->stat.version;
-    uint64_t want = 0;
-    char *to = NULL;
+        watch_own(e); /* for the next request (a change since this read is read again) */
+    }
+    uint64_t asked = 0;
+    char *to = NULL, *des = NULL;
+    reign__buf id;
+    reign__buf_init(&id);
     reign__record rec;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        if (reign__record_get_u64(&rec, "designate", &want) < 0)
-            want = 0;
+        if (reign__record_get_u64(&rec, "handoff_priority", &asked) < 0 ||
+            asked > REIGN__DESIGNATED_MIN)
+            asked = 0;
         const char *h = reign__record_get(&rec, "handoff");
+        const char *d = reign__record_get(&rec, "designated");
         to = h ? reign__strdup(h) : NULL;
+        des = d && (!strcmp(d, "-") || reign__election_node_ok(d)) ? reign__strdup(d) : NULL;
+        const char *dt = reign__record_get(&rec, "designated_term");
+        reign__buf_printf(&id, "%s@%s", d ? d : "", dt ? dt : "");
+        const char *mine = reign__record_get(&rec, "id");
+        if (!mine || strcmp(mine, e->base.id) != 0 || rec.payload_len != e->base.data_len ||
+            (rec.payload_len && memcmp(rec.payload, e->base.data, rec.payload_len) != 0)) {
+            /* Written without our payload (a designation found us by the id
+             * tag in our name, without reading us): put our record back. */
+            reign__zk_set(e->zk, e->my_node, e->record.data, e->record.len, r->stat.version, 0,
+                          NULL, NULL, NULL);
+        }
         reign__record_clear(&rec);
     }
     if (e->base.leader && e->state == ST_LEADER)
-        hand_off_if_asked(e, to); /* a contender that outranks us asks */
-    else if (want > e->prio && want >= REIGN__DESIGNATED_MIN && want <= REIGN__PRIORITY_NAME_MAX)
-        restand(e, (unsigned)want);
-    else
-        check(e);
+        hand_off_if_asked(e, to, (unsigned)asked); /* one that outranks us asks */
+    else if (des && !e->base.leader && !id.oom)
+        designated(e, des, id.data);
+    else if (!e->designated || e->base.leader)
+        check(e); /* (designated: our own write, or news the leader node brings) */
     reign__free(to);
+    reign__free(des);
+    reign__buf_free(&id);
 out:
     LEAVE(e);
 }
 
 static void read_own(zk_election *e)
 {
-    /* check() re-arms the exists-watch on our node afterwards. */
     int rc = reign__zk_get(e->zk, e->my_node, NULL, REIGN__ZK_RETRY, e, on_own_read, EPOCH_ARG(e));
     if (rc < 0)
         issue_failed(e, rc, "reading our node");
@@ -1198,11 +1402,6 @@ static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char 
         } else if (e->state == ST_WAITING || e->state == ST_LEADER) {
             check(e); /* data changed: re-arm the watch and look again */
         }
-    } else if (e->replacing && !strcmp(path, e->replacing)) {
-        /* Our old name: deleted by our own re-stand, or written to (the
-         * re-stand then fails on the version, and on_restood reads it). */
-        if (ev == REIGN__ZK_DELETED)
-            set_str(&e->replacing, NULL);
     } else if (e->my_node && !strcmp(path, e->my_node)) {
         e->own_watched = false;
         if (ev == REIGN__ZK_DELETED && e->state != ST_RESIGNING && e->state != ST_LEFT)
@@ -1332,6 +1531,13 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     if (me == SIZE_MAX) {
         reign__free(v);
         handle_node_gone(e);
+        goto out;
+    }
+    if (!e->base.leader && (e->designated || (me == 0 && e->handing_to))) {
+        /* Designated: we take over wherever we stand in line.  Handing
+         * over: the one we named takes over, not us. */
+        reign__free(v);
+        contend(e);
         goto out;
     }
     if (me == 0) {
@@ -1491,8 +1697,6 @@ static void on_find_own(void *owner, void *arg, const reign__zk_result *r)
                 retry_later(e, REIGN_ENOMEM, "adopting our node");
                 goto out;
             }
-            if (e->replacing && !strcmp(e->replacing, e->my_node))
-                set_str(&e->replacing, NULL); /* the re-stand did not land */
             reign__log(e->base.log, REIGN_LOG_INFO, "election %s: found our node %s after a retry",
                        e->base.name, e->my_node);
             check(e);
@@ -1517,8 +1721,11 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
         finish_resign(e, 0);
         goto out;
     }
-    if (STALE(e, arg) || e->state != ST_CREATING)
+    if (STALE(e, arg) || e->state != ST_CREATING) {
+        if (r->rc == 0 && e->strategy != REIGN_STRATEGY_LOCK)
+            drop_stray(e, r->value); /* given up meanwhile (ceded, restarted) */
         goto out;
+    }
     switch (r->rc) {
     case 0:
         set_str(&e->my_node, r->value);
@@ -1578,13 +1785,13 @@ static void create_node(zk_election *e)
         rc = reign__zk_create(e->zk, e->lock_path, e->record.data, e->record.len,
                               REIGN__ZK_EPHEMERAL, e, on_created, EPOCH_ARG(e));
     } else {
-        reign__random_hex(e->guid, REIGN__GUID_BYTES);
+        reign__election_guid(e->guid, e->base.id);
         char *prefix = reign__election_path(e->base.name, "/n_");
         reign__buf b;
         reign__buf_init(&b);
         reign__buf_printf(&b, "%s%s_", prefix ? prefix : "", e->guid);
-        if (e->prio)
-            reign__buf_printf(&b, "p%04u_", e->prio);
+        if (e->cfg_prio) /* the name carries the configured one; a designation is not kept */
+            reign__buf_printf(&b, "p%04u_", e->cfg_prio);
         reign__free(prefix);
         rc = b.oom ? REIGN_ENOMEM
                    : reign__zk_create(e->zk, b.data, e->record.data, e->record.len,
@@ -1759,12 +1966,207 @@ static void setup_done(zk_election *e, reign_strategy found)
     create_node(e);
 }
 
+/* ---- a new election in one request --------------------------------------
+ *
+ * Most elections a process joins for the first time either exist already or
+ * are new and stay with it: a service:version that starts.  A new one is
+ * set up and won by one multi: the election node, its term node, the leader
+ * node, our candidate node, and the term's first claim.  It is batched with
+ * those of the other elections joined in the same loop turn, so joining
+ * thousands of new elections costs the server one request per few hundred
+ * of them plus one watch each, instead of seven requests each.
+ *
+ * Ours is then the only candidate, so it leads: it is the claim of claim(),
+ * made at once.  The candidate node's name is known before the multi runs:
+ * a sequence number is the count of the parent's child changes so far, and
+ * the election node is new and gets three children in this order (term,
+ * leader, ours), so ours ends in 0000000002.  The multi reports the name it
+ * made, which we check all the same.  If the election node exists, the
+ * multi fails as a whole and we take the ordinary way, reading it first.
+ */
+#define COLD_SEQ "0000000002"
+
+static void cold_start(zk_election *e);
+
+static void on_cold_parents(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (STALE(e, arg) || e->state != ST_SETUP)
+        goto out;
+    if (r->rc == REIGN_EACCES)
+        fail(e, r->rc, "not allowed to create %s (credentials?)", REIGN__ELECTION_DIR);
+    else if (r->rc == 0 || r->rc == REIGN_EEXIST)
+        cold_start(e);
+    else
+        start(e); /* the ordinary way tells what is wrong (a missing chroot) */
+out:
+    LEAVE(e);
+}
+
+static void on_cold_made(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    e->create_inflight = false;
+    set_str(&e->cold_node, NULL);
+    if (r->rc == 0 && (e->state == ST_RESIGNING || STALE(e, arg) || e->state != ST_SETUP)) {
+        /* Given up meanwhile: let go of the leader node, then of our node. */
+        release_if_ours(e);
+        drop_stray(e, r->last_created);
+    }
+    if (e->state == ST_RESIGNING) {
+        finish_resign(e, 0);
+        goto out;
+    }
+    if (STALE(e, arg) || e->state != ST_SETUP)
+        goto out;
+    switch (r->rc) {
+    case 0: {
+        e->strategy = REIGN_STRATEGY_QUEUE;
+        set_str(&e->my_node, r->last_created);
+        e->own_version = 0;
+        e->leader_version = 0;
+        if (!e->my_node) {
+            retry_later(e, REIGN_ENOMEM, "recording our node");
+            break;
+        }
+        if (e->base.follow && !e->following)
+            follow_leader(e);
+        watch_own(e);
+        const char *name = basename_of(e->my_node);
+        size_t len = strlen(name);
+        if (len < 10 || strcmp(name + len - 10, COLD_SEQ) != 0) {
+            /* Not the name the records carry (never seen): drop the
+             * leadership unannounced and claim the ordinary way. */
+            reign__log(e->base.log, REIGN_LOG_WARN,
+                       "election %s: new node %s, not the expected sequence; claiming again",
+                       e->base.name, name);
+            release_leader_node(e);
+            check(e);
+            break;
+        }
+        become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
+        break;
+    }
+    case REIGN_ENOENT:
+        if (r->failed_op == 0 && e->cold_tries < 2) {
+            /* The first election under this root: make /reign/election. */
+            const char *chain[] = {REIGN__ZK_ROOT, REIGN__ELECTION_DIR};
+            reign__zk_create(e->zk, chain[0], NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+            if (reign__zk_create(e->zk, chain[1], NULL, 0, REIGN__ZK_RETRY, e, on_cold_parents,
+                                 EPOCH_ARG(e)) < 0)
+                retry_later(e, REIGN_ENOMEM, "creating the election node");
+            break;
+        }
+        start(e);
+        break;
+    case REIGN_ECONNLOSS:
+    case REIGN_ETIMEDOUT:
+        /* Landed or not: our guid in a child's name tells (none: there is
+         * no election node, or no node of ours, and we stand again).  A
+         * node found is checked and claimed the ordinary way; the leader
+         * node, if the multi landed, is ours and is let go first. */
+        set_state(e, ST_CREATING, "create outcome unknown");
+        release_if_ours(e);
+        if (reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e)) <
+            0)
+            retry_later(e, REIGN_ENOMEM, "looking for our node");
+        break;
+    case REIGN_ECANCELED:
+        /* Batched with a multi that failed (most likely an election that
+         * exists: so may ours, joined with it): once more, then the
+         * ordinary way. */
+        if (e->cold_tries < 2)
+            cold_start(e);
+        else
+            start(e);
+        break;
+    case REIGN_EACCES:
+        fail(e, r->rc, "not allowed to create %s (credentials?)", e->dir);
+        break;
+    case REIGN_E2BIG:
+        fail(e, r->rc, "the store refused the payload as too large (%s)", e->dir);
+        break;
+    default:
+        start(e); /* EEXIST: the election exists - the ordinary way */
+    }
+out:
+    LEAVE(e);
+}
+
+static void cold_start(zk_election *e)
+{
+    e->cold_tries++;
+    reign__buf rec, cand, node, t, l;
+    reign__buf_init(&rec);
+    reign__buf_init(&cand);
+    reign__buf_init(&node);
+    reign__buf_init(&t);
+    reign__buf_init(&l);
+    int rc = dir_record(e, &rec);
+    char *prefix = reign__election_path(e->base.name, "/");
+    reign__buf_printf(&node, "n_%s_", e->guid);
+    if (e->cfg_prio)
+        reign__buf_printf(&node, "p%04u_", e->cfg_prio);
+    reign__buf_printf(&cand, "%s%s", prefix ? prefix : "", node.data ? node.data : "");
+    reign__buf_printf(&node, COLD_SEQ);
+    reign__free(prefix);
+    if (rc == 0 && (cand.oom || node.oom || !prefix))
+        rc = REIGN_ENOMEM;
+    if (rc == 0)
+        rc = claim_records(e, node.data, &t, &l);
+    if (rc == 0) {
+        reign__zk_mop ops[] = {
+            {.type = REIGN__ZK_MCREATE, .path = e->dir, .data = rec.data, .len = rec.len},
+            {.type = REIGN__ZK_MCREATE, .path = e->term_path, .data = "reign 1\n\n", .len = 9},
+            {.type = REIGN__ZK_MCREATE,
+             .path = e->leader_path,
+             .data = l.data,
+             .len = l.len,
+             .flags = REIGN__ZK_EPHEMERAL},
+            {.type = REIGN__ZK_MCREATE,
+             .path = cand.data,
+             .data = e->record.data,
+             .len = e->record.len,
+             .flags = REIGN__ZK_EPHEMERAL | REIGN__ZK_SEQUENCE},
+            {.type = REIGN__ZK_MSET,
+             .path = e->term_path,
+             .data = t.data,
+             .len = t.len,
+             .version = -1},
+        };
+        rc = reign__zk_multi_batched(e->zk, ops, 5, e, on_cold_made, EPOCH_ARG(e));
+        if (rc == 0) {
+            reign__buf_printf(&cand, COLD_SEQ);
+            set_str(&e->cold_node, cand.oom ? NULL : cand.data);
+        }
+    }
+    reign__buf_free(&rec);
+    reign__buf_free(&cand);
+    reign__buf_free(&node);
+    reign__buf_free(&t);
+    reign__buf_free(&l);
+    if (rc == 0) {
+        e->create_inflight = true;
+        set_state(e, ST_SETUP, "new election?");
+    } else {
+        issue_failed(e, rc, "creating the election");
+    }
+}
+
 static void start(zk_election *e)
 {
     e->epoch++;
     set_state(e, ST_SETUP, "start");
     if (!reign__zk_connected(e->zk) && reign_client_session_id(e->base.client) == 0) {
         set_state(e, ST_NOSESSION, "waiting for a session");
+        return;
+    }
+    /* The first attempt of a candidate that did not ask for the lock:
+     * perhaps a new election. */
+    if (e->cold_tries == 0 && !e->base.observer && e->strategy != REIGN_STRATEGY_LOCK) {
+        cold_start(e);
         return;
     }
     int rc = reign__zk_get(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_setup_read, EPOCH_ARG(e));
@@ -1816,7 +2218,10 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         e->create_inflight = false;
         e->prio = e->cfg_prio;
         e->preempt_at = 0;
-        set_str(&e->replacing, NULL);
+        set_str(&e->designated, NULL);
+        set_str(&e->handing_to, NULL);
+        e->handing_watched = false;
+        e->leader_seen = false;
         if (e->base.leader)
             demote(e, REIGN_DEMOTE_SESSION_LOST, false);
         if (e->free_requested)
@@ -1898,7 +2303,11 @@ static void destroy(zk_election *e)
     reign__free(e->lock_path);
     reign__free(e->leader_path);
     reign__free(e->holder_node);
-    reign__free(e->replacing);
+    reign__free(e->designated);
+    reign__free(e->designation_done);
+    reign__free(e->designation);
+    reign__free(e->handing_to);
+    reign__free(e->cold_node);
     reign__free(e->my_node);
     reign__free(e->pred_watched);
     reign__free(e->leader_node_watched);
@@ -1950,7 +2359,7 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
     }
     if (rc == 0) {
         /* guid: known before the create, so a retried create is recognised */
-        rc = reign__random_hex(e->guid, REIGN__GUID_BYTES);
+        rc = reign__election_guid(e->guid, e->base.id);
     }
     if (rc == 0) {
         const char *kv[] = {"id", e->base.id, "guid", e->guid};
@@ -1983,9 +2392,11 @@ static int step_down(zk_election *e, reign_demote_reason reason, estate then)
     e->epoch++;
     bool was_leader = e->base.leader;
     demote(e, reason, true);
-    if (was_leader)
+    if (was_leader || e->handing_to)
         release_leader_node(e); /* before our node: the next one's claim needs both gone */
-    e->prio = e->cfg_prio;      /* a designation ends when its candidate stops standing */
+    set_str(&e->handing_to, NULL);
+    set_str(&e->designated, NULL);
+    e->prio = e->cfg_prio; /* a designation ends when its candidate stops standing */
     e->preempt_at = 0;
     char *node = e->my_node;
     e->my_node = NULL;
@@ -2046,6 +2457,17 @@ static reign_election *zk_free(reign_election *pub)
         }
         if (e->my_node && e->state != ST_LEFT)
             reign__zk_delete(e->zk, e->my_node, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
+        if (e->cold_node) {
+            /* A new election's multi may be on its way (if not sent yet,
+             * forgetting drops it): undo it after it, should it land.  Our
+             * candidate node, by the name the multi gives it, proves that the
+             * leader node at version 0 is the one it made. */
+            reign__zk_mop ops[] = {
+                {.type = REIGN__ZK_MDELETE, .path = e->cold_node, .version = -1},
+                {.type = REIGN__ZK_MDELETE, .path = e->leader_path, .version = 0},
+            };
+            reign__zk_multi(e->zk, ops, 2, NULL, NULL, NULL);
+        }
         reign__zk_forget(e->zk, e);
     }
     if (e->busy > 0)

@@ -56,9 +56,8 @@ def body(t):
           f"designating a stranger: {rc} {err.strip()!r}")
     st = t.status(name, uri)
     check(st["leader"]["id"] == "c" and st["leader"]["term"] == el.term, f"{st}")
-    first = st["candidates"][0]
-    check(first["id"] == "c" and first["priority"] > 255, f"the designee ranks first: {st}")
-    check(all(k["priority"] == 0 for k in st["candidates"][1:]), f"{st}")
+    # A designation lasts one leadership: no candidate is renamed or keeps a priority for it.
+    check(all(k["priority"] == 0 for k in st["candidates"]), f"{st}")
 
     rc, out, err = t.reign(["--uri", uri, "designate", name, "c", "--json"])
     check(rc == 0 and json.loads(out)["leader"] == "c", f"designating the leader: {rc} {out!r}")

@@ -1,11 +1,15 @@
 /*
  * it_create_connloss.c - a candidate's create whose outcome is unknown.
  *
- *     it_create_connloss queue-lost-reply | lock-lost-reply | queue-failed | lock-failed
+ *     it_create_connloss queue-lost-reply | lock-lost-reply | queue-failed | lock-failed |
+ *                        new-lost-reply | new-failed
  *
- * Linked with -Wl,--wrap=zoo_acreate2 against reign_internal, so that every create libreign
- * sends passes through __wrap_zoo_acreate2() below.  For the first create of a candidate node
- * in this test's election (queue: .../n_<guid>_, lock: .../lock) it injects a fault:
+ * Linked with -Wl,--wrap=zoo_acreate2,--wrap=zoo_amulti against reign_internal, so that every
+ * create and multi libreign sends passes through the wrappers below.  For the first create of
+ * a candidate node in this test's election (queue: .../n_<guid>_, lock: .../lock) it injects a
+ * fault.  queue-* and lock-* join an election that exists (a first candidate made it and left),
+ * so the candidate node is a create of its own; new-* join a new election, whose node, term and
+ * candidate node are made by one multi, and the fault hits that multi:
  *
  *   *-lost-reply  the create is sent and applied by the server, but the reply is replaced by
  *                 ZCONNECTIONLOSS: the node exists, and the candidate does not know it.  The
@@ -16,6 +20,9 @@
  *   *-failed      the create never reaches the server and ZCONNECTIONLOSS is reported (from
  *                 another thread, as the C client's completion thread would): the candidate
  *                 must find nothing, create again, and stand with exactly one node.
+ *
+ * (new-failed: the election node is not there either, so the candidate sets it up the ordinary
+ * way, then creates its node.)
  *
  * Afterwards a second candidate joins and the first resigns: the second must take over, which
  * it only can if no stray node of the first is left in front of it.
@@ -34,6 +41,11 @@ int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int 
                         const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
                         const void *data);
 
+int __real_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data);
+int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data);
+
 /* ---- the fault injector (runs on the loop thread and the completion thread) -------------- */
 
 #define MAX_CREATES 16
@@ -42,6 +54,7 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static char dir[256];     /* "/reign/election/NAME": only its candidate creates count */
 static int lock_strategy; /* count ".../lock" rather than ".../n_" */
 static int drop_reply;    /* lost-reply (1) or failed (0) */
+static int fresh;         /* new-*: the election is new */
 static int armed;
 static int n_creates;                      /* candidate creates sent */
 static char create_path[MAX_CREATES][256]; /* the path each asked for */
@@ -50,7 +63,9 @@ static char dropped_created[256];          /* lost-reply: what the server create
 
 typedef struct wrap_ctx {
     string_stat_completion_t completion;
+    void_completion_t multi_completion; /* a multi's, instead */
     const void *data;
+    const char *created_buf; /* a multi's: where its candidate create's path is written */
 } wrap_ctx;
 
 static void lost_reply(int rc, const char *value, const struct Stat *stat, const void *data)
@@ -72,13 +87,29 @@ static void lost_reply(int rc, const char *value, const struct Stat *stat, const
     free(w);
 }
 
+static void multi_lost_reply(int rc, const void *data)
+{
+    wrap_ctx *w = (wrap_ctx *)data;
+    pthread_mutex_lock(&mu);
+    if (rc == ZOK) {
+        snprintf(dropped_created, sizeof(dropped_created), "%s", w->created_buf);
+        injected = 1;
+    }
+    pthread_mutex_unlock(&mu);
+    w->multi_completion(rc == ZOK ? ZCONNECTIONLOSS : rc, w->data);
+    free(w);
+}
+
 static void *report_failure(void *arg)
 {
     wrap_ctx *w = arg;
     pthread_mutex_lock(&mu);
     injected = 1;
     pthread_mutex_unlock(&mu);
-    w->completion(ZCONNECTIONLOSS, NULL, NULL, w->data);
+    if (w->multi_completion)
+        w->multi_completion(ZCONNECTIONLOSS, w->data);
+    else
+        w->completion(ZCONNECTIONLOSS, NULL, NULL, w->data);
     free(w);
     return NULL;
 }
@@ -101,14 +132,14 @@ int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int 
         if (n_creates < MAX_CREATES)
             snprintf(create_path[n_creates], sizeof(create_path[0]), "%s", path);
         n_creates++;
-        inject = armed;
-        armed = 0;
+        inject = armed && !fresh;
+        armed = fresh ? armed : 0;
     }
     pthread_mutex_unlock(&mu);
     if (!inject)
         return __real_zoo_acreate2(zh, path, value, valuelen, acl, mode, completion, data);
 
-    wrap_ctx *w = malloc(sizeof(*w));
+    wrap_ctx *w = calloc(1, sizeof(*w));
     H_CHECK(w != NULL);
     w->completion = completion;
     w->data = data;
@@ -120,6 +151,47 @@ int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int 
         return rc;
     }
     h_log("injecting: create %s never reaches the server", path);
+    pthread_t t;
+    H_CHECK(pthread_create(&t, NULL, report_failure, w) == 0);
+    pthread_detach(t);
+    return ZOK;
+}
+
+int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
+                      void_completion_t completion, const void *data)
+{
+    int inject = 0, cand = -1;
+    pthread_mutex_lock(&mu);
+    /* Only a new election's multi creates a candidate node (an existing one's fails). */
+    for (int i = 0; fresh && i < count; i++)
+        if (ops[i].type == ZOO_CREATE_OP && is_candidate_create(ops[i].create_op.path)) {
+            cand = i;
+            if (n_creates < MAX_CREATES)
+                snprintf(create_path[n_creates], sizeof(create_path[0]), "%s",
+                         ops[i].create_op.path);
+            n_creates++;
+            inject = armed;
+            armed = 0;
+        }
+    pthread_mutex_unlock(&mu);
+    if (!inject)
+        return __real_zoo_amulti(zh, count, ops, results, completion, data);
+
+    wrap_ctx *w = calloc(1, sizeof(*w));
+    H_CHECK(w != NULL);
+    w->multi_completion = completion;
+    w->data = data;
+    if (drop_reply) {
+        h_log("injecting: the multi creating %s is sent, its reply will be lost",
+              ops[cand].create_op.path);
+        /* The C client writes the created path into the op's buffer before it calls back. */
+        w->created_buf = ops[cand].create_op.buf;
+        int rc = __real_zoo_amulti(zh, count, ops, results, multi_lost_reply, w);
+        if (rc != ZOK)
+            free(w);
+        return rc;
+    }
+    h_log("injecting: the multi creating %s never reaches the server", ops[cand].create_op.path);
     pthread_t t;
     H_CHECK(pthread_create(&t, NULL, report_failure, w) == 0);
     pthread_detach(t);
@@ -186,9 +258,13 @@ int main(int argc, char **argv)
     } else if (!strcmp(scenario, "queue-failed")) {
     } else if (!strcmp(scenario, "lock-failed")) {
         lock_strategy = 1;
+    } else if (!strcmp(scenario, "new-lost-reply")) {
+        drop_reply = fresh = 1;
+    } else if (!strcmp(scenario, "new-failed")) {
+        fresh = 1;
     } else {
         fprintf(stderr, "usage: it_create_connloss queue-lost-reply|lock-lost-reply|"
-                        "queue-failed|lock-failed\n");
+                        "queue-failed|lock-failed|new-lost-reply|new-failed\n");
         return 2;
     }
     char test[96];
@@ -199,13 +275,23 @@ int main(int argc, char **argv)
     h_unique_name(name, sizeof(name), "connloss");
     pthread_mutex_lock(&mu);
     snprintf(dir, sizeof(dir), "/reign/election/%s", name);
-    armed = 1;
     pthread_mutex_unlock(&mu);
 
     reign_election_options eo;
     memset(&eo, 0, sizeof(eo));
     eo.strategy = lock_strategy ? REIGN_STRATEGY_LOCK : REIGN_STRATEGY_QUEUE;
     const char *uri = h_uri("session_timeout_ms=4000");
+    if (!fresh) {
+        /* The election exists: a first candidate made it, and leaves. */
+        h_cand *pre = h_cand_new("pre", uri, NULL, name, &eo);
+        H_WAIT(h_pred_leader, pre, "the first candidate to lead");
+        H_OK(reign_election_resign(pre->election));
+        H_WAIT(h_pred_left, pre, "the first candidate to leave");
+    }
+    pthread_mutex_lock(&mu);
+    n_creates = 0;
+    armed = 1;
+    pthread_mutex_unlock(&mu);
     h_cand *a = h_cand_new("a", uri, NULL, name, &eo);
     H_WAIT(injected_now, NULL, "the injected fault");
     H_WAIT(h_pred_leader, a, "the candidate to lead after the fault");

@@ -102,7 +102,7 @@ static void designation(const char *uri)
     H_WAIT(h_pred_leader, other, "the second designee to take over");
     check_handoff(next, other);
 
-    h_log("twenty designations in a row: one designated priority, never growing");
+    h_log("twenty designations in a row: no node renamed, no priority kept");
     h_cand *pair[2] = {next, other};
     for (int i = 0; i < 20; i++) {
         h_cand *to = pair[i % 2];
@@ -112,15 +112,9 @@ static void designation(const char *uri)
     h_view v;
     h_query(op, name, &v);
     H_CHECK(v.err == 0 && v.n == 2);
-    int designated = 0;
-    for (size_t i = 0; i < v.n; i++) {
-        const char *p = strstr(v.nodes[i], "_p");
-        if (p) {
-            H_CHECKF(!strncmp(p, "_p0256_", 7), "node %s", v.nodes[i]);
-            designated++;
-        }
-    }
-    H_CHECKF(designated == 1, "%d designated candidates", designated);
+    /* A designation lasts one leadership and lives in the leader node, not in a name. */
+    for (size_t i = 0; i < v.n; i++)
+        H_CHECKF(!strstr(v.nodes[i], "_p"), "node %s carries a priority", v.nodes[i]);
     h_cand_close(a); /* h_leader() looks at every open candidate */
     h_cand_close(b);
     h_cand_close(op);

@@ -149,8 +149,10 @@ reign_zk_test(NAME it_one_leader_queue COMMAND it_one_leader queue TIMEOUT 120)
 reign_zk_test(NAME it_one_leader_lock COMMAND it_one_leader lock TIMEOUT 120)
 
 # 6. a candidate's create whose reply is lost (applied, or not) after a connection loss
-reign_it_program(it_create_connloss INTERNAL LINK_OPTIONS -Wl,--wrap=zoo_acreate2)
-foreach(scenario queue-lost-reply lock-lost-reply queue-failed lock-failed)
+reign_it_program(it_create_connloss INTERNAL LINK_OPTIONS
+  -Wl,--wrap=zoo_acreate2,--wrap=zoo_amulti)
+foreach(scenario queue-lost-reply lock-lost-reply queue-failed lock-failed new-lost-reply
+    new-failed)
   reign_zk_test(NAME it_create_connloss_${scenario} COMMAND it_create_connloss ${scenario}
     TIMEOUT 120)
 endforeach()
@@ -171,6 +173,9 @@ reign_zk_test(NAME it_observer COMMAND it_observer TIMEOUT 120)
 # 12. designation and priority (issue 4): handoffs, preemption, no_preempt, preemption delay
 reign_it_program(it_designate)
 reign_zk_test(NAME it_designate COMMAND it_designate TIMEOUT 180)
+
+reign_it_program(it_many_joins)
+reign_zk_test(NAME it_many_joins COMMAND it_many_joins TIMEOUT 180)
 
 # SQL lease elections through the API, on a SQLite file (issue 3; no server needed).
 reign_it_program(it_lease)

@@ -720,11 +720,13 @@ static void dref_dtor(void *p)
 
 static void list_worker(reign_tasks_master *m, worker *w);
 
-/* Lists W if its count may be out of date and that matters now: W looks full, or W is
- * gone and holds tasks to move. */
+/* Lists W if its count may be out of date and that matters now: W holds as many tasks as it
+ * runs at once (half its cap), so it may soon have room that we do not see, or W is gone and
+ * holds tasks to move.  Waiting until W looks full would leave it idle for the round trips
+ * between its finishing and our next assignment. */
 static void refresh_worker(reign_tasks_master *m, worker *w)
 {
-    if (m->active && w->dirty && !w->listing && (w->load >= w->cap || (!w->live && w->load)))
+    if (m->active && w->dirty && !w->listing && (w->load * 2 >= w->cap || (!w->live && w->load)))
         list_worker(m, w);
 }
 

@@ -440,11 +440,22 @@ static void start_fence(service *s)
     }
 }
 
+static void write_crumb(service *s);
+
 static void on_crumb_written(int err, int64_t version, void *userdata)
 {
     service *s = op_take(userdata);
     if (!s)
         return;
+    if (err == REIGN_ENOENT && s->crumb_version != REIGN_VALUE_ABSENT) {
+        /* The old active removed its breadcrumb after it went standby (we fenced it since we
+         * read it, and only we lead): no breadcrumb is what we expect now.  Write ours afresh;
+         * if someone else's is there by then, that fails as below. */
+        slog(s, REIGN_LOG_INFO, "the old active removed its breadcrumb meanwhile; writing ours");
+        s->crumb_version = REIGN_VALUE_ABSENT;
+        write_crumb(s);
+        return;
+    }
     if (err < 0) {
         slog(s, REIGN_LOG_ERROR, "cannot write our breadcrumb: %s%s", reign_strerror(err),
              err == REIGN_EBADVERSION || err == REIGN_EEXIST || err == REIGN_ENOENT

@@ -226,6 +226,10 @@ def kill_worker(t):
     wait_for(busy, "w0 running a task after finishing one", interval=0.01)
     running = {x[1] for x in lines_of(victim, "run")} - {x[1] for x in lines_of(victim, "done")}
     victim.kill9()
+    victim.wait()
+    # What w0 started and did not finish, read again after the kill: it may have started more
+    # between the look above and the SIGKILL (those may run again elsewhere too).
+    running = {x[1] for x in lines_of(victim, "run")} - {x[1] for x in lines_of(victim, "done")}
     log(f"killed w0 while it ran {sorted(running)}")
     tasks = check_once(q, ids, allowed_twice=running)
     moved = [ln for ln in m.lines() if " from=w0" in ln]

@@ -15,6 +15,7 @@
  * follows each notification, so no change can fall between the two.
  */
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "record.h"
@@ -302,6 +303,12 @@ static void on_delete_read(void *owner, void *arg, const reign__zk_result *r)
 
 static int start_delete(req *q)
 {
+    /* A version names exactly what we may delete: no read first, so the delete goes out at
+     * once, in order with whatever the caller sends next (reignd removes its breadcrumb, then
+     * resigns: the next active must not find it). */
+    if (q->version >= 0 && q->version <= INT32_MAX)
+        return reign__zk_delete(q->zk, q->path, (int)q->version, 0, q, on_deleted,
+                                (void *)(intptr_t)q->version);
     return reign__zk_get(q->zk, q->path, NULL, REIGN__ZK_RETRY, q, on_delete_read, NULL);
 }
 

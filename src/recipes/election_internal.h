@@ -100,11 +100,10 @@ int reign__lease_query(reign_client *client, const char *name, bool depose,
 #define REIGN__ELECTION_DIR REIGN__ZK_ROOT "/election"
 #define REIGN__GUID_BYTES   8 /* 16 hex digits */
 
-/* Priorities in node names: configured ones are 0..REIGN_PRIORITY_MAX; a
- * designated candidate stands again above all of them, from
- * REIGN__DESIGNATED_MIN up to REIGN__PRIORITY_NAME_MAX. */
-#define REIGN__DESIGNATED_MIN    (REIGN_PRIORITY_MAX + 1)
-#define REIGN__PRIORITY_NAME_MAX 9999
+/* Priorities: configured ones are 0..REIGN_PRIORITY_MAX and carried in node
+ * names (4 digits); a designated candidate outranks all of them at
+ * REIGN__DESIGNATED_MIN, for one leadership, in the leader node's record. */
+#define REIGN__DESIGNATED_MIN (REIGN_PRIORITY_MAX + 1)
 
 /* A queue candidate's node name: "n_<16 hex>_<10 digits>" (priority 0) or
  * "n_<16 hex>_p<4 digits>_<10 digits>". */

@@ -195,7 +195,7 @@ typedef struct reign_tasks_master_options {
  * leader's own election node, creates the assignment and deletes the task's
  * old node, so a deposed master can no longer assign and a task is always in
  * exactly one place.  Each live
- * worker holds at most twice its concurrency at once; the rest wait.
+ * worker holds at most its prefetch (reign_tasks_worker_options) at once; the rest wait.
  * REIGN_ENAME for a bad queue name, REIGN_EINVAL for bad options.
  */
 REIGN_EXPORT int reign_tasks_master_start(reign_tasks_master **ret, reign_client *client,
@@ -220,13 +220,21 @@ typedef struct reign_tasks_worker_options {
     int concurrency; /* tasks run at once; default 1 */
     reign_tasks_worker_cb *cb;
     void *userdata;
+    /* The most tasks the master gives this worker at once, running ones included (the rest
+     * wait in the queue, for whichever worker is least loaded); default 4 x concurrency, at
+     * least concurrency, at most 40000.  Above concurrency, the worker has its next tasks at
+     * hand when one finishes; set it to concurrency for long tasks, so that none waits
+     * behind a busy worker while another is idle. */
+    int prefetch;
 } reign_tasks_worker_options;
 
 /*
  * Registers worker `id` in `queue` and starts taking its assigned tasks:
  * RUN for each (at most `concurrency` at once: a task counts from RUN until
  * reign_tasks_worker_done(), while its result is written the next one may
- * run), to be answered with reign_tasks_worker_done().  A task found assigned to us that already
+ * run), to be answered with reign_tasks_worker_done().  Up to `concurrency`
+ * more assigned tasks are read ahead, so that the next one runs as soon as a
+ * slot frees.  REIGN_EINVAL if prefetch < concurrency.  A task found assigned to us that already
  * has a result (we died after recording it) is not run again.  When the session is lost every
  * running task gets CANCEL (the master gives them to other workers).  REIGN_ENAME for a bad queue
  * name or id.
@@ -249,9 +257,9 @@ REIGN_EXPORT int reign_tasks_worker_done(reign_tasks_worker *worker, const char 
                                          int exit_code, int signal, const void *output,
                                          size_t output_len);
 
-/* The number of tasks taken up and not yet done: being read, or running (RUN
- * given, reign_tasks_worker_done() not yet called).  At most `concurrency`.
- * Results being written do not count: their task is no longer running. */
+/* The number of tasks running: RUN given, reign_tasks_worker_done() not yet
+ * called.  At most `concurrency`.  Tasks read ahead do not count, nor results
+ * being written: their task is no longer running. */
 REIGN_EXPORT size_t reign_tasks_worker_running(const reign_tasks_worker *worker);
 
 /* Unregisters and frees; running tasks are not reported (the master gives

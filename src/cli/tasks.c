@@ -2,7 +2,8 @@
  * tasks.c - `reign tasks`: the master-worker task queue of <reign/tasks.h>.
  *
  *   reign tasks master QUEUE [--id ID] [--strategy least_loaded|random] [--retention S]
- *   reign tasks worker QUEUE --id ID [--concurrency N] [--max-output BYTES] -- CMD [ARGS...]
+ *   reign tasks worker QUEUE --id ID [--concurrency N] [--prefetch N] [--max-output BYTES]
+ *                     -- CMD [ARGS...]
  *   reign tasks submit QUEUE [--wait] [DATA | -]
  *   reign tasks status QUEUE TASK [--json]
  *   reign tasks list QUEUE [--json]
@@ -44,7 +45,8 @@ static void tasks_usage(FILE *f)
             "\n"
             "  master QUEUE [--id ID] [--strategy least_loaded|random] [--retention SECONDS]\n"
             "      stand in the queue's master election; the leader assigns tasks\n"
-            "  worker QUEUE --id ID [--concurrency N] [--max-output BYTES] -- CMD [ARGS...]\n"
+            "  worker QUEUE --id ID [--concurrency N] [--prefetch N] [--max-output BYTES]\n"
+            "         -- CMD [ARGS...]\n"
             "      run CMD once per task: payload on stdin, REIGN_TASK_ID, REIGN_TASK_QUEUE\n"
             "      and REIGN_WORKER_ID in the environment; its exit status and stdout\n"
             "      (first BYTES, default %d) are the result\n"
@@ -781,11 +783,9 @@ static void worker_signal(cli *c, int signum)
 static int worker_main(cli *c, int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"id", required_argument, NULL, 'i'},
-        {"concurrency", required_argument, NULL, 'n'},
-        {"max-output", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"id", required_argument, NULL, 'i'},       {"concurrency", required_argument, NULL, 'n'},
+        {"prefetch", required_argument, NULL, 'p'}, {"max-output", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     wk *w = &the_wk;
     memset(w, 0, sizeof(*w));
@@ -800,7 +800,7 @@ static int worker_main(cli *c, int argc, char **argv)
             end = i;
             break;
         }
-    while ((opt = getopt_long(end, argv, ":i:n:m:h", opts, NULL)) != -1) {
+    while ((opt = getopt_long(end, argv, ":i:n:p:m:h", opts, NULL)) != -1) {
         switch (opt) {
         case 'i':
             wo.id = optarg;
@@ -809,6 +809,11 @@ static int worker_main(cli *c, int argc, char **argv)
             if (cli_parse_int(c, "--concurrency", optarg, 1, 10000, &v))
                 return CLI_EXIT_USAGE;
             wo.concurrency = (int)v;
+            break;
+        case 'p':
+            if (cli_parse_int(c, "--prefetch", optarg, 1, 40000, &v))
+                return CLI_EXIT_USAGE;
+            wo.prefetch = (int)v;
             break;
         case 'm':
             if (cli_parse_int(c, "--max-output", optarg, 0, REIGN_TASK_OUTPUT_MAX, &v))

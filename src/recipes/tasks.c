@@ -86,6 +86,48 @@ char *reign__tasks_payload_path(const char *queue, const char *task)
     return reign__tasks_path(queue, "data", guid, NULL);
 }
 
+size_t reign__tasks_limits_build(char *buf, int concurrency, int prefetch)
+{
+    int n = snprintf(buf, REIGN__TASKS_LIMITS_MAX, "concurrency=%d\nprefetch=%d", concurrency,
+                     prefetch);
+    return n > 0 && n < REIGN__TASKS_LIMITS_MAX ? (size_t)n : 0;
+}
+
+/* The value of "KEY=N" on a line of its own in buf[0..len), or -1 (absent, not a number,
+ * or out of range). */
+static long limits_number(const char *buf, size_t len, const char *key)
+{
+    size_t k = strlen(key);
+    for (size_t i = 0; i < len;) {
+        const char *line = buf + i, *nl = memchr(line, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - line) : len - i;
+        if (n > k && !memcmp(line, key, k) && line[k] == '=') {
+            long v = 0;
+            size_t j = k + 1;
+            for (; j < n && j < k + 8 && line[j] >= '0' && line[j] <= '9'; j++)
+                v = v * 10 + (line[j] - '0');
+            return j == n && j > k + 1 ? v : -1;
+        }
+        i += n + 1;
+    }
+    return -1;
+}
+
+void reign__tasks_limits_parse(const void *data, size_t len, size_t *concurrency, size_t *prefetch)
+{
+    const char *buf = data ? data : "";
+    long c = limits_number(buf, data ? len : 0, "concurrency");
+    long p = limits_number(buf, data ? len : 0, "prefetch");
+    if (c < 1 || c > 100000)
+        c = 1;
+    if (p < 0)
+        p = 2 * c;
+    else if (p < c || p > 400000)
+        p = c;
+    *concurrency = (size_t)c;
+    *prefetch = (size_t)p;
+}
+
 char *reign__tasks_group_name(const char *queue)
 {
     return reign__tasks_strf("%s%s", REIGN__TASKS_PREFIX, queue);

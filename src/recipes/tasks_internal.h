@@ -45,6 +45,18 @@ char *reign__tasks_path(const char *queue, const char *a, const char *b, const c
  * pending or assigned; NULL if `task` is not a task name, or on OOM. */
 char *reign__tasks_payload_path(const char *queue, const char *task);
 
+/*
+ * A worker's group payload, "concurrency=N\nprefetch=M": what it runs at once and the most
+ * tasks the master may give it.  _build writes it (buf: at least REIGN__TASKS_LIMITS_MAX
+ * bytes; returns its length).  _parse reads what any worker registered, foreign data
+ * included, and never fails: a missing or malformed concurrency is 1; a missing or malformed
+ * prefetch is 2 x concurrency (what workers of earlier versions, which sent none, were
+ * given); one below concurrency is concurrency.
+ */
+#define REIGN__TASKS_LIMITS_MAX 48
+size_t reign__tasks_limits_build(char *buf, int concurrency, int prefetch);
+void reign__tasks_limits_parse(const void *data, size_t len, size_t *concurrency, size_t *prefetch);
+
 /* "tasks.Q": the queue's group and election, or NULL on OOM. */
 char *reign__tasks_group_name(const char *queue);
 

@@ -20,11 +20,11 @@
  *   - assigned twice: the copy on a live worker is kept;
  *   - pending and (assigned or done): the stale tasks/T is deleted.
  *
- * Each worker gets at most 2 x its concurrency (from its group payload)
- * tasks at once; the rest wait in tasks/, so least-loaded means something
- * and a dead worker takes few tasks with it.  The master learns that tasks are
- * done from a listing of assign/W, made only when its count says W is full
- * (see list_worker), and lists tasks/ again only once it has used up the names
+ * Each worker gets at most its prefetch (from its group payload) tasks at
+ * once; the rest wait in tasks/, so least-loaded means something and a dead
+ * worker takes few tasks with it.  The master learns that tasks are done from
+ * a listing of assign/W, made only when its count says W holds at least what
+ * it runs at once (see list_worker), and lists tasks/ again only once it has used up the names
  * of the last listing.  It never reads a pending task: the payload stays in
  * data/<guid> for the worker (see send_move).
  */
@@ -43,7 +43,8 @@
 typedef struct worker {
     char *id;
     bool live;
-    size_t cap;          /* tasks it may hold */
+    size_t cap;          /* tasks it may hold: its prefetch */
+    size_t run;          /* tasks it runs at once: its concurrency */
     size_t load;         /* tasks we gave it and have not seen finished (see list_worker) */
     bool listing, dirty; /* a listing of assign/W in flight; W changed since the last one */
 } worker;
@@ -721,12 +722,12 @@ static void dref_dtor(void *p)
 static void list_worker(reign_tasks_master *m, worker *w);
 
 /* Lists W if its count may be out of date and that matters now: W holds as many tasks as it
- * runs at once (half its cap), so it may soon have room that we do not see, or W is gone and
- * holds tasks to move.  Waiting until W looks full would leave it idle for the round trips
- * between its finishing and our next assignment. */
+ * runs at once, so it may soon have room that we do not see, or W is gone and holds tasks to
+ * move.  Waiting until W looks full would leave it idle for the round trips between its
+ * finishing and our next assignment. */
 static void refresh_worker(reign_tasks_master *m, worker *w)
 {
-    if (m->active && w->dirty && !w->listing && (w->load * 2 >= w->cap || (!w->live && w->load)))
+    if (m->active && w->dirty && !w->listing && (w->load >= w->run || (!w->live && w->load)))
         list_worker(m, w);
 }
 
@@ -817,21 +818,6 @@ static void list_worker(reign_tasks_master *m, worker *w)
 
 /* ---- the workers' group ------------------------------------------------------ */
 
-static size_t cap_of(const reign_member *mb)
-{
-    /* The worker's payload is "concurrency=N". */
-    char buf[32] = "";
-    size_t n = mb->data_len < sizeof(buf) - 1 ? mb->data_len : sizeof(buf) - 1;
-    memcpy(buf, mb->data ? mb->data : "", n);
-    buf[n] = '\0';
-    long c = 1;
-    if (!strncmp(buf, "concurrency=", 12))
-        c = strtol(buf + 12, NULL, 10);
-    if (c < 1 || c > 100000)
-        c = 1;
-    return (size_t)c * 2;
-}
-
 static void recompute_live(reign_tasks_master *m)
 {
     const reign_member *v;
@@ -846,7 +832,7 @@ static void recompute_live(reign_tasks_master *m)
         if (!w)
             continue;
         w->live = true;
-        w->cap = cap_of(&v[i]);
+        reign__tasks_limits_parse(v[i].data, v[i].data_len, &w->run, &w->cap);
     }
 }
 

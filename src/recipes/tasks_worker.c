@@ -2,14 +2,18 @@
  * tasks_worker.c - a worker of the queue (see <reign/tasks.h>, docs/tasks.md).
  *
  * A worker makes its directory assign/W, registers in the group "tasks.Q"
- * (<reign/group.h>) with its concurrency as payload (the master gives it at
- * most twice that many tasks at once), and watches assign/W.  Each task
+ * (<reign/group.h>) with its concurrency and prefetch as payload (the master
+ * gives it at most `prefetch` tasks at once), and watches assign/W.  Each task
  * found there is read and handed to the application (RUN); its result is
  * recorded by one multi: "assign/W/T exists" + "create status/T" + "delete
  * assign/W/T".  The check makes a worker that lost its task (the master gave
  * it to another after our session died) unable to record a result; the
  * create makes a second result impossible; the multi means a task is never
  * both assigned and done.
+ *
+ * Payloads are read ahead: up to `concurrency` tasks beyond those running are
+ * read (or being read) and wait for a slot (T_READY), so a slot that frees
+ * runs the next task at once instead of a round trip later.
  *
  * Earlier versions recorded a result with two writes (the multi, then the
  * delete) and could leave an assignment whose task has a result.  So the
@@ -26,20 +30,22 @@
 
 #include "tasks_internal.h"
 
-#define T_READING   1 /* being read (or its status checked) */
-#define T_RUNNING   2 /* RUN given */
-#define T_RECORDING 4 /* the result is being written */
-#define T_COPY      8 /* its payload came from the assignment (an earlier version's task) */
+#define T_READING   1  /* being read (or its status checked) */
+#define T_RUNNING   2  /* RUN given */
+#define T_RECORDING 4  /* the result is being written */
+#define T_COPY      8  /* its payload came from the assignment (an earlier version's task) */
+#define T_READY     16 /* read, waiting for a slot: its pend (entry's ptr) holds the payload */
 
 typedef struct pend {
     struct pend *prev, *next;
     struct reign_tasks_worker *w;
     uintptr_t epoch;
     char *task;
-    reign__buf rec; /* T_RECORDING: the status record */
-    bool copy;      /* T_READING: reading the assignment's copy; T_RECORDING: no data/<guid> */
-    bool lost;      /* T_RECORDING: an answer was lost (the multi may have landed) */
-    bool checked;   /* ... and a later send found the assignment gone */
+    reign__buf rec;     /* T_READY: the payload; T_RECORDING: the status record */
+    struct pend *rnext; /* T_READY: the next read task, in the order they were read */
+    bool copy;          /* T_READING: reading the assignment's copy; T_RECORDING: no data/<guid> */
+    bool lost;          /* T_RECORDING: an answer was lost (the multi may have landed) */
+    bool checked;       /* ... and a later send found the assignment gone */
 } pend;
 
 struct reign_tasks_worker {
@@ -48,14 +54,16 @@ struct reign_tasks_worker {
     reign__zk *zk;
     const reign__logger *log;
     char *queue, *gname, *id, *dir;
-    int concurrency;
+    int concurrency, prefetch;
     reign_tasks_worker_cb *cb;
     void *userdata;
     reign_group *group;
     uintptr_t epoch; /* bumped per session: answers of an older one are dropped */
     reign__tmap tasks;
-    size_t slots;  /* tasks being read or run (not those whose result is being written) */
-    char **listed; /* the last listing of assign/W, NULL where started */
+    size_t slots; /* tasks running: RUN given, done not yet called */
+    size_t ahead; /* tasks read ahead: being read (T_READING) or waiting for a slot (T_READY) */
+    pend *ready, **ready_tail; /* the T_READY tasks, oldest first */
+    char **listed;             /* the last listing of assign/W, NULL where started */
     size_t n_listed;
     bool listing, dirty, check_first;
     pend *pends; /* arguments of requests in flight (freed on forget) */
@@ -122,14 +130,46 @@ static void pend_free(reign_tasks_worker *w, pend *p)
     reign__free(p);
 }
 
+static void unready(reign_tasks_worker *w, pend *p)
+{
+    pend **pp = &w->ready;
+    while (*pp && *pp != p)
+        pp = &(*pp)->rnext;
+    if (*pp)
+        *pp = p->rnext;
+    if (w->ready_tail == &p->rnext)
+        w->ready_tail = pp;
+    p->rnext = NULL;
+}
+
 static void forget_task(reign_tasks_worker *w, const char *task)
 {
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, task);
     if (!e)
         return;
-    if ((e->flags & (T_READING | T_RUNNING)) && w->slots)
+    if ((e->flags & T_RUNNING) && w->slots)
         w->slots--;
+    if ((e->flags & (T_READING | T_READY)) && w->ahead)
+        w->ahead--;
+    pend *p = e->flags & T_READY ? e->ptr : NULL;
     reign__tmap_del(&w->tasks, e);
+    if (p) {
+        unready(w, p);
+        pend_free(w, p);
+    }
+}
+
+/* Gives the task RUN: a slot is free. */
+static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *task, bool copy,
+                     const void *data, size_t len)
+{
+    if ((e->flags & (T_READING | T_READY)) && w->ahead)
+        w->ahead--;
+    e->flags = T_RUNNING | (copy ? T_COPY : 0);
+    e->ptr = NULL;
+    w->slots++;
+    reign_tasks_event ev = {.type = REIGN_TASKS_RUN, .task = task, .data = data, .data_len = len};
+    emit(w, &ev);
 }
 
 static char *task_path(reign_tasks_worker *w, const char *dir, const char *task)
@@ -178,13 +218,22 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
     }
     reign__record rec;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        e->flags = T_RUNNING | (p->copy ? T_COPY : 0);
-        reign_tasks_event ev = {.type = REIGN_TASKS_RUN,
-                                .task = p->task,
-                                .data = rec.payload,
-                                .data_len = rec.payload_len};
-        emit(w, &ev);
+        int rc = reign__buf_append(&p->rec, rec.payload, rec.payload_len);
         reign__record_clear(&rec);
+        if (rc == 0) {
+            /* In line for a slot, after those read before it: run now if one is free. */
+            e->flags = T_READY;
+            e->ptr = p;
+            p->rnext = NULL;
+            *w->ready_tail = p;
+            w->ready_tail = &p->rnext;
+            start_more(w);
+            leave(w);
+            return;
+        }
+        report(w, rc, "keeping a task's payload until a slot is free");
+        forget_task(w, p->task);
+        start_more(w);
     } else {
         /* ENOENT: moved away meanwhile; foreign data: never run */
         if (r->rc == 0)
@@ -236,7 +285,7 @@ static void start_task(reign_tasks_worker *w, const char *task)
         return;
     }
     e->flags = T_READING;
-    w->slots++;
+    w->ahead++;
     int rc;
     if (w->check_first) {
         char *path = task_path(w, "status", task);
@@ -252,11 +301,11 @@ static void start_task(reign_tasks_worker *w, const char *task)
     }
 }
 
-/* Whether a new listing could give us something to do: a slot is free and every name of the
- * last listing has been taken up. */
+/* Whether a new listing could give us something to do: there is room to read ahead and every
+ * name of the last listing has been taken up. */
 static bool want_listing(const reign_tasks_worker *w)
 {
-    if (w->slots >= (size_t)w->concurrency)
+    if (w->ahead >= (size_t)w->concurrency)
         return false;
     for (size_t i = 0; i < w->n_listed; i++)
         if (w->listed[i])
@@ -264,9 +313,20 @@ static bool want_listing(const reign_tasks_worker *w)
     return true;
 }
 
+/* Runs the tasks read while slots are free, then reads ahead as many as may run at once. */
 static void start_more(reign_tasks_worker *w)
 {
-    for (size_t i = 0; i < w->n_listed && w->slots < (size_t)w->concurrency; i++) {
+    while (w->ready && w->slots < (size_t)w->concurrency && !w->free_requested) {
+        pend *p = w->ready;
+        unready(w, p);
+        reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
+        if (e && (e->flags & T_READY))
+            run_task(w, e, p->task, p->copy, p->rec.data, p->rec.len);
+        pend_free(w, p);
+    }
+    if (w->free_requested)
+        return;
+    for (size_t i = 0; i < w->n_listed && w->ahead < (size_t)w->concurrency; i++) {
         char *t = w->listed[i];
         if (!t)
             continue;
@@ -314,16 +374,20 @@ static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
                 (w->listed[w->n_listed] = reign__strdup(r->children[i])))
                 w->n_listed++;
         reign__tasks_sort_names(w->listed, w->n_listed);
-        /* Running tasks no longer assigned to us went to another worker (the
-         * master thought us dead): stop them. */
+        /* Tasks no longer assigned to us went to another worker (the master thought us
+         * dead): stop those running, drop those read ahead. */
         for (size_t i = 0; i < w->tasks.cap; i++) {
-            if (!reign__tmap_live(&w->tasks, i) || !(w->tasks.v[i].flags & T_RUNNING))
+            if (!reign__tmap_live(&w->tasks, i) || !(w->tasks.v[i].flags & (T_RUNNING | T_READY)))
                 continue;
             bool there = false;
             for (size_t j = 0; j < w->n_listed && !there; j++)
                 there = !strcmp(w->listed[j], w->tasks.v[i].key);
             if (there)
                 continue;
+            if (w->tasks.v[i].flags & T_READY) {
+                forget_task(w, w->tasks.v[i].key);
+                continue;
+            }
             char *t = reign__strdup(w->tasks.v[i].key);
             forget_task(w, t ? t : "");
             reign_tasks_event ev = {.type = REIGN_TASKS_CANCEL, .task = t};
@@ -548,7 +612,7 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
     }
     p->copy = e->flags & T_COPY;
     /* Done running: its slot goes to the next task now, not once the result is written (a
-     * round trip later).  What a worker holds stays bounded by the master (2 x concurrency). */
+     * round trip later).  What a worker holds stays bounded by the master (its prefetch). */
     e->flags = T_RECORDING;
     if (w->slots)
         w->slots--;
@@ -587,6 +651,10 @@ static void new_session(reign_tasks_worker *w)
     w->epoch++;
     w->listing = false;
     w->check_first = true;
+    /* Read ahead on the old session: read again (and checked for a result) on this one. */
+    for (size_t i = 0; i < w->tasks.cap; i++)
+        if (reign__tmap_live(&w->tasks, i) && (w->tasks.v[i].flags & T_READY))
+            forget_task(w, w->tasks.v[i].key);
     /* Results being recorded stay: their writes fail with the old session
      * and are looked for, then sent again, on this one. */
     reign__tasks_make_dirs(w->zk, w->queue);
@@ -663,7 +731,10 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
         rc = reign__tasks_worker_check(o.id);
     if (rc < 0)
         return rc;
-    if (o.concurrency < 0 || o.concurrency > 10000)
+    int concurrency = o.concurrency ? o.concurrency : 1;
+    int prefetch = o.prefetch ? o.prefetch : 4 * concurrency;
+    if (o.concurrency < 0 || o.concurrency > 10000 || o.prefetch < 0 || o.prefetch > 40000 ||
+        prefetch < concurrency)
         return REIGN_EINVAL;
     if (!reign__client_zk(client))
         return REIGN_ENOTSUP;
@@ -676,7 +747,9 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
     w->client = client;
     w->zk = reign__client_zk(client);
     w->log = reign__client_log(client);
-    w->concurrency = o.concurrency ? o.concurrency : 1;
+    w->concurrency = concurrency;
+    w->prefetch = prefetch;
+    w->ready_tail = &w->ready;
     w->cb = o.cb;
     w->userdata = o.userdata;
     w->queue = reign__strdup(queue);
@@ -692,12 +765,12 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
      * master never sees a worker it cannot assign to. */
     if (reign__zk_connected(w->zk))
         new_session(w);
-    char payload[32];
-    int n = snprintf(payload, sizeof(payload), "concurrency=%d", w->concurrency);
+    char payload[REIGN__TASKS_LIMITS_MAX];
+    size_t n = reign__tasks_limits_build(payload, w->concurrency, w->prefetch);
     reign_group_options go = {.size = sizeof(go),
                               .id = w->id,
                               .data = payload,
-                              .data_len = (size_t)n,
+                              .data_len = n,
                               .cb = on_group,
                               .userdata = w};
     rc = reign_group_register(&w->group, client, w->gname, &go);

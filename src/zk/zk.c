@@ -147,19 +147,25 @@ struct reign__zk {
 
 /* ---- hand-off (any thread) ---------------------------------------------- */
 
+/* The loop is woken only when the queue was empty: reign__zk_dispatch() drains it to the end,
+ * so an item queued behind others is taken in the same drain (a system call per completion
+ * cost more than the rest of the hand-off). */
 static void push(reign__zk *zk, item *it)
 {
     it->next = NULL;
     pthread_mutex_lock(&zk->mu);
+    bool was_empty = !zk->q_head;
     if (zk->q_tail)
         zk->q_tail->next = it;
     else
         zk->q_head = it;
     zk->q_tail = it;
     pthread_mutex_unlock(&zk->mu);
-    uint64_t one = 1;
-    ssize_t w = write(zk->cfg.wake_fd, &one, sizeof(one));
-    (void)w; /* EAGAIN: the counter is already non-zero, the loop will wake */
+    if (was_empty) {
+        uint64_t one = 1;
+        ssize_t w = write(zk->cfg.wake_fd, &one, sizeof(one));
+        (void)w; /* EAGAIN: the counter is already non-zero, the loop will wake */
+    }
 }
 
 static item *pop(reign__zk *zk)

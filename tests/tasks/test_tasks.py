@@ -227,10 +227,12 @@ def kill_worker(t):
     running = {x[1] for x in lines_of(victim, "run")} - {x[1] for x in lines_of(victim, "done")}
     victim.kill9()
     victim.wait()
-    # What w0 started and did not finish, read again after the kill: it may have started more
-    # between the look above and the SIGKILL (those may run again elsewhere too).
-    running = {x[1] for x in lines_of(victim, "run")} - {x[1] for x in lines_of(victim, "done")}
-    log(f"killed w0 while it ran {sorted(running)}")
+    # What w0 started and did not see recorded, read again after the kill: it may have started
+    # more between the look above and the SIGKILL, and a task whose command finished ("done")
+    # may have been killed with its result still being written: those may run again elsewhere.
+    running = ({x[1] for x in lines_of(victim, "run")} -
+               {x[1] for x in lines_of(victim, "recorded")})
+    log(f"killed w0 while it ran or recorded {sorted(running)}")
     tasks = check_once(q, ids, allowed_twice=running)
     moved = [ln for ln in m.lines() if " from=w0" in ln]
     check(moved, "no task was moved from the dead worker")

@@ -184,6 +184,10 @@ def basic(t):
             (["tasks", "worker", q.name, "--id", "w9", "--", "/nonexistent/cmd"], 1,
              "not found"),
             (["tasks", "worker", q.name, "--id", "w9"], 2, "missing the command"),
+            (["tasks", "worker", q.name, "--id", "w9", "--prefetch", "0", "--", "true"], 2,
+             "--prefetch"),
+            (["tasks", "worker", q.name, "--id", "w9", "--concurrency", "4", "--prefetch", "2",
+              "--", "true"], 2, "below --concurrency"),
             (["tasks", "frob", q.name], 2, "unknown tasks subcommand")):
         rc, out, err = t.reign(["--uri", q.uri, *args])
         check(rc == code and words in err, f"reign {' '.join(args)}: {rc} {err.strip()!r}")

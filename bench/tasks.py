@@ -45,10 +45,10 @@ def run_bench(args, *argv, timeout=600):
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def steady(take, key, runs, what):
-    """`runs` samples of take(); a sample more than 40% off the median of the others is taken
+def steady(take, key, samples, what):
+    """The samples of take(); a sample more than 40% off the median of the others is taken
     again (at most twice per configuration): the machine is shared and noisy."""
-    samples, rerun = [take() for _ in range(runs)], 0
+    samples, rerun = list(samples), 0
     while rerun < 2 and len(samples) >= 3:
         vals = [s[key] for s in samples]
         med = statistics.median(vals)
@@ -78,22 +78,29 @@ def queue_run(args, zk, workers):
 
 
 def measure(args, zk):
+    """Every configuration once per round, `runs` rounds: the raw rate and the queue's are
+    measured side by side, so that a slow minute of the shared machine falls on all of them
+    rather than on one configuration."""
+    takes = [("raw", n, "writes_per_s", "raw on %d session(s)" % n,
+              lambda n=n: run_bench(args, "raw", zk.connect, args.raw_writes, args.raw_window, n))
+             for n in args.raw_sessions]
+    takes += [("queue", w, "tasks_per_s", "%d workers" % w, lambda w=w: queue_run(args, zk, w))
+              for w in args.workers]
+    got = {(kind, n): [] for kind, n, _, _, _ in takes}
+    for i in range(args.runs):
+        for kind, n, key, what, take in takes:
+            r = take()
+            got[(kind, n)].append(r)
+            if kind == "raw":
+                log("round %d: raw, %d session(s): %.0f writes/s" % (i + 1, n, r[key]))
+            else:
+                log("round %d: %d workers: %.0f tasks/s, %.2f writes/task, %.2f requests/task, "
+                    "p50 %.1f ms" % (i + 1, n, r[key], r["writes_per_task"],
+                                     r.get("requests_per_task", 0), r["latency_p50_ms"]))
     out = {"raw": {}, "queue": {}}
-    for n in args.raw_sessions:
-        raw, reruns = steady(lambda: run_bench(args, "raw", zk.connect, args.raw_writes,
-                                               args.raw_window, n),
-                             "writes_per_s", args.runs, "raw on %d session(s)" % n)
-        out["raw"][str(n)] = {"samples": raw, "reruns": reruns}
-        for r in raw:
-            log("raw, %d session(s): %.0f writes/s" % (n, r["writes_per_s"]))
-    for w in args.workers:
-        samples, reruns = steady(lambda: queue_run(args, zk, w), "tasks_per_s", args.runs,
-                                 "%d workers" % w)
-        out["queue"][str(w)] = {"samples": samples, "reruns": reruns}
-        for r in samples:
-            log("%d workers: %.0f tasks/s, %.2f writes/task, %.2f requests/task, p50 %.1f ms" % (
-                w, r["tasks_per_s"], r["writes_per_task"], r.get("requests_per_task", 0),
-                r["latency_p50_ms"]))
+    for kind, n, key, what, take in takes:
+        samples, reruns = steady(take, key, got[(kind, n)], what)
+        out[kind][str(n)] = {"samples": samples, "reruns": reruns}
     return out
 
 
@@ -150,12 +157,15 @@ def render(run):
       "submitting clients, each on its own session, in one process; %d tasks per run, %d in "
       "flight, each timed "
       "from `reign_tasks_submit()` until `reign_tasks_wait()` returned its result; each worker "
-      "takes %d tasks at once and answers each at once (no command is run: the queue is "
-      "measured).  Writes per task are the server's transactions (zxid before and after) "
+      "runs %d tasks at once (its prefetch is the default, 4 x that) and answers each at "
+      "once (no command is run: the queue is measured).  Writes per task are the server's transactions (zxid before and after) "
       "divided by the tasks; requests per task are the server's count of the requests it "
       "received during the run (mntr's zk_packets_received: writes, reads, listings, pings and "
       "the run's setup), packets sent per task its answers and watch notifications.  Target (issue 5): tasks/s >= 50%% of raw writes/s / writes per "
-      "task.  Medians of %d runs." % (a["submitters"], a["tasks"], a["window"],
+      "task.  Medians of %d runs.  Every configuration, raw ones included, is run once first "
+      "and not counted (the server's JIT compiles each path only after thousands of "
+      "requests), and the runs go in rounds - each configuration once per round - so that a "
+      "slow minute of the shared machine falls on all of them." % (a["submitters"], a["tasks"], a["window"],
                                      a["concurrency"], a["runs"]))
     w("")
     w("| workers | tasks/s (runs) | writes / task | requests / task | packets sent / task | "
@@ -194,10 +204,11 @@ def render(run):
           "task.  The rest (%s to %s requests per task in all) are listings - of tasks/ by "
           "the master, of assign/W by each worker when told of a change, and of assign/W by "
           "the master only when its count says W is full - and the run's setup and pings.  "
-          "With 1 worker the master gives it at most 2 x %d tasks at once, and each of them "
-          "waits for a few round trips (the worker's listing, its read, its multi, and the "
-          "master's listing that sees it done), so there the queue is bounded by that cap "
-          "and the round trip as much as by the server." % (
+          "With 1 worker the master gives it at most 4 x %d tasks at once (its prefetch), and "
+          "each of them waits for a few round trips (the master's multi, the worker's listing, "
+          "its multi, and the master's listing that sees it done; the worker reads payloads "
+          "ahead, so its read is not in a slot's way), so there the queue is bounded by that "
+          "cap and the round trip as much as by the server." % (
               fmt(min(reqs), 2), fmt(max(reqs), 2), a["concurrency"]))
         w("")
     for para in run.get("notes", []):
@@ -263,9 +274,15 @@ def main(argv):
     try:
         zk.start()
         fo.warm_server(zk, 5)
-        log("warm-up: one raw run and one queue run, not counted")
-        run_bench(args, "raw", zk.connect, 2000, args.raw_window, 4)
-        run_bench(args, "queue", zk.connect, 500, args.window, 4, args.concurrency)
+        # The server's JIT compiles the paths a run takes only after thousands of requests
+        # (the first full queue run on a new server was measured up to 40% slower than the
+        # next): one run of every configuration first, not counted.
+        log("warm-up: one run of each configuration, not counted")
+        for n in args.raw_sessions:
+            run_bench(args, "raw", zk.connect, args.raw_writes, args.raw_window, n)
+        for w in args.workers:
+            run_bench(args, "queue", zk.connect, args.tasks, args.window, w, args.concurrency,
+                      args.submitters)
         samples = measure(args, zk)
         zk_version = zk.mntr().get("zk_version", "?").split("-")[0].split(",")[0]
     finally:

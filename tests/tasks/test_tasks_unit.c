@@ -1,7 +1,10 @@
 /*
  * test_tasks_unit.c - the task queue's pure parts, without a server: task names, queue names
- * and worker ids, paths, the status record, the order of names, and the task map.
+ * and worker ids, paths, the status record, the order of names, the task map, and a worker's
+ * limits (its group payload "concurrency=N\nprefetch=M", read by the master from any worker,
+ * foreign ones included).
  */
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -166,12 +169,197 @@ static void test_map(void **state)
     assert_null(reign__tmap_get(&m, "t1"));
 }
 
+/* Parses data[0..len) and checks what the master would take from it. */
+static void check_limits(const char *data, size_t len, size_t want_c, size_t want_p)
+{
+    size_t c = 0, p = 0;
+    reign__tasks_limits_parse(data, len, &c, &p);
+    if (c != want_c || p != want_p)
+        fail_msg("'%.*s' (%zu bytes): concurrency %zu prefetch %zu, expected %zu %zu", (int)len,
+                 data ? data : "", len, c, p, want_c, want_p);
+}
+
+static void test_limits_round_trip(void **state)
+{
+    (void)state;
+    char buf[REIGN__TASKS_LIMITS_MAX];
+    size_t n = reign__tasks_limits_build(buf, 2, 5);
+    assert_int_equal(n, strlen("concurrency=2\nprefetch=5"));
+    assert_memory_equal(buf, "concurrency=2\nprefetch=5", n);
+    /* What a worker may ask for (1..10000, concurrency..40000), and the parser's own bounds. */
+    static const int pairs[][2] = {{1, 1},           {1, 4},          {2, 5},
+                                   {3, 12},          {10000, 10000},  {10000, 40000},
+                                   {100000, 100000}, {100000, 400000}};
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+        memset(buf, 'x', sizeof(buf));
+        n = reign__tasks_limits_build(buf, pairs[i][0], pairs[i][1]);
+        assert_true(n > 0 && n < REIGN__TASKS_LIMITS_MAX);
+        assert_int_equal(buf[n], '\0');
+        /* What is registered is the n bytes, without the NUL. */
+        check_limits(buf, n, (size_t)pairs[i][0], (size_t)pairs[i][1]);
+    }
+    /* The widest ints still fit the buffer. */
+    n = reign__tasks_limits_build(buf, INT_MIN, INT_MIN);
+    assert_true(n > 0 && n < REIGN__TASKS_LIMITS_MAX);
+    assert_int_equal(strlen(buf), n);
+    /* ... and are not taken as limits. */
+    check_limits(buf, n, 1, 2);
+}
+
+static void test_limits_earlier_workers(void **state)
+{
+    (void)state;
+    /* Workers of earlier versions sent only their concurrency, and were given twice that. */
+    check_limits("concurrency=8", 13, 8, 16);
+    check_limits("concurrency=8\n", 14, 8, 16);
+    check_limits("concurrency=1", 13, 1, 2);
+    check_limits("concurrency=100000", 18, 100000, 200000);
+    /* Nothing at all (a foreign member, or no payload). */
+    check_limits("", 0, 1, 2);
+    check_limits(NULL, 0, 1, 2);
+    check_limits(NULL, 100, 1, 2); /* no data, whatever the length says */
+}
+
+static void test_limits_prefetch(void **state)
+{
+    (void)state;
+    /* Below concurrency: concurrency (the worker could not even fill its slots). */
+    check_limits("concurrency=8\nprefetch=3", 24, 8, 8);
+    check_limits("concurrency=8\nprefetch=0", 24, 8, 8);
+    check_limits("concurrency=8\nprefetch=8", 24, 8, 8);
+    check_limits("concurrency=8\nprefetch=9", 24, 8, 9);
+    /* Missing or malformed: twice concurrency, as for earlier workers. */
+    static const char *const bad[] = {
+        "concurrency=8\nprefetch=",    "concurrency=8\nprefetch=x",  "concurrency=8\nprefetch=-1",
+        "concurrency=8\nprefetch=+9",  "concurrency=8\nprefetch= 9", "concurrency=8\nprefetch=9 ",
+        "concurrency=8\nprefetch=9x",  "concurrency=8\nprefetch",    "concurrency=8\nprefetch:9",
+        "concurrency=8\nPREFETCH=9",   "concurrency=8\nprefetch =9", "concurrency=8\nprefetch==9",
+        "concurrency=8\nxprefetch=9",  "concurrency=8\nprefetchx=9", "concurrency=8\n prefetch=9",
+        "concurrency=8\nprefetch=0x10"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        check_limits(bad[i], strlen(bad[i]), 8, 16);
+    /* The parser's upper bound. */
+    check_limits("concurrency=8\nprefetch=400000", 29, 8, 400000);
+    /* Beyond it (no worker of ours says that): never more than the bound, never below
+     * concurrency. */
+    static const char *const huge[] = {
+        "concurrency=8\nprefetch=400001", "concurrency=8\nprefetch=9999999",
+        "concurrency=8\nprefetch=99999999", "concurrency=8\nprefetch=18446744073709551617"};
+    for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
+        size_t c = 0, p = 0;
+        reign__tasks_limits_parse(huge[i], strlen(huge[i]), &c, &p);
+        assert_int_equal(c, 8);
+        assert_in_range(p, 8, 400000);
+    }
+}
+
+static void test_limits_malformed_concurrency(void **state)
+{
+    (void)state;
+    /* A concurrency that cannot be read is 1 (and the prefetch, if missing, 2). */
+    static const char *const bad[] = {"concurrency=x",
+                                      "concurrency=12abc",
+                                      "concurrency=",
+                                      "concurrency",
+                                      "concurrency=0",
+                                      "concurrency=-3",
+                                      "concurrency=+3",
+                                      "concurrency= 3",
+                                      "concurrency=3 ",
+                                      "concurrency=3\r",
+                                      "concurrency=3.0",
+                                      "concurrency=100001",
+                                      "concurrency=9999999",
+                                      "concurrency=99999999999999999999",
+                                      "concurrency=18446744073709551617",
+                                      "CONCURRENCY=3",
+                                      "concurrency =3",
+                                      "concurrency==3",
+                                      "xconcurrency=3",
+                                      "concurrencyx=3",
+                                      " concurrency=3",
+                                      "concurrency:3",
+                                      "\n",
+                                      "\n\n\n",
+                                      "=",
+                                      "=3",
+                                      "3"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        check_limits(bad[i], strlen(bad[i]), 1, 2);
+    /* A bad concurrency with a good prefetch: the prefetch stands (it is at least 1). */
+    check_limits("concurrency=x\nprefetch=5", 24, 1, 5);
+    check_limits("concurrency=3\r\nprefetch=9", 25, 1, 9);
+    /* A NUL inside a line makes it malformed (the payload is bytes, not a C string). */
+    check_limits("concurrency=3\0", 14, 1, 2);
+    check_limits("concurrency=3\0\nprefetch=9", 25, 1, 9);
+    check_limits("concurrency=3\n\0prefetch=9", 25, 3, 6);
+}
+
+static void test_limits_layout(void **state)
+{
+    (void)state;
+    /* Keys in any order, unknown keys and empty lines around them. */
+    check_limits("prefetch=7\nconcurrency=3", 24, 3, 7);
+    check_limits("foo=1\nconcurrency=3\nbar=2\nprefetch=7\n", 37, 3, 7);
+    check_limits("\n\nconcurrency=3\n\nprefetch=7\n\n", 29, 3, 7);
+    check_limits("\nconcurrency=3", 14, 3, 6);
+    check_limits("prefetch=7", 10, 1, 7);
+    check_limits("prefetch=7\n", 11, 1, 7);
+    check_limits("concurrency=3\nconcurrency=x\nprefetch=7", 38, 3, 7);
+    /* A repeated key: one of its values (which one is not promised). */
+    size_t c = 0, p = 0;
+    reign__tasks_limits_parse("concurrency=3\nconcurrency=5\nprefetch=7", 38, &c, &p);
+    assert_true(c == 3 || c == 5);
+    assert_int_equal(p, 7);
+    /* A value that is a prefix of another line's key, and keys inside values. */
+    check_limits("concurrency=3\nprefetch=concurrency=4", 36, 3, 6);
+}
+
+static void test_limits_length(void **state)
+{
+    (void)state;
+    /* Only data[0..len) counts: the bytes after it are not read. */
+    const char *s = "concurrency=34\nprefetch=99";
+    check_limits(s, strlen(s), 34, 99);
+    check_limits(s, strlen(s) - 1, 34, 34); /* "prefetch=9": below concurrency */
+    check_limits(s, 16, 34, 68);            /* "concurrency=34\np" */
+    check_limits(s, 15, 34, 68);            /* "concurrency=34\n" */
+    check_limits(s, 13, 3, 6);              /* "concurrency=3" */
+    check_limits(s, 12, 1, 2);              /* "concurrency=" */
+    check_limits(s, 0, 1, 2);
+    /* An exact-size buffer with no NUL anywhere (a sanitizer build sees a read past it). */
+    static const char payload[] = "concurrency=6\nprefetch=24";
+    char *exact = malloc(sizeof(payload) - 1);
+    assert_non_null(exact);
+    memcpy(exact, payload, sizeof(payload) - 1);
+    check_limits(exact, sizeof(payload) - 1, 6, 24);
+    check_limits(exact, 13, 6, 12);
+    free(exact);
+    /* A long payload: the keys are found wherever they are. */
+    size_t big_len = 100000;
+    char *big = malloc(big_len);
+    assert_non_null(big);
+    memset(big, '\n', big_len);
+    memcpy(big + 50000, "concurrency=5", 13);
+    memcpy(big + big_len - 10, "prefetch=9", 10);
+    check_limits(big, big_len, 5, 9);
+    free(big);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_task_names),    cmocka_unit_test(test_names_and_paths),
-        cmocka_unit_test(test_status_record), cmocka_unit_test(test_sort),
+        cmocka_unit_test(test_task_names),
+        cmocka_unit_test(test_names_and_paths),
+        cmocka_unit_test(test_status_record),
+        cmocka_unit_test(test_sort),
         cmocka_unit_test(test_map),
+        cmocka_unit_test(test_limits_round_trip),
+        cmocka_unit_test(test_limits_earlier_workers),
+        cmocka_unit_test(test_limits_prefetch),
+        cmocka_unit_test(test_limits_malformed_concurrency),
+        cmocka_unit_test(test_limits_layout),
+        cmocka_unit_test(test_limits_length),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,3 +51,14 @@ add_executable(it_tasks_queue ${REIGN_TASKS_TEST_DIR}/it_tasks_queue.c)
 target_compile_options(it_tasks_queue PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(it_tasks_queue PRIVATE reign_it_harness reign)
 reign_zk_test(NAME tasks_queue_library COMMAND it_tasks_queue TIMEOUT 180 LABELS tasks)
+
+# A worker's prefetch and read-ahead through the library alone: workers that hold their tasks,
+# so that what the master gives (at most the prefetch) and what runs (at most the concurrency)
+# can be checked while nothing moves, then every task finished once.
+add_executable(it_tasks_prefetch ${REIGN_TASKS_TEST_DIR}/it_tasks_prefetch.c)
+target_compile_options(it_tasks_prefetch PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(it_tasks_prefetch PRIVATE reign_it_harness reign)
+foreach(scenario one-worker two-workers moved-away)
+  reign_zk_test(NAME tasks_prefetch_${scenario}
+    COMMAND it_tasks_prefetch ${scenario} TIMEOUT 180 LABELS tasks)
+endforeach()

@@ -200,6 +200,11 @@ bool reign__client_closing(const reign_client *c)
     return c->close_requested || c->state == REIGN_CONN_CLOSED;
 }
 
+bool reign__client_processing(const reign_client *c)
+{
+    return c->depth > 0;
+}
+
 void reign__client_wake(reign_client *c)
 {
     uint64_t one = 1;

@@ -69,5 +69,7 @@ reign_suspend_policy reign__client_suspend_policy(const reign_client *c);
 bool reign__client_closing(const reign_client *c);
 /* Makes the loop run process() soon (after a state change outside it). */
 void reign__client_wake(reign_client *c);
+/* Whether reign_client_process() is running (a call from a callback). */
+bool reign__client_processing(const reign_client *c);
 
 #endif

@@ -250,7 +250,10 @@ REIGN_EXPORT int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client
  * multi with a check that the assignment is still ours (so a task taken away
  * cannot get our result, and no task gets two) and the assignment's
  * deletion; RECORDED follows.  A lost answer is settled by reading the status
- * before writing again.  REIGN_ENOENT if the task is not one we run,
+ * before writing again.  The slot is free at once: the next task's RUN comes
+ * from reign_client_process() (later in the same call when this is called from
+ * a callback), never from inside this call, so it may be called from RUN
+ * itself.  REIGN_ENOENT if the task is not one we run,
  * REIGN_EINVAL for an exit code outside -1..255 or a signal outside 0..255.
  */
 REIGN_EXPORT int reign_tasks_worker_done(reign_tasks_worker *worker, const char *task,

@@ -93,8 +93,10 @@ size_t reign__tasks_limits_build(char *buf, int concurrency, int prefetch)
     return n > 0 && n < REIGN__TASKS_LIMITS_MAX ? (size_t)n : 0;
 }
 
-/* The value of "KEY=N" on a line of its own in buf[0..len), or -1 (absent, not a number,
- * or out of range). */
+/* The value of "KEY=N" on a line of its own in buf[0..len), or -1 (absent or not a
+ * number).  A number of any length is read; one above LIMITS_SATURATE is LIMITS_SATURATE, out
+ * of every range the caller accepts, like any other number too large. */
+#define LIMITS_SATURATE 10000000L
 static long limits_number(const char *buf, size_t len, const char *key)
 {
     size_t k = strlen(key);
@@ -104,8 +106,8 @@ static long limits_number(const char *buf, size_t len, const char *key)
         if (n > k && !memcmp(line, key, k) && line[k] == '=') {
             long v = 0;
             size_t j = k + 1;
-            for (; j < n && j < k + 8 && line[j] >= '0' && line[j] <= '9'; j++)
-                v = v * 10 + (line[j] - '0');
+            for (; j < n && line[j] >= '0' && line[j] <= '9'; j++)
+                v = v < LIMITS_SATURATE ? v * 10 + (line[j] - '0') : LIMITS_SATURATE;
             return j == n && j > k + 1 ? v : -1;
         }
         i += n + 1;

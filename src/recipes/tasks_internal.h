@@ -51,7 +51,7 @@ char *reign__tasks_payload_path(const char *queue, const char *task);
  * bytes; returns its length).  _parse reads what any worker registered, foreign data
  * included, and never fails: a missing or malformed concurrency is 1; a missing or malformed
  * prefetch is 2 x concurrency (what workers of earlier versions, which sent none, were
- * given); one below concurrency is concurrency.
+ * given); one below concurrency or above 400000 (however many digits) is concurrency.
  */
 #define REIGN__TASKS_LIMITS_MAX 48
 size_t reign__tasks_limits_build(char *buf, int concurrency, int prefetch);

@@ -66,7 +66,8 @@ struct reign_tasks_worker {
     char **listed;             /* the last listing of assign/W, NULL where started */
     size_t n_listed;
     bool listing, dirty, check_first;
-    pend *pends; /* arguments of requests in flight (freed on forget) */
+    pend *pends;       /* arguments of requests in flight (freed on forget) */
+    reign__timer kick; /* start_more() on the loop, after reign_tasks_worker_done() */
     int busy;
     bool free_requested;
 };
@@ -618,10 +619,27 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
         w->slots--;
     enter(w); /* send_result may report an error, whose callback may free us */
     send_result(w, p);
+    /* The next task's RUN comes from the loop, not from inside this call: a caller that
+     * answers RUN at once (or fails to start it) would otherwise nest a RUN per task read
+     * ahead.  Due at 0, it runs in this turn when we are called from a callback. */
+    if (!w->free_requested) {
+        if (reign__timer_start(reign__client_timers(w->client), &w->kick, 0) < 0)
+            start_more(w);
+        else if (!reign__client_processing(w->client))
+            reign__client_wake(w->client);
+    }
+    leave(w);
+    return 0;
+}
+
+static void on_kick(reign__timer *t, void *arg)
+{
+    reign_tasks_worker *w = arg;
+    (void)t;
+    enter(w);
     if (!w->free_requested)
         start_more(w);
     leave(w);
-    return 0;
 }
 
 size_t reign_tasks_worker_running(const reign_tasks_worker *w)
@@ -687,6 +705,7 @@ static void worker_conn(reign__recipe *rp, reign_conn_state st)
 
 static void worker_free_fields(reign_tasks_worker *w)
 {
+    reign__timer_stop(reign__client_timers(w->client), &w->kick);
     while (w->pends)
         pend_free(w, w->pends);
     reign__tmap_clear(&w->tasks);
@@ -743,6 +762,7 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
     reign_tasks_worker *w = reign__calloc(1, sizeof(*w));
     if (!w)
         return REIGN_ENOMEM;
+    reign__timer_init(&w->kick, on_kick, w);
     w->recipe.ops = &worker_ops;
     w->client = client;
     w->zk = reign__client_zk(client);

@@ -12,6 +12,7 @@
  *   - limits built from the input's first bytes (in the ranges a worker may register) parse
  *     back to themselves.
  */
+#include <limits.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -38,8 +39,8 @@ static bool same(limits a, limits b)
 
 /*
  * The value of the first line "key=<digits>" in data[0..len), or -1 if no line starts with
- * "key=" or the first that does is not 1 to 7 decimal digits (8 digits or more are past every
- * bound, and read as malformed).
+ * "key=" or the first that does is not decimal digits.  A value past every bound is any
+ * such value (LONG_MAX here), however many digits it has.
  */
 static long reference_number(const uint8_t *data, size_t len, const char *key)
 {
@@ -49,14 +50,13 @@ static long reference_number(const uint8_t *data, size_t len, const char *key)
         while (end < len && data[end] != '\n')
             end++;
         if (end - start > k && !memcmp(data + start, key, k) && data[start + k] == '=') {
-            size_t digits = end - start - k - 1;
-            if (digits < 1 || digits > 7)
+            if (end - start == k + 1)
                 return -1;
             long v = 0;
             for (size_t i = start + k + 1; i < end; i++) {
                 if (data[i] < '0' || data[i] > '9')
                     return -1;
-                v = v * 10 + (data[i] - '0');
+                v = v > 1000000 ? LONG_MAX : v * 10 + (data[i] - '0');
             }
             return v;
         }
@@ -75,7 +75,7 @@ static limits reference(const uint8_t *data, size_t len)
     if (p < 0)
         p = 2 * c; /* missing or malformed: what earlier workers were given */
     else if (p < c || p > 400000)
-        p = c;
+        p = c; /* out of range, however long */
     return (limits){(size_t)c, (size_t)p};
 }
 

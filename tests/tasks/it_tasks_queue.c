@@ -7,7 +7,8 @@
  * is freed (it resigns), and the standby must take over, recover and assign the rest.  Checks:
  * every task's result arrives once, with the output and exit status its worker gave (the
  * payload "fail" exits 3); every task ran exactly once (no worker died); list shows them all
- * done; status and delete work on one of them.
+ * done; status and delete work on one of them.  Workers answer RUN from inside it, and no
+ * RUN comes from inside another.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,12 @@ static void on_worker(reign_tasks_worker *w, const reign_tasks_event *ev, void *
         }
         runs[i].runs++;
         int fail = ev->data_len == 4 && !memcmp(ev->data, "fail", 4);
+        /* Done from inside RUN: the next RUN must not come from inside this one. */
+        static int in_run;
+        H_CHECKF(!in_run, "RUN %s inside another worker's RUN", ev->task);
+        in_run = 1;
         H_OK(reign_tasks_worker_done(w, ev->task, fail ? 3 : 0, 0, ev->data, ev->data_len));
+        in_run = 0;
     }
 }
 

@@ -188,6 +188,13 @@ def basic(t):
              "--prefetch"),
             (["tasks", "worker", q.name, "--id", "w9", "--concurrency", "4", "--prefetch", "2",
               "--", "true"], 2, "below --concurrency"),
+            (["tasks", "worker", q.name, "--id", "w9", "--prefetch", "40001", "--", "true"], 2,
+             "--prefetch"),
+            (["tasks", "worker", q.name, "--id", "w9", "--prefetch", "x", "--", "true"], 2,
+             "--prefetch"),
+            (["tasks", "worker", q.name, "--id", "w9", "--prefetch", "-1", "--", "true"], 2,
+             "--prefetch"),
+            (["tasks", "worker", q.name, "--id", "w9", "--prefetch"], 2, "needs a value"),
             (["tasks", "frob", q.name], 2, "unknown tasks subcommand")):
         rc, out, err = t.reign(["--uri", q.uri, *args])
         check(rc == code and words in err, f"reign {' '.join(args)}: {rc} {err.strip()!r}")

@@ -240,17 +240,18 @@ static void test_limits_prefetch(void **state)
         check_limits(bad[i], strlen(bad[i]), 8, 16);
     /* The parser's upper bound. */
     check_limits("concurrency=8\nprefetch=400000", 29, 8, 400000);
-    /* Beyond it (no worker of ours says that): never more than the bound, never below
-     * concurrency. */
+    /* Beyond it (no worker of ours says that), however long the number: concurrency, as for
+     * any prefetch out of range. */
     static const char *const huge[] = {
-        "concurrency=8\nprefetch=400001", "concurrency=8\nprefetch=9999999",
-        "concurrency=8\nprefetch=99999999", "concurrency=8\nprefetch=18446744073709551617"};
-    for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
-        size_t c = 0, p = 0;
-        reign__tasks_limits_parse(huge[i], strlen(huge[i]), &c, &p);
-        assert_int_equal(c, 8);
-        assert_in_range(p, 8, 400000);
-    }
+        "concurrency=8\nprefetch=400001",
+        "concurrency=8\nprefetch=9999999",
+        "concurrency=8\nprefetch=10000000",
+        "concurrency=8\nprefetch=99999999",
+        "concurrency=8\nprefetch=0000000000400000",
+        "concurrency=8\nprefetch=18446744073709551617",
+        "concurrency=8\nprefetch=999999999999999999999999999999999999999"};
+    for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++)
+        check_limits(huge[i], strlen(huge[i]), 8, i == 4 ? 400000 : 8);
 }
 
 static void test_limits_malformed_concurrency(void **state)

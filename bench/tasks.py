@@ -10,6 +10,9 @@ rate, on a throwaway standalone ZooKeeper (scripts/zk.sh, stopped at the end).
          in one process; tasks submitted with a window in flight, each timed from submit until
          its result is read; the workers answer each task at once, so the queue is measured,
          not a command.  Writes per task are counted by the server (zxid before and after).
+  ops    `tasks-bench ops`: what one request of each type (create, exists, get, children, a
+         multi like the queue's) costs the server, in its CPU time (/proc), against which the
+         queue's CPU time per task is set: the server charges by the request, reads too.
 
 Each configuration runs several times; the report gives medians, every run's value, and the
 ratio to the issue's target: tasks/s >= 50% of (raw writes/s / writes per task).  The machine
@@ -22,6 +25,7 @@ asserts.
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -34,15 +38,26 @@ from failover import BenchError, fmt, log  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Task queue throughput (issue 5)"
+SERVER_JVM = ("-Xms256m", "-Xmx2g", "-XX:+UseSerialGC", "-XX:-UsePerfData",
+              "-XX:+ExitOnOutOfMemoryError", "-Djava.net.preferIPv4Stack=true",
+              "-Dzookeeper.jmx.log4j.disable=true", "-Dzookeeper.admin.enableServer=false")
+OPS = ("create", "exists", "get", "children", "multi")
+OP_NAMES = {"create": "create (100 bytes)", "exists": "exists", "get": "get (100 bytes)",
+            "children": "children (none)", "multi": "multi: 2 checks + 2 creates"}
 
 
 def run_bench(args, *argv, timeout=600):
+    """One tasks-bench run: its JSON line, with the CPU time it used (client_cpu_s)."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([args.binary, *map(str, argv)], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=timeout)
+    ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
         raise BenchError("tasks-bench %s failed (%d): %s" % (argv[0], r.returncode,
                                                               r.stderr.strip()[-500:]))
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["client_cpu_s"] = (ru2.ru_utime - ru.ru_utime) + (ru2.ru_stime - ru.ru_stime)
+    return out
 
 
 def steady(take, key, samples, what):
@@ -62,13 +77,29 @@ def steady(take, key, samples, what):
     return samples, rerun
 
 
+def server_cpu_s(zk):
+    """The server's CPU time so far (user + system, all its threads), in seconds."""
+    pid = int((zk.state_dir / "s1" / "pid").read_text().split()[0])
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def with_cpu(zk, what, count_key, per_key, *argv):
+    """run_bench(*argv), with the server's CPU time per request (or task) in microseconds."""
+    t0 = server_cpu_s(zk)
+    r = what(*argv)
+    r[per_key] = (server_cpu_s(zk) - t0) * 1e6 / r[count_key]
+    return r
+
+
 def queue_run(args, zk, workers):
     """One queue run, with the server's own count of the requests it received and the packets
     it sent (answers and watch notifications) during it, per task.  The counts include the
     run's setup (sessions, the election, the registrations: a few dozen requests) and pings."""
     before = zk.mntr()
-    r = run_bench(args, "queue", zk.connect, args.tasks, args.window, workers, args.concurrency,
-                  args.submitters)
+    r = with_cpu(zk, lambda *a: run_bench(args, *a), "tasks", "server_us_per_task", "queue",
+                 zk.connect, args.tasks, args.window, workers, args.concurrency, args.submitters)
     after = zk.mntr()
     for key, name in (("zk_packets_received", "requests_per_task"),
                       ("zk_packets_sent", "packets_sent_per_task")):
@@ -82,8 +113,15 @@ def measure(args, zk):
     measured side by side, so that a slow minute of the shared machine falls on all of them
     rather than on one configuration."""
     takes = [("raw", n, "writes_per_s", "raw on %d session(s)" % n,
-              lambda n=n: run_bench(args, "raw", zk.connect, args.raw_writes, args.raw_window, n))
+              lambda n=n: with_cpu(zk, lambda *a: run_bench(args, *a), "writes",
+                                   "server_us_per_request", "raw", zk.connect, args.raw_writes,
+                                   args.raw_window, n))
              for n in args.raw_sessions]
+    takes += [("ops", t, "writes_per_s", "%s requests" % t,
+               lambda t=t: with_cpu(zk, lambda *a: run_bench(args, *a), "writes",
+                                    "server_us_per_request", "ops", zk.connect, t,
+                                    args.raw_writes, args.raw_window))
+              for t in OPS]
     takes += [("queue", w, "tasks_per_s", "%d workers" % w, lambda w=w: queue_run(args, zk, w))
               for w in args.workers]
     got = {(kind, n): [] for kind, n, _, _, _ in takes}
@@ -92,12 +130,17 @@ def measure(args, zk):
             r = take()
             got[(kind, n)].append(r)
             if kind == "raw":
-                log("round %d: raw, %d session(s): %.0f writes/s" % (i + 1, n, r[key]))
+                log("round %d: raw, %d session(s): %.0f writes/s, server %.0f us/write" % (
+                    i + 1, n, r[key], r["server_us_per_request"]))
+            elif kind == "ops":
+                log("round %d: %s: %.0f requests/s, server %.0f us/request" % (
+                    i + 1, n, r[key], r["server_us_per_request"]))
             else:
                 log("round %d: %d workers: %.0f tasks/s, %.2f writes/task, %.2f requests/task, "
-                    "p50 %.1f ms" % (i + 1, n, r[key], r["writes_per_task"],
-                                     r.get("requests_per_task", 0), r["latency_p50_ms"]))
-    out = {"raw": {}, "queue": {}}
+                    "server %.0f us/task, p50 %.1f ms" % (
+                        i + 1, n, r[key], r["writes_per_task"], r.get("requests_per_task", 0),
+                        r["server_us_per_task"], r["latency_p50_ms"]))
+    out = {"raw": {}, "queue": {}, "ops": {}}
     for kind, n, key, what, take in takes:
         samples, reruns = steady(take, key, got[(kind, n)], what)
         out[kind][str(n)] = {"samples": samples, "reruns": reruns}
@@ -110,7 +153,11 @@ def summarize(m):
     best = max(per, key=lambda n: per[n])
     raw = per[best]
     s = {"raw_writes_per_s": raw, "raw_sessions": int(best), "raw_by_sessions": per,
-         "workers": {}}
+         "workers": {}, "ops": {}}
+    for t, x in m.get("ops", {}).items():
+        s["ops"][t] = {
+            "per_s": statistics.median(r["writes_per_s"] for r in x["samples"]),
+            "server_us": statistics.median(r["server_us_per_request"] for r in x["samples"])}
     for w, q in m["queue"].items():
         xs = q["samples"]
         tps = statistics.median(x["tasks_per_s"] for x in xs)
@@ -122,6 +169,12 @@ def summarize(m):
             "p99_ms": statistics.median(x["latency_p99_ms"] for x in xs),
             "limit_tasks_per_s": limit, "ratio": tps / limit, "reruns": q["reruns"],
             "ratio_one_session": tps / (per["1"] / wpt) if "1" in per else None}
+        if all("server_us_per_task" in x for x in xs):
+            s["workers"][w]["server_us_per_task"] = statistics.median(
+                x["server_us_per_task"] for x in xs)
+        if all("client_cpu_s" in x for x in xs):
+            s["workers"][w]["client_cpus"] = statistics.median(
+                x["client_cpu_s"] / x["seconds"] for x in xs)
         if all("requests_per_task" in x for x in xs):
             s["workers"][w]["requests_per_task"] = statistics.median(
                 x["requests_per_task"] for x in xs)
@@ -153,6 +206,29 @@ def render(run):
       "several sessions at once, which the server commits together." % (
           fmt(s["raw_writes_per_s"], 0), s["raw_sessions"]))
     w("")
+    unit = raw_write_us(run)
+    if s.get("ops"):
+        w("What one request costs the server, by type (`tasks_bench.c ops`: %d requests on one "
+          "session, %d in flight; the server's CPU time, all its threads, read from /proc "
+          "before and after), medians of %d runs:" % (a["raw_writes"], a["raw_window"],
+                                                        a["runs"]))
+        w("")
+        create = s["ops"].get("create", {}).get("server_us")
+        w("| request | requests/s | server CPU per request, us | vs a create |")
+        w("|---|---|---|---|")
+        for t in OPS:
+            if t not in s["ops"]:
+                continue
+            x = s["ops"][t]
+            w("| %s | %s | %s | %s |" % (
+                OP_NAMES.get(t, t), fmt(x["per_s"], 0), fmt(x["server_us"], 0),
+                fmt(x["server_us"] / create, 2) if create else "–"))
+        w("")
+        if unit:
+            w("One session is the dearest way to send requests; in the limit's runs (%d "
+              "sessions) a raw write cost the server %s us, the unit of the queue's column "
+              "below." % (s["raw_sessions"], fmt(unit, 0)))
+            w("")
     w("Then the queue end to end (`tasks_bench.c queue`): a master, W workers and %d "
       "submitting clients, each on its own session, in one process; %d tasks per run, %d in "
       "flight, each timed "
@@ -162,23 +238,28 @@ def render(run):
       "divided by the tasks; requests per task are the server's count of the requests it "
       "received during the run (mntr's zk_packets_received: writes, reads, listings, pings and "
       "the run's setup), packets sent per task its answers and watch notifications.  Target (issue 5): tasks/s >= 50%% of raw writes/s / writes per "
-      "task.  Medians of %d runs.  Every configuration, raw ones included, is run once first "
+      "task.  Medians of %d runs, on one server (heap %s, serial collector).  Every configuration, raw ones included, is run once first "
       "and not counted (the server's JIT compiles each path only after thousands of "
       "requests), and the runs go in rounds - each configuration once per round - so that a "
-      "slow minute of the shared machine falls on all of them." % (a["submitters"], a["tasks"], a["window"],
-                                     a["concurrency"], a["runs"]))
+      "slow minute of the shared machine falls on all of them." % (
+          a["submitters"], a["tasks"], a["window"], a["concurrency"], a["runs"],
+          a.get("server_heap", "256 MB")))
     w("")
     w("| workers | tasks/s (runs) | writes / task | requests / task | packets sent / task | "
+      "server CPU / task, us (in raw writes) | "
       "limit: raw / writes per task | tasks/s vs limit | target (>= 50%) | vs the 1-session "
       "rate | latency p50 / p99, ms |")
-    w("|---|---|---|---|---|---|---|---|---|---|")
+    w("|---|---|---|---|---|---|---|---|---|---|---|")
     for k in sorted(s["workers"], key=int):
         x = s["workers"][k]
-        w("| %s | **%s** (%s)%s | %s | %s | %s | %s | %s%% | %s | %s | %s / %s |" % (
+        cpu = x.get("server_us_per_task")
+        w("| %s | **%s** (%s)%s | %s | %s | %s | %s | %s | %s%% | %s | %s | %s / %s |" % (
             k, fmt(x["tasks_per_s"], 0), ", ".join(fmt(v, 0) for v in x["all"]),
             " (%d rerun)" % x["reruns"] if x["reruns"] else "", fmt(x["writes_per_task"], 2),
             fmt(x["requests_per_task"], 2) if "requests_per_task" in x else "–",
             fmt(x["packets_sent_per_task"], 2) if "packets_sent_per_task" in x else "–",
+            "–" if cpu is None else "%s (%s)" % (fmt(cpu, 0), fmt(cpu / unit, 2) if unit
+                                                 else "–"),
             fmt(x["limit_tasks_per_s"], 0), fmt(100 * x["ratio"], 0),
             "met" if x["ratio"] >= 0.5 else "**not met**",
             "%s%%" % fmt(100 * x["ratio_one_session"], 0) if x.get("ratio_one_session") else "–",
@@ -196,20 +277,43 @@ def render(run):
     w("")
     reqs = [x["requests_per_task"] for x in s["workers"].values() if "requests_per_task" in x]
     if reqs:
-        w("Where the time goes: the server is CPU-bound, and what it costs is mostly a fixed "
-          "amount per request, reads almost as much as writes; a multi is one request however "
-          "many parts it has.  Per task the queue now sends the 3 writes and 3 reads: the "
+        w("Where the time goes: per task the queue sends the 3 writes and 3 reads - the "
           "worker's read of the payload, and the waiting client's `exists` (its watch says "
           "when the result is there) and read of the result; the master reads nothing per "
           "task.  The rest (%s to %s requests per task in all) are listings - of tasks/ by "
           "the master, of assign/W by each worker when told of a change, and of assign/W by "
-          "the master only when its count says W is full - and the run's setup and pings.  "
-          "With 1 worker the master gives it at most 4 x %d tasks at once (its prefetch), and "
-          "each of them waits for a few round trips (the master's multi, the worker's listing, "
-          "its multi, and the master's listing that sees it done; the worker reads payloads "
-          "ahead, so its read is not in a slot's way), so there the queue is bounded by that "
-          "cap and the round trip as much as by the server." % (
-              fmt(min(reqs), 2), fmt(max(reqs), 2), a["concurrency"]))
+          "the master only when its count says W is full - and the run's setup and pings." % (
+              fmt(min(reqs), 2), fmt(max(reqs), 2)))
+        w("")
+    cpus = [(k, x["server_us_per_task"]) for k, x in s["workers"].items()
+            if "server_us_per_task" in x]
+    create = s.get("ops", {}).get("create", {}).get("server_us")
+    if unit and cpus and create:
+        reads = [s["ops"][t]["server_us"] / create for t in ("exists", "get", "children")
+                 if t in s["ops"]]
+        multi = s["ops"].get("multi", {}).get("server_us")
+        busy = [s["workers"][k]["tasks_per_s"] * c / 1e6 for k, c in cpus]
+        client = [x["client_cpus"] for x in s["workers"].values() if "client_cpus" in x]
+        w("The CPUs are the bottleneck, and the server takes most of them: during the queue "
+          "runs it used %s to %s of the machine's %d%s.  And it charges by the "
+          "request, not by the write: sent the same way, a read costs it %s to %s of a "
+          "create%s.  So a task costs the server what %s to %s raw writes cost (the column "
+          "above), and the issue's ratio - raw writes/s against writes per task - comes to "
+          "about writes per task divided by that: %s with these numbers.  Meeting 50%% "
+          "therefore takes fewer requests per task that are not writes.  With ZooKeeper 3.8's C "
+          "client (no persistent watches, no multi-read) the 3 reads are the floor while each "
+          "waiting client watches its own task: it must set a watch and then read the result; "
+          "and the worker must read a payload the master never saw." % (
+              fmt(min(busy), 2), fmt(max(busy), 2), run["machine"]["nproc"],
+              " (the benchmark process, every client's threads, %s to %s)" % (
+                  fmt(min(client), 2), fmt(max(client), 2)) if client else "",
+              fmt(min(reads), 2), fmt(max(reads), 2),
+              ", a multi of two checks and two creates %s" % fmt(multi / create, 2)
+              if multi else "",
+              fmt(min(c for _, c in cpus) / unit, 1), fmt(max(c for _, c in cpus) / unit, 1),
+              " / ".join("%s%% (%s worker%s)" % (
+                  fmt(100 * s["workers"][k]["writes_per_task"] / (c / unit), 0), k,
+                  "" if k == "1" else "s") for k, c in sorted(cpus, key=lambda kc: int(kc[0])))))
         w("")
     for para in run.get("notes", []):
         w(para)
@@ -220,6 +324,15 @@ def render(run):
           run["command"], run["duration_min"], m["cpu"], m["nproc"], m["memory"], m["os"],
           m["zookeeper"], m["libzookeeper"], m["commit"], m["date"]))
     return "\n".join(lines) + "\n"
+
+
+def raw_write_us(run):
+    """The server's CPU time per raw write on the limit's session count (None for runs made
+    before it was measured)."""
+    raw = run["samples"]["raw"].get(str(run["summary"]["raw_sessions"]), {})
+    xs = [r["server_us_per_request"] for r in raw.get("samples", [])
+          if "server_us_per_request" in r]
+    return statistics.median(xs) if xs else None
 
 
 def write_section(path, run):
@@ -271,6 +384,10 @@ def main(argv):
     commit = fo.source_state(args.binary)
     workdir = fo.start_run(args, "reign-tasks-")
     zk = fo.ZooKeeper(workdir / "zk")
+    # The runs leave their nodes (every result, every raw create: near a million in a full
+    # run), more than the 256 MB heap scripts/zk.sh gives test servers holds; its other flags
+    # stay.
+    os.environ.setdefault("REIGN_ZK_JAVA_OPTS", " ".join(SERVER_JVM))
     try:
         zk.start()
         fo.warm_server(zk, 5)
@@ -280,6 +397,8 @@ def main(argv):
         log("warm-up: one run of each configuration, not counted")
         for n in args.raw_sessions:
             run_bench(args, "raw", zk.connect, args.raw_writes, args.raw_window, n)
+        for t in OPS:
+            run_bench(args, "ops", zk.connect, t, args.raw_writes, args.raw_window)
         for w in args.workers:
             run_bench(args, "queue", zk.connect, args.tasks, args.window, w, args.concurrency,
                       args.submitters)
@@ -287,9 +406,11 @@ def main(argv):
         zk_version = zk.mntr().get("zk_version", "?").split("-")[0].split(",")[0]
     finally:
         zk.stop()
-    run = {"args": {k: getattr(args, k) for k in ("tasks", "window", "concurrency", "runs",
-                                                   "submitters",
-                                                   "raw_writes", "raw_window", "raw_sessions", "workers")},
+    heap = [f[4:] for f in os.environ["REIGN_ZK_JAVA_OPTS"].split() if f.startswith("-Xmx")]
+    run = {"args": dict({k: getattr(args, k) for k in ("tasks", "window", "concurrency", "runs",
+                                                        "submitters", "raw_writes", "raw_window",
+                                                        "raw_sessions", "workers")},
+                        server_heap=heap[-1] if heap else "?"),
            "samples": samples, "summary": summarize(samples),
            "machine": fo.machine_info(zk_version, commit),
            "command": " ".join(["bench/tasks.py"] + argv),

@@ -2,6 +2,7 @@
  * tasks_bench.c - throughput of the task queue (issue 5), driven by bench/tasks.py.
  *
  *     tasks-bench raw   HOSTS COUNT WINDOW [SESSIONS]
+ *     tasks-bench ops   HOSTS TYPE COUNT WINDOW
  *     tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY [SUBMITTERS]
  *
  * raw: the limit.  COUNT creates of 100-byte persistent sequential nodes through the
@@ -9,6 +10,12 @@
  * flight at any time, spread over SESSIONS sessions (default 1; the queue writes from several
  * sessions at once, which the server can commit together).  Prints one JSON line: writes,
  * seconds, writes_per_s.
+ *
+ * ops: what one request costs the server, by type (bench/tasks.py reads the server's CPU
+ * time around it).  COUNT requests of TYPE on one session, WINDOW in flight: create (as raw),
+ * exists and get (of a 100-byte node), children (of an empty node), multi (two checks and two
+ * creates, shaped like the queue's multis).  Prints the same JSON line as raw (the requests
+ * as "writes").
  *
  * queue: one process, one session per role: a master, WORKERS workers (each taking
  * CONCURRENCY tasks at once and answering each at once with exit 0 and a 2-byte output, so
@@ -113,12 +120,79 @@ static void on_raw_created(int rc, const char *value, const void *data)
         raw_send((intptr_t)data); /* on the same session */
 }
 
+/* ops: the request each raw_send() makes (OP_CREATE for raw). */
+enum { OP_CREATE, OP_EXISTS, OP_GET, OP_CHILDREN, OP_MULTI };
+static int raw_op = OP_CREATE;
+
+static void on_raw_stat(int rc, const struct Stat *st, const void *data)
+{
+    (void)st;
+    on_raw_created(rc, NULL, data);
+}
+
+static void on_raw_data(int rc, const char *value, int len, const struct Stat *st, const void *data)
+{
+    (void)value, (void)len, (void)st;
+    on_raw_created(rc, NULL, data);
+}
+
+static void on_raw_children(int rc, const struct String_vector *v, const void *data)
+{
+    (void)v;
+    on_raw_created(rc, NULL, data);
+}
+
+/* A multi's parts and results live until its answer. */
+typedef struct raw_multi {
+    intptr_t h;
+    zoo_op_t ops[4];
+    zoo_op_result_t res[4];
+    char made[2][64];
+} raw_multi;
+
+static void on_raw_multi(int rc, const void *data)
+{
+    raw_multi *m = (raw_multi *)data;
+    intptr_t h = m->h;
+    free(m);
+    on_raw_created(rc, NULL, (void *)h);
+}
+
 static void raw_send(intptr_t h)
 {
-    int rc = zoo_acreate(raw_zh[h], "/reign-bench/raw-", raw_data, sizeof(raw_data),
-                         &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, on_raw_created, (void *)h);
+    zhandle_t *zh = raw_zh[h];
+    int rc;
+    switch (raw_op) {
+    case OP_EXISTS:
+        rc = zoo_aexists(zh, "/reign-bench/x", 0, on_raw_stat, (void *)h);
+        break;
+    case OP_GET:
+        rc = zoo_aget(zh, "/reign-bench/x", 0, on_raw_data, (void *)h);
+        break;
+    case OP_CHILDREN:
+        rc = zoo_aget_children(zh, "/reign-bench/empty", 0, on_raw_children, (void *)h);
+        break;
+    case OP_MULTI: {
+        /* Shaped like the queue's: two checks and two writes in one transaction. */
+        raw_multi *m = calloc(1, sizeof(*m));
+        if (!m)
+            die("out of memory", ZSYSTEMERROR);
+        m->h = h;
+        zoo_check_op_init(&m->ops[0], "/reign-bench/x", -1);
+        zoo_create_op_init(&m->ops[1], "/reign-bench/raw-", raw_data, sizeof(raw_data),
+                           &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, m->made[0], sizeof(m->made[0]));
+        zoo_create_op_init(&m->ops[2], "/reign-bench/raw-", raw_data, sizeof(raw_data),
+                           &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE, m->made[1], sizeof(m->made[1]));
+        zoo_check_op_init(&m->ops[3], "/reign-bench/empty", -1);
+        rc = zoo_amulti(zh, 4, m->ops, m->res, on_raw_multi, m);
+        break;
+    }
+    default:
+        rc = zoo_acreate(zh, "/reign-bench/raw-", raw_data, sizeof(raw_data), &ZOO_OPEN_ACL_UNSAFE,
+                         ZOO_SEQUENCE, on_raw_created, (void *)h);
+    }
     if (rc != ZOK)
-        die("zoo_acreate", rc);
+        die("sending a request", rc);
 }
 
 static int raw_main(const char *hosts, int count, int window, int sessions)
@@ -133,6 +207,9 @@ static int raw_main(const char *hosts, int count, int window, int sessions)
         raw_zh[i] = raw_connect(hosts);
     }
     zxid_now(raw_zh[0]); /* makes /reign-bench */
+    zoo_create(raw_zh[0], "/reign-bench/x", raw_data, sizeof(raw_data), &ZOO_OPEN_ACL_UNSAFE, 0,
+               NULL, 0);
+    zoo_create(raw_zh[0], "/reign-bench/empty", NULL, -1, &ZOO_OPEN_ACL_UNSAFE, 0, NULL, 0);
     raw_count = count;
     raw_window = window < count ? window : count;
     double t0 = now_s();
@@ -328,6 +405,14 @@ int main(int argc, char **argv)
 {
     if ((argc == 5 || argc == 6) && !strcmp(argv[1], "raw"))
         return raw_main(argv[2], atoi(argv[3]), atoi(argv[4]), argc == 6 ? atoi(argv[5]) : 1);
+    if (argc == 6 && !strcmp(argv[1], "ops")) {
+        static const char *const names[] = {"create", "exists", "get", "children", "multi"};
+        for (raw_op = 0; raw_op < 5 && strcmp(argv[3], names[raw_op]); raw_op++)
+            ;
+        if (raw_op == 5)
+            die("unknown request type", 0);
+        return raw_main(argv[2], atoi(argv[4]), atoi(argv[5]), 1);
+    }
     if ((argc == 7 || argc == 8) && !strcmp(argv[1], "queue")) {
         int workers = atoi(argv[5]);
         n_submitters = argc == 8 ? atoi(argv[7]) : 1;
@@ -338,6 +423,7 @@ int main(int argc, char **argv)
         return queue_main(argv[2], atoi(argv[3]), atoi(argv[4]), workers, atoi(argv[6]));
     }
     fprintf(stderr, "usage: tasks-bench raw HOSTS COUNT WINDOW [SESSIONS]\n"
+                    "       tasks-bench ops HOSTS create|exists|get|children|multi COUNT WINDOW\n"
                     "       tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY "
                     "[SUBMITTERS]\n");
     return 2;

@@ -266,6 +266,9 @@ def render(run):
             fmt(x["p50_ms"], 1),
             fmt(x["p99_ms"], 1)))
     w("")
+    for para in run.get("notes", []):  # about the table's numbers: other runs, before/after
+        w(para)
+        w("")
     wpt = statistics.median(x["writes_per_task"] for x in s["workers"].values())
     w("%s writes per task (the server's count): the submit's multi (create tasks/T + create "
       "data/<guid>, the payload's node), the master's multi (its election node exists + "
@@ -313,9 +316,6 @@ def render(run):
               ", a multi of two checks and two creates %s" % fmt(multi / create, 2)
               if multi else "",
               fmt(min(c for _, c in cpus) / unit, 1), fmt(max(c for _, c in cpus) / unit, 1)))
-        w("")
-    for para in run.get("notes", []):
-        w(para)
         w("")
     w("Command: `%s` (%.1f min).  Machine: %s, %d CPUs, %s, %s, ZooKeeper %s, "
       "libzookeeper-mt %s; commit %s; %s.  The machine is shared with other builds: medians, "

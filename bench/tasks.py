@@ -85,10 +85,10 @@ def server_cpu_s(zk):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def with_cpu(zk, what, count_key, per_key, *argv):
-    """run_bench(*argv), with the server's CPU time per request (or task) in microseconds."""
+def with_cpu(args, zk, count_key, per_key, *argv):
+    """run_bench(args, *argv), with the server's CPU time per request (or task), in us."""
     t0 = server_cpu_s(zk)
-    r = what(*argv)
+    r = run_bench(args, *argv)
     r[per_key] = (server_cpu_s(zk) - t0) * 1e6 / r[count_key]
     return r
 
@@ -98,8 +98,8 @@ def queue_run(args, zk, workers):
     it sent (answers and watch notifications) during it, per task.  The counts include the
     run's setup (sessions, the election, the registrations: a few dozen requests) and pings."""
     before = zk.mntr()
-    r = with_cpu(zk, lambda *a: run_bench(args, *a), "tasks", "server_us_per_task", "queue",
-                 zk.connect, args.tasks, args.window, workers, args.concurrency, args.submitters)
+    r = with_cpu(args, zk, "tasks", "server_us_per_task", "queue", zk.connect, args.tasks,
+                 args.window, workers, args.concurrency, args.submitters)
     after = zk.mntr()
     for key, name in (("zk_packets_received", "requests_per_task"),
                       ("zk_packets_sent", "packets_sent_per_task")):
@@ -112,15 +112,14 @@ def measure(args, zk):
     """Every configuration once per round, `runs` rounds: the raw rate and the queue's are
     measured side by side, so that a slow minute of the shared machine falls on all of them
     rather than on one configuration."""
+    def per_request(mode, *argv):
+        return with_cpu(args, zk, "writes", "server_us_per_request", mode, zk.connect, *argv)
+
     takes = [("raw", n, "writes_per_s", "raw on %d session(s)" % n,
-              lambda n=n: with_cpu(zk, lambda *a: run_bench(args, *a), "writes",
-                                   "server_us_per_request", "raw", zk.connect, args.raw_writes,
-                                   args.raw_window, n))
+              lambda n=n: per_request("raw", args.raw_writes, args.raw_window, n))
              for n in args.raw_sessions]
     takes += [("ops", t, "writes_per_s", "%s requests" % t,
-               lambda t=t: with_cpu(zk, lambda *a: run_bench(args, *a), "writes",
-                                    "server_us_per_request", "ops", zk.connect, t,
-                                    args.raw_writes, args.raw_window))
+               lambda t=t: per_request("ops", t, args.raw_writes, args.raw_window))
               for t in OPS]
     takes += [("queue", w, "tasks_per_s", "%d workers" % w, lambda w=w: queue_run(args, zk, w))
               for w in args.workers]

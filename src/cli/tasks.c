@@ -829,11 +829,12 @@ static int worker_main(cli *c, int argc, char **argv)
     }
     if (!wo.id)
         return cli_usage_error(c, "missing --id ID (each worker needs its own)");
-    if (wo.prefetch && wo.prefetch < (wo.concurrency ? wo.concurrency : 1))
+    int runs = wo.concurrency ? wo.concurrency : 1;
+    if (wo.prefetch && wo.prefetch < runs)
         return cli_usage_error(c,
                                "--prefetch %d is below --concurrency %d: the worker could "
                                "never fill its slots",
-                               wo.prefetch, wo.concurrency ? wo.concurrency : 1);
+                               wo.prefetch, runs);
     const char *queue = NULL;
     if ((rc = positional(c, end, argv, 1, "QUEUE", &queue)))
         return rc;

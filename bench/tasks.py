@@ -270,21 +270,24 @@ def render(run):
         w("")
     wpt = statistics.median(x["writes_per_task"] for x in s["workers"].values())
     w("%s writes per task (the server's count): the submit's multi (create tasks/T + create "
-      "data/<guid>, the payload's node), the master's multi (its election node exists + "
-      "data/<guid> exists + create assign/W/T + delete tasks/T) and the worker's multi "
-      "(assign/W/T exists + create status/T + delete assign/W/T + delete data/<guid>); "
+      "data/<tag>/<guid>, the payload's node), the master's multi (its election node exists + "
+      "data/<tag>/<guid> exists + create assign/W/T + delete tasks/T) and the worker's multi "
+      "(assign/W/T exists + create status/T + delete assign/W/T + delete data/<tag>/<guid>); "
       "docs/tasks.md says why each part is there.  Latency is mostly queueing: %d tasks are in "
       "flight, so the median is about the window divided by the rate." % (
           fmt(wpt, 2), a["window"]))
     w("")
     reqs = [x["requests_per_task"] for x in s["workers"].values() if "requests_per_task" in x]
     if reqs:
-        w("Where the time goes: per task the queue sends the 3 writes and 3 reads - the "
-          "worker's read of the payload, and the waiting client's `exists` (its watch says "
-          "when the result is there) and read of the result; the master reads nothing per "
-          "task.  The rest (%s to %s requests per task in all) are listings - of tasks/ by "
-          "the master, of assign/W by each worker when told of a change, and of assign/W by "
-          "the master only when its count says W is full - and the run's setup and pings." % (
+        w("Where the time goes: per task the queue sends the 3 writes and 2 reads - the "
+          "worker's read of the payload and the waiting client's read of the result; the "
+          "master reads nothing per task, and a waiting client learns that results are there "
+          "from one watch on its bucket data/<tag> (the payload nodes of the tasks it "
+          "submitted, which the results' multis delete).  The rest (%s to %s requests per "
+          "task in all) are listings - of data/<tag> by each waiting client when told of a "
+          "change, of tasks/ by the master, of assign/W by each worker when told of a change, "
+          "and of assign/W by the master only when its count says W is full - and the run's "
+          "setup and pings." % (
               fmt(min(reqs), 2), fmt(max(reqs), 2)))
         w("")
     cpus = [(k, x["server_us_per_task"]) for k, x in s["workers"].items()
@@ -299,15 +302,15 @@ def render(run):
         w("The CPUs are the bottleneck, and the server takes most of them: during the queue "
           "runs it used %s to %s of the machine's %d%s.  And it charges by the request, not by "
           "the write: sent the same way, a read costs it %s to %s of a create%s.  A task costs "
-          "the server what %s to %s raw writes cost (the column above): its 3 writes, its 3 "
+          "the server what %s to %s raw writes cost (the column above): its 3 writes, its 2 "
           "reads and its share of the listings.  That is why the ratio the issue sets (raw "
           "writes/s against writes per task) sits near 50%%, and it moves by several points "
           "with what a request costs the server at the moment (the raw runs and the queue's "
           "are seconds to minutes apart on a shared machine).  To be well above it the queue "
           "must send fewer requests per task that are not writes.  With ZooKeeper 3.8's C "
-          "client (no persistent watches, no multi-read) the 3 reads are the floor while each "
-          "waiting client watches its own task: it must set a watch and then read the result; "
-          "and the worker must read a payload the master never saw." % (
+          "client (no persistent watches, no multi-read) the 2 reads are the floor: the "
+          "waiting client must read the result, and the worker a payload the master never "
+          "saw." % (
               fmt(min(busy), 2), fmt(max(busy), 2), run["machine"]["nproc"],
               " (the benchmark process, every client's threads, %s to %s)" % (
                   fmt(min(client), 2), fmt(max(client), 2)) if client else "",

@@ -109,6 +109,14 @@ void reign__client_attach(reign_client *c, reign__recipe *r)
     c->recipes = r;
 }
 
+reign__recipe *reign__client_find(reign_client *c, const reign__recipe_ops *ops)
+{
+    for (reign__recipe *r = c->recipes; r; r = r->next)
+        if (r->ops == ops)
+            return r;
+    return NULL;
+}
+
 void reign__client_detach(reign_client *c, reign__recipe *r)
 {
     c->recipes_changed = true;

@@ -55,6 +55,8 @@ reign__timers *reign__client_timers(reign_client *c);
 const reign__logger *reign__client_log(const reign_client *c);
 void reign__client_attach(reign_client *c, reign__recipe *r);
 void reign__client_detach(reign_client *c, reign__recipe *r);
+/* The first attached recipe whose ops are `ops` (a kind with one object per client), or NULL. */
+reign__recipe *reign__client_find(reign_client *c, const reign__recipe_ops *ops);
 
 /*
  * Until when leadership held on this session is safe: the send time of the

@@ -14,7 +14,8 @@
  *
  * Layout (ZooKeeper), for queue Q:
  *   /reign/tasks/Q/tasks/t_<guid>_<seq>    submitted, not yet assigned
- *   /reign/tasks/Q/data/<guid>             its payload, while pending or assigned
+ *   /reign/tasks/Q/data/<tag>/<guid>       its payload, while pending or assigned (the
+ *                                          tag: the guid's first 4 digits, one per client)
  *   /reign/tasks/Q/assign/W/t_<guid>_<seq> assigned to worker W
  *   /reign/tasks/Q/status/t_<guid>_<seq>   the result (the final status)
  *   the group "tasks.Q" (<reign/group.h>)     the live workers, by id
@@ -100,11 +101,14 @@ REIGN_EXPORT int reign_tasks_status(reign_client *client, const char *queue, con
 
 /*
  * Waits until task `task` of `queue` is done and calls back once with its
- * result (state DONE).  Survives connection losses and session expiries
- * (the wait is re-armed on the new session, and the status re-read every
- * few seconds in case a notification was lost).  Calls back with
- * REIGN_ECLOSED when the client closes.  Pending waits are freed with the
- * client.
+ * result (state DONE).  Any task may be waited for, from any client.  The
+ * waits of one client for the tasks one client submitted share one watch
+ * (on the tasks' payload nodes, which go when the result is recorded), so a
+ * burst of results costs one listing, then one read each.  Survives
+ * connection losses and session expiries (re-armed on the new session, and
+ * checked again every few seconds in case a notification was lost).  Calls
+ * back with REIGN_ECLOSED when the client closes.  Pending waits are freed
+ * with the client.
  */
 REIGN_EXPORT int reign_tasks_wait(reign_client *client, const char *queue, const char *task,
                                   reign_tasks_info_cb *cb, void *userdata);

@@ -9,6 +9,7 @@
  * the client.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,12 +79,30 @@ char *reign__tasks_path(const char *queue, const char *a, const char *b, const c
                              a && b && c ? c : "");
 }
 
-char *reign__tasks_payload_path(const char *queue, const char *task)
+char *reign__tasks_bucket_path(const char *queue, const char *guid)
+{
+    return reign__tasks_strf("%s/%s/data/%.*s", REIGN__TASKS_DIR, queue, REIGN__TASKS_TAG_DIGITS,
+                             guid);
+}
+
+static char *payload_path(const char *queue, const char *task, bool flat)
 {
     char guid[2 * REIGN__TASKS_GUID_BYTES + 1];
     if (!reign__task_name_parse(task, guid, NULL))
         return NULL;
-    return reign__tasks_path(queue, "data", guid, NULL);
+    return flat ? reign__tasks_path(queue, "data", guid, NULL)
+                : reign__tasks_strf("%s/%s/data/%.*s/%s", REIGN__TASKS_DIR, queue,
+                                    REIGN__TASKS_TAG_DIGITS, guid, guid);
+}
+
+char *reign__tasks_payload_path(const char *queue, const char *task)
+{
+    return payload_path(queue, task, false);
+}
+
+char *reign__tasks_flat_payload_path(const char *queue, const char *task)
+{
+    return payload_path(queue, task, true);
 }
 
 size_t reign__tasks_limits_build(char *buf, int concurrency, int prefetch)
@@ -358,9 +377,10 @@ typedef struct req {
     /* submit */
     char guid[2 * REIGN__TASKS_GUID_BYTES + 1];
     char *prefix;         /* ".../tasks/t_<guid>_" */
-    char *payload;        /* ".../data/<guid>" */
+    char *payload;        /* ".../data/<tag>/<guid>" */
     reign__buf head, rec; /* tasks/T's record; data/<guid>'s (with the payload) */
     int tries;
+    unsigned made; /* the bucket's making when the multi was sent (tasks_bucket.c) */
     /* rounds of reads */
     unsigned round; /* stale answers of an earlier round are dropped */
     int pending;
@@ -368,7 +388,10 @@ typedef struct req {
     bool status_listed;
     seen *seen;
     size_t n_seen, cap_seen;
-    /* wait */
+    /* wait: by the payload's bucket (tasks_wait.c), or, when the payload was gone but no
+     * result was there (fallback), by an exists of status/T */
+    reign__tasks_wait wait;
+    bool fallback;
     reign__timer timer;
     bool reading;
     reign_tasks_submit_cb *submit_cb;
@@ -393,6 +416,7 @@ static void seen_clear(req *q)
 
 static void req_free(req *q)
 {
+    reign__tasks_wait_stop(&q->wait);
     reign__timer_stop(reign__client_timers(q->client), &q->timer);
     reign__zk_forget(q->zk, q);
     seen_clear(q);
@@ -699,7 +723,9 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
             finish(q, REIGN_ENOENT);
             break;
         }
-        reign__tasks_make_dirs(q->zk, q->queue); /* a queue not made yet, or without data/ */
+        /* A queue not made yet, or without data/, or our bucket deleted by the server once
+         * empty: made (once for the submits that failed alike), then sent again. */
+        reign__tasks_bucket_missing(q->client, q->queue, q->made);
         submit_create(q);
         break;
     case REIGN_EEXIST:
@@ -707,8 +733,8 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
             finish(q, r->rc);
             break;
         }
-        /* data/<guid> exists: an earlier send of ours landed (the guid is ours), and the search
-         * after its lost answer missed the task (see docs/tasks.md).  Look again. */
+        /* data/<tag>/<guid> exists: an earlier send of ours landed (the guid is ours), and the
+         * search after its lost answer missed the task (see docs/tasks.md).  Look again. */
         /* fall through */
     case REIGN_ECONNLOSS:
     case REIGN_ETIMEDOUT:
@@ -730,7 +756,7 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
 
 /*
  * One multi: the task's node tasks/T (named by the server) and its payload's node
- * data/<guid>.  The payload stays there until the worker's result deletes it, so that
+ * data/<tag>/<guid>.  The payload stays there until the worker's result deletes it, so that
  * neither the master nor anyone else copies it on the way.
  */
 static int submit_send(req *q)
@@ -748,6 +774,7 @@ static int submit_send(req *q)
          .len = q->rec.len,
          .version = -1},
     };
+    q->made = reign__tasks_bucket_prepare(q->client, q->queue);
     return reign__zk_multi(q->zk, ops, 2, q, on_created, NULL);
 }
 
@@ -791,7 +818,11 @@ static void on_status_get(void *owner, void *arg, const reign__zk_result *r)
          * others: a task finishing meanwhile is caught by the re-read.) */
         start_round(q);
     } else if (r->rc == REIGN_ENOENT || r->rc == REIGN_ESESSION) {
-        q->reading = false; /* wait: armed by the exists that follows */
+        /* wait: no result although the payload is gone (a task of an earlier version, or one
+         * submitted on another session that our server has not seen yet), or a new session:
+         * watched by an exists of status/T from now on. */
+        q->reading = false;
+        q->fallback = true;
         wait_check(q);
     } else {
         finish_info(q, r->rc, NULL);
@@ -856,6 +887,15 @@ static void on_wait_exists(void *owner, void *arg, const reign__zk_result *r)
     /* else: the watch (or the recheck timer, or a new session) calls again */
 }
 
+/* The payload's bucket no longer shows it: the result should be there. */
+static void on_payload_gone(reign__tasks_wait *w)
+{
+    req *q = (req *)((char *)w - offsetof(req, wait));
+    q->reading = true;
+    status_get(q);
+}
+
+/* The fallback wait: an exists of status/T, with a watch, and again every WAIT_RECHECK_MS. */
 static void wait_check(req *q)
 {
     reign__timers *ts = reign__client_timers(q->client);
@@ -891,7 +931,8 @@ static void req_conn(reign__recipe *rp, reign_conn_state st)
     req *q = (req *)rp;
     if (st == REIGN_CONN_CLOSED)
         finish(q, REIGN_ECLOSED);
-    else if (q->kind == REQ_WAIT && (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED))
+    else if (q->kind == REQ_WAIT && q->fallback &&
+             (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED))
         wait_check(q); /* a new session has none of the old watches */
 }
 
@@ -954,7 +995,7 @@ int reign_tasks_submit(reign_client *client, const char *queue, const void *data
      * told from a task submitted by someone else. */
     char now[24];
     snprintf(now, sizeof(now), "%lld", (long long)reign__wall_ms());
-    rc = reign__random_hex(q->guid, REIGN__TASKS_GUID_BYTES);
+    rc = reign__tasks_new_guid(client, q->guid);
     const char *kv[] = {"guid", q->guid, "submitted_ms", now};
     if (rc == 0)
         rc = reign__record_build(&q->head, kv, 4, NULL, 0);
@@ -963,7 +1004,9 @@ int reign_tasks_submit(reign_client *client, const char *queue, const void *data
     char *dir = rc == 0 ? reign__tasks_path(queue, "tasks", NULL, NULL) : NULL;
     if (rc == 0 && dir) {
         q->prefix = reign__tasks_strf("%s/t_%s_", dir, q->guid);
-        q->payload = reign__tasks_path(queue, "data", q->guid, NULL);
+        char *bucket = reign__tasks_bucket_path(queue, q->guid);
+        q->payload = bucket ? reign__tasks_strf("%s/%s", bucket, q->guid) : NULL;
+        reign__free(bucket);
     }
     reign__free(dir);
     if (rc == 0 && (!q->prefix || !q->payload))
@@ -986,8 +1029,12 @@ static int info_start(reign_client *client, req_kind kind, const char *queue, co
         return rc;
     q->info_cb = cb;
     if (kind == REQ_WAIT) {
-        wait_check(q);
-        return 0;
+        rc = reign__tasks_wait_start(client, queue, task, &q->wait, on_payload_gone);
+        if (rc < 0) {
+            reign__client_detach(client, &q->recipe);
+            req_free(q);
+        }
+        return rc;
     }
     char *p = reign__tasks_path(queue, "status", task, NULL);
     rc = p ? reign__zk_get(q->zk, p, NULL, REIGN__ZK_RETRY, q, on_status_get, NULL) : REIGN_ENOMEM;

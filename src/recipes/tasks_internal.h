@@ -5,8 +5,11 @@
  *   /reign/tasks/Q                      persistent; record kind=tasks
  *   /reign/tasks/Q/tasks/t_<guid>_<seq> persistent sequential; record guid=,
  *                                       submitted_ms= (earlier versions: + the payload)
- *   /reign/tasks/Q/data/<guid>          the task's record with its payload, made with
- *                                       tasks/T, deleted with assign/W/T
+ *   /reign/tasks/Q/data/<tag>           container: the payloads of one client's submits
+ *                                       (tag: the first 4 hex digits of their guids)
+ *   /reign/tasks/Q/data/<tag>/<guid>    the task's record with its payload, made with
+ *                                       tasks/T, deleted with assign/W/T (earlier versions:
+ *                                       data/<guid>, or in tasks/T itself)
  *   /reign/tasks/Q/assign/W             persistent, made by worker W (or the master)
  *   /reign/tasks/Q/assign/W/<task>      empty (earlier versions: a copy of tasks/T)
  *   /reign/tasks/Q/status/<task>        record worker=, exit=, signal= + output
@@ -25,6 +28,7 @@
 
 #define REIGN__TASKS_DIR        REIGN__ZK_ROOT "/tasks"
 #define REIGN__TASKS_GUID_BYTES 8 /* 16 hex digits */
+#define REIGN__TASKS_TAG_DIGITS 4 /* a guid's first digits: its payload's bucket */
 #define REIGN__TASKS_PREFIX     "tasks."
 
 /* 0 or REIGN_ENAME: a queue name, or a worker id (one path segment each). */
@@ -41,9 +45,57 @@ char *reign__tasks_strf(const char *fmt, ...) REIGN__PRINTF(1, 2);
 /* "/reign/tasks/Q[/a[/b[/c]]]" (NULL parts end it), or NULL on OOM. */
 char *reign__tasks_path(const char *queue, const char *a, const char *b, const char *c);
 
-/* "/reign/tasks/Q/data/<guid>": where the payload of task `task` is kept while the task is
- * pending or assigned; NULL if `task` is not a task name, or on OOM. */
+/* "/reign/tasks/Q/data/<tag>/<guid>": where the payload of task `task` is kept while the task
+ * is pending or assigned; NULL if `task` is not a task name, or on OOM.  _flat: where earlier
+ * versions kept it, "/reign/tasks/Q/data/<guid>". */
 char *reign__tasks_payload_path(const char *queue, const char *task);
+char *reign__tasks_flat_payload_path(const char *queue, const char *task);
+/* "/reign/tasks/Q/data/<tag>": the bucket of the payloads whose guids start with the tag (a
+ * container node: the server deletes it some time after its last child went), or NULL. */
+char *reign__tasks_bucket_path(const char *queue, const char *guid);
+
+/*
+ * A new task guid for client c (17 bytes): the client's tag (random, drawn once per client),
+ * then random digits.  The tasks a client submits thus share a bucket, so that its waits
+ * share a watch (tasks_bucket.c).  0, or REIGN_ENOMEM / a random source's error.
+ */
+int reign__tasks_new_guid(reign_client *c, char *guid);
+
+/*
+ * Making the client's bucket in a queue, data/<tag> (tasks_bucket.c).  _prepare, before each
+ * submit's multi: the first time for this queue, sends the bucket's create (a container, no
+ * callback) ahead of the multi; returns what the multi is to hand to _missing.  _missing,
+ * when the multi failed with ENOENT (a new queue, or the bucket deleted by the server once
+ * empty): makes the queue's directories and the bucket again, unless another submit already
+ * did since that multi was sent; the multi sent next finds them.
+ */
+unsigned reign__tasks_bucket_prepare(reign_client *c, const char *queue);
+void reign__tasks_bucket_missing(reign_client *c, const char *queue, unsigned made);
+
+/*
+ * Waiting for results, by payload bucket (tasks_bucket.c).  A task's payload node goes in the
+ * same transaction that records its result; the waits of one client on one bucket share one
+ * child watch on it and one listing per change, instead of an exists each.  `gone` is called
+ * (on the loop, once, the wait already stopped) when a listing of the bucket sent after
+ * reign__tasks_wait_start() no longer shows the task's payload: its result should be there
+ * (the caller reads it, and falls back to watching status/T if not: a task of an earlier
+ * version, or one submitted on another session and not yet seen).
+ */
+typedef struct reign__tasks_wait reign__tasks_wait;
+typedef void reign__tasks_gone_cb(reign__tasks_wait *w);
+struct reign__tasks_wait {
+    reign__tasks_wait *prev, *next;
+    void *bucket; /* NULL: not waiting */
+    char guid[2 * REIGN__TASKS_GUID_BYTES + 1];
+    uint64_t after; /* the bucket's listings sent when the wait began */
+    bool ended;     /* its payload is gone: in the bucket's list of waits to call back */
+    reign__tasks_gone_cb *gone;
+};
+/* 0, REIGN_ENAME (task is not a task name) or REIGN_ENOMEM. */
+int reign__tasks_wait_start(reign_client *c, const char *queue, const char *task,
+                            reign__tasks_wait *w, reign__tasks_gone_cb *gone);
+/* Stops a wait (nothing if it is not waiting). */
+void reign__tasks_wait_stop(reign__tasks_wait *w);
 
 /*
  * A worker's group payload, "concurrency=N\nprefetch=M": what it runs at once and the most

@@ -26,7 +26,7 @@
  * a listing of assign/W, made only when its count says W holds at least what
  * it runs at once (see list_worker), and lists tasks/ again only once it has used up the names
  * of the last listing.  It never reads a pending task: the payload stays in
- * data/<guid> for the worker (see send_move).
+ * data/<tag>/<guid> for the worker (see send_move).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,7 +247,8 @@ typedef struct move {
     char *from; /* NULL: from tasks/ */
     char *src;  /* the node the task leaves */
     char *dst;
-    char *payload; /* a pending task's data/<guid>, checked by the multi; NULL: copy data */
+    char *payload; /* a pending task's payload node, checked by the multi; NULL: copy data */
+    bool flat;     /* payload is data/<guid> (earlier versions), not data/<tag>/<guid> */
     char *data;    /* the source's data, copied into the assignment */
     size_t len;
     uint64_t gen; /* listings sent before the request that will prove the move (see moved) */
@@ -399,10 +400,20 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
     if (r->rc == 0 || (r->rc == REIGN_EEXIST && r->failed_op == create)) {
         /* EEXIST: an earlier send whose answer was lost landed. */
         moved(m, mv);
+    } else if (r->rc == REIGN_ENOENT && mv->payload && r->failed_op == 1 && !mv->flat) {
+        /* No data/<tag>/<guid>: submitted by an earlier version, which kept the payload in
+         * data/<guid> (or in tasks/T: see below).  Checked there. */
+        reign__free(mv->payload);
+        mv->payload = reign__tasks_flat_payload_path(m->queue, mv->task);
+        mv->flat = true;
+        if (mv->payload)
+            send_move(m, mv);
+        else
+            abandon_move(m, mv);
     } else if (r->rc == REIGN_ENOENT && mv->payload && r->failed_op == 1) {
-        /* No data/<guid>: submitted by an earlier version, which kept the payload in
-         * tasks/T.  Copy it, as those versions did (a task done meanwhile: the read finds
-         * tasks/T gone too). */
+        /* No data/<guid> either: submitted by an earlier version still, which kept the
+         * payload in tasks/T.  Copy it, as those versions did (a task done meanwhile: the read
+         * finds tasks/T gone too). */
         reign__free(mv->payload);
         mv->payload = NULL;
         if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0)
@@ -434,7 +445,7 @@ out:
 /*
  * One multi: our election node exists (rule 2 of docs/tasks.md), the assignment is
  * created, the source deleted.  All or nothing, so the task is always in exactly one place.
- * A pending task's payload stays in data/<guid> (the worker reads it there), so the master
+ * A pending task's payload stays in data/<tag>/<guid> (the worker reads it there), so the master
  * never reads the task: the multi checks that the payload is there instead, which tells a
  * task of an earlier version (payload in tasks/T, to be copied) without a read.
  */

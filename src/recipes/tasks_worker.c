@@ -34,7 +34,11 @@
 #define T_RUNNING   2  /* RUN given */
 #define T_RECORDING 4  /* the result is being written */
 #define T_COPY      8  /* its payload came from the assignment (an earlier version's task) */
-#define T_READY     16 /* read, waiting for a slot: its pend (entry's ptr) holds the payload */
+#define T_FLAT      32 /* its payload came from data/<guid> (an earlier version's task) */
+
+/* Where a task's payload is: the place each version of the queue kept it. */
+enum { PAY_BUCKET, PAY_FLAT, PAY_COPY };
+#define T_READY 16 /* read, waiting for a slot: its pend (entry's ptr) holds the payload */
 
 typedef struct pend {
     struct pend *prev, *next;
@@ -43,7 +47,7 @@ typedef struct pend {
     char *task;
     reign__buf rec;     /* T_READY: the payload; T_RECORDING: the status record */
     struct pend *rnext; /* T_READY: the next read task, in the order they were read */
-    bool copy;          /* T_READING: reading the assignment's copy; T_RECORDING: no data/<guid> */
+    unsigned char pay;  /* where its payload is: PAY_* (T_RECORDING: which node to delete) */
     bool lost;          /* T_RECORDING: an answer was lost (the multi may have landed) */
     bool checked;       /* ... and a later send found the assignment gone */
 } pend;
@@ -161,12 +165,12 @@ static void forget_task(reign_tasks_worker *w, const char *task)
 }
 
 /* Gives the task RUN: a slot is free. */
-static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *task, bool copy,
+static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *task, int pay,
                      const void *data, size_t len)
 {
     if ((e->flags & (T_READING | T_READY)) && w->ahead)
         w->ahead--;
-    e->flags = T_RUNNING | (copy ? T_COPY : 0);
+    e->flags = T_RUNNING | (pay == PAY_COPY ? T_COPY : pay == PAY_FLAT ? T_FLAT : 0);
     e->ptr = NULL;
     w->slots++;
     reign_tasks_event ev = {.type = REIGN_TASKS_RUN, .task = task, .data = data, .data_len = len};
@@ -179,17 +183,24 @@ static char *task_path(reign_tasks_worker *w, const char *dir, const char *task)
                : reign__tasks_path(w->queue, "assign", w->id, task);
 }
 
+/* The payload's node (NULL when it came from the assignment, or on OOM). */
+static char *payload_path(reign_tasks_worker *w, const pend *p)
+{
+    return p->pay == PAY_BUCKET ? reign__tasks_payload_path(w->queue, p->task)
+           : p->pay == PAY_FLAT ? reign__tasks_flat_payload_path(w->queue, p->task)
+                                : NULL;
+}
+
 static void on_task_read(void *owner, void *arg, const reign__zk_result *r);
 
 /*
- * Reads a task's payload: from data/<guid>, where it stays from submit until our result; or,
- * for a task submitted by an earlier version (no data/<guid>), from the copy the master put
- * in the assignment.
+ * Reads a task's payload: from data/<tag>/<guid>, where it stays from submit until our
+ * result; or, for a task submitted by an earlier version, from data/<guid>, or from the copy
+ * the master put in the assignment.
  */
 static int read_task(reign_tasks_worker *w, pend *p)
 {
-    char *path =
-        p->copy ? task_path(w, NULL, p->task) : reign__tasks_payload_path(w->queue, p->task);
+    char *path = p->pay == PAY_COPY ? task_path(w, NULL, p->task) : payload_path(w, p);
     int rc =
         path ? reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_task_read, p) : REIGN_ENOMEM;
     reign__free(path);
@@ -208,10 +219,11 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
     if (!e || !(e->flags & T_READING))
         goto out;
-    if (r->rc == REIGN_ENOENT && !p->copy) {
-        /* No data/<guid>: an earlier version's task (its payload is in the assignment), or a
-         * task finished elsewhere (then the assignment is gone too: this read follows). */
-        p->copy = true;
+    if (r->rc == REIGN_ENOENT && p->pay != PAY_COPY) {
+        /* Not there: an earlier version's task (its payload in data/<guid>, or in the
+         * assignment), or a task finished elsewhere (then the assignment is gone too: the
+         * last read says so). */
+        p->pay++;
         if (read_task(w, p) == 0) {
             leave(w);
             return;
@@ -322,7 +334,7 @@ static void start_more(reign_tasks_worker *w)
         unready(w, p);
         reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
         if (e && (e->flags & T_READY))
-            run_task(w, e, p->task, p->copy, p->rec.data, p->rec.len);
+            run_task(w, e, p->task, p->pay, p->rec.data, p->rec.len);
         pend_free(w, p);
     }
     if (w->free_requested)
@@ -463,7 +475,7 @@ static void on_assignment_deleted(void *owner, void *arg, const reign__zk_result
 
 static void delete_assignment(reign_tasks_worker *w, pend *p)
 {
-    char *payload = p->copy ? NULL : reign__tasks_payload_path(w->queue, p->task);
+    char *payload = payload_path(w, p);
     if (payload) /* the task is done: its payload goes too */
         reign__zk_delete(w->zk, payload, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
     reign__free(payload);
@@ -526,10 +538,9 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
     if (r->rc == 0) {
         recorded(w, p);
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 3) {
-        /* The assignment is ours but data/<guid> is gone: not a state this version makes
-         * (a task of an earlier version whose payload we read from data/<guid>?).  The
-         * result is recorded without it. */
-        p->copy = true;
+        /* The assignment is ours but its payload node is gone: not a state this version
+         * makes.  The result is recorded without it. */
+        p->pay = PAY_COPY;
         send_result(w, p);
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 0) {
         if (p->lost) {
@@ -569,9 +580,9 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
 static void send_result(reign_tasks_worker *w, pend *p)
 {
     char *assignment = task_path(w, NULL, p->task), *status = task_path(w, "status", p->task);
-    char *payload = p->copy ? NULL : reign__tasks_payload_path(w->queue, p->task);
+    char *payload = payload_path(w, p);
     int rc = REIGN_ENOMEM;
-    if (assignment && status && (p->copy || payload)) {
+    if (assignment && status && (p->pay == PAY_COPY || payload)) {
         const reign__zk_mop ops[4] = {
             {.type = REIGN__ZK_MCHECK, .path = assignment, .version = -1},
             {.type = REIGN__ZK_MCREATE,
@@ -582,7 +593,7 @@ static void send_result(reign_tasks_worker *w, pend *p)
             {.type = REIGN__ZK_MDELETE, .path = assignment, .version = -1},
             {.type = REIGN__ZK_MDELETE, .path = payload, .version = -1},
         };
-        rc = reign__zk_multi(w->zk, ops, p->copy ? 3 : 4, w, on_result_written, p);
+        rc = reign__zk_multi(w->zk, ops, p->pay == PAY_COPY ? 3 : 4, w, on_result_written, p);
     }
     reign__free(assignment);
     reign__free(status);
@@ -611,7 +622,7 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
         pend_free(w, p);
         return rc;
     }
-    p->copy = e->flags & T_COPY;
+    p->pay = (e->flags & T_COPY) ? PAY_COPY : (e->flags & T_FLAT) ? PAY_FLAT : PAY_BUCKET;
     /* Done running: its slot goes to the next task now, not once the result is written (a
      * round trip later).  What a worker holds stays bounded by the master (its prefetch). */
     e->flags = T_RECORDING;

@@ -576,6 +576,8 @@ static void reset_result(zk_op *op)
 
 static int mode_of(int flags)
 {
+    if (flags & REIGN__ZK_CONTAINER)
+        return ZOO_CONTAINER; /* a mode of its own, not a bit */
     return ((flags & REIGN__ZK_EPHEMERAL) ? ZOO_EPHEMERAL : 0) |
            ((flags & REIGN__ZK_SEQUENCE) ? ZOO_SEQUENCE : 0);
 }

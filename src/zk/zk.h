@@ -119,6 +119,7 @@ void reign__zk_heartbeat(reign__zk *zk);
 #define REIGN__ZK_EPHEMERAL 1
 #define REIGN__ZK_SEQUENCE  2
 #define REIGN__ZK_RETRY     4 /* retry on connection loss (only for idempotent requests) */
+#define REIGN__ZK_CONTAINER 8 /* create: a container node (the server deletes it once empty) */
 
 /* Operations: 0 if issued (the callback will run exactly once, unless the
  * owner is forgotten), else a negative code and no callback. */

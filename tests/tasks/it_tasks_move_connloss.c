@@ -2,7 +2,7 @@
  * it_tasks_move_connloss.c - a move of a task whose outcome is unknown.
  *
  *     it_tasks_move_connloss assign-lost | assign-failed | done-lost | done-failed | legacy |
- *                            done-held
+ *                            done-held | flat
  *
  * Linked with -Wl,--wrap=zoo_amulti against reign_internal.  Each move of a task is one multi:
  * the master's assignment (a create under assign/, with the delete of tasks/T) and the
@@ -22,11 +22,15 @@
  *   done-held the answer of the first result multi is held back (applied, not yet answered)
  *             until the worker (concurrency 1) has been given the next task: a task whose
  *             result is being written no longer takes the worker's one slot.
- *   legacy    no fault: the tasks are written as earlier versions of submit wrote them (the
- *             payload in tasks/T, no data/<guid>).  The master's multi finds no payload node,
- *             so it reads tasks/T and copies it into the assignment (two move multis per
- *             task); the worker runs the copy's payload and records the result without
- *             deleting a payload node.
+ *   legacy    no fault: the tasks are written as the earliest versions of submit wrote them
+ *             (the payload in tasks/T, no payload node).  The master's multi finds no payload
+ *             node, in data/<tag>/ nor in data/, so it reads tasks/T and copies it into the
+ *             assignment (three move multis per task); the worker runs the copy's payload and
+ *             records the result without deleting a payload node.  The waits, which find no
+ *             payload in the bucket and no result yet, watch status/T instead.
+ *   flat      no fault: the tasks are written as the next versions wrote them (the payload in
+ *             data/<guid>, not in a bucket).  The master's second multi checks it there (two
+ *             move multis per task); the worker reads it there and deletes it with its result.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -144,8 +148,9 @@ int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_resu
     return ZOK;
 }
 
-/* Writes a task as earlier versions' submit did: the record and the payload in tasks/T. */
-static void submit_legacy(zhandle_t *zh, const char *q, int i)
+/* Writes a task as earlier versions' submit did: the record and the payload in tasks/T, or
+ * (flat) the record in tasks/T and the record with the payload in data/<guid>, one multi. */
+static void submit_legacy(zhandle_t *zh, const char *q, int i, bool flat)
 {
     char guid[17], now[24], payload[8], prefix[300], made[300];
     snprintf(guid, sizeof(guid), "%016x", 0xabc00 + i);
@@ -156,8 +161,25 @@ static void submit_legacy(zhandle_t *zh, const char *q, int i)
     reign__buf_init(&rec);
     H_OK(reign__record_build(&rec, kv, 4, payload, strlen(payload)));
     snprintf(prefix, sizeof(prefix), "/reign/tasks/%s/tasks/t_%s_", q, guid);
-    int rc = zoo_create(zh, prefix, rec.data, (int)rec.len, &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE,
+    int rc;
+    if (flat) {
+        reign__buf head;
+        reign__buf_init(&head);
+        H_OK(reign__record_build(&head, kv, 4, NULL, 0));
+        char data_path[300];
+        snprintf(data_path, sizeof(data_path), "/reign/tasks/%s/data/%s", q, guid);
+        zoo_op_t ops[2];
+        zoo_op_result_t res[2];
+        zoo_create_op_init(&ops[0], prefix, head.data, (int)head.len, &ZOO_OPEN_ACL_UNSAFE,
+                           ZOO_SEQUENCE, made, sizeof(made));
+        zoo_create_op_init(&ops[1], data_path, rec.data, (int)rec.len, &ZOO_OPEN_ACL_UNSAFE, 0,
+                           NULL, 0);
+        rc = zoo_multi(zh, 2, ops, res);
+        reign__buf_free(&head);
+    } else {
+        rc = zoo_create(zh, prefix, rec.data, (int)rec.len, &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE,
                         made, sizeof(made));
+    }
     H_CHECKF(rc == ZOK, "creating an old-style task: %s", zerror(rc));
     reign__buf_free(&rec);
 }
@@ -244,27 +266,41 @@ static int all_done(void *arg)
 /* The number of children of /reign/tasks/Q/<dir>, or 0 if it does not exist. */
 static int count_children(zhandle_t *zh, const char *dir)
 {
-    char path[300], names[2 * N_TASKS][H_NODE_MAX];
+    char path[H_NODE_MAX + 300], names[2 * N_TASKS][H_NODE_MAX];
     snprintf(path, sizeof(path), "/reign/tasks/%s/%s", queue, dir);
     int n = h_raw_children(zh, path, names, 2 * N_TASKS);
     return n == ZNONODE ? 0 : n;
 }
 
+/* Payload nodes: data/<guid> (earlier versions) and data/<tag>/<guid>. */
+static int count_payloads(zhandle_t *zh)
+{
+    char path[300], names[2 * N_TASKS][H_NODE_MAX];
+    snprintf(path, sizeof(path), "/reign/tasks/%.200s/data", queue);
+    int n = h_raw_children(zh, path, names, 2 * N_TASKS), payloads = 0;
+    for (int i = 0; i < n; i++) {
+        char bucket[H_NODE_MAX + 8];
+        snprintf(bucket, sizeof(bucket), "data/%.*s", H_NODE_MAX - 1, names[i]);
+        payloads += strlen(names[i]) == 16 ? 1 : count_children(zh, bucket);
+    }
+    return payloads;
+}
+
 int main(int argc, char **argv)
 {
-    static const char *const modes[] = {"assign-lost", "assign-failed", "done-lost",
-                                        "done-failed", "legacy",        "done-held"};
+    static const char *const modes[] = {"assign-lost", "assign-failed", "done-lost", "done-failed",
+                                        "legacy",      "done-held",     "flat"};
     int mode = -1;
-    for (int i = 0; argc == 2 && i < 6; i++)
+    for (int i = 0; argc == 2 && i < 7; i++)
         if (!strcmp(argv[1], modes[i]))
             mode = i;
     if (mode < 0) {
         fprintf(stderr,
-                "usage: %s assign-lost|assign-failed|done-lost|done-failed|legacy|done-held\n",
+                "usage: %s assign-lost|assign-failed|done-lost|done-failed|legacy|done-held|flat\n",
                 argv[0]);
         return 2;
     }
-    bool legacy = mode == 4;
+    bool legacy = mode == 4 || mode == 6, flat = mode == 6;
     hold_reply = mode == 5;
     h_init("it_tasks_move_connloss");
     lose_reply = mode == 0 || mode == 2;
@@ -293,7 +329,7 @@ int main(int argc, char **argv)
         zhandle_t *zh = h_raw_connect(h_hosts(), NULL);
         char dir[300], names[2 * N_TASKS][H_NODE_MAX];
         for (int i = 0; i < N_TASKS; i++)
-            submit_legacy(zh, queue, i);
+            submit_legacy(zh, queue, i, flat);
         snprintf(dir, sizeof(dir), "/reign/tasks/%s/tasks", queue);
         int n = h_raw_children(zh, dir, names, 2 * N_TASKS);
         h_raw_close(zh);
@@ -324,8 +360,11 @@ int main(int argc, char **argv)
     for (int i = 0; i < N_TASKS; i++)
         H_CHECKF(runs[i] == 1, "task %d ran %d times", i, runs[i]);
     /* A lost reply is settled by a read, a failed send by sending again; an old-style task
-     * is moved by a second multi that copies it. */
-    int want = legacy ? 2 * N_TASKS : N_TASKS + (lose_reply || hold_reply ? 0 : 1);
+     * is moved by a second multi that checks data/<guid>, and one with no payload node by a
+     * third that copies it. */
+    int want = flat     ? 2 * N_TASKS
+               : legacy ? 3 * N_TASKS
+                        : N_TASKS + (lose_reply || hold_reply ? 0 : 1);
     H_CHECKF(multis == want, "%d %s multis, expected %d", multis, mode < 2 ? "move" : "result",
              want);
     H_CHECKF(recorded == N_TASKS, "the worker reported %d results recorded, expected %d", recorded,
@@ -335,7 +374,7 @@ int main(int argc, char **argv)
 
     zhandle_t *zh = h_raw_connect(h_hosts(), NULL);
     int pending = count_children(zh, "tasks");
-    int payloads = count_children(zh, "data");
+    int payloads = count_payloads(zh);
     int held = count_children(zh, "assign/w0");
     int done = count_children(zh, "status");
     h_raw_close(zh);

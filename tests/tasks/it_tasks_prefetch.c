@@ -492,11 +492,11 @@ static void raw_move(int i, int to_worker)
     H_CHECKF(rc == ZOK, "moving %s: %s", ids[i], h_zerr_name(rc));
 }
 
-/* Changes the payload of a task ("p<i>" to "x<i>", same length) in its data/<guid>. */
+/* Changes the payload of a task ("p<i>" to "x<i>", same length) in data/<tag>/<guid>. */
 static void change_payload(const char *task)
 {
     char path[512], buf[512];
-    snprintf(path, sizeof(path), "/reign/tasks/%s/data/%.16s", queue, task + 2);
+    snprintf(path, sizeof(path), "/reign/tasks/%s/data/%.4s/%.16s", queue, task + 2, task + 2);
     int len = (int)sizeof(buf);
     struct Stat st;
     int rc = zoo_get(zh, path, 0, buf, &len, &st);

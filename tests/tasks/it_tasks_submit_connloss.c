@@ -178,7 +178,8 @@ int main(int argc, char **argv)
     snprintf(dir, sizeof(dir), "/reign/tasks/%s/tasks", queue);
     int n = h_raw_children(zh, dir, names, 8);
     char data_dir[300], payloads[8][H_NODE_MAX];
-    snprintf(data_dir, sizeof(data_dir), "/reign/tasks/%s/data", queue);
+    /* Both submits come from one client: their payloads share its bucket, data/<tag>. */
+    snprintf(data_dir, sizeof(data_dir), "/reign/tasks/%s/data/%.4s", queue, first.task + 2);
     int n_payloads = h_raw_children(zh, data_dir, payloads, 8);
     h_raw_close(zh);
     H_CHECKF(n == 2, "%d task nodes, expected 2 (one per submit)", n);

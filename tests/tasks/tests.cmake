@@ -33,7 +33,7 @@ add_executable(it_tasks_move_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_move_conn
 target_compile_options(it_tasks_move_connloss PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(it_tasks_move_connloss PRIVATE reign_it_harness reign_internal)
 target_link_options(it_tasks_move_connloss PRIVATE -Wl,--wrap=zoo_amulti)
-foreach(scenario assign-lost assign-failed done-lost done-failed legacy done-held)
+foreach(scenario assign-lost assign-failed done-lost done-failed legacy done-held flat)
   reign_zk_test(NAME tasks_move_connloss_${scenario}
     COMMAND it_tasks_move_connloss ${scenario} TIMEOUT 120 LABELS tasks)
 endforeach()
@@ -61,4 +61,18 @@ target_link_libraries(it_tasks_prefetch PRIVATE reign_it_harness reign)
 foreach(scenario one-worker two-workers moved-away)
   reign_zk_test(NAME tasks_prefetch_${scenario}
     COMMAND it_tasks_prefetch ${scenario} TIMEOUT 180 LABELS tasks)
+endforeach()
+
+# Waiting for results by payload bucket (data/<tag>, one child watch per client and bucket):
+# a burst of waits, waits from another client, the bucket deleted once empty (as the server's
+# container reaper does), and the waiter's session expired with waits in flight (expire.c).
+# Linked with -Wl,--wrap=zoo_awget_children2 to see which bucket listings set a watch.
+add_executable(it_tasks_bucket ${REIGN_TASKS_TEST_DIR}/it_tasks_bucket.c
+  ${PROJECT_SOURCE_DIR}/tests/integration/expire.c)
+target_compile_options(it_tasks_bucket PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(it_tasks_bucket PRIVATE reign_it_harness reign_internal)
+target_link_options(it_tasks_bucket PRIVATE ${REIGN_EXPIRE_WRAP} -Wl,--wrap=zoo_awget_children2)
+foreach(scenario burst other-client reaped expire)
+  reign_zk_test(NAME tasks_bucket_${scenario} COMMAND it_tasks_bucket ${scenario} TIMEOUT 120
+    ENVIRONMENT ${REIGN_EXPIRE_ENV} LABELS tasks)
 endforeach()

@@ -105,6 +105,16 @@ char *reign__tasks_flat_payload_path(const char *queue, const char *task)
     return payload_path(queue, task, true);
 }
 
+void reign__tasks_drop_payload(reign__zk *zk, const char *queue, const char *task)
+{
+    for (int flat = 0; flat < 2; flat++) {
+        char *p = payload_path(queue, task, flat);
+        if (p)
+            reign__zk_delete(zk, p, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
+        reign__free(p);
+    }
+}
+
 size_t reign__tasks_limits_build(char *buf, int concurrency, int prefetch)
 {
     int n = snprintf(buf, REIGN__TASKS_LIMITS_MAX, "concurrency=%d\nprefetch=%d", concurrency,

@@ -50,6 +50,11 @@ char *reign__tasks_path(const char *queue, const char *a, const char *b, const c
  * versions kept it, "/reign/tasks/Q/data/<guid>". */
 char *reign__tasks_payload_path(const char *queue, const char *task);
 char *reign__tasks_flat_payload_path(const char *queue, const char *task);
+/* Deletes the payload nodes task `task` may have (in its bucket, or flat), no callback: for
+ * a task found done with its assignment left behind (earlier versions' two-write completion),
+ * so that nothing waits on a payload that would never go. */
+void reign__tasks_drop_payload(reign__zk *zk, const char *queue, const char *task);
+
 /* "/reign/tasks/Q/data/<tag>": the bucket of the payloads whose guids start with the tag (a
  * container node: the server deletes it some time after its last child went), or NULL. */
 char *reign__tasks_bucket_path(const char *queue, const char *guid);

@@ -503,6 +503,7 @@ static void on_status_checked(void *owner, void *arg, const reign__zk_result *r)
          * atomic moves never leave this; the check costs one read per task
          * taken from a dead worker, so it stays for queues written before. */
         reign__zk_delete(m->zk, mv->src, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
+        reign__tasks_drop_payload(m->zk, m->queue, mv->task);
         drop_move(m, mv);
     } else if (r->rc == REIGN_ENOENT) {
         if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0)
@@ -660,6 +661,7 @@ static void on_tasks_listed(void *owner, void *arg, const reign__zk_result *r)
                 continue; /* not a task of ours: never acted on */
             if (reign__tmap_get(&m->done, t)) {
                 drop_node(m, "tasks", t, NULL); /* done already (recovery) */
+                reign__tasks_drop_payload(m->zk, m->queue, t);
                 continue;
             }
             reign__tmap_entry *e = reign__tmap_get(&m->held, t);
@@ -973,6 +975,7 @@ static void recovery_step(reign_tasks_master *m)
         if (!reign__tmap_get(&m->done, e->key))
             continue;
         drop_node(m, "assign", e->worker, e->key);
+        reign__tasks_drop_payload(m->zk, m->queue, e->key);
         unhold(m, e->key);
     }
     m->active = true;

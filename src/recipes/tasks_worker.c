@@ -277,6 +277,7 @@ static void on_done_checked(void *owner, void *arg, const reign__zk_result *r)
         if (path)
             reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__free(path);
+        reign__tasks_drop_payload(w->zk, w->queue, p->task);
         forget_task(w, p->task);
         pend_free(w, p);
         start_more(w);

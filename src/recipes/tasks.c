@@ -388,7 +388,7 @@ typedef struct req {
     char guid[2 * REIGN__TASKS_GUID_BYTES + 1];
     char *prefix;         /* ".../tasks/t_<guid>_" */
     char *payload;        /* ".../data/<tag>/<guid>" */
-    reign__buf head, rec; /* tasks/T's record; data/<guid>'s (with the payload) */
+    reign__buf head, rec; /* tasks/T's record; data/<tag>/<guid>'s (with the payload) */
     int tries;
     unsigned made; /* the bucket's making when the multi was sent (tasks_bucket.c) */
     /* rounds of reads */
@@ -398,7 +398,7 @@ typedef struct req {
     bool status_listed;
     seen *seen;
     size_t n_seen, cap_seen;
-    /* wait: by the payload's bucket (tasks_wait.c), or, when the payload was gone but no
+    /* wait: by the payload's bucket (tasks_bucket.c), or, when the payload was gone but no
      * result was there (fallback), by an exists of status/T */
     reign__tasks_wait wait;
     bool fallback;

@@ -15,7 +15,8 @@
  * Layout (ZooKeeper), for queue Q:
  *   /reign/tasks/Q/tasks/t_<guid>_<seq>    submitted, not yet assigned
  *   /reign/tasks/Q/data/<tag>/<guid>       its payload, while pending or assigned (the
- *                                          tag: the guid's first 4 digits, one per client)
+ *                                          tag: the guid's first 4 digits, drawn by the
+ *                                          client that submitted it, a new one every 1024)
  *   /reign/tasks/Q/assign/W/t_<guid>_<seq> assigned to worker W
  *   /reign/tasks/Q/status/t_<guid>_<seq>   the result (the final status)
  *   the group "tasks.Q" (<reign/group.h>)     the live workers, by id

@@ -735,7 +735,7 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
         }
         /* A queue not made yet, or without data/, or our bucket deleted by the server once
          * empty: made (once for the submits that failed alike), then sent again. */
-        reign__tasks_bucket_missing(q->client, q->queue, q->made);
+        reign__tasks_bucket_missing(q->client, q->queue, q->guid, q->made);
         submit_create(q);
         break;
     case REIGN_EEXIST:
@@ -784,7 +784,7 @@ static int submit_send(req *q)
          .len = q->rec.len,
          .version = -1},
     };
-    q->made = reign__tasks_bucket_prepare(q->client, q->queue);
+    q->made = reign__tasks_bucket_prepare(q->client, q->queue, q->guid);
     return reign__zk_multi(q->zk, ops, 2, q, on_created, NULL);
 }
 

@@ -4,11 +4,12 @@
  * "Waiting for a result").
  *
  * A task's payload node data/<tag>/<guid> exists from its submit until the transaction that
- * records its result, which deletes it.  A client draws the guids of all its submits with one
- * tag, so the tasks it waits for share a bucket, data/<tag>; its waits on that bucket share
- * one child watch and one listing per change (a burst of results), instead of an exists per
- * task.  A wait is over when a listing sent after it began no longer shows its payload; a
- * listing that still shows it covers it with its watch, whenever it was sent.
+ * records its result, which deletes it.  A client draws the guids of its submits with one tag
+ * (a new one every TAG_SPAN guids, so that no bucket lists more than that), so the tasks it
+ * waits for share a bucket, data/<tag>, or a few; its waits on a bucket share one child watch
+ * and one listing per change (a burst of results), instead of an exists per task.  A wait is
+ * over when a listing sent after it began no longer shows its payload; a listing that still
+ * shows it covers it with its watch, whenever it was sent.
  *
  * One hub per client (a recipe, found by its ops) holds the tag, the queues the client has
  * made its bucket in, and the buckets waited on.  A bucket waited on is freed once nothing
@@ -20,6 +21,7 @@
 #include "tasks_internal.h"
 
 #define RECHECK_MS 5000 /* a bucket waited on is listed at least this often */
+#define TAG_SPAN   1024 /* guids drawn with one tag: a bucket lists at most that many */
 
 typedef struct hub hub;
 
@@ -40,10 +42,12 @@ typedef struct bucket {
     reign__timer recheck;
 } bucket;
 
-/* A queue the client submits to: its bucket there is made (and how many times). */
+/* A queue the client submits to: its bucket there for the current tag is made (and how many
+ * times). */
 typedef struct made {
     struct made *next;
     char *queue;
+    char tag[REIGN__TASKS_TAG_DIGITS + 1];
     unsigned count;
 } made;
 
@@ -52,6 +56,7 @@ struct hub {
     reign_client *client;
     reign__zk *zk;
     char tag[REIGN__TASKS_TAG_DIGITS + 1];
+    unsigned drawn; /* guids drawn with the tag */
     bucket *buckets;
     made *mades;
 };
@@ -241,10 +246,6 @@ static hub *hub_of(reign_client *c, bool make)
         return h;
     if (!reign__client_zk(c) || !(h = reign__calloc(1, sizeof(*h))))
         return NULL;
-    if (reign__random_hex(h->tag, REIGN__TASKS_TAG_DIGITS / 2) < 0) {
-        reign__free(h);
-        return NULL;
-    }
     h->recipe.ops = &hub_ops;
     h->client = c;
     h->zk = reign__client_zk(c);
@@ -257,6 +258,17 @@ int reign__tasks_new_guid(reign_client *c, char *guid)
     hub *h = hub_of(c, true);
     if (!h)
         return REIGN_ENOMEM;
+    if (!h->drawn || h->drawn == TAG_SPAN) {
+        char old[sizeof(h->tag)];
+        memcpy(old, h->tag, sizeof(old));
+        do { /* a new tag is another bucket */
+            int rc = reign__random_hex(h->tag, REIGN__TASKS_TAG_DIGITS / 2);
+            if (rc < 0)
+                return rc;
+        } while (!strcmp(h->tag, old));
+        h->drawn = 0;
+    }
+    h->drawn++;
     memcpy(guid, h->tag, REIGN__TASKS_TAG_DIGITS);
     return reign__random_hex(guid + REIGN__TASKS_TAG_DIGITS,
                              REIGN__TASKS_GUID_BYTES - REIGN__TASKS_TAG_DIGITS / 2);
@@ -278,35 +290,49 @@ static made *made_of(hub *h, const char *queue)
     return m;
 }
 
-static void make_bucket(hub *h, made *m)
+static void make_bucket(hub *h, const char *queue, const char *guid)
 {
-    char *p = reign__tasks_bucket_path(m->queue, h->tag);
+    char *p = reign__tasks_bucket_path(queue, guid);
     if (p)
         reign__zk_create(h->zk, p, NULL, 0, REIGN__ZK_CONTAINER | REIGN__ZK_RETRY, NULL, NULL,
                          NULL);
     reign__free(p);
-    m->count++;
 }
 
-unsigned reign__tasks_bucket_prepare(reign_client *c, const char *queue)
+static bool same_tag(const made *m, const char *guid)
+{
+    return !strncmp(m->tag, guid, REIGN__TASKS_TAG_DIGITS);
+}
+
+unsigned reign__tasks_bucket_prepare(reign_client *c, const char *queue, const char *guid)
 {
     hub *h = hub_of(c, true);
     made *m = h ? made_of(h, queue) : NULL;
     if (!m)
         return 0; /* out of memory: the multi's ENOENT, if any, makes it */
-    if (!m->count)
-        make_bucket(h, m);
+    if (!same_tag(m, guid)) {
+        /* A new tag (or an older one, sent again after a lost answer): its bucket is made. */
+        memcpy(m->tag, guid, REIGN__TASKS_TAG_DIGITS);
+        m->count = 0;
+    }
+    if (!m->count) {
+        make_bucket(h, queue, guid);
+        m->count++;
+    }
     return m->count;
 }
 
-void reign__tasks_bucket_missing(reign_client *c, const char *queue, unsigned count)
+void reign__tasks_bucket_missing(reign_client *c, const char *queue, const char *guid,
+                                 unsigned count)
 {
     hub *h = hub_of(c, true);
     made *m = h ? made_of(h, queue) : NULL;
-    if (!m || m->count != count)
+    if (!h || (m && same_tag(m, guid) && m->count != count))
         return; /* made again since that multi was sent */
     reign__tasks_make_dirs(h->zk, queue);
-    make_bucket(h, m);
+    make_bucket(h, queue, guid);
+    if (m && same_tag(m, guid))
+        m->count++;
 }
 
 int reign__tasks_wait_start(reign_client *c, const char *queue, const char *task,

@@ -60,22 +60,24 @@ void reign__tasks_drop_payload(reign__zk *zk, const char *queue, const char *tas
 char *reign__tasks_bucket_path(const char *queue, const char *guid);
 
 /*
- * A new task guid for client c (17 bytes): the client's tag (random, drawn once per client),
- * then random digits.  The tasks a client submits thus share a bucket, so that its waits
- * share a watch (tasks_bucket.c).  0, or REIGN_ENOMEM / a random source's error.
+ * A new task guid for client c (17 bytes): the client's tag (random, drawn again every 1024
+ * guids), then random digits.  The tasks a client submits thus share a bucket (or a few), so
+ * that its waits share a watch (tasks_bucket.c).  0, or REIGN_ENOMEM / a random source's error.
  */
 int reign__tasks_new_guid(reign_client *c, char *guid);
 
 /*
- * Making the client's bucket in a queue, data/<tag> (tasks_bucket.c).  _prepare, before each
- * submit's multi: the first time for this queue, sends the bucket's create (a container, no
- * callback) ahead of the multi; returns what the multi is to hand to _missing.  _missing,
- * when the multi failed with ENOENT (a new queue, or the bucket deleted by the server once
- * empty): makes the queue's directories and the bucket again, unless another submit already
- * did since that multi was sent; the multi sent next finds them.
+ * Making the bucket of a guid (the client's current tag) in a queue, data/<tag>
+ * (tasks_bucket.c).  _prepare, before each submit's multi: the first time for this queue and
+ * tag, sends the bucket's create (a container, no callback) ahead of the multi; returns what
+ * the multi is to hand to _missing.  _missing, when the multi failed with ENOENT (a new queue,
+ * or the bucket deleted by the server once empty): makes the queue's directories and the
+ * bucket again, unless another submit already did since that multi was sent; the multi sent
+ * next finds them.
  */
-unsigned reign__tasks_bucket_prepare(reign_client *c, const char *queue);
-void reign__tasks_bucket_missing(reign_client *c, const char *queue, unsigned made);
+unsigned reign__tasks_bucket_prepare(reign_client *c, const char *queue, const char *guid);
+void reign__tasks_bucket_missing(reign_client *c, const char *queue, const char *guid,
+                                 unsigned made);
 
 /*
  * Waiting for results, by payload bucket (tasks_bucket.c).  A task's payload node goes in the

@@ -8,10 +8,11 @@
  * bucket, and reads the result once a listing no longer shows the payload.
  *
  *   burst         one master, one worker (concurrency 4) that finishes each task from its RUN
- *                 (output: the payload), and a submitter that submits 200 tasks and waits for
- *                 each from the submit's callback.  Every wait calls back once with its task's
- *                 result and every task runs once; afterwards no payload is left in the bucket,
- *                 all the guids share one tag, and data/ holds no other bucket.
+ *                 (output: the payload), and a submitter that submits 1100 tasks and waits
+ *                 for each from the submit's callback.  Every wait calls back once with its
+ *                 task's result and every task runs once; afterwards no payload is left in the
+ *                 buckets, the first 1024 guids share one tag and the rest another (a client
+ *                 draws a new tag every 1024), and data/ holds no other bucket.
  *   other-client  client A submits, client B waits: for two tasks (one of them twice) before
  *                 any worker exists, its listing of A's bucket answered first, and for a task
  *                 already done.  Every wait gets the right result once.
@@ -42,8 +43,9 @@
 #include "expire.h"
 #include "harness.h"
 
-#define MAX_TASKS 200
-#define MAX_WAITS 256
+#define MAX_TASKS 1100 /* more than a tag's span, 1024 guids */
+#define MAX_WAITS 1200
+#define TAG_SPAN  1024
 #define MAX_HELD  16
 #define GUID_LEN  16
 #define TAG_LEN   4
@@ -456,24 +458,30 @@ static void burst(void)
     submit_range(cs, 0, n_tasks);
     check_all(n_tasks);
 
-    /* One tag for all, and nothing left behind. */
-    char tag[TAG_LEN + 1];
-    snprintf(tag, sizeof(tag), "%.4s", guid_of(0));
+    /* One tag per TAG_SPAN guids drawn (a new one differs), and nothing left behind. */
+    char tags[2][TAG_LEN + 1];
+    snprintf(tags[0], sizeof(tags[0]), "%.4s", guid_of(0));
+    snprintf(tags[1], sizeof(tags[1]), "%.4s", guid_of(TAG_SPAN));
+    H_CHECKF(strcmp(tags[0], tags[1]), "task %d has the tag of the first %d, %s", TAG_SPAN,
+             TAG_SPAN, tags[0]);
     for (int i = 0; i < n_tasks; i++)
-        H_CHECKF(!strncmp(guid_of(i), tag, TAG_LEN), "task %d (%s): not of tag %s", i, ids[i], tag);
+        H_CHECKF(!strncmp(guid_of(i), tags[i >= TAG_SPAN], TAG_LEN), "task %d (%s): not of tag %s",
+                 i, ids[i], tags[i >= TAG_SPAN]);
     static char names[MAX_TASKS + 1][H_NODE_MAX];
     char path[512];
-    bucket_path(path, sizeof(path), 0);
-    int n = h_raw_children(zh, path, names, MAX_TASKS + 1);
-    H_CHECKF(n == 0 || n == ZNONODE, "%s: %d payloads left (%s)", path, n,
-             n > 0 ? names[0] : h_zerr_name(n));
-    h_log("bucket %s: %s", path, n == 0 ? "empty" : "deleted by the server");
+    for (int k = 0; k < 2; k++) {
+        bucket_path(path, sizeof(path), k * TAG_SPAN);
+        int n = h_raw_children(zh, path, names, MAX_TASKS + 1);
+        H_CHECKF(n == 0 || n == ZNONODE, "%s: %d payloads left (%s)", path, n,
+                 n > 0 ? names[0] : h_zerr_name(n));
+        h_log("bucket %s: %s", path, n == 0 ? "empty" : "deleted by the server");
+    }
     snprintf(path, sizeof(path), "/reign/tasks/%s/data", queue);
-    n = h_raw_children(zh, path, names, MAX_TASKS + 1);
+    int n = h_raw_children(zh, path, names, MAX_TASKS + 1);
     H_CHECKF(n >= 0, "%s: %s", path, h_zerr_name(n));
     for (int k = 0; k < n; k++)
-        H_CHECKF(!strcmp(names[k], tag), "%s holds '%s' besides the bucket %s", path, names[k],
-                 tag);
+        H_CHECKF(!strcmp(names[k], tags[0]) || !strcmp(names[k], tags[1]),
+                 "%s holds '%s' besides the buckets %s and %s", path, names[k], tags[0], tags[1]);
     reign_tasks_master_free(m);
     reign_tasks_worker_free(w);
 }

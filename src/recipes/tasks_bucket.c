@@ -163,7 +163,15 @@ static void on_bucket_listed(void *owner, void *arg, const reign__zk_result *r)
     b->again = false;
     if (watched && r->rc == 0)
         b->watching = true; /* a node that is not there is not watched by a listing */
-    if ((r->rc != 0 && r->rc != REIGN_ENOENT) || !keep_names(b, r)) {
+    /* Refused for good (not allowed to read it, ...): every wait reads its result instead,
+     * which says what is wrong if it is wrong there too. */
+    bool refused = r->rc != 0 && r->rc != REIGN_ENOENT && r->rc != REIGN_ECONNLOSS &&
+                   r->rc != REIGN_ETIMEDOUT && r->rc != REIGN_ESESSION && r->rc != REIGN_ECLOSED;
+    if (refused)
+        reign__log(reign__client_log(b->hub->client), REIGN_LOG_WARN,
+                   "tasks %s: listing %s: %s; reading each result instead", b->queue, b->path,
+                   reign_strerror(r->rc));
+    if (!refused && ((r->rc != 0 && r->rc != REIGN_ENOENT) || !keep_names(b, r))) {
         /* Decided later: listed again by the recheck timer, or when a session (re)connects. */
         names_free(b);
         if (again && b->waits)
@@ -171,13 +179,15 @@ static void on_bucket_listed(void *owner, void *arg, const reign__zk_result *r)
         bucket_maybe_free(b);
         return;
     }
+    if (refused)
+        names_free(b);
     /* The waits this listing ends (their payloads are gone) move to b->gone, then are called
      * back one by one: a callback may stop any other wait. */
     for (reign__tasks_wait *w = b->waits, *next; w; w = next) {
         next = w->next;
         if (listed(b, w->guid))
             continue; /* still pending or assigned: our watch covers it */
-        if (gen <= w->after) {
+        if (gen <= w->after && !refused) {
             again = true; /* sent before the wait began: says nothing of its task */
             continue;
         }

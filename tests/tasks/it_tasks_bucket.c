@@ -21,6 +21,10 @@
  *                 result (the listing's ENOENT: no payload), and submits from the same client
  *                 make the bucket again (a burst of them, all failing alike at first).  Deleted
  *                 once more: the submitter's own waits for its done tasks, and a submit.
+ *   refused       the bucket made unreadable (its ACL grants no READ): a wait from a new client
+ *                 for a done task reads the result, and the submitter's wait for a new task
+ *                 (its payload still made there) reads or watches status/T.  Each returns once,
+ *                 with its result.
  *   expire        the submitter's (and waiter's) session expired with 8 waits in flight, the
  *                 worker holding its tasks: two finished while the client is cut off, the rest
  *                 once it has a new session.  Every wait still calls back once, with its result.
@@ -559,6 +563,41 @@ static void reaped(void)
     reign_tasks_worker_free(w);
 }
 
+/* The bucket may not be listed (no READ for anyone): every wait reads its result instead, and
+ * one whose task is not done yet watches status/T. */
+static void refused(void)
+{
+    reign_tasks_master *m = start_master();
+    reign_tasks_worker *w = start_worker(4);
+    h_cand *cs = h_cand_new("submitter", NULL, NULL, NULL, NULL);
+    n_tasks = 2;
+    wait_on_submit = 1;
+    submit_range(cs, 0, 1);
+    H_WAIT(called_back, &waits[0], "the first task's wait");
+
+    char path[512];
+    bucket_path(path, sizeof(path), 0);
+    struct ACL no_read_acl = {ZOO_PERM_CREATE | ZOO_PERM_DELETE | ZOO_PERM_WRITE | ZOO_PERM_ADMIN,
+                              ZOO_ANYONE_ID_UNSAFE};
+    struct ACL_vector no_read = {1, &no_read_acl};
+    int rc = zoo_set_acl(zh, path, -1, &no_read);
+    if (rc == ZNONODE) /* deleted by the server once empty: made again, unreadable */
+        rc = zoo_create(zh, path, NULL, -1, &no_read, ZOO_CONTAINER, NULL, 0);
+    H_CHECKF(rc == ZOK, "making %s unreadable: %s", path, h_zerr_name(rc));
+
+    /* A done task, from a new client: its bucket refuses the listing, the result is read. */
+    wait_on_submit = 0;
+    h_cand *cn = h_cand_new("newcomer", NULL, NULL, NULL, NULL);
+    H_WAIT(called_back, start_wait(cn->client, 0), "a new client's wait, the bucket unreadable");
+
+    /* A new task (its payload can still be made there): its wait reads or watches status/T. */
+    wait_on_submit = 1;
+    submit_range(cs, 1, 2);
+    check_all(n_tasks + 1);
+    reign_tasks_master_free(m);
+    reign_tasks_worker_free(w);
+}
+
 static int held_at_least(void *arg)
 {
     return n_held >= *(int *)arg;
@@ -628,9 +667,10 @@ int main(int argc, char **argv)
                         : !strcmp(scenario, "other-client") ? other_client
                         : !strcmp(scenario, "reaped")       ? reaped
                         : !strcmp(scenario, "expire")       ? expire
+                        : !strcmp(scenario, "refused")      ? refused
                                                             : NULL;
     if (!run) {
-        fprintf(stderr, "usage: it_tasks_bucket burst|other-client|reaped|expire\n");
+        fprintf(stderr, "usage: it_tasks_bucket burst|other-client|reaped|expire|refused\n");
         return 2;
     }
     char name[64];

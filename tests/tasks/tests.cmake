@@ -65,14 +65,15 @@ endforeach()
 
 # Waiting for results by payload bucket (data/<tag>, one child watch per client and bucket):
 # a burst of waits, waits from another client, the bucket deleted once empty (as the server's
-# container reaper does), and the waiter's session expired with waits in flight (expire.c).
+# container reaper does), the waiter's session expired with waits in flight (expire.c), and a
+# bucket that refuses to be listed (the waits read their results instead).
 # Linked with -Wl,--wrap=zoo_awget_children2 to see which bucket listings set a watch.
 add_executable(it_tasks_bucket ${REIGN_TASKS_TEST_DIR}/it_tasks_bucket.c
   ${PROJECT_SOURCE_DIR}/tests/integration/expire.c)
 target_compile_options(it_tasks_bucket PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(it_tasks_bucket PRIVATE reign_it_harness reign_internal)
 target_link_options(it_tasks_bucket PRIVATE ${REIGN_EXPIRE_WRAP} -Wl,--wrap=zoo_awget_children2)
-foreach(scenario burst other-client reaped expire)
+foreach(scenario burst other-client reaped expire refused)
   reign_zk_test(NAME tasks_bucket_${scenario} COMMAND it_tasks_bucket ${scenario} TIMEOUT 120
     ENVIRONMENT ${REIGN_EXPIRE_ENV} LABELS tasks)
 endforeach()

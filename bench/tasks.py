@@ -13,6 +13,9 @@ rate, on a throwaway standalone ZooKeeper (scripts/zk.sh, stopped at the end).
   ops    `tasks-bench ops`: what one request of each type (create, exists, get, children, a
          multi like the queue's) costs the server, in its CPU time (/proc), against which the
          queue's CPU time per task is set: the server charges by the request, reads too.
+  ref    the reference, in the same rounds on the same server: kazoo's LockingQueue
+         (bench/ref/kazoo_queue.py, Debian's python3-kazoo), as many consumers as workers and
+         as many producers as submitters, the same window, items timed from put to consume.
 
 Each configuration runs several times; the report gives medians, every run's value, and the
 ratio to the issue's target: tasks/s >= 50% of (raw writes/s / writes per task).  The machine
@@ -42,6 +45,8 @@ SERVER_JVM = ("-Xms256m", "-Xmx2g", "-XX:+UseSerialGC", "-XX:-UsePerfData",
               "-XX:+ExitOnOutOfMemoryError", "-Djava.net.preferIPv4Stack=true",
               "-Dzookeeper.jmx.log4j.disable=true", "-Dzookeeper.admin.enableServer=false")
 OPS = ("create", "exists", "get", "children", "multi")
+KAZOO_QUEUE = Path(__file__).resolve().parent / "ref" / "kazoo_queue.py"
+PYTHON = "/usr/bin/python3"  # Debian's, which has python3-kazoo
 OP_NAMES = {"create": "create (100 bytes)", "exists": "exists", "get": "get (100 bytes)",
             "children": "children (none)", "multi": "multi: 2 checks + 2 creates"}
 
@@ -57,6 +62,21 @@ def run_bench(args, *argv, timeout=600):
                                                               r.stderr.strip()[-500:]))
     out = json.loads(r.stdout.strip().splitlines()[-1])
     out["client_cpu_s"] = (ru2.ru_utime - ru.ru_utime) + (ru2.ru_stime - ru.ru_stime)
+    return out
+
+
+def run_ref(args, zk, consumers):
+    """One run of the reference (kazoo's LockingQueue), with the server's CPU time per item."""
+    t0 = server_cpu_s(zk)
+    r = subprocess.run([PYTHON, str(KAZOO_QUEUE), "--connect", zk.connect, "--items",
+                        str(args.ref_items), "--window", str(args.window), "--consumers",
+                        str(consumers), "--producers", str(args.submitters)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
+    if r.returncode != 0:
+        raise BenchError("kazoo_queue.py failed (%d): %s" % (r.returncode,
+                                                             r.stderr.strip()[-500:]))
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    out["server_us_per_task"] = (server_cpu_s(zk) - t0) * 1e6 / out["tasks"]
     return out
 
 
@@ -123,6 +143,9 @@ def measure(args, zk):
               for t in OPS]
     takes += [("queue", w, "tasks_per_s", "%d workers" % w, lambda w=w: queue_run(args, zk, w))
               for w in args.workers]
+    if args.ref_items:
+        takes += [("ref", w, "tasks_per_s", "kazoo, %d consumers" % w,
+                   lambda w=w: run_ref(args, zk, w)) for w in args.workers]
     got = {(kind, n): [] for kind, n, _, _, _ in takes}
     for i in range(args.runs):
         for kind, n, key, what, take in takes:
@@ -134,12 +157,16 @@ def measure(args, zk):
             elif kind == "ops":
                 log("round %d: %s: %.0f requests/s, server %.0f us/request" % (
                     i + 1, n, r[key], r["server_us_per_request"]))
+            elif kind == "ref":
+                log("round %d: kazoo LockingQueue, %d consumers: %.0f items/s, %.2f "
+                    "writes/item, p50 %.1f ms" % (i + 1, n, r[key], r["writes_per_task"],
+                                                  r["latency_p50_ms"]))
             else:
                 log("round %d: %d workers: %.0f tasks/s, %.2f writes/task, %.2f requests/task, "
                     "server %.0f us/task, p50 %.1f ms" % (
                         i + 1, n, r[key], r["writes_per_task"], r.get("requests_per_task", 0),
                         r["server_us_per_task"], r["latency_p50_ms"]))
-    out = {"raw": {}, "queue": {}, "ops": {}}
+    out = {"raw": {}, "queue": {}, "ops": {}, "ref": {}}
     for kind, n, key, what, take in takes:
         samples, reruns = steady(take, key, got[(kind, n)], what)
         out[kind][str(n)] = {"samples": samples, "reruns": reruns}
@@ -179,6 +206,17 @@ def summarize(m):
                 x["requests_per_task"] for x in xs)
             s["workers"][w]["packets_sent_per_task"] = statistics.median(
                 x["packets_sent_per_task"] for x in xs)
+    s["ref"] = {}
+    for w, q in m.get("ref", {}).items():
+        xs = q["samples"]
+        tps = statistics.median(x["tasks_per_s"] for x in xs)
+        wpt = statistics.median(x["writes_per_task"] for x in xs)
+        s["ref"][w] = {
+            "tasks_per_s": tps, "all": [x["tasks_per_s"] for x in xs], "writes_per_task": wpt,
+            "p50_ms": statistics.median(x["latency_p50_ms"] for x in xs),
+            "p99_ms": statistics.median(x["latency_p99_ms"] for x in xs),
+            "ratio": tps / (raw / wpt), "reruns": q["reruns"],
+            "server_us_per_task": statistics.median(x["server_us_per_task"] for x in xs)}
     return s
 
 
@@ -265,6 +303,31 @@ def render(run):
             fmt(x["p50_ms"], 1),
             fmt(x["p99_ms"], 1)))
     w("")
+    if s.get("ref"):
+        w("The reference, in the same rounds on the same server: kazoo's LockingQueue "
+          "(Debian's python3-kazoo; `bench/ref/kazoo_queue.py`), the job queue of the "
+          "reference client - %d producer processes putting %d items with %d in flight (put "
+          "and not yet consumed), W consumer processes each taking items with `get()` and "
+          "`consume()` (a consumer locks an entry with an ephemeral node, reads it, deletes "
+          "entry and lock in one transaction); each item timed from its put to its consume.  It "
+          "returns no result to the producer, so it does less than reign's queue.  Medians of "
+          "%d runs:" % (a["submitters"], a.get("ref_items", 0), a["window"], a["runs"]))
+        w("")
+        w("| consumers | items/s (runs) | writes / item | server CPU / item, us | limit: raw / "
+          "writes per item | items/s vs limit | reign's tasks/s, same W | latency p50 / p99, "
+          "ms |")
+        w("|---|---|---|---|---|---|---|---|")
+        for k in sorted(s["ref"], key=int):
+            x = s["ref"][k]
+            ours = s["workers"].get(k, {}).get("tasks_per_s")
+            w("| %s | %s (%s)%s | %s | %s | %s | %s%% | %s | %s / %s |" % (
+                k, fmt(x["tasks_per_s"], 0), ", ".join(fmt(v, 0) for v in x["all"]),
+                " (%d rerun)" % x["reruns"] if x["reruns"] else "",
+                fmt(x["writes_per_task"], 2), fmt(x["server_us_per_task"], 0),
+                fmt(s["raw_writes_per_s"] / x["writes_per_task"], 0), fmt(100 * x["ratio"], 0),
+                "%s (%s x)" % (fmt(ours, 0), fmt(ours / x["tasks_per_s"], 1)) if ours else "–",
+                fmt(x["p50_ms"], 1), fmt(x["p99_ms"], 1)))
+        w("")
     for para in run.get("notes", []):  # about the table's numbers: other runs, before/after
         w(para)
         w("")
@@ -355,6 +418,8 @@ def parse_args(argv):
     ap.add_argument("--raw-window", type=int, default=256, help="raw creates in flight")
     ap.add_argument("--raw-sessions", default="1,16", help="raw sessions (default 1,16)")
     ap.add_argument("--runs", type=int, default=3, help="runs per configuration (default 3)")
+    ap.add_argument("--ref-items", type=int, default=1000,
+                    help="items per run of the reference, kazoo's LockingQueue (0: none)")
     ap.add_argument("--workdir", help="scratch directory (default: a new one under /tmp)")
     ap.add_argument("--keep", action="store_true", help="keep the scratch directory")
     ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"),
@@ -403,6 +468,8 @@ def main(argv):
         for w in args.workers:
             run_bench(args, "queue", zk.connect, args.tasks, args.window, w, args.concurrency,
                       args.submitters)
+            if args.ref_items:
+                run_ref(args, zk, w)
         samples = measure(args, zk)
         zk_version = zk.mntr().get("zk_version", "?").split("-")[0].split(",")[0]
     finally:
@@ -410,7 +477,8 @@ def main(argv):
     heap = [f[4:] for f in os.environ["REIGN_ZK_JAVA_OPTS"].split() if f.startswith("-Xmx")]
     run = {"args": dict({k: getattr(args, k) for k in ("tasks", "window", "concurrency", "runs",
                                                         "submitters", "raw_writes", "raw_window",
-                                                        "raw_sessions", "workers")},
+                                                        "raw_sessions", "workers",
+                                                        "ref_items")},
                         server_heap=heap[-1] if heap else "?"),
            "samples": samples, "summary": summarize(samples),
            "machine": fo.machine_info(zk_version, commit),

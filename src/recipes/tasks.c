@@ -85,14 +85,19 @@ char *reign__tasks_bucket_path(const char *queue, const char *guid)
                              guid);
 }
 
+char *reign__tasks_guid_payload_path(const char *queue, const char *guid)
+{
+    return reign__tasks_strf("%s/%s/data/%.*s/%s", REIGN__TASKS_DIR, queue, REIGN__TASKS_TAG_DIGITS,
+                             guid, guid);
+}
+
 static char *payload_path(const char *queue, const char *task, bool flat)
 {
     char guid[2 * REIGN__TASKS_GUID_BYTES + 1];
     if (!reign__task_name_parse(task, guid, NULL))
         return NULL;
     return flat ? reign__tasks_path(queue, "data", guid, NULL)
-                : reign__tasks_strf("%s/%s/data/%.*s/%s", REIGN__TASKS_DIR, queue,
-                                    REIGN__TASKS_TAG_DIGITS, guid, guid);
+                : reign__tasks_guid_payload_path(queue, guid);
 }
 
 char *reign__tasks_payload_path(const char *queue, const char *task)
@@ -1014,9 +1019,7 @@ int reign_tasks_submit(reign_client *client, const char *queue, const void *data
     char *dir = rc == 0 ? reign__tasks_path(queue, "tasks", NULL, NULL) : NULL;
     if (rc == 0 && dir) {
         q->prefix = reign__tasks_strf("%s/t_%s_", dir, q->guid);
-        char *bucket = reign__tasks_bucket_path(queue, q->guid);
-        q->payload = bucket ? reign__tasks_strf("%s/%s", bucket, q->guid) : NULL;
-        reign__free(bucket);
+        q->payload = reign__tasks_guid_payload_path(queue, q->guid);
     }
     reign__free(dir);
     if (rc == 0 && (!q->prefix || !q->payload))

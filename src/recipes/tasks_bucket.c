@@ -124,6 +124,25 @@ static void unlink_wait(bucket *b, reign__tasks_wait *w)
     w->ended = false;
 }
 
+/* Puts w at the head of b's waits, or (ended) of those to call back. */
+static void link_wait(bucket *b, reign__tasks_wait *w, bool ended)
+{
+    reign__tasks_wait **head = ended ? &b->gone : &b->waits;
+    w->bucket = b;
+    w->ended = ended;
+    w->prev = NULL;
+    w->next = *head;
+    if (w->next)
+        w->next->prev = w;
+    *head = w;
+}
+
+static void arm_recheck(bucket *b)
+{
+    reign__timer_start(reign__client_timers(b->hub->client), &b->recheck,
+                       reign__now_ns() + RECHECK_MS * REIGN__NS_PER_MS);
+}
+
 static void bucket_list(bucket *b);
 
 static void on_bucket_event(void *owner, void *arg, reign__zk_event ev, const char *path)
@@ -192,12 +211,7 @@ static void on_bucket_listed(void *owner, void *arg, const reign__zk_result *r)
             continue;
         }
         unlink_wait(b, w);
-        w->bucket = b;
-        w->ended = true;
-        w->next = b->gone;
-        if (w->next)
-            w->next->prev = w;
-        b->gone = w;
+        link_wait(b, w, true);
     }
     b->busy++;
     while (b->gone) {
@@ -231,8 +245,7 @@ static void bucket_list(bucket *b)
         b->listing = true;
     }
     /* else (out of memory, or the client closing): the recheck timer tries again */
-    reign__timer_start(reign__client_timers(h->client), &b->recheck,
-                       reign__now_ns() + RECHECK_MS * REIGN__NS_PER_MS);
+    arm_recheck(b);
 }
 
 /* Listed at least every RECHECK_MS while waited on: a missed change would not strand a wait. */
@@ -243,8 +256,7 @@ static void on_recheck(reign__timer *t, void *arg)
     if (!b->waits)
         return;
     if (b->listing)
-        reign__timer_start(reign__client_timers(b->hub->client), &b->recheck,
-                           reign__now_ns() + RECHECK_MS * REIGN__NS_PER_MS);
+        arm_recheck(b);
     else
         bucket_list(b);
 }
@@ -375,15 +387,9 @@ int reign__tasks_wait_start(reign_client *c, const char *queue, const char *task
             b->next->prev = b;
         h->buckets = b;
     }
-    w->bucket = b;
-    w->ended = false;
     w->after = b->sent;
     w->gone = gone;
-    w->prev = NULL;
-    w->next = b->waits;
-    if (w->next)
-        w->next->prev = w;
-    b->waits = w;
+    link_wait(b, w, false);
     /* A payload the last listing showed, and no change since: our watch covers the wait.
      * Else a listing sent from now on decides (the one in flight may show it too). */
     if (!b->listing && !(b->watching && listed(b, w->guid)))

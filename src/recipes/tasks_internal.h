@@ -50,6 +50,8 @@ char *reign__tasks_path(const char *queue, const char *a, const char *b, const c
  * versions kept it, "/reign/tasks/Q/data/<guid>". */
 char *reign__tasks_payload_path(const char *queue, const char *task);
 char *reign__tasks_flat_payload_path(const char *queue, const char *task);
+/* The same from a guid (a task not named yet: its submit). */
+char *reign__tasks_guid_payload_path(const char *queue, const char *guid);
 /* Deletes the payload nodes task `task` may have (in its bucket, or flat), no callback: for
  * a task found done with its assignment left behind (earlier versions' two-write completion),
  * so that nothing waits on a payload that would never go. */

@@ -526,15 +526,34 @@ static void other_client(void)
     reign_tasks_worker_free(w);
 }
 
+/* A master, a worker (concurrency 4) and a submitter; the first of n tasks submitted, and
+ * waited for until done. */
+typedef struct rig {
+    reign_tasks_master *m;
+    reign_tasks_worker *w;
+    h_cand *cs;
+} rig;
+
+static rig first_task_done(int n)
+{
+    rig r = {start_master(), start_worker(4), h_cand_new("submitter", NULL, NULL, NULL, NULL)};
+    n_tasks = n;
+    wait_on_submit = 1;
+    submit_range(r.cs, 0, 1);
+    H_WAIT(called_back, &waits[0], "the first task's wait");
+    return r;
+}
+
+static void stop_rig(rig *r)
+{
+    reign_tasks_master_free(r->m);
+    reign_tasks_worker_free(r->w);
+}
+
 static void reaped(void)
 {
-    reign_tasks_master *m = start_master();
-    reign_tasks_worker *w = start_worker(4);
-    h_cand *cs = h_cand_new("submitter", NULL, NULL, NULL, NULL);
-    n_tasks = 7;
-    wait_on_submit = 1;
-    submit_range(cs, 0, 1);
-    H_WAIT(called_back, &waits[0], "the first task's wait");
+    rig r = first_task_done(7);
+    h_cand *cs = r.cs;
     reap_bucket(0);
 
     /* Its payload's bucket is gone: a new client's wait sees no payload, reads the result. */
@@ -559,21 +578,15 @@ static void reaped(void)
     wait_on_submit = 1;
     submit_range(cs, 6, 7);
     check_all(n_tasks + 3);
-    reign_tasks_master_free(m);
-    reign_tasks_worker_free(w);
+    stop_rig(&r);
 }
 
 /* The bucket may not be listed (no READ for anyone): every wait reads its result instead, and
  * one whose task is not done yet watches status/T. */
 static void refused(void)
 {
-    reign_tasks_master *m = start_master();
-    reign_tasks_worker *w = start_worker(4);
-    h_cand *cs = h_cand_new("submitter", NULL, NULL, NULL, NULL);
-    n_tasks = 2;
-    wait_on_submit = 1;
-    submit_range(cs, 0, 1);
-    H_WAIT(called_back, &waits[0], "the first task's wait");
+    rig r = first_task_done(2);
+    h_cand *cs = r.cs;
 
     char path[512];
     bucket_path(path, sizeof(path), 0);
@@ -594,8 +607,7 @@ static void refused(void)
     wait_on_submit = 1;
     submit_range(cs, 1, 2);
     check_all(n_tasks + 1);
-    reign_tasks_master_free(m);
-    reign_tasks_worker_free(w);
+    stop_rig(&r);
 }
 
 static int held_at_least(void *arg)

@@ -35,6 +35,9 @@ def body(t):
 
     def cede(old, new, n):
         term = old.elected()[-1].term
+        # What each printed before: `reign cede` may return before the new leader's line is
+        # read, so a count from before the cede tells the new election from an earlier one.
+        n_dem, n_el = len(old.demoted()), len(new.elected())
         rc, out, err = t.reign(["--uri", uri, "cede", name, "--wait-ms", "30000"])
         check(rc == 0, f"reign cede exited {rc}: {err.strip()}")
         m = CEDED_RE.match(out.strip())
@@ -42,9 +45,10 @@ def body(t):
         check(m.group(1) == old.label and int(m.group(2)) == term,
               f"cede names {m.group(1)} term {m.group(2)}, want {old.label} term {term}")
         check(m.group(3) == new.label and int(m.group(4)) > term, f"successor: {out.strip()}")
-        dem = wait_for(lambda: len(old.demoted()) >= n and old.demoted(), f"{old.label} demoted")
+        dem = wait_for(lambda: len(old.demoted()) > n_dem and old.demoted(),
+                       f"{old.label} demoted")
         check(dem[-1].reason == "node_deleted", f"{old.label}: {dem[-1]}")
-        el = wait_for(lambda: len(new.elected()) >= n and new.elected(), f"{new.label} elected")
+        el = wait_for(lambda: len(new.elected()) > n_el and new.elected(), f"{new.label} elected")
         check(el[-1].term == int(m.group(4)), f"{new.label}: {el[-1]} vs {out.strip()}")
         check(el[-1].token > old.elected()[-1].token, "the token did not grow")
         check(dem[-1].ns < el[-1].ns, f"{new.label} elected before {old.label} stepped down")

@@ -452,7 +452,7 @@ cmd_signal_server() {
     local pid
     pid=$(server_pid)
     [[ -n $pid ]] || die "the server is not running"
-    kill "-$sig" "$pid"
+    if [[ $sig == STOP ]]; then pause_pids "$pid"; else kill -CONT "$pid"; fi
 }
 
 cmd_port() {

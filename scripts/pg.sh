@@ -583,14 +583,11 @@ cmd_signal_server() {
     pid=$(server_pid)
     [[ -n $pid ]] || die "the server is not running"
     if [[ $sig == STOP ]]; then
-        kill -STOP "$pid"
-        # Twice: a child the postmaster forked just as it stopped may not be listed at once.
-        local round
-        for round in 1 2; do
-            mapfile -t kids < <(children_of "$pid")
-            if [[ ${#kids[@]} -gt 0 ]]; then kill -STOP "${kids[@]}" 2>/dev/null || true; fi
-            if [[ $round == 1 ]]; then sleep 0.05; fi
-        done
+        # The postmaster first: once all its threads are stopped it forks no more, and a child
+        # it forked before that is already listed.  Then its children.
+        pause_pids "$pid"
+        mapfile -t kids < <(children_of "$pid")
+        if [[ ${#kids[@]} -gt 0 ]]; then pause_pids "${kids[@]}"; fi
     else
         mapfile -t kids < <(children_of "$pid")
         if [[ ${#kids[@]} -gt 0 ]]; then kill -CONT "${kids[@]}" 2>/dev/null || true; fi

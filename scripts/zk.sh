@@ -503,7 +503,7 @@ cmd_signal_server() {
     local pid
     pid=$(server_pid "$2")
     [[ -n $pid ]] || die "server $2 is not running"
-    kill "-$sig" "$pid"
+    if [[ $sig == STOP ]]; then pause_pids "$pid"; else kill -CONT "$pid"; fi
 }
 
 cmd_port() {

@@ -83,3 +83,41 @@ stop_watchdogs() {
     kill -TERM "$@" 2>/dev/null || true
     wait_gone 5 "$@" || echo "$PROG: warning: watchdogs $* did not exit" >&2
 }
+
+# all_threads_stopped PID: true when every thread of PID is stopped (T or t) or the process is
+# gone or a zombie.  SIGSTOP is delivered to each thread on its own way back to user space, so a
+# multi-threaded server (MariaDB, the JVM) is not stopped the instant kill returns.
+all_threads_stopped() {
+    local f stat
+    for f in /proc/"$1"/task/*/stat; do
+        stat=$(cat "$f" 2>/dev/null) || continue
+        stat=${stat##*) }
+        case ${stat%% *} in
+        T | t | Z | X) ;;
+        *) return 1 ;;
+        esac
+    done
+    return 0
+}
+
+# wait_stopped TIMEOUT_S PID...: wait until every thread of every PID is stopped; 1 if some
+# thread still runs after TIMEOUT_S seconds.
+wait_stopped() {
+    local timeout=$1 pid i left
+    shift
+    for ((i = 0; i <= timeout * 100; i++)); do
+        left=0
+        for pid in "$@"; do
+            all_threads_stopped "$pid" || left=1
+        done
+        [[ $left -eq 0 ]] && return 0
+        sleep 0.01
+    done
+    return 1
+}
+
+# pause_pids PID...: SIGSTOP the processes and return only once every thread of each is stopped.
+pause_pids() {
+    kill -STOP "$@" 2>/dev/null || true
+    wait_stopped 10 "$@" || die "processes $* did not stop within 10 s"
+}

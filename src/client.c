@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "guardian/guardian.h"
 #include "uri.h"
 
 #define DEFAULT_SESSION_TIMEOUT_MS 10000
@@ -27,6 +29,9 @@ struct reign_client {
     reign__logger log;
     char *uri_redacted;
     int wake_fd;
+    int epoll_fd; /* with a guardian: the descriptor the loop polls (wake_fd and its socket) */
+    reign__guardian *guardian;
+    char *zk_hosts; /* for the guardian */
     reign__timers timers;
     reign__zk *zk;    /* zk:// */
     reign__sqlw *sql; /* sqlite://, mysql://, postgres:// */
@@ -304,11 +309,25 @@ static void connect_timeout_cb(reign__timer *t, void *arg)
     reign__log(&c->log, REIGN_LOG_WARN, "%s; still trying", c->errmsg);
 }
 
+/* The guardian closes the session the client has now (none after an expiry).  Told before the
+ * recipes hear of a new session, so before any ephemeral node of it exists. */
+static void tell_guardian_session(reign_client *c)
+{
+    if (!c->guardian)
+        return;
+    unsigned char passwd[16] = {0};
+    int64_t sid = reign__zk_session_credentials(c->zk, passwd);
+    int t = reign__zk_session_timeout_ms(c->zk);
+    reign__guardian_zk(c->guardian, c->zk_hosts, sid, passwd, t > 0 ? t : c->session_timeout_ms);
+    explicit_bzero(passwd, sizeof(passwd));
+}
+
 static void on_zk_state(void *arg, reign__zk_state st)
 {
     reign_client *c = arg;
     switch (st) {
     case REIGN__ZK_CONNECTED:
+        tell_guardian_session(c);
         reign__timer_stop(&c->timers, &c->connect_timer);
         c->connect_timed_out = false;
         set_state(c, REIGN_CONN_CONNECTED);
@@ -324,6 +343,7 @@ static void on_zk_state(void *arg, reign__zk_state st)
             reign__zk_heartbeat(c->zk); /* renew the proof at once */
         break;
     case REIGN__ZK_EXPIRED:
+        tell_guardian_session(c);
         set_state(c, REIGN_CONN_LOST);
         c->state = REIGN_CONN_CONNECTING; /* a new session is on its way */
         break;
@@ -378,6 +398,37 @@ static void on_sql_state(void *arg, reign__sqlw_state st, int err, const char *m
 }
 
 /* ---- construction ------------------------------------------------------- */
+
+/* The program's default, overridden by the URI's guardian=, and REIGN_GUARDIAN=off over all. */
+static int want_guardian(const reign_client *c, const reign__uri *u, bool *on, char *err,
+                         size_t errlen)
+{
+    *on = c->opts.guardian == REIGN_GUARDIAN_ON;
+    const char *v = reign__uri_param(u, "guardian");
+    if (v) {
+        if (strcmp(v, "on") && strcmp(v, "off")) {
+            reign__errf(err, errlen, "guardian must be 'on' or 'off', not '%s'", v);
+            return REIGN_EURI;
+        }
+        *on = !strcmp(v, "on");
+    }
+    const char *env = getenv("REIGN_GUARDIAN");
+    if (env && !strcmp(env, "off"))
+        *on = false;
+    return 0;
+}
+
+/* The client's descriptor becomes an epoll set of the wake-up eventfd and the guardian's socket. */
+static int start_guardian(reign_client *c, char *err, size_t errlen)
+{
+    c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data = {.ptr = NULL}};
+    if (c->epoll_fd < 0 || epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, c->wake_fd, &ev) < 0) {
+        reign__errf(err, errlen, "epoll: %s", strerror(errno));
+        return -errno;
+    }
+    return reign__guardian_new(&c->guardian, c->epoll_fd, &c->log, &c->timers);
+}
 
 static int read_password_file(const char *path, char **out, char *err, size_t errlen)
 {
@@ -481,8 +532,9 @@ static int read_int_params(const reign__uri *u, int_param *p, size_t n, char *er
 }
 
 static const char *const zk_params[] = {
-    "session_timeout_ms", "connect_timeout_ms", "op_timeout_ms", "retry_period_ms",
-    "retry_max",          "suspend_policy",     "password_file", NULL};
+    "session_timeout_ms", "connect_timeout_ms", "op_timeout_ms",
+    "retry_period_ms",    "retry_max",          "suspend_policy",
+    "password_file",      "guardian",           NULL};
 
 static int configure_zk(reign_client *c, const reign__uri *u, reign__zk_config *zc, char **password,
                         char *err, size_t errlen)
@@ -520,9 +572,9 @@ static int configure_zk(reign_client *c, const reign__uri *u, reign__zk_config *
 }
 
 static const char *const sql_params[] = {
-    "lease_ms",           "renew_ms",        "poll_ms", "statement_timeout_ms",
-    "connect_timeout_ms", "retry_period_ms", "table",   "data_center",
-    "suspend_policy",     "password_file",   NULL};
+    "lease_ms",           "renew_ms",        "poll_ms",  "statement_timeout_ms",
+    "connect_timeout_ms", "retry_period_ms", "table",    "data_center",
+    "suspend_policy",     "password_file",   "guardian", NULL};
 
 /* The store and its address, from the scheme, hosts and path. */
 static int sql_target(const reign__uri *u, reign__sql_target *t, char *err, size_t errlen)
@@ -686,8 +738,9 @@ static bool is_sql_scheme(const char *s)
            !strcmp(s, "postgres") || !strcmp(s, "postgresql");
 }
 
-static int start_zk(reign_client *c, const reign__uri *u, char **password, char **hosts, char *err,
-                    size_t errlen)
+/* Once the URI is known to be good: the guardian, then the backend. */
+static int start_zk(reign_client *c, const reign__uri *u, bool guarded, char **password,
+                    char **hosts, char *err, size_t errlen)
 {
     reign__zk_config zc = {0};
     int r = configure_zk(c, u, &zc, password, err, errlen);
@@ -697,15 +750,19 @@ static int start_zk(reign_client *c, const reign__uri *u, char **password, char 
     if (!*hosts)
         return err[0] ? REIGN_EURI : REIGN_ENOMEM;
     zc.hosts = *hosts;
+    if (!(c->zk_hosts = reign__strdup(*hosts)))
+        return REIGN_ENOMEM;
     zc.log = &c->log;
     zc.timers = &c->timers;
     zc.on_state = on_zk_state;
     zc.state_arg = c;
     zc.wake_fd = c->wake_fd;
+    if (guarded && (r = start_guardian(c, err, errlen)) < 0)
+        return r;
     return reign__zk_new(&c->zk, &zc, err, errlen);
 }
 
-static int start_sql(reign_client *c, const reign__uri *u, char **password, char *err,
+static int start_sql(reign_client *c, const reign__uri *u, bool guarded, char **password, char *err,
                      size_t errlen)
 {
     reign__sqlw_config sc = {0};
@@ -718,6 +775,11 @@ static int start_sql(reign_client *c, const reign__uri *u, char **password, char
     sc.on_state = on_sql_state;
     sc.on_change = on_sql_change;
     sc.arg = c;
+    if (guarded) {
+        if ((r = start_guardian(c, err, errlen)) < 0)
+            return r;
+        reign__guardian_sql(c->guardian, &sc.target, sc.dc, c->lease.lease_ms);
+    }
     return reign__sqlw_new(&c->sql, &sc, err, errlen);
 }
 
@@ -773,6 +835,7 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
     c->log.userdata = c->opts.userdata;
     c->log.level = c->opts.log_level;
     c->wake_fd = -1;
+    c->epoll_fd = -1;
     c->state = REIGN_CONN_CONNECTING;
     reign__timer_init(&c->connect_timer, connect_timeout_cb, c);
     reign__timer_init(&c->heartbeat_timer, heartbeat_cb, c);
@@ -793,8 +856,11 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
         reign__errf(errbuf, errlen, "eventfd: %s", strerror(errno));
         goto fail;
     }
-    r = is_zk ? start_zk(c, u, &password, &hosts, errbuf, errlen)
-              : start_sql(c, u, &password, errbuf, errlen);
+    bool guarded;
+    if ((r = want_guardian(c, u, &guarded, errbuf, errlen)) < 0)
+        goto fail;
+    r = is_zk ? start_zk(c, u, guarded, &password, &hosts, errbuf, errlen)
+              : start_sql(c, u, guarded, &password, errbuf, errlen);
     if (r < 0)
         goto fail;
     reign__timer_start(&c->timers, &c->connect_timer,
@@ -824,8 +890,12 @@ fail:
     }
     reign__free(hosts);
     reign__uri_free(u);
+    reign__guardian_free(c->guardian);
+    if (c->epoll_fd >= 0)
+        close(c->epoll_fd);
     if (c->wake_fd >= 0)
         close(c->wake_fd);
+    reign__free(c->zk_hosts);
     reign__free(c->uri_redacted);
     reign__timers_free(&c->timers);
     reign__free(c);
@@ -836,7 +906,7 @@ fail:
 
 int reign_client_get_fd(const reign_client *c)
 {
-    return c->wake_fd;
+    return c->epoll_fd >= 0 ? c->epoll_fd : c->wake_fd;
 }
 
 int64_t reign_client_get_timeout_ms(const reign_client *c)
@@ -890,6 +960,8 @@ int reign_client_process(reign_client *c)
     uint64_t v;
     while (read(c->wake_fd, &v, sizeof(v)) > 0) {
     }
+    if (c->guardian)
+        reign__guardian_check(c->guardian); /* its hello, its end, or its socket closed by others */
     int64_t now = reign__now_ns();
     /* Deadlines first: after a stall, a leader must demote before it acts
      * on anything that was queued meanwhile. */
@@ -917,7 +989,7 @@ static int poll_once(reign_client *c, int64_t max_ms)
     int64_t t = reign_client_get_timeout_ms(c);
     if (t < 0 || (max_ms >= 0 && t > max_ms))
         t = max_ms;
-    struct pollfd pfd = {.fd = c->wake_fd, .events = POLLIN};
+    struct pollfd pfd = {.fd = reign_client_get_fd(c), .events = POLLIN};
     int n = poll(&pfd, 1, t < 0 ? -1 : (int)(t > 60000 ? 60000 : t));
     if (n < 0 && errno != EINTR)
         return -errno;
@@ -978,6 +1050,9 @@ void reign_client_close(reign_client *c)
 
 static void really_free(reign_client *c)
 {
+    /* A clean end: the guardian leaves without acting. */
+    reign__guardian_free(c->guardian);
+    c->guardian = NULL;
     while (c->recipes) {
         reign__recipe *r = c->recipes;
         reign__client_detach(c, r);
@@ -987,7 +1062,10 @@ static void really_free(reign_client *c)
     reign__zk_free(c->zk);
     reign__sqlw_free(c->sql);
     reign__timers_free(&c->timers);
+    if (c->epoll_fd >= 0)
+        close(c->epoll_fd);
     close(c->wake_fd);
+    reign__free(c->zk_hosts);
     reign__free(c->uri_redacted);
     reign__free(c);
 }
@@ -1044,6 +1122,34 @@ int64_t reign_client_takeover_ms(const reign_client *c)
     }
     /* Followers read when the lease runs out (or at their poll), then take it: two statements. */
     return (int64_t)c->lease.lease_ms + 2 * c->lease.statement_timeout_ms;
+}
+
+pid_t reign_client_guardian_pid(const reign_client *c)
+{
+    return c ? reign__guardian_pid(c->guardian) : 0;
+}
+
+int reign_client_guard_pgid(reign_client *c, pid_t pgid)
+{
+    if (!c || pgid <= 1)
+        return REIGN_EINVAL;
+    if (!c->guardian)
+        return REIGN_ENOTSUP;
+    return reign__guardian_pgid(c->guardian, true, pgid);
+}
+
+int reign_client_unguard_pgid(reign_client *c, pid_t pgid)
+{
+    if (!c || pgid <= 1)
+        return REIGN_EINVAL;
+    return c->guardian ? reign__guardian_pgid(c->guardian, false, pgid) : 0;
+}
+
+void reign__client_guard_lease(reign_client *c, bool add, const char *name, const char *owner,
+                               const char *guid)
+{
+    if (c->guardian)
+        reign__guardian_lease(c->guardian, add, name, owner, guid);
 }
 
 void *reign_client_userdata(const reign_client *c)

@@ -69,6 +69,10 @@ int64_t reign__client_valid_until(const reign_client *c);
 void reign__client_hold_validity(reign_client *c, int delta);
 reign_suspend_policy reign__client_suspend_policy(const reign_client *c);
 bool reign__client_closing(const reign_client *c);
+/* Tells the guardian (if any) of a SQL lease this client may hold from now on (add), or no more:
+ * if the process dies, the guardian releases it when it still carries owner and guid. */
+void reign__client_guard_lease(reign_client *c, bool add, const char *name, const char *owner,
+                               const char *guid);
 /* Makes the loop run process() soon (after a state change outside it). */
 void reign__client_wake(reign_client *c);
 /* Whether reign_client_process() is running (a call from a callback). */

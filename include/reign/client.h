@@ -43,6 +43,9 @@
  *                       tera_zk_retry_max_times)
  *   suspend_policy      "deadline" (default) or "immediate", see below
  *   password_file       a file whose first line is the password of `user`
+ *   guardian            "on" or "off": a helper process that ends this
+ *                       client's leaderships at once if its process dies
+ *                       ("The guardian" below)
  *
  * SQL leases (seed 004's distribute_lock table; docs/sql-leases.md):
  *
@@ -63,7 +66,7 @@
  *                       read when told and when the lease could expire
  *   statement_timeout_ms  (default renew/2, at most 5000)
  *   connect_timeout_ms, retry_period_ms (between reconnections),
- *   suspend_policy, password_file   as for ZooKeeper
+ *   suspend_policy, password_file, guardian   as for ZooKeeper
  *   table               the lease table (default distribute_lock), created
  *                       or upgraded by the client
  *   data_center         the rows' data_center column (default "default")
@@ -119,6 +122,8 @@
 #ifndef REIGN_CLIENT_H
 #define REIGN_CLIENT_H
 
+#include <sys/types.h>
+
 #include <reign/common.h>
 
 #ifdef __cplusplus
@@ -145,6 +150,13 @@ typedef enum reign_suspend_policy {
     REIGN_SUSPEND_IMMEDIATE    /* demote as soon as the connection is suspended */
 } reign_suspend_policy;
 
+/* Whether a client runs a guardian (see "The guardian" below). */
+typedef enum reign_guardian_mode {
+    REIGN_GUARDIAN_DEFAULT = 0, /* the URI's guardian=on|off, else off */
+    REIGN_GUARDIAN_OFF,         /* off, unless the URI says guardian=on */
+    REIGN_GUARDIAN_ON           /* on, unless the URI says guardian=off */
+} reign_guardian_mode;
+
 /*
  * Called on every connection state change, inside reign_client_process().
  * Recipes have already been told when it runs.
@@ -168,6 +180,8 @@ typedef struct reign_client_options {
     reign_log_fn *log_fn;      /* NULL: the process-wide sink */
     reign_log_level log_level; /* with log_fn: most verbose level passed */
     void *userdata;            /* for on_state and log_fn */
+    /* Since 0.1: the program's choice; the URI's guardian= parameter overrides it. */
+    reign_guardian_mode guardian;
 } reign_client_options;
 
 /*
@@ -256,6 +270,82 @@ REIGN_EXPORT const char *reign_client_errmsg(const reign_client *client);
 
 /* The userdata given in the options. */
 REIGN_EXPORT void *reign_client_userdata(const reign_client *client);
+
+/*
+ * The guardian
+ * ------------
+ * A process killed by SIGKILL or the OOM killer, or one that crashes, runs
+ * no code: without help its leaderships end only when the store times them
+ * out (the ZooKeeper session or the SQL lease: 10 s by default), and
+ * whatever it started runs on beside the next leader's.  A client with a
+ * guardian spawns a small helper process, reign-guardian (installed in
+ * LIBEXECDIR/reign/; the environment variable REIGN_GUARDIAN_PATH names
+ * another), which outlives the client's process and acts only when that
+ * process has exited (a pidfd tells it):
+ *
+ *   1. it SIGKILLs every process group given to reign_client_guard_pgid()
+ *      and waits until none of their processes runs;
+ *   2. it ends every leadership at once: on ZooKeeper it attaches to the
+ *      session and closes it (its ephemeral nodes go and the successor's
+ *      watch fires); on SQL it releases each lease the client held, by
+ *      compare-and-set on owner, guid and term, so a lease someone else has
+ *      taken meanwhile is never touched (PostgreSQL and SQLite followers are
+ *      told at once; MariaDB followers see it at their next poll).
+ *
+ * So when a process dies on a host that lives on, a successor is elected in
+ * milliseconds instead of a session timeout (docs/benchmarks.md has the
+ * figures).  When the host dies, or loses the network, or the process only
+ * stops (SIGSTOP, a debugger: it is alive, nothing happens), the session or
+ * lease times out as before: the guardian speeds up takeover after a
+ * process's death, it is never needed for safety.
+ *
+ * A clean end (reign_client_free()) tells the guardian to leave without
+ * acting.  It never acts on its socket's end of file alone: a process that
+ * closed it and lives keeps leading (and its client starts a new guardian).
+ * If the guardian dies, the client logs it once and starts another.  If one
+ * cannot be started (no helper, spawning refused, no pidfd: Linux before
+ * 5.3), the client logs one warning and works as without.  Secrets reach
+ * the guardian only over its socket, never in its argv or environment.
+ * It runs in a session and process group of its own and ignores SIGINT,
+ * SIGTERM and SIGHUP, so a Ctrl-C or a `kill 0` aimed at the client's group
+ * spares it; under systemd's KillMode=control-group it is in the unit's
+ * cgroup and is killed with the unit (then the unit's stop is a clean end or
+ * the session times out).
+ *
+ * Which clients run one: reign_client_options.guardian sets the program's
+ * default (off for the library; the reign tool and reignd turn it on), and a
+ * guardian=on|off parameter in the URI overrides it, so that an operator
+ * decides per deployment.  REIGN_GUARDIAN=off in the environment turns it
+ * off everywhere.
+ */
+
+/* The guardian's process id, or 0 if the client runs none (or it is starting). */
+REIGN_EXPORT pid_t reign_client_guardian_pid(const reign_client *client);
+
+/*
+ * Asks the client's guardian to SIGKILL process group `pgid` (and wait until
+ * it is gone) before it ends the client's leaderships, should the client's
+ * process die: for a command run while leading.  Register the group before
+ * the command can run (e.g. fork, setpgid, register, then let the child
+ * exec) and unregister it once the group is gone, before the group's leader
+ * is reaped, so that the id cannot have been reused.  0; REIGN_ENOTSUP if the
+ * client runs no guardian (the call still succeeds if one is started later:
+ * it is told); REIGN_EINVAL for pgid <= 1.
+ */
+REIGN_EXPORT int reign_client_guard_pgid(reign_client *client, pid_t pgid);
+/* Forgets a process group given to reign_client_guard_pgid().  0 or REIGN_EINVAL. */
+REIGN_EXPORT int reign_client_unguard_pgid(reign_client *client, pid_t pgid);
+
+/*
+ * Sends SIGKILL to every process of group `pgid` and says whether any of
+ * them still runs: 1 (call again a little later), 0 (none: the group is
+ * empty, or holds only zombies awaiting their parent's wait), or a negative
+ * code (REIGN_EINVAL for pgid <= 1, -EPERM).  Never blocks.  What the
+ * guardian does with each group, for programs that run commands and must
+ * make sure that all of a command is gone (reign run, after its command
+ * exits, before it resigns).
+ */
+REIGN_EXPORT int reign_kill_group(pid_t pgid);
 
 /*
  * Copies `uri` into `out` with any password replaced by "***", for logs and

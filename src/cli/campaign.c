@@ -130,6 +130,7 @@ int cli_campaign_main(cli *c, int argc, char **argv)
     if ((r = cli_election_name(c, argv, argc, "", &name)))
         goto out;
 
+    c->guarded = 1;
     if ((r = cli_client_new(c)))
         goto out;
     eo.data = data.data;

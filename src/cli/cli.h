@@ -54,6 +54,9 @@ struct cli {
     reign_client *client;
     reign_uv *adapter;
     reign_election *election; /* the subcommand's, if it joined one */
+    /* The subcommand holds what a dead process must give up at once (a candidacy, a member, a
+     * worker): its client runs a guardian, unless the URI or REIGN_GUARDIAN=off says no. */
+    int guarded;
 
     uv_signal_t sig_int;
     uv_signal_t sig_term;

@@ -396,6 +396,7 @@ int cli_client_new(cli *c)
     memset(&o, 0, sizeof(o));
     o.size = sizeof(o);
     o.session_timeout_ms = c->session_timeout_ms;
+    o.guardian = c->guarded ? REIGN_GUARDIAN_ON : REIGN_GUARDIAN_OFF;
     o.on_state = on_client_state;
     o.userdata = c;
 

@@ -106,6 +106,7 @@ int cli_register_main(cli *c, int argc, char **argv)
     if ((rc = fmt_one_arg(c, argv, argc, "GROUP", &name)))
         goto out;
     c->cmd_data = &r;
+    c->guarded = 1;
     if ((rc = cli_client_new(c)))
         goto out;
     go.size = sizeof(go);

@@ -3,7 +3,10 @@
  * process leads election NAME.
  *
  * On ELECTED, CMD starts in a process group (and session) of its own, with
- * REIGN_ELECTION, REIGN_TERM, REIGN_TOKEN and REIGN_ID in its environment.
+ * REIGN_ELECTION, REIGN_TERM, REIGN_TOKEN and REIGN_ID in its environment,
+ * tied to this process by child.h: the client's guardian kills its group
+ * should reign die, and whatever CMD leaves in its group when it exits is
+ * killed before reign acts on the exit.
  * On DEMOTED its group gets SIGTERM, then SIGKILL after the grace period -
  * but never later than the moment the leadership stopped being guaranteed,
  * so the command is gone before any other candidate could be elected (see
@@ -22,8 +25,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "cli.h"
 
 extern char **environ;
@@ -38,9 +43,11 @@ extern char **environ;
 typedef struct runner {
     const char *name;
     char **cmd; /* CMD and its arguments, NULL-terminated */
+    char *exe;  /* cmd[0] resolved on PATH */
     int64_t grace_ns;
 
-    uv_process_t *proc; /* the running CMD, or NULL */
+    cli_child child;
+    int proc; /* CMD (or what is left of its group) runs */
     int pid;
     int signaled;      /* we are stopping CMD because the leadership ended */
     int user_stop;     /* SIGINT/SIGTERM: exit when CMD is gone */
@@ -88,10 +95,8 @@ static int status_of(int64_t exit_status, int term_signal)
 /* Signals CMD's process group (and CMD itself, should it have left it). */
 static void signal_child(runner *r, int signum)
 {
-    if (r->pid <= 0)
-        return;
-    if (kill(-r->pid, signum) < 0 || signum == SIGKILL)
-        kill(r->pid, signum);
+    if (r->proc)
+        cli_child_signal(&r->child, signum);
 }
 
 static int is_env(const char *entry, const char *name)
@@ -109,7 +114,7 @@ static char *env_entry(const char *name, const char *value)
     return s;
 }
 
-static void on_child_exit(uv_process_t *p, int64_t exit_status, int term_signal);
+static void on_child_exit(cli_child *ch, int status);
 
 static void start_child(cli *c)
 {
@@ -133,9 +138,8 @@ static void start_child(cli *c)
     char *own[4] = {env_entry("REIGN_ELECTION", reign_election_name(e)),
                     env_entry("REIGN_TERM", term), env_entry("REIGN_TOKEN", token),
                     env_entry("REIGN_ID", reign_election_id(e))};
-    uv_process_t *p = malloc(sizeof(*p));
-    int err = UV_ENOMEM;
-    if (env && own[0] && own[1] && own[2] && own[3] && p) {
+    int err = ENOMEM;
+    if (env && own[0] && own[1] && own[2] && own[3]) {
         size_t m = 0;
         for (size_t i = 0; i < n; i++)
             if (!is_env(environ[i], "REIGN_ELECTION") && !is_env(environ[i], "REIGN_TERM") &&
@@ -145,64 +149,37 @@ static void start_child(cli *c)
             env[m++] = own[i];
         env[m] = NULL;
 
-        uv_stdio_container_t stdio[3];
-        for (int i = 0; i < 3; i++) {
-            stdio[i].flags = UV_INHERIT_FD;
-            stdio[i].data.fd = i;
-        }
-        uv_process_options_t po;
-        memset(&po, 0, sizeof(po));
-        po.file = r->cmd[0];
-        po.args = r->cmd;
-        po.env = env;
-        po.stdio = stdio;
-        po.stdio_count = 3;
-        po.exit_cb = on_child_exit;
-        /* DETACHED: setsid() in the child, so CMD leads a process group of
-         * its own that we can signal as a whole, and a Ctrl-C on the
-         * terminal reaches only reign, which decides what CMD gets. */
-        po.flags = UV_PROCESS_DETACHED;
-        /* uv_spawn returns once CMD has been exec'd (or failed to be). */
-        err = uv_spawn(&c->loop, p, &po);
+        static const int inherit[3] = {-1, -1, -1};
+        err = cli_child_start(c, &r->child, r->exe, r->cmd, env, inherit, true, on_child_exit);
     }
     free(env);
     for (int i = 0; i < 4; i++)
         free(own[i]);
 
-    if (err < 0) {
-        free(p);
-        cli_error(c, "cannot run '%s': %s", cli_quote(r->cmd[0], q, sizeof(q)), uv_strerror(err));
-        cli_leave(c, err == UV_ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
+    if (err) {
+        cli_error(c, "cannot run '%s': %s", cli_quote(r->cmd[0], q, sizeof(q)), strerror(err));
+        cli_leave(c, err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN);
         return;
     }
-    p->data = c;
-    r->proc = p;
-    r->pid = p->pid;
+    r->child.data = c;
+    r->proc = 1;
+    r->pid = r->child.pid;
     r->signaled = 0;
     cli_log(c, REIGN_LOG_NOTICE, "started '%s' (pid %d) for term %s", cli_quote(r->cmd[0], q, 256),
             r->pid, term);
 }
 
-static void free_handle(uv_handle_t *h)
+/* CMD has exited and nothing of its group runs any more (child.h). */
+static void on_child_exit(cli_child *ch, int status)
 {
-    free(h);
-}
-
-static void on_child_exit(uv_process_t *p, int64_t exit_status, int term_signal)
-{
-    cli *c = p->data;
+    cli *c = ch->data;
     runner *r = c->cmd_data;
+    int term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    int exit_status = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
     int code = status_of(exit_status, term_signal);
 
-    uv_close((uv_handle_t *)p, free_handle);
     uv_timer_stop(&r->kill_timer);
-    if (r->signaled) {
-        /* What is left of CMD's group must not outlive the leadership
-         * either.  (The group's id cannot have been reused yet: it stays
-         * taken while any member lives.) */
-        kill(-r->pid, SIGKILL);
-    }
-    r->proc = NULL;
+    r->proc = 0;
     if (term_signal)
         cli_log(c, REIGN_LOG_NOTICE, "command (pid %d) killed by signal %d", r->pid, term_signal);
     else
@@ -489,6 +466,11 @@ int cli_run_main(cli *c, int argc, char **argv)
     /* Say now, not when elected, that CMD cannot be run. */
     if ((rc = check_command(c, r->cmd[0])))
         goto out;
+    if (!(r->exe = cli_child_resolve(r->cmd[0]))) {
+        cli_error(c, "cannot run '%s': %s", r->cmd[0], strerror(errno));
+        rc = EXIT_CANNOT_RUN;
+        goto out;
+    }
 
     c->cmd_data = r;
     uv_timer_init(&c->loop, &r->kill_timer);
@@ -497,6 +479,7 @@ int cli_run_main(cli *c, int argc, char **argv)
     r->prepare.data = c;
     uv_prepare_start(&r->prepare, on_prepare);
 
+    c->guarded = 1;
     if ((rc = cli_client_new(c)))
         goto out;
     eo.data = data.data;
@@ -516,6 +499,7 @@ out:
         cli_log(c, REIGN_LOG_WARN, "exiting: SIGKILL to pid %d", r->pid);
         signal_child(r, SIGKILL);
     }
+    free(r->exe);
     cli_data_free(&data);
     return rc;
 }

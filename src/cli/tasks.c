@@ -12,8 +12,9 @@
  * The worker runs CMD once per task with fork and execve (argv only, never a
  * shell): the task's payload on its stdin, its id and queue in the
  * environment (REIGN_TASK_ID, REIGN_TASK_QUEUE, REIGN_WORKER_ID), in a process
- * group of its own which is killed if the worker dies (PR_SET_PDEATHSIG) or
- * loses its task.  Its exit status and the first --max-output bytes of its
+ * group of its own (child.h) which is killed if the worker dies (by the
+ * client's guardian, and PR_SET_PDEATHSIG) or loses its task, and whose
+ * leftovers are killed when CMD exits.  Its exit status and the first --max-output bytes of its
  * stdout become the task's result.
  */
 #include <errno.h>
@@ -23,11 +24,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "fmt.h"
 
 extern char **environ;
@@ -408,6 +409,7 @@ static int master_main(cli *c, int argc, char **argv)
     const char *queue = NULL;
     if ((rc = positional(c, argc, argv, 1, "QUEUE", &queue)))
         return rc;
+    c->guarded = 1;
     if ((rc = cli_client_new(c)))
         return rc;
     mo.cb = on_master;
@@ -429,7 +431,8 @@ typedef struct job {
     struct job *next;
     struct wk *wk;
     char *task;
-    pid_t pid;
+    cli_child child;
+    int child_open; /* the child's handles are not closed yet */
     uv_pipe_t out, in;
     uv_write_t wreq;
     uv_buf_t wbuf;
@@ -448,36 +451,10 @@ typedef struct wk {
     char *exe; /* cmd[0] resolved on PATH, once */
     size_t max_output;
     reign_tasks_worker *worker;
-    uv_signal_t sigchld;
     job *jobs;
 } wk;
 
 static wk the_wk;
-
-/* cmd[0] as execve wants it: a path (resolved before any fork, so that the
- * child does nothing but async-signal-safe calls). */
-static char *resolve(const char *name)
-{
-    if (strchr(name, '/'))
-        return access(name, X_OK) == 0 ? strdup(name) : NULL;
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    for (const char *p = path;;) {
-        size_t n = strcspn(p, ":");
-        size_t len = n + strlen(name) + 2;
-        char *cand = malloc(len);
-        if (!cand)
-            return NULL;
-        snprintf(cand, len, "%.*s/%s", (int)n, n ? p : ".", name);
-        if (access(cand, X_OK) == 0)
-            return cand;
-        free(cand);
-        if (!p[n])
-            return NULL;
-        p += n + 1;
-    }
-}
 
 /* The environment for one task: ours minus REIGN_TASK_ID, REIGN_TASK_QUEUE and
  * REIGN_WORKER_ID, plus those three for this task. */
@@ -514,15 +491,21 @@ static char **task_env(wk *w, const char *task, char **own)
     return env;
 }
 
-static void job_closed(uv_handle_t *h)
+static void job_free(job *j)
 {
-    job *j = h->data;
-    if (--j->handles > 0)
+    if (j->handles > 0 || j->child_open)
         return;
     free(j->task);
     free(j->output);
     free(j->incopy);
     free(j);
+}
+
+static void job_closed(uv_handle_t *h)
+{
+    job *j = h->data;
+    j->handles--;
+    job_free(j);
 }
 
 static void job_unlink(job *j)
@@ -614,25 +597,21 @@ static void on_written(uv_write_t *req, int status)
         uv_close((uv_handle_t *)&j->in, job_closed);
 }
 
-static void on_sigchld(uv_signal_t *s, int signum)
+/* CMD and the rest of its group are gone (child.h). */
+static void on_job_exit(cli_child *ch, int status)
 {
-    wk *w = s->data;
-    (void)signum;
-    for (job *j = w->jobs, *next; j; j = next) {
-        next = j->next;
-        if (j->exited)
-            continue;
-        int status;
-        pid_t r = waitpid(j->pid, &status, WNOHANG);
-        if (r != j->pid)
-            continue;
-        j->exited = 1;
-        j->status = status;
-        if (j->eof)
-            job_finish(j);
-        else
-            uv_timer_start(&j->grace, on_grace, EXIT_GRACE_MS, 0); /* a grandchild holds it */
+    job *j = ch->data;
+    j->child_open = 0;
+    if (status == -1) { /* closed while the worker ends */
+        job_free(j);
+        return;
     }
+    j->exited = 1;
+    j->status = status;
+    if (j->eof)
+        job_finish(j);
+    else
+        uv_timer_start(&j->grace, on_grace, EXIT_GRACE_MS, 0); /* a process that left the group */
 }
 
 static int start_job(wk *w, const char *task, const void *data, size_t len)
@@ -644,38 +623,20 @@ static int start_job(wk *w, const char *task, const void *data, size_t len)
     if (!j || !env || !(j->task = strdup(task)) || pipe2(in, O_CLOEXEC) < 0 ||
         pipe2(out, O_CLOEXEC) < 0)
         goto fail;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* Only async-signal-safe calls from here to execve. */
-        sigset_t none;
-        sigemptyset(&none);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL); /* the worker died: so does CMD */
-        if (getppid() != parent)
-            _exit(127);
-        dup2(in[0], 0);
-        dup2(out[1], 1);
-        execve(w->exe, w->cmd, env);
-        _exit(127);
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (pid < 0)
+    int fds[3] = {in[0], out[1], -1};
+    int err = cli_child_start(w->c, &j->child, w->exe, w->cmd, env, fds, false, on_job_exit);
+    if (err) {
+        errno = err;
         goto fail;
+    }
     close(in[0]);
     close(out[1]);
     free(env);
     for (int k = 0; k < 3; k++)
         free(own[k]);
     j->wk = w;
-    j->pid = pid;
+    j->child.data = j;
+    j->child_open = 1;
     uv_pipe_init(&w->c->loop, &j->out, 0);
     uv_pipe_init(&w->c->loop, &j->in, 0);
     uv_timer_init(&w->c->loop, &j->grace);
@@ -703,7 +664,7 @@ static int start_job(wk *w, const char *task, const void *data, size_t len)
     }
     j->next = w->jobs;
     w->jobs = j;
-    cli_print("run %s pid=%d", task, (int)pid);
+    cli_print("run %s pid=%d", task, (int)j->child.pid);
     return 0;
 fail:
     for (int k = 0; k < 2; k++) {
@@ -732,8 +693,7 @@ static job *find_job(wk *w, const char *task)
 static void kill_job(job *j, int sig)
 {
     j->cancelled = 1;
-    if (!j->exited)
-        kill(-j->pid, sig); /* its whole process group */
+    cli_child_signal(&j->child, sig); /* its whole process group */
 }
 
 static void on_worker(reign_tasks_worker *tw, const reign_tasks_event *ev, void *ud)
@@ -843,13 +803,14 @@ static int worker_main(cli *c, int argc, char **argv)
     w->queue = queue;
     w->id = wo.id;
     w->cmd = argv + end + 1;
-    w->exe = resolve(w->cmd[0]);
+    w->exe = cli_child_resolve(w->cmd[0]);
     if (!w->exe) {
         char q[256];
         cli_error(c, "command '%s' not found or not executable%s",
                   cli_quote(w->cmd[0], q, sizeof(q)), strchr(w->cmd[0], '/') ? "" : " on PATH");
         return CLI_EXIT_FAIL;
     }
+    c->guarded = 1;
     if ((rc = cli_client_new(c)))
         goto out;
     wo.cb = on_worker;
@@ -860,18 +821,16 @@ static int worker_main(cli *c, int argc, char **argv)
                                                        : refused(c, err, "worker id", wo.id);
         goto out;
     }
-    uv_signal_init(&c->loop, &w->sigchld);
-    w->sigchld.data = w;
-    uv_signal_start(&w->sigchld, on_sigchld, SIGCHLD);
     if ((rc = cli_connect(c)) == 0) {
         c->on_signal = worker_signal;
         rc = cli_run(c);
     }
-    uv_close((uv_handle_t *)&w->sigchld, NULL);
 out:
     w->worker = reign_tasks_worker_free(w->worker);
-    for (job *j = w->jobs; j; j = j->next)
-        kill_job(j, SIGKILL);
+    for (job *j = w->jobs; j; j = j->next) {
+        j->cancelled = 1;
+        cli_child_close(&j->child);
+    }
     while (w->jobs)
         job_close(w->jobs);
     free(w->exe);

@@ -519,6 +519,13 @@ static void look(lease_election *e)
         reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
 }
 
+/* Tells the client's guardian of this standing's guid (or that it is over). */
+static void guard(lease_election *e, bool add)
+{
+    if (e->guid[0])
+        reign__client_guard_lease(e->base.client, add, e->base.name, e->base.id, e->guid);
+}
+
 /* Stands (again) with a fresh identity: an older standing's lease is never taken for ours. */
 static void stand(lease_election *e)
 {
@@ -529,11 +536,16 @@ static void stand(lease_election *e)
     reign__timer_stop(timers(e), &e->timer);
     e->seen_term = 0;
     e->spread = true;
+    guard(e, false);
     if (reign__random_hex(e->guid, GUID_BYTES) < 0) {
+        e->guid[0] = '\0';
         emit_error(e, REIGN_EBACKEND, "stand", "no randomness for the candidate's guid");
         set_state(e, L_LEFT, "no guid");
         return;
     }
+    /* Before any claim with it: a process that dies holding this standing's lease has it
+     * released by its guardian. */
+    guard(e, true);
     if (!e->listening && reign__sqlw_notifies(e->w))
         e->listening = reign__sqlw_submit(e->w, REIGN__SQLW_LISTEN, e->base.name, NULL, 0, NULL,
                                           NULL, NULL) == 0;
@@ -641,6 +653,7 @@ static void destroy(lease_election *e)
     reign__timer_stop(ts, &e->deadline);
     reign__timer_stop(ts, &e->defer);
     reign__sqlw_forget(e->w, e);
+    guard(e, false);
     reign__client_detach(e->base.client, &e->base.recipe);
     reign__election_base_free(&e->base);
     reign__free(e);

@@ -1104,6 +1104,9 @@ int reignd_daemon_prepare(reignd_daemon *d, int check_layout, char *err, size_t 
         reign_client_options o = {
             .size = sizeof(o),
             .session_timeout_ms = store_session_ms(d, st),
+            /* A reignd killed or crashed: its guardian closes the session, so the standby fences
+             * and takes over at once instead of after the session timeout. */
+            .guardian = REIGN_GUARDIAN_ON,
             .on_state = on_store_state,
             .log_fn = d->o.log_fn,
             .log_level = d->o.log_level,

@@ -555,6 +555,33 @@ int reign__sql_lease_release(reign__sqlconn *c, const reign__lease_claim *cl, ui
     return c->d->release(c, cl, term, err, errlen);
 }
 
+int reign__sql_lease_release_ours(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t *term,
+                                  char *err, size_t errlen)
+{
+    reign__lease l = {0};
+    int rc = reign__sql_lease_read(c, cl->dc, cl->name, &l, err, errlen);
+    /* Ours only if both owner and guid match: the guid is drawn per join, so no other process,
+     * not even one restarted with the same id, ever carries it. */
+    bool ours = rc == 0 && l.exists && !l.expired && !strcmp(l.owner, cl->owner) &&
+                !strcmp(l.owner_guid, cl->owner_guid);
+    uint64_t t = l.term;
+    reign__lease_claim mine = *cl;
+    mine.duration_ms = l.duration_ms;
+    reign__lease_clear(&l);
+    if (rc < 0 || !ours)
+        return rc;
+    /* The release is a compare-and-set on owner, guid and term: a take that came between the
+     * read and here (the lease expired meanwhile) makes it match nothing. */
+    rc = reign__sql_lease_release(c, &mine, t, err, errlen);
+    if (rc == 1) {
+        *term = t;
+        char nerr[256];
+        (void)reign__sql_notify(c, cl->dc, cl->name, nerr, sizeof(nerr)); /* followers still
+                                                                            read at expiry */
+    }
+    return rc;
+}
+
 int reign__sql_lease_depose(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
                             char *err, size_t errlen)
 {

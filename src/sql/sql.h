@@ -155,6 +155,16 @@ int reign__sql_lease_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint
 int reign__sql_lease_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term,
                              char *err, size_t errlen);
 
+/*
+ * release_ours: reads the lease of (cl->dc, cl->name) and, if it is live and
+ * carries cl->owner and cl->owner_guid, releases it at the term read (and
+ * notifies, where the store needs it).  For the guardian, which knows a dead
+ * client's joins but not the terms it held.  1 (released; *term set), 0 (not
+ * ours, or not live), or a negative code.
+ */
+int reign__sql_lease_release_ours(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t *term,
+                                  char *err, size_t errlen);
+
 /* The owner_guid a deposed lease carries; never a candidate's (see above). */
 #define REIGN__SQL_DEPOSED "-deposed-"
 

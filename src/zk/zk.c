@@ -1431,6 +1431,17 @@ int64_t reign__zk_session_id(const reign__zk *zk)
     return zk->connected || zk->had_session ? zk->session_id : 0;
 }
 
+int64_t reign__zk_session_credentials(const reign__zk *zk, unsigned char passwd[16])
+{
+    /* The C client's I/O thread writes the id and password before it reports the session, and
+     * neither changes while the session lives. */
+    const clientid_t *cid = zk->zh ? zoo_client_id(zk->zh) : NULL;
+    if (!cid || !reign__zk_session_id(zk))
+        return 0;
+    memcpy(passwd, cid->passwd, 16);
+    return cid->client_id;
+}
+
 int reign__zk_session_timeout_ms(const reign__zk *zk)
 {
     return zk->timeout_ms;

@@ -99,6 +99,8 @@ void reign__zk_close(reign__zk *zk);
 void reign__zk_dispatch(reign__zk *zk);
 
 int64_t reign__zk_session_id(const reign__zk *zk);
+/* The session's id and password (what another process needs to end it), 0 if none. */
+int64_t reign__zk_session_credentials(const reign__zk *zk, unsigned char passwd[16]);
 int reign__zk_session_timeout_ms(const reign__zk *zk);
 bool reign__zk_connected(const reign__zk *zk);
 const char *reign__zk_errmsg(const reign__zk *zk);
@@ -192,6 +194,16 @@ int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *p
 
 /* No callback of `owner` runs after this. */
 void reign__zk_forget(reign__zk *zk, void *owner);
+
+/*
+ * Ends session `session` from outside the process that made it (zk_end.c):
+ * attaches with its password and closes it, so that its ephemeral nodes go
+ * at once.  Blocks up to timeout_ms waiting for a server.  1 if it was closed
+ * here, 0 if it had expired already, or REIGN_ETIMEDOUT, REIGN_ECONNECT...
+ * with err.
+ */
+int reign__zk_end_session(const char *hosts, int64_t session, const unsigned char passwd[16],
+                          int timeout_ms, char *err, size_t errlen);
 
 /* Maps a ZooKeeper return code to a REIGN_E* code. */
 int reign__zk_error(int zrc);

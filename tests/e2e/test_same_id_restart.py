@@ -15,6 +15,9 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# This test is about a restarted process waiting for its old session to expire, the path every process takes when its host dies: without a
+# guardian, which would end the killed leadership at once (tests/e2e*/test_guardian*.py).
+os.environ["REIGN_GUARDIAN"] = "off"
 from e2elib import check, log, main, wait_for  # noqa: E402
 
 SESSION_MS = 6000

@@ -1,0 +1,73 @@
+/*
+ * guardian.h - a client's guardian, as the client sees it.
+ *
+ * A process that dies without running any code (SIGKILL, the OOM killer, a
+ * crash) leaves its leaderships to time out: the ZooKeeper session or the SQL
+ * lease, 10 s by default, while the host that saw it die knew within a
+ * millisecond.  And whatever it started (the command of `reign run`) runs on.
+ * The guardian is a small process (reign-guardian, src/guardian/main.c)
+ * spawned for one client, which outlives the client's process by design and
+ * acts only once that process has exited: it kills the process groups it was
+ * given, then ends every leadership at once (it closes the ZooKeeper session,
+ * or releases each lease by compare-and-set).
+ *
+ * The client keeps it told, over a SOCK_SEQPACKET socket pair (proto.h):
+ * the session's id and password, the SQL store and each election joined,
+ * the process groups to kill.  It is spawned with posix_spawn() (no fork of
+ * a threaded process), its own session, the signals reset, descriptors 0 and
+ * 1 on /dev/null and nothing else open but its socket and a pidfd of the
+ * client's process; it then forks once, so it is never the client's child.
+ *
+ * If the guardian dies, the client notices (the socket's end of file wakes
+ * the client's descriptor), logs once and starts another with everything
+ * told again.  If it cannot be started at all (helper missing, spawning
+ * refused, no pidfd), the client logs one warning and goes on without:
+ * takeover after a crash then waits for the session or lease, as before.
+ *
+ * Loop thread only.  Private to the library.
+ */
+#ifndef REIGN_GUARDIAN_H
+#define REIGN_GUARDIAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core.h"
+#include "sql/sql.h"
+
+typedef struct reign__guardian reign__guardian;
+
+/*
+ * Spawns the helper and registers its socket with `epoll_fd` (the client's
+ * descriptor).  0, or REIGN_ENOMEM.  A helper that cannot be started is
+ * logged once (a warning) and tried again later, with a growing pause.
+ */
+int reign__guardian_new(reign__guardian **ret, int epoll_fd, const reign__logger *log,
+                        reign__timers *timers);
+
+/* Tells the guardian to leave without acting, and frees.  NULL-safe. */
+void reign__guardian_free(reign__guardian *g);
+
+/* The ZooKeeper session to close (session 0: none any more). */
+void reign__guardian_zk(reign__guardian *g, const char *hosts, int64_t session,
+                        const unsigned char passwd[16], int timeout_ms);
+/* The SQL store whose leases it releases. */
+void reign__guardian_sql(reign__guardian *g, const reign__sql_target *t, const char *dc,
+                         int lease_ms);
+/* A lease the client may hold (add), or no longer (remove). */
+void reign__guardian_lease(reign__guardian *g, bool add, const char *name, const char *owner,
+                           const char *guid);
+/* A process group to kill first.  0, or REIGN_ENOMEM. */
+int reign__guardian_pgid(reign__guardian *g, bool add, pid_t pgid);
+
+/* Reads what the guardian said and restarts it if it is gone (from process()). */
+void reign__guardian_check(reign__guardian *g);
+
+/* The guardian's process id, 0 while not known (or none runs). */
+pid_t reign__guardian_pid(const reign__guardian *g);
+
+/* The helper's path: $REIGN_GUARDIAN_PATH, else beside the library, else the configured one. */
+const char *reign__guardian_helper(char *buf, size_t len);
+
+#endif

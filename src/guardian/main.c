@@ -1,0 +1,356 @@
+/*
+ * reign-guardian - ends a dead libreign client's leaderships at once.
+ *
+ * libreign starts one per client (guardian.h says when and why) with:
+ *   fd 3  its end of a SOCK_SEQPACKET socket pair: what to clean up (proto.h)
+ *   fd 4  a pidfd of the client's process
+ *   argv  reign-guardian CLIENT_PID   (for ps(1) and the log only)
+ *
+ * It first leaves its parent's process group and session and ignores the
+ * signals a terminal or a service manager aims at a group (so a Ctrl-C or a
+ * `kill 0` of the client's group spares it), forks once so that it is not
+ * its client's child, and then waits.  It acts when, and only when, the
+ * pidfd says the client's process has exited:
+ *
+ *   1. SIGKILL every process group it was given, and wait until none of their
+ *      processes runs;
+ *   2. end every leadership: close the ZooKeeper session (its ephemeral nodes
+ *      go, the successor's watch fires), or release each lease the client
+ *      held, by compare-and-set on owner, guid and term.
+ *
+ * A "bye" (the client resigned, freed its client or exited cleanly) makes it
+ * leave without acting.  An end of file alone never makes it act: a client
+ * that closed the socket may live on and keep leading; it waits a moment for
+ * the pidfd (a dying process closes its descriptors before it is reported
+ * dead) and leaves if the client still lives.  A stopped client (SIGSTOP, a
+ * debugger) is alive: nothing happens.
+ *
+ * Output: one line on stderr when it acts (or fails to), nothing otherwise.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "sql/sql.h"
+#include "zk/zk.h"
+
+#define SOCK_FD  3
+#define PIDFD_FD 4
+/* How long an end of file waits for the pidfd: a dying process closes its descriptors first,
+ * and a multi-threaded one is reported dead once its last thread is gone. */
+#define EOF_GRACE_MS 2000
+
+typedef struct lease {
+    struct lease *next;
+    char *name, *owner, *guid;
+} lease;
+
+typedef struct group {
+    struct group *next;
+    pid_t pgid;
+} group;
+
+static struct {
+    int client_pid;
+    /* ZooKeeper */
+    char *hosts;
+    int64_t session;
+    unsigned char passwd[16];
+    int timeout_ms;
+    /* SQL */
+    reign__gmsg sql; /* the last op=sql message, kept whole: target points into it */
+    bool have_sql;
+    lease *leases;
+    group *groups;
+    bool bye;
+} g;
+
+static void say(const char *fmt, ...) REIGN__PRINTF(1, 2);
+static void say(const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "reign-guardian[%d]: %s\n", (int)getpid(), line);
+}
+
+static double ms_since(int64_t t0)
+{
+    return (double)(reign__now_ns() - t0) / 1e6;
+}
+
+/* ---- what the client tells ---------------------------------------------- */
+
+static void forget_lease(const char *name, const char *guid)
+{
+    for (lease **p = &g.leases; *p; p = &(*p)->next) {
+        lease *l = *p;
+        if (!strcmp(l->name, name) && !strcmp(l->guid, guid)) {
+            *p = l->next;
+            reign__free(l->name);
+            reign__free(l->owner);
+            reign__free(l->guid);
+            reign__free(l);
+            return;
+        }
+    }
+}
+
+static void apply(reign__gmsg *m)
+{
+    switch (m->op) {
+    case REIGN__GMSG_ZK:
+        reign__free(g.hosts);
+        g.hosts = reign__strdup(m->hosts);
+        g.session = m->session;
+        memcpy(g.passwd, m->passwd, sizeof(g.passwd));
+        g.timeout_ms = m->timeout_ms;
+        break;
+    case REIGN__GMSG_SQL:
+        if (g.have_sql)
+            reign__gmsg_clear(&g.sql);
+        g.sql = *m; /* takes the record over */
+        memset(m, 0, sizeof(*m));
+        g.have_sql = true;
+        return;
+    case REIGN__GMSG_LEASE: {
+        forget_lease(m->name, m->guid);
+        lease *l = reign__calloc(1, sizeof(*l));
+        if (l && (l->name = reign__strdup(m->name)) && (l->owner = reign__strdup(m->owner)) &&
+            (l->guid = reign__strdup(m->guid))) {
+            l->next = g.leases;
+            g.leases = l;
+        } else if (l) {
+            reign__free(l->name);
+            reign__free(l->owner);
+            reign__free(l);
+        }
+        break;
+    }
+    case REIGN__GMSG_UNLEASE:
+        forget_lease(m->name, m->guid);
+        break;
+    case REIGN__GMSG_PGID: {
+        group *gr = reign__calloc(1, sizeof(*gr));
+        if (gr) {
+            gr->pgid = m->pgid;
+            gr->next = g.groups;
+            g.groups = gr;
+        }
+        break;
+    }
+    case REIGN__GMSG_UNPGID:
+        for (group **p = &g.groups; *p; p = &(*p)->next)
+            if ((*p)->pgid == m->pgid) {
+                group *gr = *p;
+                *p = gr->next;
+                reign__free(gr);
+                break;
+            }
+        break;
+    case REIGN__GMSG_BYE:
+        g.bye = true;
+        break;
+    case REIGN__GMSG_HELLO:
+        break; /* ours to send, not to receive */
+    }
+    reign__gmsg_clear(m);
+}
+
+/* Reads every message waiting.  1 at end of file, 0 when none is left, -1 on error. */
+static int drain(void)
+{
+    static char buf[REIGN__GMSG_MAX + 1];
+    for (;;) {
+        ssize_t n = recv(SOCK_FD, buf, sizeof(buf), MSG_DONTWAIT);
+        if (n == 0)
+            return 1;
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno == EINTR ? 0 : -1;
+        reign__gmsg m;
+        char err[256];
+        if (reign__gmsg_parse(buf, (size_t)n, &m, err, sizeof(err)) < 0) {
+            say("%s: dropped", err);
+            continue;
+        }
+        apply(&m);
+    }
+}
+
+/* ---- acting ------------------------------------------------------------- */
+
+/* The longest any leadership of the client can outlive it: after that, acting is pointless. */
+static int horizon_ms(void)
+{
+    if (g.hosts)
+        return g.timeout_ms;
+    return g.have_sql ? g.sql.timeout_ms : 60000;
+}
+
+/* SIGKILLs the groups; true once none of their processes runs. */
+static bool kill_groups(char *report, size_t len)
+{
+    int64_t until = reign__now_ns() + (int64_t)horizon_ms() * REIGN__NS_PER_MS;
+    size_t used = strlen(report);
+    for (group *gr = g.groups; gr; gr = gr->next) {
+        int rc;
+        long pause_us = 200;
+        while ((rc = reign_kill_group(gr->pgid)) == 1) {
+            if (reign__now_ns() > until) {
+                snprintf(report + used, len - used, "process group %d still runs after %d ms; ",
+                         (int)gr->pgid, horizon_ms());
+                return false;
+            }
+            struct timespec ts = {0, pause_us * 1000};
+            nanosleep(&ts, NULL);
+            if (pause_us < 10000)
+                pause_us *= 2;
+        }
+        if (rc < 0)
+            say("cannot kill process group %d: %s", (int)gr->pgid, strerror(-rc));
+        snprintf(report + used, len - used, "killed process group %d; ", (int)gr->pgid);
+        used = strlen(report);
+    }
+    return true;
+}
+
+static void end_zk(char *report, size_t len)
+{
+    char err[512] = "";
+    size_t used = strlen(report);
+    int rc = reign__zk_end_session(g.hosts, g.session, g.passwd, g.timeout_ms, err, sizeof(err));
+    if (rc == 1)
+        snprintf(report + used, len - used, "closed ZooKeeper session 0x%llx; ",
+                 (unsigned long long)g.session);
+    else if (rc == 0)
+        snprintf(report + used, len - used, "session 0x%llx had expired; ",
+                 (unsigned long long)g.session);
+    else
+        snprintf(report + used, len - used, "cannot close session 0x%llx: %s; ",
+                 (unsigned long long)g.session, err);
+}
+
+static void end_leases(char *report, size_t len)
+{
+    static const reign__logger quiet = {0};
+    reign__sql_target *t = &g.sql.target;
+    t->log = &quiet;
+    reign__sqlconn *c = NULL;
+    char err[512] = "";
+    size_t used = strlen(report);
+    int rc = reign__sql_connect(&c, t, err, sizeof(err));
+    if (rc < 0) {
+        snprintf(report + used, len - used, "cannot release leases: %s; ", err);
+        return;
+    }
+    for (lease *l = g.leases; l; l = l->next) {
+        reign__lease_claim cl = {.dc = g.sql.dc ? g.sql.dc : "default",
+                                 .name = l->name,
+                                 .owner = l->owner,
+                                 .owner_guid = l->guid};
+        uint64_t term = 0;
+        rc = reign__sql_lease_release_ours(c, &cl, &term, err, sizeof(err));
+        used = strlen(report);
+        if (rc == 1)
+            snprintf(report + used, len - used, "released %s term %llu; ", l->name,
+                     (unsigned long long)term);
+        else if (rc < 0)
+            snprintf(report + used, len - used, "cannot release %s: %s; ", l->name, err);
+    }
+    reign__sql_close(c);
+}
+
+static int act(int64_t died_ns)
+{
+    char report[2048] = "";
+    bool gone = kill_groups(report, sizeof(report));
+    if (gone && g.hosts && g.session)
+        end_zk(report, sizeof(report));
+    if (gone && g.have_sql && g.leases)
+        end_leases(report, sizeof(report));
+    if (!gone)
+        strncat(report, "leaderships left to expire; ", sizeof(report) - strlen(report) - 1);
+    size_t n = strlen(report);
+    if (n >= 2)
+        report[n - 2] = '\0';
+    if (n)
+        say("process %d died: %s (%.1f ms)", g.client_pid, report, ms_since(died_ns));
+    return gone ? 0 : 1;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static bool is_open(int fd)
+{
+    return fcntl(fd, F_GETFD) >= 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2 || !is_open(SOCK_FD) || !is_open(PIDFD_FD)) {
+        fprintf(stderr, "reign-guardian: started by libreign only (see reign(1), GUARDIAN)\n");
+        return 2;
+    }
+    g.client_pid = atoi(argv[1]);
+    /* Whatever is aimed at the client's group or terminal is not for us. */
+    static const int ignored[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGPIPE,
+                                  SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+        signal(ignored[i], SIG_IGN);
+    /* Not the client's child: its wait() must never see us, and we outlive it anyway. */
+    pid_t pid = fork();
+    if (pid < 0) {
+        say("fork: %s", strerror(errno));
+        return 1;
+    }
+    if (pid > 0)
+        _exit(0);
+    setsid(); /* no-op if the spawn did it already */
+
+    struct pollfd p[2] = {{.fd = SOCK_FD, .events = POLLIN}, {.fd = PIDFD_FD, .events = POLLIN}};
+    int eof_wait = -1; /* how long to wait for the pidfd after an end of file; -1: no end yet */
+    reign__buf hello;
+    reign__buf_init(&hello);
+    if (reign__gmsg_hello(&hello, getpid()) == 0)
+        (void)send(SOCK_FD, hello.data, hello.len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    reign__buf_free(&hello);
+    for (;;) {
+        int n = poll(p, 2, eof_wait);
+        if (n < 0 && errno != EINTR) {
+            say("poll: %s", strerror(errno));
+            return 1;
+        }
+        if (p[1].revents) {
+            int64_t died = reign__now_ns();
+            /* Everything it sent before it died is still queued: read it first. */
+            if (eof_wait < 0)
+                drain();
+            return g.bye ? 0 : act(died);
+        }
+        if (n == 0 && eof_wait >= 0) {
+            say("process %d closed its end but lives on: leaving without acting", g.client_pid);
+            return 0;
+        }
+        if (p[0].revents && eof_wait < 0) {
+            int r = drain();
+            if (g.bye)
+                return 0;
+            if (r != 0) {
+                /* End of file: never act on it alone; wait for the pidfd a moment. */
+                p[0].fd = -1;
+                eof_wait = EOF_GRACE_MS;
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+/*
+ * proto.c - the guardian's messages (proto.h): records with an "op" key.
+ */
+#include "proto.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const op_names[] = {"",     "zk",     "sql", "lease", "unlease",
+                                       "pgid", "unpgid", "bye", "hello"};
+#define N_OPS (sizeof(op_names) / sizeof(op_names[0]))
+
+/* ---- encoding ----------------------------------------------------------- */
+
+static int build(reign__buf *out, const char *const *kv, size_t n)
+{
+    reign__buf_reset(out);
+    int r = reign__record_build(out, kv, n, NULL, 0);
+    if (r == 0 && out->len > REIGN__GMSG_MAX)
+        r = REIGN_E2BIG;
+    return r;
+}
+
+static void hex(char *out, const unsigned char *p, size_t n)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[p[i] >> 4];
+        out[2 * i + 1] = digits[p[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int reign__gmsg_zk(reign__buf *out, const char *hosts, int64_t session,
+                   const unsigned char passwd[16], int timeout_ms)
+{
+    char sid[17], pw[33], tmo[16];
+    snprintf(sid, sizeof(sid), "%016llx", (unsigned long long)session);
+    hex(pw, passwd, 16);
+    snprintf(tmo, sizeof(tmo), "%d", timeout_ms);
+    const char *kv[] = {"op", "zk",     "hosts", hosts,        "session",
+                        sid,  "passwd", pw,      "timeout_ms", tmo};
+    int r = build(out, kv, sizeof(kv) / sizeof(kv[0]));
+    explicit_bzero(pw, sizeof(pw));
+    return r;
+}
+
+int reign__gmsg_sql(reign__buf *out, const reign__sql_target *t, const char *dc, int lease_ms)
+{
+    static const char *const kinds[] = {"", "sqlite", "mariadb", "postgres"};
+    char port[16], cms[16], sms[16], lms[16];
+    snprintf(lms, sizeof(lms), "%d", lease_ms);
+    snprintf(port, sizeof(port), "%d", t->port);
+    snprintf(cms, sizeof(cms), "%d", t->connect_timeout_ms);
+    snprintf(sms, sizeof(sms), "%d", t->statement_timeout_ms);
+    const char *pairs[][2] = {
+        {"op", "sql"},       {"kind", kinds[t->kind]},
+        {"path", t->path},   {"host", t->host},
+        {"port", port},      {"database", t->database},
+        {"user", t->user},   {"password", t->password},
+        {"table", t->table}, {"dc", dc},
+        {"connect_ms", cms}, {"statement_ms", sms},
+        {"timeout_ms", lms},
+    };
+    const char *kv[2 * sizeof(pairs) / sizeof(pairs[0])];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+        if (pairs[i][1]) { /* absent: not sent */
+            kv[n++] = pairs[i][0];
+            kv[n++] = pairs[i][1];
+        }
+    return build(out, kv, n);
+}
+
+int reign__gmsg_lease(reign__buf *out, bool add, const char *name, const char *owner,
+                      const char *guid)
+{
+    const char *kv[] = {"op", add ? "lease" : "unlease", "name", name, "guid", guid, "owner",
+                        owner};
+    return build(out, kv, add ? 8 : 6);
+}
+
+static int with_pid(reign__buf *out, const char *op, pid_t pid)
+{
+    char v[16];
+    snprintf(v, sizeof(v), "%d", (int)pid);
+    const char *kv[] = {"op", op, "pgid", v};
+    return build(out, kv, 4);
+}
+
+int reign__gmsg_pgid(reign__buf *out, bool add, pid_t pgid)
+{
+    return with_pid(out, add ? "pgid" : "unpgid", pgid);
+}
+
+int reign__gmsg_hello(reign__buf *out, pid_t pid)
+{
+    return with_pid(out, "hello", pid);
+}
+
+int reign__gmsg_bye(reign__buf *out)
+{
+    const char *kv[] = {"op", "bye"};
+    return build(out, kv, 2);
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+static int unhex(const char *s, unsigned char *out, size_t n)
+{
+    if (strlen(s) != 2 * n)
+        return -1;
+    for (size_t i = 0; i < 2 * n; i++) {
+        char c = s[i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (v < 0)
+            return -1;
+        out[i / 2] = (unsigned char)(i % 2 ? out[i / 2] | v : v << 4);
+    }
+    return 0;
+}
+
+/* A decimal in [min, max]. */
+static int number(const reign__record *r, const char *key, long min, long max, long *out)
+{
+    const char *s = reign__record_get(r, key);
+    if (!s || !*s || strlen(s) > 10)
+        return -1;
+    for (const char *p = s; *p; p++)
+        if (*p < '0' || *p > '9')
+            return -1;
+    long v = strtol(s, NULL, 10);
+    if (v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int fail(reign__gmsg *m, char *err, size_t errlen, const char *what)
+{
+    reign__errf(err, errlen, "guardian message: %s", what);
+    reign__gmsg_clear(m);
+    return REIGN_EFOREIGN;
+}
+
+static int parse_zk(reign__gmsg *m, char *err, size_t errlen)
+{
+    const reign__record *r = &m->rec;
+    const char *sid = reign__record_get(r, "session");
+    const char *pw = reign__record_get(r, "passwd");
+    unsigned char id[8];
+    long tmo;
+    m->hosts = reign__record_get(r, "hosts");
+    if (!m->hosts || !*m->hosts)
+        return fail(m, err, errlen, "zk without hosts");
+    if (!sid || unhex(sid, id, 8) < 0)
+        return fail(m, err, errlen, "zk with a malformed session");
+    if (!pw || unhex(pw, m->passwd, 16) < 0)
+        return fail(m, err, errlen, "zk with a malformed passwd");
+    if (number(r, "timeout_ms", 1, 3600000, &tmo) < 0)
+        return fail(m, err, errlen, "zk with a malformed timeout_ms");
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | id[i];
+    m->session = (int64_t)v;
+    m->timeout_ms = (int)tmo;
+    return 0;
+}
+
+static int parse_sql(reign__gmsg *m, char *err, size_t errlen)
+{
+    const reign__record *r = &m->rec;
+    reign__sql_target *t = &m->target;
+    const char *kind = reign__record_get(r, "kind");
+    long port = 0, cms, sms, lms;
+    if (!kind)
+        return fail(m, err, errlen, "sql without kind");
+    t->kind = !strcmp(kind, "sqlite")     ? REIGN__SQL_SQLITE
+              : !strcmp(kind, "mariadb")  ? REIGN__SQL_MARIADB
+              : !strcmp(kind, "postgres") ? REIGN__SQL_POSTGRES
+                                          : 0;
+    if (!t->kind)
+        return fail(m, err, errlen, "sql of an unknown kind");
+    t->path = reign__record_get(r, "path");
+    t->host = reign__record_get(r, "host");
+    t->database = reign__record_get(r, "database");
+    t->user = reign__record_get(r, "user");
+    t->password = reign__record_get(r, "password");
+    t->table = reign__record_get(r, "table");
+    m->dc = reign__record_get(r, "dc");
+    if (t->kind == REIGN__SQL_SQLITE ? !t->path || t->path[0] != '/'
+                                     : !t->host || !t->database || !t->user)
+        return fail(m, err, errlen, "sql without its store's address");
+    if (reign__record_get(r, "port") && number(r, "port", 0, 65535, &port) < 0)
+        return fail(m, err, errlen, "sql with a malformed port");
+    if (number(r, "connect_ms", 0, 3600000, &cms) < 0 ||
+        number(r, "statement_ms", 0, 3600000, &sms) < 0 ||
+        number(r, "timeout_ms", 1, 3600000, &lms) < 0)
+        return fail(m, err, errlen, "sql with malformed timeouts");
+    m->timeout_ms = (int)lms;
+    t->port = (int)port;
+    t->connect_timeout_ms = (int)cms;
+    t->statement_timeout_ms = (int)sms;
+    return 0;
+}
+
+int reign__gmsg_parse(const void *buf, size_t len, reign__gmsg *m, char *err, size_t errlen)
+{
+    memset(m, 0, sizeof(*m));
+    if (len > REIGN__GMSG_MAX)
+        return fail(m, err, errlen, "too long");
+    int r = reign__record_parse(buf, len, &m->rec);
+    if (r == REIGN_ENOMEM)
+        return r;
+    if (r < 0)
+        return fail(m, err, errlen, "not a record");
+    const char *op = reign__record_get(&m->rec, "op");
+    for (size_t i = 1; op && i < N_OPS; i++)
+        if (!strcmp(op, op_names[i]))
+            m->op = (reign__gmsg_op)i;
+    if (!m->op)
+        return fail(m, err, errlen, "unknown op");
+    long pgid;
+    switch (m->op) {
+    case REIGN__GMSG_ZK:
+        return parse_zk(m, err, errlen);
+    case REIGN__GMSG_SQL:
+        return parse_sql(m, err, errlen);
+    case REIGN__GMSG_LEASE:
+    case REIGN__GMSG_UNLEASE:
+        m->name = reign__record_get(&m->rec, "name");
+        m->guid = reign__record_get(&m->rec, "guid");
+        m->owner = reign__record_get(&m->rec, "owner");
+        if (!m->name || !*m->name || !m->guid || !*m->guid ||
+            (m->op == REIGN__GMSG_LEASE && (!m->owner || !*m->owner)))
+            return fail(m, err, errlen, "lease without name, guid or owner");
+        return 0;
+    case REIGN__GMSG_PGID:
+    case REIGN__GMSG_UNPGID:
+    case REIGN__GMSG_HELLO:
+        if (number(&m->rec, "pgid", 2, 0x7fffffff, &pgid) < 0)
+            return fail(m, err, errlen, "malformed pgid");
+        m->pgid = (pid_t)pgid;
+        return 0;
+    case REIGN__GMSG_BYE:
+        return 0;
+    }
+    return fail(m, err, errlen, "unknown op");
+}
+
+void reign__gmsg_clear(reign__gmsg *m)
+{
+    reign__record_clear(&m->rec);
+    memset(m, 0, sizeof(*m));
+}

@@ -1,0 +1,83 @@
+/*
+ * proto.h - what a client tells its guardian (guardian.h), one message per
+ * datagram of a SOCK_SEQPACKET socket pair.
+ *
+ * A message is a record (record.h) with an "op" key:
+ *
+ *   op=zk     hosts, session (16 hex digits, 0: none), passwd (32 hex digits),
+ *             timeout_ms: the ZooKeeper session to close when the client dies
+ *   op=sql    kind (sqlite|mariadb|postgres), path | host, port, database, user,
+ *             password; table, dc, connect_ms, statement_ms, timeout_ms (the
+ *             lease): the lease store
+ *   op=lease  name, owner, guid: a lease the client may hold in that store
+ *   op=unlease  name, guid
+ *   op=pgid   pgid: a process group to kill first
+ *   op=unpgid pgid
+ *   op=bye    a clean end: leave without acting
+ *
+ * and one the other way, once, when the guardian is ready:
+ *
+ *   op=hello  pid: the guardian's process id (it forked once after the spawn)
+ *
+ * The guardian trusts nobody but its client, yet parses strictly all the
+ * same (the fuzz target tests/fuzz/fuzz_guardian_msg.c): a message that does
+ * not parse is dropped with a warning.  Secrets (the session password, the
+ * SQL password) travel only on this socket, never in argv or the environment.
+ */
+#ifndef REIGN_GUARDIAN_PROTO_H
+#define REIGN_GUARDIAN_PROTO_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "core.h"
+#include "record.h"
+#include "sql/sql.h"
+
+/* The largest message either side sends or accepts. */
+#define REIGN__GMSG_MAX 8192
+
+typedef enum reign__gmsg_op {
+    REIGN__GMSG_ZK = 1,
+    REIGN__GMSG_SQL,
+    REIGN__GMSG_LEASE,
+    REIGN__GMSG_UNLEASE,
+    REIGN__GMSG_PGID,
+    REIGN__GMSG_UNPGID,
+    REIGN__GMSG_BYE,
+    REIGN__GMSG_HELLO
+} reign__gmsg_op;
+
+/* A parsed message; its strings point into `rec` (valid until reign__gmsg_clear()). */
+typedef struct reign__gmsg {
+    reign__gmsg_op op;
+    reign__record rec;
+    /* zk */
+    const char *hosts;
+    int64_t session;
+    unsigned char passwd[16];
+    int timeout_ms; /* zk: the session timeout; sql: the lease */
+    /* sql: the target's strings point into rec */
+    reign__sql_target target;
+    const char *dc;
+    /* lease, unlease */
+    const char *name, *owner, *guid;
+    /* pgid, unpgid; hello: the guardian's pid */
+    pid_t pgid;
+} reign__gmsg;
+
+/* Parses one datagram.  0, REIGN_EFOREIGN (err says what is wrong), REIGN_ENOMEM. */
+int reign__gmsg_parse(const void *buf, size_t len, reign__gmsg *m, char *err, size_t errlen);
+void reign__gmsg_clear(reign__gmsg *m);
+
+/* The encoders append one message to `out` (reset first).  0, REIGN_ENOMEM, REIGN_EINVAL. */
+int reign__gmsg_zk(reign__buf *out, const char *hosts, int64_t session,
+                   const unsigned char passwd[16], int timeout_ms);
+int reign__gmsg_sql(reign__buf *out, const reign__sql_target *t, const char *dc, int lease_ms);
+int reign__gmsg_lease(reign__buf *out, bool add, const char *name, const char *owner,
+                      const char *guid);
+int reign__gmsg_pgid(reign__buf *out, bool add, pid_t pgid);
+int reign__gmsg_bye(reign__buf *out);
+int reign__gmsg_hello(reign__buf *out, pid_t pid);
+
+#endif

@@ -198,7 +198,8 @@ void reign__zk_forget(reign__zk *zk, void *owner);
 /*
  * Ends session `session` from outside the process that made it (zk_end.c):
  * attaches with its password and closes it, so that its ephemeral nodes go
- * at once.  Blocks up to timeout_ms waiting for a server.  1 if it was closed
+ * at once.  `hosts` as for the config (a chroot is ignored).  Blocks up to
+ * timeout_ms, trying each server in turn.  1 if it was closed
  * here, 0 if it had expired already, or REIGN_ETIMEDOUT, REIGN_ECONNECT...
  * with err.
  */

@@ -4,96 +4,219 @@
  * password and closes it, so that the server deletes the session's ephemeral
  * nodes at once instead of when the session times out.
  *
- * Blocking, with its own short-lived C client handle; never used by a
- * client's loop.  No credentials are needed: closing a session takes only
- * its id and password, and the server removes ephemeral nodes whatever their
- * ACL.
+ * It speaks the two messages it needs itself, on one thread, rather than
+ * through the C client: the C client would start two threads, read
+ * /etc/passwd and the routing tables, and resolve the hosts again before it
+ * sends a byte, which on a busy host cost the guardian several milliseconds
+ * of a takeover it exists to make fast; and the guardian stays a small
+ * single-threaded process that does not map libzookeeper at all.  The
+ * messages are ZooKeeper's jute encoding, big-endian, each framed by its
+ * length:
+ *
+ *   ConnectRequest  int protocolVersion (0), long lastZxidSeen (0), int timeOut,
+ *                   long sessionId, buffer passwd, bool readOnly (false)
+ *   RequestHeader   int xid, int type (-11: closeSession)
+ *
+ * Both are sent at once: the server reads nothing after a ConnectRequest
+ * until it has (re)validated the session.  The answers:
+ *
+ *   ConnectResponse int protocolVersion, int timeOut, long sessionId, buffer
+ *                   passwd [, bool readOnly]: timeOut 0 means the session had
+ *                   expired (then the server closes the connection)
+ *   ReplyHeader     int xid, long zxid, int err: the close is done
+ *
+ * No credentials are needed: closing a session takes only its id and
+ * password, and the server removes ephemeral nodes whatever their ACL.
  */
-#include <pthread.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
-
-#include <zookeeper/zookeeper.h>
+#include <unistd.h>
 
 #include "zk.h"
 
-typedef struct attach {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int state; /* the latest session state, 0 before any */
-} attach;
+#define CLOSE_SESSION     (-11)
+#define CLOSE_XID         1
+#define ZK_SESSIONEXPIRED (-112)
 
-static void on_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
+static void put32(unsigned char *p, uint32_t v)
 {
-    attach *a = ctx;
-    if (type != ZOO_SESSION_EVENT)
-        return;
-    pthread_mutex_lock(&a->mu);
-    a->state = state;
-    pthread_cond_signal(&a->cv);
-    pthread_mutex_unlock(&a->mu);
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
 }
 
-static void quiet(const char *msg)
+static void put64(unsigned char *p, uint64_t v)
 {
-    (void)msg; /* the C client's own chatter: the caller reports the outcome */
+    put32(p, (uint32_t)(v >> 32));
+    put32(p + 4, (uint32_t)v);
+}
+
+static uint32_t get32(const unsigned char *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int64_t ms_left(int64_t until)
+{
+    int64_t left = (until - reign__now_ns()) / REIGN__NS_PER_MS;
+    return left > 0 ? left : 0;
+}
+
+/* Waits for `events` on fd until `until`; 1 ready, 0 timed out, -1 error. */
+static int wait_fd(int fd, short events, int64_t until)
+{
+    struct pollfd p = {.fd = fd, .events = events};
+    for (;;) {
+        int n = poll(&p, 1, (int)ms_left(until));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return n;
+        return (p.revents & (POLLERR | POLLNVAL)) && !(p.revents & events) ? -1 : 1;
+    }
+}
+
+/* Reads exactly n bytes before `until`: 0, or -1 (closed, error or timeout). */
+static int read_full(int fd, unsigned char *buf, size_t n, int64_t until)
+{
+    size_t got = 0;
+    while (got < n) {
+        if (wait_fd(fd, POLLIN, until) <= 0)
+            return -1;
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (r <= 0)
+            return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* One framed message (at most cap bytes of it kept): its length, or -1. */
+static long read_frame(int fd, unsigned char *buf, size_t cap, int64_t until)
+{
+    unsigned char len[4];
+    if (read_full(fd, len, 4, until) < 0)
+        return -1;
+    uint32_t n = get32(len);
+    if (n > cap)
+        return -1;
+    return read_full(fd, buf, n, until) < 0 ? -1 : (long)n;
+}
+
+/* A TCP connection to host:port, or -1. */
+static int dial(const char *host, const char *port, int64_t until)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *res = NULL;
+    if (getaddrinfo(host, port, &hints, &res) != 0)
+        return -1;
+    int fd = -1;
+    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+            break;
+        int err = 0;
+        socklen_t el = sizeof(err);
+        if (errno != EINPROGRESS || wait_fd(fd, POLLOUT, until) <= 0 ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 || err) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+/* Attaches to the session through one server and closes it: 1, 0 (expired), -1 (try another). */
+static int end_via(int fd, int64_t session, const unsigned char passwd[16], int timeout_ms,
+                   int64_t until)
+{
+    unsigned char out[4 + 45 + 4 + 8], *p = out;
+    put32(p, 45); /* ConnectRequest: 4 + 8 + 4 + 8 + (4 + 16) + 1 */
+    p += 4;
+    put32(p, 0);
+    put64(p + 4, 0);
+    put32(p + 12, (uint32_t)timeout_ms);
+    put64(p + 16, (uint64_t)session);
+    put32(p + 24, 16);
+    memcpy(p + 28, passwd, 16);
+    p[44] = 0;
+    p += 45;
+    put32(p, 8);
+    put32(p + 4, (uint32_t)CLOSE_XID);
+    put32(p + 8, (uint32_t)CLOSE_SESSION);
+    if (send(fd, out, sizeof(out), MSG_NOSIGNAL) != (ssize_t)sizeof(out)) {
+        explicit_bzero(out, sizeof(out));
+        return -1;
+    }
+    explicit_bzero(out, sizeof(out));
+    unsigned char in[64];
+    long n = read_frame(fd, in, sizeof(in), until);
+    if (n < 8)
+        return -1;
+    if ((int32_t)get32(in + 4) <= 0)
+        return 0; /* the session had expired: nothing left to close */
+    n = read_frame(fd, in, sizeof(in), until);
+    if (n < 16 || (int32_t)get32(in) != CLOSE_XID)
+        return -1;
+    int32_t err = (int32_t)get32(in + 12);
+    return err == 0 ? 1 : err == ZK_SESSIONEXPIRED ? 0 : -1;
 }
 
 int reign__zk_end_session(const char *hosts, int64_t session, const unsigned char passwd[16],
                           int timeout_ms, char *err, size_t errlen)
 {
-    attach a = {.state = 0};
-    pthread_mutex_init(&a.mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&a.cv, &ca);
-    pthread_condattr_destroy(&ca);
-
-    clientid_t cid = {.client_id = session};
-    memcpy(cid.passwd, passwd, sizeof(cid.passwd));
-    zhandle_t *zh = zookeeper_init2(hosts, on_event, timeout_ms, &cid, &a, 0, quiet);
-    explicit_bzero(cid.passwd, sizeof(cid.passwd));
-    int rc;
-    if (!zh) {
-        reign__errf(err, errlen, "cannot start a ZooKeeper client for '%s'", hosts);
-        rc = REIGN_ECONNECT;
-        goto out;
-    }
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += timeout_ms / 1000;
-    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    pthread_mutex_lock(&a.mu);
-    while (a.state != ZOO_CONNECTED_STATE && a.state != ZOO_EXPIRED_SESSION_STATE &&
-           a.state != ZOO_AUTH_FAILED_STATE)
-        if (pthread_cond_timedwait(&a.cv, &a.mu, &until) != 0)
+    int64_t until = reign__now_ns() + (int64_t)timeout_ms * REIGN__NS_PER_MS;
+    size_t hl = strcspn(hosts, "/"); /* the chroot does not matter to a session */
+    char *list = reign__strndup(hosts, hl);
+    if (!list)
+        return REIGN_ENOMEM;
+    /* Each server in turn, until one answers; the whole list again until the deadline. */
+    int rc = -1;
+    for (;;) {
+        memcpy(list, hosts, hl); /* strtok_r cuts it */
+        for (char *save = NULL, *tok = strtok_r(list, ",", &save); tok && rc < 0;
+             tok = strtok_r(NULL, ",", &save)) {
+            char *host = tok, *port = strrchr(tok, ':');
+            if (!port || port[1] == '\0')
+                continue;
+            *port++ = '\0';
+            if (*host == '[') { /* [v6]:port */
+                host++;
+                host[strcspn(host, "]")] = '\0';
+            }
+            int fd = dial(host, port, until);
+            if (fd >= 0) {
+                rc = end_via(fd, session, passwd, timeout_ms, until);
+                close(fd);
+            }
+        }
+        if (rc >= 0 || ms_left(until) <= 50)
             break;
-    int state = a.state;
-    pthread_mutex_unlock(&a.mu);
-    if (state == ZOO_CONNECTED_STATE) {
-        /* zookeeper_close() sends closeSession and waits for the server's answer. */
-        int zrc = zookeeper_close(zh);
-        zh = NULL;
-        rc = zrc == ZOK ? 1 : reign__zk_error(zrc);
-        if (rc < 0)
-            reign__errf(err, errlen, "closing session 0x%llx: %s", (unsigned long long)session,
-                        zerror(zrc));
-    } else if (state == ZOO_EXPIRED_SESSION_STATE) {
-        rc = 0; /* gone already */
-    } else {
-        reign__errf(err, errlen, "no ZooKeeper server at '%s' answered within %d ms", hosts,
-                    timeout_ms);
-        rc = REIGN_ETIMEDOUT;
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
     }
-    if (zh)
-        zookeeper_close(zh);
-out:
-    pthread_cond_destroy(&a.cv);
-    pthread_mutex_destroy(&a.mu);
+    reign__free(list);
+    if (rc < 0) {
+        reign__errf(err, errlen, "no ZooKeeper server at '%.*s' answered within %d ms", (int)hl,
+                    hosts, timeout_ms);
+        return REIGN_ETIMEDOUT;
+    }
     return rc;
 }

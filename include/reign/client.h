@@ -308,9 +308,11 @@ REIGN_EXPORT void *reign_client_userdata(const reign_client *client);
  * the guardian only over its socket, never in its argv or environment.
  * It runs in a session and process group of its own and ignores SIGINT,
  * SIGTERM and SIGHUP, so a Ctrl-C or a `kill 0` aimed at the client's group
- * spares it; under systemd's KillMode=control-group it is in the unit's
- * cgroup and is killed with the unit (then the unit's stop is a clean end or
- * the session times out).
+ * spares it.  Under systemd it is in the unit's control group; when the unit
+ * is stopped or its main process dies, KillMode=control-group sends SIGTERM
+ * (ignored) to what is left and SIGKILL only after TimeoutStopSec, long
+ * after the guardian has acted; only a SIGKILL of the whole group at once
+ * takes it down with its client (then the session or lease times out).
  *
  * Which clients run one: reign_client_options.guardian sets the program's
  * default (off for the library; the reign tool and reignd turn it on), and a

@@ -39,11 +39,6 @@ extern char **environ;
 /* What the socket's owner may not be told again in a new guardian's environment. */
 static const char *const secret_env[] = {"REIGN_PASSWORD=", "PGPASSWORD=", "MYSQL_PWD="};
 
-typedef struct lease {
-    struct lease *next;
-    char *name, *owner, *guid;
-} lease;
-
 struct reign__guardian {
     const reign__logger *log;
     reign__timers *timers;
@@ -57,10 +52,8 @@ struct reign__guardian {
     int64_t retry_ns; /* the pause before the next try after a failed start */
     bool failing;     /* the last start failed (logged once) */
     reign__buf store; /* the last op=zk or op=sql message: holds secrets */
-    lease *leases;
-    pid_t *pgids;
-    size_t n_pgids, cap_pgids;
-    reign__buf msg; /* scratch */
+    reign__gset set;  /* the leases and groups it was told of */
+    reign__buf msg;   /* scratch */
 };
 
 /* ---- the helper's path ------------------------------------------------------------------- */
@@ -134,11 +127,11 @@ static void send_buf(reign__guardian *g, const reign__buf *b)
 static void tell_everything(reign__guardian *g)
 {
     send_buf(g, &g->store);
-    for (lease *l = g->leases; l && g->sock >= 0; l = l->next)
+    for (reign__glease *l = g->set.leases; l && g->sock >= 0; l = l->next)
         if (reign__gmsg_lease(&g->msg, true, l->name, l->owner, l->guid) == 0)
             send_buf(g, &g->msg);
-    for (size_t i = 0; i < g->n_pgids && g->sock >= 0; i++)
-        if (reign__gmsg_pgid(&g->msg, true, g->pgids[i]) == 0)
+    for (size_t i = 0; i < g->set.n_pgids && g->sock >= 0; i++)
+        if (reign__gmsg_pgid(&g->msg, true, g->set.pgids[i]) == 0)
             send_buf(g, &g->msg);
 }
 
@@ -320,19 +313,11 @@ void reign__guardian_free(reign__guardian *g)
         send_buf(g, &g->msg);
     drop_socket(g);
     reign__timer_stop(g->timers, &g->restart_timer);
-    while (g->leases) {
-        lease *l = g->leases;
-        g->leases = l->next;
-        reign__free(l->name);
-        reign__free(l->owner);
-        reign__free(l->guid);
-        reign__free(l);
-    }
+    reign__gset_free(&g->set);
     if (g->store.data)
         explicit_bzero(g->store.data, g->store.len);
     reign__buf_free(&g->store);
     reign__buf_free(&g->msg);
-    reign__free(g->pgids);
     reign__free(g);
 }
 
@@ -372,62 +357,17 @@ void reign__guardian_sql(reign__guardian *g, const reign__sql_target *t, const c
 void reign__guardian_lease(reign__guardian *g, bool add, const char *name, const char *owner,
                            const char *guid)
 {
-    lease **p = &g->leases;
-    while (*p && (strcmp((*p)->name, name) || strcmp((*p)->guid, guid)))
-        p = &(*p)->next;
-    if (!add && *p) {
-        lease *l = *p;
-        *p = l->next;
-        reign__free(l->name);
-        reign__free(l->owner);
-        reign__free(l->guid);
-        reign__free(l);
-    } else if (add && !*p) {
-        lease *l = reign__calloc(1, sizeof(*l));
-        if (!l)
-            return;
-        l->name = reign__strdup(name);
-        l->owner = reign__strdup(owner);
-        l->guid = reign__strdup(guid);
-        if (!l->name || !l->owner || !l->guid) {
-            reign__free(l->name);
-            reign__free(l->owner);
-            reign__free(l->guid);
-            reign__free(l);
-            return;
-        }
-        l->next = g->leases;
-        g->leases = l;
-    } else {
-        return;
-    }
-    if (reign__gmsg_lease(&g->msg, add, name, owner, guid) == 0)
+    if (reign__gset_lease(&g->set, add, name, owner, guid) == 1 &&
+        reign__gmsg_lease(&g->msg, add, name, owner, guid) == 0)
         send_buf(g, &g->msg);
 }
 
 int reign__guardian_pgid(reign__guardian *g, bool add, pid_t pgid)
 {
-    size_t i = 0;
-    while (i < g->n_pgids && g->pgids[i] != pgid)
-        i++;
-    if (add && i == g->n_pgids) {
-        if (g->n_pgids == g->cap_pgids) {
-            size_t cap = g->cap_pgids ? 2 * g->cap_pgids : 4;
-            pid_t *v = reign__realloc(g->pgids, cap * sizeof(*v));
-            if (!v)
-                return REIGN_ENOMEM;
-            g->pgids = v;
-            g->cap_pgids = cap;
-        }
-        g->pgids[g->n_pgids++] = pgid;
-    } else if (!add && i < g->n_pgids) {
-        g->pgids[i] = g->pgids[--g->n_pgids];
-    } else {
-        return 0;
-    }
-    if (reign__gmsg_pgid(&g->msg, add, pgid) == 0)
+    int rc = reign__gset_pgid(&g->set, add, pgid);
+    if (rc == 1 && (rc = reign__gmsg_pgid(&g->msg, add, pgid)) == 0)
         send_buf(g, &g->msg);
-    return g->msg.oom ? REIGN_ENOMEM : 0;
+    return rc < 0 ? rc : 0;
 }
 
 void reign__guardian_check(reign__guardian *g)

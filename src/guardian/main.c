@@ -49,16 +49,6 @@
  * and a multi-threaded one is reported dead once its last thread is gone. */
 #define EOF_GRACE_MS 2000
 
-typedef struct lease {
-    struct lease *next;
-    char *name, *owner, *guid;
-} lease;
-
-typedef struct group {
-    struct group *next;
-    pid_t pgid;
-} group;
-
 static struct {
     int client_pid;
     /* ZooKeeper */
@@ -69,8 +59,7 @@ static struct {
     /* SQL */
     reign__gmsg sql; /* the last op=sql message, kept whole: target points into it */
     bool have_sql;
-    lease *leases;
-    group *groups;
+    reign__gset set; /* the leases to release, the groups to kill */
     bool bye;
 } g;
 
@@ -92,21 +81,6 @@ static double ms_since(int64_t t0)
 
 /* ---- what the client tells ---------------------------------------------- */
 
-static void forget_lease(const char *name, const char *guid)
-{
-    for (lease **p = &g.leases; *p; p = &(*p)->next) {
-        lease *l = *p;
-        if (!strcmp(l->name, name) && !strcmp(l->guid, guid)) {
-            *p = l->next;
-            reign__free(l->name);
-            reign__free(l->owner);
-            reign__free(l->guid);
-            reign__free(l);
-            return;
-        }
-    }
-}
-
 static void apply(reign__gmsg *m)
 {
     switch (m->op) {
@@ -124,40 +98,15 @@ static void apply(reign__gmsg *m)
         memset(m, 0, sizeof(*m));
         g.have_sql = true;
         return;
-    case REIGN__GMSG_LEASE: {
-        forget_lease(m->name, m->guid);
-        lease *l = reign__calloc(1, sizeof(*l));
-        if (l && (l->name = reign__strdup(m->name)) && (l->owner = reign__strdup(m->owner)) &&
-            (l->guid = reign__strdup(m->guid))) {
-            l->next = g.leases;
-            g.leases = l;
-        } else if (l) {
-            reign__free(l->name);
-            reign__free(l->owner);
-            reign__free(l);
-        }
-        break;
-    }
+    case REIGN__GMSG_LEASE:
     case REIGN__GMSG_UNLEASE:
-        forget_lease(m->name, m->guid);
+        if (reign__gset_lease(&g.set, m->op == REIGN__GMSG_LEASE, m->name, m->owner, m->guid) < 0)
+            say("out of memory: lease %s forgotten", m->name);
         break;
-    case REIGN__GMSG_PGID: {
-        group *gr = reign__calloc(1, sizeof(*gr));
-        if (gr) {
-            gr->pgid = m->pgid;
-            gr->next = g.groups;
-            g.groups = gr;
-        }
-        break;
-    }
+    case REIGN__GMSG_PGID:
     case REIGN__GMSG_UNPGID:
-        for (group **p = &g.groups; *p; p = &(*p)->next)
-            if ((*p)->pgid == m->pgid) {
-                group *gr = *p;
-                *p = gr->next;
-                reign__free(gr);
-                break;
-            }
+        if (reign__gset_pgid(&g.set, m->op == REIGN__GMSG_PGID, m->pgid) < 0)
+            say("out of memory: process group %d forgotten", (int)m->pgid);
         break;
     case REIGN__GMSG_BYE:
         g.bye = true;
@@ -203,13 +152,14 @@ static bool kill_groups(char *report, size_t len)
 {
     int64_t until = reign__now_ns() + (int64_t)horizon_ms() * REIGN__NS_PER_MS;
     size_t used = strlen(report);
-    for (group *gr = g.groups; gr; gr = gr->next) {
+    for (size_t i = 0; i < g.set.n_pgids; i++) {
+        pid_t pgid = g.set.pgids[i];
         int rc;
         long pause_us = 200;
-        while ((rc = reign_kill_group(gr->pgid)) == 1) {
+        while ((rc = reign_kill_group(pgid)) == 1) {
             if (reign__now_ns() > until) {
                 snprintf(report + used, len - used, "process group %d still runs after %d ms; ",
-                         (int)gr->pgid, horizon_ms());
+                         (int)pgid, horizon_ms());
                 return false;
             }
             struct timespec ts = {0, pause_us * 1000};
@@ -218,8 +168,8 @@ static bool kill_groups(char *report, size_t len)
                 pause_us *= 2;
         }
         if (rc < 0)
-            say("cannot kill process group %d: %s", (int)gr->pgid, strerror(-rc));
-        snprintf(report + used, len - used, "killed process group %d; ", (int)gr->pgid);
+            say("cannot kill process group %d: %s", (int)pgid, strerror(-rc));
+        snprintf(report + used, len - used, "killed process group %d; ", (int)pgid);
         used = strlen(report);
     }
     return true;
@@ -254,7 +204,7 @@ static void end_leases(char *report, size_t len)
         snprintf(report + used, len - used, "cannot release leases: %s; ", err);
         return;
     }
-    for (lease *l = g.leases; l; l = l->next) {
+    for (reign__glease *l = g.set.leases; l; l = l->next) {
         reign__lease_claim cl = {.dc = g.sql.dc ? g.sql.dc : "default",
                                  .name = l->name,
                                  .owner = l->owner,
@@ -277,7 +227,7 @@ static int act(int64_t died_ns)
     bool gone = kill_groups(report, sizeof(report));
     if (gone && g.hosts && g.session)
         end_zk(report, sizeof(report));
-    if (gone && g.have_sql && g.leases)
+    if (gone && g.have_sql && g.set.leases)
         end_leases(report, sizeof(report));
     if (!gone)
         strncat(report, "leaderships left to expire; ", sizeof(report) - strlen(report) - 1);

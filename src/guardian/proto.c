@@ -254,3 +254,78 @@ void reign__gmsg_clear(reign__gmsg *m)
     reign__record_clear(&m->rec);
     memset(m, 0, sizeof(*m));
 }
+
+/* ---- the sets ----------------------------------------------------------- */
+
+static void free_lease(reign__glease *l)
+{
+    reign__free(l->name);
+    reign__free(l->owner);
+    reign__free(l->guid);
+    reign__free(l);
+}
+
+int reign__gset_lease(reign__gset *s, bool add, const char *name, const char *owner,
+                      const char *guid)
+{
+    reign__glease **p = &s->leases;
+    while (*p && (strcmp((*p)->name, name) || strcmp((*p)->guid, guid)))
+        p = &(*p)->next;
+    if (!add) {
+        if (!*p)
+            return 0;
+        reign__glease *l = *p;
+        *p = l->next;
+        free_lease(l);
+        return 1;
+    }
+    reign__glease *l = reign__calloc(1, sizeof(*l));
+    if (!l || !(l->name = reign__strdup(name)) || !(l->owner = reign__strdup(owner)) ||
+        !(l->guid = reign__strdup(guid))) {
+        if (l)
+            free_lease(l);
+        return REIGN_ENOMEM;
+    }
+    if (*p) { /* the same standing again: the newest owner wins */
+        reign__glease *old = *p;
+        *p = old->next;
+        free_lease(old);
+    }
+    l->next = s->leases;
+    s->leases = l;
+    return 1;
+}
+
+int reign__gset_pgid(reign__gset *s, bool add, pid_t pgid)
+{
+    size_t i = 0;
+    while (i < s->n_pgids && s->pgids[i] != pgid)
+        i++;
+    if (add == (i < s->n_pgids))
+        return 0; /* there already, or not there to remove */
+    if (!add) {
+        s->pgids[i] = s->pgids[--s->n_pgids];
+        return 1;
+    }
+    if (s->n_pgids == s->cap_pgids) {
+        size_t cap = s->cap_pgids ? 2 * s->cap_pgids : 4;
+        pid_t *v = reign__realloc(s->pgids, cap * sizeof(*v));
+        if (!v)
+            return REIGN_ENOMEM;
+        s->pgids = v;
+        s->cap_pgids = cap;
+    }
+    s->pgids[s->n_pgids++] = pgid;
+    return 1;
+}
+
+void reign__gset_free(reign__gset *s)
+{
+    while (s->leases) {
+        reign__glease *l = s->leases;
+        s->leases = l->next;
+        free_lease(l);
+    }
+    reign__free(s->pgids);
+    memset(s, 0, sizeof(*s));
+}

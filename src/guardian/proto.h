@@ -80,4 +80,27 @@ int reign__gmsg_pgid(reign__buf *out, bool add, pid_t pgid);
 int reign__gmsg_bye(reign__buf *out);
 int reign__gmsg_hello(reign__buf *out, pid_t pid);
 
+/*
+ * What both ends keep besides the store: the leases the client may hold and
+ * the process groups to kill.  The client keeps them to tell a new guardian
+ * everything again; the guardian keeps them to act.
+ */
+typedef struct reign__glease {
+    struct reign__glease *next;
+    char *name, *owner, *guid;
+} reign__glease;
+
+typedef struct reign__gset {
+    reign__glease *leases;
+    pid_t *pgids;
+    size_t n_pgids, cap_pgids;
+} reign__gset;
+
+/* Adds (a lease known by name and guid is replaced) or removes.  1 if the set changed, 0 if
+ * not, REIGN_ENOMEM. */
+int reign__gset_lease(reign__gset *s, bool add, const char *name, const char *owner,
+                      const char *guid);
+int reign__gset_pgid(reign__gset *s, bool add, pid_t pgid);
+void reign__gset_free(reign__gset *s);
+
 #endif

@@ -314,6 +314,17 @@ REIGN_EXPORT void *reign_client_userdata(const reign_client *client);
  * after the guardian has acted; only a SIGKILL of the whole group at once
  * takes it down with its client (then the session or lease times out).
  *
+ * Takeover time, by what happened to a leader (the successor's wait, on
+ * top of its own claim, one or two round trips):
+ *
+ *   resigned, closed, freed, exited cleanly     none: its nodes or row go now
+ *   process died, guardian running               none: the guardian ends it
+ *                                                (SQL on MariaDB: up to one
+ *                                                poll_ms, followers poll)
+ *   process died, no guardian                    the session timeout (ZooKeeper)
+ *   process stopped (SIGSTOP), host died,        or the lease plus two statements
+ *   host cut off from the store                  (SQL): reign_client_takeover_ms()
+ *
  * Which clients run one: reign_client_options.guardian sets the program's
  * default (off for the library; the reign tool and reignd turn it on), and a
  * guardian=on|off parameter in the URI overrides it, so that an operator

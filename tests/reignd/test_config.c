@@ -321,7 +321,7 @@ static void test_values(void **state)
                "check_rise = 1\n"
                "check_fall = 1000\n"
                "[service b]\n"
-               "election_uri = sqlite:///var/lib/reign/b.db\n"
+               "election_uri = zk://127.0.0.1:2181,127.0.0.2:2181/b\n"
                "peer_address = b.example:7480\n"
                "node_id = node-2.example:x\n"
                "service_address = b:1\n"
@@ -507,7 +507,20 @@ static void test_uri(void **state)
                            "fence = shell:c\n",
                            &cfg),
                      0);
+    assert_int_equal(cfg->services[0].election_uri_line, 2);
     reignd_config_free(cfg);
+    /* The SQL stores have no reign values for the breadcrumb: refused here, so
+     * that neither --check nor the daemon gets as far as the store. */
+    const char *sql[] = {"sqlite:///var/lib/reign/r.db", "mysql://u@h/db", "postgres://u@h/db"};
+    for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "[service w]\nservice_address = h:1\ncheck_type = command\n"
+                 "check_target = true\nbecome_active = a\nbecome_standby = b\n"
+                 "election_uri = %s\nfence = shell:c\n",
+                 sql[i]);
+        expect_error(text, REIGN_EINVAL, 7, "reignd needs a ZooKeeper store (zk://...)");
+    }
 }
 
 /* No fence method: a code of its own, unless the file has other problems. */

@@ -511,12 +511,7 @@ void cli_catch_signals(cli *c, const char *doing)
     cli_prefix(c, NULL, prefix, sizeof(prefix));
     snprintf(interrupted_msg, sizeof(interrupted_msg), "%s%sinterrupted%s%s\n",
              toollog_journal() ? "<3>" : "", prefix, doing ? " " : "", doing ? doing : "");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_early_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    toollog_catch_signals(on_early_signal);
 }
 
 int cli_connect(cli *c)

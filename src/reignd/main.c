@@ -27,7 +27,6 @@
  */
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +44,7 @@
 #include "preflight.h"
 #include "sdnotify.h"
 #include "service.h"
+#include "srvlog.h"
 #include "toollog.h"
 
 enum {
@@ -76,15 +76,7 @@ static void log_sink(reign_log_level level, const char *msg, void *userdata)
     toollog_line(level, toollog_journal() ? NULL : prefix, msg);
 }
 
-__attribute__((format(printf, 2, 3))) static void say(reign_log_level level, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    log_sink(level, msg, NULL);
-}
+#define say(level, ...) reignd__logf(log_sink, NULL, level, __VA_ARGS__)
 
 /* ---- signals while starting -------------------------------------------------- */
 
@@ -114,12 +106,7 @@ static void catch_early_signals(int format)
     snprintf(early_int, sizeof(early_int), "SIGINT: %s", what);
     snprintf(early_term, sizeof(early_term), "SIGTERM: %s", what);
     early_status = format ? EXIT_RUNTIME : 0;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_early_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    toollog_catch_signals(on_early_signal);
 }
 
 static void usage(FILE *f)

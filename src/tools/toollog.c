@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,6 +143,16 @@ void toollog_signal_line(reign_log_level level, const char *prefix, const char *
     *o++ = '\n';
     ssize_t ignored = write(STDERR_FILENO, line, (size_t)(o - line));
     (void)ignored;
+}
+
+void toollog_catch_signals(void (*handler)(int signum))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = handler;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 void toollog_hold(void)

@@ -43,6 +43,13 @@ void toollog_line(reign_log_level level, const char *prefix, const char *msg);
 void toollog_signal_line(reign_log_level level, const char *prefix, const char *msg);
 
 /*
+ * Sets `handler` for SIGINT and SIGTERM with sigaction (also when they were
+ * inherited ignored): how the tools act on a signal before their libuv loop
+ * runs and takes the signals over.
+ */
+void toollog_catch_signals(void (*handler)(int signum));
+
+/*
  * Holds the lines written from now on instead of writing them (at most a
  * few dozen; more are written at once), until toollog_release().
  */

@@ -73,7 +73,7 @@ void toollog_line(reign_log_level level, const char *prefix, const char *msg)
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     pthread_mutex_lock(&lock);
-    char *copy = holding && n_held < HOLD_MAX ? strdup(text) : NULL;
+    char *copy = holding && level == REIGN_LOG_WARN && n_held < HOLD_MAX ? strdup(text) : NULL;
     if (copy)
         lines[n_held++] = (held){now, level, copy};
     else
@@ -166,7 +166,7 @@ void toollog_release(bool failed)
 {
     pthread_mutex_lock(&lock);
     for (size_t i = 0; i < n_held; i++) {
-        if (!failed || lines[i].level != REIGN_LOG_WARN)
+        if (!failed)
             write_line(lines[i].level, lines[i].text, &lines[i].when);
         free(lines[i].text);
     }

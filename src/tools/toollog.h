@@ -11,9 +11,9 @@
  * stream).
  *
  * While a tool waits synchronously for its first session
- * (reign_client_wait_connected()), lines can be held: the library warns that
- * it is "still trying" at the very moment the wait gives up, and the error
- * that follows says everything (see toollog_hold()).
+ * (reign_client_wait_connected()), warnings can be held: the library warns
+ * that it is "still trying" at the very moment the wait gives up, and the
+ * error that follows says everything (see toollog_hold()).
  *
  * Every function may be called from any thread (libzookeeper's threads log
  * too); each line is written with one stdio call, so lines never mix.
@@ -50,15 +50,17 @@ void toollog_signal_line(reign_log_level level, const char *prefix, const char *
 void toollog_catch_signals(void (*handler)(int signum));
 
 /*
- * Holds the lines written from now on instead of writing them (at most a
- * few dozen; more are written at once), until toollog_release().
+ * Holds the warnings written from now on instead of writing them (at most
+ * a few dozen; more are written at once), until toollog_release(); other
+ * lines are written as usual, so progress stays visible.
  */
 void toollog_hold(void);
 
 /*
- * Writes the held lines in their order, except, when `failed`, warnings: a
- * warning that a wait goes on ("...; still trying") is superseded by the
- * error, written next, that says it ended.
+ * Writes the held warnings in their order (with the time they were
+ * logged), or, when `failed`, drops them: a warning that a wait goes on
+ * ("...; still trying") is superseded by the error, written next, that says
+ * it ended.
  */
 void toollog_release(bool failed);
 

@@ -907,6 +907,9 @@ def scenario_signals(t):
     a.start_service()
     a.start()
     a.wait_state("active")
+    # The state is active once become-active is queued: let it finish, so that the
+    # become-standby hook is what the shutdown waits for.
+    wait_for(lambda: "become_active: exited with status 0" in a.proc.err(), "become-active")
     a.proc.send(signal.SIGINT)
     c.wait_line("A", "become_standby")
     wait_for(lambda: "SIGINT: leaving cleanly: waiting for service web: its become_standby hook "
@@ -923,6 +926,7 @@ def scenario_signals(t):
     os.unlink(release)
     a.start()
     a.wait_state("active")
+    wait_for(lambda: "become_active: exited with status 0" in a.proc.err(), "become-active")
     a.proc.send(signal.SIGINT)
     wait_for(lambda: "waiting for service web: its become_standby hook" in a.proc.err(),
              "the shutdown to wait for the hook")

@@ -12,7 +12,8 @@
 
 #include "election_uri.h"
 
-/* Percent-decodes s[0..n) into out; -1 for a bad escape, a NUL, or no room. */
+/* Percent-decodes s[0..n) into out; -1 for a bad escape, a control character
+ * (it would end up in a message), or no room. */
 static int unescape(const char *s, size_t n, char *out, size_t outlen)
 {
     size_t o = 0;
@@ -26,10 +27,10 @@ static int unescape(const char *s, size_t n, char *out, size_t outlen)
         if (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) || !isxdigit((unsigned char)s[i + 2]))
             return -1;
         char hex[3] = {s[i + 1], s[i + 2], '\0'};
-        char c = (char)strtol(hex, NULL, 16);
-        if (c == '\0')
+        long c = strtol(hex, NULL, 16);
+        if (c < 0x20 || c == 0x7f)
             return -1;
-        out[o++] = c;
+        out[o++] = (char)c;
         i += 2;
     }
     out[o] = '\0';

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "election_uri.h"
 
 /* A service section that is complete (lines 1-8 of every text below that
  * starts with it). */
@@ -523,6 +524,45 @@ static void test_uri(void **state)
     }
 }
 
+/* The election URI as the preflight reads it (election_uri.c). */
+static void test_election_uri(void **state)
+{
+    (void)state;
+    reignd_uri_info u;
+    char e[400];
+    assert_int_equal(reignd_uri_check("zk://h:2181", &u, e, sizeof(e)), 0);
+    assert_string_equal(u.user, "");
+    assert_int_equal(reignd_uri_check("zk://al%69ce@h1:1,h2:2/c?password_file=/x%20y&retry_max="
+                                      "0&suspend_policy=deadline#frag",
+                                      &u, e, sizeof(e)),
+                     0);
+    assert_string_equal(u.user, "alice");
+    assert_string_equal(u.password_file, "/x y");
+    struct {
+        const char *uri;
+        int code;
+        const char *needle;
+    } bad[] = {
+        {"zk://@h:1", REIGN_EAUTH, "empty user"},
+        {"zk://u@/x", REIGN_EINVAL, "no ZooKeeper host"},
+        {"zk://h:1?session_timeout_ms=99", REIGN_EINVAL, "from 100 to 3600000"},
+        {"zk://h:1?connect_timeout_ms=1x", REIGN_EINVAL, "whole number"},
+        {"zk://h:1?suspend_policy=never", REIGN_EINVAL, "'deadline' or 'immediate'"},
+        {"zk://h:1?lease_ms=2000", REIGN_EINVAL, "unknown parameter"},
+        {"zk://h:1?password_file=", REIGN_EINVAL, "empty"},
+        {"zk://h:1?password_file=%0a", REIGN_EINVAL, "malformed parameter"},
+        {"zk://h:1?noequals", REIGN_EINVAL, "malformed parameter"},
+        {"zk://%4@h:1", REIGN_EINVAL, "malformed user"},
+        {"sqlite:///x.db", REIGN_EINVAL, "not a zk:// URI"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        e[0] = '\0';
+        int r = reignd_uri_check(bad[i].uri, &u, e, sizeof(e));
+        if (r != bad[i].code || !strstr(e, bad[i].needle))
+            fail_msg("%s: want %d '%s', got %d '%s'", bad[i].uri, bad[i].code, bad[i].needle, r, e);
+    }
+}
+
 /* No fence method: a code of its own, unless the file has other problems. */
 static void test_no_fence(void **state)
 {
@@ -589,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_crlf_and_bom),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_uri),
+        cmocka_unit_test(test_election_uri),
         cmocka_unit_test(test_no_fence),
         cmocka_unit_test(test_load_errors),
     };

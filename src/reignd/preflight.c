@@ -58,6 +58,28 @@ static int check_listen(where *w, const char *addr, unsigned line, const char *k
     return 0;
 }
 
+/* Whether a wildcard (or empty) host, which takes the port on every address. */
+static bool any_host(const char *host)
+{
+    return !host[0] || strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0;
+}
+
+/* The two endpoints cannot share a port (on one address, or a wildcard). */
+static int check_ports(where *w)
+{
+    const reignd_config *cfg = w->cfg;
+    char h1[256], p1[16], h2[256], p2[16];
+    if (!cfg->peer_listen || !cfg->metrics_listen ||
+        reignd__split_hostport(cfg->peer_listen, h1, sizeof(h1), p1, sizeof(p1)) < 0 ||
+        reignd__split_hostport(cfg->metrics_listen, h2, sizeof(h2), p2, sizeof(p2)) < 0)
+        return 0;
+    if (atol(p1) != 0 && atol(p1) == atol(p2) &&
+        (strcmp(h1, h2) == 0 || any_host(h1) || any_host(h2)))
+        return fail(w, REIGN_EINVAL, cfg->metrics_listen_line, "metrics_listen",
+                    "port %ld is peer_listen's too (line %u)", atol(p1), cfg->peer_listen_line);
+    return 0;
+}
+
 static int check_daemon(where *w, reignd_secret *secret, char *note, size_t notelen)
 {
     const reignd_config *cfg = w->cfg;
@@ -82,7 +104,7 @@ static int check_daemon(where *w, reignd_secret *secret, char *note, size_t note
     if ((r = check_listen(w, cfg->peer_listen, cfg->peer_listen_line, "peer_listen")) < 0 ||
         (r = check_listen(w, cfg->metrics_listen, cfg->metrics_listen_line, "metrics_listen")) < 0)
         return r;
-    return 0;
+    return check_ports(w);
 }
 
 /* ---- the election URIs ------------------------------------------------------ */

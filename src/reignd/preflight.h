@@ -11,7 +11,7 @@
  *     16 to 1024 printable characters (peer.h);
  *   - the control socket: a path that fits, a directory that is ours and
  *     0700 or that can be created, no file in the way (control.h);
- *   - peer_listen and metrics_listen: hosts that resolve;
+ *   - peer_listen and metrics_listen: hosts that resolve, not one port;
  *   - each store's credentials: a URI naming a user gets its password from
  *     REIGN_PASSWORD or from a readable, non-empty password_file.
  *

@@ -189,6 +189,17 @@ int reignd_control_start(uv_loop_t *loop, const reignd_control_options *opts, re
                          char *err, size_t errlen);
 
 /*
+ * What reignd_control_start() would refuse, checked without creating,
+ * binding or removing anything (reignd --check): the path's length, its
+ * directory (one that exists must be ours and 0700; a missing one must be
+ * creatable: its parent exists and is writable), and a file in the way
+ * that is not a socket.  *running is set when a daemon answers on the
+ * socket (not an error here: a configuration is checked beside the daemon
+ * that runs it).  0, or a negative REIGN_E* code with the reason in err.
+ */
+int reignd_control_check(const char *path, int *running, char *err, size_t errlen);
+
+/*
  * Stops listening, closes every connection and removes the socket file.
  * Memory is released in libuv close callbacks: run the loop afterwards.
  * Pending calls stay valid (their answers are dropped).  NULL-safe.

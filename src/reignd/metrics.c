@@ -224,15 +224,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (strcmp(url, "/metrics") != 0)
-        return reignd__httpd_reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", 10);
+        return reignd__httpd_reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", 10, NULL,
+                                   NULL);
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return reignd__httpd_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
-                                   "method not allowed\n", 19);
+                                   "method not allowed\n", 19, NULL, NULL);
     size_t len;
     char *body = reignd_metrics_render(m->snapshot, m->ctx, &len);
     if (!body)
         return reignd__httpd_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
-                                   "out of memory\n", 14);
+                                   "out of memory\n", 14, NULL, NULL);
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);

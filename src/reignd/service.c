@@ -674,6 +674,35 @@ static void fatal(reignd_daemon *d, const char *what)
     reignd_daemon_shutdown(d);
 }
 
+size_t reignd_daemon_describe_wait(const reignd_daemon *d, char *out, size_t outlen)
+{
+    size_t used = 0;
+    if (outlen)
+        out[0] = '\0';
+    for (size_t i = 0; i < d->n_services && used + 1 < outlen; i++) {
+        const service *s = &d->services[i];
+        char what[400] = "";
+        if (s->hooks && reignd_hooks_pending(s->hooks))
+            reignd_hooks_describe(s->hooks, what, sizeof(what));
+        else if (!s->stopped)
+            snprintf(what, sizeof(what), "leaving its election");
+        if (s->deletes_pending)
+            snprintf(what + strlen(what), sizeof(what) - strlen(what), "%sremoving its breadcrumb",
+                     what[0] ? ", then " : "");
+        if (!what[0])
+            continue;
+        int n = snprintf(out + used, outlen - used, "%sservice %s: %s", used ? "; " : "",
+                         s->cfg->name, what);
+        used += n < 0 ? 0 : (size_t)n;
+    }
+    return used < outlen ? used : outlen - 1;
+}
+
+int reignd_daemon_grace_ms(void)
+{
+    return SHUTDOWN_GRACE_MS;
+}
+
 void reignd_daemon_shutdown(reignd_daemon *d)
 {
     if (d->exited)
@@ -1118,7 +1147,7 @@ int reignd_daemon_prepare(reignd_daemon *d, int check_layout, char *err, size_t 
         if (e < 0) {
             snprintf(err, errlen, "cannot use the store %s: %s%s%s", uri, reign_strerror(e),
                      why[0] ? ": " : "", why);
-            return REIGN_ECONNECT;
+            return e == REIGN_EAUTH ? REIGN_EAUTH : REIGN_ECONNECT;
         }
         dlog(d, REIGN_LOG_INFO, "store %s: session established (timeout %d ms)", uri,
              reign_client_session_timeout_ms(st->client));
@@ -1143,7 +1172,66 @@ static void on_layout(int err, const char *msg, void *userdata)
     reign_client_stop(w->client);
 }
 
-/* force < 0: only check that the layout is there. */
+static void on_probe_written(reign_client *client, int err, const reign_value *value,
+                             void *userdata)
+{
+    sync_wait *w = userdata;
+    (void)value;
+    w->done = 1;
+    /* ZooKeeper checks the ACL before the version: a version that moved meanwhile (another
+     * daemon's probe) still proves the write was allowed. */
+    w->err = err == REIGN_EBADVERSION ? 0 : err;
+    reign_client_stop(client);
+}
+
+static void on_probe_read(reign_client *client, int err, const reign_value *value, void *userdata)
+{
+    sync_wait *w = userdata;
+    if (err == 0)
+        err = reign_value_set(client, value->key, value->data, value->data_len, value->version,
+                              on_probe_written, w);
+    if (err < 0) {
+        w->done = 1;
+        w->err = err;
+        reign_client_stop(client);
+    }
+}
+
+/*
+ * The credentials, at start.  ZooKeeper's digest scheme takes any password
+ * when the session is made; a wrong one shows only when a node with the
+ * election's ACL is written, which would be after the service's first
+ * healthy check, with the daemon already running.  So write one now: the
+ * layout value again, as it is, at its version (a no-op but for the
+ * version number).  0, or the error with err set.
+ */
+static int probe_credentials(service *s, char *err, size_t errlen)
+{
+    char key[REIGN_KEY_MAX + 1];
+    sync_wait w = {s->st->client, 0, 0, ""};
+    int e = reignd_layout_key(s->cfg->election_name, key, sizeof(key));
+    if (e == 0)
+        e = reign_value_get(w.client, key, on_probe_read, &w);
+    while (e == 0 && !w.done)
+        if (reign_client_run(w.client) == REIGN_ECLOSED && !w.done)
+            e = REIGN_ECLOSED;
+    if (e == 0)
+        e = w.err;
+    if (e == REIGN_EACCES || e == REIGN_EAUTH) {
+        snprintf(err, errlen,
+                 "service %s: the store refused our credentials: writing election %s is %s; "
+                 "are election_uri's user and password the ones `reignd --format` used?",
+                 s->cfg->name, s->cfg->election_name,
+                 e == REIGN_EACCES ? "not authorized by its access control" : reign_strerror(e));
+        return REIGN_EAUTH;
+    }
+    if (e < 0)
+        snprintf(err, errlen, "service %s: election %s: checking our credentials: %s", s->cfg->name,
+                 s->cfg->election_name, reign_strerror(e));
+    return e;
+}
+
+/* force < 0: only check that the layout is there, and that we may write it. */
 int reignd_daemon_format(reignd_daemon *d, int force, char *err, size_t errlen)
 {
     for (size_t i = 0; i < d->n_services; i++) {
@@ -1179,6 +1267,8 @@ int reignd_daemon_format(reignd_daemon *d, int force, char *err, size_t errlen)
                      s->cfg->election_name, w.msg[0] ? w.msg : reign_strerror(e));
             return e;
         }
+        if (force < 0 && (e = probe_credentials(s, err, errlen)) < 0)
+            return e;
         if (force >= 0)
             dlog(d, REIGN_LOG_NOTICE, "service %s: election %s formatted%s", s->cfg->name,
                  s->cfg->election_name, force ? " (forced: the breadcrumb was removed)" : "");

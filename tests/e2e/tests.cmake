@@ -40,6 +40,8 @@ if(TARGET reign_cli)
   reign_e2e(zk e2e_foreign_node test_foreign_node.py)
   reign_e2e(zk e2e_run test_run.py)
   reign_e2e(zk e2e_group_value test_group_value.py)
+  reign_e2e(zk e2e_status_takeover test_status_takeover.py)
+  reign_e2e(zk e2e_cli_signals test_cli_signals.py)
   # The examples of issue 4 (examples/tera-master, examples/service-masters).
   list(APPEND REIGN_E2E_ENV REIGN_TERA_MASTER=$<TARGET_FILE:reign_example_tera_master>
     REIGN_SERVICE_MASTERS=$<TARGET_FILE:reign_example_service_masters>)

@@ -27,19 +27,37 @@ Scenarios (one ctest entry each):
               is elected again and retries until become-active succeeds
   config      configuration errors (FILE:LINE, exit 7), no fence method (4), not formatted (3),
               --format twice (5) and --force
+  peer_auth   the peer endpoint never carries the secret: a graceful fence seen on the network
+              (through a recording proxy) holds no secret, and sent again, or altered, or signed
+              a minute ago, is refused without effect; an answer not signed by the peer (a
+              forger's "done") is not believed: the next fence method runs
+  check       --check refuses what the daemon refuses, with the same message and exit status,
+              and the daemon refuses it before contacting any store: an SQL election_uri (no
+              table created), a short peer secret, a control socket directory not 0700, a user
+              without a password, a bad URI parameter
+  bad_password  a wrong ZooKeeper password is refused at start, exit 6, before any health
+              check or hook; the systemd unit does not restart on 6 (nor 2 3 4 5 7)
+  signals     SIGINT while reignd connects (also inherited as ignored): exits at once, 0;
+              SIGINT while a hook runs on the way out: the log says what it waits for and how
+              long; a second SIGINT leaves at once, the breadcrumb staying for the next active
+  logs        log lines carry the time, or the journal's priority when $JOURNAL_STREAM names
+              stderr; an unresolvable host is named as such; no "still trying" when giving up
 
 No assertion on how long anything took: every wait is for an event, bounded generously.
 """
 
 import base64
 import hashlib
+import hmac
 import json
 import os
+import re
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
@@ -51,6 +69,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 HOOK = os.path.join(HERE, "hook.sh")
 DUMMY = os.path.join(HERE, "dummy_service.py")
 EXIT_NOT_FORMATTED, EXIT_NO_FENCE, EXIT_FORMAT_DENIED, EXIT_CONFIG = 3, 4, 5, 7
+EXIT_CREDENTIALS, EXIT_NO_STORE = 6, 8
+UNIT = os.path.join(HERE, "..", "..", "contrib", "systemd", "reignd.service")
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} reignd: ")
+# Runs argv[1:] with SIGINT ignored, as a script's `cmd &` inherits it.
+SIGINT_IGNORED = [sys.executable, "-c", "import os, signal, sys; "
+                  "signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"]
 
 
 def free_port():
@@ -152,9 +176,21 @@ class Node:
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
 
-    def reignd(self, *args):
-        return self.t.spawn(self.name, [os.environ["REIGND"], "--config", self.conf, *args],
+    def reignd(self, *args, wrap=()):
+        return self.t.spawn(self.name, [*wrap, os.environ["REIGND"], "--config", self.conf, *args],
                             self.env)
+
+    def edit(self, old=None, new=None, append=()):
+        """Replaces the line `old` with `new` in the configuration, and/or appends lines (to the
+        last section, the last service's)."""
+        with open(self.conf) as f:
+            lines = f.read().splitlines()
+        if old is not None:
+            check(old in lines, f"no line {old!r} in {self.conf}")
+            lines[lines.index(old)] = new
+        lines += list(append)
+        with open(self.conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
 
     def start_service(self, svc="web"):
         port = self.ports[svc]
@@ -561,6 +597,400 @@ def scenario_config(t):
     check(rc == 2, f"usage error: exit {rc}")
     rc, out, err = run_reignd(t, ["--print-fsm"])
     check(rc == 0 and out.startswith("digraph"), f"--print-fsm: {rc} {out[:80]}")
+
+
+# ---- the peer endpoint ---------------------------------------------------------------------
+
+def sign_request(secret, method, path, body, ts_ms, nonce):
+    """The Authorization value a holder of `secret` sends (src/reignd/peer_auth.h)."""
+    msg = f"reignd-peer-request-1\n{method}\n{path}\n{ts_ms}\n{nonce}\n".encode() + body
+    sig = hmac.new(secret, msg, hashlib.sha256).hexdigest()
+    return f"REIGN-HMAC-SHA256 ts={ts_ms}, nonce={nonce}, sig={sig}"
+
+
+def raw_http(port, data):
+    """Sends bytes to 127.0.0.1:port and returns (status, headers, body) of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=e2elib.WAIT) as s:
+        s.sendall(data)
+        answer = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def request_bytes(method, path, body, authorization):
+    return (f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            f"Content-Length: {len(body)}\r\nAuthorization: {authorization}\r\n\r\n"
+            ).encode() + body
+
+
+class PeerProxy:
+    """A TCP proxy in front of a reignd's peer endpoint, as an eavesdropper would sit: it
+    records each request it forwards; in "forge" mode it answers itself, unsigned."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.requests = []
+        self.forge = False
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @staticmethod
+    def _read_request(conn):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+        need = int(m.group(1)) if m else 0
+        while len(body) < need:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return head + b"\r\n\r\n" + body
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    req = self._read_request(conn)
+                    self.requests.append(req)
+                    if self.forge:
+                        body = b'{"ok":true,"result":{"name":"web","state":"standby"}}'
+                        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                        continue
+                    with socket.create_connection(("127.0.0.1", self.target), timeout=30) as up:
+                        up.sendall(req)
+                        while True:
+                            chunk = up.recv(65536)
+                            if not chunk:
+                                break
+                            conn.sendall(chunk)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+def scenario_peer_auth(t):
+    c = Cluster(t)
+    with open(c.secret_path, "rb") as f:
+        secret = f.read().strip()
+    a, b = c.node("A"), c.node("B")
+    proxy = PeerProxy(a.peer_port)
+    a.edit(append=[f"peer_address = 127.0.0.1:{proxy.port}"])  # others reach A through it
+    format_election(a)
+    for n in (a, b):
+        n.start_service()
+    a.start()
+    a.wait_state("active")
+    b.start()
+    b.wait_state("standby")
+
+    # B fences A gracefully, through the proxy: it works, and the wire holds no secret.
+    a.stop_service()
+    c.wait_line("B", "become_active")
+    check(not c.lines("B", "fence"), f"the graceful fence sufficed: {c.events()}")
+    standby = [r for r in proxy.requests if r.startswith(b"POST /v1/services/web/standby ")]
+    check(len(standby) == 1, f"one standby request through the proxy: {proxy.requests}")
+    seen = standby[0]
+    check(secret not in seen and base64.b64encode(secret) not in seen,
+          "the peer secret crossed the network")
+    check(b"Authorization: REIGN-HMAC-SHA256 ts=" in seen, f"not signed: {seen!r}")
+    before = len(c.lines("A", "become_standby"))
+
+    # The request as seen, sent again to A: refused (replayed), no effect.
+    code, _, body = raw_http(a.peer_port, seen)
+    check(code == 401 and b"replayed" in body, f"a replayed request: {code} {body!r}")
+    # Altered (another term, same signature): refused.
+    forged = re.sub(rb'"term":(\d+)', lambda m: b'"term":' + str(int(m.group(1)) + 1).encode(),
+                    seen)
+    check(forged != seen, "the body has a term to alter")
+    code, _, body = raw_http(a.peer_port, forged)
+    check(code == 401 and b"wrong signature" in body, f"a forged request: {code} {body!r}")
+    # Signed with the secret, but a minute ago: refused, naming the clocks.
+    path, payload = "/v1/services/web/standby", b'{"from":"B","term":99}'
+    old = sign_request(secret, "POST", path, payload, int(time.time() * 1000) - 60000,
+                       os.urandom(16).hex())
+    code, _, body = raw_http(a.peer_port, request_bytes("POST", path, payload, old))
+    check(code == 401 and b"clocks" in body, f"an old request: {code} {body!r}")
+    check(len(c.lines("A", "become_standby")) == before,
+          f"a refused request made A run become_standby: {c.events()}")
+    # What the documentation says a peer sends is what reignd takes, and its answer is signed.
+    nonce = os.urandom(16).hex()
+    fresh = sign_request(secret, "GET", "/v1/services/web", b"", int(time.time() * 1000), nonce)
+    code, headers, body = raw_http(a.peer_port, request_bytes("GET", "/v1/services/web", b"",
+                                                              fresh))
+    check(code == 200, f"a signed state request: {code} {body!r}")
+    want = hmac.new(secret, f"reignd-peer-answer-1\n{nonce}\n200\n".encode() + body,
+                    hashlib.sha256).hexdigest()
+    check(headers.get("x-reign-signature") == want, f"the answer's signature: {headers}")
+    check("replayed" in a.proc.err() and "wrong signature" in a.proc.err(),
+          "A logs the refusals")
+    check(secret.decode() not in a.proc.err() + b.proc.err(), "the secret was logged")
+
+    # A is active again (B's service stops), then A's reignd dies; whoever answers at A's peer
+    # address now says "done" without the secret: B must not believe it, and fences with the
+    # shell method before it becomes active.
+    a.start_service()
+    a.wait_state("standby")
+    b.stop_service()
+    c.wait_line("A", "become_active", count=2)
+    a.wait_state("active")
+    b.start_service()
+    b.wait_state("standby")
+    proxy.forge = True
+    a.proc.kill9()
+    c.wait_line("B", "become_active", count=2)
+    check(len(c.lines("B", "fence")) == 1, f"the shell fence ran: {c.events()}")
+    check("not signed with our secret" in b.proc.err(), "B says why it did not believe A")
+    fence_at = c.index("B", "fence")
+    second = [i for i, e in enumerate(c.events()) if e[:2] == ["B", "become_active"]][1]
+    check(fence_at < second, f"fenced before becoming active: {c.events()}")
+    proxy.close()
+
+
+# ---- what is refused before any store -------------------------------------------------------
+
+def scenario_check(t):
+    c = Cluster(t)
+    a = c.node("A")
+    rc, out, err = run_reignd(t, ["--config", a.conf, "--check"])
+    check(rc == 0 and out.strip() == f"{a.conf}: OK (1 service)", f"--check: {rc} {out} {err}")
+
+    def variant(name, old, new):
+        with open(a.conf) as f:
+            text = f.read()
+        check(old in text, f"{old!r} in the configuration")
+        path = os.path.join(t.dir, name)
+        with open(path, "w") as f:
+            f.write(text.replace(old, new))
+        return path
+
+    db = os.path.join(t.dir, "lease.db")
+    short = os.path.join(t.dir, "short.secret")
+    with open(short, "w") as f:
+        f.write("too-short\n")
+    os.chmod(short, 0o600)
+    open_dir = os.path.join(t.dir, "open-run")
+    os.makedirs(open_dir, mode=0o755, exist_ok=True)
+    os.chmod(open_dir, 0o755)
+    hosts = c.hosts
+    cases = [
+        # (file, exit status, what the message says, the key's line)
+        (variant("sql.conf", f"election_uri = zk://{hosts}", f"election_uri = sqlite://{db}"),
+         EXIT_CONFIG, "reignd needs a ZooKeeper store", "election_uri"),
+        (variant("short.conf", f"peer_secret_file = {c.secret_path}",
+                 f"peer_secret_file = {short}"),
+         EXIT_CONFIG, "must hold 16 to 1024 printable", "peer_secret_file"),
+        (variant("dir.conf", f"control_socket = {a.socket}",
+                 f"control_socket = {open_dir}/control.sock"),
+         EXIT_CONFIG, "mode 0700", "control_socket"),
+        (variant("nopw.conf", f"election_uri = zk://{hosts}", f"election_uri = zk://u@{hosts}"),
+         EXIT_CREDENTIALS, "no password for user 'u'", "election_uri"),
+        (variant("ports.conf", f"metrics_listen = 127.0.0.1:{a.metrics_port}",
+                 f"metrics_listen = 127.0.0.1:{a.peer_port}"),
+         EXIT_CONFIG, "is peer_listen's too", "metrics_listen"),
+        (variant("param.conf", f"election_uri = zk://{hosts}",
+                 f"election_uri = zk://{hosts}?suspend_policy=sometimes"),
+         EXIT_CONFIG, "suspend_policy must be", "election_uri"),
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "REIGN_PASSWORD"}
+    for path, status, needle, key in cases:
+        with open(path) as f:
+            text = f.read().splitlines()
+        line = 1 + next(i for i, ln in enumerate(text) if ln.startswith(key + " "))
+        for args in (["--check"], []):
+            r = subprocess.run([os.environ["REIGND"], "--config", path, *args],
+                               capture_output=True, text=True, timeout=e2elib.WAIT, env=env)
+            what = f"reignd {' '.join(args)} on {os.path.basename(path)}"
+            check(r.returncode == status, f"{what}: exit {r.returncode}, want {status}: "
+                                          f"{r.stderr}")
+            check(f"{path}:{line}: " in r.stderr and f"{key}: " in r.stderr and needle in r.stderr,
+                  f"{what}: the message must name {path}:{line} and say {needle!r}: {r.stderr}")
+            check("OK" not in r.stdout and "connecting" not in r.stderr,
+                  f"{what}: nothing must reach the store: {r.stdout} {r.stderr}")
+    check(not os.path.exists(db), "the daemon created the SQLite file of a refused store")
+    # The daemon refuses the same things at start, before the store: nothing was created there.
+    rc, out, err = t.zkraw(hosts, "get", f"/reign/value/reignd/{c.election}/layout")
+    check(rc != 0, f"a refused daemon wrote to ZooKeeper: {out} {err}")
+
+
+def scenario_bad_password(t):
+    """A wrong password: refused at start (exit 6), not after the first healthy check."""
+    hosts = t.shared_hosts()
+    chroot = "/" + t.unique("reignd-pw")
+    rc, _, err = t.zkraw(hosts, "create", chroot, "")
+    check(rc == 0, f"creating {chroot}: {err}")
+    files = {}
+    for name in ("right", "wrong"):
+        files[name] = os.path.join(t.dir, f"{name}.pw")
+        with open(files[name], "w") as f:
+            f.write(f"{name}-{os.urandom(6).hex()}\n")
+        os.chmod(files[name], 0o600)
+    c = Cluster(t, hosts=f"alice@{hosts}{chroot}?password_file={files['right']}")
+    a, b = c.node("A"), c.node("B")
+    format_election(a)
+    b.edit(f"election_uri = zk://alice@{hosts}{chroot}?password_file={files['right']}",
+           f"election_uri = zk://alice@{hosts}{chroot}?password_file={files['wrong']}")
+    b.start_service()
+    rc, out, err = run_reignd(t, ["--config", b.conf, "--check"])
+    check(rc == 0, f"--check cannot know the password is wrong: {rc} {err}")
+    b.start()
+    check(b.proc.wait() == EXIT_CREDENTIALS, f"B exited {b.proc.returncode()}, want 6")
+    err = b.proc.err()
+    check("refused our credentials" in err and "not authorized" in err, err)
+    check("health" not in err and not c.events(), f"nothing ran before the refusal: {err}")
+    with open(files["wrong"]) as f:
+        check(f.read().strip() not in err, "the password was logged")
+    # The right password starts.
+    a.start_service()
+    a.start()
+    a.wait_state("active")
+    # systemd: no restart on a configuration or credential error.
+    with open(UNIT) as f:
+        unit = f.read()
+    prevent = re.search(r"^RestartPreventExitStatus=(.*)$", unit, re.M)
+    check(prevent and {"2", "3", "4", "5", "6", "7"} <= set(prevent.group(1).split())
+          and "8" not in prevent.group(1).split() and "1" not in prevent.group(1).split(),
+          f"the unit's RestartPreventExitStatus: {prevent and prevent.group(0)}")
+
+
+# ---- signals and logs -----------------------------------------------------------------------
+
+def silent_port():
+    """A port where nothing answers: bound, never listening (connections are refused)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    return s, s.getsockname()[1]
+
+
+def scenario_signals(t):
+    keep, port = silent_port()
+    c = Cluster(t, hosts=f"127.0.0.1:{port}")
+    a = c.node("A")
+    # A connect timeout of a minute: an exit 8 would mean the signal went unheard.
+    a.edit(f"election_uri = zk://127.0.0.1:{port}",
+           f"election_uri = zk://127.0.0.1:{port}?connect_timeout_ms=60000")
+    for label, wrap in (("plain", ()), ("inherited SIG_IGN", SIGINT_IGNORED)):
+        p = a.reignd(wrap=wrap)
+        wait_for(lambda: "connecting to" in p.err(), f"reignd to connect ({label})")
+        p.send(signal.SIGINT)
+        check(p.wait() == 0, f"SIGINT while connecting ({label}): exit {p.returncode()}")
+        check("SIGINT: the daemon had not started yet: nothing to undo" in p.err(), p.err())
+    keep.close()
+
+    # On the way out, the log says what reignd waits for, and for how long.
+    c = Cluster(t)
+    a = c.node("A")
+    release = os.path.join(t.dir, "standby-may-end")
+    a.edit(f"become_standby = {HOOK} become_standby",
+           f"become_standby = {HOOK} become_standby; while [ ! -e {release} ]; do sleep 0.05; "
+           "done")
+    format_election(a)
+    a.start_service()
+    a.start()
+    a.wait_state("active")
+    # The state is active once become-active is queued: let it finish, so that the
+    # become-standby hook is what the shutdown waits for.
+    wait_for(lambda: "become_active: exited with status 0" in a.proc.err(), "become-active")
+    a.proc.send(signal.SIGINT)
+    c.wait_line("A", "become_standby")
+    wait_for(lambda: "SIGINT: leaving cleanly: waiting for service web: its become_standby hook "
+             "(running for" in a.proc.err(), "the shutdown to say what it waits for")
+    check(re.search(r"killed at 30 s\); 60 s at most in all \(SIGINT again: leave at once\)",
+                    a.proc.err()), a.proc.err())
+    open(release, "w").close()
+    check(a.proc.wait() == 0, f"clean exit: {a.proc.returncode()}")
+    crumb = f"/reign/value/reignd/{c.election}/breadcrumb"
+    rc, out, _ = t.zkraw(c.hosts, "get", crumb)
+    check(rc != 0, f"a clean leave removes the breadcrumb: {out}")
+
+    # A second SIGINT stops waiting: exit 1, and the breadcrumb stays (the next active fences).
+    os.unlink(release)
+    a.start()
+    a.wait_state("active")
+    wait_for(lambda: "become_active: exited with status 0" in a.proc.err(), "become-active")
+    a.proc.send(signal.SIGINT)
+    wait_for(lambda: "waiting for service web: its become_standby hook" in a.proc.err(),
+             "the shutdown to wait for the hook")
+    a.proc.send(signal.SIGINT)
+    check(a.proc.wait() == 1, f"a second SIGINT: exit {a.proc.returncode()}")
+    check("SIGINT again: leaving at once" in a.proc.err(), a.proc.err())
+    rc, out, _ = t.zkraw(c.hosts, "get", crumb)
+    check(rc == 0 and b"\nid=A\n" in bytes.fromhex(json.loads(out)["data_hex"]),
+          f"the breadcrumb stays after leaving at once: {rc} {out}")
+
+
+def scenario_logs(t):
+    c = Cluster(t)
+    a = c.node("A")
+    format_election(a)
+    a.start_service()
+    a.start()
+    a.wait_state("active")
+    a.proc.send(signal.SIGTERM)
+    check(a.proc.wait() == 0, "clean exit")
+    lines = a.proc.err().splitlines()
+    bad = [ln for ln in lines if not TIMESTAMP.match(ln)]
+    check(len(lines) >= 5 and not bad, f"every log line starts with the time: {bad[:5]}")
+
+    # stderr is the journal when $JOURNAL_STREAM names it: priorities, no time.
+    err_path = os.path.join(t.dir, "journal.err")
+    with open(err_path, "wb") as err:
+        st = os.fstat(err.fileno())
+        env = dict(os.environ, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+        r = subprocess.run([os.environ["REIGND"], "--config", a.conf, "--format"],
+                           stderr=err, stdout=subprocess.DEVNULL, env=env, timeout=e2elib.WAIT)
+    with open(err_path) as f:
+        journal = f.read().splitlines()
+    check(r.returncode == EXIT_FORMAT_DENIED, f"--format again: {r.returncode}")
+    check(journal and all(re.match(r"^<[3-7]>", ln) for ln in journal)
+          and any(ln.startswith("<3>") and "--force" in ln for ln in journal),
+          f"journal lines: {journal}")
+    # Inherited, but naming another stream: not the journal.
+    rc, out, err = run_reignd_env(t, ["--config", a.conf, "--format"],
+                                  {"JOURNAL_STREAM": "1:2"})
+    check(TIMESTAMP.match(err.splitlines()[-1]), f"JOURNAL_STREAM of another stream: {err}")
+
+    # A host that does not resolve is named, with the resolver's reason.
+    a.edit(f"election_uri = zk://{c.hosts}", "election_uri = zk://no-such-host.invalid:2181")
+    rc, out, err = run_reignd(t, ["--config", a.conf])
+    check(rc == EXIT_NO_STORE and "host 'no-such-host.invalid' does not resolve" in err
+          and "No such file or directory" not in err, f"unresolvable host: {rc} {err}")
+    # Giving up is not preceded by "still trying".
+    keep, port = silent_port()
+    a.edit("election_uri = zk://no-such-host.invalid:2181",
+           f"election_uri = zk://127.0.0.1:{port}?connect_timeout_ms=500")
+    rc, out, err = run_reignd(t, ["--config", a.conf])
+    keep.close()
+    check(rc == EXIT_NO_STORE and "cannot use the store" in err and "still trying" not in err,
+          f"a store that does not answer: {rc} {err}")
+
+
+def run_reignd_env(t, args, env):
+    r = subprocess.run([os.environ["REIGND"], *args], capture_output=True, timeout=e2elib.WAIT,
+                       env=dict(os.environ, **env))
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
 
 
 if __name__ == "__main__":

@@ -150,8 +150,9 @@ static void step(service *s, reignd_event ev)
     reign_log_level lvl = r.to != s->state || r.actions ? REIGN_LOG_NOTICE : REIGN_LOG_INFO;
     slog(s, lvl, "%s -> %s on %s%s%s: %s", reignd_state_name(s->state), reignd_state_name(r.to),
          reignd_event_name(ev), acts[0] ? " / " : "", acts, r.reason);
-    /* The status keeps the reason of the last real change, not of news only noted since. */
-    if (lvl == REIGN_LOG_NOTICE)
+    /* The status keeps the reason of the last decision, not health news only noted since
+     * (the health column shows that). */
+    if (lvl == REIGN_LOG_NOTICE || (ev != REIGND_EV_HEALTHY && ev != REIGND_EV_UNHEALTHY))
         snprintf(s->reason, sizeof(s->reason), "%s", r.reason);
     s->state = r.to;
     run_actions(s, r.actions);
@@ -505,8 +506,11 @@ static void on_id_view(reign_client *client, int err, const reign_election_view 
         s->id_check_inflight = 0;
     if (s->stopped || err == REIGN_ECLOSED)
         return;
-    if (joining && (!current || s->state != REIGND_ST_STANDBY || s->election))
-        return; /* no longer wanted: it left meanwhile */
+    /* No longer wanted: it left meanwhile (NEUTRAL still stands: a connection lost while we
+     * looked; the election waits for it). */
+    if (joining && (!current || s->election ||
+                    (s->state != REIGND_ST_STANDBY && s->state != REIGND_ST_NEUTRAL)))
+        return;
     if (err < 0 && err != REIGN_ENOENT) {
         if (joining) {
             slog(s, REIGN_LOG_INFO, "cannot look for another daemon with node id %s (%s): standing",

@@ -46,6 +46,7 @@ import base64
 import hashlib
 import json
 import os
+import random
 import signal
 import socket
 import stat
@@ -64,10 +65,29 @@ DUMMY = os.path.join(HERE, "dummy_service.py")
 EXIT_NOT_FORMATTED, EXIT_NO_FENCE, EXIT_FORMAT_DENIED, EXIT_CONFIG = 3, 4, 5, 7
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now, drawn below the kernel's ephemeral range: a port from bind(0)
+    comes from that range, and once released it may be taken by any outgoing connection
+    (ZooKeeper sessions, health checks, peer requests of the tests running beside) before the
+    daemon binds it."""
+    top = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(10000, top)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise Failure("no free port below the ephemeral range")
 
 
 CLUSTERS = []  # every cluster of the scenario: checked at its end (one_active_at_a_time)

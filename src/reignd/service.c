@@ -87,6 +87,7 @@ struct service {
     int standby_pending;   /* become-standby hooks queued or running */
     int stopped;           /* EXIT done */
     int deletes_pending;   /* breadcrumb deletes in flight: a shutdown waits for them */
+    int leaving;           /* resigned for good: waiting for our election node's delete */
 
     reignd_call **waiters; /* calls answered when become-standby finishes */
     size_t n_waiters;
@@ -358,6 +359,13 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
              (unsigned long long)ev->term);
         post(s, REIGND_EV_DEMOTED);
         break;
+    case REIGN_ELECTION_LEFT:
+        if (s->leaving) {
+            s->leaving = 0;
+            s->election = reign_election_free(s->election);
+            maybe_finish(s->d);
+        }
+        break;
     case REIGN_ELECTION_LEADER_CHANGED:
         slog(s, REIGN_LOG_INFO, "leader: %s", ev->leader ? ev->leader->id : "none");
         break;
@@ -450,6 +458,22 @@ static void leave(service *s)
     s->election = reign_election_free(s->election);
 }
 
+/*
+ * Leaving for good (EXIT): resign and keep the election until its node is
+ * deleted (LEFT), so that the shutdown closes the session only then.  A
+ * session closed with that delete still in flight leaks its completion in
+ * the ZooKeeper C client (seen under LeakSanitizer).
+ */
+static void leave_for_good(service *s)
+{
+    s->join_seq++;
+    if (s->election && reign_election_resign(s->election) == 0) {
+        s->leaving = 1;
+        return;
+    }
+    s->election = reign_election_free(s->election);
+}
+
 /* ---- timers (allocated: a close completes on a later loop turn) ------------- */
 
 static void on_timer_closed(uv_handle_t *h)
@@ -504,8 +528,10 @@ static void on_id_view(reign_client *client, int err, const reign_election_view 
     free(c);
     if (!joining)
         s->id_check_inflight = 0;
-    if (s->stopped || err == REIGN_ECLOSED)
+    if (s->stopped || err == REIGN_ECLOSED) {
+        maybe_finish(s->d); /* a shutdown waits for this answer */
         return;
+    }
     /* No longer wanted: it left meanwhile (NEUTRAL still stands: a connection lost while we
      * looked; the election waits for it). */
     if (joining && (!current || s->election ||
@@ -842,8 +868,12 @@ static void run_actions(service *s, unsigned a)
     }
     if (a & REIGND_A_DELETE_BREADCRUMB)
         delete_crumb(s);
-    if (a & REIGND_A_RESIGN)
-        leave(s);
+    if (a & REIGND_A_RESIGN) {
+        if (a & REIGND_A_EXIT)
+            leave_for_good(s);
+        else
+            leave(s);
+    }
     if (a & REIGND_A_CEDE)
         cede(s, s->cede_delay_ms, 0);
     if (a & REIGND_A_RETRY_LATER)
@@ -1000,17 +1030,18 @@ static void finish(reignd_daemon *d, int status)
         d->o.on_exit(d, status, d->o.userdata);
 }
 
-/* A shutdown ends once every service left, every hook ran and every
- * breadcrumb delete was answered (closing first would cancel it, and the
- * next active would fence us); then the sessions are closed (orderly: our
- * election nodes go at once), then done. */
+/* A shutdown ends once every service left (its election node deleted),
+ * every hook ran, and every breadcrumb delete and id look was answered
+ * (closing first would cancel the delete, and the next active would fence
+ * us); then the sessions are closed, then done. */
 static void maybe_finish(reignd_daemon *d)
 {
     if (!d->shutting_down || d->exited)
         return;
     for (size_t i = 0; i < d->n_services; i++) {
         service *s = &d->services[i];
-        if (!s->stopped || s->deletes_pending || (s->hooks && reignd_hooks_pending(s->hooks)))
+        if (!s->stopped || s->deletes_pending || s->leaving || s->id_check_inflight ||
+            (s->hooks && reignd_hooks_pending(s->hooks)))
             return;
     }
     for (size_t i = 0; i < d->n_stores; i++) {

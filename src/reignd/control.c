@@ -50,7 +50,7 @@ static int key_allowed(reignd_op op, const char *key)
     case REIGND_OP_CEDE:
         return strcmp(key, "service") == 0 || strcmp(key, "delay_s") == 0;
     case REIGND_OP_FAILOVER:
-        return strcmp(key, "service") == 0 || strcmp(key, "to") == 0;
+        return strcmp(key, "service") == 0 || strcmp(key, "to") == 0 || strcmp(key, "wait") == 0;
     case REIGND_OP_PAUSE:
     case REIGND_OP_RESUME:
         return strcmp(key, "service") == 0;
@@ -142,8 +142,13 @@ static int parse_members(const cJSON *root, reignd_request *req, char *err, size
         return 0;
     if ((r = take_name(root, "service", REIGN_NAME_MAX, &req->service, err, errlen)))
         return r;
-    if (req->op == REIGND_OP_FAILOVER)
+    if (req->op == REIGND_OP_FAILOVER) {
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "wait");
+        if (w && !cJSON_IsBool(w))
+            return errf(err, errlen, REIGN_EINVAL, "%s", "\"wait\" must be true or false");
+        req->no_wait = w && cJSON_IsFalse(w);
         return take_name(root, "to", REIGN_ID_MAX, &req->to, err, errlen);
+    }
     if (req->op == REIGND_OP_CEDE) {
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "delay_s");
         if (!d)
@@ -316,7 +321,8 @@ static int run_op(const reignd_ops *ops, reignd_call *call, const reignd_request
     case REIGND_OP_CEDE:
         return ops->cede ? ops->cede(ops->ctx, call, req->service, req->delay_s) : REIGN_ENOTSUP;
     case REIGND_OP_FAILOVER:
-        return ops->failover ? ops->failover(ops->ctx, call, req->service, req->to) : REIGN_ENOTSUP;
+        return ops->failover ? ops->failover(ops->ctx, call, req->service, req->to, !req->no_wait)
+                             : REIGN_ENOTSUP;
     case REIGND_OP_PAUSE:
         return ops->pause ? ops->pause(ops->ctx, call, req->service) : REIGN_ENOTSUP;
     case REIGND_OP_RESUME:

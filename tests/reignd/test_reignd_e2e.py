@@ -5,9 +5,9 @@ listener: the health check connects to it), for one election.  Every hook and fe
 tests/reignd/hook.sh, which appends one line per run to a file shared by all nodes, so the order
 of the lines is the order in which the commands ran:
 
-    NODE become_active term=T token=K service=S
-    NODE become_standby term=T service=S
-    NODE fence target=ID address=HOST:PORT target_term=T service=S
+    NODE become_active term=T token=K service=S at=NS
+    NODE become_standby term=T service=S at=NS       (start_standby: at start, no term yet)
+    NODE fence target=ID address=HOST:PORT target_term=T service=S at=NS
 
 Scenarios (one ctest entry each):
   health      the active's service stops answering: the standby becomes active, after the old
@@ -42,6 +42,17 @@ Scenarios (one ctest entry each):
               long; a second SIGINT leaves at once, the breadcrumb staying for the next active
   logs        log lines carry the time, or the journal's priority when $JOURNAL_STREAM names
               stderr; an unresolvable host is named as such; no "still trying" when giving up
+  restart     the active's reignd killed and started again 0.1 s to past the session timeout
+              later, round after round: it makes its service standby before anything
+  same_id     a second daemon with A's node_id: refuses to stand while A lives, and fences A
+              (never skipped for the id) when it takes over
+  failover_wait  `ctl failover` returns once the target is active, or fails with the reason;
+              the old active stands again at once; cede with no one to take over is refused
+  pause       the election's pause: every node (one started later too) obeys it, kept over a
+              kill and restart; resume
+
+Every scenario ends with one_active_at_a_time(): the hooks log timestamps, and no node may
+start become_active while another one's service is (possibly) active.
 
 No assertion on how long anything took: every wait is for an event, bounded generously.
 """
@@ -51,6 +62,7 @@ import hashlib
 import hmac
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -77,16 +89,39 @@ SIGINT_IGNORED = [sys.executable, "-c", "import os, signal, sys; "
                   "signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"]
 
 
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now, drawn below the kernel's ephemeral range: a port from bind(0)
+    comes from that range, and once released it may be taken by any outgoing connection
+    (ZooKeeper sessions, health checks, peer requests of the tests running beside) before the
+    daemon binds it."""
+    top = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(10000, top)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise Failure("no free port below the ephemeral range")
+
+
+CLUSTERS = []  # every cluster of the scenario: checked at its end (one_active_at_a_time)
 
 
 class Cluster:
     """The nodes of one election, their shared event file and peer secret."""
 
     def __init__(self, t, election=None, session="2s", hosts=None):
+        CLUSTERS.append(self)
         self.t = t
         self.hosts = hosts or t.shared_hosts()
         self.election = election or t.unique("reignd")
@@ -100,8 +135,14 @@ class Cluster:
         self.nodes = {}
 
     def events(self):
+        """The event file's lines, split; the become-standby a daemon runs when it starts
+        (no term yet) reads "start_standby"."""
         with open(self.events_path) as f:
-            return [line.split() for line in f.read().splitlines() if line.strip()]
+            lines = [line.split() for line in f.read().splitlines() if line.strip()]
+        for e in lines:
+            if e[1] == "become_standby" and "term=" in e:
+                e[1] = "start_standby"
+        return lines
 
     def election_of(self, svc):
         return self.election if svc == "web" else f"{self.election}-{svc}"
@@ -123,20 +164,24 @@ class Cluster:
                         f"{count} x '{node} {what}' in the event file")
 
     def node(self, name, fence=None, fence_flag=None, hosts=None, services=("web",),
-             active_flag=None):
-        n = Node(self, name, fence, fence_flag, hosts, services, active_flag)
+             active_flag=None, node_id=None, active_sleep=None):
+        n = Node(self, name, fence, fence_flag, hosts, services, active_flag, node_id,
+                 active_sleep)
         self.nodes[name] = n
         return n
 
 
 class Node:
     def __init__(self, cluster, name, fence=None, fence_flag=None, hosts=None,
-                 services=("web",), active_flag=None):
+                 services=("web",), active_flag=None, node_id=None, active_sleep=None):
         self.c, self.name, self.t = cluster, name, cluster.t
-        # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes, and when
-        # it fails.
+        self.node_id = node_id or name
+        self.runs = 0
+        # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes, under which
+        # name, and when it fails or how long become_active takes.
         self.env = {"HOOK_EVENTS": cluster.events_path, "HOOK_FENCE_FLAG": fence_flag or "",
-                    "HOOK_ACTIVE_FLAG": active_flag or ""}
+                    "HOOK_ACTIVE_FLAG": active_flag or "", "HOOK_NODE": name,
+                    "HOOK_ACTIVE_SLEEP": str(active_sleep) if active_sleep else ""}
         self.dir = os.path.join(self.t.dir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.ports = {svc: free_port() for svc in services}  # each service's dummy
@@ -162,7 +207,7 @@ class Node:
                 f"[service {svc}]",
                 f"election_uri = zk://{hosts or cluster.hosts}",
                 f"election_name = {cluster.election_of(svc)}",
-                f"node_id = {name}",
+                f"node_id = {self.node_id}",
                 f"service_address = 127.0.0.1:{port}",
                 f"session_timeout = {cluster.session}",
                 "check_type = tcp",
@@ -177,7 +222,9 @@ class Node:
             f.write("\n".join(lines) + "\n")
 
     def reignd(self, *args, wrap=()):
-        return self.t.spawn(self.name, [*wrap, os.environ["REIGND"], "--config", self.conf, *args],
+        self.runs += 1
+        label = self.name if self.runs == 1 else f"{self.name}.{self.runs}"
+        return self.t.spawn(label, [*wrap, os.environ["REIGND"], "--config", self.conf, *args],
                             self.env)
 
     def edit(self, old=None, new=None, append=()):
@@ -251,6 +298,14 @@ class Node:
     def wait_state(self, want, svc="web"):
         return wait_for(lambda: self.state(svc) == want, f"{self.name}'s {svc} to be {want}")
 
+    def wait_standing(self, svc="web"):
+        """Standby and in the election (it sees the leader): a failover or a cede elsewhere
+        counts on it."""
+        def standing():
+            st = self.status(svc)
+            return st and st["state"] == "standby" and st["leader"]
+        return wait_for(standing, f"{self.name}'s {svc} to stand as a standby")
+
 
 def run_reignd(t, args):
     r = subprocess.run([os.environ["REIGND"], *args], capture_output=True, timeout=e2elib.WAIT)
@@ -262,23 +317,54 @@ def format_election(node):
     check(rc == 0, f"reignd --format failed ({rc}): {err}")
 
 
-def two_nodes(t, a_hosts=None, cluster=None):
-    """A active, B standby, both healthy (A reaches ZooKeeper through a_hosts if given)."""
+def two_nodes(t, a_hosts=None, cluster=None, b_opts=None, before_b=None):
+    """A active, B standby, both healthy (A reaches ZooKeeper through a_hosts if given; B
+    made with b_opts; before_b(c, a) runs while A is alone)."""
     c = cluster or Cluster(t)
-    a, b = c.node("A", hosts=a_hosts), c.node("B")
+    a, b = c.node("A", hosts=a_hosts), c.node("B", **(b_opts or {}))
     format_election(a)
     for n in (a, b):
         n.start_service()
     a.start()
     c.wait_line("A", "become_active")
     a.wait_state("active")
+    if before_b:
+        before_b(c, a)
     b.start()
-    b.wait_state("standby")
+    b.wait_standing()
     return c, a, b
 
 
 def token_of(line):
     return int([w for w in line if w.startswith("token=")][0].split("=")[1])
+
+
+def one_active_at_a_time(c):
+    """Proves from the hooks' own timestamps that no two nodes were ever active at once for
+    a service: a node is (possibly) active from the start of its become_active (or a failed
+    one) until the end of its next become_standby, or until another node's fence of its
+    address ends; nobody may start become_active while another node is so."""
+    by_addr = {f"127.0.0.1:{port}": n.name for n in c.nodes.values() for port in n.ports.values()}
+    timeline = []
+    for i, e in enumerate(c.events()):
+        kv = dict(w.split("=", 1) for w in e[2:] if "=" in w)
+        check("at" in kv, f"event without a timestamp: {e}")
+        timeline.append((int(kv["at"]), i, e[0], e[1], kv))
+    timeline.sort()
+    active = {}  # (service, node) -> since
+    for at, _, node, what, kv in timeline:
+        svc = kv.get("service", "web")
+        if what in ("become_active", "active_failed"):
+            others = [n for (s, n) in active if s == svc and n != node]
+            check(not others, f"{node} started become_active for {svc} at {at} while {others} "
+                  f"was still active (since {[active[(svc, n)] for n in others]}): "
+                  f"{c.events()}")
+            active.setdefault((svc, node), at)
+        elif what in ("become_standby", "start_standby"):
+            active.pop((svc, node), None)
+        elif what == "fence":
+            active.pop((svc, by_addr.get(kv.get("address"), kv.get("target"))), None)
+    return active
 
 
 # ---- scenarios ------------------------------------------------------------------------------
@@ -381,18 +467,21 @@ def scenario_failover(t):
     n3 = c.node("C")
     n3.start_service()
     n3.start()
-    n3.wait_state("standby")
+    n3.wait_standing()
     r = a.request({"op": "failover", "service": "web", "to": "nobody"})
     check(not r["ok"] and "nobody" in r["message"], f"failover to a non-node must fail: {r}")
     r = b.request({"op": "failover", "service": "web", "to": "B"})
     check(not r["ok"] and "not active" in r["message"], f"failover on a standby: {r}")
+    # Paused (through C: the pause is the election's), nothing fails over.
     r = n3.request({"op": "pause", "service": "web"})
-    check(r["ok"], f"pause C: {r}")
+    check(r["ok"], f"pause through C: {r}")
+    a.wait_state("paused_active")
     r = a.request({"op": "failover", "service": "web", "to": "C"})
-    check(not r["ok"] and "not a healthy standby" in r["message"], f"failover to paused C: {r}")
+    check(not r["ok"] and "paused_active" in r["message"], f"failover while paused: {r}")
     r = n3.request({"op": "resume", "service": "web"})
-    check(r["ok"], f"resume C: {r}")
-    n3.wait_state("standby")
+    check(r["ok"], f"resume through C: {r}")
+    n3.wait_standing()
+    a.wait_state("active")
 
     # B is next in line: A steps down cleanly (become-standby, breadcrumb removed, cede).
     r = failover(a, "B")
@@ -437,12 +526,20 @@ def scenario_cede(t):
     c.wait_line("B", "become_active")
     check(c.index("A", "become_standby") < c.index("B", "become_active"), f"order: {c.events()}")
     check(not c.lines("B", "fence"), f"A ceded cleanly: nothing to fence: {c.events()}")
-    a.wait_state("standby")
+    # Out of the election for the delay, and status says so.
+    a.wait_state("ceded")
+    check("stands again in 30 s" in a.status()["reason"], f"A's status: {a.status()}")
+    # The pause is the election's: both nodes take it, B keeps its service active.
     r = a.request({"op": "pause", "service": "web"})
-    check(r["ok"] and a.state() == "paused", f"pause: {r}")
+    check(r["ok"] and r["result"]["paused"] is True, f"pause: {r}")
+    a.wait_state("paused")  # ceded, then paused: it does not stand when the delay ends
+    b.wait_state("paused_active")
     r = a.request({"op": "resume", "service": "web"})
     check(r["ok"], f"resume: {r}")
     a.wait_state("standby")
+    b.wait_state("active")
+    r = a.request({"op": "resume", "service": "web"})
+    check(not r["ok"] and "not paused" in r["message"], f"resume when not paused: {r}")
 
 
 def scenario_neutral(t):
@@ -460,7 +557,7 @@ def scenario_neutral(t):
     check(c.index("A", "become_standby") < c.index("B", "become_active"),
           f"A's become_standby must run before B's become_active: {c.events()}")
     check(not c.lines("B", "fence"), f"A's reignd answered the graceful fence: {c.events()}")
-    check([e[1] for e in c.lines("A")] == ["become_active", "become_standby"],
+    check([e[1] for e in c.lines("A")] == ["start_standby", "become_active", "become_standby"],
           f"no other hook ran on A while it was cut off: {c.events()}")
     proxy.send(signal.SIGUSR2)
     wait_for(lambda: "thawed" in proxy.err(), "the proxy to thaw")
@@ -547,7 +644,7 @@ def scenario_active_fails(t):
     c.wait_line("A", "active_failed", count=2)
     check(not c.lines("A", "become_active"), f"{c.events()}")
     ev = [e[1] for e in c.lines("A")]
-    check(ev[:3] == ["active_failed", "become_standby", "active_failed"],
+    check(ev[:4] == ["start_standby", "active_failed", "become_standby", "active_failed"],
           f"a failed become-active is followed by become-standby before the retry: {ev}")
     open(flag, "w").close()
     c.wait_line("A", "become_active")
@@ -993,9 +1090,214 @@ def run_reignd_env(t, args, env):
     return r.returncode, r.stdout.decode(), r.stderr.decode()
 
 
+def candidates(c):
+    """The ids standing in the cluster's election (reign status, from the store)."""
+    st = c.t.status(c.election, f"zk://{c.hosts}")
+    return [k["id"] for k in st["candidates"]] if st else []
+
+
+def scenario_restart(t):
+    """The active's reignd is SIGKILLed (its service keeps running) and started again after
+    0.1 s to past the session timeout, as systemd's Restart= does, round after round (the
+    active of one round is the victim of the next).  The fresh daemon knows nothing of its
+    service: it runs become-standby before it answers a graceful fence as done or stands, so
+    the hooks' timestamps never show two actives (checked after every round)."""
+    c, a, b = two_nodes(t)  # session 2 s
+    nodes = {"A": a, "B": b}
+    victim = "A"
+    for delay in (0.1, 0.5, 1.0, 1.5, 2.5, 4.0):
+        n = nodes[victim]
+        actives = len(c.lines(what="become_active"))
+        starts = len(c.lines(n.name, "start_standby"))
+        log(f"round: {victim}'s reignd killed, started again {delay} s later")
+        n.proc.kill9()
+        time.sleep(delay)  # the restart delay under test, not a synchronisation
+        n.start()
+        c.wait_line(n.name, "start_standby", count=starts + 1)
+        c.wait_line(None, "become_active", count=actives + 1)
+        new = c.lines(what="become_active")[-1][0]
+        nodes[new].wait_state("active")
+        for other in nodes.values():
+            if other is not nodes[new]:
+                other.wait_standing()
+        active = one_active_at_a_time(c)
+        check(list(active) == [("web", new)], f"one active, {new}: {active} {c.events()}")
+        # Fenced by its fresh daemon (graceful: answered after start_standby) or, if that was
+        # not up yet, by the shell method; never skipped.
+        fence = [e for e in c.lines(new) if e[1] == "fence"]
+        i_active = len(c.events()) - 1 - c.events()[::-1].index(c.lines(new, "become_active")[-1])
+        i_start = [i for i, e in enumerate(c.events()) if e[:2] == [n.name, "start_standby"]][-1]
+        check(new == victim or i_start < i_active or fence,
+              f"{new} became active before {victim}'s fresh daemon made it standby, unfenced: "
+              f"{c.events()}")
+        victim = new
+
+
+def scenario_same_id(t):
+    """A copy of node A's configuration on another host (same node_id, other addresses):
+    while A lives, the copy refuses to stand, loudly (log, ctl status, metrics); once A's
+    reignd is gone (its service still running), the copy may take
+    over, but it fences A first: the breadcrumb's id is its own, the instance and the
+    addresses are not."""
+    c, a, b = two_nodes(t)
+    a2 = c.node("A2", node_id="A")
+    a2.start_service()
+    a2.start()
+    a2.wait_state("conflict")
+    st = a2.status()
+    check(st["conflict"] and f"127.0.0.1:{a.service_port}" in st["conflict"]
+          and "give each node its own node_id" in st["conflict"], f"A2's status: {st}")
+    check("another reignd stands in election" in a2.proc.err()
+          and "error: service web: another reignd" in a2.proc.err(), "A2 logs the conflict")
+    rc, out, err = t.reign(["ctl", "--socket", a2.socket, "status"])
+    check(rc == 0 and "conflict" in out and "web: CONFLICT: another reignd stands" in out,
+          f"reign ctl status on A2: {out}")
+    check(a.state() == "active", f"A keeps its role: {a.status()}")
+    m = a2.metrics()
+    check(m.get('reignd_service_state{service="web",state="conflict"}') == 1
+          and m.get('reignd_service_state{service="web",state="active"}') == 0,
+          f"A2's state series: {[(k, v) for k, v in m.items() if 'service_state' in k]}")
+    check(candidates(c) == ["A", "B"], f"the copy does not stand: {candidates(c)}")
+    # B leaves, then A's reignd dies: only the copy can take over, and it must fence A.
+    b.proc.send(signal.SIGTERM)
+    check(b.proc.wait() == 0, "B did not stop cleanly")
+    a.proc.kill9()
+    c.wait_line("A2", "become_active")
+    fences = c.lines("A2", "fence")
+    check(fences and f"address=127.0.0.1:{a.service_port}" in fences[0],
+          f"A2 must fence A (at A's address) before it is active: {c.events()}")
+    check(c.index("A2", "fence") < c.index("A2", "become_active"), f"order: {c.events()}")
+    a2.wait_state("active")
+    check(a2.status()["conflict"] is None, f"A2's conflict is over: {a2.status()}")
+    check("the breadcrumb names this node's id A, but another daemon" in a2.proc.err(),
+          "A2 says why it fences a node with its own id")
+
+
+def scenario_failover_wait(t):
+    """`reign ctl failover` returns once the target is active (its become-active takes a
+    while), the old active stands again at once (ceded meanwhile, and shown), a cede right
+    after hands back without a gap; a failover whose target fails to become active fails
+    with the reason; --no-wait answers at once; a cede with no one to take over is refused."""
+    flag = os.path.join(t.dir, "b_may_be_active")
+    open(flag, "w").close()
+
+    def cede_alone(c, a):
+        rc, out, err = t.reign(["ctl", "--socket", a.socket, "cede", "web"])
+        check(rc == 1 and "no other node stands" in err, f"cede alone: {rc} {out} {err}")
+    c, a, b = two_nodes(t, b_opts={"active_sleep": 2, "active_flag": flag}, before_b=cede_alone)
+
+    # Watch A while the failover runs: ceded, naming its target.
+    seen = []
+    ctl = t.spawn("ctl-failover", [t.cli, "ctl", "--socket", a.socket, "failover", "web",
+                                   "--to", "B"])
+    wait_for(lambda: ctl.popen.poll() is not None or (seen.append(a.status()) or False),
+             "the failover to return", interval=0.05)
+    check(ctl.wait() == 0, f"failover: {ctl.err()}")
+    check(ctl.lines() == ["failed over web to B: B is active"], f"output: {ctl.lines()}")
+    check(c.lines("B", "active_done"), f"it returned before B's become_active ended: "
+          f"{c.events()}")
+    check(b.status()["state"] == "active" and b.status()["activated"], f"B: {b.status()}")
+    ceded = [st for st in seen if st and st["state"] == "ceded"]
+    check(ceded and ceded[0]["failover_to"] == "B" and "a failover to B" in ceded[0]["reason"],
+          f"A showed itself ceded for the failover: {seen[-3:]}")
+    # A stands again at once (it was told B is active before the answer went out).
+    check(a.state() == "standby", f"A stands again: {a.status()}")
+    a.wait_standing()
+    check(candidates(c) == ["B", "A"], f"candidates: {candidates(c)}")
+
+    # A cede on B now hands back to A: no window without an active.
+    rc, out, err = t.reign(["ctl", "--socket", b.socket, "cede", "web"])
+    check(rc == 0, f"cede on B: {rc} {out} {err}")
+    c.wait_line("A", "become_active", count=2)
+    a.wait_state("active")
+    b.wait_standing()
+
+    # B's become-active fails: the failover fails with the reason, A stands again (and, the
+    # only one left standing while B waits to retry, takes over again).
+    os.unlink(flag)
+    rc, out, err = t.reign(["ctl", "--socket", a.socket, "failover", "web", "--to", "B"])
+    check(rc == 1 and "failover web: B did not become active" in err
+          and "become-active failed" in err, f"failed failover: {rc} {out} {err}")
+    c.wait_line("B", "active_failed")
+    c.wait_line("A", "become_active", count=3)
+    a.wait_state("active")
+    open(flag, "w").close()
+    b.wait_standing()
+
+    # --no-wait: answered once handed over.
+    rc, out, err = t.reign(["ctl", "--socket", a.socket, "failover", "web", "--to", "B",
+                            "--no-wait"])
+    check(rc == 0 and out.startswith("handed web over to B (not waiting"), f"{rc} {out} {err}")
+    c.wait_line("B", "active_done", count=2)
+    b.wait_state("active")
+    a.wait_standing()
+
+
+def scenario_pause(t):
+    """The pause is the election's, kept in the store: asked on the standby, every node
+    obeys it; the paused active's reignd killed, nobody takes over; a daemon started later
+    and the active's restarted one come up paused and touch nothing (not even the start-up
+    become-standby); resume (from the newcomer) lets the election go on, never with two
+    actives."""
+    c, a, b = two_nodes(t)
+    rc, out, err = t.reign(["ctl", "--socket", b.socket, "pause", "web"])
+    check(rc == 0 and out.startswith("paused web (its whole election"), f"pause: {out} {err}")
+    a.wait_state("paused_active")
+    b.wait_state("paused")
+    for n in (a, b):
+        st = n.status()
+        check(st["paused"] is True and st["paused_by"] == "B", f"{n.name}'s status: {st}")
+    rc, out, err = t.reign(["ctl", "--socket", a.socket, "status"])
+    check("web: paused by B: no automatic failover on any node" in out, f"ctl status: {out}")
+    check(a.metrics().get('reignd_service_paused{service="web"}') == 1, "A's paused metric")
+
+    # The paused active's daemon dies: its session ends, and nobody takes over.
+    a.proc.kill9()
+    wait_for(lambda: candidates(c) == [], "A's session to end")
+    check(b.state() == "paused" and not c.lines("B", "become_active"),
+          f"B took over while paused: {c.events()}")
+
+    # A newcomer and A's restarted daemon: paused from the start, hands off.
+    n3 = c.node("C")
+    n3.start_service()
+    n3.start()
+    a.start()
+    for n in (n3, a):
+        n.wait_state("paused_unknown")
+        check(n.status()["paused"] is True, f"{n.name} sees the pause: {n.status()}")
+    check(not c.lines("A", "start_standby")[1:] and not c.lines("C", "start_standby"),
+          f"a daemon started while paused touched its service: {c.events()}")
+    check(one_active_at_a_time(c) == {("web", "A"): int(dict(
+        w.split("=", 1) for w in c.lines("A", "become_active")[0][2:])["at"])},
+        "A's service is still the active one")
+
+    # Resume from the newcomer: A' and C make their services standby first, then one of the
+    # three takes over (fencing A's old run if it is not A itself).
+    rc, out, err = t.reign(["ctl", "--socket", n3.socket, "resume", "web"])
+    check(rc == 0 and out.startswith("resumed web"), f"resume: {out} {err}")
+    c.wait_line("A", "start_standby", count=2)
+    c.wait_line("C", "start_standby")
+    wait_for(lambda: len(c.lines(what="become_active")) >= 2, "a new active after resume")
+    new = c.lines(what="become_active")[-1][0]
+    c.nodes[new].wait_state("active")
+    for n in c.nodes.values():
+        if n.name != new:
+            n.wait_standing()
+        check(n.status()["paused"] is False, f"{n.name} still paused: {n.status()}")
+
+
+def checked(scenario):
+    """The scenario, then the proof that it never had two actives."""
+    def run(t):
+        scenario(t)
+        for c in CLUSTERS:
+            one_active_at_a_time(c)
+    return run
+
+
 if __name__ == "__main__":
     scenarios = {n[len("scenario_"):]: f for n, f in globals().items() if n.startswith("scenario_")}
     which = sys.argv[1] if len(sys.argv) == 2 else None
     if which not in scenarios:
         sys.exit(f"usage: {sys.argv[0]} {'|'.join(scenarios)}")
-    e2elib.main(f"reignd_{which}", scenarios[which])
+    e2elib.main(f"reignd_{which}", checked(scenarios[which]))

@@ -59,7 +59,8 @@ reignd_unit_test(test_fence)
 # entry per scenario of test_reignd_e2e.py.
 if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
   foreach(scenario health kill fence_fail failover cede neutral credentials two_services active_fails config
-                   ensemble peer_auth check bad_password signals logs)
+                   ensemble peer_auth check bad_password signals logs restart same_id
+                   failover_wait pause)
     reign_zk_test(NAME reignd_e2e_${scenario}
       COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py ${scenario}
       TIMEOUT 180 LABELS reignd e2e

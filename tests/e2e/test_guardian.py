@@ -25,6 +25,9 @@ each; run_kill also on SQL stores, through tests/e2e_sql/test_guardian.py):
   stop           SIGSTOP of a leading `reign campaign` for less than the session timeout: the
                  other candidate is not elected meanwhile, the guardian stays and does not act;
                  after SIGCONT and a resignation, check_leadership proves no overlap.
+  stop_expired   a leader SIGSTOPped past its session: the other is elected; then SIGKILL to
+                 the stopped one: its guardian finds the session expired, says so, and the new
+                 leader leads on undisturbed.
   socket_closed  a leader closes its guardian's socket (tests/integration/guardian_client.c):
                  the old guardian leaves without acting once its grace is over, the leader
                  keeps leading (no demotion, nobody else elected, the same session) and runs a
@@ -402,6 +405,26 @@ def scenario_stop(t):
     b.send(signal.SIGTERM)
     check(b.wait() == 0, "b did not exit 0")
     t.check_leadership([a, b], min_leaderships=2)
+
+
+def scenario_stop_expired(t):
+    session_ms = 2000
+    uri = t.uri(t.shared_hosts(), session_timeout_ms=session_ms)
+    name = t.unique("guardian-expired")
+    a, b = leader_and_follower(t, name, uri)
+    g = the_guardian_of(a)
+    sid = a.session_id()
+    a.send(signal.SIGSTOP)
+    el = wait_for(b.elected, "b elected once a's session expired")[0]
+    kill9(a)  # stopped, never demoted: its lines cannot go to check_leadership
+    the_guardian_line(a, [f"session 0x{sid} had expired"], guardian=g)
+    wait_gone(g, "a's guardian to exit")
+    st = t.status(name, uri)
+    check(st["leader"]["id"] == "b" and st["leader"]["token"] == el.token,
+          f"b's leadership changed after a's guardian acted: {st}")
+    check(not b.demoted() and len(b.elected()) == 1, f"b's lines: {b.lines()}")
+    b.send(signal.SIGTERM)
+    check(b.wait() == 0, "b did not exit 0")
 
 
 def scenario_socket_closed(t):

@@ -51,8 +51,8 @@ if(TARGET reign_cli)
   # The guardian: a dead client's leaderships end at once, and what it ran with them first
   # (test_guardian.py; ctest -L guardian runs every test of it).
   list(APPEND REIGN_E2E_ENV REIGN_IT_GUARDIAN_CLIENT=$<TARGET_FILE:reign_it_guardian_client>)
-  foreach(scenario run_kill run_leftovers stop socket_closed guardian_killed group_signals
-      register_kill)
+  foreach(scenario run_kill run_leftovers stop stop_expired socket_closed guardian_killed
+      group_signals register_kill)
     reign_e2e(zk e2e_guardian_${scenario} test_guardian.py ARGS ${scenario} TIMEOUT 120
       LABELS guardian)
   endforeach()

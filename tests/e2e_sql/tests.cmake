@@ -38,9 +38,12 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     reign_e2e_sql(${store} e2e_sql_stop_fence_${store} test_stop_fence.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_cede_${store} test_cede.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_watch_${store} test_watch.py ARGS ${store})
-    # The guardian releases a killed leader's lease after killing its command's group.
-    reign_e2e_sql(${store} e2e_sql_guardian_${store} test_guardian.py ARGS ${store} TIMEOUT 120
-      LABELS guardian)
+    # The guardian releases a killed leader's lease after killing its command's group, and
+    # never a lease another took meanwhile.
+    foreach(scenario run_kill stop_kill)
+      reign_e2e_sql(${store} e2e_sql_guardian_${scenario}_${store} test_guardian.py
+        ARGS ${scenario} ${store} TIMEOUT 120 LABELS guardian)
+    endforeach()
   endforeach()
   reign_e2e_sql(sqlite e2e_sql_sqlite_crowd test_sqlite_crowd.py)
   reign_e2e_sql(sqlite e2e_sql_default_store test_default_store.py)

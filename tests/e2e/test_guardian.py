@@ -38,6 +38,9 @@ each; run_kill also on SQL stores, through tests/e2e_sql/test_guardian.py):
                  (each in a session of its own): each resigns and exits 0, its guardian leaves
                  without acting; SIGKILL to a leader's whole group: its guardian, in a session
                  of its own, survives and acts.
+  helper_late    the helper is missing when a leader starts (REIGN_GUARDIAN_PATH names no file
+                 yet): it warns once and leads without; the helper appears: the client's next
+                 try starts it ("started again"), and it acts when the leader is killed.
   register_kill  a `reign register` member SIGKILLed leaves `reign members` at once, long
                  before its session could have expired.
 """
@@ -505,6 +508,22 @@ def scenario_group_signals(t):
     leader.send(signal.SIGTERM)
     check(leader.wait() == 0, f"{leader.label} did not exit 0")
     t.check_leadership(procs, min_leaderships=4)
+
+
+def scenario_helper_late(t):
+    uri = zk_uri(t)
+    name = t.unique("guardian-late")
+    helper = os.path.join(t.dir, "reign-guardian")
+    os.environ["REIGN_GUARDIAN_PATH"] = helper  # for a and b
+    a, b = leader_and_follower(t, name, uri)
+    wait_for(lambda: f"guardian: no guardian helper at {helper}" in a.err(), "a's warning")
+    check(not guardians_of(a.pid), "a runs a guardian")
+    os.symlink(env_path("REIGN_GUARDIAN_HELPER"), helper)
+    wait_for(lambda: "guardian: started again" in a.err(), "a to start its guardian")
+    g = the_guardian_of(a)
+    check(a.err().count("reign: campaign: warn: guardian") == 1, "a warned more than once")
+    check(a.leading() and not b.elected(), "the leadership changed")
+    kill_and_take_over(t, a, b, zk_ended(a), g)
 
 
 def scenario_register_kill(t):

@@ -28,6 +28,8 @@ if(TARGET reign_cli)
   reign_e2e(zk e2e_same_id_restart test_same_id_restart.py)
   reign_e2e(zk e2e_kill_expiry test_kill_expiry.py ARGS off)
   reign_e2e(zk e2e_kill_expiry_no_helper test_kill_expiry.py ARGS no_helper LABELS guardian)
+  reign_e2e(zk e2e_kill_expiry_not_a_guardian test_kill_expiry.py ARGS not_a_guardian
+    LABELS guardian)
   reign_e2e(zk e2e_proxy_cutoff_deadline test_proxy_cutoff.py ARGS deadline)
   reign_e2e(zk e2e_proxy_cutoff_immediate test_proxy_cutoff.py ARGS immediate)
   reign_e2e(zk e2e_cede test_cede.py)
@@ -50,9 +52,10 @@ if(TARGET reign_cli)
   reign_e2e(zk e2e_service_masters test_service_masters.py)
   # The guardian: a dead client's leaderships end at once, and what it ran with them first
   # (test_guardian.py; ctest -L guardian runs every test of it).
-  list(APPEND REIGN_E2E_ENV REIGN_IT_GUARDIAN_CLIENT=$<TARGET_FILE:reign_it_guardian_client>)
+  list(APPEND REIGN_E2E_ENV REIGN_IT_GUARDIAN_CLIENT=$<TARGET_FILE:reign_it_guardian_client>
+    REIGN_GUARDIAN_HELPER=$<TARGET_FILE:reign_guardian>)
   foreach(scenario run_kill run_leftovers stop stop_expired socket_closed guardian_killed
-      group_signals register_kill)
+      group_signals helper_late register_kill)
     reign_e2e(zk e2e_guardian_${scenario} test_guardian.py ARGS ${scenario} TIMEOUT 120
       LABELS guardian)
   endforeach()

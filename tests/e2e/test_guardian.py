@@ -90,14 +90,14 @@ wait
 # ---- processes, from /proc ----------------------------------------------------------------
 
 def _stat(pid):
-    """(state, pgrp) of a process, or None if it is gone."""
+    """(state, pgrp, ppid) of a process, or None if it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             data = f.read()
     except OSError:
         return None
     fields = data[data.rfind(")") + 2:].split()
-    return fields[0], int(fields[2])
+    return fields[0], int(fields[2]), int(fields[1])
 
 
 def running(pid):
@@ -119,7 +119,9 @@ def group_members(pgid):
 
 
 def guardians_of(pid):
-    """The running guardians of client process pid (argv: reign-guardian PID)."""
+    """The running guardians of client process pid (argv: reign-guardian PID).  The helper
+    forks once at its start and its first process, the client's child, exits: that one is no
+    guardian, however long it takes to go (long, under ASan)."""
     want = f"reign-guardian\0{pid}\0".encode()
     out = []
     for d in os.listdir("/proc"):
@@ -130,7 +132,8 @@ def guardians_of(pid):
                 cmd = f.read()
         except OSError:
             continue
-        if cmd == want and running(int(d)):
+        st = _stat(d)
+        if cmd == want and st and st[0] not in ("Z", "X") and st[2] != pid:
             out.append(int(d))
     return out
 

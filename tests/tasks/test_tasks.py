@@ -16,10 +16,10 @@ ran to completion exactly once (its id is in the file once):
                says "from=" the dead worker); its running command dies with it.
   kill_master  kill -9 the leading master while it assigns a burst; the standby takes over,
                recovers, and no task is lost or run twice.
-  kill_worker_guardian  kill -9 a worker (20 s session) while its task's command hangs with a
-               child of its own: the worker's guardian kills the command's group and closes the
-               session, and the master moves the task to the other worker at once, long before
-               the session could have expired; the task runs to completion once, there.
+  kill_worker_guardian  kill -9 a worker (20 s session) while two tasks' commands hang, each
+               with a child of its own: the worker's guardian kills both commands' groups and
+               closes the session, and the master moves both tasks to the other worker at once,
+               long before the session could have expired; each runs to completion once, there.
   zk_restart   the (own) ZooKeeper server is stopped and started again mid-run.
   submit_cutoff  submits through reign_tcpproxy while the proxy keeps resetting every
                connection: no submit ever makes two tasks (task names carry the submit's guid).
@@ -287,32 +287,36 @@ HANG_SH = ('p=$(cat); if [ "$REIGN_WORKER_ID" = w0 ]; then sleep 1000 & wait; fi
 def kill_worker_guardian(t):
     q = Queue(t, t.shared_hosts(), session_ms=guardian.HOLD_MS)
     m = q.master("m1")
-    w0 = q.worker("w0", concurrency=1, script=HANG_SH)
+    w0 = q.worker("w0", concurrency=2, script=HANG_SH)
     wait_for(lambda: lines_of(m, "recovered") and lines_of(w0, "registered"), "m1 and w0 up")
-    rc, out, err = q.submit("p0")
-    check(rc == 0, f"submit failed ({rc}): {err.strip()}")
-    task = out.split()[0]
-    run = wait_for(lambda: lines_of(w0, "run"), "w0 running the task")[0]
-    check(run[1] == task, f"w0 runs {run}, not {task}")
-    group = int(run[2].split("=")[1])  # the command leads a group of its own
-    members = wait_for(lambda: (lambda g: g if len(g) >= 2 else None)(
-        guardian.group_members(group)), "the command and its child")
-    t.extra_pids.extend(members)
-    w1 = q.worker("w1", concurrency=1, script=HANG_SH)
+    tasks = []
+    for data in ("p0", "p1"):
+        rc, out, err = q.submit(data)
+        check(rc == 0, f"submit failed ({rc}): {err.strip()}")
+        tasks.append(out.split()[0])
+    runs = wait_for(lambda: (lambda r: r if len(r) == 2 else None)(lines_of(w0, "run")),
+                    "w0 running both tasks")
+    check(sorted(r[1] for r in runs) == sorted(tasks), f"w0 runs {runs}, not {tasks}")
+    groups = [int(r[2].split("=")[1]) for r in runs]  # each command leads a group of its own
+    for g in groups:
+        members = wait_for(lambda: (lambda m: m if len(m) >= 2 else None)(
+            guardian.group_members(g)), "a command and its child")
+        t.extra_pids.extend(members)
+    w1 = q.worker("w1", concurrency=2, script=HANG_SH)
     wait_for(lambda: lines_of(w1, "registered"), "w1 registered")
 
     killed_ns = guardian.kill9(w0)
-    moved = wait_for(lambda: [x for x in lines_of(m, "assigned") if x[1] == task and
-                              x[2:] == ["worker=w1", "from=w0"]], "the task moved to w1",
-                     interval=0.005)
-    seen_ns = time.monotonic_ns()  # no earlier than the move: enough for the evidence below
-    log(f"{' '.join(moved[0])}")
-    guardian.the_guardian_line(w0, [f"killed process group {group}", guardian.zk_ended(w0)])
-    check(not guardian.group_members(group), f"w0's task still runs: "
-          f"{guardian.group_members(group)}")
-    guardian.before_expiry(seen_ns, killed_ns, "the task seen moved")
-    tasks = check_once(q, [task])
-    check(tasks[task]["worker"] == "w1", f"done by {tasks[task]['worker']}")
+    wait_for(lambda: {x[1] for x in lines_of(m, "assigned")
+                      if x[2:] == ["worker=w1", "from=w0"]} == set(tasks), "both tasks moved",
+             interval=0.005)
+    seen_ns = time.monotonic_ns()  # no earlier than the moves: enough for the evidence below
+    guardian.the_guardian_line(w0, [f"killed process group {g}" for g in groups] +
+                               [guardian.zk_ended(w0)])
+    left = [p for g in groups for p in guardian.group_members(g)]
+    check(not left, f"w0's tasks still run: {left}")
+    guardian.before_expiry(seen_ns, killed_ns, "both tasks seen moved")
+    done = check_once(q, tasks)
+    check(all(done[x]["worker"] == "w1" for x in tasks), f"done by {done}")
     for p in (m, w1):
         p.send(signal.SIGTERM)
         check(p.wait() == 0, f"{p.label} exited {p.returncode()}")

@@ -47,7 +47,6 @@ each; run_kill also on SQL stores, through tests/e2e_sql/test_guardian.py):
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 

@@ -24,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sqle  # noqa: E402
-from sqle import check, wait_for  # noqa: E402
+from sqle import check  # noqa: E402
 
 guardian = sqle.e2e_module("test_guardian")
 

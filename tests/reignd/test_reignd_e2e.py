@@ -14,6 +14,8 @@ Scenarios (one ctest entry each):
               active's become-standby ran (the graceful fence waited for it)
   kill        the active's reignd is SIGKILLed (its service keeps running): the standby fences
               it with the shell method, which gets its address, before it becomes active
+  kill_guardian  as kill, with a 20 s session: the killed reignd's guardian closes its session,
+              so the standby fences and takes over long before the session could have expired
   fence_fail  as kill, but every fence method fails: the standby never becomes active and keeps
               retrying; once fencing works it does
   failover    `failover --to` the standby (and the refusals); SIGTERM of the active
@@ -76,6 +78,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import e2elib  # noqa: E402
 from e2elib import Failure, check, log, wait_for  # noqa: E402
+import test_guardian as guardian  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOOK = os.path.join(HERE, "hook.sh")
@@ -428,6 +431,20 @@ def scenario_kill(t):
             'reignd_service_state{service="web",state="active"}': 1}
     check(all(m.get(k) == v for k, v in want.items()),
           f"B's metrics: {[(k, m.get(k)) for k in want]}")
+
+
+def scenario_kill_guardian(t):
+    c, a, b = two_nodes(t, cluster=Cluster(t, session=f"{guardian.HOLD_MS // 1000}s"))
+    killed_ns = guardian.kill9(a.proc)  # its service keeps running: it must be fenced
+    c.wait_line("B", "become_active")
+    seen_ns = time.monotonic_ns()  # no earlier than become_active ran
+    guardian.the_guardian_line(a.proc, [guardian.zk_ended(a.proc)])
+    guardian.before_expiry(seen_ns, killed_ns, "B's become_active seen")
+    fences = c.lines("B", "fence")
+    check(len(fences) == 1 and "target=A" in fences[0], f"one fence of A expected: {c.events()}")
+    check(c.index("B", "fence") < c.index("B", "become_active"),
+          f"the fence must run before become_active: {c.events()}")
+    b.wait_state("active")
 
 
 def scenario_fence_fail(t):

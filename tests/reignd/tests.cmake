@@ -66,6 +66,11 @@ if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
       TIMEOUT 180 LABELS reignd e2e
       ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
   endforeach()
+  # The killed reignd's guardian closes its session (the standby need not wait for it).
+  reign_zk_test(NAME reignd_e2e_kill_guardian
+    COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py kill_guardian
+    TIMEOUT 120 LABELS reignd e2e guardian
+    ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
 endif()
 
 # --- R3: control socket, peer endpoint, metrics, sd_notify, reign ctl ---

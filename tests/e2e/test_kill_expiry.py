@@ -20,9 +20,6 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# This test is about the session expiry path, the one every process takes when its host dies:
-# without a guardian, which would close the killed leader's session at once.
-os.environ["REIGN_GUARDIAN"] = "off"
 from e2elib import check, log, main, wait_for  # noqa: E402
 from test_guardian import guardians_of  # noqa: E402
 

@@ -202,7 +202,7 @@ unset "PID[$L2]"
 echo "   $(stamp "$T_KILL") SIGKILL to $L2"
 echo "   $(stamp "$NS3") $L3 elected  term=$TERM3 token=$TOKEN3"
 CRASH_MS=$(ms_between "$T_KILL" "$NS3")
-grep -h '^reign-guardian' "$TMP/$L2.err" 2>/dev/null | sed 's/^/   /' || true
+grep -h 'reign-guardian\[' "$TMP/$L2.err" 2>/dev/null | sed 's/^/   /' || true
 echo "   => new leader $CRASH_MS ms after the kill: $L2's guardian saw it die and closed its"
 echo "      session (deleting its node) at once"
 

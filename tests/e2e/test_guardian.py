@@ -59,7 +59,9 @@ import sqle  # noqa: E402  (the `reign run` lines on stderr)
 
 HOLD_MS = 20000  # session timeout or lease: far longer than any takeover through the guardian
 
-GUARDIAN_RE = re.compile(r"^reign-guardian\[(\d+)\]: process (\d+) died: (.*) \(([\d.]+) ms\)$")
+# The line starts with the local time (stderr is not the journal here): not checked.
+GUARDIAN_RE = re.compile(r"^(?:\S+ \S+ )?reign-guardian\[(\d+)\]: process (\d+) died: (.*) "
+                         r"\(([\d.]+) ms\)$")
 
 # The command of `reign run` (sh FILE): a start stamp with its group (its pid: reign runs it in
 # a session of its own) and the live processes of the previous leader's group (read from
@@ -155,7 +157,7 @@ def guardian_lines(proc):
         m = GUARDIAN_RE.match(line)
         if m:
             out.append((int(m.group(1)), int(m.group(2)), m.group(3)))
-        elif "died" in line and line.startswith("reign-guardian"):
+        elif "died" in line and "reign-guardian[" in line:
             raise Failure(f"{proc.label}: a guardian line of an unknown form: {line}")
     return out
 

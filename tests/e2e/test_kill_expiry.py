@@ -69,7 +69,7 @@ def body(t, variant):
     if variant != "off":
         # Warned once each, though the client tried again meanwhile (1 s, then 2 s...).
         for p in (a, b):
-            warned = [ln for ln in p.err().splitlines() if ln.startswith(WARNING)]
+            warned = [ln for ln in p.err().splitlines() if WARNING in ln]
             check(len(warned) == 1, f"{p.label} warned {len(warned)} times: {warned}")
             check(variant != "no_helper" or NO_HELPER in warned[0], f"{warned[0]}")
             check(not guardians_of(p.pid), f"{p.label} runs a guardian")

@@ -46,6 +46,7 @@
     X(t, PQgetisnull)                                                                              \
     X(t, PQgetlength)                                                                              \
     X(t, PQgetvalue)                                                                               \
+    X(t, PQnfields)                                                                                \
     X(t, PQisBusy)                                                                                 \
     X(t, PQnotifies)                                                                               \
     X(t, PQntuples)                                                                                \
@@ -770,6 +771,65 @@ static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, char *
     return rc;
 }
 
+/* ---- other statements ------------------------------------------------------------------------ */
+
+#define QUERY_ARGS_MAX 16
+
+static int pg_query(reign__sqlconn *c, const char *what, const char *sql, const reign__sqlv *args,
+                    size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
+{
+    pg_conn *p = (pg_conn *)c;
+    if (n_args > QUERY_ARGS_MAX)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
+    Oid types[QUERY_ARGS_MAX];
+    const char *vals[QUERY_ARGS_MAX];
+    char ints[QUERY_ARGS_MAX][24];
+    for (size_t i = 0; i < n_args; i++) {
+        types[i] = args[i].kind == REIGN__SQLV_INT ? INT8OID : TEXTOID;
+        vals[i] = NULL;
+        if (args[i].kind == REIGN__SQLV_INT) {
+            snprintf(ints[i], sizeof ints[i], "%" PRId64, args[i].i);
+            vals[i] = ints[i];
+        } else if (args[i].kind == REIGN__SQLV_TEXT) {
+            vals[i] = args[i].s;
+        }
+    }
+    PGresult *r;
+    /* run() splices {T} again: the text holds none any more. */
+    int rc = run(p, what, sql, (int)n_args, types, vals, NULL, NULL, 0, &r, err, errlen);
+    if (rc)
+        return rc;
+    if (pq.PQresultStatus(r) == PGRES_TUPLES_OK) {
+        reign__sql_rows got = {.n_cols = (size_t)pq.PQnfields(r)};
+        const char *cells[32];
+        size_t lens[32];
+        if (got.n_cols > 32) {
+            pq.PQclear(r);
+            return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many columns", what);
+        }
+        for (int i = 0; rows && i < pq.PQntuples(r); i++) {
+            for (size_t k = 0; k < got.n_cols; k++) {
+                bool null = pq.PQgetisnull(r, i, (int)k);
+                cells[k] = null ? NULL : pq.PQgetvalue(r, i, (int)k);
+                lens[k] = null ? 0 : (size_t)pq.PQgetlength(r, i, (int)k);
+            }
+            if (reign__sql_rows_add(&got, cells, lens) < 0) {
+                reign__sql_rows_free(&got);
+                pq.PQclear(r);
+                return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+            }
+        }
+        pq.PQclear(r);
+        if (rows)
+            *rows = got;
+        return 0;
+    }
+    const char *n = pq.PQcmdTuples(r);
+    rc = n && *n ? atoi(n) : 0;
+    pq.PQclear(r);
+    return rc;
+}
+
 const reign__sql_dialect reign__sql_postgres = {
     .name = "postgres",
     .size = sizeof(pg_conn),
@@ -786,4 +846,13 @@ const reign__sql_dialect reign__sql_postgres = {
     .listen_fd = pg_listen_fd,
     .drain_notify = pg_drain_notify,
     .notify = pg_notify,
+    .query = pg_query,
+    .now_ms = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+    .begin = "BEGIN",
+    .for_update = " FOR UPDATE",
+    .on_conflict = " ON CONFLICT DO NOTHING",
+    .id_column = "id bigserial PRIMARY KEY",
+    .placeholder = '$',
+    .table_options = "",
+    .quote = '"',
 };

@@ -200,6 +200,14 @@ REIGN_EXPORT int reign_slot_start(reign_slot **ret, reign_client *client, const 
 REIGN_EXPORT int reign_slot_finish(reign_slot *slot, int exit_status, int term_signal);
 
 /*
+ * The same, for work the caller stopped because its leadership was ending - at a STOP, or on
+ * its own when the guarantee (START's valid_until_ns) was about to run out before a STOP came.
+ * Recorded as stopped (unless it exited 0: a success is one), and the copy stands on for the
+ * slot instead of concluding that it ran it and failed.
+ */
+REIGN_EXPORT int reign_slot_finish_stopped(reign_slot *slot, int exit_status, int term_signal);
+
+/*
  * This copy stops taking part once the work in progress has ended and its end is recorded (a
  * program told to stop, by SIGTERM say): DONE follows then - RAN_OK, RAN_FAILED or UNRECORDED
  * - even if the leadership ended meanwhile, instead of standing on for another attempt.

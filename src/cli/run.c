@@ -245,6 +245,7 @@ static void start_child(cli *c)
     r->proc = 1;
     r->pid = r->child.pid;
     r->signaled = 0;
+    r->leash_ns = 0;
     cli_log(c, REIGN_LOG_NOTICE, "started '%s' (pid %d) for term %s", cli_quote(r->cmd[0], q, 256),
             r->pid, term);
     if (r->slot)
@@ -275,7 +276,13 @@ static void on_child_exit(cli_child *ch, int status)
          * later START).  Told to stop, or failed: leave once the end is recorded. */
         if (r->user_stop || r->fatal)
             reign_slot_stand_down(r->slot);
-        reign_slot_finish(r->slot, exit_status, term_signal);
+        /* Stopped for the leadership's sake: after a demotion, or by the leash when the
+         * guarantee was about to run out (a moment before the demotion is noticed). */
+        bool leashed = term_signal == SIGKILL && r->leash_ns > 0 && reign_now_ns() >= r->leash_ns;
+        if (r->signaled || leashed)
+            reign_slot_finish_stopped(r->slot, exit_status, term_signal);
+        else
+            reign_slot_finish(r->slot, exit_status, term_signal);
         cli_update(c);
         return;
     }

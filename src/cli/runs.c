@@ -173,8 +173,14 @@ int cli_runs_main(cli *c, int argc, char **argv)
     r = reign_slot_history(c->client, s.name, s.last, on_history, c);
     if (r < 0) {
         char q[300];
-        cli_error(c, "cannot read the runs of '%s': %s", cli_quote(s.name, q, sizeof(q)),
-                  reign_strerror(r));
+        cli_quote(s.name, q, sizeof(q));
+        if (r == REIGN_ENAME)
+            cli_error(c,
+                      "illegal election name '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -, "
+                      "not '.' or '..')",
+                      q, REIGN_NAME_MAX);
+        else
+            cli_error(c, "cannot read the runs of '%s': %s", q, reign_strerror(r));
         return CLI_EXIT_FAIL;
     }
     cli_update(c);

@@ -862,14 +862,16 @@ int reign_slot_start(reign_slot **ret, reign_client *client, const char *name,
     return 0;
 }
 
-int reign_slot_finish(reign_slot *s, int exit_status, int term_signal)
+static int finish(reign_slot *s, int exit_status, int term_signal, bool stopped_by_caller)
 {
     if (!s || s->zombie)
         return REIGN_EINVAL;
     if (s->state != S(RUNNING) && s->state != S(STOPPING))
         return REIGN_ESTATE;
     enter(s);
-    bool stopped = s->state == S(STOPPING);
+    /* The leadership may have lapsed without its DEMOTED delivered yet (a stall): judged by the
+     * clock, as reign_election_is_leader() does. */
+    bool stopped = stopped_by_caller || s->state == S(STOPPING) || !leads_still(s);
     s->led_at_finish = !stopped;
     if (!term_signal && exit_status == 0) {
         s->our_result = REIGN_SLOT_EXITED; /* a success is one, however the leadership went */
@@ -900,6 +902,16 @@ int reign_slot_stand_down(reign_slot *s)
         return REIGN_ESTATE;
     s->standing_down = true;
     return 0;
+}
+
+int reign_slot_finish(reign_slot *s, int exit_status, int term_signal)
+{
+    return finish(s, exit_status, term_signal, false);
+}
+
+int reign_slot_finish_stopped(reign_slot *s, int exit_status, int term_signal)
+{
+    return finish(s, exit_status, term_signal, true);
 }
 
 const char *reign_slot_key(const reign_slot *s)

@@ -7,6 +7,7 @@ set(REIGN_UNIT_TESTS
   test_core
   test_election_unit
   test_group_unit
+  test_slot_unit
 )
 
 foreach(name IN LISTS REIGN_UNIT_TESTS)

@@ -408,11 +408,11 @@ static bool parse_run(const char *v, int64_t mtime_ms, reign__slot_run *u)
 
 int reign__slot_rec_parse(const void *data, size_t len, int64_t mtime_ms, reign__slot_rec *out)
 {
+    reign__slot_rec_init(out, NULL);
     reign__record rec;
     int rc = reign__record_parse(data, len, &rec);
     if (rc < 0)
         return rc;
-    reign__slot_rec_init(out, NULL);
     rc = REIGN_EFOREIGN;
     const char *kind = reign__record_get(&rec, "kind");
     const char *key = reign__record_get(&rec, "slot");

@@ -244,7 +244,7 @@ int reign__slot_rec_build(reign__buf *out, const reign__slot_rec *r)
     if (r->n > REIGN__SLOT_RUNS_MAX)
         return REIGN_EINVAL;
     reign__buf runs[REIGN__SLOT_RUNS_MAX];
-    char names[REIGN__SLOT_RUNS_MAX][8];
+    char names[REIGN__SLOT_RUNS_MAX][24];
     char nbuf[16];
     const char *kv[2 * (4 + REIGN__SLOT_RUNS_MAX)];
     size_t k = 0;
@@ -426,7 +426,7 @@ int reign__slot_rec_parse(const void *data, size_t len, int64_t mtime_ms, reign_
     reign__strlcpy(out->key, key, sizeof out->key);
     out->verdict = (reign_slot_verdict)v;
     for (size_t i = 0; i < n; i++) {
-        char name[8];
+        char name[24];
         snprintf(name, sizeof name, "r%zu", i + 1);
         const char *r = reign__record_get(&rec, name);
         if (!r || !parse_run(r, mtime_ms, &out->runs[i]) || out->runs[i].attempt != i + 1)

@@ -442,7 +442,8 @@ static void hist_finish(zk_hist *h, int err)
         for (size_t i = 0; i < h->n; i++)
             if (h->recs[i].exists)
                 h->recs[kept++] = h->recs[i];
-        qsort(h->recs, kept, sizeof *h->recs, newest_first);
+        if (kept > 1)
+            qsort(h->recs, kept, sizeof *h->recs, newest_first);
         n = h->last && h->last < kept ? h->last : kept;
         for (size_t i = 0; i < n; i++)
             runs += h->recs[i].n;

@@ -226,7 +226,8 @@ REIGN_EXPORT void *reign_slot_userdata(const reign_slot *slot);
 /*
  * Frees the slot.  If work is running, its attempt is left as it is in the record (a later
  * leader marks it lost): stop the work first.  If it stands, it resigns without waiting.
- * NULL-safe; returns NULL.  Safe from inside the slot's own callback.
+ * NULL-safe; returns NULL.  Safe from inside the slot's own callback.  reign_client_free()
+ * frees the client's slots with it (without callbacks): do not free them after it.
  */
 REIGN_EXPORT reign_slot *reign_slot_free(reign_slot *slot);
 

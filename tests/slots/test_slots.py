@@ -14,7 +14,8 @@ for M consecutive slots, with faults:
            before anyone else may start, a waiting copy retries it; resumed, the stopped copy
            finds its report refused, waits its turn and exits 0
   options  --retries with a failing job, --retries 0 (the slot fails for good), --no-wait while
-           the slot runs, --every with the store's clock, --deadline for a copy that comes late
+           the slot runs, --keep (the record cut to the newest slots), --every with the store's
+           clock, --deadline for a copy that comes late
   restart  the store restarted under a running job (servers of the test's own)
 
 Per slot the checker proves, from what the job itself wrote (tests/slots/job.py: an flock per
@@ -293,6 +294,17 @@ def options(env):
     env.release(name, "w")
     check(wait_exit([holder]) == [0], "the holder's exit code")
     check_slot(env, name, "w", "succeeded", attempts=1)
+
+    # --keep 2: the record is cut to the newest slots (ZooKeeper lets it grow a tenth and one
+    # more first, so that it need not read every slot's age each time).
+    name = t.unique("keep")
+    for i in range(5):
+        p = env.copy(f"keep-{i}", name, ["--slot", f"k{i}", "--keep", "2"])
+        check(wait_exit([p]) == [0], f"--keep: slot k{i}")
+    kept = env.runs(name)
+    log(f"--keep 2: {sorted(kept)} kept of k0..k4")
+    check("k4" in kept and "k3" in kept and "k0" not in kept and len(kept) <= 3,
+          f"--keep 2 kept {sorted(kept)}")
 
     # --every: the slot is the store's clock's day.
     day = time.strftime("%Y-%m-%dT00:00:00Z", time.gmtime())

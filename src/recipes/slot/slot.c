@@ -24,6 +24,12 @@
 #define RETRY_MS      500  /* after a transient error of the store */
 #define RETRY_MAX     120  /* ... before giving up, but for an end to record */
 #define LEAVE_WAIT_MS 5000 /* for the resignation before DONE is delivered anyway */
+/* A request of ours that gets no answer at all within this (or twice the session timeout or
+ * lease, when that is longer) is taken as lost and tried again.  The stores answer every
+ * request, with an error if need be, but a ZooKeeper request sent in the instant its session
+ * expires can go unanswered (the C client drops its completion), and a copy must not wait on
+ * it for ever. */
+#define ANSWER_WAIT_MS 5000
 
 #define S(x) REIGN__SLOT_ST_##x
 #define B(x) (1u << REIGN__SLOT_ST_##x)
@@ -84,6 +90,7 @@ static void teardown(reign_slot *s)
     reign__timers *ts = reign__client_timers(s->client);
     reign__timer_stop(ts, &s->retry);
     reign__timer_stop(ts, &s->leave_timer);
+    reign__timer_stop(ts, &s->answer_timer);
     if (s->be)
         s->be->release(s);
     reign_election *e = s->election;
@@ -129,6 +136,7 @@ static void fail(reign_slot *s, int err, const char *fmt, ...)
     reign__timers *ts = reign__client_timers(s->client);
     reign__timer_stop(ts, &s->retry);
     reign__timer_stop(ts, &s->leave_timer);
+    reign__timer_stop(ts, &s->answer_timer);
     reign_slot_event ev = {.type = REIGN_SLOT_ERROR, .error = err, .message = msg};
     emit(s, &ev);
 }
@@ -222,8 +230,14 @@ static void retry_later(reign_slot *s, int rc, const char *what, const char *msg
 
 static void issue(reign_slot *s, reign__slot_op op)
 {
+    int64_t wait_ms = 2 * (int64_t)reign_client_session_timeout_ms(s->client);
+    if (wait_ms < ANSWER_WAIT_MS)
+        wait_ms = ANSWER_WAIT_MS;
+    reign__timer_start(reign__client_timers(s->client), &s->answer_timer,
+                       reign__now_ns() + wait_ms * REIGN__NS_PER_MS);
     int rc = s->be->issue(s, op, s->fence, s->gen);
     if (rc < 0) {
+        reign__timer_stop(reign__client_timers(s->client), &s->answer_timer);
         if (transient(rc))
             retry_later(s, rc, "sending a request", NULL);
         else
@@ -551,6 +565,7 @@ void reign__slot_reply_cb(reign_slot *s, unsigned gen, const reign__slot_reply *
     if (s->zombie || gen != s->gen)
         return;
     enter(s);
+    reign__timer_stop(reign__client_timers(s->client), &s->answer_timer);
     refresh_valid(s);
     if (r->rc < 0 && r->rc != REIGN_EBADVERSION && r->rc != REIGN_ESTATE) {
         if (!transient(r->rc)) {
@@ -595,6 +610,21 @@ void reign__slot_reply_cb(reign_slot *s, unsigned gen, const reign__slot_reply *
         break;
     default:
         on_written(s, r);
+    }
+    leave(s);
+}
+
+static void on_answer_timeout(reign__timer *t, void *arg)
+{
+    reign_slot *s = arg;
+    enter(s);
+    if (s->state == S(PRUNING)) {
+        s->gen++; /* a late answer changes nothing */
+        conclude(s, s->outcome, s->verdict, s->has_run ? &s->done_run : NULL,
+                 "the work is done (pruning the record got no answer)");
+    } else if (s->state != S(DONE) && s->state != S(FAILED) && s->state != S(LEAVING)) {
+        retry_later(s, REIGN_ETIMEDOUT, "a request",
+                    "no answer from the store: taken as lost (its outcome is read again)");
     }
     leave(s);
 }
@@ -816,6 +846,7 @@ int reign_slot_start(reign_slot **ret, reign_client *client, const char *name,
     reign__slot_rec_init(&s->rec, s->key);
     reign__timer_init(&s->retry, on_retry, s);
     reign__timer_init(&s->leave_timer, on_leave_timer, s);
+    reign__timer_init(&s->answer_timer, on_answer_timeout, s);
     if (o->election) {
         s->eo = *o->election;
         s->ecb = o->election->cb;
@@ -858,6 +889,8 @@ int reign_slot_start(reign_slot **ret, reign_client *client, const char *name,
         destroy(s);
         return rc;
     }
+    reign__timer_start(reign__client_timers(client), &s->answer_timer,
+                       reign__now_ns() + (int64_t)ANSWER_WAIT_MS * REIGN__NS_PER_MS);
     *ret = s;
     return 0;
 }

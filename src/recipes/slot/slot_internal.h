@@ -223,6 +223,7 @@ struct reign_slot {
     int failures; /* transient errors in a row */
     reign__timer retry;
     reign__timer leave_timer;
+    reign__timer answer_timer;  /* the request in flight must be answered by then */
     reign_slot_outcome outcome; /* for DONE, once decided */
     reign_slot_verdict verdict;
     bool has_run;

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "recipes/election_internal.h"
+#include "record.h"
 #include "slot_internal.h"
 
 #define NAME_RECORD       "reign 1\nkind=slots\n\n"
@@ -207,7 +208,9 @@ static void on_fenced(void *owner, void *arg, const reign__zk_result *r)
     if (rc != 0) {
         if (r->failed_op == 0 && (rc == REIGN_EBADVERSION || rc == REIGN_ENOENT))
             rc = REIGN_ESTATE; /* the term moved on (or its node went): deposed */
-        else if (r->failed_op == 1 && rc == REIGN_ENOENT && !s->rec.exists && !z->parents_tried) {
+        else if (r->failed_op == 1 && rc == REIGN_ENOENT && op == REIGN__SLOT_OP_START &&
+                 !z->parents_tried) {
+            /* The slots' node is missing (the first slot of NAME): make it, and try again. */
             z->parents_tried = true;
             make_parents(z->zk, z->dir);
             int e = write_fenced(s, op, s->fence, gen);
@@ -239,9 +242,25 @@ static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsign
         reign__buf_free(&b);
         return rc;
     }
-    reign__zk_mop ops[3];
+    reign__zk_mop ops[4];
     size_t n = 0;
     ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCHECK, .path = z->term, .version = (int)fence};
+    /* A new attempt: the slots' node names the latest slot, so that `reign status` reads two
+     * nodes rather than every slot's (no request more: a part of the same multi). */
+    reign__buf latest;
+    reign__buf_init(&latest);
+    if (op == REIGN__SLOT_OP_START) {
+        const char *kv[] = {"kind", "slots", "latest", s->key};
+        if ((rc = reign__record_build(&latest, kv, 4, NULL, 0)) < 0) {
+            reign__buf_free(&b);
+            return rc;
+        }
+        ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MSET,
+                                   .path = z->dir,
+                                   .data = latest.data,
+                                   .len = latest.len,
+                                   .version = -1};
+    }
     if (!s->rec.exists) {
         /* Created, then set once more: the answer of a set carries the write's mtime. */
         ops[n++] = (reign__zk_mop){
@@ -258,6 +277,7 @@ static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsign
     unsigned tag = gen | (op == REIGN__SLOT_OP_MARK ? 0x80000000u : 0);
     rc = reign__zk_multi(z->zk, ops, n, s, on_fenced, ARG(tag));
     reign__buf_free(&b);
+    reign__buf_free(&latest);
     return rc;
 }
 
@@ -528,6 +548,58 @@ static void hist_destroy(reign__recipe *rp)
 
 static const reign__recipe_ops hist_ops = {.conn = hist_conn, .destroy = hist_destroy};
 
+/* Falls back to listing every slot. */
+static void list_all(zk_hist *h)
+{
+    reign__free(h->recs);
+    h->recs = NULL;
+    h->n = 0;
+    if (reign__zk_children(h->zk, h->dir, NULL, REIGN__ZK_RETRY, h, on_hist_children, NULL) < 0)
+        hist_finish(h, REIGN_ENOMEM);
+}
+
+/* The latest slot, as the slots' node names it (last == 1): two reads instead of one per slot.
+ * Without a name there (an older record), the listing of every slot. */
+static void on_hist_latest(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_hist *h = owner;
+    reign__slot_rec *rec = &h->recs[0];
+    if (r->rc == 0 && reign__slot_rec_parse(r->value, r->value_len, r->stat.mtime_ms, rec) == 0) {
+        h->n = 1;
+        hist_finish(h, 0);
+        return;
+    }
+    list_all(h);
+}
+
+static void on_hist_dir(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_hist *h = owner;
+    if (r->rc == REIGN_ENOENT) {
+        hist_finish(h, 0);
+        return;
+    }
+    reign__record rec;
+    char *path = NULL;
+    if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
+        const char *latest = reign__record_get(&rec, "latest");
+        if (latest && reign_slot_key_check(latest) == 0) {
+            reign__buf b;
+            reign__buf_init(&b);
+            reign__buf_printf(&b, "%s/s_%s", h->dir, latest);
+            path = b.oom ? (reign__buf_free(&b), NULL) : b.data;
+        }
+        reign__record_clear(&rec);
+    }
+    if (path && (h->recs = reign__calloc(1, sizeof *h->recs)) &&
+        reign__zk_get(h->zk, path, NULL, REIGN__ZK_RETRY, h, on_hist_latest, NULL) == 0) {
+        reign__free(path);
+        return;
+    }
+    reign__free(path);
+    list_all(h);
+}
+
 static int zs_history(reign_client *client, const char *name, unsigned last,
                       reign_slot_history_cb *cb, void *userdata)
 {
@@ -545,7 +617,9 @@ static int zs_history(reign_client *client, const char *name, unsigned last,
         reign__free(h);
         return REIGN_ENOMEM;
     }
-    int rc = reign__zk_children(h->zk, h->dir, NULL, REIGN__ZK_RETRY, h, on_hist_children, NULL);
+    int rc = last == 1 ? reign__zk_get(h->zk, h->dir, NULL, REIGN__ZK_RETRY, h, on_hist_dir, NULL)
+                       : reign__zk_children(h->zk, h->dir, NULL, REIGN__ZK_RETRY, h,
+                                            on_hist_children, NULL);
     if (rc < 0) {
         reign__free(h->dir);
         reign__free(h);

@@ -82,6 +82,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "Usage: reign [GLOBAL OPTIONS] run NAME [OPTIONS] -- CMD [ARGS...]\n"
+            "       reign [GLOBAL OPTIONS] run NAME --slot KEY|--every DURATION [OPTIONS] --\n"
+            "             CMD [ARGS...]\n"
             "\n"
             "Run CMD only while this process leads election NAME.  Elected: start CMD in\n"
             "its own process group, with REIGN_ELECTION, REIGN_TERM, REIGN_TOKEN and\n"

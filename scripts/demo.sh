@@ -5,9 +5,12 @@
 # a temporary directory and three `reign campaign demo --id node-N` processes, then:
 #   1. shows who leads,
 #   2. sends SIGTERM to the leader: it resigns, and the next candidate takes over at once;
-#   3. kill -9 the new leader: nobody says goodbye, so ZooKeeper has to notice the silence
-#      (the session timeout, 2000 ms here) before the last candidate takes over;
-#   4. proves from the three outputs that two leaderships never overlapped.
+#   3. kill -9 the new leader: it cannot say goodbye, but its guardian (a helper process that
+#      outlives it) closes its session at once, and the next candidate takes over;
+#   4. kill -9 that leader together with its guardian, as a host that dies takes both: now
+#      nobody says goodbye, so ZooKeeper has to notice the silence (the session timeout,
+#      2000 ms here) before a fourth candidate takes over;
+#   5. proves from the four outputs that two leaderships never overlapped.
 # Times are measured from the signal to the next `elected` line, on CLOCK_MONOTONIC.  Everything
 # it started is stopped and removed on exit, however it exits.
 #
@@ -64,11 +67,12 @@ trap 'exit 143' TERM
 now_ns() {
     python3 -c 'import time; print(time.monotonic_ns())'
 }
-# signal_at SIG PID: send the signal and print the monotonic time just before it went.
+# signal_at SIG PID...: send the signal to each, and print the monotonic time just before.
 signal_at() {
     python3 -c 'import os, sys, time
-t = time.monotonic_ns(); os.kill(int(sys.argv[2]), int(sys.argv[1])); print(t)' \
-        "$(kill -l "$1")" "$2"
+t = time.monotonic_ns()
+for p in sys.argv[2:]: os.kill(int(p), int(sys.argv[1]))
+print(t)' "$(kill -l "$1")" "${@:2}"
 }
 ms_between() { # ms_between FROM_NS TO_NS
     echo $((($2 - $1) / 1000000))
@@ -198,19 +202,52 @@ unset "PID[$L2]"
 echo "   $(stamp "$T_KILL") SIGKILL to $L2"
 echo "   $(stamp "$NS3") $L3 elected  term=$TERM3 token=$TOKEN3"
 CRASH_MS=$(ms_between "$T_KILL" "$NS3")
-echo "   => new leader $CRASH_MS ms after the kill: ZooKeeper ended $L2's session (deleting"
-echo "      its node) when it had heard nothing from it for the session timeout, $SESSION_MS ms"
-echo "      counted from its last heartbeat, which came before the kill"
+grep -h 'reign-guardian\[' "$TMP/$L2.err" 2>/dev/null | sed 's/^/   /' || true
+echo "   => new leader $CRASH_MS ms after the kill: $L2's guardian saw it die and closed its"
+echo "      session (deleting its node) at once"
+
+# A fourth candidate, so that someone is left to take over from the last of the three.
+"$CLI" --session-timeout "$SESSION_MS" campaign "$ELECTION" --id node-4 \
+    >"$TMP/node-4.out" 2>"$TMP/node-4.err" &
+PID[node-4]=$!
+for _ in $(seq 100); do
+    n=$("$CLI" status "$ELECTION" --json 2>/dev/null | python3 -c \
+        'import json, sys; print(len(json.load(sys.stdin).get("candidates", [])))' 2>/dev/null ||
+        echo 0)
+    [[ $n -ge 2 ]] && break
+    sleep 0.1
+done
 
 echo
-echo "4. Proof: no two leaderships overlapped, terms and tokens only grew"
+echo "4. Host death: kill -9 the leader, $L3, and its guardian at once, as a dead host would"
+GUARDIAN=$(pgrep -f "^reign-guardian ${PID[$L3]}\$" || true)
+[[ -n $GUARDIAN ]] || die "no guardian found for $L3 (pid ${PID[$L3]})"
+disown "${PID[$L3]}"
+T_HOST=$(signal_at KILL "$GUARDIAN" "${PID[$L3]}")
+HOST_FILE=$TMP/$L3.out
+fourth=$(wait_elected "$T_HOST") || {
+    show_errors
+    die "no new leader within ${WAIT_S}s of the kill"
+}
+read -r L4 TERM4 TOKEN4 NS4 <<<"$fourth"
+unset "PID[$L3]"
+echo "   $(stamp "$T_HOST") SIGKILL to $L3 and its guardian (pid $GUARDIAN)"
+echo "   $(stamp "$NS4") $L4 elected  term=$TERM4 token=$TOKEN4"
+HOST_MS=$(ms_between "$T_HOST" "$NS4")
+echo "   => new leader $HOST_MS ms after the kill: nobody was left to close $L3's session, so"
+echo "      ZooKeeper ended it when it had heard nothing from it for the session timeout,"
+echo "      $SESSION_MS ms counted from its last heartbeat, which came before the kill"
+
+echo
+echo "5. Proof: no two leaderships overlapped, terms and tokens only grew"
 T_END=$(now_ns)
 if ! python3 "$ROOT/tests/tools/check_leadership.py" --killed "$KILLED_FILE=$T_KILL" \
-    --end "$T_END" --min-leaderships 3 "$TMP"/node-*.out | sed 's/^/   /'; then
+    --killed "$HOST_FILE=$T_HOST" --end "$T_END" --min-leaderships 4 "$TMP"/node-*.out |
+    sed 's/^/   /'; then
     die "the leadership check failed"
 fi
 
 echo
-echo "Summary: graceful handoff $HANDOFF_MS ms, crash failover $CRASH_MS ms" \
-    "(session timeout $SESSION_MS ms)."
-echo "Cleaning up: $L3 resigns, ZooKeeper stops, $TMP is removed."
+echo "Summary: graceful handoff $HANDOFF_MS ms, crash failover $CRASH_MS ms (the guardian)," \
+    "host death $HOST_MS ms (session timeout $SESSION_MS ms)."
+echo "Cleaning up: $L4 resigns, ZooKeeper stops, $TMP is removed."

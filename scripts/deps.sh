@@ -15,6 +15,7 @@ PACKAGES=(
     procps iproute2 # ps/pgrep/kill and ss, used by the scripts and tests
     libsqlite3-dev libmariadb-dev libpq-dev # SQL backends: SQLite, MariaDB Connector/C, libpq
     libinih-dev libmicrohttpd-dev # reignd: config file, metrics and peer endpoints
+    nettle-dev # reignd: HMAC-SHA256 signatures between peers
     mariadb-server mariadb-client postgresql postgresql-client sqlite3 # SQL test servers, clients
 )
 

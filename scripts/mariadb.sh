@@ -54,56 +54,6 @@ usage: $PROG start STATE_DIR          initialise a data directory, start, create
 EOF
 }
 
-# ---- small helpers (the same as zk.sh's and pg.sh's: each script stands alone) --------------
-
-# pick_port: print a free TCP port on 127.0.0.1, taken below the kernel's ephemeral range so no
-# outgoing connection can grab it between this check and the server's bind.
-pick_port() {
-    python3 - <<'EOF'
-import random, socket, sys
-try:
-    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-except (OSError, ValueError, IndexError):
-    low = 32768
-lo, hi = (15000, low - 1) if low > 16000 else (1024, 65535)
-for _ in range(20000):
-    port = random.randint(lo, hi)
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind(("127.0.0.1", port))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(port)
-    sys.exit(0)
-sys.exit("no free port")
-EOF
-}
-
-# new_password: 24 characters of [A-Za-z0-9_-], safe in SQL strings, URIs and option files.
-new_password() {
-    head -c 18 /dev/urandom | base64 | tr '+/' '-_'
-}
-
-# proc_state PID: the one-letter state (R, S, T, Z, ...) or nothing if there is no such process.
-proc_state() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-    stat=${stat##*) }
-    echo "${stat%% *}"
-}
-
-# proc_start_time PID: start time in clock ticks since boot; with the pid it names one process
-# for good, even if the pid is reused later.
-proc_start_time() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-    stat=${stat##*) }
-    read -r -a fields <<<"$stat"
-    echo "${fields[19]}"
-}
-
 # server_pids_under PREFIX: pids of every mariadbd whose --datadir lies under PREFIX (a directory
 # path ending in /), found by command line; this is what makes `stop` robust to lost pid files.
 server_pids_under() {
@@ -340,7 +290,7 @@ cmd_start() {
 
     local attempt rc
     for attempt in 1 2 3; do
-        pick_port >"$STATE/port" || die "could not find a free port"
+        pick_ports 1 >"$STATE/port" || die "could not find a free port"
         launch_server
         rc=0
         wait_serving || rc=$?

@@ -86,55 +86,6 @@ bindir() {
 
 # ---- small helpers (the same as zk.sh's and mariadb.sh's: each script stands alone) ---------
 
-# pick_port: print a free TCP port on 127.0.0.1, taken below the kernel's ephemeral range so no
-# outgoing connection can grab it between this check and the server's bind.
-pick_port() {
-    python3 - <<'EOF'
-import random, socket, sys
-try:
-    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-except (OSError, ValueError, IndexError):
-    low = 32768
-lo, hi = (15000, low - 1) if low > 16000 else (1024, 65535)
-for _ in range(20000):
-    port = random.randint(lo, hi)
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind(("127.0.0.1", port))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(port)
-    sys.exit(0)
-sys.exit("no free port")
-EOF
-}
-
-# new_password: 24 characters of [A-Za-z0-9_-], safe in SQL strings, URIs and .pgpass files.
-new_password() {
-    head -c 18 /dev/urandom | base64 | tr '+/' '-_'
-}
-
-# proc_stat_field PID N: field N (1-based, as in proc(5)) of /proc/PID/stat, or nothing.
-proc_stat_field() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-    stat=${stat##*) }
-    read -r -a fields <<<"$stat"
-    echo "${fields[$2 - 3]}"
-}
-
-proc_state() {
-    proc_stat_field "$1" 3
-}
-
-# proc_start_time PID: start time in clock ticks since boot; with the pid it names one process
-# for good, even if the pid is reused later.
-proc_start_time() {
-    proc_stat_field "$1" 22
-}
-
 # children_of PID: the live processes whose parent is PID (a postmaster's backends, checkpointer,
 # walwriter...: each sits in a session of its own, so no process group covers them all).
 children_of() {
@@ -419,7 +370,7 @@ cmd_start() {
     trap 'stop_state "$STATE"' EXIT
     : >"$STATE/pg.state"
     start_watchdog
-    pick_port >"$STATE/port" || die "could not find a free port"
+    pick_ports 1 >"$STATE/port" || die "could not find a free port"
     choose_home >"$STATE/home"
     initialise
 
@@ -438,7 +389,7 @@ cmd_start() {
         if [[ $attempt -lt 3 && $rc -eq 2 ]] && bind_conflict; then
             echo "$PROG: port conflict, trying another port" >&2
             mv -f "$STATE/postgres.log" "$STATE/postgres.log.attempt$attempt"
-            pick_port >"$STATE/port" || die "could not find a free port"
+            pick_ports 1 >"$STATE/port" || die "could not find a free port"
             # The superuser's password file names the port.
             sed -i "s/^127\.0\.0\.1:[0-9]*:/127.0.0.1:$(port_of):/" "$STATE/admin.pgpass"
             continue

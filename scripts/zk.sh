@@ -84,57 +84,6 @@ sys.stdout.write(b"".join(reply).decode("utf-8", "replace"))
 EOF
 }
 
-# pick_ports K: print K distinct free TCP ports on 127.0.0.1, one per line.  They are taken
-# below the kernel's ephemeral range, so no outgoing connection can grab one between this
-# check and the server's bind; all K stay bound until all are found, so they differ.
-pick_ports() {
-    python3 - "$1" <<'EOF'
-import random, socket, sys
-want = int(sys.argv[1])
-try:
-    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-except (OSError, ValueError, IndexError):
-    low = 32768
-lo, hi = (15000, low - 1) if low > 16000 else (1024, 65535)
-held, ports = [], []
-for _ in range(20000):
-    if len(ports) == want:
-        break
-    port = random.randint(lo, hi)
-    if port in ports:
-        continue
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        s.bind(("127.0.0.1", port))
-    except OSError:
-        s.close()
-        continue
-    held.append(s)
-    ports.append(port)
-if len(ports) < want:
-    sys.exit("no free ports")
-print("\n".join(map(str, ports)))
-EOF
-}
-
-# proc_state PID: the one-letter state (R, S, T, Z, ...) or nothing if there is no such process.
-proc_state() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-    stat=${stat##*) }
-    echo "${stat%% *}"
-}
-
-# proc_start_time PID: start time in clock ticks since boot (field 22 of /proc/PID/stat); with
-# the pid it names one process for good, even if the pid is reused later.
-proc_start_time() {
-    local stat
-    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-    stat=${stat##*) }
-    read -r -a fields <<<"$stat"
-    echo "${fields[19]}"
-}
-
 # is_server_of PID CFG: is PID a java process started with this exact zoo.cfg?
 is_server_of() {
     grep -qzxF -- "$2" "/proc/$1/cmdline" 2>/dev/null

@@ -240,6 +240,14 @@ REIGN_EXPORT reign_election *reign_election_free(reign_election *election);
 
 /* ---- one-shot operations, for tools ------------------------------------ */
 
+/* Where reign_election_view.takeover_ms comes from. */
+typedef enum reign_takeover_source {
+    REIGN_TAKEOVER_UNKNOWN = 0, /* the election does not say (records of an older reign) */
+    REIGN_TAKEOVER_LEADER,      /* ZooKeeper: the session timeout the leader was granted */
+    REIGN_TAKEOVER_CANDIDATES,  /* ZooKeeper, no leader: the longest of the candidates' */
+    REIGN_TAKEOVER_LEASE        /* SQL: the lease row's length plus two statements */
+} reign_takeover_source;
+
 /* A snapshot of an election. */
 typedef struct reign_election_view {
     const char *name;
@@ -248,6 +256,17 @@ typedef struct reign_election_view {
     reign_leader leader;               /* valid if has_leader */
     const reign_candidate *candidates; /* in order; the leader first if it stands */
     size_t n_candidates;
+    /*
+     * The worst case, in ms, from the leader's crash until another candidate
+     * can be elected, for the election's own settings rather than the
+     * reader's (reign_client_takeover_ms()): on ZooKeeper the session
+     * timeout the leader's server granted it, which each candidate writes in
+     * its node; on SQL the lease length in the row plus two statements at
+     * their default timeout for that lease (lease/10, at most 5 s).  0 when
+     * unknown (takeover_from says which).
+     */
+    int64_t takeover_ms;
+    reign_takeover_source takeover_from;
 } reign_election_view;
 
 /* err is 0 or a negative code; view is NULL on error, borrowed for the call. */

@@ -1,7 +1,65 @@
 # shellcheck shell=bash
-# server-common.sh - helpers shared, word for word, by zk.sh, mariadb.sh and
-# pg.sh (sourced; each script sets PROG and defines proc_state, proc_start_time, usage
-# and stop_state, which these call).
+# server-common.sh - helpers shared by zk.sh, mariadb.sh and pg.sh (sourced; each script sets
+# PROG and defines usage and stop_state, which these call).
+
+# pick_ports K: print K distinct free TCP ports on 127.0.0.1, one per line.  They are taken
+# below the kernel's ephemeral range, so no outgoing connection can grab one between this
+# check and the server's bind; all K stay bound until all are found, so they differ.
+pick_ports() {
+    python3 - "$1" <<'EOF'
+import random, socket, sys
+want = int(sys.argv[1])
+try:
+    low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+except (OSError, ValueError, IndexError):
+    low = 32768
+lo, hi = (15000, low - 1) if low > 16000 else (1024, 65535)
+held, ports = [], []
+for _ in range(20000):
+    if len(ports) == want:
+        break
+    port = random.randint(lo, hi)
+    if port in ports:
+        continue
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        continue
+    held.append(s)
+    ports.append(port)
+if len(ports) < want:
+    sys.exit("no free ports")
+print("\n".join(map(str, ports)))
+EOF
+}
+
+# new_password: 24 characters of [A-Za-z0-9_-], safe in SQL strings, URIs and option files.
+new_password() {
+    head -c 18 /dev/urandom | base64 | tr '+/' '-_'
+}
+
+# proc_stat_field PID N: field N (1-based, as in proc(5)) of /proc/PID/stat, or nothing.  The
+# command name (field 2) may hold spaces and parentheses: fields are counted after its ')'.
+proc_stat_field() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+    stat=${stat##*) }
+    read -r -a fields <<<"$stat"
+    echo "${fields[$2 - 3]}"
+}
+
+# proc_state PID: the one-letter state (R, S, T, Z, ...) or nothing if there is no such process.
+proc_state() {
+    proc_stat_field "$1" 3
+}
+
+# proc_start_time PID: start time in clock ticks since boot (field 22); with the pid it names
+# one process for good, even if the pid is reused later.
+proc_start_time() {
+    proc_stat_field "$1" 22
+}
 
 die() {
     echo "$PROG: $*" >&2

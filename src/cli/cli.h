@@ -172,9 +172,20 @@ int cli_join(cli *c, const char *name, reign_election_options *opts);
 /*
  * Waits for the first session (bounded by the client's connect timeout),
  * then plugs the client into the loop and installs the signal handlers.
- * 0 or CLI_EXIT_FAIL.
+ * A signal during the wait ends the command at once ("interrupted while
+ * connecting to 'URI'", exit status 1).  0 or CLI_EXIT_FAIL.
  */
 int cli_connect(cli *c);
+
+/*
+ * Until the loop takes the signals over: SIGINT and SIGTERM end the command
+ * at once, from the handler, with "reign: COMMAND: interrupted DOING" (DOING
+ * may be NULL) and exit status 1; set even if they were inherited ignored.
+ */
+void cli_catch_signals(cli *c, const char *doing);
+
+/* The start of a line: "reign: COMMAND: " and "LEVEL: " if level is not NULL. */
+void cli_prefix(const cli *c, const char *level, char *out, size_t outlen);
 
 /* An id for a one-line message: "-" when empty. */
 const char *cli_line_id(const char *id);

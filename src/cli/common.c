@@ -6,6 +6,8 @@
  *
  * Messages follow one rule: one line, "reign: COMMAND: what was wrong", with
  * the offending value in single quotes.  A URI is only ever shown redacted.
+ * Log lines (those with a level) go through toollog.h: a timestamp first, or
+ * under systemd the journal's priority.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,26 +24,36 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "toollog.h"
 
 /* ---- messages -------------------------------------------------------- */
 
-static void vmessage(cli *c, const char *level, const char *fmt, va_list ap)
+/* "reign: COMMAND: " or "reign: ", then "LEVEL: " for a log line. */
+void cli_prefix(const cli *c, const char *level, char *out, size_t outlen)
 {
-    char msg[2048];
+    snprintf(out, outlen, "reign: %s%s%s%s", c && c->cmd ? c->cmd : "", c && c->cmd ? ": " : "",
+             level ? level : "", level ? ": " : "");
+}
+
+static void vmessage(cli *c, reign_log_level level, bool logged, const char *fmt, va_list ap)
+{
+    char msg[2048], prefix[64];
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    /* One fprintf per line: stdio locks the stream, so lines logged by the
-     * ZooKeeper client's threads never interleave with ours. */
-    if (c && c->cmd)
-        fprintf(stderr, "reign: %s: %s%s%s\n", c->cmd, level ? level : "", level ? ": " : "", msg);
+    cli_prefix(c, logged ? reign_log_level_name(level) : NULL, prefix, sizeof(prefix));
+    /* One stdio call per line: stdio locks the stream, so lines logged by the
+     * ZooKeeper client's threads never interleave with ours.  An error is not
+     * a log line (no time: scripts read it), but the journal gets its priority. */
+    if (logged)
+        toollog_line(level, prefix, msg);
     else
-        fprintf(stderr, "reign: %s%s%s\n", level ? level : "", level ? ": " : "", msg);
+        fprintf(stderr, "%s%s%s\n", toollog_journal() ? "<3>" : "", prefix, msg);
 }
 
 void cli_error(cli *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vmessage(c, NULL, fmt, ap);
+    vmessage(c, REIGN_LOG_ERROR, false, fmt, ap);
     va_end(ap);
 }
 
@@ -65,7 +77,7 @@ void cli_log(cli *c, reign_log_level level, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vmessage(c, reign_log_level_name(level), fmt, ap);
+    vmessage(c, level, true, fmt, ap);
     va_end(ap);
 }
 
@@ -476,10 +488,44 @@ static void on_signal(uv_signal_t *h, int signum)
     cli_update(c);
 }
 
+/*
+ * Signals before the loop runs.  Until then reign blocks (waiting for the
+ * first session), where a libuv handler would not run; and a signal ignored
+ * by inheritance (a command started with & by a script) would be ignored
+ * for the whole wait.  So a handler of our own ends the command at once,
+ * from the handler: nothing was joined or written yet.  cli_connect()
+ * hands the signals to the loop once the session is there.
+ */
+static char interrupted_msg[1400];
+
+static void on_early_signal(int signum)
+{
+    (void)signum;
+    ssize_t ignored = write(STDERR_FILENO, interrupted_msg, strlen(interrupted_msg));
+    (void)ignored;
+    _exit(CLI_EXIT_FAIL);
+}
+
+void cli_catch_signals(cli *c, const char *doing)
+{
+    char prefix[64];
+    cli_prefix(c, NULL, prefix, sizeof(prefix));
+    snprintf(interrupted_msg, sizeof(interrupted_msg), "%s%sinterrupted%s%s\n",
+             toollog_journal() ? "<3>" : "", prefix, doing ? " " : "", doing ? doing : "");
+    toollog_catch_signals(on_early_signal);
+}
+
 int cli_connect(cli *c)
 {
-    char q[1024];
+    char q[1024], doing[1200];
+    redacted_uri(c, q, sizeof(q));
+    snprintf(doing, sizeof(doing), "while connecting to '%s'", q);
+    cli_catch_signals(c, doing);
+    /* The library warns "...; still trying" as the wait gives up: when it does,
+     * the error below says it all (toollog.h). */
+    toollog_hold();
     int r = reign_client_wait_connected(c->client);
+    toollog_release(r < 0);
     if (r < 0) {
         const char *detail = reign_client_errmsg(c->client);
         redacted_uri(c, q, sizeof(q));

@@ -4,7 +4,7 @@
  *
  *   reign ctl status [--json]
  *   reign ctl cede SERVICE [--delay SECONDS]
- *   reign ctl failover SERVICE --to NODE
+ *   reign ctl failover SERVICE --to NODE [--no-wait]
  *   reign ctl pause SERVICE
  *   reign ctl resume SERVICE
  *
@@ -37,38 +37,54 @@ typedef struct ctl {
     const char *to;
     double delay_s;
     int has_delay;
+    int no_wait;
     int json;
     int64_t timeout_ns;
+    int has_timeout;
 } ctl;
+
+/* How long to wait for an answer: a failover waits for the new active, which
+ * the daemon bounds by its own timeouts (session, fences, hooks). */
+#define CTL_TIMEOUT_S          120
+#define CTL_FAILOVER_TIMEOUT_S 600
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: reign ctl status [--json]\n"
-               "       reign ctl cede SERVICE [--delay SECONDS]\n"
-               "       reign ctl failover SERVICE --to NODE\n"
-               "       reign ctl pause SERVICE\n"
-               "       reign ctl resume SERVICE\n"
-               "\n"
-               "Control a running reignd through its local socket.\n"
-               "  status     every service: state, health, leader, term, token, paused\n"
-               "  cede       give up the active role of SERVICE on this node; stand again\n"
-               "             after --delay seconds (default: the daemon's)\n"
-               "  failover   hand SERVICE over to NODE gracefully; refused, with the reason,\n"
-               "             unless NODE is a healthy standby\n"
-               "  pause      maintenance mode: no automatic failover of SERVICE\n"
-               "  resume     end maintenance mode\n"
-               "\n"
-               "Options:\n"
-               "  -s, --socket PATH       the control socket (default: /run/reign/reignd.sock\n"
-               "                          for root, else $XDG_RUNTIME_DIR/reign/reignd.sock)\n"
-               "      --json              print the daemon's answer as one JSON object\n"
-               "                          (status: {\"services\":[{\"name\",\"node\",\"state\",\n"
-               "                          \"health\",\"paused\",\"leader\",\"term\",\"token\",\n"
-               "                          \"failovers\",\"reason\"}...]})\n"
-               "  -d, --delay SECONDS     cede: how long to stay out of the election\n"
-               "  -t, --to NODE           failover: the node to hand over to\n"
-               "  -T, --timeout SECONDS   how long to wait for the answer (default 120)\n"
-               "  -h, --help              show this help\n");
+    fprintf(
+        f, "Usage: reign ctl status [--json]\n"
+           "       reign ctl cede SERVICE [--delay SECONDS]\n"
+           "       reign ctl failover SERVICE --to NODE [--no-wait]\n"
+           "       reign ctl pause SERVICE\n"
+           "       reign ctl resume SERVICE\n"
+           "\n"
+           "Control a running reignd through its local socket.\n"
+           "  status     every service: state, health, leader, term, token, paused\n"
+           "  cede       give up the active role of SERVICE on this node; stand again\n"
+           "             after --delay seconds (default 0: at once, behind the standby\n"
+           "             that takes over); refused if no other node stands\n"
+           "  failover   hand SERVICE over to NODE gracefully and wait until NODE is\n"
+           "             active; refused, with the reason, unless NODE is a healthy\n"
+           "             standby; fails (exit 1) with the reason if NODE does not\n"
+           "             become active\n"
+           "  pause      maintenance mode for SERVICE's whole election, kept in the\n"
+           "             store: no automatic failover on any node until resumed\n"
+           "  resume     end maintenance mode (on every node)\n"
+           "\n"
+           "Options:\n"
+           "  -s, --socket PATH       the control socket (default: /run/reign/reignd.sock\n"
+           "                          for root, else $XDG_RUNTIME_DIR/reign/reignd.sock)\n"
+           "      --json              print the daemon's answer as one JSON object\n"
+           "                          (status: {\"services\":[{\"name\",\"node\",\"state\",\n"
+           "                          \"health\",\"paused\",\"paused_by\",\"leader\",\"term\",\n"
+           "                          \"token\",\"failovers\",\"activated\",\"election\",\n"
+           "                          \"instance\",\"conflict\",\"failover_to\",\"reason\"}...]})\n"
+           "  -d, --delay SECONDS     cede: how long to stay out of the election\n"
+           "  -t, --to NODE           failover: the node to hand over to\n"
+           "      --no-wait           failover: answer once handed over, without waiting\n"
+           "                          for NODE to be active\n"
+           "  -T, --timeout SECONDS   how long to wait for the answer (default 120;\n"
+           "                          600 for a failover that waits)\n"
+           "  -h, --help              show this help\n");
 }
 
 /* The socket reignd uses when its configuration names none (config.c). */
@@ -220,6 +236,8 @@ static cJSON *build_request(const ctl *s)
         goto fail;
     if (s->has_delay && !cJSON_AddNumberToObject(o, "delay_s", s->delay_s))
         goto fail;
+    if (s->no_wait && !cJSON_AddFalseToObject(o, "wait"))
+        goto fail;
     return o;
 fail:
     cJSON_Delete(o);
@@ -287,6 +305,19 @@ static void print_status(const cJSON *result)
         if (cJSON_IsString(reason) && reason->valuestring[0])
             cli_print("  %s: %s", member_text(svc, "name", cell, sizeof(cell)),
                       member_text(svc, "reason", line, sizeof(line)));
+        /* What an operator must not miss, each on a line of its own. */
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(svc, "paused")))
+            cli_print("  %s: paused by %s: no automatic failover on any node (reign ctl resume)",
+                      member_text(svc, "name", cell, sizeof(cell)),
+                      member_text(svc, "paused_by", line, sizeof(line)));
+        const cJSON *conflict = cJSON_GetObjectItemCaseSensitive(svc, "conflict");
+        if (cJSON_IsString(conflict) && conflict->valuestring[0])
+            cli_print("  %s: CONFLICT: %s", member_text(svc, "name", cell, sizeof(cell)),
+                      member_text(svc, "conflict", line, sizeof(line)));
+        const cJSON *to = cJSON_GetObjectItemCaseSensitive(svc, "failover_to");
+        if (cJSON_IsString(to) && to->valuestring[0])
+            cli_print("  %s: failing over to %s", member_text(svc, "name", cell, sizeof(cell)),
+                      member_text(svc, "failover_to", line, sizeof(line)));
     }
     if (cJSON_GetArraySize(list) == 0)
         cli_print("(no services)");
@@ -298,10 +329,16 @@ static void print_done(const ctl *s)
         cli_print("ceded %s (out of the election for %g s)", s->service, s->delay_s);
     else if (strcmp(s->sub, "cede") == 0)
         cli_print("ceded %s", s->service);
+    else if (strcmp(s->sub, "failover") == 0 && s->no_wait)
+        cli_print("handed %s over to %s (not waiting for it to be active: see 'reign ctl "
+                  "status')",
+                  s->service, s->to);
     else if (strcmp(s->sub, "failover") == 0)
-        cli_print("failed over %s to %s", s->service, s->to);
+        cli_print("failed over %s to %s: %s is active", s->service, s->to, s->to);
+    else if (strcmp(s->sub, "pause") == 0)
+        cli_print("paused %s (its whole election: no automatic failover on any node)", s->service);
     else
-        cli_print("%s %s", strcmp(s->sub, "pause") == 0 ? "paused" : "resumed", s->service);
+        cli_print("resumed %s (on every node)", s->service);
 }
 
 /* Reads the answer; prints the result or the daemon's error.  Exit code. */
@@ -337,10 +374,11 @@ static int report(cli *c, const ctl *s, const char *answer)
 
 static int parse_args(cli *c, ctl *s, int argc, char **argv)
 {
-    enum { OPT_JSON = 256 };
+    enum { OPT_JSON = 256, OPT_NO_WAIT };
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'},
         {"json", no_argument, NULL, OPT_JSON},
+        {"no-wait", no_argument, NULL, OPT_NO_WAIT},
         {"delay", required_argument, NULL, 'd'},
         {"to", required_argument, NULL, 't'},
         {"timeout", required_argument, NULL, 'T'},
@@ -349,7 +387,7 @@ static int parse_args(cli *c, ctl *s, int argc, char **argv)
     };
     int o;
     int64_t ns;
-    s->timeout_ns = (int64_t)120 * 1000000000;
+    s->timeout_ns = (int64_t)CTL_TIMEOUT_S * 1000000000;
     while ((o = getopt_long(argc, argv, ":s:d:t:T:h", opts, NULL)) != -1) {
         switch (o) {
         case 's':
@@ -357,6 +395,9 @@ static int parse_args(cli *c, ctl *s, int argc, char **argv)
             break;
         case OPT_JSON:
             s->json = 1;
+            break;
+        case OPT_NO_WAIT:
+            s->no_wait = 1;
             break;
         case 'd':
             if (cli_parse_seconds(c, "--delay", optarg, REIGND_CEDE_DELAY_MAX_S, &ns))
@@ -371,6 +412,7 @@ static int parse_args(cli *c, ctl *s, int argc, char **argv)
             if (cli_parse_seconds(c, "--timeout", optarg, 86400, &ns))
                 return CLI_EXIT_USAGE;
             s->timeout_ns = ns > 0 ? ns : 1;
+            s->has_timeout = 1;
             break;
         case 'h':
             usage(stdout);
@@ -410,6 +452,10 @@ static int check_args(cli *c, ctl *s, int argc, char **argv)
         return cli_usage_error(c, "--to is for failover only");
     if (!s->to && strcmp(s->sub, "failover") == 0)
         return cli_usage_error(c, "failover: --to NODE is required");
+    if (s->no_wait && strcmp(s->sub, "failover") != 0)
+        return cli_usage_error(c, "--no-wait is for failover only");
+    if (strcmp(s->sub, "failover") == 0 && !s->no_wait && !s->has_timeout)
+        s->timeout_ns = (int64_t)CTL_FAILOVER_TIMEOUT_S * 1000000000;
     if (!s->socket)
         return default_socket(c, s);
     return 0;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "toollog.h"
 #include "ctl.h"
 #include "fmt.h"
 #include "runs.h"
@@ -68,11 +69,9 @@ static void usage(FILE *f)
 static void log_sink(reign_log_level level, const char *msg, void *userdata)
 {
     const cli *c = userdata;
-    /* The contract says one line without a newline; the ZooKeeper client's
-     * own messages may still end with one. */
-    int len = (int)strcspn(msg, "\r\n");
-    fprintf(stderr, "reign: %s%s%s: %.*s\n", c->cmd ? c->cmd : "", c->cmd ? ": " : "",
-            reign_log_level_name(level), len, msg);
+    char prefix[64];
+    cli_prefix(c, reign_log_level_name(level), prefix, sizeof(prefix));
+    toollog_line(level, prefix, msg);
 }
 
 int main(int argc, char **argv)
@@ -144,6 +143,10 @@ int main(int argc, char **argv)
         return cli_usage_error(&c, "unknown command '%s'", cli_quote(name, q, sizeof(q)));
     }
 
+    toollog_init();
+    /* Signals act at once in every command, also when inherited as ignored;
+     * cli_connect() says more, and the loop takes them over once it runs. */
+    cli_catch_signals(&c, NULL);
     reign_set_log(log_sink, &c, c.log_level);
     if (uv_loop_init(&c.loop) < 0) {
         cli_error(&c, "cannot create the event loop");

@@ -31,11 +31,14 @@ static void usage(FILE *f)
                "Show the leader of election NAME (id, payload, term, fencing token, since\n"
                "when) and its candidates in the order in which they would lead (a SQL\n"
                "lease table knows its leader only).  Also the backend and the worst-case\n"
-               "takeover time after a leader's crash for the settings in force.\n"
+               "takeover time after a leader's crash for the election's own settings (the\n"
+               "leader's session timeout, or the lease in the row), and where it comes from.\n"
                "\n"
                "Options:\n"
                "      --json              print one JSON object:\n"
                "                          {\"election\",\"backend\",\"strategy\",\"takeover_ms\",\n"
+               "                          \"takeover_from\":\"leader\"|\"candidates\"|\"lease\"|\n"
+               "                          \"this client\",\n"
                "                          \"leader\":{\"id\",\"data\",\"term\",\n"
                "                          \"token\",\"since_ms\"}|null,\"candidates\":[{\"id\","
                "\"data\",\n"
@@ -102,14 +105,53 @@ static void print_slot(int width, const cJSON *slot)
     field(width, "  last attempt:", line);
 }
 
+/*
+ * The worst case from the leader's crash to the next election, for the
+ * election's own settings: the leader's session timeout, written in its
+ * node, or the lease in the row.  Only when the election does not say
+ * (records written by an older reign) this client's own, said as such.
+ */
+static int64_t takeover_ms(const reign_client *client, const reign_election_view *v,
+                           const char **from)
+{
+    static const char *const names[] = {
+        [REIGN_TAKEOVER_LEADER] = "the leader's session timeout",
+        [REIGN_TAKEOVER_CANDIDATES] = "the longest session timeout of the candidates",
+        [REIGN_TAKEOVER_LEASE] = "the lease in the row, plus two statements",
+    };
+    if (v->takeover_ms > 0 && v->takeover_from > REIGN_TAKEOVER_UNKNOWN &&
+        v->takeover_from <= REIGN_TAKEOVER_LEASE) {
+        *from = names[v->takeover_from];
+        return v->takeover_ms;
+    }
+    *from = "this client's settings: the election does not say";
+    return reign_client_takeover_ms(client);
+}
+
+static const char *takeover_key(const reign_election_view *v)
+{
+    switch (v->takeover_ms > 0 ? v->takeover_from : REIGN_TAKEOVER_UNKNOWN) {
+    case REIGN_TAKEOVER_LEADER:
+        return "leader";
+    case REIGN_TAKEOVER_CANDIDATES:
+        return "candidates";
+    case REIGN_TAKEOVER_LEASE:
+        return "lease";
+    default:
+        return "this client";
+    }
+}
+
 static void print_text(const reign_client *client, const reign_election_view *v)
 {
-    char t[64], n[32];
+    char t[64], n[160];
     const int w = 18; /* fits "    data_base64:" */
+    const char *from;
     field(w, "election:", v->name);
     field(w, "backend:", reign_client_backend(client));
     field(w, "strategy:", strategy_of(client, v));
-    snprintf(n, sizeof(n), "%lld ms after a crash", (long long)reign_client_takeover_ms(client));
+    int64_t ms = takeover_ms(client, v, &from);
+    snprintf(n, sizeof(n), "%lld ms after a crash (%s)", (long long)ms, from);
     field(w, "takeover:", n); /* the worst case */
     if (v->has_leader) {
         const reign_leader *l = &v->leader;
@@ -149,7 +191,9 @@ static int print_json(cli *c, const reign_election_view *v)
     cJSON_AddStringToObject(o, "election", v->name);
     cJSON_AddStringToObject(o, "backend", reign_client_backend(c->client));
     cJSON_AddStringToObject(o, "strategy", strategy_of(c->client, v));
-    cli_json_add_i64(o, "takeover_ms", reign_client_takeover_ms(c->client));
+    const char *from;
+    cli_json_add_i64(o, "takeover_ms", takeover_ms(c->client, v, &from));
+    cJSON_AddStringToObject(o, "takeover_from", takeover_key(v));
     status *s = c->cmd_data;
     cJSON *l = v->has_leader ? cli_json_leader(&v->leader) : cJSON_CreateNull();
     if (!l)

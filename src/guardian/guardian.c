@@ -105,7 +105,7 @@ static bool still_ours(const reign__guardian *g)
            st.st_ino == g->sock_ino;
 }
 
-static void schedule_restart(reign__guardian *g);
+static void lost(reign__guardian *g, const char *what);
 
 static void send_buf(reign__guardian *g, const reign__buf *b)
 {
@@ -117,10 +117,9 @@ static void send_buf(reign__guardian *g, const reign__buf *b)
     }
     /* Never blocks the loop: a guardian that does not read (stopped, wedged) is replaced. */
     if (send(g->sock, b->data, b->len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-        reign__log(g->log, REIGN_LOG_WARN, "guardian (pid %d): %s; starting another", (int)g->pid,
-                   errno == EAGAIN ? "not reading" : strerror(errno));
-        drop_socket(g);
-        schedule_restart(g);
+        char what[128];
+        snprintf(what, sizeof(what), ": %s", errno == EAGAIN ? "not reading" : strerror(errno));
+        lost(g, what);
     }
 }
 
@@ -250,6 +249,21 @@ static int spawn(reign__guardian *g, char *err, size_t errlen)
     return 0;
 }
 
+/* A start that failed: warned about once, tried again later and later. */
+static void failed_start(reign__guardian *g, const char *err)
+{
+    if (!g->failing)
+        reign__log(g->log, REIGN_LOG_WARN,
+                   "guardian: %s; going on without one (takeover after a crash waits for the "
+                   "session or lease to expire), trying again later",
+                   err);
+    g->failing = true;
+    g->retry_ns = g->retry_ns ? g->retry_ns * 2 : RESTART_MIN_NS;
+    if (g->retry_ns > RETRY_MAX_NS)
+        g->retry_ns = RETRY_MAX_NS;
+    reign__timer_start(g->timers, &g->restart_timer, reign__now_ns() + g->retry_ns);
+}
+
 static void restart_cb(reign__timer *t, void *arg)
 {
     reign__guardian *g = arg;
@@ -258,22 +272,10 @@ static void restart_cb(reign__timer *t, void *arg)
         return;
     int rc = spawn(g, err, sizeof(err));
     if (rc < 0) {
-        if (!g->failing)
-            reign__log(g->log, REIGN_LOG_WARN,
-                       "guardian: %s; going on without one (takeover after a crash waits for the "
-                       "session or lease to expire), trying again later",
-                       err);
-        g->failing = true;
-        g->retry_ns = g->retry_ns ? g->retry_ns * 2 : RESTART_MIN_NS;
-        if (g->retry_ns > RETRY_MAX_NS)
-            g->retry_ns = RETRY_MAX_NS;
-        reign__timer_start(g->timers, &g->restart_timer, reign__now_ns() + g->retry_ns);
+        failed_start(g, err);
         return;
     }
-    if (g->failing)
-        reign__log(g->log, REIGN_LOG_NOTICE, "guardian: started again");
-    g->failing = false;
-    g->retry_ns = 0;
+    /* Started, not yet running: that is its hello (reign__guardian_check). */
     tell_everything(g);
 }
 
@@ -284,6 +286,26 @@ static void schedule_restart(reign__guardian *g)
     int64_t at = g->started_ns + RESTART_MIN_NS;
     int64_t now = reign__now_ns();
     reign__timer_start(g->timers, &g->restart_timer, at > now ? at : now);
+}
+
+/* The guardian went away (or stopped reading).  One that never said hello never ran: a helper
+ * that is no guardian, or one that cannot run here.  That is a failed start, warned about once
+ * and tried again later and later, not a death to report every second. */
+static void lost(reign__guardian *g, const char *what)
+{
+    bool ran = g->pid != 0;
+    if (ran)
+        reign__log(g->log, REIGN_LOG_WARN, "guardian (pid %d)%s; starting another", (int)g->pid,
+                   what);
+    drop_socket(g);
+    if (ran) {
+        schedule_restart(g);
+    } else {
+        char buf[4096], err[4200];
+        snprintf(err, sizeof(err), "%s ended before it said hello",
+                 reign__guardian_helper(buf, sizeof(buf)));
+        failed_start(g, err);
+    }
 }
 
 int reign__guardian_new(reign__guardian **ret, int epoll_fd, const reign__logger *log,
@@ -393,18 +415,18 @@ void reign__guardian_check(reign__guardian *g)
             if (reign__gmsg_parse(buf, (size_t)n, &m, err, sizeof(err)) == 0 &&
                 m.op == REIGN__GMSG_HELLO) {
                 g->pid = m.pgid;
+                if (g->failing)
+                    reign__log(g->log, REIGN_LOG_NOTICE, "guardian: started again");
+                g->failing = false;
+                g->retry_ns = 0;
                 reign__log(g->log, REIGN_LOG_DEBUG, "guardian: pid %d watches pid %d", (int)g->pid,
                            (int)getpid());
             }
             reign__gmsg_clear(&m);
             continue;
         }
-        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-            reign__log(g->log, REIGN_LOG_WARN, "guardian (pid %d) is gone; starting another",
-                       (int)g->pid);
-            drop_socket(g);
-            schedule_restart(g);
-        }
+        if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            lost(g, " is gone");
         return;
     }
 }

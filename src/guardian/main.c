@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "proto.h"
+#include "tools/toollog.h"
 #include "sql/sql.h"
 #include "zk/zk.h"
 
@@ -66,12 +67,14 @@ static struct {
 static void say(const char *fmt, ...) REIGN__PRINTF(1, 2);
 static void say(const char *fmt, ...)
 {
-    char line[1024];
+    char prefix[48], line[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "reign-guardian[%d]: %s\n", (int)getpid(), line);
+    snprintf(prefix, sizeof(prefix), "reign-guardian[%d]: ", (int)getpid());
+    /* As the tools write theirs: the local time first, unless stderr is the journal. */
+    toollog_line(REIGN_LOG_NOTICE, prefix, line);
 }
 
 static double ms_since(int64_t t0)
@@ -253,6 +256,7 @@ int main(int argc, char **argv)
         return 2;
     }
     g.client_pid = atoi(argv[1]);
+    toollog_init();
     /* Whatever is aimed at the client's group or terminal is not for us. */
     static const int ignored[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT, SIGPIPE,
                                   SIGTSTP, SIGTTIN, SIGTTOU, SIGUSR1, SIGUSR2};

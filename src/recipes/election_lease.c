@@ -864,6 +864,13 @@ static void on_query_read(void *owner, void *arg, const reign__sqlw_result *r)
                                 .has_leader = live,
                                 .candidates = live ? &cand : NULL,
                                 .n_candidates = live ? 1 : 0};
+    /* The row's lease, as its holder set it; then the followers' read and take, at the
+     * statement timeout a lease that long gets by default (renew/2, renew = lease/5; <= 5 s). */
+    if (l->duration_ms > 0 && l->duration_ms <= 365LL * 86400000) {
+        int64_t statement = l->duration_ms / 5 / 2 < 5000 ? l->duration_ms / 5 / 2 : 5000;
+        view.takeover_ms = l->duration_ms + 2 * statement;
+        view.takeover_from = REIGN_TAKEOVER_LEASE;
+    }
     if (live) {
         view.leader.id = l->owner;
         view.leader.data = l->payload;

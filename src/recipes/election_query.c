@@ -18,6 +18,7 @@ typedef struct cand {
     void *data;
     size_t data_len;
     int64_t ctime_ms;
+    uint64_t session_ms; /* its session's timeout, from its record (0: not written) */
     bool read;
     unsigned prio;
     int32_t version; /* designate: the node's, for the compare-and-set */
@@ -26,6 +27,9 @@ typedef struct cand {
 } cand;
 
 enum query_kind { Q_VIEW, Q_DEPOSE, Q_DESIGNATE };
+
+/* A candidate's session_ms above this is not believed (a day; servers cap far lower). */
+#define SESSION_MS_MAX 86400000u
 
 typedef struct query {
     reign__recipe recipe;
@@ -106,9 +110,14 @@ static void finish(query *q, int err)
         return;
     }
     reign_election_view view = {.name = q->name, .strategy = q->strategy, .candidates = v};
+    uint64_t leader_ms = 0, max_ms = 0;
     for (size_t i = 0; i < q->n; i++) {
         if (!q->c[i].read)
             continue; /* left between the listing and the read */
+        if (q->c[i].session_ms > max_ms)
+            max_ms = q->c[i].session_ms;
+        if (q->have_term && q->leader_node && !strcmp(q->leader_node, q->c[i].name))
+            leader_ms = q->c[i].session_ms;
         v[view.n_candidates++] = (reign_candidate){.id = q->c[i].id ? q->c[i].id : "",
                                                    .data = q->c[i].data,
                                                    .data_len = q->c[i].data_len,
@@ -118,6 +127,12 @@ static void finish(query *q, int err)
         if (q->have_term && q->leader_node && !strcmp(q->leader_node, q->c[i].name))
             view.has_leader = 1;
     }
+    /* A crashed leader's node goes when the server expires its session: its
+     * timeout is the takeover time.  Without a leader, whoever leads next. */
+    view.takeover_ms = (int64_t)(view.has_leader && leader_ms ? leader_ms : max_ms);
+    view.takeover_from = view.has_leader && leader_ms ? REIGN_TAKEOVER_LEADER
+                         : max_ms                     ? REIGN_TAKEOVER_CANDIDATES
+                                                      : REIGN_TAKEOVER_UNKNOWN;
     if (view.has_leader)
         view.leader = (reign_leader){.id = q->leader_id ? q->leader_id : "",
                                      .data = q->leader_data,
@@ -150,6 +165,9 @@ static void on_candidate(void *owner, void *arg, const reign__zk_result *r)
         if (reign__record_parse(r->value, r->value_len, &rec) == 0) {
             const char *id = reign__record_get(&rec, "id");
             c->id = reign__strdup(id ? id : "");
+            if (reign__record_get_u64(&rec, "session_ms", &c->session_ms) < 0 ||
+                c->session_ms > SESSION_MS_MAX)
+                c->session_ms = 0; /* malformed or absurd: not trusted */
             c->data = reign__memdup(rec.payload, rec.payload_len);
             c->data_len = rec.payload_len;
             reign__record_clear(&rec);

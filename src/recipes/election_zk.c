@@ -1777,10 +1777,33 @@ out:
     LEAVE(e);
 }
 
+/*
+ * Our candidate node's record: id, guid, payload, and the session timeout
+ * the server granted us ("session_ms"), so that anyone reading the
+ * election (`reign status`) can tell how long a takeover takes should we
+ * crash while leading: the server expires our session, and so our node,
+ * that long after it last heard from us, whatever the reader's own
+ * settings.  Rebuilt before each create: a new session may have another.
+ */
+static int candidate_record(zk_election *e)
+{
+    char session[16] = "";
+    int t = reign__zk_session_timeout_ms(e->zk);
+    if (t > 0)
+        snprintf(session, sizeof(session), "%d", t);
+    const char *kv[] = {"id", e->base.id, "guid", e->guid, "session_ms", session};
+    reign__buf_reset(&e->record);
+    return reign__record_build(&e->record, kv, session[0] ? 6 : 4, e->base.data, e->base.data_len);
+}
+
 static void create_node(zk_election *e)
 {
     set_state(e, ST_CREATING, "create");
-    int rc;
+    int rc = candidate_record(e);
+    if (rc < 0) {
+        issue_failed(e, rc, "creating our node");
+        return;
+    }
     if (e->strategy == REIGN_STRATEGY_LOCK) {
         rc = reign__zk_create(e->zk, e->lock_path, e->record.data, e->record.len,
                               REIGN__ZK_EPHEMERAL, e, on_created, EPOCH_ARG(e));
@@ -2116,6 +2139,8 @@ static void cold_start(zk_election *e)
         rc = REIGN_ENOMEM;
     if (rc == 0)
         rc = claim_records(e, node.data, &t, &l);
+    if (rc == 0)
+        rc = candidate_record(e);
     if (rc == 0) {
         reign__zk_mop ops[] = {
             {.type = REIGN__ZK_MCREATE, .path = e->dir, .data = rec.data, .len = rec.len},

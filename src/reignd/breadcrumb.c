@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <reign/value.h>
 
@@ -15,6 +16,7 @@
 
 #define RECORD_HEADER "reignd breadcrumb 1"
 #define LAYOUT_RECORD "reignd layout 1\n"
+#define PAUSE_HEADER  "reignd pause 1"
 
 /* ---- the record ------------------------------------------------------------ */
 
@@ -29,12 +31,13 @@ static int has_control(const char *s)
 int reignd_breadcrumb_encode(const reignd_breadcrumb *b, char *out, size_t outlen)
 {
     if (!b->id[0] || !b->service_address[0] || has_control(b->id) ||
-        has_control(b->service_address) || has_control(b->peer_address))
+        has_control(b->service_address) || has_control(b->peer_address) || has_control(b->instance))
         return REIGN_EINVAL;
     int n = snprintf(out, outlen,
-                     RECORD_HEADER "\nid=%s\nservice_address=%s\npeer_address=%s\nterm=%" PRIu64
-                                   "\ntoken=%" PRIu64 "\n",
-                     b->id, b->service_address, b->peer_address, b->term, b->token);
+                     RECORD_HEADER
+                     "\nid=%s\nservice_address=%s\npeer_address=%s\ninstance=%s\nterm=%" PRIu64
+                     "\ntoken=%" PRIu64 "\n",
+                     b->id, b->service_address, b->peer_address, b->instance, b->term, b->token);
     if (n < 0 || (size_t)n >= outlen)
         return REIGN_E2BIG;
     return n;
@@ -91,6 +94,8 @@ static int decode_line(const char *line, size_t len, reignd_breadcrumb *b)
                    : -1;
     if (KEY_IS("peer_address"))
         return copy_field(b->peer_address, sizeof(b->peer_address), v, vlen) == 0 ? 0 : -1;
+    if (KEY_IS("instance"))
+        return copy_field(b->instance, sizeof(b->instance), v, vlen) == 0 ? 0 : -1;
     if (KEY_IS("term"))
         return parse_u64(v, vlen, &b->term) == 0 ? HAVE_TERM : -1;
     if (KEY_IS("token"))
@@ -150,6 +155,46 @@ int reignd_layout_key(const char *election, char *out, size_t outlen)
 int reignd_breadcrumb_key(const char *election, char *out, size_t outlen)
 {
     return election_key(election, "breadcrumb", out, outlen);
+}
+
+int reignd_pause_key(const char *election, char *out, size_t outlen)
+{
+    return election_key(election, "pause", out, outlen);
+}
+
+int reignd_pause_encode(const char *by, char *out, size_t outlen)
+{
+    if (has_control(by))
+        return REIGN_EINVAL;
+    int n = snprintf(out, outlen, PAUSE_HEADER "\nby=%s\n", by);
+    return n < 0 || (size_t)n >= outlen ? REIGN_E2BIG : n;
+}
+
+void reignd_pause_decode(const void *data, size_t len, char *by, size_t bylen)
+{
+    static const char head[] = PAUSE_HEADER "\nby=";
+    const char *p = data;
+    snprintf(by, bylen, "?");
+    if (len <= sizeof(head) - 1 || memcmp(p, head, sizeof(head) - 1) != 0)
+        return;
+    p += sizeof(head) - 1;
+    len -= sizeof(head) - 1;
+    const char *nl = memchr(p, '\n', len);
+    size_t l = nl ? (size_t)(nl - p) : len;
+    if (l == 0 || copy_field(by, bylen, p, l) < 0)
+        snprintf(by, bylen, "?");
+}
+
+int reignd_instance_new(char *out, size_t outlen)
+{
+    unsigned char r[8];
+    if (outlen < 2 * sizeof(r) + 1)
+        return REIGN_EINVAL;
+    if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+        return REIGN_EBACKEND;
+    for (size_t i = 0; i < sizeof(r); i++)
+        snprintf(out + 2 * i, 3, "%02x", r[i]);
+    return 0;
 }
 
 /* ---- on the store ---------------------------------------------------------- */

@@ -18,6 +18,12 @@
  *   reignd/ELECTION/layout       "reignd layout 1": written by --format; a
  *                                daemon refuses to start without it
  *   reignd/ELECTION/breadcrumb   the record below
+ *   reignd/ELECTION/pause        present while the election is paused
+ *                                (`reign ctl pause`, Patroni's pause): every
+ *                                daemon of the election watches it and makes
+ *                                no automatic decision while it is there;
+ *                                "reignd pause 1\nby=NODE\n" (who paused it,
+ *                                for status only: presence alone decides)
  * Nodes are created by libreign, which gives them the ACL of the URI's
  * credentials ("digest user: all, world: read") when the URI names a user.
  *
@@ -26,8 +32,14 @@
  *   id=NODE
  *   service_address=HOST:PORT
  *   peer_address=HOST:PORT        (empty if the node has no peer endpoint)
+ *   instance=HEX                  the writing daemon's instance (a random id
+ *                                 drawn at each start; absent from records of
+ *                                 earlier versions: then "")
  *   term=N
  *   token=N
+ * The id alone never tells whose record it is: two daemons may be given the
+ * same node_id (a cloned VM, a copied configuration), and a daemon restarted
+ * is not the one that wrote it.  Only the instance says "this very daemon".
  * Data read back is checked like any input from the store: a record that
  * does not parse is foreign (REIGN_EFOREIGN) and never trusted.
  *
@@ -43,18 +55,21 @@
 #include <reign/election.h>
 #include <reign/value.h>
 
-#define REIGND_ADDRESS_MAX 262 /* "[" 253-byte host "]:" 5-digit port, and a NUL */
+#define REIGND_ADDRESS_MAX  262 /* "[" 253-byte host "]:" 5-digit port, and a NUL */
+#define REIGND_INSTANCE_MAX 65  /* a daemon instance id ([0-9a-f], 16 written), and a NUL */
 
 typedef struct reignd_breadcrumb {
     char id[REIGN_ID_MAX + 1];
     char service_address[REIGND_ADDRESS_MAX];
     char peer_address[REIGND_ADDRESS_MAX]; /* "" if none */
+    char instance[REIGND_INSTANCE_MAX];    /* "" if none (an earlier version's record) */
     uint64_t term;
     uint64_t token;
 } reignd_breadcrumb;
 
 /* The longest encoded record. */
-#define REIGND_BREADCRUMB_MAX (64 + REIGN_ID_MAX + 2 * REIGND_ADDRESS_MAX + 2 * 24)
+#define REIGND_BREADCRUMB_MAX                                                                      \
+    (80 + REIGN_ID_MAX + 2 * REIGND_ADDRESS_MAX + REIGND_INSTANCE_MAX + 2 * 24)
 
 /*
  * Encodes `b` into `out`.  Returns the length written (NUL-terminated), or
@@ -70,9 +85,22 @@ int reignd_breadcrumb_encode(const reignd_breadcrumb *b, char *out, size_t outle
 int reignd_breadcrumb_decode(const void *data, size_t len, reignd_breadcrumb *b, char *err,
                              size_t errlen);
 
-/* The value keys of an election's layout and breadcrumb.  0 or REIGN_ENAME. */
+/* The value keys of an election's layout, breadcrumb and pause.  0 or REIGN_ENAME. */
 int reignd_layout_key(const char *election, char *out, size_t outlen);
 int reignd_breadcrumb_key(const char *election, char *out, size_t outlen);
+int reignd_pause_key(const char *election, char *out, size_t outlen);
+
+/* The pause record naming who paused (REIGND_PAUSE_MAX bytes at most). */
+#define REIGND_PAUSE_MAX (32 + REIGN_ID_MAX)
+int reignd_pause_encode(const char *by, char *out, size_t outlen);
+/* Who paused, from a pause record, into by ("?" if it does not say). */
+void reignd_pause_decode(const void *data, size_t len, char *by, size_t bylen);
+
+/*
+ * A fresh daemon instance id: 16 lower-case hex digits from the kernel's
+ * random source, into out (at least 17 bytes).  0, or a negative code.
+ */
+int reignd_instance_new(char *out, size_t outlen);
 
 /* ---- on the store --------------------------------------------------------- */
 

@@ -770,6 +770,13 @@ static int check_service(parse *p, size_t idx)
                        "check_timeout (%lld ms) is longer than check_interval (%lld ms): a check "
                        "must end before the next one starts",
                        (long long)svc->check_timeout_ms, (long long)svc->check_interval_ms);
+    svc->election_uri_line = l->key[K_ELECTION_URI];
+    if (strncmp(svc->election_uri, "zk://", 5) != 0)
+        return fail_at(p, REIGN_EINVAL, svc->election_uri_line,
+                       "[service %s]: election_uri: reignd needs a ZooKeeper store (zk://...): "
+                       "it keeps each service's breadcrumb in a reign value, which the SQL stores "
+                       "do not keep",
+                       svc->name);
     if (!svc->election_name && !(svc->election_name = dup_str(p, svc->name)))
         return p->err;
     if (!svc->node_id && default_node_id(p, svc) < 0)
@@ -827,6 +834,11 @@ static int default_control_socket(parse *p)
 static int check_all(parse *p)
 {
     reignd_config *cfg = p->cfg;
+    cfg->daemon_line = p->daemon.header;
+    cfg->control_socket_line = p->daemon.key[D_CONTROL_SOCKET];
+    cfg->peer_listen_line = p->daemon.key[D_PEER_LISTEN];
+    cfg->peer_secret_file_line = p->daemon.key[D_PEER_SECRET_FILE];
+    cfg->metrics_listen_line = p->daemon.key[D_METRICS_LISTEN];
     if (cfg->peer_listen && !cfg->peer_secret_file)
         return fail_at(p, REIGN_EINVAL, p->daemon.key[D_PEER_LISTEN],
                        "[daemon]: peer_listen needs peer_secret_file (the peers' shared secret)");

@@ -102,6 +102,7 @@ typedef struct reignd_service_config {
      * (zk://..., sqlite://, mysql://, postgres://); a password only through
      * the URI's password_file= parameter or REIGN_PASSWORD, never inline. */
     char *election_uri;
+    unsigned election_uri_line; /* for messages about the store (reignd --check) */
     char *election_name;        /* election name in the store; default: NAME */
     char *node_id;              /* this node's id in the election; default: hostname */
     char *service_address;      /* host:port of the managed service, given to fence commands */
@@ -146,6 +147,10 @@ typedef struct reignd_config {
                                    peer_listen or graceful fencing */
     char *metrics_listen;       /* host:port of the Prometheus endpoint; NULL: none */
     reignd_log_level log_level; /* default REIGND_LOG_INFO */
+    /* The lines of those keys (0: not in the file), and of [daemon] (0: none),
+     * for the checks made outside the parser (reignd --check). */
+    unsigned daemon_line, control_socket_line, peer_listen_line, peer_secret_file_line,
+        metrics_listen_line;
 
     reignd_service_config *services; /* in file order; at least one */
     size_t n_services;

@@ -50,7 +50,7 @@ static int key_allowed(reignd_op op, const char *key)
     case REIGND_OP_CEDE:
         return strcmp(key, "service") == 0 || strcmp(key, "delay_s") == 0;
     case REIGND_OP_FAILOVER:
-        return strcmp(key, "service") == 0 || strcmp(key, "to") == 0;
+        return strcmp(key, "service") == 0 || strcmp(key, "to") == 0 || strcmp(key, "wait") == 0;
     case REIGND_OP_PAUSE:
     case REIGND_OP_RESUME:
         return strcmp(key, "service") == 0;
@@ -142,8 +142,13 @@ static int parse_members(const cJSON *root, reignd_request *req, char *err, size
         return 0;
     if ((r = take_name(root, "service", REIGN_NAME_MAX, &req->service, err, errlen)))
         return r;
-    if (req->op == REIGND_OP_FAILOVER)
+    if (req->op == REIGND_OP_FAILOVER) {
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(root, "wait");
+        if (w && !cJSON_IsBool(w))
+            return errf(err, errlen, REIGN_EINVAL, "%s", "\"wait\" must be true or false");
+        req->no_wait = w && cJSON_IsFalse(w);
         return take_name(root, "to", REIGN_ID_MAX, &req->to, err, errlen);
+    }
     if (req->op == REIGND_OP_CEDE) {
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(root, "delay_s");
         if (!d)
@@ -316,7 +321,8 @@ static int run_op(const reignd_ops *ops, reignd_call *call, const reignd_request
     case REIGND_OP_CEDE:
         return ops->cede ? ops->cede(ops->ctx, call, req->service, req->delay_s) : REIGN_ENOTSUP;
     case REIGND_OP_FAILOVER:
-        return ops->failover ? ops->failover(ops->ctx, call, req->service, req->to) : REIGN_ENOTSUP;
+        return ops->failover ? ops->failover(ops->ctx, call, req->service, req->to, !req->no_wait)
+                             : REIGN_ENOTSUP;
     case REIGND_OP_PAUSE:
         return ops->pause ? ops->pause(ops->ctx, call, req->service) : REIGN_ENOTSUP;
     case REIGND_OP_RESUME:
@@ -478,23 +484,31 @@ static void on_connection(uv_stream_t *server, int status)
 
 /* ---- the socket file ------------------------------------------------------- */
 
-/* The socket's directory: created 0700, or an existing one that only we reach. */
-static int prepare_dir(const char *path, char *err, size_t errlen)
+/* The directory of the socket `path` into dir. */
+static void socket_dir(const char *path, char *dir, size_t len)
 {
-    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
-    snprintf(dir, sizeof(dir), "%s", path);
+    snprintf(dir, len, "%s", path);
     char *slash = strrchr(dir, '/');
     if (!slash)
-        snprintf(dir, sizeof(dir), ".");
+        snprintf(dir, len, ".");
     else if (slash == dir)
         slash[1] = '\0';
     else
         *slash = '\0';
-    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-        return errf(err, errlen, -errno, "cannot create directory '%s': %s", dir, strerror(errno));
+}
+
+/* An existing directory that only we reach (0 if it does not exist: *missing). */
+static int check_dir(const char *dir, int *missing, char *err, size_t errlen)
+{
     struct stat st;
-    if (lstat(dir, &st) < 0)
+    *missing = 0;
+    if (lstat(dir, &st) < 0) {
+        if (errno == ENOENT) {
+            *missing = 1;
+            return 0;
+        }
         return errf(err, errlen, -errno, "directory '%s': %s", dir, strerror(errno));
+    }
     if (!S_ISDIR(st.st_mode))
         return errf(err, errlen, REIGN_EINVAL, "'%s' is not a directory", dir);
     if (st.st_uid != geteuid() || (st.st_mode & 077))
@@ -505,14 +519,24 @@ static int prepare_dir(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-/* Removes a socket no one listens on; a live one means another daemon runs. */
-static int clear_stale(const char *path, char *err, size_t errlen)
+/* The socket's directory: created 0700, or an existing one that only we reach. */
+static int prepare_dir(const char *path, char *err, size_t errlen)
 {
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : errf(err, errlen, -errno, "'%s': %s", path, strerror(errno));
-    if (!S_ISSOCK(st.st_mode))
-        return errf(err, errlen, REIGN_EEXIST, "'%s' exists and is not a socket", path);
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    int missing;
+    socket_dir(path, dir, sizeof(dir));
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        return errf(err, errlen, -errno, "cannot create directory '%s': %s", dir, strerror(errno));
+    int r = check_dir(dir, &missing, err, errlen);
+    if (r == 0 && missing)
+        return errf(err, errlen, -ENOENT, "directory '%s' vanished", dir);
+    return r;
+}
+
+/* Whether someone listens on the socket at `path`: 1 yes, 0 no (a stale
+ * socket), or a negative code with err. */
+static int probe_socket(const char *path, char *err, size_t errlen)
+{
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return errf(err, errlen, -errno, "socket: %s", strerror(errno));
@@ -524,15 +548,79 @@ static int clear_stale(const char *path, char *err, size_t errlen)
     int e = errno;
     close(fd);
     if (r == 0 || e == EAGAIN || e == EINPROGRESS)
+        return 1;
+    if (e != ECONNREFUSED)
+        return errf(err, errlen, -e, "cannot probe '%s': %s", path, strerror(e));
+    return 0;
+}
+
+/* The socket file at `path`, if any: 0 none, 1 a socket, or an error. */
+static int socket_file(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) < 0)
+        return errno == ENOENT ? 0 : errf(err, errlen, -errno, "'%s': %s", path, strerror(errno));
+    if (!S_ISSOCK(st.st_mode))
+        return errf(err, errlen, REIGN_EEXIST, "'%s' exists and is not a socket", path);
+    return 1;
+}
+
+/* Removes a socket no one listens on; a live one means another daemon runs. */
+static int clear_stale(const char *path, char *err, size_t errlen)
+{
+    int r = socket_file(path, err, errlen);
+    if (r > 0)
+        r = probe_socket(path, err, errlen);
+    if (r > 0)
         return errf(err, errlen, REIGN_EEXIST,
                     "another reignd listens on '%s' (stop it, or choose another control_socket)",
                     path);
-    if (e != ECONNREFUSED)
-        return errf(err, errlen, -e, "cannot probe '%s': %s", path, strerror(e));
+    if (r < 0)
+        return r;
     if (unlink(path) < 0 && errno != ENOENT)
         return errf(err, errlen, -errno, "cannot remove the stale socket '%s': %s", path,
                     strerror(errno));
     return 0;
+}
+
+static int check_path(const char *path, char *err, size_t errlen)
+{
+    if (path[0] == '\0' || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return errf(err, errlen, REIGN_EINVAL,
+                    "control socket path '%s' is empty or longer than %zu bytes", path,
+                    sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    return 0;
+}
+
+int reignd_control_check(const char *path, int *running, char *err, size_t errlen)
+{
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    int missing;
+    *running = 0;
+    int r = check_path(path, err, errlen);
+    if (r < 0)
+        return r;
+    socket_dir(path, dir, sizeof(dir));
+    if ((r = check_dir(dir, &missing, err, errlen)) < 0)
+        return r;
+    if (missing) {
+        /* reignd makes the last level only (0700), like the unit's RuntimeDirectory=. */
+        char parent[sizeof(dir)];
+        struct stat st;
+        socket_dir(dir, parent, sizeof(parent));
+        if (stat(parent, &st) < 0 || !S_ISDIR(st.st_mode))
+            return errf(err, errlen, REIGN_ENOENT,
+                        "directory '%s' does not exist, nor does its parent '%s' (reignd creates "
+                        "only the last level)",
+                        dir, parent);
+        if (access(parent, W_OK | X_OK) < 0)
+            return errf(err, errlen, REIGN_EACCES, "cannot create directory '%s' in '%s': %s", dir,
+                        parent, strerror(errno));
+        return 0;
+    }
+    if ((r = socket_file(path, err, errlen)) > 0 && (r = probe_socket(path, err, errlen)) > 0)
+        *running = 1;
+    return r < 0 ? r : 0;
 }
 
 static int bind_listen(reignd_control *ctl, char *err, size_t errlen)
@@ -570,16 +658,14 @@ int reignd_control_start(uv_loop_t *loop, const reignd_control_options *opts, re
     *ret = NULL;
     if (!opts->ops)
         return errf(err, errlen, REIGN_EINVAL, "no operations given");
-    if (path[0] == '\0' || strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-        return errf(err, errlen, REIGN_EINVAL,
-                    "control socket path '%s' is empty or longer "
-                    "than %zu bytes",
-                    path, sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    int r = check_path(path, err, errlen);
+    if (r < 0)
+        return r;
     /* A client that leaves before its answer must cost a failed write, not
      * the daemon: libuv writes to pipes with write(2), which raises SIGPIPE.
      * (Hooks do not inherit this: libuv resets dispositions in children.) */
     signal(SIGPIPE, SIG_IGN);
-    int r = prepare_dir(path, err, errlen);
+    r = prepare_dir(path, err, errlen);
     if (r == 0)
         r = clear_stale(path, err, errlen);
     if (r < 0)

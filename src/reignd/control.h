@@ -10,8 +10,8 @@
  *
  *   {"op":"status"}
  *   {"op":"cede","service":"S","delay_s":10}        delay_s optional, >= 0
- *   {"op":"failover","service":"S","to":"NODE"}
- *   {"op":"pause","service":"S"}
+ *   {"op":"failover","service":"S","to":"NODE"}     "wait":false optional
+ *   {"op":"pause","service":"S"}                    the election's, for every node
  *   {"op":"resume","service":"S"}
  *
  * answered by
@@ -105,10 +105,16 @@ typedef struct reignd_ops {
      *       "state": "active",       the service's FSM state (fsm.h's name)
      *       "health": "healthy",     initializing, healthy, unhealthy,
      *                                not_responding, monitor_failed
-     *       "paused": false,
+     *       "paused": false,         the election is paused (every node obeys)
+     *       "paused_by": "ID" | null, who paused it
      *       "leader": "ID" | null,   the election's leader as last seen
      *       "term": 7, "token": 12,  this node's, while it leads (else 0)
      *       "failovers": 2,          times S became active here
+     *       "activated": true,       become-active succeeded for this leadership
+     *       "election": "E",
+     *       "instance": "HEX",       this daemon run's id (breadcrumb.h)
+     *       "conflict": "..." | null, another live daemon stands with this node id
+     *       "failover_to": "ID" | null, a failover from here under way
      *       "reason": "..."},        the last transition's reason
      *      ...]}
      */
@@ -118,10 +124,13 @@ typedef struct reignd_ops {
     int (*cede)(void *ctx, reignd_call *call, const char *service, double delay_s);
 
     /* Graceful failover of `service` to node `to` (ZKFC's gracefulFailover):
-     * refused, with the reason, unless `to` is a healthy standby. */
-    int (*failover)(void *ctx, reignd_call *call, const char *service, const char *to);
+     * refused, with the reason, unless `to` is a healthy standby.  With
+     * `wait`, completed once `to` is active (or failed with the reason it is
+     * not); without, once handed over. */
+    int (*failover)(void *ctx, reignd_call *call, const char *service, const char *to, int wait);
 
-    /* Maintenance mode: no automatic failover of `service` until resumed. */
+    /* Maintenance mode for the election of `service` (kept in the store, so
+     * every node's daemon obeys it): no automatic failover until resumed. */
     int (*pause)(void *ctx, reignd_call *call, const char *service);
     int (*resume)(void *ctx, reignd_call *call, const char *service);
 
@@ -150,6 +159,7 @@ typedef struct reignd_request {
     char *service; /* malloc'd; NULL for status */
     char *to;      /* malloc'd; failover only */
     double delay_s;
+    int no_wait; /* failover: "wait":false */
 } reignd_request;
 
 /*
@@ -187,6 +197,17 @@ typedef struct reignd_control_options {
  */
 int reignd_control_start(uv_loop_t *loop, const reignd_control_options *opts, reignd_control **ret,
                          char *err, size_t errlen);
+
+/*
+ * What reignd_control_start() would refuse, checked without creating,
+ * binding or removing anything (reignd --check): the path's length, its
+ * directory (one that exists must be ours and 0700; a missing one must be
+ * creatable: its parent exists and is writable), and a file in the way
+ * that is not a socket.  *running is set when a daemon answers on the
+ * socket (not an error here: a configuration is checked beside the daemon
+ * that runs it).  0, or a negative REIGN_E* code with the reason in err.
+ */
+int reignd_control_check(const char *path, int *running, char *err, size_t errlen);
 
 /*
  * Stops listening, closes every connection and removes the socket file.

@@ -24,12 +24,52 @@
 #define WRITE_CRUMB  REIGND_A_WRITE_BREADCRUMB
 #define ACTIVE_HOOK  REIGND_A_BECOME_ACTIVE
 #define EXIT         REIGND_A_EXIT
+#define TAKE_HEALTH  REIGND_A_TAKE_HEALTH
 
 /* clang-format off */
 static const reignd_transition table[] = {
+    /* ---- start-up: the service may have been left active by an earlier run ---- */
+    {ST(STARTING), EV(START), G(ANY), ST(PROBING), STANDBY_HOOK,
+     "started: make the service standby before anything else (an earlier run of this daemon "
+     "may have left it active)"},
+    {ST(STARTING), EV(START_PAUSED), G(ANY), ST(PAUSED_UNKNOWN), 0,
+     "started while the election is paused: touch nothing (the service may be active)"},
+    {ST(STARTING), EV(HEALTHY), G(ANY), ST(STARTING), 0, "healthy (noted; starting)"},
+    {ST(STARTING), EV(UNHEALTHY), G(ANY), ST(STARTING), 0, "unhealthy (noted; starting)"},
+    {ST(STARTING), EV(FENCE_REQUEST), G(ANY), ST(STARTING), 0,
+     "asked to go standby: answered once the start-up become-standby has run"},
+    {ST(STARTING), EV(SHUTDOWN), G(ANY), ST(STOPPED), EXIT, "shutdown before the start"},
+
+    {ST(PROBING), EV(STANDBY_HOOK_OK), G(ANY), ST(INITIALIZING), TAKE_HEALTH,
+     "the service is standby: stand once it is healthy"},
+    {ST(PROBING), EV(STANDBY_HOOK_FAILED), G(ANY), ST(INITIALIZING), TAKE_HEALTH,
+     "become-standby failed at start: the service may still be active, so a graceful fence "
+     "of this node fails and the next active fences it otherwise"},
+    {ST(PROBING), EV(HEALTHY), G(ANY), ST(PROBING), 0,
+     "healthy (noted; taken once the service is standby)"},
+    {ST(PROBING), EV(UNHEALTHY), G(ANY), ST(PROBING), 0,
+     "unhealthy (noted; taken once the service is standby)"},
+    {ST(PROBING), EV(FENCE_REQUEST), G(ANY), ST(PROBING), 0,
+     "asked to go standby: the start-up become-standby is under way"},
+    {ST(PROBING), EV(PAUSE), G(ANY), ST(PAUSED), 0,
+     "paused: do not stand (the start-up become-standby still runs)"},
+    {ST(PROBING), EV(SHUTDOWN), G(ANY), ST(STOPPED), EXIT,
+     "shutdown: the start-up become-standby still runs before the daemon exits"},
+
+    {ST(PAUSED_UNKNOWN), EV(RESUME), G(ANY), ST(PROBING), STANDBY_HOOK,
+     "resumed: make the service standby before standing (its role is unknown since start)"},
+    {ST(PAUSED_UNKNOWN), EV(PAUSE), G(ANY), ST(PAUSED_UNKNOWN), 0, "already paused"},
+    {ST(PAUSED_UNKNOWN), EV(HEALTHY), G(ANY), ST(PAUSED_UNKNOWN), 0, "healthy (paused: noted)"},
+    {ST(PAUSED_UNKNOWN), EV(UNHEALTHY), G(ANY), ST(PAUSED_UNKNOWN), 0,
+     "unhealthy (paused: noted)"},
+    {ST(PAUSED_UNKNOWN), EV(FENCE_REQUEST), G(ANY), ST(PAUSED), STANDBY_HOOK,
+     "a new active asks us to go standby: the service may be active, make it standby"},
+    {ST(PAUSED_UNKNOWN), EV(SHUTDOWN), G(ANY), ST(STOPPED), EXIT,
+     "shutdown while paused: touch nothing (this run never knew the service's role)"},
+
     /* ---- not standing yet ---- */
     {ST(INITIALIZING), EV(HEALTHY), G(ANY), ST(STANDBY), JOIN,
-     "first healthy check: stand in the election"},
+     "healthy: stand in the election"},
     {ST(INITIALIZING), EV(UNHEALTHY), G(ANY), ST(UNHEALTHY), 0,
      "first check unhealthy: do not stand"},
     {ST(UNHEALTHY), EV(HEALTHY), G(ANY), ST(STANDBY), JOIN,
@@ -56,11 +96,22 @@ static const reignd_transition table[] = {
      "reconnected"},
     {ST(STANDBY), EV(FENCE_REQUEST), G(ANY), ST(STANDBY), 0,
      "asked to go standby: the service is not active"},
+    {ST(STANDBY), EV(ID_CONFLICT), G(ANY), ST(CONFLICT), RESIGN,
+     "another live reignd stands with this node's id: quit the election (a node id must name "
+     "one daemon: the breadcrumb names the old active by it)"},
+
+    /* ---- another daemon uses our node id ---- */
+    {ST(CONFLICT), EV(ID_CLEAR), G(ANY), ST(INITIALIZING), TAKE_HEALTH,
+     "no other live reignd with this node's id: stand once healthy"},
+    {ST(CONFLICT), EV(HEALTHY), G(ANY), ST(CONFLICT), 0, "healthy (noted; not standing)"},
+    {ST(CONFLICT), EV(UNHEALTHY), G(ANY), ST(CONFLICT), 0, "unhealthy (noted; not standing)"},
+    {ST(CONFLICT), EV(PAUSE), G(ANY), ST(PAUSED), 0, "paused: do not stand"},
+    {ST(CONFLICT), EV(SHUTDOWN), G(ANY), ST(STOPPED), EXIT, "shutdown"},
 
     /* ---- elected: fence, then claim ---- */
     {ST(FENCING), EV(FENCE_OK), G(ANY), ST(CLAIMING), WRITE_CRUMB,
      "no old active left to fence: write our breadcrumb"},
-    {ST(FENCING), EV(FENCE_FAILED), G(ANY), ST(STANDBY), RETRY_LATER,
+    {ST(FENCING), EV(FENCE_FAILED), G(ANY), ST(CEDED), RETRY_LATER,
      "could not fence the old active: do not become active, step down and retry later"},
     {ST(FENCING), EV(DEMOTED), G(ANY), ST(STANDBY), 0,
      "demoted while fencing: the service never became active"},
@@ -81,7 +132,7 @@ static const reignd_transition table[] = {
 
     {ST(CLAIMING), EV(BREADCRUMB_OK), G(ANY), ST(ACTIVE), ACTIVE_HOOK,
      "breadcrumb written: make the service active"},
-    {ST(CLAIMING), EV(BREADCRUMB_FAILED), G(ANY), ST(STANDBY), RETRY_LATER,
+    {ST(CLAIMING), EV(BREADCRUMB_FAILED), G(ANY), ST(CEDED), RETRY_LATER,
      "could not write our breadcrumb: step down and retry later"},
     {ST(CLAIMING), EV(DEMOTED), G(ANY), ST(STANDBY), 0,
      "demoted while claiming: the service never became active"},
@@ -103,7 +154,7 @@ static const reignd_transition table[] = {
     /* ---- active ---- */
     {ST(ACTIVE), EV(ACTIVE_HOOK_OK), G(ANY), ST(ACTIVE), 0,
      "become-active succeeded"},
-    {ST(ACTIVE), EV(ACTIVE_HOOK_FAILED), G(ANY), ST(STANDBY), STANDBY_HOOK | RETRY_LATER,
+    {ST(ACTIVE), EV(ACTIVE_HOOK_FAILED), G(ANY), ST(CEDED), STANDBY_HOOK | RETRY_LATER,
      "become-active failed: make it standby, step down (the breadcrumb stays) and retry later"},
     {ST(ACTIVE), EV(HEALTHY), G(ANY), ST(ACTIVE), 0,
      "healthy"},
@@ -151,6 +202,8 @@ static const reignd_transition table[] = {
      "elected (the connection works again): fence the old active first"},
     {ST(NEUTRAL), EV(FENCE_REQUEST), G(ANY), ST(NEUTRAL), 0,
      "asked to go standby: the service is not active"},
+    {ST(NEUTRAL), EV(ID_CONFLICT), G(ANY), ST(CONFLICT), RESIGN,
+     "another live reignd stands with this node's id: quit the election"},
 
     {ST(NEUTRAL_ACTIVE), EV(HEALTHY), G(ANY), ST(NEUTRAL_ACTIVE), 0,
      "healthy (noted; neutral)"},
@@ -172,7 +225,7 @@ static const reignd_transition table[] = {
      "new session while unhealthy: make the service standby and quit the election"},
     {ST(NEUTRAL_ACTIVE), EV(ACTIVE_HOOK_OK), G(ANY), ST(NEUTRAL_ACTIVE), 0,
      "become-active succeeded"},
-    {ST(NEUTRAL_ACTIVE), EV(ACTIVE_HOOK_FAILED), G(ANY), ST(NEUTRAL), STANDBY_HOOK | RETRY_LATER,
+    {ST(NEUTRAL_ACTIVE), EV(ACTIVE_HOOK_FAILED), G(ANY), ST(CEDED), STANDBY_HOOK | RETRY_LATER,
      "become-active failed: make it standby, step down and retry later"},
     {ST(NEUTRAL_ACTIVE), EV(FENCE_REQUEST), G(ANY), ST(NEUTRAL), STANDBY_HOOK,
      "a new active asks us to go standby (graceful fence)"},
@@ -182,9 +235,10 @@ static const reignd_transition table[] = {
      "shutdown: make the service standby before leaving"},
 
     /* ---- cede: become-standby first, then step down ---- */
-    {ST(CEDING), EV(STANDBY_HOOK_OK), G(ANY), ST(STANDBY), DELETE_CRUMB | CEDE,
-     "standby: remove our breadcrumb (no one needs to fence us) and step down"},
-    {ST(CEDING), EV(STANDBY_HOOK_FAILED), G(ANY), ST(STANDBY), CEDE,
+    {ST(CEDING), EV(STANDBY_HOOK_OK), G(ANY), ST(CEDED), DELETE_CRUMB | CEDE,
+     "standby: remove our breadcrumb (no one needs to fence us) and step down until the new "
+     "active is up or the cede delay ends"},
+    {ST(CEDING), EV(STANDBY_HOOK_FAILED), G(ANY), ST(CEDED), CEDE,
      "become-standby failed: step down, keeping the breadcrumb so the next active fences us"},
     {ST(CEDING), EV(HEALTHY), G(ANY), ST(CEDING), 0, "healthy"},
     {ST(CEDING), EV(UNHEALTHY), G(ANY), ST(CEDING), 0, "unhealthy (noted; ceding)"},
@@ -200,6 +254,13 @@ static const reignd_transition table[] = {
      "asked to go standby: become-standby is already under way"},
     {ST(CEDING), EV(SHUTDOWN), G(ANY), ST(STOPPING), 0,
      "shutdown while ceding: leave once become-standby is done"},
+
+    {ST(CEDED), EV(REJOIN), G(ANY), ST(INITIALIZING), TAKE_HEALTH,
+     "the cede ends (the new active is up, or the delay passed): stand again once healthy"},
+    {ST(CEDED), EV(HEALTHY), G(ANY), ST(CEDED), 0, "healthy (noted; ceded)"},
+    {ST(CEDED), EV(UNHEALTHY), G(ANY), ST(CEDED), 0, "unhealthy (noted; ceded)"},
+    {ST(CEDED), EV(PAUSE), G(ANY), ST(PAUSED), 0, "paused: do not stand again"},
+    {ST(CEDED), EV(SHUTDOWN), G(ANY), ST(STOPPED), EXIT, "shutdown"},
 
     /* ---- paused (maintenance: no automatic failover) ---- */
     {ST(INITIALIZING), EV(PAUSE), G(ANY), ST(PAUSED), 0, "paused: do not stand"},
@@ -275,9 +336,17 @@ static const reignd_transition table[] = {
  */
 static int moot(reignd_state s, reignd_event e)
 {
-    int standing = !(s == REIGND_ST_INITIALIZING || s == REIGND_ST_UNHEALTHY ||
+    int standing = !(s == REIGND_ST_STARTING || s == REIGND_ST_PROBING ||
+                     s == REIGND_ST_PAUSED_UNKNOWN || s == REIGND_ST_INITIALIZING ||
+                     s == REIGND_ST_UNHEALTHY || s == REIGND_ST_CONFLICT || s == REIGND_ST_CEDED ||
                      s == REIGND_ST_PAUSED || s == REIGND_ST_STOPPING || s == REIGND_ST_STOPPED);
     switch (e) {
+    case REIGND_EV_START:
+    case REIGND_EV_START_PAUSED: /* once, in STARTING */
+    case REIGND_EV_ID_CONFLICT:  /* a check's result, acted on while standby only */
+    case REIGND_EV_ID_CLEAR:
+    case REIGND_EV_REJOIN: /* a cede's end, after something else ended it */
+        return 1;
     case REIGND_EV_ACTIVE_HOOK_OK:
     case REIGND_EV_ACTIVE_HOOK_FAILED:
     case REIGND_EV_STANDBY_HOOK_OK:
@@ -322,8 +391,8 @@ static const char *refusal(reignd_state state, reignd_event event)
             return "the service is already stepping down";
         return "this node is not active for the service";
     case REIGND_EV_PAUSE:
-        return "the service is changing state (fencing, claiming, ceding or stopping); "
-               "try again in a moment";
+        return "the service is changing state (starting, fencing, claiming, ceding or "
+               "stopping); the pause is taken once it is done";
     case REIGND_EV_RESUME:
         return "the service is not paused";
     default:
@@ -378,7 +447,7 @@ static const char *const event_names[] = {
 
 static const char *const action_names[REIGND_A__COUNT] = {
     "become_standby", "delete_breadcrumb", "resign",        "cede", "retry_later", "join",
-    "fence",          "write_breadcrumb",  "become_active", "exit",
+    "fence",          "write_breadcrumb",  "become_active", "exit", "take_health",
 };
 
 const char *reignd_state_name(reignd_state s)
@@ -419,6 +488,11 @@ int reignd_state_is_active(reignd_state s)
 {
     return s == REIGND_ST_ACTIVE || s == REIGND_ST_NEUTRAL_ACTIVE || s == REIGND_ST_PAUSED_ACTIVE ||
            s == REIGND_ST_CEDING || s == REIGND_ST_STOPPING;
+}
+
+int reignd_state_is_paused(reignd_state s)
+{
+    return s == REIGND_ST_PAUSED || s == REIGND_ST_PAUSED_ACTIVE || s == REIGND_ST_PAUSED_UNKNOWN;
 }
 
 static const char *guard_label(reignd_guard g)

@@ -8,8 +8,14 @@
  * not name is refused: the state stays and the caller logs the refusal (an
  * operator's command gets the reason back).
  *
- * The rules it encodes (seed 002):
- *  - a service stands in the election only after its first healthy check;
+ * The rules it encodes (HDFS's ZKFC, with Pacemaker's probe at start):
+ *  - a daemon that starts knows nothing of its service: an earlier run may
+ *    have left it active.  Before it stands or answers a graceful fence as
+ *    done it runs become-standby once (PROBING), unless the election is
+ *    paused: then it touches nothing (PAUSED_UNKNOWN) until resumed;
+ *  - a service stands in the election only after its first healthy check,
+ *    and not while another live daemon stands with the same node id
+ *    (CONFLICT: node ids must be unique, the breadcrumb names a node by it);
  *  - unhealthy: it quits the election; an active one runs become-standby but
  *    leaves its breadcrumb, so the next winner fences it;
  *  - a clean shutdown or a cede runs become-standby first and removes the
@@ -23,8 +29,14 @@
  *    still runs become-standby, because that leadership really ended;
  *  - after a session expiry the election stands again by itself (libreign),
  *    unless the service became unhealthy meanwhile;
+ *  - a cede (or the old active of a graceful failover) stays out of the
+ *    election (CEDED) until the new active is up or the delay ends; so does
+ *    a node whose takeover failed (fence, breadcrumb, become-active), for
+ *    the retry delay (ZKFC's sleep before it rejoins);
  *  - paused: no automatic decision (health is ignored, an active stays
- *    active, a standby leaves the election so it cannot be elected).
+ *    active, a standby leaves the election so it cannot be elected).  The
+ *    pause belongs to the election, kept in the store (breadcrumb.h):
+ *    PAUSE and RESUME come from watching it, on every node.
  */
 #ifndef REIGND_FSM_H
 #define REIGND_FSM_H
@@ -33,6 +45,9 @@
 #include <stdio.h>
 
 #define REIGND_STATES(XX)                                                                          \
+    XX(STARTING, "starting")             /* the daemon starts: is the election paused? */          \
+    XX(PROBING, "probing")               /* start-up: become-standby runs, then we may stand */    \
+    XX(PAUSED_UNKNOWN, "paused_unknown") /* started while paused: the service's role unknown */    \
     XX(INITIALIZING, "initializing")     /* no healthy check yet: not standing */                  \
     XX(UNHEALTHY, "unhealthy")           /* not standing: the service is not healthy */            \
     XX(STANDBY, "standby")               /* standing; someone else leads */                        \
@@ -42,6 +57,8 @@
     XX(NEUTRAL, "neutral")               /* connection suspended while standing */                 \
     XX(NEUTRAL_ACTIVE, "neutral_active") /* connection suspended while active */                   \
     XX(CEDING, "ceding")                 /* cede: become-standby runs, then we step down */        \
+    XX(CEDED, "ceded")                   /* stepped down: out of the election for a while */       \
+    XX(CONFLICT, "conflict")             /* another live daemon stands with our node id */         \
     XX(PAUSED, "paused")                 /* maintenance, not standing */                           \
     XX(PAUSED_ACTIVE, "paused_active")   /* maintenance while active: health ignored */            \
     XX(STOPPING, "stopping")             /* clean shutdown: become-standby runs, then we leave */  \
@@ -73,9 +90,14 @@ typedef enum reignd_state {
     XX(CONNECTED, "connected")         /* a new session (the first, or after a loss) */            \
     XX(CEDE, "cede")                   /* operator: step down (reign ctl cede, failover) */        \
     XX(FENCE_REQUEST, "fence_request") /* a peer's graceful fence: go standby */                   \
-    XX(PAUSE, "pause")                                                                             \
-    XX(RESUME, "resume")                                                                           \
-    XX(SHUTDOWN, "shutdown") /* SIGTERM: leave cleanly */
+    XX(PAUSE, "pause")                 /* the election's pause appeared in the store */            \
+    XX(RESUME, "resume")               /* the election's pause went from the store */              \
+    XX(SHUTDOWN, "shutdown")           /* SIGTERM: leave cleanly */                                \
+    XX(START, "start")                 /* the daemon started; the election is not paused */        \
+    XX(START_PAUSED, "start_paused")   /* the daemon started; the election is paused */            \
+    XX(ID_CONFLICT, "id_conflict")     /* a live daemon with our node id stands before us */       \
+    XX(ID_CLEAR, "id_clear")           /* no other live daemon with our node id */                 \
+    XX(REJOIN, "rejoin")               /* a cede ends: its delay passed, or the new active is up */
 
 typedef enum reignd_event {
 #define REIGND__EV_ENUM(name, str) REIGND_EV_##name,
@@ -95,15 +117,16 @@ enum {
     REIGND_A_BECOME_STANDBY = 1u << 0,    /* queue the become-standby hook (and notify) */
     REIGND_A_DELETE_BREADCRUMB = 1u << 1, /* delete our breadcrumb (CAS on what we wrote) */
     REIGND_A_RESIGN = 1u << 2,            /* leave the election */
-    REIGND_A_CEDE = 1u << 3,              /* step down, stand again after the operator's delay */
-    REIGND_A_RETRY_LATER = 1u << 4,       /* step down, stand again after the retry delay */
-    REIGND_A_JOIN = 1u << 5,              /* stand in the election */
+    REIGND_A_CEDE = 1u << 3,              /* leave the election; REJOIN after the cede's delay */
+    REIGND_A_RETRY_LATER = 1u << 4,       /* as CEDE, with the retry delay (a failed takeover) */
+    REIGND_A_JOIN = 1u << 5,              /* stand, unless our node id is taken (ID_CONFLICT) */
     REIGND_A_FENCE = 1u << 6,             /* read the breadcrumb, fence an old active in it */
     REIGND_A_WRITE_BREADCRUMB = 1u << 7,  /* write ours: id, addresses, term, token */
     REIGND_A_BECOME_ACTIVE = 1u << 8,     /* queue the become-active hook (and notify) */
     REIGND_A_EXIT = 1u << 9,              /* the service is done (shutdown) */
+    REIGND_A_TAKE_HEALTH = 1u << 10,      /* act on the last health verdict (post it again) */
 };
-#define REIGND_A__COUNT 10
+#define REIGND_A__COUNT 11
 
 /* Guards on what the service last knew of its health. */
 typedef enum reignd_guard { REIGND_G_ANY = 0, REIGND_G_HEALTHY, REIGND_G_UNHEALTHY } reignd_guard;
@@ -142,8 +165,11 @@ const char *reignd_action_name(unsigned action);
 /* Writes the names of `actions` separated by '+' into buf ("" for none). */
 void reignd_actions_format(unsigned actions, char *buf, size_t len);
 
-/* 1 if the service is (or may be) running as active in this state. */
+/* 1 if this node made its service active and it is (or may be) still so. */
 int reignd_state_is_active(reignd_state s);
+
+/* 1 in the states that obey a pause of the election (PAUSED*). */
+int reignd_state_is_paused(reignd_state s);
 
 /* Prints the table as a graphviz digraph (reignd --print-fsm). */
 void reignd_fsm_print_dot(FILE *f);

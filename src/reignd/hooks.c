@@ -317,6 +317,29 @@ bool reignd_hooks_busy(const reignd_hooks *q)
     return q && q->running;
 }
 
+size_t reignd_hooks_describe(const reignd_hooks *q, char *out, size_t outlen)
+{
+    int n = 0;
+    if (outlen)
+        out[0] = '\0';
+    if (!q || !q->head)
+        return 0;
+    const hook_job *j = q->head;
+    if (j->started)
+        n = snprintf(out, outlen, "its %s hook (running for %.1f s, killed at %.0f s)", j->what,
+                     (double)(uv_hrtime() - j->start_ns) / 1e9, (double)j->timeout_ms / 1000.0);
+    else
+        n = snprintf(out, outlen, "its %s hook (about to start, killed after %.0f s)", j->what,
+                     (double)j->timeout_ms / 1000.0);
+    size_t used = n < 0 ? 0 : (size_t)n;
+    for (j = j->next; j && used + 1 < outlen; j = j->next) {
+        n = snprintf(out + used, outlen - used, ", then %s (up to %.0f s)", j->what,
+                     (double)j->timeout_ms / 1000.0);
+        used += n < 0 ? 0 : (size_t)n;
+    }
+    return used < outlen ? used : outlen - 1;
+}
+
 void reignd_hooks_close(reignd_hooks *q)
 {
     if (!q || q->closing)

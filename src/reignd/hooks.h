@@ -112,6 +112,14 @@ size_t reignd_hooks_pending(const reignd_hooks *hooks);
 bool reignd_hooks_busy(const reignd_hooks *hooks);
 
 /*
+ * What the queue is doing, for a log line: "its become_standby hook
+ * (running for 1.2 s, killed at 30 s), then notify (up to 30 s)"; "" when
+ * idle.  Returns the length written (like snprintf, but never more than
+ * outlen - 1).
+ */
+size_t reignd_hooks_describe(const reignd_hooks *hooks, char *out, size_t outlen);
+
+/*
  * Closes the queue.  A running command's process group is killed; it
  * completes as REIGND_HOOK_CANCELLED once it has exited, and the commands
  * not yet started complete as REIGND_HOOK_CANCELLED after it, in queue

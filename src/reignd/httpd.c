@@ -233,13 +233,18 @@ void reignd_httpd_close(reignd_httpd *h)
 }
 
 enum MHD_Result reignd__httpd_reply(struct MHD_Connection *conn, unsigned code, const char *type,
-                                    const char *body, size_t len)
+                                    const char *body, size_t len, const char *header,
+                                    const char *value)
 {
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
     if (!resp)
         return MHD_NO;
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (header && value && MHD_add_response_header(resp, header, value) != MHD_YES) {
+        MHD_destroy_response(resp);
+        return MHD_NO;
+    }
     enum MHD_Result r = MHD_queue_response(conn, code, resp);
     MHD_destroy_response(resp);
     return r;

@@ -53,8 +53,10 @@ void reignd_httpd_close(reignd_httpd *h);
  */
 int reignd__split_hostport(const char *s, char *host, size_t hostlen, char *port, size_t portlen);
 
-/* Queues a JSON answer (cJSON text, copied) with status `code`. */
+/* Queues an answer (`body` copied) with status `code`, and one more
+ * header `header: value` unless they are NULL. */
 enum MHD_Result reignd__httpd_reply(struct MHD_Connection *conn, unsigned code, const char *type,
-                                    const char *body, size_t len);
+                                    const char *body, size_t len, const char *header,
+                                    const char *value);
 
 #endif

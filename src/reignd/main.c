@@ -4,25 +4,33 @@
  * the control socket, the peer endpoint, the metrics endpoint and the systemd
  * notifications on one libuv loop until SIGTERM.
  *
+ * Before any store is contacted, everything that can be checked without one
+ * is (preflight.h): `reignd --check` is exactly that, so it refuses what the
+ * daemon would.
+ *
  * Exit status (man reignd(8)), distinct so that scripts and systemd can tell
  * why the daemon did not run (ZKFC has its own; 2 is our usage error, so its
- * "format denied" moved to 5):
- *   0  clean shutdown, or --format / --check / --print-fsm done
+ * "format denied" moved to 5).  The unit file restarts on 1 and 8 only:
+ *   0  clean shutdown (also a signal while starting), or --format / --check
+ *      / --print-fsm done
  *   1  failure while running (a store closed, an election error, a server
- *      that could not start, ...)
+ *      that could not start, ...), or --format interrupted
  *   2  usage error
  *   3  the store is not formatted for a service: run `reignd --format`
  *   4  a service has no fence method
  *   5  --format refused: already formatted (use --force)
- *   6  a store cannot be reached, or refused the credentials, at start
- *   7  configuration error (the message names FILE:LINE), or a store that
- *      cannot keep reignd's breadcrumb (not ZooKeeper)
+ *   6  credentials: a store refused them at start, or they cannot be read
+ *   7  configuration error (the message names FILE:LINE): the file, or what
+ *      it names (peer secret, control socket directory, listen addresses)
+ *   8  a store cannot be reached at start (within its connect timeout), or
+ *      its client cannot start (a host name that does not resolve)
  */
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -33,8 +41,11 @@
 #include "fsm.h"
 #include "metrics.h"
 #include "peer.h"
+#include "preflight.h"
 #include "sdnotify.h"
 #include "service.h"
+#include "srvlog.h"
+#include "toollog.h"
 
 enum {
     EXIT_RUNTIME = 1,
@@ -42,27 +53,60 @@ enum {
     EXIT_NOT_FORMATTED = 3,
     EXIT_NO_FENCE = 4,
     EXIT_FORMAT_DENIED = 5,
-    EXIT_NO_STORE = 6,
+    EXIT_CREDENTIALS = 6,
     EXIT_CONFIG = 7,
+    EXIT_NO_STORE = 8,
 };
 
 #define DEFAULT_CONFIG "/etc/reign/reign.conf"
 
 static const char *level_words[] = {"error", "warning", "notice", "info", "debug"};
-static int journal; /* stderr goes to the journal: prefix lines with <N> */
 static reign_log_level max_level = REIGN_LOG_INFO;
 
-/* The one log sink (libreign's and ours).  ZooKeeper's threads call it too:
- * one fprintf per line keeps lines whole. */
+/* The one log sink (libreign's and ours), through toollog.h: the journal's
+ * priority under systemd, else "TIME reignd: LEVEL: ".  ZooKeeper's threads
+ * call it too. */
 static void log_sink(reign_log_level level, const char *msg, void *userdata)
 {
-    static const int syslog_prio[] = {3, 4, 5, 6, 7};
+    (void)userdata;
     if (level > max_level)
         return;
-    if (journal)
-        fprintf(stderr, "<%d>%s\n", syslog_prio[level], msg);
-    else
-        fprintf(stderr, "reignd: %s: %s\n", level_words[level], msg);
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "reignd: %s: ", level_words[(unsigned)level < 5 ? level : 4]);
+    toollog_line(level, toollog_journal() ? NULL : prefix, msg);
+}
+
+#define say(level, ...) reignd__logf(log_sink, NULL, level, __VA_ARGS__)
+
+/* ---- signals while starting -------------------------------------------------- */
+
+/*
+ * Until the loop runs, reignd blocks in the library (waiting for a session,
+ * checking the layout), where a libuv signal handler would not run: a
+ * signal then ends it at once, from the handler.  Nothing needs undoing: no
+ * election was joined, no hook ran (a session left open expires by itself,
+ * holding no node).  --format is reported as interrupted: its layout may or
+ * may not have been written.
+ */
+static int early_status;
+static char early_int[160], early_term[160];
+
+static void on_early_signal(int signum)
+{
+    toollog_signal_line(REIGN_LOG_NOTICE, toollog_journal() ? NULL : "reignd: notice: ",
+                        signum == SIGINT ? early_int : early_term);
+    _exit(early_status);
+}
+
+static void catch_early_signals(int format)
+{
+    const char *what = format ? "--format interrupted (run it again to see whether the layout "
+                                "was written); exiting"
+                              : "the daemon had not started yet: nothing to undo; exiting";
+    snprintf(early_int, sizeof(early_int), "SIGINT: %s", what);
+    snprintf(early_term, sizeof(early_term), "SIGTERM: %s", what);
+    early_status = format ? EXIT_RUNTIME : 0;
+    toollog_catch_signals(on_early_signal);
 }
 
 static void usage(FILE *f)
@@ -83,8 +127,8 @@ static void usage(FILE *f)
                "  -V, --version      show the version\n"
                "\n"
                "Exit status: 0 done, 1 failure, 2 usage, 3 not formatted (run --format),\n"
-               "4 no fence method, 5 already formatted (--force), 6 store unreachable,\n"
-               "7 configuration error; see reignd(8).\n");
+               "4 no fence method, 5 already formatted (--force), 6 credentials refused or\n"
+               "unreadable, 7 configuration error, 8 store unreachable; see reignd(8).\n");
 }
 
 typedef struct args {
@@ -151,16 +195,34 @@ typedef struct servers {
     reignd_metrics *metrics;
     reignd_sdnotify *notify;
     uv_signal_t sigterm, sigint;
+    int leaving;
     int status;
 } servers;
 
+/* The first signal starts a clean leave and says what it waits for; a
+ * second one stops waiting (reignd_daemon_shutdown()). */
 static void on_signal(uv_signal_t *h, int signum)
 {
     servers *sv = h->data;
-    log_sink(REIGN_LOG_NOTICE,
-             signum == SIGTERM ? "SIGTERM: leaving cleanly" : "SIGINT: leaving cleanly", NULL);
+    const char *name = signum == SIGTERM ? "SIGTERM" : "SIGINT";
+    if (sv->leaving) {
+        say(REIGN_LOG_WARN,
+            "%s again: leaving at once: hooks still running are killed and breadcrumbs stay, so "
+            "the next active node fences this one",
+            name);
+        reignd_daemon_shutdown(sv->daemon);
+        return;
+    }
+    sv->leaving = 1;
     reignd_sdnotify_stopping(sv->notify);
     reignd_daemon_shutdown(sv->daemon);
+    char what[1024];
+    if (reignd_daemon_describe_wait(sv->daemon, what, sizeof(what)) > 0)
+        say(REIGN_LOG_NOTICE,
+            "%s: leaving cleanly: waiting for %s; %d s at most in all (%s again: leave at once)",
+            name, what, reignd_daemon_grace_ms() / 1000, name);
+    else
+        say(REIGN_LOG_NOTICE, "%s: leaving cleanly", name);
 }
 
 /* The daemon is done: close the rest, so that the loop runs out. */
@@ -198,7 +260,7 @@ static int start_servers(servers *sv, const reignd_config *cfg, const reignd_sec
     if (e == 0)
         e = reignd_sdnotify_start(sv->loop, &sv->notify);
     if (e < 0) {
-        fprintf(stderr, "reignd: %s\n", err[0] ? err : reign_strerror(e));
+        say(REIGN_LOG_ERROR, "%s", err[0] ? err : reign_strerror(e));
         return e;
     }
     uv_signal_init(sv->loop, &sv->sigterm);
@@ -215,11 +277,11 @@ static int load_config(const char *path, reignd_config **cfg)
     int e = reignd_config_load(path, cfg, err, sizeof(err));
     if (e == 0)
         return -1;
-    fprintf(stderr, "reignd: %s\n", err);
+    say(REIGN_LOG_ERROR, "%s", err);
     if (e == REIGND_ENOFENCE) {
-        fprintf(stderr, "reignd: every service needs at least one fence method (fence = "
-                        "graceful, fence = shell:COMMAND): without one, an old active that "
-                        "cannot be reached could keep running beside the new one\n");
+        say(REIGN_LOG_ERROR, "every service needs at least one fence method (fence = graceful, "
+                             "fence = shell:COMMAND): without one, an old active that cannot be "
+                             "reached could keep running beside the new one");
         return EXIT_NO_FENCE;
     }
     return EXIT_CONFIG;
@@ -252,11 +314,18 @@ static int run(const args *a, const reignd_config *cfg, const reignd_secret *sec
         .userdata = &sv,
     };
     int e = reignd_daemon_new(&sv.daemon, &o, err, sizeof(err));
-    if (e == 0)
+    if (e == 0) {
+        /* The library warns that it is "still trying" when the connect timeout
+         * passes, the moment the wait gives up: the error below says it all. */
+        toollog_hold();
         e = reignd_daemon_prepare(sv.daemon, !a->format, err, sizeof(err));
+        toollog_release(e < 0);
+    }
     int status = EXIT_RUNTIME, started = 0;
     if (e == REIGN_ECONNECT)
         status = EXIT_NO_STORE;
+    else if (e == REIGN_EAUTH)
+        status = EXIT_CREDENTIALS;
     else if (e == REIGN_ENOENT)
         status = EXIT_NOT_FORMATTED;
     else if (e == REIGN_ENOTSUP)
@@ -275,7 +344,7 @@ static int run(const args *a, const reignd_config *cfg, const reignd_secret *sec
         }
     }
     if (e < 0 && err[0])
-        fprintf(stderr, "reignd: %s\n", err);
+        say(REIGN_LOG_ERROR, "%s", err);
     if (e < 0 && started) /* started half-way: leave cleanly anyway */
         reignd_daemon_shutdown(sv.daemon);
     drain(&sv);
@@ -296,33 +365,32 @@ int main(int argc, char **argv)
         return 0;
     }
     signal(SIGPIPE, SIG_IGN);
-    journal = getenv("JOURNAL_STREAM") != NULL;
+    toollog_init();
 
     reignd_config *cfg = NULL;
     if ((status = load_config(a.config, &cfg)) >= 0)
         return status;
     max_level = (reign_log_level)cfg->log_level; /* the same order, error..debug */
+
+    reignd_secret secret;
+    char note[300], err[1024];
+    int e = reignd_preflight(cfg, a.format, &secret, note, sizeof(note), err, sizeof(err));
+    if (e < 0) {
+        say(REIGN_LOG_ERROR, "%s", err);
+        reignd_config_free(cfg);
+        return e == REIGN_EAUTH ? EXIT_CREDENTIALS : EXIT_CONFIG;
+    }
     if (a.check) {
-        printf("%s: OK (%zu service%s)\n", cfg->path, cfg->n_services,
-               cfg->n_services == 1 ? "" : "s");
+        printf("%s: OK (%zu service%s%s%s)\n", cfg->path, cfg->n_services,
+               cfg->n_services == 1 ? "" : "s", note[0] ? "; " : "", note);
+        reignd_secret_wipe(&secret);
         reignd_config_free(cfg);
         return 0;
     }
+    catch_early_signals(a.format);
     reign_set_log(log_sink, NULL, max_level);
-
-    reignd_secret secret, *sp = NULL;
-    if (cfg->peer_secret_file && !a.format) {
-        char err[512];
-        if (reignd_secret_load(cfg->peer_secret_file, &secret, err, sizeof(err)) < 0) {
-            fprintf(stderr, "reignd: %s: peer_secret_file: %s\n", cfg->path, err);
-            reignd_config_free(cfg);
-            return EXIT_CONFIG;
-        }
-        sp = &secret;
-    }
-    status = run(&a, cfg, sp);
-    if (sp)
-        reignd_secret_wipe(sp);
+    status = run(&a, cfg, secret.len ? &secret : NULL);
+    reignd_secret_wipe(&secret);
     reignd_config_free(cfg);
     return status;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fsm.h"
 #include "httpd.h"
 #include "metrics.h"
 
@@ -152,17 +153,21 @@ static void render_services(text *t, const reignd_metrics_sink *sink)
     per_service(t, sink, "reignd_service_token", "gauge",
                 "This node's fencing token while it leads, else 0.", FIELD(token), 0);
     per_service(t, sink, "reignd_service_paused", "gauge",
-                "1 while automatic failover is paused (reign ctl pause).", FIELD(paused), 1);
+                "1 while the service's election is paused (reign ctl pause), on every node.",
+                FIELD(paused), 1);
     family(t, "reignd_service_health", "gauge", "1 for the service's current health state.");
     for (size_t i = 0; i < sink->n; i++)
         for (size_t h = 0; h < N_HEALTH; h++)
             put(t, "reignd_service_health{service=\"%s\",state=\"%s\"} %d\n", sink->svcs[i].name,
                 health_states[h], strcmp(sink->svcs[i].health, health_states[h]) == 0);
+    /* Every state, 0 or 1, as for health: a series never vanishes when the state changes. */
     family(t, "reignd_service_state", "gauge", "1 for the service's current controller state.");
     for (size_t i = 0; i < sink->n; i++)
-        if (sink->svcs[i].state)
-            put(t, "reignd_service_state{service=\"%s\",state=\"%s\"} 1\n", sink->svcs[i].name,
-                sink->svcs[i].state);
+        for (unsigned st = 0; sink->svcs[i].state && st < REIGND_ST__COUNT; st++) {
+            const char *name = reignd_state_name((reignd_state)st);
+            put(t, "reignd_service_state{service=\"%s\",state=\"%s\"} %d\n", sink->svcs[i].name,
+                name, strcmp(sink->svcs[i].state, name) == 0);
+        }
     per_service(t, sink, "reignd_failovers_total", "counter",
                 "Times the service became active on this node.", FIELD(failovers), 0);
     per_service(t, sink, "reignd_fence_attempts_total", "counter",
@@ -224,15 +229,16 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     }
     if (strcmp(url, "/metrics") != 0)
-        return reignd__httpd_reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", 10);
+        return reignd__httpd_reply(conn, MHD_HTTP_NOT_FOUND, "text/plain", "not found\n", 10, NULL,
+                                   NULL);
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return reignd__httpd_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
-                                   "method not allowed\n", 19);
+                                   "method not allowed\n", 19, NULL, NULL);
     size_t len;
     char *body = reignd_metrics_render(m->snapshot, m->ctx, &len);
     if (!body)
         return reignd__httpd_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
-                                   "out of memory\n", 14);
+                                   "out of memory\n", 14, NULL, NULL);
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);

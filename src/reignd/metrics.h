@@ -9,8 +9,8 @@
  *   reignd_service_term            this node's term while it leads, else 0
  *   reignd_service_token           this node's fencing token while it leads, else 0
  *   reignd_service_health{state=}  1 for the current health state, 0 for the others
- *   reignd_service_state{state=}   1 for the service's FSM state (one series)
- *   reignd_service_paused          1 while paused (reign ctl pause)
+ *   reignd_service_state{state=}   1 for the service's FSM state, 0 for the others
+ *   reignd_service_paused          1 while its election is paused (reign ctl pause)
  *   reignd_failovers_total         times the service became active here
  *   reignd_fence_attempts_total    fence methods tried against an old active
  *   reignd_fence_outcomes_total{outcome="success"|"failure"}
@@ -34,7 +34,7 @@ typedef struct reignd_metrics_service {
     const char *name;
     const char *health; /* "initializing", "healthy", "unhealthy", "not_responding",
                            "monitor_failed" */
-    const char *state;  /* the FSM state's name; NULL: no state series */
+    const char *state;  /* the FSM state's name (fsm.h); NULL: no state series */
     int leader;
     int paused;
     uint64_t term;

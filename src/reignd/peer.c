@@ -1,7 +1,9 @@
 /*
  * peer.c - the endpoint between reignds (peer.h): the shared secret, the
  * server (libmicrohttpd through httpd.h, answering through reignd_ops) and
- * the client (a plain libuv TCP exchange with one deadline).
+ * the client (a plain libuv TCP exchange with one deadline).  Requests and
+ * answers are signed with the secret (peer_auth.h), which never crosses the
+ * wire.
  *
  * A standby request may take a while (the become-standby hook runs first):
  * the server suspends the connection while the operation is pending and
@@ -21,6 +23,7 @@
 #include "call.h"
 #include "httpd.h"
 #include "peer.h"
+#include "peer_auth.h"
 #include "srvlog.h"
 
 #define PEER_PREFIX             "/v1/services/"
@@ -93,22 +96,12 @@ void reignd_secret_wipe(reignd_secret *secret)
     explicit_bzero(secret, sizeof(*secret));
 }
 
-int reignd_secret_equal(const reignd_secret *secret, const void *given, size_t len)
-{
-    /* Walk the whole secret whatever `given` holds, so the time says nothing
-     * of where they differ; only the (public) length may show. */
-    const unsigned char *g = given;
-    unsigned diff = len != secret->len;
-    for (size_t i = 0; i < secret->len; i++)
-        diff |= (unsigned)(secret->bytes[i] ^ (i < len ? g[i] : 0));
-    return diff == 0 && secret->len > 0;
-}
-
 /* ---- the server ------------------------------------------------------------ */
 
 struct reignd_peer_server {
     reignd_httpd *httpd;
     reignd_secret secret;
+    reignd_nonce_cache *nonces; /* the requests taken within the window */
     reignd_ops ops;
     reign_log_fn *log_fn;
     void *log_userdata;
@@ -122,7 +115,9 @@ typedef struct preq {
     struct preq *next, **pprev; /* on srv->suspended while suspended */
     reignd_call *call;
     char origin[96];
-    int authorized;
+    reignd_auth auth;
+    int signed_req;    /* the Authorization header parsed: the answer is signed for its nonce */
+    char refusal[320]; /* why the header did not parse */
     int too_big;
     int answered; /* the answer below is ready to be queued */
     unsigned code;
@@ -165,11 +160,20 @@ static void set_answer(preq *r, int err, const char *msg, const cJSON *result)
     r->answered = 1;
 }
 
+/* Queues the answer, signed for the request's nonce when it had one (a request
+ * refused before its header could be read gets an unsigned answer: the client
+ * takes any answer it cannot check as a failure, never as a success). */
 static enum MHD_Result queue_answer(preq *r)
 {
-    if (!r->answer)
-        return reignd__httpd_reply(r->conn, r->code, "text/plain", "out of memory\n", 14);
-    return reignd__httpd_reply(r->conn, r->code, "application/json", r->answer, r->answer_len);
+    static const char oom[] = "out of memory\n";
+    const char *type = r->answer ? "application/json" : "text/plain";
+    const char *body = r->answer ? r->answer : oom;
+    size_t len = r->answer ? r->answer_len : sizeof(oom) - 1;
+    char sig[REIGND_AUTH_SIG_HEX + 1];
+    if (r->signed_req)
+        reignd_auth_sign_answer(&r->srv->secret, r->auth.nonce, r->code, body, len, sig);
+    return reignd__httpd_reply(r->conn, r->code, type, body, len,
+                               r->signed_req ? REIGND_AUTH_ANSWER : NULL, sig);
 }
 
 static void unlink_suspended(preq *r)
@@ -294,14 +298,50 @@ static void describe_client(struct MHD_Connection *conn, char *out, size_t len)
     snprintf(out, len, "peer %s:%s", host, serv);
 }
 
-static int check_auth(reignd_peer_server *srv, struct MHD_Connection *conn)
+/*
+ * Whether the request is one a holder of the secret sent just now, for the
+ * first time: its signature (method, path, body, time, nonce), then its time
+ * against our clock, then its nonce against those taken.  0, or the error
+ * with the answer set and the refusal logged (method and path only: the
+ * rest is not the log's business).
+ */
+static int authenticate(preq *r, const char *url, const char *method)
 {
-    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
-    static const char bearer[] = "Bearer ";
-    if (!h || strncmp(h, bearer, sizeof(bearer) - 1) != 0)
-        return 0;
-    const char *given = h + sizeof(bearer) - 1;
-    return reignd_secret_equal(&srv->secret, given, strlen(given));
+    reignd_peer_server *srv = r->srv;
+    char why[400];
+    int err = REIGN_EAUTH;
+    if (!r->signed_req) {
+        snprintf(why, sizeof(why), "%s", r->refusal);
+    } else if (!reignd_auth_check_request(&srv->secret, method, url, r->body, r->body_len,
+                                          &r->auth)) {
+        snprintf(why, sizeof(why), "wrong signature (not signed with our secret, or altered)");
+    } else {
+        int64_t now = reignd_auth_now_ms();
+        switch (reignd_nonce_take(srv->nonces, &r->auth, now)) {
+        case REIGND_AUTH_OK:
+            return 0;
+        case REIGND_AUTH_SKEWED:
+            snprintf(why, sizeof(why),
+                     "signed at a time %.1f s from ours (more than %d s): are both clocks "
+                     "synchronised (NTP)?",
+                     (double)(r->auth.ts_ms - now) / 1000.0, REIGND_AUTH_WINDOW_MS / 1000);
+            break;
+        case REIGND_AUTH_REPLAYED:
+            snprintf(why, sizeof(why), "replayed: this request was received before");
+            break;
+        case REIGND_AUTH_FULL:
+            snprintf(why, sizeof(why), "too many requests: %d within %d s", REIGND_AUTH_CACHE_MAX,
+                     REIGND_AUTH_WINDOW_MS / 1000);
+            err = REIGN_EBUSY;
+            break;
+        }
+    }
+    PLOG(srv, REIGN_LOG_WARN, "peer: refused %s %.100s from %s: %s", method, url, r->origin + 5,
+         why);
+    set_answer(r, err, why, NULL);
+    if (err == REIGN_EBUSY)
+        r->code = MHD_HTTP_SERVICE_UNAVAILABLE;
+    return err;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -311,21 +351,22 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     reignd_peer_server *srv = cls;
     preq *r = *con_cls;
     (void)version;
-    if (!r) { /* the headers are in: decide about the secret before any body */
+    if (!r) { /* the headers are in: an unsigned request's body is not even kept */
         r = calloc(1, sizeof(*r));
         if (!r)
             return MHD_NO;
         r->srv = srv;
         r->conn = conn;
         describe_client(conn, r->origin, sizeof(r->origin));
-        r->authorized = check_auth(srv, conn);
+        const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization");
+        r->signed_req = reignd_auth_parse(h, &r->auth, r->refusal, sizeof(r->refusal)) == 0;
         *con_cls = r;
         return MHD_YES;
     }
     if (*upload_size) {
         if (r->body_len + *upload_size > PEER_REQUEST_BODY_MAX)
             r->too_big = 1;
-        else if (r->authorized) {
+        else if (r->signed_req) {
             memcpy(r->body + r->body_len, upload, *upload_size);
             r->body_len += *upload_size;
         }
@@ -336,16 +377,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return queue_answer(r);
     if (r->call) /* resumed spuriously: keep waiting */
         return MHD_YES;
-    if (!r->authorized) {
-        /* Method and path only: what was sent is not the log's business. */
-        PLOG(srv, REIGN_LOG_WARN, "peer: refused %s %.100s from %s: missing or wrong secret",
-             method, url, r->origin + 5);
-        set_answer(r, REIGN_EAUTH, "missing or wrong secret", NULL);
-    } else if (r->too_big) {
+    if (r->too_big && r->signed_req)
         set_answer(r, REIGN_E2BIG, "request body too large", NULL);
-    } else {
+    else if (authenticate(r, url, method) == 0)
         route(r, url, method);
-    }
     if (r->answered)
         return queue_answer(r);
     /* Pending: park the connection until the operation completes. */
@@ -390,6 +425,12 @@ int reignd_peer_server_start(uv_loop_t *loop, const reignd_peer_server_options *
     }
     srv->secret = *opts->secret;
     srv->ops = *opts->ops;
+    if (!(srv->nonces = reignd_nonce_cache_new())) {
+        reignd_secret_wipe(&srv->secret);
+        free(srv);
+        snprintf(err, errlen, "out of memory");
+        return REIGN_ENOMEM;
+    }
     srv->log_fn = opts->log_fn;
     srv->log_userdata = opts->log_userdata;
     reignd_httpd_options ho = {
@@ -405,6 +446,7 @@ int reignd_peer_server_start(uv_loop_t *loop, const reignd_peer_server_options *
     int r = reignd_httpd_start(loop, &ho, &srv->httpd, err, errlen);
     if (r < 0) {
         reignd_secret_wipe(&srv->secret);
+        reignd_nonce_cache_free(srv->nonces);
         free(srv);
         return r;
     }
@@ -429,6 +471,7 @@ void reignd_peer_server_close(reignd_peer_server *srv)
     }
     reignd_httpd_close(srv->httpd);
     reignd_secret_wipe(&srv->secret);
+    reignd_nonce_cache_free(srv->nonces);
     free(srv);
 }
 
@@ -451,7 +494,9 @@ struct reignd_peer_request {
     reignd_peer_cb *cb;
     void *userdata;
     char address[300];
-    char *out; /* the request; holds the secret, wiped after use */
+    reignd_secret secret; /* checks the answer's signature; wiped with the request */
+    char nonce[REIGND_AUTH_NONCE_HEX + 1]; /* the request's: the answer must be signed for it */
+    char *out;                             /* the request */
     size_t out_len;
     char *in;
     size_t in_len;
@@ -462,8 +507,7 @@ struct reignd_peer_request {
 static void req_maybe_free(reignd_peer_request *q)
 {
     if (q->handles == 0 && !q->gai_pending) {
-        if (q->out)
-            explicit_bzero(q->out, q->out_len);
+        reignd_secret_wipe(&q->secret);
         free(q->out);
         free(q->in);
         uv_freeaddrinfo(q->addrs);
@@ -517,14 +561,34 @@ static int code_by_name(const char *name)
     return REIGN_EBACKEND;
 }
 
-/* The value of header `name` (case-insensitive) in head, or -1. */
-static long header_long(const char *head, const char *name)
+/* The value of header `name` (case-insensitive) in head, spaces skipped, or NULL. */
+static const char *header_value(const char *head, const char *name)
 {
     size_t nlen = strlen(name);
     for (const char *p = strstr(head, "\r\n"); p && p[2]; p = strstr(p + 2, "\r\n"))
         if (strncasecmp(p + 2, name, nlen) == 0 && p[2 + nlen] == ':')
-            return strtol(p + 3 + nlen, NULL, 10);
-    return -1;
+            return p + 3 + nlen + strspn(p + 3 + nlen, " \t");
+    return NULL;
+}
+
+static long header_long(const char *head, const char *name)
+{
+    const char *v = header_value(head, name);
+    return v ? strtol(v, NULL, 10) : -1;
+}
+
+/* The signature header's value (NUL-terminated in `out`), or NULL. */
+static const char *answer_signature(const char *head, char *out, size_t outlen)
+{
+    const char *v = header_value(head, REIGND_AUTH_ANSWER);
+    if (!v)
+        return NULL;
+    size_t n = strcspn(v, " \t\r\n");
+    if (n >= outlen)
+        return NULL;
+    memcpy(out, v, n);
+    out[n] = '\0';
+    return out;
 }
 
 /* Reads the answer once complete (or at EOF); 1 if it finished the request. */
@@ -550,15 +614,25 @@ static int parse_answer(reignd_peer_request *q, int eof)
     }
     if (clen >= 0 && (size_t)clen < have)
         have = (size_t)clen;
-    if (code == MHD_HTTP_UNAUTHORIZED) {
-        finishf(q, REIGN_EAUTH, "refused our secret");
-        return 1;
-    }
+    char sigbuf[REIGND_AUTH_SIG_HEX + 2];
+    const char *sig = answer_signature(q->in, sigbuf, sizeof(sigbuf));
     cJSON *json = cJSON_ParseWithLength(body, have);
     const cJSON *ok = cJSON_GetObjectItemCaseSensitive(json, "ok");
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(json, "error");
     const cJSON *m = cJSON_GetObjectItemCaseSensitive(json, "message");
-    if (code == MHD_HTTP_OK && cJSON_IsTrue(ok))
+    if (!reignd_auth_check_answer(&q->secret, q->nonce, code, body, have, sig)) {
+        /* Not made by a holder of our secret for this request: never a success.  A
+         * refusal's reason is shown (from the peer, or from whoever answered). */
+        if (code == MHD_HTTP_UNAUTHORIZED && cJSON_IsString(m))
+            finishf(q, REIGN_EAUTH, "refused our request: %.200s", m->valuestring);
+        else if (code == MHD_HTTP_UNAUTHORIZED)
+            finishf(q, REIGN_EAUTH, "refused our request");
+        else
+            finishf(q, REIGN_EAUTH,
+                    "the answer (HTTP %u) is not signed with our secret: a different secret "
+                    "there, or not a reignd (or not this version)",
+                    code);
+    } else if (code == MHD_HTTP_OK && cJSON_IsTrue(ok))
         finish(q, 0, NULL, cJSON_GetObjectItemCaseSensitive(json, "result"));
     else if (cJSON_IsFalse(ok) && cJSON_IsString(e) && cJSON_IsString(m))
         finishf(q, code_by_name(e->valuestring), "%s", m->valuestring);
@@ -599,7 +673,6 @@ static void on_read_in(uv_stream_t *s, ssize_t nread, const uv_buf_t *b)
 static void on_written_out(uv_write_t *w, int status)
 {
     reignd_peer_request *q = w->data;
-    explicit_bzero(q->out, q->out_len);
     if (status < 0 && !q->done)
         finishf(q, REIGN_ECONNECT, "cannot send the request: %s", uv_strerror(status));
 }
@@ -697,29 +770,35 @@ static void path_escape(const char *name, char *out, size_t outlen)
     out[o] = '\0';
 }
 
-/* Builds the HTTP request (with the secret) into q->out. */
+/* Builds the HTTP request, signed, into q->out (the secret is not in it). */
 static int build_request(reignd_peer_request *q, const reignd_secret *secret, const char *host,
                          const char *method, const char *service, const char *suffix,
                          const char *body)
 {
-    char path[3 * REIGN_NAME_MAX + 64];
-    path_escape(service, path, sizeof(path));
+    char name[3 * REIGN_NAME_MAX + 1], path[3 * REIGN_NAME_MAX + 64];
+    path_escape(service, name, sizeof(name));
+    snprintf(path, sizeof(path), PEER_PREFIX "%s%s", name, suffix);
     size_t blen = body ? strlen(body) : 0;
-    size_t cap = strlen(host) + strlen(path) + secret->len + blen + 512;
+    reignd_auth auth;
+    int r = reignd_auth_fresh(&auth, reignd_auth_now_ms());
+    if (r < 0)
+        return r;
+    reignd_auth_sign_request(secret, method, path, body, blen, &auth);
+    char authz[256];
+    reignd_auth_format(&auth, authz, sizeof(authz));
+    memcpy(q->nonce, auth.nonce, sizeof(q->nonce));
+    q->secret = *secret;
+    size_t cap = strlen(host) + strlen(path) + strlen(authz) + blen + 512;
     q->out = malloc(cap);
     if (!q->out)
         return REIGN_ENOMEM;
     int n = snprintf(q->out, cap,
-                     "%s " PEER_PREFIX "%s%s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
+                     "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n"
                      "Content-Type: application/json\r\nContent-Length: %zu\r\n"
-                     "Authorization: Bearer ",
-                     method, path, suffix, host, blen);
-    if (n < 0 || (size_t)n + secret->len + blen + 4 >= cap)
+                     "Authorization: %s\r\n\r\n",
+                     method, path, host, blen, authz);
+    if (n < 0 || (size_t)n + blen >= cap)
         return REIGN_EINVAL;
-    memcpy(q->out + n, secret->bytes, secret->len);
-    n += (int)secret->len;
-    memcpy(q->out + n, "\r\n\r\n", 4);
-    n += 4;
     if (blen)
         memcpy(q->out + n, body, blen);
     q->out_len = (size_t)n + blen;

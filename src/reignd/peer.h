@@ -4,11 +4,16 @@
  * report a service's state (before a failover --to that node).
  *
  * HTTP/1.1 on libmicrohttpd, driven from the daemon's libuv loop (no thread
- * of its own).  Every request carries the shared secret, read from a file
- * named in the configuration, as "Authorization: Bearer SECRET"; the server
- * compares it in constant time and refuses a missing or wrong one with 401.
- * The secret is never logged.  It authenticates, it does not encrypt: keep
- * the peer addresses on a network you trust.
+ * of its own).  The nodes share a secret, read from a file named in the
+ * configuration, that never crosses the wire: every request is signed with
+ * it (HMAC-SHA256 over method, path, body, time and a nonce, peer_auth.h),
+ * and the server refuses with 401 a request unsigned, wrongly signed, signed
+ * more than 30 s away from its clock, or seen before; every answer is signed
+ * too, for the request's nonce, and the client takes an answer it cannot
+ * check as a failure.  So whoever sees the traffic can neither send a
+ * request of their own, nor send one seen again, nor fake an answer.  It
+ * authenticates, it does not encrypt: service names, node ids and states
+ * are readable on the network.  The secret is never logged.
  *
  *   GET  /v1/services/NAME            200 {"ok":true,"result":{one entry of
  *                                     reignd_ops.status's "services"}}
@@ -53,7 +58,7 @@ typedef struct reignd_secret {
 /*
  * Reads the secret from `path`: the whole file, one trailing newline (\n or
  * \r\n) dropped; REIGND_PEER_SECRET_MIN..MAX bytes of printable ASCII
- * without spaces (it travels in an HTTP header).  The file must be a
+ * without spaces (so that it can be typed and copied).  The file must be a
  * regular file not readable or writable by group or others.  Returns 0, or
  * a negative REIGN_E* code with the reason in err (never the secret).
  */
@@ -61,9 +66,6 @@ int reignd_secret_load(const char *path, reignd_secret *secret, char *err, size_
 
 /* Overwrites the secret (before freeing memory that held it). */
 void reignd_secret_wipe(reignd_secret *secret);
-
-/* 1 if `given` (len bytes) equals the secret; time independent of where they differ. */
-int reignd_secret_equal(const reignd_secret *secret, const void *given, size_t len);
 
 /* ---- the server ------------------------------------------------------------ */
 
@@ -98,7 +100,8 @@ typedef struct reignd_peer_request reignd_peer_request;
  * be started: err 0 and result (borrowed for the call; may be NULL) on
  * success; else a negative REIGN_E* code and msg, a sentence naming the
  * peer: REIGN_ETIMEDOUT (no complete answer within the timeout),
- * REIGN_ECONNECT (cannot connect or resolve), REIGN_EAUTH (secret refused),
+ * REIGN_ECONNECT (cannot connect or resolve), REIGN_EAUTH (our request
+ * refused, or an answer not signed with our secret),
  * REIGN_ENOENT (no such service there), REIGN_ESTATE (refused in its state),
  * REIGN_EBACKEND (a malformed answer or another failure),
  * REIGN_ECANCELED (reignd_peer_cancel).  The request is freed after the callback.

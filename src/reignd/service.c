@@ -22,10 +22,15 @@
  * long to stay out of the election before standing again (ZKFC waits a
  * second); another candidate may take over meanwhile. */
 #define RETRY_DELAY_MS 2000
-/* A failover's old active stands again after this, so the target takes over. */
-#define FAILOVER_CEDE_MS 10000
 /* Cede delay for a leadership deposed from outside (reign cede). */
 #define DEPOSED_DELAY_MS 1000
+/* How often each service looks for another live daemon with its node id. */
+#define ID_CHECK_MS 2000
+/* How often the old active of a failover asks the target how far it got. */
+#define FAILOVER_POLL_MS 200
+/* Margin on a failover's wait, beyond the timeouts that bound it (session,
+ * fence methods, become-standby, become-active). */
+#define FAILOVER_MARGIN_MS 5000
 /* How long a shutdown may wait for hooks and sessions before giving up. */
 #define SHUTDOWN_GRACE_MS 60000
 
@@ -33,6 +38,7 @@
 
 typedef struct store store;
 typedef struct service service;
+typedef struct failover_req failover_req;
 
 /* One reign_client, shared by the services whose election_uri is the same. */
 struct store {
@@ -54,17 +60,34 @@ struct service {
 
     reignd_state state;
     reignd_health_state health_state;
-    char reason[200]; /* the last transition's */
+    char reason[300]; /* the last transition's */
+
+    /* The election's pause, as the store has it (every node obeys it). */
+    reign_value_watch *pause_watch;
+    int paused;                       /* the pause value is there */
+    char paused_by[REIGN_ID_MAX + 1]; /* who paused, as the value says */
+
+    /* Another live daemon standing with our node id, as last seen ("" if none). */
+    char conflict[1400];
+    uv_timer_t *id_timer;  /* the periodic look for one */
+    int id_check_inflight; /* a periodic look is under way */
+    uint64_t join_seq;     /* bumped by each JOIN and each leave: stale looks are dropped */
+
+    uv_timer_t *cede_timer; /* while CEDED: REJOIN when it fires */
+    failover_req *failover; /* a failover from this node under way (waiting for the target) */
 
     uint64_t term, token;  /* of the latest leadership (kept after it ends, for hooks) */
     uint64_t epoch;        /* bumped on each election win: stale results are dropped */
     int64_t crumb_version; /* the breadcrumb version read (CAS base), then ours */
     int crumb_ours;        /* we wrote the breadcrumb at crumb_version */
     int cede_delay_ms;     /* for the next CEDE action */
-    int service_active;    /* become-active queued and no become-standby succeeded since */
+    int service_active;    /* possibly active: from the start (we know nothing) or a queued
+                              become-active, until a become-standby succeeds */
+    int activated;         /* become-active succeeded for the current leadership */
     int standby_pending;   /* become-standby hooks queued or running */
     int stopped;           /* EXIT done */
     int deletes_pending;   /* breadcrumb deletes in flight: a shutdown waits for them */
+    int leaving;           /* resigned for good: waiting for our election node's delete */
 
     reignd_call **waiters; /* calls answered when become-standby finishes */
     size_t n_waiters;
@@ -78,6 +101,7 @@ struct service {
 
 struct reignd_daemon {
     reignd_daemon_options o;
+    char instance[REIGND_INSTANCE_MAX]; /* this run's id: in the breadcrumb and the election */
     store *stores;
     size_t n_stores;
     service *services;
@@ -127,28 +151,56 @@ static void step(service *s, reignd_event ev)
     reign_log_level lvl = r.to != s->state || r.actions ? REIGN_LOG_NOTICE : REIGN_LOG_INFO;
     slog(s, lvl, "%s -> %s on %s%s%s: %s", reignd_state_name(s->state), reignd_state_name(r.to),
          reignd_event_name(ev), acts[0] ? " / " : "", acts, r.reason);
+    /* The status keeps the reason of the last decision, not health news only noted since
+     * (the health column shows that). */
+    if (lvl == REIGN_LOG_NOTICE || (ev != REIGND_EV_HEALTHY && ev != REIGND_EV_UNHEALTHY))
+        snprintf(s->reason, sizeof(s->reason), "%s", r.reason);
     s->state = r.to;
-    snprintf(s->reason, sizeof(s->reason), "%s", r.reason);
     run_actions(s, r.actions);
 }
 
-/*
- * Queues an event and, unless a step of this service is running (an action
- * raised it: a callback that fired at once), steps until the queue is
- * empty.  So a service's events are taken strictly one after another.
- */
-static void post(service *s, reignd_event ev)
+static int enqueue(service *s, reignd_event ev)
 {
     if (s->q_len == QUEUE_MAX) {
         slog(s, REIGN_LOG_ERROR, "event queue full, dropping %s", reignd_event_name(ev));
         fatal(s->d, "event queue overflow");
-        return;
+        return 0;
     }
     s->queue[(s->q_head + s->q_len++) % QUEUE_MAX] = ev;
+    return 1;
+}
+
+/*
+ * The pause is the store's (breadcrumb.h), the state machine's PAUSED
+ * states follow it: when they differ, PAUSE or RESUME is queued as soon as
+ * the state takes it (a node fencing, claiming, ceding or starting finishes
+ * that first; the step is then taken in the state it reached).
+ */
+static int follow_pause(service *s)
+{
+    if (s->stopped || s->state == REIGND_ST_STARTING)
+        return 0;
+    int want = s->paused, have = reignd_state_is_paused(s->state);
+    if (want == have)
+        return 0;
+    reignd_event ev = want ? REIGND_EV_PAUSE : REIGND_EV_RESUME;
+    reignd_step r = reignd_fsm_step(s->state, ev, healthy(s));
+    if (r.refused || r.moot || reignd_state_is_paused(r.to) != want)
+        return 0; /* later: the next step comes back here */
+    return enqueue(s, ev);
+}
+
+/*
+ * Steps until the queue is empty, unless a step of this service is running
+ * (an action raised the event: a callback that fired at once).  So a
+ * service's events are taken strictly one after another.
+ */
+static void run_queue(service *s)
+{
     if (s->stepping)
         return;
     s->stepping = 1;
-    while (s->q_len) {
+    while (s->q_len || follow_pause(s)) {
         reignd_event next = s->queue[s->q_head];
         s->q_head = (s->q_head + 1) % QUEUE_MAX;
         s->q_len--;
@@ -156,6 +208,13 @@ static void post(service *s, reignd_event ev)
     }
     s->stepping = 0;
     maybe_finish(s->d);
+}
+
+/* Queues an event and steps (see run_queue). */
+static void post(service *s, reignd_event ev)
+{
+    if (enqueue(s, ev))
+        run_queue(s);
 }
 
 /* ---- waiters: calls answered once the service is standby ----------------- */
@@ -249,6 +308,8 @@ static void on_active_done(reignd_hooks *hooks, const reignd_hook_result *r, voi
 {
     service *s = userdata;
     log_hook(s, r);
+    /* A become-standby queued after it (a demotion meanwhile) clears it again. */
+    s->activated = reignd_hook_succeeded(r) && reignd_state_is_active(s->state);
     post(s, reignd_hook_succeeded(r) ? REIGND_EV_ACTIVE_HOOK_OK : REIGND_EV_ACTIVE_HOOK_FAILED);
 }
 
@@ -298,6 +359,13 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
              (unsigned long long)ev->term);
         post(s, REIGND_EV_DEMOTED);
         break;
+    case REIGN_ELECTION_LEFT:
+        if (s->leaving) {
+            s->leaving = 0;
+            s->election = reign_election_free(s->election);
+            maybe_finish(s->d);
+        }
+        break;
     case REIGN_ELECTION_LEADER_CHANGED:
         slog(s, REIGN_LOG_INFO, "leader: %s", ev->leader ? ev->leader->id : "none");
         break;
@@ -311,13 +379,60 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
     }
 }
 
+/* A candidate's payload: "SERVICE_ADDRESS PEER_ADDRESS INSTANCE" ("-" for no
+ * peer address; earlier versions wrote no instance). */
+#define PAYLOAD_MAX (2 * REIGND_ADDRESS_MAX + REIGND_INSTANCE_MAX + 8)
+
+typedef struct payload {
+    char service_address[REIGND_ADDRESS_MAX];
+    char peer_address[REIGND_ADDRESS_MAX]; /* "" for none */
+    char instance[REIGND_INSTANCE_MAX];    /* "" for none */
+} payload;
+
+static void payload_parse(const void *data, size_t len, payload *p)
+{
+    char text[PAYLOAD_MAX] = "";
+    memset(p, 0, sizeof(*p));
+    if (len < sizeof(text))
+        memcpy(text, data, len);
+    for (char *c = text; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    char *save = NULL, *f[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++)
+        f[i] = strtok_r(i ? NULL : text, " ", &save);
+    if (f[0])
+        snprintf(p->service_address, sizeof(p->service_address), "%s", f[0]);
+    if (f[1] && strcmp(f[1], "-") != 0)
+        snprintf(p->peer_address, sizeof(p->peer_address), "%s", f[1]);
+    if (f[2])
+        snprintf(p->instance, sizeof(p->instance), "%s", f[2]);
+}
+
+static const char *own_peer_address(const service *s)
+{
+    return s->cfg->peer_address ? s->cfg->peer_address : "";
+}
+
+static void join_now(service *s);
+static void check_ids(service *s, int joining);
+
+/* JOIN: first make sure no other live daemon stands with our node id. */
 static void join(service *s)
 {
     if (s->election)
         return;
-    char data[2 * REIGND_ADDRESS_MAX + 8];
-    snprintf(data, sizeof(data), "%s %s", s->cfg->service_address,
-             s->cfg->peer_address ? s->cfg->peer_address : "-");
+    s->join_seq++;
+    check_ids(s, 1);
+}
+
+static void join_now(service *s)
+{
+    if (s->election)
+        return;
+    char data[PAYLOAD_MAX];
+    snprintf(data, sizeof(data), "%s %s %s", s->cfg->service_address,
+             s->cfg->peer_address ? s->cfg->peer_address : "-", s->d->instance);
     reign_election_options o = {
         .size = sizeof(o),
         .id = s->cfg->node_id,
@@ -339,16 +454,174 @@ static void join(service *s)
 
 static void leave(service *s)
 {
+    s->join_seq++; /* a join still looking for our id will not stand */
     s->election = reign_election_free(s->election);
 }
 
-static void step_down(service *s, int delay_ms)
+/*
+ * Leaving for good (EXIT): resign and keep the election until its node is
+ * deleted (LEFT), so that the shutdown closes the session only then.  A
+ * session closed with that delete still in flight leaks its completion in
+ * the ZooKeeper C client (seen under LeakSanitizer).
+ */
+static void leave_for_good(service *s)
 {
-    if (!s->election)
+    s->join_seq++;
+    if (s->election && reign_election_resign(s->election) == 0) {
+        s->leaving = 1;
         return;
-    int err = reign_election_cede(s->election, delay_ms);
-    if (err < 0)
-        slog(s, REIGN_LOG_INFO, "step down: %s (not leading any more)", reign_strerror(err));
+    }
+    s->election = reign_election_free(s->election);
+}
+
+/* ---- timers (allocated: a close completes on a later loop turn) ------------- */
+
+static void on_timer_closed(uv_handle_t *h)
+{
+    free(h);
+}
+
+static uv_timer_t *timer_start(service *s, uv_timer_cb cb, uint64_t ms, uint64_t repeat)
+{
+    uv_timer_t *t = malloc(sizeof(*t));
+    if (!t || uv_timer_init(s->d->o.loop, t) < 0) {
+        free(t);
+        return NULL;
+    }
+    t->data = s;
+    uv_timer_start(t, cb, ms, repeat);
+    return t;
+}
+
+static void timer_stop(uv_timer_t **t)
+{
+    if (*t) {
+        uv_close((uv_handle_t *)*t, on_timer_closed);
+        *t = NULL;
+    }
+}
+
+/* ---- node ids: one live daemon per id ----------------------------------------- */
+
+/*
+ * The breadcrumb names the old active by its node id, so two live daemons
+ * with one id (a cloned VM, a copied configuration, a fixed container host
+ * name) would each take the other's record for its own.  Fencing never
+ * relies on the id alone (on_crumb_read), and a daemon that finds another
+ * live one standing with its id before it does not stand (CONFLICT), and
+ * says so, until that one is gone.  The one that stands first keeps
+ * standing and says so too.  Looked at before each JOIN and every
+ * ID_CHECK_MS (two daemons that joined at once both stand until then).
+ */
+typedef struct id_check {
+    service *s;
+    uint64_t seq;
+    int joining;
+} id_check;
+
+static void on_id_view(reign_client *client, int err, const reign_election_view *view,
+                       void *userdata)
+{
+    id_check *c = userdata;
+    service *s = c->s;
+    int joining = c->joining, current = c->seq == s->join_seq;
+    free(c);
+    if (!joining)
+        s->id_check_inflight = 0;
+    if (s->stopped || err == REIGN_ECLOSED) {
+        maybe_finish(s->d); /* a shutdown waits for this answer */
+        return;
+    }
+    /* No longer wanted: it left meanwhile (NEUTRAL still stands: a connection lost while we
+     * looked; the election waits for it). */
+    if (joining && (!current || s->election ||
+                    (s->state != REIGND_ST_STANDBY && s->state != REIGND_ST_NEUTRAL)))
+        return;
+    if (err < 0 && err != REIGN_ENOENT) {
+        if (joining) {
+            slog(s, REIGN_LOG_INFO, "cannot look for another daemon with node id %s (%s): standing",
+                 s->cfg->node_id, reign_strerror(err));
+            join_now(s);
+        }
+        return;
+    }
+    long mine = -1, other = -1;
+    payload p, op = {{0}, {0}, {0}};
+    for (size_t i = 0; view && i < view->n_candidates; i++) {
+        const reign_candidate *cd = &view->candidates[i];
+        if (strcmp(cd->id, s->cfg->node_id) != 0)
+            continue;
+        payload_parse(cd->data, cd->data_len, &p);
+        if (strcmp(p.instance, s->d->instance) == 0) {
+            if (mine < 0)
+                mine = (long)i;
+        } else if (other < 0) {
+            other = (long)i;
+            op = p;
+        }
+    }
+    if (other < 0) {
+        if (s->conflict[0])
+            slog(s, REIGN_LOG_NOTICE, "no other live reignd stands with node id %s any more",
+                 s->cfg->node_id);
+        s->conflict[0] = '\0';
+        if (joining)
+            join_now(s);
+        else if (s->state == REIGND_ST_CONFLICT)
+            post(s, REIGND_EV_ID_CLEAR);
+        return;
+    }
+    int same = strcmp(op.service_address, s->cfg->service_address) == 0 &&
+               strcmp(op.peer_address, own_peer_address(s)) == 0;
+    int first = mine < 0 || other < mine; /* it stands before us */
+    char text[sizeof(s->conflict)];
+    snprintf(text, sizeof(text),
+             "another reignd stands in election %s with this node's id %s (instance %s, service "
+             "address %s, peer address %s)%s",
+             s->cfg->election_name, s->cfg->node_id, op.instance[0] ? op.instance : "unknown",
+             op.service_address[0] ? op.service_address : "unknown",
+             op.peer_address[0] ? op.peer_address : "none",
+             same ? ": an earlier run of this daemon whose session has not expired yet, or a copy "
+                    "of this node with the same addresses"
+                  : ": give each node its own node_id");
+    if (strcmp(text, s->conflict) != 0) {
+        slog(s, same ? REIGN_LOG_WARN : REIGN_LOG_ERROR, "%s; %s", text,
+             first ? "this daemon does not stand until it is gone"
+                   : "it stood after this one, which keeps standing; that one must not");
+        snprintf(s->conflict, sizeof(s->conflict), "%s", text);
+    }
+    if (first && s->state != REIGND_ST_CONFLICT)
+        post(s, REIGND_EV_ID_CONFLICT); /* acted on while standby (fsm.c) */
+    else if (!first && joining)
+        join_now(s);
+}
+
+static void check_ids(service *s, int joining)
+{
+    if (!joining && s->id_check_inflight)
+        return;
+    id_check *c = malloc(sizeof(*c));
+    if (c)
+        *c = (id_check){s, s->join_seq, joining};
+    int err = c ? reign_election_query(s->st->client, s->cfg->election_name, on_id_view, c)
+                : REIGN_ENOMEM;
+    if (err < 0) {
+        free(c);
+        if (joining)
+            join_now(s);
+        return;
+    }
+    if (!joining)
+        s->id_check_inflight = 1;
+    if (s->st->uv)
+        reign_uv_update(s->st->uv);
+}
+
+static void on_id_timer(uv_timer_t *t)
+{
+    service *s = t->data;
+    if (!s->stopped && !s->d->shutting_down)
+        check_ids(s, 0);
 }
 
 /* ---- fence and breadcrumb ------------------------------------------------- */
@@ -408,12 +681,39 @@ static void on_crumb_read(int err, const char *msg, const reignd_breadcrumb *b, 
         post(s, REIGND_EV_FENCE_OK);
         return;
     }
-    if (strcmp(b->id, s->cfg->node_id) == 0) {
-        slog(s, REIGN_LOG_INFO, "the breadcrumb names this node (term %llu): nothing to fence",
-             (unsigned long long)b->term);
+    /*
+     * Never skip a fence for an id alone: another daemon may have this node's
+     * id (a copy of its configuration), and a record of this node's earlier
+     * run says nothing of what its service does now.  Skipped only for a
+     * record this very daemon wrote (its state machine knows what it did
+     * since), and for one of an earlier run at this node's own addresses:
+     * that service is ours, made standby when this run started (PROBING)
+     * before it stood; fencing "it" would fence ourselves.
+     */
+    int own_id = strcmp(b->id, s->cfg->node_id) == 0;
+    if (own_id && b->instance[0] && strcmp(b->instance, s->d->instance) == 0) {
+        slog(s, REIGN_LOG_INFO,
+             "the breadcrumb is this daemon's own (instance %s, term %llu): nothing to fence",
+             b->instance, (unsigned long long)b->term);
         post(s, REIGND_EV_FENCE_OK);
         return;
     }
+    if (own_id && strcmp(b->service_address, s->cfg->service_address) == 0 &&
+        strcmp(b->peer_address, own_peer_address(s)) == 0) {
+        slog(s, REIGN_LOG_NOTICE,
+             "the breadcrumb names an earlier run of this daemon (instance %s, term %llu, the same "
+             "addresses): its service is this one, made standby when this run started; nothing "
+             "more to fence",
+             b->instance[0] ? b->instance : "unknown", (unsigned long long)b->term);
+        post(s, REIGND_EV_FENCE_OK);
+        return;
+    }
+    if (own_id)
+        slog(s, REIGN_LOG_WARN,
+             "the breadcrumb names this node's id %s, but another daemon (instance %s) at other "
+             "addresses (service %s, peer %s): a copy with the same node_id; fencing it",
+             b->id, b->instance[0] ? b->instance : "unknown", b->service_address,
+             b->peer_address[0] ? b->peer_address : "none");
     slog(s, REIGN_LOG_NOTICE, "fencing the old active %s (service %s, term %llu)", b->id,
          b->service_address, (unsigned long long)b->term);
     reignd_fence_ctx ctx = {s->d->o.loop, s->cfg, s->hooks, s->d->o.secret, s->term, s->token};
@@ -474,8 +774,8 @@ static void write_crumb(service *s)
     reignd_breadcrumb b = {.term = s->term, .token = s->token};
     snprintf(b.id, sizeof(b.id), "%s", s->cfg->node_id);
     snprintf(b.service_address, sizeof(b.service_address), "%s", s->cfg->service_address);
-    snprintf(b.peer_address, sizeof(b.peer_address), "%s",
-             s->cfg->peer_address ? s->cfg->peer_address : "");
+    snprintf(b.peer_address, sizeof(b.peer_address), "%s", own_peer_address(s));
+    snprintf(b.instance, sizeof(b.instance), "%s", s->d->instance);
     op_ctx *o = op_new(s);
     int err = o ? reignd_breadcrumb_write(s->st->client, s->cfg->election_name, &b,
                                           s->crumb_version, on_crumb_written, o)
@@ -511,11 +811,55 @@ static void delete_crumb(service *s)
         s->deletes_pending++;
 }
 
+/* ---- cede ------------------------------------------------------------------- */
+
+static const char *failover_target(const failover_req *f);
+static void failover_end(failover_req *f, int err, const char *msg);
+
+/* A cede ends: CEDED stands again (moot in any other state). */
+static void end_cede(service *s)
+{
+    timer_stop(&s->cede_timer);
+    post(s, REIGND_EV_REJOIN);
+}
+
+static void on_cede_timer(uv_timer_t *t)
+{
+    end_cede(t->data);
+}
+
+/*
+ * CEDE: leave the election now (the breadcrumb delete, if any, went first
+ * on the same session) and stand again after the delay, or earlier when a
+ * failover's target is active (failover_end), as ZKFC's graceful failover
+ * lets the old active stand again once the new one is up.
+ */
+static void cede(service *s, int delay_ms, int retry)
+{
+    leave(s);
+    timer_stop(&s->cede_timer);
+    s->cede_timer = timer_start(s, on_cede_timer, (uint64_t)(delay_ms > 0 ? delay_ms : 0), 0);
+    if (!s->cede_timer) {
+        slog(s, REIGN_LOG_ERROR, "cannot time the cede: standing again at once");
+        post(s, REIGND_EV_REJOIN);
+        return;
+    }
+    size_t used = strlen(s->reason);
+    if (s->failover && !retry)
+        snprintf(s->reason + used, sizeof(s->reason) - used,
+                 " (a failover to %s: stands again once it is active, at the latest in %.0f s)",
+                 failover_target(s->failover), delay_ms / 1000.0);
+    else
+        snprintf(s->reason + used, sizeof(s->reason) - used, " (stands again in %g s)",
+                 delay_ms / 1000.0);
+}
+
 /* ---- actions ---------------------------------------------------------------- */
 
 static void run_actions(service *s, unsigned a)
 {
     if (a & REIGND_A_BECOME_STANDBY) {
+        s->activated = 0;
         if (queue_hook(s, &s->cfg->become_standby, "become_standby", "standby", on_standby_done) ==
             0)
             s->standby_pending++;
@@ -524,12 +868,16 @@ static void run_actions(service *s, unsigned a)
     }
     if (a & REIGND_A_DELETE_BREADCRUMB)
         delete_crumb(s);
-    if (a & REIGND_A_RESIGN)
-        leave(s);
+    if (a & REIGND_A_RESIGN) {
+        if (a & REIGND_A_EXIT)
+            leave_for_good(s);
+        else
+            leave(s);
+    }
     if (a & REIGND_A_CEDE)
-        step_down(s, s->cede_delay_ms);
+        cede(s, s->cede_delay_ms, 0);
     if (a & REIGND_A_RETRY_LATER)
-        step_down(s, RETRY_DELAY_MS);
+        cede(s, RETRY_DELAY_MS, 1);
     if (a & REIGND_A_JOIN)
         join(s);
     if (a & REIGND_A_FENCE)
@@ -539,6 +887,7 @@ static void run_actions(service *s, unsigned a)
     if (a & REIGND_A_BECOME_ACTIVE) {
         s->failovers++;
         s->service_active = 1;
+        s->activated = 0;
         if (queue_hook(s, &s->cfg->become_active, "become_active", "active", on_active_done) < 0)
             post(s, REIGND_EV_ACTIVE_HOOK_FAILED);
     }
@@ -546,7 +895,51 @@ static void run_actions(service *s, unsigned a)
         s->stopped = 1;
         reignd_fence_abandon(s->fence);
         s->fence = NULL;
+        timer_stop(&s->cede_timer);
+        timer_stop(&s->id_timer);
+        s->pause_watch = reign_value_watch_free(s->pause_watch);
+        if (s->failover)
+            failover_end(s->failover, REIGN_ECANCELED, "the daemon is stopping");
     }
+    if (a & REIGND_A_TAKE_HEALTH) {
+        /* Health news was noted, not acted on, in the state just left. */
+        if (s->health_state == REIGND_HEALTH_HEALTHY)
+            post(s, REIGND_EV_HEALTHY);
+        else if (s->health_state != REIGND_HEALTH_INITIALIZING)
+            post(s, REIGND_EV_UNHEALTHY);
+    }
+}
+
+/* ---- the election's pause ------------------------------------------------------ */
+
+static void on_pause_watch(reign_value_watch *w, const reign_value_event *ev, void *userdata)
+{
+    service *s = userdata;
+    int paused = s->paused;
+    switch (ev->type) {
+    case REIGN_VALUE_READY:
+    case REIGN_VALUE_CREATED:
+    case REIGN_VALUE_CHANGED:
+        paused = ev->value != NULL;
+        if (ev->value)
+            reignd_pause_decode(ev->value->data, ev->value->data_len, s->paused_by,
+                                sizeof(s->paused_by));
+        break;
+    case REIGN_VALUE_DELETED:
+        paused = 0;
+        break;
+    default:
+        slog(s, REIGN_LOG_WARN, "watching the election's pause: %s",
+             ev->message ? ev->message : reign_strerror(ev->error));
+        return;
+    }
+    if (paused != s->paused)
+        slog(s, REIGN_LOG_NOTICE, "%s%s%s", paused ? "the election is paused (by " : "",
+             paused ? s->paused_by : "",
+             paused ? "): no automatic failover on any node until `reign ctl resume`"
+                    : "the election is resumed");
+    s->paused = paused;
+    run_queue(s); /* follow_pause takes it when the state allows */
 }
 
 /* ---- health and connection -------------------------------------------------- */
@@ -622,6 +1015,11 @@ static void finish(reignd_daemon *d, int status)
         s->health = NULL;
         reignd_hooks_close(s->hooks);
         s->hooks = NULL;
+        timer_stop(&s->cede_timer);
+        timer_stop(&s->id_timer);
+        s->pause_watch = reign_value_watch_free(s->pause_watch);
+        if (s->failover)
+            failover_end(s->failover, REIGN_ECANCELED, "the daemon is stopping");
     }
     for (size_t i = 0; i < d->n_stores; i++)
         if (d->stores[i].uv) {
@@ -632,17 +1030,18 @@ static void finish(reignd_daemon *d, int status)
         d->o.on_exit(d, status, d->o.userdata);
 }
 
-/* A shutdown ends once every service left, every hook ran and every
- * breadcrumb delete was answered (closing first would cancel it, and the
- * next active would fence us); then the sessions are closed (orderly: our
- * election nodes go at once), then done. */
+/* A shutdown ends once every service left (its election node deleted),
+ * every hook ran, and every breadcrumb delete and id look was answered
+ * (closing first would cancel the delete, and the next active would fence
+ * us); then the sessions are closed, then done. */
 static void maybe_finish(reignd_daemon *d)
 {
     if (!d->shutting_down || d->exited)
         return;
     for (size_t i = 0; i < d->n_services; i++) {
         service *s = &d->services[i];
-        if (!s->stopped || s->deletes_pending || (s->hooks && reignd_hooks_pending(s->hooks)))
+        if (!s->stopped || s->deletes_pending || s->leaving || s->id_check_inflight ||
+            (s->hooks && reignd_hooks_pending(s->hooks)))
             return;
     }
     for (size_t i = 0; i < d->n_stores; i++) {
@@ -672,6 +1071,35 @@ static void fatal(reignd_daemon *d, const char *what)
     dlog(d, REIGN_LOG_ERROR, "fatal: %s; shutting down", what);
     d->exit_status = 1;
     reignd_daemon_shutdown(d);
+}
+
+size_t reignd_daemon_describe_wait(const reignd_daemon *d, char *out, size_t outlen)
+{
+    size_t used = 0;
+    if (outlen)
+        out[0] = '\0';
+    for (size_t i = 0; i < d->n_services && used + 1 < outlen; i++) {
+        const service *s = &d->services[i];
+        char what[400] = "";
+        if (s->hooks && reignd_hooks_pending(s->hooks))
+            reignd_hooks_describe(s->hooks, what, sizeof(what));
+        else if (!s->stopped)
+            snprintf(what, sizeof(what), "leaving its election");
+        if (s->deletes_pending)
+            snprintf(what + strlen(what), sizeof(what) - strlen(what), "%sremoving its breadcrumb",
+                     what[0] ? ", then " : "");
+        if (!what[0])
+            continue;
+        int n = snprintf(out + used, outlen - used, "%sservice %s: %s", used ? "; " : "",
+                         s->cfg->name, what);
+        used += n < 0 ? 0 : (size_t)n;
+    }
+    return used < outlen ? used : outlen - 1;
+}
+
+int reignd_daemon_grace_ms(void)
+{
+    return SHUTDOWN_GRACE_MS;
 }
 
 void reignd_daemon_shutdown(reignd_daemon *d)
@@ -732,8 +1160,12 @@ static cJSON *service_status(const service *s)
     cJSON_AddStringToObject(o, "node", s->cfg->node_id);
     cJSON_AddStringToObject(o, "state", reignd_state_name(s->state));
     cJSON_AddStringToObject(o, "health", reignd_health_state_name(s->health_state));
-    cJSON_AddBoolToObject(o, "paused",
-                          s->state == REIGND_ST_PAUSED || s->state == REIGND_ST_PAUSED_ACTIVE);
+    /* The election's pause (the store's, for every node), not this node's state. */
+    cJSON_AddBoolToObject(o, "paused", s->paused);
+    if (s->paused)
+        cJSON_AddStringToObject(o, "paused_by", s->paused_by);
+    else
+        cJSON_AddNullToObject(o, "paused_by");
     if (has_leader)
         cJSON_AddStringToObject(o, "leader", l.id);
     else
@@ -741,7 +1173,17 @@ static cJSON *service_status(const service *s)
     cJSON_AddNumberToObject(o, "term", leading ? (double)s->term : 0);
     cJSON_AddNumberToObject(o, "token", leading ? (double)s->token : 0);
     cJSON_AddNumberToObject(o, "failovers", (double)s->failovers);
+    cJSON_AddBoolToObject(o, "activated", s->activated && reignd_state_is_active(s->state));
     cJSON_AddStringToObject(o, "election", s->cfg->election_name);
+    cJSON_AddStringToObject(o, "instance", s->d->instance);
+    if (s->conflict[0])
+        cJSON_AddStringToObject(o, "conflict", s->conflict);
+    else
+        cJSON_AddNullToObject(o, "conflict");
+    if (s->failover)
+        cJSON_AddStringToObject(o, "failover_to", failover_target(s->failover));
+    else
+        cJSON_AddNullToObject(o, "failover_to");
     cJSON_AddStringToObject(o, "reason", s->reason);
     return o;
 }
@@ -766,32 +1208,191 @@ static cJSON *op_status(void *ctx)
     return root;
 }
 
+/* Reads the service's election for an operator's call: REIGND_PENDING (cb
+ * follows), or a negative code with the call's message set (cb never runs). */
+static int query_for_call(service *s, reignd_call *call, reign_election_query_cb *cb,
+                          void *userdata)
+{
+    int err = reign_election_query(s->st->client, s->cfg->election_name, cb, userdata);
+    if (err < 0) {
+        reignd_call_fail(call, "cannot read election %s: %s", s->cfg->election_name,
+                         reign_strerror(err));
+        return err;
+    }
+    if (s->st->uv)
+        reign_uv_update(s->st->uv);
+    return REIGND_PENDING;
+}
+
+/* ---- cede ---------------------------------------------------------------------- */
+
+/* Another daemon than this one stands in the view (by instance, not id). */
+static int someone_else_stands(const service *s, const reign_election_view *view)
+{
+    for (size_t i = 0; i < view->n_candidates; i++) {
+        payload p;
+        payload_parse(view->candidates[i].data, view->candidates[i].data_len, &p);
+        if (strcmp(p.instance, s->d->instance) != 0)
+            return 1;
+    }
+    return 0;
+}
+
+typedef struct cede_req {
+    reignd_daemon *d;
+    size_t index;
+    reignd_call *call;
+    int delay_ms;
+} cede_req;
+
 /* Steps down after become-standby; the call is answered when that ran. */
-static int cede_now(service *s, reignd_call *call, int delay_ms)
+static void cede_now(service *s, reignd_call *call, int delay_ms)
 {
     s->cede_delay_ms = delay_ms;
     post(s, REIGND_EV_CEDE);
-    return s->standby_pending ? add_waiter(s, call) : 0;
+    if (s->standby_pending)
+        add_waiter(s, call);
+    else
+        reignd_call_done(call, 0, NULL, state_result(s));
+}
+
+/*
+ * A cede leaves the service with no active until another node takes over:
+ * refused when no other daemon stands (it would be the cede delay without
+ * any active; stop or pause instead).
+ */
+static void on_cede_view(reign_client *client, int err, const reign_election_view *view,
+                         void *userdata)
+{
+    cede_req *c = userdata;
+    service *s = &c->d->services[c->index];
+    reignd_step r = reignd_fsm_step(s->state, REIGND_EV_CEDE, healthy(s));
+    char msg[400];
+    if (r.refused) {
+        snprintf(msg, sizeof(msg), "%s (service %s is %s here)", r.reason, s->cfg->name,
+                 reignd_state_name(s->state));
+        reignd_call_done(c->call, REIGN_ESTATE, msg, NULL);
+    } else if (err < 0) {
+        snprintf(msg, sizeof(msg), "cannot read election %s: %s", s->cfg->election_name,
+                 reign_strerror(err));
+        reignd_call_done(c->call, err, msg, NULL);
+    } else if (!someone_else_stands(s, view)) {
+        snprintf(msg, sizeof(msg),
+                 "no other node stands in election %s to take %s over: a cede would leave it "
+                 "with no active node (start or resume another node first)",
+                 s->cfg->election_name, s->cfg->name);
+        slog(s, REIGN_LOG_WARN, "cede refused: %s", msg);
+        reignd_call_done(c->call, REIGN_ESTATE, msg, NULL);
+    } else {
+        slog(s, REIGN_LOG_NOTICE, "cede for %g s, asked by %s", c->delay_ms / 1000.0,
+             reignd_call_origin(c->call));
+        cede_now(s, c->call, c->delay_ms);
+    }
+    free(c);
 }
 
 static int op_cede(void *ctx, reignd_call *call, const char *name, double delay_s)
 {
-    service *s = find(ctx, call, name);
+    reignd_daemon *d = ctx;
+    service *s = find(d, call, name);
     if (!s)
         return REIGN_ENOENT;
     if (refused(s, call, REIGND_EV_CEDE))
         return REIGN_ESTATE;
-    slog(s, REIGN_LOG_NOTICE, "cede for %.0f s, asked by %s", delay_s, reignd_call_origin(call));
-    return cede_now(s, call, (int)(delay_s * 1000));
+    cede_req *c = malloc(sizeof(*c));
+    if (!c)
+        return REIGN_ENOMEM;
+    *c = (cede_req){d, (size_t)(s - d->services), call, (int)(delay_s * 1000)};
+    int r = query_for_call(s, call, on_cede_view, c);
+    if (r < 0)
+        free(c);
+    return r;
 }
 
-typedef struct failover_req {
+/* ---- graceful failover --------------------------------------------------------- */
+
+/*
+ * `reign ctl failover S --to NODE` (ZKFC's gracefulFailover): checks that
+ * NODE is a healthy standby, hands over (the old active steps down cleanly
+ * if NODE is next in line, else NODE is designated and fences it
+ * gracefully), then follows NODE until its service is active: the call is
+ * answered then, or with the reason it failed (unless --no-wait: answered
+ * once handed over).  The old active, ceded meanwhile, stands again as soon
+ * as NODE is active, or when the failover ends otherwise.
+ */
+struct failover_req {
     reignd_daemon *d;
     size_t index;
-    reignd_call *call;
+    reignd_call *call; /* NULL once answered */
     char to[REIGN_ID_MAX + 1];
-    int next_in_line; /* `to` takes over when we step down; else it is designated */
-} failover_req;
+    int wait;                      /* answer once `to` is active (else once handed over) */
+    int next_in_line;              /* `to` takes over when we step down; else it is designated */
+    char peer[REIGND_ADDRESS_MAX]; /* `to`'s peer endpoint ("" if none) */
+    double base_failovers;         /* `to`'s failover count before (-1: unknown) */
+    int64_t deadline_ns;
+    int following; /* handed over: polling `to` (s->failover is this) */
+    uv_timer_t *poll;
+    reignd_peer_request *inflight;
+    int querying;   /* an election query (no peer endpoint) in flight */
+    char last[400]; /* what `to` said last, for a failure's message */
+};
+
+static const char *failover_target(const failover_req *f)
+{
+    return f->to;
+}
+
+static int64_t mono_ns(void)
+{
+    return (int64_t)uv_hrtime();
+}
+
+/* How long a failover may take: the target's session may have to end for it
+ * to lead, it fences, we run become-standby, it runs become-active (our
+ * configuration's timeouts: the nodes of a service usually share them). */
+static int failover_bound_ms(const service *s)
+{
+    uint64_t ms = s->cfg->session_timeout_ms + s->cfg->become_standby.timeout_ms +
+                  s->cfg->become_active.timeout_ms + FAILOVER_MARGIN_MS;
+    for (size_t i = 0; i < s->cfg->n_fence; i++)
+        ms += s->cfg->fence[i].timeout_ms;
+    return ms > 24 * 3600 * 1000ull ? 24 * 3600 * 1000 : (int)ms;
+}
+
+static void failover_free(failover_req *f)
+{
+    service *s = &f->d->services[f->index];
+    if (s->failover == f)
+        s->failover = NULL;
+    timer_stop(&f->poll);
+    free(f);
+}
+
+/* Ends a failover: answers the call if still due, lets a ceded old active stand again. */
+static void failover_end(failover_req *f, int err, const char *msg)
+{
+    service *s = &f->d->services[f->index];
+    if (err < 0)
+        slog(s, REIGN_LOG_WARN, "failover to %s failed: %s", f->to, msg);
+    else
+        slog(s, REIGN_LOG_NOTICE, "failover to %s done: %s", f->to, msg);
+    if (f->call)
+        reignd_call_done(f->call, err, err < 0 ? msg : NULL, err < 0 ? NULL : state_result(s));
+    f->call = NULL;
+    f->following = 0;
+    timer_stop(&f->poll);
+    if (s->failover == f)
+        s->failover = NULL;
+    if (f->inflight) {
+        reignd_peer_request *q = f->inflight;
+        f->inflight = NULL;
+        reignd_peer_cancel(q); /* its callback runs now and frees f */
+    } else if (!f->querying) {
+        failover_free(f);
+    } /* else the query's callback frees f */
+    if (s->state == REIGND_ST_CEDED)
+        end_cede(s);
+}
 
 static void failover_refuse(failover_req *f, int err, const char *msg)
 {
@@ -801,17 +1402,136 @@ static void failover_refuse(failover_req *f, int err, const char *msg)
     free(f);
 }
 
+static const char *json_str(const cJSON *o, const char *key, const char *dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsString(v) ? v->valuestring : dflt;
+}
+
+/* What `to`'s reignd says of its service, while we wait for it to be active. */
+static void on_poll_state(int err, const char *msg, const cJSON *result, void *userdata)
+{
+    failover_req *f = userdata;
+    f->inflight = NULL;
+    if (!f->following) {
+        failover_free(f); /* ended meanwhile (failover_end) */
+        return;
+    }
+    if (err < 0) {
+        snprintf(f->last, sizeof(f->last), "%s", msg);
+        return; /* asked again at the next tick, until the deadline */
+    }
+    const char *state = json_str(result, "state", "unknown");
+    const char *leader = json_str(result, "leader", "");
+    const cJSON *fo = cJSON_GetObjectItemCaseSensitive(result, "failovers");
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(result, "activated");
+    double failovers = cJSON_IsNumber(fo) ? fo->valuedouble : -1;
+    /* Its count of takeovers tells a standby that has not taken over yet from
+     * one whose takeover failed (an earlier version's status may lack it). */
+    int took_over =
+        f->base_failovers >= 0 ? failovers > f->base_failovers : strcmp(state, "active") == 0;
+    snprintf(f->last, sizeof(f->last), "%s is %s (%s)", f->to, state,
+             json_str(result, "reason", ""));
+    service *s = &f->d->services[f->index];
+    char why[1024];
+    if (took_over && strcmp(state, "active") == 0 && (!act || cJSON_IsTrue(act))) {
+        snprintf(why, sizeof(why), "%s is active", f->to);
+        failover_end(f, 0, why);
+    } else if (took_over && strcmp(state, "fencing") != 0 && strcmp(state, "claiming") != 0 &&
+               strcmp(state, "active") != 0) {
+        snprintf(why, sizeof(why), "%s did not become active: %s", f->to, f->last);
+        failover_end(f, REIGN_ESTATE, why);
+    } else if (leader[0] && strcmp(leader, f->to) != 0 && strcmp(leader, s->cfg->node_id) != 0) {
+        snprintf(why, sizeof(why), "%s took over instead of %s", leader, f->to);
+        failover_end(f, REIGN_ESTATE, why);
+    }
+}
+
+/* Without a peer endpoint, leading is all we can see of `to`. */
+static void on_poll_view(reign_client *client, int err, const reign_election_view *view,
+                         void *userdata)
+{
+    failover_req *f = userdata;
+    f->querying = 0;
+    if (!f->following) {
+        failover_free(f);
+        return;
+    }
+    if (err < 0 || !view->has_leader)
+        return;
+    char why[1024];
+    if (strcmp(view->leader.id, f->to) == 0) {
+        snprintf(why, sizeof(why),
+                 "%s leads (without a peer endpoint its become-active cannot be seen)", f->to);
+        failover_end(f, 0, why);
+    } else if (strcmp(view->leader.id, f->d->services[f->index].cfg->node_id) != 0) {
+        snprintf(why, sizeof(why), "%s took over instead of %s", view->leader.id, f->to);
+        failover_end(f, REIGN_ESTATE, why);
+    }
+}
+
+static void on_failover_poll(uv_timer_t *t)
+{
+    failover_req *f = t->data;
+    service *s = &f->d->services[f->index];
+    if (f->inflight || f->querying)
+        return;
+    if (mono_ns() > f->deadline_ns) {
+        char why[1024];
+        snprintf(why, sizeof(why), "%s did not become active within %.0f s%s%s", f->to,
+                 failover_bound_ms(s) / 1000.0, f->last[0] ? ": " : "", f->last);
+        failover_end(f, REIGN_ETIMEDOUT, why);
+        return;
+    }
+    int err;
+    if (f->peer[0] && f->d->o.secret) {
+        reignd_peer_target tgt = {f->peer, f->d->o.secret, 2000};
+        err = reignd_peer_state(f->d->o.loop, &tgt, s->cfg->name, on_poll_state, f, &f->inflight);
+        if (err < 0)
+            f->inflight = NULL;
+    } else {
+        err = reign_election_query(s->st->client, s->cfg->election_name, on_poll_view, f);
+        if (err == 0) {
+            f->querying = 1;
+            if (s->st->uv)
+                reign_uv_update(s->st->uv);
+        }
+    }
+    if (err < 0)
+        snprintf(f->last, sizeof(f->last), "cannot ask %s: %s", f->to, reign_strerror(err));
+}
+
+/* Handed over: answer now (--no-wait) or once `to` is active; follow it either way. */
+static void failover_follow(failover_req *f)
+{
+    service *s = &f->d->services[f->index];
+    if (!f->wait && f->call) {
+        reignd_call_done(f->call, 0, NULL, state_result(s));
+        f->call = NULL;
+    }
+    f->following = 1;
+    f->deadline_ns = mono_ns() + (int64_t)failover_bound_ms(s) * 1000000;
+    f->poll = timer_start(s, on_failover_poll, FAILOVER_POLL_MS, FAILOVER_POLL_MS);
+    if (!f->poll) {
+        failover_end(f, REIGN_ENOMEM, "cannot follow the failover");
+        return;
+    }
+    f->poll->data = f;
+}
+
 static void on_designated(reign_client *client, int err, void *userdata)
 {
     failover_req *f = userdata;
+    service *s = &f->d->services[f->index];
     if (err < 0) {
         char msg[300];
         snprintf(msg, sizeof(msg), "cannot designate %s: %s", f->to, reign_strerror(err));
+        if (s->failover == f)
+            s->failover = NULL;
         failover_refuse(f, err, msg);
         return;
     }
-    reignd_call_done(f->call, 0, NULL, state_result(&f->d->services[f->index]));
-    free(f);
+    failover_follow(f);
 }
 
 /*
@@ -823,14 +1543,16 @@ static void on_designated(reign_client *client, int err, void *userdata)
 static void failover_go(failover_req *f)
 {
     service *s = &f->d->services[f->index];
-    if (s->state != REIGND_ST_ACTIVE) {
+    if (s->state != REIGND_ST_ACTIVE || s->failover) {
         char msg[200];
         snprintf(msg, sizeof(msg), "service %s is no longer active here (%s)", s->cfg->name,
-                 reignd_state_name(s->state));
+                 s->failover ? "another failover is under way" : reignd_state_name(s->state));
         failover_refuse(f, REIGN_ESTATE, msg);
         return;
     }
-    slog(s, REIGN_LOG_NOTICE, "failover to %s, asked by %s", f->to, reignd_call_origin(f->call));
+    slog(s, REIGN_LOG_NOTICE, "failover to %s, asked by %s%s", f->to, reignd_call_origin(f->call),
+         f->wait ? "" : " (no wait)");
+    s->failover = f;
     if (!f->next_in_line) {
         int err =
             reign_election_designate(s->st->client, s->cfg->election_name, f->to, on_designated, f);
@@ -840,11 +1562,17 @@ static void failover_go(failover_req *f)
             reign_uv_update(s->st->uv);
         return;
     }
-    reignd_call *call = f->call;
-    free(f);
-    int r = cede_now(s, call, FAILOVER_CEDE_MS);
-    if (r != REIGND_PENDING)
-        reignd_call_done(call, r, NULL, r == 0 ? state_result(s) : NULL);
+    /* Out of the election until `to` is active (failover_end), at most the bound. */
+    s->cede_delay_ms = failover_bound_ms(s);
+    post(s, REIGND_EV_CEDE);
+    if (!f->wait && f->call) { /* answered once become-standby ran, as before --no-wait */
+        if (s->standby_pending)
+            add_waiter(s, f->call);
+        else
+            reignd_call_done(f->call, 0, NULL, state_result(s));
+        f->call = NULL;
+    }
+    failover_follow(f);
 }
 
 /* The target's own reignd on its service: it must say healthy and standby. */
@@ -857,16 +1585,16 @@ static void on_target_state(int err, const char *msg, const cJSON *result, void 
         failover_refuse(f, err, why);
         return;
     }
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(result, "state");
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(result, "health");
-    const char *state = cJSON_IsString(st) ? st->valuestring : "unknown";
-    const char *health = cJSON_IsString(h) ? h->valuestring : "unknown";
+    const char *state = json_str(result, "state", "unknown");
+    const char *health = json_str(result, "health", "unknown");
     if (strcmp(state, "standby") != 0 || strcmp(health, "healthy") != 0) {
         snprintf(why, sizeof(why), "%s is not a healthy standby: it reports state %s, health %s",
                  f->to, state, health);
         failover_refuse(f, REIGN_ESTATE, why);
         return;
     }
+    const cJSON *fo = cJSON_GetObjectItemCaseSensitive(result, "failovers");
+    f->base_failovers = cJSON_IsNumber(fo) ? fo->valuedouble : -1;
     failover_go(f);
 }
 
@@ -897,32 +1625,28 @@ static void on_failover_view(reign_client *client, int err, const reign_election
     if (!target) {
         snprintf(msg, sizeof(msg),
                  "%s is not a healthy standby of %s: it does not stand in the election "
-                 "(not running, not healthy, or paused)",
+                 "(not running, not healthy, paused, ceded or in conflict)",
                  f->to, s->cfg->name);
         failover_refuse(f, REIGN_ESTATE, msg);
         return;
     }
     f->next_in_line = pos == 1 && strcmp(view->candidates[0].id, s->cfg->node_id) == 0;
-    /* Its payload is "SERVICE_ADDRESS PEER_ADDRESS" (join()); "-" for no peer. */
-    char data[2 * REIGND_ADDRESS_MAX + 8] = "", peer[REIGND_ADDRESS_MAX] = "";
-    if (target->data_len < sizeof(data))
-        memcpy(data, target->data, target->data_len);
-    const char *sp = strchr(data, ' ');
-    if (sp && strcmp(sp + 1, "-") != 0)
-        snprintf(peer, sizeof(peer), "%s", sp + 1);
-    if (!peer[0] || !f->d->o.secret) {
+    payload p;
+    payload_parse(target->data, target->data_len, &p);
+    snprintf(f->peer, sizeof(f->peer), "%s", p.peer_address);
+    if (!f->peer[0] || !f->d->o.secret) {
         failover_go(f); /* standing is all we can know */
         return;
     }
-    reignd_peer_target t = {peer, f->d->o.secret, 5000};
+    reignd_peer_target t = {f->peer, f->d->o.secret, 5000};
     err = reignd_peer_state(f->d->o.loop, &t, s->cfg->name, on_target_state, f, NULL);
     if (err < 0) {
-        snprintf(msg, sizeof(msg), "cannot ask %s at %s: %s", f->to, peer, reign_strerror(err));
+        snprintf(msg, sizeof(msg), "cannot ask %s at %s: %s", f->to, f->peer, reign_strerror(err));
         failover_refuse(f, err, msg);
     }
 }
 
-static int op_failover(void *ctx, reignd_call *call, const char *name, const char *to)
+static int op_failover(void *ctx, reignd_call *call, const char *name, const char *to, int wait)
 {
     reignd_daemon *d = ctx;
     service *s = find(d, call, name);
@@ -939,16 +1663,88 @@ static int op_failover(void *ctx, reignd_call *call, const char *name, const cha
                          s->cfg->name, reignd_state_name(s->state));
         return REIGN_ESTATE;
     }
+    if (s->failover) {
+        reignd_call_fail(call, "a failover of %s to %s is under way", s->cfg->name,
+                         s->failover->to);
+        return REIGN_ESTATE;
+    }
     failover_req *f = calloc(1, sizeof(*f));
     if (!f)
         return REIGN_ENOMEM;
-    *f = (failover_req){d, (size_t)(s - d->services), call, "", 0};
+    f->d = d;
+    f->index = (size_t)(s - d->services);
+    f->call = call;
+    f->wait = wait;
+    f->base_failovers = -1;
     snprintf(f->to, sizeof(f->to), "%s", to);
-    int err = reign_election_query(s->st->client, s->cfg->election_name, on_failover_view, f);
-    if (err < 0) {
+    int r = query_for_call(s, call, on_failover_view, f);
+    if (r < 0)
         free(f);
-        reignd_call_fail(call, "cannot read election %s: %s", s->cfg->election_name,
-                         reign_strerror(err));
+    return r;
+}
+
+/* ---- pause: the election's, in the store --------------------------------------- */
+
+typedef struct pause_req {
+    reignd_daemon *d;
+    size_t index;
+    reignd_call *call;
+    int pause;
+} pause_req;
+
+static void on_pause_done(reign_client *client, int err, const reign_value *value, void *userdata)
+{
+    pause_req *p = userdata;
+    service *s = &p->d->services[p->index];
+    char msg[400];
+    if (!p->pause && err == REIGN_ENOENT) {
+        snprintf(msg, sizeof(msg), "election %s of service %s is not paused", s->cfg->election_name,
+                 s->cfg->name);
+        reignd_call_done(p->call, REIGN_ESTATE, msg, NULL);
+    } else if (err < 0) {
+        snprintf(msg, sizeof(msg), "cannot %s election %s: %s", p->pause ? "pause" : "resume",
+                 s->cfg->election_name, reign_strerror(err));
+        reignd_call_done(p->call, err, msg, NULL);
+    } else {
+        slog(s, REIGN_LOG_NOTICE, "election %s %s for every node, asked by %s",
+             s->cfg->election_name, p->pause ? "paused" : "resumed", reignd_call_origin(p->call));
+        cJSON *r = state_result(s);
+        if (r)
+            cJSON_AddBoolToObject(r, "paused", p->pause);
+        reignd_call_done(p->call, 0, NULL, r);
+    }
+    free(p);
+}
+
+/*
+ * `reign ctl pause` / `resume` (Patroni's pause): the pause is the
+ * election's, kept in the store, so every node obeys it, including one
+ * started later or restarted; this node follows it through its watch like
+ * the others.  Answered once the store has it.
+ */
+static int pause_resume(void *ctx, reignd_call *call, const char *name, int pause)
+{
+    reignd_daemon *d = ctx;
+    service *s = find(d, call, name);
+    if (!s)
+        return REIGN_ENOENT;
+    char key[REIGN_KEY_MAX + 1], data[REIGND_PAUSE_MAX];
+    int n = 0, err = reignd_pause_key(s->cfg->election_name, key, sizeof(key));
+    if (err == 0 && pause && (n = reignd_pause_encode(s->cfg->node_id, data, sizeof(data))) < 0)
+        err = n;
+    pause_req *p = err == 0 ? malloc(sizeof(*p)) : NULL;
+    if (err == 0 && !p)
+        err = REIGN_ENOMEM;
+    if (err == 0) {
+        *p = (pause_req){d, (size_t)(s - d->services), call, pause};
+        err = pause ? reign_value_set(s->st->client, key, data, (size_t)n, REIGN_VALUE_ANY,
+                                      on_pause_done, p)
+                    : reign_value_delete(s->st->client, key, REIGN_VALUE_ANY, on_pause_done, p);
+    }
+    if (err < 0) {
+        free(p);
+        reignd_call_fail(call, "cannot %s election %s: %s", pause ? "pause" : "resume",
+                         s->cfg->election_name, reign_strerror(err));
         return err;
     }
     if (s->st->uv)
@@ -956,31 +1752,18 @@ static int op_failover(void *ctx, reignd_call *call, const char *name, const cha
     return REIGND_PENDING;
 }
 
-static int pause_resume(void *ctx, reignd_call *call, const char *name, reignd_event ev)
-{
-    service *s = find(ctx, call, name);
-    if (!s)
-        return REIGN_ENOENT;
-    if (refused(s, call, ev))
-        return REIGN_ESTATE;
-    slog(s, REIGN_LOG_NOTICE, "%s, asked by %s", reignd_event_name(ev), reignd_call_origin(call));
-    post(s, ev);
-    reignd_call_set_result(call, state_result(s));
-    return 0;
-}
-
 static int op_pause(void *ctx, reignd_call *call, const char *name)
 {
-    return pause_resume(ctx, call, name, REIGND_EV_PAUSE);
+    return pause_resume(ctx, call, name, 1);
 }
 
 static int op_resume(void *ctx, reignd_call *call, const char *name)
 {
-    return pause_resume(ctx, call, name, REIGND_EV_RESUME);
+    return pause_resume(ctx, call, name, 0);
 }
 
 /* A graceful fence from the node that won the election: answered once the
- * service is standby here (at once if it was not active). */
+ * service is standby here (at once if this run made it standby already). */
 static int op_standby(void *ctx, reignd_call *call, const char *name, const char *from,
                       uint64_t term)
 {
@@ -990,7 +1773,9 @@ static int op_standby(void *ctx, reignd_call *call, const char *name, const char
     slog(s, REIGN_LOG_NOTICE, "%s (%s, term %llu) asks this node to go standby", from,
          reignd_call_origin(call), (unsigned long long)term);
     post(s, REIGND_EV_FENCE_REQUEST);
-    if (s->standby_pending)
+    /* Starting: the start-up become-standby comes first, whatever the
+     * service does; never "not active" from a daemon that cannot know. */
+    if (s->standby_pending || s->state == REIGND_ST_STARTING)
         return add_waiter(s, call);
     if (s->service_active) {
         reignd_call_fail(call, "become-standby failed on this node: it must be fenced otherwise");
@@ -1016,7 +1801,7 @@ void reignd_daemon_metrics(reignd_metrics_sink *sink, void *ctx)
             .health = reignd_health_state_name(s->health_state),
             .state = reignd_state_name(s->state),
             .leader = reignd_state_is_active(s->state),
-            .paused = s->state == REIGND_ST_PAUSED || s->state == REIGND_ST_PAUSED_ACTIVE,
+            .paused = s->paused,
             .term = leading ? s->term : 0,
             .token = leading ? s->token : 0,
             .failovers = s->failovers,
@@ -1055,14 +1840,23 @@ int reignd_daemon_new(reignd_daemon **ret, const reignd_daemon_options *opts, ch
         return REIGN_ENOMEM;
     }
     d->ops = (reignd_ops){d, op_status, op_cede, op_failover, op_pause, op_resume, op_standby};
+    int ie = reignd_instance_new(d->instance, sizeof(d->instance));
+    if (ie < 0) {
+        snprintf(err, errlen, "cannot draw an instance id: %s", reign_strerror(ie));
+        reignd_daemon_free(d);
+        return ie;
+    }
     for (size_t i = 0; i < cfg->n_services; i++) {
         const reignd_service_config *sc = &cfg->services[i];
         service *s = &d->services[d->n_services++];
         s->d = d;
         s->cfg = sc;
-        s->state = REIGND_ST_INITIALIZING;
+        s->state = REIGND_ST_STARTING;
         s->crumb_version = REIGN_VALUE_ABSENT;
-        snprintf(s->reason, sizeof(s->reason), "starting: waiting for the first health check");
+        /* A daemon that starts knows nothing of its service: possibly active
+         * until a become-standby of this run succeeds. */
+        s->service_active = 1;
+        snprintf(s->reason, sizeof(s->reason), "starting");
         s->st = store_for(d, sc->election_uri);
         if (!s->st) {
             s->st = &d->stores[d->n_stores++];
@@ -1095,6 +1889,8 @@ static int store_session_ms(reignd_daemon *d, const store *st)
     return 0;
 }
 
+static int read_pauses(reignd_daemon *d, char *err, size_t errlen);
+
 int reignd_daemon_prepare(reignd_daemon *d, int check_layout, char *err, size_t errlen)
 {
     for (size_t i = 0; i < d->n_stores; i++) {
@@ -1118,12 +1914,15 @@ int reignd_daemon_prepare(reignd_daemon *d, int check_layout, char *err, size_t 
         if (e < 0) {
             snprintf(err, errlen, "cannot use the store %s: %s%s%s", uri, reign_strerror(e),
                      why[0] ? ": " : "", why);
-            return REIGN_ECONNECT;
+            return e == REIGN_EAUTH ? REIGN_EAUTH : REIGN_ECONNECT;
         }
         dlog(d, REIGN_LOG_INFO, "store %s: session established (timeout %d ms)", uri,
              reign_client_session_timeout_ms(st->client));
     }
-    return check_layout ? reignd_daemon_format(d, -1, err, errlen) : 0;
+    if (!check_layout)
+        return 0;
+    int e = reignd_daemon_format(d, -1, err, errlen);
+    return e < 0 ? e : read_pauses(d, err, errlen);
 }
 
 /* Runs one store's client until a layout request has answered. */
@@ -1143,7 +1942,119 @@ static void on_layout(int err, const char *msg, void *userdata)
     reign_client_stop(w->client);
 }
 
-/* force < 0: only check that the layout is there. */
+static void on_probe_written(reign_client *client, int err, const reign_value *value,
+                             void *userdata)
+{
+    sync_wait *w = userdata;
+    (void)value;
+    w->done = 1;
+    /* ZooKeeper checks the ACL before the version: a version that moved meanwhile (another
+     * daemon's probe) still proves the write was allowed. */
+    w->err = err == REIGN_EBADVERSION ? 0 : err;
+    reign_client_stop(client);
+}
+
+static void on_probe_read(reign_client *client, int err, const reign_value *value, void *userdata)
+{
+    sync_wait *w = userdata;
+    if (err == 0)
+        err = reign_value_set(client, value->key, value->data, value->data_len, value->version,
+                              on_probe_written, w);
+    if (err < 0) {
+        w->done = 1;
+        w->err = err;
+        reign_client_stop(client);
+    }
+}
+
+/*
+ * The credentials, at start.  ZooKeeper's digest scheme takes any password
+ * when the session is made; a wrong one shows only when a node with the
+ * election's ACL is written, which would be after the service's first
+ * healthy check, with the daemon already running.  So write one now: the
+ * layout value again, as it is, at its version (a no-op but for the
+ * version number).  0, or the error with err set.
+ */
+static int probe_credentials(service *s, char *err, size_t errlen)
+{
+    char key[REIGN_KEY_MAX + 1];
+    sync_wait w = {s->st->client, 0, 0, ""};
+    int e = reignd_layout_key(s->cfg->election_name, key, sizeof(key));
+    if (e == 0)
+        e = reign_value_get(w.client, key, on_probe_read, &w);
+    while (e == 0 && !w.done)
+        if (reign_client_run(w.client) == REIGN_ECLOSED && !w.done)
+            e = REIGN_ECLOSED;
+    if (e == 0)
+        e = w.err;
+    if (e == REIGN_EACCES || e == REIGN_EAUTH) {
+        snprintf(err, errlen,
+                 "service %s: the store refused our credentials: writing election %s is %s; "
+                 "are election_uri's user and password the ones `reignd --format` used?",
+                 s->cfg->name, s->cfg->election_name,
+                 e == REIGN_EACCES ? "not authorized by its access control" : reign_strerror(e));
+        return REIGN_EAUTH;
+    }
+    if (e < 0)
+        snprintf(err, errlen, "service %s: election %s: checking our credentials: %s", s->cfg->name,
+                 s->cfg->election_name, reign_strerror(e));
+    return e;
+}
+
+/* Reads each election's pause before the loop runs: a daemon started while
+ * its election is paused must not run its start-up become-standby. */
+typedef struct sync_get {
+    reign_client *client;
+    int done;
+    int err;
+    int present;
+    char by[REIGN_ID_MAX + 1];
+} sync_get;
+
+static void on_pause_read(reign_client *client, int err, const reign_value *value, void *userdata)
+{
+    sync_get *g = userdata;
+    g->done = 1;
+    g->err = err == REIGN_ENOENT ? 0 : err;
+    g->present = err == 0;
+    if (err == 0)
+        reignd_pause_decode(value->data, value->data_len, g->by, sizeof(g->by));
+    reign_client_stop(client);
+}
+
+static int read_pauses(reignd_daemon *d, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < d->n_services; i++) {
+        service *s = &d->services[i];
+        char key[REIGN_KEY_MAX + 1];
+        sync_get g = {s->st->client, 0, 0, 0, ""};
+        int e = reignd_pause_key(s->cfg->election_name, key, sizeof(key));
+        if (e == 0)
+            e = reign_value_get(g.client, key, on_pause_read, &g);
+        while (e == 0 && !g.done)
+            if (reign_client_run(g.client) == REIGN_ECLOSED && !g.done)
+                e = REIGN_ECLOSED;
+        if (e == 0)
+            e = g.err;
+        if (e == REIGN_EFOREIGN) {
+            dlog(d, REIGN_LOG_WARN,
+                 "service %s: the pause value of election %s holds data reignd did not write; "
+                 "taken as not paused",
+                 s->cfg->name, s->cfg->election_name);
+            e = 0;
+        }
+        if (e < 0) {
+            snprintf(err, errlen, "service %s: cannot read whether election %s is paused: %s",
+                     s->cfg->name, s->cfg->election_name, reign_strerror(e));
+            return e;
+        }
+        s->paused = g.present;
+        snprintf(s->paused_by, sizeof(s->paused_by), "%s", g.by);
+    }
+    return 0;
+}
+
+/* force < 0: only check that the layout is there, and that we may write it. */
 int reignd_daemon_format(reignd_daemon *d, int force, char *err, size_t errlen)
 {
     for (size_t i = 0; i < d->n_services; i++) {
@@ -1179,6 +2090,8 @@ int reignd_daemon_format(reignd_daemon *d, int force, char *err, size_t errlen)
                      s->cfg->election_name, w.msg[0] ? w.msg : reign_strerror(e));
             return e;
         }
+        if (force < 0 && (e = probe_credentials(s, err, errlen)) < 0)
+            return e;
         if (force >= 0)
             dlog(d, REIGN_LOG_NOTICE, "service %s: election %s formatted%s", s->cfg->name,
                  s->cfg->election_name, force ? " (forced: the breadcrumb was removed)" : "");
@@ -1211,7 +2124,27 @@ int reignd_daemon_start(reignd_daemon *d, char *err, size_t errlen)
                      reign_strerror(e));
             return e;
         }
+        char key[REIGN_KEY_MAX + 1];
+        if ((e = reignd_pause_key(s->cfg->election_name, key, sizeof(key))) == 0)
+            e = reign_value_watch_start(&s->pause_watch, s->st->client, key, on_pause_watch, s);
+        if (e < 0) {
+            s->pause_watch = NULL;
+            snprintf(err, errlen, "service %s: cannot watch the election's pause: %s", s->cfg->name,
+                     reign_strerror(e));
+            return e;
+        }
+        s->id_timer = timer_start(s, on_id_timer, ID_CHECK_MS, ID_CHECK_MS);
+        if (!s->id_timer) {
+            snprintf(err, errlen, "service %s: cannot start a timer", s->cfg->name);
+            return REIGN_ENOMEM;
+        }
+        slog(s, REIGN_LOG_INFO, "daemon instance %s%s", s->d->instance,
+             s->paused ? "; the election is paused" : "");
+        post(s, s->paused ? REIGND_EV_START_PAUSED : REIGND_EV_START);
     }
+    for (size_t i = 0; i < d->n_stores; i++)
+        if (d->stores[i].uv)
+            reign_uv_update(d->stores[i].uv);
     return 0;
 }
 
@@ -1235,6 +2168,7 @@ reignd_daemon *reignd_daemon_free(reignd_daemon *d)
     }
     for (size_t i = 0; i < d->n_services; i++) {
         service *s = &d->services[i];
+        s->pause_watch = reign_value_watch_free(s->pause_watch);
         s->election = reign_election_free(s->election);
         for (size_t j = 0; j < s->n_waiters; j++)
             reignd_call_done(s->waiters[j], REIGN_ECANCELED, "the daemon is stopping", NULL);

@@ -55,9 +55,11 @@ int reignd_daemon_new(reignd_daemon **ret, const reignd_daemon_options *opts, ch
 /*
  * Connects to every store and waits for its first session (up to its
  * connect timeout).  With `check_layout`, then checks that each service's
- * election was formatted.  Blocks; call before the loop runs.  Returns 0,
- * REIGN_ECONNECT (a store cannot be reached or refused the credentials:
- * err says which), or REIGN_ENOENT (a service's election is not formatted:
+ * election was formatted, and that the credentials may write it (the layout
+ * is written again as it is: a wrong ZooKeeper password shows only on a
+ * write).  Blocks; call before the loop runs.  Returns 0, REIGN_ECONNECT (a
+ * store cannot be reached: err says which), REIGN_EAUTH (a store refused
+ * the credentials), or REIGN_ENOENT (a service's election is not formatted:
  * err says which and what to run).
  */
 int reignd_daemon_prepare(reignd_daemon *d, int check_layout, char *err, size_t errlen);
@@ -85,6 +87,17 @@ void reignd_daemon_metrics(reignd_metrics_sink *sink, void *ctx);
  * the sessions close; then on_exit(0).  A second call gives up waiting.
  */
 void reignd_daemon_shutdown(reignd_daemon *d);
+
+/*
+ * What a shutdown still waits for, for a log line: "service web: its
+ * become_standby hook (running for 0.4 s, killed at 30 s), then removing
+ * its breadcrumb; service db: leaving its election"; "" when nothing.
+ * Returns the length written.
+ */
+size_t reignd_daemon_describe_wait(const reignd_daemon *d, char *out, size_t outlen);
+
+/* The longest a shutdown waits, in ms, before it gives up (exit status 1). */
+int reignd_daemon_grace_ms(void);
 
 /* Frees everything; after on_exit and once the loop has run out.  NULL-safe. */
 reignd_daemon *reignd_daemon_free(reignd_daemon *d);

@@ -13,7 +13,10 @@
  * queue is FIFO, so a recipe sees e.g. "node deleted" before the result of a
  * later request that depends on it.
  */
+#include <errno.h>
+#include <netdb.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -408,6 +411,48 @@ static int add_auth(reign__zk *zk)
     return REIGN_EAUTH;
 }
 
+/*
+ * Why the C client would not start on `hosts` ("h1:p1,h2:p2[/chroot]"): it
+ * resolves every host at once and reports a name that does not resolve
+ * with a bare errno (ENOENT, EINVAL), which reads as "No such file or
+ * directory".  So resolve each host again to name the one at fault and
+ * getaddrinfo's reason; NULL if they all resolve.
+ */
+static const char *unresolved_host(const char *hosts, char *out, size_t outlen)
+{
+    size_t end = strcspn(hosts, "/");
+    for (size_t i = 0; i < end;) {
+        size_t n = strcspn(hosts + i, ",/");
+        char hp[300], *host = hp, *port;
+        snprintf(hp, sizeof(hp), "%.*s", (int)(n < sizeof(hp) ? n : sizeof(hp) - 1), hosts + i);
+        i += n + 1;
+        if (hp[0] == '[') { /* [v6]:port */
+            char *close = strchr(hp, ']');
+            if (!close)
+                continue;
+            *close = '\0';
+            host = hp + 1;
+            port = close[1] == ':' ? close + 2 : NULL;
+        } else {
+            port = strrchr(hp, ':');
+            if (port)
+                *port++ = '\0';
+        }
+        struct addrinfo hints, *res = NULL;
+        memset(&hints, 0, sizeof(hints));
+        hints.ai_socktype = SOCK_STREAM;
+        int g = getaddrinfo(host, port && *port ? port : "2181", &hints, &res);
+        if (g == 0) {
+            freeaddrinfo(res);
+            continue;
+        }
+        snprintf(out, outlen, "host '%s' does not resolve: %s", host,
+                 g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
+        return out;
+    }
+    return NULL;
+}
+
 static int open_handle(reign__zk *zk)
 {
     handle_ctx *h = reign__calloc(1, sizeof(*h));
@@ -426,10 +471,13 @@ static int open_handle(reign__zk *zk)
                                     h, 0, zk_log_cb);
     if (!zh) {
         int e = errno;
+        char why[400];
         reign__free(h);
+        const char *bad = unresolved_host(zk->hosts, why, sizeof(why));
         seterr(zk, "cannot start a ZooKeeper client for '%s': %s", zk->hosts,
-               e == EINVAL ? "a host name does not resolve or the host list is malformed"
-                           : strerror(e ? e : EIO));
+               bad           ? bad
+               : e == EINVAL ? "the host list is malformed"
+                             : strerror(e ? e : EIO));
         return REIGN_ECONNECT;
     }
     zk->zh = zh;

@@ -2,8 +2,8 @@
 """test_kill_storm.py - twenty candidates, the leader SIGKILLed over and over.
 
 Twenty `reign campaign` processes start at once.  Then, for eight rounds: the current leader
-is killed with SIGKILL (no chance to resign: its node lives until its session expires), a
-replacement candidate is started, and the test waits until someone else is elected.  At the
+is killed with SIGKILL (no chance to resign: its guardian closes its session), a replacement
+candidate is started, and the test waits until someone else is elected.  At the
 end every process gets SIGTERM, and check_leadership.py proves over all their lines - the
 killed ones ending at their kill - that no two leaderships overlapped and that terms and tokens
 strictly increased.  Each new leader must also be elected only after its predecessor's kill.

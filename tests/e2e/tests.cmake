@@ -6,18 +6,18 @@
 set(REIGN_E2E_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(REIGN_E2E_ENV REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
 
-# reign_e2e(<kind: zk|fault> <test name> <script> [ARGS args...] [TIMEOUT s])
+# reign_e2e(<kind: zk|fault> <test name> <script> [ARGS args...] [TIMEOUT s] [LABELS more...])
 function(reign_e2e kind name script)
-  cmake_parse_arguments(E "" "TIMEOUT" "ARGS" ${ARGN})
+  cmake_parse_arguments(E "" "TIMEOUT" "ARGS;LABELS" ${ARGN})
   if(NOT E_TIMEOUT)
     set(E_TIMEOUT 180)
   endif()
   if(kind STREQUAL "zk")
     reign_zk_test(NAME ${name} COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/${script} ${E_ARGS}
-      TIMEOUT ${E_TIMEOUT} LABELS e2e ENVIRONMENT ${REIGN_E2E_ENV})
+      TIMEOUT ${E_TIMEOUT} LABELS e2e ${E_LABELS} ENVIRONMENT ${REIGN_E2E_ENV})
   else()
     reign_fault_test(NAME ${name} COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/${script} ${E_ARGS}
-      TIMEOUT ${E_TIMEOUT} LABELS e2e ENVIRONMENT ${REIGN_E2E_ENV})
+      TIMEOUT ${E_TIMEOUT} LABELS e2e ${E_LABELS} ENVIRONMENT ${REIGN_E2E_ENV})
   endif()
 endfunction()
 
@@ -26,7 +26,10 @@ if(TARGET reign_cli)
   reign_e2e(zk e2e_kill_storm test_kill_storm.py)
   reign_e2e(zk e2e_handoff test_handoff.py)
   reign_e2e(zk e2e_same_id_restart test_same_id_restart.py)
-  reign_e2e(zk e2e_kill_expiry test_kill_expiry.py)
+  reign_e2e(zk e2e_kill_expiry test_kill_expiry.py ARGS off)
+  reign_e2e(zk e2e_kill_expiry_no_helper test_kill_expiry.py ARGS no_helper LABELS guardian)
+  reign_e2e(zk e2e_kill_expiry_not_a_guardian test_kill_expiry.py ARGS not_a_guardian
+    LABELS guardian)
   reign_e2e(zk e2e_proxy_cutoff_deadline test_proxy_cutoff.py ARGS deadline)
   reign_e2e(zk e2e_proxy_cutoff_immediate test_proxy_cutoff.py ARGS immediate)
   reign_e2e(zk e2e_cede test_cede.py)
@@ -40,6 +43,8 @@ if(TARGET reign_cli)
   reign_e2e(zk e2e_foreign_node test_foreign_node.py)
   reign_e2e(zk e2e_run test_run.py)
   reign_e2e(zk e2e_group_value test_group_value.py)
+  reign_e2e(zk e2e_status_takeover test_status_takeover.py)
+  reign_e2e(zk e2e_cli_signals test_cli_signals.py)
   # The examples of issue 4 (examples/tera-master, examples/service-masters).
   list(APPEND REIGN_E2E_ENV REIGN_TERA_MASTER=$<TARGET_FILE:reign_example_tera_master>
     REIGN_SERVICE_MASTERS=$<TARGET_FILE:reign_example_service_masters>)
@@ -47,6 +52,15 @@ if(TARGET reign_cli)
     reign_e2e(zk e2e_tera_master_${scenario} test_tera_master.py ARGS ${scenario})
   endforeach()
   reign_e2e(zk e2e_service_masters test_service_masters.py)
+  # The guardian: a dead client's leaderships end at once, and what it ran with them first
+  # (test_guardian.py; ctest -L guardian runs every test of it).
+  list(APPEND REIGN_E2E_ENV REIGN_IT_GUARDIAN_CLIENT=$<TARGET_FILE:reign_it_guardian_client>
+    REIGN_GUARDIAN_HELPER=$<TARGET_FILE:reign_guardian>)
+  foreach(scenario run_kill run_leftovers stop stop_expired socket_closed guardian_killed
+      group_signals helper_late register_kill)
+    reign_e2e(zk e2e_guardian_${scenario} test_guardian.py ARGS ${scenario} TIMEOUT 120
+      LABELS guardian)
+  endforeach()
   reign_e2e(fault e2e_server_restart_short test_server_restart.py ARGS short)
   reign_e2e(fault e2e_server_restart_long test_server_restart.py ARGS long)
   reign_e2e(fault e2e_ensemble test_ensemble.py TIMEOUT 300)

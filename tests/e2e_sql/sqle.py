@@ -245,7 +245,9 @@ def status_leader(t, name, uri):
     return st.get("leader") if st else None
 
 
-_RUN_LINE = re.compile(r"^reign: run: notice: ((?:elected|demoted) .*)$")
+# Log lines start with the local time (reign(1)); the journal's form (<N>) is not used here.
+_RUN_LINE = re.compile(r"^(?:\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} )?reign: run: notice: "
+                       r"((?:elected|demoted) .*)$")
 
 
 def run_lines(proc):

@@ -9,14 +9,14 @@
 set(REIGN_E2E_SQL_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 # reign_e2e_sql(<store: sqlite|mariadb|postgres|both|fault> <test name> <script> [ARGS args...]
-#               [TIMEOUT s])
+#               [TIMEOUT s] [LABELS more...])
 function(reign_e2e_sql store name script)
-  cmake_parse_arguments(E "" "TIMEOUT" "ARGS" ${ARGN})
+  cmake_parse_arguments(E "" "TIMEOUT" "ARGS;LABELS" ${ARGN})
   if(NOT E_TIMEOUT)
     set(E_TIMEOUT 180)
   endif()
   set(cmd COMMAND ${REIGN_SQL_PYTHON} ${REIGN_E2E_SQL_DIR}/${script} ${E_ARGS}
-    TIMEOUT ${E_TIMEOUT} LABELS e2e e2e_sql)
+    TIMEOUT ${E_TIMEOUT} LABELS e2e e2e_sql ${E_LABELS})
   if(store STREQUAL "sqlite")
     reign_sqlite_test(NAME ${name} ${cmd})
   elseif(store STREQUAL "mariadb")
@@ -38,6 +38,12 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     reign_e2e_sql(${store} e2e_sql_stop_fence_${store} test_stop_fence.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_cede_${store} test_cede.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_watch_${store} test_watch.py ARGS ${store})
+    # The guardian releases a killed leader's lease after killing its command's group, and
+    # never a lease another took meanwhile.
+    foreach(scenario run_kill stop_kill)
+      reign_e2e_sql(${store} e2e_sql_guardian_${scenario}_${store} test_guardian.py
+        ARGS ${scenario} ${store} TIMEOUT 120 LABELS guardian)
+    endforeach()
   endforeach()
   reign_e2e_sql(sqlite e2e_sql_sqlite_crowd test_sqlite_crowd.py)
   reign_e2e_sql(sqlite e2e_sql_default_store test_default_store.py)

@@ -162,6 +162,11 @@ add_executable(reign_it_zkraw ${CMAKE_CURRENT_LIST_DIR}/zkraw.c)
 target_compile_options(reign_it_zkraw PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(reign_it_zkraw PRIVATE reign_it_harness reign)
 
+# A leader that closes its guardian's socket, for tests/e2e/test_guardian.py (socket_closed).
+add_executable(reign_it_guardian_client ${CMAKE_CURRENT_LIST_DIR}/guardian_client.c)
+target_compile_options(reign_it_guardian_client PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(reign_it_guardian_client PRIVATE reign_it_harness reign)
+
 # 10. the library's reign_election_cede()
 reign_it_program(it_cede_api)
 reign_zk_test(NAME it_cede_api COMMAND it_cede_api TIMEOUT 120)

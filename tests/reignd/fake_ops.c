@@ -8,7 +8,8 @@
 #include "fake_ops.h"
 
 static cJSON *service_json(const char *name, const char *state, const char *health, int paused,
-                           const char *leader, double term, double token, const char *reason)
+                           const char *leader, double term, double token, const char *reason,
+                           const char *conflict)
 {
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "name", name);
@@ -16,10 +17,18 @@ static cJSON *service_json(const char *name, const char *state, const char *heal
     cJSON_AddStringToObject(s, "state", state);
     cJSON_AddStringToObject(s, "health", health);
     cJSON_AddBoolToObject(s, "paused", paused);
+    if (paused)
+        cJSON_AddStringToObject(s, "paused_by", "n2");
+    else
+        cJSON_AddNullToObject(s, "paused_by");
     cJSON_AddStringToObject(s, "leader", leader);
     cJSON_AddNumberToObject(s, "term", term);
     cJSON_AddNumberToObject(s, "token", token);
     cJSON_AddNumberToObject(s, "failovers", term > 0 ? 1 : 0);
+    if (conflict)
+        cJSON_AddStringToObject(s, "conflict", conflict);
+    else
+        cJSON_AddNullToObject(s, "conflict");
     cJSON_AddStringToObject(s, "reason", reason);
     return s;
 }
@@ -30,9 +39,10 @@ static cJSON *fake_status(void *ctx)
     cJSON *root = cJSON_CreateObject();
     cJSON *list = cJSON_AddArrayToObject(root, "services");
     cJSON_AddItemToArray(list, service_json("web", "active", "healthy", f->paused[0], "n1", 7, 12,
-                                            "elected and fenced the old active"));
+                                            "elected and fenced the old active", NULL));
     cJSON_AddItemToArray(list, service_json("db", "standby", "unhealthy", f->paused[1], "n2", 0, 0,
-                                            "health check failed"));
+                                            "health check failed",
+                                            "another reignd stands with this node's id n1"));
     return root;
 }
 
@@ -88,10 +98,12 @@ static int fake_cede(void *ctx, reignd_call *call, const char *service, double d
     return answer(f, call, service);
 }
 
-static int fake_failover(void *ctx, reignd_call *call, const char *service, const char *to)
+static int fake_failover(void *ctx, reignd_call *call, const char *service, const char *to,
+                         int wait)
 {
     fake_ops *f = ctx;
     record(f, call, "failover", service, to);
+    f->wait = wait;
     if (strcmp(to, "n3") == 0) {
         reignd_call_fail(call, "node '%s' is not healthy (unhealthy)", to);
         return REIGN_ESTATE;

@@ -34,6 +34,7 @@ typedef struct fake_ops {
     char node[300];    /* failover's `to`, standby's `from` */
     char origin[128];
     double delay_s;
+    int wait; /* failover's */
     uint64_t term;
     int paused[2]; /* web, db */
     reignd_call *pending[FAKE_PENDING_MAX];

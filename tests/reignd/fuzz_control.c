@@ -9,7 +9,8 @@
  *     one-line reason and nothing left in the request;
  *   - a success has a known op and exactly the members that op takes:
  *     a service (1..REIGN_NAME_MAX bytes, no control characters) for all but
- *     status, a node for failover only, a delay in [0, a day] for cede only;
+ *     status, a node and "wait" for failover only, a delay in [0, a day] for
+ *     cede only;
  *   - the answer line built for the outcome is one line of JSON;
  *   - parsing is deterministic.
  */
@@ -73,6 +74,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(isfinite(req.delay_s) && req.delay_s >= 0 && req.delay_s <= REIGND_CEDE_DELAY_MAX_S);
     if (req.op != REIGND_OP_CEDE)
         CHECK(req.delay_s == 0);
+    CHECK(req.no_wait == again.no_wait && (req.no_wait == 0 || req.op == REIGND_OP_FAILOVER));
     check_answer(0, NULL);
     reignd_request_clear(&req);
     reignd_request_clear(&again);

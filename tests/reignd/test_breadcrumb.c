@@ -19,6 +19,7 @@ static reignd_breadcrumb sample(void)
     strcpy(b.id, "node-a");
     strcpy(b.service_address, "127.0.0.1:8080");
     strcpy(b.peer_address, "[::1]:7000");
+    strcpy(b.instance, "0123456789abcdef");
     return b;
 }
 
@@ -33,6 +34,7 @@ static void round_trip(void **state)
     assert_string_equal(d.id, "node-a");
     assert_string_equal(d.service_address, "127.0.0.1:8080");
     assert_string_equal(d.peer_address, "[::1]:7000");
+    assert_string_equal(d.instance, "0123456789abcdef");
     assert_int_equal(d.term, 7);
     assert_int_equal(d.token, 4294967999ull);
 
@@ -42,6 +44,8 @@ static void round_trip(void **state)
     assert_int_equal(reignd_breadcrumb_decode(t, strlen(t), &d, err, sizeof(err)), 0);
     assert_string_equal(d.peer_address, "");
     assert_int_equal(d.token, 2);
+    /* An earlier version's record has no instance: it is nobody's in particular. */
+    assert_string_equal(d.instance, "");
 
     /* The largest record fits its bound. */
     memset(b.id, 'i', REIGN_ID_MAX);
@@ -49,6 +53,8 @@ static void round_trip(void **state)
     memset(b.service_address, 'a', REIGND_ADDRESS_MAX - 1);
     b.service_address[REIGND_ADDRESS_MAX - 1] = '\0';
     memcpy(b.peer_address, b.service_address, REIGND_ADDRESS_MAX);
+    memset(b.instance, 'f', REIGND_INSTANCE_MAX - 1);
+    b.instance[REIGND_INSTANCE_MAX - 1] = '\0';
     b.term = b.token = UINT64_MAX;
     n = reignd_breadcrumb_encode(&b, text, sizeof(text));
     assert_true(n > 0);
@@ -69,6 +75,9 @@ static void encode_refuses_bad_fields(void **state)
     b = sample();
     b.id[0] = '\0';
     assert_int_equal(reignd_breadcrumb_encode(&b, text, sizeof(text)), REIGN_EINVAL);
+    b = sample();
+    strcpy(b.instance, "x\nid=other");
+    assert_int_equal(reignd_breadcrumb_encode(&b, text, sizeof(text)), REIGN_EINVAL);
 }
 
 static void foreign_data_is_refused(void **state)
@@ -87,6 +96,7 @@ static void foreign_data_is_refused(void **state)
         "reignd breadcrumb 1\nid=x\nid=y\nservice_address=h:1\nterm=1\ntoken=2\n",
         "reignd breadcrumb 1\nid=x\rservice_address=h:1\nterm=1\ntoken=2\n",
         "reignd breadcrumb 1\nnoequals\nid=x\nservice_address=h:1\nterm=1\ntoken=2\n",
+        "reignd breadcrumb 1\nid=x\nservice_address=h:1\ninstance=a\tb\nterm=1\ntoken=2\n",
     };
     reignd_breadcrumb d;
     char err[160];
@@ -122,6 +132,37 @@ static void keys(void **state)
     assert_int_equal(reignd_layout_key("a/b", k, sizeof(k)), 0); /* still a legal key */
     assert_int_equal(reignd_layout_key("..", k, sizeof(k)), REIGN_ENAME);
     assert_int_equal(reignd_layout_key("x", k, 8), REIGN_ENAME);
+    assert_int_equal(reignd_pause_key("hdfs-nn", k, sizeof(k)), 0);
+    assert_string_equal(k, "reignd/hdfs-nn/pause");
+}
+
+static void pause_record(void **state)
+{
+    char text[REIGND_PAUSE_MAX], by[REIGN_ID_MAX + 1];
+    int n = reignd_pause_encode("node-b", text, sizeof(text));
+    assert_true(n > 0);
+    reignd_pause_decode(text, (size_t)n, by, sizeof(by));
+    assert_string_equal(by, "node-b");
+    assert_int_equal(reignd_pause_encode("a\nb", text, sizeof(text)), REIGN_EINVAL);
+    assert_int_equal(reignd_pause_encode("node-b", text, 8), REIGN_E2BIG);
+    /* Anything else says nothing of who paused (presence alone decides). */
+    static const char *odd[] = {"", "reignd pause 1\n", "reignd pause 1\nby=", "x\nby=y\n",
+                                "reignd pause 1\nby=a\x01b\n"};
+    for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+        reignd_pause_decode(odd[i], strlen(odd[i]), by, sizeof(by));
+        assert_string_equal(by, "?");
+    }
+}
+
+static void instance_ids(void **state)
+{
+    char a[REIGND_INSTANCE_MAX], b[REIGND_INSTANCE_MAX];
+    assert_int_equal(reignd_instance_new(a, sizeof(a)), 0);
+    assert_int_equal(reignd_instance_new(b, sizeof(b)), 0);
+    assert_int_equal(strlen(a), 16);
+    assert_int_equal(strspn(a, "0123456789abcdef"), 16);
+    assert_string_not_equal(a, b);
+    assert_int_equal(reignd_instance_new(a, 16), REIGN_EINVAL);
 }
 
 int main(void)
@@ -131,6 +172,8 @@ int main(void)
         cmocka_unit_test(encode_refuses_bad_fields),
         cmocka_unit_test(foreign_data_is_refused),
         cmocka_unit_test(keys),
+        cmocka_unit_test(pause_record),
+        cmocka_unit_test(instance_ids),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "election_uri.h"
 
 /* A service section that is complete (lines 1-8 of every text below that
  * starts with it). */
@@ -321,7 +322,7 @@ static void test_values(void **state)
                "check_rise = 1\n"
                "check_fall = 1000\n"
                "[service b]\n"
-               "election_uri = sqlite:///var/lib/reign/b.db\n"
+               "election_uri = zk://127.0.0.1:2181,127.0.0.2:2181/b\n"
                "peer_address = b.example:7480\n"
                "node_id = node-2.example:x\n"
                "service_address = b:1\n"
@@ -507,7 +508,59 @@ static void test_uri(void **state)
                            "fence = shell:c\n",
                            &cfg),
                      0);
+    assert_int_equal(cfg->services[0].election_uri_line, 2);
     reignd_config_free(cfg);
+    /* The SQL stores have no reign values for the breadcrumb: refused here, so
+     * that neither --check nor the daemon gets as far as the store. */
+    const char *sql[] = {"sqlite:///var/lib/reign/r.db", "mysql://u@h/db", "postgres://u@h/db"};
+    for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
+        char text[512];
+        snprintf(text, sizeof(text),
+                 "[service w]\nservice_address = h:1\ncheck_type = command\n"
+                 "check_target = true\nbecome_active = a\nbecome_standby = b\n"
+                 "election_uri = %s\nfence = shell:c\n",
+                 sql[i]);
+        expect_error(text, REIGN_EINVAL, 7, "reignd needs a ZooKeeper store (zk://...)");
+    }
+}
+
+/* The election URI as the preflight reads it (election_uri.c). */
+static void test_election_uri(void **state)
+{
+    (void)state;
+    reignd_uri_info u;
+    char e[400];
+    assert_int_equal(reignd_uri_check("zk://h:2181", &u, e, sizeof(e)), 0);
+    assert_string_equal(u.user, "");
+    assert_int_equal(reignd_uri_check("zk://al%69ce@h1:1,h2:2/c?password_file=/x%20y&retry_max="
+                                      "0&suspend_policy=deadline#frag",
+                                      &u, e, sizeof(e)),
+                     0);
+    assert_string_equal(u.user, "alice");
+    assert_string_equal(u.password_file, "/x y");
+    struct {
+        const char *uri;
+        int code;
+        const char *needle;
+    } bad[] = {
+        {"zk://@h:1", REIGN_EAUTH, "empty user"},
+        {"zk://u@/x", REIGN_EINVAL, "no ZooKeeper host"},
+        {"zk://h:1?session_timeout_ms=99", REIGN_EINVAL, "from 100 to 3600000"},
+        {"zk://h:1?connect_timeout_ms=1x", REIGN_EINVAL, "whole number"},
+        {"zk://h:1?suspend_policy=never", REIGN_EINVAL, "'deadline' or 'immediate'"},
+        {"zk://h:1?lease_ms=2000", REIGN_EINVAL, "unknown parameter"},
+        {"zk://h:1?password_file=", REIGN_EINVAL, "empty"},
+        {"zk://h:1?password_file=%0a", REIGN_EINVAL, "malformed parameter"},
+        {"zk://h:1?noequals", REIGN_EINVAL, "malformed parameter"},
+        {"zk://%4@h:1", REIGN_EINVAL, "malformed user"},
+        {"sqlite:///x.db", REIGN_EINVAL, "not a zk:// URI"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        e[0] = '\0';
+        int r = reignd_uri_check(bad[i].uri, &u, e, sizeof(e));
+        if (r != bad[i].code || !strstr(e, bad[i].needle))
+            fail_msg("%s: want %d '%s', got %d '%s'", bad[i].uri, bad[i].code, bad[i].needle, r, e);
+    }
 }
 
 /* No fence method: a code of its own, unless the file has other problems. */
@@ -576,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_crlf_and_bom),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_uri),
+        cmocka_unit_test(test_election_uri),
         cmocka_unit_test(test_no_fence),
         cmocka_unit_test(test_load_errors),
     };

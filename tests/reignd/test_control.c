@@ -57,6 +57,18 @@ static void test_parse_valid(void **state)
                      0);
     assert_int_equal(req.op, REIGND_OP_FAILOVER);
     assert_string_equal(req.to, "n2");
+    assert_int_equal(req.no_wait, 0); /* waits for the new active by default */
+    reignd_request_clear(&req);
+
+    assert_int_equal(
+        parse("{\"op\":\"failover\",\"service\":\"web\",\"to\":\"n2\",\"wait\":false}", &req, err),
+        0);
+    assert_int_equal(req.no_wait, 1);
+    reignd_request_clear(&req);
+    assert_int_equal(
+        parse("{\"op\":\"failover\",\"service\":\"web\",\"to\":\"n2\",\"wait\":true}", &req, err),
+        0);
+    assert_int_equal(req.no_wait, 0);
     reignd_request_clear(&req);
 
     assert_int_equal(parse("{\"op\":\"pause\",\"service\":\"a b\"}", &req, err), 0);
@@ -96,6 +108,8 @@ static void test_parse_invalid(void **state)
         {"{\"op\":\"cede\",\"service\":\"web\",\"delay_s\":86401}", "\"delay_s\" must be"},
         {"{\"op\":\"failover\",\"service\":\"web\"}", "missing \"to\""},
         {"{\"op\":\"failover\",\"service\":\"web\",\"to\":null}", "\"to\" must be a string"},
+        {"{\"op\":\"failover\",\"service\":\"web\",\"to\":\"n2\",\"wait\":0}", "\"wait\" must be"},
+        {"{\"op\":\"cede\",\"service\":\"web\",\"wait\":false}", "unexpected key \"wait\""},
         {"{\"op\":\"pause\",\"service\":\"web\",\"service\":\"db\"}", "duplicate key"},
         {"{\"op\":\"resume\",\"service\":\"web\",\"to\":\"n2\"}", "unexpected key \"to\""},
     };
@@ -345,6 +359,11 @@ static void test_each_op(void **state)
     cJSON_Delete(a);
     assert_string_equal(fx->fake.op, "failover");
     assert_string_equal(fx->fake.node, "n2");
+    assert_int_equal(fx->fake.wait, 1);
+    a = ask(fx, "{\"op\":\"failover\",\"service\":\"web\",\"to\":\"n2\",\"wait\":false}");
+    assert_ok(a);
+    cJSON_Delete(a);
+    assert_int_equal(fx->fake.wait, 0);
 
     a = ask(fx, "{\"op\":\"failover\",\"service\":\"web\",\"to\":\"n3\"}");
     assert_error(a, "REIGN_ESTATE", "node 'n3' is not healthy");
@@ -366,7 +385,7 @@ static void test_each_op(void **state)
     a = ask(fx, "{\"op\":\"cede\",\"service\":\"busy\"}");
     assert_error(a, "REIGN_ESTATE", "middle of a failover");
     cJSON_Delete(a);
-    assert_int_equal(fx->fake.calls, 7);
+    assert_int_equal(fx->fake.calls, 8);
 }
 
 static void test_missing_ops(void **state)

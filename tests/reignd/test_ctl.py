@@ -56,13 +56,17 @@ def main():
         check(lines[1].split() == ["web", "n1", "active", "healthy", "no", "n1", "7", "12", "1"],
               f"status web row: {out}")
         check("health check failed" in out, f"status reason: {out}")
+        check("  db: CONFLICT: another reignd stands with this node's id n1" in out,
+              f"status shows an id conflict: {out}")
+        check("paused by" not in out, f"nothing paused yet: {out}")
 
         rc, out, err = ctl(sock, "status", "--json")
         check(rc == 0 and len(out.splitlines()) == 1, f"status --json: {rc} {out!r}")
         st = json.loads(out)
         web = st["services"][0]
-        check(set(web) == {"name", "node", "state", "health", "paused", "leader", "term",
-                           "token", "failovers", "reason"}, f"status --json keys: {web}")
+        check(set(web) == {"name", "node", "state", "health", "paused", "paused_by", "leader",
+                           "term", "token", "failovers", "conflict", "reason"},
+              f"status --json keys: {web}")
         check(web["term"] == 7 and web["paused"] is False, f"status --json values: {web}")
 
         rc, out, err = ctl(sock, "cede", "web", "--delay", "2.5")
@@ -72,16 +76,24 @@ def main():
         check(rc == 0 and out == "ceded db\n", f"cede db: {rc} {out!r} {err!r}")
 
         rc, out, err = ctl(sock, "failover", "web", "--to", "n2")
-        check(rc == 0 and out == "failed over web to n2\n", f"failover: {rc} {out!r} {err!r}")
+        check(rc == 0 and out == "failed over web to n2: n2 is active\n",
+              f"failover: {rc} {out!r} {err!r}")
+        rc, out, err = ctl(sock, "failover", "web", "--to", "n2", "--no-wait")
+        check(rc == 0 and out.startswith("handed web over to n2 (not waiting"),
+              f"failover --no-wait: {rc} {out!r} {err!r}")
         rc, out, err = ctl(sock, "failover", "web", "--to", "n3")
         check(rc == 1 and out == "" and one_error_line(
             err, "failover web: node 'n3' is not healthy (unhealthy)"),
             f"failover to unhealthy: {rc} {out!r} {err!r}")
 
         rc, out, err = ctl(sock, "pause", "web")
-        check(rc == 0 and out == "paused web\n", f"pause: {rc} {out!r} {err!r}")
+        check(rc == 0 and out.startswith("paused web (its whole election"),
+              f"pause: {rc} {out!r} {err!r}")
         rc, out, err = ctl(sock, "status", "--json")
         check(json.loads(out)["services"][0]["paused"] is True, f"paused shown: {out}")
+        rc, out, err = ctl(sock, "status")
+        check("  web: paused by n2: no automatic failover on any node" in out,
+              f"paused shown in the table's notes: {out}")
         rc, out, err = ctl(sock, "resume", "web", "--json")
         check(rc == 0 and json.loads(out) == {"service": "web"}, f"resume --json: {out!r}")
         rc, out, err = ctl(sock, "pause", "nosuch")
@@ -96,6 +108,7 @@ def main():
             (["status", "web"], "unexpected argument 'web'"),
             (["pause", "web", "--delay", "3"], "--delay is for cede only"),
             (["cede", "web", "--to", "n2"], "--to is for failover only"),
+            (["cede", "web", "--no-wait"], "--no-wait is for failover only"),
             (["cede", "web", "--delay", "-1"], "--delay"),
             (["cede", "web", "--delay", "86401"], "--delay"),
             (["status", "--bogus"], "--bogus"),

@@ -64,6 +64,14 @@ static int operator_event(reignd_event e)
     return e == EV(CEDE) || e == EV(PAUSE) || e == EV(RESUME);
 }
 
+/* Not standing in the election: leaving for good needs no RESIGN. */
+static int not_standing(reignd_state s)
+{
+    return s == ST(STARTING) || s == ST(PROBING) || s == ST(PAUSED_UNKNOWN) ||
+           s == ST(INITIALIZING) || s == ST(UNHEALTHY) || s == ST(PAUSED) || s == ST(CONFLICT) ||
+           s == ST(CEDED);
+}
+
 /* Every combination, against the rules of fsm.h. */
 static void every_combination_is_safe(void **state)
 {
@@ -137,9 +145,49 @@ static void every_combination_is_safe(void **state)
                 if (r.to == ST(STOPPED) && from != ST(STOPPED))
                     assert_true(a & REIGND_A_EXIT);
                 /* Leaving the election for good goes with RESIGN, unless not standing. */
-                if ((a & REIGND_A_EXIT) && from != ST(INITIALIZING) && from != ST(UNHEALTHY) &&
-                    from != ST(PAUSED))
+                if ((a & REIGND_A_EXIT) && !not_standing(from))
                     assert_true(a & REIGND_A_RESIGN);
+                /* Start-up: nothing stands, nothing is made active, until the start-up
+                 * become-standby ran (its result, either way, ends PROBING). */
+                if (from == ST(STARTING) || from == ST(PROBING) || from == ST(PAUSED_UNKNOWN))
+                    assert_false(a & (REIGND_A_JOIN | REIGND_A_FENCE | REIGND_A_BECOME_ACTIVE));
+                if (from == ST(STARTING) && r.to != from && !r.moot && !r.refused)
+                    assert_true(
+                        (ev == EV(START) && r.to == ST(PROBING) && a == REIGND_A_BECOME_STANDBY) ||
+                        (ev == EV(START_PAUSED) && r.to == ST(PAUSED_UNKNOWN) && a == 0) ||
+                        (ev == EV(SHUTDOWN) && r.to == ST(STOPPED)));
+                if (r.to == ST(PROBING) && from != ST(PROBING))
+                    assert_true(a & REIGND_A_BECOME_STANDBY);
+                if (from == ST(PROBING) && r.to != ST(PROBING) && r.to != ST(STOPPED) &&
+                    r.to != ST(PAUSED))
+                    assert_true(ev == EV(STANDBY_HOOK_OK) || ev == EV(STANDBY_HOOK_FAILED));
+                /* An id conflict never stands, and leaves the election. */
+                if (ev == EV(ID_CONFLICT))
+                    assert_false(a & REIGND_A_JOIN);
+                if (r.to == ST(CONFLICT) && from != ST(CONFLICT))
+                    assert_true(ev == EV(ID_CONFLICT) && (a & REIGND_A_RESIGN));
+                if (from == ST(CONFLICT) && r.to != ST(CONFLICT))
+                    assert_true(ev == EV(ID_CLEAR) || ev == EV(PAUSE) || ev == EV(SHUTDOWN));
+                /* Ceded: entered by stepping down (a cede, or a failed takeover that
+                 * retries later), left by REJOIN (or pause, shutdown). */
+                if (r.to == ST(CEDED) && from != ST(CEDED))
+                    assert_true((from == ST(CEDING) && (a & REIGND_A_CEDE)) ||
+                                (a & REIGND_A_RETRY_LATER));
+                if (from == ST(CEDED) && r.to != ST(CEDED))
+                    assert_true(ev == EV(REJOIN) || ev == EV(PAUSE) || ev == EV(SHUTDOWN));
+                if (a & (REIGND_A_CEDE | REIGND_A_RETRY_LATER))
+                    assert_true(r.to == ST(CEDED));
+                /* Health is taken again only where it was noted without being acted on. */
+                if (a & REIGND_A_TAKE_HEALTH)
+                    assert_true(r.to == ST(INITIALIZING) &&
+                                (from == ST(PROBING) || from == ST(CONFLICT) || from == ST(CEDED)));
+                /* A pause (from the store) is obeyed wherever it can be at once. */
+                if (ev == EV(PAUSE) && !r.refused && !r.moot)
+                    assert_true(reignd_state_is_paused(r.to) || r.to == from);
+                if (ev == EV(PAUSE) && r.refused)
+                    assert_true(from == ST(STARTING) || from == ST(FENCING) ||
+                                from == ST(CLAIMING) || from == ST(CEDING) ||
+                                from == ST(STOPPING) || from == ST(STOPPED));
             }
         }
     }
@@ -174,11 +222,15 @@ static void failover_on_health(void **state)
 static void fence_failure_blocks_activation(void **state)
 {
     reignd_state s = must(ST(STANDBY), EV(ELECTED), 1, ST(FENCING), REIGND_A_FENCE);
-    s = must(s, EV(FENCE_FAILED), 1, ST(STANDBY), REIGND_A_RETRY_LATER);
+    s = must(s, EV(FENCE_FAILED), 1, ST(CEDED), REIGND_A_RETRY_LATER);
+    s = must(s, EV(REJOIN), 1, ST(INITIALIZING), REIGND_A_TAKE_HEALTH);
+    s = must(s, EV(HEALTHY), 1, ST(STANDBY), REIGND_A_JOIN);
     /* Retried: elected again, fenced this time. */
     s = must(s, EV(ELECTED), 1, ST(FENCING), REIGND_A_FENCE);
     s = must(s, EV(FENCE_OK), 1, ST(CLAIMING), REIGND_A_WRITE_BREADCRUMB);
-    s = must(s, EV(BREADCRUMB_FAILED), 1, ST(STANDBY), REIGND_A_RETRY_LATER);
+    s = must(s, EV(BREADCRUMB_FAILED), 1, ST(CEDED), REIGND_A_RETRY_LATER);
+    s = must(s, EV(REJOIN), 1, ST(INITIALIZING), REIGND_A_TAKE_HEALTH);
+    s = must(s, EV(HEALTHY), 1, ST(STANDBY), REIGND_A_JOIN);
     /* A fence result after a demotion is moot. */
     s = must(s, EV(ELECTED), 1, ST(FENCING), REIGND_A_FENCE);
     s = must(s, EV(DEMOTED), 1, ST(STANDBY), 0);
@@ -189,9 +241,19 @@ static void cede_and_shutdown_remove_the_breadcrumb(void **state)
 {
     reignd_state s = must(ST(ACTIVE), EV(CEDE), 1, ST(CEDING), REIGND_A_BECOME_STANDBY);
     s = must(s, EV(DEMOTED), 1, ST(CEDING), 0);
-    s = must(s, EV(STANDBY_HOOK_OK), 1, ST(STANDBY), REIGND_A_DELETE_BREADCRUMB | REIGND_A_CEDE);
+    s = must(s, EV(STANDBY_HOOK_OK), 1, ST(CEDED), REIGND_A_DELETE_BREADCRUMB | REIGND_A_CEDE);
+    /* Ceded: out of the election until the cede ends; health is noted meanwhile. */
+    s = must(s, EV(HEALTHY), 1, ST(CEDED), 0);
+    assert_true(reignd_fsm_step(s, EV(ELECTED), 1).refused ||
+                reignd_fsm_step(s, EV(DEMOTED), 1).moot);
+    s = must(s, EV(REJOIN), 1, ST(INITIALIZING), REIGND_A_TAKE_HEALTH);
+    s = must(s, EV(HEALTHY), 1, ST(STANDBY), REIGND_A_JOIN);
+    assert_true(reignd_fsm_step(s, EV(REJOIN), 1).moot); /* a late timer */
+    must(ST(CEDED), EV(PAUSE), 1, ST(PAUSED), 0);
+    must(ST(CEDED), EV(SHUTDOWN), 1, ST(STOPPED), REIGND_A_EXIT);
+    assert_true(reignd_fsm_step(ST(CEDED), EV(CEDE), 1).refused);
     /* become-standby failed: step down, but the next active must fence us. */
-    s = must(ST(CEDING), EV(STANDBY_HOOK_FAILED), 1, ST(STANDBY), REIGND_A_CEDE);
+    s = must(ST(CEDING), EV(STANDBY_HOOK_FAILED), 1, ST(CEDED), REIGND_A_CEDE);
 
     s = must(ST(ACTIVE), EV(SHUTDOWN), 1, ST(STOPPING), REIGND_A_BECOME_STANDBY);
     assert_true(reignd_fsm_step(s, EV(UNHEALTHY), 0).moot);
@@ -222,9 +284,14 @@ static void graceful_fence_request(void **state)
     must(ST(NEUTRAL_ACTIVE), EV(FENCE_REQUEST), 1, ST(NEUTRAL), REIGND_A_BECOME_STANDBY);
     must(ST(PAUSED_ACTIVE), EV(FENCE_REQUEST), 1, ST(PAUSED),
          REIGND_A_BECOME_STANDBY | REIGND_A_RESIGN);
+    /* Maybe active since before this run: become-standby first. */
+    must(ST(PAUSED_UNKNOWN), EV(FENCE_REQUEST), 1, ST(PAUSED), REIGND_A_BECOME_STANDBY);
+    /* Starting: answered once the start-up become-standby ran (service.c waits). */
+    must(ST(STARTING), EV(FENCE_REQUEST), 1, ST(STARTING), 0);
+    must(ST(PROBING), EV(FENCE_REQUEST), 1, ST(PROBING), 0);
     /* Not active: nothing to do (the peer is answered at once). */
-    reignd_state idle[] = {ST(INITIALIZING), ST(UNHEALTHY), ST(STANDBY),
-                           ST(NEUTRAL),      ST(PAUSED),    ST(STOPPED)};
+    reignd_state idle[] = {ST(INITIALIZING), ST(UNHEALTHY), ST(STANDBY),  ST(NEUTRAL),
+                           ST(PAUSED),       ST(STOPPED),   ST(CONFLICT), ST(CEDED)};
     for (size_t i = 0; i < sizeof(idle) / sizeof(idle[0]); i++) {
         reignd_step r = reignd_fsm_step(idle[i], EV(FENCE_REQUEST), 1);
         assert_false(r.refused);
@@ -275,19 +342,98 @@ static void pause_and_resume(void **state)
 
 static void active_hook_failure_steps_down(void **state)
 {
-    must(ST(ACTIVE), EV(ACTIVE_HOOK_FAILED), 1, ST(STANDBY),
+    must(ST(ACTIVE), EV(ACTIVE_HOOK_FAILED), 1, ST(CEDED),
          REIGND_A_BECOME_STANDBY | REIGND_A_RETRY_LATER);
-    assert_true(reignd_fsm_step(ST(STANDBY), EV(ACTIVE_HOOK_OK), 1).moot);
+    must(ST(NEUTRAL_ACTIVE), EV(ACTIVE_HOOK_FAILED), 1, ST(CEDED),
+         REIGND_A_BECOME_STANDBY | REIGND_A_RETRY_LATER);
+    assert_true(reignd_fsm_step(ST(CEDED), EV(ACTIVE_HOOK_OK), 1).moot);
 }
 
-/* Breadth-first search from INITIALIZING over every event and health. */
+static void start_up_probes_the_service(void **state)
+{
+    /* Not paused: become-standby first, whatever the health says meanwhile. */
+    reignd_state s = must(ST(STARTING), EV(START), 1, ST(PROBING), REIGND_A_BECOME_STANDBY);
+    s = must(s, EV(HEALTHY), 1, ST(PROBING), 0);
+    assert_true(reignd_fsm_step(s, EV(CONNECTED), 1).moot);
+    assert_true(reignd_fsm_step(s, EV(CEDE), 1).refused);
+    /* Done (or failed: then a graceful fence of this node fails): act on the health. */
+    must(s, EV(STANDBY_HOOK_FAILED), 1, ST(INITIALIZING), REIGND_A_TAKE_HEALTH);
+    s = must(s, EV(STANDBY_HOOK_OK), 1, ST(INITIALIZING), REIGND_A_TAKE_HEALTH);
+    s = must(s, EV(HEALTHY), 1, ST(STANDBY), REIGND_A_JOIN);
+    /* A pause that comes meanwhile waits for nothing; the hook still runs. */
+    must(ST(PROBING), EV(PAUSE), 1, ST(PAUSED), 0);
+    must(ST(PROBING), EV(SHUTDOWN), 1, ST(STOPPED), REIGND_A_EXIT);
+
+    /* Paused at start: touch nothing until resumed, then probe. */
+    s = must(ST(STARTING), EV(START_PAUSED), 1, ST(PAUSED_UNKNOWN), 0);
+    s = must(s, EV(UNHEALTHY), 0, ST(PAUSED_UNKNOWN), 0);
+    assert_true(reignd_fsm_step(s, EV(CEDE), 1).refused);
+    must(s, EV(SHUTDOWN), 1, ST(STOPPED), REIGND_A_EXIT);
+    s = must(s, EV(RESUME), 1, ST(PROBING), REIGND_A_BECOME_STANDBY);
+    must(ST(STARTING), EV(SHUTDOWN), 1, ST(STOPPED), REIGND_A_EXIT);
+    /* A pause while starting waits for START_PAUSED. */
+    assert_true(reignd_fsm_step(ST(STARTING), EV(PAUSE), 1).refused);
+}
+
+/* Every path from STARTING queues become-standby before it first stands. */
+static void nothing_stands_before_the_probe(void **state)
+{
+    int seen[REIGND_ST__COUNT][2] = {{0}};
+    reignd_state queue[2 * REIGND_ST__COUNT];
+    int probed[2 * REIGND_ST__COUNT];
+    size_t head = 0, tail = 0;
+    seen[ST(STARTING)][0] = 1;
+    queue[tail] = ST(STARTING);
+    probed[tail++] = 0;
+    while (head < tail) {
+        reignd_state s = queue[head];
+        int p = probed[head++];
+        for (unsigned e = 0; e < REIGND_EV__COUNT; e++)
+            for (int h = 0; h <= 1; h++) {
+                reignd_step r = reignd_fsm_step(s, (reignd_event)e, h);
+                if (!p && (r.actions & (REIGND_A_JOIN | REIGND_A_BECOME_ACTIVE)))
+                    fail_msg("%s + %s stands before the start-up become-standby",
+                             reignd_state_name(s), reignd_event_name((reignd_event)e));
+                int q = p || (r.actions & REIGND_A_BECOME_STANDBY) != 0;
+                if (!seen[r.to][q]) {
+                    seen[r.to][q] = 1;
+                    queue[tail] = r.to;
+                    probed[tail++] = q;
+                }
+            }
+    }
+    /* Without the probe only the start-up states (and the end) are reached. */
+    for (unsigned s = 0; s < REIGND_ST__COUNT; s++)
+        if (seen[s][0])
+            assert_true(s == ST(STARTING) || s == ST(PAUSED_UNKNOWN) || s == ST(STOPPED));
+}
+
+static void id_conflict_does_not_stand(void **state)
+{
+    reignd_state s = must(ST(STANDBY), EV(ID_CONFLICT), 1, ST(CONFLICT), REIGND_A_RESIGN);
+    must(ST(NEUTRAL), EV(ID_CONFLICT), 1, ST(CONFLICT), REIGND_A_RESIGN);
+    assert_true(reignd_fsm_step(s, EV(ID_CONFLICT), 1).moot); /* looked at again */
+    s = must(s, EV(HEALTHY), 1, ST(CONFLICT), 0);
+    assert_true(reignd_fsm_step(s, EV(ELECTED), 1).refused);
+    s = must(s, EV(ID_CLEAR), 1, ST(INITIALIZING), REIGND_A_TAKE_HEALTH);
+    s = must(s, EV(HEALTHY), 1, ST(STANDBY), REIGND_A_JOIN);
+    /* Found while leading: the other one must not stand, this one goes on. */
+    reignd_state leading[] = {ST(FENCING), ST(CLAIMING), ST(ACTIVE), ST(NEUTRAL_ACTIVE),
+                              ST(PAUSED_ACTIVE)};
+    for (size_t i = 0; i < sizeof(leading) / sizeof(leading[0]); i++)
+        assert_true(reignd_fsm_step(leading[i], EV(ID_CONFLICT), 1).moot);
+    must(ST(CONFLICT), EV(PAUSE), 1, ST(PAUSED), 0);
+    must(ST(CONFLICT), EV(SHUTDOWN), 1, ST(STOPPED), REIGND_A_EXIT);
+}
+
+/* Breadth-first search from STARTING over every event and health. */
 static void every_state_is_reachable(void **state)
 {
     int seen[REIGND_ST__COUNT] = {0};
     reignd_state queue[REIGND_ST__COUNT];
     size_t head = 0, tail = 0;
-    seen[ST(INITIALIZING)] = 1;
-    queue[tail++] = ST(INITIALIZING);
+    seen[ST(STARTING)] = 1;
+    queue[tail++] = ST(STARTING);
     while (head < tail) {
         reignd_state s = queue[head++];
         for (unsigned e = 0; e < REIGND_EV__COUNT; e++)
@@ -346,6 +492,9 @@ int main(void)
         cmocka_unit_test(neutral_and_session_expiry),
         cmocka_unit_test(pause_and_resume),
         cmocka_unit_test(active_hook_failure_steps_down),
+        cmocka_unit_test(start_up_probes_the_service),
+        cmocka_unit_test(nothing_stands_before_the_probe),
+        cmocka_unit_test(id_conflict_does_not_stand),
         cmocka_unit_test(every_state_is_reachable),
         cmocka_unit_test(names_and_dot),
     };

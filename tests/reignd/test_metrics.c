@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "fsm.h"
 #include "metrics.h"
 #include "net_client.h"
 
@@ -192,6 +193,8 @@ static void test_render(void **state)
     assert_true(value_of(e, "reignd_service_health", "service=web,state=healthy") == 1);
     assert_true(value_of(e, "reignd_service_health", "service=web,state=unhealthy") == 0);
     assert_true(value_of(e, "reignd_service_state", "service=web,state=active") == 1);
+    assert_true(value_of(e, "reignd_service_state", "service=web,state=standby") == 0);
+    assert_true(value_of(e, "reignd_service_state", "service=web,state=ceded") == 0);
     assert_true(value_of(e, "reignd_failovers_total", "service=web") == 2);
     assert_true(value_of(e, "reignd_fence_attempts_total", "service=web") == 3);
     assert_true(value_of(e, "reignd_fence_outcomes_total", "service=web,outcome=success") == 1);
@@ -209,7 +212,8 @@ static void test_render(void **state)
     int states = 0;
     for (int i = 0; i < e->n; i++)
         states += strcmp(e->samples[i].name, "reignd_service_state") == 0;
-    assert_int_equal(states, 1); /* no state series without a state */
+    /* Every state of the one service with a state, none for the other. */
+    assert_int_equal(states, REIGND_ST__COUNT);
     free(e);
     free(text);
 }

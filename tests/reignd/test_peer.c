@@ -1,12 +1,16 @@
 /*
- * test_peer.c - the endpoint between reignds (src/reignd/peer.c): the
- * secret file's checks and the constant-time comparison; the server and
- * the client on one loop over loopback: a service's state, a standby
- * (graceful fence) answered at once, later, or refused; a wrong or missing
- * secret refused with 401 and logged without the secret; a malformed body;
+ * test_peer.c - the endpoint between reignds (src/reignd/peer.c,
+ * peer_auth.c): the secret file's checks; the signatures (the header's
+ * parser, a request or answer altered in any part, another secret) and the
+ * nonce cache (replay, clock skew, expiry, a full cache); the server and the
+ * client on one loop over loopback: a service's state, a standby (graceful
+ * fence) answered at once, later, or refused; requests refused with 401 and
+ * logged without the secret: signed with another secret, unsigned, an old
+ * "Bearer" secret, replayed byte for byte, altered (forged), signed too long
+ * ago; an answer that is not signed refused by the client; a malformed body;
  * and the client's own failures (connection refused, no answer within the
  * timeout, cancel, a bad address), and a server closed while a standby is
- * pending.
+ * pending.  The same attacks on real daemons: test_reignd_e2e.py peer_auth.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -26,6 +30,8 @@
 #include "fake_ops.h"
 #include "net_client.h"
 #include "peer.h"
+#include "peer_auth.h"
+#include <pthread.h>
 
 #define SECRET "s3cr3t-peer-token-0123456789"
 
@@ -82,23 +88,150 @@ static void test_secret_load(void **state)
     assert_non_null(strstr(err, "/nonexistent/secret"));
 }
 
-static void test_secret_equal(void **state)
+/* ---- signatures ------------------------------------------------------------ */
+
+static reignd_secret make_secret(const char *text)
 {
-    reignd_secret s;
+    reignd_secret k;
+    memset(&k, 0, sizeof(k));
+    memcpy(k.bytes, text, strlen(text));
+    k.len = strlen(text);
+    return k;
+}
+
+static void test_auth_parse(void **state)
+{
     (void)state;
-    memset(&s, 0, sizeof(s));
-    memcpy(s.bytes, SECRET, strlen(SECRET));
-    s.len = strlen(SECRET);
-    assert_true(reignd_secret_equal(&s, SECRET, strlen(SECRET)));
-    assert_false(reignd_secret_equal(&s, SECRET, strlen(SECRET) - 1));
-    assert_false(reignd_secret_equal(&s, SECRET "x", strlen(SECRET) + 1));
-    assert_false(reignd_secret_equal(&s, "", 0));
-    char other[] = SECRET;
-    other[strlen(other) - 1] ^= 1;
-    assert_false(reignd_secret_equal(&s, other, strlen(other)));
-    reignd_secret_wipe(&s);
-    assert_int_equal(s.len, 0);
-    assert_false(reignd_secret_equal(&s, "", 0)); /* no secret matches nothing */
+    reignd_auth a;
+    char err[400];
+    const char *n = "0123456789abcdef0123456789abcdef";
+    char sig[65];
+    memset(sig, 'a', 64);
+    sig[64] = '\0';
+    char h[300];
+    snprintf(h, sizeof(h), "REIGN-HMAC-SHA256 ts=1700000000123, nonce=%s, sig=%s", n, sig);
+    assert_int_equal(reignd_auth_parse(h, &a, err, sizeof(err)), 0);
+    assert_int_equal(a.ts_ms, 1700000000123LL);
+    assert_string_equal(a.nonce, n);
+    assert_string_equal(a.sig, sig);
+    snprintf(h, sizeof(h), "REIGN-HMAC-SHA256 sig=%s,nonce=%s,ts=5", sig, n); /* any order */
+    assert_int_equal(reignd_auth_parse(h, &a, err, sizeof(err)), 0);
+    assert_int_equal(a.ts_ms, 5);
+
+    const char *bad[] = {
+        NULL,
+        "",
+        "Bearer s3cr3t-peer-token-0123456789",
+        "REIGN-HMAC-SHA256",
+        "REIGN-HMAC-SHA256X ts=1",
+        "REIGN-HMAC-SHA256 ts=1, nonce=0123456789abcdef0123456789abcdef",
+        "REIGN-HMAC-SHA256 ts=1, ts=2",
+        "REIGN-HMAC-SHA256 ts=-1",
+        "REIGN-HMAC-SHA256 ts=1234567890123456",
+        "REIGN-HMAC-SHA256 nonce=0123456789ABCDEF0123456789abcdef",
+        "REIGN-HMAC-SHA256 nonce=0123",
+        "REIGN-HMAC-SHA256 other=1",
+        "REIGN-HMAC-SHA256 ts=1 nonce=0123456789abcdef0123456789abcdef",
+        "REIGN-HMAC-SHA256 ts",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        err[0] = '\0';
+        assert_int_equal(reignd_auth_parse(bad[i], &a, err, sizeof(err)), REIGN_EINVAL);
+        assert_true(err[0] != '\0');
+    }
+    assert_int_equal(reignd_auth_parse("Bearer x", &a, err, sizeof(err)), REIGN_EINVAL);
+    assert_non_null(strstr(err, "not signed"));
+}
+
+static void test_auth_sign_check(void **state)
+{
+    (void)state;
+    reignd_secret k = make_secret(SECRET), other = make_secret(SECRET "x");
+    reignd_auth a;
+    const char body[] = "{\"from\":\"n2\",\"term\":7}";
+    assert_int_equal(reignd_auth_fresh(&a, 1700000000000LL), 0);
+    assert_int_equal(strlen(a.nonce), REIGND_AUTH_NONCE_HEX);
+    reignd_auth b;
+    assert_int_equal(reignd_auth_fresh(&b, 1700000000000LL), 0);
+    assert_string_not_equal(a.nonce, b.nonce);
+    reignd_auth_sign_request(&k, "POST", "/v1/services/web/standby", body, strlen(body), &a);
+    assert_true(
+        reignd_auth_check_request(&k, "POST", "/v1/services/web/standby", body, strlen(body), &a));
+    /* The header says it all: parse what format wrote. */
+    char h[256];
+    reignd_auth back;
+    char err[200];
+    reignd_auth_format(&a, h, sizeof(h));
+    assert_null(strstr(h, SECRET));
+    assert_int_equal(reignd_auth_parse(h, &back, err, sizeof(err)), 0);
+    assert_true(reignd_auth_check_request(&k, "POST", "/v1/services/web/standby", body,
+                                          strlen(body), &back));
+    /* Any part changed, or another secret: refused. */
+    const char forged[] = "{\"from\":\"n2\",\"term\":8}";
+    assert_false(reignd_auth_check_request(&k, "POST", "/v1/services/web/standby", forged,
+                                           strlen(forged), &a));
+    assert_false(
+        reignd_auth_check_request(&k, "GET", "/v1/services/web/standby", body, strlen(body), &a));
+    assert_false(
+        reignd_auth_check_request(&k, "POST", "/v1/services/db/standby", body, strlen(body), &a));
+    assert_false(reignd_auth_check_request(&other, "POST", "/v1/services/web/standby", body,
+                                           strlen(body), &a));
+    reignd_auth t = a;
+    t.ts_ms++;
+    assert_false(
+        reignd_auth_check_request(&k, "POST", "/v1/services/web/standby", body, strlen(body), &t));
+    t = a;
+    t.nonce[0] = t.nonce[0] == '0' ? '1' : '0';
+    assert_false(
+        reignd_auth_check_request(&k, "POST", "/v1/services/web/standby", body, strlen(body), &t));
+    reignd_secret none;
+    memset(&none, 0, sizeof(none));
+    assert_false(reignd_auth_check_request(&none, "POST", "/v1/services/web/standby", body,
+                                           strlen(body), &a));
+
+    /* Answers: bound to the request's nonce, the status and the body. */
+    char sig[REIGND_AUTH_SIG_HEX + 1];
+    reignd_auth_sign_answer(&k, a.nonce, 200, "{}", 2, sig);
+    assert_true(reignd_auth_check_answer(&k, a.nonce, 200, "{}", 2, sig));
+    assert_false(reignd_auth_check_answer(&k, b.nonce, 200, "{}", 2, sig));
+    assert_false(reignd_auth_check_answer(&k, a.nonce, 409, "{}", 2, sig));
+    assert_false(reignd_auth_check_answer(&k, a.nonce, 200, "{ }", 3, sig));
+    assert_false(reignd_auth_check_answer(&other, a.nonce, 200, "{}", 2, sig));
+    assert_false(reignd_auth_check_answer(&k, a.nonce, 200, "{}", 2, NULL));
+    assert_false(reignd_auth_check_answer(&k, a.nonce, 200, "{}", 2, ""));
+}
+
+static void test_nonce_cache(void **state)
+{
+    (void)state;
+    const int64_t now = 1700000000000LL, w = REIGND_AUTH_WINDOW_MS;
+    reignd_nonce_cache *c = reignd_nonce_cache_new();
+    assert_non_null(c);
+    reignd_auth a;
+    assert_int_equal(reignd_auth_fresh(&a, now), 0);
+    assert_int_equal(reignd_nonce_take(c, &a, now), REIGND_AUTH_OK);
+    assert_int_equal(reignd_nonce_take(c, &a, now + 1), REIGND_AUTH_REPLAYED);
+    assert_int_equal(reignd_nonce_take(c, &a, now + w), REIGND_AUTH_REPLAYED);
+    /* Once its time is out of the window, it fails on its time (and is forgotten). */
+    assert_int_equal(reignd_nonce_take(c, &a, now + w + 1), REIGND_AUTH_SKEWED);
+    reignd_auth old = a, future = a;
+    old.ts_ms = now - w - 1;
+    future.ts_ms = now + w + 1;
+    assert_int_equal(reignd_nonce_take(c, &old, now), REIGND_AUTH_SKEWED);
+    assert_int_equal(reignd_nonce_take(c, &future, now), REIGND_AUTH_SKEWED);
+    /* Full: refused until entries expire. */
+    for (int i = 1; i < REIGND_AUTH_CACHE_MAX; i++) {
+        reignd_auth x;
+        assert_int_equal(reignd_auth_fresh(&x, now), 0);
+        assert_int_equal(reignd_nonce_take(c, &x, now), REIGND_AUTH_OK);
+    }
+    reignd_auth y;
+    assert_int_equal(reignd_auth_fresh(&y, now), 0);
+    assert_int_equal(reignd_nonce_take(c, &y, now), REIGND_AUTH_FULL);
+    y.ts_ms = now + w;
+    assert_int_equal(reignd_nonce_take(c, &y, now + w + 1), REIGND_AUTH_OK);
+    reignd_nonce_cache_free(c);
+    reignd_nonce_cache_free(NULL);
 }
 
 /* ---- server and client ------------------------------------------------------- */
@@ -265,8 +398,9 @@ static void test_wrong_secret(void **state)
     assert_int_equal(reignd_peer_standby(&fx->loop, &t, "web", "n2", 9, on_answer, &o, NULL), 0);
     wait_for(fx, &o);
     assert_int_equal(o.err, REIGN_EAUTH);
+    assert_non_null(strstr(o.msg, "refused our request: wrong signature"));
     assert_int_equal(fx->fake.calls, 0);
-    assert_non_null(strstr(fx->log, "missing or wrong secret"));
+    assert_non_null(strstr(fx->log, "wrong signature"));
     assert_null(strstr(fx->log, SECRET));
     assert_null(strstr(fx->log, (const char *)wrong.bytes));
 }
@@ -280,32 +414,184 @@ static void raw_exchange(fixture *fx, net_job *r, const char *request)
     net_exchange(&fx->loop, r);
 }
 
-static void test_missing_secret_and_bad_body(void **state)
+/* A request signed with `secret` at now + skew_ms (the nonce in *a). */
+static void signed_request(char *out, size_t outlen, const reignd_secret *secret,
+                           const char *method, const char *path, const char *body, int64_t skew_ms,
+                           reignd_auth *a)
+{
+    char h[256];
+    assert_int_equal(reignd_auth_fresh(a, reignd_auth_now_ms() + skew_ms), 0);
+    reignd_auth_sign_request(secret, method, path, body, strlen(body), a);
+    reignd_auth_format(a, h, sizeof(h));
+    snprintf(out, outlen,
+             "%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: %s\r\n"
+             "Content-Length: %zu\r\n\r\n%s",
+             method, path, h, strlen(body), body);
+}
+
+/* Whether the answer in r carries the server's signature for nonce. */
+static bool answer_signed(const fixture *fx, const net_job *r, const char *nonce)
+{
+    const char *body = strstr(r->answer, "\r\n\r\n");
+    const char *h = strcasestr(r->answer, "\r\n" REIGND_AUTH_ANSWER ":");
+    unsigned code = 0;
+    if (!body || !h || h > body || sscanf(r->answer, "HTTP/1.1 %u", &code) != 1)
+        return false;
+    h += strlen("\r\n" REIGND_AUTH_ANSWER ":");
+    h += strspn(h, " ");
+    char sig[REIGND_AUTH_SIG_HEX + 1];
+    snprintf(sig, sizeof(sig), "%.*s", (int)strcspn(h, "\r"), h);
+    body += 4;
+    return reignd_auth_check_answer(&fx->secret, nonce, code, body, strlen(body), sig);
+}
+
+static void test_refused_requests(void **state)
 {
     fixture *fx = *state;
     net_job r;
+    char req[1024];
+    reignd_auth a;
+    const char *standby = "/v1/services/web/standby", *body = "{\"from\":\"n2\",\"term\":1}";
+
+    /* No signature, or the secret itself (what earlier versions sent). */
     raw_exchange(fx, &r,
                  "POST /v1/services/web/standby HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                  "Content-Length: 22\r\n\r\n{\"from\":\"n2\",\"term\":1}");
     assert_memory_equal(r.answer, "HTTP/1.1 401", 12);
     assert_non_null(strstr(r.answer, "REIGN_EAUTH"));
-
+    assert_non_null(strstr(r.answer, "not signed"));
     raw_exchange(fx, &r,
                  "POST /v1/services/web/standby HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                 "Authorization: Bearer " SECRET "\r\nContent-Length: 8\r\n\r\n{\"from\":");
+                 "Authorization: Bearer " SECRET "\r\nContent-Length: 22\r\n\r\n"
+                 "{\"from\":\"n2\",\"term\":1}");
+    assert_memory_equal(r.answer, "HTTP/1.1 401", 12);
+    assert_non_null(strstr(r.answer, "not signed"));
+    assert_int_equal(fx->fake.calls, 0);
+
+    /* Signed: taken, and the answer is signed for its nonce. */
+    signed_request(req, sizeof(req), &fx->secret, "POST", standby, body, 0, &a);
+    raw_exchange(fx, &r, req);
+    assert_memory_equal(r.answer, "HTTP/1.1 200", 12);
+    assert_true(answer_signed(fx, &r, a.nonce));
+    assert_false(answer_signed(fx, &r, "00000000000000000000000000000000"));
+    assert_int_equal(fx->fake.calls, 1);
+
+    /* The same bytes again (seen on the network): refused. */
+    raw_exchange(fx, &r, req);
+    assert_memory_equal(r.answer, "HTTP/1.1 401", 12);
+    assert_non_null(strstr(r.answer, "replayed"));
+    assert_int_equal(fx->fake.calls, 1);
+
+    /* The signature of one request on another body (forged): refused. */
+    char *term = strstr(req, "\"term\":1}");
+    assert_non_null(term);
+    term[7] = '2';
+    raw_exchange(fx, &r, req);
+    assert_memory_equal(r.answer, "HTTP/1.1 401", 12);
+    assert_non_null(strstr(r.answer, "wrong signature"));
+    assert_int_equal(fx->fake.calls, 1);
+
+    /* Signed right, but a minute ago (or clocks apart): refused, saying why. */
+    signed_request(req, sizeof(req), &fx->secret, "POST", standby, body, -60000, &a);
+    raw_exchange(fx, &r, req);
+    assert_memory_equal(r.answer, "HTTP/1.1 401", 12);
+    assert_non_null(strstr(r.answer, "clocks"));
+    assert_int_equal(fx->fake.calls, 1);
+    assert_non_null(strstr(fx->log, "replayed"));
+    assert_null(strstr(fx->log, SECRET));
+
+    /* Signed, but wrong in itself. */
+    signed_request(req, sizeof(req), &fx->secret, "POST", standby, "{\"from\":", 0, &a);
+    raw_exchange(fx, &r, req);
     assert_memory_equal(r.answer, "HTTP/1.1 400", 12);
     assert_non_null(strstr(r.answer, "REIGN_EINVAL"));
-
-    raw_exchange(fx, &r,
-                 "GET /v2/other HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                 "Authorization: Bearer " SECRET "\r\n\r\n");
+    assert_true(answer_signed(fx, &r, a.nonce));
+    signed_request(req, sizeof(req), &fx->secret, "GET", "/v2/other", "", 0, &a);
+    raw_exchange(fx, &r, req);
     assert_memory_equal(r.answer, "HTTP/1.1 404", 12);
-
-    raw_exchange(fx, &r,
-                 "DELETE /v1/services/web HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-                 "Authorization: Bearer " SECRET "\r\n\r\n");
+    signed_request(req, sizeof(req), &fx->secret, "DELETE", "/v1/services/web", "", 0, &a);
+    raw_exchange(fx, &r, req);
     assert_memory_equal(r.answer, "HTTP/1.1 400", 12);
-    assert_int_equal(fx->fake.calls, 0);
+    assert_int_equal(fx->fake.calls, 1);
+}
+
+/* A server that answers one request with canned bytes (what a forger would send). */
+typedef struct canned {
+    int fd;
+    const char *answer;
+    pthread_t thread;
+} canned;
+
+static void *canned_main(void *arg)
+{
+    canned *c = arg;
+    int conn = accept(c->fd, NULL, NULL);
+    if (conn < 0)
+        return NULL;
+    char buf[4096];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof(buf) - 1 && (n = read(conn, buf + got, sizeof(buf) - 1 - got)) > 0) {
+        got += (size_t)n;
+        buf[got] = '\0';
+        char *end = strstr(buf, "\r\n\r\n");
+        const char *cl = strcasestr(buf, "Content-Length:");
+        if (end && cl && got >= (size_t)(end + 4 - buf) + (size_t)atol(cl + 15))
+            break;
+    }
+    assert_int_equal(write(conn, c->answer, strlen(c->answer)), (ssize_t)strlen(c->answer));
+    close(conn);
+    return NULL;
+}
+
+static void canned_start(canned *c, const char *answer, char *address, size_t len)
+{
+    struct sockaddr_in sa;
+    socklen_t sl = sizeof(sa);
+    memset(&sa, 0, sizeof(sa));
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_int_equal(bind(c->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    assert_int_equal(listen(c->fd, 1), 0);
+    getsockname(c->fd, (struct sockaddr *)&sa, &sl);
+    snprintf(address, len, "127.0.0.1:%d", ntohs(sa.sin_port));
+    c->answer = answer;
+    assert_int_equal(pthread_create(&c->thread, NULL, canned_main, c), 0);
+}
+
+static void canned_stop(canned *c)
+{
+    pthread_join(c->thread, NULL);
+    close(c->fd);
+}
+
+static void test_unsigned_answers(void **state)
+{
+    fixture *fx = *state;
+    static const char *const answers[] = {
+        /* "done" from someone without the secret: must not read as a success */
+        "HTTP/1.1 200 OK\r\nContent-Length: 25\r\n\r\n{\"ok\":true,\"result\":null}",
+        "HTTP/1.1 200 OK\r\nX-Reign-Signature: "
+        "0000000000000000000000000000000000000000000000000000000000000000\r\n"
+        "Content-Length: 25\r\n\r\n{\"ok\":true,\"result\":null}",
+        "HTTP/1.1 401 Unauthorized\r\nContent-Length: 59\r\n\r\n"
+        "{\"ok\":false,\"error\":\"REIGN_EAUTH\",\"message\":\"who are you?\"}",
+    };
+    for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
+        canned c;
+        char address[64];
+        canned_start(&c, answers[i], address, sizeof(address));
+        reignd_peer_target t = {address, &fx->secret, 0};
+        outcome o = {0};
+        assert_int_equal(reignd_peer_standby(&fx->loop, &t, "web", "n2", 9, on_answer, &o, NULL),
+                         0);
+        wait_for(fx, &o);
+        canned_stop(&c);
+        assert_int_equal(o.err, REIGN_EAUTH);
+        assert_null(o.result);
+        assert_non_null(strstr(o.msg, i < 2 ? "not signed with our secret" : "who are you?"));
+    }
 }
 
 static void test_client_failures(void **state)
@@ -379,11 +665,14 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_secret_load),
-        cmocka_unit_test(test_secret_equal),
+        cmocka_unit_test(test_auth_parse),
+        cmocka_unit_test(test_auth_sign_check),
+        cmocka_unit_test(test_nonce_cache),
         cmocka_unit_test_setup_teardown(test_state, setup, teardown),
         cmocka_unit_test_setup_teardown(test_standby, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_secret, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_missing_secret_and_bad_body, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refused_requests, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsigned_answers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_failures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_pending, setup, teardown),
     };

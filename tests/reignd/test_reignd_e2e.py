@@ -5,15 +5,17 @@ listener: the health check connects to it), for one election.  Every hook and fe
 tests/reignd/hook.sh, which appends one line per run to a file shared by all nodes, so the order
 of the lines is the order in which the commands ran:
 
-    NODE become_active term=T token=K service=S
-    NODE become_standby term=T service=S
-    NODE fence target=ID address=HOST:PORT target_term=T service=S
+    NODE become_active term=T token=K service=S at=NS
+    NODE become_standby term=T service=S at=NS       (start_standby: at start, no term yet)
+    NODE fence target=ID address=HOST:PORT target_term=T service=S at=NS
 
 Scenarios (one ctest entry each):
   health      the active's service stops answering: the standby becomes active, after the old
               active's become-standby ran (the graceful fence waited for it)
   kill        the active's reignd is SIGKILLed (its service keeps running): the standby fences
               it with the shell method, which gets its address, before it becomes active
+  kill_guardian  as kill, with a 20 s session: the killed reignd's guardian closes its session,
+              so the standby fences and takes over long before the session could have expired
   fence_fail  as kill, but every fence method fails: the standby never becomes active and keeps
               retrying; once fencing works it does
   failover    `failover --to` the standby (and the refusals); SIGTERM of the active
@@ -27,42 +29,102 @@ Scenarios (one ctest entry each):
               is elected again and retries until become-active succeeds
   config      configuration errors (FILE:LINE, exit 7), no fence method (4), not formatted (3),
               --format twice (5) and --force
+  peer_auth   the peer endpoint never carries the secret: a graceful fence seen on the network
+              (through a recording proxy) holds no secret, and sent again, or altered, or signed
+              a minute ago, is refused without effect; an answer not signed by the peer (a
+              forger's "done") is not believed: the next fence method runs
+  check       --check refuses what the daemon refuses, with the same message and exit status,
+              and the daemon refuses it before contacting any store: an SQL election_uri (no
+              table created), a short peer secret, a control socket directory not 0700, a user
+              without a password, a bad URI parameter
+  bad_password  a wrong ZooKeeper password is refused at start, exit 6, before any health
+              check or hook; the systemd unit does not restart on 6 (nor 2 3 4 5 7)
+  signals     SIGINT while reignd connects (also inherited as ignored): exits at once, 0;
+              SIGINT while a hook runs on the way out: the log says what it waits for and how
+              long; a second SIGINT leaves at once, the breadcrumb staying for the next active
+  logs        log lines carry the time, or the journal's priority when $JOURNAL_STREAM names
+              stderr; an unresolvable host is named as such; no "still trying" when giving up
+  restart     the active's reignd killed and started again 0.1 s to past the session timeout
+              later, round after round: it makes its service standby before anything
+  same_id     a second daemon with A's node_id: refuses to stand while A lives, and fences A
+              (never skipped for the id) when it takes over
+  failover_wait  `ctl failover` returns once the target is active, or fails with the reason;
+              the old active stands again at once; cede with no one to take over is refused
+  pause       the election's pause: every node (one started later too) obeys it, kept over a
+              kill and restart; resume
+
+Every scenario ends with one_active_at_a_time(): the hooks log timestamps, and no node may
+start become_active while another one's service is (possibly) active.
 
 No assertion on how long anything took: every wait is for an event, bounded generously.
 """
 
 import base64
 import hashlib
+import hmac
 import json
 import os
+import random
+import re
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
 import e2elib  # noqa: E402
 from e2elib import Failure, check, log, wait_for  # noqa: E402
+import test_guardian as guardian  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOOK = os.path.join(HERE, "hook.sh")
 DUMMY = os.path.join(HERE, "dummy_service.py")
 EXIT_NOT_FORMATTED, EXIT_NO_FENCE, EXIT_FORMAT_DENIED, EXIT_CONFIG = 3, 4, 5, 7
+EXIT_CREDENTIALS, EXIT_NO_STORE = 6, 8
+UNIT = os.path.join(HERE, "..", "..", "contrib", "systemd", "reignd.service")
+TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} reignd: ")
+# Runs argv[1:] with SIGINT ignored, as a script's `cmd &` inherits it.
+SIGINT_IGNORED = [sys.executable, "-c", "import os, signal, sys; "
+                  "signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"]
+
+
+def _ephemeral_low():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port free now, drawn below the kernel's ephemeral range: a port from bind(0)
+    comes from that range, and once released it may be taken by any outgoing connection
+    (ZooKeeper sessions, health checks, peer requests of the tests running beside) before the
+    daemon binds it."""
+    top = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(10000, top)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise Failure("no free port below the ephemeral range")
+
+
+CLUSTERS = []  # every cluster of the scenario: checked at its end (one_active_at_a_time)
 
 
 class Cluster:
     """The nodes of one election, their shared event file and peer secret."""
 
     def __init__(self, t, election=None, session="2s", hosts=None):
+        CLUSTERS.append(self)
         self.t = t
         self.hosts = hosts or t.shared_hosts()
         self.election = election or t.unique("reignd")
@@ -76,8 +138,14 @@ class Cluster:
         self.nodes = {}
 
     def events(self):
+        """The event file's lines, split; the become-standby a daemon runs when it starts
+        (no term yet) reads "start_standby"."""
         with open(self.events_path) as f:
-            return [line.split() for line in f.read().splitlines() if line.strip()]
+            lines = [line.split() for line in f.read().splitlines() if line.strip()]
+        for e in lines:
+            if e[1] == "become_standby" and "term=" in e:
+                e[1] = "start_standby"
+        return lines
 
     def election_of(self, svc):
         return self.election if svc == "web" else f"{self.election}-{svc}"
@@ -99,20 +167,24 @@ class Cluster:
                         f"{count} x '{node} {what}' in the event file")
 
     def node(self, name, fence=None, fence_flag=None, hosts=None, services=("web",),
-             active_flag=None):
-        n = Node(self, name, fence, fence_flag, hosts, services, active_flag)
+             active_flag=None, node_id=None, active_sleep=None):
+        n = Node(self, name, fence, fence_flag, hosts, services, active_flag, node_id,
+                 active_sleep)
         self.nodes[name] = n
         return n
 
 
 class Node:
     def __init__(self, cluster, name, fence=None, fence_flag=None, hosts=None,
-                 services=("web",), active_flag=None):
+                 services=("web",), active_flag=None, node_id=None, active_sleep=None):
         self.c, self.name, self.t = cluster, name, cluster.t
-        # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes, and when
-        # it fails.
+        self.node_id = node_id or name
+        self.runs = 0
+        # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes, under which
+        # name, and when it fails or how long become_active takes.
         self.env = {"HOOK_EVENTS": cluster.events_path, "HOOK_FENCE_FLAG": fence_flag or "",
-                    "HOOK_ACTIVE_FLAG": active_flag or ""}
+                    "HOOK_ACTIVE_FLAG": active_flag or "", "HOOK_NODE": name,
+                    "HOOK_ACTIVE_SLEEP": str(active_sleep) if active_sleep else ""}
         self.dir = os.path.join(self.t.dir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.ports = {svc: free_port() for svc in services}  # each service's dummy
@@ -138,7 +210,7 @@ class Node:
                 f"[service {svc}]",
                 f"election_uri = zk://{hosts or cluster.hosts}",
                 f"election_name = {cluster.election_of(svc)}",
-                f"node_id = {name}",
+                f"node_id = {self.node_id}",
                 f"service_address = 127.0.0.1:{port}",
                 f"session_timeout = {cluster.session}",
                 "check_type = tcp",
@@ -152,9 +224,23 @@ class Node:
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
 
-    def reignd(self, *args):
-        return self.t.spawn(self.name, [os.environ["REIGND"], "--config", self.conf, *args],
+    def reignd(self, *args, wrap=()):
+        self.runs += 1
+        label = self.name if self.runs == 1 else f"{self.name}.{self.runs}"
+        return self.t.spawn(label, [*wrap, os.environ["REIGND"], "--config", self.conf, *args],
                             self.env)
+
+    def edit(self, old=None, new=None, append=()):
+        """Replaces the line `old` with `new` in the configuration, and/or appends lines (to the
+        last section, the last service's)."""
+        with open(self.conf) as f:
+            lines = f.read().splitlines()
+        if old is not None:
+            check(old in lines, f"no line {old!r} in {self.conf}")
+            lines[lines.index(old)] = new
+        lines += list(append)
+        with open(self.conf, "w") as f:
+            f.write("\n".join(lines) + "\n")
 
     def start_service(self, svc="web"):
         port = self.ports[svc]
@@ -215,6 +301,14 @@ class Node:
     def wait_state(self, want, svc="web"):
         return wait_for(lambda: self.state(svc) == want, f"{self.name}'s {svc} to be {want}")
 
+    def wait_standing(self, svc="web"):
+        """Standby and in the election (it sees the leader): a failover or a cede elsewhere
+        counts on it."""
+        def standing():
+            st = self.status(svc)
+            return st and st["state"] == "standby" and st["leader"]
+        return wait_for(standing, f"{self.name}'s {svc} to stand as a standby")
+
 
 def run_reignd(t, args):
     r = subprocess.run([os.environ["REIGND"], *args], capture_output=True, timeout=e2elib.WAIT)
@@ -226,23 +320,54 @@ def format_election(node):
     check(rc == 0, f"reignd --format failed ({rc}): {err}")
 
 
-def two_nodes(t, a_hosts=None, cluster=None):
-    """A active, B standby, both healthy (A reaches ZooKeeper through a_hosts if given)."""
+def two_nodes(t, a_hosts=None, cluster=None, b_opts=None, before_b=None):
+    """A active, B standby, both healthy (A reaches ZooKeeper through a_hosts if given; B
+    made with b_opts; before_b(c, a) runs while A is alone)."""
     c = cluster or Cluster(t)
-    a, b = c.node("A", hosts=a_hosts), c.node("B")
+    a, b = c.node("A", hosts=a_hosts), c.node("B", **(b_opts or {}))
     format_election(a)
     for n in (a, b):
         n.start_service()
     a.start()
     c.wait_line("A", "become_active")
     a.wait_state("active")
+    if before_b:
+        before_b(c, a)
     b.start()
-    b.wait_state("standby")
+    b.wait_standing()
     return c, a, b
 
 
 def token_of(line):
     return int([w for w in line if w.startswith("token=")][0].split("=")[1])
+
+
+def one_active_at_a_time(c):
+    """Proves from the hooks' own timestamps that no two nodes were ever active at once for
+    a service: a node is (possibly) active from the start of its become_active (or a failed
+    one) until the end of its next become_standby, or until another node's fence of its
+    address ends; nobody may start become_active while another node is so."""
+    by_addr = {f"127.0.0.1:{port}": n.name for n in c.nodes.values() for port in n.ports.values()}
+    timeline = []
+    for i, e in enumerate(c.events()):
+        kv = dict(w.split("=", 1) for w in e[2:] if "=" in w)
+        check("at" in kv, f"event without a timestamp: {e}")
+        timeline.append((int(kv["at"]), i, e[0], e[1], kv))
+    timeline.sort()
+    active = {}  # (service, node) -> since
+    for at, _, node, what, kv in timeline:
+        svc = kv.get("service", "web")
+        if what in ("become_active", "active_failed"):
+            others = [n for (s, n) in active if s == svc and n != node]
+            check(not others, f"{node} started become_active for {svc} at {at} while {others} "
+                  f"was still active (since {[active[(svc, n)] for n in others]}): "
+                  f"{c.events()}")
+            active.setdefault((svc, node), at)
+        elif what in ("become_standby", "start_standby"):
+            active.pop((svc, node), None)
+        elif what == "fence":
+            active.pop((svc, by_addr.get(kv.get("address"), kv.get("target"))), None)
+    return active
 
 
 # ---- scenarios ------------------------------------------------------------------------------
@@ -308,6 +433,20 @@ def scenario_kill(t):
           f"B's metrics: {[(k, m.get(k)) for k in want]}")
 
 
+def scenario_kill_guardian(t):
+    c, a, b = two_nodes(t, cluster=Cluster(t, session=f"{guardian.HOLD_MS // 1000}s"))
+    killed_ns = guardian.kill9(a.proc)  # its service keeps running: it must be fenced
+    c.wait_line("B", "become_active")
+    seen_ns = time.monotonic_ns()  # no earlier than become_active ran
+    guardian.the_guardian_line(a.proc, [guardian.zk_ended(a.proc)])
+    guardian.before_expiry(seen_ns, killed_ns, "B's become_active seen")
+    fences = c.lines("B", "fence")
+    check(len(fences) == 1 and "target=A" in fences[0], f"one fence of A expected: {c.events()}")
+    check(c.index("B", "fence") < c.index("B", "become_active"),
+          f"the fence must run before become_active: {c.events()}")
+    b.wait_state("active")
+
+
 def scenario_fence_fail(t):
     c = Cluster(t)
     ok_flag = os.path.join(t.dir, "fence_may_succeed")
@@ -345,18 +484,21 @@ def scenario_failover(t):
     n3 = c.node("C")
     n3.start_service()
     n3.start()
-    n3.wait_state("standby")
+    n3.wait_standing()
     r = a.request({"op": "failover", "service": "web", "to": "nobody"})
     check(not r["ok"] and "nobody" in r["message"], f"failover to a non-node must fail: {r}")
     r = b.request({"op": "failover", "service": "web", "to": "B"})
     check(not r["ok"] and "not active" in r["message"], f"failover on a standby: {r}")
+    # Paused (through C: the pause is the election's), nothing fails over.
     r = n3.request({"op": "pause", "service": "web"})
-    check(r["ok"], f"pause C: {r}")
+    check(r["ok"], f"pause through C: {r}")
+    a.wait_state("paused_active")
     r = a.request({"op": "failover", "service": "web", "to": "C"})
-    check(not r["ok"] and "not a healthy standby" in r["message"], f"failover to paused C: {r}")
+    check(not r["ok"] and "paused_active" in r["message"], f"failover while paused: {r}")
     r = n3.request({"op": "resume", "service": "web"})
-    check(r["ok"], f"resume C: {r}")
-    n3.wait_state("standby")
+    check(r["ok"], f"resume through C: {r}")
+    n3.wait_standing()
+    a.wait_state("active")
 
     # B is next in line: A steps down cleanly (become-standby, breadcrumb removed, cede).
     r = failover(a, "B")
@@ -401,12 +543,20 @@ def scenario_cede(t):
     c.wait_line("B", "become_active")
     check(c.index("A", "become_standby") < c.index("B", "become_active"), f"order: {c.events()}")
     check(not c.lines("B", "fence"), f"A ceded cleanly: nothing to fence: {c.events()}")
-    a.wait_state("standby")
+    # Out of the election for the delay, and status says so.
+    a.wait_state("ceded")
+    check("stands again in 30 s" in a.status()["reason"], f"A's status: {a.status()}")
+    # The pause is the election's: both nodes take it, B keeps its service active.
     r = a.request({"op": "pause", "service": "web"})
-    check(r["ok"] and a.state() == "paused", f"pause: {r}")
+    check(r["ok"] and r["result"]["paused"] is True, f"pause: {r}")
+    a.wait_state("paused")  # ceded, then paused: it does not stand when the delay ends
+    b.wait_state("paused_active")
     r = a.request({"op": "resume", "service": "web"})
     check(r["ok"], f"resume: {r}")
     a.wait_state("standby")
+    b.wait_state("active")
+    r = a.request({"op": "resume", "service": "web"})
+    check(not r["ok"] and "not paused" in r["message"], f"resume when not paused: {r}")
 
 
 def scenario_neutral(t):
@@ -424,7 +574,7 @@ def scenario_neutral(t):
     check(c.index("A", "become_standby") < c.index("B", "become_active"),
           f"A's become_standby must run before B's become_active: {c.events()}")
     check(not c.lines("B", "fence"), f"A's reignd answered the graceful fence: {c.events()}")
-    check([e[1] for e in c.lines("A")] == ["become_active", "become_standby"],
+    check([e[1] for e in c.lines("A")] == ["start_standby", "become_active", "become_standby"],
           f"no other hook ran on A while it was cut off: {c.events()}")
     proxy.send(signal.SIGUSR2)
     wait_for(lambda: "thawed" in proxy.err(), "the proxy to thaw")
@@ -511,7 +661,7 @@ def scenario_active_fails(t):
     c.wait_line("A", "active_failed", count=2)
     check(not c.lines("A", "become_active"), f"{c.events()}")
     ev = [e[1] for e in c.lines("A")]
-    check(ev[:3] == ["active_failed", "become_standby", "active_failed"],
+    check(ev[:4] == ["start_standby", "active_failed", "become_standby", "active_failed"],
           f"a failed become-active is followed by become-standby before the retry: {ev}")
     open(flag, "w").close()
     c.wait_line("A", "become_active")
@@ -563,9 +713,608 @@ def scenario_config(t):
     check(rc == 0 and out.startswith("digraph"), f"--print-fsm: {rc} {out[:80]}")
 
 
+# ---- the peer endpoint ---------------------------------------------------------------------
+
+def sign_request(secret, method, path, body, ts_ms, nonce):
+    """The Authorization value a holder of `secret` sends (src/reignd/peer_auth.h)."""
+    msg = f"reignd-peer-request-1\n{method}\n{path}\n{ts_ms}\n{nonce}\n".encode() + body
+    sig = hmac.new(secret, msg, hashlib.sha256).hexdigest()
+    return f"REIGN-HMAC-SHA256 ts={ts_ms}, nonce={nonce}, sig={sig}"
+
+
+def raw_http(port, data):
+    """Sends bytes to 127.0.0.1:port and returns (status, headers, body) of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=e2elib.WAIT) as s:
+        s.sendall(data)
+        answer = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    head, _, body = answer.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def request_bytes(method, path, body, authorization):
+    return (f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            f"Content-Length: {len(body)}\r\nAuthorization: {authorization}\r\n\r\n"
+            ).encode() + body
+
+
+class PeerProxy:
+    """A TCP proxy in front of a reignd's peer endpoint, as an eavesdropper would sit: it
+    records each request it forwards; in "forge" mode it answers itself, unsigned."""
+
+    def __init__(self, target_port):
+        self.target = target_port
+        self.requests = []
+        self.forge = False
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    @staticmethod
+    def _read_request(conn):
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+        need = int(m.group(1)) if m else 0
+        while len(body) < need:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return head + b"\r\n\r\n" + body
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    req = self._read_request(conn)
+                    self.requests.append(req)
+                    if self.forge:
+                        body = b'{"ok":true,"result":{"name":"web","state":"standby"}}'
+                        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                     b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+                        continue
+                    with socket.create_connection(("127.0.0.1", self.target), timeout=30) as up:
+                        up.sendall(req)
+                        while True:
+                            chunk = up.recv(65536)
+                            if not chunk:
+                                break
+                            conn.sendall(chunk)
+                except OSError:
+                    pass
+
+    def close(self):
+        self.sock.close()
+
+
+def scenario_peer_auth(t):
+    c = Cluster(t)
+    with open(c.secret_path, "rb") as f:
+        secret = f.read().strip()
+    a, b = c.node("A"), c.node("B")
+    proxy = PeerProxy(a.peer_port)
+    a.edit(append=[f"peer_address = 127.0.0.1:{proxy.port}"])  # others reach A through it
+    format_election(a)
+    for n in (a, b):
+        n.start_service()
+    a.start()
+    a.wait_state("active")
+    b.start()
+    b.wait_state("standby")
+
+    # B fences A gracefully, through the proxy: it works, and the wire holds no secret.
+    a.stop_service()
+    c.wait_line("B", "become_active")
+    check(not c.lines("B", "fence"), f"the graceful fence sufficed: {c.events()}")
+    standby = [r for r in proxy.requests if r.startswith(b"POST /v1/services/web/standby ")]
+    check(len(standby) == 1, f"one standby request through the proxy: {proxy.requests}")
+    seen = standby[0]
+    check(secret not in seen and base64.b64encode(secret) not in seen,
+          "the peer secret crossed the network")
+    check(b"Authorization: REIGN-HMAC-SHA256 ts=" in seen, f"not signed: {seen!r}")
+    before = len(c.lines("A", "become_standby"))
+
+    # The request as seen, sent again to A: refused (replayed), no effect.
+    code, _, body = raw_http(a.peer_port, seen)
+    check(code == 401 and b"replayed" in body, f"a replayed request: {code} {body!r}")
+    # Altered (another term, same signature): refused.
+    forged = re.sub(rb'"term":(\d+)', lambda m: b'"term":' + str(int(m.group(1)) + 1).encode(),
+                    seen)
+    check(forged != seen, "the body has a term to alter")
+    code, _, body = raw_http(a.peer_port, forged)
+    check(code == 401 and b"wrong signature" in body, f"a forged request: {code} {body!r}")
+    # Signed with the secret, but a minute ago: refused, naming the clocks.
+    path, payload = "/v1/services/web/standby", b'{"from":"B","term":99}'
+    old = sign_request(secret, "POST", path, payload, int(time.time() * 1000) - 60000,
+                       os.urandom(16).hex())
+    code, _, body = raw_http(a.peer_port, request_bytes("POST", path, payload, old))
+    check(code == 401 and b"clocks" in body, f"an old request: {code} {body!r}")
+    check(len(c.lines("A", "become_standby")) == before,
+          f"a refused request made A run become_standby: {c.events()}")
+    # What the documentation says a peer sends is what reignd takes, and its answer is signed.
+    nonce = os.urandom(16).hex()
+    fresh = sign_request(secret, "GET", "/v1/services/web", b"", int(time.time() * 1000), nonce)
+    code, headers, body = raw_http(a.peer_port, request_bytes("GET", "/v1/services/web", b"",
+                                                              fresh))
+    check(code == 200, f"a signed state request: {code} {body!r}")
+    want = hmac.new(secret, f"reignd-peer-answer-1\n{nonce}\n200\n".encode() + body,
+                    hashlib.sha256).hexdigest()
+    check(headers.get("x-reign-signature") == want, f"the answer's signature: {headers}")
+    check("replayed" in a.proc.err() and "wrong signature" in a.proc.err(),
+          "A logs the refusals")
+    check(secret.decode() not in a.proc.err() + b.proc.err(), "the secret was logged")
+
+    # A is active again (B's service stops), then A's reignd dies; whoever answers at A's peer
+    # address now says "done" without the secret: B must not believe it, and fences with the
+    # shell method before it becomes active.
+    a.start_service()
+    a.wait_state("standby")
+    b.stop_service()
+    c.wait_line("A", "become_active", count=2)
+    a.wait_state("active")
+    b.start_service()
+    b.wait_state("standby")
+    proxy.forge = True
+    a.proc.kill9()
+    c.wait_line("B", "become_active", count=2)
+    check(len(c.lines("B", "fence")) == 1, f"the shell fence ran: {c.events()}")
+    check("not signed with our secret" in b.proc.err(), "B says why it did not believe A")
+    fence_at = c.index("B", "fence")
+    second = [i for i, e in enumerate(c.events()) if e[:2] == ["B", "become_active"]][1]
+    check(fence_at < second, f"fenced before becoming active: {c.events()}")
+    proxy.close()
+
+
+# ---- what is refused before any store -------------------------------------------------------
+
+def scenario_check(t):
+    c = Cluster(t)
+    a = c.node("A")
+    rc, out, err = run_reignd(t, ["--config", a.conf, "--check"])
+    check(rc == 0 and out.strip() == f"{a.conf}: OK (1 service)", f"--check: {rc} {out} {err}")
+
+    def variant(name, old, new):
+        with open(a.conf) as f:
+            text = f.read()
+        check(old in text, f"{old!r} in the configuration")
+        path = os.path.join(t.dir, name)
+        with open(path, "w") as f:
+            f.write(text.replace(old, new))
+        return path
+
+    db = os.path.join(t.dir, "lease.db")
+    short = os.path.join(t.dir, "short.secret")
+    with open(short, "w") as f:
+        f.write("too-short\n")
+    os.chmod(short, 0o600)
+    open_dir = os.path.join(t.dir, "open-run")
+    os.makedirs(open_dir, mode=0o755, exist_ok=True)
+    os.chmod(open_dir, 0o755)
+    hosts = c.hosts
+    cases = [
+        # (file, exit status, what the message says, the key's line)
+        (variant("sql.conf", f"election_uri = zk://{hosts}", f"election_uri = sqlite://{db}"),
+         EXIT_CONFIG, "reignd needs a ZooKeeper store", "election_uri"),
+        (variant("short.conf", f"peer_secret_file = {c.secret_path}",
+                 f"peer_secret_file = {short}"),
+         EXIT_CONFIG, "must hold 16 to 1024 printable", "peer_secret_file"),
+        (variant("dir.conf", f"control_socket = {a.socket}",
+                 f"control_socket = {open_dir}/control.sock"),
+         EXIT_CONFIG, "mode 0700", "control_socket"),
+        (variant("nopw.conf", f"election_uri = zk://{hosts}", f"election_uri = zk://u@{hosts}"),
+         EXIT_CREDENTIALS, "no password for user 'u'", "election_uri"),
+        (variant("ports.conf", f"metrics_listen = 127.0.0.1:{a.metrics_port}",
+                 f"metrics_listen = 127.0.0.1:{a.peer_port}"),
+         EXIT_CONFIG, "is peer_listen's too", "metrics_listen"),
+        (variant("param.conf", f"election_uri = zk://{hosts}",
+                 f"election_uri = zk://{hosts}?suspend_policy=sometimes"),
+         EXIT_CONFIG, "suspend_policy must be", "election_uri"),
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "REIGN_PASSWORD"}
+    for path, status, needle, key in cases:
+        with open(path) as f:
+            text = f.read().splitlines()
+        line = 1 + next(i for i, ln in enumerate(text) if ln.startswith(key + " "))
+        for args in (["--check"], []):
+            r = subprocess.run([os.environ["REIGND"], "--config", path, *args],
+                               capture_output=True, text=True, timeout=e2elib.WAIT, env=env)
+            what = f"reignd {' '.join(args)} on {os.path.basename(path)}"
+            check(r.returncode == status, f"{what}: exit {r.returncode}, want {status}: "
+                                          f"{r.stderr}")
+            check(f"{path}:{line}: " in r.stderr and f"{key}: " in r.stderr and needle in r.stderr,
+                  f"{what}: the message must name {path}:{line} and say {needle!r}: {r.stderr}")
+            check("OK" not in r.stdout and "connecting" not in r.stderr,
+                  f"{what}: nothing must reach the store: {r.stdout} {r.stderr}")
+    check(not os.path.exists(db), "the daemon created the SQLite file of a refused store")
+    # The daemon refuses the same things at start, before the store: nothing was created there.
+    rc, out, err = t.zkraw(hosts, "get", f"/reign/value/reignd/{c.election}/layout")
+    check(rc != 0, f"a refused daemon wrote to ZooKeeper: {out} {err}")
+
+
+def scenario_bad_password(t):
+    """A wrong password: refused at start (exit 6), not after the first healthy check."""
+    hosts = t.shared_hosts()
+    chroot = "/" + t.unique("reignd-pw")
+    rc, _, err = t.zkraw(hosts, "create", chroot, "")
+    check(rc == 0, f"creating {chroot}: {err}")
+    files = {}
+    for name in ("right", "wrong"):
+        files[name] = os.path.join(t.dir, f"{name}.pw")
+        with open(files[name], "w") as f:
+            f.write(f"{name}-{os.urandom(6).hex()}\n")
+        os.chmod(files[name], 0o600)
+    c = Cluster(t, hosts=f"alice@{hosts}{chroot}?password_file={files['right']}")
+    a, b = c.node("A"), c.node("B")
+    format_election(a)
+    b.edit(f"election_uri = zk://alice@{hosts}{chroot}?password_file={files['right']}",
+           f"election_uri = zk://alice@{hosts}{chroot}?password_file={files['wrong']}")
+    b.start_service()
+    rc, out, err = run_reignd(t, ["--config", b.conf, "--check"])
+    check(rc == 0, f"--check cannot know the password is wrong: {rc} {err}")
+    b.start()
+    check(b.proc.wait() == EXIT_CREDENTIALS, f"B exited {b.proc.returncode()}, want 6")
+    err = b.proc.err()
+    check("refused our credentials" in err and "not authorized" in err, err)
+    check("health" not in err and not c.events(), f"nothing ran before the refusal: {err}")
+    with open(files["wrong"]) as f:
+        check(f.read().strip() not in err, "the password was logged")
+    # The right password starts.
+    a.start_service()
+    a.start()
+    a.wait_state("active")
+    # systemd: no restart on a configuration or credential error.
+    with open(UNIT) as f:
+        unit = f.read()
+    prevent = re.search(r"^RestartPreventExitStatus=(.*)$", unit, re.M)
+    check(prevent and {"2", "3", "4", "5", "6", "7"} <= set(prevent.group(1).split())
+          and "8" not in prevent.group(1).split() and "1" not in prevent.group(1).split(),
+          f"the unit's RestartPreventExitStatus: {prevent and prevent.group(0)}")
+
+
+# ---- signals and logs -----------------------------------------------------------------------
+
+def silent_port():
+    """A port where nothing answers: bound, never listening (connections are refused)."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    return s, s.getsockname()[1]
+
+
+def scenario_signals(t):
+    keep, port = silent_port()
+    c = Cluster(t, hosts=f"127.0.0.1:{port}")
+    a = c.node("A")
+    # A connect timeout of a minute: an exit 8 would mean the signal went unheard.
+    a.edit(f"election_uri = zk://127.0.0.1:{port}",
+           f"election_uri = zk://127.0.0.1:{port}?connect_timeout_ms=60000")
+    for label, wrap in (("plain", ()), ("inherited SIG_IGN", SIGINT_IGNORED)):
+        p = a.reignd(wrap=wrap)
+        wait_for(lambda: "connecting to" in p.err(), f"reignd to connect ({label})")
+        p.send(signal.SIGINT)
+        check(p.wait() == 0, f"SIGINT while connecting ({label}): exit {p.returncode()}")
+        check("SIGINT: the daemon had not started yet: nothing to undo" in p.err(), p.err())
+    keep.close()
+
+    # On the way out, the log says what reignd waits for, and for how long.
+    c = Cluster(t)
+    a = c.node("A")
+    release = os.path.join(t.dir, "standby-may-end")
+    a.edit(f"become_standby = {HOOK} become_standby",
+           f"become_standby = {HOOK} become_standby; while [ ! -e {release} ]; do sleep 0.05; "
+           "done")
+    format_election(a)
+    a.start_service()
+    a.start()
+    a.wait_state("active")
+    # The state is active once become-active is queued: let it finish, so that the
+    # become-standby hook is what the shutdown waits for.
+    wait_for(lambda: "become_active: exited with status 0" in a.proc.err(), "become-active")
+    a.proc.send(signal.SIGINT)
+    c.wait_line("A", "become_standby")
+    wait_for(lambda: "SIGINT: leaving cleanly: waiting for service web: its become_standby hook "
+             "(running for" in a.proc.err(), "the shutdown to say what it waits for")
+    check(re.search(r"killed at 30 s\); 60 s at most in all \(SIGINT again: leave at once\)",
+                    a.proc.err()), a.proc.err())
+    open(release, "w").close()
+    check(a.proc.wait() == 0, f"clean exit: {a.proc.returncode()}")
+    crumb = f"/reign/value/reignd/{c.election}/breadcrumb"
+    rc, out, _ = t.zkraw(c.hosts, "get", crumb)
+    check(rc != 0, f"a clean leave removes the breadcrumb: {out}")
+
+    # A second SIGINT stops waiting: exit 1, and the breadcrumb stays (the next active fences).
+    os.unlink(release)
+    a.start()
+    a.wait_state("active")
+    wait_for(lambda: "become_active: exited with status 0" in a.proc.err(), "become-active")
+    a.proc.send(signal.SIGINT)
+    wait_for(lambda: "waiting for service web: its become_standby hook" in a.proc.err(),
+             "the shutdown to wait for the hook")
+    a.proc.send(signal.SIGINT)
+    check(a.proc.wait() == 1, f"a second SIGINT: exit {a.proc.returncode()}")
+    check("SIGINT again: leaving at once" in a.proc.err(), a.proc.err())
+    rc, out, _ = t.zkraw(c.hosts, "get", crumb)
+    check(rc == 0 and b"\nid=A\n" in bytes.fromhex(json.loads(out)["data_hex"]),
+          f"the breadcrumb stays after leaving at once: {rc} {out}")
+
+
+def scenario_logs(t):
+    c = Cluster(t)
+    a = c.node("A")
+    format_election(a)
+    a.start_service()
+    a.start()
+    a.wait_state("active")
+    a.proc.send(signal.SIGTERM)
+    check(a.proc.wait() == 0, "clean exit")
+    lines = a.proc.err().splitlines()
+    bad = [ln for ln in lines if not TIMESTAMP.match(ln)]
+    check(len(lines) >= 5 and not bad, f"every log line starts with the time: {bad[:5]}")
+
+    # stderr is the journal when $JOURNAL_STREAM names it: priorities, no time.
+    err_path = os.path.join(t.dir, "journal.err")
+    with open(err_path, "wb") as err:
+        st = os.fstat(err.fileno())
+        env = dict(os.environ, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
+        r = subprocess.run([os.environ["REIGND"], "--config", a.conf, "--format"],
+                           stderr=err, stdout=subprocess.DEVNULL, env=env, timeout=e2elib.WAIT)
+    with open(err_path) as f:
+        journal = f.read().splitlines()
+    check(r.returncode == EXIT_FORMAT_DENIED, f"--format again: {r.returncode}")
+    check(journal and all(re.match(r"^<[3-7]>", ln) for ln in journal)
+          and any(ln.startswith("<3>") and "--force" in ln for ln in journal),
+          f"journal lines: {journal}")
+    # Inherited, but naming another stream: not the journal.
+    rc, out, err = run_reignd_env(t, ["--config", a.conf, "--format"],
+                                  {"JOURNAL_STREAM": "1:2"})
+    check(TIMESTAMP.match(err.splitlines()[-1]), f"JOURNAL_STREAM of another stream: {err}")
+
+    # A host that does not resolve is named, with the resolver's reason.
+    a.edit(f"election_uri = zk://{c.hosts}", "election_uri = zk://no-such-host.invalid:2181")
+    rc, out, err = run_reignd(t, ["--config", a.conf])
+    check(rc == EXIT_NO_STORE and "host 'no-such-host.invalid' does not resolve" in err
+          and "No such file or directory" not in err, f"unresolvable host: {rc} {err}")
+    # Giving up is not preceded by "still trying".
+    keep, port = silent_port()
+    a.edit("election_uri = zk://no-such-host.invalid:2181",
+           f"election_uri = zk://127.0.0.1:{port}?connect_timeout_ms=500")
+    rc, out, err = run_reignd(t, ["--config", a.conf])
+    keep.close()
+    check(rc == EXIT_NO_STORE and "cannot use the store" in err and "still trying" not in err,
+          f"a store that does not answer: {rc} {err}")
+
+
+def run_reignd_env(t, args, env):
+    r = subprocess.run([os.environ["REIGND"], *args], capture_output=True, timeout=e2elib.WAIT,
+                       env=dict(os.environ, **env))
+    return r.returncode, r.stdout.decode(), r.stderr.decode()
+
+
+def candidates(c):
+    """The ids standing in the cluster's election (reign status, from the store)."""
+    st = c.t.status(c.election, f"zk://{c.hosts}")
+    return [k["id"] for k in st["candidates"]] if st else []
+
+
+def scenario_restart(t):
+    """The active's reignd is SIGKILLed (its service keeps running) and started again after
+    0.1 s to past the session timeout, as systemd's Restart= does, round after round (the
+    active of one round is the victim of the next).  The fresh daemon knows nothing of its
+    service: it runs become-standby before it answers a graceful fence as done or stands, so
+    the hooks' timestamps never show two actives (checked after every round)."""
+    c, a, b = two_nodes(t)  # session 2 s
+    nodes = {"A": a, "B": b}
+    victim = "A"
+    for delay in (0.1, 0.5, 1.0, 1.5, 2.5, 4.0):
+        n = nodes[victim]
+        actives = len(c.lines(what="become_active"))
+        starts = len(c.lines(n.name, "start_standby"))
+        log(f"round: {victim}'s reignd killed, started again {delay} s later")
+        n.proc.kill9()
+        time.sleep(delay)  # the restart delay under test, not a synchronisation
+        n.start()
+        c.wait_line(n.name, "start_standby", count=starts + 1)
+        c.wait_line(None, "become_active", count=actives + 1)
+        new = c.lines(what="become_active")[-1][0]
+        nodes[new].wait_state("active")
+        for other in nodes.values():
+            if other is not nodes[new]:
+                other.wait_standing()
+        active = one_active_at_a_time(c)
+        check(list(active) == [("web", new)], f"one active, {new}: {active} {c.events()}")
+        # Fenced by its fresh daemon (graceful: answered after start_standby) or, if that was
+        # not up yet, by the shell method; never skipped.
+        fence = [e for e in c.lines(new) if e[1] == "fence"]
+        i_active = len(c.events()) - 1 - c.events()[::-1].index(c.lines(new, "become_active")[-1])
+        i_start = [i for i, e in enumerate(c.events()) if e[:2] == [n.name, "start_standby"]][-1]
+        check(new == victim or i_start < i_active or fence,
+              f"{new} became active before {victim}'s fresh daemon made it standby, unfenced: "
+              f"{c.events()}")
+        victim = new
+
+
+def scenario_same_id(t):
+    """A copy of node A's configuration on another host (same node_id, other addresses):
+    while A lives, the copy refuses to stand, loudly (log, ctl status, metrics); once A's
+    reignd is gone (its service still running), the copy may take
+    over, but it fences A first: the breadcrumb's id is its own, the instance and the
+    addresses are not."""
+    c, a, b = two_nodes(t)
+    a2 = c.node("A2", node_id="A")
+    a2.start_service()
+    a2.start()
+    a2.wait_state("conflict")
+    st = a2.status()
+    check(st["conflict"] and f"127.0.0.1:{a.service_port}" in st["conflict"]
+          and "give each node its own node_id" in st["conflict"], f"A2's status: {st}")
+    check("another reignd stands in election" in a2.proc.err()
+          and "error: service web: another reignd" in a2.proc.err(), "A2 logs the conflict")
+    rc, out, err = t.reign(["ctl", "--socket", a2.socket, "status"])
+    check(rc == 0 and "conflict" in out and "web: CONFLICT: another reignd stands" in out,
+          f"reign ctl status on A2: {out}")
+    check(a.state() == "active", f"A keeps its role: {a.status()}")
+    m = a2.metrics()
+    check(m.get('reignd_service_state{service="web",state="conflict"}') == 1
+          and m.get('reignd_service_state{service="web",state="active"}') == 0,
+          f"A2's state series: {[(k, v) for k, v in m.items() if 'service_state' in k]}")
+    check(candidates(c) == ["A", "B"], f"the copy does not stand: {candidates(c)}")
+    # B leaves, then A's reignd dies: only the copy can take over, and it must fence A.
+    b.proc.send(signal.SIGTERM)
+    check(b.proc.wait() == 0, "B did not stop cleanly")
+    a.proc.kill9()
+    c.wait_line("A2", "become_active")
+    fences = c.lines("A2", "fence")
+    check(fences and f"address=127.0.0.1:{a.service_port}" in fences[0],
+          f"A2 must fence A (at A's address) before it is active: {c.events()}")
+    check(c.index("A2", "fence") < c.index("A2", "become_active"), f"order: {c.events()}")
+    a2.wait_state("active")
+    check(a2.status()["conflict"] is None, f"A2's conflict is over: {a2.status()}")
+    check("the breadcrumb names this node's id A, but another daemon" in a2.proc.err(),
+          "A2 says why it fences a node with its own id")
+
+
+def scenario_failover_wait(t):
+    """`reign ctl failover` returns once the target is active (its become-active takes a
+    while), the old active stands again at once (ceded meanwhile, and shown), a cede right
+    after hands back without a gap; a failover whose target fails to become active fails
+    with the reason; --no-wait answers at once; a cede with no one to take over is refused."""
+    flag = os.path.join(t.dir, "b_may_be_active")
+    open(flag, "w").close()
+
+    def cede_alone(c, a):
+        rc, out, err = t.reign(["ctl", "--socket", a.socket, "cede", "web"])
+        check(rc == 1 and "no other node stands" in err, f"cede alone: {rc} {out} {err}")
+    c, a, b = two_nodes(t, b_opts={"active_sleep": 2, "active_flag": flag}, before_b=cede_alone)
+
+    # Watch A while the failover runs: ceded, naming its target.
+    seen = []
+    ctl = t.spawn("ctl-failover", [t.cli, "ctl", "--socket", a.socket, "failover", "web",
+                                   "--to", "B"])
+    wait_for(lambda: ctl.popen.poll() is not None or (seen.append(a.status()) or False),
+             "the failover to return", interval=0.05)
+    check(ctl.wait() == 0, f"failover: {ctl.err()}")
+    check(ctl.lines() == ["failed over web to B: B is active"], f"output: {ctl.lines()}")
+    check(c.lines("B", "active_done"), f"it returned before B's become_active ended: "
+          f"{c.events()}")
+    check(b.status()["state"] == "active" and b.status()["activated"], f"B: {b.status()}")
+    ceded = [st for st in seen if st and st["state"] == "ceded"]
+    check(ceded and ceded[0]["failover_to"] == "B" and "a failover to B" in ceded[0]["reason"],
+          f"A showed itself ceded for the failover: {seen[-3:]}")
+    # A stands again at once (it was told B is active before the answer went out).
+    check(a.state() == "standby", f"A stands again: {a.status()}")
+    a.wait_standing()
+    check(candidates(c) == ["B", "A"], f"candidates: {candidates(c)}")
+
+    # A cede on B now hands back to A: no window without an active.
+    rc, out, err = t.reign(["ctl", "--socket", b.socket, "cede", "web"])
+    check(rc == 0, f"cede on B: {rc} {out} {err}")
+    c.wait_line("A", "become_active", count=2)
+    a.wait_state("active")
+    b.wait_standing()
+
+    # B's become-active fails: the failover fails with the reason, A stands again (and, the
+    # only one left standing while B waits to retry, takes over again).
+    os.unlink(flag)
+    rc, out, err = t.reign(["ctl", "--socket", a.socket, "failover", "web", "--to", "B"])
+    check(rc == 1 and "failover web: B did not become active" in err
+          and "become-active failed" in err, f"failed failover: {rc} {out} {err}")
+    c.wait_line("B", "active_failed")
+    c.wait_line("A", "become_active", count=3)
+    a.wait_state("active")
+    open(flag, "w").close()
+    b.wait_standing()
+
+    # --no-wait: answered once handed over.
+    rc, out, err = t.reign(["ctl", "--socket", a.socket, "failover", "web", "--to", "B",
+                            "--no-wait"])
+    check(rc == 0 and out.startswith("handed web over to B (not waiting"), f"{rc} {out} {err}")
+    c.wait_line("B", "active_done", count=2)
+    b.wait_state("active")
+    a.wait_standing()
+
+
+def scenario_pause(t):
+    """The pause is the election's, kept in the store: asked on the standby, every node
+    obeys it; the paused active's reignd killed, nobody takes over; a daemon started later
+    and the active's restarted one come up paused and touch nothing (not even the start-up
+    become-standby); resume (from the newcomer) lets the election go on, never with two
+    actives."""
+    c, a, b = two_nodes(t)
+    rc, out, err = t.reign(["ctl", "--socket", b.socket, "pause", "web"])
+    check(rc == 0 and out.startswith("paused web (its whole election"), f"pause: {out} {err}")
+    a.wait_state("paused_active")
+    b.wait_state("paused")
+    for n in (a, b):
+        st = n.status()
+        check(st["paused"] is True and st["paused_by"] == "B", f"{n.name}'s status: {st}")
+    rc, out, err = t.reign(["ctl", "--socket", a.socket, "status"])
+    check("web: paused by B: no automatic failover on any node" in out, f"ctl status: {out}")
+    check(a.metrics().get('reignd_service_paused{service="web"}') == 1, "A's paused metric")
+
+    # The paused active's daemon dies: its session ends, and nobody takes over.
+    a.proc.kill9()
+    wait_for(lambda: candidates(c) == [], "A's session to end")
+    check(b.state() == "paused" and not c.lines("B", "become_active"),
+          f"B took over while paused: {c.events()}")
+
+    # A newcomer and A's restarted daemon: paused from the start, hands off.
+    n3 = c.node("C")
+    n3.start_service()
+    n3.start()
+    a.start()
+    for n in (n3, a):
+        n.wait_state("paused_unknown")
+        check(n.status()["paused"] is True, f"{n.name} sees the pause: {n.status()}")
+    check(not c.lines("A", "start_standby")[1:] and not c.lines("C", "start_standby"),
+          f"a daemon started while paused touched its service: {c.events()}")
+    check(one_active_at_a_time(c) == {("web", "A"): int(dict(
+        w.split("=", 1) for w in c.lines("A", "become_active")[0][2:])["at"])},
+        "A's service is still the active one")
+
+    # Resume from the newcomer: A' and C make their services standby first, then one of the
+    # three takes over (fencing A's old run if it is not A itself).
+    rc, out, err = t.reign(["ctl", "--socket", n3.socket, "resume", "web"])
+    check(rc == 0 and out.startswith("resumed web"), f"resume: {out} {err}")
+    c.wait_line("A", "start_standby", count=2)
+    c.wait_line("C", "start_standby")
+    wait_for(lambda: len(c.lines(what="become_active")) >= 2, "a new active after resume")
+    new = c.lines(what="become_active")[-1][0]
+    c.nodes[new].wait_state("active")
+    for n in c.nodes.values():
+        if n.name != new:
+            n.wait_standing()
+        check(n.status()["paused"] is False, f"{n.name} still paused: {n.status()}")
+
+
+def checked(scenario):
+    """The scenario, then the proof that it never had two actives."""
+    def run(t):
+        scenario(t)
+        for c in CLUSTERS:
+            one_active_at_a_time(c)
+    return run
+
+
 if __name__ == "__main__":
     scenarios = {n[len("scenario_"):]: f for n, f in globals().items() if n.startswith("scenario_")}
     which = sys.argv[1] if len(sys.argv) == 2 else None
     if which not in scenarios:
         sys.exit(f"usage: {sys.argv[0]} {'|'.join(scenarios)}")
-    e2elib.main(f"reignd_{which}", scenarios[which])
+    e2elib.main(f"reignd_{which}", checked(scenarios[which]))

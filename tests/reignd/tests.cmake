@@ -39,7 +39,7 @@ add_test(NAME fuzz_config_replay COMMAND fuzz_config_replay ${REIGND_TESTS_DIR}/
 set_tests_properties(fuzz_config_replay PROPERTIES LABELS "fuzz;reignd")
 if(REIGN_FUZZ)
   add_executable(fuzz_config ${REIGND_TESTS_DIR}/fuzz_config.c
-    ${PROJECT_SOURCE_DIR}/src/reignd/config.c)
+    ${PROJECT_SOURCE_DIR}/src/reignd/config.c ${PROJECT_SOURCE_DIR}/src/reignd/election_uri.c)
   target_include_directories(fuzz_config PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz
     ${PROJECT_SOURCE_DIR}/src/reignd ${PROJECT_SOURCE_DIR}/include)
   target_compile_options(fuzz_config PRIVATE ${REIGN_WARNINGS} ${REIGN_FUZZ_FLAGS})
@@ -59,12 +59,18 @@ reignd_unit_test(test_fence)
 # entry per scenario of test_reignd_e2e.py.
 if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
   foreach(scenario health kill fence_fail failover cede neutral credentials two_services active_fails config
-                   ensemble)
+                   ensemble peer_auth check bad_password signals logs restart same_id
+                   failover_wait pause)
     reign_zk_test(NAME reignd_e2e_${scenario}
       COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py ${scenario}
       TIMEOUT 180 LABELS reignd e2e
       ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
   endforeach()
+  # The killed reignd's guardian closes its session (the standby need not wait for it).
+  reign_zk_test(NAME reignd_e2e_kill_guardian
+    COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py kill_guardian
+    TIMEOUT 120 LABELS reignd e2e guardian
+    ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
 endif()
 
 # --- R3: control socket, peer endpoint, metrics, sd_notify, reign ctl ---
@@ -99,6 +105,31 @@ if(REIGN_FUZZ)
   add_test(NAME fuzz_control_libfuzzer
     COMMAND fuzz_control -runs=0 ${REIGND_TESTS_DIR}/corpus/control)
   set_tests_properties(fuzz_control_libfuzzer PROPERTIES LABELS "fuzz;reignd")
+endif()
+# The peer endpoint's signature header and what follows it (fuzz_peer_auth.c), as above:
+#   mkdir -p /tmp/c && build/tests/fuzz_peer_auth -max_total_time=120 \
+#       /tmp/c tests/reignd/corpus/peer_auth
+add_executable(fuzz_peer_auth_replay ${REIGND_TESTS_DIR}/fuzz_peer_auth.c
+  ${PROJECT_SOURCE_DIR}/tests/fuzz/replay.c)
+target_include_directories(fuzz_peer_auth_replay PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz)
+target_compile_options(fuzz_peer_auth_replay PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(fuzz_peer_auth_replay PRIVATE reignd_core)
+add_test(NAME fuzz_peer_auth_replay
+  COMMAND fuzz_peer_auth_replay ${REIGND_TESTS_DIR}/corpus/peer_auth)
+set_tests_properties(fuzz_peer_auth_replay PROPERTIES LABELS "fuzz;reignd")
+if(REIGN_FUZZ)
+  add_executable(fuzz_peer_auth ${REIGND_TESTS_DIR}/fuzz_peer_auth.c
+    ${PROJECT_SOURCE_DIR}/src/reignd/peer_auth.c)
+  target_include_directories(fuzz_peer_auth PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz
+    ${PROJECT_SOURCE_DIR}/src/reignd)
+  target_compile_options(fuzz_peer_auth PRIVATE ${REIGN_WARNINGS} ${REIGN_FUZZ_FLAGS})
+  target_link_options(fuzz_peer_auth PRIVATE ${REIGN_FUZZ_FLAGS})
+  pkg_check_modules(REIGND_FUZZ_NETTLE REQUIRED IMPORTED_TARGET nettle)
+  target_link_libraries(fuzz_peer_auth PRIVATE reign PkgConfig::LIBUV PkgConfig::CJSON
+    PkgConfig::REIGND_FUZZ_NETTLE)
+  add_test(NAME fuzz_peer_auth_libfuzzer
+    COMMAND fuzz_peer_auth -runs=0 ${REIGND_TESTS_DIR}/corpus/peer_auth)
+  set_tests_properties(fuzz_peer_auth_libfuzzer PROPERTIES LABELS "fuzz;reignd")
 endif()
 # reign ctl end to end against control.c with the fake operations (ctl_server.c).
 add_executable(reignd_ctl_server ${REIGND_TESTS_DIR}/ctl_server.c)

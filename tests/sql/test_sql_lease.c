@@ -4,8 +4,9 @@
  *
  * Usage: test_sql_lease MODE, one ctest entry per mode:
  *   sqlite              the helpers of sql.c, then the lease statements, schema, errors,
- *                       notification on a file, and the runs table of slots (runs.h): its
- *                       writes fenced by the lease's term in the database itself
+ *                       notification, the guardian's release (release_ours) on a file,
+ *                       and the runs table of slots (runs.h): its writes fenced by the
+ *                       lease's term in the database itself
  *   mariadb, postgres   the same on the shared server ($REIGN_TEST_MARIADB_DIR,
  *                       $REIGN_TEST_PG_DIR), in tables of this run's own
  *   sqlite-concurrency  20 processes take and renew one lease in one file for a few seconds:
@@ -1075,6 +1076,138 @@ static void test_notify(const backend *b, const char *table)
     say("notification: ok");
 }
 
+/* ---- the guardian's release --------------------------------------------------------------- */
+
+/* Reads the row and checks it is exactly `before` again: nothing written. */
+static void check_untouched(reign__sqlconn *c, const char *name, const reign__lease *before)
+{
+    reign__lease l = {0};
+    read_ok(c, name, &l);
+    CHECK(l.exists && l.expired == before->expired);
+    CHECK(!strcmp(l.owner, before->owner) && !strcmp(l.owner_guid, before->owner_guid));
+    CHECK(l.term == before->term && l.term_duration == before->term_duration);
+    CHECK(l.modified_ms == before->modified_ms && l.duration_ms == before->duration_ms);
+    reign__lease_clear(&l);
+}
+
+/*
+ * reign__sql_lease_release_ours(), which a dead client's guardian uses knowing only the
+ * owner and guid of each standing: it releases a live lease carrying both (and tells the
+ * followers where the store can), and never touches one that somebody else holds now: the same
+ * owner id with another guid (a restarted process), a lease that ran out and was taken by
+ * another (the term moved), a lease that ran out and lies free, a deposed lease, no row.
+ */
+static void test_release_ours(const backend *b, const char *table, const char *tag)
+{
+    reign__sql_target t = target(b, table, NULL);
+    reign__sqlconn *c = connect_ok(&t);
+    reign__sqlconn *listener = connect_ok(&t);
+    char n1[96], n2[96], n3[96], n4[96], n5[96];
+    snprintf(n1, sizeof n1, "%s-ours-%d", tag, (int)getpid());
+    snprintf(n2, sizeof n2, "%s-ours-restarted-%d", tag, (int)getpid());
+    snprintf(n3, sizeof n3, "%s-ours-taken-%d", tag, (int)getpid());
+    snprintf(n4, sizeof n4, "%s-ours-deposed-%d", tag, (int)getpid());
+    snprintf(n5, sizeof n5, "%s-ours-none-%d", tag, (int)getpid());
+    reign__lease l = {0}, before = {0}, restarted = {0};
+    uint64_t term = 0;
+
+    /* (a) owner and guid match: released at the term read, the term returned, followers told;
+     * a follower takes over at once. */
+    int fd = -1;
+    if (b->kind != REIGN__SQL_MARIADB) {
+        CHECK_RC(reign__sql_listen(listener, "dc1", n1, err, sizeof err), 0);
+        fd = reign__sql_listen_fd(listener);
+        CHECK(fd >= 0);
+    }
+    reign__lease_claim a = claim(n1, "alice", "guid-alice-1", LONG_MS);
+    reign__lease_claim f = claim(n1, "frank", "guid-frank-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &a, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_take(c, &f, 1, &term, err, sizeof err), 0); /* live: no */
+    CHECK_RC(reign__sql_lease_release(c, &a, 1, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_take(c, &a, 1, &term, err, sizeof err), 1);
+    CHECK(term == 2);
+    CHECK_RC(reign__sql_lease_renew(c, &a, 2, err, sizeof err), 1);
+    if (fd >= 0)
+        while (fd_readable(fd, 0)) /* what the writes above caused */
+            CHECK(reign__sql_drain_notify(listener) >= 0);
+    term = 0;
+    CHECK_RC(reign__sql_lease_release_ours(c, &a, &term, err, sizeof err), 1);
+    CHECK(term == 2);
+    read_ok(c, n1, &l);
+    CHECK(l.exists && l.expired && !strcmp(l.owner, "alice") && l.term == 2);
+    CHECK(l.duration_ms == LONG_MS); /* the row's own duration, untouched */
+    if (fd >= 0) {
+        if (!fd_readable(fd, WAIT_MS))
+            fail(__FILE__, __LINE__, "no notification of the release within %d ms", WAIT_MS);
+        CHECK_RC(reign__sql_drain_notify(listener), 1);
+    }
+    /* Released already: not live, so not ours any more (0), and nothing written. */
+    read_ok(c, n1, &before);
+    term = 77;
+    CHECK_RC(reign__sql_lease_release_ours(c, &a, &term, err, sizeof err), 0);
+    CHECK(term == 77);
+    check_untouched(c, n1, &before);
+    CHECK_RC(reign__sql_lease_take(c, &f, 2, &term, err, sizeof err), 1);
+    CHECK(term == 3);
+
+    /* (b) the same owner id with another guid: a process restarted with the same id must not
+     * have its new lease released by its predecessor's guardian. */
+    reign__lease_claim a_new = claim(n2, "alice", "guid-alice-2", LONG_MS);
+    reign__lease_claim a_old = claim(n2, "alice", "guid-alice-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &a_new, err, sizeof err), 1);
+    read_ok(c, n2, &restarted);
+    CHECK_RC(reign__sql_lease_release_ours(c, &a_old, &term, err, sizeof err), 0);
+    check_untouched(c, n2, &restarted);
+    /* Nor another owner with the holder's guid. */
+    reign__lease_claim other = claim(n2, "mallory", "guid-alice-2", LONG_MS);
+    CHECK_RC(reign__sql_lease_release_ours(c, &other, &term, err, sizeof err), 0);
+    check_untouched(c, n2, &restarted);
+
+    /* (c) the lease ran out: while it lies free, nothing is written; once another took it
+     * (the term moved), that one's lease is left alone. */
+    reign__lease_claim s = claim(n3, "alice", "guid-alice-3", SHORT_MS);
+    reign__lease_claim bob = claim(n3, "bob", "guid-bob-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &s, err, sizeof err), 1);
+    wait_expired(c, n3);
+    read_ok(c, n3, &before);
+    CHECK_RC(reign__sql_lease_release_ours(c, &s, &term, err, sizeof err), 0);
+    check_untouched(c, n3, &before);
+    CHECK_RC(reign__sql_lease_take(c, &bob, 1, &term, err, sizeof err), 1);
+    CHECK(term == 2);
+    read_ok(c, n3, &before);
+    CHECK_RC(reign__sql_lease_release_ours(c, &s, &term, err, sizeof err), 0);
+    check_untouched(c, n3, &before);
+    CHECK(!before.expired && !strcmp(before.owner, "bob") && before.term == 2);
+    CHECK_RC(reign__sql_lease_renew(c, &bob, 2, err, sizeof err), 1);
+
+    /* (d) a deposed lease (reignd fenced its holder): its guid is the mark, not the holder's;
+     * only the holder itself, knowing it was deposed, releases it. */
+    reign__lease_claim h = claim(n4, "henry", "guid-henry-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &h, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_depose(c, "dc1", n4, 1, err, sizeof err), 1);
+    read_ok(c, n4, &before);
+    CHECK(!strcmp(before.owner_guid, REIGN__SQL_DEPOSED) && !before.expired);
+    CHECK_RC(reign__sql_lease_release_ours(c, &h, &term, err, sizeof err), 0);
+    check_untouched(c, n4, &before);
+
+    /* No row: 0, and none made; in another data center: not ours either. */
+    reign__lease_claim none = claim(n5, "alice", "guid-alice-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_release_ours(c, &none, &term, err, sizeof err), 0);
+    read_ok(c, n5, &l);
+    CHECK(!l.exists);
+    reign__lease_claim dc2 = a_new;
+    dc2.dc = "dc2";
+    CHECK_RC(reign__sql_lease_release_ours(c, &dc2, &term, err, sizeof err), 0);
+    check_untouched(c, n2, &restarted);
+
+    reign__lease_clear(&l);
+    reign__lease_clear(&before);
+    reign__lease_clear(&restarted);
+    reign__sql_close(listener);
+    reign__sql_close(c);
+    say("release_ours: ok");
+}
+
 /* ---- helpers of sql.c (no store needed) ---------------------------------------------------- */
 
 static void test_helpers(void)
@@ -1275,6 +1408,7 @@ static int run_backend(reign__sql_kind kind)
     test_runs(c, b.name);
     reign__sql_close(c);
     test_notify(&b, main_table);
+    test_release_ours(&b, main_table, b.name);
     test_schema(&b, tables, &n_tables);
     if (kind == REIGN__SQL_MARIADB)
         test_depose_on_update(&b, tables, &n_tables);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_tasks.py - the task queue (`reign tasks`) end to end, on a real ZooKeeper.
 
-    test_tasks.py basic | kill_worker | kill_master | zk_restart | submit_cutoff
+    test_tasks.py basic | kill_worker | kill_master | kill_worker_guardian | zk_restart |
+                  submit_cutoff
 
 Every task's command appends its id to a file after a short sleep; the tests check that every
 submitted task reached exactly one result (the queue lists it done once) and that its command
@@ -15,6 +16,10 @@ ran to completion exactly once (its id is in the file once):
                says "from=" the dead worker); its running command dies with it.
   kill_master  kill -9 the leading master while it assigns a burst; the standby takes over,
                recovers, and no task is lost or run twice.
+  kill_worker_guardian  kill -9 a worker (20 s session) while two tasks' commands hang, each
+               with a child of its own: the worker's guardian kills both commands' groups and
+               closes the session, and the master moves both tasks to the other worker at once,
+               long before the session could have expired; each runs to completion once, there.
   zk_restart   the (own) ZooKeeper server is stopped and started again mid-run.
   submit_cutoff  submits through reign_tcpproxy while the proxy keeps resetting every
                connection: no submit ever makes two tasks (task names carry the submit's guid).
@@ -31,6 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 from e2elib import check, env_path, log, main, wait_for  # noqa: E402
+import test_guardian as guardian  # noqa: E402
 
 # The command each worker runs: payload on stdin; REIGN_TASK_ID from the worker; IDS and DELAY
 # from the test.  A constant script: no data is ever put into it.
@@ -55,9 +61,9 @@ class Queue:
     def master(self, label):
         return self.t.spawn(label, self.args("master", self.name, "--id", label))
 
-    def worker(self, label, concurrency=2):
+    def worker(self, label, concurrency=2, script=TASK_SH):
         return self.t.spawn(label, self.args("worker", self.name, "--id", label, "--concurrency",
-                                             str(concurrency), "--", "sh", "-c", TASK_SH),
+                                             str(concurrency), "--", "sh", "-c", script),
                             env=self.env)
 
     def submit(self, data, wait=False, uri=None, timeout=60):
@@ -273,6 +279,49 @@ def kill_master(t):
     check(lines_of(m2, "recovered"), "m2 never took over")
 
 
+# kill_worker_guardian's command: on w0 it hangs (waiting for a child of its own) until killed.
+HANG_SH = ('p=$(cat); if [ "$REIGN_WORKER_ID" = w0 ]; then sleep 1000 & wait; fi; '
+           'echo "$REIGN_TASK_ID" >> "$IDS"; echo "out:$p"')
+
+
+def kill_worker_guardian(t):
+    q = Queue(t, t.shared_hosts(), session_ms=guardian.HOLD_MS)
+    m = q.master("m1")
+    w0 = q.worker("w0", concurrency=2, script=HANG_SH)
+    wait_for(lambda: lines_of(m, "recovered") and lines_of(w0, "registered"), "m1 and w0 up")
+    tasks = []
+    for data in ("p0", "p1"):
+        rc, out, err = q.submit(data)
+        check(rc == 0, f"submit failed ({rc}): {err.strip()}")
+        tasks.append(out.split()[0])
+    runs = wait_for(lambda: (lambda r: r if len(r) == 2 else None)(lines_of(w0, "run")),
+                    "w0 running both tasks")
+    check(sorted(r[1] for r in runs) == sorted(tasks), f"w0 runs {runs}, not {tasks}")
+    groups = [int(r[2].split("=")[1]) for r in runs]  # each command leads a group of its own
+    for g in groups:
+        members = wait_for(lambda: (lambda m: m if len(m) >= 2 else None)(
+            guardian.group_members(g)), "a command and its child")
+        t.extra_pids.extend(members)
+    w1 = q.worker("w1", concurrency=2, script=HANG_SH)
+    wait_for(lambda: lines_of(w1, "registered"), "w1 registered")
+
+    killed_ns = guardian.kill9(w0)
+    wait_for(lambda: {x[1] for x in lines_of(m, "assigned")
+                      if x[2:] == ["worker=w1", "from=w0"]} == set(tasks), "both tasks moved",
+             interval=0.005)
+    seen_ns = time.monotonic_ns()  # no earlier than the moves: enough for the evidence below
+    guardian.the_guardian_line(w0, [f"killed process group {g}" for g in groups] +
+                               [guardian.zk_ended(w0)])
+    left = [p for g in groups for p in guardian.group_members(g)]
+    check(not left, f"w0's tasks still run: {left}")
+    guardian.before_expiry(seen_ns, killed_ns, "both tasks seen moved")
+    done = check_once(q, tasks)
+    check(all(done[x]["worker"] == "w1" for x in tasks), f"done by {done}")
+    for p in (m, w1):
+        p.send(signal.SIGTERM)
+        check(p.wait() == 0, f"{p.label} exited {p.returncode()}")
+
+
 def zk_restart(t):
     zk = t.zk_servers("zk", 1)
     q = Queue(t, zk.hosts, session_ms=20000, delay="0.1")
@@ -333,7 +382,8 @@ def submit_cutoff(t):
     check(len(names) <= 1 + len(printed) + failed, f"{len(names)} tasks for {1 + 40} submits")
 
 
-SCENARIOS = {f.__name__: f for f in (basic, kill_worker, kill_master, zk_restart, submit_cutoff)}
+SCENARIOS = {f.__name__: f for f in (basic, kill_worker, kill_master, kill_worker_guardian,
+                                      zk_restart, submit_cutoff)}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:

@@ -11,6 +11,9 @@ if(TARGET reign_cli)
       COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario}
       TIMEOUT 300 LABELS e2e tasks)
   endforeach()
+  reign_zk_test(NAME tasks_kill_worker_guardian
+    COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py kill_worker_guardian
+    TIMEOUT 120 LABELS e2e tasks guardian)
   reign_fault_test(NAME tasks_zk_restart
     COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py zk_restart
     TIMEOUT 300 LABELS e2e tasks)

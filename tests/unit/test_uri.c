@@ -17,6 +17,7 @@
 
 #include "core.h"
 #include "uri.h"
+#include "oom.h"
 
 #define ERRLEN 256
 
@@ -551,38 +552,6 @@ static void test_hosts_string(void **state)
 }
 
 /* ---- out of memory ------------------------------------------------------ */
-
-/* An allocator that fails from the n-th call on and counts live blocks. */
-static long g_fail_at = -1;
-static long g_calls;
-static long g_live;
-
-static void *oom_malloc(size_t n)
-{
-    if (g_fail_at >= 0 && g_calls++ >= g_fail_at)
-        return NULL;
-    void *p = malloc(n);
-    if (p)
-        g_live++;
-    return p;
-}
-
-static void *oom_realloc(void *p, size_t n)
-{
-    if (g_fail_at >= 0 && g_calls++ >= g_fail_at)
-        return NULL;
-    void *q = realloc(p, n);
-    if (q && !p)
-        g_live++;
-    return q;
-}
-
-static void oom_free(void *p)
-{
-    if (p)
-        g_live--;
-    free(p);
-}
 
 static void test_oom(void **state)
 {

@@ -7,6 +7,7 @@ set(REIGN_UNIT_TESTS
   test_core
   test_election_unit
   test_group_unit
+  test_guardian_proto
   test_slot_unit
 )
 

@@ -1,0 +1,566 @@
+#!/usr/bin/env python3
+"""test_guardian.py SCENARIO - the guardian (reign-guardian) ends a dead client's leaderships.
+
+A client of the `reign` tool runs a guardian: a process of its own session that, when the
+client's process dies (SIGKILL here), SIGKILLs the process groups it was given, waits until
+none of their processes runs, and then closes the ZooKeeper session (or releases the SQL
+leases), saying so in one line on the client's stderr:
+
+    reign-guardian[G]: process P died: killed process group N; closed ZooKeeper session 0x...
+
+The sessions and leases here are long (20 s), so that a takeover through the guardian and
+one through expiry cannot be mistaken; the guardian's line and the successor's `elected` are
+what each scenario checks.  "Before the session could have expired" is checked only as
+evidence that the guardian acted, never as a bound on how fast.  Scenarios (one ctest entry
+each; run_kill also on SQL stores, through tests/e2e_sql/test_guardian.py):
+
+  run_kill       a leading `reign run` is SIGKILLed while its command (a shell script) runs a
+                 ticker and a sleep in its group.  When the successor's command starts, no
+                 process of the old group runs: the successor's command lists, at its start,
+                 the live processes of that group from /proc (none), and no tick of the old
+                 ticker comes after its start line in the stamps file.
+  run_leftovers  the command of `reign run` exits by itself, leaving a ticker and `sleep 31` in
+                 its group: they are killed before reign resigns (the next leader's command
+                 finds none of them, and none runs when reign has exited); no guardian line.
+  stop           SIGSTOP of a leading `reign campaign` for less than the session timeout: the
+                 other candidate is not elected meanwhile, the guardian stays and does not act;
+                 after SIGCONT and a resignation, check_leadership proves no overlap.
+  stop_expired   a leader SIGSTOPped past its session: the other is elected; then SIGKILL to
+                 the stopped one: its guardian finds the session expired, says so, and the new
+                 leader leads on undisturbed.
+  socket_closed  a leader closes its guardian's socket (tests/integration/guardian_client.c):
+                 the old guardian leaves without acting once its grace is over, the leader
+                 keeps leading (no demotion, nobody else elected, the same session) and runs a
+                 new guardian, which acts when the leader is then SIGKILLed.
+  guardian_killed  the guardian of a leading `reign campaign` is SIGKILLed: the client says so
+                 once, goes on leading, starts another, which acts when the client is killed.
+  group_signals  SIGINT, then SIGTERM, to the process group of a leading `reign campaign`
+                 (each in a session of its own): each resigns and exits 0, its guardian leaves
+                 without acting; SIGKILL to a leader's whole group: its guardian, in a session
+                 of its own, survives and acts.
+  helper_late    the helper is missing when a leader starts (REIGN_GUARDIAN_PATH names no file
+                 yet): it warns once and leads without; the helper appears: the client's next
+                 try starts it ("started again"), and it acts when the leader is killed.
+  register_kill  a `reign register` member SIGKILLed leaves `reign members` at once, long
+                 before its session could have expired.
+"""
+import os
+import re
+import signal
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "e2e_sql"))
+import e2elib  # noqa: E402
+from e2elib import Failure, check, env_path, log, wait_for  # noqa: E402
+import sqle  # noqa: E402  (the `reign run` lines on stderr)
+
+HOLD_MS = 20000  # session timeout or lease: far longer than any takeover through the guardian
+
+# The line starts with the local time (stderr is not the journal here): not checked.
+GUARDIAN_RE = re.compile(r"^(?:\S+ \S+ )?reign-guardian\[(\d+)\]: process (\d+) died: (.*) "
+                         r"\(([\d.]+) ms\)$")
+
+# The command of `reign run` (sh FILE): a start stamp with its group (its pid: reign runs it in
+# a session of its own) and the live processes of the previous leader's group (read from
+# /proc, zombies left out), then a ticker and a sleep in its group.  MODE=exit: once the file
+# $GO exists, it exits and leaves both behind.  A constant script: data comes in variables.
+STAMP_SH = r'''
+prev=$(sed -n 's/^start [^ ]* \([0-9]*\) .*/\1/p' "$STAMPS" | tail -n 1)
+live=
+if [ -n "$prev" ]; then
+    for f in /proc/[0-9]*/stat; do
+        read -r line 2>/dev/null < "$f" || continue
+        set -- ${line##*) }
+        if [ "$3" = "$prev" ] && [ "$1" != Z ]; then p=${f#/proc/}; live="$live,${p%/stat}"; fi
+    done
+fi
+echo "start $REIGN_ID $$ $REIGN_TERM live=${live#,}" >> "$STAMPS"
+(while :; do echo "tick $REIGN_ID $$" >> "$STAMPS"; sleep 0.05; done) &
+sleep 31 &
+if [ "$MODE" = exit ]; then
+    while [ ! -e "$GO" ]; do sleep 0.02; done
+    exit 0
+fi
+wait
+'''
+
+
+# ---- processes, from /proc ----------------------------------------------------------------
+
+def _stat(pid):
+    """(state, pgrp, ppid) of a process, or None if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(")") + 2:].split()
+    return fields[0], int(fields[2]), int(fields[1])
+
+
+def running(pid):
+    """The process exists and is not a zombie (a zombie runs no more: only its parent's wait
+    is left, and a dead guardian is nobody's child to wait for)."""
+    st = _stat(pid)
+    return st is not None and st[0] not in ("Z", "X")
+
+
+def group_members(pgid):
+    """The processes of group pgid that still run."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            st = _stat(d)
+            if st and st[1] == pgid and st[0] not in ("Z", "X"):
+                out.append(int(d))
+    return sorted(out)
+
+
+def guardians_of(pid):
+    """The running guardians of client process pid (argv: reign-guardian PID).  The helper
+    forks once at its start and its first process, the client's child, exits: that one is no
+    guardian, however long it takes to go (long, under ASan)."""
+    want = f"reign-guardian\0{pid}\0".encode()
+    out = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        st = _stat(d)
+        if cmd == want and st and st[0] not in ("Z", "X") and st[2] != pid:
+            out.append(int(d))
+    return out
+
+
+def the_guardian_of(proc, other_than=None):
+    """Waits until proc's client runs exactly one guardian (other than `other_than`)."""
+    def one():
+        g = [p for p in guardians_of(proc.pid) if p != other_than]
+        return g[0] if len(g) == 1 else None
+    g = wait_for(one, f"{proc.label}'s guardian")
+    log(f"{proc.label} (pid {proc.pid}): guardian {g}")
+    return g
+
+
+def guardian_lines(proc):
+    """The lines on proc's stderr in which a guardian says it acted: (guardian pid, client
+    pid, report).  (A guardian that leaves without acting may say so too: not counted.)"""
+    out = []
+    for line in proc.err().splitlines():
+        m = GUARDIAN_RE.match(line)
+        if m:
+            out.append((int(m.group(1)), int(m.group(2)), m.group(3)))
+        elif "died" in line and "reign-guardian[" in line:
+            raise Failure(f"{proc.label}: a guardian line of an unknown form: {line}")
+    return out
+
+
+def the_guardian_line(proc, wants, guardian=None):
+    """Waits for the one line of proc's guardian (pid `guardian` if given) and checks that its
+    report holds every string of `wants`; returns the report."""
+    lines = wait_for(lambda: guardian_lines(proc), f"the guardian's line on {proc.label}'s "
+                     "stderr")
+    check(len(lines) == 1, f"{proc.label}: {len(lines)} guardian lines: {lines}")
+    gpid, cpid, report = lines[0]
+    check(cpid == proc.pid, f"the guardian's line names process {cpid}, not {proc.pid}")
+    check(guardian is None or gpid == guardian,
+          f"the line comes from guardian {gpid}, not {guardian}")
+    for w in wants:
+        check(w in report, f"{proc.label}'s guardian: '{report}' does not say '{w}'")
+    log(f"{proc.label}'s guardian {gpid}: {report}")
+    return report
+
+
+def no_guardian_line(procs):
+    for p in procs:
+        check(not guardian_lines(p), f"{p.label}'s guardian acted: {guardian_lines(p)}")
+
+
+def wait_gone(pid, what):
+    wait_for(lambda: not running(pid), what)
+
+
+def kill9(proc, group=False):
+    """SIGKILL to proc (or its whole group), waits for it, and returns (and records, for
+    check_leadership) the CLOCK_MONOTONIC time just before the signal.  Not e2elib's kill9,
+    which reads the time after the wait: a guardian may end the leadership and a successor
+    be elected before this process gets to read the clock, and the death lies between the two
+    readings anyway."""
+    proc.sent.append(signal.SIGKILL)
+    log(f"SIGKILL to {proc.label}{'s group' if group else ''}")
+    sent_ns = time.monotonic_ns()
+    if group:
+        os.killpg(proc.pid, signal.SIGKILL)
+    else:
+        proc.popen.send_signal(signal.SIGKILL)
+    proc.popen.wait()
+    proc.killed_ns = sent_ns
+    return sent_ns
+
+
+def before_expiry(ev_ns, killed_ns, what):
+    """Evidence that the guardian, not expiry, ended the leadership (not a bound on speed):
+    the successor was elected before the killed one's session or lease could have run out."""
+    check(ev_ns >= killed_ns, f"{what} at {ev_ns}, before the kill at {killed_ns}")
+    check(ev_ns < killed_ns + HOLD_MS * 1_000_000,
+          f"{what} {(ev_ns - killed_ns) / 1e6:.0f} ms after the kill: the session or lease "
+          f"expired, the guardian did not end it")
+    log(f"{what} {(ev_ns - killed_ns) / 1e6:.1f} ms after the kill")
+
+
+def zk_uri(t):
+    return t.uri(t.shared_hosts(), session_timeout_ms=HOLD_MS)
+
+
+def zk_ended(proc):
+    sid = proc.session_id()
+    check(sid, f"{proc.label} logged no session")
+    return f"closed ZooKeeper session 0x{sid}"
+
+
+# ---- reign run ----------------------------------------------------------------------------
+
+class Stamps:
+    """The stamps file the commands of `reign run` share, and their script."""
+
+    def __init__(self, t):
+        self.path = os.path.join(t.dir, "stamps")
+        open(self.path, "w").close()
+        self.script = os.path.join(t.dir, "command.sh")
+        with open(self.script, "w") as f:
+            f.write(STAMP_SH)
+
+    def lines(self):
+        with open(self.path) as f:
+            return [line.split() for line in f.read().splitlines()]
+
+    def start(self, ident):
+        """The start stamp of `ident`'s command: (group, term, [live pids of the previous
+        group]) or None."""
+        for s in self.lines():
+            if s[0] == "start" and s[1] == ident and len(s) == 5:
+                live = s[4][len("live="):]
+                return int(s[2]), int(s[3]), [int(x) for x in live.split(",") if x]
+        return None
+
+    def ticks_after_start(self, ticker, group, ident):
+        """Ticks of `ticker`'s group written after `ident`'s start stamp."""
+        lines = self.lines()
+        i = next(k for k, s in enumerate(lines) if s[0] == "start" and s[1] == ident)
+        return [s for s in lines[i + 1:] if s[:3] == ["tick", ticker, str(group)]]
+
+
+def runner(t, label, name, uri, stamps, env=None):
+    e = {"STAMPS": stamps.path}
+    e.update(env or {})
+    return t.spawn(label, [t.cli, "--uri", uri, "--log-level", "info", "run", name, "--id", label,
+                           "--grace", "5", "--", "sh", stamps.script], e)
+
+
+def wait_standing(t, proc, name, uri):
+    """Waits until proc stands in election `name`: on ZooKeeper, its node is in status; a SQL
+    lease has no candidates to list, and a follower's first read comes once it is
+    connected."""
+    if uri.startswith("zk://"):
+        two_candidates(t, name, uri, proc.label)
+    else:
+        sqle.wait_alive(lambda: "client: connected" in proc.err(), f"{proc.label} connected",
+                        [proc])
+
+
+def run_elected(proc):
+    ev = [e for e in sqle.run_events(proc) if e.kind == "elected"]
+    return ev[-1] if ev else None
+
+
+def run_kill(t, uri, ended):
+    """Scenario run_kill on the store of `uri`; ended(proc, name, term) is what the killed
+    leader's guardian must say it did to the leadership."""
+    name = t.unique("guardian-run")
+    stamps = Stamps(t)
+    a = runner(t, "a", name, uri, stamps)
+    group = sqle.wait_alive(lambda: stamps.start("a"), "a's command to start", [a])[0]
+    # The script, its ticker and its sleep: the group the guardian must kill.
+    members = wait_for(lambda: (lambda m: m if len(m) >= 3 else None)(group_members(group)),
+                       "a's command's ticker and sleep")
+    t.extra_pids.extend(members)
+    log(f"a's command: group {group}, processes {members}")
+    b = runner(t, "b", name, uri, stamps)
+    wait_standing(t, b, name, uri)
+    term = run_elected(a).term
+
+    killed_ns = kill9(a)
+    start = sqle.wait_alive(lambda: stamps.start("b"), "b's command to start", [b])
+    t.extra_pids.extend(group_members(start[0]))
+    check(start[2] == [], f"b's command started while {start[2]} of a's group {group} ran")
+    ticks = stamps.ticks_after_start("a", group, "b")
+    check(not ticks, f"a's ticker wrote {len(ticks)} tick(s) after b's command started")
+    check(not group_members(group), f"a's group still runs: {group_members(group)}")
+    the_guardian_line(a, [f"killed process group {group}", ended(a, name, term)])
+    el = wait_for(lambda: run_elected(b), "b's elected line")
+    check(el.term > term, f"b elected at term {el.term}, a held {term}")
+    before_expiry(el.ns, killed_ns, "b elected")
+
+    b.send(signal.SIGTERM)
+    b.wait()
+    t.check_leadership([sqle.run_view(a), sqle.run_view(b)], min_leaderships=2)
+
+
+def scenario_run_kill(t):
+    run_kill(t, zk_uri(t), lambda p, name, term: zk_ended(p))
+
+
+def scenario_run_leftovers(t):
+    uri = zk_uri(t)
+    name = t.unique("guardian-left")
+    stamps = Stamps(t)
+    go = os.path.join(t.dir, "go")
+    a = runner(t, "a", name, uri, stamps, {"MODE": "exit", "GO": go})
+    group = wait_for(lambda: stamps.start("a"), "a's command to start")[0]
+    members = wait_for(lambda: (lambda m: m if len(m) >= 3 else None)(group_members(group)),
+                       "a's command's ticker and sleep")
+    t.extra_pids.extend(members)
+    b = runner(t, "b", name, uri, stamps)
+    wait_standing(t, b, name, uri)
+
+    open(go, "w").close()  # a's command exits, its ticker and sleep 31 left in its group
+    rc = a.wait()
+    left = group_members(group)
+    check(not left, f"reign exited while its command's group ran on: {left}")
+    check(rc == 0, f"a exited {rc}, want its command's 0")
+    check("command finished; resigning" in a.err(), "a did not resign after its command")
+    start = wait_for(lambda: stamps.start("b"), "b's command to start")
+    t.extra_pids.extend(group_members(start[0]))
+    check(start[2] == [], f"b's command started while {start[2]} of a's group {group} ran")
+    ticks = stamps.ticks_after_start("a", group, "b")
+    check(not ticks, f"a's ticker wrote {len(ticks)} tick(s) after b's command started")
+    no_guardian_line([a])
+    b.send(signal.SIGTERM)
+    b.wait()
+    no_guardian_line([b])
+    t.check_leadership([sqle.run_view(a), sqle.run_view(b)], min_leaderships=2)
+
+
+# ---- campaigns ----------------------------------------------------------------------------
+
+def campaign(t, label, name, uri, new_session=False):
+    args = [t.cli, "--uri", uri, "--log-level", "info", "campaign", name, "--id", label]
+    return t.spawn(label, args, new_session=new_session)
+
+
+def two_candidates(t, name, uri, label):
+    wait_for(lambda: len((t.status(name, uri) or {}).get("candidates", [])) == 2,
+             f"{label}'s node in status")
+
+
+def leader_and_follower(t, name, uri):
+    """`reign campaign` a, elected, then b standing behind it."""
+    a = campaign(t, "a", name, uri)
+    wait_for(a.elected, "a elected")
+    b = campaign(t, "b", name, uri)
+    two_candidates(t, name, uri, "b")
+    return a, b
+
+
+def kill_and_take_over(t, a, b, ended, guardian):
+    """SIGKILL to leader a: b is elected, after a's guardian (pid `guardian`) said it `ended`
+    the leadership, before a's session could have expired; then b resigns."""
+    killed_ns = kill9(a)
+    el = wait_for(b.elected, f"{b.label} elected")[0]
+    the_guardian_line(a, [ended], guardian=guardian)
+    before_expiry(el.ns, killed_ns, f"{b.label} elected")
+    b.send(signal.SIGTERM)
+    check(b.wait() == 0, f"{b.label} did not exit 0")
+    t.check_leadership([a, b], min_leaderships=2)
+
+
+def scenario_stop(t):
+    session_ms = 8000
+    stop_s = 2.0  # well inside the session: the server keeps it, and so does a's deadline
+    uri = t.uri(t.shared_hosts(), session_timeout_ms=session_ms)
+    name = t.unique("guardian-stop")
+    a, b = leader_and_follower(t, name, uri)
+    g = the_guardian_of(a)
+    sid = a.session_id()
+
+    a.send(signal.SIGSTOP)
+    time.sleep(stop_s)  # an observation window: nothing may happen while a is stopped
+    check(running(g), "a's guardian left while a was stopped")
+    check(not b.elected(), "b was elected while a was stopped")
+    check((t.status(name, uri) or {}).get("leader", {}).get("id") == "a",
+          "a no longer leads in status while stopped")
+    a.send(signal.SIGCONT)
+
+    # a keeps leading (or stepped down cleanly: check_leadership below); its session is the
+    # same, and the guardian never acted.
+    st = t.status(name, uri)
+    check(a.session_id() == sid, f"a's session changed: {sid} -> {a.session_id()}")
+    check(st["leader"]["id"] == "a" or a.demoted(), f"after SIGCONT: {st}, a not demoted")
+    check(running(g), "a's guardian left after SIGCONT")
+    a.send(signal.SIGTERM)
+    check(a.wait() == 0, "a did not exit 0")
+    wait_for(b.elected, "b elected after a resigned")
+    wait_gone(g, "a's guardian to leave after a's clean exit")
+    no_guardian_line([a, b])
+    b.send(signal.SIGTERM)
+    check(b.wait() == 0, "b did not exit 0")
+    t.check_leadership([a, b], min_leaderships=2)
+
+
+def scenario_stop_expired(t):
+    session_ms = 2000
+    uri = t.uri(t.shared_hosts(), session_timeout_ms=session_ms)
+    name = t.unique("guardian-expired")
+    a, b = leader_and_follower(t, name, uri)
+    g = the_guardian_of(a)
+    sid = a.session_id()
+    a.send(signal.SIGSTOP)
+    el = wait_for(b.elected, "b elected once a's session expired")[0]
+    kill9(a)  # stopped, never demoted: its lines cannot go to check_leadership
+    the_guardian_line(a, [f"session 0x{sid} had expired"], guardian=g)
+    wait_gone(g, "a's guardian to exit")
+    st = t.status(name, uri)
+    check(st["leader"]["id"] == "b" and st["leader"]["token"] == el.token,
+          f"b's leadership changed after a's guardian acted: {st}")
+    check(not b.demoted() and len(b.elected()) == 1, f"b's lines: {b.lines()}")
+    b.send(signal.SIGTERM)
+    check(b.wait() == 0, "b did not exit 0")
+
+
+def scenario_socket_closed(t):
+    uri = zk_uri(t)
+    name = t.unique("guardian-sock")
+    a = t.spawn("a", [env_path("REIGN_IT_GUARDIAN_CLIENT"), name, str(HOLD_MS)])
+
+    def said(word):
+        return [ln.split() for ln in a.lines() if ln.startswith(word + " ")]
+
+    first = int(sqle.wait_alive(lambda: said("closed"), "a to close its guardian's socket",
+                                [a])[0][2].split("=")[1])
+    b = campaign(t, "b", name, uri)
+    two_candidates(t, name, uri, "b")
+    second = int(sqle.wait_alive(lambda: said("new guardian"), "a's new guardian", [a])[0][2])
+    check(second != first, "the same guardian")
+    # The old guardian saw an end of file: after its grace (2 s) it says it leaves, and goes.
+    wait_for(lambda: "closed its end but lives on: leaving without acting" in a.err(),
+             "the old guardian to leave")
+    wait_gone(first, "the old guardian to exit")
+    check(running(second), "the new guardian does not run")
+    check(a.leading() and not a.demoted(), "a no longer leads")
+    check(not b.elected(), "b was elected while a lived")
+    st = t.status(name, uri)
+    check(st["leader"]["id"] == "a", f"status after the old guardian left: {st}")
+    sid = said("session")[0][1]
+    check(st["leader"]["token"] == a.elected()[-1].token, f"a's leadership changed: {st}")
+
+    kill_and_take_over(t, a, b, f"closed ZooKeeper session {sid}", second)
+
+
+def scenario_guardian_killed(t):
+    uri = zk_uri(t)
+    name = t.unique("guardian-killed")
+    a, b = leader_and_follower(t, name, uri)
+    first = the_guardian_of(a)
+    os.kill(first, signal.SIGKILL)
+    log(f"SIGKILL to a's guardian {first}")
+    second = the_guardian_of(a, other_than=first)
+    wait_for(lambda: "is gone; starting another" in a.err(), "a to say its guardian is gone")
+    check(a.err().count("is gone; starting another") == 1, "a said it more than once")
+    check(a.leading() and not a.demoted() and not b.elected(),
+          "the guardian's death changed the leadership")
+    check(t.status(name, uri)["leader"]["id"] == "a", "a no longer leads in status")
+
+    kill_and_take_over(t, a, b, zk_ended(a), second)
+
+
+def scenario_group_signals(t):
+    uri = zk_uri(t)
+    name = t.unique("guardian-group")
+    procs = [campaign(t, "a", name, uri, new_session=True)]
+    leader = procs[0]
+    wait_for(leader.elected, "a elected")
+    for rnd, (sig, label) in enumerate(((signal.SIGINT, "b"), (signal.SIGTERM, "c"),
+                                        (signal.SIGKILL, "d")), start=1):
+        nxt = campaign(t, label, name, uri, new_session=True)
+        procs.append(nxt)
+        two_candidates(t, name, uri, label)
+        g = the_guardian_of(leader)
+        check(_stat(g)[1] != leader.pid, f"{leader.label}'s guardian {g} is in its group")
+        if sig == signal.SIGKILL:
+            sent_ns = kill9(leader, group=True)
+            el = wait_for(nxt.elected, f"{label} elected")[0]
+            check(leader.returncode() == -signal.SIGKILL, f"{leader.label} exited "
+                  f"{leader.returncode()}")
+            the_guardian_line(leader, [zk_ended(leader)], guardian=g)
+            before_expiry(el.ns, sent_ns, f"{label} elected")
+        else:
+            log(f"round {rnd}: {signal.Signals(sig).name} to {leader.label}'s group")
+            os.killpg(leader.pid, sig)
+            wait_for(nxt.elected, f"{label} elected")
+            rc = leader.wait()
+            check(rc == 0, f"{leader.label} exited {rc} after {signal.Signals(sig).name}")
+            wait_gone(g, f"{leader.label}'s guardian to leave")
+            no_guardian_line([leader])
+        leader = nxt
+    leader.send(signal.SIGTERM)
+    check(leader.wait() == 0, f"{leader.label} did not exit 0")
+    t.check_leadership(procs, min_leaderships=4)
+
+
+def scenario_helper_late(t):
+    uri = zk_uri(t)
+    name = t.unique("guardian-late")
+    helper = os.path.join(t.dir, "reign-guardian")
+    os.environ["REIGN_GUARDIAN_PATH"] = helper  # for a and b
+    a, b = leader_and_follower(t, name, uri)
+    wait_for(lambda: f"guardian: no guardian helper at {helper}" in a.err(), "a's warning")
+    check(not guardians_of(a.pid), "a runs a guardian")
+    os.symlink(env_path("REIGN_GUARDIAN_HELPER"), helper)
+    wait_for(lambda: "guardian: started again" in a.err(), "a to start its guardian")
+    g = the_guardian_of(a)
+    check(a.err().count("reign: campaign: warn: guardian") == 1, "a warned more than once")
+    check(a.leading() and not b.elected(), "the leadership changed")
+    kill_and_take_over(t, a, b, zk_ended(a), g)
+
+
+def scenario_register_kill(t):
+    uri = zk_uri(t)
+    group = t.unique("guardian-members")
+    args = [t.cli, "--uri", uri, "--log-level", "info"]
+    watch = t.spawn("watch", args + ["members", group, "--watch"])
+    m1 = t.spawn("m1", args + ["register", group, "--id", "m1"])
+    m2 = t.spawn("m2", args + ["register", group, "--id", "m2"])
+
+    def seen(word, ident):
+        return [ln for ln in watch.lines() if ln.startswith(f"{word} {ident} ")]
+
+    wait_for(lambda: seen("added", "m1") and seen("added", "m2"), "both members seen")
+    killed_ns = kill9(m1)
+    line = wait_for(lambda: seen("removed", "m1"), "m1 removed")[0]
+    removed_ns = int(re.search(r"monotonic_ns=(\d+)", line).group(1))
+    the_guardian_line(m1, [zk_ended(m1)])
+    before_expiry(removed_ns, killed_ns, "m1 removed")
+    rc, out, err = t.reign(["--uri", uri, "members", group])
+    check(rc == 0, f"reign members: {err.strip()}")
+    ids = [ln.split()[1] for ln in out.splitlines() if ln.startswith("member ")]
+    check(ids == ["m2"], f"members after m1's kill: {ids}")
+    check(not seen("removed", "m2"), "m2 removed")
+    m2.send(signal.SIGTERM)
+    check(m2.wait() == 0, "m2 did not exit 0")
+    no_guardian_line([m2])
+
+
+SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items()
+             if name.startswith("scenario_")}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
+        sys.exit(f"usage: {sys.argv[0]} {'|'.join(SCENARIOS)}")
+    e2elib.main(f"e2e_guardian_{sys.argv[1]}", SCENARIOS[sys.argv[1]])

@@ -1,0 +1,447 @@
+/*
+ * test_guardian_proto.c - unit tests of the guardian's messages (src/guardian/proto.c): every
+ * encoder's message parses back to what it was given; what the parser refuses (not a record,
+ * an unknown op, missing keys, bad hex, numbers out of range or malformed, a message over
+ * REIGN__GMSG_MAX) is refused with REIGN_EFOREIGN and a message naming what is wrong, and
+ * leaves nothing to free; encoders refuse what would not fit; an out-of-memory loop.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core.h"
+#include "guardian/proto.h"
+#include "oom.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+static const unsigned char passwd[16] = {0x00, 0x01, 0x7f, 0x80, 0xff, 0x10, 0xab, 0xcd,
+                                         0xef, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde};
+
+/* Parses b, which must be accepted. */
+static void parse_ok(const reign__buf *b, reign__gmsg *m)
+{
+    char err[256] = "";
+    int rc = reign__gmsg_parse(b->data, b->len, m, err, sizeof(err));
+    if (rc != 0)
+        fail_msg("message '%.*s' refused (%d): %s", (int)b->len, b->data, rc, err);
+}
+
+/* Parses buf[0..len), which must be refused with an error message containing `what`. */
+static void refused_n(const void *buf, size_t len, const char *what)
+{
+    reign__gmsg m;
+    char err[256] = "";
+    memset(&m, 0xab, sizeof(m)); /* parse must leave it empty */
+    int rc = reign__gmsg_parse(buf, len, &m, err, sizeof(err));
+    if (rc != REIGN_EFOREIGN)
+        fail_msg("message '%.*s': want REIGN_EFOREIGN, got %d", (int)(len > 200 ? 200 : len),
+                 buf ? (const char *)buf : "", rc);
+    if (!strstr(err, what) || !strstr(err, "guardian message"))
+        fail_msg("message '%.*s': error '%s' does not say '%s'", (int)(len > 200 ? 200 : len),
+                 (const char *)buf, err, what);
+    assert_int_equal(m.op, 0);
+    assert_int_equal(m.rec.n_fields, 0);
+    assert_null(m.hosts);
+    assert_null(m.name);
+    reign__gmsg_clear(&m); /* harmless on an empty message */
+}
+
+static void refused(const char *s, const char *what)
+{
+    refused_n(s, strlen(s), what);
+}
+
+/* ---- round trips -------------------------------------------------------- */
+
+static void test_zk(void **state)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__gmsg m;
+    assert_int_equal(
+        reign__gmsg_zk(&b, "127.0.0.1:2181,[::1]:2182/chroot", 0x0123456789abcdefLL, passwd, 10000),
+        0);
+    assert_true(b.len <= REIGN__GMSG_MAX);
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_ZK);
+    assert_string_equal(m.hosts, "127.0.0.1:2181,[::1]:2182/chroot");
+    assert_true(m.session == 0x0123456789abcdefLL);
+    assert_memory_equal(m.passwd, passwd, 16);
+    assert_int_equal(m.timeout_ms, 10000);
+    reign__gmsg_clear(&m);
+
+    /* Session 0 (none any more, after an expiry) and the largest id, whose top bit is set. */
+    assert_int_equal(reign__gmsg_zk(&b, "h:1", 0, passwd, 1), 0);
+    parse_ok(&b, &m);
+    assert_true(m.session == 0);
+    assert_int_equal(m.timeout_ms, 1);
+    reign__gmsg_clear(&m);
+    assert_int_equal(
+        reign__gmsg_zk(&b, "h:1", (int64_t)UINT64_C(0xfedcba9876543210), passwd, 3600000), 0);
+    parse_ok(&b, &m);
+    assert_true((uint64_t)m.session == UINT64_C(0xfedcba9876543210));
+    assert_int_equal(m.timeout_ms, 3600000);
+    reign__gmsg_clear(&m);
+
+    /* The password travels as hex, never raw. */
+    assert_int_equal(reign__gmsg_zk(&b, "h:1", 1, passwd, 1000), 0);
+    assert_non_null(strstr(b.data, "passwd=00017f80ff10abcdef123456789abcde\n"));
+    reign__buf_free(&b);
+}
+
+static void test_sql(void **state)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__gmsg m;
+    reign__sql_target t = {.kind = REIGN__SQL_POSTGRES,
+                           .host = "db.example",
+                           .port = 5433,
+                           .user = "reign",
+                           .password = "p=a%s\nw\x01rd",
+                           .database = "reign",
+                           .table = "my_locks",
+                           .connect_timeout_ms = 1500,
+                           .statement_timeout_ms = 700};
+    assert_int_equal(reign__gmsg_sql(&b, &t, "dc-east", 20000), 0);
+    assert_null(strstr(b.data, "\x01")); /* values are escaped */
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_SQL);
+    assert_int_equal(m.target.kind, REIGN__SQL_POSTGRES);
+    assert_string_equal(m.target.host, "db.example");
+    assert_int_equal(m.target.port, 5433);
+    assert_string_equal(m.target.user, "reign");
+    assert_string_equal(m.target.password, "p=a%s\nw\x01rd");
+    assert_string_equal(m.target.database, "reign");
+    assert_string_equal(m.target.table, "my_locks");
+    assert_int_equal(m.target.connect_timeout_ms, 1500);
+    assert_int_equal(m.target.statement_timeout_ms, 700);
+    assert_string_equal(m.dc, "dc-east");
+    assert_int_equal(m.timeout_ms, 20000);
+    assert_null(m.target.path);
+    reign__gmsg_clear(&m);
+
+    /* MariaDB without a password, table or data center: absent, not empty. */
+    reign__sql_target mt = {
+        .kind = REIGN__SQL_MARIADB, .host = "127.0.0.1", .user = "u", .database = "d"};
+    assert_int_equal(reign__gmsg_sql(&b, &mt, NULL, 2000), 0);
+    parse_ok(&b, &m);
+    assert_int_equal(m.target.kind, REIGN__SQL_MARIADB);
+    assert_null(m.target.password);
+    assert_null(m.target.table);
+    assert_null(m.dc);
+    assert_int_equal(m.target.port, 0);
+    reign__gmsg_clear(&m);
+
+    /* SQLite: a path, nothing else. */
+    reign__sql_target st = {.kind = REIGN__SQL_SQLITE, .path = "/var/lib/x/leases.db"};
+    assert_int_equal(reign__gmsg_sql(&b, &st, "default", 1), 0);
+    parse_ok(&b, &m);
+    assert_int_equal(m.target.kind, REIGN__SQL_SQLITE);
+    assert_string_equal(m.target.path, "/var/lib/x/leases.db");
+    assert_null(m.target.host);
+    assert_string_equal(m.dc, "default");
+    reign__gmsg_clear(&m);
+    reign__buf_free(&b);
+}
+
+static void test_lease_pgid_bye_hello(void **state)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__gmsg m;
+
+    assert_int_equal(reign__gmsg_lease(&b, true, "svc:v1.0/a b", "host-1", "0123abcd"), 0);
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_LEASE);
+    assert_string_equal(m.name, "svc:v1.0/a b");
+    assert_string_equal(m.owner, "host-1");
+    assert_string_equal(m.guid, "0123abcd");
+    reign__gmsg_clear(&m);
+
+    /* unlease carries no owner. */
+    assert_int_equal(reign__gmsg_lease(&b, false, "e", "ignored", "g"), 0);
+    assert_null(strstr(b.data, "owner"));
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_UNLEASE);
+    assert_string_equal(m.name, "e");
+    assert_string_equal(m.guid, "g");
+    assert_null(m.owner);
+    reign__gmsg_clear(&m);
+
+    assert_int_equal(reign__gmsg_pgid(&b, true, 4242), 0);
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_PGID);
+    assert_int_equal(m.pgid, 4242);
+    reign__gmsg_clear(&m);
+    assert_int_equal(reign__gmsg_pgid(&b, false, 0x7fffffff), 0);
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_UNPGID);
+    assert_int_equal(m.pgid, 0x7fffffff);
+    reign__gmsg_clear(&m);
+
+    assert_int_equal(reign__gmsg_hello(&b, 77), 0);
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_HELLO);
+    assert_int_equal(m.pgid, 77);
+    reign__gmsg_clear(&m);
+
+    assert_int_equal(reign__gmsg_bye(&b), 0);
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_BYE);
+    reign__gmsg_clear(&m);
+
+    /* Each encoder starts the buffer afresh: one message per datagram. */
+    assert_int_equal(reign__gmsg_pgid(&b, true, 9), 0);
+    assert_int_equal(reign__gmsg_bye(&b), 0);
+    assert_string_equal(b.data, "reign 1\nop=bye\n\n");
+    reign__buf_free(&b);
+}
+
+/* Keys the parser does not know are left alone (a newer client, an older guardian). */
+static void test_unknown_keys(void **state)
+{
+    static const char s[] = "reign 1\nop=pgid\nfuture=1\npgid=12\n\n";
+    reign__gmsg m;
+    char err[128];
+    assert_int_equal(reign__gmsg_parse(s, strlen(s), &m, err, sizeof(err)), 0);
+    assert_int_equal(m.pgid, 12);
+    reign__gmsg_clear(&m);
+}
+
+/* ---- refusals ----------------------------------------------------------- */
+
+static void test_refuse_foreign(void **state)
+{
+    refused("", "not a record");
+    refused("op=bye\n", "not a record");
+    refused("reign 2\nop=bye\n\n", "not a record");
+    refused("reign 1\nop=bye\nop=bye\n\n", "not a record"); /* a key twice */
+    refused("reign 1\n\n", "unknown op");
+    refused("reign 1\nop=\n\n", "unknown op");
+    refused("reign 1\nop=BYE\n\n", "unknown op");
+    refused("reign 1\nop=exec\n\n", "unknown op");
+    refused("reign 1\nop=bye \n\n", "unknown op");
+    refused("reign 1\nop=bye%00x\n\n", "not a record"); /* no NUL inside a value */
+    refused_n("reign 1\nop=bye\0\n\n", 17, "not a record");
+    refused("reign 1\nop=hello\n\n", "malformed pgid");
+}
+
+static void test_refuse_zk(void **state)
+{
+    static const char pw[] = "00112233445566778899aabbccddeeff";
+    char s[512];
+#define ZK(hosts, sid, pass, tmo)                                                                  \
+    (snprintf(s, sizeof(s), "reign 1\nop=zk\n%s%s%s%s\n", hosts, sid, pass, tmo), s)
+    const char *h = "hosts=h:1\n", *sid = "session=0123456789abcdef\n", *t = "timeout_ms=100\n";
+    char p[64];
+    snprintf(p, sizeof(p), "passwd=%s\n", pw);
+
+    /* The reference message is good; then one key at a time goes wrong. */
+    reign__gmsg m;
+    char err[128];
+    ZK(h, sid, p, t);
+    assert_int_equal(reign__gmsg_parse(s, strlen(s), &m, err, sizeof(err)), 0);
+    reign__gmsg_clear(&m);
+
+    refused(ZK("", sid, p, t), "without hosts");
+    refused(ZK("hosts=\n", sid, p, t), "without hosts");
+    refused(ZK(h, "", p, t), "malformed session");
+    refused(ZK(h, "session=0123456789ABCDEF\n", p, t), "malformed session"); /* upper case */
+    refused(ZK(h, "session=0123456789abcde\n", p, t), "malformed session");  /* 15 digits */
+    refused(ZK(h, "session=0123456789abcdef0\n", p, t), "malformed session");
+    refused(ZK(h, "session=0123456789abcdeg\n", p, t), "malformed session");
+    refused(ZK(h, "session=-123456789abcdef\n", p, t), "malformed session");
+    refused(ZK(h, "session=0x23456789abcdef\n", p, t), "malformed session");
+    refused(ZK(h, sid, "", t), "malformed passwd");
+    refused(ZK(h, sid, "passwd=00112233445566778899aabbccddeef\n", t), "malformed passwd");
+    refused(ZK(h, sid, "passwd=00112233445566778899aabbccddeeff00\n", t), "malformed passwd");
+    refused(ZK(h, sid, "passwd=0011223344556677 899aabbccddeeff\n", t), "malformed passwd");
+    refused(ZK(h, sid, "passwd=00112233445566778899aabbccddeefF\n", t), "malformed passwd");
+    refused(ZK(h, sid, p, ""), "malformed timeout_ms");
+    refused(ZK(h, sid, p, "timeout_ms=0\n"), "malformed timeout_ms");
+    refused(ZK(h, sid, p, "timeout_ms=3600001\n"), "malformed timeout_ms");
+    refused(ZK(h, sid, p, "timeout_ms=-5\n"), "malformed timeout_ms");
+    refused(ZK(h, sid, p, "timeout_ms=+5\n"), "malformed timeout_ms");
+    refused(ZK(h, sid, p, "timeout_ms= 5\n"), "malformed timeout_ms");
+    refused(ZK(h, sid, p, "timeout_ms=5ms\n"), "malformed timeout_ms");
+    refused(ZK(h, sid, p, "timeout_ms=\n"), "malformed timeout_ms");
+    refused(ZK(h, sid, p, "timeout_ms=99999999999999999999\n"), "malformed timeout_ms");
+#undef ZK
+}
+
+static void test_refuse_sql(void **state)
+{
+    char s[512];
+#define SQL(rest) (snprintf(s, sizeof(s), "reign 1\nop=sql\n%s\n", rest), s)
+    const char *ms = "connect_ms=1\nstatement_ms=2\ntimeout_ms=3\n";
+    char ok[256];
+    snprintf(ok, sizeof(ok), "kind=mariadb\nhost=h\ndatabase=d\nuser=u\nport=3306\n%s", ms);
+    reign__gmsg m;
+    char err[128];
+    SQL(ok);
+    assert_int_equal(reign__gmsg_parse(s, strlen(s), &m, err, sizeof(err)), 0);
+    assert_int_equal(m.target.port, 3306);
+    reign__gmsg_clear(&m);
+
+    char r[256];
+    refused(SQL(ms), "sql without kind");
+    snprintf(r, sizeof(r), "kind=oracle\nhost=h\ndatabase=d\nuser=u\n%s", ms);
+    refused(SQL(r), "unknown kind");
+    snprintf(r, sizeof(r), "kind=SQLITE\npath=/x\n%s", ms);
+    refused(SQL(r), "unknown kind");
+    snprintf(r, sizeof(r), "kind=sqlite\n%s", ms);
+    refused(SQL(r), "address");
+    snprintf(r, sizeof(r), "kind=sqlite\npath=relative/leases.db\n%s", ms);
+    refused(SQL(r), "address");
+    snprintf(r, sizeof(r), "kind=sqlite\npath=\n%s", ms);
+    refused(SQL(r), "address");
+    snprintf(r, sizeof(r), "kind=postgres\ndatabase=d\nuser=u\n%s", ms);
+    refused(SQL(r), "address");
+    snprintf(r, sizeof(r), "kind=postgres\nhost=h\nuser=u\n%s", ms);
+    refused(SQL(r), "address");
+    snprintf(r, sizeof(r), "kind=mariadb\nhost=h\ndatabase=d\n%s", ms);
+    refused(SQL(r), "address");
+    snprintf(r, sizeof(r), "kind=mariadb\nhost=h\ndatabase=d\nuser=u\nport=65536\n%s", ms);
+    refused(SQL(r), "malformed port");
+    snprintf(r, sizeof(r), "kind=mariadb\nhost=h\ndatabase=d\nuser=u\nport=-1\n%s", ms);
+    refused(SQL(r), "malformed port");
+    snprintf(r, sizeof(r), "kind=mariadb\nhost=h\ndatabase=d\nuser=u\nport=\n%s", ms);
+    refused(SQL(r), "malformed port");
+    refused(SQL("kind=sqlite\npath=/x\nstatement_ms=2\ntimeout_ms=3\n"), "malformed timeouts");
+    refused(SQL("kind=sqlite\npath=/x\nconnect_ms=1\ntimeout_ms=3\n"), "malformed timeouts");
+    refused(SQL("kind=sqlite\npath=/x\nconnect_ms=1\nstatement_ms=2\n"), "malformed timeouts");
+    refused(SQL("kind=sqlite\npath=/x\nconnect_ms=1\nstatement_ms=2\ntimeout_ms=0\n"),
+            "malformed timeouts");
+    refused(SQL("kind=sqlite\npath=/x\nconnect_ms=1\nstatement_ms=x\ntimeout_ms=9\n"),
+            "malformed timeouts");
+    refused(SQL("kind=sqlite\npath=/x\nconnect_ms=3600001\nstatement_ms=2\ntimeout_ms=9\n"),
+            "malformed timeouts");
+#undef SQL
+}
+
+static void test_refuse_lease_pgid(void **state)
+{
+    refused("reign 1\nop=lease\nname=n\nguid=g\n\n", "lease without");
+    refused("reign 1\nop=lease\nname=n\nguid=g\nowner=\n\n", "lease without");
+    refused("reign 1\nop=lease\nname=n\nowner=o\n\n", "lease without");
+    refused("reign 1\nop=lease\nguid=g\nowner=o\n\n", "lease without");
+    refused("reign 1\nop=lease\nname=\nguid=g\nowner=o\n\n", "lease without");
+    refused("reign 1\nop=unlease\nname=n\n\n", "lease without");
+    refused("reign 1\nop=unlease\nguid=g\n\n", "lease without");
+    refused("reign 1\nop=unlease\nname=n\nguid=\n\n", "lease without");
+
+    /* pgid 0 would be our own group, -1 every process, 1 init's: never killed. */
+    static const char *const bad[] = {"",           "0",           "1",    "-1",  "-5",  "+5",
+                                      "2147483648", "99999999999", "0x10", "12a", " 12", "12 "};
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        char s[128];
+        snprintf(s, sizeof(s), "reign 1\nop=pgid\npgid=%s\n\n", bad[i]);
+        refused(s, "malformed pgid");
+        snprintf(s, sizeof(s), "reign 1\nop=unpgid\npgid=%s\n\n", bad[i]);
+        refused(s, "malformed pgid");
+        snprintf(s, sizeof(s), "reign 1\nop=hello\npgid=%s\n\n", bad[i]);
+        refused(s, "malformed pgid");
+    }
+    refused("reign 1\nop=pgid\n\n", "malformed pgid");
+}
+
+static void test_refuse_oversized(void **state)
+{
+    /* The largest message accepted is REIGN__GMSG_MAX bytes; one more is refused before it
+     * is parsed at all. */
+    size_t len = REIGN__GMSG_MAX + 1;
+    char *s = malloc(len + 1);
+    assert_non_null(s);
+    static const char head[] = "reign 1\nop=lease\nname=n\nguid=g\nowner=";
+    memcpy(s, head, sizeof(head) - 1);
+    memset(s + sizeof(head) - 1, 'o', len - (sizeof(head) - 1) - 2);
+    memcpy(s + len - 2, "\n\n", 2);
+    s[len] = '\0';
+    refused_n(s, len, "too long");
+
+    reign__gmsg m;
+    char err[128];
+    memmove(s + sizeof(head) - 1, s + sizeof(head), len - sizeof(head)); /* one 'o' less */
+    assert_int_equal(reign__gmsg_parse(s, len - 1, &m, err, sizeof(err)), 0);
+    assert_int_equal(strlen(m.owner), len - 1 - (sizeof(head) - 1) - 2);
+    reign__gmsg_clear(&m);
+    free(s);
+
+    /* Encoders refuse what the guardian would not read. */
+    reign__buf b;
+    reign__buf_init(&b);
+    char *big = malloc(REIGN__GMSG_MAX);
+    assert_non_null(big);
+    memset(big, 'h', REIGN__GMSG_MAX - 1);
+    big[REIGN__GMSG_MAX - 1] = '\0';
+    assert_int_equal(reign__gmsg_zk(&b, big, 1, passwd, 1000), REIGN_E2BIG);
+    assert_int_equal(reign__gmsg_lease(&b, true, "n", big, "g"), REIGN_E2BIG);
+    reign__sql_target t = {.kind = REIGN__SQL_SQLITE, .path = big};
+    assert_int_equal(reign__gmsg_sql(&b, &t, NULL, 1000), REIGN_E2BIG);
+    free(big);
+    reign__buf_free(&b);
+}
+
+/* ---- out of memory ------------------------------------------------------ */
+
+static void test_oom(void **state)
+{
+    reign__sql_target t = {.kind = REIGN__SQL_POSTGRES,
+                           .host = "h",
+                           .user = "u",
+                           .password = "secret",
+                           .database = "d",
+                           .table = "t"};
+    assert_int_equal(reign_set_allocator(oom_malloc, oom_realloc, oom_free), 0);
+    bool built = false, parsed = false;
+    for (long n = 0; n < 200 && !(built && parsed); n++) {
+        g_fail_at = n;
+        g_calls = 0;
+        g_live = 0;
+        reign__buf b;
+        reign__buf_init(&b);
+        int rc = reign__gmsg_sql(&b, &t, "dc", 5000);
+        assert_true(rc == 0 || rc == REIGN_ENOMEM);
+        built = rc == 0;
+        if (built) {
+            reign__gmsg m;
+            char err[128];
+            rc = reign__gmsg_parse(b.data, b.len, &m, err, sizeof(err));
+            assert_true(rc == 0 || rc == REIGN_ENOMEM);
+            parsed = rc == 0;
+            if (parsed)
+                assert_string_equal(m.target.password, "secret");
+            reign__gmsg_clear(&m);
+        }
+        reign__buf_free(&b);
+        assert_int_equal(g_live, 0);
+    }
+    g_fail_at = -1;
+    assert_true(built && parsed);
+    assert_int_equal(reign_set_allocator(NULL, NULL, NULL), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_zk),
+        cmocka_unit_test(test_sql),
+        cmocka_unit_test(test_lease_pgid_bye_hello),
+        cmocka_unit_test(test_unknown_keys),
+        cmocka_unit_test(test_refuse_foreign),
+        cmocka_unit_test(test_refuse_zk),
+        cmocka_unit_test(test_refuse_sql),
+        cmocka_unit_test(test_refuse_lease_pgid),
+        cmocka_unit_test(test_refuse_oversized),
+        cmocka_unit_test(test_oom),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -5,7 +5,8 @@
  * ensemble (and, later, SQL lease tables).  Start with <reign/client.h>
  * (connections and the execution model), then <reign/election.h>,
  * <reign/group.h> (membership), <reign/value.h> (watched values) and
- * <reign/tasks.h> (a master-worker task queue).
+ * <reign/tasks.h> (a master-worker task queue) and <reign/slot.h> (scheduled
+ * work that runs once per slot across every copy).
  */
 #ifndef REIGN_REIGN_H
 #define REIGN_REIGN_H
@@ -16,5 +17,6 @@
 #include <reign/group.h>
 #include <reign/value.h>
 #include <reign/tasks.h>
+#include <reign/slot.h>
 
 #endif

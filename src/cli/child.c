@@ -2,6 +2,7 @@
  * child.c - a command tied to its group and to this process (child.h).
  */
 #include "child.h"
+#include "leash.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,6 +80,7 @@ static void finish(cli_child *ch)
                 reign_strerror(rc));
     if (ch->c->client)
         reign_client_unguard_pgid(ch->c->client, ch->pid);
+    cli_leash_unguard(ch->c->leash, ch->pid);
     uv_close((uv_handle_t *)&ch->exit_watch, handle_closed);
     uv_close((uv_handle_t *)&ch->group_timer, handle_closed);
 }
@@ -167,6 +169,7 @@ int cli_child_start(cli *c, cli_child *ch, const char *exe, char *const argv[], 
     /* The group is known to the guardian before the command runs a single instruction. */
     if (c->client)
         reign_client_guard_pgid(c->client, pid);
+    cli_leash_guard(c->leash, pid);
     ssize_t w = write(go[1], "g", 1);
     (void)w;
     close(go[1]);
@@ -180,6 +183,7 @@ int cli_child_start(cli *c, cli_child *ch, const char *exe, char *const argv[], 
         waitpid(pid, &st, 0);
         if (c->client)
             reign_client_unguard_pgid(c->client, pid);
+        cli_leash_unguard(c->leash, pid);
         return exec_err;
     }
     memset(ch, 0, sizeof(*ch));
@@ -194,6 +198,7 @@ int cli_child_start(cli *c, cli_child *ch, const char *exe, char *const argv[], 
         waitpid(pid, NULL, 0);
         if (c->client)
             reign_client_unguard_pgid(c->client, pid);
+        cli_leash_unguard(c->leash, pid);
         return e;
     }
     uv_poll_init(&c->loop, &ch->exit_watch, ch->pidfd);

@@ -16,6 +16,7 @@
 #include "toollog.h"
 #include "ctl.h"
 #include "fmt.h"
+#include "runs.h"
 
 cli_main_fn cli_tasks_main; /* tasks.c */
 
@@ -25,7 +26,8 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"campaign", cli_campaign_main, "stand for leader and report each change of leadership"},
-    {"run", cli_run_main, "run a command only while this process leads"},
+    {"run", cli_run_main, "run a command while leading, or once per slot (cron, timers)"},
+    {"runs", cli_runs_main, "show the record of a slot's runs: who ran it, when, how it ended"},
     {"status", cli_status_main, "show the leader and the candidates of an election"},
     {"watch", cli_watch_main, "print a line each time the leader changes"},
     {"cede", cli_cede_main, "make the current leader step down, wait for the next one"},

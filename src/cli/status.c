@@ -3,6 +3,9 @@
  * and its candidates in the order in which they would lead), as text for
  * people or, with --json, as one JSON object for scripts.
  *
+ * When `reign run NAME --slot|--every` has run slots of NAME, the latest
+ * one is shown too (its key, verdict and attempts: `reign runs` has them all).
+ *
  * Payloads are shown as text when they are printable UTF-8, else in base64
  * (JSON key "data_base64" instead of "data"), so that the output stays one
  * terminal-safe line per item whatever a candidate published.
@@ -13,10 +16,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "runs.h"
 
 typedef struct status {
     const char *name;
     int json;
+    cJSON *slot; /* the latest slot of `reign run NAME --slot|--every`, or NULL */
 } status;
 
 static void usage(FILE *f)
@@ -37,7 +42,9 @@ static void usage(FILE *f)
                "                          \"leader\":{\"id\",\"data\",\"term\",\n"
                "                          \"token\",\"since_ms\"}|null,\"candidates\":[{\"id\","
                "\"data\",\n"
-               "                          \"node\",\"joined_ms\",\"priority\"}...]}\n"
+               "                          \"node\",\"joined_ms\",\"priority\"}...],\n"
+               "                          \"slot\":{\"slot\",\"verdict\",\"runs\":[...]}|null}\n"
+               "                          (the latest slot of `reign run --slot|--every`)\n"
                "  -h, --help              show this help\n");
 }
 
@@ -74,6 +81,28 @@ static const char *strategy_of(const reign_client *client, const reign_election_
 {
     return strcmp(reign_client_backend(client), "zookeeper") ? "lease"
                                                              : reign_strategy_name(v->strategy);
+}
+
+/* A number of the slot's JSON form (cli_slot_json() writes them raw, exactly). */
+static const char *raw(const cJSON *o, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    return v && v->valuestring ? v->valuestring : "?";
+}
+
+/* The latest slot, from its JSON form. */
+static void print_slot(int width, const cJSON *slot)
+{
+    char line[600];
+    const cJSON *runs = cJSON_GetObjectItem(slot, "runs");
+    snprintf(line, sizeof(line), "%s (%s)", raw(slot, "slot"), raw(slot, "verdict"));
+    field(width, "slot:", line);
+    const cJSON *u = runs ? cJSON_GetArrayItem(runs, cJSON_GetArraySize(runs) - 1) : NULL;
+    if (!u)
+        return;
+    snprintf(line, sizeof(line), "%s, %s %s, %s on %s, token %s", raw(u, "attempt"),
+             raw(u, "result"), raw(u, "code"), raw(u, "owner"), raw(u, "host"), raw(u, "token"));
+    field(width, "  last attempt:", line);
 }
 
 /*
@@ -165,6 +194,7 @@ static int print_json(cli *c, const reign_election_view *v)
     const char *from;
     cli_json_add_i64(o, "takeover_ms", takeover_ms(c->client, v, &from));
     cJSON_AddStringToObject(o, "takeover_from", takeover_key(v));
+    status *s = c->cmd_data;
     cJSON *l = v->has_leader ? cli_json_leader(&v->leader) : cJSON_CreateNull();
     if (!l)
         goto oom;
@@ -183,6 +213,12 @@ static int print_json(cli *c, const reign_election_view *v)
         cJSON_AddStringToObject(j, "node", k->node ? k->node : "");
         cli_json_add_i64(j, "joined_ms", k->joined_ms);
         cli_json_add_i64(j, "priority", k->priority);
+    }
+    if (s->slot) {
+        cJSON_AddItemToObject(o, "slot", s->slot);
+        s->slot = NULL;
+    } else {
+        cJSON_AddNullToObject(o, "slot");
     }
     return cli_json_print(c, o);
 oom:
@@ -220,8 +256,23 @@ static void on_query(reign_client *client, int err, const reign_election_view *v
         cli_exit(c, print_json(c, view));
     } else {
         print_text(c->client, view);
+        if (s->slot)
+            print_slot(18, s->slot);
         cli_exit(c, CLI_EXIT_OK);
     }
+}
+
+/* The latest slot, read before the election (its record outlives the callback as JSON). */
+static void on_history(reign_client *client, int err, const reign_slot_record *slots, size_t n,
+                       void *userdata)
+{
+    cli *c = userdata;
+    status *s = c->cmd_data;
+    if (err == 0 && n > 0)
+        s->slot = cli_slot_json(&slots[0]);
+    int r = reign_election_query(client, s->name, on_query, c);
+    if (r < 0)
+        cli_exit(c, query_failed(c, s->name, r));
 }
 
 static void on_signal(cli *c, int signum)
@@ -263,9 +314,12 @@ int cli_status_main(cli *c, int argc, char **argv)
     if ((r = cli_connect(c)))
         return r;
     c->on_signal = on_signal;
-    r = reign_election_query(c->client, s.name, on_query, c);
+    r = reign_slot_history(c->client, s.name, 1, on_history, c);
     if (r < 0)
         return query_failed(c, s.name, r);
     cli_update(c);
-    return cli_run(c);
+    r = cli_run(c);
+    cJSON_Delete(s.slot);
+    s.slot = NULL;
+    return r;
 }

@@ -65,6 +65,8 @@ struct reign__sqlconn {
      * middle of a statement after a timeout): every later call fails with REIGN_ECONNLOSS
      * without talking to the store, until the caller connects again. */
     bool broken;
+    /* The runs table of slots was checked (and made or upgraded) on this connection (runs.c). */
+    bool runs_ready;
 };
 
 /*
@@ -94,6 +96,24 @@ struct reign__sql_dialect {
     int (*listen_fd)(const reign__sqlconn *c);
     int (*drain_notify)(reign__sqlconn *c);
     int (*notify)(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen);
+    /*
+     * Any other statement (the runs table of slots, src/sql/runs.c): `sql` is final, with the
+     * dialect's placeholders (reign__sql_query() builds it), and args are in the order of the
+     * placeholders.  Rows of a SELECT into `rows` (may be NULL: discarded); returns the rows
+     * a write changed (matched, on MariaDB), 0 for a SELECT, or a negative code.  A duplicate
+     * key is 0 rows, not an error.
+     */
+    int (*query)(reign__sqlconn *c, const char *what, const char *sql, const reign__sqlv *args,
+                 size_t n_args, reign__sql_rows *rows, char *err, size_t errlen);
+    /* Fragments of statement text that differ (see reign__sql_query()). */
+    const char *now_ms;        /* the database's clock, Unix ms, one instant per statement */
+    const char *begin;         /* a transaction that writes: takes the write lock first */
+    const char *for_update;    /* a row lock on a SELECT, or "" where the transaction is enough */
+    const char *on_conflict;   /* an INSERT that skips a duplicate key, or "" */
+    const char *id_column;     /* an auto-increment primary key, for CREATE TABLE */
+    const char *table_options; /* after CREATE TABLE (...): engine, character set */
+    char quote;                /* around table names: '"' or '`' */
+    char placeholder;          /* '?': "?N" (SQLite), '$': "$N" (PostgreSQL), 0: bare '?' */
 };
 
 extern const reign__sql_dialect reign__sql_sqlite;

@@ -63,6 +63,7 @@
     X(t, mysql_stmt_execute)                                                                       \
     X(t, mysql_stmt_fetch)                                                                         \
     X(t, mysql_stmt_fetch_column)                                                                  \
+    X(t, mysql_stmt_field_count)                                                                   \
     X(t, mysql_stmt_free_result)                                                                   \
     X(t, mysql_stmt_init)                                                                          \
     X(t, mysql_stmt_prepare)                                                                       \
@@ -783,6 +784,106 @@ static int my_notify(reign__sqlconn *c, const char *dc, const char *name, char *
     return 0;
 }
 
+/* ---- other statements ------------------------------------------------------------------------ */
+
+#define QUERY_ARGS_MAX 16
+#define QUERY_COLS_MAX 16
+#define QUERY_CELL     2048
+
+static int my_query(reign__sqlconn *c, const char *what, const char *sql, const reign__sqlv *args,
+                    size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
+{
+    maria_conn *m = (maria_conn *)c;
+    if (n_args > QUERY_ARGS_MAX)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
+    MYSQL_STMT *st;
+    int rc = prepare_sql(m, sql, &st, what, err, errlen);
+    if (rc)
+        return rc;
+    MYSQL_BIND pb[QUERY_ARGS_MAX];
+    unsigned long plen[QUERY_ARGS_MAX];
+    int64_t ints[QUERY_ARGS_MAX];
+    memset(pb, 0, sizeof pb);
+    for (size_t i = 0; i < n_args; i++) {
+        if (args[i].kind == REIGN__SQLV_INT) {
+            ints[i] = args[i].i;
+            bind_int(&pb[i], &ints[i], false);
+        } else if (args[i].kind == REIGN__SQLV_TEXT) {
+            bind_text(&pb[i], args[i].s, &plen[i]);
+        } else {
+            pb[i].buffer_type = MYSQL_TYPE_NULL;
+        }
+    }
+    int64_t started = reign__now_ns();
+    if ((n_args && maria.mysql_stmt_bind_param(st, pb)) || maria.mysql_stmt_execute(st)) {
+        unsigned e = maria.mysql_stmt_errno(st);
+        rc = e == ER_DUP_ENTRY ? 0 : stmt_error(m, st, what, started, err, errlen);
+        maria.mysql_stmt_close(st);
+        return rc;
+    }
+    size_t ncols = maria.mysql_stmt_field_count(st);
+    if (!ncols) {
+        rc = (int)maria.mysql_stmt_affected_rows(st);
+        maria.mysql_stmt_close(st);
+        return rc;
+    }
+    if (ncols > QUERY_COLS_MAX) {
+        maria.mysql_stmt_close(st);
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many columns", what);
+    }
+    MYSQL_BIND rb[QUERY_COLS_MAX];
+    unsigned long rlen[QUERY_COLS_MAX];
+    my_bool rnull[QUERY_COLS_MAX], rerr[QUERY_COLS_MAX];
+    char *cells = reign__malloc(QUERY_COLS_MAX * QUERY_CELL);
+    if (!cells) {
+        maria.mysql_stmt_close(st);
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    }
+    memset(rb, 0, sizeof rb);
+    for (size_t i = 0; i < ncols; i++) {
+        rb[i].buffer_type = MYSQL_TYPE_STRING;
+        rb[i].buffer = cells + i * QUERY_CELL;
+        rb[i].buffer_length = QUERY_CELL - 1;
+        rb[i].length = &rlen[i];
+        rb[i].is_null = &rnull[i];
+        rb[i].error = &rerr[i];
+    }
+    reign__sql_rows got = {.n_cols = ncols};
+    if (maria.mysql_stmt_bind_result(st, rb) || maria.mysql_stmt_store_result(st)) {
+        rc = stmt_error(m, st, what, started, err, errlen);
+    } else {
+        int f;
+        while (rc == 0 && (f = maria.mysql_stmt_fetch(st)) != MYSQL_NO_DATA) {
+            if (f == 1) {
+                rc = stmt_error(m, st, what, started, err, errlen);
+                break;
+            }
+            if (f == MYSQL_DATA_TRUNCATED) {
+                rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                                    "%s: a value longer than %d bytes", what, QUERY_CELL - 1);
+                break;
+            }
+            const char *row[QUERY_COLS_MAX];
+            size_t lens[QUERY_COLS_MAX];
+            for (size_t i = 0; i < ncols; i++) {
+                row[i] = rnull[i] ? NULL : cells + i * QUERY_CELL;
+                lens[i] = rnull[i] ? 0 : rlen[i];
+            }
+            if (rows && reign__sql_rows_add(&got, row, lens) < 0)
+                rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+        }
+    }
+    maria.mysql_stmt_free_result(st);
+    maria.mysql_stmt_close(st);
+    reign__free(cells);
+    if (rc < 0 || !rows) {
+        reign__sql_rows_free(&got);
+        return rc;
+    }
+    *rows = got;
+    return 0;
+}
+
 const reign__sql_dialect reign__sql_mariadb = {
     .name = "mariadb",
     .size = sizeof(maria_conn),
@@ -799,4 +900,13 @@ const reign__sql_dialect reign__sql_mariadb = {
     .listen_fd = my_listen_fd,
     .drain_notify = my_drain_notify,
     .notify = my_notify,
+    .query = my_query,
+    .now_ms = "CAST(FLOOR(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)",
+    .begin = "START TRANSACTION",
+    .for_update = " FOR UPDATE",
+    .on_conflict = "",
+    .id_column = "id bigint NOT NULL AUTO_INCREMENT PRIMARY KEY",
+    .placeholder = 0,
+    .table_options = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    .quote = '`',
 };

@@ -7,6 +7,7 @@
  * PostgreSQL channel names.
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -633,4 +634,139 @@ int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char 
 uint64_t reign__sql_statements(const reign__sqlconn *c)
 {
     return c ? c->statements : 0;
+}
+
+/* ---- other statements ------------------------------------------------------------------------ */
+
+void reign__sql_rows_free(reign__sql_rows *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n_rows * r->n_cols; i++)
+        reign__free(r->cells[i]);
+    reign__free(r->cells);
+    memset(r, 0, sizeof *r);
+}
+
+const char *reign__sql_cell(const reign__sql_rows *r, size_t row, size_t col)
+{
+    if (!r || row >= r->n_rows || col >= r->n_cols)
+        return NULL;
+    return r->cells[row * r->n_cols + col];
+}
+
+int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size_t *lens)
+{
+    char **v = reign__realloc(r->cells, (r->n_rows + 1) * r->n_cols * sizeof *v);
+    if (!v)
+        return REIGN_ENOMEM;
+    r->cells = v;
+    char **row = v + r->n_rows * r->n_cols;
+    for (size_t i = 0; i < r->n_cols; i++)
+        row[i] = NULL;
+    r->n_rows++; /* counted now, so that a failure below frees what was copied */
+    for (size_t i = 0; i < r->n_cols; i++) {
+        if (!cells[i])
+            continue;
+        if (!(row[i] = reign__strndup(cells[i], lens ? lens[i] : strlen(cells[i]))))
+            return REIGN_ENOMEM;
+    }
+    return 0;
+}
+
+const char *reign__sql_table(const reign__sqlconn *c)
+{
+    return c->table;
+}
+
+int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, char *err,
+                          size_t errlen)
+{
+    /* PostgreSQL cuts identifiers at 63 bytes, and would then look for another name. */
+    size_t max = c->d == &reign__sql_postgres ? 63 : REIGN__SQL_TABLE_MAX;
+    int n = snprintf(out, outlen, "%s_runs", c->table);
+    if (n < 0 || (size_t)n >= outlen || (size_t)n > max)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL,
+                              "the runs table of table %s would be named %s_runs, longer than %zu "
+                              "characters: choose a shorter table",
+                              c->table, c->table, max);
+    return 0;
+}
+
+#define QUERY_ARGS_MAX 16
+
+int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, const reign__sqlv *args,
+                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
+{
+    int rc = check_conn(c, err, errlen);
+    if (rc)
+        return rc;
+    char runs[REIGN__SQL_TABLE_MAX + 8];
+    if ((rc = reign__sql_runs_table(c, runs, sizeof runs, err, errlen)))
+        return rc;
+    const reign__sql_dialect *d = c->d;
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__sqlv ordered[QUERY_ARGS_MAX];
+    size_t n_ordered = 0;
+    for (const char *p = tmpl; *p;) {
+        static const struct {
+            const char *tok;
+            size_t off;
+        } frags[] = {
+            {"{NOW}", offsetof(reign__sql_dialect, now_ms)},
+            {"{BEGIN}", offsetof(reign__sql_dialect, begin)},
+            {"{FOR_UPDATE}", offsetof(reign__sql_dialect, for_update)},
+            {"{ON_CONFLICT}", offsetof(reign__sql_dialect, on_conflict)},
+            {"{ID}", offsetof(reign__sql_dialect, id_column)},
+            {"{TABLE_OPTIONS}", offsetof(reign__sql_dialect, table_options)},
+        };
+        bool done = false;
+        if (*p == '{' && p[1] >= '1' && p[1] <= '9' && p[2] == '}') {
+            size_t k = (size_t)(p[1] - '1');
+            if (k >= n_args || n_ordered == QUERY_ARGS_MAX) {
+                reign__buf_free(&b);
+                return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: parameter %zu missing",
+                                      what, k + 1);
+            }
+            if (d->placeholder)
+                reign__buf_printf(&b, "%c%zu", d->placeholder, k + 1);
+            else
+                reign__buf_puts(&b, "?");
+            ordered[n_ordered++] = args[k];
+            p += 3;
+            continue;
+        }
+        if (!strncmp(p, "{T}", 3) || !strncmp(p, "{R}", 3)) {
+            reign__buf_printf(&b, "%c%s%c", d->quote, p[1] == 'T' ? c->table : runs, d->quote);
+            p += 3;
+            continue;
+        }
+        for (size_t i = 0; i < sizeof frags / sizeof frags[0] && !done; i++) {
+            size_t n = strlen(frags[i].tok);
+            if (!strncmp(p, frags[i].tok, n)) {
+                reign__buf_puts(&b, *(const char *const *)((const char *)d + frags[i].off));
+                p += n;
+                done = true;
+            }
+        }
+        if (!done)
+            reign__buf_append(&b, p++, 1);
+    }
+    if (b.oom) {
+        reign__buf_free(&b);
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    }
+    /* With numbered placeholders the arguments keep their numbers; bare '?' take them in order
+     * of appearance (built above). */
+    const reign__sqlv *use = d->placeholder ? args : ordered;
+    size_t n_use = d->placeholder ? n_args : n_ordered;
+    if (rows)
+        memset(rows, 0, sizeof *rows);
+    c->statements++;
+    rc = d->query(c, what, b.data, use, n_use, rows, err, errlen);
+    if (rc < 0 && rows)
+        reign__sql_rows_free(rows);
+    reign__buf_free(&b);
+    return rc;
 }

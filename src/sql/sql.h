@@ -206,6 +206,56 @@ int reign__sql_drain_notify(reign__sqlconn *c);
 int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err,
                       size_t errlen);
 
+/* ---- other statements: the runs table of slots (runs.c) --------------------------------- */
+
+/* A parameter of a statement. */
+typedef enum reign__sqlv_kind {
+    REIGN__SQLV_NULL = 0,
+    REIGN__SQLV_INT,
+    REIGN__SQLV_TEXT
+} reign__sqlv_kind;
+typedef struct reign__sqlv {
+    reign__sqlv_kind kind;
+    int64_t i;
+    const char *s;
+} reign__sqlv;
+
+#define REIGN__SQLV_I(v) ((reign__sqlv){.kind = REIGN__SQLV_INT, .i = (v)})
+#define REIGN__SQLV_S(v) ((reign__sqlv){.kind = REIGN__SQLV_TEXT, .s = (v)})
+
+/* The rows of a SELECT, every cell as text (NULL: SQL NULL). */
+typedef struct reign__sql_rows {
+    size_t n_rows, n_cols;
+    char **cells; /* n_rows * n_cols */
+} reign__sql_rows;
+
+void reign__sql_rows_free(reign__sql_rows *r);
+/* The cell (row, col), or NULL (SQL NULL, or out of range). */
+const char *reign__sql_cell(const reign__sql_rows *r, size_t row, size_t col);
+/* Appends a row of n_cols cells (copied; NULL stays NULL); 0 or REIGN_ENOMEM. */
+int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size_t *lens);
+
+/*
+ * Runs one statement written once for every dialect.  In `tmpl`:
+ *   {T}  the lease table          {R}  the runs table, "<lease table>_runs" (both quoted)
+ *   {1}..{9}  parameter N of args  {NOW}  the database's clock as Unix ms (a bigint)
+ *   {BEGIN}  the start of a writing transaction   {FOR_UPDATE}  a row lock, where needed
+ *   {ON_CONFLICT}  ", skip a duplicate key" (at the end of an INSERT), where needed
+ *   {ID}  an auto-increment primary key column's definition
+ *   {TABLE_OPTIONS}  what follows CREATE TABLE (...) (MariaDB: InnoDB, utf8mb4_bin)
+ * Returns what the dialect's query() does (rows changed, or 0 and `rows`).  Data never goes
+ * into the text: parameters only.
+ */
+int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, const reign__sqlv *args,
+                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen);
+
+/* The runs table's name, "<table>_runs"; REIGN_EINVAL (err says why) if that is too long for
+ * the store. */
+int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, char *err,
+                          size_t errlen);
+/* The lease table's name. */
+const char *reign__sql_table(const reign__sqlconn *c);
+
 /* Counts the statements sent on this connection (for the benchmark). */
 uint64_t reign__sql_statements(const reign__sqlconn *c);
 

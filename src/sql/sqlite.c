@@ -47,6 +47,7 @@
     X(t, sqlite3_close_v2)                                                                         \
     X(t, sqlite3_column_blob)                                                                      \
     X(t, sqlite3_column_bytes)                                                                     \
+    X(t, sqlite3_column_count)                                                                     \
     X(t, sqlite3_column_int)                                                                       \
     X(t, sqlite3_column_int64)                                                                     \
     X(t, sqlite3_column_text)                                                                      \
@@ -758,6 +759,83 @@ static int sq_notify(reign__sqlconn *c, const char *dc, const char *name, char *
     return 0; /* the write to the file is the signal */
 }
 
+/* ---- other statements ------------------------------------------------------------------------ */
+
+static int bind_args(sqlite3_stmt *st, const reign__sqlv *args, size_t n)
+{
+    int rc = SQLITE_OK;
+    for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
+        int at = (int)i + 1;
+        switch (args[i].kind) {
+        case REIGN__SQLV_INT:
+            rc = lite.sqlite3_bind_int64(st, at, args[i].i);
+            break;
+        case REIGN__SQLV_TEXT:
+            rc = lite.sqlite3_bind_text(st, at, args[i].s, -1, SQLITE_STATIC);
+            break;
+        default:
+            rc = lite.sqlite3_bind_null(st, at);
+        }
+    }
+    return rc;
+}
+
+/* One statement, retried on SQLITE_BUSY until the statement deadline (a write outside a
+ * transaction can meet a busy snapshot, which no busy handler waits out). */
+static int sq_query(reign__sqlconn *c, const char *what, const char *sql, const reign__sqlv *args,
+                    size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
+{
+    sqlite_conn *s = (sqlite_conn *)c;
+    s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    for (;;) {
+        sqlite3_stmt *st = NULL;
+        int rc = lite.sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
+        if (rc == SQLITE_OK)
+            rc = bind_args(st, args, n_args);
+        reign__sql_rows got = {0};
+        if (rc == SQLITE_OK)
+            got.n_cols = (size_t)lite.sqlite3_column_count(st);
+        while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+            rc = lite.sqlite3_step(st);
+            if (rc != SQLITE_ROW || !rows)
+                continue;
+            const char *cells[32];
+            size_t lens[32];
+            if (got.n_cols > 32) {
+                lite.sqlite3_finalize(st);
+                reign__sql_rows_free(&got);
+                return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many columns", what);
+            }
+            for (size_t i = 0; i < got.n_cols; i++) {
+                bool null = lite.sqlite3_column_type(st, (int)i) == SQLITE_NULL;
+                cells[i] = null ? NULL : (const char *)lite.sqlite3_column_text(st, (int)i);
+                lens[i] = null ? 0 : (size_t)lite.sqlite3_column_bytes(st, (int)i);
+            }
+            if (reign__sql_rows_add(&got, cells, lens) < 0) {
+                lite.sqlite3_finalize(st);
+                reign__sql_rows_free(&got);
+                return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+            }
+        }
+        int changes = lite.sqlite3_changes(s->db);
+        if (rc == SQLITE_DONE) {
+            lite.sqlite3_finalize(st);
+            if (rows)
+                *rows = got;
+            return got.n_cols ? 0 : changes;
+        }
+        reign__sql_rows_free(&got);
+        if ((rc & 0xff) == SQLITE_CONSTRAINT && strstr(lite.sqlite3_errmsg(s->db), "UNIQUE")) {
+            lite.sqlite3_finalize(st);
+            return 0; /* a duplicate key: nothing written */
+        }
+        int code = is_busy(rc) && busy_retry(s) ? 0 : map_error(s, rc, what, err, errlen);
+        lite.sqlite3_finalize(st);
+        if (code)
+            return code;
+    }
+}
+
 const reign__sql_dialect reign__sql_sqlite = {
     .name = "sqlite",
     .size = sizeof(sqlite_conn),
@@ -774,4 +852,13 @@ const reign__sql_dialect reign__sql_sqlite = {
     .listen_fd = sq_listen_fd,
     .drain_notify = sq_drain_notify,
     .notify = sq_notify,
+    .query = sq_query,
+    .now_ms = NOW_MS,
+    .begin = "BEGIN IMMEDIATE",
+    .for_update = "",
+    .on_conflict = " ON CONFLICT DO NOTHING",
+    .id_column = "id INTEGER PRIMARY KEY",
+    .placeholder = '?',
+    .table_options = "",
+    .quote = '"',
 };

@@ -37,6 +37,9 @@ typedef struct item {
     reign__sqlw_cb *cb;
     void *arg;
     reign__sqlw_result res;
+    /* call */
+    reign__sqlw_fn *fn;
+    void (*ctx_free)(void *);
     /* state */
     reign__sqlw_state st;
     char msg[512];
@@ -98,6 +101,8 @@ static void item_free(item *it)
     reign__free(it->owner_guid);
     reign__free(it->payload);
     reign__lease_clear(&it->res.lease);
+    if (it->ctx_free && it->res.ctx)
+        it->ctx_free(it->res.ctx);
     reign__free(it);
 }
 
@@ -266,12 +271,14 @@ static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
         if (rc == 1)
             rc = reign__sql_listen(w->conn, w->dc, it->name, err, errlen);
         return rc;
+    case REIGN__SQLW_CALL:
+        return it->fn(w->conn, w->dc, it->res.ctx, err, errlen);
     }
     return REIGN_EINVAL;
 }
 
-static const char *const op_names[] = {"?",     "read",    "insert", "take",
-                                       "renew", "release", "depose", "listen"};
+static const char *const op_names[] = {"?",       "read",   "insert", "take", "renew",
+                                       "release", "depose", "listen", "call"};
 
 static void execute(reign__sqlw *w, item *it)
 {
@@ -469,6 +476,24 @@ int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err,
     return 0;
 }
 
+/* Hands a request to the worker, or frees it (a CALL's ctx excepted: still the caller's) if
+ * the worker is closing. */
+static int enqueue(reign__sqlw *w, item *it)
+{
+    pthread_mutex_lock(&w->mu);
+    bool closing = w->closing;
+    if (!closing)
+        push(&w->requests, it);
+    pthread_mutex_unlock(&w->mu);
+    if (closing) {
+        it->res.ctx = NULL;
+        item_free(it);
+        return REIGN_ECLOSED;
+    }
+    wake(w->efd);
+    return 0;
+}
+
 int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
                        const reign__lease_claim *cl, uint64_t term, void *owner, reign__sqlw_cb *cb,
                        void *arg)
@@ -495,17 +520,26 @@ int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
         item_free(it);
         return REIGN_ENOMEM;
     }
-    pthread_mutex_lock(&w->mu);
-    bool closing = w->closing;
-    if (!closing)
-        push(&w->requests, it);
-    pthread_mutex_unlock(&w->mu);
-    if (closing) {
-        item_free(it);
-        return REIGN_ECLOSED;
+    return enqueue(w, it);
+}
+
+int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void *ctx,
+                     void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg)
+{
+    item *it = reign__calloc(1, sizeof(*it));
+    if (!it || !(it->name = reign__strdup(what))) {
+        reign__free(it);
+        return REIGN_ENOMEM;
     }
-    wake(w->efd);
-    return 0;
+    it->kind = ITEM_REQUEST;
+    it->op = REIGN__SQLW_CALL;
+    it->fn = fn;
+    it->res.ctx = ctx;
+    it->ctx_free = ctx_free;
+    it->owner = owner;
+    it->cb = cb;
+    it->arg = arg;
+    return enqueue(w, it);
 }
 
 static void forget_in(queue *q, void *owner)

@@ -37,7 +37,8 @@ typedef enum reign__sqlw_op {
     REIGN__SQLW_RENEW,
     REIGN__SQLW_RELEASE, /* and, where the store needs it, NOTIFY */
     REIGN__SQLW_DEPOSE,
-    REIGN__SQLW_LISTEN /* subscribe to changes of the name (kept across reconnects) */
+    REIGN__SQLW_LISTEN, /* subscribe to changes of the name (kept across reconnects) */
+    REIGN__SQLW_CALL    /* a function of the caller's (reign__sqlw_call) */
 } reign__sqlw_op;
 
 typedef enum reign__sqlw_state {
@@ -67,6 +68,7 @@ typedef struct reign__sqlw_result {
     reign__lease lease; /* READ: the row (borrowed for the callback) */
     int64_t sent_ns;    /* CLOCK_MONOTONIC just before the statement was sent */
     const char *err;    /* rc < 0: one line, never a password */
+    void *ctx;          /* CALL: the context given (freed after the callback) */
 } reign__sqlw_result;
 
 typedef void reign__sqlw_cb(void *owner, void *arg, const reign__sqlw_result *r);
@@ -84,6 +86,18 @@ int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err,
 int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
                        const reign__lease_claim *cl, uint64_t term, void *owner, reign__sqlw_cb *cb,
                        void *arg);
+
+/*
+ * A CALL: fn runs on the worker thread with the connection and the client's data_center, its
+ * return value (1, 0 or a negative code, as the lease statements) becomes the result's rc; it
+ * writes what it read into ctx, which the callback finds as r->ctx.  ctx_free (may be NULL)
+ * frees ctx after the callback, or when the request is dropped.  fn gets no connection-state
+ * handling of its own: a connection lost in it is handled as for any statement.  0,
+ * REIGN_ENOMEM or REIGN_ECLOSED (then ctx is not freed: it is still the caller's).
+ */
+typedef int reign__sqlw_fn(reign__sqlconn *c, const char *dc, void *ctx, char *err, size_t errlen);
+int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void *ctx,
+                     void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg);
 
 /* No callback of `owner` runs after this (queued requests still execute). */
 void reign__sqlw_forget(reign__sqlw *w, void *owner);

@@ -4,7 +4,9 @@
  *
  * Usage: test_sql_lease MODE, one ctest entry per mode:
  *   sqlite              the helpers of sql.c, then the lease statements, schema, errors,
- *                       notification, the guardian's release (release_ours) on a file
+ *                       notification, the guardian's release (release_ours) on a file,
+ *                       and the runs table of slots (runs.h): its writes fenced by the
+ *                       lease's term in the database itself
  *   mariadb, postgres   the same on the shared server ($REIGN_TEST_MARIADB_DIR,
  *                       $REIGN_TEST_PG_DIR), in tables of this run's own
  *   sqlite-concurrency  20 processes take and renew one lease in one file for a few seconds:
@@ -40,6 +42,7 @@
 
 #include "check.h"
 #include "dialect.h"
+#include "runs.h"
 #include "sql.h"
 
 #define WAIT_MS   60000 /* bound for anything that must happen; a correct run is far below */
@@ -1269,16 +1272,122 @@ static void test_helpers(void)
 
 /* ---- one backend -------------------------------------------------------------------------- */
 
+/* ---- the runs table of slots (runs.h) ----------------------------------------------------- */
+
+static reign__run_row run_row(const char *slot, unsigned attempt, const char *owner, uint64_t term)
+{
+    reign__run_row r = {.attempt = attempt, .term = term, .token = term * 10};
+    snprintf(r.slot, sizeof r.slot, "%s", slot);
+    snprintf(r.owner, sizeof r.owner, "%s", owner);
+    snprintf(r.host, sizeof r.host, "host-%s", owner);
+    return r;
+}
+
+/*
+ * A leadership's writes to the record are fenced by the database: a start or a mark carries
+ * the writer's term, and once the lease has moved to another term the same statements are
+ * refused (REIGN__RUNS_DEPOSED) and change nothing.  Ends are compare-and-set on the row.
+ */
+static void test_runs(reign__sqlconn *c, const char *tag)
+{
+    char name[96];
+    snprintf(name, sizeof name, "%s-slots-%d", tag, (int)getpid());
+    reign__run_rows rows = {0};
+
+    /* Nothing yet: no rows (whether or not the table exists), and the database's clock. */
+    CHECK_RC(reign__runs_read(c, "dc1", name, "2024-05-01", &rows, err, sizeof err), 0);
+    CHECK(rows.n == 0 && rows.db_now_ms > 0);
+    reign__run_rows_free(&rows);
+
+    /* alice leads at term 1 and starts attempt 1. */
+    reign__lease_claim a = claim(name, "alice", "guid-a", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &a, err, sizeof err), 1);
+    reign__run_row r1 = run_row("2024-05-01", 1, "alice", 1);
+    CHECK_RC(reign__runs_start(c, "dc1", name, &r1, 1, err, sizeof err), 1);
+    /* Again, or by a writer that claims a term the lease never had: refused. */
+    CHECK_RC(reign__runs_start(c, "dc1", name, &r1, 1, err, sizeof err), 0);
+    reign__run_row r2 = run_row("2024-05-01", 2, "alice", 1);
+    CHECK_RC(reign__runs_start(c, "dc1", name, &r2, 1, err, sizeof err), 0); /* 1 still runs */
+    CHECK_RC(reign__runs_start(c, "dc1", name, &r2, 2, err, sizeof err), REIGN__RUNS_DEPOSED);
+    CHECK_RC(reign__runs_read(c, "dc1", name, "2024-05-01", &rows, err, sizeof err), 0);
+    CHECK(rows.n == 1 && rows.v[0].attempt == 1 && rows.v[0].end_ms == 0);
+    CHECK(!strcmp(rows.v[0].owner, "alice") && !strcmp(rows.v[0].host, "host-alice"));
+    CHECK(rows.v[0].term == 1 && rows.v[0].token == 10 && !strcmp(rows.v[0].result, "running"));
+    CHECK(rows.v[0].start_ms > 0 && rows.v[0].start_ms <= rows.db_now_ms);
+    reign__run_rows_free(&rows);
+
+    /* bob takes the lease (term 2).  alice, deposed, can no longer start or mark anything:
+     * the database refuses it. */
+    CHECK_RC(reign__sql_lease_release(c, &a, 1, err, sizeof err), 1);
+    reign__lease_claim b = claim(name, "bob", "guid-b", LONG_MS);
+    uint64_t term = 0;
+    CHECK_RC(reign__sql_lease_take(c, &b, 1, &term, err, sizeof err), 1);
+    CHECK(term == 2);
+    CHECK_RC(
+        reign__runs_mark(c, "dc1", name, "2024-05-01", 1, "lost", 0, "retry", 1, err, sizeof err),
+        REIGN__RUNS_DEPOSED);
+    /* bob marks attempt 1 lost; alice's late end of it is refused (compare-and-set). */
+    CHECK_RC(
+        reign__runs_mark(c, "dc1", name, "2024-05-01", 1, "lost", 0, "retry", 2, err, sizeof err),
+        1);
+    CHECK_RC(reign__runs_end(c, "dc1", name, "2024-05-01", 1, 1, "exited", 0, "succeeded", 0, err,
+                             sizeof err),
+             0);
+    /* bob runs attempt 2, ends it; alice (term 1) cannot start attempt 3. */
+    reign__run_row r2b = run_row("2024-05-01", 2, "bob", 2);
+    CHECK_RC(reign__runs_start(c, "dc1", name, &r2b, 2, err, sizeof err), 1);
+    CHECK_RC(reign__runs_end(c, "dc1", name, "2024-05-01", 2, 2, "exited", 0, "succeeded", 0, err,
+                             sizeof err),
+             1);
+    CHECK_RC(reign__runs_end(c, "dc1", name, "2024-05-01", 2, 2, "exited", 0, "succeeded", 0, err,
+                             sizeof err),
+             0);
+    reign__run_row r3 = run_row("2024-05-01", 3, "alice", 1);
+    CHECK_RC(reign__runs_start(c, "dc1", name, &r3, 1, err, sizeof err), REIGN__RUNS_DEPOSED);
+    /* ... nor bob: the slot succeeded. */
+    reign__run_row r3b = run_row("2024-05-01", 3, "bob", 2);
+    CHECK_RC(reign__runs_start(c, "dc1", name, &r3b, 2, err, sizeof err), 0);
+    CHECK_RC(reign__runs_read(c, "dc1", name, "2024-05-01", &rows, err, sizeof err), 0);
+    CHECK(rows.n == 2);
+    CHECK(!strcmp(rows.v[0].result, "lost") && !strcmp(rows.v[0].verdict, "retry"));
+    CHECK(rows.v[0].end_ms >= rows.v[0].start_ms);
+    CHECK(!strcmp(rows.v[1].result, "exited") && !strcmp(rows.v[1].verdict, "succeeded"));
+    CHECK(!strcmp(rows.v[1].owner, "bob") && rows.v[1].term == 2);
+    reign__run_rows_free(&rows);
+
+    /* Two more slots, then the record cut to the newest two. */
+    reign__run_row s2 = run_row("2024-05-02", 1, "bob", 2);
+    reign__run_row s3 = run_row("2024-05-03", 1, "bob", 2);
+    CHECK_RC(reign__runs_start(c, "dc1", name, &s2, 2, err, sizeof err), 1);
+    CHECK_RC(reign__runs_start(c, "dc1", name, &s3, 2, err, sizeof err), 1);
+    CHECK_RC(reign__runs_history(c, "dc1", name, &rows, err, sizeof err), 0);
+    CHECK(rows.n == 4 && !strcmp(rows.v[0].slot, "2024-05-01") &&
+          !strcmp(rows.v[3].slot, "2024-05-03"));
+    reign__run_rows_free(&rows);
+    CHECK_RC(reign__runs_prune(c, "dc1", name, 2, err, sizeof err), 1);
+    CHECK_RC(reign__runs_history(c, "dc1", name, &rows, err, sizeof err), 0);
+    CHECK(rows.n == 2 && !strcmp(rows.v[0].slot, "2024-05-02"));
+    reign__run_rows_free(&rows);
+    /* Another data center is another record. */
+    CHECK_RC(reign__runs_history(c, "dc2", name, &rows, err, sizeof err), 0);
+    CHECK(rows.n == 0);
+    int64_t now = 0;
+    CHECK_RC(reign__runs_now(c, &now, err, sizeof err), 0);
+    CHECK(now > 0);
+    say("%s: the runs table: fenced starts and marks, compare-and-set ends, pruning", tag);
+}
+
 static int run_backend(reign__sql_kind kind)
 {
     backend b;
     backend_init(&b, kind);
-    char tables[8][64];
+    char tables[12][64];
     int n_tables = 0;
     reign__logger lg = {.fn = log_sink, .level = REIGN_LOG_INFO};
 
     char *main_table = tables[n_tables++];
     snprintf(main_table, 64, "t%d_lease", (int)getpid());
+    snprintf(tables[n_tables++], 64, "t%d_lease_runs", (int)getpid());
     if (kind == REIGN__SQL_SQLITE) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/lease.db", b.state);
@@ -1296,6 +1405,7 @@ static int run_backend(reign__sql_kind kind)
 
     test_protocol(c, b.name);
     test_depose(c, b.name);
+    test_runs(c, b.name);
     reign__sql_close(c);
     test_notify(&b, main_table);
     test_release_ours(&b, main_table, b.name);
@@ -1315,7 +1425,7 @@ static int run_backend(reign__sql_kind kind)
     if (kind != REIGN__SQL_SQLITE) {
         for (int i = 0; i < n_tables; i++) {
             char sql[640], out[64];
-            snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %s", tables[i]);
+            snprintf(sql, sizeof sql, "DROP TABLE IF EXISTS %.63s", tables[i]);
             admin_sql(&b, sql, out, sizeof out);
         }
     }

@@ -8,6 +8,7 @@ set(REIGN_UNIT_TESTS
   test_election_unit
   test_group_unit
   test_guardian_proto
+  test_slot_unit
 )
 
 foreach(name IN LISTS REIGN_UNIT_TESTS)

@@ -50,6 +50,11 @@ def body(t):
         log(f"round {rnd}: {leader.label} leads, term {ev.term} token {ev.token}")
         last_term = ev.term
 
+    # Every replacement standing before the end: one still connecting when its SIGTERM comes
+    # exits 1 ("interrupted while connecting"), which says nothing about the storm.  The killed
+    # ones' nodes are gone by now (their guardians closed their sessions).
+    wait_for(lambda: len((t.status(name, uri) or {}).get("candidates", [])) == len(alive),
+             f"{len(alive)} candidates in status at the end")
     for p in alive:
         p.send(signal.SIGTERM)
     for p in alive:

@@ -56,9 +56,16 @@ SECTION = "## Crash failover with the guardian"
 STORES = ("zk", "sqlite", "postgres", "mariadb")
 ZK_IMPLS = ("guardian", "off", "curator", "kazoo")
 SQL_VARIANTS = ("guardian", "off")
+# --preload: an experiment, not a mode of reign: the guardian started through a wrapper that
+# LD_PRELOADs the store's client library, so that nothing is loaded after the death (reign's
+# guardian loads it with dlopen() when it acts).  Its time and memory say what loading the
+# library ahead would gain and cost.
+PRELOAD_LIB = {"sqlite": "libsqlite3.so.0", "postgres": "libpq.so.5",
+               "mariadb": "libmariadb.so.3"}
 STORE_LABEL = {"zk": "ZooKeeper", "sqlite": "SQLite", "postgres": "PostgreSQL",
                "mariadb": "MariaDB"}
 LABEL = {"guardian": "reign, guardian (default)", "off": "reign, `REIGN_GUARDIAN=off`",
+         "preload": "reign, guardian with the client library preloaded (experiment)",
          "curator": "Curator LeaderLatch", "kazoo": "kazoo Election"}
 PEERS = ("curator", "kazoo")
 
@@ -69,13 +76,30 @@ STRACE_RE = re.compile(r"^(\d+) +(\d+\.\d+) (.*)$")
 TARGET_P50, TARGET_P99, TARGET_RATIO, TARGET_RSS_KB = 20.0, 100.0, 50.0, 1024
 
 
-def env_for(variant):
-    """The candidates' environment: REIGN_GUARDIAN=off for the control, unset otherwise."""
+def env_for(variant, helper=None):
+    """The candidates' environment: REIGN_GUARDIAN=off for the control, unset otherwise;
+    REIGN_GUARDIAN_PATH=helper if given."""
     env = dict(os.environ)
     env.pop("REIGN_GUARDIAN", None)
     if variant == "off":
         env["REIGN_GUARDIAN"] = "off"
+    if helper:
+        env["REIGN_GUARDIAN_PATH"] = str(helper)
     return env
+
+
+def preload_helper(args, workdir, kind):
+    """A wrapper around the real reign-guardian that LD_PRELOADs the store's client library."""
+    real = os.environ.get("REIGN_GUARDIAN_PATH") or str(
+        Path(args.reign).resolve().parent.parent / "reign-guardian")
+    if not os.access(real, os.X_OK):
+        raise BenchError("--preload: no reign-guardian at %s (set REIGN_GUARDIAN_PATH)" % real)
+    path = Path(workdir) / ("guardian-preload-%s.sh" % kind)
+    path.write_text("#!/bin/sh\n# bench/guardian.py --preload: %s loaded before the death\n"
+                    "LD_PRELOAD=%s exec %s \"$@\"\n" % (PRELOAD_LIB[kind], PRELOAD_LIB[kind],
+                                                       shlex.quote(real)))
+    path.chmod(0o755)
+    return path
 
 
 def stats(xs):
@@ -435,6 +459,10 @@ def run_zk(args, workdir, rng, trace):
         info["floor"] = fo.measure_floor(zk, 200)
         if args.startup and "guardian" in impls:
             info["startup"] = zk_startup(zk, args, rng)
+        if args.death:
+            info["death"] = death_notice(lambda e: [
+                args.reign, "--uri", "zk://" + zk.connect, "--session-timeout",
+                str(args.session_timeout), "campaign", e, "--id", "death"], args.death)
         order = [x for x in args.zk_impls if x in impls]
         for k, n in enumerate(args.counts):
             # Rotate the order from one count to the next, as bench/failover.py does.
@@ -487,7 +515,7 @@ def sql_trial(fleet, variant, args, rng, trace_dir=None):
     lease_s = fleet.settings["lease_ms"] / 1000.0
     old, elected, t_kill, trace = kill_and_time(fleet, lease_s, trace_dir)
     r = {"latency_ms": (elected.ns - t_kill) / 1e6, "term": elected.fields.get("term")}
-    if variant == "guardian":
+    if variant != "off":
         # kill_leader has joined the old candidate's stderr reader, which ends when the guardian
         # (holding the same pipe) exits: its line has been read if it printed one.
         r["guardian"] = fleet.glines.get(old.pid)
@@ -497,12 +525,14 @@ def sql_trial(fleet, variant, args, rng, trace_dir=None):
     return r
 
 
-def run_sql_config(store, variant, n, trials, args, workdir, rng, trace):
+def run_sql_config(store, variant, n, trials, args, workdir, rng, trace, rest_s=None):
     label = variant
+    helper = preload_helper(args, workdir, store.kind) if variant == "preload" else None
+    rest_s = args.rest_s if rest_s is None else rest_s
     fleet = GuardedSqlFleet(args, store, store.uri("%d-%s" % (n, label),
                                                    {"lease_ms": args.lease_ms}),
                             n, label, workdir / ("%s-%s-%d" % (store.kind, variant, n)),
-                            env_for(variant))
+                            env_for(variant, helper))
     res = {"store": store.kind, "variant": variant, "n": n, "trials": [], "traced": [],
            "errors": [], "clock_violations": 0, "overlaps": 0, "term_violations": 0,
            "load_start": os.getloadavg()}
@@ -512,13 +542,13 @@ def run_sql_config(store, variant, n, trials, args, workdir, rng, trace):
         res["settings"] = fleet.settings
         time.sleep(1.0)
         res["rss"] = fo.measure_rss(fleet)
-        pairs = pair_guardians(fleet.cands, variant == "guardian")
+        pairs = pair_guardians(fleet.cands, variant != "off")
         if pairs:
             res["guardian_smaps"] = sf.smaps_by_file(pairs[0][1])
-        if pairs and args.rest_s > 0:
+        if pairs and rest_s > 0:
             fleet.wait_settled()
-            log("%s %s n=%d: %.0f s at rest" % (store.kind, variant, n, args.rest_s))
-            res["rest"] = rest_cost(pairs, args.rest_s)
+            log("%s %s n=%d: %.0f s at rest" % (store.kind, variant, n, rest_s))
+            res["rest"] = rest_cost(pairs, rest_s)
         for i in range(trials):
             t = sql_trial(fleet, variant, args, rng)
             res["trials"].append(t)
@@ -556,6 +586,10 @@ def run_sql(kind, args, workdir, rng, trace):
                 return [args.reign, "--uri", store.uri("startup", {"lease_ms": args.lease_ms}),
                         "campaign", election, "--id", "startup"]
             info["startup"] = startup(argv, args.startup, rng)
+        if args.death:
+            info["death"] = death_notice(lambda e: [
+                args.reign, "--uri", store.uri("death", {"lease_ms": args.lease_ms}),
+                "campaign", e, "--id", "death"], args.death)
         for k, n in enumerate(args.counts):
             order = SQL_VARIANTS if k % 2 == 0 else tuple(reversed(SQL_VARIANTS))
             for variant in order:
@@ -563,6 +597,10 @@ def run_sql(kind, args, workdir, rng, trace):
                 results.append(run_sql_config(store, variant, n, count, args, workdir, rng,
                                               trace if n == args.counts[0] and
                                               variant == "guardian" else 0))
+        if args.preload:
+            # The experiment at the first count only, with a short window at rest (its memory).
+            results.append(run_sql_config(store, "preload", args.counts[0], args.trials, args,
+                                          workdir, rng, args.trace, rest_s=min(args.rest_s, 5)))
     finally:
         store.stop()
     return info, results
@@ -611,6 +649,50 @@ def startup(argv_for, rounds, rng):
             if p.poll() is None:
                 p.kill()
                 p.wait()
+            p.stdout.close()
+    return out
+
+
+def death_notice(argv_for, rounds):
+    """How long the kernel takes to report a `reign campaign`'s death: a sole candidate
+    (without a guardian, so that nothing else runs), SIGKILLed once elected; from the kill
+    until its stdout pipe reads end of file (its descriptors are being closed, lowest first)
+    and until a pidfd of it reads ready (it has exited: what wakes a guardian)."""
+    out = []
+    for i in range(rounds):
+        election = "death-%d-%d" % (i, os.getpid())
+        p = subprocess.Popen(argv_for(election), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, env=env_for("off"),
+                             start_new_session=True)
+        pidfd = -1
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                r, _, _ = select.select([p.stdout], [], [], 1.0)
+                if r and p.stdout.readline().startswith(b"elected "):
+                    break
+            else:
+                raise BenchError("a sole candidate was not elected within 30 s")
+            time.sleep(0.2)
+            pidfd = os.pidfd_open(p.pid)
+            po = select.poll()
+            po.register(pidfd, select.POLLIN)
+            po.register(p.stdout.fileno(), select.POLLIN)
+            got = {}
+            t0 = time.monotonic_ns()
+            os.kill(p.pid, signal.SIGKILL)
+            while len(got) < 2:
+                for fd, _ in po.poll(10000):
+                    got.setdefault(fd, time.monotonic_ns())
+                    po.unregister(fd)
+            out.append({"eof_ms": (got[p.stdout.fileno()] - t0) / 1e6,
+                        "pidfd_ms": (got[pidfd] - t0) / 1e6})
+        finally:
+            if pidfd >= 0:
+                os.close(pidfd)
+            if p.poll() is None:
+                p.kill()
+            p.wait()
             p.stdout.close()
     return out
 
@@ -834,7 +916,7 @@ def render(run):
                         "%.0f x %s (%s ms)" % (r, fo.SHORT[peer], fmt(lat("zk", peer, n), 0))
                         for peer, r in ratios),
                     yes(all(r >= TARGET_RATIO for _, r in ratios) and len(ratios) == 2)))
-    mem = memory_rows(run)
+    mem = [m for m in memory_rows(run) if m["variant"] == "guardian"]
     if mem:
         worst = max(m["vmrss_max"] for m in mem)
         pss = max(m["pss_max"] for m in mem)
@@ -859,7 +941,7 @@ def render(run):
     cols = ["%d candidates" % n for n in counts]
     header("", cols)
     for s in stores:
-        variants = ZK_IMPLS if s == "zk" else SQL_VARIANTS
+        variants = ZK_IMPLS if s == "zk" else ("guardian", "preload", "off")
         for v in variants:
             if not any((s, v, n) in by for n in counts):
                 continue
@@ -902,15 +984,31 @@ def render(run):
     header("", ["candidates", "SIGKILL to elected", "guardian's (X ms)", "the rest",
                 "guardian lines / failed"])
     for s in stores:
-        for n in counts:
-            x = summ.get((s, "guardian", n))
-            if not x:
-                continue
-            w("| %s | %d | %s | %s | %s | %d / %d |" % (
-                STORE_LABEL[s], n, p3(x["latency"]), p3(x["guardian_ms"]),
-                p3(x["outside_guardian"]), x["guardian_lines"], x["guardian_failed"]))
-    traced = [(s, summ[(s, "guardian", a["counts"][0])]) for s in stores
-              if summ.get((s, "guardian", a["counts"][0]), {}).get("trace")]
+        for v in ("guardian", "preload"):
+            for n in counts:
+                x = summ.get((s, v, n))
+                if not x:
+                    continue
+                w("| %s%s | %d | %s | %s | %s | %d / %d |" % (
+                    STORE_LABEL[s], " (preloaded, experiment)" if v == "preload" else "", n,
+                    p3(x["latency"]), p3(x["guardian_ms"]), p3(x["outside_guardian"]),
+                    x["guardian_lines"], x["guardian_failed"]))
+    dn = {s: si.get(s, {}).get("death") for s in stores if si.get(s, {}).get("death")}
+    if dn:
+        w("")
+        w("Before the guardian can act, the kernel must report the death.  A sole `reign "
+          "campaign` on each store (without a guardian), SIGKILLed %d times once elected: ms "
+          "from the kill until its stdout pipe reads end of file (its descriptors are being "
+          "closed) and until a pidfd of it reads ready (it has exited: what wakes a guardian), "
+          "p50 / p90 / p99 / max." % a.get("death", 0))
+        header("", ["stdout end of file", "pidfd ready"])
+        for s, xs in dn.items():
+            e, d = stats(x["eof_ms"] for x in xs), stats(x["pidfd_ms"] for x in xs)
+            w("| %s | %s / %s | %s / %s |" % (STORE_LABEL[s], p3(e), fmt(e["max"], 1), p3(d),
+                                              fmt(d["max"], 1)))
+    traced = [(STORE_LABEL[s] + (" (preloaded, experiment)" if v == "preload" else ""),
+               summ[(s, v, a["counts"][0])]) for s in stores for v in ("guardian", "preload")
+              if summ.get((s, v, a["counts"][0]), {}).get("trace")]
     if traced:
         w("")
         w("Traced trials (%d per store, %d candidates, reported apart): the leader's guardian "
@@ -930,7 +1028,7 @@ def render(run):
             def m(k):
                 return fmt(t.get(k, {}).get("p50"), 1)
             w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-                STORE_LABEL[s], m("wake"),
+                s, m("wake"),
                 "%s – %s" % (m("libs_first"), m("libs_last")) if t.get("libs_first") else "–",
                 m("connect"), m("answer"), m("closed"), m("report"), m("exit"), m("elected"),
                 fmt(x["trace_guardian_ms"].get("p50"), 1)))
@@ -942,6 +1040,7 @@ def render(run):
     w("")
     w("### What a guardian costs")
     w("")
+    mem = memory_rows(run)
     if mem:
         w("Memory of each guardian with its client standing (from /proc/PID/status and "
           "/proc/PID/smaps_rollup, kB, median / max over the guardians of a set): VmRSS; Pss "
@@ -956,11 +1055,12 @@ def render(run):
                     "switches", "clients at rest: ticks, switches", "ticks since start"])
         for m in mem:
             w("| %s | %d | %d / %d | %d / %d | %d / %d | %d, %d + %d | %d, %d + %d | %s / %s |" % (
-                STORE_LABEL[m["store"]], m["n"], m["vmrss_med"], m["vmrss_max"], m["pss_med"],
+                STORE_LABEL[m["store"]] + (" (preloaded, experiment, %.0f s at rest)" % m[
+                    "window_s"] if m["variant"] == "preload" else ""), m["n"], m["vmrss_med"], m["vmrss_max"], m["pss_med"],
                 m["pss_max"], m["private_med"], m["private_max"], m["ticks_sum"],
                 m["voluntary_sum"], m["nonvoluntary_sum"], m["client_ticks_sum"],
                 m["client_voluntary_sum"], m["client_nonvoluntary_sum"],
-                m["start_ticks_med"], m["start_ticks_max"]))
+                fmt(m["start_ticks_med"], 0), fmt(m["start_ticks_max"], 0)))
         sm = next((r["guardian_smaps"] for r in run["results"] if r.get("guardian_smaps")),
                   None)
         if sm:
@@ -1024,7 +1124,7 @@ def render(run):
         if r.get("term_violations"):
             notes.append("%s: %d terms did not grow." % (name, r["term_violations"]))
         x = summ[(r["store"], r["variant"], r["n"])]
-        if r["variant"] == "guardian" and x["guardian_lines"] < len(r["trials"]):
+        if r["variant"] in ("guardian", "preload") and x["guardian_lines"] < len(r["trials"]):
             notes.append("%s: the guardian printed no line in %d of %d trials." % (
                 name, len(r["trials"]) - x["guardian_lines"], len(r["trials"])))
         if x.get("guardian_failed"):
@@ -1068,7 +1168,8 @@ def memory_rows(run):
         def col(xs, k):
             return [x.get(k) or 0 for x in xs]
         rows.append({
-            "store": r["store"], "n": r["n"], "guardians": len(g), "clk_tck": rest["clk_tck"],
+            "store": r["store"], "variant": r["variant"], "n": r["n"], "guardians": len(g),
+            "clk_tck": rest["clk_tck"], "window_s": rest["window_s"],
             "vmrss_med": statistics.median(col(g, "VmRSS")), "vmrss_max": max(col(g, "VmRSS")),
             "pss_med": statistics.median(col(g, "smaps_Pss")),
             "pss_max": max(col(g, "smaps_Pss")),
@@ -1157,8 +1258,15 @@ def parse_args(argv):
                          "none)")
     ap.add_argument("--startup", type=int, default=30,
                     help="start/exit rounds of a sole client, with and without (default 30)")
+    ap.add_argument("--death", type=int, default=50,
+                    help="SIGKILLs of a sole client per store, timed until the kernel reports "
+                         "its death (default 50; 0: none)")
     ap.add_argument("--trace", type=int, default=10,
                     help="traced trials per store, at the first count (default 10; 0: none)")
+    ap.add_argument("--preload", action="store_true",
+                    help="also, on each SQL store at the first count, an experiment: the "
+                         "guardian with its store's client library loaded in advance "
+                         "(LD_PRELOAD through a wrapper named by REIGN_GUARDIAN_PATH)")
     ap.add_argument("--warm-s", type=float, default=5.0,
                     help="seconds of bare ZooKeeper requests to warm the server (default 5)")
     ap.add_argument("--findings", metavar="FILE",
@@ -1174,6 +1282,7 @@ def parse_args(argv):
     if args.quick:
         args.counts, args.trials, args.slow_trials = "3", 5, "3=3"
         args.rest_s, args.startup, args.trace, args.warm_s = 5.0, 3, 2, 2.0
+        args.death = 5
     args.counts = [int(x) for x in args.counts.split(",") if x]
     args.stores = [x for x in args.stores.split(",") if x]
     args.zk_impls = [x for x in args.zk_impls.split(",") if x]
@@ -1242,7 +1351,9 @@ def main(argv):
                  "session_timeout": args.session_timeout, "lease_ms": args.lease_ms,
                  "jitter_s": args.jitter_s, "settle_s": args.settle_s,
                  "start_spread": args.start_spread, "rest_s": args.rest_s,
-                 "startup": args.startup, "trace": args.trace, "seed": args.seed},
+                 "startup": args.startup, "trace": args.trace, "seed": args.seed,
+                 "death": args.death,
+                 "preload": args.preload},
         "machine": machine,
         "stores": stores,
         "missing": missing,

@@ -951,7 +951,7 @@ def render(run):
                 if not st:
                     cells.append("not run")
                     continue
-                d = 1 if v == "guardian" else 0
+                d = 1 if v in ("guardian", "preload") else 0
                 cells.append("%s / %s / %s / %s (%d)" % (fmt(st["p50"], d), fmt(st["p90"], d),
                                                         fmt(st["p99"], d), fmt(st["max"], d),
                                                         st["n"]))

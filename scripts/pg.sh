@@ -48,6 +48,13 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 PROG=pg.sh
 # shellcheck source-path=SCRIPTDIR source=lib/server-common.sh
 . "$(dirname "$SELF")/lib/server-common.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/sql-server.sh
+. "$(dirname "$SELF")/lib/sql-server.sh"
+STATE_MARKER=pg.state
+WATCH_CMD=__watch-pg
+OWNER_ENV=REIGN_SQL_OWNER_PID
+SERVER_LOG=postgres.log
+SQL_CLIENT_ARGS=(-d reign -A -t -F $'\t')
 START_TIMEOUT=${REIGN_SQL_START_TIMEOUT:-60}
 PATH=$PATH:/usr/sbin:/sbin
 
@@ -126,23 +133,6 @@ pg_procs_under() {
     done
 }
 
-# watchdog_pids_under PREFIX: watchdogs (`pg.sh __watch-pg STATE_DIR ...`) under it.
-watchdog_pids_under() {
-    local prefix=$1 f pid args
-    for f in $(grep -l -a -F -- "__watch-pg" /proc/[0-9]*/cmdline 2>/dev/null || true); do
-        pid=${f#/proc/}
-        pid=${pid%/cmdline}
-        [[ $pid == "$BASHPID" ]] && continue
-        args=$(cmdline_args "$pid") || continue
-        local is_watch=0 has_dir=0 a
-        while IFS= read -r a; do
-            if [[ $a == __watch-pg ]]; then is_watch=1; fi
-            if [[ $a == "$prefix"* || $a/ == "$prefix" ]]; then has_dir=1; fi
-        done <<<"$args"
-        if [[ $is_watch -eq 1 && $has_dir -eq 1 ]]; then echo "$pid"; fi
-    done
-}
-
 # shutdown_postmasters PID...: a fast shutdown (SIGINT: backends are told to quit, the last
 # checkpoint is written), with everything SIGCONTed first so a paused server can act on it; after
 # 15 s an immediate shutdown (SIGQUIT), after 5 more SIGKILL for them and their children.
@@ -195,10 +185,6 @@ server_pid() {
     if alive "$pid" && grep -qzxF -- "$(home)/data" "/proc/$pid/cmdline" 2>/dev/null; then
         echo "$pid"
     fi
-}
-
-port_of() {
-    cat "$STATE/port"
 }
 
 # client ARGS...: psql as the superuser over TCP, nothing read from ~/.psqlrc or the
@@ -291,25 +277,8 @@ wait_serving() {
     done
 }
 
-log_tail() {
-    echo "---- $STATE/postgres.log (last 40 lines) ----" >&2
-    tail -n 40 "$STATE/postgres.log" >&2 2>/dev/null || true
-}
-
 bind_conflict() {
     grep -qsE 'Address already in use|could not create any TCP/IP sockets' "$STATE/postgres.log"
-}
-
-start_watchdog() {
-    local owner=${REIGN_SQL_OWNER_PID:-}
-    [[ -n $owner ]] || return 0
-    if [[ $owner == parent ]]; then owner=$PPID; fi
-    [[ $owner =~ ^[0-9]+$ ]] || die "REIGN_SQL_OWNER_PID '$owner' is not a pid"
-    local started
-    started=$(proc_start_time "$owner")
-    [[ -n $started ]] || die "owner process $owner does not exist"
-    setsid bash "$SELF" __watch-pg "$STATE" "$owner" "$started" </dev/null >/dev/null 2>&1 &
-    echo $! >"$STATE/watchdog.pid"
 }
 
 # initialise: initdb, as the run user, with the superuser's password from a file it can read.
@@ -488,11 +457,6 @@ cmd_stop_all_under() {
     wait
 }
 
-cmd_stop_server() {
-    load_state "$1"
-    stop_server_of "$STATE"
-}
-
 cmd_kill_server() {
     load_state "$1"
     local pid all
@@ -521,11 +485,6 @@ cmd_start_server() {
     fi
 }
 
-cmd_restart() {
-    cmd_stop_server "$1"
-    cmd_start_server "$1"
-}
-
 # pause/resume: every process of the server, not only the postmaster, or the backends would go
 # on serving their connections.
 cmd_signal_server() {
@@ -544,41 +503,6 @@ cmd_signal_server() {
         if [[ ${#kids[@]} -gt 0 ]]; then kill -CONT "${kids[@]}" 2>/dev/null || true; fi
         kill -CONT "$pid"
     fi
-}
-
-cmd_port() {
-    load_state "$1"
-    port_of
-}
-
-cmd_uri() {
-    load_state "$1"
-    cat "$STATE/uri" 2>/dev/null || die "no uri in '$STATE' (server starting?)"
-}
-
-cmd_sql() {
-    [[ $# -eq 2 ]] || {
-        usage >&2
-        exit 2
-    }
-    load_state "$1"
-    if [[ $2 == - ]]; then
-        client -d reign -A -t -F $'\t'
-    else
-        client -d reign -A -t -F $'\t' <<<"$2"
-    fi
-}
-
-cmd_status() {
-    load_state "$1"
-    local pid
-    pid=$(server_pid)
-    echo "$(port_of) ${pid:--} $(run_state "$pid")"
-}
-
-# __watch-pg STATE OWNER OWNER_START: stop STATE's server once the owner process is gone.
-cmd_watch() {
-    watch_owner "$1" pg.state "$2" "$3"
 }
 
 main() {

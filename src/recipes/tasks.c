@@ -91,33 +91,12 @@ char *reign__tasks_guid_payload_path(const char *queue, const char *guid)
                              guid, guid);
 }
 
-static char *payload_path(const char *queue, const char *task, bool flat)
+char *reign__tasks_payload_path(const char *queue, const char *task)
 {
     char guid[2 * REIGN__TASKS_GUID_BYTES + 1];
     if (!reign__task_name_parse(task, guid, NULL))
         return NULL;
-    return flat ? reign__tasks_path(queue, "data", guid, NULL)
-                : reign__tasks_guid_payload_path(queue, guid);
-}
-
-char *reign__tasks_payload_path(const char *queue, const char *task)
-{
-    return payload_path(queue, task, false);
-}
-
-char *reign__tasks_flat_payload_path(const char *queue, const char *task)
-{
-    return payload_path(queue, task, true);
-}
-
-void reign__tasks_drop_payload(reign__zk *zk, const char *queue, const char *task)
-{
-    for (int flat = 0; flat < 2; flat++) {
-        char *p = payload_path(queue, task, flat);
-        if (p)
-            reign__zk_delete(zk, p, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-        reign__free(p);
-    }
+    return reign__tasks_guid_payload_path(queue, guid);
 }
 
 size_t reign__tasks_limits_build(char *buf, int concurrency, int prefetch)
@@ -833,8 +812,8 @@ static void on_status_get(void *owner, void *arg, const reign__zk_result *r)
          * others: a task finishing meanwhile is caught by the re-read.) */
         start_round(q);
     } else if (r->rc == REIGN_ENOENT || r->rc == REIGN_ESESSION) {
-        /* wait: no result although the payload is gone (a task of an earlier version, or one
-         * submitted on another session that our server has not seen yet), or a new session:
+        /* wait: no result although the payload is gone (a task submitted on another session
+         * that our server has not seen yet, or a result deleted meanwhile), or a new session:
          * watched by an exists of status/T from now on. */
         q->reading = false;
         q->fallback = true;

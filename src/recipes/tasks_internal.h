@@ -4,14 +4,13 @@
  *
  *   /reign/tasks/Q                      persistent; record kind=tasks
  *   /reign/tasks/Q/tasks/t_<guid>_<seq> persistent sequential; record guid=,
- *                                       submitted_ms= (earlier versions: + the payload)
+ *                                       submitted_ms=
  *   /reign/tasks/Q/data/<tag>           container: the payloads of one client's submits
  *                                       (tag: the first 4 hex digits of their guids)
  *   /reign/tasks/Q/data/<tag>/<guid>    the task's record with its payload, made with
- *                                       tasks/T, deleted with assign/W/T (earlier versions:
- *                                       data/<guid>, or in tasks/T itself)
+ *                                       tasks/T, deleted with assign/W/T
  *   /reign/tasks/Q/assign/W             persistent, made by worker W (or the master)
- *   /reign/tasks/Q/assign/W/<task>      empty (earlier versions: a copy of tasks/T)
+ *   /reign/tasks/Q/assign/W/<task>      empty
  *   /reign/tasks/Q/status/<task>        record worker=, exit=, signal= + output
  *   group "tasks.Q", election "tasks.Q" the workers and the masters
  */
@@ -46,16 +45,10 @@ char *reign__tasks_strf(const char *fmt, ...) REIGN__PRINTF(1, 2);
 char *reign__tasks_path(const char *queue, const char *a, const char *b, const char *c);
 
 /* "/reign/tasks/Q/data/<tag>/<guid>": where the payload of task `task` is kept while the task
- * is pending or assigned; NULL if `task` is not a task name, or on OOM.  _flat: where earlier
- * versions kept it, "/reign/tasks/Q/data/<guid>". */
+ * is pending or assigned; NULL if `task` is not a task name, or on OOM. */
 char *reign__tasks_payload_path(const char *queue, const char *task);
-char *reign__tasks_flat_payload_path(const char *queue, const char *task);
 /* The same from a guid (a task not named yet: its submit). */
 char *reign__tasks_guid_payload_path(const char *queue, const char *guid);
-/* Deletes the payload nodes task `task` may have (in its bucket, or flat), no callback: for
- * a task found done with its assignment left behind (earlier versions' two-write completion),
- * so that nothing waits on a payload that would never go. */
-void reign__tasks_drop_payload(reign__zk *zk, const char *queue, const char *task);
 
 /* "/reign/tasks/Q/data/<tag>": the bucket of the payloads whose guids start with the tag (a
  * container node: the server deletes it some time after its last child went), or NULL. */
@@ -87,8 +80,8 @@ void reign__tasks_bucket_missing(reign_client *c, const char *queue, const char 
  * child watch on it and one listing per change, instead of an exists each.  `gone` is called
  * (on the loop, once, the wait already stopped) when a listing of the bucket sent after
  * reign__tasks_wait_start() no longer shows the task's payload: its result should be there
- * (the caller reads it, and falls back to watching status/T if not: a task of an earlier
- * version, or one submitted on another session and not yet seen).
+ * (the caller reads it, and falls back to watching status/T if not: a task submitted on
+ * another session and not yet seen, or a result deleted meanwhile).
  */
 typedef struct reign__tasks_wait reign__tasks_wait;
 typedef void reign__tasks_gone_cb(reign__tasks_wait *w);
@@ -111,8 +104,8 @@ void reign__tasks_wait_stop(reign__tasks_wait *w);
  * tasks the master may give it.  _build writes it (buf: at least REIGN__TASKS_LIMITS_MAX
  * bytes; returns its length).  _parse reads what any worker registered, foreign data
  * included, and never fails: a missing or malformed concurrency is 1; a missing or malformed
- * prefetch is 2 x concurrency (what workers of earlier versions, which sent none, were
- * given); one below concurrency or above 400000 (however many digits) is concurrency.
+ * prefetch is 2 x concurrency; one below concurrency or above 400000 (however many digits)
+ * is concurrency.
  */
 #define REIGN__TASKS_LIMITS_MAX 48
 size_t reign__tasks_limits_build(char *buf, int concurrency, int prefetch);

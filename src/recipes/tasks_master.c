@@ -12,13 +12,7 @@
  *
  * Recovery reads assign/ (every worker's), then status/, then tasks/: in
  * the order a task moves, so no task is missed by reading while workers
- * finish tasks.  It gives the tasks of dead workers to live ones.  Earlier
- * versions moved a task with two writes (create, then delete) and could
- * leave a task in two places; recovery still settles those (the listing of
- * status/ is there for them alone: one per election):
- *   - assigned and done: the assignment is deleted;
- *   - assigned twice: the copy on a live worker is kept;
- *   - pending and (assigned or done): the stale tasks/T is deleted.
+ * finish tasks.  It gives the tasks of dead workers to live ones.
  *
  * Each worker gets at most its prefetch (from its group payload) tasks at
  * once; the rest wait in tasks/, so least-loaded means something and a dead
@@ -69,7 +63,6 @@ struct reign_tasks_master {
     size_t n_workers;
     reign__tmap held; /* task -> worker, for every assignment we know of */
     uint64_t gen;     /* listings of workers' directories sent (see list_worker) */
-    reign__tmap done; /* recovery only: tasks with a status */
     char **pending;   /* the last listing of tasks/ */
     size_t n_pending, next_pending;
     bool tasks_listing, tasks_dirty;
@@ -202,7 +195,6 @@ static void clear_state(reign_tasks_master *m)
     m->workers = NULL;
     m->n_workers = 0;
     reign__tmap_clear(&m->held);
-    reign__tmap_clear(&m->done);
     for (size_t i = 0; i < m->n_pending; i++)
         reign__free(m->pending[i]);
     reign__free(m->pending);
@@ -247,11 +239,8 @@ typedef struct move {
     char *from; /* NULL: from tasks/ */
     char *src;  /* the node the task leaves */
     char *dst;
-    char *payload; /* a pending task's payload node, checked by the multi; NULL: copy data */
-    bool flat;     /* payload is data/<guid> (earlier versions), not data/<tag>/<guid> */
-    char *data;    /* the source's data, copied into the assignment */
-    size_t len;
-    uint64_t gen; /* listings sent before the request that will prove the move (see moved) */
+    char *payload; /* a pending task's payload node, checked by the multi; NULL: none */
+    uint64_t gen;  /* listings sent before the request that will prove the move (see moved) */
 } move;
 
 static void move_dtor(void *p)
@@ -263,7 +252,6 @@ static void move_dtor(void *p)
     reign__free(mv->src);
     reign__free(mv->dst);
     reign__free(mv->payload);
-    reign__free(mv->data);
 }
 
 #define move_free(mv)   targ_free(m, (mv))
@@ -352,7 +340,6 @@ static void source_gone(reign_tasks_master *m, move *mv)
 }
 
 static void send_move(reign_tasks_master *m, move *mv);
-static void on_source_read(void *owner, void *arg, const reign__zk_result *r);
 
 /*
  * The multi's answer was lost: did it happen?  Its source is deleted by it and by nothing
@@ -400,24 +387,8 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
     if (r->rc == 0 || (r->rc == REIGN_EEXIST && r->failed_op == create)) {
         /* EEXIST: an earlier send whose answer was lost landed. */
         moved(m, mv);
-    } else if (r->rc == REIGN_ENOENT && mv->payload && r->failed_op == 1 && !mv->flat) {
-        /* No data/<tag>/<guid>: submitted by an earlier version, which kept the payload in
-         * data/<guid> (or in tasks/T: see below).  Checked there. */
-        reign__free(mv->payload);
-        mv->payload = reign__tasks_flat_payload_path(m->queue, mv->task);
-        mv->flat = true;
-        if (mv->payload)
-            send_move(m, mv);
-        else
-            abandon_move(m, mv);
     } else if (r->rc == REIGN_ENOENT && mv->payload && r->failed_op == 1) {
-        /* No data/<guid> either: submitted by an earlier version still, which kept the
-         * payload in tasks/T.  Copy it, as those versions did (a task done meanwhile: the read
-         * finds tasks/T gone too). */
-        reign__free(mv->payload);
-        mv->payload = NULL;
-        if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0)
-            abandon_move(m, mv);
+        drop_move(m, mv); /* no payload: the task was deleted meanwhile (a stale listing) */
     } else if (r->rc == REIGN_ENOENT && r->failed_op == create) {
         /* The worker's directory is missing (made by the worker, but we may
          * be first): make it, then again. */
@@ -446,8 +417,8 @@ out:
  * One multi: our election node exists (rule 2 of docs/tasks.md), the assignment is
  * created, the source deleted.  All or nothing, so the task is always in exactly one place.
  * A pending task's payload stays in data/<tag>/<guid> (the worker reads it there), so the master
- * never reads the task: the multi checks that the payload is there instead, which tells a
- * task of an earlier version (payload in tasks/T, to be copied) without a read.
+ * never reads the task: the multi checks that the payload is there instead.  A dead worker's
+ * task is moved the same way (its payload stays where it is).
  */
 static void send_move(reign_tasks_master *m, move *mv)
 {
@@ -455,71 +426,15 @@ static void send_move(reign_tasks_master *m, move *mv)
     size_t n = 1;
     if (mv->payload)
         ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCHECK, .path = mv->payload, .version = -1};
-    ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCREATE,
-                               .path = mv->dst,
-                               .data = mv->data ? mv->data : "",
-                               .len = mv->len,
-                               .version = -1};
+    ops[n++] =
+        (reign__zk_mop){.type = REIGN__ZK_MCREATE, .path = mv->dst, .data = "", .version = -1};
     ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MDELETE, .path = mv->src, .version = -1};
     mv->gen = m->gen;
     if (reign__zk_multi(m->zk, ops, n, m, on_move_written, mv) < 0)
         abandon_move(m, mv);
 }
 
-static void on_source_read(void *owner, void *arg, const reign__zk_result *r)
-{
-    reign_tasks_master *m = owner;
-    move *mv = arg;
-    enter(m);
-    if (MV_STALE(m, mv)) {
-        move_free(mv);
-    } else if (r->rc == 0) {
-        mv->data = reign__memdup(r->value ? r->value : "", r->value_len);
-        mv->len = r->value_len;
-        if (mv->data || !r->value_len)
-            send_move(m, mv);
-        else
-            abandon_move(m, mv);
-    } else if (r->rc == REIGN_ENOENT) {
-        drop_move(m, mv); /* gone meanwhile (a stale listing, or its worker finished it) */
-    } else {
-        report(m, r->rc, "reading a task");
-        abandon_move(m, mv);
-    }
-    leave(m);
-}
-
-static void on_status_checked(void *owner, void *arg, const reign__zk_result *r)
-{
-    reign_tasks_master *m = owner;
-    move *mv = arg;
-    enter(m);
-    if (MV_STALE(m, mv)) {
-        move_free(mv);
-    } else if (r->rc == 0) {
-        /* Done: left by the two-write completion of earlier versions (its
-         * worker died between recording the result and deleting the
-         * assignment).  Never run again: just delete the assignment.  The
-         * atomic moves never leave this; the check costs one read per task
-         * taken from a dead worker, so it stays for queues written before. */
-        reign__zk_delete(m->zk, mv->src, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-        reign__tasks_drop_payload(m->zk, m->queue, mv->task);
-        drop_move(m, mv);
-    } else if (r->rc == REIGN_ENOENT) {
-        if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0)
-            abandon_move(m, mv);
-    } else {
-        report(m, r->rc, "checking a dead worker's task");
-        abandon_move(m, mv);
-    }
-    leave(m);
-}
-
-/*
- * Starts moving `task` from tasks/ (from == NULL: the multi at once) or from dead worker
- * `from` to w (checks that it has no result, reads the source to copy what it holds, then
- * the multi).
- */
+/* Starts moving `task` from tasks/ (from == NULL) or from dead worker `from` to w. */
 static bool start_move(reign_tasks_master *m, const char *task, const char *from, worker *w)
 {
     move *mv = targ_new(m, sizeof(*mv), move_dtor);
@@ -531,32 +446,17 @@ static bool start_move(reign_tasks_master *m, const char *task, const char *from
     mv->src = from ? reign__tasks_path(m->queue, "assign", from, task)
                    : reign__tasks_path(m->queue, "tasks", task, NULL);
     mv->dst = reign__tasks_path(m->queue, "assign", w->id, task);
-    char *status = from ? reign__tasks_path(m->queue, "status", task, NULL) : NULL;
     mv->payload = from ? NULL : reign__tasks_payload_path(m->queue, task);
-    int rc = REIGN_ENOMEM;
-    if (mv->task && mv->to && (from ? mv->from && status : !!mv->payload) && mv->src && mv->dst)
-        rc = from ? reign__zk_exists(m->zk, status, NULL, REIGN__ZK_RETRY, m, on_status_checked, mv)
-                  : 0;
-    reign__free(status);
-    if (rc < 0) {
+    if (!(mv->task && mv->to && (from ? !!mv->from : !!mv->payload) && mv->src && mv->dst)) {
         move_free(mv);
         return false;
     }
     hold(m, task, w->id, F_INFLIGHT | (from ? F_MOVING : 0));
-    if (!from)
-        send_move(m, mv); /* after hold: a failure to send unholds it */
+    send_move(m, mv); /* after hold: a failure to send unholds it */
     return true;
 }
 
 /* ---- pending tasks ---------------------------------------------------------- */
-
-static void drop_node(reign_tasks_master *m, const char *dir, const char *a, const char *b)
-{
-    char *p = reign__tasks_path(m->queue, dir, a, b);
-    if (p)
-        reign__zk_delete(m->zk, p, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-    reign__free(p);
-}
 
 /* Settles the tasks of workers that are gone, then assigns pending tasks
  * while some live worker has room. */
@@ -604,7 +504,7 @@ static void assign_more(reign_tasks_master *m)
     while (m->next_pending < m->n_pending) {
         const char *task = m->pending[m->next_pending];
         if (reign__tmap_get(&m->held, task)) {
-            m->next_pending++; /* being assigned, or the stale copy of an assignment */
+            m->next_pending++; /* being assigned, or listed before its move landed */
             continue;
         }
         worker *w = choose(m);
@@ -659,20 +559,8 @@ static void on_tasks_listed(void *owner, void *arg, const reign__zk_result *r)
             const char *t = r->children[i];
             if (!reign__task_name_parse(t, NULL, NULL))
                 continue; /* not a task of ours: never acted on */
-            if (reign__tmap_get(&m->done, t)) {
-                drop_node(m, "tasks", t, NULL); /* done already (recovery) */
-                reign__tasks_drop_payload(m->zk, m->queue, t);
-                continue;
-            }
-            reign__tmap_entry *e = reign__tmap_get(&m->held, t);
-            if (e) {
-                /* Assigned already: the source of a move in flight (listed
-                 * before the move's multi), or a stale copy left by the
-                 * two-write moves of earlier versions. */
-                if (!(e->flags & F_INFLIGHT))
-                    drop_node(m, "tasks", t, NULL);
-                continue;
-            }
+            if (reign__tmap_get(&m->held, t))
+                continue; /* assigned already: listed before its move's multi landed */
             if ((v[n] = reign__strdup(t)))
                 n++;
         }
@@ -878,9 +766,8 @@ static void recovery_step(reign_tasks_master *m);
 
 static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r);
 
-/* Recovery's reads: stage 1 assign/ and each assign/W, stage 2 status/. */
+/* Recovery's reads: assign/ (worker NULL), then each assign/W. */
 typedef struct rread {
-    int stage;
     char *worker;
 } rread;
 
@@ -889,14 +776,12 @@ static void rread_dtor(void *p)
     reign__free(((rread *)p)->worker);
 }
 
-static int recovery_list(reign_tasks_master *m, int stage, const char *wid)
+static int recovery_list(reign_tasks_master *m, const char *wid)
 {
     rread *a = targ_new(m, sizeof(*a), rread_dtor);
-    char *p = stage == 2 ? reign__tasks_path(m->queue, "status", NULL, NULL)
-                         : reign__tasks_path(m->queue, "assign", wid, NULL);
+    char *p = reign__tasks_path(m->queue, "assign", wid, NULL);
     int rc = REIGN_ENOMEM;
     if (a && p && (!wid || (a->worker = reign__strdup(wid)))) {
-        a->stage = stage;
         rc = reign__zk_children(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_recovery_list, a);
     }
     reign__free(p);
@@ -929,36 +814,15 @@ static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r)
     }
     for (size_t i = 0; r->rc == 0 && i < r->n_children; i++) {
         const char *c = r->children[i];
-        if (a->stage == 1 && !a->worker) {
-            if (reign__tasks_worker_check(c) == 0 && add_worker(m, c) && recovery_list(m, 1, c) < 0)
+        if (!a->worker) {
+            if (reign__tasks_worker_check(c) == 0 && add_worker(m, c) && recovery_list(m, c) < 0)
                 m->recovering = -1000;
         } else if (reign__task_name_parse(c, NULL, NULL)) {
-            if (a->stage == 2) {
-                reign__tmap_put(&m->done, c);
-            } else if (reign__tmap_get(&m->held, c)) {
-                /* A double left by a crash in the middle of a two-write
-                 * move (earlier versions): keep the copy on a live worker. */
-                reign__tmap_entry *e = reign__tmap_get(&m->held, c);
-                worker *held_by = find_worker(m, e->worker);
-                if (!(held_by && held_by->live)) {
-                    drop_node(m, "assign", e->worker, c);
-                    hold(m, c, a->worker, 0);
-                } else {
-                    drop_node(m, "assign", a->worker, c);
-                }
-            } else {
-                hold(m, c, a->worker, 0);
-            }
+            hold(m, c, a->worker, 0);
         }
     }
-    if (m->recovering == 0) {
-        if (a->stage == 1) {
-            if (recovery_list(m, 2, NULL) < 0)
-                recovery_failed(m, REIGN_ENOMEM);
-        } else {
-            recovery_step(m);
-        }
-    }
+    if (m->recovering == 0)
+        recovery_step(m);
 out:
     targ_free(m, a);
     leave(m);
@@ -966,27 +830,14 @@ out:
 
 static void recovery_step(reign_tasks_master *m)
 {
-    /* Assigned and done: left by the two-write completion of earlier
-     * versions (the worker died between its writes). */
-    for (size_t i = 0; i < m->held.cap; i++) {
-        if (!reign__tmap_live(&m->held, i))
-            continue;
-        reign__tmap_entry *e = &m->held.v[i];
-        if (!reign__tmap_get(&m->done, e->key))
-            continue;
-        drop_node(m, "assign", e->worker, e->key);
-        reign__tasks_drop_payload(m->zk, m->queue, e->key);
-        unhold(m, e->key);
-    }
     m->active = true;
-    reign__log(m->log, REIGN_LOG_NOTICE, "tasks %s: recovered: %zu assigned, %zu done", m->queue,
-               m->held.n, m->done.n);
+    reign__log(m->log, REIGN_LOG_NOTICE, "tasks %s: recovered: %zu assigned", m->queue, m->held.n);
     reign_tasks_event ev = {.type = REIGN_TASKS_RECOVERED, .term = m->term};
     emit(m, &ev);
     if (m->free_requested || !m->leading)
         return;
     recompute_live(m); /* the members as they are now, not as at READY */
-    list_tasks(m);     /* drops stale copies (done or assigned), assigns the rest */
+    list_tasks(m);     /* assigns what is pending */
     if (m->retention_ms > 0) {
         reign__timers *ts = reign__client_timers(m->client);
         reign__timer_start(ts, &m->timer, reign__now_ns());
@@ -996,7 +847,7 @@ static void recovery_step(reign_tasks_master *m)
 static void start_recovery(reign_tasks_master *m)
 {
     m->recovering = 0;
-    if (recovery_list(m, 1, NULL) < 0)
+    if (recovery_list(m, NULL) < 0)
         recovery_failed(m, REIGN_ENOMEM);
 }
 

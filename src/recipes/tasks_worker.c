@@ -14,13 +14,6 @@
  * Payloads are read ahead: up to `concurrency` tasks beyond those running are
  * read (or being read) and wait for a slot (T_READY), so a slot that frees
  * runs the next task at once instead of a round trip later.
- *
- * Earlier versions recorded a result with two writes (the multi, then the
- * delete) and could leave an assignment whose task has a result.  So the
- * tasks of the first listing of a session still have their status checked
- * before they run: one read per task then, none later.  Tasks of later
- * listings are new assignments, which the master never makes for a task
- * with a result.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,15 +23,10 @@
 
 #include "tasks_internal.h"
 
-#define T_READING   1  /* being read (or its status checked) */
-#define T_RUNNING   2  /* RUN given */
-#define T_RECORDING 4  /* the result is being written */
-#define T_COPY      8  /* its payload came from the assignment (an earlier version's task) */
-#define T_FLAT      32 /* its payload came from data/<guid> (an earlier version's task) */
-
-/* Where a task's payload is: the place each version of the queue kept it. */
-enum { PAY_BUCKET, PAY_FLAT, PAY_COPY };
-#define T_READY 16 /* read, waiting for a slot: its pend (entry's ptr) holds the payload */
+#define T_READING   1 /* being read */
+#define T_RUNNING   2 /* RUN given */
+#define T_RECORDING 4 /* the result is being written */
+#define T_READY     8 /* read, waiting for a slot: its pend (entry's ptr) holds the payload */
 
 typedef struct pend {
     struct pend *prev, *next;
@@ -47,7 +35,7 @@ typedef struct pend {
     char *task;
     reign__buf rec;     /* T_READY: the payload; T_RECORDING: the status record */
     struct pend *rnext; /* T_READY: the next read task, in the order they were read */
-    unsigned char pay;  /* where its payload is: PAY_* (T_RECORDING: which node to delete) */
+    bool no_payload;    /* T_RECORDING: its payload node is gone, the result goes without */
     bool lost;          /* T_RECORDING: an answer was lost (the multi may have landed) */
     bool checked;       /* ... and a later send found the assignment gone */
 } pend;
@@ -69,7 +57,7 @@ struct reign_tasks_worker {
     pend *ready, **ready_tail; /* the T_READY tasks, oldest first */
     char **listed;             /* the last listing of assign/W, NULL where started */
     size_t n_listed;
-    bool listing, dirty, check_first;
+    bool listing, dirty;
     pend *pends;       /* arguments of requests in flight (freed on forget) */
     reign__timer kick; /* start_more() on the loop, after reign_tasks_worker_done() */
     int busy;
@@ -165,12 +153,12 @@ static void forget_task(reign_tasks_worker *w, const char *task)
 }
 
 /* Gives the task RUN: a slot is free. */
-static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *task, int pay,
+static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *task,
                      const void *data, size_t len)
 {
     if ((e->flags & (T_READING | T_READY)) && w->ahead)
         w->ahead--;
-    e->flags = T_RUNNING | (pay == PAY_COPY ? T_COPY : pay == PAY_FLAT ? T_FLAT : 0);
+    e->flags = T_RUNNING;
     e->ptr = NULL;
     w->slots++;
     reign_tasks_event ev = {.type = REIGN_TASKS_RUN, .task = task, .data = data, .data_len = len};
@@ -183,24 +171,13 @@ static char *task_path(reign_tasks_worker *w, const char *dir, const char *task)
                : reign__tasks_path(w->queue, "assign", w->id, task);
 }
 
-/* The payload's node (NULL when it came from the assignment, or on OOM). */
-static char *payload_path(reign_tasks_worker *w, const pend *p)
-{
-    return p->pay == PAY_BUCKET ? reign__tasks_payload_path(w->queue, p->task)
-           : p->pay == PAY_FLAT ? reign__tasks_flat_payload_path(w->queue, p->task)
-                                : NULL;
-}
-
 static void on_task_read(void *owner, void *arg, const reign__zk_result *r);
 
-/*
- * Reads a task's payload: from data/<tag>/<guid>, where it stays from submit until our
- * result; or, for a task submitted by an earlier version, from data/<guid>, or from the copy
- * the master put in the assignment.
- */
+/* Reads a task's payload from data/<tag>/<guid>, where it stays from submit until our
+ * result. */
 static int read_task(reign_tasks_worker *w, pend *p)
 {
-    char *path = p->pay == PAY_COPY ? task_path(w, NULL, p->task) : payload_path(w, p);
+    char *path = reign__tasks_payload_path(w->queue, p->task);
     int rc =
         path ? reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_task_read, p) : REIGN_ENOMEM;
     reign__free(path);
@@ -219,16 +196,6 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
     if (!e || !(e->flags & T_READING))
         goto out;
-    if (r->rc == REIGN_ENOENT && p->pay != PAY_COPY) {
-        /* Not there: an earlier version's task (its payload in data/<guid>, or in the
-         * assignment), or a task finished elsewhere (then the assignment is gone too: the
-         * last read says so). */
-        p->pay++;
-        if (read_task(w, p) == 0) {
-            leave(w);
-            return;
-        }
-    }
     reign__record rec;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
         int rc = reign__buf_append(&p->rec, rec.payload, rec.payload_len);
@@ -248,7 +215,7 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
         forget_task(w, p->task);
         start_more(w);
     } else {
-        /* ENOENT: moved away meanwhile; foreign data: never run */
+        /* ENOENT: moved away or finished elsewhere meanwhile; foreign data: never run */
         if (r->rc == 0)
             report(w, REIGN_EFOREIGN, "a task's node holds foreign data; not run");
         else if (r->rc != REIGN_ENOENT)
@@ -259,33 +226,6 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
     }
 out:
     pend_free(w, p);
-    leave(w);
-}
-
-static void on_done_checked(void *owner, void *arg, const reign__zk_result *r)
-{
-    reign_tasks_worker *w = owner;
-    pend *p = arg;
-    enter(w);
-    if (p->epoch != w->epoch) {
-        pend_free(w, p);
-        goto out;
-    }
-    if (r->rc == 0) {
-        /* Done before (a worker of an earlier version died between its two writes). */
-        char *path = task_path(w, NULL, p->task);
-        if (path)
-            reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-        reign__free(path);
-        reign__tasks_drop_payload(w->zk, w->queue, p->task);
-        forget_task(w, p->task);
-        pend_free(w, p);
-        start_more(w);
-    } else if (read_task(w, p) < 0) {
-        forget_task(w, p->task);
-        pend_free(w, p);
-    }
-out:
     leave(w);
 }
 
@@ -300,16 +240,7 @@ static void start_task(reign_tasks_worker *w, const char *task)
     }
     e->flags = T_READING;
     w->ahead++;
-    int rc;
-    if (w->check_first) {
-        char *path = task_path(w, "status", task);
-        rc = path ? reign__zk_exists(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_done_checked, p)
-                  : REIGN_ENOMEM;
-        reign__free(path);
-    } else {
-        rc = read_task(w, p);
-    }
-    if (rc < 0) {
+    if (read_task(w, p) < 0) {
         forget_task(w, task);
         pend_free(w, p);
     }
@@ -335,7 +266,7 @@ static void start_more(reign_tasks_worker *w)
         unready(w, p);
         reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
         if (e && (e->flags & T_READY))
-            run_task(w, e, p->task, p->pay, p->rec.data, p->rec.len);
+            run_task(w, e, p->task, p->rec.data, p->rec.len);
         pend_free(w, p);
     }
     if (w->free_requested)
@@ -412,7 +343,6 @@ static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
                 goto out;
         }
         start_more(w);
-        w->check_first = false;
     } else if (r->rc == REIGN_ENOENT) {
         /* Our directory is gone (an operator?): make it again. */
         char *dir = reign__tasks_path(w->queue, "assign", w->id, NULL);
@@ -463,28 +393,6 @@ static void taken_away(reign_tasks_worker *w, pend *p)
     forget_task(w, p->task);
     pend_free(w, p);
     start_more(w);
-}
-
-static void on_assignment_deleted(void *owner, void *arg, const reign__zk_result *r)
-{
-    reign_tasks_worker *w = owner;
-    (void)r;
-    enter(w);
-    recorded(w, arg);
-    leave(w);
-}
-
-static void delete_assignment(reign_tasks_worker *w, pend *p)
-{
-    char *payload = payload_path(w, p);
-    if (payload) /* the task is done: its payload goes too */
-        reign__zk_delete(w->zk, payload, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-    reign__free(payload);
-    char *path = task_path(w, NULL, p->task);
-    if (!path ||
-        reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, w, on_assignment_deleted, p) < 0)
-        recorded(w, p);
-    reign__free(path);
 }
 
 /*
@@ -541,7 +449,7 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 3) {
         /* The assignment is ours but its payload node is gone: not a state this version
          * makes.  The result is recorded without it. */
-        p->pay = PAY_COPY;
+        p->no_payload = true;
         send_result(w, p);
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 0) {
         if (p->lost) {
@@ -553,11 +461,6 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
         } else {
             taken_away(w, p);
         }
-    } else if (r->rc == REIGN_EEXIST && r->failed_op == 1) {
-        /* A result exists while the assignment is ours: left by the two-write completion
-         * of earlier versions (a worker died between its writes and the task was given
-         * again).  That result stands; the assignment goes. */
-        delete_assignment(w, p);
     } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT || r->rc == REIGN_ESESSION) {
         /* Unknown outcome: look before writing again (the read waits for a connection; a
          * landed multi cannot land twice anyway, its check would fail). */
@@ -574,16 +477,16 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
 
 /*
  * One multi: the assignment is still ours (rule 3 of docs/tasks.md), the status is created,
- * the assignment deleted, and the payload with it (unless it came from the assignment).  All
+ * the assignment deleted, and the payload with it (unless it is gone already).  All
  * or nothing: the task is never both assigned and done, and its payload goes exactly when
  * it is done.
  */
 static void send_result(reign_tasks_worker *w, pend *p)
 {
     char *assignment = task_path(w, NULL, p->task), *status = task_path(w, "status", p->task);
-    char *payload = payload_path(w, p);
+    char *payload = p->no_payload ? NULL : reign__tasks_payload_path(w->queue, p->task);
     int rc = REIGN_ENOMEM;
-    if (assignment && status && (p->pay == PAY_COPY || payload)) {
+    if (assignment && status && (p->no_payload || payload)) {
         const reign__zk_mop ops[4] = {
             {.type = REIGN__ZK_MCHECK, .path = assignment, .version = -1},
             {.type = REIGN__ZK_MCREATE,
@@ -594,7 +497,7 @@ static void send_result(reign_tasks_worker *w, pend *p)
             {.type = REIGN__ZK_MDELETE, .path = assignment, .version = -1},
             {.type = REIGN__ZK_MDELETE, .path = payload, .version = -1},
         };
-        rc = reign__zk_multi(w->zk, ops, p->pay == PAY_COPY ? 3 : 4, w, on_result_written, p);
+        rc = reign__zk_multi(w->zk, ops, p->no_payload ? 3 : 4, w, on_result_written, p);
     }
     reign__free(assignment);
     reign__free(status);
@@ -623,7 +526,6 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
         pend_free(w, p);
         return rc;
     }
-    p->pay = (e->flags & T_COPY) ? PAY_COPY : (e->flags & T_FLAT) ? PAY_FLAT : PAY_BUCKET;
     /* Done running: its slot goes to the next task now, not once the result is written (a
      * round trip later).  What a worker holds stays bounded by the master (its prefetch). */
     e->flags = T_RECORDING;
@@ -675,13 +577,12 @@ static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
     leave(w);
 }
 
-/* A new session: start over, checking results first (see the top). */
+/* A new session: start over. */
 static void new_session(reign_tasks_worker *w)
 {
     w->epoch++;
     w->listing = false;
-    w->check_first = true;
-    /* Read ahead on the old session: read again (and checked for a result) on this one. */
+    /* Read ahead on the old session: read again on this one. */
     for (size_t i = 0; i < w->tasks.cap; i++)
         if (reign__tmap_live(&w->tasks, i) && (w->tasks.v[i].flags & T_READY))
             forget_task(w, w->tasks.v[i].key);

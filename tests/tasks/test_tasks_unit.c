@@ -68,19 +68,15 @@ static void test_names_and_paths(void **state)
     assert_string_equal(p, "tasks.q");
     reign__free(p);
     /* A task's payload node is named by the guid in the task's name, in the bucket of the
-     * guid's first 4 digits (earlier versions: flat in data/). */
+     * guid's first 4 digits. */
     p = reign__tasks_payload_path("q", "t_0123456789abcdef_0000000001");
     assert_string_equal(p, "/reign/tasks/q/data/0123/0123456789abcdef");
-    reign__free(p);
-    p = reign__tasks_flat_payload_path("q", "t_0123456789abcdef_0000000001");
-    assert_string_equal(p, "/reign/tasks/q/data/0123456789abcdef");
     reign__free(p);
     p = reign__tasks_bucket_path("q", "0123456789abcdef");
     assert_string_equal(p, "/reign/tasks/q/data/0123");
     reign__free(p);
     assert_null(reign__tasks_payload_path("q", "t_0123456789abcdef_1"));
     assert_null(reign__tasks_payload_path("q", "not-a-task"));
-    assert_null(reign__tasks_flat_payload_path("q", "not-a-task"));
 }
 
 static void test_status_record(void **state)

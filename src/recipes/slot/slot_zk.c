@@ -559,7 +559,8 @@ static void list_all(zk_hist *h)
 }
 
 /* The latest slot, as the slots' node names it (last == 1): two reads instead of one per slot.
- * Without a name there (an older record), the listing of every slot. */
+ * Without a name there (no slot started yet, or its record unreadable), the listing of every
+ * slot. */
 static void on_hist_latest(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_hist *h = owner;

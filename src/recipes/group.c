@@ -38,33 +38,6 @@ static int group_name_check(const char *name)
     return name && reign__segment_ok(name, strlen(name)) ? 0 : REIGN_ENAME;
 }
 
-bool reign__member_node_parse(const char *name, char *guid, uint64_t *seq)
-{
-    /* m_ + 16 hex + _ + 10 digits */
-    const size_t hex = 2 * REIGN__GROUP_GUID_BYTES;
-    if (strlen(name) != 2 + hex + 1 + 10 || name[0] != 'm' || name[1] != '_' ||
-        name[2 + hex] != '_')
-        return false;
-    for (size_t i = 0; i < hex; i++) {
-        char ch = name[2 + i];
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-            return false;
-    }
-    uint64_t n = 0;
-    for (const char *p = name + 3 + hex; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return false;
-        n = n * 10 + (uint64_t)(*p - '0');
-    }
-    if (guid) {
-        memcpy(guid, name + 2, hex);
-        guid[hex] = '\0';
-    }
-    if (seq)
-        *seq = n;
-    return true;
-}
-
 static int member_cmp(const void *a, const void *b)
 {
     const reign_member *x = a, *y = b;
@@ -416,7 +389,7 @@ static void g_make_path(reign_group *g)
      * the same session finds them. */
     reign__buf rec;
     reign__buf_init(&rec);
-    const char *kv[] = {"kind", "group"};
+    const char *kv[] = {REIGN__K_KIND, REIGN__KIND_GROUP};
     if (reign__record_build(&rec, kv, 2, NULL, 0) < 0) {
         reign__buf_free(&rec);
         g_retry(g, REIGN_ENOMEM, "creating the group node");
@@ -469,7 +442,7 @@ out:
 static int g_build_record(reign_group *g)
 {
     reign__buf_reset(&g->record);
-    const char *kv[] = {"id", g->id, "guid", g->guid};
+    const char *kv[] = {REIGN__K_ID, g->id, REIGN__K_GUID, g->guid};
     return reign__record_build(&g->record, kv, 4, g->data, g->data_len);
 }
 
@@ -486,7 +459,7 @@ static void g_create(reign_group *g)
     if (rc == 0) {
         reign__buf b;
         reign__buf_init(&b);
-        reign__buf_printf(&b, "%s/m_%s_", g->dir, g->guid);
+        reign__buf_printf(&b, "%s/" REIGN__N_MEMBER "%s_", g->dir, g->guid);
         prefix = b.data;
         rc = b.oom ? REIGN_ENOMEM : 0;
         if (b.oom)
@@ -902,7 +875,7 @@ static entry *entry_from(const char *node, uint64_t seq, const reign__zk_result 
      * persistent one named like it has no session behind it. */
     if (r->stat.ephemeral_owner == 0 || reign__record_parse(r->value, r->value_len, &rec) < 0)
         return e;
-    const char *id = reign__record_get(&rec, "id");
+    const char *id = reign__record_get(&rec, REIGN__K_ID);
     e->m.id = reign__strdup(id ? id : "");
     e->m.data = reign__memdup(rec.payload, rec.payload_len);
     e->m.data_len = rec.payload_len;

@@ -435,3 +435,21 @@ static void hub_destroy(reign__recipe *rp)
 }
 
 static const reign__recipe_ops hub_ops = {.conn = hub_conn, .destroy = hub_destroy};
+
+/* ---- the queue's directories ------------------------------------------------------------- */
+
+void reign__tasks_make_dirs(reign__zk *zk, const char *queue)
+{
+    static const char rec[] = "reign 1\n" REIGN__K_KIND "=" REIGN__KIND_TASKS "\n\n";
+    static const char *const subs[] = {NULL, REIGN__N_TASKS, REIGN__N_DATA, REIGN__N_ASSIGN,
+                                       REIGN__N_STATUS};
+    reign__zk_create(zk, REIGN__ZK_ROOT, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    reign__zk_create(zk, REIGN__TASKS_DIR, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        char *p = reign__tasks_path(queue, subs[i], NULL, NULL);
+        if (p)
+            reign__zk_create(zk, p, i ? NULL : rec, i ? 0 : sizeof rec - 1, REIGN__ZK_RETRY, NULL,
+                             NULL, NULL);
+        reign__free(p);
+    }
+}

@@ -392,7 +392,7 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
     } else if (r->rc == REIGN_ENOENT && r->failed_op == create) {
         /* The worker's directory is missing (made by the worker, but we may
          * be first): make it, then again. */
-        char *dir = reign__tasks_path(m->queue, "assign", mv->to, NULL);
+        char *dir = reign__tasks_path(m->queue, REIGN__N_ASSIGN, mv->to, NULL);
         if (dir)
             reign__zk_create(m->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__free(dir);
@@ -443,9 +443,9 @@ static bool start_move(reign_tasks_master *m, const char *task, const char *from
     mv->task = reign__strdup(task);
     mv->to = reign__strdup(w->id);
     mv->from = from ? reign__strdup(from) : NULL;
-    mv->src = from ? reign__tasks_path(m->queue, "assign", from, task)
-                   : reign__tasks_path(m->queue, "tasks", task, NULL);
-    mv->dst = reign__tasks_path(m->queue, "assign", w->id, task);
+    mv->src = from ? reign__tasks_path(m->queue, REIGN__N_ASSIGN, from, task)
+                   : reign__tasks_path(m->queue, REIGN__N_TASKS, task, NULL);
+    mv->dst = reign__tasks_path(m->queue, REIGN__N_ASSIGN, w->id, task);
     mv->payload = from ? NULL : reign__tasks_payload_path(m->queue, task);
     if (!(mv->task && mv->to && (from ? !!mv->from : !!mv->payload) && mv->src && mv->dst)) {
         move_free(mv);
@@ -580,7 +580,7 @@ static void list_tasks(reign_tasks_master *m)
     if (m->tasks_listing)
         return; /* tasks_dirty: again after this one */
     m->tasks_dirty = false;
-    char *p = reign__tasks_path(m->queue, "tasks", NULL, NULL);
+    char *p = reign__tasks_path(m->queue, REIGN__N_TASKS, NULL, NULL);
     if (p && reign__zk_children(m->zk, p, on_tasks_event, REIGN__ZK_RETRY, m, on_tasks_listed,
                                 ARG(m)) == 0)
         m->tasks_listing = true;
@@ -700,7 +700,7 @@ out:
 static void list_worker(reign_tasks_master *m, worker *w)
 {
     dref *d = targ_new(m, sizeof(*d), dref_dtor);
-    char *p = reign__tasks_path(m->queue, "assign", w->id, NULL);
+    char *p = reign__tasks_path(m->queue, REIGN__N_ASSIGN, w->id, NULL);
     int rc = REIGN_ENOMEM;
     if (d && p && (d->worker = reign__strdup(w->id))) {
         d->gen = ++m->gen;
@@ -779,7 +779,7 @@ static void rread_dtor(void *p)
 static int recovery_list(reign_tasks_master *m, const char *wid)
 {
     rread *a = targ_new(m, sizeof(*a), rread_dtor);
-    char *p = reign__tasks_path(m->queue, "assign", wid, NULL);
+    char *p = reign__tasks_path(m->queue, REIGN__N_ASSIGN, wid, NULL);
     int rc = REIGN_ENOMEM;
     if (a && p && (!wid || (a->worker = reign__strdup(wid)))) {
         rc = reign__zk_children(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_recovery_list, a);
@@ -873,7 +873,7 @@ static void on_results_listed(void *owner, void *arg, const reign__zk_result *r)
         wref *ref = targ_new(m, sizeof(*ref), wref_dtor);
         if (!ref)
             break;
-        ref->id = reign__tasks_path(m->queue, "status", r->children[i], NULL);
+        ref->id = reign__tasks_path(m->queue, REIGN__N_STATUS, r->children[i], NULL);
         if (!ref->id ||
             reign__zk_exists(m->zk, ref->id, NULL, REIGN__ZK_RETRY, m, on_result_stat, ref) < 0)
             targ_free(m, ref);
@@ -886,7 +886,7 @@ static void retention_cb(reign__timer *t, void *arg)
     (void)t;
     if (!m->active)
         return;
-    char *p = reign__tasks_path(m->queue, "status", NULL, NULL);
+    char *p = reign__tasks_path(m->queue, REIGN__N_STATUS, NULL, NULL);
     if (p)
         reign__zk_children(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_results_listed, ARG(m));
     reign__free(p);
@@ -912,9 +912,9 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
     bool ok = r->rc == 0 && (uint64_t)r->stat.version == m->term &&
               reign__record_parse(r->value, r->value_len, &rec) == 0;
     if (ok) {
-        node = reign__record_get(&rec, "node");
+        node = reign__record_get(&rec, REIGN__K_NODE);
         if (node && node[0] && !strchr(node, '/'))
-            m->check_path = reign__tasks_strf("%s/election/%s/%s", REIGN__ZK_ROOT, m->gname, node);
+            m->check_path = reign__strf("%s/%s/%s", REIGN__ELECTION_DIR, m->gname, node);
         reign__record_clear(&rec);
     }
     if (!m->check_path) {
@@ -948,7 +948,7 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
         reign_tasks_event te = {.type = REIGN_TASKS_ELECTED, .term = ev->term};
         emit(m, &te);
         /* The term node names the winner's node: ours, if its version is our term. */
-        char *p = reign__tasks_strf("%s/election/%s/term", REIGN__ZK_ROOT, m->gname);
+        char *p = reign__strf("%s/%s/" REIGN__N_TERM, REIGN__ELECTION_DIR, m->gname);
         if (!p || reign__zk_get(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_term_read, ARG(m)) < 0)
             report(m, REIGN_ENOMEM, "reading the term");
         reign__free(p);

@@ -168,7 +168,7 @@ static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *ta
 static char *task_path(reign_tasks_worker *w, const char *dir, const char *task)
 {
     return dir ? reign__tasks_path(w->queue, dir, task, NULL)
-               : reign__tasks_path(w->queue, "assign", w->id, task);
+               : reign__tasks_path(w->queue, REIGN__N_ASSIGN, w->id, task);
 }
 
 static void on_task_read(void *owner, void *arg, const reign__zk_result *r);
@@ -345,7 +345,7 @@ static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
         start_more(w);
     } else if (r->rc == REIGN_ENOENT) {
         /* Our directory is gone (an operator?): make it again. */
-        char *dir = reign__tasks_path(w->queue, "assign", w->id, NULL);
+        char *dir = reign__tasks_path(w->queue, REIGN__N_ASSIGN, w->id, NULL);
         if (dir)
             reign__zk_create(w->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__free(dir);
@@ -409,7 +409,8 @@ static void on_status_read(void *owner, void *arg, const reign__zk_result *r)
     if (r->rc == 0) {
         reign__record rec;
         reign_task_info info = {0};
-        bool ours = reign__tasks_status_parse(r->value, r->value_len, &r->stat, &rec, &info) == 0;
+        bool ours =
+            reign__tasks_status_parse(r->value, r->value_len, r->stat.ctime_ms, &rec, &info) == 0;
         ours = ours && !strcmp(info.worker, w->id);
         if (info.worker)
             reign__record_clear(&rec);
@@ -429,7 +430,7 @@ static void on_status_read(void *owner, void *arg, const reign__zk_result *r)
 
 static void read_status(reign_tasks_worker *w, pend *p)
 {
-    char *path = task_path(w, "status", p->task);
+    char *path = task_path(w, REIGN__N_STATUS, p->task);
     if (!path || reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_status_read, p) < 0) {
         forget_task(w, p->task);
         pend_free(w, p);
@@ -483,7 +484,8 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
  */
 static void send_result(reign_tasks_worker *w, pend *p)
 {
-    char *assignment = task_path(w, NULL, p->task), *status = task_path(w, "status", p->task);
+    char *assignment = task_path(w, NULL, p->task),
+         *status = task_path(w, REIGN__N_STATUS, p->task);
     char *payload = p->no_payload ? NULL : reign__tasks_payload_path(w->queue, p->task);
     int rc = REIGN_ENOMEM;
     if (assignment && status && (p->no_payload || payload)) {
@@ -688,7 +690,7 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
     w->queue = reign__strdup(queue);
     w->gname = reign__tasks_group_name(queue);
     w->id = reign__strdup(o.id);
-    w->dir = reign__tasks_path(queue, "assign", o.id, NULL);
+    w->dir = reign__tasks_path(queue, REIGN__N_ASSIGN, o.id, NULL);
     if (!w->queue || !w->gname || !w->id || !w->dir) {
         worker_free_fields(w);
         return REIGN_ENOMEM;

@@ -21,23 +21,6 @@
 #include "record.h"
 #include "value_internal.h"
 
-/* ---- keys --------------------------------------------------------------- */
-
-bool reign__segment_ok(const char *s, size_t n)
-{
-    if (n == 0 || n > REIGN__SEGMENT_MAX || (n == 1 && s[0] == '.') ||
-        (n == 2 && s[0] == '.' && s[1] == '.'))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == ':' || ch == '-';
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
 int reign_value_key_check(const char *key)
 {
     if (!key)
@@ -55,18 +38,6 @@ int reign_value_key_check(const char *key)
             return 0;
         p += n + 1;
     }
-}
-
-char *reign__value_path(const char *key)
-{
-    reign__buf b;
-    reign__buf_init(&b);
-    reign__buf_printf(&b, "%s/%s", REIGN__VALUE_DIR, key);
-    if (b.oom) {
-        reign__buf_free(&b);
-        return NULL;
-    }
-    return b.data;
 }
 
 /* Creates the nodes above `path` (from the root down), tolerating those

@@ -10,11 +10,10 @@
 #include <strings.h>
 
 #include "dialect.h"
+#include "layout.h"
 
-/* The columns a row is read with, in this order. */
-#define ROW_COLUMNS                                                                                \
-    "slot, attempt, owner, host, term, token, start_ms, end_ms, result, code, verdict, id"
-#define N_ROW_COLUMNS 12
+#define ROW_COLUMNS   REIGN__RUNS_ROW_COLUMNS
+#define N_ROW_COLUMNS REIGN__RUNS_N_ROW_COLUMNS
 
 void reign__run_rows_free(reign__run_rows *r)
 {
@@ -27,9 +26,7 @@ void reign__run_rows_free(reign__run_rows *r)
 /* ---- the table ------------------------------------------------------------------------------- */
 
 /* Every column a row has: a table that lacks one is not a runs table reign can use. */
-static const char *const required[] = {"data_center", "lock_name", "slot",   "attempt",  "owner",
-                                       "host",        "term",      "token",  "start_ms", "end_ms",
-                                       "result",      "code",      "verdict"};
+static const char *const required[] = {REIGN__RUNS_REQUIRED_COLUMNS};
 
 static int read_columns(reign__sqlconn *c, reign__sql_rows *out, char *err, size_t errlen)
 {

@@ -88,7 +88,7 @@ static void test_status_record(void **state)
     reign__record rec;
     reign_task_info info = {0};
     reign__zk_stat st = {.ctime_ms = 1234};
-    assert_int_equal(reign__tasks_status_parse(b.data, b.len, &st, &rec, &info), 0);
+    assert_int_equal(reign__tasks_status_parse(b.data, b.len, st.ctime_ms, &rec, &info), 0);
     assert_int_equal(info.state, REIGN_TASK_DONE);
     assert_string_equal(info.worker, "w1");
     assert_int_equal(info.exit_code, 3);
@@ -107,7 +107,7 @@ static void test_status_record(void **state)
                              "reign 1\nworker=w\nexit=1\nsignal=300\n\n"};
     for (size_t i = 0; i < sizeof(foreign) / sizeof(foreign[0]); i++)
         assert_int_equal(
-            reign__tasks_status_parse(foreign[i], strlen(foreign[i]), &st, &rec, &info),
+            reign__tasks_status_parse(foreign[i], strlen(foreign[i]), st.ctime_ms, &rec, &info),
             REIGN_EFOREIGN);
 
     /* Output beyond the bound is cut. */
@@ -115,7 +115,7 @@ static void test_status_record(void **state)
     char *big = calloc(1, REIGN_TASK_OUTPUT_MAX + 10);
     assert_non_null(big);
     assert_int_equal(reign__tasks_status_build(&b, "w1", 0, 9, big, REIGN_TASK_OUTPUT_MAX + 10), 0);
-    assert_int_equal(reign__tasks_status_parse(b.data, b.len, &st, &rec, &info), 0);
+    assert_int_equal(reign__tasks_status_parse(b.data, b.len, st.ctime_ms, &rec, &info), 0);
     assert_int_equal(info.output_len, REIGN_TASK_OUTPUT_MAX);
     assert_int_equal(info.signal, 9);
     reign__record_clear(&rec);

@@ -26,8 +26,6 @@
  * as "@", the mtime of the version that holds it; SQL uses the database's clock). */
 #define REIGN__SLOT_NOW (-1)
 
-#define REIGN__SLOT_DIR REIGN__ZK_ROOT "/slot"
-
 /* One attempt. */
 typedef struct reign__slot_run {
     unsigned attempt;

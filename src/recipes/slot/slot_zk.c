@@ -71,8 +71,8 @@ static int zs_init(reign_slot *s)
         return REIGN_ENOMEM;
     z->zk = reign__client_zk(s->client);
     z->dir = slot_dir(s->name, "");
-    z->clock = slot_dir(s->name, "/clock");
-    z->term = reign__election_path(s->name, "/term");
+    z->clock = slot_dir(s->name, "/" REIGN__N_CLOCK);
+    z->term = reign__election_path(s->name, "/" REIGN__N_TERM);
     if (!z->dir || !z->clock || !z->term) {
         reign__free(z->dir);
         reign__free(z->clock);
@@ -250,7 +250,7 @@ static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsign
     reign__buf latest;
     reign__buf_init(&latest);
     if (op == REIGN__SLOT_OP_START) {
-        const char *kv[] = {"kind", "slots", "latest", s->key};
+        const char *kv[] = {REIGN__K_KIND, REIGN__KIND_SLOTS, REIGN__K_LATEST, s->key};
         if ((rc = reign__record_build(&latest, kv, 4, NULL, 0)) < 0) {
             reign__buf_free(&b);
             return rc;
@@ -358,7 +358,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     zk_slot *z = zs_of(s);
     size_t n = 0;
     for (size_t i = 0; r->rc == 0 && i < r->n_children; i++)
-        n += !strncmp(r->children[i], "s_", 2);
+        n += !strncmp(r->children[i], REIGN__N_SLOT, 2);
     if (r->rc != 0 || n <= (size_t)s->keep + PRUNE_SLACK((size_t)s->keep)) {
         prune_done(s);
         return;
@@ -369,7 +369,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         return;
     }
     for (size_t i = 0; i < r->n_children; i++) {
-        if (strncmp(r->children[i], "s_", 2))
+        if (strncmp(r->children[i], REIGN__N_SLOT, 2))
             continue;
         char *path = reign__path_join(z->dir, r->children[i]);
         if (path)
@@ -391,7 +391,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
 static int zs_issue(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen)
 {
     zk_slot *z = zs_of(s);
-    snprintf(z->node, sizeof z->node, "%s/s_%s", z->dir, s->key);
+    snprintf(z->node, sizeof z->node, "%s/" REIGN__N_SLOT "%s", z->dir, s->key);
     switch (op) {
     case REIGN__SLOT_OP_NOW:
         return reign__zk_set(z->zk, z->clock, NULL, 0, -1, 0, s, on_clock_set, ARG(gen));
@@ -511,7 +511,7 @@ static void on_hist_children(void *owner, void *arg, const reign__zk_result *r)
     }
     size_t n = 0;
     for (size_t i = 0; i < r->n_children; i++)
-        n += !strncmp(r->children[i], "s_", 2);
+        n += !strncmp(r->children[i], REIGN__N_SLOT, 2);
     if (n == 0) {
         hist_finish(h, 0);
         return;
@@ -522,7 +522,7 @@ static void on_hist_children(void *owner, void *arg, const reign__zk_result *r)
     }
     h->pending = 1; /* held while sending, so that no answer finishes early */
     for (size_t i = 0; i < r->n_children; i++) {
-        if (strncmp(r->children[i], "s_", 2))
+        if (strncmp(r->children[i], REIGN__N_SLOT, 2))
             continue;
         reign__slot_rec *rec = &h->recs[h->n++];
         reign__slot_rec_init(rec, NULL);
@@ -583,11 +583,11 @@ static void on_hist_dir(void *owner, void *arg, const reign__zk_result *r)
     reign__record rec;
     char *path = NULL;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        const char *latest = reign__record_get(&rec, "latest");
+        const char *latest = reign__record_get(&rec, REIGN__K_LATEST);
         if (latest && reign_slot_key_check(latest) == 0) {
             reign__buf b;
             reign__buf_init(&b);
-            reign__buf_printf(&b, "%s/s_%s", h->dir, latest);
+            reign__buf_printf(&b, "%s/" REIGN__N_SLOT "%s", h->dir, latest);
             path = b.oom ? (reign__buf_free(&b), NULL) : b.data;
         }
         reign__record_clear(&rec);

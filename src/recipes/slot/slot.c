@@ -560,7 +560,7 @@ static void on_written(reign_slot *s, const reign__slot_reply *r)
     }
 }
 
-void reign__slot_reply_cb(reign_slot *s, unsigned gen, const reign__slot_reply *r)
+static void reply_cb(reign_slot *s, unsigned gen, const reign__slot_reply *r)
 {
     if (s->zombie || gen != s->gen)
         return;
@@ -831,6 +831,7 @@ int reign_slot_start(reign_slot **ret, reign_client *client, const char *name,
     s->client = client;
     s->log = reign__client_log(client);
     s->be = reign__client_zk(client) ? &reign__slot_zk : &reign__slot_sql;
+    s->reply = reply_cb;
     s->recipe.ops = &slot_ops;
     s->every_ms = o->every_ms;
     s->pol = (reign__slot_policy){.retries = o->retries,

@@ -147,8 +147,8 @@ typedef struct reign__slot_backend {
     const char *name;
     int (*init)(reign_slot *s);
     void (*release)(reign_slot *s); /* forget pending requests, free what init made */
-    /* Issues op; the reply comes through reign__slot_reply_cb() with `gen`.  0 or an error
-     * (then no reply). */
+    /* Issues op; the reply comes through s->reply with `gen`.  0 or an error (then no
+     * reply). */
     int (*issue)(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen);
     int (*history)(reign_client *client, const char *name, unsigned last, reign_slot_history_cb *cb,
                    void *userdata);
@@ -156,9 +156,6 @@ typedef struct reign__slot_backend {
 
 extern const reign__slot_backend reign__slot_zk;
 extern const reign__slot_backend reign__slot_sql;
-
-/* slot.c: a store's reply to request `gen`. */
-void reign__slot_reply_cb(reign_slot *s, unsigned gen, const reign__slot_reply *r);
 
 /* The states of a copy (slot.c has the table of transitions). */
 typedef enum reign__slot_state {
@@ -187,6 +184,9 @@ struct reign_slot {
     const reign__logger *log;
     const reign__slot_backend *be;
     void *be_data;
+    /* A store's reply to request `gen` (slot.c sets it: a backend calls the state machine
+     * through it, and so never links back to slot.c). */
+    void (*reply)(reign_slot *s, unsigned gen, const reign__slot_reply *r);
     char *name;
     char key[REIGN_SLOT_KEY_MAX + 1];
     int64_t every_ms;

@@ -116,7 +116,7 @@ static void on_call(void *owner, void *arg, const reign__sqlw_result *r)
     } else if (c->op == REIGN__SLOT_OP_END) {
         rep.rc = r->rc == 1 ? 0 : REIGN_EBADVERSION;
     }
-    reign__slot_reply_cb(s, GEN(arg), &rep);
+    s->reply(s, GEN(arg), &rep);
 }
 
 static int ss_init(reign_slot *s)

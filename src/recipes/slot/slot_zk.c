@@ -113,7 +113,7 @@ static void make_parents(reign__zk *zk, const char *dir)
 
 static void reply(reign_slot *s, void *arg, reign__slot_reply *r)
 {
-    reign__slot_reply_cb(s, GEN(arg), r);
+    s->reply(s, GEN(arg), r);
 }
 
 static void reply_rc(reign_slot *s, void *arg, reign__slot_op op, int rc, const char *msg)
@@ -215,19 +215,18 @@ static void on_fenced(void *owner, void *arg, const reign__zk_result *r)
             make_parents(z->zk, z->dir);
             int e = write_fenced(s, op, s->fence, gen);
             if (e < 0)
-                reign__slot_reply_cb(s, gen,
-                                     &(reign__slot_reply){.op = op, .rc = e, .version = -1});
+                s->reply(s, gen, &(reign__slot_reply){.op = op, .rc = e, .version = -1});
             return;
         } else if (r->failed_op >= 1 &&
                    (rc == REIGN_EBADVERSION || rc == REIGN_EEXIST || rc == REIGN_ENOENT)) {
             rc = REIGN_EBADVERSION; /* the record changed since it was read */
         }
-        reign__slot_reply_cb(s, gen, &(reign__slot_reply){.op = op, .rc = rc, .version = -1});
+        s->reply(s, gen, &(reign__slot_reply){.op = op, .rc = rc, .version = -1});
         return;
     }
     reign__slot_reply rep = {
         .op = op, .now_ms = r->stat.mtime_ms, .version = r->has_stat ? r->stat.version : -1};
-    reign__slot_reply_cb(s, gen, &rep);
+    s->reply(s, gen, &rep);
 }
 
 static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen)
@@ -310,7 +309,7 @@ static void prune_done(reign_slot *s)
     zk_slot *z = zs_of(s);
     unsigned gen = z->prune_gen;
     free_kids(z);
-    reign__slot_reply_cb(s, gen, &(reign__slot_reply){.op = REIGN__SLOT_OP_PRUNE, .version = -1});
+    s->reply(s, gen, &(reign__slot_reply){.op = REIGN__SLOT_OP_PRUNE, .version = -1});
 }
 
 static void on_pruned(void *owner, void *arg, const reign__zk_result *r)

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "life.h"
 #include "tasks_internal.h"
 
 const char *reign_task_state_name(reign_task_state s)
@@ -83,7 +84,7 @@ typedef struct req {
     int tries;
     unsigned made; /* the bucket's making when the multi was sent (tasks_bucket.c) */
     /* rounds of reads */
-    unsigned round; /* stale answers of an earlier round are dropped */
+    reign__life life; /* the epoch is the round of reads: an earlier one's answers drop */
     int pending;
     int round_err;
     bool status_listed;
@@ -102,8 +103,8 @@ typedef struct req {
     void *userdata;
 } req;
 
-#define ROUND_ARG(q) ((void *)(uintptr_t)(q)->round)
-#define STALE(q, a)  ((uintptr_t)(a) != (q)->round)
+#define ROUND_ARG(q) REIGN__LIFE_ARG(&(q)->life, 0, 0)
+#define STALE(q, a)  reign__life_stale(&(q)->life, (a), 0)
 
 static void seen_clear(req *q)
 {
@@ -218,7 +219,7 @@ static void on_listing(void *owner, void *arg, const reign__zk_result *r);
 
 /* arg of a listing: which directory (0 tasks, 1 assign, 2 assign/W, 3 status). */
 typedef struct listing {
-    unsigned round;
+    uintptr_t round;
     int which;
     char *worker;
 } listing;
@@ -231,7 +232,7 @@ static void list_dir(req *q, int which, const char *worker)
     char *path = reign__tasks_path(q->queue, dirs[which], worker, NULL);
     int rc = REIGN_ENOMEM;
     if (l && path && (!worker || (l->worker = reign__strdup(worker)))) {
-        l->round = q->round;
+        l->round = q->life.epoch;
         l->which = which;
         rc = reign__zk_children(q->zk, path, NULL, REIGN__ZK_RETRY, q, on_listing, l);
     }
@@ -272,7 +273,7 @@ static void on_listing(void *owner, void *arg, const reign__zk_result *r)
     req *q = owner;
     listing *l = arg;
     q->pending--;
-    if (l->round == q->round) {
+    if (reign__life_current(&q->life, l->round)) {
         note_err(q, r->rc);
         for (size_t i = 0; r->rc == 0 && i < r->n_children; i++) {
             const char *c = r->children[i];
@@ -318,7 +319,7 @@ static void on_listing(void *owner, void *arg, const reign__zk_result *r)
  */
 static void start_round(req *q)
 {
-    q->round++;
+    reign__life_bump(&q->life);
     q->round_err = 0;
     seen_clear(q);
     list_dir(q, 0, NULL);

@@ -29,6 +29,7 @@
 #include <reign/election.h>
 #include <reign/group.h>
 
+#include "life.h"
 #include "tasks_internal.h"
 
 #define F_INFLIGHT 1 /* an assignment of it is being written */
@@ -55,7 +56,7 @@ struct reign_tasks_master {
     void *userdata;
     reign_election *election;
     reign_group_watch *watch;
-    uintptr_t epoch; /* bumped at each election and demotion: older answers are dropped */
+    reign__life life; /* the epoch bumped at each election and demotion: older answers drop */
     bool leading, active;
     uint64_t term, token;
     char *check_path; /* our election node */
@@ -69,12 +70,10 @@ struct reign_tasks_master {
     int recovering;     /* outstanding reads of the recovery */
     reign__timer timer; /* retention sweep */
     struct targ *args;  /* the arguments of requests in flight */
-    int busy;
-    bool free_requested;
 };
 
-#define ARG(m)      ((void *)(m)->epoch)
-#define STALE(m, a) ((uintptr_t)(a) != (m)->epoch || (m)->free_requested || !(m)->leading)
+#define ARG(m)      REIGN__LIFE_ARG(&(m)->life, 0, 0)
+#define STALE(m, a) (reign__life_stale(&(m)->life, (a), 0) || !(m)->leading)
 
 static void master_destroy(reign_tasks_master *m);
 
@@ -95,7 +94,7 @@ static void *targ_new(reign_tasks_master *m, size_t n, void (*dtor)(void *p))
     if (!h)
         return NULL;
     h->dtor = dtor;
-    h->epoch = m->epoch;
+    h->epoch = m->life.epoch;
     h->next = m->args;
     if (h->next)
         h->next->prev = h;
@@ -136,18 +135,18 @@ static void refresh_worker(reign_tasks_master *m, worker *w);
 
 static void enter(reign_tasks_master *m)
 {
-    m->busy++;
+    reign__life_enter(&m->life);
 }
 
 static void leave(reign_tasks_master *m)
 {
-    if (--m->busy == 0 && m->free_requested)
+    if (reign__life_leave(&m->life))
         master_destroy(m);
 }
 
 static void emit(reign_tasks_master *m, reign_tasks_event *ev)
 {
-    if (m->cb && !m->free_requested)
+    if (m->cb && reign__life_live(&m->life))
         m->cb(m, ev, m->userdata);
 }
 
@@ -255,7 +254,7 @@ static void move_dtor(void *p)
 }
 
 #define move_free(mv)   targ_free(m, (mv))
-#define MV_STALE(m, mv) (targ_epoch(mv) != (m)->epoch || !(m)->leading)
+#define MV_STALE(m, mv) (!reign__life_current(&(m)->life, targ_epoch(mv)) || !(m)->leading)
 
 static void unhold(reign_tasks_master *m, const char *task);
 
@@ -326,7 +325,7 @@ static void moved(reign_tasks_master *m, move *mv)
         .type = REIGN_TASKS_ASSIGNED, .task = mv->task, .worker = mv->to, .from = mv->from};
     emit(m, &ev);
     move_free(mv);
-    if (!m->free_requested)
+    if (reign__life_live(&m->life))
         assign_more(m);
 }
 
@@ -335,7 +334,7 @@ static void moved(reign_tasks_master *m, move *mv)
 static void source_gone(reign_tasks_master *m, move *mv)
 {
     drop_move(m, mv);
-    if (!m->free_requested)
+    if (reign__life_live(&m->life))
         assign_more(m);
 }
 
@@ -638,7 +637,7 @@ static void on_worker_dir_event(void *owner, void *arg, reign__zk_event ev, cons
     (void)arg; /* the listing's argument, freed by now */
     (void)ev;
     const char *slash = path ? strrchr(path, '/') : NULL;
-    if (!m->leading || m->free_requested || !slash)
+    if (!m->leading || !reign__life_live(&m->life) || !slash)
         return;
     enter(m);
     worker *w = find_worker(m, slash + 1); /* path: .../assign/W */
@@ -662,7 +661,7 @@ static void on_worker_listed(void *owner, void *arg, const reign__zk_result *r)
     reign_tasks_master *m = owner;
     dref *d = arg;
     enter(m);
-    worker *w = MV_STALE(m, d) || m->free_requested ? NULL : find_worker(m, d->worker);
+    worker *w = MV_STALE(m, d) || !reign__life_live(&m->life) ? NULL : find_worker(m, d->worker);
     if (!w)
         goto out;
     w->listing = false;
@@ -744,7 +743,7 @@ static void on_members(reign_group_watch *gw, const reign_group_watch_event *ev,
     reign_tasks_master *m = ud;
     (void)gw;
     enter(m);
-    if (!m->leading || m->free_requested)
+    if (!m->leading || !reign__life_live(&m->life))
         goto out;
     if (ev->type == REIGN_MEMBERS_READY) {
         recompute_live(m);
@@ -804,7 +803,7 @@ static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r)
     reign_tasks_master *m = owner;
     rread *a = arg;
     enter(m);
-    if (targ_epoch(a) != m->epoch || !m->leading || m->free_requested)
+    if (!reign__life_current(&m->life, targ_epoch(a)) || !m->leading || !reign__life_live(&m->life))
         goto out;
     m->recovering--;
     if (r->rc < 0 && r->rc != REIGN_ENOENT) {
@@ -834,7 +833,7 @@ static void recovery_step(reign_tasks_master *m)
     reign__log(m->log, REIGN_LOG_NOTICE, "tasks %s: recovered: %zu assigned", m->queue, m->held.n);
     reign_tasks_event ev = {.type = REIGN_TASKS_RECOVERED, .term = m->term};
     emit(m, &ev);
-    if (m->free_requested || !m->leading)
+    if (!reign__life_live(&m->life) || !m->leading)
         return;
     recompute_live(m); /* the members as they are now, not as at READY */
     list_tasks(m);     /* assigns what is pending */
@@ -940,7 +939,7 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
     (void)e;
     enter(m);
     if (ev->type == REIGN_ELECTION_ELECTED) {
-        m->epoch++;
+        reign__life_bump(&m->life);
         clear_state(m);
         m->leading = true;
         m->term = ev->term;
@@ -953,7 +952,7 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
             report(m, REIGN_ENOMEM, "reading the term");
         reign__free(p);
     } else if (ev->type == REIGN_ELECTION_DEMOTED) {
-        m->epoch++;
+        reign__life_bump(&m->life);
         m->leading = false;
         m->active = false;
         reign__zk_forget(m->zk, m);
@@ -1061,11 +1060,10 @@ int reign_tasks_master_is_active(const reign_tasks_master *m)
 
 reign_tasks_master *reign_tasks_master_free(reign_tasks_master *m)
 {
-    if (!m || m->free_requested)
+    if (!m || !reign__life_request_free(&m->life))
         return NULL;
-    m->free_requested = true;
     m->cb = NULL;
-    if (m->busy == 0)
+    if (!reign__life_busy(&m->life))
         master_destroy(m);
     return NULL;
 }

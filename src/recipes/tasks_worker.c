@@ -21,6 +21,7 @@
 
 #include <reign/group.h>
 
+#include "life.h"
 #include "tasks_internal.h"
 
 #define T_READING   1 /* being read */
@@ -50,7 +51,7 @@ struct reign_tasks_worker {
     reign_tasks_worker_cb *cb;
     void *userdata;
     reign_group *group;
-    uintptr_t epoch; /* bumped per session: answers of an older one are dropped */
+    reign__life life; /* the epoch bumped per session: answers of an older one are dropped */
     reign__tmap tasks;
     size_t slots; /* tasks running: RUN given, done not yet called */
     size_t ahead; /* tasks read ahead: being read (T_READING) or waiting for a slot (T_READY) */
@@ -60,8 +61,6 @@ struct reign_tasks_worker {
     bool listing, dirty;
     pend *pends;       /* arguments of requests in flight (freed on forget) */
     reign__timer kick; /* start_more() on the loop, after reign_tasks_worker_done() */
-    int busy;
-    bool free_requested;
 };
 
 static void worker_destroy(reign_tasks_worker *w);
@@ -70,18 +69,18 @@ static void start_more(reign_tasks_worker *w);
 
 static void enter(reign_tasks_worker *w)
 {
-    w->busy++;
+    reign__life_enter(&w->life);
 }
 
 static void leave(reign_tasks_worker *w)
 {
-    if (--w->busy == 0 && w->free_requested)
+    if (reign__life_leave(&w->life))
         worker_destroy(w);
 }
 
 static void emit(reign_tasks_worker *w, reign_tasks_event *ev)
 {
-    if (w->cb && !w->free_requested)
+    if (w->cb && reign__life_live(&w->life))
         w->cb(w, ev, w->userdata);
 }
 
@@ -101,7 +100,7 @@ static pend *pend_new(reign_tasks_worker *w, const char *task)
         return NULL;
     }
     p->w = w;
-    p->epoch = w->epoch;
+    p->epoch = w->life.epoch;
     reign__buf_init(&p->rec);
     p->next = w->pends;
     if (p->next)
@@ -191,7 +190,7 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
     reign_tasks_worker *w = owner;
     pend *p = arg;
     enter(w);
-    if (p->epoch != w->epoch)
+    if (!reign__life_current(&w->life, p->epoch))
         goto out;
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
     if (!e || !(e->flags & T_READING))
@@ -221,7 +220,7 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
         else if (r->rc != REIGN_ENOENT)
             report(w, r->rc, "reading a task");
         forget_task(w, p->task);
-        if (!w->free_requested)
+        if (reign__life_live(&w->life))
             start_more(w);
     }
 out:
@@ -261,7 +260,7 @@ static bool want_listing(const reign_tasks_worker *w)
 /* Runs the tasks read while slots are free, then reads ahead as many as may run at once. */
 static void start_more(reign_tasks_worker *w)
 {
-    while (w->ready && w->slots < (size_t)w->concurrency && !w->free_requested) {
+    while (w->ready && w->slots < (size_t)w->concurrency && reign__life_live(&w->life)) {
         pend *p = w->ready;
         unready(w, p);
         reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
@@ -269,7 +268,7 @@ static void start_more(reign_tasks_worker *w)
             run_task(w, e, p->task, p->rec.data, p->rec.len);
         pend_free(w, p);
     }
-    if (w->free_requested)
+    if (!reign__life_live(&w->life))
         return;
     for (size_t i = 0; i < w->n_listed && w->ahead < (size_t)w->concurrency; i++) {
         char *t = w->listed[i];
@@ -291,7 +290,7 @@ static void on_mine_event(void *owner, void *arg, reign__zk_event ev, const char
     reign_tasks_worker *w = owner;
     (void)ev;
     (void)path;
-    if ((uintptr_t)arg != w->epoch || w->free_requested)
+    if (reign__life_stale(&w->life, arg, 0))
         return;
     enter(w);
     /* Listed again when that could give us work (see want_listing). */
@@ -305,7 +304,7 @@ static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_tasks_worker *w = owner;
     enter(w);
-    if ((uintptr_t)arg != w->epoch || w->free_requested)
+    if (reign__life_stale(&w->life, arg, 0))
         goto out;
     w->listing = false;
     if (r->rc == 0) {
@@ -339,7 +338,7 @@ static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
             if (t)
                 emit(w, &ev);
             reign__free(t);
-            if (w->free_requested)
+            if (!reign__life_live(&w->life))
                 goto out;
         }
         start_more(w);
@@ -366,7 +365,7 @@ static void list_mine(reign_tasks_worker *w)
         return; /* dirty: again after this one, if wanted */
     w->dirty = false;
     if (reign__zk_children(w->zk, w->dir, on_mine_event, REIGN__ZK_RETRY, w, on_mine_listed,
-                           (void *)w->epoch) == 0)
+                           REIGN__LIFE_ARG(&w->life, 0, 0)) == 0)
         w->listing = true;
 }
 
@@ -380,7 +379,7 @@ static void recorded(reign_tasks_worker *w, pend *p)
     reign_tasks_event ev = {.type = REIGN_TASKS_RECORDED, .task = p->task};
     emit(w, &ev);
     pend_free(w, p);
-    if (!w->free_requested)
+    if (reign__life_live(&w->life))
         start_more(w);
 }
 
@@ -538,7 +537,7 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
     /* The next task's RUN comes from the loop, not from inside this call: a caller that
      * answers RUN at once (or fails to start it) would otherwise nest a RUN per task read
      * ahead.  Due at 0, it runs in this turn when we are called from a callback. */
-    if (!w->free_requested) {
+    if (reign__life_live(&w->life)) {
         if (reign__timer_start(reign__client_timers(w->client), &w->kick, 0) < 0)
             start_more(w);
         else if (!reign__client_processing(w->client))
@@ -553,7 +552,7 @@ static void on_kick(reign__timer *t, void *arg)
     reign_tasks_worker *w = arg;
     (void)t;
     enter(w);
-    if (!w->free_requested)
+    if (reign__life_live(&w->life))
         start_more(w);
     leave(w);
 }
@@ -582,7 +581,7 @@ static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
 /* A new session: start over. */
 static void new_session(reign_tasks_worker *w)
 {
-    w->epoch++;
+    reign__life_bump(&w->life);
     w->listing = false;
     /* Read ahead on the old session: read again on this one. */
     for (size_t i = 0; i < w->tasks.cap; i++)
@@ -601,7 +600,7 @@ static void worker_conn(reign__recipe *rp, reign_conn_state st)
     enter(w);
     if (st == REIGN_CONN_LOST) {
         /* The master may give our tasks to others: stop them. */
-        for (size_t i = 0; i < w->tasks.cap && !w->free_requested; i++) {
+        for (size_t i = 0; i < w->tasks.cap && reign__life_live(&w->life); i++) {
             if (!reign__tmap_live(&w->tasks, i) || (w->tasks.v[i].flags & T_RECORDING))
                 continue;
             char *t = reign__strdup(w->tasks.v[i].key);
@@ -612,7 +611,7 @@ static void worker_conn(reign__recipe *rp, reign_conn_state st)
                 emit(w, &ev);
             reign__free(t);
         }
-    } else if (st == REIGN_CONN_CONNECTED && !w->free_requested) {
+    } else if (st == REIGN_CONN_CONNECTED && reign__life_live(&w->life)) {
         new_session(w);
     }
     leave(w);
@@ -719,11 +718,10 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
 
 reign_tasks_worker *reign_tasks_worker_free(reign_tasks_worker *w)
 {
-    if (!w || w->free_requested)
+    if (!w || !reign__life_request_free(&w->life))
         return NULL;
-    w->free_requested = true;
     w->cb = NULL;
-    if (w->busy == 0)
+    if (!reign__life_busy(&w->life))
         worker_destroy(w);
     return NULL;
 }

@@ -35,7 +35,7 @@ typedef struct zk_slot {
         int64_t czxid;
     } * kids;
     size_t n_kids, pending;
-    unsigned prune_gen;
+    uintptr_t prune_gen;
 } zk_slot;
 
 static zk_slot *zs_of(reign_slot *s)
@@ -108,7 +108,7 @@ static void make_parents(reign__zk *zk, const char *dir)
                      NULL);
 }
 
-#define GEN(arg) ((unsigned)(uintptr_t)(arg))
+#define GEN(arg) ((uintptr_t)(arg))
 #define ARG(gen) ((void *)(uintptr_t)(gen))
 
 static void reply(reign_slot *s, void *arg, reign__slot_reply *r)
@@ -194,16 +194,15 @@ static void on_get(void *owner, void *arg, const reign__zk_result *r)
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
-static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen);
+static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, uintptr_t gen);
 
 static void on_fenced(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_slot *s = owner;
     zk_slot *z = zs_of(s);
-    unsigned gen = GEN(arg);
-    /* The op travels in the high bit of arg: START or MARK. */
-    reign__slot_op op = (gen & 0x80000000u) ? REIGN__SLOT_OP_MARK : REIGN__SLOT_OP_START;
-    gen &= 0x7fffffffu;
+    /* The op travels in the low bit of arg, below gen: START or MARK. */
+    reign__slot_op op = (GEN(arg) & 1u) ? REIGN__SLOT_OP_MARK : REIGN__SLOT_OP_START;
+    uintptr_t gen = GEN(arg) >> 1;
     int rc = r->rc;
     if (rc != 0) {
         if (r->failed_op == 0 && (rc == REIGN_EBADVERSION || rc == REIGN_ENOENT))
@@ -229,7 +228,7 @@ static void on_fenced(void *owner, void *arg, const reign__zk_result *r)
     s->reply(s, gen, &rep);
 }
 
-static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen)
+static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, uintptr_t gen)
 {
     zk_slot *z = zs_of(s);
     if (fence > INT32_MAX)
@@ -273,7 +272,7 @@ static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsign
                                    .len = b.len,
                                    .version = s->rec.version};
     }
-    unsigned tag = gen | (op == REIGN__SLOT_OP_MARK ? 0x80000000u : 0);
+    uintptr_t tag = (gen << 1) | (op == REIGN__SLOT_OP_MARK ? 1u : 0u);
     rc = reign__zk_multi(z->zk, ops, n, s, on_fenced, ARG(tag));
     reign__buf_free(&b);
     reign__buf_free(&latest);
@@ -307,7 +306,7 @@ static int by_age(const void *a, const void *b)
 static void prune_done(reign_slot *s)
 {
     zk_slot *z = zs_of(s);
-    unsigned gen = z->prune_gen;
+    uintptr_t gen = z->prune_gen;
     free_kids(z);
     s->reply(s, gen, &(reign__slot_reply){.op = REIGN__SLOT_OP_PRUNE, .version = -1});
 }
@@ -387,7 +386,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
 
 /* ---- issuing --------------------------------------------------------------------------------- */
 
-static int zs_issue(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen)
+static int zs_issue(reign_slot *s, reign__slot_op op, uint64_t fence, uintptr_t gen)
 {
     zk_slot *z = zs_of(s);
     snprintf(z->node, sizeof z->node, "%s/" REIGN__N_SLOT "%s", z->dir, s->key);

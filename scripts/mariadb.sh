@@ -314,16 +314,9 @@ cmd_stop_all_under() {
         usage >&2
         exit 2
     }
-    local dir marker
+    local dir
     dir=$(abs_path "$1")
-    if [[ -d $dir ]]; then
-        while IFS= read -r -d '' marker; do
-            stop_state "$(dirname -- "$marker")"
-        done < <(find "$dir" -maxdepth 8 -name mariadb.state -type f -print0 2>/dev/null)
-    fi
-    # Leftovers whose state dir is gone or unmarked.
-    # shellcheck disable=SC2046 # one pid per word
-    stop_watchdogs $(watchdog_pids_under "$dir/")
+    stop_marked_under "$dir"
     local pids=()
     mapfile -t pids < <(server_pids_under "$dir/")
     kill_and_wait "${pids[@]}"
@@ -364,43 +357,4 @@ cmd_signal_server() {
     if [[ $sig == STOP ]]; then pause_pids "$pid"; else kill -CONT "$pid"; fi
 }
 
-main() {
-    [[ $# -ge 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    local cmd=$1
-    shift
-    case $cmd in
-    start) cmd_start "$@" ;;
-    stop) cmd_stop "$@" ;;
-    stop-all-under) cmd_stop_all_under "$@" ;;
-    sql) cmd_sql "$@" ;;
-    __watch-mariadb) cmd_watch "$@" ;;
-    -h | --help | help) usage ;;
-    restart | stop-server | kill-server | start-server | pause-server | resume-server | port | \
-        connect-uri | status)
-        [[ $# -eq 1 ]] || {
-            usage >&2
-            exit 2
-        }
-        case $cmd in
-        restart) cmd_restart "$@" ;;
-        stop-server) cmd_stop_server "$@" ;;
-        kill-server) cmd_kill_server "$@" ;;
-        start-server) cmd_start_server "$@" ;;
-        pause-server) cmd_signal_server STOP "$@" ;;
-        resume-server) cmd_signal_server CONT "$@" ;;
-        port) cmd_port "$@" ;;
-        connect-uri) cmd_uri "$@" ;;
-        status) cmd_status "$@" ;;
-        esac
-        ;;
-    *)
-        usage >&2
-        exit 2
-        ;;
-    esac
-}
-
-main "$@"
+sql_main "$@"

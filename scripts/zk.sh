@@ -361,16 +361,9 @@ cmd_stop_all_under() {
         usage >&2
         exit 2
     }
-    local dir marker
+    local dir
     dir=$(abs_path "$1")
-    if [[ -d $dir ]]; then
-        while IFS= read -r -d '' marker; do
-            stop_state "$(dirname -- "$marker")"
-        done < <(find "$dir" -maxdepth 8 -name zk.state -type f -print0 2>/dev/null)
-    fi
-    # Leftovers whose state dir is gone or unmarked.
-    # shellcheck disable=SC2046 # one pid per word
-    stop_watchdogs $(watchdog_pids_under "$dir/")
+    stop_marked_under "$dir"
     local pids=()
     mapfile -t pids < <(server_pids_under "$dir/")
     kill_and_wait TERM "${pids[@]}"

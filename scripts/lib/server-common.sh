@@ -218,3 +218,17 @@ start_watchdog() {
 cmd_watch() {
     watch_owner "$1" "$STATE_MARKER" "$2" "$3"
 }
+
+# stop_marked_under DIR: stops every state dir under DIR that has our marker, then the
+# watchdogs left whose state dir is gone or unmarked.  The caller then stops the servers left
+# (found by command line: server_pids_under), its own way.
+stop_marked_under() {
+    local dir=$1 marker
+    if [[ -d $dir ]]; then
+        while IFS= read -r -d '' marker; do
+            stop_state "$(dirname -- "$marker")"
+        done < <(find "$dir" -maxdepth 8 -name "$STATE_MARKER" -type f -print0 2>/dev/null)
+    fi
+    # shellcheck disable=SC2046 # one pid per word
+    stop_watchdogs $(watchdog_pids_under "$dir/")
+}

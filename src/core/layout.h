@@ -9,10 +9,15 @@
  *   /reign/group/NAME/m_<guid>_<seq>    ephemeral sequential; record id=, guid= + payload
  *   /reign/value/KEY                    persistent; the value's record
  *   /reign/election/NAME                persistent; record kind=election, strategy=
- *   /reign/election/NAME/lock           ephemeral (strategy lock); record id=, node=, guid=...
- *   /reign/election/NAME/n_<guid>_...   ephemeral sequential (strategy queue): a candidate
- *   /reign/election/NAME/leader         the leader's record (node=, next=, handoff=, ...)
- *   /reign/election/NAME/term           its version is the leadership's term
+ *   /reign/election/NAME/term           its version is the leadership's term; record id=,
+ *                                       node=, guid= + the leader's payload
+ *   /reign/election/NAME/lock           ephemeral (strategy lock): the holder
+ *   /reign/election/NAME/n_<guid>_...   ephemeral sequential (strategy queue): a candidate;
+ *                                       record id=, guid=, session_ms= + payload; a
+ *                                       designation adds designated=, designated_term=
+ *   /reign/election/NAME/leader         ephemeral: the leader's record id=, node=, guid=,
+ *                                       priority= (next= while it hands over); a designation
+ *                                       adds handoff=, handoff_priority=
  *   /reign/tasks/Q                      persistent; record kind=tasks
  *   /reign/tasks/Q/tasks/t_<guid>_<seq> persistent sequential; record guid=, submitted_ms=
  *   /reign/tasks/Q/data/<tag>           container: the payloads of one client's submits

@@ -124,6 +124,7 @@ void cli_print(const char *fmt, ...)
     /* Each line is an event someone may be waiting for (a checker, a
      * script): it must not sit in a buffer. */
     fflush(stdout);
+    reign_trace("cli.print", NULL);
 }
 
 int cli_bad_option(cli *c, int ret, char **argv)
@@ -480,6 +481,7 @@ int cli_join(cli *c, const char *name, reign_election_options *opts)
 static void on_signal(uv_signal_t *h, int signum)
 {
     cli *c = h->data;
+    reign_trace("cli.signal", "%s", signum == SIGINT ? "SIGINT" : "SIGTERM");
     cli_log(c, REIGN_LOG_INFO, "got %s", signum == SIGINT ? "SIGINT" : "SIGTERM");
     if (c->on_signal)
         c->on_signal(c, signum);

@@ -187,10 +187,23 @@ static item *pop(reign__zk *zk)
 
 /* ---- completion thread -------------------------------------------------- */
 
+static const char *const op_names[] = {
+    [OP_CREATE] = "create",     [OP_DELETE] = "delete", [OP_EXISTS] = "exists", [OP_GET] = "get",
+    [OP_CHILDREN] = "children", [OP_SET] = "set",       [OP_MULTI] = "multi",   [OP_SYNC] = "sync",
+};
+
+static const char *op_name(const zk_op *op)
+{
+    return (size_t)op->type < sizeof(op_names) / sizeof(op_names[0]) && op_names[op->type]
+               ? op_names[op->type]
+               : "op";
+}
+
 static void done(const void *data, int rc)
 {
     zk_op *op = (zk_op *)data;
     op->zrc = rc;
+    reign_trace("zk.answer", "%s %s %d", op_name(op), op->path, rc);
     push(op->zk, &op->it);
 }
 
@@ -287,6 +300,7 @@ static void on_node_event(zhandle_t *zh, int type, int state, const char *path, 
         return;
     zk_watch *w = ctx;
     w->ev_type = type;
+    reign_trace("zk.event", "%d %s", type, path ? path : "");
     push(w->zk, &w->it);
 }
 
@@ -734,6 +748,7 @@ static void issue(reign__zk *zk, zk_op *op)
     default:
         rc = ZBADARGUMENTS;
     }
+    reign_trace("zk.send", "%s %s", op_name(op), op->path);
     if (rc == ZOK)
         return;
 failed:
@@ -1377,10 +1392,12 @@ void reign__zk_dispatch(reign__zk *zk)
     while ((it = pop(zk))) {
         switch (it->kind) {
         case ITEM_OP:
+            reign_trace("zk.take", "%s %s", op_name((zk_op *)it), ((zk_op *)it)->path);
             finish_op(zk, (zk_op *)it);
             break;
         case ITEM_WATCH: {
             zk_watch *w = (zk_watch *)it;
+            reign_trace("zk.take_event", "%d %s", w->ev_type, w->path);
             if (w->gen == zk->gen && !zk->closed && w->cb) {
                 reign__zk_event ev = w->ev_type == ZOO_CREATED_EVENT   ? REIGN__ZK_CREATED
                                      : w->ev_type == ZOO_DELETED_EVENT ? REIGN__ZK_DELETED

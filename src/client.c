@@ -547,6 +547,17 @@ static const char *const zk_params[] = {
 static int configure_zk(reign_client *c, const reign__uri *u, reign__zk_config *zc, char **password,
                         char *err, size_t errlen)
 {
+    for (size_t i = 0; i < u->n_params; i++) {
+        const char *k = u->params[i].key;
+        if (!strncmp(k, "ssl", 3) || !strncmp(k, "tls", 3)) {
+            /* Say why rather than "unknown": see reign(1), GLOBAL OPTIONS. */
+            reign__errf(err, errlen,
+                        "parameter '%s': TLS to ZooKeeper is not supported (the installed "
+                        "ZooKeeper C client is built without OpenSSL); use a TLS tunnel",
+                        k);
+            return REIGN_ENOTSUP;
+        }
+    }
     int r = reign__uri_check_params(u, zk_params, err, errlen);
     if (r < 0)
         return r;

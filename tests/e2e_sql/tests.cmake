@@ -52,4 +52,8 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     TIMEOUT 300)
   reign_e2e_sql(fault e2e_sql_server_restart_postgres test_server_restart.py ARGS postgres
     TIMEOUT 300)
+  # TLS to a server of the test's own, the client libraries' password sources, the guardian.
+  foreach(store mariadb postgres)
+    reign_e2e_sql(fault e2e_sql_tls_${store} test_tls.py ARGS ${store} LABELS guardian)
+  endforeach()
 endif()

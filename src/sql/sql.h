@@ -271,6 +271,13 @@ int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, cha
 /* The lease table's name. */
 const char *reign__sql_table(const reign__sqlconn *c);
 
+/* The names of the elections of data center dc, sorted (catalog.c). */
+int reign__sql_catalog_list(reign__sqlconn *c, const char *dc, reign__sql_rows *names, char *err,
+                            size_t errlen);
+/* Deletes election `name`'s row if its term is still `term`: 1 if deleted, 0 if not. */
+int reign__sql_catalog_remove(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
+                              char *err, size_t errlen);
+
 /* Counts the statements sent on this connection (for the benchmark). */
 uint64_t reign__sql_statements(const reign__sqlconn *c);
 

@@ -45,6 +45,8 @@ typedef struct reign_entry {
     size_t standing;
     /* SQL: the holder of a live lease; else NULL. */
     const char *leader;
+    /* Elections: the slots of `reign run --slot|--every` on record (<reign/slot.h>). */
+    size_t slots;
     /* The node or row is not reign's (its data does not parse as reign's record of that
      * kind): listed, never trusted, never removed. */
     int foreign;

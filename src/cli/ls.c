@@ -2,9 +2,9 @@
  * ls.c - `reign ls [PREFIX]`: what a store holds (<reign/store.h>): its
  * elections, groups, values and task queues, one line each,
  *
- *   KIND NAME standing=N [leader=ID] [foreign]
+ *   KIND NAME standing=N [leader=ID] [slots=N] [foreign]
  *
- * or, with --json, one JSON array of {"kind","name","standing","leader","foreign"}.
+ * or, with --json, one JSON array of {"kind","name","standing","leader","slots","foreign"}.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -23,13 +23,14 @@ static void usage(FILE *f)
                "\n"
                "List what the store holds: elections, groups, values and task queues (a SQL\n"
                "store: elections), those whose name starts with PREFIX, one per line:\n"
-               "  KIND NAME standing=N [leader=ID] [foreign]\n"
+               "  KIND NAME standing=N [leader=ID] [slots=N] [foreign]\n"
                "standing: candidates of an election (SQL: 1 while a lease is held), members\n"
-               "of a group.  foreign: the node or row is not reign's; reign leaves it alone.\n"
+               "of a group.  slots: slots of `reign run --slot|--every` on record (`reign\n"
+               "runs`).  foreign: the node or row is not reign's; reign leaves it alone.\n"
                "\n"
                "Options:\n"
                "      --json              print one JSON array of {\"kind\",\"name\",\n"
-               "                          \"standing\",\"leader\",\"foreign\"}\n"
+               "                          \"standing\",\"leader\",\"slots\",\"foreign\"}\n"
                "  -h, --help              show this help\n");
 }
 
@@ -50,6 +51,7 @@ static int print_json(cli *c, const reign_entry *v, size_t n)
             cJSON_AddStringToObject(o, "leader", v[i].leader);
         else
             cJSON_AddNullToObject(o, "leader");
+        cli_json_add_u64(o, "slots", v[i].slots);
         cJSON_AddBoolToObject(o, "foreign", v[i].foreign);
     }
     return cli_json_print(c, a);
@@ -74,14 +76,16 @@ static void on_list(reign_client *client, int err, const reign_entry *v, size_t 
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        char name[512], leader[512] = "";
+        char name[512], leader[512] = "", slots[32] = "";
         cli_quote(v[i].name, name, sizeof(name));
         if (v[i].leader) {
             char q[REIGN_ID_MAX * 4 + 8];
             snprintf(leader, sizeof(leader), " leader=%s", cli_quote(v[i].leader, q, sizeof(q)));
         }
-        cli_print("%-8s %s standing=%zu%s%s", reign_entry_kind_name(v[i].kind), name, v[i].standing,
-                  leader, v[i].foreign ? " foreign" : "");
+        if (v[i].slots)
+            snprintf(slots, sizeof(slots), " slots=%zu", v[i].slots);
+        cli_print("%-8s %s standing=%zu%s%s%s", reign_entry_kind_name(v[i].kind), name,
+                  v[i].standing, leader, slots, v[i].foreign ? " foreign" : "");
     }
     cli_exit(c, CLI_EXIT_OK);
 }

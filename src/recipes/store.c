@@ -22,9 +22,11 @@
 #include <string.h>
 
 #include "client_internal.h"
+#include "sql/runs.h"
 #include "election_internal.h"
 #include "group_internal.h"
 #include "record.h"
+#include "slot/slot_internal.h"
 #include "tasks_internal.h"
 #include "value_internal.h"
 
@@ -77,6 +79,7 @@ typedef struct ent {
     char *name;
     size_t standing;
     char *leader;
+    size_t slots;
     bool foreign;
     bool gone; /* deleted between the listing and the read */
 } ent;
@@ -144,6 +147,7 @@ static void finish_list(store_op *o, int err)
                                          .name = o->v[i].name,
                                          .standing = o->v[i].standing,
                                          .leader = o->v[i].leader,
+                                         .slots = o->v[i].slots,
                                          .foreign = o->v[i].foreign};
     }
     if (o->lcb)
@@ -226,19 +230,26 @@ static char *child_path(reign_entry_kind k, const char *name)
 
 /* ---- ZooKeeper: list ------------------------------------------------------------------------ */
 
-/* arg: the entry's index * 2, + 1 for its children. */
+/* What a read of an entry is for (arg: the entry's index * 3 + this). */
+enum { READ_NODE, READ_KIDS, READ_SLOTS };
+
 static void on_entry(void *owner, void *arg, const reign__zk_result *r)
 {
     store_op *o = owner;
-    size_t i = (uintptr_t)arg / 2;
-    bool kids = (uintptr_t)arg % 2;
+    size_t i = (uintptr_t)arg / 3;
+    int what = (int)((uintptr_t)arg % 3);
     ent *e = &o->v[i];
-    if (r->rc == REIGN_ENOENT) {
+    if (what == READ_SLOTS && r->rc >= 0) {
+        for (size_t k = 0; k < r->n_children; k++)
+            e->slots += !strncmp(r->children[k], "s_", 2);
+    } else if (what == READ_SLOTS && r->rc == REIGN_ENOENT) {
+        /* no slot on record */
+    } else if (r->rc == REIGN_ENOENT) {
         e->gone = true;
     } else if (r->rc < 0) {
         finish_list(o, r->rc);
         return;
-    } else if (!kids) {
+    } else if (what == READ_NODE) {
         e->foreign = !ours(e->kind, r->value, r->value_len);
     } else {
         const char *mark = e->kind == REIGN_ENTRY_ELECTION ? "n_" : "m_";
@@ -265,18 +276,29 @@ static void on_dir(void *owner, void *arg, const reign__zk_result *r)
         if (strncmp(r->children[c], o->prefix, pl))
             continue;
         size_t i = o->n;
-        char *path = NULL;
+        char *path = NULL, *slots = NULL;
         int rc = add_ent(o, k, r->children[c]) && (path = child_path(k, r->children[c]))
                      ? reign__zk_get(o->zk, path, NULL, REIGN__ZK_RETRY, o, on_entry,
-                                     (void *)(uintptr_t)(i * 2))
+                                     (void *)(uintptr_t)(i * 3 + READ_NODE))
                      : REIGN_ENOMEM;
         o->pending += rc == 0;
         if (rc == 0 && (k == REIGN_ENTRY_ELECTION || k == REIGN_ENTRY_GROUP)) {
             rc = reign__zk_children(o->zk, path, NULL, REIGN__ZK_RETRY, o, on_entry,
-                                    (void *)(uintptr_t)(i * 2 + 1));
+                                    (void *)(uintptr_t)(i * 3 + READ_KIDS));
+            o->pending += rc == 0;
+        }
+        if (rc == 0 && k == REIGN_ENTRY_ELECTION) {
+            size_t n = sizeof(REIGN__SLOT_DIR) + strlen(r->children[c]) + 1;
+            rc = (slots = reign__malloc(n)) ? 0 : REIGN_ENOMEM;
+            if (rc == 0) {
+                snprintf(slots, n, "%s/%s", REIGN__SLOT_DIR, r->children[c]);
+                rc = reign__zk_children(o->zk, slots, NULL, REIGN__ZK_RETRY, o, on_entry,
+                                        (void *)(uintptr_t)(i * 3 + READ_SLOTS));
+            }
             o->pending += rc == 0;
         }
         reign__free(path);
+        reign__free(slots);
         if (rc < 0) {
             finish_list(o, rc);
             return;
@@ -309,6 +331,24 @@ static void ctx_free(void *p)
     reign__free(x);
 }
 
+/* The slots of `reign run --slot|--every` on record for `name` (distinct keys of its runs). */
+static int count_slots(reign__sqlconn *c, const char *dc, const char *name, size_t *out, char *err,
+                       size_t errlen)
+{
+    reign__run_rows rows = {0};
+    int rc = reign__runs_history(c, dc, name, &rows, err, errlen);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < rows.n; i++) {
+        size_t j = 0;
+        while (j < i && strcmp(rows.v[j].slot, rows.v[i].slot))
+            j++;
+        *out += j == i;
+    }
+    reign__run_rows_free(&rows);
+    return 0;
+}
+
 static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_t errlen)
 {
     sql_ctx *x = p;
@@ -336,7 +376,7 @@ static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_
         }
         reign__lease l = {0};
         rc = reign__sql_lease_read(c, dc, name, &l, err, errlen);
-        if (rc < 0)
+        if (rc < 0 || (rc = count_slots(c, dc, name, &e->slots, err, errlen)) < 0)
             break;
         rc = 1;
         if (!l.exists)

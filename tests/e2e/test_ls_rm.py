@@ -4,7 +4,8 @@
   * ls of an empty store prints nothing (exit 0); then with an election (a candidate `a`
     standing), a group (member `m1`), a value, a task queue, a node of the same name in two
     kinds, and a foreign node (/reign/election/foreign-x made with zkraw, data not reign's):
-    ls lists each with its kind and who stands, sorted; a PREFIX filters; --json parses.
+    ls lists each with its kind and who stands, sorted, and an election with a slot run by
+    `reign run --slot` with slots=1; a PREFIX filters; --json parses.
   * refusals: rm of the election while `a` stands and of the group while `m1` is a member exit
     1 naming them, and leave the nodes; rm of the foreign node exits 1 and leaves it; rm of a
     name held by two kinds without --kind is a usage error (2); rm of a queue is refused
@@ -46,6 +47,8 @@ def body(t):
     check(rc == 0, f"value set el-1: {err}")
     rc, _, err = reign("tasks", "submit", "qu-1", "payload")
     check(rc == 0, f"tasks submit: {err}")
+    rc, _, err = reign("run", "sl-1", "--slot", "k1", "--", "true")
+    check(rc == 0, f"run --slot: {err}")
     rc, _, err = t.zkraw(zh, "create", "/reign/election/foreign-x", "not reign's")
     check(rc == 0, f"creating a foreign node: {err}")
 
@@ -56,6 +59,7 @@ def body(t):
     lines = [ln.split() for ln in out.splitlines()]
     want = [["election", "el-1", "standing=1"],
             ["election", "foreign-x", "standing=0", "foreign"],
+            ["election", "sl-1", "standing=0", "slots=1"],
             ["group", "gr-1", "standing=1"],
             ["value", "el-1", "standing=0"],
             ["value", "va-1", "standing=0"],
@@ -67,7 +71,7 @@ def body(t):
     entries = json.loads(out)
     check([(e["kind"], e["name"], e["standing"], e["foreign"]) for e in entries] ==
           [("election", "el-1", 1, False), ("election", "foreign-x", 0, True),
-           ("group", "gr-1", 1, False), ("value", "el-1", 0, False),
+           ("election", "sl-1", 0, False), ("group", "gr-1", 1, False), ("value", "el-1", 0, False),
            ("value", "va-1", 0, False), ("queue", "qu-1", 0, False)], f"ls --json: {out}")
 
     # Refusals.
@@ -104,7 +108,8 @@ def body(t):
         check(rc == NONODE, f"{p} still exists after rm ({rc})")
     rc, out, _ = reign("ls")
     check([ln.split()[:2] for ln in out.splitlines()] ==
-          [["election", "foreign-x"], ["value", "el-1"], ["queue", "qu-1"]], f"ls after rm: {out}")
+          [["election", "foreign-x"], ["election", "sl-1"], ["value", "el-1"], ["queue", "qu-1"]],
+          f"ls after rm: {out}")
 
     b = t.campaign("b", "el-1", uri)
     wait_for(lambda: b.elected(), "b elected in the election made again")

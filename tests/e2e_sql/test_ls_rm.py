@@ -4,8 +4,9 @@
     test_ls_rm.py sqlite|mariadb|postgres
 
   * ls of the empty table prints nothing; with `a` leading el-1, el-2 released by its leader,
-    and a foreign row (a lock_name reign would never write, inserted by hand): ls lists el-1
-    with leader=a, el-2 with nobody, the foreign row marked foreign; a PREFIX filters; --json.
+    sl-1 with two slots run by `reign run --slot`, and a foreign row (a lock_name reign would
+    never write, inserted by hand): ls lists el-1 with leader=a, el-2 with nobody, sl-1 with
+    slots=2, the foreign row marked foreign; a PREFIX filters; --json.
   * rm el-1 while a holds the lease exits 1 naming a, and leaves the row; rm of a group or a
     value is "no such" (a SQL store has none); rm of a name with no row says so.
   * rm el-2 (released) removes its row; once a has resigned, rm el-1 removes that too; the
@@ -36,6 +37,10 @@ def body(t, kind):
     sqle.wait_alive(b.elected, "b elected in el-2", [b])
     b.send(signal.SIGTERM)
     check(b.wait() == 0, "b did not exit 0")
+    rc, _, err = reign("run", "sl-1", "--slot", "k1", "--", "true")
+    check(rc == 0, f"run --slot k1: {err}")
+    rc, _, err = reign("run", "sl-1", "--slot", "k2", "--", "true")
+    check(rc == 0, f"run --slot k2: {err}")
     a = t.campaign("a", "el-1", uri)
     sqle.wait_alive(a.elected, "a elected in el-1", [a])
     store.sql(f"INSERT INTO {store.quoted()} (data_center, lock_name, owner, duration, term, "
@@ -47,14 +52,16 @@ def body(t, kind):
     lines = [ln.split() for ln in out.splitlines()]
     want = [["election", "el-1", "standing=1", "leader=a"],
             ["election", "el-2", "standing=0"],
+            ["election", "sl-1", "standing=0", "slots=2"],
             ["election", "not", "a/name", "standing=0", "foreign"]]
     check(sorted(lines) == sorted(want), f"ls:\n{out}")
     rc, out, _ = reign("ls", "el-2")
     check(out.split() == ["election", "el-2", "standing=0"], f"ls el-2: {out!r}")
     rc, out, _ = reign("ls", "--json")
     got = {e["name"]: (e["standing"], e["leader"], e["foreign"]) for e in json.loads(out)}
-    check(got == {"el-1": (1, "a", False), "el-2": (0, None, False),
+    check(got == {"el-1": (1, "a", False), "el-2": (0, None, False), "sl-1": (0, None, False),
                   "not a/name": (0, None, True)}, f"ls --json: {out}")
+    check([e["slots"] for e in json.loads(out) if e["name"] == "sl-1"] == [2], f"slots: {out}")
 
     rc, _, err = reign("rm", "el-1")
     check(rc == 1 and "'a' stands in it" in err, f"rm el-1 while a leads: {rc} {err!r}")
@@ -75,7 +82,8 @@ def body(t, kind):
     check(rc == 0 and out.strip() == "removed election el-1", f"rm el-1: {rc} {out!r} {err!r}")
     check(store.lease_row("el-1") is None, "el-1's row is still there")
     rc, out, _ = reign("ls")
-    check([ln.split()[-1] for ln in out.splitlines()] == ["foreign"], f"ls after rm: {out!r}")
+    check(sorted(ln.split()[-1] for ln in out.splitlines()) == ["foreign", "slots=2"],
+          f"ls after rm: {out!r}")
 
     c = t.campaign("c", "el-1", uri)
     sqle.wait_alive(c.elected, "c elected in el-1 made again", [c])

@@ -63,17 +63,20 @@ REIGN_EXPORT int reign_store_list(reign_client *client, const char *prefix, reig
                                   void *userdata);
 
 /* err 0: removed.  REIGN_EBUSY: somebody stands in it; `standing` names them (ids; "" for a
- * candidate whose data is foreign).  REIGN_ENOENT: no such entry.  REIGN_EFOREIGN: not
- * reign's, left alone.  REIGN_ENOTSUP: a queue (remove its tasks with `reign tasks delete`). */
+ * candidate whose data is foreign; none if somebody joined or wrote meanwhile).  REIGN_ENOENT:
+ * no such entry.  REIGN_EFOREIGN: not reign's, left alone. */
 typedef void reign_store_remove_cb(reign_client *client, int err, const char *const *standing,
                                    size_t n_standing, void *userdata);
 
 /*
  * Removes entry `name` of `kind` if nobody stands in it: an election without candidates (SQL:
- * whose lease has run out or was released), a group without members, a value.  Safe against
- * somebody joining meanwhile: ZooKeeper deletes the node only if it has no child but the
- * election's term, in one multi; SQL deletes the row only at the term it read expired.  On
- * SQL, a follower still running makes the row again at its next look.
+ * whose lease has run out or was released), a group without members, a value, a task queue
+ * without workers or masters (its group and election "tasks.NAME"; ZooKeeper only).  Safe
+ * against somebody joining meanwhile: ZooKeeper deletes the node only if it has no child but
+ * the election's term, in one multi; SQL deletes the row only at the term it read expired.  A
+ * queue's subtree (its tasks, payloads, assignments and results) is deleted deepest first: a
+ * task submitted meanwhile makes the removal fail with REIGN_EBUSY, with part of the queue
+ * gone.  On SQL, a follower still running makes the row again at its next look.
  */
 REIGN_EXPORT int reign_store_remove(reign_client *client, reign_entry_kind kind, const char *name,
                                     reign_store_remove_cb *cb, void *userdata);

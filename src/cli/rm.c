@@ -1,6 +1,6 @@
 /*
- * rm.c - `reign rm NAME`: remove an election, group or value nobody stands
- * in (<reign/store.h>).  Without --kind, NAME must name one entry of the
+ * rm.c - `reign rm NAME`: remove an election, group, value or task queue
+ * nobody stands in (<reign/store.h>).  Without --kind, NAME must name one entry of the
  * store (`reign ls` tells which).  Refused, with exit status 1, while
  * somebody stands in it: the message names who.  There is no --force: on
  * ZooKeeper the candidates' and members' nodes are their sessions' own, and
@@ -22,15 +22,16 @@ static void usage(FILE *f)
 {
     fprintf(f, "Usage: reign [GLOBAL OPTIONS] rm NAME [OPTIONS]\n"
                "\n"
-               "Remove election, group or value NAME from the store if nobody stands in it\n"
-               "(no candidate, no member; on a SQL store: no live lease), and print\n"
+               "Remove election, group, value or task queue NAME from the store if nobody\n"
+               "stands in it (no candidate, no member; a queue: no worker, no master; on a\n"
+               "SQL store: no live lease), and print\n"
                "  removed KIND NAME\n"
                "Refused (exit 1) while somebody does, naming who; data that is not reign's\n"
-               "is never removed.  Task queues are not removed here.\n"
+               "is never removed.\n"
                "\n"
                "Options:\n"
-               "  -k, --kind KIND         election, group or value: which NAME (needed when\n"
-               "                          several kinds hold that name)\n"
+               "  -k, --kind KIND         election, group, value or queue: which NAME (needed\n"
+               "                          when several kinds hold that name)\n"
                "  -h, --help              show this help\n");
 }
 
@@ -60,7 +61,9 @@ static void on_removed(reign_client *client, int err, const char *const *standin
         if (n)
             cli_error(c, "%s '%s' is in use, not removed: %s %s", kind, name, who,
                       s->kind == REIGN_ENTRY_GROUP ? (n == 1 ? "is its member" : "are its members")
-                                                   : (n == 1 ? "stands in it" : "stand in it"));
+                      : s->kind == REIGN_ENTRY_QUEUE
+                          ? (n == 1 ? "works or masters for it" : "work or master for it")
+                          : (n == 1 ? "stands in it" : "stand in it"));
         else
             cli_error(c, "%s '%s' is in use, not removed: somebody joined or changed it meanwhile",
                       kind, name);
@@ -97,13 +100,13 @@ static void on_list(reign_client *client, int err, const reign_entry *v, size_t 
     }
     size_t found = 0;
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(v[i].name, s->name) && v[i].kind != REIGN_ENTRY_QUEUE && found++ == 0)
+        if (!strcmp(v[i].name, s->name) && found++ == 0)
             s->kind = v[i].kind;
     if (found == 0) {
-        cli_error(c, "no election, group or value '%s'", name);
+        cli_error(c, "no election, group, value or queue '%s'", name);
         cli_exit(c, CLI_EXIT_FAIL);
     } else if (found > 1) {
-        cli_error(c, "several kinds hold '%s': give --kind election|group|value", name);
+        cli_error(c, "several kinds hold '%s': give --kind election|group|value|queue", name);
         cli_exit(c, CLI_EXIT_USAGE);
     } else {
         start_remove(c);
@@ -131,9 +134,9 @@ int cli_rm_main(cli *c, int argc, char **argv)
         switch (o) {
         case 'k':
             s.kind = reign_entry_kind_of(optarg);
-            if (!s.kind || s.kind == REIGN_ENTRY_QUEUE) {
+            if (!s.kind) {
                 char q[128];
-                return cli_usage_error(c, "--kind '%s': want election, group or value",
+                return cli_usage_error(c, "--kind '%s': want election, group, value or queue",
                                        cli_quote(optarg, q, sizeof(q)));
             }
             break;

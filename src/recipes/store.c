@@ -102,7 +102,18 @@ typedef struct store_op {
     size_t pending;
     bool done;
     bool sub_pending; /* a recipe's one-shot read of who stands: it calls back, even on close */
+    /* remove a queue: its subtree, deepest first */
+    struct tnode *tree;
+    size_t tree_pending;
+    bool tree_failed;
 } store_op;
+
+/* A node of a queue's subtree being removed: deleted once its children are. */
+typedef struct tnode {
+    struct tnode *parent, *next_alloc;
+    char *path;
+    size_t kids; /* not deleted yet */
+} tnode;
 
 static void op_free(store_op *o)
 {
@@ -116,6 +127,12 @@ static void op_free(store_op *o)
         reign__free(o->v[i].leader);
     }
     reign__free(o->v);
+    while (o->tree) {
+        tnode *t = o->tree;
+        o->tree = t->next_alloc;
+        reign__free(t->path);
+        reign__free(t);
+    }
     reign__free(o->prefix);
     reign__free(o->name);
     reign__free(o->path);
@@ -592,6 +609,130 @@ static void on_group_list(reign_client *client, int err, const reign_member *mem
     judge(userdata, err, err < 0 ? 0 : n, member_id, members);
 }
 
+/* ---- remove a queue (ZooKeeper): nobody in its group or election, then its subtree ---- */
+
+static int tree_walk(store_op *o, tnode *t);
+
+static void tree_fail(store_op *o, int rc)
+{
+    if (o->tree_failed)
+        return;
+    o->tree_failed = true;
+    /* A node appeared meanwhile (a task submitted): refused, what was deleted stays deleted. */
+    finish_remove(o, rc == REIGN_ENOTEMPTY ? REIGN_EBUSY : rc, NULL, 0);
+}
+
+static void on_tree_deleted(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    tnode *t = arg;
+    /* ENOENT: a container node the server removed once it was empty. */
+    if (r->rc < 0 && r->rc != REIGN_ENOENT) {
+        tree_fail(o, r->rc);
+        return;
+    }
+    if (!t->parent) {
+        finish_remove(o, 0, NULL, 0);
+        return;
+    }
+    if (--t->parent->kids == 0) {
+        int rc = reign__zk_delete(o->zk, t->parent->path, -1, REIGN__ZK_RETRY, o, on_tree_deleted,
+                                  t->parent);
+        if (rc < 0)
+            tree_fail(o, rc);
+    }
+}
+
+static void on_tree_children(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    tnode *t = arg;
+    if (r->rc == REIGN_ENOENT && t->parent) {
+        on_tree_deleted(o, t, r); /* gone already: as if deleted */
+        return;
+    }
+    if (r->rc < 0) {
+        tree_fail(o, r->rc);
+        return;
+    }
+    if (r->n_children == 0) {
+        int rc = reign__zk_delete(o->zk, t->path, -1, REIGN__ZK_RETRY, o, on_tree_deleted, t);
+        if (rc < 0)
+            tree_fail(o, rc);
+        return;
+    }
+    t->kids = r->n_children;
+    for (size_t i = 0; i < r->n_children; i++) {
+        tnode *k = reign__calloc(1, sizeof(*k));
+        size_t n = strlen(t->path) + strlen(r->children[i]) + 2;
+        if (!k || !(k->path = reign__malloc(n))) {
+            reign__free(k);
+            tree_fail(o, REIGN_ENOMEM);
+            return;
+        }
+        snprintf(k->path, n, "%s/%s", t->path, r->children[i]);
+        k->parent = t;
+        k->next_alloc = o->tree;
+        o->tree = k;
+        int rc = tree_walk(o, k);
+        if (rc < 0) {
+            tree_fail(o, rc); /* frees o: return at once */
+            return;
+        }
+    }
+}
+
+static int tree_walk(store_op *o, tnode *t)
+{
+    return reign__zk_children(o->zk, t->path, NULL, REIGN__ZK_RETRY, o, on_tree_children, t);
+}
+
+static void remove_queue_tree(store_op *o)
+{
+    tnode *t = reign__calloc(1, sizeof(*t));
+    if (!t || !(t->path = reign__strdup(o->path))) {
+        reign__free(t);
+        finish_remove(o, REIGN_ENOMEM, NULL, 0);
+        return;
+    }
+    o->tree = t;
+    int rc = tree_walk(o, t);
+    if (rc < 0)
+        tree_fail(o, rc);
+}
+
+/* The queue's workers (its group), then its masters (its election): nobody may stand. */
+static void on_queue_masters(reign_client *client, int err, const reign_election_view *view,
+                             void *userdata)
+{
+    store_op *o = userdata;
+    (void)client;
+    o->sub_pending = false;
+    if (err == REIGN_ENOENT || (err == 0 && !view->n_candidates && !view->has_leader)) {
+        remove_queue_tree(o);
+        return;
+    }
+    size_t n = err < 0 ? 0 : view->n_candidates ? view->n_candidates : 1;
+    judge(o, err, n, candidate_id, view);
+}
+
+static void on_queue_workers(reign_client *client, int err, const reign_member *members, size_t n,
+                             void *userdata)
+{
+    store_op *o = userdata;
+    if (err == REIGN_ENOENT || (err == 0 && n == 0)) {
+        char name[sizeof(REIGN__TASKS_PREFIX) + REIGN_NAME_MAX];
+        snprintf(name, sizeof(name), "%s%s", REIGN__TASKS_PREFIX, o->name);
+        int rc = reign_election_query(client, name, on_queue_masters, o);
+        if (rc < 0) {
+            o->sub_pending = false;
+            finish_remove(o, rc, NULL, 0);
+        }
+        return;
+    }
+    judge(o, err, err < 0 ? 0 : n, member_id, members);
+}
+
 static void on_node(void *owner, void *arg, const reign__zk_result *r)
 {
     store_op *o = owner;
@@ -611,9 +752,12 @@ static void on_node(void *owner, void *arg, const reign__zk_result *r)
     }
     /* A call that fails never calls back. */
     o->sub_pending = true;
+    char tq[sizeof(REIGN__TASKS_PREFIX) + REIGN_NAME_MAX];
+    snprintf(tq, sizeof(tq), "%s%s", REIGN__TASKS_PREFIX, o->name);
     int rc = o->kind == REIGN_ENTRY_ELECTION
                  ? reign_election_query(o->client, o->name, on_election_view, o)
-                 : reign_group_list(o->client, o->name, on_group_list, o);
+             : o->kind == REIGN_ENTRY_GROUP ? reign_group_list(o->client, o->name, on_group_list, o)
+                                            : reign_group_list(o->client, tq, on_queue_workers, o);
     if (rc < 0) {
         o->sub_pending = false;
         finish_remove(o, rc, NULL, 0);
@@ -635,13 +779,7 @@ int reign_store_remove(reign_client *client, reign_entry_kind kind, const char *
         op_free(o);
         return REIGN_ENOMEM;
     }
-    int rc;
-    if (kind == REIGN_ENTRY_QUEUE)
-        rc = REIGN_ENOTSUP;
-    else if (o->sql)
-        rc = kind == REIGN_ENTRY_ELECTION ? 0 : REIGN_ENOENT;
-    else
-        rc = 0;
+    int rc = o->sql && kind != REIGN_ENTRY_ELECTION ? REIGN_ENOENT : 0;
     if (rc == 0) {
         reign__client_attach(client, &o->recipe);
         rc = o->sql ? sql_start(o, false)

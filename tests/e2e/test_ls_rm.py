@@ -7,11 +7,14 @@
     ls lists each with its kind and who stands, sorted, and an election with a slot run by
     `reign run --slot` with slots=1; a PREFIX filters; --json parses.
   * refusals: rm of the election while `a` stands and of the group while `m1` is a member exit
-    1 naming them, and leave the nodes; rm of the foreign node exits 1 and leaves it; rm of a
-    name held by two kinds without --kind is a usage error (2); rm of a queue is refused
-    (--kind queue is not accepted); rm of a name nobody made says so.
-  * once `a` and `m1` have left, rm removes the election (its term too) and the group, and the
-    value at once; ZooKeeper has no node of them left, and ls no longer lists them.
+    1 naming them, and leave the nodes; rm of the queue while worker `w1` runs exits 1 naming
+    it and leaves its pending tasks; rm of the foreign node exits 1 and leaves it; rm of a
+    name held by two kinds without --kind is a usage error (2); rm of a name nobody made says
+    so.
+  * once `a`, `m1` and `w1` have left, rm removes the election (its term too), the group, the
+    value at once, and the queue with its three pending tasks (the whole subtree); ZooKeeper
+    has no node of them left, and ls no longer lists them (the workers' group tasks.qu-1
+    stays, an entry of its own).
   * the election can be made again afterwards (a new campaign is elected).
 """
 import json
@@ -45,8 +48,9 @@ def body(t):
     check(rc == 0, f"value set: {err}")
     rc, _, err = reign("value", "set", "el-1", "same name as the election")
     check(rc == 0, f"value set el-1: {err}")
-    rc, _, err = reign("tasks", "submit", "qu-1", "payload")
-    check(rc == 0, f"tasks submit: {err}")
+    for i in range(3):
+        rc, _, err = reign("tasks", "submit", "qu-1", f"payload {i}")
+        check(rc == 0, f"tasks submit: {err}")
     rc, _, err = reign("run", "sl-1", "--slot", "k1", "--", "true")
     check(rc == 0, f"run --slot: {err}")
     rc, _, err = t.zkraw(zh, "create", "/reign/election/foreign-x", "not reign's")
@@ -83,10 +87,15 @@ def body(t):
     check(rc == 1 and "not reign's" in err, f"rm of a foreign node: {rc} {err!r}")
     rc, _, err = reign("rm", "el-1")
     check(rc == 2 and "--kind" in err, f"rm of a name of two kinds: {rc} {err!r}")
-    rc, _, err = reign("rm", "--kind", "queue", "qu-1")
-    check(rc == 2, f"rm --kind queue: {rc} {err!r}")
+    w = t.spawn("w1", [t.cli, "--uri", uri, "tasks", "worker", "qu-1", "--id", "w1", "--",
+                       "cat"])
+    wait_for(lambda: "tasks.qu-1 standing=1" in reign("ls", "tasks.")[1], "w1 registered")
+    rc, _, err = reign("rm", "qu-1")
+    check(rc == 1 and "'w1' works or masters for it" in err, f"rm qu-1 with w1: {rc} {err!r}")
+    rc, _, _ = t.zkraw(zh, "exists", "/reign/tasks/qu-1/tasks")
+    check(rc == 0, f"qu-1's tasks are gone after a refusal ({rc})")
     rc, _, err = reign("rm", "nobody-made-this")
-    check(rc == 1 and "no election, group or value" in err, f"rm of nothing: {rc} {err!r}")
+    check(rc == 1 and "no election, group, value or queue" in err, f"rm of nothing: {rc} {err!r}")
     for p in ("/reign/election/el-1", "/reign/election/el-1/term", "/reign/group/gr-1",
               "/reign/election/foreign-x"):
         rc, _, _ = t.zkraw(zh, "exists", p)
@@ -95,21 +104,23 @@ def body(t):
     log("refused while somebody stands, for foreign data, and for an ambiguous name")
 
     # Removals once nobody stands.
-    a.send(signal.SIGTERM)
-    m.send(signal.SIGTERM)
-    check(a.wait() == 0 and m.wait() == 0, "a or m1 did not exit 0")
+    for p in (a, m, w):
+        p.send(signal.SIGTERM)
+    check(a.wait() == 0 and m.wait() == 0 and w.wait() == 0, "a, m1 or w1 did not exit 0")
     for args, line in ((["--kind", "election", "el-1"], "removed election el-1"),
                        (["gr-1"], "removed group gr-1"),
-                       (["va-1"], "removed value va-1")):
+                       (["va-1"], "removed value va-1"),
+                       (["--kind", "queue", "qu-1"], "removed queue qu-1")):
         rc, out, err = reign("rm", *args)
         check(rc == 0 and out.strip() == line, f"rm {args}: {rc} {out!r} {err!r}")
-    for p in ("/reign/election/el-1", "/reign/group/gr-1", "/reign/value/va-1"):
+    for p in ("/reign/election/el-1", "/reign/group/gr-1", "/reign/value/va-1",
+              "/reign/tasks/qu-1"):
         rc, _, _ = t.zkraw(zh, "exists", p)
         check(rc == NONODE, f"{p} still exists after rm ({rc})")
     rc, out, _ = reign("ls")
     check([ln.split()[:2] for ln in out.splitlines()] ==
-          [["election", "foreign-x"], ["election", "sl-1"], ["value", "el-1"], ["queue", "qu-1"]],
-          f"ls after rm: {out}")
+          [["election", "foreign-x"], ["election", "sl-1"], ["group", "tasks.qu-1"],
+           ["value", "el-1"]], f"ls after rm: {out}")
 
     b = t.campaign("b", "el-1", uri)
     wait_for(lambda: b.elected(), "b elected in the election made again")

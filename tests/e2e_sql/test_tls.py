@@ -15,8 +15,9 @@ line in pg_hba.conf; MariaDB: REQUIRE SSL), so whatever connects as reign below 
   * a misspelt parameter is refused naming it, a secret in a parameter is refused;
   * the client library's password sources, with no password reign knows of: PostgreSQL's
     ~/.pgpass (HOME of the test's own) with the user from PGUSER (no user in the URI), and
-    PGPASSWORD; MariaDB's ~/.my.cnf, group [reign], and an option_file= naming the user, the
-    password and the CA in group [client];
+    PGPASSWORD, and a service file (PGSERVICEFILE) holding sslmode and the CA, right or wrong,
+    the URI naming the service only; MariaDB's ~/.my.cnf, group [reign], and an option_file=
+    naming the user, the password and the CA in group [client];
   * the guardian: tests/e2e/test_guardian.py's run_kill with TLS on and the password only in
     PGPASSWORD or MYSQL_PWD (which the guardian's environment never holds): the killed
     leader's guardian releases its lease over TLS (the server refuses anything else), long
@@ -118,6 +119,15 @@ def body(t, kind):
                        env={"PGPASSWORD": pw}, home=t.dir)
         check_refused(t, store.uri(password_file=False, **on), "no password anywhere",
                       ["no password"], home=t.dir)
+        # A service file gives the TLS settings (the URI names the service only).
+        services = os.path.join(t.dir, "pg_service.conf")
+        with open(services, "w") as f:
+            f.write(f"[reign-tls]\nsslmode=verify-full\nsslrootcert={ca}\n"
+                    f"[reign-wrong]\nsslmode=verify-full\nsslrootcert={other}\n")
+        check_connects(t, store.uri(service="reign-tls"), "service=reign-tls",
+                       env={"PGSERVICEFILE": services})
+        check_refused(t, store.uri(service="reign-wrong"), "service=reign-wrong",
+                      ["certificate"], env={"PGSERVICEFILE": services})
         env = {"PGPASSWORD": pw}
     else:
         with open(os.path.join(home, ".my.cnf"), "w") as f:

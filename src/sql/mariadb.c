@@ -374,6 +374,14 @@ static int my_conn_param(const char *key, const char *value, char *err, size_t e
                     key);
         return REIGN_EURI;
     }
+    if (!strcmp(key, "ssl_mode") || !strcmp(key, "sslmode")) {
+        /* MySQL's client has it; MariaDB Connector/C 3.3 does not: say what to write. */
+        reign__errf(err, errlen,
+                    "parameter '%s': MariaDB Connector/C has no TLS mode; write ssl=on for "
+                    "REQUIRED, ssl_ca=FILE&ssl_verify_server_cert=on for VERIFY_IDENTITY",
+                    key);
+        return REIGN_EURI;
+    }
     const my_param *p = my_param_of(key);
     if (!p)
         return 0;

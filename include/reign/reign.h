@@ -18,5 +18,6 @@
 #include <reign/value.h>
 #include <reign/tasks.h>
 #include <reign/slot.h>
+#include <reign/store.h>
 
 #endif

@@ -257,6 +257,8 @@ cli_main_fn cli_run_main;
 cli_main_fn cli_status_main;
 cli_main_fn cli_watch_main;
 cli_main_fn cli_cede_main;
+cli_main_fn cli_ls_main;
+cli_main_fn cli_rm_main;
 cli_main_fn cli_designate_main;
 
 #endif

@@ -73,7 +73,7 @@ def main():
               f"{unit}: {execs}, expected a line starting with {want!r}")
         for path in ("include/reign/reign.h", "include/reign/adapters/libuv.h",
                      "share/man/man1/reign.1", "share/man/man5/reign.conf.5",
-                     "share/man/man8/reignd.8"):
+                     "share/man/man8/reignd.8", "share/bash-completion/completions/reign"):
             check(os.path.isfile(os.path.join(prefix, path)), f"{path} was not installed")
 
         env = check_tree(prefix, src, os.path.join(tmp, "w1"), env)

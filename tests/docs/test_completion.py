@@ -16,6 +16,8 @@ import subprocess
 import sys
 import tempfile
 
+from docslib import report
+
 # Runs the completion for the words in $WORDS (one per line; the last is being completed) and
 # prints the candidates one per line.
 DRIVER = r'''
@@ -114,10 +116,7 @@ esac
         os.chmod(stub, stat.S_IRWXU)
         expect(completion, [stub, "--uri", "sqlite:///s.db", "status", "n"],
                ["nightly", "noon"], exact=True)
-    if failures:
-        print("FAILED:\n  " + "\n  ".join(failures), file=sys.stderr)
-        return 1
-    return 0
+    return report(failures, "bash completion: every command line completes as expected")
 
 
 if __name__ == "__main__":

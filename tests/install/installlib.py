@@ -50,16 +50,25 @@ def clean_env(**extra):
 
 
 def readme_commands(readme, first_word):
-    """The lines of README.md's shell blocks that start with first_word (comments cut off)."""
-    out, in_sh = [], False
+    """The commands of README.md's shell blocks that start with first_word (continuation lines
+    joined, comments cut off)."""
+    out, in_sh, cont = [], False, None
     with open(readme, encoding="utf-8") as f:
         for line in f:
             s = line.rstrip("\n")
             if s.startswith("```"):
                 in_sh = s.strip() in ("```sh", "```console")
                 continue
-            if in_sh and s.startswith(first_word + " "):
-                out.append(re.sub(r"\s+#.*$", "", s).strip())
+            if not in_sh:
+                continue
+            s = re.sub(r"\s+#.*$", "", s).strip()
+            if cont is not None:
+                cont += " " + s.rstrip("\\").strip()
+            elif s.startswith(first_word + " "):
+                cont = s.rstrip("\\").strip()
+            if cont is not None and not s.endswith("\\"):
+                out.append(cont)
+                cont = None
     return out
 
 
@@ -84,6 +93,25 @@ def build_leader(src, workdir, cmd, env):
     prog = os.path.join(workdir, "leader")
     check(os.access(prog, os.X_OK), f"{cmd!r} made no ./leader")
     return prog
+
+
+def cmake_leaders(src, workdir, env, prefix=None):
+    """A CMake project of a user's that builds examples/leader.c with find_package(reign), once
+    per exported target; each program is run until it leads.  prefix: CMAKE_PREFIX_PATH (a
+    tree outside CMake's own search path)."""
+    os.makedirs(workdir)
+    with open(os.path.join(workdir, "CMakeLists.txt"), "w", encoding="utf-8") as f:
+        f.write("cmake_minimum_required(VERSION 3.18)\nproject(use_reign C)\n"
+                "find_package(reign 0.1 REQUIRED)\n")
+        for target in ("reign", "reign_static"):
+            f.write(f"add_executable({target} {src}/examples/leader.c)\n"
+                    f"target_link_libraries({target} PRIVATE reign::{target})\n")
+    build = os.path.join(workdir, "build")
+    run(["cmake", "-S", workdir, "-B", build,
+         *([f"-DCMAKE_PREFIX_PATH={prefix}"] if prefix else [])], env=env)
+    run(["cmake", "--build", build], env=env)
+    for target in ("reign", "reign_static"):
+        run_leader(os.path.join(build, target), os.path.join(workdir, f"{target}.db"), env)
 
 
 def run_leader(prog, db, env):

@@ -24,7 +24,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from installlib import (Failure, build_leader, campaign_guardian, check, clean_env,  # noqa: E402
-                        log, readme_cc, reignd_check, run, run_leader)
+                        cmake_leaders, log, readme_cc, reignd_check, run, run_leader)
 
 
 def find_one(root, name):
@@ -101,22 +101,7 @@ def main():
         check(not bad, f"libreign exports symbols outside the public API: {bad}")
 
         # CMake: find_package(reign), shared and static
-        cm = os.path.join(tmp, "cm")
-        os.makedirs(cm)
-        with open(os.path.join(cm, "CMakeLists.txt"), "w", encoding="utf-8") as f:
-            f.write(f"""cmake_minimum_required(VERSION 3.18)
-project(use_reign C)
-find_package(reign 0.1 REQUIRED)
-add_executable(leader {src}/examples/leader.c)
-target_link_libraries(leader PRIVATE reign::reign)
-add_executable(leader_static {src}/examples/leader.c)
-target_link_libraries(leader_static PRIVATE reign::reign_static)
-""")
-        run(["cmake", "-S", cm, "-B", os.path.join(cm, "build"), f"-DCMAKE_PREFIX_PATH={prefix}"],
-            env=env)
-        run(["cmake", "--build", os.path.join(cm, "build")], env=env)
-        run_leader(os.path.join(cm, "build", "leader"), os.path.join(cm, "leader.db"), env)
-        run_leader(os.path.join(cm, "build", "leader_static"), os.path.join(cm, "static.db"), env)
+        cmake_leaders(src, os.path.join(tmp, "cm"), env, prefix=prefix)
 
         # moved: the programs, reign.pc and the guardian follow the tree
         moved = os.path.join(tmp, "moved")

@@ -4,8 +4,9 @@
   - README.md's Layout section names every folder of the source tree down to two levels
     (src/reignd, tests/e2e, bench/ref, ...), either as an entry of its own ("src/reignd/") or
     inside its parent's entry ("ref/:" under "bench/"); corpora of test data excepted;
-  - the man pages, docs/, README.md and the public headers cite no "issue N" or "seed N" (the
-    project's own bookkeeping): they name the systems instead (Tera, HDFS's ZKFC, ...).
+  - the man pages, docs/, README.md, the public headers, the examples and contrib/ cite no
+    "issue N" or "seed N" (the project's own bookkeeping): they name the systems instead
+    (Tera, HDFS's ZKFC, ...).
 """
 
 import os
@@ -66,7 +67,7 @@ def check_layout(src):
 
 def check_citations(src):
     pat = re.compile(r"\b(issue|seed)s?\s*#?\d+|\bseeds?/", re.I)
-    roots = ["man", "docs", "README.md", "include"]
+    roots = ["man", "docs", "README.md", "include", "examples", "contrib"]
     for root in roots:
         path = os.path.join(src, root)
         paths = [path] if os.path.isfile(path) else [

@@ -10,6 +10,7 @@ No timed assertion: a bound (WAIT) only limits the wait for something that must 
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -167,6 +168,17 @@ def campaign_guardian(reign, db, env):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def verify_unit(unit, mandir, env):
+    """systemd-analyze verify: the unit parses, its ExecStart is an executable, its
+    Documentation= pages exist (looked up in mandir).  Needs no running systemd; skipped, saying
+    so, where systemd-analyze is not installed."""
+    if not shutil.which("systemd-analyze"):
+        log(f"  {unit}: not verified (no systemd-analyze)")
+        return
+    run(["systemd-analyze", "verify", unit], env=dict(env, MANPATH=mandir))
+    log(f"  {unit}: systemd-analyze verify: OK")
 
 
 def reignd_check(reignd, example_conf, workdir, env):

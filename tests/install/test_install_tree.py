@@ -24,7 +24,8 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from installlib import (Failure, build_leader, campaign_guardian, check, clean_env,  # noqa: E402
-                        cmake_leaders, log, readme_cc, reignd_check, run, run_leader)
+                        cmake_leaders, log, readme_cc, reignd_check, run, run_leader,
+                        verify_unit)
 
 
 def find_one(root, name):
@@ -71,6 +72,7 @@ def main():
         want = f"ExecStart={prefix}/sbin/reignd "
         check(len(execs) == 1 and execs[0].startswith(want),
               f"{unit}: {execs}, expected a line starting with {want!r}")
+        verify_unit(unit, os.path.join(prefix, "share", "man"), env)
         for path in ("include/reign/reign.h", "include/reign/adapters/libuv.h",
                      "share/man/man1/reign.1", "share/man/man5/reign.conf.5",
                      "share/man/man8/reignd.8", "share/bash-completion/completions/reign"):

@@ -27,7 +27,7 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from installlib import (Failure, build_leader, campaign_guardian, check, clean_env,  # noqa: E402
                         cmake_leaders, log, readme_cc, readme_commands, reignd_check,
-                        run, run_leader)
+                        run, run_leader, verify_unit)
 
 PACKAGES = ["reignd", "reign", "libreign-dev", "libreign0"]
 SKIP = 77
@@ -84,6 +84,7 @@ def main():
         with open("/lib/systemd/system/reignd.service", encoding="utf-8") as f:
             check("\nExecStart=/usr/sbin/reignd " in f.read(), "the unit does not start "
                   "/usr/sbin/reignd")
+        verify_unit("/lib/systemd/system/reignd.service", "/usr/share/man", env)
 
         out = run(["reign", "--help"], env=env)
         check(out.startswith("Usage: reign"), f"reign --help printed {out[:80]!r}")

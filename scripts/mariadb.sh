@@ -14,6 +14,9 @@
 #   STATE_DIR/data/           the data directory (removed by `stop`)
 #   STATE_DIR/mariadb.log     the server's error log (kept after `stop`, for post-mortems)
 #   STATE_DIR/pid, STATE_DIR/watchdog.pid, STATE_DIR/socket (path of the unix socket)
+#   STATE_DIR/tls/            with REIGN_SQL_TLS=1 at `start`: a throwaway CA (ca.crt), the
+#                             server's certificate for 127.0.0.1 signed by it, and another CA
+#                             (other-ca.crt); the server then also speaks TLS
 #
 # Users: `reign` has every privilege on database `reign` and nothing else; `reign_nogrants` can
 # log in but has no privilege at all (connecting to database `reign` is refused), for tests of
@@ -24,7 +27,7 @@
 # files are gone; and with REIGN_SQL_OWNER_PID set (a pid, or "parent" for the process that ran
 # `mariadb.sh start`), a small watchdog stops the server when that process goes away.
 #
-# Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID,
+# Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID, REIGN_SQL_TLS,
 # REIGN_MARIADBD (the server binary, default: mariadbd from PATH or /usr/sbin).
 set -euo pipefail
 
@@ -140,6 +143,11 @@ launch_server() {
     mkdir -p "$STATE/tmp"
     # mariadbd refuses to run as root unless told to (tests and CI run as root).
     if [[ $(id -u) -eq 0 ]]; then as_root=(--user=root); fi
+    local tls=()
+    if [[ -d $STATE/tls ]]; then
+        tls=(--ssl-ca="$STATE/tls/ca.crt" --ssl-cert="$STATE/tls/server.crt"
+            --ssl-key="$STATE/tls/server.key")
+    fi
     echo "=== $PROG: starting the server at $(date '+%F %T') ===" >>"$STATE/mariadb.log"
     # Its own session: a Ctrl-C or a group kill aimed at the caller does not reach it (the
     # watchdog and `stop` take care of it); stdio away from the caller's pipes, so ctest does
@@ -156,7 +164,7 @@ launch_server() {
         --max-connections=500 --innodb-buffer-pool-size=32M --innodb-log-file-size=8M \
         --innodb-log-buffer-size=4M --innodb-flush-log-at-trx-commit=2 --innodb-doublewrite=0 \
         --innodb-use-native-aio=0 --key-buffer-size=1M --aria-pagecache-buffer-size=8M \
-        --query-cache-size=0 --query-cache-type=0 \
+        --query-cache-size=0 --query-cache-type=0 "${tls[@]}" \
         </dev/null >>"$STATE/mariadb.log" 2>&1 &
     echo $! >"$STATE/pid"
 }
@@ -256,6 +264,7 @@ cmd_start() {
     : >"$STATE/mariadb.state"
     start_watchdog
     initialise
+    if [[ ${REIGN_SQL_TLS:-0} == 1 ]]; then make_tls "$STATE/tls"; fi
 
     local attempt rc
     for attempt in 1 2 3; do

@@ -16,6 +16,9 @@
 #   STATE_DIR/postgres.log      the server's output (kept after `stop`, for post-mortems)
 #   STATE_DIR/pid, STATE_DIR/watchdog.pid
 #   STATE_DIR/home              where data/ and the socket are: STATE_DIR itself, or see below
+#   STATE_DIR/tls/              with REIGN_SQL_TLS=1 at `start`: a throwaway CA (ca.crt), the
+#                               server's certificate for 127.0.0.1 signed by it, and another CA
+#                               (other-ca.crt); the server then also speaks TLS (ssl=on)
 #
 # PostgreSQL refuses to run as root: when this script runs as root, initdb and postgres run as
 # the unprivileged user REIGN_PG_USER (default: `postgres`, which Debian's package creates), the
@@ -39,7 +42,7 @@
 # REIGN_SQL_OWNER_PID set (a pid, or "parent" for the process that ran `pg.sh start`), a small
 # watchdog stops the server when that process goes away.
 #
-# Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID,
+# Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID, REIGN_SQL_TLS,
 # REIGN_PG_USER (see above), REIGN_PG_BINDIR (default: Debian's newest, e.g.
 # /usr/lib/postgresql/15/bin).
 set -euo pipefail
@@ -243,6 +246,10 @@ launch_server() {
     home=$(home)
     clear_stale_locks
     echo "=== $PROG: starting the server at $(date '+%F %T') ===" >>"$STATE/postgres.log"
+    local tls=()
+    if [[ -d $STATE/tls ]]; then
+        tls=(-c ssl=on -c ssl_cert_file="$home/server.crt" -c ssl_key_file="$home/server.key")
+    fi
     # Its own session: a Ctrl-C or a group kill aimed at the caller does not reach it (the
     # watchdog and `stop` take care of it); stdio away from the caller's pipes, so ctest does
     # not wait for the server to close them.  The log is opened here, by the caller.
@@ -253,7 +260,7 @@ launch_server() {
             -h 127.0.0.1 -p "$port" -c fsync=off -c full_page_writes=off \
             -c synchronous_commit=on -c shared_buffers=16MB -c max_connections=200 \
             -c huge_pages=off -c max_wal_size=256MB -c logging_collector=off \
-            -c log_line_prefix='%m [%p] %q%u@%d ' \
+            -c log_line_prefix='%m [%p] %q%u@%d ' "${tls[@]}" \
             </dev/null >>"$STATE/postgres.log" 2>&1
     ) &
     echo $! >"$STATE/pid"
@@ -323,6 +330,17 @@ EOF
 
 # ---- commands ------------------------------------------------------------------------------
 
+# setup_tls: the CA and certificates under STATE/tls (the caller's), the server's key and
+# certificate also in its home, owned by the user it runs as (postgres wants its key 0600).
+setup_tls() {
+    local h
+    make_tls "$STATE/tls"
+    h=$(home)
+    cp -- "$STATE/tls/server.crt" "$STATE/tls/server.key" "$h/"
+    chmod 600 "$h/server.key"
+    if [[ ${#RUN_AS[@]} -gt 0 ]]; then chown "$RUN_USER" "$h/server.crt" "$h/server.key"; fi
+}
+
 cmd_start() {
     [[ $# -eq 1 ]] || {
         usage >&2
@@ -342,6 +360,7 @@ cmd_start() {
     pick_ports 1 >"$STATE/port" || die "could not find a free port"
     choose_home >"$STATE/home"
     initialise
+    if [[ ${REIGN_SQL_TLS:-0} == 1 ]]; then setup_tls; fi
 
     local attempt rc
     for attempt in 1 2 3; do

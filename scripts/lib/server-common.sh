@@ -232,3 +232,32 @@ stop_marked_under() {
     # shellcheck disable=SC2046 # one pid per word
     stop_watchdogs $(watchdog_pids_under "$dir/")
 }
+
+# make_tls DIR: throwaway TLS material for a test server, made with Debian's openssl:
+#   DIR/ca.crt, ca.key          a CA of its own (valid two days)
+#   DIR/server.crt, server.key  the server's certificate for 127.0.0.1 and localhost, signed by it
+#   DIR/other-ca.crt            another CA, which signed nothing: a client that trusts only it
+#                               must refuse the server
+# Keys are EC P-256 (fast to make) and owner-only.
+make_tls() {
+    local dir=$1
+    command -v openssl >/dev/null || die "openssl not found (Debian package openssl)"
+    mkdir -p -- "$dir"
+    (
+        cd "$dir"
+        umask 077
+        local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+        openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 2 \
+            -subj "/CN=reign throwaway test CA" 2>/dev/null
+        openssl req -x509 "${ec[@]}" -keyout other-ca.key -out other-ca.crt -days 2 \
+            -subj "/CN=reign throwaway test CA" 2>/dev/null
+        openssl req "${ec[@]}" -keyout server.key -out server.csr -subj "/CN=127.0.0.1" \
+            2>/dev/null
+        printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+            "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >server.ext
+        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+            -out server.crt -days 2 -extfile server.ext 2>/dev/null
+        rm -f server.csr server.ext ca.srl other-ca.key
+        chmod 644 ca.crt other-ca.crt server.crt
+    ) || die "could not make the TLS files under $dir"
+}

@@ -2,7 +2,7 @@
  * cli.h - what the subcommands of the `reign` tool share.
  *
  * main.c parses the global options into a `cli` and hands it to one subcommand, each in a
- * file of its name (all twelve are declared at the end).  What they share is split by what it
+ * file of its name (all fourteen are declared at the end).  What they share is split by what it
  * is: args.c parses arguments and option values, output.c writes messages, log lines and
  * formatted payloads, times and JSON, client.c sets up the client, the loop and its signal
  * handlers, and resigns before exit.  fmt.h, runs.h, child.h and leash.h are for the few
@@ -266,6 +266,8 @@ cli_main_fn cli_runs_main;
 cli_main_fn cli_status_main;
 cli_main_fn cli_watch_main;
 cli_main_fn cli_cede_main;
+cli_main_fn cli_ls_main;
+cli_main_fn cli_rm_main;
 cli_main_fn cli_designate_main;
 cli_main_fn cli_register_main;
 cli_main_fn cli_members_main;

@@ -224,6 +224,7 @@ int cli_join(cli *c, const char *name, reign_election_options *opts)
 static void on_signal(uv_signal_t *h, int signum)
 {
     cli *c = h->data;
+    reign_trace("cli.signal", "%s", signum == SIGINT ? "SIGINT" : "SIGTERM");
     cli_log(c, REIGN_LOG_INFO, "got %s", signum == SIGINT ? "SIGINT" : "SIGTERM");
     if (c->on_signal)
         c->on_signal(c, signum);

@@ -31,6 +31,8 @@ static const struct {
     {"value", cli_value_main, "get, set, delete or watch a value"},
     {"tasks", cli_tasks_main, "a master-worker task queue: master, worker, submit, status, list"},
     {"ctl", cli_ctl_main, "control a running reignd: status, cede, failover, pause, resume"},
+    {"ls", cli_ls_main, "list the elections, groups, values and task queues of the store"},
+    {"rm", cli_rm_main, "remove an election, group or value nobody stands in"},
 };
 
 static void usage(FILE *f)

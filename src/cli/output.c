@@ -121,6 +121,7 @@ void cli_print(const char *fmt, ...)
     /* Each line is an event someone may be waiting for (a checker, a
      * script): it must not sit in a buffer. */
     fflush(stdout);
+    reign_trace("cli.print", NULL);
 }
 
 const char *cli_line_id(const char *id)

@@ -1931,8 +1931,8 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
     if (r->rc == REIGN_ENOENT) {
         if (++e->setup_tries > 5) {
             fail(e, REIGN_ENOENT,
-                 "cannot create the election node %s: does the URI's chroot exist? (ZooKeeper "
-                 "does not create it)",
+                 "cannot create the election node %s: was the URI's chroot deleted? (a "
+                 "client creates it only when it starts)",
                  e->dir);
             goto out;
         }
@@ -2022,7 +2022,7 @@ static void on_cold_parents(void *owner, void *arg, const reign__zk_result *r)
     else if (r->rc == 0 || r->rc == REIGN_EEXIST)
         cold_start(e);
     else
-        start(e); /* the ordinary way tells what is wrong (a missing chroot) */
+        start(e); /* the ordinary way tells what is wrong (a deleted chroot) */
 out:
     LEAVE(e);
 }

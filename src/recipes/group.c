@@ -419,8 +419,8 @@ static void g_on_created(void *owner, void *arg, const reign__zk_result *r)
     case REIGN_ENOENT:
         if (++g->setup_tries > 5)
             g_fail(g, REIGN_ENOENT,
-                   "cannot create the group node (does the URI's chroot exist? ZooKeeper does "
-                   "not create it)");
+                   "cannot create the group node (was the URI's chroot deleted? A client "
+                   "creates it only when it starts)");
         else
             g_make_path(g);
         break;

@@ -208,6 +208,23 @@ void reign__sql_channel(char out[64], const char *table, const char *dc, const c
     snprintf(out, 64, "reign_%.32s_%016llx", table, (unsigned long long)h);
 }
 
+size_t reign__sql_split_params(char *params, const char **keys, const char **vals, size_t max)
+{
+    size_t n = 0;
+    for (char *line = params, *next; line && n < max; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        char *eq = strchr(line, '=');
+        if (!eq)
+            continue;
+        *eq = '\0';
+        keys[n] = line;
+        vals[n++] = eq + 1;
+    }
+    return n;
+}
+
 /* ---- rows -------------------------------------------------------------------------------------
  */
 

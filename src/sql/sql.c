@@ -166,6 +166,24 @@ static void describe_store(char *out, size_t n, const reign__sql_target *t, cons
              v6 ? "[" : "", host, v6 ? "]" : "", port, t->database);
 }
 
+static const reign__sql_dialect *dialect_of(reign__sql_kind kind)
+{
+    return kind == REIGN__SQL_SQLITE     ? &reign__sql_sqlite
+           : kind == REIGN__SQL_MARIADB  ? &reign__sql_mariadb
+           : kind == REIGN__SQL_POSTGRES ? &reign__sql_postgres
+                                         : NULL;
+}
+
+int reign__sql_conn_param(reign__sql_kind kind, const char *key, const char *value, char *err,
+                          size_t errlen)
+{
+    const reign__sql_dialect *d = dialect_of(kind);
+    if (!d || !d->conn_param)
+        return 0;
+    int rc = reign__sql_load(kind, err, errlen);
+    return rc < 0 ? rc : d->conn_param(key, value, err, errlen);
+}
+
 int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *err, size_t errlen)
 {
     if (err && errlen)

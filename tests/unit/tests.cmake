@@ -18,3 +18,14 @@ foreach(name IN LISTS REIGN_UNIT_TESTS)
   add_test(NAME unit_${name} COMMAND ${name})
   set_tests_properties(unit_${name} PROPERTIES LABELS unit)
 endforeach()
+
+# The step trace reads REIGN_TRACE when the library is loaded: one run with it, one without.
+add_executable(test_trace ${CMAKE_CURRENT_LIST_DIR}/test_trace.c)
+target_compile_options(test_trace PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(test_trace PRIVATE reign_internal ${CMOCKA_LIBRARY} Threads::Threads)
+add_test(NAME unit_test_trace_on COMMAND test_trace on)
+add_test(NAME unit_test_trace_off COMMAND test_trace off)
+set_tests_properties(unit_test_trace_on PROPERTIES LABELS unit
+  ENVIRONMENT "REIGN_TRACE=${CMAKE_CURRENT_BINARY_DIR}/test_trace.out")
+set_tests_properties(unit_test_trace_off PROPERTIES LABELS unit ENVIRONMENT_MODIFICATION
+  "REIGN_TRACE=unset:")

@@ -3,22 +3,10 @@
  * <reign/election.h> for what users get and election_internal.h for the
  * node layout).
  *
- * The life of a candidate:
- *
- *   SETUP     read the election node (create the path if missing) and
- *             check the strategy recorded there
- *   CREATING  create our node (queue: ephemeral sequential with a fresh
- *             guid in its name; lock: the ephemeral lock node)
- *   CHECKING  queue: list the children, find our place; lock: see who owns
- *             the lock (ephemeral owner == our session)
- *   WAITING   watch the predecessor (queue) or the lock node (lock)
- *   CLAIMING  one multi: "our node exists" + "set term" - atomic, so no
- *             stale candidate can bump the term
- *   LEADER    until resigned, ceded, node deleted, deadline passed, or
- *             session lost
- *   RESIGNING deleting our node; then LEFT
- *   PAUSED    ceded or deposed: stand again when the timer fires
- *   FAILED    an error that retrying cannot cure (ERROR was emitted)
+ * The life of a candidate is the table of election_zk_fsm.c (states,
+ * inputs, guards, the events each step emits, and why).  This file turns
+ * ZooKeeper's results and events into its inputs (step()), carries out the
+ * actions a step names, and issues the requests the new state needs.
  *
  * Every attempt has an epoch; results of requests made by an older epoch
  * are ignored, so a late answer can never act on a newer state.  Watches
@@ -31,24 +19,43 @@
 #include <unistd.h>
 
 #include "election_internal.h"
+#include "election_zk_fsm.h"
 
-typedef enum estate {
-    ST_SETUP = 1,
-    ST_CREATING,
-    ST_CHECKING,
-    ST_WAITING,
-    ST_CLAIMING,
-    ST_LEADER,
-    ST_RESIGNING,
-    ST_PAUSED,
-    ST_NOSESSION,
-    ST_LEFT,
-    ST_FAILED
-} estate;
+typedef reign__zke_state estate;
+#define ST_NOSESSION       REIGN__ZKE_NOSESSION
+#define ST_SETUP           REIGN__ZKE_SETUP
+#define ST_CREATING        REIGN__ZKE_CREATING
+#define ST_CHECKING        REIGN__ZKE_CHECKING
+#define ST_LEADER_CHECKING REIGN__ZKE_LEADER_CHECKING
+#define ST_WAITING         REIGN__ZKE_WAITING
+#define ST_OBSERVING       REIGN__ZKE_OBSERVING
+#define ST_CONTENDING      REIGN__ZKE_CONTENDING
+#define ST_HANDING_OVER    REIGN__ZKE_HANDING_OVER
+#define ST_CLAIMING        REIGN__ZKE_CLAIMING
+#define ST_TAKING_OVER     REIGN__ZKE_TAKING_OVER
+#define ST_LEADER          REIGN__ZKE_LEADER
+#define ST_DEMOTED         REIGN__ZKE_DEMOTED
+#define ST_RESIGNING       REIGN__ZKE_RESIGNING
+#define ST_PAUSED          REIGN__ZKE_PAUSED
+#define ST_LEFT            REIGN__ZKE_LEFT
+#define ST_FAILED          REIGN__ZKE_FAILED
+#define IN(x)              REIGN__ZKE_IN_##x
 
-static const char *const state_names[] = {"?",       "setup",     "creating", "checking",
-                                          "waiting", "claiming",  "leader",   "resigning",
-                                          "paused",  "nosession", "left",     "failed"};
+/* What was the "waiting" of the flag-based machine: behind someone. */
+static bool waiting_like(estate s)
+{
+    return s == ST_WAITING || s == ST_OBSERVING || reign__zke_contending(s);
+}
+
+static bool claiming(estate s)
+{
+    return s == ST_CLAIMING || s == ST_TAKING_OVER;
+}
+
+static bool checking(estate s)
+{
+    return s == ST_CHECKING || s == ST_LEADER_CHECKING;
+}
 
 typedef struct zk_election {
     reign_election base; /* first: the client and the API call us through it */
@@ -99,7 +106,6 @@ typedef struct zk_election {
     int64_t preempt_at;     /* when we may ask a lower-priority leader to hand over */
     char *holder_node;      /* the candidate node it names (a contender's) */
     bool may_preempt;       /* we outrank it and may ask it to hand over */
-    bool contending;        /* first in line, waiting on someone else's leader node */
     char *leader_node_watched;
 
     bool ready_sent;
@@ -116,10 +122,20 @@ typedef struct zk_election {
 
     int busy; /* nesting of entries from the client */
     bool free_requested;
+    unsigned steps; /* steps taken: a callback's step shows in it */
 } zk_election;
+
+/* What an input brings along: a claim's outcome, a resign's error. */
+typedef struct zk_news {
+    uint64_t term, token;
+    int64_t at, until;
+    bool fresh; /* until > at: the session's proof is within its bound */
+    int err;
+} zk_news;
 
 static const reign__recipe_ops election_ops;
 static reign_election *zk_free(reign_election *pub);
+static bool step(zk_election *e, reign__zke_input in, const zk_news *n);
 
 static void start(zk_election *e);
 static void check(zk_election *e);
@@ -295,14 +311,6 @@ static void emit_error(zk_election *e, int err, const char *fmt, ...)
     emit(e, &ev);
 }
 
-static void set_state(zk_election *e, estate st, const char *why)
-{
-    if (e->state != st)
-        reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s -> %s (%s)", e->base.name,
-                   state_names[e->state], state_names[st], why);
-    e->state = st;
-}
-
 /* Leaves leadership locally.  `deferred`: called from an API function, so
  * the callback waits for the next process() (never re-entering the caller). */
 static void demote(zk_election *e, reign_demote_reason reason, bool deferred)
@@ -412,7 +420,7 @@ static void timer_cb(reign__timer *t, void *arg)
 {
     zk_election *e = arg;
     ENTER(e);
-    if (e->state == ST_PAUSED || e->state == ST_SETUP || e->state == ST_CHECKING ||
+    if (e->state == ST_PAUSED || e->state == ST_SETUP || checking(e->state) ||
         e->state == ST_CREATING) {
         if (e->my_node && e->state != ST_PAUSED)
             check(e);
@@ -427,13 +435,15 @@ static void timer_cb(reign__timer *t, void *arg)
 static void retry_later(zk_election *e, int err, const char *what)
 {
     if (err == REIGN_ESESSION || err == REIGN_ECLOSED) {
-        set_state(e, ST_NOSESSION, what);
+        reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s: no session", e->base.name, what);
+        step(e, IN(NO_SESSION), NULL);
         return;
     }
     reign__log(e->base.log, REIGN_LOG_WARN, "election %s: %s: %s; retrying", e->base.name, what,
                reign_strerror(err));
     e->epoch++;
-    set_state(e, e->my_node ? ST_CHECKING : ST_SETUP, what);
+    if (!step(e, IN(RETRY), NULL))
+        return;
     reign__timer_start(reign__client_timers(e->base.client), &e->timer,
                        reign__now_ns() + 1000000000);
 }
@@ -447,10 +457,10 @@ static void fail(zk_election *e, int err, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     e->epoch++;
-    demote(e, REIGN_DEMOTE_ERROR, false);
-    set_state(e, ST_FAILED, "error");
+    step(e, IN(ERROR), NULL);
     reign__timer_stop(reign__client_timers(e->base.client), &e->timer);
-    emit_error(e, err, "%s", msg);
+    if (e->state == ST_FAILED)
+        emit_error(e, err, "%s", msg);
 }
 /* ---- leader view (observers, follow_leader candidates) ----------------- */
 
@@ -626,21 +636,9 @@ static void on_leader_node_event(void *owner, void *arg, reign__zk_event ev, con
 
 /* ---- becoming leader ---------------------------------------------------- */
 
-static void become_leader(zk_election *e, uint64_t term, uint64_t token)
+/* Leadership begins (the table's ELECT, after a fresh claim). */
+static void announce_elected(zk_election *e, const zk_news *n)
 {
-    int64_t now = reign__now_ns();
-    int64_t until = reign__client_valid_until(e->base.client);
-    if (until <= now) {
-        /* The proof of our session is already too old (a stall, or a slow
-         * answer): announcing now could overlap with a successor. */
-        reign__log(e->base.log, REIGN_LOG_WARN,
-                   "election %s: won term %llu but the session proof is stale; re-checking",
-                   e->base.name, (unsigned long long)term);
-        e->epoch++;
-        set_state(e, ST_CHECKING, "stale proof");
-        check(e);
-        return;
-    }
     e->base.leader = true;
     if (e->designated) { /* done; its priority stays for this leadership */
         set_str(&e->designation_done, e->designation);
@@ -648,29 +646,91 @@ static void become_leader(zk_election *e, uint64_t term, uint64_t token)
     }
     set_str(&e->handing_to, NULL);
     e->leader_seen = false;
-    e->base.term = term;
-    e->base.token = token;
-    e->valid_until = until;
-    set_state(e, ST_LEADER, "claimed");
+    e->base.term = n->term;
+    e->base.token = n->token;
+    e->valid_until = n->until;
     reign__client_hold_validity(e->base.client, +1);
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s elected, term %llu token %llu",
-               e->base.name, e->base.id, (unsigned long long)term, (unsigned long long)token);
+               e->base.name, e->base.id, (unsigned long long)n->term, (unsigned long long)n->token);
     send_ready(e);
     if (e->free_requested || !e->base.leader)
         return;
     reign_election_event ev = {.type = REIGN_ELECTION_ELECTED,
-                               .at_ns = now,
-                               .term = term,
-                               .token = token,
-                               .valid_until_ns = until};
+                               .at_ns = n->at,
+                               .term = n->term,
+                               .token = n->token,
+                               .valid_until_ns = n->until};
     emit(e, &ev);
+}
+
+/*
+ * One step of the table (election_zk_fsm.c): the new state, then its
+ * actions in order.  False if the table refused the input or found it moot,
+ * or if a callback run by the actions took another step or freed the
+ * election: the caller then makes no request for the state it asked for.
+ */
+static bool step(zk_election *e, reign__zke_input in, const zk_news *n)
+{
+    unsigned facts = (e->my_node ? REIGN__ZKE_F_NODE : 0) |
+                     (e->handing_to ? REIGN__ZKE_F_HANDING : 0) |
+                     (n && n->fresh ? REIGN__ZKE_F_FRESH : 0);
+    reign__zke_step s = reign__zke_fsm_step(e->state, in, facts);
+    if (s.refused || s.moot) {
+        reign__log(e->base.log, s.refused ? REIGN_LOG_WARN : REIGN_LOG_DEBUG,
+                   "election %s: %s in %s %s: %s", e->base.name, reign__zke_input_name(in),
+                   reign__zke_state_name(e->state), s.refused ? "refused" : "ignored", s.reason);
+        return false;
+    }
+    if (s.to != e->state || s.actions)
+        reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s -> %s on %s (%s)", e->base.name,
+                   reign__zke_state_name(e->state), reign__zke_state_name(s.to),
+                   reign__zke_input_name(in), s.reason);
+    e->state = s.to;
+    unsigned mine = ++e->steps;
+    reign_demote_reason why = reign__zke_demote_reason(in);
+    if (s.actions & REIGN__ZKE_A_DEMOTE)
+        demote(e, why, false);
+    if (s.actions & REIGN__ZKE_A_DEMOTE_LATER)
+        demote(e, why, true);
+    if ((s.actions & REIGN__ZKE_A_DROP_LEAD) && e->base.leader) {
+        e->base.leader = false;
+        reign__client_hold_validity(e->base.client, -1);
+    }
+    if (s.actions & REIGN__ZKE_A_ELECT)
+        announce_elected(e, n);
+    if (s.actions & REIGN__ZKE_A_EMIT_LEFT) {
+        int err = n ? n->err : 0;
+        reign_election_event ev = {.type = REIGN_ELECTION_LEFT,
+                                   .at_ns = reign__now_ns(),
+                                   .error = err,
+                                   .message = err ? reign_strerror(err) : NULL};
+        emit(e, &ev);
+    }
+    return e->steps == mine && !e->free_requested;
+}
+
+/* A claim (or a takeover, or a new election's multi) landed. */
+static void become_leader(zk_election *e, uint64_t term, uint64_t token)
+{
+    zk_news n = {.term = term, .token = token, .at = reign__now_ns()};
+    n.until = reign__client_valid_until(e->base.client);
+    n.fresh = n.until > n.at;
+    if (!step(e, IN(CLAIMED), &n) || e->state != ST_CHECKING)
+        return;
+    /* The proof of our session is already too old (a stall, or a slow
+     * answer): announcing now could overlap with a successor. */
+    reign__log(e->base.log, REIGN_LOG_WARN,
+               "election %s: won term %llu but the session proof is stale; re-checking",
+               e->base.name, (unsigned long long)term);
+    e->epoch++;
+    check(e);
 }
 
 static void on_term_recheck(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_CLAIMING)
+    if (STALE(e, arg) || !claiming(e->state))
         goto out;
     if (r->rc != 0) {
         retry_later(e, r->rc, "reading the term");
@@ -836,8 +896,8 @@ static void send_claim(zk_election *e, int32_t takeover)
 
 static void claim(zk_election *e)
 {
-    set_state(e, ST_CLAIMING, "first in line");
-    send_claim(e, -1);
+    if (step(e, IN(FIRST), NULL))
+        send_claim(e, -1);
 }
 
 /* ---- the leader node: contending, preempting, handing over --------------- */
@@ -886,7 +946,7 @@ static void on_handoff_asked(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
+    if (STALE(e, arg) || !reign__zke_contending(e->state))
         goto out;
     if (r->rc == 0)
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: asked the leader to hand over",
@@ -911,7 +971,7 @@ static void on_holder_read(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
+    if (STALE(e, arg) || !reign__zke_contending(e->state))
         goto out;
     if (r->rc == REIGN_ENOENT)
         goto out; /* deposed: it lets go when it has stepped down (or its session ends) */
@@ -953,7 +1013,7 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     ENTER(e);
     if (HAD_WATCH(arg) && r->rc != 0)
         e->leader_lock_watched = false; /* get() registers only on success */
-    if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
+    if (STALE(e, arg) || !reign__zke_contending(e->state))
         goto out;
     if (r->rc == REIGN_ENOENT) {
         set_str(&e->handing_to, NULL); /* taken over and gone, or let go */
@@ -990,6 +1050,11 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     }
     /* Another session's: a handover of ours is over (taken, or let go). */
     set_str(&e->handing_to, NULL);
+    if (!step(e, IN(HANDOVER_ENDED), NULL)) {
+        if (parsed)
+            reign__record_clear(&rec);
+        goto out;
+    }
     if (!node || !reign__election_node_ok(node) || !strcmp(node, "lock")) {
         if (parsed)
             reign__record_clear(&rec);
@@ -1038,8 +1103,8 @@ out:
  * (priority, designation) ask it to hand over. */
 static void contend(zk_election *e)
 {
-    set_state(e, ST_WAITING, "the leader node is held");
-    e->contending = true;
+    if (!step(e, IN(LEADER_NODE_HELD), NULL))
+        return;
     bool watch = !e->leader_lock_watched;
     int rc = reign__zk_get(e->zk, e->leader_path, watch ? on_leader_lock_event : NULL,
                            REIGN__ZK_RETRY, e, on_leader_lock_read, ARG(e, watch));
@@ -1055,7 +1120,7 @@ static void preempt_cb(reign__timer *t, void *arg)
 {
     zk_election *e = arg;
     ENTER(e);
-    if (e->state == ST_WAITING && e->contending && !e->base.leader)
+    if (reign__zke_contending(e->state))
         contend(e);
     LEAVE(e);
 }
@@ -1067,7 +1132,7 @@ static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, con
     e->leader_lock_watched = false;
     bool seen = e->leader_seen;
     e->leader_seen = false;
-    if (e->state == ST_WAITING && e->contending && !e->base.leader) {
+    if (reign__zke_contending(e->state)) {
         if (ev == REIGN__ZK_DELETED && e->handing_to) {
             set_str(&e->handing_to, NULL); /* taken over (or released): look again */
             check(e);
@@ -1093,7 +1158,7 @@ static void on_taken_over(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_CLAIMING)
+    if (STALE(e, arg) || e->state != ST_TAKING_OVER)
         goto out;
     switch (r->rc) {
     case 0:
@@ -1126,8 +1191,8 @@ out:
  */
 static void take_over(zk_election *e, int32_t version)
 {
-    set_state(e, ST_CLAIMING, "handed over to us");
-    send_claim(e, version);
+    if (step(e, IN(HANDED_TO_US), NULL))
+        send_claim(e, version);
 }
 
 static void on_handing_event(void *owner, void *arg, reign__zk_event ev, const char *path);
@@ -1219,8 +1284,6 @@ static void hand_over(zk_election *e, const char *to)
     e->handing_to = reign__path_join(e->dir, to);
     e->handing_watched = false;
     int rc = e->handing_to ? reign__record_build(&l, kv, 10, NULL, 0) : REIGN_ENOMEM;
-    set_state(e, ST_WAITING, "handing over");
-    e->contending = true;
     if (rc == 0)
         rc = reign__zk_set(e->zk, e->leader_path, l.data, l.len, e->leader_version, 0, e, on_handed,
                            EPOCH_ARG(e));
@@ -1259,10 +1322,8 @@ static void hand_off_if_asked(zk_election *e, const char *to, unsigned asked)
     }
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: handing over to %s", e->base.name, to);
     e->epoch++;
-    demote(e, REIGN_DEMOTE_HANDOFF, false);
-    if (e->free_requested)
-        return;
-    hand_over(e, to);
+    if (step(e, IN(OUTRANKED), NULL)) /* demoted, HANDING_OVER */
+        hand_over(e, to);
 }
 
 /* ---- watching our place ------------------------------------------------- */
@@ -1281,14 +1342,13 @@ static void handle_node_gone(zk_election *e)
     set_str(&e->my_node, NULL);
     e->own_watched = false;
     bool was_leader = e->base.leader;
-    demote(e, REIGN_DEMOTE_NODE_DELETED, false);
+    bool paused = step(e, IN(NODE_GONE), NULL); /* demoted if leading */
     if (was_leader || e->handing_to)
         release_leader_node(e);
     set_str(&e->handing_to, NULL);
     undesignate(e);
-    if (e->free_requested || e->state == ST_FAILED || e->state == ST_LEFT)
+    if (!paused)
         return;
-    set_state(e, ST_PAUSED, "node deleted");
     reign__timer_start(reign__client_timers(e->base.client), &e->timer,
                        reign__now_ns() + (int64_t)e->base.cede_delay_ms * REIGN__NS_PER_MS);
 }
@@ -1308,8 +1368,8 @@ static void designated(zk_election *e, const char *leader, const char *id)
 {
     if (e->designation_done && !strcmp(e->designation_done, id))
         return; /* led by it already: our node still says so */
-    if (e->designated && e->designation && !strcmp(e->designation, id) && e->state == ST_WAITING &&
-        e->contending)
+    if (e->designated && e->designation && !strcmp(e->designation, id) &&
+        reign__zke_contending(e->state))
         return; /* acting on it already */
     set_str(&e->designation, id);
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: designated (the leader was %s)",
@@ -1317,7 +1377,7 @@ static void designated(zk_election *e, const char *leader, const char *id)
     set_str(&e->designated, leader);
     e->prio = REIGN__DESIGNATED_MIN;
     e->preempt_at = 0;
-    if (e->state != ST_CLAIMING) /* a claim in flight ends in contend() if it fails */
+    if (!claiming(e->state)) /* a claim in flight ends in contend() if it fails */
         contend(e);
 }
 
@@ -1395,11 +1455,11 @@ static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char 
     if (e->strategy == REIGN_STRATEGY_LOCK) {
         e->own_watched = false; /* the lock watch serves leader and waiters alike */
         if (ev == REIGN__ZK_DELETED) {
-            if (e->state == ST_LEADER || e->state == ST_CLAIMING)
+            if (e->state == ST_LEADER || e->state == ST_DEMOTED || e->state == ST_CLAIMING)
                 handle_node_gone(e);
-            else if (e->state == ST_WAITING)
+            else if (waiting_like(e->state))
                 create_node(e); /* the lock is free: race for it */
-        } else if (e->state == ST_WAITING || e->state == ST_LEADER) {
+        } else if (waiting_like(e->state) || e->state == ST_LEADER || e->state == ST_DEMOTED) {
             check(e); /* data changed: re-arm the watch and look again */
         }
     } else if (e->my_node && !strcmp(path, e->my_node)) {
@@ -1420,14 +1480,15 @@ static void on_pred_event(void *owner, void *arg, reign__zk_event ev, const char
     bool was_pred = e->pred_watched && !strcmp(e->pred_watched, path);
     if (was_pred)
         set_str(&e->pred_watched, NULL);
-    if (e->state == ST_WAITING && was_pred && ev == REIGN__ZK_DELETED && e->pred_is_first) {
+    if (waiting_like(e->state) && was_pred && ev == REIGN__ZK_DELETED && e->pred_is_first) {
         /* Sequence numbers only grow, so without priorities no node can
          * appear ahead of ours: with the first in line gone, we are first.
          * Claim at once (the claim's check still proves our node exists,
          * and the leader node keeps it exclusive if a designated candidate
          * got ahead meanwhile): one round trip. */
         claim(e);
-    } else if (e->state == ST_WAITING && !(e->contending && ev != REIGN__ZK_DELETED)) {
+    } else if (waiting_like(e->state) &&
+               !(reign__zke_contending(e->state) && ev != REIGN__ZK_DELETED)) {
         check(e);
     }
     /* (A contender no longer minds its old predecessor, and a write to it
@@ -1441,7 +1502,7 @@ static void on_pred_exists(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (HAD_WATCH(arg) && !EXISTS_REGISTERED(r))
         set_str(&e->pred_watched, NULL);
-    if (STALE(e, arg) || e->state != ST_CHECKING)
+    if (STALE(e, arg) || !checking(e->state))
         goto out;
     if (r->rc == REIGN_ENOENT) {
         check(e); /* gone meanwhile: look again */
@@ -1459,7 +1520,7 @@ static void on_pred_exists(void *owner, void *arg, const reign__zk_result *r)
         }
         check(e);
     } else if (r->rc == 0) {
-        set_state(e, ST_WAITING, "predecessor alive");
+        step(e, IN(BEHIND), NULL);
     } else
         retry_later(e, r->rc, "watching the predecessor");
 out:
@@ -1499,15 +1560,15 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_CHECKING)
+    if (STALE(e, arg) || !checking(e->state))
         goto out;
     if (r->rc != 0) {
         if (r->rc == REIGN_ENOENT) { /* the election node itself was removed */
             set_str(&e->my_node, NULL);
             e->own_watched = false;
-            demote(e, REIGN_DEMOTE_NODE_DELETED, false);
             e->epoch++;
-            start(e);
+            if (step(e, IN(ELECTION_GONE), NULL)) /* demoted if leading */
+                start(e);
         } else {
             retry_later(e, r->rc, "listing candidates");
         }
@@ -1543,7 +1604,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     if (me == 0) {
         reign__free(v);
         if (e->base.leader) { /* still first: nothing changed for us */
-            set_state(e, ST_LEADER, "still first");
+            step(e, IN(STILL_LEADING), NULL);
             goto out;
         }
         claim(e); /* READY comes with ELECTED */
@@ -1553,7 +1614,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         /* Not first any more: a candidate of higher priority joined.  We
          * lead until it asks us to hand over (or never, without preemption). */
         reign__free(v);
-        set_state(e, ST_LEADER, "leading, no longer first in line");
+        step(e, IN(STILL_LEADING), NULL);
         goto out;
     }
     /* The one-round-trip handoff (on_pred_event) holds only while no node
@@ -1592,7 +1653,7 @@ static void on_lock_state(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (HAD_WATCH(arg) && !EXISTS_REGISTERED(r))
         e->own_watched = false;
-    if (STALE(e, arg) || e->state != ST_CHECKING)
+    if (STALE(e, arg) || !checking(e->state))
         goto out;
     if (r->rc == REIGN_ENOENT) {
         set_str(&e->my_node, NULL);
@@ -1608,15 +1669,13 @@ static void on_lock_state(void *owner, void *arg, const reign__zk_result *r)
         r->stat.ephemeral_owner != 0) {
         set_str(&e->my_node, e->lock_path);
         if (e->base.leader)
-            set_state(e, ST_LEADER, "still ours");
+            step(e, IN(STILL_LEADING), NULL);
         else
             claim(e);
     } else {
-        demote(e, REIGN_DEMOTE_NODE_DELETED, false);
-        if (e->free_requested)
-            goto out;
         set_str(&e->my_node, NULL);
-        set_state(e, ST_WAITING, "lock held by another session");
+        if (!step(e, IN(LOCK_HELD), NULL)) /* demoted if leading */
+            goto out;
         if (!e->ready_sent && !e->base.follow)
             send_ready(e);
     }
@@ -1626,8 +1685,8 @@ out:
 
 static void check(zk_election *e)
 {
-    set_state(e, ST_CHECKING, "check");
-    e->contending = false;
+    if (!step(e, IN(CHECK), NULL))
+        return;
     int rc;
     if (e->strategy == REIGN_STRATEGY_LOCK) {
         /* One exists watch on the lock, shared by waiting and leading. */
@@ -1648,14 +1707,8 @@ static void check(zk_election *e)
 
 static void finish_resign(zk_election *e, int err)
 {
-    if (e->state != ST_RESIGNING)
-        return;
-    set_state(e, ST_LEFT, "node deleted");
-    reign_election_event ev = {.type = REIGN_ELECTION_LEFT,
-                               .at_ns = reign__now_ns(),
-                               .error = err,
-                               .message = err ? reign_strerror(err) : NULL};
-    emit(e, &ev);
+    zk_news n = {.err = err};
+    step(e, IN(RESIGNED), &n); /* LEFT */
 }
 
 static void on_resign_deleted(void *owner, void *arg, const reign__zk_result *r)
@@ -1747,7 +1800,8 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
     case REIGN_ECONNLOSS:
     case REIGN_ETIMEDOUT: {
         int rc;
-        set_state(e, ST_CREATING, "create outcome unknown");
+        if (!step(e, IN(CREATE_UNKNOWN), NULL))
+            break;
         if (e->strategy == REIGN_STRATEGY_LOCK) {
             check(e); /* the lock's owner tells whether it was ours */
             break;
@@ -1798,7 +1852,8 @@ static int candidate_record(zk_election *e)
 
 static void create_node(zk_election *e)
 {
-    set_state(e, ST_CREATING, "create");
+    if (!step(e, IN(CREATE), NULL))
+        return;
     int rc = candidate_record(e);
     if (rc < 0) {
         issue_failed(e, rc, "creating our node");
@@ -1923,8 +1978,7 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     if (r->rc == REIGN_ENOENT && e->base.observer) {
         /* Observers read only: follow the term, which tells when it appears. */
-        set_state(e, ST_WAITING, "observing an election not yet created");
-        if (!e->following)
+        if (step(e, IN(OBSERVE), NULL) && !e->following)
             follow_leader(e);
         goto out;
     }
@@ -1983,7 +2037,7 @@ static void setup_done(zk_election *e, reign_strategy found)
     if (e->base.follow && !e->following)
         follow_leader(e);
     if (e->base.observer) {
-        set_state(e, ST_WAITING, "observing");
+        step(e, IN(OBSERVE), NULL);
         return;
     }
     create_node(e);
@@ -2090,7 +2144,8 @@ static void on_cold_made(void *owner, void *arg, const reign__zk_result *r)
          * no election node, or no node of ours, and we stand again).  A
          * node found is checked and claimed the ordinary way; the leader
          * node, if the multi landed, is ours and is let go first. */
-        set_state(e, ST_CREATING, "create outcome unknown");
+        if (!step(e, IN(CREATE_UNKNOWN), NULL))
+            break;
         release_if_ours(e);
         if (reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e)) <
             0)
@@ -2174,7 +2229,7 @@ static void cold_start(zk_election *e)
     reign__buf_free(&l);
     if (rc == 0) {
         e->create_inflight = true;
-        set_state(e, ST_SETUP, "new election?");
+        step(e, IN(COLD_SENT), NULL);
     } else {
         issue_failed(e, rc, "creating the election");
     }
@@ -2183,9 +2238,10 @@ static void cold_start(zk_election *e)
 static void start(zk_election *e)
 {
     e->epoch++;
-    set_state(e, ST_SETUP, "start");
+    if (!step(e, IN(START), NULL))
+        return;
     if (!reign__zk_connected(e->zk) && reign_client_session_id(e->base.client) == 0) {
-        set_state(e, ST_NOSESSION, "waiting for a session");
+        step(e, IN(NO_SESSION), NULL); /* waiting for a session */
         return;
     }
     /* The first attempt of a candidate that did not ask for the lock:
@@ -2209,7 +2265,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
     case REIGN_CONN_SUSPENDED:
         if (e->base.leader &&
             reign__client_suspend_policy(e->base.client) == REIGN_SUSPEND_IMMEDIATE)
-            demote(e, REIGN_DEMOTE_SUSPENDED, false);
+            step(e, IN(SUSPENDED), NULL);
         break;
     case REIGN_CONN_RECONNECTED:
         /* Same session: our node and watches survive.  Look again in case
@@ -2227,8 +2283,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
     case REIGN_CONN_LOST:
         /* Either expired (a new session follows: CONNECTED) or suspended
          * past the deadline (the deadline hook demoted already). */
-        if (e->base.leader)
-            demote(e, REIGN_DEMOTE_SESSION_LOST, false);
+        step(e, IN(SESSION_LOST), NULL); /* demoted if leading */
         break;
     case REIGN_CONN_CONNECTED:
         /* A new session: nothing of the old one is ours any more. */
@@ -2239,7 +2294,6 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         e->own_watched = false;
         e->term_watched = false;
         e->leader_lock_watched = false;
-        e->contending = false;
         e->create_inflight = false;
         e->prio = e->cfg_prio;
         e->preempt_at = 0;
@@ -2247,32 +2301,15 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         set_str(&e->handing_to, NULL);
         e->handing_watched = false;
         e->leader_seen = false;
-        if (e->base.leader)
-            demote(e, REIGN_DEMOTE_SESSION_LOST, false);
-        if (e->free_requested)
+        /* Demoted if leading; LEFT if resigning; SETUP unless paused or done. */
+        if (!step(e, IN(NEW_SESSION), NULL) || e->state != ST_SETUP)
             break;
-        if (e->state == ST_LEFT || e->state == ST_FAILED || e->state == ST_PAUSED)
-            break;
-        if (e->state == ST_RESIGNING) {
-            set_state(e, ST_LEFT, "session ended");
-            reign_election_event ev = {.type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns()};
-            emit(e, &ev);
-            break;
-        }
         e->following = false;
         start(e);
         break;
     case REIGN_CONN_CLOSED:
         e->epoch++;
-        demote(e, REIGN_DEMOTE_RESIGNED, false);
-        if (e->state != ST_LEFT && e->state != ST_FAILED) {
-            bool was_resigning = e->state == ST_RESIGNING;
-            set_state(e, ST_LEFT, "client closed");
-            if (was_resigning) {
-                reign_election_event ev = {.type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns()};
-                emit(e, &ev);
-            }
-        }
+        step(e, IN(CLOSED), NULL); /* demoted if leading; LEFT (announced if resigning) */
         break;
     default:
         break;
@@ -2294,15 +2331,13 @@ static void on_deadline(reign__recipe *rp, int64_t now)
     bool connected = reign__zk_connected(e->zk);
     /* Demote before the server could expire the session: a successor can
      * only be elected after that. */
-    demote(e, connected ? REIGN_DEMOTE_STALLED : REIGN_DEMOTE_SUSPENDED, false);
-    if (!e->free_requested && connected && e->state == ST_LEADER) {
+    if (step(e, connected ? IN(DEADLINE) : IN(DEADLINE_SUSPENDED), NULL) &&
+        e->state == ST_DEMOTED) {
         /* Still connected: the claim is a write and renews the proof.  It
          * is a new term: let go of the leader node first. */
         e->epoch++;
         release_leader_node(e);
         check(e);
-    } else if (!e->free_requested && e->state == ST_LEADER) {
-        set_state(e, ST_CHECKING, "suspended past the deadline");
     }
     LEAVE(e);
 }
@@ -2409,14 +2444,15 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
 }
 
 /* Stops standing: demote now, delete our node.  `then` is the next state. */
-static int step_down(zk_election *e, reign_demote_reason reason, estate then)
+static int step_down(zk_election *e, estate then)
 {
     reign__timers *ts = reign__client_timers(e->base.client);
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->preempt);
     e->epoch++;
     bool was_leader = e->base.leader;
-    demote(e, reason, true);
+    if (!step(e, then == ST_RESIGNING ? IN(RESIGN) : IN(CEDE), NULL)) /* demoted, announced later */
+        return REIGN_ESTATE;
     if (was_leader || e->handing_to)
         release_leader_node(e); /* before our node: the next one's claim needs both gone */
     set_str(&e->handing_to, NULL);
@@ -2426,7 +2462,6 @@ static int step_down(zk_election *e, reign_demote_reason reason, estate then)
     char *node = e->my_node;
     e->my_node = NULL;
     e->own_watched = false;
-    set_state(e, then, reign_demote_reason_name(reason));
     int rc = 0;
     if (node) {
         rc = reign__zk_delete(e->zk, node, -1, REIGN__ZK_RETRY, then == ST_RESIGNING ? e : NULL,
@@ -2447,13 +2482,15 @@ static int zk_resign(reign_election *pub)
     if (e->state == ST_LEFT || e->state == ST_RESIGNING)
         return REIGN_ESTATE;
     e->following = false;
-    return step_down(e, REIGN_DEMOTE_RESIGNED, ST_RESIGNING);
+    return step_down(e, ST_RESIGNING);
 }
 
 static int zk_cede(reign_election *pub, int delay_ms)
 {
     zk_election *e = (zk_election *)pub;
-    int rc = step_down(e, REIGN_DEMOTE_CEDED, ST_PAUSED);
+    int rc = step_down(e, ST_PAUSED);
+    if (rc == REIGN_ESTATE)
+        return rc;
     int64_t d = delay_ms < 0 ? e->base.cede_delay_ms : delay_ms;
     reign__timer_start(reign__client_timers(e->base.client), &e->timer,
                        reign__now_ns() + d * REIGN__NS_PER_MS);
@@ -2471,16 +2508,16 @@ static reign_election *zk_free(reign_election *pub)
 {
     zk_election *e = (zk_election *)pub;
     if (!e->free_requested) {
+        bool was_leader = e->base.leader, left = e->state == ST_LEFT;
+        step(e, IN(FREE), NULL); /* a leadership ends silently */
         e->free_requested = true;
         /* Leave without waiting: the delete goes out, no callback follows. */
-        if (e->base.leader) {
-            e->base.leader = false;
-            reign__client_hold_validity(e->base.client, -1);
+        if (was_leader) {
             if (e->strategy != REIGN_STRATEGY_LOCK)
                 reign__zk_delete(e->zk, e->leader_path, e->leader_version, REIGN__ZK_RETRY, NULL,
                                  NULL, NULL);
         }
-        if (e->my_node && e->state != ST_LEFT)
+        if (e->my_node && !left)
             reign__zk_delete(e->zk, e->my_node, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
         if (e->cold_node) {
             /* A new election's multi may be on its way (if not sent yet,

@@ -65,19 +65,9 @@ typedef struct lease_election {
     uint64_t seen_term;  /* the term of someone else's live lease, as last read */
     bool spread;         /* the next poll comes at a random point of the period */
     int64_t valid_until;
-    bool ready_sent;
 
     reign__timer timer;    /* poll, renew, retry, pause: one purpose per state */
     reign__timer deadline; /* the leader's bound */
-    reign__timer defer;    /* events owed after an API call */
-    bool defer_demote, defer_left;
-    reign_demote_reason defer_reason;
-    uint64_t defer_term;
-    int64_t defer_at;
-    int left_err;
-
-    int busy;
-    bool free_requested;
 } lease_election;
 
 static const reign__recipe_ops lease_recipe_ops;
@@ -90,12 +80,8 @@ static reign_election *lease_free(reign_election *pub);
 /* ---- small helpers ----------------------------------------------------------------------------
  */
 
-#define ENTER(e) ((e)->busy++)
-#define LEAVE(e)                                                                                   \
-    do {                                                                                           \
-        if (--(e)->busy == 0 && (e)->free_requested)                                               \
-            lease_free(&(e)->base);                                                                \
-    } while (0)
+#define ENTER(e) reign__election_enter(&(e)->base)
+#define LEAVE(e) reign__election_leave(&(e)->base)
 
 static reign__timers *timers(lease_election *e)
 {
@@ -116,21 +102,11 @@ static void set_state(lease_election *e, lstate st, const char *why)
     e->state = st;
 }
 
-static void emit(lease_election *e, reign_election_event *ev)
-{
-    if (e->free_requested || !e->base.cb)
-        return;
-    e->base.cb(&e->base, ev, e->base.userdata);
-}
-
 static void emit_error(lease_election *e, int err, const char *what, const char *msg)
 {
     char m[600];
     snprintf(m, sizeof(m), "%s: %s", what, msg ? msg : reign_strerror(err));
-    reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s", e->base.name, m);
-    reign_election_event ev = {
-        .type = REIGN_ELECTION_ERROR, .at_ns = reign__now_ns(), .error = err, .message = m};
-    emit(e, &ev);
+    reign__election_error(&e->base, err, m);
 }
 
 /* Publishes the leader as the row shows it (NULL lease: no live leader). */
@@ -140,8 +116,6 @@ static void publish(lease_election *e, const reign__lease *l)
     bool same =
         live ? e->base.lv.known && e->base.lv.term == l->term && !strcmp(e->base.lv.id, l->owner)
              : !e->base.lv.known;
-    if (same && e->ready_sent)
-        return;
     if (!same) {
         reign__leader_view_clear(&e->base.lv);
         if (live) {
@@ -157,18 +131,7 @@ static void publish(lease_election *e, const reign__lease *l)
                     &e->base.lv); /* out of memory: forget, the next read tries again */
         }
     }
-    reign_leader pub;
-    if (e->base.lv.known)
-        reign__leader_view_public(&e->base.lv, &pub);
-    reign_election_event ev = {.at_ns = reign__now_ns(), .leader = e->base.lv.known ? &pub : NULL};
-    if (!e->ready_sent) {
-        e->ready_sent = true;
-        ev.type = REIGN_ELECTION_READY;
-        emit(e, &ev);
-    } else if (e->base.follow) {
-        ev.type = REIGN_ELECTION_LEADER_CHANGED;
-        emit(e, &ev);
-    }
+    reign__election_view(&e->base, !same && e->base.follow);
 }
 
 /* Publishes ourselves as the leader, as followers will see us. */
@@ -214,65 +177,29 @@ static void release(lease_election *e, const char *guid, uint64_t term)
 
 /* ---- leadership ------------------------------------------------------------------------------ */
 
-static void demote(lease_election *e, reign_demote_reason reason, bool deferred)
+static void demote(lease_election *e, reign_demote_reason reason, bool owed)
 {
     if (!e->base.leader)
         return;
     /* Noticed late (a stall, SIGSTOP), a demotion took effect at the bound. */
-    int64_t now = reign__now_ns();
-    if (e->valid_until > 0 && e->valid_until < now)
-        now = e->valid_until;
-    e->base.leader = false;
+    int64_t bound = e->valid_until;
     e->valid_until = 0;
     e->renewing = false;
     reign__timer_stop(timers(e), &e->deadline);
-    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s demoted (%s), term %llu",
-               e->base.name, e->base.id, reign_demote_reason_name(reason),
-               (unsigned long long)e->base.term);
-    reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
-                               .at_ns = now,
-                               .term = e->base.term,
-                               .token = e->base.token,
-                               .reason = reason};
-    if (!deferred) {
-        emit(e, &ev);
-        return;
-    }
-    e->defer_demote = true;
-    e->defer_reason = reason;
-    e->defer_term = e->base.term;
-    e->defer_at = now;
-    reign__timer_start(timers(e), &e->defer, reign__now_ns());
-    reign__client_wake(e->base.client);
+    reign__election_demote(&e->base, reason, bound, owed);
 }
 
 /* The events an API call owed, before anything else is told. */
 static void flush_deferred(lease_election *e)
 {
-    if (e->defer_demote) {
-        e->defer_demote = false;
-        reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
-                                   .at_ns = e->defer_at,
-                                   .term = e->defer_term,
-                                   .token = e->defer_term,
-                                   .reason = e->defer_reason};
-        emit(e, &ev);
-    }
-    if (e->defer_left && !e->free_requested) {
-        e->defer_left = false;
-        set_state(e, L_LEFT, "released");
-        reign_election_event ev = {
-            .type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns(), .error = e->left_err};
-        emit(e, &ev);
-    }
+    reign__election_flush(&e->base);
 }
 
-static void defer_cb(reign__timer *t, void *arg)
+/* An owed LEFT comes due: the row is released (or there was none). */
+static void lease_left(reign_election *pub, int err)
 {
-    lease_election *e = arg;
-    ENTER(e);
-    flush_deferred(e);
-    LEAVE(e);
+    set_state((lease_election *)pub, L_LEFT, "released");
+    reign__election_left(pub, err);
 }
 
 /* Past the bound: demote, give the row back if it is still ours, and stand anew. */
@@ -283,7 +210,7 @@ static bool check_bound(lease_election *e, int64_t now)
     bool down = reign_client_state(e->base.client) == REIGN_CONN_SUSPENDED;
     uint64_t term = e->base.term;
     demote(e, down ? REIGN_DEMOTE_SUSPENDED : REIGN_DEMOTE_STALLED, false);
-    if (e->free_requested || e->state != L_LEADER)
+    if (e->base.free_requested || e->state != L_LEADER)
         return true;
     release(e, e->guid, term);
     stand(e);
@@ -320,21 +247,12 @@ static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
         return;
     }
     set_state(e, L_LEADER, "claimed");
-    e->base.leader = true;
-    e->base.term = term;
-    e->base.token = term;
+    reign__election_lead(&e->base, term, term);
     e->valid_until = 0;
     extend(e, sent_ns);
     reign__timer_start(timers(e), &e->timer, sent_ns + ms(e->ls->renew_ms));
-    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s elected, term %llu", e->base.name,
-               e->base.id, (unsigned long long)term);
-    reign_election_event ev = {.type = REIGN_ELECTION_ELECTED,
-                               .at_ns = now,
-                               .term = term,
-                               .token = term,
-                               .valid_until_ns = e->valid_until};
-    emit(e, &ev);
-    if (e->base.leader && !e->free_requested)
+    reign__election_elected(&e->base, now, e->valid_until);
+    if (e->base.leader && !e->base.free_requested)
         publish_self(e);
 }
 
@@ -351,7 +269,7 @@ static void on_renewed(void *owner, void *arg, const reign__sqlw_result *r)
         /* The row is no longer ours at this term: deposed (reign cede), or changed by hand. */
         uint64_t term = e->base.term;
         demote(e, REIGN_DEMOTE_NODE_DELETED, false);
-        if (!e->free_requested && e->state == L_LEADER) {
+        if (!e->base.free_requested && e->state == L_LEADER) {
             release(e, REIGN__SQL_DEPOSED, term); /* lets the others in now, if it was a depose */
             e->epoch++;
             set_state(e, L_PAUSED, "deposed");
@@ -490,7 +408,7 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     bool mine = l->exists && !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
     e->seen_term = l->exists && !l->expired && !mine ? l->term : 0;
     publish(e, mine ? NULL : l);
-    if (e->free_requested || e->state != L_LOOKING) {
+    if (e->base.free_requested || e->state != L_LOOKING) {
         LEAVE(e);
         return;
     }
@@ -582,7 +500,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
             reign__client_suspend_policy(e->base.client) == REIGN_SUSPEND_IMMEDIATE) {
             uint64_t term = e->base.term;
             demote(e, REIGN_DEMOTE_SUSPENDED, false);
-            if (!e->free_requested && e->state == L_LEADER) {
+            if (!e->base.free_requested && e->state == L_LEADER) {
                 release(e, e->guid, term); /* if the store comes back before the lease ends */
                 stand(e);
             }
@@ -607,10 +525,8 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         if (e->state != L_LEFT) {
             bool was_resigning = e->state == L_RESIGNING;
             set_state(e, L_LEFT, "client closed");
-            if (was_resigning && !e->defer_left) {
-                reign_election_event ev = {.type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns()};
-                emit(e, &ev);
-            }
+            if (was_resigning && !e->base.owe_left)
+                reign__election_left(&e->base, 0);
         }
         break;
     default:
@@ -651,7 +567,6 @@ static void destroy(lease_election *e)
     reign__timers *ts = timers(e);
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->deadline);
-    reign__timer_stop(ts, &e->defer);
     reign__sqlw_forget(e->w, e);
     guard(e, false);
     reign__client_detach(e->base.client, &e->base.recipe);
@@ -693,7 +608,6 @@ int reign__lease_election_join(reign_election **ret, reign_client *client, const
     e->state = L_IDLE;
     reign__timer_init(&e->timer, timer_cb, e);
     reign__timer_init(&e->deadline, deadline_cb, e);
-    reign__timer_init(&e->defer, defer_cb, e);
     reign__client_attach(client, &e->base.recipe);
     reign_conn_state st = reign_client_state(client);
     if (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED || st == REIGN_CONN_SUSPENDED)
@@ -708,8 +622,8 @@ static void on_released(void *owner, void *arg, const reign__sqlw_result *r)
     if ((uintptr_t)arg != e->epoch || e->state != L_RESIGNING)
         return;
     ENTER(e);
-    e->left_err = r->rc < 0 ? r->rc : 0;
-    e->defer_left = true;
+    e->base.owed_err = r->rc < 0 ? r->rc : 0;
+    e->base.owe_left = true;
     flush_deferred(e);
     LEAVE(e);
 }
@@ -731,10 +645,7 @@ static int step_down(lease_election *e, reign_demote_reason reason, lstate then)
             submit(e, REIGN__SQLW_RELEASE, e->guid, term, then == L_RESIGNING ? on_released : NULL);
     if (then == L_RESIGNING && (!was_leader || rc < 0)) {
         /* Nothing to release (a claim still out releases itself): LEFT on the next turn. */
-        e->left_err = rc;
-        e->defer_left = true;
-        reign__timer_start(timers(e), &e->defer, reign__now_ns());
-        reign__client_wake(e->base.client);
+        reign__election_owe_left(&e->base, rc);
     }
     return rc;
 }
@@ -764,8 +675,8 @@ static int64_t lease_valid_until(const reign_election *pub)
 static reign_election *lease_free(reign_election *pub)
 {
     lease_election *e = (lease_election *)pub;
-    if (!e->free_requested) {
-        e->free_requested = true;
+    if (!e->base.free_requested) {
+        e->base.free_requested = true;
         /* Leave without waiting: the release goes out, no callback follows. */
         if (e->base.leader) {
             e->base.leader = false;
@@ -775,7 +686,7 @@ static reign_election *lease_free(reign_election *pub)
         e->epoch++;
         reign__sqlw_forget(e->w, e);
     }
-    if (e->busy > 0)
+    if (e->base.busy > 0)
         return NULL; /* inside one of our callbacks: LEAVE frees it */
     destroy(e);
     return NULL;
@@ -786,6 +697,7 @@ static const reign__election_impl lease_impl = {
     .cede = lease_cede,
     .valid_until = lease_valid_until,
     .free = lease_free,
+    .left = lease_left,
 };
 
 /* ---- one-shot: the snapshot for `reign status`, deposing for `reign cede` ------------------ */

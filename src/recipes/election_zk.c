@@ -108,20 +108,11 @@ typedef struct zk_election {
     bool may_preempt;       /* we outrank it and may ask it to hand over */
     char *leader_node_watched;
 
-    bool ready_sent;
     bool following; /* leader-view maintenance started */
 
     reign__timer timer;   /* pause (cede) and error back-off */
     reign__timer preempt; /* the preemption delay */
-    reign__timer defer;   /* deferred DEMOTED after an API call */
-    bool defer_demote;
-    bool defer_left; /* resigned with nothing standing: LEFT next turn */
-    reign_demote_reason defer_reason;
-    uint64_t defer_term, defer_token;
-    int64_t defer_at;
 
-    int busy; /* nesting of entries from the client */
-    bool free_requested;
     unsigned steps; /* steps taken: a callback's step shows in it */
 } zk_election;
 
@@ -287,15 +278,6 @@ static void drop_stray(zk_election *e, const char *path)
 
 /* ---- events ------------------------------------------------------------- */
 
-static void emit(zk_election *e, reign_election_event *ev)
-{
-    if (e->free_requested || !e->base.cb)
-        return;
-    e->busy++;
-    e->base.cb(&e->base, ev, e->base.userdata);
-    e->busy--;
-}
-
 static void emit_error(zk_election *e, int err, const char *fmt, ...) REIGN__PRINTF(3, 4);
 static void emit_error(zk_election *e, int err, const char *fmt, ...)
 {
@@ -304,105 +286,34 @@ static void emit_error(zk_election *e, int err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    /* Returned to the application, which decides whether to log it. */
-    reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: error: %s", e->base.name, msg);
-    reign_election_event ev = {
-        .type = REIGN_ELECTION_ERROR, .at_ns = reign__now_ns(), .error = err, .message = msg};
-    emit(e, &ev);
+    reign__election_error(&e->base, err, msg);
 }
 
-/* Leaves leadership locally.  `deferred`: called from an API function, so
- * the callback waits for the next process() (never re-entering the caller). */
-static void demote(zk_election *e, reign_demote_reason reason, bool deferred)
+/* Leaves leadership locally (the table's DEMOTE, DEMOTE_LATER).  `owed`:
+ * from an API function, so the callback waits for the next process(). */
+static void demote(zk_election *e, reign_demote_reason reason, bool owed)
 {
     if (!e->base.leader)
         return;
-    /* A leadership never outlasts its bound (is_leader() says no past it),
-     * so a demotion noticed late - after a stall or a SIGSTOP - took effect
-     * at the bound: that is the time reported. */
-    int64_t now = reign__now_ns();
-    int64_t until = reign__client_valid_until(e->base.client);
-    if (until > 0 && until < now)
-        now = until;
-    e->base.leader = false;
+    /* A leadership never outlasts its bound (is_leader() says no past it). */
+    int64_t bound = reign__client_valid_until(e->base.client);
     e->valid_until = 0;
     e->prio = e->cfg_prio; /* a designation lasts one leadership */
     reign__client_hold_validity(e->base.client, -1);
-    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s demoted (%s), term %llu",
-               e->base.name, e->base.id, reign_demote_reason_name(reason),
-               (unsigned long long)e->base.term);
-    if (deferred) {
-        e->defer_demote = true;
-        e->defer_reason = reason;
-        e->defer_term = e->base.term;
-        e->defer_token = e->base.token;
-        e->defer_at = now;
-        reign__timer_start(reign__client_timers(e->base.client), &e->defer, now);
-        reign__client_wake(e->base.client);
-        return;
-    }
-    reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
-                               .at_ns = now,
-                               .term = e->base.term,
-                               .token = e->base.token,
-                               .reason = reason};
-    emit(e, &ev);
-}
-
-static void defer_cb(reign__timer *t, void *arg)
-{
-    zk_election *e = arg;
-    e->busy++;
-    if (e->defer_demote) {
-        e->defer_demote = false;
-        reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
-                                   .at_ns = e->defer_at,
-                                   .term = e->defer_term,
-                                   .token = e->defer_token,
-                                   .reason = e->defer_reason};
-        emit(e, &ev);
-    }
-    if (e->defer_left) {
-        e->defer_left = false;
-        finish_resign(e, 0);
-    }
-    e->busy--;
-    if (!e->busy && e->free_requested)
-        zk_free(&e->base);
-}
-
-static void send_ready(zk_election *e)
-{
-    if (e->ready_sent)
-        return;
-    e->ready_sent = true;
-    reign_leader pub;
-    if (e->base.lv.known)
-        reign__leader_view_public(&e->base.lv, &pub);
-    reign_election_event ev = {.type = REIGN_ELECTION_READY,
-                               .at_ns = reign__now_ns(),
-                               .leader = e->base.lv.known ? &pub : NULL};
-    emit(e, &ev);
+    reign__election_demote(&e->base, reason, bound, owed);
 }
 
 /* ---- entry guard: the election may be freed by a callback ---------------- */
 
-#define ENTER(e)                                                                                   \
-    do {                                                                                           \
-        (e)->busy++;                                                                               \
-    } while (0)
-#define LEAVE(e)                                                                                   \
-    do {                                                                                           \
-        if (--(e)->busy == 0 && (e)->free_requested)                                               \
-            zk_free(&(e)->base);                                                                   \
-    } while (0)
+#define ENTER(e) reign__election_enter(&(e)->base)
+#define LEAVE(e) reign__election_leave(&(e)->base)
 
 /* A request's arg: the epoch that made it, and whether it carries a watch
  * (so a failed registration can clear its flag even when stale). */
 #define ARG(e, watch)  ((void *)(((e)->epoch << 1) | ((watch) ? 1u : 0u)))
 #define EPOCH_ARG(e)   ARG(e, 0)
 #define HAD_WATCH(arg) (((uintptr_t)(arg)) & 1u)
-#define STALE(e, arg)  ((((uintptr_t)(arg)) >> 1) != (e)->epoch || (e)->free_requested)
+#define STALE(e, arg)  ((((uintptr_t)(arg)) >> 1) != (e)->epoch || (e)->base.free_requested)
 /* exists() registers its watch when the answer is OK or ENOENT. */
 #define EXISTS_REGISTERED(r) ((r)->rc == 0 || (r)->rc == REIGN_ENOENT)
 
@@ -474,19 +385,7 @@ static void publish_leader(zk_election *e, reign__leader_view *nv)
     reign__leader_view_clear(&e->base.lv);
     e->base.lv = *nv;
     memset(nv, 0, sizeof(*nv));
-    if (!e->ready_sent) {
-        send_ready(e);
-        return;
-    }
-    if (same)
-        return;
-    reign_leader pub;
-    if (e->base.lv.known)
-        reign__leader_view_public(&e->base.lv, &pub);
-    reign_election_event ev = {.type = REIGN_ELECTION_LEADER_CHANGED,
-                               .at_ns = reign__now_ns(),
-                               .leader = e->base.lv.known ? &pub : NULL};
-    emit(e, &ev);
+    reign__election_view(&e->base, !same);
 }
 
 static void on_leader_exists(void *owner, void *arg, const reign__zk_result *r)
@@ -494,7 +393,7 @@ static void on_leader_exists(void *owner, void *arg, const reign__zk_result *r)
     zk_election *e = owner;
     reign__leader_view *nv = arg;
     ENTER(e);
-    if (e->free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED) {
+    if (e->base.free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED) {
         reign__leader_view_clear(nv);
     } else {
         if (!EXISTS_REGISTERED(r) && e->leader_node_watched && nv->node &&
@@ -517,7 +416,7 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (HAD_WATCH(arg) && r->rc != 0)
         e->term_watched = false;
-    if (e->free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
+    if (e->base.free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
         goto out;
     if (r->rc == REIGN_ENOENT)
         await_term(e);
@@ -579,7 +478,7 @@ static void on_term_exists(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (!EXISTS_REGISTERED(r))
         e->term_watched = false;
-    if (r->rc == 0 && e->following && !e->free_requested)
+    if (r->rc == 0 && e->following && !e->base.free_requested)
         follow_leader(e); /* created meanwhile: read it */
     LEAVE(e);
 }
@@ -639,28 +538,17 @@ static void on_leader_node_event(void *owner, void *arg, reign__zk_event ev, con
 /* Leadership begins (the table's ELECT, after a fresh claim). */
 static void announce_elected(zk_election *e, const zk_news *n)
 {
-    e->base.leader = true;
     if (e->designated) { /* done; its priority stays for this leadership */
         set_str(&e->designation_done, e->designation);
         set_str(&e->designated, NULL);
     }
     set_str(&e->handing_to, NULL);
     e->leader_seen = false;
-    e->base.term = n->term;
-    e->base.token = n->token;
+    reign__election_lead(&e->base, n->term, n->token);
     e->valid_until = n->until;
     reign__client_hold_validity(e->base.client, +1);
-    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s elected, term %llu token %llu",
-               e->base.name, e->base.id, (unsigned long long)n->term, (unsigned long long)n->token);
-    send_ready(e);
-    if (e->free_requested || !e->base.leader)
-        return;
-    reign_election_event ev = {.type = REIGN_ELECTION_ELECTED,
-                               .at_ns = n->at,
-                               .term = n->term,
-                               .token = n->token,
-                               .valid_until_ns = n->until};
-    emit(e, &ev);
+    reign__election_ready(&e->base);
+    reign__election_elected(&e->base, n->at, n->until);
 }
 
 /*
@@ -698,15 +586,9 @@ static bool step(zk_election *e, reign__zke_input in, const zk_news *n)
     }
     if (s.actions & REIGN__ZKE_A_ELECT)
         announce_elected(e, n);
-    if (s.actions & REIGN__ZKE_A_EMIT_LEFT) {
-        int err = n ? n->err : 0;
-        reign_election_event ev = {.type = REIGN_ELECTION_LEFT,
-                                   .at_ns = reign__now_ns(),
-                                   .error = err,
-                                   .message = err ? reign_strerror(err) : NULL};
-        emit(e, &ev);
-    }
-    return e->steps == mine && !e->free_requested;
+    if (s.actions & REIGN__ZKE_A_EMIT_LEFT)
+        reign__election_left(&e->base, n ? n->err : 0);
+    return e->steps == mine && !e->base.free_requested;
 }
 
 /* A claim (or a takeover, or a new election's multi) landed. */
@@ -1112,8 +994,8 @@ static void contend(zk_election *e)
         e->leader_lock_watched = true;
     if (rc < 0)
         issue_failed(e, rc, "reading the leader node");
-    if (!e->ready_sent && !e->base.follow)
-        send_ready(e);
+    if (!e->base.follow)
+        reign__election_ready(&e->base);
 }
 
 static void preempt_cb(reign__timer *t, void *arg)
@@ -1641,8 +1523,8 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         set_str(&e->pred_watched, NULL);
     if (rc < 0)
         issue_failed(e, rc, "watching the predecessor");
-    if (!e->ready_sent && !e->base.follow)
-        send_ready(e);
+    if (!e->base.follow)
+        reign__election_ready(&e->base);
 out:
     LEAVE(e);
 }
@@ -1676,8 +1558,8 @@ static void on_lock_state(void *owner, void *arg, const reign__zk_result *r)
         set_str(&e->my_node, NULL);
         if (!step(e, IN(LOCK_HELD), NULL)) /* demoted if leading */
             goto out;
-        if (!e->ready_sent && !e->base.follow)
-            send_ready(e);
+        if (!e->base.follow)
+            reign__election_ready(&e->base);
     }
 out:
     LEAVE(e);
@@ -2348,7 +2230,6 @@ static void destroy(zk_election *e)
 {
     reign__timers *ts = reign__client_timers(e->base.client);
     reign__timer_stop(ts, &e->timer);
-    reign__timer_stop(ts, &e->defer);
     reign__timer_stop(ts, &e->preempt);
     reign__zk_forget(e->zk, e);
     reign__client_detach(e->base.client, &e->base.recipe);
@@ -2402,7 +2283,6 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
     e->zk = reign__client_zk(client);
     e->strategy = o->strategy;
     reign__timer_init(&e->timer, timer_cb, e);
-    reign__timer_init(&e->defer, defer_cb, e);
     reign__timer_init(&e->preempt, preempt_cb, e);
     e->cfg_prio = e->prio = (unsigned)o->priority;
     e->no_preempt = o->no_preempt != 0;
@@ -2468,8 +2348,7 @@ static int step_down(zk_election *e, estate then)
                               then == ST_RESIGNING ? on_resign_deleted : NULL, NULL);
     } else if (then == ST_RESIGNING && !e->create_inflight) {
         /* Nothing stands: LEFT on the next turn, never from inside the call. */
-        e->defer_left = true;
-        reign__timer_start(ts, &e->defer, reign__now_ns());
+        reign__election_owe_left(&e->base, 0);
     }
     reign__free(node);
     reign__client_wake(e->base.client);
@@ -2497,6 +2376,12 @@ static int zk_cede(reign_election *pub, int delay_ms)
     return rc;
 }
 
+/* An owed LEFT (resigned with nothing standing) comes due. */
+static void zk_left(reign_election *pub, int err)
+{
+    finish_resign((zk_election *)pub, err);
+}
+
 static int64_t zk_valid_until(const reign_election *pub)
 {
     /* Local answer, but never stale: the session's bound, even if the loop
@@ -2507,10 +2392,10 @@ static int64_t zk_valid_until(const reign_election *pub)
 static reign_election *zk_free(reign_election *pub)
 {
     zk_election *e = (zk_election *)pub;
-    if (!e->free_requested) {
+    if (!e->base.free_requested) {
         bool was_leader = e->base.leader, left = e->state == ST_LEFT;
         step(e, IN(FREE), NULL); /* a leadership ends silently */
-        e->free_requested = true;
+        e->base.free_requested = true;
         /* Leave without waiting: the delete goes out, no callback follows. */
         if (was_leader) {
             if (e->strategy != REIGN_STRATEGY_LOCK)
@@ -2532,7 +2417,7 @@ static reign_election *zk_free(reign_election *pub)
         }
         reign__zk_forget(e->zk, e);
     }
-    if (e->busy > 0)
+    if (e->base.busy > 0)
         return NULL; /* inside one of our callbacks: LEAVE frees it */
     destroy(e);
     return NULL;
@@ -2543,4 +2428,5 @@ static const reign__election_impl zk_impl = {
     .cede = zk_cede,
     .valid_until = zk_valid_until,
     .free = zk_free,
+    .left = zk_left,
 };

@@ -261,6 +261,38 @@ void reign__election_flush(reign_election *e)
     }
 }
 
+bool reign__election_step(reign_election *e, const reign__efsm *m, const reign__election_acts *acts,
+                          unsigned *state, unsigned in, unsigned facts,
+                          const reign__election_news *n)
+{
+    reign__efsm_step s =
+        reign__efsm_next(m, *state, in, facts | (n && n->fresh ? REIGN__EFSM_F_FRESH : 0));
+    if (s.refused || s.moot) {
+        reign__log(e->log, s.refused ? REIGN_LOG_WARN : REIGN_LOG_DEBUG,
+                   "election %s: %s in %s %s: %s", e->name, reign__efsm_input_name(m, in),
+                   reign__efsm_state_name(m, *state), s.refused ? "refused" : "ignored", s.reason);
+        return false;
+    }
+    if (s.to != *state || s.actions)
+        reign__log(e->log, REIGN_LOG_DEBUG, "election %s: %s -> %s on %s (%s)", e->name,
+                   reign__efsm_state_name(m, *state), reign__efsm_state_name(m, s.to),
+                   reign__efsm_input_name(m, in), s.reason);
+    *state = s.to;
+    unsigned mine = ++e->steps;
+    reign_demote_reason why = m->demote_reason(in);
+    if (s.actions & REIGN__EFSM_A_DEMOTE)
+        acts->demote(e, why, false);
+    if (s.actions & REIGN__EFSM_A_DEMOTE_LATER)
+        acts->demote(e, why, true);
+    if (s.actions & REIGN__EFSM_A_DROP_LEAD)
+        acts->drop(e);
+    if (s.actions & REIGN__EFSM_A_ELECT)
+        acts->elect(e, n);
+    if (s.actions & REIGN__EFSM_A_EMIT_LEFT)
+        reign__election_left(e, n ? n->err : 0);
+    return e->steps == mine && !e->free_requested;
+}
+
 static void owed_cb(reign__timer *t, void *arg)
 {
     reign_election *e = arg;

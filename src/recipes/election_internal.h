@@ -27,6 +27,7 @@
 #include <reign/election.h>
 
 #include "client_internal.h"
+#include "election_fsm.h"
 #include "record.h"
 
 /* ---- every backend ----------------------------------------------------------------------------
@@ -80,7 +81,8 @@ struct reign_election {
     reign_demote_reason owed_reason;
     uint64_t owed_term, owed_token;
     int64_t owed_at;
-    int owed_err; /* LEFT's */
+    int owed_err;   /* LEFT's */
+    unsigned steps; /* steps of the table taken: a callback's step shows in it */
 };
 
 /* A backend's answers to the public API (election.c checks the arguments and the state). */
@@ -131,6 +133,32 @@ void reign__election_left(reign_election *e, int err);
 void reign__election_owe_left(reign_election *e, int err);
 /* Emits what an API call owes, now (before anything newer is told). */
 void reign__election_flush(reign_election *e);
+
+/* What an input brings along: a claim's outcome, a resign's error. */
+typedef struct reign__election_news {
+    uint64_t term, token;
+    int64_t at, until;
+    bool fresh; /* until > at: the claim's proof (session, lease) is within its bound */
+    int err;
+} reign__election_news;
+
+/* How a backend carries out the table's actions that are its own. */
+typedef struct reign__election_acts {
+    void (*demote)(reign_election *e, reign_demote_reason reason, bool owed);
+    void (*drop)(reign_election *e); /* freed while leading: the leadership ends, no event */
+    void (*elect)(reign_election *e, const reign__election_news *n);
+} reign__election_acts;
+
+/*
+ * One step of a candidate's table (election_fsm.h): the new state in *state, logged with its
+ * reason at debug, then the actions in order (DEMOTED and LEFT here, the rest through `acts`).
+ * False if the table refused the input (logged as a warning) or found it moot, or if a callback
+ * run by the actions took another step or freed the election: the caller then makes no
+ * request for the state it asked for.
+ */
+bool reign__election_step(reign_election *e, const reign__efsm *m, const reign__election_acts *acts,
+                          unsigned *state, unsigned in, unsigned facts,
+                          const reign__election_news *n);
 
 /* The backends' joins, with a checked name and checked options (o->id set). */
 int reign__zk_election_join(reign_election **ret, reign_client *client, const char *name,

@@ -21,7 +21,7 @@
 #include "election_internal.h"
 #include "election_zk_fsm.h"
 
-typedef reign__zke_state estate;
+typedef unsigned estate; /* reign__zke_state */
 #define ST_NOSESSION       REIGN__ZKE_NOSESSION
 #define ST_SETUP           REIGN__ZKE_SETUP
 #define ST_CREATING        REIGN__ZKE_CREATING
@@ -113,16 +113,9 @@ typedef struct zk_election {
     reign__timer timer;   /* pause (cede) and error back-off */
     reign__timer preempt; /* the preemption delay */
 
-    unsigned steps; /* steps taken: a callback's step shows in it */
 } zk_election;
 
-/* What an input brings along: a claim's outcome, a resign's error. */
-typedef struct zk_news {
-    uint64_t term, token;
-    int64_t at, until;
-    bool fresh; /* until > at: the session's proof is within its bound */
-    int err;
-} zk_news;
+typedef reign__election_news zk_news;
 
 static const reign__recipe_ops election_ops;
 static reign_election *zk_free(reign_election *pub);
@@ -557,38 +550,32 @@ static void announce_elected(zk_election *e, const zk_news *n)
  * or if a callback run by the actions took another step or freed the
  * election: the caller then makes no request for the state it asked for.
  */
+static void act_demote(reign_election *pub, reign_demote_reason reason, bool owed)
+{
+    demote((zk_election *)pub, reason, owed);
+}
+
+static void act_drop(reign_election *pub)
+{
+    if (pub->leader) {
+        pub->leader = false;
+        reign__client_hold_validity(pub->client, -1);
+    }
+}
+
+static void act_elect(reign_election *pub, const zk_news *n)
+{
+    announce_elected((zk_election *)pub, n);
+}
+
+static const reign__election_acts zk_acts = {act_demote, act_drop, act_elect};
+
+/* One step of the table (election_zk_fsm.c), with the facts its guards read. */
 static bool step(zk_election *e, reign__zke_input in, const zk_news *n)
 {
-    unsigned facts = (e->my_node ? REIGN__ZKE_F_NODE : 0) |
-                     (e->handing_to ? REIGN__ZKE_F_HANDING : 0) |
-                     (n && n->fresh ? REIGN__ZKE_F_FRESH : 0);
-    reign__zke_step s = reign__zke_fsm_step(e->state, in, facts);
-    if (s.refused || s.moot) {
-        reign__log(e->base.log, s.refused ? REIGN_LOG_WARN : REIGN_LOG_DEBUG,
-                   "election %s: %s in %s %s: %s", e->base.name, reign__zke_input_name(in),
-                   reign__zke_state_name(e->state), s.refused ? "refused" : "ignored", s.reason);
-        return false;
-    }
-    if (s.to != e->state || s.actions)
-        reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s -> %s on %s (%s)", e->base.name,
-                   reign__zke_state_name(e->state), reign__zke_state_name(s.to),
-                   reign__zke_input_name(in), s.reason);
-    e->state = s.to;
-    unsigned mine = ++e->steps;
-    reign_demote_reason why = reign__zke_demote_reason(in);
-    if (s.actions & REIGN__ZKE_A_DEMOTE)
-        demote(e, why, false);
-    if (s.actions & REIGN__ZKE_A_DEMOTE_LATER)
-        demote(e, why, true);
-    if ((s.actions & REIGN__ZKE_A_DROP_LEAD) && e->base.leader) {
-        e->base.leader = false;
-        reign__client_hold_validity(e->base.client, -1);
-    }
-    if (s.actions & REIGN__ZKE_A_ELECT)
-        announce_elected(e, n);
-    if (s.actions & REIGN__ZKE_A_EMIT_LEFT)
-        reign__election_left(&e->base, n ? n->err : 0);
-    return e->steps == mine && !e->base.free_requested;
+    unsigned facts =
+        (e->my_node ? REIGN__EFSM_F_NODE : 0) | (e->handing_to ? REIGN__EFSM_F_HANDING : 0);
+    return reign__election_step(&e->base, &reign__zke_machine, &zk_acts, &e->state, in, facts, n);
 }
 
 /* A claim (or a takeover, or a new election's multi) landed. */

@@ -7,19 +7,17 @@
  * caller go on with its request (a leader re-arming its watches, a
  * contender reading the leader node again).  Pairs with no row are refused.
  */
-#include <stdio.h>
-
 #include "election_zk_fsm.h"
 
 #define ST(x) REIGN__ZKE_##x
 #define IN(x) REIGN__ZKE_IN_##x
-#define G(x)  REIGN__ZKE_G_##x
+#define G(x)  REIGN__EFSM_G_##x
 
-#define DEMOTE      REIGN__ZKE_A_DEMOTE
-#define DEMOTE_LATE REIGN__ZKE_A_DEMOTE_LATER
-#define DROP_LEAD   REIGN__ZKE_A_DROP_LEAD
-#define ELECT       REIGN__ZKE_A_ELECT
-#define EMIT_LEFT   REIGN__ZKE_A_EMIT_LEFT
+#define DEMOTE      REIGN__EFSM_A_DEMOTE
+#define DEMOTE_LATE REIGN__EFSM_A_DEMOTE_LATER
+#define DROP_LEAD   REIGN__EFSM_A_DROP_LEAD
+#define ELECT       REIGN__EFSM_A_ELECT
+#define EMIT_LEFT   REIGN__EFSM_A_EMIT_LEFT
 
 /* clang-format off */
 /* Rows that several states share, written once per state below. */
@@ -67,7 +65,7 @@
     R(s, RESIGN, ANY, RESIGNING, 0, "resigned: delete our node"),                                  \
     R(s, FREE, ANY, FREED, 0, "freed"),
 
-static const reign__zke_transition table[] = {
+static const reign__efsm_row table[] = {
     /* ---- every state that stands without leading ---- */
     STANDING(ROWS_STANDING)
     RESTARTED(ROWS_RESTARTED)
@@ -204,14 +202,12 @@ static const reign__zke_transition table[] = {
 };
 /* clang-format on */
 
-#define N_ROWS (sizeof(table) / sizeof(table[0]))
-
 /*
  * News that may arrive after the state it was for: the results of requests
  * of an earlier attempt, and connection news in states that no longer care.
  * Kept out of the table so that each row there is a decision.
  */
-static int moot(reign__zke_state s, reign__zke_input in)
+static int moot(unsigned s, unsigned in)
 {
     if (s == REIGN__ZKE_FREED)
         return 1; /* nothing after a free */
@@ -230,52 +226,7 @@ static int moot(reign__zke_state s, reign__zke_input in)
     }
 }
 
-static int guard_holds(reign__zke_guard g, unsigned facts)
-{
-    switch (g) {
-    case REIGN__ZKE_G_FRESH:
-        return (facts & REIGN__ZKE_F_FRESH) != 0;
-    case REIGN__ZKE_G_STALE:
-        return (facts & REIGN__ZKE_F_FRESH) == 0;
-    case REIGN__ZKE_G_NODE:
-        return (facts & REIGN__ZKE_F_NODE) != 0;
-    case REIGN__ZKE_G_NO_NODE:
-        return (facts & REIGN__ZKE_F_NODE) == 0;
-    case REIGN__ZKE_G_HANDING:
-        return (facts & REIGN__ZKE_F_HANDING) != 0;
-    default:
-        return 1;
-    }
-}
-
-reign__zke_step reign__zke_fsm_step(reign__zke_state state, reign__zke_input input, unsigned facts)
-{
-    reign__zke_step r = {state, 0, NULL, 0, 0};
-    if ((unsigned)state >= REIGN__ZKE_ST__COUNT || (unsigned)input >= REIGN__ZKE_IN__COUNT) {
-        r.refused = 1;
-        r.reason = "unknown state or input";
-        return r;
-    }
-    for (size_t i = 0; i < N_ROWS; i++) {
-        const reign__zke_transition *t = &table[i];
-        if (t->from == state && t->input == input && guard_holds(t->guard, facts)) {
-            r.to = t->to;
-            r.actions = t->actions;
-            r.reason = t->reason;
-            return r;
-        }
-    }
-    if (moot(state, input)) {
-        r.moot = 1;
-        r.reason = "moot: the state it was meant for is already left";
-        return r;
-    }
-    r.refused = 1;
-    r.reason = "not allowed in this state";
-    return r;
-}
-
-reign_demote_reason reign__zke_demote_reason(reign__zke_input input)
+static reign_demote_reason demote_reason(unsigned input)
 {
     switch (input) {
     case REIGN__ZKE_IN_OUTRANKED:
@@ -307,20 +258,24 @@ int reign__zke_leading(reign__zke_state s)
     return s == REIGN__ZKE_LEADER || s == REIGN__ZKE_LEADER_CHECKING;
 }
 
+reign_demote_reason reign__zke_demote_reason(reign__zke_input input)
+{
+    return demote_reason(input);
+}
+
 int reign__zke_contending(reign__zke_state s)
 {
     return s == REIGN__ZKE_CONTENDING || s == REIGN__ZKE_HANDING_OVER;
 }
 
-int reign__zke_terminal(reign__zke_state s)
+static int leading(unsigned s)
 {
-    return s == REIGN__ZKE_LEFT || s == REIGN__ZKE_FAILED || s == REIGN__ZKE_FREED;
+    return reign__zke_leading((reign__zke_state)s);
 }
 
-const reign__zke_transition *reign__zke_fsm_table(size_t *n)
+static int terminal(unsigned s)
 {
-    *n = N_ROWS;
-    return table;
+    return s == REIGN__ZKE_LEFT || s == REIGN__ZKE_FAILED || s == REIGN__ZKE_FREED;
 }
 
 static const char *const state_names[] = {
@@ -335,39 +290,24 @@ static const char *const input_names[] = {
 #undef REIGN__ZKE_IN_NAME
 };
 
-static const char *const action_names[REIGN__ZKE_A__COUNT] = {
-    "demote", "demote_later", "drop_lead", "elect", "emit_left",
+const reign__efsm reign__zke_machine = {
+    .name = "election_zk",
+    .rows = table,
+    .n_rows = sizeof(table) / sizeof(table[0]),
+    .n_states = REIGN__ZKE_ST__COUNT,
+    .n_inputs = REIGN__ZKE_IN__COUNT,
+    .state_names = state_names,
+    .input_names = input_names,
+    .moot = moot,
+    .leading = leading,
+    .terminal = terminal,
+    .demote_reason = demote_reason,
+    .initial = REIGN__ZKE_NOSESSION,
+    .st_left = REIGN__ZKE_LEFT,
+    .st_freed = REIGN__ZKE_FREED,
+    .st_resigning = REIGN__ZKE_RESIGNING,
+    .in_claimed = REIGN__ZKE_IN_CLAIMED,
+    .in_free = REIGN__ZKE_IN_FREE,
+    .in_closed = REIGN__ZKE_IN_CLOSED,
+    .in_lost = REIGN__ZKE_IN_NEW_SESSION,
 };
-
-const char *reign__zke_state_name(reign__zke_state s)
-{
-    return (unsigned)s < REIGN__ZKE_ST__COUNT ? state_names[s] : "?";
-}
-
-const char *reign__zke_input_name(reign__zke_input in)
-{
-    return (unsigned)in < REIGN__ZKE_IN__COUNT ? input_names[in] : "?";
-}
-
-const char *reign__zke_guard_name(reign__zke_guard g)
-{
-    static const char *const names[] = {"",        " [fresh]",   " [stale]",
-                                        " [node]", " [no node]", " [handing]"};
-    return (unsigned)g < sizeof(names) / sizeof(names[0]) ? names[g] : "?";
-}
-
-void reign__zke_actions_format(unsigned actions, char *buf, size_t len)
-{
-    size_t used = 0;
-    if (len == 0)
-        return;
-    buf[0] = '\0';
-    for (unsigned i = 0; i < REIGN__ZKE_A__COUNT; i++) {
-        if (!(actions & (1u << i)))
-            continue;
-        int n = snprintf(buf + used, len - used, "%s%s", used ? "+" : "", action_names[i]);
-        if (n < 0 || (size_t)n >= len - used)
-            return;
-        used += (size_t)n;
-    }
-}

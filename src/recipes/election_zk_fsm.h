@@ -1,14 +1,13 @@
 /*
  * election_zk_fsm.h - the ZooKeeper candidate's state machine, as a table.
  *
- * Pure: reign__zke_step() maps (state, input, facts) to a new state, the
- * events to emit and a reason, from one static const table
- * (election_zk_fsm.c).  It does no I/O and includes nothing of ZooKeeper.
- * election_zk.c turns ZooKeeper's results and events into inputs, logs
- * each step's reason at debug, and carries out the actions, in the order of
- * their bits; it then issues the requests the new state needs.  A pair the
- * table does not name is refused: the state stays and the request that
- * would have followed is not made.
+ * Pure: reign__zke_fsm_step() maps (state, input, facts) to a new state,
+ * the events to emit and a reason, from one static const table
+ * (election_zk_fsm.c; rows, actions and guards of election_fsm.h).  It does no I/O and includes
+ * nothing of ZooKeeper. election_zk.c turns ZooKeeper's results and events into inputs, logs each
+ * step's reason at debug, and carries out the actions, in the order of their bits; it then issues
+ * the requests the new state needs.  A pair the table does not name is refused: the state stays and
+ * the request that would have followed is not made.
  *
  * The rules it encodes:
  *  - LEADER is entered only by a claim proved in this session (CLAIMED)
@@ -27,7 +26,7 @@
 
 #include <stddef.h>
 
-#include <reign/election.h>
+#include "election_fsm.h"
 
 #define REIGN__ZKE_STATES(XX)                                                                      \
     XX(NOSESSION, "nosession")             /* no session: CONNECTED starts us */                   \
@@ -95,54 +94,14 @@ typedef enum reign__zke_input {
         REIGN__ZKE_IN__COUNT
 } reign__zke_input;
 
-/*
- * Actions, carried out by election_zk.c in this order (lowest bit first).
- * The new state is set before them: a callback that resigns or frees the
- * election from inside them finds it in its new state.
- */
-enum {
-    REIGN__ZKE_A_DEMOTE = 1u << 0,       /* leadership ends: DEMOTED now */
-    REIGN__ZKE_A_DEMOTE_LATER = 1u << 1, /* ... DEMOTED on the next loop turn (an API call) */
-    REIGN__ZKE_A_DROP_LEAD = 1u << 2,    /* ... silently (freed: no callback follows) */
-    REIGN__ZKE_A_ELECT = 1u << 3,        /* leadership begins: READY if not yet, ELECTED */
-    REIGN__ZKE_A_EMIT_LEFT = 1u << 4,    /* LEFT */
-};
-#define REIGN__ZKE_A__COUNT 5
+/* The table, with the rows, actions, facts and guards of election_fsm.h. */
+extern const reign__efsm reign__zke_machine;
 
-/* Facts the guards look at, as bits. */
-enum {
-    REIGN__ZKE_F_FRESH = 1u << 0,   /* the session's proof is still within its bound */
-    REIGN__ZKE_F_NODE = 1u << 1,    /* we know our candidate node */
-    REIGN__ZKE_F_HANDING = 1u << 2, /* we handed our leader node to a candidate */
-};
-
-typedef enum reign__zke_guard {
-    REIGN__ZKE_G_ANY = 0,
-    REIGN__ZKE_G_FRESH,   /* proof fresh */
-    REIGN__ZKE_G_STALE,   /* proof stale */
-    REIGN__ZKE_G_NODE,    /* our node known */
-    REIGN__ZKE_G_NO_NODE, /* our node unknown */
-    REIGN__ZKE_G_HANDING, /* our leader node is handed to a candidate */
-} reign__zke_guard;
-
-typedef struct reign__zke_transition {
-    unsigned char from;  /* reign__zke_state */
-    unsigned char input; /* reign__zke_input */
-    unsigned char guard; /* reign__zke_guard */
-    unsigned char to;    /* reign__zke_state */
-    unsigned actions;
-    const char *reason;
-} reign__zke_transition;
-
-typedef struct reign__zke_step {
-    reign__zke_state to; /* the old state if refused or moot */
-    unsigned actions;
-    const char *reason;
-    int refused; /* 1: no row for this pair: nothing changes, nothing follows */
-    int moot;    /* 1: news for a state already left (or freed): ignored */
-} reign__zke_step;
-
-reign__zke_step reign__zke_fsm_step(reign__zke_state state, reign__zke_input input, unsigned facts);
+static inline reign__efsm_step reign__zke_fsm_step(reign__zke_state s, reign__zke_input in,
+                                                   unsigned facts)
+{
+    return reign__efsm_next(&reign__zke_machine, s, in, facts);
+}
 
 /* Why a DEMOTED this input causes is reported to the application. */
 reign_demote_reason reign__zke_demote_reason(reign__zke_input input);
@@ -151,13 +110,5 @@ reign_demote_reason reign__zke_demote_reason(reign__zke_input input);
 int reign__zke_leading(reign__zke_state s);
 /* 1 in CONTENDING and HANDING_OVER: the leader node is watched. */
 int reign__zke_contending(reign__zke_state s);
-/* 1 in LEFT, FAILED and FREED. */
-int reign__zke_terminal(reign__zke_state s);
-
-const reign__zke_transition *reign__zke_fsm_table(size_t *n);
-const char *reign__zke_state_name(reign__zke_state s);
-const char *reign__zke_input_name(reign__zke_input in);
-const char *reign__zke_guard_name(reign__zke_guard g);
-void reign__zke_actions_format(unsigned actions, char *buf, size_t len);
 
 #endif

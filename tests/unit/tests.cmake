@@ -29,3 +29,15 @@ set_tests_properties(unit_test_trace_on PROPERTIES LABELS unit
   ENVIRONMENT "REIGN_TRACE=${CMAKE_CURRENT_BINARY_DIR}/test_trace.out")
 set_tests_properties(unit_test_trace_off PROPERTIES LABELS unit ENVIRONMENT_MODIFICATION
   "REIGN_TRACE=unset:")
+
+# The candidates' tables (ZooKeeper, SQL leases): every pair and every path, no server.  It draws the tables'
+# graph with the generator reignd's --print-fsm uses (src/tools/fsm_dot.c), and checks that
+# docs/design.md shows that graph as it is (`test_election_fsm --dot` prints it).
+add_executable(test_election_fsm ${CMAKE_CURRENT_LIST_DIR}/test_election_fsm.c
+  ${PROJECT_SOURCE_DIR}/src/tools/fsm_dot.c)
+target_compile_options(test_election_fsm PRIVATE ${REIGN_WARNINGS})
+target_include_directories(test_election_fsm PRIVATE ${PROJECT_SOURCE_DIR}/src/tools)
+target_compile_definitions(test_election_fsm PRIVATE REIGN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(test_election_fsm PRIVATE reign_internal ${CMOCKA_LIBRARY})
+add_test(NAME unit_test_election_fsm COMMAND test_election_fsm)
+set_tests_properties(unit_test_election_fsm PROPERTIES LABELS unit)

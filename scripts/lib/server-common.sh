@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # server-common.sh - helpers shared by zk.sh, mariadb.sh and pg.sh (sourced; each script sets
-# PROG and defines usage and stop_state, which these call).
+# PROG, SELF, STATE_MARKER (its marker file in a state dir), WATCH_CMD (its watchdog's hidden
+# command) and OWNER_ENV (the name of its owner-pid variable), and defines usage and
+# stop_state, which these call).
 
 # pick_ports K: print K distinct free TCP ports on 127.0.0.1, one per line.  They are taken
 # below the kernel's ephemeral range, so no outgoing connection can grab one between this
@@ -178,6 +180,57 @@ wait_stopped() {
 pause_pids() {
     kill -STOP "$@" 2>/dev/null || true
     wait_stopped 10 "$@" || die "processes $* did not stop within 10 s"
+}
+
+# watchdog_pids_under PREFIX: watchdogs (`$PROG $WATCH_CMD STATE_DIR ...`) for state dirs under
+# it.
+watchdog_pids_under() {
+    local prefix=$1 f pid args
+    for f in $(grep -l -a -F -- "$WATCH_CMD" /proc/[0-9]*/cmdline 2>/dev/null || true); do
+        pid=${f#/proc/}
+        pid=${pid%/cmdline}
+        [[ $pid == "$BASHPID" ]] && continue
+        args=$(cmdline_args "$pid") || continue
+        local is_watch=0 has_dir=0 a
+        while IFS= read -r a; do
+            if [[ $a == "$WATCH_CMD" ]]; then is_watch=1; fi
+            if [[ $a == "$prefix"* || $a/ == "$prefix" ]]; then has_dir=1; fi
+        done <<<"$args"
+        if [[ $is_watch -eq 1 && $has_dir -eq 1 ]]; then echo "$pid"; fi
+    done
+}
+
+# start_watchdog: with the variable named by OWNER_ENV set (a pid, or "parent"), a watchdog
+# that stops $STATE's servers once that process is gone.
+start_watchdog() {
+    local owner=${!OWNER_ENV:-}
+    [[ -n $owner ]] || return 0
+    if [[ $owner == parent ]]; then owner=$PPID; fi
+    [[ $owner =~ ^[0-9]+$ ]] || die "$OWNER_ENV '$owner' is not a pid"
+    local started
+    started=$(proc_start_time "$owner")
+    [[ -n $started ]] || die "owner process $owner does not exist"
+    setsid bash "$SELF" "$WATCH_CMD" "$STATE" "$owner" "$started" </dev/null >/dev/null 2>&1 &
+    echo $! >"$STATE/watchdog.pid"
+}
+
+# $WATCH_CMD STATE OWNER OWNER_START: stop STATE's servers once the owner process is gone.
+cmd_watch() {
+    watch_owner "$1" "$STATE_MARKER" "$2" "$3"
+}
+
+# stop_marked_under DIR: stops every state dir under DIR that has our marker, then the
+# watchdogs left whose state dir is gone or unmarked.  The caller then stops the servers left
+# (found by command line: server_pids_under), its own way.
+stop_marked_under() {
+    local dir=$1 marker
+    if [[ -d $dir ]]; then
+        while IFS= read -r -d '' marker; do
+            stop_state "$(dirname -- "$marker")"
+        done < <(find "$dir" -maxdepth 8 -name "$STATE_MARKER" -type f -print0 2>/dev/null)
+    fi
+    # shellcheck disable=SC2046 # one pid per word
+    stop_watchdogs $(watchdog_pids_under "$dir/")
 }
 
 # make_tls DIR: throwaway TLS material for a test server, made with Debian's openssl:

@@ -1,7 +1,6 @@
 /*
  * main.c - entry point of the `reign` tool: global options, then one
- * subcommand (campaign, run, status, watch, cede, register, members,
- * value), each in its own file.
+ * subcommand (the table below; cli.h declares them), each in its own file.
  *
  * Global options come before the subcommand; parsing stops at the first
  * non-option, which names the subcommand, and the rest is the subcommand's.
@@ -14,11 +13,6 @@
 
 #include "cli.h"
 #include "toollog.h"
-#include "ctl.h"
-#include "fmt.h"
-#include "runs.h"
-
-cli_main_fn cli_tasks_main; /* tasks.c */
 
 static const struct {
     const char *name;

@@ -56,9 +56,9 @@ static const char *dir_of(reign_entry_kind k)
 
 static const char *record_kind_of(reign_entry_kind k)
 {
-    return k == REIGN_ENTRY_ELECTION ? "election"
-           : k == REIGN_ENTRY_GROUP  ? "group"
-           : k == REIGN_ENTRY_QUEUE  ? "tasks"
+    return k == REIGN_ENTRY_ELECTION ? REIGN__KIND_ELECTION
+           : k == REIGN_ENTRY_GROUP  ? REIGN__KIND_GROUP
+           : k == REIGN_ENTRY_QUEUE  ? REIGN__KIND_TASKS
                                      : "";
 }
 
@@ -68,7 +68,7 @@ static bool ours(reign_entry_kind k, const void *data, size_t len)
     reign__record rec;
     if (reign__record_parse(data, len, &rec) < 0)
         return false;
-    const char *want = record_kind_of(k), *kind = reign__record_get(&rec, "kind");
+    const char *want = record_kind_of(k), *kind = reign__record_get(&rec, REIGN__K_KIND);
     bool ok = !*want || (kind && !strcmp(kind, want));
     reign__record_clear(&rec);
     return ok;
@@ -258,7 +258,7 @@ static void on_entry(void *owner, void *arg, const reign__zk_result *r)
     ent *e = &o->v[i];
     if (what == READ_SLOTS && r->rc >= 0) {
         for (size_t k = 0; k < r->n_children; k++)
-            e->slots += !strncmp(r->children[k], "s_", 2);
+            e->slots += !strncmp(r->children[k], REIGN__N_SLOT, 2);
     } else if (what == READ_SLOTS && r->rc == REIGN_ENOENT) {
         /* no slot on record */
     } else if (r->rc == REIGN_ENOENT) {
@@ -269,12 +269,12 @@ static void on_entry(void *owner, void *arg, const reign__zk_result *r)
     } else if (what == READ_NODE) {
         e->foreign = !ours(e->kind, r->value, r->value_len);
     } else {
-        const char *mark = e->kind == REIGN_ENTRY_ELECTION ? "n_" : "m_";
+        const char *mark = e->kind == REIGN_ENTRY_ELECTION ? REIGN__N_CANDIDATE : REIGN__N_MEMBER;
         for (size_t k = 0; k < r->n_children; k++)
             e->standing += !strncmp(r->children[k], mark, 2);
         /* The lock strategy's one candidate is its lock node. */
         for (size_t k = 0; e->kind == REIGN_ENTRY_ELECTION && k < r->n_children; k++)
-            e->standing += !strcmp(r->children[k], "lock");
+            e->standing += !strcmp(r->children[k], REIGN__N_LOCK);
     }
     if (--o->pending == 0)
         finish_list(o, 0);
@@ -534,13 +534,13 @@ static void delete_node(store_op *o)
 {
     int rc;
     if (o->kind == REIGN_ENTRY_ELECTION) {
-        size_t n = strlen(o->path) + sizeof("/term");
+        size_t n = strlen(o->path) + sizeof("/" REIGN__N_TERM);
         char *term = reign__malloc(n);
         if (!term) {
             finish_remove(o, REIGN_ENOMEM, NULL, 0);
             return;
         }
-        snprintf(term, n, "%s/term", o->path);
+        snprintf(term, n, "%s/" REIGN__N_TERM, o->path);
         reign__zk_mop ops[2] = {
             {.type = REIGN__ZK_MDELETE, .path = term, .version = -1},
             {.type = REIGN__ZK_MDELETE, .path = o->path, .version = o->version},

@@ -18,25 +18,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "life.h"
 #include "record.h"
 #include "value_internal.h"
-
-/* ---- keys --------------------------------------------------------------- */
-
-bool reign__segment_ok(const char *s, size_t n)
-{
-    if (n == 0 || n > REIGN__SEGMENT_MAX || (n == 1 && s[0] == '.') ||
-        (n == 2 && s[0] == '.' && s[1] == '.'))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char ch = s[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == ':' || ch == '-';
-        if (!ok)
-            return false;
-    }
-    return true;
-}
 
 int reign_value_key_check(const char *key)
 {
@@ -55,18 +39,6 @@ int reign_value_key_check(const char *key)
             return 0;
         p += n + 1;
     }
-}
-
-char *reign__value_path(const char *key)
-{
-    reign__buf b;
-    reign__buf_init(&b);
-    reign__buf_printf(&b, "%s/%s", REIGN__VALUE_DIR, key);
-    if (b.oom) {
-        reign__buf_free(&b);
-        return NULL;
-    }
-    return b.data;
 }
 
 /* Creates the nodes above `path` (from the root down), tolerating those
@@ -427,10 +399,10 @@ struct reign_value_watch {
     reign_value_watch_cb *cb;
     void *userdata;
 
-    uintptr_t epoch; /* bumped per session: older answers are ignored */
-    bool armed;      /* a watch of ours is registered on the node */
-    bool reading;    /* a read is in flight */
-    bool again;      /* something fired meanwhile: read once more after it */
+    reign__life life; /* the epoch bumped per session: older answers are ignored */
+    bool armed;       /* a watch of ours is registered on the node */
+    bool reading;     /* a read is in flight */
+    bool again;       /* something fired meanwhile: read once more after it */
     bool ready_sent;
     reign__timer retry;
 
@@ -439,15 +411,12 @@ struct reign_value_watch {
     void *data;
     size_t data_len;
     reign__zk_stat stat;
-
-    int busy;
-    bool free_requested;
 };
 
 /* A request's arg: the epoch that sent it and whether it carries a watch. */
-#define WARG(w, watch) ((void *)(((w)->epoch << 1) | ((watch) ? 1u : 0u)))
-#define HAD_WATCH(arg) (((uintptr_t)(arg)) & 1u)
-#define STALE(w, arg)  ((((uintptr_t)(arg)) >> 1) != (w)->epoch || (w)->free_requested)
+#define WARG(w, watch) REIGN__LIFE_ARG(&(w)->life, 1, (watch) ? 1u : 0u)
+#define HAD_WATCH(arg) reign__life_low((arg), 1)
+#define STALE(w, arg)  reign__life_stale(&(w)->life, (arg), 1)
 #define RETRY_NS       (1000 * REIGN__NS_PER_MS)
 
 const char *reign_value_event_name(reign_value_event_type t)
@@ -471,7 +440,7 @@ static void wread(reign_value_watch *w);
 
 static void emit(reign_value_watch *w, reign_value_event_type type, int err, const char *msg)
 {
-    if (w->free_requested || !w->cb)
+    if (!reign__life_live(&w->life) || !w->cb)
         return;
     reign_value v;
     reign_value_event ev = {.type = type, .at_ns = reign__now_ns(), .error = err, .message = msg};
@@ -480,14 +449,14 @@ static void emit(reign_value_watch *w, reign_value_event_type type, int err, con
         fill_value(&v, w->key, &w->stat, &none);
         ev.value = &v;
     }
-    w->busy++;
+    reign__life_enter(&w->life);
     w->cb(w, &ev, w->userdata);
-    w->busy--;
+    (void)reign__life_leave(&w->life);
 }
 
 static void leave(reign_value_watch *w)
 {
-    if (--w->busy == 0 && w->free_requested)
+    if (reign__life_leave(&w->life))
         reign_value_watch_free(w);
 }
 
@@ -533,14 +502,14 @@ static void read_failed(reign_value_watch *w, int err)
     snprintf(msg, sizeof(msg), "reading value '%s': %s; retrying", w->key, reign_strerror(err));
     reign__log(w->log, REIGN_LOG_WARN, "value watch: %s", msg);
     emit(w, REIGN_VALUE_ERROR, err, msg);
-    if (!w->free_requested)
+    if (reign__life_live(&w->life))
         reign__timer_start(reign__client_timers(w->client), &w->retry, reign__now_ns() + RETRY_NS);
 }
 
 static void read_done(reign_value_watch *w)
 {
     w->reading = false;
-    if (w->again && !w->free_requested) {
+    if (w->again && reign__life_live(&w->life)) {
         w->again = false;
         wread(w);
     }
@@ -549,7 +518,7 @@ static void read_done(reign_value_watch *w)
 static void on_node_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
     reign_value_watch *w = owner;
-    w->busy++;
+    reign__life_enter(&w->life);
     w->armed = false;
     wread(w);
     leave(w);
@@ -558,7 +527,7 @@ static void on_node_event(void *owner, void *arg, reign__zk_event ev, const char
 static void on_exists(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_value_watch *w = owner;
-    w->busy++;
+    reign__life_enter(&w->life);
     /* exists() registers its watch on OK and on ENOENT */
     if (HAD_WATCH(arg) && r->rc != 0 && r->rc != REIGN_ENOENT)
         w->armed = false;
@@ -579,7 +548,7 @@ static void on_exists(void *owner, void *arg, const reign__zk_result *r)
 static void on_read(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_value_watch *w = owner;
-    w->busy++;
+    reign__life_enter(&w->life);
     if (HAD_WATCH(arg) && r->rc != 0)
         w->armed = false; /* get() registers only on success */
     if (STALE(w, arg))
@@ -640,7 +609,7 @@ static void wread(reign_value_watch *w)
 static void retry_cb(reign__timer *t, void *arg)
 {
     reign_value_watch *w = arg;
-    w->busy++;
+    reign__life_enter(&w->life);
     wread(w);
     leave(w);
 }
@@ -648,10 +617,10 @@ static void retry_cb(reign__timer *t, void *arg)
 static void watch_conn(reign__recipe *rp, reign_conn_state st)
 {
     reign_value_watch *w = (reign_value_watch *)rp;
-    w->busy++;
+    reign__life_enter(&w->life);
     if (st == REIGN_CONN_CONNECTED) {
         /* A new session: no watch of the old one survives. */
-        w->epoch++;
+        reign__life_bump(&w->life);
         w->armed = false;
         w->reading = false;
         w->again = false;
@@ -739,9 +708,9 @@ reign_value_watch *reign_value_watch_free(reign_value_watch *w)
 {
     if (!w)
         return NULL;
-    w->free_requested = true;
+    (void)reign__life_request_free(&w->life);
     reign__zk_forget(w->zk, w);
-    if (w->busy > 0)
+    if (reign__life_busy(&w->life))
         return NULL; /* inside one of our callbacks: freed when it returns */
     watch_destroy(&w->recipe);
     return NULL;

@@ -3,23 +3,9 @@
  * election every backend has and the event contract they all keep
  * (election_base.c; election.c holds the public API over it and dispatches
  * to election_zk.c or election_lease.c, which never call back into it), the
- * ZooKeeper node
- * layout and the parsing of what reign writes into election nodes
- * (election_zk.c, election_query.c).
- *
- *   /reign/election/NAME          persistent; record kind=election strategy=...
- *   /reign/election/NAME/term     persistent; its version is the term, the
- *                                 zxid of its last write the fencing token;
- *                                 record id=, node=, guid= + leader's payload
- *   /reign/election/NAME/n_<guid>_<seq>   queue candidates (ephemeral),
- *   /reign/election/NAME/n_<guid>_p<prio>_<seq>   ... with a priority
- *   /reign/election/NAME/leader   queue strategy: held (ephemeral) by the
- *                                 leader, made by its claim; record id=,
- *                                 node=, guid=, priority=
- *   /reign/election/NAME/lock     lock strategy (ephemeral)
- *   candidate records: id=, guid= + payload, and requests others add:
- *                      designate=<prio> (stand again with that priority),
- *                      handoff=<node> (to the leader: that node asks for the lead)
+ * parsing of what reign writes into election nodes (election_zk.c,
+ * election_query.c).  The nodes and their record keys are drawn and named in
+ * src/core/layout.h, the one place that owns the stored layout.
  */
 #ifndef REIGN_ELECTION_INTERNAL_H
 #define REIGN_ELECTION_INTERNAL_H

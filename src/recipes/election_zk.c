@@ -20,6 +20,7 @@
 
 #include "election_internal.h"
 #include "election_zk_fsm.h"
+#include "layout.h"
 
 typedef unsigned estate; /* reign__zke_state */
 #define ST_NOSESSION       REIGN__ZKE_NOSESSION
@@ -213,7 +214,7 @@ bool reign__qnode_before(const reign__qnode *a, const reign__qnode *b)
 bool reign__election_node_ok(const char *name)
 {
     reign__qnode q;
-    return !strcmp(name, "lock") || reign__qnode_parse(name, &q);
+    return !strcmp(name, REIGN__N_LOCK) || reign__qnode_parse(name, &q);
 }
 
 static int qnode_cmp(const void *a, const void *b)
@@ -421,11 +422,11 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
     reign__record rec;
     if (r->rc == 0 && r->stat.version > 0 &&
         reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        const char *node = reign__record_get(&rec, "node");
+        const char *node = reign__record_get(&rec, REIGN__K_NODE);
         if (node && reign__election_node_ok(node)) {
             nv->known = true;
-            nv->id =
-                reign__strdup(reign__record_get(&rec, "id") ? reign__record_get(&rec, "id") : "");
+            nv->id = reign__strdup(
+                reign__record_get(&rec, REIGN__K_ID) ? reign__record_get(&rec, REIGN__K_ID) : "");
             nv->data = reign__memdup(rec.payload, rec.payload_len);
             nv->data_len = rec.payload_len;
             nv->node = reign__strdup(node);
@@ -610,7 +611,7 @@ static void on_term_recheck(void *owner, void *arg, const reign__zk_result *r)
     reign__record rec;
     bool ours = false;
     if (reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        const char *g = reign__record_get(&rec, "guid");
+        const char *g = reign__record_get(&rec, REIGN__K_GUID);
         ours = g && !strcmp(g, e->guid);
         reign__record_clear(&rec);
     }
@@ -712,12 +713,13 @@ static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, con
  * candidate node `node`. */
 static int claim_records(zk_election *e, const char *node, reign__buf *t, reign__buf *l)
 {
-    const char *kv[] = {"id", e->base.id, "node", node, "guid", e->guid};
+    const char *kv[] = {REIGN__K_ID, e->base.id, REIGN__K_NODE, node, REIGN__K_GUID, e->guid};
     int rc = reign__record_build(t, kv, 6, e->base.data, e->base.data_len);
     if (rc == 0 && l) {
         char prio[12];
         snprintf(prio, sizeof(prio), "%u", e->prio);
-        const char *lkv[] = {"id", e->base.id, "node", node, "guid", e->guid, "priority", prio};
+        const char *lkv[] = {REIGN__K_ID,   e->base.id, REIGN__K_NODE,     node,
+                             REIGN__K_GUID, e->guid,    REIGN__K_PRIORITY, prio};
         rc = reign__record_build(l, lkv, 8, NULL, 0);
     }
     return rc;
@@ -854,11 +856,11 @@ static void on_holder_read(void *owner, void *arg, const reign__zk_result *r)
     if (reign__record_parse(r->value, r->value_len, &rec) < 0)
         goto out; /* foreign: no one to ask */
     const char *mine = basename_of(e->my_node);
-    const char *asked = reign__record_get(&rec, "handoff");
-    const char *at = reign__record_get(&rec, "handoff_priority");
+    const char *asked = reign__record_get(&rec, REIGN__K_HANDOFF);
+    const char *at = reign__record_get(&rec, REIGN__K_HANDOFF_PRIORITY);
     char prio[12];
     snprintf(prio, sizeof(prio), "%u", e->prio);
-    const char *set[] = {"handoff", mine, "handoff_priority", prio};
+    const char *set[] = {REIGN__K_HANDOFF, mine, REIGN__K_HANDOFF_PRIORITY, prio};
     reign__buf b;
     reign__buf_init(&b);
     /* Asked already (by us, or by the operator who designated us)? */
@@ -900,8 +902,8 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     const char *node = NULL, *next = NULL;
     bool parsed = reign__record_parse(r->value, r->value_len, &rec) == 0;
     if (parsed) {
-        node = reign__record_get(&rec, "node");
-        next = reign__record_get(&rec, "next");
+        node = reign__record_get(&rec, REIGN__K_NODE);
+        next = reign__record_get(&rec, REIGN__K_NEXT);
     }
     if (r->stat.ephemeral_owner == reign_client_session_id(e->base.client)) {
         bool handing = e->handing_to && next && !strcmp(next, basename_of(e->handing_to));
@@ -924,7 +926,7 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
             reign__record_clear(&rec);
         goto out;
     }
-    if (!node || !reign__election_node_ok(node) || !strcmp(node, "lock")) {
+    if (!node || !reign__election_node_ok(node) || !strcmp(node, REIGN__N_LOCK)) {
         if (parsed)
             reign__record_clear(&rec);
         reign__log(e->base.log, REIGN_LOG_WARN,
@@ -944,7 +946,7 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
         e->leader_seen_version = r->stat.version;
     }
     uint64_t their = 0;
-    (void)reign__record_get_u64(&rec, "priority", &their);
+    (void)reign__record_get_u64(&rec, REIGN__K_PRIORITY, &their);
     bool designated = e->prio >= REIGN__DESIGNATED_MIN;
     e->may_preempt = designated ? e->prio >= their : e->prio > their && !e->no_preempt;
     reign__free(e->holder_node);
@@ -1145,8 +1147,8 @@ static void hand_over(zk_election *e, const char *to)
     char prio[12];
     snprintf(prio, sizeof(prio), "%u", e->prio);
     const char *node = basename_of(e->my_node);
-    const char *kv[] = {"id",    e->base.id, "node", node,   "guid",
-                        e->guid, "priority", prio,   "next", to};
+    const char *kv[] = {REIGN__K_ID, e->base.id,        REIGN__K_NODE, node,          REIGN__K_GUID,
+                        e->guid,     REIGN__K_PRIORITY, prio,          REIGN__K_NEXT, to};
     reign__buf l;
     reign__buf_init(&l);
     set_str(&e->handing_to, NULL);
@@ -1278,16 +1280,16 @@ static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
     reign__buf_init(&id);
     reign__record rec;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        if (reign__record_get_u64(&rec, "handoff_priority", &asked) < 0 ||
+        if (reign__record_get_u64(&rec, REIGN__K_HANDOFF_PRIORITY, &asked) < 0 ||
             asked > REIGN__DESIGNATED_MIN)
             asked = 0;
-        const char *h = reign__record_get(&rec, "handoff");
-        const char *d = reign__record_get(&rec, "designated");
+        const char *h = reign__record_get(&rec, REIGN__K_HANDOFF);
+        const char *d = reign__record_get(&rec, REIGN__K_DESIGNATED);
         to = h ? reign__strdup(h) : NULL;
         des = d && (!strcmp(d, "-") || reign__election_node_ok(d)) ? reign__strdup(d) : NULL;
-        const char *dt = reign__record_get(&rec, "designated_term");
+        const char *dt = reign__record_get(&rec, REIGN__K_DESIGNATED_TERM);
         reign__buf_printf(&id, "%s@%s", d ? d : "", dt ? dt : "");
-        const char *mine = reign__record_get(&rec, "id");
+        const char *mine = reign__record_get(&rec, REIGN__K_ID);
         if (!mine || strcmp(mine, e->base.id) != 0 || rec.payload_len != e->base.data_len ||
             (rec.payload_len && memcmp(rec.payload, e->base.data, rec.payload_len) != 0)) {
             /* Written without our payload (a designation found us by the id
@@ -1714,7 +1716,8 @@ static int candidate_record(zk_election *e)
     int t = reign__zk_session_timeout_ms(e->zk);
     if (t > 0)
         snprintf(session, sizeof(session), "%d", t);
-    const char *kv[] = {"id", e->base.id, "guid", e->guid, "session_ms", session};
+    const char *kv[] = {REIGN__K_ID, e->base.id,          REIGN__K_GUID,
+                        e->guid,     REIGN__K_SESSION_MS, session};
     reign__buf_reset(&e->record);
     return reign__record_build(&e->record, kv, session[0] ? 6 : 4, e->base.data, e->base.data_len);
 }
@@ -1758,7 +1761,8 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r);
 
 static int dir_record(zk_election *e, reign__buf *b)
 {
-    const char *kv[] = {"kind", "election", "strategy", reign_strategy_name(e->strategy)};
+    const char *kv[] = {REIGN__K_KIND, REIGN__KIND_ELECTION, REIGN__K_STRATEGY,
+                        reign_strategy_name(e->strategy)};
     return reign__record_build(b, kv, 4, NULL, 0);
 }
 
@@ -1874,7 +1878,7 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
                  e->dir);
             goto out;
         }
-        const char *s = reign__record_get(&rec, "strategy");
+        const char *s = reign__record_get(&rec, REIGN__K_STRATEGY);
         int p = s ? reign_strategy_parse(s) : REIGN_EINVAL;
         if (s && p < 0) {
             reign__record_clear(&rec);
@@ -2278,9 +2282,9 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
     int rc = reign__election_base_init(&e->base, client, name, o);
     if (rc == 0) {
         e->dir = reign__election_path(name, NULL);
-        e->term_path = reign__election_path(name, "/term");
-        e->lock_path = reign__election_path(name, "/lock");
-        e->leader_path = reign__election_path(name, "/leader");
+        e->term_path = reign__election_path(name, "/" REIGN__N_TERM);
+        e->lock_path = reign__election_path(name, "/" REIGN__N_LOCK);
+        e->leader_path = reign__election_path(name, "/" REIGN__N_LEADER);
         if (!e->dir || !e->term_path || !e->lock_path || !e->leader_path)
             rc = REIGN_ENOMEM;
     }
@@ -2289,7 +2293,7 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
         rc = reign__election_guid(e->guid, e->base.id);
     }
     if (rc == 0) {
-        const char *kv[] = {"id", e->base.id, "guid", e->guid};
+        const char *kv[] = {REIGN__K_ID, e->base.id, REIGN__K_GUID, e->guid};
         rc = reign__record_build(&e->record, kv, 4, e->base.data, e->base.data_len);
     }
     if (rc < 0) {

@@ -195,6 +195,7 @@ void reign__election_elected(reign_election *e, int64_t at, int64_t valid_until)
                                .term = e->term,
                                .token = e->token,
                                .valid_until_ns = valid_until};
+    reign_trace("election.elected", "%s term=%llu", e->name, (unsigned long long)e->term);
     reign__election_emit(e, &ev);
 }
 
@@ -206,6 +207,7 @@ bool reign__election_demote(reign_election *e, reign_demote_reason reason, int64
     if (bound > 0 && bound < now)
         now = bound;
     e->leader = false;
+    reign_trace("election.demoted", "%s %s", e->name, reign_demote_reason_name(reason));
     reign__log(e->log, REIGN_LOG_NOTICE, "election %s: %s demoted (%s), term %llu", e->name, e->id,
                reign_demote_reason_name(reason), (unsigned long long)e->term);
     if (owed) {
@@ -277,6 +279,8 @@ bool reign__election_step(reign_election *e, const reign__efsm *m, const reign__
         reign__log(e->log, REIGN_LOG_DEBUG, "election %s: %s -> %s on %s (%s)", e->name,
                    reign__efsm_state_name(m, *state), reign__efsm_state_name(m, s.to),
                    reign__efsm_input_name(m, in), s.reason);
+    reign_trace("election.step", "%s %s %s->%s", e->name, reign__efsm_input_name(m, in),
+                reign__efsm_state_name(m, *state), reign__efsm_state_name(m, s.to));
     *state = s.to;
     unsigned mine = ++e->steps;
     reign_demote_reason why = m->demote_reason(in);

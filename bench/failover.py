@@ -1024,7 +1024,11 @@ def render(run):
     w("- graceful failover (SIGTERM to `elected`), ms: " + "; ".join(
         "%s %s" % (SHORT[i], series(i, "graceful", "p50", 1)) for i in impls) + ".")
     w("- crash failover (SIGKILL to `elected`, %d ms sessions), ms: " % args["session_timeout"]
-      + "; ".join("%s %s" % (SHORT[i], series(i, "crash", "p50", 0)) for i in impls) + ".")
+      + "; ".join("%s %s" % (SHORT[i], series(i, "crash", "p50", 0)) for i in impls) + ". "
+      "reign's figure is its session's expiry when its candidates ran without a guardian "
+      "(`REIGN_GUARDIAN=off`, or a reign from before the guardian); with one, the default of "
+      "the tools, a crash is a matter of milliseconds: see \"Crash failover with the "
+      "guardian\" below, measured against Curator and kazoo in its own run.")
     parts = []
     for i in impls:
         r = [get(i, n, "graceful", "requests") for n in counts]

@@ -157,7 +157,8 @@ static void finish_list(store_op *o, int err)
     if (!err && !(out = reign__calloc(o->n ? o->n : 1, sizeof(*out))))
         err = REIGN_ENOMEM;
     if (!err) {
-        qsort(o->v, o->n, sizeof(*o->v), by_kind_then_name);
+        if (o->n) /* qsort wants an array, even of none */
+            qsort(o->v, o->n, sizeof(*o->v), by_kind_then_name);
         for (size_t i = 0; i < o->n; i++)
             if (!o->v[i].gone)
                 out[n++] = (reign_entry){.kind = o->v[i].kind,

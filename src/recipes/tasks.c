@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "tasks_internal.h"
-#include "value_internal.h"
+#include "value/value_internal.h"
 
 /* ---- names, paths, records ---------------------------------------------- */
 

@@ -6,9 +6,11 @@
  * messages naming the store, deadlines, the check of a table's layout, the
  * PostgreSQL channel names.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -645,6 +647,7 @@ void reign__sql_rows_free(reign__sql_rows *r)
     for (size_t i = 0; i < r->n_rows * r->n_cols; i++)
         reign__free(r->cells[i]);
     reign__free(r->cells);
+    reign__free(r->lens);
     memset(r, 0, sizeof *r);
 }
 
@@ -655,21 +658,41 @@ const char *reign__sql_cell(const reign__sql_rows *r, size_t row, size_t col)
     return r->cells[row * r->n_cols + col];
 }
 
+size_t reign__sql_cell_len(const reign__sql_rows *r, size_t row, size_t col)
+{
+    if (!r || row >= r->n_rows || col >= r->n_cols)
+        return 0;
+    return r->lens[row * r->n_cols + col];
+}
+
 int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size_t *lens)
 {
-    char **v = reign__realloc(r->cells, (r->n_rows + 1) * r->n_cols * sizeof *v);
+    size_t n = (r->n_rows + 1) * r->n_cols;
+    char **v = reign__realloc(r->cells, n * sizeof *v);
     if (!v)
         return REIGN_ENOMEM;
     r->cells = v;
+    size_t *l = reign__realloc(r->lens, n * sizeof *l);
+    if (!l)
+        return REIGN_ENOMEM; /* cells is larger than needed; freed with the rows */
+    r->lens = l;
     char **row = v + r->n_rows * r->n_cols;
-    for (size_t i = 0; i < r->n_cols; i++)
+    size_t *row_lens = l + r->n_rows * r->n_cols;
+    for (size_t i = 0; i < r->n_cols; i++) {
         row[i] = NULL;
+        row_lens[i] = 0;
+    }
     r->n_rows++; /* counted now, so that a failure below frees what was copied */
     for (size_t i = 0; i < r->n_cols; i++) {
         if (!cells[i])
             continue;
-        if (!(row[i] = reign__strndup(cells[i], lens ? lens[i] : strlen(cells[i]))))
+        size_t len = lens ? lens[i] : strlen(cells[i]);
+        /* Bytes as they are (a byte string may hold NULs), then a NUL for text's sake. */
+        if (!(row[i] = reign__malloc(len + 1)))
             return REIGN_ENOMEM;
+        memcpy(row[i], cells[i], len);
+        row[i][len] = '\0';
+        row_lens[i] = len;
     }
     return 0;
 }
@@ -679,18 +702,78 @@ const char *reign__sql_table(const reign__sqlconn *c)
     return c->table;
 }
 
-int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, char *err,
-                          size_t errlen)
+int reign__sql_side_table(const reign__sqlconn *c, const char *suffix, char *out, size_t outlen,
+                          char *err, size_t errlen)
 {
     /* PostgreSQL cuts identifiers at 63 bytes, and would then look for another name. */
     size_t max = c->d == &reign__sql_postgres ? 63 : REIGN__SQL_TABLE_MAX;
-    int n = snprintf(out, outlen, "%s_runs", c->table);
+    int n = snprintf(out, outlen, "%s_%s", c->table, suffix);
     if (n < 0 || (size_t)n >= outlen || (size_t)n > max)
         return reign__sql_err(c, err, errlen, REIGN_EINVAL,
-                              "the runs table of table %s would be named %s_runs, longer than %zu "
+                              "the %s table of table %s would be named %s_%s, longer than %zu "
                               "characters: choose a shorter table",
-                              c->table, c->table, max);
+                              suffix, c->table, c->table, suffix, max);
     return 0;
+}
+
+bool reign__sql_parse_i64(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+void reign__sql_rollback(reign__sqlconn *c)
+{
+    char ignored[256];
+    if (!c->broken)
+        reign__sql_query(c, "rollback", "ROLLBACK", NULL, 0, NULL, ignored, sizeof ignored);
+}
+
+int reign__sql_side_columns(reign__sqlconn *c, const char *suffix, reign__sql_rows *out, char *err,
+                            size_t errlen)
+{
+    char side[REIGN__SQL_TABLE_MAX + 16];
+    int rc = reign__sql_side_table(c, suffix, side, sizeof side, err, errlen);
+    if (rc)
+        return rc;
+    const char *sql;
+    switch (reign__sql_kind_of(c)) {
+    case REIGN__SQL_SQLITE:
+        sql = "SELECT name FROM pragma_table_info({1})";
+        break;
+    case REIGN__SQL_POSTGRES:
+        sql = "SELECT attname::text FROM pg_attribute WHERE attrelid = "
+              "to_regclass(quote_ident({1})) AND attnum > 0 AND NOT attisdropped";
+        break;
+    default:
+        sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+              "DATABASE() AND TABLE_NAME = {1}";
+    }
+    reign__sqlv arg = REIGN__SQLV_S(side);
+    return reign__sql_query(c, "reading a table's columns", sql, &arg, 1, out, err, errlen);
+}
+
+bool reign__sql_has_column(const reign__sql_rows *cols, const char *name)
+{
+    for (size_t i = 0; i < cols->n_rows; i++) {
+        const char *n = reign__sql_cell(cols, i, 0);
+        if (n && !strcasecmp(n, name))
+            return true;
+    }
+    return false;
+}
+
+int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, char *err,
+                          size_t errlen)
+{
+    return reign__sql_side_table(c, "runs", out, outlen, err, errlen);
 }
 
 #define QUERY_ARGS_MAX 16
@@ -700,9 +783,6 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
 {
     int rc = check_conn(c, err, errlen);
     if (rc)
-        return rc;
-    char runs[REIGN__SQL_TABLE_MAX + 8];
-    if ((rc = reign__sql_runs_table(c, runs, sizeof runs, err, errlen)))
         return rc;
     const reign__sql_dialect *d = c->d;
     reign__buf b;
@@ -720,6 +800,7 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
             {"{ON_CONFLICT}", offsetof(reign__sql_dialect, on_conflict)},
             {"{ID}", offsetof(reign__sql_dialect, id_column)},
             {"{TABLE_OPTIONS}", offsetof(reign__sql_dialect, table_options)},
+            {"{BLOB}", offsetof(reign__sql_dialect, blob_type)},
         };
         bool done = false;
         if (*p == '{' && p[1] >= '1' && p[1] <= '9' && p[2] == '}') {
@@ -737,8 +818,20 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
             p += 3;
             continue;
         }
-        if (!strncmp(p, "{T}", 3) || !strncmp(p, "{R}", 3)) {
-            reign__buf_printf(&b, "%c%s%c", d->quote, p[1] == 'T' ? c->table : runs, d->quote);
+        if (!strncmp(p, "{T}", 3)) {
+            reign__buf_printf(&b, "%c%s%c", d->quote, c->table, d->quote);
+            p += 3;
+            continue;
+        }
+        if (!strncmp(p, "{R}", 3) || !strncmp(p, "{V}", 3) || !strncmp(p, "{C}", 3)) {
+            /* A side table's name, made (and checked) only where a statement names it. */
+            char side[REIGN__SQL_TABLE_MAX + 16];
+            const char *suffix = p[1] == 'R' ? "runs" : p[1] == 'V' ? "values" : "candidates";
+            if ((rc = reign__sql_side_table(c, suffix, side, sizeof side, err, errlen))) {
+                reign__buf_free(&b);
+                return rc;
+            }
+            reign__buf_printf(&b, "%c%s%c", d->quote, side, d->quote);
             p += 3;
             continue;
         }

@@ -1,0 +1,678 @@
+/*
+ * test_sql_values.c - reign's values (<reign/value.h>) on real SQL stores, through the public
+ * API, as a program would use them.
+ *
+ * Usage: test_sql_values BACKEND SCENARIO, BACKEND one of sqlite, mariadb, postgres (the shared
+ * servers of $REIGN_TEST_MARIADB_DIR and $REIGN_TEST_PG_DIR; SQLite files under
+ * $REIGN_TEST_STATE_DIR), each run in a table of its own:
+ *
+ *   ops      get, set (any, if absent, compare-and-set), delete (any, by version) and their
+ *            refusals (REIGN_EEXIST, REIGN_EBADVERSION, REIGN_ENOENT: nothing written); the
+ *            version starts at 0 and grows by one; zxids grow with every write, across keys; a
+ *            value made again has a new czxid; "a" and "a/b" are two values; payloads of 0
+ *            bytes, of every byte value, and of REIGN_VALUE_DATA_MAX bytes round-trip; one
+ *            byte more is REIGN_E2BIG; another data center does not see them
+ *   cas      two clients race compare-and-sets and creates on one value, round after round:
+ *            exactly one of each pair wins, the other is refused, no write is lost
+ *   foreign  rows reign did not write (a negative version, zxids out of order, an oversized
+ *            payload, a counter gone) are refused by get (REIGN_EFOREIGN) and reported by a
+ *            watch as ERROR; deleted, the value is usable again; a values table of a foreign
+ *            layout is refused, never changed
+ *   watch    a watch on a missing key reports READY with none, then CREATED, CHANGED, DELETED
+ *            and CREATED as another client writes, each once, in order; a burst of writes ends
+ *            with the last one reported (no change missed, versions increasing); a value
+ *            deleted and made again while the watcher's loop was not running is reported as
+ *            DELETED then CREATED; a watch on another key hears nothing of these
+ *
+ * Every wait is for a condition, bounded generously (WAIT_MS): only a hang reaches the bound.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <reign/reign.h>
+
+#include "check.h"
+#include "sql.h"
+
+#define WAIT_MS 60000
+
+static int64_t now_ms(void)
+{
+    return reign_now_ns() / 1000000;
+}
+
+/* ---- the store ------------------------------------------------------------------------------- */
+
+static char backend[16];
+static char table[64];
+static char base_uri[PATH_MAX + 64]; /* the store, without parameters */
+static char password[128];           /* MariaDB, PostgreSQL */
+static char password_file[PATH_MAX];
+static reign__sql_target raw; /* for rows written behind reign's back */
+
+static void setup(const char *name, const char *scenario)
+{
+    snprintf(backend, sizeof backend, "%s", name);
+    const char *state = need_env("REIGN_TEST_STATE_DIR");
+    mkdir(state, 0755);
+    snprintf(table, sizeof table, "tv_%s_%ld", scenario, (long)getpid());
+    memset(&raw, 0, sizeof raw);
+    raw.table = table;
+    if (!strcmp(name, "sqlite")) {
+        static char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/values-%s.db", state, scenario);
+        unlink(path);
+        snprintf(base_uri, sizeof base_uri, "sqlite://%s", path);
+        raw.kind = REIGN__SQL_SQLITE;
+        raw.path = path;
+        return;
+    }
+    bool maria = !strcmp(name, "mariadb");
+    if (!maria && strcmp(name, "postgres"))
+        fail(__FILE__, __LINE__, "unknown backend %s", name);
+    const char *dir = need_env(maria ? "REIGN_TEST_MARIADB_DIR" : "REIGN_TEST_PG_DIR");
+    char port[16];
+    read_file(dir, "password", password, sizeof password);
+    read_file(dir, "port", port, sizeof port);
+    snprintf(password_file, sizeof password_file, "%s/password", dir);
+    snprintf(base_uri, sizeof base_uri, "%s://reign@127.0.0.1:%s/reign",
+             maria ? "mysql" : "postgres", port);
+    raw.kind = maria ? REIGN__SQL_MARIADB : REIGN__SQL_POSTGRES;
+    raw.host = "127.0.0.1";
+    raw.port = atoi(port);
+    raw.user = "reign";
+    raw.password = password;
+    raw.database = "reign";
+}
+
+static void log_sink(reign_log_level level, const char *msg, void *userdata)
+{
+    if (level <= REIGN_LOG_WARN || getenv("TEST_VERBOSE"))
+        fprintf(stderr, "  [%s] [%s] %s\n", (const char *)userdata, reign_log_level_name(level),
+                msg);
+}
+
+/* A client of the store, in data center `dc` (NULL: the default). */
+static reign_client *client_new(const char *label, const char *dc)
+{
+    char uri[3 * PATH_MAX];
+    snprintf(uri, sizeof uri, "%s?table=%s&poll_ms=100%s%s%s%s", base_uri, table,
+             password_file[0] ? "&password_file=" : "", password_file, dc ? "&data_center=" : "",
+             dc ? dc : "");
+    reign_client_options o = {.size = sizeof o,
+                              .log_fn = log_sink,
+                              .log_level = REIGN_LOG_DEBUG,
+                              .guardian = REIGN_GUARDIAN_OFF,
+                              .userdata = (void *)label};
+    reign_client *c = NULL;
+    CHECK_RC(reign_client_new(&c, uri, &o, err, sizeof err), 0);
+    CHECK_RC(reign_client_wait_connected(c), 0);
+    return c;
+}
+
+/* Runs the clients' loops until pred(arg) holds. */
+static reign_client *clients[4];
+static size_t n_clients;
+
+static void run_until(int (*pred)(void *), void *arg, const char *what)
+{
+    int64_t deadline = now_ms() + WAIT_MS;
+    while (!pred(arg)) {
+        if (now_ms() > deadline)
+            fail(__FILE__, __LINE__, "timed out waiting for %s", what);
+        struct pollfd p[4];
+        int timeout = 50;
+        for (size_t i = 0; i < n_clients; i++) {
+            p[i] = (struct pollfd){.fd = reign_client_get_fd(clients[i]), .events = POLLIN};
+            int64_t t = reign_client_get_timeout_ms(clients[i]);
+            if (t >= 0 && t < timeout)
+                timeout = (int)t;
+        }
+        poll(p, n_clients, timeout);
+        for (size_t i = 0; i < n_clients; i++)
+            reign_client_process(clients[i]);
+    }
+}
+
+/* ---- one-shot calls, waited for ----------------------------------------------------------- */
+
+typedef struct answer {
+    int done;
+    int err;
+    char data[64];
+    size_t len;
+    void *big; /* a copy of a long payload */
+    reign_value v;
+} answer;
+
+static void on_answer(reign_client *client, int e, const reign_value *v, void *ud)
+{
+    answer *a = ud;
+    a->done = 1;
+    a->err = e;
+    if (v) {
+        a->v = *v;
+        a->v.key = NULL;
+        a->v.data = NULL;
+        a->len = v->data_len;
+        snprintf(a->data, sizeof a->data, "%.*s", (int)(v->data_len < 63 ? v->data_len : 63),
+                 v->data ? (const char *)v->data : "");
+        if (v->data_len) {
+            a->big = malloc(v->data_len);
+            CHECK(a->big);
+            memcpy(a->big, v->data, v->data_len);
+        }
+    }
+}
+
+static int answered(void *arg)
+{
+    return ((answer *)arg)->done;
+}
+
+static void answer_free(answer *a)
+{
+    free(a->big);
+    a->big = NULL;
+}
+
+static answer do_get(reign_client *c, const char *key)
+{
+    answer a = {0};
+    CHECK_RC(reign_value_get(c, key, on_answer, &a), 0);
+    run_until(answered, &a, "get");
+    return a;
+}
+
+static answer do_set(reign_client *c, const char *key, const void *data, size_t len,
+                     int64_t version)
+{
+    answer a = {0};
+    CHECK_RC(reign_value_set(c, key, data, len, version, on_answer, &a), 0);
+    run_until(answered, &a, "set");
+    return a;
+}
+
+static answer do_sets(reign_client *c, const char *key, const char *text, int64_t version)
+{
+    return do_set(c, key, text, strlen(text), version);
+}
+
+static answer do_delete(reign_client *c, const char *key, int64_t version)
+{
+    answer a = {0};
+    CHECK_RC(reign_value_delete(c, key, version, on_answer, &a), 0);
+    run_until(answered, &a, "delete");
+    return a;
+}
+
+#define EXPECT_ERR(expr, want)                                                                     \
+    do {                                                                                           \
+        answer a_ = (expr);                                                                        \
+        if (a_.err != (want))                                                                      \
+            fail(__FILE__, __LINE__, "%s answered %s, want %s", #expr, reign_err_name(a_.err),     \
+                 reign_err_name(want));                                                            \
+        answer_free(&a_);                                                                          \
+    } while (0)
+
+/* ---- rows behind reign's back ---------------------------------------------------------------- */
+
+static void raw_sql(const char *what, const char *sql, const reign__sqlv *args, size_t n)
+{
+    reign__sqlconn *c = NULL;
+    CHECK_RC(reign__sql_connect(&c, &raw, err, sizeof err), 0);
+    int rc = reign__sql_query(c, what, sql, args, n, NULL, err, sizeof err);
+    if (rc < 0)
+        fail(__FILE__, __LINE__, "%s: %s", what, err);
+    reign__sql_close(c);
+}
+
+/* ---- ops ------------------------------------------------------------------------------------- */
+
+static void scenario_ops(void)
+{
+    reign_client *c = client_new("ops", NULL);
+    clients[n_clients++] = c;
+
+    EXPECT_ERR(do_get(c, "app/leader"), REIGN_ENOENT); /* before the table exists */
+    EXPECT_ERR(do_delete(c, "app/leader", REIGN_VALUE_ANY), REIGN_ENOENT);
+    EXPECT_ERR(do_sets(c, "app/leader", "x", 0), REIGN_ENOENT);
+
+    answer a = do_sets(c, "app/leader", "one", REIGN_VALUE_ANY);
+    CHECK_RC(a.err, 0);
+    CHECK(a.v.version == 0);
+    CHECK(a.v.zxid > 0);
+    CHECK(a.v.created_ms > 1600000000000LL && a.v.modified_ms == a.v.created_ms);
+    uint64_t z1 = a.v.zxid;
+    a = do_get(c, "app/leader");
+    CHECK_RC(a.err, 0);
+    CHECK(!strcmp(a.data, "one") && a.len == 3 && a.v.version == 0 && a.v.zxid == z1);
+    answer_free(&a);
+
+    a = do_sets(c, "app/leader", "two", 0); /* compare-and-set */
+    CHECK_RC(a.err, 0);
+    CHECK(a.v.version == 1 && a.v.zxid > z1);
+    uint64_t z2 = a.v.zxid;
+    EXPECT_ERR(do_sets(c, "app/leader", "stale", 0), REIGN_EBADVERSION);
+    EXPECT_ERR(do_sets(c, "app/leader", "again", REIGN_VALUE_ABSENT), REIGN_EEXIST);
+    EXPECT_ERR(do_delete(c, "app/leader", 0), REIGN_EBADVERSION);
+    a = do_get(c, "app/leader");
+    CHECK(!strcmp(a.data, "two") && a.v.version == 1 && a.v.zxid == z2);
+    answer_free(&a);
+
+    /* Another key: its own versions, the zxids go on growing. */
+    a = do_sets(c, "app", "parent", REIGN_VALUE_ABSENT);
+    CHECK_RC(a.err, 0);
+    CHECK(a.v.version == 0 && a.v.zxid > z2);
+    uint64_t z3 = a.v.zxid;
+    a = do_sets(c, "app/leader", "three", REIGN_VALUE_ANY);
+    CHECK(a.err == 0 && a.v.version == 2 && a.v.zxid > z3);
+
+    /* Delete by version; "app" stays. */
+    a = do_delete(c, "app/leader", 2);
+    CHECK_RC(a.err, 0);
+    CHECK(a.v.version == 2);
+    EXPECT_ERR(do_get(c, "app/leader"), REIGN_ENOENT);
+    EXPECT_ERR(do_delete(c, "app/leader", REIGN_VALUE_ANY), REIGN_ENOENT);
+    a = do_get(c, "app");
+    CHECK(a.err == 0 && !strcmp(a.data, "parent"));
+    answer_free(&a);
+
+    /* Made again: version 0, a new czxid (seen by watches: see the watch scenario). */
+    a = do_sets(c, "app/leader", "four", REIGN_VALUE_ABSENT);
+    CHECK(a.err == 0 && a.v.version == 0 && a.v.zxid > z3);
+    a = do_delete(c, "app/leader", REIGN_VALUE_ANY);
+    CHECK(a.err == 0 && a.v.version == 0);
+
+    /* Payloads: none, every byte value, the largest, and one byte more. */
+    a = do_set(c, "empty", NULL, 0, REIGN_VALUE_ANY);
+    CHECK_RC(a.err, 0);
+    a = do_get(c, "empty");
+    CHECK(a.err == 0 && a.len == 0);
+    unsigned char bytes[512];
+    for (size_t i = 0; i < sizeof bytes; i++)
+        bytes[i] = (unsigned char)(i * 7 + (i >> 8));
+    bytes[0] = 0;
+    CHECK_RC(do_set(c, "bytes", bytes, sizeof bytes, REIGN_VALUE_ANY).err, 0);
+    a = do_get(c, "bytes");
+    CHECK(a.err == 0 && a.len == sizeof bytes && !memcmp(a.big, bytes, sizeof bytes));
+    answer_free(&a);
+    unsigned char *big = malloc(REIGN_VALUE_DATA_MAX + 1);
+    CHECK(big);
+    for (size_t i = 0; i <= REIGN_VALUE_DATA_MAX; i++)
+        big[i] = (unsigned char)(i % 251);
+    answer dummy;
+    CHECK_RC(reign_value_set(c, "big", big, REIGN_VALUE_DATA_MAX + 1, REIGN_VALUE_ANY, on_answer,
+                             &dummy),
+             REIGN_E2BIG);
+    a = do_set(c, "big", big, REIGN_VALUE_DATA_MAX, REIGN_VALUE_ANY);
+    CHECK_RC(a.err, 0);
+    a = do_get(c, "big");
+    CHECK(a.err == 0 && a.len == REIGN_VALUE_DATA_MAX && !memcmp(a.big, big, REIGN_VALUE_DATA_MAX));
+    answer_free(&a);
+    free(big);
+
+    /* Bad arguments, refused before anything is sent. */
+    CHECK_RC(reign_value_get(c, "a//b", on_answer, &dummy), REIGN_ENAME);
+    CHECK_RC(reign_value_set(c, "k", "x", 1, -3, on_answer, &dummy), REIGN_EINVAL);
+    CHECK_RC(reign_value_delete(c, "k", REIGN_VALUE_ABSENT, on_answer, &dummy), REIGN_EINVAL);
+
+    /* Another data center has values of its own. */
+    reign_client *other = client_new("other-dc", "dc2");
+    clients[n_clients++] = other;
+    EXPECT_ERR(do_get(other, "app"), REIGN_ENOENT);
+    a = do_sets(other, "app", "theirs", REIGN_VALUE_ABSENT);
+    CHECK(a.err == 0 && a.v.version == 0);
+    a = do_get(c, "app");
+    CHECK(a.err == 0 && !strcmp(a.data, "parent"));
+    answer_free(&a);
+
+    /* A closing client answers what is pending with REIGN_ECLOSED, and takes nothing new. */
+    answer late = {0};
+    CHECK_RC(reign_value_get(other, "app", on_answer, &late), 0);
+    reign_client_close(other);
+    run_until(answered, &late, "the pending get");
+    CHECK(late.err == 0 || late.err == REIGN_ECLOSED);
+    answer_free(&late);
+    CHECK_RC(reign_value_get(other, "app", on_answer, &dummy), REIGN_ECLOSED);
+    n_clients--;
+    reign_client_free(other);
+    say("%s: ops passed", backend);
+}
+
+/* ---- cas ------------------------------------------------------------------------------------- */
+
+#define CAS_ROUNDS 60
+
+static int both(void *arg)
+{
+    answer *a = arg;
+    return a[0].done && a[1].done;
+}
+
+static void scenario_cas(void)
+{
+    reign_client *c1 = client_new("cas1", NULL), *c2 = client_new("cas2", NULL);
+    clients[n_clients++] = c1;
+    clients[n_clients++] = c2;
+    CHECK_RC(do_sets(c1, "counter", "0", REIGN_VALUE_ABSENT).err, 0);
+    int64_t version = 0;
+    int wins[2] = {0, 0};
+    for (int round = 0; round < CAS_ROUNDS; round++) {
+        /* Both read the same version, then race to write on it. */
+        answer a[2] = {{0}, {0}};
+        char text[2][32];
+        snprintf(text[0], sizeof text[0], "%d:1", round);
+        snprintf(text[1], sizeof text[1], "%d:2", round);
+        CHECK_RC(
+            reign_value_set(c1, "counter", text[0], strlen(text[0]), version, on_answer, &a[0]), 0);
+        CHECK_RC(
+            reign_value_set(c2, "counter", text[1], strlen(text[1]), version, on_answer, &a[1]), 0);
+        run_until(both, a, "both compare-and-sets");
+        int won = a[0].err == 0 ? 0 : 1;
+        if (a[won].err != 0 || a[1 - won].err != REIGN_EBADVERSION)
+            fail(__FILE__, __LINE__, "round %d: answers %s and %s, want one 0 and one EBADVERSION",
+                 round, reign_err_name(a[0].err), reign_err_name(a[1].err));
+        CHECK(a[won].v.version == version + 1);
+        wins[won]++;
+        answer g = do_get(c1, "counter");
+        CHECK(g.err == 0 && g.v.version == version + 1 && !strcmp(g.data, text[won]));
+        answer_free(&g);
+        version++;
+
+        /* Creates race the same way. */
+        char key[32];
+        snprintf(key, sizeof key, "made/%d", round);
+        memset(a, 0, sizeof a);
+        CHECK_RC(reign_value_set(c1, key, "1", 1, REIGN_VALUE_ABSENT, on_answer, &a[0]), 0);
+        CHECK_RC(reign_value_set(c2, key, "2", 1, REIGN_VALUE_ABSENT, on_answer, &a[1]), 0);
+        run_until(both, a, "both creates");
+        won = a[0].err == 0 ? 0 : 1;
+        if (a[won].err != 0 || a[1 - won].err != REIGN_EEXIST)
+            fail(__FILE__, __LINE__, "round %d: creates answered %s and %s", round,
+                 reign_err_name(a[0].err), reign_err_name(a[1].err));
+
+        /* And deletes by version. */
+        memset(a, 0, sizeof a);
+        CHECK_RC(reign_value_delete(c1, key, 0, on_answer, &a[0]), 0);
+        CHECK_RC(reign_value_delete(c2, key, 0, on_answer, &a[1]), 0);
+        run_until(both, a, "both deletes");
+        won = a[0].err == 0 ? 0 : 1;
+        if (a[won].err != 0 || a[1 - won].err != REIGN_ENOENT)
+            fail(__FILE__, __LINE__, "round %d: deletes answered %s and %s", round,
+                 reign_err_name(a[0].err), reign_err_name(a[1].err));
+    }
+    say("%s: cas passed (%d rounds; client 1 won %d compare-and-sets, client 2 %d)", backend,
+        CAS_ROUNDS, wins[0], wins[1]);
+}
+
+/* ---- watch ----------------------------------------------------------------------------------- */
+
+#define MAX_EV 4096
+
+typedef struct vev {
+    reign_value_event_type type;
+    int has_value;
+    char data[32];
+    int64_t version;
+    int error;
+} vev;
+
+typedef struct watcher {
+    reign_value_watch *w;
+    vev ev[MAX_EV];
+    size_t n;
+} watcher;
+
+static void on_watch(reign_value_watch *w, const reign_value_event *ev, void *ud)
+{
+    watcher *x = ud;
+    CHECK(x->n < MAX_EV);
+    vev *e = &x->ev[x->n++];
+    memset(e, 0, sizeof *e);
+    e->type = ev->type;
+    e->error = ev->error;
+    if (ev->value) {
+        e->has_value = 1;
+        snprintf(e->data, sizeof e->data, "%.*s", (int)ev->value->data_len,
+                 (const char *)ev->value->data);
+        e->version = ev->value->version;
+    }
+    if (getenv("TEST_VERBOSE"))
+        say("watch %s: %s %s", reign_value_watch_key(w), reign_value_event_name(ev->type),
+            e->has_value ? e->data : "-");
+}
+
+typedef struct nth_arg {
+    watcher *x;
+    size_t n;
+} nth_arg;
+
+static int has_n(void *arg)
+{
+    nth_arg *a = arg;
+    return a->x->n >= a->n;
+}
+
+/* Event number n (1-based), waited for. */
+static const vev *nth(watcher *x, size_t n)
+{
+    nth_arg a = {x, n};
+    run_until(has_n, &a, "a watch event");
+    return &x->ev[n - 1];
+}
+
+static void expect(watcher *x, size_t n, reign_value_event_type type, const char *data)
+{
+    const vev *e = nth(x, n);
+    if (e->type != type || (data && (!e->has_value || strcmp(e->data, data))) ||
+        (!data && e->has_value))
+        fail(__FILE__, __LINE__, "event %zu is %s '%s', want %s '%s'", n,
+             reign_value_event_name(e->type), e->has_value ? e->data : "-",
+             reign_value_event_name(type), data ? data : "-");
+}
+
+typedef struct last_arg {
+    watcher *x;
+    const char *data;
+} last_arg;
+
+static int last_is(void *arg)
+{
+    last_arg *a = arg;
+    return a->x->n && a->x->ev[a->x->n - 1].has_value &&
+           !strcmp(a->x->ev[a->x->n - 1].data, a->data);
+}
+
+static watcher wa, wb;
+
+static void scenario_watch(void)
+{
+    reign_client *writer = client_new("writer", NULL), *watching = client_new("watcher", NULL);
+    clients[n_clients++] = writer;
+    clients[n_clients++] = watching;
+    CHECK_RC(reign_value_watch_start(&wa.w, watching, "cfg/master", on_watch, &wa), 0);
+    CHECK_RC(reign_value_watch_start(&wb.w, watching, "cfg/other", on_watch, &wb), 0);
+    expect(&wa, 1, REIGN_VALUE_READY, NULL);
+    expect(&wb, 1, REIGN_VALUE_READY, NULL);
+    reign_value none;
+    CHECK_RC(reign_value_watch_get(wa.w, &none), REIGN_ENOENT);
+
+    CHECK_RC(do_sets(writer, "cfg/master", "m1", REIGN_VALUE_ABSENT).err, 0);
+    expect(&wa, 2, REIGN_VALUE_CREATED, "m1");
+    CHECK_RC(do_sets(writer, "cfg/master", "m2", 0).err, 0);
+    expect(&wa, 3, REIGN_VALUE_CHANGED, "m2");
+    CHECK(wa.ev[2].version == 1);
+    reign_value cur;
+    CHECK_RC(reign_value_watch_get(wa.w, &cur), 0);
+    CHECK(cur.version == 1 && cur.data_len == 2 && !memcmp(cur.data, "m2", 2));
+    CHECK_RC(do_delete(writer, "cfg/master", 1).err, 0);
+    expect(&wa, 4, REIGN_VALUE_DELETED, NULL);
+    CHECK_RC(do_sets(writer, "cfg/master", "m3", REIGN_VALUE_ABSENT).err, 0);
+    expect(&wa, 5, REIGN_VALUE_CREATED, "m3");
+
+    /* A burst, without waiting for the answers: the last write is the last event. */
+    enum { BURST = 200 };
+    answer acks[BURST];
+    memset(acks, 0, sizeof acks);
+    char text[BURST][16];
+    for (int i = 0; i < BURST; i++) {
+        snprintf(text[i], sizeof text[i], "b%03d", i);
+        CHECK_RC(reign_value_set(writer, "cfg/master", text[i], strlen(text[i]), REIGN_VALUE_ANY,
+                                 on_answer, &acks[i]),
+                 0);
+    }
+    run_until(answered, &acks[BURST - 1], "the burst's last answer");
+    for (int i = 0; i < BURST; i++)
+        CHECK(acks[i].err == 0 && acks[i].v.version == i + 1);
+    last_arg la = {&wa, text[BURST - 1]};
+    run_until(last_is, &la, "the burst's last write seen");
+    size_t burst_events = 0;
+    for (size_t i = 5; i < wa.n; i++) {
+        CHECK(wa.ev[i].type == REIGN_VALUE_CHANGED);
+        CHECK(wa.ev[i].version > wa.ev[i - 1].version);
+        burst_events++;
+    }
+
+    /* Deleted and made again while the watcher's loop stood still: DELETED, then CREATED. */
+    size_t before = wa.n;
+    n_clients = 1; /* the writer's loop only */
+    CHECK_RC(do_delete(writer, "cfg/master", REIGN_VALUE_ANY).err, 0);
+    CHECK_RC(do_sets(writer, "cfg/master", "m4", REIGN_VALUE_ABSENT).err, 0);
+    n_clients = 2;
+    expect(&wa, before + 1, REIGN_VALUE_DELETED, NULL);
+    expect(&wa, before + 2, REIGN_VALUE_CREATED, "m4");
+
+    /* The other key's watch heard nothing of all this; now it hears its own. */
+    CHECK(wb.n == 1);
+    CHECK_RC(do_sets(writer, "cfg/other", "o1", REIGN_VALUE_ANY).err, 0);
+    expect(&wb, 2, REIGN_VALUE_CREATED, "o1");
+    CHECK(wa.n == before + 2);
+
+    reign_value_watch_free(wb.w);
+    wb.w = NULL;
+    reign_value_watch_free(wa.w);
+    wa.w = NULL;
+    say("%s: watch passed (the burst of %d writes came as %zu events)", backend, BURST,
+        burst_events);
+}
+
+/* ---- foreign --------------------------------------------------------------------------------- */
+
+static void scenario_foreign(void)
+{
+    reign_client *c = client_new("foreign", NULL);
+    clients[n_clients++] = c;
+    CHECK_RC(do_sets(c, "ok", "fine", REIGN_VALUE_ANY).err, 0); /* makes the table */
+    CHECK_RC(reign_value_watch_start(&wa.w, c, "bad", on_watch, &wa), 0);
+    expect(&wa, 1, REIGN_VALUE_READY, NULL);
+
+    static const struct {
+        const char *what;
+        const char *values;
+    } rows[] = {
+        {"a negative version", "-5, NULL, 7, 7"},
+        {"zxids out of order", "0, NULL, 9, 3"},
+        {"no zxid", "0, NULL, 0, 0"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char sql[512];
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO {V} (data_center, value_key, version, data, czxid, mzxid, "
+                 "created_ms, modified_ms) VALUES ('default', 'bad', %s, 0, 0)",
+                 rows[i].values);
+        size_t n = wa.n + 1;
+        raw_sql("a foreign row", sql, NULL, 0);
+        EXPECT_ERR(do_get(c, "bad"), REIGN_EFOREIGN);
+        /* Read at the next change's notice (or poll): an ERROR, once, the watch going on. */
+        CHECK_RC(do_sets(c, "ok", rows[i].what, REIGN_VALUE_ANY).err, 0);
+        const vev *e = nth(&wa, n);
+        if (e->type != REIGN_VALUE_ERROR || e->error != REIGN_EFOREIGN)
+            fail(__FILE__, __LINE__, "%s: the watch reported %s (%s)", rows[i].what,
+                 reign_value_event_name(e->type), reign_err_name(e->error));
+        /* A write on it is refused too (its row is read first), and so is nothing else. */
+        EXPECT_ERR(do_sets(c, "bad", "mine", REIGN_VALUE_ANY), REIGN_EFOREIGN);
+        raw_sql("removing it", "DELETE FROM {V} WHERE value_key = 'bad'", NULL, 0);
+        CHECK_RC(do_sets(c, "bad", "mine", REIGN_VALUE_ABSENT).err, 0);
+        char want[8];
+        snprintf(want, sizeof want, "mine");
+        last_arg la = {&wa, want};
+        run_until(last_is, &la, "the watch to see the value made again");
+        CHECK_RC(do_delete(c, "bad", REIGN_VALUE_ANY).err, 0);
+        nth(&wa, wa.n + 1); /* DELETED */
+    }
+
+    /* A payload larger than reign writes. */
+    unsigned char *big = calloc(1, REIGN_VALUE_DATA_MAX + 10);
+    CHECK(big);
+    reign__sqlv args[1] = {REIGN__SQLV_B((const char *)big, REIGN_VALUE_DATA_MAX + 10)};
+    raw_sql("an oversized payload",
+            "INSERT INTO {V} (data_center, value_key, version, data, czxid, mzxid, created_ms, "
+            "modified_ms) VALUES ('default', 'huge', 0, {1}, 1, 1, 0, 0)",
+            args, 1);
+    free(big);
+    EXPECT_ERR(do_get(c, "huge"), REIGN_EFOREIGN);
+
+    /* The counter removed by hand: made again by the next write, from the write numbers its
+     * values carry, so that they still only grow. */
+    raw_sql("removing the counter", "DELETE FROM {V} WHERE value_key = ''", NULL, 0);
+    answer a = do_get(c, "ok");
+    uint64_t zxid = a.v.zxid;
+    answer_free(&a);
+    a = do_sets(c, "ok", "after", REIGN_VALUE_ANY);
+    CHECK_RC(a.err, 0);
+    CHECK(a.v.zxid > zxid);
+
+    reign_value_watch_free(wa.w);
+    wa.w = NULL;
+    n_clients = 0;
+    reign_client_free(c);
+
+    /* A values table of another layout: refused, never changed. */
+    size_t tl = strlen(table);
+    CHECK(tl + 3 <= sizeof table);
+    memcpy(table + tl, "_x", 3);
+    raw.table = table;
+    raw_sql("a foreign values table", "CREATE TABLE {V} (data_center varchar(128), stuff int)",
+            NULL, 0);
+    c = client_new("foreign-table", NULL);
+    clients[n_clients++] = c;
+    answer f = do_sets(c, "k", "v", REIGN_VALUE_ANY);
+    if (f.err != REIGN_EFOREIGN)
+        fail(__FILE__, __LINE__, "a write with a foreign values table answered %s",
+             reign_err_name(f.err));
+    EXPECT_ERR(do_get(c, "k"), REIGN_EFOREIGN);
+    say("%s: foreign passed", backend);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s sqlite|mariadb|postgres ops|cas|foreign|watch\n", argv[0]);
+        return 2;
+    }
+    setup(argv[1], argv[2]);
+    if (!strcmp(argv[2], "ops"))
+        scenario_ops();
+    else if (!strcmp(argv[2], "cas"))
+        scenario_cas();
+    else if (!strcmp(argv[2], "watch"))
+        scenario_watch();
+    else if (!strcmp(argv[2], "foreign"))
+        scenario_foreign();
+    else {
+        fprintf(stderr, "unknown scenario %s\n", argv[2]);
+        return 2;
+    }
+    for (size_t i = 0; i < n_clients; i++)
+        reign_client_free(clients[i]);
+    printf("PASS %s %s\n", argv[1], argv[2]);
+    return 0;
+}

@@ -739,6 +739,7 @@ void reign__sql_rollback(reign__sqlconn *c)
 int reign__sql_side_columns(reign__sqlconn *c, const char *suffix, reign__sql_rows *out, char *err,
                             size_t errlen)
 {
+    memset(out, 0, sizeof *out);
     char side[REIGN__SQL_TABLE_MAX + 16];
     int rc = reign__sql_side_table(c, suffix, side, sizeof side, err, errlen);
     if (rc)

@@ -217,17 +217,25 @@ reign_sqlite_test(NAME sql_dl_maps COMMAND test_sql_dl maps TIMEOUT 120)
 reign_sqlite_test(NAME sql_dl_missing COMMAND test_sql_dl missing TIMEOUT 120
   ENVIRONMENT REIGN_TEST_LIBPQ=/nonexistent/libpq.so.5 REIGN_TEST_LIBMARIADB=libc.so.6)
 
-# ---- values (<reign/value.h>) on the SQL stores (src/sql/values.h, src/recipes/value/) -------
-# Through the public API, on each store, one scenario per entry (see test_sql_values.c).
-add_executable(test_sql_values ${REIGN_SQL_DIR}/test_sql_values.c)
-target_compile_options(test_sql_values PRIVATE ${REIGN_WARNINGS})
-target_include_directories(test_sql_values PRIVATE ${PROJECT_SOURCE_DIR}/src/sql)
-target_link_libraries(test_sql_values PRIVATE reign_internal)
-foreach(scenario ops cas foreign watch)
-  reign_sqlite_test(NAME sql_values_sqlite_${scenario}
-    COMMAND test_sql_values sqlite ${scenario} TIMEOUT 300)
-  reign_mariadb_test(NAME sql_values_mariadb_${scenario}
-    COMMAND test_sql_values mariadb ${scenario} TIMEOUT 300)
-  reign_pg_test(NAME sql_values_postgres_${scenario}
-    COMMAND test_sql_values postgres ${scenario} TIMEOUT 300)
+# ---- values (<reign/value.h>) and listed candidates on the SQL stores ---------------------------
+# (src/sql/values.h, candidates.h; src/recipes/value/, election_lease.c.)  Through the public API,
+# on each store, one scenario per entry (see test_sql_recipes.c).
+add_executable(test_sql_recipes ${REIGN_SQL_DIR}/test_sql_recipes.c)
+target_compile_options(test_sql_recipes PRIVATE ${REIGN_WARNINGS})
+target_include_directories(test_sql_recipes PRIVATE ${PROJECT_SOURCE_DIR}/src/sql)
+target_link_libraries(test_sql_recipes PRIVATE reign_internal)
+foreach(scenario ops cas foreign watch candidates)
+  if(scenario STREQUAL "candidates")
+    set(_prefix sql_candidates)
+    set(_suffix "")
+  else()
+    set(_prefix sql_values)
+    set(_suffix _${scenario})
+  endif()
+  reign_sqlite_test(NAME ${_prefix}_sqlite${_suffix}
+    COMMAND test_sql_recipes sqlite ${scenario} TIMEOUT 300)
+  reign_mariadb_test(NAME ${_prefix}_mariadb${_suffix}
+    COMMAND test_sql_recipes mariadb ${scenario} TIMEOUT 300)
+  reign_pg_test(NAME ${_prefix}_postgres${_suffix}
+    COMMAND test_sql_recipes postgres ${scenario} TIMEOUT 300)
 endforeach()

@@ -1,8 +1,9 @@
 /*
- * test_sql_values.c - reign's values (<reign/value.h>) on real SQL stores, through the public
- * API, as a program would use them.
+ * test_sql_recipes.c - reign's values (<reign/value.h>) and the listed candidates of lease
+ * elections (<reign/election.h>'s options.listed) on real SQL stores, through the public API,
+ * as a program would use them.
  *
- * Usage: test_sql_values BACKEND SCENARIO, BACKEND one of sqlite, mariadb, postgres (the shared
+ * Usage: test_sql_recipes BACKEND SCENARIO, BACKEND one of sqlite, mariadb, postgres (the shared
  * servers of $REIGN_TEST_MARIADB_DIR and $REIGN_TEST_PG_DIR; SQLite files under
  * $REIGN_TEST_STATE_DIR), each run in a table of its own:
  *
@@ -23,6 +24,12 @@
  *            with the last one reported (no change missed, versions increasing); a value
  *            deleted and made again while the watcher's loop was not running is reported as
  *            DELETED then CREATED; a watch on another key hears nothing of these
+ *   candidates  three listed candidates, one unlisted and an observer on one election:
+ *            reign_election_query() names the leader first, then the listed ones in the order
+ *            they joined, with their payloads (never the observer; the unlisted one only if it
+ *            leads); one that resigns or cedes is gone from the list at once, and back with a
+ *            later join time when it stands again; one whose process stops without a word
+ *            (its client freed with no guardian) is gone once its row expired, one lease later
  *
  * Every wait is for a condition, bounded generously (WAIT_MS): only a hang reaches the bound.
  */
@@ -33,7 +40,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <reign/reign.h>
@@ -55,7 +64,8 @@ static char table[64];
 static char base_uri[PATH_MAX + 64]; /* the store, without parameters */
 static char password[128];           /* MariaDB, PostgreSQL */
 static char password_file[PATH_MAX];
-static reign__sql_target raw; /* for rows written behind reign's back */
+static reign__sql_target raw;  /* for rows written behind reign's back */
+static const char *extra = ""; /* more URI parameters, "&name=value..." */
 
 static void setup(const char *name, const char *scenario)
 {
@@ -103,7 +113,7 @@ static void log_sink(reign_log_level level, const char *msg, void *userdata)
 static reign_client *client_new(const char *label, const char *dc)
 {
     char uri[3 * PATH_MAX];
-    snprintf(uri, sizeof uri, "%s?table=%s&poll_ms=100%s%s%s%s", base_uri, table,
+    snprintf(uri, sizeof uri, "%s?table=%s&poll_ms=100%s%s%s%s%s", base_uri, table, extra,
              password_file[0] ? "&password_file=" : "", password_file, dc ? "&data_center=" : "",
              dc ? dc : "");
     reign_client_options o = {.size = sizeof o,
@@ -652,10 +662,205 @@ static void scenario_foreign(void)
     say("%s: foreign passed", backend);
 }
 
+/* ---- candidates --------------------------------------------------------------------------------
+ */
+
+typedef struct cand {
+    reign_client *client;
+    reign_election *e;
+    char id[16];
+    int elected;
+} cand;
+
+static void on_election(reign_election *e, const reign_election_event *ev, void *ud)
+{
+    cand *c = ud;
+    if (ev->type == REIGN_ELECTION_ELECTED)
+        c->elected = 1;
+    else if (ev->type == REIGN_ELECTION_DEMOTED)
+        c->elected = 0;
+}
+
+static void cand_join(cand *c, const char *name, const char *id, int listed, int observer)
+{
+    snprintf(c->id, sizeof c->id, "%s", id);
+    if (!c->client) {
+        c->client = client_new(id, NULL);
+        clients[n_clients++] = c->client;
+    }
+    char data[32];
+    snprintf(data, sizeof data, "payload of %s", id);
+    reign_election_options o = {.size = sizeof o,
+                                .id = id,
+                                .data = data,
+                                .data_len = strlen(data),
+                                .observer = observer,
+                                .listed = listed,
+                                .cb = on_election,
+                                .userdata = c};
+    CHECK_RC(reign_election_join(&c->e, c->client, name, &o), 0);
+}
+
+typedef struct view_copy {
+    int done, err;
+    char leader[32];
+    size_t n;
+    char ids[8][32];
+    char data[8][32];
+    int64_t joined[8];
+} view_copy;
+
+static void on_view(reign_client *client, int e, const reign_election_view *v, void *ud)
+{
+    view_copy *x = ud;
+    x->done = 1;
+    x->err = e;
+    if (!v)
+        return;
+    snprintf(x->leader, sizeof x->leader, "%s", v->has_leader ? v->leader.id : "");
+    for (size_t i = 0; i < v->n_candidates && i < 8; i++) {
+        snprintf(x->ids[i], sizeof x->ids[i], "%s", v->candidates[i].id);
+        snprintf(x->data[i], sizeof x->data[i], "%.*s", (int)v->candidates[i].data_len,
+                 (const char *)v->candidates[i].data);
+        x->joined[i] = v->candidates[i].joined_ms;
+    }
+    x->n = v->n_candidates < 8 ? v->n_candidates : 8;
+}
+
+static view_copy query(reign_client *c, const char *name)
+{
+    view_copy x = {0};
+    CHECK_RC(reign_election_query(c, name, on_view, &x), 0);
+    run_until(answered, &x, "a query"); /* done is the first member, as answer's */
+    CHECK_RC(x.err, 0);
+    return x;
+}
+
+/* "ids" as the view lists them, e.g. "c1 c2 c3". */
+static void ids_of(const view_copy *x, char *out, size_t n)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < x->n; i++)
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? " " : "", x->ids[i]);
+}
+
+typedef struct list_wait {
+    reign_client *c;
+    const char *name, *want;
+    char got[256];
+} list_wait;
+
+static int list_is(void *arg)
+{
+    list_wait *w = arg;
+    view_copy x = {0};
+    if (reign_election_query(w->c, w->name, on_view, &x) < 0)
+        return 0;
+    int64_t deadline = now_ms() + WAIT_MS;
+    while (!x.done && now_ms() < deadline) {
+        struct pollfd p = {.fd = reign_client_get_fd(w->c), .events = POLLIN};
+        poll(&p, 1, 20);
+        for (size_t i = 0; i < n_clients; i++)
+            reign_client_process(clients[i]);
+    }
+    ids_of(&x, w->got, sizeof w->got);
+    return x.done && !x.err && !strcmp(w->got, w->want);
+}
+
+static void wait_list(reign_client *c, const char *name, const char *want)
+{
+    list_wait w = {c, name, want, ""};
+    int64_t deadline = now_ms() + WAIT_MS;
+    while (!list_is(&w)) {
+        if (now_ms() > deadline)
+            fail(__FILE__, __LINE__, "the candidates are \"%s\", want \"%s\"", w.got, want);
+        struct pollfd p = {.fd = reign_client_get_fd(c), .events = POLLIN};
+        poll(&p, 1, 50);
+    }
+}
+
+static int is_elected(void *arg)
+{
+    return ((cand *)arg)->elected;
+}
+
+static cand cs[5];
+
+static void scenario_candidates(void)
+{
+    char name[64];
+    snprintf(name, sizeof name, "cands-%ld", (long)getpid());
+    extra = "&lease_ms=4000"; /* a row that is not refreshed is gone 4 s later */
+    cand_join(&cs[0], name, "c1", 1, 0);
+    run_until(is_elected, &cs[0], "c1 elected");
+    cand_join(&cs[1], name, "c2", 1, 0);
+    cand_join(&cs[2], name, "c3", 0, 0);  /* not listed */
+    cand_join(&cs[3], name, "obs", 1, 1); /* an observer is never listed */
+    cand_join(&cs[4], name, "c5", 1, 0);
+    wait_list(cs[0].client, name, "c1 c2 c5");
+    view_copy x = query(cs[1].client, name);
+    CHECK(!strcmp(x.leader, "c1"));
+    CHECK(!strcmp(x.data[0], "payload of c1") && !strcmp(x.data[1], "payload of c2") &&
+          !strcmp(x.data[2], "payload of c5"));
+    CHECK(x.joined[0] > 1600000000000LL && x.joined[0] <= x.joined[1] &&
+          x.joined[1] <= x.joined[2]);
+
+    /* c2 resigns: gone at once. */
+    CHECK_RC(reign_election_resign(cs[1].e), 0);
+    wait_list(cs[4].client, name, "c1 c5");
+
+    /* The leader cedes (for longer than the test): gone while out; whoever leads next is
+     * first. */
+    CHECK_RC(reign_election_cede(cs[0].e, 600000), 0);
+    char got[256];
+    int64_t deadline = now_ms() + WAIT_MS;
+    for (;;) {
+        x = query(cs[4].client, name);
+        ids_of(&x, got, sizeof got);
+        /* c3 leads unlisted (first), or c5 does; wait for one of them to lead, or c1, joining
+         * again below, could take the lease first. */
+        if (x.leader[0] && (!strcmp(got, "c3 c5") || !strcmp(got, "c5")))
+            break;
+        if (now_ms() > deadline)
+            fail(__FILE__, __LINE__, "after the cede the candidates are \"%s\"", got);
+    }
+    /* It stands again (a new standing): listed after c5. */
+    cs[0].e = reign_election_free(cs[0].e);
+    cand_join(&cs[0], name, "c1", 1, 0);
+    const char *back = !strcmp(x.leader, "c3") ? "c3 c5 c1" : "c5 c1";
+    wait_list(cs[4].client, name, back);
+    x = query(cs[4].client, name);
+    CHECK(x.joined[x.n - 1] >= x.joined[x.n - 2]);
+
+    /* A process that dies without a word (SIGKILL, no guardian): its row is gone once it
+     * expired, one lease later; nobody else's goes. */
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+        n_clients = 0;
+        cand dead = {0};
+        cand_join(&dead, name, "dead", 1, 0);
+        for (;;) {
+            struct pollfd p = {.fd = reign_client_get_fd(dead.client), .events = POLLIN};
+            poll(&p, 1, 100);
+            reign_client_process(dead.client);
+        }
+    }
+    char want[64];
+    snprintf(want, sizeof want, "%s dead", back);
+    wait_list(cs[4].client, name, want);
+    kill(pid, SIGKILL);
+    int status;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    wait_list(cs[4].client, name, back);
+    say("%s: candidates passed", backend);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s sqlite|mariadb|postgres ops|cas|foreign|watch\n", argv[0]);
+        fprintf(stderr, "usage: %s sqlite|mariadb|postgres ops|cas|foreign|watch|candidates\n",
+                argv[0]);
         return 2;
     }
     setup(argv[1], argv[2]);
@@ -667,6 +872,8 @@ int main(int argc, char **argv)
         scenario_watch();
     else if (!strcmp(argv[2], "foreign"))
         scenario_foreign();
+    else if (!strcmp(argv[2], "candidates"))
+        scenario_candidates();
     else {
         fprintf(stderr, "unknown scenario %s\n", argv[2]);
         return 2;

@@ -378,17 +378,19 @@ class Event:
 class Candidate:
     """One candidate process.  Its stdout lines become Events in fleet.events; its stderr goes
     to err_path, and with on_err_line also to on_err_line(candidate, line, read_ns) as each line
-    is read (bench/sql_failover.py counts the library's debug lines that way)."""
+    is read (bench/sql_failover.py counts the library's debug lines that way).  env: its whole
+    environment (default: this process's)."""
 
-    def __init__(self, fleet, cid, argv, err_path, on_err_line=None):
+    def __init__(self, fleet, cid, argv, err_path, on_err_line=None, env=None):
         self.fleet, self.id = fleet, cid
         self.demoted_ns = None
         self.sid = None
+        self.err_path = err_path
         self.started_ns = time.monotonic_ns()
         self.err = open(err_path, "wb")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE if on_err_line else self.err,
-                                     start_new_session=True)
+                                     start_new_session=True, env=env)
         self.pid = self.proc.pid
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -531,7 +533,8 @@ class Fleet:
         self.serial += 1
         cid = "%s-%d-%d-%d" % (self.impl.name, self.n, self.session_timeout, self.serial)
         argv = self.impl.argv(self.zk.connect, self.session_timeout, self.election, cid)
-        c = Candidate(self, cid, argv, self.workdir / (cid + ".err"))
+        c = Candidate(self, cid, argv, self.workdir / (cid + ".err"),
+                      env=getattr(self.impl, "env", None))
         self.cands.append(c)
         return c
 
@@ -1330,7 +1333,8 @@ ping (every ~667 ms), so its session outlives it a little longer on average.
 # they are when it rewrites the rest of the file (and that one replaces only its own).
 OTHER_SECTIONS = ("## SQL lease elections (issue 3)", "## Many elections on one session (issue 4)",
                   "## Designation latency (issue 4)", "## Task queue throughput (issue 5)",
-                  "## reignd: failover and footprint (issue 6)")
+                  "## reignd: failover and footprint (issue 6)",
+                  "## Crash failover with the guardian")
 
 
 def write_other_section(path, section, text):

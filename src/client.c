@@ -322,6 +322,14 @@ static void tell_guardian_session(reign_client *c)
     explicit_bzero(passwd, sizeof(passwd));
 }
 
+/* The session is about to hold an ephemeral node: from now on a dead process must give it up. */
+static void on_zk_ephemeral(void *arg)
+{
+    reign_client *c = arg;
+    if (c->guardian)
+        reign__guardian_need(c->guardian);
+}
+
 static void on_zk_state(void *arg, reign__zk_state st)
 {
     reign_client *c = arg;
@@ -755,6 +763,7 @@ static int start_zk(reign_client *c, const reign__uri *u, bool guarded, char **p
     zc.log = &c->log;
     zc.timers = &c->timers;
     zc.on_state = on_zk_state;
+    zc.on_ephemeral = on_zk_ephemeral;
     zc.state_arg = c;
     zc.wake_fd = c->wake_fd;
     if (guarded && (r = start_guardian(c, err, errlen)) < 0)

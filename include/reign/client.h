@@ -278,7 +278,10 @@ REIGN_EXPORT void *reign_client_userdata(const reign_client *client);
  * no code: without help its leaderships end only when the store times them
  * out (the ZooKeeper session or the SQL lease: 10 s by default), and
  * whatever it started runs on beside the next leader's.  A client with a
- * guardian spawns a small helper process, reign-guardian (installed in
+ * guardian spawns, when it first holds something a dead process must give
+ * up (it stands in an election, joins a group, registers a worker, takes a
+ * lease or is given a process group; a client that only reads never does),
+ * a small helper process, reign-guardian (installed in
  * LIBEXECDIR/reign/; the environment variable REIGN_GUARDIAN_PATH names
  * another), which outlives the client's process and acts only when that
  * process has exited (a pidfd tells it):

@@ -51,6 +51,7 @@ struct reign__guardian {
     int64_t started_ns;
     int64_t retry_ns; /* the pause before the next try after a failed start */
     bool failing;     /* the last start failed (logged once) */
+    bool needed;      /* the client holds something: a guardian runs (or is being restarted) */
     reign__buf store; /* the last op=zk or op=sql message: holds secrets */
     reign__gset set;  /* the leases and groups it was told of */
     reign__buf msg;   /* scratch */
@@ -322,9 +323,16 @@ int reign__guardian_new(reign__guardian **ret, int epoll_fd, const reign__logger
     reign__buf_init(&g->store);
     reign__buf_init(&g->msg);
     reign__timer_init(&g->restart_timer, restart_cb, g);
-    restart_cb(&g->restart_timer, g); /* a failure is logged once, and tried again later */
     *ret = g;
     return 0;
+}
+
+void reign__guardian_need(reign__guardian *g)
+{
+    if (g->needed)
+        return;
+    g->needed = true;
+    restart_cb(&g->restart_timer, g); /* a failure is logged once, and tried again later */
 }
 
 void reign__guardian_free(reign__guardian *g)
@@ -379,6 +387,8 @@ void reign__guardian_sql(reign__guardian *g, const reign__sql_target *t, const c
 void reign__guardian_lease(reign__guardian *g, bool add, const char *name, const char *owner,
                            const char *guid)
 {
+    if (add)
+        reign__guardian_need(g);
     if (reign__gset_lease(&g->set, add, name, owner, guid) == 1 &&
         reign__gmsg_lease(&g->msg, add, name, owner, guid) == 0)
         send_buf(g, &g->msg);
@@ -386,6 +396,8 @@ void reign__guardian_lease(reign__guardian *g, bool add, const char *name, const
 
 int reign__guardian_pgid(reign__guardian *g, bool add, pid_t pgid)
 {
+    if (add)
+        reign__guardian_need(g);
     int rc = reign__gset_pgid(&g->set, add, pgid);
     if (rc == 1 && (rc = reign__gmsg_pgid(&g->msg, add, pgid)) == 0)
         send_buf(g, &g->msg);

@@ -39,12 +39,22 @@
 typedef struct reign__guardian reign__guardian;
 
 /*
- * Spawns the helper and registers its socket with `epoll_fd` (the client's
- * descriptor).  0, or REIGN_ENOMEM.  A helper that cannot be started is
- * logged once (a warning) and tried again later, with a growing pause.
+ * Makes a guardian that will register its socket with `epoll_fd` (the
+ * client's descriptor) once it runs.  0, or REIGN_ENOMEM.  Nothing is
+ * spawned yet: a client that never holds anything (a one-shot read, a late
+ * copy that finds its slot done) never pays for a process.
  */
 int reign__guardian_new(reign__guardian **ret, int epoll_fd, const reign__logger *log,
                         reign__timers *timers);
+
+/*
+ * The client is about to hold something a dead process must give up (an
+ * ephemeral node, a lease, a process group): spawns the helper, once, and
+ * tells it everything known so far.  A helper that cannot be started is
+ * logged once (a warning) and tried again later, with a growing pause.
+ * Adding a lease or a process group calls it too.
+ */
+void reign__guardian_need(reign__guardian *g);
 
 /* Tells the guardian to leave without acting, and frees.  NULL-safe. */
 void reign__guardian_free(reign__guardian *g);

@@ -96,6 +96,10 @@ struct reign__sql_dialect {
                    size_t errlen);
     int (*depose)(reign__sqlconn *c, const char *dc, const char *name, uint64_t term, char *err,
                   size_t errlen);
+    /* Optional: reign__sql_lease_release_ours() in one round trip, notification included (the
+     * guardian's release, timed by a successor).  NULL: read, then release, then notify. */
+    int (*release_ours)(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t *term, char *err,
+                        size_t errlen);
     int (*listen)(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen);
     int (*listen_fd)(const reign__sqlconn *c);
     int (*drain_notify)(reign__sqlconn *c);

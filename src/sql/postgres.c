@@ -315,11 +315,18 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
              "-c statement_timeout=%d -c TimeZone=UTC -c client_min_messages=warning",
              c->statement_timeout_ms * 4 / 5 > 0 ? c->statement_timeout_ms * 4 / 5 : 1);
     const char *pairs[][2] = {
-        {"host", t->host},           {"port", port},
-        {"dbname", t->database},     {"user", t->user},
-        {"password", t->password},   {"connect_timeout", connect_s},
-        {"options", options},        {"application_name", "reign"},
+        {"host", t->host},
+        {"port", port},
+        {"dbname", t->database},
+        {"user", t->user},
+        {"password", t->password},
+        {"connect_timeout", connect_s},
+        {"options", options},
+        {"application_name", "reign"},
         {"client_encoding", "UTF8"},
+        /* reign authenticates by password: no Kerberos probe (libpq's default, "prefer", reads
+         * the GSSAPI configuration and keytab before every connection). */
+        {"gssencmode", "disable"},
     };
     const char *keys[16], *vals[16];
     int k = 0;
@@ -750,6 +757,34 @@ static int pg_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t 
                        cl, term, err, errlen);
 }
 
+/* The guardian's release: ours if owner and guid match and the lease is live, released and
+ * notified in one statement (the successor is woken by the NOTIFY at the commit). */
+static int pg_release_ours(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t *term,
+                           char *err, size_t errlen)
+{
+    pg_conn *p = (pg_conn *)c;
+    char chan[64];
+    reign__sql_channel(chan, c->table, cl->dc, cl->name);
+    const Oid types[5] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+    const char *vals[5] = {cl->dc, cl->name, cl->owner, cl->owner_guid, chan};
+    PGresult *r;
+    c->statements++;
+    int rc = run(p, "release",
+                 "WITH r AS (UPDATE \"{T}\" SET gmt_modified = " NOW_DOWN " - " INTERVAL
+                 " FROM " NOW_FROM
+                 " WHERE data_center = $1 AND lock_name = $2 AND owner = $3 AND owner_guid = $4"
+                 " AND n.now < gmt_modified + " INTERVAL " RETURNING term)"
+                 " SELECT term, pg_notify($5, $2) FROM r",
+                 5, types, vals, NULL, NULL, 0, &r, err, errlen);
+    if (rc)
+        return rc;
+    rc = pq.PQntuples(r) == 1;
+    if (rc)
+        *term = strtoull(pq.PQgetvalue(r, 0, 0), NULL, 10);
+    pq.PQclear(r);
+    return rc;
+}
+
 static int pg_depose(reign__sqlconn *c, const char *dc, const char *name, uint64_t term, char *err,
                      size_t errlen)
 {
@@ -968,6 +1003,7 @@ const reign__sql_dialect reign__sql_postgres = {
     .listen_fd = pg_listen_fd,
     .drain_notify = pg_drain_notify,
     .notify = pg_notify,
+    .release_ours = pg_release_ours,
     .query = pg_query,
     .now_ms = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",
     .begin = "BEGIN",

@@ -561,8 +561,15 @@ int reign__sql_lease_release(reign__sqlconn *c, const reign__lease_claim *cl, ui
 int reign__sql_lease_release_ours(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t *term,
                                   char *err, size_t errlen)
 {
+    int rc = check_conn(c, err, errlen);
+    if (!rc)
+        rc = check_key(c, cl->dc, cl->name, err, errlen);
+    if (rc)
+        return rc;
+    if (c->d->release_ours)
+        return c->d->release_ours(c, cl, term, err, errlen);
     reign__lease l = {0};
-    int rc = reign__sql_lease_read(c, cl->dc, cl->name, &l, err, errlen);
+    rc = reign__sql_lease_read(c, cl->dc, cl->name, &l, err, errlen);
     /* Ours only if both owner and guid match: the guid is drawn per join, so no other process,
      * not even one restarted with the same id, ever carries it. */
     bool ours = rc == 0 && l.exists && !l.expired && !strcmp(l.owner, cl->owner) &&

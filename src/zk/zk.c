@@ -131,6 +131,7 @@ struct reign__zk {
     bool connected;
     bool had_session; /* this generation has been connected once */
     bool closed;
+    bool ephemeral_told; /* cfg.on_ephemeral was called */
     bool sweep;      /* watches of a closed handle may await freeing (see the end of dispatch) */
     bool auth_added; /* credentials handed to this handle */
     int64_t session_id;
@@ -782,6 +783,20 @@ static void link_op(reign__zk *zk, zk_op *op)
     zk->ops = op;
 }
 
+/* Tells the client, once, that the session is about to hold an ephemeral node. */
+static void note_ephemeral(reign__zk *zk, int flags, const zk_multi *m)
+{
+    if (zk->ephemeral_told || !zk->cfg.on_ephemeral)
+        return;
+    bool eph = flags & REIGN__ZK_EPHEMERAL;
+    for (size_t i = 0; m && i < m->n && !eph; i++)
+        eph = m->ops[i].type == REIGN__ZK_MCREATE && (m->ops[i].flags & REIGN__ZK_EPHEMERAL);
+    if (!eph)
+        return;
+    zk->ephemeral_told = true;
+    zk->cfg.on_ephemeral(zk->cfg.state_arg);
+}
+
 static int start_op(reign__zk *zk, enum op_type type, const char *path, zk_multi *multi,
                     const void *data, size_t len, int version, int flags, reign__zk_watch_cb *wcb,
                     void *owner, reign__zk_cb *cb, void *arg)
@@ -803,6 +818,7 @@ static int start_op(reign__zk *zk, enum op_type type, const char *path, zk_multi
         return REIGN_ENOMEM;
     }
     op->deadline_ns = reign__now_ns() + (int64_t)zk->cfg.op_timeout_ms * REIGN__NS_PER_MS;
+    note_ephemeral(zk, type == OP_CREATE ? flags : 0, multi);
     link_op(zk, op);
     issue(zk, op);
     return 0;
@@ -965,6 +981,7 @@ int reign__zk_multi_batched(reign__zk *zk, const reign__zk_mop *ops, size_t n, v
     op->multi = m;
     op->batched = true;
     op->gen = zk->gen;
+    note_ephemeral(zk, 0, m);
     link_op(zk, op);
     if (!zk->batch) {
         zk->batch_tail = &zk->batch;

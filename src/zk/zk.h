@@ -84,6 +84,9 @@ typedef struct reign__zk_config {
     const reign__logger *log;
     reign__timers *timers; /* the client's timer heap */
     void (*on_state)(void *arg, reign__zk_state st);
+    /* Called once, on the loop thread, before the first ephemeral node is asked for (a create,
+     * or a multi that creates one): from then on the session holds something (may be NULL). */
+    void (*on_ephemeral)(void *arg);
     void *state_arg;
     int wake_fd; /* eventfd to write when there is work */
 } reign__zk_config;

@@ -161,13 +161,22 @@ class Proc:
         self.sent.append(sig)
         self.popen.send_signal(sig)
 
-    def kill9(self):
-        """SIGKILL and wait; records (and returns) the CLOCK_MONOTONIC time by which the
-        process was certainly gone: the end of whatever leadership it held."""
-        self.send(signal.SIGKILL)
+    def kill9(self, group=False):
+        """SIGKILL to the process (or its whole process group), waits for it, and records
+        (and returns) the CLOCK_MONOTONIC time just before the signal: the end of whatever
+        leadership it held.  The death lies between that reading and the wait's return, and a
+        guardian may end the leadership and a successor be elected before this process gets to
+        read the clock again, so the reading after the wait is no bound at all."""
+        self.sent.append(signal.SIGKILL)
+        log(f"SIGKILL to {self.label}{'s group' if group else ''}")
+        sent_ns = time.monotonic_ns()
+        if group:
+            os.killpg(self.pid, signal.SIGKILL)
+        else:
+            self.popen.send_signal(signal.SIGKILL)
         self.popen.wait()
-        self.killed_ns = time.monotonic_ns()
-        return self.killed_ns
+        self.killed_ns = sent_ns
+        return sent_ns
 
     def wait(self, timeout=WAIT):
         try:

@@ -187,24 +187,6 @@ def wait_gone(pid, what):
     wait_for(lambda: not running(pid), what)
 
 
-def kill9(proc, group=False):
-    """SIGKILL to proc (or its whole group), waits for it, and returns (and records, for
-    check_leadership) the CLOCK_MONOTONIC time just before the signal.  Not e2elib's kill9,
-    which reads the time after the wait: a guardian may end the leadership and a successor
-    be elected before this process gets to read the clock, and the death lies between the two
-    readings anyway."""
-    proc.sent.append(signal.SIGKILL)
-    log(f"SIGKILL to {proc.label}{'s group' if group else ''}")
-    sent_ns = time.monotonic_ns()
-    if group:
-        os.killpg(proc.pid, signal.SIGKILL)
-    else:
-        proc.popen.send_signal(signal.SIGKILL)
-    proc.popen.wait()
-    proc.killed_ns = sent_ns
-    return sent_ns
-
-
 def before_expiry(ev_ns, killed_ns, what):
     """Evidence that the guardian, not expiry, ended the leadership (not a bound on speed):
     the successor was elected before the killed one's session or lease could have run out."""
@@ -296,7 +278,7 @@ def run_kill(t, uri, ended):
     wait_standing(t, b, name, uri)
     term = run_elected(a).term
 
-    killed_ns = kill9(a)
+    killed_ns = a.kill9()
     start = sqle.wait_alive(lambda: stamps.start("b"), "b's command to start", [b])
     t.extra_pids.extend(group_members(start[0]))
     check(start[2] == [], f"b's command started while {start[2]} of a's group {group} ran")
@@ -372,7 +354,7 @@ def leader_and_follower(t, name, uri):
 def kill_and_take_over(t, a, b, ended, guardian):
     """SIGKILL to leader a: b is elected, after a's guardian (pid `guardian`) said it `ended`
     the leadership, before a's session could have expired; then b resigns."""
-    killed_ns = kill9(a)
+    killed_ns = a.kill9()
     el = wait_for(b.elected, f"{b.label} elected")[0]
     the_guardian_line(a, [ended], guardian=guardian)
     before_expiry(el.ns, killed_ns, f"{b.label} elected")
@@ -423,7 +405,7 @@ def scenario_stop_expired(t):
     sid = a.session_id()
     a.send(signal.SIGSTOP)
     el = wait_for(b.elected, "b elected once a's session expired")[0]
-    kill9(a)  # stopped, never demoted: its lines cannot go to check_leadership
+    a.kill9()  # stopped, never demoted: its lines cannot go to check_leadership
     the_guardian_line(a, [f"session 0x{sid} had expired"], guardian=g)
     wait_gone(g, "a's guardian to exit")
     st = t.status(name, uri)
@@ -494,7 +476,7 @@ def scenario_group_signals(t):
         g = the_guardian_of(leader)
         check(_stat(g)[1] != leader.pid, f"{leader.label}'s guardian {g} is in its group")
         if sig == signal.SIGKILL:
-            sent_ns = kill9(leader, group=True)
+            sent_ns = leader.kill9(group=True)
             el = wait_for(nxt.elected, f"{label} elected")[0]
             check(leader.returncode() == -signal.SIGKILL, f"{leader.label} exited "
                   f"{leader.returncode()}")
@@ -542,7 +524,7 @@ def scenario_register_kill(t):
         return [ln for ln in watch.lines() if ln.startswith(f"{word} {ident} ")]
 
     wait_for(lambda: seen("added", "m1") and seen("added", "m2"), "both members seen")
-    killed_ns = kill9(m1)
+    killed_ns = m1.kill9()
     line = wait_for(lambda: seen("removed", "m1"), "m1 removed")[0]
     removed_ns = int(re.search(r"monotonic_ns=(\d+)", line).group(1))
     the_guardian_line(m1, [zk_ended(m1)])

@@ -46,7 +46,7 @@ def stop_kill(t, store):
     g = guardian.the_guardian_of(a)
     a.send(signal.SIGSTOP)
     el = sqle.wait_alive(b.elected, "b elected once a's lease ran out", [b])[0]
-    guardian.kill9(a)  # stopped, never demoted: its lines cannot go to check_leadership
+    a.kill9()  # stopped, never demoted: its lines cannot go to check_leadership
     guardian.wait_gone(g, "a's guardian to exit")
     guardian.no_guardian_line([a])
     row = store.lease_row(name)

@@ -435,7 +435,7 @@ def scenario_kill(t):
 
 def scenario_kill_guardian(t):
     c, a, b = two_nodes(t, cluster=Cluster(t, session=f"{guardian.HOLD_MS // 1000}s"))
-    killed_ns = guardian.kill9(a.proc)  # its service keeps running: it must be fenced
+    killed_ns = a.proc.kill9()  # its service keeps running: it must be fenced
     c.wait_line("B", "become_active")
     seen_ns = time.monotonic_ns()  # no earlier than become_active ran
     guardian.the_guardian_line(a.proc, [guardian.zk_ended(a.proc)])

@@ -305,7 +305,7 @@ def kill_worker_guardian(t):
     w1 = q.worker("w1", concurrency=2, script=HANG_SH)
     wait_for(lambda: lines_of(w1, "registered"), "w1 registered")
 
-    killed_ns = guardian.kill9(w0)
+    killed_ns = w0.kill9()
     wait_for(lambda: {x[1] for x in lines_of(m, "assigned")
                       if x[2:] == ["worker=w1", "from=w0"]} == set(tasks), "both tasks moved",
              interval=0.005)

@@ -123,6 +123,9 @@ struct reign__sql_dialect {
     const char *blob_type;     /* a byte string of up to REIGN_VALUE_DATA_MAX bytes */
     char quote;                /* around table names: '"' or '`' */
     char placeholder;          /* '?': "?N" (SQLite), '$': "$N" (PostgreSQL), 0: bare '?' */
+    /* Reads that follow a change notice take the write lock first (SQLite: the inotify event
+     * comes as the writer's frames are written, a moment before its commit is visible). */
+    bool read_under_lock;
 };
 
 extern const reign__sql_dialect reign__sql_sqlite;

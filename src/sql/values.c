@@ -166,10 +166,17 @@ int reign__values_read(reign__sqlconn *c, const char *dc, const char *key, reign
     memset(out, 0, sizeof *out);
     reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(key)};
     reign__sql_rows rs;
-    int rc = reign__sql_query(c, "reading a value",
+    /* A watch reads when the store says something changed; on SQLite that is before the write
+     * is visible, so the read waits for the writer's lock (nothing is written). */
+    bool locked = c->d->read_under_lock;
+    int rc = locked ? reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen) : 0;
+    if (rc >= 0)
+        rc = reign__sql_query(c, "reading a value",
                               "SELECT " ROW_COLUMNS " FROM {V} WHERE data_center = {1} AND "
                               "value_key = {2}",
                               args, 2, &rs, err, errlen);
+    if (locked)
+        reign__sql_rollback(c);
     if (rc == REIGN_ENOENT)
         return 0; /* no table yet: no value */
     if (rc < 0 && !c->values_ready && !c->broken && rc != REIGN_ECONNLOSS &&

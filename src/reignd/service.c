@@ -116,6 +116,7 @@ struct reignd_daemon {
     reignd_ops ops;
     uv_timer_t grace;
     int grace_started;
+    int started; /* reignd_daemon_start() ran: before, prepare() reports a store's failure */
     int shutting_down;
     int exit_status;
     int exited;
@@ -1004,6 +1005,10 @@ static void on_store_state(reign_client *client, reign_conn_state state, void *u
             reign_uv_detach(st->uv);
             st->uv = NULL;
         }
+        /* Closed while prepare() waits for it (a SQL store refusing the password at once):
+         * prepare() says why and the daemon exits with the matching status; nothing runs yet. */
+        if (!d->started)
+            return;
         if (!d->shutting_down)
             fatal(d, "a store closed (see its error above)");
         maybe_finish(d);
@@ -2127,6 +2132,7 @@ int reignd_daemon_format(reignd_daemon *d, int force, char *err, size_t errlen)
 
 int reignd_daemon_start(reignd_daemon *d, char *err, size_t errlen)
 {
+    d->started = 1;
     for (size_t i = 0; i < d->n_stores; i++) {
         store *st = &d->stores[i];
         int e = reign_uv_attach(&st->uv, d->o.loop, st->client);

@@ -55,7 +55,8 @@ Scenarios (one ctest entry each):
   pause       the election's pause: every node (one started later too) obeys it, kept over a
               kill and restart; resume
 
-On the SQL stores (kill, pause, same_id, failover_wait, restart) the scenarios are the same: the
+On the SQL stores (kill, pause, same_id, failover_wait, restart; bad_password on MariaDB and
+PostgreSQL, where the database checks the password) the scenarios are the same: the
 breadcrumb and the pause are reign values in the values table, the daemons find each other
 (instance ids, peer endpoints) in the candidates table, and a killed reignd's guardian releases
 its lease, as on ZooKeeper it closes the session.
@@ -971,32 +972,45 @@ def scenario_check(t):
     check(rc != 0, f"a refused daemon wrote to ZooKeeper: {out} {err}")
 
 
+def password_file(t, name):
+    path = os.path.join(t.dir, f"{name}.pw")
+    with open(path, "w") as f:
+        f.write(f"{name}-{os.urandom(6).hex()}\n")
+    os.chmod(path, 0o600)
+    return path
+
+
 def scenario_bad_password(t):
-    """A wrong password: refused at start (exit 6), not after the first healthy check."""
-    hosts = t.shared_hosts()
-    chroot = "/" + t.unique("reignd-pw")
-    rc, _, err = t.zkraw(hosts, "create", chroot, "")
-    check(rc == 0, f"creating {chroot}: {err}")
-    files = {}
-    for name in ("right", "wrong"):
-        files[name] = os.path.join(t.dir, f"{name}.pw")
-        with open(files[name], "w") as f:
-            f.write(f"{name}-{os.urandom(6).hex()}\n")
-        os.chmod(files[name], 0o600)
-    c = Cluster(t, hosts=f"alice@{hosts}{chroot}?password_file={files['right']}")
+    """A wrong password: refused at start (exit 6), not after the first healthy check
+    (ZooKeeper: the digest is found wrong at the first write; MariaDB, PostgreSQL: the database
+    refuses the login)."""
+    wrong = password_file(t, "wrong")
+    if STORE == "zk":
+        hosts = t.shared_hosts()
+        chroot = "/" + t.unique("reignd-pw")
+        rc, _, err = t.zkraw(hosts, "create", chroot, "")
+        check(rc == 0, f"creating {chroot}: {err}")
+        right = password_file(t, "right")
+        c = Cluster(t, hosts=f"alice@{hosts}{chroot}?password_file={right}")
+        bad_uri = f"zk://alice@{hosts}{chroot}?password_file={wrong}"
+        said = ("refused our credentials", "not authorized")
+    else:
+        c = Cluster(t)
+        bad_uri = c.uri().replace(f"password_file={c.store.password_file}",
+                                  f"password_file={wrong}")
+        said = ("cannot use the store", "authentication failed")
     a, b = c.node("A"), c.node("B")
     format_election(a)
-    b.edit(f"election_uri = zk://alice@{hosts}{chroot}?password_file={files['right']}",
-           f"election_uri = zk://alice@{hosts}{chroot}?password_file={files['wrong']}")
+    b.edit(f"election_uri = {c.uri()}", f"election_uri = {bad_uri}")
     b.start_service()
     rc, out, err = run_reignd(t, ["--config", b.conf, "--check"])
     check(rc == 0, f"--check cannot know the password is wrong: {rc} {err}")
     b.start()
     check(b.proc.wait() == EXIT_CREDENTIALS, f"B exited {b.proc.returncode()}, want 6")
     err = b.proc.err()
-    check("refused our credentials" in err and "not authorized" in err, err)
+    check(all(s in err.lower() for s in said), f"want {said}: {err}")
     check("health" not in err and not c.events(), f"nothing ran before the refusal: {err}")
-    with open(files["wrong"]) as f:
+    with open(wrong) as f:
         check(f.read().strip() not in err, "the password was logged")
     # The right password starts.
     a.start_service()

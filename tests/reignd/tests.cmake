@@ -81,6 +81,14 @@ if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
           ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
       endforeach()
     endforeach()
+    reign_mariadb_test(NAME reignd_e2e_mariadb_bad_password
+      COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py bad_password mariadb
+      TIMEOUT 180 LABELS reignd e2e
+      ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+    reign_pg_test(NAME reignd_e2e_postgres_bad_password
+      COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py bad_password postgres
+      TIMEOUT 180 LABELS reignd e2e
+      ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
   endif()
   # The killed reignd's guardian closes its session (the standby need not wait for it).
   reign_zk_test(NAME reignd_e2e_kill_guardian

@@ -55,8 +55,9 @@ Scenarios (one ctest entry each):
   pause       the election's pause: every node (one started later too) obeys it, kept over a
               kill and restart; resume
 
-On the SQL stores (kill, pause, same_id, failover_wait, restart; bad_password on MariaDB and
-PostgreSQL, where the database checks the password) the scenarios are the same: the
+On the SQL stores (health, kill, fence_fail, cede, two_services, active_fails, pause, same_id,
+failover_wait, restart; bad_password on MariaDB and PostgreSQL, where the database checks the
+password) the scenarios are the same: the
 breadcrumb and the pause are reign values in the values table, the daemons find each other
 (instance ids, peer endpoints) in the candidates table, and a killed reignd's guardian releases
 its lease, as on ZooKeeper it closes the session.

@@ -66,6 +66,7 @@ static char password[128];           /* MariaDB, PostgreSQL */
 static char password_file[PATH_MAX];
 static reign__sql_target raw;  /* for rows written behind reign's back */
 static const char *extra = ""; /* more URI parameters, "&name=value..." */
+static const char *exe;        /* this program, for the candidates scenario's child */
 
 static void setup(const char *name, const char *scenario)
 {
@@ -109,13 +110,19 @@ static void log_sink(reign_log_level level, const char *msg, void *userdata)
                 msg);
 }
 
+/* The URI of a client of the store, in data center `dc` (NULL: the default). */
+static void client_uri(char *uri, size_t n, const char *dc)
+{
+    snprintf(uri, n, "%s?table=%s&poll_ms=100%s%s%s%s%s", base_uri, table, extra,
+             password_file[0] ? "&password_file=" : "", password_file, dc ? "&data_center=" : "",
+             dc ? dc : "");
+}
+
 /* A client of the store, in data center `dc` (NULL: the default). */
 static reign_client *client_new(const char *label, const char *dc)
 {
     char uri[3 * PATH_MAX];
-    snprintf(uri, sizeof uri, "%s?table=%s&poll_ms=100%s%s%s%s%s", base_uri, table, extra,
-             password_file[0] ? "&password_file=" : "", password_file, dc ? "&data_center=" : "",
-             dc ? dc : "");
+    client_uri(uri, sizeof uri, dc);
     reign_client_options o = {.size = sizeof o,
                               .log_fn = log_sink,
                               .log_level = REIGN_LOG_DEBUG,
@@ -128,7 +135,8 @@ static reign_client *client_new(const char *label, const char *dc)
 }
 
 /* Runs the clients' loops until pred(arg) holds. */
-static reign_client *clients[4];
+#define MAX_CLIENTS 8
+static reign_client *clients[MAX_CLIENTS];
 static size_t n_clients;
 
 static void run_until(int (*pred)(void *), void *arg, const char *what)
@@ -137,7 +145,7 @@ static void run_until(int (*pred)(void *), void *arg, const char *what)
     while (!pred(arg)) {
         if (now_ms() > deadline)
             fail(__FILE__, __LINE__, "timed out waiting for %s", what);
-        struct pollfd p[4];
+        struct pollfd p[MAX_CLIENTS];
         int timeout = 50;
         for (size_t i = 0; i < n_clients; i++) {
             p[i] = (struct pollfd){.fd = reign_client_get_fd(clients[i]), .events = POLLIN};
@@ -688,6 +696,7 @@ static void cand_join(cand *c, const char *name, const char *id, int listed, int
     snprintf(c->id, sizeof c->id, "%s", id);
     if (!c->client) {
         c->client = client_new(id, NULL);
+        CHECK(n_clients < MAX_CLIENTS);
         clients[n_clients++] = c->client;
     }
     char data[32];
@@ -835,18 +844,16 @@ static void scenario_candidates(void)
     CHECK(x.joined[x.n - 1] >= x.joined[x.n - 2]);
 
     /* A process that dies without a word (SIGKILL, no guardian): its row is gone once it
-     * expired, one lease later; nobody else's goes. */
+     * expired, one lease later; nobody else's goes.  The process is this program again
+     * (listed_child()): a fork of this one, whose threads hold locks, could hang. */
+    char uri[3 * PATH_MAX];
+    client_uri(uri, sizeof uri, NULL);
+    char *const child_argv[] = {(char *)exe, "listed-child", uri, name, NULL};
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
-        n_clients = 0;
-        cand dead = {0};
-        cand_join(&dead, name, "dead", 1, 0);
-        for (;;) {
-            struct pollfd p = {.fd = reign_client_get_fd(dead.client), .events = POLLIN};
-            poll(&p, 1, 100);
-            reign_client_process(dead.client);
-        }
+        execv(exe, child_argv);
+        _exit(127);
     }
     char want[64];
     snprintf(want, sizeof want, "%s dead", back);
@@ -858,8 +865,37 @@ static void scenario_candidates(void)
     say("%s: candidates passed", backend);
 }
 
+/* The child of the candidates scenario: a listed candidate "dead" of election `name`, until
+ * it is killed. */
+static int listed_child(const char *uri, const char *name)
+{
+    reign_client_options o = {.size = sizeof o,
+                              .log_fn = log_sink,
+                              .log_level = REIGN_LOG_DEBUG,
+                              .guardian = REIGN_GUARDIAN_OFF,
+                              .userdata = (void *)"dead"};
+    reign_client *c = NULL;
+    reign_election *e = NULL;
+    const char *data = "payload of dead";
+    reign_election_options eo = {
+        .size = sizeof eo, .id = "dead", .data = data, .data_len = strlen(data), .listed = 1};
+    if (reign_client_new(&c, uri, &o, err, sizeof err) < 0 || reign_client_wait_connected(c) < 0 ||
+        reign_election_join(&e, c, name, &eo) < 0) {
+        fprintf(stderr, "listed-child: cannot stand: %s\n", err[0] ? err : reign_client_errmsg(c));
+        return 1;
+    }
+    for (;;) {
+        struct pollfd p = {.fd = reign_client_get_fd(c), .events = POLLIN};
+        poll(&p, 1, 100);
+        reign_client_process(c);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    exe = "/proc/self/exe"; /* whatever argv[0] is */
+    if (argc == 4 && !strcmp(argv[1], "listed-child"))
+        return listed_child(argv[2], argv[3]);
     if (argc != 3) {
         fprintf(stderr, "usage: %s sqlite|mariadb|postgres ops|cas|foreign|watch|candidates\n",
                 argv[0]);

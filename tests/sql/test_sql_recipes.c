@@ -805,6 +805,9 @@ static void scenario_candidates(void)
     cand_join(&cs[0], name, "c1", 1, 0);
     run_until(is_elected, &cs[0], "c1 elected");
     cand_join(&cs[1], name, "c2", 1, 0);
+    /* Listed before c5 joins: each client's row goes in from its own worker, in either order
+     * when two join at once. */
+    wait_list(cs[0].client, name, "c1 c2");
     cand_join(&cs[2], name, "c3", 0, 0);  /* not listed */
     cand_join(&cs[3], name, "obs", 1, 1); /* an observer is never listed */
     cand_join(&cs[4], name, "c5", 1, 0);

@@ -1068,10 +1068,12 @@ def render(run):
             parts = sorted(sm.items(), key=lambda kv: -kv[1][0])
             w("")
             w("Where a guardian's VmRSS is (one guardian, /proc/PID/smaps, kB resident, of which "
-              "anonymous): %s; %d kB in all.  File pages (libc, the dynamic loader, the "
-              "ZooKeeper C client library and the helper's own code) are shared with every "
-              "process that maps the same files and counted in each one's VmRSS; the anonymous "
-              "pages (heap, stack) are the guardian's own." % (
+              "anonymous): %s; %d kB in all.  File pages (libc, the dynamic loader and the "
+              "helper's own code; a SQL client library is loaded only when a death needs it) "
+              "are shared with every process that maps the same files and counted in each "
+              "one's VmRSS, libc's mostly because the kernel maps a 64 kB block around each "
+              "page a process touches; the anonymous pages (heap, stack) are the guardian's "
+              "own." % (
                   ", ".join("%s %d (%d)" % (k, v[0], v[1]) for k, v in parts if v[0] > 0),
                   tot))
         w("")
@@ -1092,7 +1094,8 @@ def render(run):
           "a guardian and %d without, in random order: from its start (the harness's spawn) to "
           "its `elected` line, and from SIGTERM to its exit; p50 / p90, ms.  With a guardian "
           "the client spawns it (posix_spawn, then reaps the helper's first process, which "
-          "forks) before it connects, and tells it \"bye\" at exit." % (
+          "forks) when it first holds something (here: its candidate's node or its lease), "
+          "and tells it \"bye\" at exit." % (
               a["startup"], a["startup"]))
         header("", ["start to elected, guardian", "without", "difference (p50)",
                     "SIGTERM to exit, guardian", "without"])

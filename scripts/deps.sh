@@ -17,6 +17,8 @@ PACKAGES=(
     libinih-dev libmicrohttpd-dev # reignd: config file, metrics and peer endpoints
     nettle-dev # reignd: HMAC-SHA256 signatures between peers
     mariadb-server mariadb-client postgresql postgresql-client sqlite3 # SQL test servers, clients
+    dpkg-dev debhelper lintian # the Debian packages (scripts/package.sh) and their check
+    bash-completion # the completion test sources its functions, as an interactive shell has them
 )
 
 # One dpkg-query for all: it lists the known ones with their state (unknown ones not at all).

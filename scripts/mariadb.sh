@@ -14,6 +14,9 @@
 #   STATE_DIR/data/           the data directory (removed by `stop`)
 #   STATE_DIR/mariadb.log     the server's error log (kept after `stop`, for post-mortems)
 #   STATE_DIR/pid, STATE_DIR/watchdog.pid, STATE_DIR/socket (path of the unix socket)
+#   STATE_DIR/tls/            with REIGN_SQL_TLS=1 at `start`: a throwaway CA (ca.crt), the
+#                             server's certificate for 127.0.0.1 signed by it, and another CA
+#                             (other-ca.crt); the server then also speaks TLS
 #
 # Users: `reign` has every privilege on database `reign` and nothing else; `reign_nogrants` can
 # log in but has no privilege at all (connecting to database `reign` is refused), for tests of
@@ -24,7 +27,7 @@
 # files are gone; and with REIGN_SQL_OWNER_PID set (a pid, or "parent" for the process that ran
 # `mariadb.sh start`), a small watchdog stops the server when that process goes away.
 #
-# Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID,
+# Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID, REIGN_SQL_TLS,
 # REIGN_MARIADBD (the server binary, default: mariadbd from PATH or /usr/sbin).
 set -euo pipefail
 
@@ -32,6 +35,13 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 PROG=mariadb.sh
 # shellcheck source-path=SCRIPTDIR source=lib/server-common.sh
 . "$(dirname "$SELF")/lib/server-common.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/sql-server.sh
+. "$(dirname "$SELF")/lib/sql-server.sh"
+STATE_MARKER=mariadb.state
+WATCH_CMD=__watch-mariadb
+OWNER_ENV=REIGN_SQL_OWNER_PID
+SERVER_LOG=mariadb.log
+SQL_CLIENT_ARGS=(--batch --skip-column-names reign)
 START_TIMEOUT=${REIGN_SQL_START_TIMEOUT:-60}
 PATH=$PATH:/usr/sbin:/sbin
 
@@ -73,23 +83,6 @@ server_pids_under() {
     done
 }
 
-# watchdog_pids_under PREFIX: watchdogs (`mariadb.sh __watch-mariadb STATE_DIR ...`) under it.
-watchdog_pids_under() {
-    local prefix=$1 f pid args
-    for f in $(grep -l -a -F -- "__watch-mariadb" /proc/[0-9]*/cmdline 2>/dev/null || true); do
-        pid=${f#/proc/}
-        pid=${pid%/cmdline}
-        [[ $pid == "$BASHPID" ]] && continue
-        args=$(cmdline_args "$pid") || continue
-        local is_watch=0 has_dir=0 a
-        while IFS= read -r a; do
-            if [[ $a == __watch-mariadb ]]; then is_watch=1; fi
-            if [[ $a == "$prefix"* || $a/ == "$prefix" ]]; then has_dir=1; fi
-        done <<<"$args"
-        if [[ $is_watch -eq 1 && $has_dir -eq 1 ]]; then echo "$pid"; fi
-    done
-}
-
 # kill_and_wait PID...: SIGTERM (a clean shutdown; SIGCONT too, so a paused server can act on
 # it), up to 30 s, then SIGKILL whatever is left.
 kill_and_wait() {
@@ -121,10 +114,6 @@ server_pid() {
     fi
 }
 
-port_of() {
-    cat "$STATE/port"
-}
-
 # client ARGS...: the mariadb client as root over TCP (options from admin.cnf, nothing else).
 client() {
     mariadb --defaults-file="$STATE/admin.cnf" --connect-timeout=10 "$@"
@@ -154,6 +143,11 @@ launch_server() {
     mkdir -p "$STATE/tmp"
     # mariadbd refuses to run as root unless told to (tests and CI run as root).
     if [[ $(id -u) -eq 0 ]]; then as_root=(--user=root); fi
+    local tls=()
+    if [[ -d $STATE/tls ]]; then
+        tls=(--ssl-ca="$STATE/tls/ca.crt" --ssl-cert="$STATE/tls/server.crt"
+            --ssl-key="$STATE/tls/server.key")
+    fi
     echo "=== $PROG: starting the server at $(date '+%F %T') ===" >>"$STATE/mariadb.log"
     # Its own session: a Ctrl-C or a group kill aimed at the caller does not reach it (the
     # watchdog and `stop` take care of it); stdio away from the caller's pipes, so ctest does
@@ -170,7 +164,7 @@ launch_server() {
         --max-connections=500 --innodb-buffer-pool-size=32M --innodb-log-file-size=8M \
         --innodb-log-buffer-size=4M --innodb-flush-log-at-trx-commit=2 --innodb-doublewrite=0 \
         --innodb-use-native-aio=0 --key-buffer-size=1M --aria-pagecache-buffer-size=8M \
-        --query-cache-size=0 --query-cache-type=0 \
+        --query-cache-size=0 --query-cache-type=0 "${tls[@]}" \
         </dev/null >>"$STATE/mariadb.log" 2>&1 &
     echo $! >"$STATE/pid"
 }
@@ -193,26 +187,9 @@ wait_serving() {
     done
 }
 
-log_tail() {
-    echo "---- $STATE/mariadb.log (last 40 lines) ----" >&2
-    tail -n 40 "$STATE/mariadb.log" >&2 2>/dev/null || true
-}
-
 bind_conflict() {
     grep -qsE 'Address already in use|Do you already have another .* running' \
         "$STATE/mariadb.log"
-}
-
-start_watchdog() {
-    local owner=${REIGN_SQL_OWNER_PID:-}
-    [[ -n $owner ]] || return 0
-    if [[ $owner == parent ]]; then owner=$PPID; fi
-    [[ $owner =~ ^[0-9]+$ ]] || die "REIGN_SQL_OWNER_PID '$owner' is not a pid"
-    local started
-    started=$(proc_start_time "$owner")
-    [[ -n $started ]] || die "owner process $owner does not exist"
-    setsid bash "$SELF" __watch-mariadb "$STATE" "$owner" "$started" </dev/null >/dev/null 2>&1 &
-    echo $! >"$STATE/watchdog.pid"
 }
 
 # initialise: a fresh data directory with the system tables; root may log in from this host
@@ -287,6 +264,7 @@ cmd_start() {
     : >"$STATE/mariadb.state"
     start_watchdog
     initialise
+    if [[ ${REIGN_SQL_TLS:-0} == 1 ]]; then make_tls "$STATE/tls"; fi
 
     local attempt rc
     for attempt in 1 2 3; do
@@ -345,27 +323,15 @@ cmd_stop_all_under() {
         usage >&2
         exit 2
     }
-    local dir marker
+    local dir
     dir=$(abs_path "$1")
-    if [[ -d $dir ]]; then
-        while IFS= read -r -d '' marker; do
-            stop_state "$(dirname -- "$marker")"
-        done < <(find "$dir" -maxdepth 8 -name mariadb.state -type f -print0 2>/dev/null)
-    fi
-    # Leftovers whose state dir is gone or unmarked.
-    # shellcheck disable=SC2046 # one pid per word
-    stop_watchdogs $(watchdog_pids_under "$dir/")
+    stop_marked_under "$dir"
     local pids=()
     mapfile -t pids < <(server_pids_under "$dir/")
     kill_and_wait "${pids[@]}"
     # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
     # wait for them, so none outlives this command with the state dir on its command line.
     wait
-}
-
-cmd_stop_server() {
-    load_state "$1"
-    stop_server_of "$STATE"
 }
 
 cmd_kill_server() {
@@ -391,11 +357,6 @@ cmd_start_server() {
     fi
 }
 
-cmd_restart() {
-    cmd_stop_server "$1"
-    cmd_start_server "$1"
-}
-
 cmd_signal_server() {
     local sig=$1
     load_state "$2"
@@ -405,78 +366,4 @@ cmd_signal_server() {
     if [[ $sig == STOP ]]; then pause_pids "$pid"; else kill -CONT "$pid"; fi
 }
 
-cmd_port() {
-    load_state "$1"
-    port_of
-}
-
-cmd_uri() {
-    load_state "$1"
-    cat "$STATE/uri" 2>/dev/null || die "no uri in '$STATE' (server starting?)"
-}
-
-cmd_sql() {
-    [[ $# -eq 2 ]] || {
-        usage >&2
-        exit 2
-    }
-    load_state "$1"
-    if [[ $2 == - ]]; then
-        client --batch --skip-column-names reign
-    else
-        client --batch --skip-column-names reign <<<"$2"
-    fi
-}
-
-cmd_status() {
-    load_state "$1"
-    local pid
-    pid=$(server_pid)
-    echo "$(port_of) ${pid:--} $(run_state "$pid")"
-}
-
-# __watch-mariadb STATE OWNER OWNER_START: stop STATE's server once the owner process is gone.
-cmd_watch() {
-    watch_owner "$1" mariadb.state "$2" "$3"
-}
-
-main() {
-    [[ $# -ge 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    local cmd=$1
-    shift
-    case $cmd in
-    start) cmd_start "$@" ;;
-    stop) cmd_stop "$@" ;;
-    stop-all-under) cmd_stop_all_under "$@" ;;
-    sql) cmd_sql "$@" ;;
-    __watch-mariadb) cmd_watch "$@" ;;
-    -h | --help | help) usage ;;
-    restart | stop-server | kill-server | start-server | pause-server | resume-server | port | \
-        connect-uri | status)
-        [[ $# -eq 1 ]] || {
-            usage >&2
-            exit 2
-        }
-        case $cmd in
-        restart) cmd_restart "$@" ;;
-        stop-server) cmd_stop_server "$@" ;;
-        kill-server) cmd_kill_server "$@" ;;
-        start-server) cmd_start_server "$@" ;;
-        pause-server) cmd_signal_server STOP "$@" ;;
-        resume-server) cmd_signal_server CONT "$@" ;;
-        port) cmd_port "$@" ;;
-        connect-uri) cmd_uri "$@" ;;
-        status) cmd_status "$@" ;;
-        esac
-        ;;
-    *)
-        usage >&2
-        exit 2
-        ;;
-    esac
-}
-
-main "$@"
+sql_main "$@"

@@ -16,6 +16,9 @@
 #   STATE_DIR/postgres.log      the server's output (kept after `stop`, for post-mortems)
 #   STATE_DIR/pid, STATE_DIR/watchdog.pid
 #   STATE_DIR/home              where data/ and the socket are: STATE_DIR itself, or see below
+#   STATE_DIR/tls/              with REIGN_SQL_TLS=1 at `start`: a throwaway CA (ca.crt), the
+#                               server's certificate for 127.0.0.1 signed by it, and another CA
+#                               (other-ca.crt); the server then also speaks TLS (ssl=on)
 #
 # PostgreSQL refuses to run as root: when this script runs as root, initdb and postgres run as
 # the unprivileged user REIGN_PG_USER (default: `postgres`, which Debian's package creates), the
@@ -39,7 +42,7 @@
 # REIGN_SQL_OWNER_PID set (a pid, or "parent" for the process that ran `pg.sh start`), a small
 # watchdog stops the server when that process goes away.
 #
-# Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID,
+# Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID, REIGN_SQL_TLS,
 # REIGN_PG_USER (see above), REIGN_PG_BINDIR (default: Debian's newest, e.g.
 # /usr/lib/postgresql/15/bin).
 set -euo pipefail
@@ -48,6 +51,13 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 PROG=pg.sh
 # shellcheck source-path=SCRIPTDIR source=lib/server-common.sh
 . "$(dirname "$SELF")/lib/server-common.sh"
+# shellcheck source-path=SCRIPTDIR source=lib/sql-server.sh
+. "$(dirname "$SELF")/lib/sql-server.sh"
+STATE_MARKER=pg.state
+WATCH_CMD=__watch-pg
+OWNER_ENV=REIGN_SQL_OWNER_PID
+SERVER_LOG=postgres.log
+SQL_CLIENT_ARGS=(-d reign -A -t -F $'\t')
 START_TIMEOUT=${REIGN_SQL_START_TIMEOUT:-60}
 PATH=$PATH:/usr/sbin:/sbin
 
@@ -126,23 +136,6 @@ pg_procs_under() {
     done
 }
 
-# watchdog_pids_under PREFIX: watchdogs (`pg.sh __watch-pg STATE_DIR ...`) under it.
-watchdog_pids_under() {
-    local prefix=$1 f pid args
-    for f in $(grep -l -a -F -- "__watch-pg" /proc/[0-9]*/cmdline 2>/dev/null || true); do
-        pid=${f#/proc/}
-        pid=${pid%/cmdline}
-        [[ $pid == "$BASHPID" ]] && continue
-        args=$(cmdline_args "$pid") || continue
-        local is_watch=0 has_dir=0 a
-        while IFS= read -r a; do
-            if [[ $a == __watch-pg ]]; then is_watch=1; fi
-            if [[ $a == "$prefix"* || $a/ == "$prefix" ]]; then has_dir=1; fi
-        done <<<"$args"
-        if [[ $is_watch -eq 1 && $has_dir -eq 1 ]]; then echo "$pid"; fi
-    done
-}
-
 # shutdown_postmasters PID...: a fast shutdown (SIGINT: backends are told to quit, the last
 # checkpoint is written), with everything SIGCONTed first so a paused server can act on it; after
 # 15 s an immediate shutdown (SIGQUIT), after 5 more SIGKILL for them and their children.
@@ -195,10 +188,6 @@ server_pid() {
     if alive "$pid" && grep -qzxF -- "$(home)/data" "/proc/$pid/cmdline" 2>/dev/null; then
         echo "$pid"
     fi
-}
-
-port_of() {
-    cat "$STATE/port"
 }
 
 # client ARGS...: psql as the superuser over TCP, nothing read from ~/.psqlrc or the
@@ -257,6 +246,10 @@ launch_server() {
     home=$(home)
     clear_stale_locks
     echo "=== $PROG: starting the server at $(date '+%F %T') ===" >>"$STATE/postgres.log"
+    local tls=()
+    if [[ -d $STATE/tls ]]; then
+        tls=(-c ssl=on -c ssl_cert_file="$home/server.crt" -c ssl_key_file="$home/server.key")
+    fi
     # Its own session: a Ctrl-C or a group kill aimed at the caller does not reach it (the
     # watchdog and `stop` take care of it); stdio away from the caller's pipes, so ctest does
     # not wait for the server to close them.  The log is opened here, by the caller.
@@ -267,7 +260,7 @@ launch_server() {
             -h 127.0.0.1 -p "$port" -c fsync=off -c full_page_writes=off \
             -c synchronous_commit=on -c shared_buffers=16MB -c max_connections=200 \
             -c huge_pages=off -c max_wal_size=256MB -c logging_collector=off \
-            -c log_line_prefix='%m [%p] %q%u@%d ' \
+            -c log_line_prefix='%m [%p] %q%u@%d ' "${tls[@]}" \
             </dev/null >>"$STATE/postgres.log" 2>&1
     ) &
     echo $! >"$STATE/pid"
@@ -291,25 +284,8 @@ wait_serving() {
     done
 }
 
-log_tail() {
-    echo "---- $STATE/postgres.log (last 40 lines) ----" >&2
-    tail -n 40 "$STATE/postgres.log" >&2 2>/dev/null || true
-}
-
 bind_conflict() {
     grep -qsE 'Address already in use|could not create any TCP/IP sockets' "$STATE/postgres.log"
-}
-
-start_watchdog() {
-    local owner=${REIGN_SQL_OWNER_PID:-}
-    [[ -n $owner ]] || return 0
-    if [[ $owner == parent ]]; then owner=$PPID; fi
-    [[ $owner =~ ^[0-9]+$ ]] || die "REIGN_SQL_OWNER_PID '$owner' is not a pid"
-    local started
-    started=$(proc_start_time "$owner")
-    [[ -n $started ]] || die "owner process $owner does not exist"
-    setsid bash "$SELF" __watch-pg "$STATE" "$owner" "$started" </dev/null >/dev/null 2>&1 &
-    echo $! >"$STATE/watchdog.pid"
 }
 
 # initialise: initdb, as the run user, with the superuser's password from a file it can read.
@@ -354,6 +330,17 @@ EOF
 
 # ---- commands ------------------------------------------------------------------------------
 
+# setup_tls: the CA and certificates under STATE/tls (the caller's), the server's key and
+# certificate also in its home, owned by the user it runs as (postgres wants its key 0600).
+setup_tls() {
+    local h
+    make_tls "$STATE/tls"
+    h=$(home)
+    cp -- "$STATE/tls/server.crt" "$STATE/tls/server.key" "$h/"
+    chmod 600 "$h/server.key"
+    if [[ ${#RUN_AS[@]} -gt 0 ]]; then chown "$RUN_USER" "$h/server.crt" "$h/server.key"; fi
+}
+
 cmd_start() {
     [[ $# -eq 1 ]] || {
         usage >&2
@@ -373,6 +360,7 @@ cmd_start() {
     pick_ports 1 >"$STATE/port" || die "could not find a free port"
     choose_home >"$STATE/home"
     initialise
+    if [[ ${REIGN_SQL_TLS:-0} == 1 ]]; then setup_tls; fi
 
     local attempt rc
     for attempt in 1 2 3; do
@@ -461,16 +449,9 @@ cmd_stop_all_under() {
         usage >&2
         exit 2
     }
-    local dir marker
+    local dir
     dir=$(abs_path "$1")
-    if [[ -d $dir ]]; then
-        while IFS= read -r -d '' marker; do
-            stop_state "$(dirname -- "$marker")"
-        done < <(find "$dir" -maxdepth 8 -name pg.state -type f -print0 2>/dev/null)
-    fi
-    # Leftovers whose state dir is gone or unmarked.
-    # shellcheck disable=SC2046 # one pid per word
-    stop_watchdogs $(watchdog_pids_under "$dir/")
+    stop_marked_under "$dir"
     local pids=()
     mapfile -t pids < <(server_pids_under "$dir/")
     shutdown_postmasters "${pids[@]}"
@@ -486,11 +467,6 @@ cmd_stop_all_under() {
     # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
     # wait for them, so none outlives this command with the state dir on its command line.
     wait
-}
-
-cmd_stop_server() {
-    load_state "$1"
-    stop_server_of "$STATE"
 }
 
 cmd_kill_server() {
@@ -521,11 +497,6 @@ cmd_start_server() {
     fi
 }
 
-cmd_restart() {
-    cmd_stop_server "$1"
-    cmd_start_server "$1"
-}
-
 # pause/resume: every process of the server, not only the postmaster, or the backends would go
 # on serving their connections.
 cmd_signal_server() {
@@ -546,78 +517,4 @@ cmd_signal_server() {
     fi
 }
 
-cmd_port() {
-    load_state "$1"
-    port_of
-}
-
-cmd_uri() {
-    load_state "$1"
-    cat "$STATE/uri" 2>/dev/null || die "no uri in '$STATE' (server starting?)"
-}
-
-cmd_sql() {
-    [[ $# -eq 2 ]] || {
-        usage >&2
-        exit 2
-    }
-    load_state "$1"
-    if [[ $2 == - ]]; then
-        client -d reign -A -t -F $'\t'
-    else
-        client -d reign -A -t -F $'\t' <<<"$2"
-    fi
-}
-
-cmd_status() {
-    load_state "$1"
-    local pid
-    pid=$(server_pid)
-    echo "$(port_of) ${pid:--} $(run_state "$pid")"
-}
-
-# __watch-pg STATE OWNER OWNER_START: stop STATE's server once the owner process is gone.
-cmd_watch() {
-    watch_owner "$1" pg.state "$2" "$3"
-}
-
-main() {
-    [[ $# -ge 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    local cmd=$1
-    shift
-    case $cmd in
-    start) cmd_start "$@" ;;
-    stop) cmd_stop "$@" ;;
-    stop-all-under) cmd_stop_all_under "$@" ;;
-    sql) cmd_sql "$@" ;;
-    __watch-pg) cmd_watch "$@" ;;
-    -h | --help | help) usage ;;
-    restart | stop-server | kill-server | start-server | pause-server | resume-server | port | \
-        connect-uri | status)
-        [[ $# -eq 1 ]] || {
-            usage >&2
-            exit 2
-        }
-        case $cmd in
-        restart) cmd_restart "$@" ;;
-        stop-server) cmd_stop_server "$@" ;;
-        kill-server) cmd_kill_server "$@" ;;
-        start-server) cmd_start_server "$@" ;;
-        pause-server) cmd_signal_server STOP "$@" ;;
-        resume-server) cmd_signal_server CONT "$@" ;;
-        port) cmd_port "$@" ;;
-        connect-uri) cmd_uri "$@" ;;
-        status) cmd_status "$@" ;;
-        esac
-        ;;
-    *)
-        usage >&2
-        exit 2
-        ;;
-    esac
-}
-
-main "$@"
+sql_main "$@"

@@ -26,6 +26,9 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 PROG=zk.sh
 # shellcheck source-path=SCRIPTDIR source=lib/server-common.sh
 . "$(dirname "$SELF")/lib/server-common.sh"
+STATE_MARKER=zk.state
+WATCH_CMD=__watch
+OWNER_ENV=REIGN_ZK_OWNER_PID
 JAVA=${JAVA:-java}
 START_TIMEOUT=${REIGN_ZK_START_TIMEOUT:-60}
 
@@ -103,23 +106,6 @@ server_pids_under() {
             if [[ $a == "$prefix"*/zoo.cfg ]]; then has_cfg=1; fi
         done <<<"$args"
         if [[ $is_zk -eq 1 && $has_cfg -eq 1 ]]; then echo "$pid"; fi
-    done
-}
-
-# watchdog_pids_under PREFIX: watchdogs (`zk.sh __watch STATE_DIR ...`) for state dirs under it.
-watchdog_pids_under() {
-    local prefix=$1 f pid args
-    for f in $(grep -l -a -F -- "__watch" /proc/[0-9]*/cmdline 2>/dev/null || true); do
-        pid=${f#/proc/}
-        pid=${pid%/cmdline}
-        [[ $pid == "$BASHPID" ]] && continue
-        args=$(cmdline_args "$pid") || continue
-        local is_watch=0 has_dir=0 a
-        while IFS= read -r a; do
-            if [[ $a == __watch ]]; then is_watch=1; fi
-            if [[ $a == "$prefix"* || $a/ == "$prefix" ]]; then has_dir=1; fi
-        done <<<"$args"
-        if [[ $is_watch -eq 1 && $has_dir -eq 1 ]]; then echo "$pid"; fi
     done
 }
 
@@ -274,18 +260,6 @@ bind_conflict() {
     grep -qsE 'BindException|Address already in use' "$STATE"/s*/zookeeper.log
 }
 
-start_watchdog() {
-    local owner=${REIGN_ZK_OWNER_PID:-}
-    [[ -n $owner ]] || return 0
-    if [[ $owner == parent ]]; then owner=$PPID; fi
-    [[ $owner =~ ^[0-9]+$ ]] || die "REIGN_ZK_OWNER_PID '$owner' is not a pid"
-    local started
-    started=$(proc_start_time "$owner")
-    [[ -n $started ]] || die "owner process $owner does not exist"
-    setsid bash "$SELF" __watch "$STATE" "$owner" "$started" </dev/null >/dev/null 2>&1 &
-    echo $! >"$STATE/watchdog.pid"
-}
-
 # ---- commands ------------------------------------------------------------------------------
 
 cmd_start() {
@@ -387,16 +361,9 @@ cmd_stop_all_under() {
         usage >&2
         exit 2
     }
-    local dir marker
+    local dir
     dir=$(abs_path "$1")
-    if [[ -d $dir ]]; then
-        while IFS= read -r -d '' marker; do
-            stop_state "$(dirname -- "$marker")"
-        done < <(find "$dir" -maxdepth 8 -name zk.state -type f -print0 2>/dev/null)
-    fi
-    # Leftovers whose state dir is gone or unmarked.
-    # shellcheck disable=SC2046 # one pid per word
-    stop_watchdogs $(watchdog_pids_under "$dir/")
+    stop_marked_under "$dir"
     local pids=()
     mapfile -t pids < <(server_pids_under "$dir/")
     kill_and_wait TERM "${pids[@]}"
@@ -526,11 +493,6 @@ cmd_status() {
         mode=$(server_mode "$i")
         echo "$i $(client_port "$i") ${pid:--} $state ${mode:--}"
     done
-}
-
-# __watch STATE OWNER OWNER_START: stop STATE's servers once the owner process is gone.
-cmd_watch() {
-    watch_owner "$1" zk.state "$2" "$3"
 }
 
 main() {

@@ -489,9 +489,34 @@ static int parse_policy(reign_client *c, const reign__uri *u, char *err, size_t 
 /*
  * Credentials: URI, else environment, else file; never on their own only on
  * a command line, and never logged.  *password stays NULL without a user.
+ * `lib_env` (PGPASSWORD, MYSQL_PWD): a SQL server's client library finds a
+ * password of its own (that variable, ~/.pgpass, option files), so none is
+ * needed, the user may be absent too (the library's default), and that
+ * variable is read here, after ours, because the guardian's environment
+ * has no password in it (guardian.c): it must be told.
  */
-static int read_credentials(const reign__uri *u, char **password, char *err, size_t errlen)
+static int read_credentials(const reign__uri *u, const char *lib_env, char **password, char *err,
+                            size_t errlen)
 {
+    if (lib_env) {
+        const char *pf = reign__uri_param(u, "password_file");
+        const char *env = getenv("REIGN_PASSWORD"), *lenv = getenv(lib_env);
+        if (u->user && !*u->user) {
+            reign__errf(err, errlen, "empty user name in the URI");
+            return REIGN_EAUTH;
+        }
+        if (u->password)
+            *password = reign__strdup(u->password);
+        else if (env && *env)
+            *password = reign__strdup(env);
+        else if (pf)
+            return read_password_file(pf, password, err, errlen);
+        else if (lenv && *lenv)
+            *password = reign__strdup(lenv);
+        else
+            return 0;
+        return *password ? 0 : REIGN_ENOMEM;
+    }
     if (!u->user) {
         if (reign__uri_param(u, "password_file")) {
             reign__errf(err, errlen, "password_file given but no user in the URI ('%s://USER@...')",
@@ -547,6 +572,17 @@ static const char *const zk_params[] = {
 static int configure_zk(reign_client *c, const reign__uri *u, reign__zk_config *zc, char **password,
                         char *err, size_t errlen)
 {
+    for (size_t i = 0; i < u->n_params; i++) {
+        const char *k = u->params[i].key;
+        if (!strncmp(k, "ssl", 3) || !strncmp(k, "tls", 3)) {
+            /* Say why rather than "unknown": see reign(1), GLOBAL OPTIONS. */
+            reign__errf(err, errlen,
+                        "parameter '%s': TLS to ZooKeeper is not supported (the installed "
+                        "ZooKeeper C client is built without OpenSSL); use a TLS tunnel",
+                        k);
+            return REIGN_ENOTSUP;
+        }
+    }
     int r = reign__uri_check_params(u, zk_params, err, errlen);
     if (r < 0)
         return r;
@@ -572,7 +608,7 @@ static int configure_zk(reign_client *c, const reign__uri *u, reign__zk_config *
                                  : (p[4].have ? (int)p[4].value : DEFAULT_RETRY_MAX);
     if ((r = parse_policy(c, u, err, errlen)) < 0)
         return r;
-    if ((r = read_credentials(u, password, err, errlen)) < 0)
+    if ((r = read_credentials(u, NULL, password, err, errlen)) < 0)
         return r;
     zc->user = u->user;
     zc->password = *password;
@@ -616,10 +652,6 @@ static int sql_target(const reign__uri *u, reign__sql_target *t, char *err, size
         reign__errf(err, errlen, "a %s:// URI needs a database name as its path: %s://USER@HOST/DB",
                     s, s);
         return REIGN_EURI;
-    }
-    if (!u->user) {
-        reign__errf(err, errlen, "a %s:// URI needs a user: %s://USER@HOST/DB", s, s);
-        return REIGN_EAUTH;
     }
     t->host = u->hosts[0].host;
     t->port = u->hosts[0].port;
@@ -674,10 +706,56 @@ static int lease_timing(reign_client *c, const int_param *p, char *err, size_t e
     return 0;
 }
 
-static int configure_sql(reign_client *c, const reign__uri *u, reign__sqlw_config *sc,
-                         char **password, char *err, size_t errlen)
+/*
+ * Checks the parameters: reign's own, else (MariaDB, PostgreSQL) one the store's client library
+ * takes, collected into *params as "key=value" lines for it.
+ */
+static int sql_conn_params(const reign__uri *u, char **params, char *err, size_t errlen)
 {
-    int r = reign__uri_check_params(u, sql_params, err, errlen);
+    reign__sql_kind kind = !strcmp(u->scheme, "sqlite") ? REIGN__SQL_SQLITE
+                           : !strcmp(u->scheme, "postgres") || !strcmp(u->scheme, "postgresql")
+                               ? REIGN__SQL_POSTGRES
+                               : REIGN__SQL_MARIADB;
+    reign__buf b;
+    reign__buf_init(&b);
+    int r = 0;
+    for (size_t i = 0; i < u->n_params && r >= 0; i++) {
+        const reign__uri_kv *kv = &u->params[i];
+        bool ours = false;
+        for (size_t k = 0; sql_params[k] && !ours; k++)
+            ours = !strcmp(sql_params[k], kv->key);
+        if (ours)
+            continue;
+        r = reign__sql_conn_param(kind, kv->key, kv->value, err, errlen);
+        if (r == 0) {
+            reign__errf(err, errlen,
+                        "unknown parameter '%s' (reign's: lease_ms, renew_ms, poll_ms, "
+                        "statement_timeout_ms, connect_timeout_ms, retry_period_ms, table, "
+                        "data_center, suspend_policy, password_file, guardian%s)",
+                        kv->key,
+                        kind == REIGN__SQL_POSTGRES  ? "; and libpq's: sslmode, sslrootcert, ..."
+                        : kind == REIGN__SQL_MARIADB ? "; and ssl, ssl_ca, ssl_cert, ssl_key, "
+                                                       "ssl_verify_server_cert, option_file, ..."
+                                                     : "");
+            r = REIGN_EURI;
+        } else if (r > 0) {
+            reign__buf_printf(&b, "%s%s=%s", b.len ? "\n" : "", kv->key, kv->value);
+        }
+    }
+    if (r >= 0 && b.oom)
+        r = REIGN_ENOMEM;
+    if (r < 0 || !b.len) {
+        reign__buf_free(&b);
+        return r < 0 ? r : 0;
+    }
+    *params = b.data;
+    return 0;
+}
+
+static int configure_sql(reign_client *c, const reign__uri *u, reign__sqlw_config *sc,
+                         char **password, char **params, char *err, size_t errlen)
+{
+    int r = sql_conn_params(u, params, err, errlen);
     if (r < 0)
         return r;
     int_param p[] = {
@@ -705,9 +783,17 @@ static int configure_sql(reign_client *c, const reign__uri *u, reign__sqlw_confi
     }
     if ((r = parse_policy(c, u, err, errlen)) < 0)
         return r;
-    if ((r = read_credentials(u, password, err, errlen)) < 0)
+    const char *lib_env = sc->target.kind == REIGN__SQL_POSTGRES  ? "PGPASSWORD"
+                          : sc->target.kind == REIGN__SQL_MARIADB ? "MYSQL_PWD"
+                                                                  : NULL;
+    if (sc->target.kind == REIGN__SQL_SQLITE && (u->user || reign__uri_param(u, "password_file"))) {
+        reign__errf(err, errlen, "a sqlite:// store takes no user nor password");
+        return REIGN_EURI;
+    }
+    if (lib_env && (r = read_credentials(u, lib_env, password, err, errlen)) < 0)
         return r;
     sc->target.password = *password;
+    sc->target.params = *params;
     return 0;
 }
 
@@ -775,21 +861,24 @@ static int start_sql(reign_client *c, const reign__uri *u, bool guarded, char **
                      size_t errlen)
 {
     reign__sqlw_config sc = {0};
-    int r = configure_sql(c, u, &sc, password, err, errlen);
-    if (r < 0)
+    char *params = NULL;
+    int r = configure_sql(c, u, &sc, password, &params, err, errlen);
+    if (r < 0) {
+        reign__free(params);
         return r;
+    }
     sc.target.log = &c->log;
     sc.log = &c->log;
     sc.wake_fd = c->wake_fd;
     sc.on_state = on_sql_state;
     sc.on_change = on_sql_change;
     sc.arg = c;
-    if (guarded) {
-        if ((r = start_guardian(c, err, errlen)) < 0)
-            return r;
+    if (guarded && (r = start_guardian(c, err, errlen)) == 0)
         reign__guardian_sql(c->guardian, &sc.target, sc.dc, c->lease.lease_ms);
-    }
-    return reign__sqlw_new(&c->sql, &sc, err, errlen);
+    if (r == 0)
+        r = reign__sqlw_new(&c->sql, &sc, err, errlen);
+    reign__free(params);
+    return r;
 }
 
 int reign_client_new(reign_client **ret, const char *uri, const reign_client_options *opts,

@@ -9,11 +9,9 @@
 #include <reign/client.h>
 
 #include "core.h"
+#include "layout.h"
 #include "sql/worker.h"
 #include "zk/zk.h"
-
-/* Where reign keeps its nodes (under the URI's chroot). */
-#define REIGN__ZK_ROOT "/reign"
 
 typedef struct reign__recipe reign__recipe;
 

@@ -1,10 +1,10 @@
 /*
- * service_masters.c - one master per service:version, many services in one process (seed 003,
- * issue 4).
+ * service_masters.c - one master per service:version, many services in one process, as an
+ * SOA framework's service masters do.
  *
  * README
  * ------
- * In the SOA framework of seed 003 every container runs many services, and each service:version
+ * In such an SOA framework every container runs many services, and each service:version
  * needs exactly one master among the containers to run its scheduled jobs.  Each container
  * races to create /soa/master/services/<service:version>, keeps an isMaster cache per
  * service:version, and watches the node to race again when the master goes.  This program does

@@ -1,5 +1,5 @@
 /*
- * tera_master.c - a Tera-style master on libreign (seed 000, issue 4).
+ * tera_master.c - a Tera-style master on libreign (Tera's MasterZkAdapter).
  *
  * README
  * ------

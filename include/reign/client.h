@@ -47,7 +47,7 @@
  *                       client's leaderships at once if its process dies
  *                       ("The guardian" below)
  *
- * SQL leases (seed 004's distribute_lock table; docs/sql-leases.md):
+ * SQL leases (SOFARegistry's distribute_lock table; docs/sql-leases.md):
  *
  *   sqlite:///absolute/path/file.db[?param=value&...]
  *   mysql://user[:password]@host[:port]/database[?...]      (or mariadb://)

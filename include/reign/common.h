@@ -14,6 +14,7 @@
 #define REIGN_COMMON_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,6 +26,12 @@ extern "C" {
 #define REIGN_EXPORT __attribute__((visibility("default")))
 #else
 #define REIGN_EXPORT
+#endif
+
+#if defined(__GNUC__)
+#define REIGN_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define REIGN_PRINTF(a, b)
 #endif
 
 #define REIGN_VERSION_MAJOR  0
@@ -106,6 +113,36 @@ REIGN_EXPORT void reign_set_log(reign_log_fn *fn, void *userdata, reign_log_leve
 REIGN_EXPORT int reign_log_level_parse(const char *s);
 /* The name of a level ("info"). */
 REIGN_EXPORT const char *reign_log_level_name(reign_log_level level);
+
+/* ---- tracing ------------------------------------------------------------ */
+
+/*
+ * A step trace, for finding where a failover's time goes (docs/benchmarks.md
+ * shows one read).  When the environment variable REIGN_TRACE names a file
+ * the first time the library is loaded, libreign appends one line per step
+ * to it: the CLOCK_MONOTONIC time in nanoseconds, the process id, the thread
+ * id, the step and a detail, separated by single spaces:
+ *
+ *     1234567890123 4242 4242 zk.send create /reign/e/x/n_
+ *
+ * Steps include the signal seen and the resignation decided (by the tools),
+ * each ZooKeeper request sent and answered, each watch event as it arrives
+ * on the client library's thread and as the loop takes it, a claim sent and
+ * ELECTED emitted.  Several processes may share one file (each line is one
+ * write(2) to a file opened with O_APPEND).  Without REIGN_TRACE, nothing is
+ * written and a step costs one branch.  Names and paths appear in the file;
+ * credentials never do.
+ */
+
+/* True when REIGN_TRACE is set and its file could be opened. */
+REIGN_EXPORT bool reign_trace_enabled(void);
+
+/*
+ * Appends one step (a word without spaces, e.g. "cli.signal") and a detail
+ * formatted as printf would (may be NULL) to the trace; a no-op when tracing
+ * is off.  Safe from any thread, not from a signal handler.
+ */
+REIGN_EXPORT void reign_trace(const char *step, const char *fmt, ...) REIGN_PRINTF(2, 3);
 
 /* ---- allocator ---------------------------------------------------------- */
 

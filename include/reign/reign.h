@@ -2,8 +2,9 @@
  * reign/reign.h - the whole public API of libreign.
  *
  * libreign elects one leader among many processes, through a ZooKeeper
- * ensemble (and, later, SQL lease tables).  Start with <reign/client.h>
- * (connections and the execution model), then <reign/election.h>,
+ * ensemble, a lease row in PostgreSQL or MariaDB, or a SQLite file on one
+ * host.  Start with <reign/client.h> (connections, stores and the execution
+ * model), then <reign/election.h>,
  * <reign/group.h> (membership), <reign/value.h> (watched values) and
  * <reign/tasks.h> (a master-worker task queue) and <reign/slot.h> (scheduled
  * work that runs once per slot across every copy).
@@ -18,5 +19,6 @@
 #include <reign/value.h>
 #include <reign/tasks.h>
 #include <reign/slot.h>
+#include <reign/store.h>
 
 #endif

@@ -6,7 +6,8 @@
  * and watch it: a watcher hears when it is created, changed and deleted.
  * This is what Tera keeps in /tera/root_table (an address the master
  * rewrites when it is deleted) and /tera/safemode (a mark whose presence
- * matters), and how an operator designates a master in seed 003.
+ * matters), and how an operator designates a master in an SOA
+ * framework's service masters.
  *
  * Layout (ZooKeeper): the value of key "a/b" lives in the persistent node
  * /reign/value/a/b as a record ("reign 1\n\n" + payload, see record.h); the

@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # server-common.sh - helpers shared by zk.sh, mariadb.sh and pg.sh (sourced; each script sets
-# PROG and defines usage and stop_state, which these call).
+# PROG, SELF, STATE_MARKER (its marker file in a state dir), WATCH_CMD (its watchdog's hidden
+# command) and OWNER_ENV (the name of its owner-pid variable), and defines usage and
+# stop_state, which these call).
 
 # pick_ports K: print K distinct free TCP ports on 127.0.0.1, one per line.  They are taken
 # below the kernel's ephemeral range, so no outgoing connection can grab one between this
@@ -178,4 +180,84 @@ wait_stopped() {
 pause_pids() {
     kill -STOP "$@" 2>/dev/null || true
     wait_stopped 10 "$@" || die "processes $* did not stop within 10 s"
+}
+
+# watchdog_pids_under PREFIX: watchdogs (`$PROG $WATCH_CMD STATE_DIR ...`) for state dirs under
+# it.
+watchdog_pids_under() {
+    local prefix=$1 f pid args
+    for f in $(grep -l -a -F -- "$WATCH_CMD" /proc/[0-9]*/cmdline 2>/dev/null || true); do
+        pid=${f#/proc/}
+        pid=${pid%/cmdline}
+        [[ $pid == "$BASHPID" ]] && continue
+        args=$(cmdline_args "$pid") || continue
+        local is_watch=0 has_dir=0 a
+        while IFS= read -r a; do
+            if [[ $a == "$WATCH_CMD" ]]; then is_watch=1; fi
+            if [[ $a == "$prefix"* || $a/ == "$prefix" ]]; then has_dir=1; fi
+        done <<<"$args"
+        if [[ $is_watch -eq 1 && $has_dir -eq 1 ]]; then echo "$pid"; fi
+    done
+}
+
+# start_watchdog: with the variable named by OWNER_ENV set (a pid, or "parent"), a watchdog
+# that stops $STATE's servers once that process is gone.
+start_watchdog() {
+    local owner=${!OWNER_ENV:-}
+    [[ -n $owner ]] || return 0
+    if [[ $owner == parent ]]; then owner=$PPID; fi
+    [[ $owner =~ ^[0-9]+$ ]] || die "$OWNER_ENV '$owner' is not a pid"
+    local started
+    started=$(proc_start_time "$owner")
+    [[ -n $started ]] || die "owner process $owner does not exist"
+    setsid bash "$SELF" "$WATCH_CMD" "$STATE" "$owner" "$started" </dev/null >/dev/null 2>&1 &
+    echo $! >"$STATE/watchdog.pid"
+}
+
+# $WATCH_CMD STATE OWNER OWNER_START: stop STATE's servers once the owner process is gone.
+cmd_watch() {
+    watch_owner "$1" "$STATE_MARKER" "$2" "$3"
+}
+
+# stop_marked_under DIR: stops every state dir under DIR that has our marker, then the
+# watchdogs left whose state dir is gone or unmarked.  The caller then stops the servers left
+# (found by command line: server_pids_under), its own way.
+stop_marked_under() {
+    local dir=$1 marker
+    if [[ -d $dir ]]; then
+        while IFS= read -r -d '' marker; do
+            stop_state "$(dirname -- "$marker")"
+        done < <(find "$dir" -maxdepth 8 -name "$STATE_MARKER" -type f -print0 2>/dev/null)
+    fi
+    # shellcheck disable=SC2046 # one pid per word
+    stop_watchdogs $(watchdog_pids_under "$dir/")
+}
+
+# make_tls DIR: throwaway TLS material for a test server, made with Debian's openssl:
+#   DIR/ca.crt, ca.key          a CA of its own (valid two days)
+#   DIR/server.crt, server.key  the server's certificate for 127.0.0.1 and localhost, signed by it
+#   DIR/other-ca.crt            another CA, which signed nothing: a client that trusts only it
+#                               must refuse the server
+# Keys are EC P-256 (fast to make) and owner-only.
+make_tls() {
+    local dir=$1
+    command -v openssl >/dev/null || die "openssl not found (Debian package openssl)"
+    mkdir -p -- "$dir"
+    (
+        cd "$dir"
+        umask 077
+        local ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+        openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.crt -days 2 \
+            -subj "/CN=reign throwaway test CA" 2>/dev/null
+        openssl req -x509 "${ec[@]}" -keyout other-ca.key -out other-ca.crt -days 2 \
+            -subj "/CN=reign throwaway test CA" 2>/dev/null
+        openssl req "${ec[@]}" -keyout server.key -out server.csr -subj "/CN=127.0.0.1" \
+            2>/dev/null
+        printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
+            "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >server.ext
+        openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+            -out server.crt -days 2 -extfile server.ext 2>/dev/null
+        rm -f server.csr server.ext ca.srl other-ca.key
+        chmod 644 ca.crt other-ca.crt server.crt
+    ) || die "could not make the TLS files under $dir"
 }

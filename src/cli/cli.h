@@ -1,11 +1,12 @@
 /*
  * cli.h - what the subcommands of the `reign` tool share.
  *
- * main.c parses the global options into a `cli` and hands it to one
- * subcommand (campaign.c, run.c, status.c, watch.c, cede.c).  common.c gives
- * them the rest: messages and logging on stderr, option-value parsing,
- * connecting to the store, one libuv loop with SIGINT/SIGTERM handlers, a
- * bounded resign before exit, and the formatting of payloads and times.
+ * main.c parses the global options into a `cli` and hands it to one subcommand, each in a
+ * file of its name (all fourteen are declared at the end).  What they share is split by what it
+ * is: args.c parses arguments and option values, output.c writes messages, log lines and
+ * formatted payloads, times and JSON, client.c sets up the client, the loop and its signal
+ * handlers, and resigns before exit.  fmt.h, runs.h, child.h and leash.h are for the few
+ * subcommands that need them.
  *
  * Exit codes: 0 success, 1 failure, 2 usage error (run passes its child's on).
  */
@@ -87,7 +88,13 @@ struct cli {
     int exit_code;
 };
 
-/* ---- messages -------------------------------------------------------- */
+/* ---- messages (output.c) -------------------------------------------- */
+
+/* The start of a line: "reign: COMMAND: " and "LEVEL: " if level is not NULL. */
+void cli_prefix(const cli *c, const char *level, char *out, size_t outlen);
+
+/* An id for a one-line message: "-" when empty. */
+const char *cli_line_id(const char *id);
 
 /* "reign: CMD: message" on stderr, whatever the log level. */
 void cli_error(cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -105,24 +112,16 @@ void cli_log(cli *c, reign_log_level level, const char *fmt, ...)
  */
 const char *cli_quote(const char *s, char *out, size_t outlen);
 
-/*
- * After getopt: argv[optind] must be the election NAME and nothing may follow
- * it before argv[end] (argc, or the index of "--").  Returns 0 and sets
- * *name, or a usage error (CLI_EXIT_USAGE); `after` ends the "unexpected
- * argument" message (e.g. " (the command goes after '--')"), or "".
- */
-int cli_election_name(cli *c, char **argv, int end, const char *after, const char **name);
-
 /* Prints one line on stdout and flushes it at once. */
 void cli_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* ---- arguments (args.c; each prints its own usage error) ----------- */
 
 /*
  * Reports an option error of getopt_long (called with opterr = 0) for
  * the option at argv[optind - 1]; returns CLI_EXIT_USAGE.
  */
 int cli_bad_option(cli *c, int ret, char **argv);
-
-/* ---- option values (each prints its own usage error) ------------------ */
 
 /* A decimal integer in [min, max] for option `opt`; 0 or CLI_EXIT_USAGE. */
 int cli_parse_int(cli *c, const char *opt, const char *val, long min, long max, long *out);
@@ -148,6 +147,20 @@ enum { CLI_OPT_PRIORITY = 300, CLI_OPT_NO_PREEMPT, CLI_OPT_PREEMPT_DELAY };
 /* Handles option `o` if it is one of those: 0 (done), CLI_EXIT_USAGE, or -1 (not one). */
 int cli_rank_option(cli *c, int o, const char *val, reign_election_options *eo);
 
+/*
+ * After getopt: argv[optind] must be the election NAME and nothing may follow
+ * it before argv[end] (argc, or the index of "--").  Returns 0 and sets
+ * *name, or a usage error (CLI_EXIT_USAGE); `after` ends the "unexpected
+ * argument" message (e.g. " (the command goes after '--')"), or "".
+ */
+int cli_election_name(cli *c, char **argv, int end, const char *after, const char **name);
+
+/*
+ * After getopt: argv[optind] is the one positional argument `what` names ("GROUP"), and
+ * nothing follows it.  0 and *out, or CLI_EXIT_USAGE after a usage error.
+ */
+int cli_one_arg(cli *c, char **argv, int argc, const char *what, const char **out);
+
 /* --data TEXT; never fails. */
 void cli_data_set(cli_data *d, const char *text);
 
@@ -157,7 +170,7 @@ int cli_data_read(cli *c, cli_data *d, const char *path);
 
 void cli_data_free(cli_data *d);
 
-/* ---- the store and the loop ------------------------------------------ */
+/* ---- the client and the loop (client.c) ----------------------------- */
 
 /* Creates the client (without waiting).  0, CLI_EXIT_FAIL or CLI_EXIT_USAGE. */
 int cli_client_new(cli *c);
@@ -183,12 +196,6 @@ int cli_connect(cli *c);
  * may be NULL) and exit status 1; set even if they were inherited ignored.
  */
 void cli_catch_signals(cli *c, const char *doing);
-
-/* The start of a line: "reign: COMMAND: " and "LEVEL: " if level is not NULL. */
-void cli_prefix(const cli *c, const char *level, char *out, size_t outlen);
-
-/* An id for a one-line message: "-" when empty. */
-const char *cli_line_id(const char *id);
 
 /* "election 'NAME': WHAT" on stderr, then cli_exit(c, CLI_EXIT_FAIL). */
 void cli_election_fail(cli *c, const char *name, const char *what);
@@ -226,7 +233,7 @@ void cli_left(cli *c, const reign_election_event *ev);
 /* Frees everything; safe on a partly set up cli. */
 void cli_cleanup(cli *c);
 
-/* ---- formatting ------------------------------------------------------ */
+/* ---- formatting (output.c) ------------------------------------------ */
 
 /* 1 if data is valid UTF-8 without control characters (may be empty). */
 int cli_data_is_text(const void *data, size_t len);
@@ -252,11 +259,20 @@ int cli_json_print(cli *c, cJSON *v);
 
 /* ---- subcommands ----------------------------------------------------- */
 
+/* Each in the file of its name; main.c's table lists them with a summary for --help. */
 cli_main_fn cli_campaign_main;
 cli_main_fn cli_run_main;
+cli_main_fn cli_runs_main;
 cli_main_fn cli_status_main;
 cli_main_fn cli_watch_main;
 cli_main_fn cli_cede_main;
+cli_main_fn cli_ls_main;
+cli_main_fn cli_rm_main;
 cli_main_fn cli_designate_main;
+cli_main_fn cli_register_main;
+cli_main_fn cli_members_main;
+cli_main_fn cli_value_main;
+cli_main_fn cli_tasks_main;
+cli_main_fn cli_ctl_main;
 
 #endif

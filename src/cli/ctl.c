@@ -24,7 +24,6 @@
 
 #include "../reignd/control.h"
 #include "cli.h"
-#include "ctl.h"
 
 /* The longest answer read: a status of many services is still far below. */
 #define CTL_ANSWER_MAX (4 * 1024 * 1024)

@@ -1,24 +1,11 @@
 /*
  * fmt.c - see fmt.h.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fmt.h"
-
-int fmt_one_arg(cli *c, char **argv, int argc, const char *what, const char **out)
-{
-    char q[256];
-    if (optind >= argc)
-        return cli_usage_error(c, "missing %s", what);
-    if (optind + 1 < argc)
-        return cli_usage_error(c, "unexpected argument '%s'",
-                               cli_quote(argv[optind + 1], q, sizeof(q)));
-    *out = argv[optind];
-    return 0;
-}
 
 int fmt_group_refused(cli *c, int err, const char *group, const char *id, size_t data_len)
 {

@@ -1,23 +1,12 @@
 /*
- * fmt.h - what `reign register`, `reign members` and `reign value` share: the check of their
- * one NAME-like argument, the messages for names the library refuses, and the text and JSON
- * forms of members and values.  (common.c has the rest; these are specific to groups and
- * values.)
+ * fmt.h - what `reign register`, `reign members` and `reign value` share: the messages for
+ * names the library refuses, and the text and JSON forms of members and values.  (cli.h has
+ * the rest; these are specific to groups and values.)
  */
 #ifndef REIGN_CLI_FMT_H
 #define REIGN_CLI_FMT_H
 
 #include "cli.h"
-
-cli_main_fn cli_register_main;
-cli_main_fn cli_members_main;
-cli_main_fn cli_value_main;
-
-/*
- * After getopt: argv[optind] is the one positional argument `what` names ("GROUP"), and
- * nothing follows it.  0 and *out, or CLI_EXIT_USAGE after a usage error.
- */
-int fmt_one_arg(cli *c, char **argv, int argc, const char *what, const char **out);
 
 /* Prints why the library refused a group name or member id (REIGN_ENAME, REIGN_EINVAL,
  * REIGN_E2BIG, REIGN_ENOTSUP, others); returns CLI_EXIT_FAIL. */

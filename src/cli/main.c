@@ -1,7 +1,6 @@
 /*
  * main.c - entry point of the `reign` tool: global options, then one
- * subcommand (campaign, run, status, watch, cede, register, members,
- * value), each in its own file.
+ * subcommand (the table below; cli.h declares them), each in its own file.
  *
  * Global options come before the subcommand; parsing stops at the first
  * non-option, which names the subcommand, and the rest is the subcommand's.
@@ -14,11 +13,6 @@
 
 #include "cli.h"
 #include "toollog.h"
-#include "ctl.h"
-#include "fmt.h"
-#include "runs.h"
-
-cli_main_fn cli_tasks_main; /* tasks.c */
 
 static const struct {
     const char *name;
@@ -37,6 +31,8 @@ static const struct {
     {"value", cli_value_main, "get, set, delete or watch a value"},
     {"tasks", cli_tasks_main, "a master-worker task queue: master, worker, submit, status, list"},
     {"ctl", cli_ctl_main, "control a running reignd: status, cede, failover, pause, resume"},
+    {"ls", cli_ls_main, "list the elections, groups, values and task queues of the store"},
+    {"rm", cli_rm_main, "remove an election, group or value nobody stands in"},
 };
 
 static void usage(FILE *f)

@@ -167,7 +167,7 @@ int cli_members_main(cli *c, int argc, char **argv)
     }
     if (s.newest && !s.watch)
         return cli_usage_error(c, "--newest-per-id needs --watch");
-    if ((rc = fmt_one_arg(c, argv, argc, "GROUP", &s.name)))
+    if ((rc = cli_one_arg(c, argv, argc, "GROUP", &s.name)))
         return rc;
     c->cmd_data = &s;
     if ((rc = cli_client_new(c)))

@@ -103,7 +103,7 @@ int cli_register_main(cli *c, int argc, char **argv)
         }
     }
     const char *name;
-    if ((rc = fmt_one_arg(c, argv, argc, "GROUP", &name)))
+    if ((rc = cli_one_arg(c, argv, argc, "GROUP", &name)))
         goto out;
     c->cmd_data = &r;
     c->guarded = 1;

@@ -6,8 +6,6 @@
 
 #include "cli.h"
 
-cli_main_fn cli_runs_main;
-
 /* {"slot","verdict","runs":[{"attempt","owner","host","term","token","start_ms","end_ms",
  * "result","code"}...]}; NULL on out of memory. */
 cJSON *cli_slot_json(const reign_slot_record *r);

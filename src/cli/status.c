@@ -109,7 +109,7 @@ static void print_slot(int width, const cJSON *slot)
  * The worst case from the leader's crash to the next election, for the
  * election's own settings: the leader's session timeout, written in its
  * node, or the lease in the row.  Only when the election does not say
- * (records written by an older reign) this client's own, said as such.
+ * (records not written by reign) this client's own, said as such.
  */
 static int64_t takeover_ms(const reign_client *client, const reign_election_view *v,
                            const char **from)

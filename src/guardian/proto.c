@@ -55,13 +55,13 @@ int reign__gmsg_sql(reign__buf *out, const reign__sql_target *t, const char *dc,
     snprintf(cms, sizeof(cms), "%d", t->connect_timeout_ms);
     snprintf(sms, sizeof(sms), "%d", t->statement_timeout_ms);
     const char *pairs[][2] = {
-        {"op", "sql"},       {"kind", kinds[t->kind]},
-        {"path", t->path},   {"host", t->host},
-        {"port", port},      {"database", t->database},
-        {"user", t->user},   {"password", t->password},
-        {"table", t->table}, {"dc", dc},
-        {"connect_ms", cms}, {"statement_ms", sms},
-        {"timeout_ms", lms},
+        {"op", "sql"},         {"kind", kinds[t->kind]},
+        {"path", t->path},     {"host", t->host},
+        {"port", port},        {"database", t->database},
+        {"user", t->user},     {"password", t->password},
+        {"table", t->table},   {"dc", dc},
+        {"params", t->params}, {"connect_ms", cms},
+        {"statement_ms", sms}, {"timeout_ms", lms},
     };
     const char *kv[2 * sizeof(pairs) / sizeof(pairs[0])];
     size_t n = 0;
@@ -188,9 +188,9 @@ static int parse_sql(reign__gmsg *m, char *err, size_t errlen)
     t->user = reign__record_get(r, "user");
     t->password = reign__record_get(r, "password");
     t->table = reign__record_get(r, "table");
+    t->params = reign__record_get(r, "params");
     m->dc = reign__record_get(r, "dc");
-    if (t->kind == REIGN__SQL_SQLITE ? !t->path || t->path[0] != '/'
-                                     : !t->host || !t->database || !t->user)
+    if (t->kind == REIGN__SQL_SQLITE ? !t->path || t->path[0] != '/' : !t->host || !t->database)
         return fail(m, err, errlen, "sql without its store's address");
     if (reign__record_get(r, "port") && number(r, "port", 0, 65535, &port) < 0)
         return fail(m, err, errlen, "sql with a malformed port");

@@ -7,8 +7,8 @@
  *   op=zk     hosts, session (16 hex digits, 0: none), passwd (32 hex digits),
  *             timeout_ms: the ZooKeeper session to close when the client dies
  *   op=sql    kind (sqlite|mariadb|postgres), path | host, port, database, user,
- *             password; table, dc, connect_ms, statement_ms, timeout_ms (the
- *             lease): the lease store
+ *             password; table, dc, params (the client library's), connect_ms,
+ *             statement_ms, timeout_ms (the lease): the lease store
  *   op=lease  name, owner, guid: a lease the client may hold in that store
  *   op=unlease  name, guid
  *   op=pgid   pgid: a process group to kill first

@@ -1,120 +1,15 @@
 /*
- * election.c - the public election API: checks the arguments once, keeps
- * what every backend shares (name, id, payload, callbacks, the current
- * leadership), and hands the rest to the backend of the client: ZooKeeper
- * (election_zk.c) or SQL leases (election_lease.c).
+ * election.c - the public election API: checks the arguments once and
+ * hands the rest to the backend of the client: ZooKeeper (election_zk.c) or
+ * SQL leases (election_lease.c).  What every backend shares is in
+ * election_base.c, which the backends call; they never call this file.
  */
 #include <string.h>
 
 #include "election_internal.h"
 
-/* ---- names ---------------------------------------------------------------------------------- */
-
-const char *reign_strategy_name(reign_strategy s)
-{
-    return s == REIGN_STRATEGY_LOCK ? "lock" : "queue";
-}
-
-int reign_strategy_parse(const char *s)
-{
-    if (s && strcmp(s, "queue") == 0)
-        return REIGN_STRATEGY_QUEUE;
-    if (s && strcmp(s, "lock") == 0)
-        return REIGN_STRATEGY_LOCK;
-    return REIGN_EINVAL;
-}
-
-const char *reign_demote_reason_name(reign_demote_reason r)
-{
-    switch (r) {
-    case REIGN_DEMOTE_RESIGNED:
-        return "resigned";
-    case REIGN_DEMOTE_CEDED:
-        return "ceded";
-    case REIGN_DEMOTE_SUSPENDED:
-        return "suspended";
-    case REIGN_DEMOTE_SESSION_LOST:
-        return "session_lost";
-    case REIGN_DEMOTE_NODE_DELETED:
-        return "node_deleted";
-    case REIGN_DEMOTE_STALLED:
-        return "stalled";
-    case REIGN_DEMOTE_ERROR:
-        return "error";
-    case REIGN_DEMOTE_HANDOFF:
-        return "handoff";
-    }
-    return "unknown";
-}
-
-int reign__election_name_check(const char *name)
-{
-    size_t n = name ? strlen(name) : 0;
-    if (n == 0 || n > REIGN_NAME_MAX || !strcmp(name, ".") || !strcmp(name, ".."))
-        return REIGN_ENAME;
-    for (size_t i = 0; i < n; i++) {
-        char ch = name[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == ':' || ch == '-';
-        if (!ok)
-            return REIGN_ENAME;
-    }
-    return 0;
-}
-
 /* ---- joining ----------------------------------------------------------------------------------
  */
-
-int reign__election_base_init(reign_election *e, reign_client *client, const char *name,
-                              const reign_election_options *o)
-{
-    e->client = client;
-    e->log = reign__client_log(client);
-    e->observer = o->observer != 0;
-    e->follow = o->observer || o->follow_leader;
-    e->listed = o->listed && !o->observer;
-    e->cede_delay_ms = o->cede_delay_ms ? o->cede_delay_ms : 1000;
-    e->cb = o->cb;
-    e->userdata = o->userdata;
-    e->name = reign__strdup(name);
-    e->id = reign__strdup(o->id);
-    e->data_len = o->data_len;
-    if (o->data_len)
-        e->data = reign__memdup(o->data, o->data_len);
-    if (!e->name || !e->id || (o->data_len && !e->data)) {
-        reign__election_base_free(e);
-        return REIGN_ENOMEM;
-    }
-    return 0;
-}
-
-void reign__leader_view_clear(reign__leader_view *v)
-{
-    reign__free(v->id);
-    reign__free(v->data);
-    reign__free(v->node);
-    memset(v, 0, sizeof(*v));
-}
-
-void reign__leader_view_public(const reign__leader_view *v, reign_leader *out)
-{
-    out->id = v->id ? v->id : "";
-    out->data = v->data;
-    out->data_len = v->data_len;
-    out->term = v->term;
-    out->token = v->token;
-    out->since_ms = v->since_ms;
-}
-
-void reign__election_base_free(reign_election *e)
-{
-    reign__leader_view_clear(&e->lv);
-    reign__free(e->name);
-    reign__free(e->id);
-    reign__free(e->data);
-    e->name = e->id = NULL;
-    e->data = NULL;
-}
 
 int reign_election_join(reign_election **ret, reign_client *client, const char *name,
                         const reign_election_options *opts)

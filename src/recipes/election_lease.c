@@ -4,9 +4,11 @@
  * safety argument).  The statements run on the client's SQL worker
  * (sql/worker.h); everything here runs on the loop thread.
  *
- * The life of a candidate:
+ * The life of a candidate is the table of election_lease_fsm.c (states,
+ * inputs, the events each step emits, and why); this file turns the
+ * worker's answers, the timers and the connection's news into its inputs
+ * and issues the statements each state needs:
  *
- *   IDLE       no connection yet
  *   LOOKING    reading the row; then, as the row says:
  *                no row                 INSERT (term 1)
  *                expired                TAKE at its term (term + 1)
@@ -14,14 +16,11 @@
  *                someone else's, live   wait: read again when it would expire
  *                                       or at the next poll, or at once when
  *                                       the store notifies a change
- *   CLAIMING   the INSERT/TAKE/RENEW is out
  *   LEADER     renewing every renew_ms; valid until the send time of the last
  *              successful claim or renewal + lease - margin, and demoted at
  *              that moment if nothing renewed it (the deadline timer, and the
  *              client's deadline sweep that runs before anything else after
  *              a stall)
- *   PAUSED     ceded or deposed: stand again after the delay
- *   RESIGNING  releasing the row; then LEFT
  *
  * Each standing has a fresh guid: a demoted leader never mistakes its old
  * lease for the new standing's, so every leadership takes a new term (the
@@ -31,29 +30,28 @@
  * late success never leaves a lease that no one holds.
  *
  * A listed candidate (options.listed) also keeps a row of its standing in
- * the candidates table (sql/candidates.h), made when it stands, refreshed
- * every lease/3, deleted when it stops standing (resign, cede, depose, a
- * new standing), so that reign_election_query() can name it.  The row
- * never decides anything: the lease row alone does.
+ * the candidates table (sql/candidates.h) while the table's state says it
+ * stands (looking, claiming, leading: list_follow() after each step),
+ * refreshed every lease/3, deleted when it stops standing (resign, cede,
+ * depose, close, free, a new standing), so that reign_election_query()
+ * can name it.  The row never decides anything: the lease row alone does.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "election_internal.h"
+#include "election_lease_fsm.h"
 #include "sql/candidates.h"
 
-typedef enum lstate {
-    L_IDLE = 1,
-    L_LOOKING,
-    L_CLAIMING,
-    L_LEADER,
-    L_PAUSED,
-    L_RESIGNING,
-    L_LEFT
-} lstate;
-
-static const char *const state_names[] = {"?",      "idle",   "looking",   "claiming",
-                                          "leader", "paused", "resigning", "left"};
+typedef unsigned lstate; /* reign__lease_state */
+#define L_IDLE      REIGN__LEASE_IDLE
+#define L_LOOKING   REIGN__LEASE_LOOKING
+#define L_CLAIMING  REIGN__LEASE_CLAIMING
+#define L_LEADER    REIGN__LEASE_LEADER
+#define L_PAUSED    REIGN__LEASE_PAUSED
+#define L_RESIGNING REIGN__LEASE_RESIGNING
+#define L_LEFT      REIGN__LEASE_LEFT
+#define IN(x)       REIGN__LEASE_IN_##x
 
 #define GUID_BYTES 8
 
@@ -72,22 +70,12 @@ typedef struct lease_election {
     uint64_t seen_term;  /* the term of someone else's live lease, as last read */
     bool spread;         /* the next poll comes at a random point of the period */
     int64_t valid_until;
-    bool ready_sent;
 
     char listed_guid[2 * GUID_BYTES + 1]; /* the standing our candidates row is of ("": none) */
     reign__timer list_timer;              /* the row's next refresh */
 
     reign__timer timer;    /* poll, renew, retry, pause: one purpose per state */
     reign__timer deadline; /* the leader's bound */
-    reign__timer defer;    /* events owed after an API call */
-    bool defer_demote, defer_left;
-    reign_demote_reason defer_reason;
-    uint64_t defer_term;
-    int64_t defer_at;
-    int left_err;
-
-    int busy;
-    bool free_requested;
 } lease_election;
 
 static const reign__recipe_ops lease_recipe_ops;
@@ -95,17 +83,14 @@ static const reign__election_impl lease_impl;
 
 static void look(lease_election *e);
 static void stand(lease_election *e);
+static bool step(lease_election *e, reign__lease_input in, const reign__election_news *n);
 static reign_election *lease_free(reign_election *pub);
 
 /* ---- small helpers ----------------------------------------------------------------------------
  */
 
-#define ENTER(e) ((e)->busy++)
-#define LEAVE(e)                                                                                   \
-    do {                                                                                           \
-        if (--(e)->busy == 0 && (e)->free_requested)                                               \
-            lease_free(&(e)->base);                                                                \
-    } while (0)
+#define ENTER(e) reign__election_enter(&(e)->base)
+#define LEAVE(e) reign__election_leave(&(e)->base)
 
 static reign__timers *timers(lease_election *e)
 {
@@ -117,30 +102,11 @@ static int64_t ms(int v)
     return (int64_t)v * REIGN__NS_PER_MS;
 }
 
-static void set_state(lease_election *e, lstate st, const char *why)
-{
-    if (e->state == st)
-        return;
-    reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s -> %s (%s)", e->base.name,
-               state_names[e->state], state_names[st], why);
-    e->state = st;
-}
-
-static void emit(lease_election *e, reign_election_event *ev)
-{
-    if (e->free_requested || !e->base.cb)
-        return;
-    e->base.cb(&e->base, ev, e->base.userdata);
-}
-
 static void emit_error(lease_election *e, int err, const char *what, const char *msg)
 {
     char m[600];
     snprintf(m, sizeof(m), "%s: %s", what, msg ? msg : reign_strerror(err));
-    reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s", e->base.name, m);
-    reign_election_event ev = {
-        .type = REIGN_ELECTION_ERROR, .at_ns = reign__now_ns(), .error = err, .message = m};
-    emit(e, &ev);
+    reign__election_error(&e->base, err, m);
 }
 
 /* Publishes the leader as the row shows it (NULL lease: no live leader). */
@@ -150,8 +116,6 @@ static void publish(lease_election *e, const reign__lease *l)
     bool same =
         live ? e->base.lv.known && e->base.lv.term == l->term && !strcmp(e->base.lv.id, l->owner)
              : !e->base.lv.known;
-    if (same && e->ready_sent)
-        return;
     if (!same) {
         reign__leader_view_clear(&e->base.lv);
         if (live) {
@@ -167,18 +131,7 @@ static void publish(lease_election *e, const reign__lease *l)
                     &e->base.lv); /* out of memory: forget, the next read tries again */
         }
     }
-    reign_leader pub;
-    if (e->base.lv.known)
-        reign__leader_view_public(&e->base.lv, &pub);
-    reign_election_event ev = {.at_ns = reign__now_ns(), .leader = e->base.lv.known ? &pub : NULL};
-    if (!e->ready_sent) {
-        e->ready_sent = true;
-        ev.type = REIGN_ELECTION_READY;
-        emit(e, &ev);
-    } else if (e->base.follow) {
-        ev.type = REIGN_ELECTION_LEADER_CHANGED;
-        emit(e, &ev);
-    }
+    reign__election_view(&e->base, !same && e->base.follow);
 }
 
 /* Publishes ourselves as the leader, as followers will see us. */
@@ -310,87 +263,59 @@ static void list_timer_cb(reign__timer *t, void *arg)
     reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
 }
 
-/* Lists this standing (its guid) as a candidate. */
-static void list_self(lease_election *e)
+/* Whether a candidate in state `s` stands: it looks, claims or leads.  Paused (ceded, deposed),
+ * resigning, left or freed, it does not, until it stands again with a fresh guid. */
+static bool standing(lstate s)
 {
-    if (!e->base.listed || e->base.observer || !e->guid[0])
-        return;
-    reign__strlcpy(e->listed_guid, e->guid, sizeof(e->listed_guid));
-    list_send(e, LIST_JOIN, e->listed_guid);
-    reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+    return s == L_LOOKING || s == L_CLAIMING || s == L_LEADER;
 }
 
-/* No longer standing (under that guid): the row goes. */
-static void unlist_self(lease_election *e)
+/*
+ * Brings the candidates row in line with the table's state and the standing's guid: a listed
+ * candidate that stands has the row of its current guid, any other none.  Called after every
+ * step of the table (step()) and once a new standing has its guid (stand()), so every way in
+ * and out of standing (stand, depose, suspend, cede, resign, close, free) lists or unlists.
+ */
+static void list_follow(lease_election *e)
 {
-    if (!e->listed_guid[0])
-        return;
-    reign__timer_stop(timers(e), &e->list_timer);
-    list_send(e, LIST_LEAVE, e->listed_guid);
-    e->listed_guid[0] = '\0';
+    bool want = e->base.listed && !e->base.observer && standing(e->state) && e->guid[0];
+    if (e->listed_guid[0] && (!want || strcmp(e->listed_guid, e->guid))) {
+        reign__timer_stop(timers(e), &e->list_timer);
+        list_send(e, LIST_LEAVE, e->listed_guid);
+        e->listed_guid[0] = '\0';
+    }
+    if (want && !e->listed_guid[0]) {
+        reign__strlcpy(e->listed_guid, e->guid, sizeof(e->listed_guid));
+        list_send(e, LIST_JOIN, e->listed_guid);
+        reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+    }
 }
 
 /* ---- leadership ------------------------------------------------------------------------------ */
 
-static void demote(lease_election *e, reign_demote_reason reason, bool deferred)
+static void demote(lease_election *e, reign_demote_reason reason, bool owed)
 {
     if (!e->base.leader)
         return;
     /* Noticed late (a stall, SIGSTOP), a demotion took effect at the bound. */
-    int64_t now = reign__now_ns();
-    if (e->valid_until > 0 && e->valid_until < now)
-        now = e->valid_until;
-    e->base.leader = false;
+    int64_t bound = e->valid_until;
     e->valid_until = 0;
     e->renewing = false;
     reign__timer_stop(timers(e), &e->deadline);
-    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s demoted (%s), term %llu",
-               e->base.name, e->base.id, reign_demote_reason_name(reason),
-               (unsigned long long)e->base.term);
-    reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
-                               .at_ns = now,
-                               .term = e->base.term,
-                               .token = e->base.token,
-                               .reason = reason};
-    if (!deferred) {
-        emit(e, &ev);
-        return;
-    }
-    e->defer_demote = true;
-    e->defer_reason = reason;
-    e->defer_term = e->base.term;
-    e->defer_at = now;
-    reign__timer_start(timers(e), &e->defer, reign__now_ns());
-    reign__client_wake(e->base.client);
+    reign__election_demote(&e->base, reason, bound, owed);
 }
 
 /* The events an API call owed, before anything else is told. */
 static void flush_deferred(lease_election *e)
 {
-    if (e->defer_demote) {
-        e->defer_demote = false;
-        reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
-                                   .at_ns = e->defer_at,
-                                   .term = e->defer_term,
-                                   .token = e->defer_term,
-                                   .reason = e->defer_reason};
-        emit(e, &ev);
-    }
-    if (e->defer_left && !e->free_requested) {
-        e->defer_left = false;
-        set_state(e, L_LEFT, "released");
-        reign_election_event ev = {
-            .type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns(), .error = e->left_err};
-        emit(e, &ev);
-    }
+    reign__election_flush(&e->base);
 }
 
-static void defer_cb(reign__timer *t, void *arg)
+/* An owed LEFT comes due: the row is released (or there was none). */
+static void lease_left(reign_election *pub, int err)
 {
-    lease_election *e = arg;
-    ENTER(e);
-    flush_deferred(e);
-    LEAVE(e);
+    reign__election_news n = {.err = err};
+    step((lease_election *)pub, IN(RELEASED), &n); /* LEFT */
 }
 
 /* Past the bound: demote, give the row back if it is still ours, and stand anew. */
@@ -400,11 +325,10 @@ static bool check_bound(lease_election *e, int64_t now)
         return false;
     bool down = reign_client_state(e->base.client) == REIGN_CONN_SUSPENDED;
     uint64_t term = e->base.term;
-    demote(e, down ? REIGN_DEMOTE_SUSPENDED : REIGN_DEMOTE_STALLED, false);
-    if (e->free_requested || e->state != L_LEADER)
-        return true;
-    release(e, e->guid, term);
-    stand(e);
+    if (step(e, down ? IN(LOST) : IN(STALLED), NULL)) { /* demoted */
+        release(e, e->guid, term);
+        stand(e);
+    }
     return true;
 }
 
@@ -428,32 +352,51 @@ static void extend(lease_election *e, int64_t sent_ns)
 
 static void renew_cb(reign__timer *t, void *arg);
 
-static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
+/* Leadership begins (the table's ELECT): valid until the claim's send time + lease - margin. */
+static void act_elect(reign_election *pub, const reign__election_news *n)
 {
-    int64_t now = reign__now_ns();
-    if (sent_ns + ms(e->ls->lease_ms - e->ls->margin_ms) <= now) {
-        /* The answer came too late to lead on (a stall): give it back, look again. */
-        release(e, e->guid, term);
-        stand(e);
-        return;
-    }
-    set_state(e, L_LEADER, "claimed");
-    e->base.leader = true;
-    e->base.term = term;
-    e->base.token = term;
+    lease_election *e = (lease_election *)pub;
+    int64_t sent_ns = n->until - ms(e->ls->lease_ms - e->ls->margin_ms);
+    reign__election_lead(&e->base, n->term, n->token);
     e->valid_until = 0;
     extend(e, sent_ns);
     reign__timer_start(timers(e), &e->timer, sent_ns + ms(e->ls->renew_ms));
-    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s elected, term %llu", e->base.name,
-               e->base.id, (unsigned long long)term);
-    reign_election_event ev = {.type = REIGN_ELECTION_ELECTED,
-                               .at_ns = now,
-                               .term = term,
-                               .token = term,
-                               .valid_until_ns = e->valid_until};
-    emit(e, &ev);
-    if (e->base.leader && !e->free_requested)
+    reign__election_elected(&e->base, n->at, e->valid_until);
+    if (e->base.leader && !e->base.free_requested)
         publish_self(e);
+}
+
+static void act_demote(reign_election *pub, reign_demote_reason reason, bool owed)
+{
+    demote((lease_election *)pub, reason, owed);
+}
+
+static void act_drop(reign_election *pub)
+{
+    pub->leader = false;
+}
+
+static const reign__election_acts lease_acts = {act_demote, act_drop, act_elect};
+
+/* One step of the table (election_lease_fsm.c); the candidates row follows the new state. */
+static bool step(lease_election *e, reign__lease_input in, const reign__election_news *n)
+{
+    bool ok =
+        reign__election_step(&e->base, &reign__lease_machine, &lease_acts, &e->state, in, 0, n);
+    list_follow(e);
+    return ok;
+}
+
+static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
+{
+    reign__election_news n = {.term = term, .token = term, .at = reign__now_ns()};
+    n.until = sent_ns + ms(e->ls->lease_ms - e->ls->margin_ms);
+    n.fresh = n.until > n.at;
+    if (!step(e, IN(CLAIMED), &n) || e->state == L_LEADER)
+        return;
+    /* The answer came too late to lead on (a stall): give it back, look again. */
+    release(e, e->guid, term);
+    stand(e);
 }
 
 static void on_renewed(void *owner, void *arg, const reign__sqlw_result *r)
@@ -467,13 +410,9 @@ static void on_renewed(void *owner, void *arg, const reign__sqlw_result *r)
         extend(e, r->sent_ns);
     } else if (r->rc == 0) {
         /* The row is no longer ours at this term: deposed (reign cede), or changed by hand. */
-        uint64_t term = e->base.term;
-        demote(e, REIGN_DEMOTE_NODE_DELETED, false);
-        if (!e->free_requested && e->state == L_LEADER) {
-            release(e, REIGN__SQL_DEPOSED, term); /* lets the others in now, if it was a depose */
-            unlist_self(e);
+        if (step(e, IN(DEPOSED), NULL)) {                 /* demoted, PAUSED */
+            release(e, REIGN__SQL_DEPOSED, e->base.term); /* lets the others in now (a depose) */
             e->epoch++;
-            set_state(e, L_PAUSED, "deposed");
             reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->base.cede_delay_ms));
         }
     } else {
@@ -519,8 +458,8 @@ static void on_claimed(void *owner, void *arg, const reign__sqlw_result *r)
         } else {
             reign__log(e->base.log, REIGN_LOG_INFO, "election %s: claim failed: %s", e->base.name,
                        r->err);
-            set_state(e, L_LOOKING, "claim failed");
-            reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
+            if (step(e, IN(CLAIM_FAILED), NULL))
+                reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
         }
     }
     LEAVE(e);
@@ -539,16 +478,14 @@ static void abandon_claim(lease_election *e)
 static void claim(lease_election *e, reign__sqlw_op op, uint64_t term)
 {
     e->claim_term = op == REIGN__SQLW_INSERT ? 1 : op == REIGN__SQLW_TAKE ? term + 1 : term;
-    set_state(e, L_CLAIMING,
-              op == REIGN__SQLW_INSERT ? "no row"
-              : op == REIGN__SQLW_TAKE ? "expired"
-                                       : "ours");
+    if (!step(e, IN(CLAIM), NULL)) /* no row, expired, or ours */
+        return;
     if (op == REIGN__SQLW_RENEW)
         e->base.term = term; /* the term we hold, should the renewal succeed */
     int rc = submit(e, op, e->guid, term, on_claimed);
     if (rc < 0) {
-        set_state(e, L_LOOKING, "cannot submit");
-        reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
+        if (step(e, IN(CLAIM_FAILED), NULL)) /* cannot submit */
+            reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
     }
 }
 
@@ -609,7 +546,7 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     bool mine = l->exists && !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
     e->seen_term = l->exists && !l->expired && !mine ? l->term : 0;
     publish(e, mine ? NULL : l);
-    if (e->free_requested || e->state != L_LOOKING) {
+    if (e->base.free_requested || e->state != L_LOOKING) {
         LEAVE(e);
         return;
     }
@@ -628,7 +565,8 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
 
 static void look(lease_election *e)
 {
-    set_state(e, L_LOOKING, "reading");
+    if (!step(e, IN(LOOK), NULL))
+        return;
     e->again = false;
     if (e->reading)
         return; /* the read out now is of this epoch: its answer will do */
@@ -649,6 +587,8 @@ static void guard(lease_election *e, bool add)
 static void stand(lease_election *e)
 {
     abandon_claim(e);
+    if (!step(e, IN(STAND), NULL))
+        return;
     e->epoch++;
     e->reading = false;
     e->renewing = false;
@@ -659,14 +599,13 @@ static void stand(lease_election *e)
     if (reign__random_hex(e->guid, GUID_BYTES) < 0) {
         e->guid[0] = '\0';
         emit_error(e, REIGN_EBACKEND, "stand", "no randomness for the candidate's guid");
-        set_state(e, L_LEFT, "no guid");
+        step(e, IN(NO_GUID), NULL); /* LEFT */
         return;
     }
     /* Before any claim with it: a process that dies holding this standing's lease has it
      * released by its guardian (and its candidates row deleted). */
     guard(e, true);
-    unlist_self(e);
-    list_self(e);
+    list_follow(e); /* the row of the old standing goes, this one's is made */
     if (!e->listening && reign__sqlw_notifies(e->w))
         e->listening = reign__sqlw_submit(e->w, REIGN__SQLW_LISTEN, e->base.name, NULL, 0, NULL,
                                           NULL, NULL) == 0;
@@ -702,9 +641,8 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         if (e->base.leader &&
             reign__client_suspend_policy(e->base.client) == REIGN_SUSPEND_IMMEDIATE) {
             uint64_t term = e->base.term;
-            demote(e, REIGN_DEMOTE_SUSPENDED, false);
-            if (!e->free_requested && e->state == L_LEADER) {
-                release(e, e->guid, term); /* if the store comes back before the lease ends */
+            if (step(e, IN(SUSPENDED), NULL)) { /* demoted */
+                release(e, e->guid, term);      /* if the store comes back before the lease ends */
                 stand(e);
             }
         }
@@ -715,26 +653,23 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         else if (e->state == L_LEADER)
             renew_cb(&e->timer, e);
         break;
-    case REIGN_CONN_CLOSED:
+    case REIGN_CONN_CLOSED: {
         /* An orderly close resigns; the worker still sends the release. */
-        if (e->base.leader) {
-            uint64_t term = e->base.term;
-            demote(e, REIGN_DEMOTE_RESIGNED, false);
-            release(e, e->guid, term);
-        }
-        unlist_self(e);
+        bool was_leader = e->base.leader;
+        uint64_t term = e->base.term;
         abandon_claim(e);
+        reign__election_news n = {0};
+        if (e->state == L_RESIGNING && e->base.owe_left) { /* the owed LEFT is told now */
+            e->base.owe_left = false;
+            n.err = e->base.owed_err;
+        }
+        step(e, IN(CLOSED), &n); /* demoted if leading; LEFT (told if resigning) */
+        if (was_leader)
+            release(e, e->guid, term);
         e->epoch++;
         reign__timer_stop(timers(e), &e->timer);
-        if (e->state != L_LEFT) {
-            bool was_resigning = e->state == L_RESIGNING;
-            set_state(e, L_LEFT, "client closed");
-            if (was_resigning && !e->defer_left) {
-                reign_election_event ev = {.type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns()};
-                emit(e, &ev);
-            }
-        }
         break;
+    }
     default:
         break;
     }
@@ -773,7 +708,6 @@ static void destroy(lease_election *e)
     reign__timers *ts = timers(e);
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->deadline);
-    reign__timer_stop(ts, &e->defer);
     reign__timer_stop(ts, &e->list_timer);
     reign__sqlw_forget(e->w, e);
     guard(e, false);
@@ -816,7 +750,6 @@ int reign__lease_election_join(reign_election **ret, reign_client *client, const
     e->state = L_IDLE;
     reign__timer_init(&e->timer, timer_cb, e);
     reign__timer_init(&e->deadline, deadline_cb, e);
-    reign__timer_init(&e->defer, defer_cb, e);
     reign__timer_init(&e->list_timer, list_timer_cb, e);
     reign__client_attach(client, &e->base.recipe);
     reign_conn_state st = reign_client_state(client);
@@ -832,34 +765,30 @@ static void on_released(void *owner, void *arg, const reign__sqlw_result *r)
     if ((uintptr_t)arg != e->epoch || e->state != L_RESIGNING)
         return;
     ENTER(e);
-    e->left_err = r->rc < 0 ? r->rc : 0;
-    e->defer_left = true;
+    e->base.owed_err = r->rc < 0 ? r->rc : 0;
+    e->base.owe_left = true;
     flush_deferred(e);
     LEAVE(e);
 }
 
 /* Steps down: demoted now (told on the next turn), the row released. */
-static int step_down(lease_election *e, reign_demote_reason reason, lstate then)
+static int step_down(lease_election *e, lstate then)
 {
     bool was_leader = e->base.leader;
     uint64_t term = e->base.term;
-    demote(e, reason, true);
     abandon_claim(e);
-    unlist_self(e); /* not standing until it stands again (cede), or ever (resign) */
+    if (!step(e, then == L_RESIGNING ? IN(RESIGN) : IN(CEDE), NULL)) /* demoted, told later */
+        return REIGN_ESTATE;
     e->epoch++;
     e->reading = false;
     reign__timer_stop(timers(e), &e->timer);
-    set_state(e, then, reign_demote_reason_name(reason));
     int rc = 0;
     if (was_leader)
         rc =
             submit(e, REIGN__SQLW_RELEASE, e->guid, term, then == L_RESIGNING ? on_released : NULL);
     if (then == L_RESIGNING && (!was_leader || rc < 0)) {
         /* Nothing to release (a claim still out releases itself): LEFT on the next turn. */
-        e->left_err = rc;
-        e->defer_left = true;
-        reign__timer_start(timers(e), &e->defer, reign__now_ns());
-        reign__client_wake(e->base.client);
+        reign__election_owe_left(&e->base, rc);
     }
     return rc;
 }
@@ -869,13 +798,15 @@ static int lease_resign(reign_election *pub)
     lease_election *e = (lease_election *)pub;
     if (e->state == L_LEFT || e->state == L_RESIGNING)
         return REIGN_ESTATE;
-    return step_down(e, REIGN_DEMOTE_RESIGNED, L_RESIGNING);
+    return step_down(e, L_RESIGNING);
 }
 
 static int lease_cede(reign_election *pub, int delay_ms)
 {
     lease_election *e = (lease_election *)pub;
-    int rc = step_down(e, REIGN_DEMOTE_CEDED, L_PAUSED);
+    int rc = step_down(e, L_PAUSED);
+    if (rc == REIGN_ESTATE)
+        return rc;
     int64_t d = delay_ms < 0 ? e->base.cede_delay_ms : delay_ms;
     reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms((int)d));
     return rc;
@@ -889,19 +820,18 @@ static int64_t lease_valid_until(const reign_election *pub)
 static reign_election *lease_free(reign_election *pub)
 {
     lease_election *e = (lease_election *)pub;
-    if (!e->free_requested) {
-        e->free_requested = true;
-        /* Leave without waiting: the release goes out, no callback follows. */
-        if (e->base.leader) {
-            e->base.leader = false;
-            release(e, e->guid, e->base.term);
-        }
+    if (!e->base.free_requested) {
+        bool was_leader = e->base.leader;
         abandon_claim(e);
-        unlist_self(e);
+        step(e, IN(FREE), NULL); /* a leadership ends silently */
+        e->base.free_requested = true;
+        /* Leave without waiting: the release goes out, no callback follows. */
+        if (was_leader)
+            release(e, e->guid, e->base.term);
         e->epoch++;
         reign__sqlw_forget(e->w, e);
     }
-    if (e->busy > 0)
+    if (e->base.busy > 0)
         return NULL; /* inside one of our callbacks: LEAVE frees it */
     destroy(e);
     return NULL;
@@ -912,6 +842,7 @@ static const reign__election_impl lease_impl = {
     .cede = lease_cede,
     .valid_until = lease_valid_until,
     .free = lease_free,
+    .left = lease_left,
 };
 
 /* ---- one-shot: the snapshot for `reign status`, deposing for `reign cede` ------------------ */

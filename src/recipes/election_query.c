@@ -163,9 +163,9 @@ static void on_candidate(void *owner, void *arg, const reign__zk_result *r)
         c->raw_len = r->value_len;
         reign__record rec;
         if (reign__record_parse(r->value, r->value_len, &rec) == 0) {
-            const char *id = reign__record_get(&rec, "id");
+            const char *id = reign__record_get(&rec, REIGN__K_ID);
             c->id = reign__strdup(id ? id : "");
-            if (reign__record_get_u64(&rec, "session_ms", &c->session_ms) < 0 ||
+            if (reign__record_get_u64(&rec, REIGN__K_SESSION_MS, &c->session_ms) < 0 ||
                 c->session_ms > SESSION_MS_MAX)
                 c->session_ms = 0; /* malformed or absurd: not trusted */
             c->data = reign__memdup(rec.payload, rec.payload_len);
@@ -198,7 +198,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     size_t n = 0;
     if (q->strategy == REIGN_STRATEGY_LOCK) {
         for (size_t i = 0; i < r->n_children; i++)
-            if (!strcmp(r->children[i], "lock"))
+            if (!strcmp(r->children[i], REIGN__N_LOCK))
                 v[n++].name = r->children[i];
     } else {
         for (size_t i = 0; i < r->n_children; i++)
@@ -328,15 +328,21 @@ static bool designate_by_tag(query *q, const reign__qnode *v, size_t n)
     char prio[12], term[24];
     snprintf(prio, sizeof(prio), "%u", (unsigned)REIGN__DESIGNATED_MIN);
     snprintf(term, sizeof(term), "%llu", (unsigned long long)(q->have_term ? q->term : 0));
-    const char *tkv[] = {
-        "id", q->target, "guid", t->guid, "designated", l ? l->name : "-", "designated_term", term};
-    const char *lkv[] = {"id",
+    const char *tkv[] = {REIGN__K_ID,
+                         q->target,
+                         REIGN__K_GUID,
+                         t->guid,
+                         REIGN__K_DESIGNATED,
+                         l ? l->name : "-",
+                         REIGN__K_DESIGNATED_TERM,
+                         term};
+    const char *lkv[] = {REIGN__K_ID,
                          q->leader_id ? q->leader_id : "",
-                         "guid",
+                         REIGN__K_GUID,
                          q->leader_guid ? q->leader_guid : "",
-                         "handoff",
+                         REIGN__K_HANDOFF,
                          t->name,
-                         "handoff_priority",
+                         REIGN__K_HANDOFF_PRIORITY,
                          prio};
     reign__buf tb, lb;
     reign__buf_init(&tb);
@@ -398,8 +404,8 @@ static void designate(query *q)
     snprintf(prio, sizeof(prio), "%u", (unsigned)REIGN__DESIGNATED_MIN);
     snprintf(term, sizeof(term), "%llu", (unsigned long long)(q->have_term ? q->term : 0));
     /* The term tells one designation from another under the same leader. */
-    const char *tset[] = {"designated", l ? l->name : "-", "designated_term", term};
-    const char *lset[] = {"handoff", t->name, "handoff_priority", prio};
+    const char *tset[] = {REIGN__K_DESIGNATED, l ? l->name : "-", REIGN__K_DESIGNATED_TERM, term};
+    const char *lset[] = {REIGN__K_HANDOFF, t->name, REIGN__K_HANDOFF_PRIORITY, prio};
     reign__buf tb, lb;
     reign__buf_init(&tb);
     reign__buf_init(&lb);
@@ -425,9 +431,9 @@ static void on_term(void *owner, void *arg, const reign__zk_result *r)
     reign__record rec;
     if (r->rc == 0 && r->stat.version > 0 &&
         reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        const char *node = reign__record_get(&rec, "node");
-        const char *id = reign__record_get(&rec, "id");
-        const char *guid = reign__record_get(&rec, "guid");
+        const char *node = reign__record_get(&rec, REIGN__K_NODE);
+        const char *id = reign__record_get(&rec, REIGN__K_ID);
+        const char *guid = reign__record_get(&rec, REIGN__K_GUID);
         if (node && reign__election_node_ok(node)) {
             q->have_term = true;
             q->leader_node = reign__strdup(node);
@@ -470,7 +476,7 @@ static void on_dir(void *owner, void *arg, const reign__zk_result *r)
     q->strategy = REIGN_STRATEGY_QUEUE;
     reign__record rec;
     if (r->value_len && reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        int s = reign_strategy_parse(reign__record_get(&rec, "strategy"));
+        int s = reign_strategy_parse(reign__record_get(&rec, REIGN__K_STRATEGY));
         if (s > 0)
             q->strategy = (reign_strategy)s;
         reign__record_clear(&rec);
@@ -489,7 +495,7 @@ static void on_dir(void *owner, void *arg, const reign__zk_result *r)
  */
 static int issue_reads(query *q)
 {
-    char *term = reign__path_join(q->dir, "term");
+    char *term = reign__path_join(q->dir, REIGN__N_TERM);
     int rc =
         !term ? REIGN_ENOMEM : reign__zk_get(q->zk, q->dir, NULL, REIGN__ZK_RETRY, q, on_dir, NULL);
     if (rc == 0)

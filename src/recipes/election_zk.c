@@ -3,22 +3,10 @@
  * <reign/election.h> for what users get and election_internal.h for the
  * node layout).
  *
- * The life of a candidate:
- *
- *   SETUP     read the election node (create the path if missing) and
- *             check the strategy recorded there
- *   CREATING  create our node (queue: ephemeral sequential with a fresh
- *             guid in its name; lock: the ephemeral lock node)
- *   CHECKING  queue: list the children, find our place; lock: see who owns
- *             the lock (ephemeral owner == our session)
- *   WAITING   watch the predecessor (queue) or the lock node (lock)
- *   CLAIMING  one multi: "our node exists" + "set term" - atomic, so no
- *             stale candidate can bump the term
- *   LEADER    until resigned, ceded, node deleted, deadline passed, or
- *             session lost
- *   RESIGNING deleting our node; then LEFT
- *   PAUSED    ceded or deposed: stand again when the timer fires
- *   FAILED    an error that retrying cannot cure (ERROR was emitted)
+ * The life of a candidate is the table of election_zk_fsm.c (states,
+ * inputs, guards, the events each step emits, and why).  This file turns
+ * ZooKeeper's results and events into its inputs (step()), carries out the
+ * actions a step names, and issues the requests the new state needs.
  *
  * Every attempt has an epoch; results of requests made by an older epoch
  * are ignored, so a late answer can never act on a newer state.  Watches
@@ -31,24 +19,44 @@
 #include <unistd.h>
 
 #include "election_internal.h"
+#include "election_zk_fsm.h"
+#include "layout.h"
 
-typedef enum estate {
-    ST_SETUP = 1,
-    ST_CREATING,
-    ST_CHECKING,
-    ST_WAITING,
-    ST_CLAIMING,
-    ST_LEADER,
-    ST_RESIGNING,
-    ST_PAUSED,
-    ST_NOSESSION,
-    ST_LEFT,
-    ST_FAILED
-} estate;
+typedef unsigned estate; /* reign__zke_state */
+#define ST_NOSESSION       REIGN__ZKE_NOSESSION
+#define ST_SETUP           REIGN__ZKE_SETUP
+#define ST_CREATING        REIGN__ZKE_CREATING
+#define ST_CHECKING        REIGN__ZKE_CHECKING
+#define ST_LEADER_CHECKING REIGN__ZKE_LEADER_CHECKING
+#define ST_WAITING         REIGN__ZKE_WAITING
+#define ST_OBSERVING       REIGN__ZKE_OBSERVING
+#define ST_CONTENDING      REIGN__ZKE_CONTENDING
+#define ST_HANDING_OVER    REIGN__ZKE_HANDING_OVER
+#define ST_CLAIMING        REIGN__ZKE_CLAIMING
+#define ST_TAKING_OVER     REIGN__ZKE_TAKING_OVER
+#define ST_LEADER          REIGN__ZKE_LEADER
+#define ST_DEMOTED         REIGN__ZKE_DEMOTED
+#define ST_RESIGNING       REIGN__ZKE_RESIGNING
+#define ST_PAUSED          REIGN__ZKE_PAUSED
+#define ST_LEFT            REIGN__ZKE_LEFT
+#define ST_FAILED          REIGN__ZKE_FAILED
+#define IN(x)              REIGN__ZKE_IN_##x
 
-static const char *const state_names[] = {"?",       "setup",     "creating", "checking",
-                                          "waiting", "claiming",  "leader",   "resigning",
-                                          "paused",  "nosession", "left",     "failed"};
+/* What was the "waiting" of the flag-based machine: behind someone. */
+static bool waiting_like(estate s)
+{
+    return s == ST_WAITING || s == ST_OBSERVING || reign__zke_contending(s);
+}
+
+static bool claiming(estate s)
+{
+    return s == ST_CLAIMING || s == ST_TAKING_OVER;
+}
+
+static bool checking(estate s)
+{
+    return s == ST_CHECKING || s == ST_LEADER_CHECKING;
+}
 
 typedef struct zk_election {
     reign_election base; /* first: the client and the API call us through it */
@@ -99,27 +107,20 @@ typedef struct zk_election {
     int64_t preempt_at;     /* when we may ask a lower-priority leader to hand over */
     char *holder_node;      /* the candidate node it names (a contender's) */
     bool may_preempt;       /* we outrank it and may ask it to hand over */
-    bool contending;        /* first in line, waiting on someone else's leader node */
     char *leader_node_watched;
 
-    bool ready_sent;
     bool following; /* leader-view maintenance started */
 
     reign__timer timer;   /* pause (cede) and error back-off */
     reign__timer preempt; /* the preemption delay */
-    reign__timer defer;   /* deferred DEMOTED after an API call */
-    bool defer_demote;
-    bool defer_left; /* resigned with nothing standing: LEFT next turn */
-    reign_demote_reason defer_reason;
-    uint64_t defer_term, defer_token;
-    int64_t defer_at;
 
-    int busy; /* nesting of entries from the client */
-    bool free_requested;
 } zk_election;
+
+typedef reign__election_news zk_news;
 
 static const reign__recipe_ops election_ops;
 static reign_election *zk_free(reign_election *pub);
+static bool step(zk_election *e, reign__zke_input in, const zk_news *n);
 
 static void start(zk_election *e);
 static void check(zk_election *e);
@@ -213,7 +214,7 @@ bool reign__qnode_before(const reign__qnode *a, const reign__qnode *b)
 bool reign__election_node_ok(const char *name)
 {
     reign__qnode q;
-    return !strcmp(name, "lock") || reign__qnode_parse(name, &q);
+    return !strcmp(name, REIGN__N_LOCK) || reign__qnode_parse(name, &q);
 }
 
 static int qnode_cmp(const void *a, const void *b)
@@ -271,15 +272,6 @@ static void drop_stray(zk_election *e, const char *path)
 
 /* ---- events ------------------------------------------------------------- */
 
-static void emit(zk_election *e, reign_election_event *ev)
-{
-    if (e->free_requested || !e->base.cb)
-        return;
-    e->busy++;
-    e->base.cb(&e->base, ev, e->base.userdata);
-    e->busy--;
-}
-
 static void emit_error(zk_election *e, int err, const char *fmt, ...) REIGN__PRINTF(3, 4);
 static void emit_error(zk_election *e, int err, const char *fmt, ...)
 {
@@ -288,113 +280,34 @@ static void emit_error(zk_election *e, int err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    /* Returned to the application, which decides whether to log it. */
-    reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: error: %s", e->base.name, msg);
-    reign_election_event ev = {
-        .type = REIGN_ELECTION_ERROR, .at_ns = reign__now_ns(), .error = err, .message = msg};
-    emit(e, &ev);
+    reign__election_error(&e->base, err, msg);
 }
 
-static void set_state(zk_election *e, estate st, const char *why)
-{
-    if (e->state != st)
-        reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s -> %s (%s)", e->base.name,
-                   state_names[e->state], state_names[st], why);
-    e->state = st;
-}
-
-/* Leaves leadership locally.  `deferred`: called from an API function, so
- * the callback waits for the next process() (never re-entering the caller). */
-static void demote(zk_election *e, reign_demote_reason reason, bool deferred)
+/* Leaves leadership locally (the table's DEMOTE, DEMOTE_LATER).  `owed`:
+ * from an API function, so the callback waits for the next process(). */
+static void demote(zk_election *e, reign_demote_reason reason, bool owed)
 {
     if (!e->base.leader)
         return;
-    /* A leadership never outlasts its bound (is_leader() says no past it),
-     * so a demotion noticed late - after a stall or a SIGSTOP - took effect
-     * at the bound: that is the time reported. */
-    int64_t now = reign__now_ns();
-    int64_t until = reign__client_valid_until(e->base.client);
-    if (until > 0 && until < now)
-        now = until;
-    e->base.leader = false;
+    /* A leadership never outlasts its bound (is_leader() says no past it). */
+    int64_t bound = reign__client_valid_until(e->base.client);
     e->valid_until = 0;
     e->prio = e->cfg_prio; /* a designation lasts one leadership */
     reign__client_hold_validity(e->base.client, -1);
-    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s demoted (%s), term %llu",
-               e->base.name, e->base.id, reign_demote_reason_name(reason),
-               (unsigned long long)e->base.term);
-    if (deferred) {
-        e->defer_demote = true;
-        e->defer_reason = reason;
-        e->defer_term = e->base.term;
-        e->defer_token = e->base.token;
-        e->defer_at = now;
-        reign__timer_start(reign__client_timers(e->base.client), &e->defer, now);
-        reign__client_wake(e->base.client);
-        return;
-    }
-    reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
-                               .at_ns = now,
-                               .term = e->base.term,
-                               .token = e->base.token,
-                               .reason = reason};
-    emit(e, &ev);
-}
-
-static void defer_cb(reign__timer *t, void *arg)
-{
-    zk_election *e = arg;
-    e->busy++;
-    if (e->defer_demote) {
-        e->defer_demote = false;
-        reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
-                                   .at_ns = e->defer_at,
-                                   .term = e->defer_term,
-                                   .token = e->defer_token,
-                                   .reason = e->defer_reason};
-        emit(e, &ev);
-    }
-    if (e->defer_left) {
-        e->defer_left = false;
-        finish_resign(e, 0);
-    }
-    e->busy--;
-    if (!e->busy && e->free_requested)
-        zk_free(&e->base);
-}
-
-static void send_ready(zk_election *e)
-{
-    if (e->ready_sent)
-        return;
-    e->ready_sent = true;
-    reign_leader pub;
-    if (e->base.lv.known)
-        reign__leader_view_public(&e->base.lv, &pub);
-    reign_election_event ev = {.type = REIGN_ELECTION_READY,
-                               .at_ns = reign__now_ns(),
-                               .leader = e->base.lv.known ? &pub : NULL};
-    emit(e, &ev);
+    reign__election_demote(&e->base, reason, bound, owed);
 }
 
 /* ---- entry guard: the election may be freed by a callback ---------------- */
 
-#define ENTER(e)                                                                                   \
-    do {                                                                                           \
-        (e)->busy++;                                                                               \
-    } while (0)
-#define LEAVE(e)                                                                                   \
-    do {                                                                                           \
-        if (--(e)->busy == 0 && (e)->free_requested)                                               \
-            zk_free(&(e)->base);                                                                   \
-    } while (0)
+#define ENTER(e) reign__election_enter(&(e)->base)
+#define LEAVE(e) reign__election_leave(&(e)->base)
 
 /* A request's arg: the epoch that made it, and whether it carries a watch
  * (so a failed registration can clear its flag even when stale). */
 #define ARG(e, watch)  ((void *)(((e)->epoch << 1) | ((watch) ? 1u : 0u)))
 #define EPOCH_ARG(e)   ARG(e, 0)
 #define HAD_WATCH(arg) (((uintptr_t)(arg)) & 1u)
-#define STALE(e, arg)  ((((uintptr_t)(arg)) >> 1) != (e)->epoch || (e)->free_requested)
+#define STALE(e, arg)  ((((uintptr_t)(arg)) >> 1) != (e)->epoch || (e)->base.free_requested)
 /* exists() registers its watch when the answer is OK or ENOENT. */
 #define EXISTS_REGISTERED(r) ((r)->rc == 0 || (r)->rc == REIGN_ENOENT)
 
@@ -412,7 +325,7 @@ static void timer_cb(reign__timer *t, void *arg)
 {
     zk_election *e = arg;
     ENTER(e);
-    if (e->state == ST_PAUSED || e->state == ST_SETUP || e->state == ST_CHECKING ||
+    if (e->state == ST_PAUSED || e->state == ST_SETUP || checking(e->state) ||
         e->state == ST_CREATING) {
         if (e->my_node && e->state != ST_PAUSED)
             check(e);
@@ -427,13 +340,15 @@ static void timer_cb(reign__timer *t, void *arg)
 static void retry_later(zk_election *e, int err, const char *what)
 {
     if (err == REIGN_ESESSION || err == REIGN_ECLOSED) {
-        set_state(e, ST_NOSESSION, what);
+        reign__log(e->base.log, REIGN_LOG_DEBUG, "election %s: %s: no session", e->base.name, what);
+        step(e, IN(NO_SESSION), NULL);
         return;
     }
     reign__log(e->base.log, REIGN_LOG_WARN, "election %s: %s: %s; retrying", e->base.name, what,
                reign_strerror(err));
     e->epoch++;
-    set_state(e, e->my_node ? ST_CHECKING : ST_SETUP, what);
+    if (!step(e, IN(RETRY), NULL))
+        return;
     reign__timer_start(reign__client_timers(e->base.client), &e->timer,
                        reign__now_ns() + 1000000000);
 }
@@ -447,10 +362,10 @@ static void fail(zk_election *e, int err, const char *fmt, ...)
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     e->epoch++;
-    demote(e, REIGN_DEMOTE_ERROR, false);
-    set_state(e, ST_FAILED, "error");
+    step(e, IN(ERROR), NULL);
     reign__timer_stop(reign__client_timers(e->base.client), &e->timer);
-    emit_error(e, err, "%s", msg);
+    if (e->state == ST_FAILED)
+        emit_error(e, err, "%s", msg);
 }
 /* ---- leader view (observers, follow_leader candidates) ----------------- */
 
@@ -464,19 +379,7 @@ static void publish_leader(zk_election *e, reign__leader_view *nv)
     reign__leader_view_clear(&e->base.lv);
     e->base.lv = *nv;
     memset(nv, 0, sizeof(*nv));
-    if (!e->ready_sent) {
-        send_ready(e);
-        return;
-    }
-    if (same)
-        return;
-    reign_leader pub;
-    if (e->base.lv.known)
-        reign__leader_view_public(&e->base.lv, &pub);
-    reign_election_event ev = {.type = REIGN_ELECTION_LEADER_CHANGED,
-                               .at_ns = reign__now_ns(),
-                               .leader = e->base.lv.known ? &pub : NULL};
-    emit(e, &ev);
+    reign__election_view(&e->base, !same);
 }
 
 static void on_leader_exists(void *owner, void *arg, const reign__zk_result *r)
@@ -484,7 +387,7 @@ static void on_leader_exists(void *owner, void *arg, const reign__zk_result *r)
     zk_election *e = owner;
     reign__leader_view *nv = arg;
     ENTER(e);
-    if (e->free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED) {
+    if (e->base.free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED) {
         reign__leader_view_clear(nv);
     } else {
         if (!EXISTS_REGISTERED(r) && e->leader_node_watched && nv->node &&
@@ -507,7 +410,7 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (HAD_WATCH(arg) && r->rc != 0)
         e->term_watched = false;
-    if (e->free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
+    if (e->base.free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
         goto out;
     if (r->rc == REIGN_ENOENT)
         await_term(e);
@@ -519,11 +422,11 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
     reign__record rec;
     if (r->rc == 0 && r->stat.version > 0 &&
         reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        const char *node = reign__record_get(&rec, "node");
+        const char *node = reign__record_get(&rec, REIGN__K_NODE);
         if (node && reign__election_node_ok(node)) {
             nv->known = true;
-            nv->id =
-                reign__strdup(reign__record_get(&rec, "id") ? reign__record_get(&rec, "id") : "");
+            nv->id = reign__strdup(
+                reign__record_get(&rec, REIGN__K_ID) ? reign__record_get(&rec, REIGN__K_ID) : "");
             nv->data = reign__memdup(rec.payload, rec.payload_len);
             nv->data_len = rec.payload_len;
             nv->node = reign__strdup(node);
@@ -569,7 +472,7 @@ static void on_term_exists(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (!EXISTS_REGISTERED(r))
         e->term_watched = false;
-    if (r->rc == 0 && e->following && !e->free_requested)
+    if (r->rc == 0 && e->following && !e->base.free_requested)
         follow_leader(e); /* created meanwhile: read it */
     LEAVE(e);
 }
@@ -626,51 +529,78 @@ static void on_leader_node_event(void *owner, void *arg, reign__zk_event ev, con
 
 /* ---- becoming leader ---------------------------------------------------- */
 
-static void become_leader(zk_election *e, uint64_t term, uint64_t token)
+/* Leadership begins (the table's ELECT, after a fresh claim). */
+static void announce_elected(zk_election *e, const zk_news *n)
 {
-    int64_t now = reign__now_ns();
-    int64_t until = reign__client_valid_until(e->base.client);
-    if (until <= now) {
-        /* The proof of our session is already too old (a stall, or a slow
-         * answer): announcing now could overlap with a successor. */
-        reign__log(e->base.log, REIGN_LOG_WARN,
-                   "election %s: won term %llu but the session proof is stale; re-checking",
-                   e->base.name, (unsigned long long)term);
-        e->epoch++;
-        set_state(e, ST_CHECKING, "stale proof");
-        check(e);
-        return;
-    }
-    e->base.leader = true;
     if (e->designated) { /* done; its priority stays for this leadership */
         set_str(&e->designation_done, e->designation);
         set_str(&e->designated, NULL);
     }
     set_str(&e->handing_to, NULL);
     e->leader_seen = false;
-    e->base.term = term;
-    e->base.token = token;
-    e->valid_until = until;
-    set_state(e, ST_LEADER, "claimed");
+    reign__election_lead(&e->base, n->term, n->token);
+    e->valid_until = n->until;
     reign__client_hold_validity(e->base.client, +1);
-    reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: %s elected, term %llu token %llu",
-               e->base.name, e->base.id, (unsigned long long)term, (unsigned long long)token);
-    send_ready(e);
-    if (e->free_requested || !e->base.leader)
+    reign__election_ready(&e->base);
+    reign__election_elected(&e->base, n->at, n->until);
+}
+
+/*
+ * One step of the table (election_zk_fsm.c): the new state, then its
+ * actions in order.  False if the table refused the input or found it moot,
+ * or if a callback run by the actions took another step or freed the
+ * election: the caller then makes no request for the state it asked for.
+ */
+static void act_demote(reign_election *pub, reign_demote_reason reason, bool owed)
+{
+    demote((zk_election *)pub, reason, owed);
+}
+
+static void act_drop(reign_election *pub)
+{
+    if (pub->leader) {
+        pub->leader = false;
+        reign__client_hold_validity(pub->client, -1);
+    }
+}
+
+static void act_elect(reign_election *pub, const zk_news *n)
+{
+    announce_elected((zk_election *)pub, n);
+}
+
+static const reign__election_acts zk_acts = {act_demote, act_drop, act_elect};
+
+/* One step of the table (election_zk_fsm.c), with the facts its guards read. */
+static bool step(zk_election *e, reign__zke_input in, const zk_news *n)
+{
+    unsigned facts =
+        (e->my_node ? REIGN__EFSM_F_NODE : 0) | (e->handing_to ? REIGN__EFSM_F_HANDING : 0);
+    return reign__election_step(&e->base, &reign__zke_machine, &zk_acts, &e->state, in, facts, n);
+}
+
+/* A claim (or a takeover, or a new election's multi) landed. */
+static void become_leader(zk_election *e, uint64_t term, uint64_t token)
+{
+    zk_news n = {.term = term, .token = token, .at = reign__now_ns()};
+    n.until = reign__client_valid_until(e->base.client);
+    n.fresh = n.until > n.at;
+    if (!step(e, IN(CLAIMED), &n) || e->state != ST_CHECKING)
         return;
-    reign_election_event ev = {.type = REIGN_ELECTION_ELECTED,
-                               .at_ns = now,
-                               .term = term,
-                               .token = token,
-                               .valid_until_ns = until};
-    emit(e, &ev);
+    /* The proof of our session is already too old (a stall, or a slow
+     * answer): announcing now could overlap with a successor. */
+    reign__log(e->base.log, REIGN_LOG_WARN,
+               "election %s: won term %llu but the session proof is stale; re-checking",
+               e->base.name, (unsigned long long)term);
+    e->epoch++;
+    check(e);
 }
 
 static void on_term_recheck(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_CLAIMING)
+    if (STALE(e, arg) || !claiming(e->state))
         goto out;
     if (r->rc != 0) {
         retry_later(e, r->rc, "reading the term");
@@ -681,7 +611,7 @@ static void on_term_recheck(void *owner, void *arg, const reign__zk_result *r)
     reign__record rec;
     bool ours = false;
     if (reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        const char *g = reign__record_get(&rec, "guid");
+        const char *g = reign__record_get(&rec, REIGN__K_GUID);
         ours = g && !strcmp(g, e->guid);
         reign__record_clear(&rec);
     }
@@ -783,12 +713,13 @@ static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, con
  * candidate node `node`. */
 static int claim_records(zk_election *e, const char *node, reign__buf *t, reign__buf *l)
 {
-    const char *kv[] = {"id", e->base.id, "node", node, "guid", e->guid};
+    const char *kv[] = {REIGN__K_ID, e->base.id, REIGN__K_NODE, node, REIGN__K_GUID, e->guid};
     int rc = reign__record_build(t, kv, 6, e->base.data, e->base.data_len);
     if (rc == 0 && l) {
         char prio[12];
         snprintf(prio, sizeof(prio), "%u", e->prio);
-        const char *lkv[] = {"id", e->base.id, "node", node, "guid", e->guid, "priority", prio};
+        const char *lkv[] = {REIGN__K_ID,   e->base.id, REIGN__K_NODE,     node,
+                             REIGN__K_GUID, e->guid,    REIGN__K_PRIORITY, prio};
         rc = reign__record_build(l, lkv, 8, NULL, 0);
     }
     return rc;
@@ -836,8 +767,8 @@ static void send_claim(zk_election *e, int32_t takeover)
 
 static void claim(zk_election *e)
 {
-    set_state(e, ST_CLAIMING, "first in line");
-    send_claim(e, -1);
+    if (step(e, IN(FIRST), NULL))
+        send_claim(e, -1);
 }
 
 /* ---- the leader node: contending, preempting, handing over --------------- */
@@ -886,7 +817,7 @@ static void on_handoff_asked(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
+    if (STALE(e, arg) || !reign__zke_contending(e->state))
         goto out;
     if (r->rc == 0)
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: asked the leader to hand over",
@@ -911,7 +842,7 @@ static void on_holder_read(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
+    if (STALE(e, arg) || !reign__zke_contending(e->state))
         goto out;
     if (r->rc == REIGN_ENOENT)
         goto out; /* deposed: it lets go when it has stepped down (or its session ends) */
@@ -925,11 +856,11 @@ static void on_holder_read(void *owner, void *arg, const reign__zk_result *r)
     if (reign__record_parse(r->value, r->value_len, &rec) < 0)
         goto out; /* foreign: no one to ask */
     const char *mine = basename_of(e->my_node);
-    const char *asked = reign__record_get(&rec, "handoff");
-    const char *at = reign__record_get(&rec, "handoff_priority");
+    const char *asked = reign__record_get(&rec, REIGN__K_HANDOFF);
+    const char *at = reign__record_get(&rec, REIGN__K_HANDOFF_PRIORITY);
     char prio[12];
     snprintf(prio, sizeof(prio), "%u", e->prio);
-    const char *set[] = {"handoff", mine, "handoff_priority", prio};
+    const char *set[] = {REIGN__K_HANDOFF, mine, REIGN__K_HANDOFF_PRIORITY, prio};
     reign__buf b;
     reign__buf_init(&b);
     /* Asked already (by us, or by the operator who designated us)? */
@@ -953,7 +884,7 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     ENTER(e);
     if (HAD_WATCH(arg) && r->rc != 0)
         e->leader_lock_watched = false; /* get() registers only on success */
-    if (STALE(e, arg) || e->state != ST_WAITING || !e->contending)
+    if (STALE(e, arg) || !reign__zke_contending(e->state))
         goto out;
     if (r->rc == REIGN_ENOENT) {
         set_str(&e->handing_to, NULL); /* taken over and gone, or let go */
@@ -971,8 +902,8 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     const char *node = NULL, *next = NULL;
     bool parsed = reign__record_parse(r->value, r->value_len, &rec) == 0;
     if (parsed) {
-        node = reign__record_get(&rec, "node");
-        next = reign__record_get(&rec, "next");
+        node = reign__record_get(&rec, REIGN__K_NODE);
+        next = reign__record_get(&rec, REIGN__K_NEXT);
     }
     if (r->stat.ephemeral_owner == reign_client_session_id(e->base.client)) {
         bool handing = e->handing_to && next && !strcmp(next, basename_of(e->handing_to));
@@ -990,7 +921,12 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
     }
     /* Another session's: a handover of ours is over (taken, or let go). */
     set_str(&e->handing_to, NULL);
-    if (!node || !reign__election_node_ok(node) || !strcmp(node, "lock")) {
+    if (!step(e, IN(HANDOVER_ENDED), NULL)) {
+        if (parsed)
+            reign__record_clear(&rec);
+        goto out;
+    }
+    if (!node || !reign__election_node_ok(node) || !strcmp(node, REIGN__N_LOCK)) {
         if (parsed)
             reign__record_clear(&rec);
         reign__log(e->base.log, REIGN_LOG_WARN,
@@ -1010,7 +946,7 @@ static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *
         e->leader_seen_version = r->stat.version;
     }
     uint64_t their = 0;
-    (void)reign__record_get_u64(&rec, "priority", &their);
+    (void)reign__record_get_u64(&rec, REIGN__K_PRIORITY, &their);
     bool designated = e->prio >= REIGN__DESIGNATED_MIN;
     e->may_preempt = designated ? e->prio >= their : e->prio > their && !e->no_preempt;
     reign__free(e->holder_node);
@@ -1038,8 +974,8 @@ out:
  * (priority, designation) ask it to hand over. */
 static void contend(zk_election *e)
 {
-    set_state(e, ST_WAITING, "the leader node is held");
-    e->contending = true;
+    if (!step(e, IN(LEADER_NODE_HELD), NULL))
+        return;
     bool watch = !e->leader_lock_watched;
     int rc = reign__zk_get(e->zk, e->leader_path, watch ? on_leader_lock_event : NULL,
                            REIGN__ZK_RETRY, e, on_leader_lock_read, ARG(e, watch));
@@ -1047,15 +983,15 @@ static void contend(zk_election *e)
         e->leader_lock_watched = true;
     if (rc < 0)
         issue_failed(e, rc, "reading the leader node");
-    if (!e->ready_sent && !e->base.follow)
-        send_ready(e);
+    if (!e->base.follow)
+        reign__election_ready(&e->base);
 }
 
 static void preempt_cb(reign__timer *t, void *arg)
 {
     zk_election *e = arg;
     ENTER(e);
-    if (e->state == ST_WAITING && e->contending && !e->base.leader)
+    if (reign__zke_contending(e->state))
         contend(e);
     LEAVE(e);
 }
@@ -1067,7 +1003,7 @@ static void on_leader_lock_event(void *owner, void *arg, reign__zk_event ev, con
     e->leader_lock_watched = false;
     bool seen = e->leader_seen;
     e->leader_seen = false;
-    if (e->state == ST_WAITING && e->contending && !e->base.leader) {
+    if (reign__zke_contending(e->state)) {
         if (ev == REIGN__ZK_DELETED && e->handing_to) {
             set_str(&e->handing_to, NULL); /* taken over (or released): look again */
             check(e);
@@ -1093,7 +1029,7 @@ static void on_taken_over(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_CLAIMING)
+    if (STALE(e, arg) || e->state != ST_TAKING_OVER)
         goto out;
     switch (r->rc) {
     case 0:
@@ -1126,8 +1062,8 @@ out:
  */
 static void take_over(zk_election *e, int32_t version)
 {
-    set_state(e, ST_CLAIMING, "handed over to us");
-    send_claim(e, version);
+    if (step(e, IN(HANDED_TO_US), NULL))
+        send_claim(e, version);
 }
 
 static void on_handing_event(void *owner, void *arg, reign__zk_event ev, const char *path);
@@ -1211,16 +1147,14 @@ static void hand_over(zk_election *e, const char *to)
     char prio[12];
     snprintf(prio, sizeof(prio), "%u", e->prio);
     const char *node = basename_of(e->my_node);
-    const char *kv[] = {"id",    e->base.id, "node", node,   "guid",
-                        e->guid, "priority", prio,   "next", to};
+    const char *kv[] = {REIGN__K_ID, e->base.id,        REIGN__K_NODE, node,          REIGN__K_GUID,
+                        e->guid,     REIGN__K_PRIORITY, prio,          REIGN__K_NEXT, to};
     reign__buf l;
     reign__buf_init(&l);
     set_str(&e->handing_to, NULL);
     e->handing_to = reign__path_join(e->dir, to);
     e->handing_watched = false;
     int rc = e->handing_to ? reign__record_build(&l, kv, 10, NULL, 0) : REIGN_ENOMEM;
-    set_state(e, ST_WAITING, "handing over");
-    e->contending = true;
     if (rc == 0)
         rc = reign__zk_set(e->zk, e->leader_path, l.data, l.len, e->leader_version, 0, e, on_handed,
                            EPOCH_ARG(e));
@@ -1259,10 +1193,8 @@ static void hand_off_if_asked(zk_election *e, const char *to, unsigned asked)
     }
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: handing over to %s", e->base.name, to);
     e->epoch++;
-    demote(e, REIGN_DEMOTE_HANDOFF, false);
-    if (e->free_requested)
-        return;
-    hand_over(e, to);
+    if (step(e, IN(OUTRANKED), NULL)) /* demoted, HANDING_OVER */
+        hand_over(e, to);
 }
 
 /* ---- watching our place ------------------------------------------------- */
@@ -1281,14 +1213,13 @@ static void handle_node_gone(zk_election *e)
     set_str(&e->my_node, NULL);
     e->own_watched = false;
     bool was_leader = e->base.leader;
-    demote(e, REIGN_DEMOTE_NODE_DELETED, false);
+    bool paused = step(e, IN(NODE_GONE), NULL); /* demoted if leading */
     if (was_leader || e->handing_to)
         release_leader_node(e);
     set_str(&e->handing_to, NULL);
     undesignate(e);
-    if (e->free_requested || e->state == ST_FAILED || e->state == ST_LEFT)
+    if (!paused)
         return;
-    set_state(e, ST_PAUSED, "node deleted");
     reign__timer_start(reign__client_timers(e->base.client), &e->timer,
                        reign__now_ns() + (int64_t)e->base.cede_delay_ms * REIGN__NS_PER_MS);
 }
@@ -1308,8 +1239,8 @@ static void designated(zk_election *e, const char *leader, const char *id)
 {
     if (e->designation_done && !strcmp(e->designation_done, id))
         return; /* led by it already: our node still says so */
-    if (e->designated && e->designation && !strcmp(e->designation, id) && e->state == ST_WAITING &&
-        e->contending)
+    if (e->designated && e->designation && !strcmp(e->designation, id) &&
+        reign__zke_contending(e->state))
         return; /* acting on it already */
     set_str(&e->designation, id);
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: designated (the leader was %s)",
@@ -1317,7 +1248,7 @@ static void designated(zk_election *e, const char *leader, const char *id)
     set_str(&e->designated, leader);
     e->prio = REIGN__DESIGNATED_MIN;
     e->preempt_at = 0;
-    if (e->state != ST_CLAIMING) /* a claim in flight ends in contend() if it fails */
+    if (!claiming(e->state)) /* a claim in flight ends in contend() if it fails */
         contend(e);
 }
 
@@ -1349,16 +1280,16 @@ static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
     reign__buf_init(&id);
     reign__record rec;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        if (reign__record_get_u64(&rec, "handoff_priority", &asked) < 0 ||
+        if (reign__record_get_u64(&rec, REIGN__K_HANDOFF_PRIORITY, &asked) < 0 ||
             asked > REIGN__DESIGNATED_MIN)
             asked = 0;
-        const char *h = reign__record_get(&rec, "handoff");
-        const char *d = reign__record_get(&rec, "designated");
+        const char *h = reign__record_get(&rec, REIGN__K_HANDOFF);
+        const char *d = reign__record_get(&rec, REIGN__K_DESIGNATED);
         to = h ? reign__strdup(h) : NULL;
         des = d && (!strcmp(d, "-") || reign__election_node_ok(d)) ? reign__strdup(d) : NULL;
-        const char *dt = reign__record_get(&rec, "designated_term");
+        const char *dt = reign__record_get(&rec, REIGN__K_DESIGNATED_TERM);
         reign__buf_printf(&id, "%s@%s", d ? d : "", dt ? dt : "");
-        const char *mine = reign__record_get(&rec, "id");
+        const char *mine = reign__record_get(&rec, REIGN__K_ID);
         if (!mine || strcmp(mine, e->base.id) != 0 || rec.payload_len != e->base.data_len ||
             (rec.payload_len && memcmp(rec.payload, e->base.data, rec.payload_len) != 0)) {
             /* Written without our payload (a designation found us by the id
@@ -1395,11 +1326,11 @@ static void on_own_event(void *owner, void *arg, reign__zk_event ev, const char 
     if (e->strategy == REIGN_STRATEGY_LOCK) {
         e->own_watched = false; /* the lock watch serves leader and waiters alike */
         if (ev == REIGN__ZK_DELETED) {
-            if (e->state == ST_LEADER || e->state == ST_CLAIMING)
+            if (e->state == ST_LEADER || e->state == ST_DEMOTED || e->state == ST_CLAIMING)
                 handle_node_gone(e);
-            else if (e->state == ST_WAITING)
+            else if (waiting_like(e->state))
                 create_node(e); /* the lock is free: race for it */
-        } else if (e->state == ST_WAITING || e->state == ST_LEADER) {
+        } else if (waiting_like(e->state) || e->state == ST_LEADER || e->state == ST_DEMOTED) {
             check(e); /* data changed: re-arm the watch and look again */
         }
     } else if (e->my_node && !strcmp(path, e->my_node)) {
@@ -1420,14 +1351,15 @@ static void on_pred_event(void *owner, void *arg, reign__zk_event ev, const char
     bool was_pred = e->pred_watched && !strcmp(e->pred_watched, path);
     if (was_pred)
         set_str(&e->pred_watched, NULL);
-    if (e->state == ST_WAITING && was_pred && ev == REIGN__ZK_DELETED && e->pred_is_first) {
+    if (waiting_like(e->state) && was_pred && ev == REIGN__ZK_DELETED && e->pred_is_first) {
         /* Sequence numbers only grow, so without priorities no node can
          * appear ahead of ours: with the first in line gone, we are first.
          * Claim at once (the claim's check still proves our node exists,
          * and the leader node keeps it exclusive if a designated candidate
          * got ahead meanwhile): one round trip. */
         claim(e);
-    } else if (e->state == ST_WAITING && !(e->contending && ev != REIGN__ZK_DELETED)) {
+    } else if (waiting_like(e->state) &&
+               !(reign__zke_contending(e->state) && ev != REIGN__ZK_DELETED)) {
         check(e);
     }
     /* (A contender no longer minds its old predecessor, and a write to it
@@ -1441,7 +1373,7 @@ static void on_pred_exists(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (HAD_WATCH(arg) && !EXISTS_REGISTERED(r))
         set_str(&e->pred_watched, NULL);
-    if (STALE(e, arg) || e->state != ST_CHECKING)
+    if (STALE(e, arg) || !checking(e->state))
         goto out;
     if (r->rc == REIGN_ENOENT) {
         check(e); /* gone meanwhile: look again */
@@ -1459,7 +1391,7 @@ static void on_pred_exists(void *owner, void *arg, const reign__zk_result *r)
         }
         check(e);
     } else if (r->rc == 0) {
-        set_state(e, ST_WAITING, "predecessor alive");
+        step(e, IN(BEHIND), NULL);
     } else
         retry_later(e, r->rc, "watching the predecessor");
 out:
@@ -1499,15 +1431,15 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
-    if (STALE(e, arg) || e->state != ST_CHECKING)
+    if (STALE(e, arg) || !checking(e->state))
         goto out;
     if (r->rc != 0) {
         if (r->rc == REIGN_ENOENT) { /* the election node itself was removed */
             set_str(&e->my_node, NULL);
             e->own_watched = false;
-            demote(e, REIGN_DEMOTE_NODE_DELETED, false);
             e->epoch++;
-            start(e);
+            if (step(e, IN(ELECTION_GONE), NULL)) /* demoted if leading */
+                start(e);
         } else {
             retry_later(e, r->rc, "listing candidates");
         }
@@ -1543,7 +1475,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     if (me == 0) {
         reign__free(v);
         if (e->base.leader) { /* still first: nothing changed for us */
-            set_state(e, ST_LEADER, "still first");
+            step(e, IN(STILL_LEADING), NULL);
             goto out;
         }
         claim(e); /* READY comes with ELECTED */
@@ -1553,7 +1485,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         /* Not first any more: a candidate of higher priority joined.  We
          * lead until it asks us to hand over (or never, without preemption). */
         reign__free(v);
-        set_state(e, ST_LEADER, "leading, no longer first in line");
+        step(e, IN(STILL_LEADING), NULL);
         goto out;
     }
     /* The one-round-trip handoff (on_pred_event) holds only while no node
@@ -1580,8 +1512,8 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         set_str(&e->pred_watched, NULL);
     if (rc < 0)
         issue_failed(e, rc, "watching the predecessor");
-    if (!e->ready_sent && !e->base.follow)
-        send_ready(e);
+    if (!e->base.follow)
+        reign__election_ready(&e->base);
 out:
     LEAVE(e);
 }
@@ -1592,7 +1524,7 @@ static void on_lock_state(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (HAD_WATCH(arg) && !EXISTS_REGISTERED(r))
         e->own_watched = false;
-    if (STALE(e, arg) || e->state != ST_CHECKING)
+    if (STALE(e, arg) || !checking(e->state))
         goto out;
     if (r->rc == REIGN_ENOENT) {
         set_str(&e->my_node, NULL);
@@ -1608,17 +1540,15 @@ static void on_lock_state(void *owner, void *arg, const reign__zk_result *r)
         r->stat.ephemeral_owner != 0) {
         set_str(&e->my_node, e->lock_path);
         if (e->base.leader)
-            set_state(e, ST_LEADER, "still ours");
+            step(e, IN(STILL_LEADING), NULL);
         else
             claim(e);
     } else {
-        demote(e, REIGN_DEMOTE_NODE_DELETED, false);
-        if (e->free_requested)
-            goto out;
         set_str(&e->my_node, NULL);
-        set_state(e, ST_WAITING, "lock held by another session");
-        if (!e->ready_sent && !e->base.follow)
-            send_ready(e);
+        if (!step(e, IN(LOCK_HELD), NULL)) /* demoted if leading */
+            goto out;
+        if (!e->base.follow)
+            reign__election_ready(&e->base);
     }
 out:
     LEAVE(e);
@@ -1626,8 +1556,8 @@ out:
 
 static void check(zk_election *e)
 {
-    set_state(e, ST_CHECKING, "check");
-    e->contending = false;
+    if (!step(e, IN(CHECK), NULL))
+        return;
     int rc;
     if (e->strategy == REIGN_STRATEGY_LOCK) {
         /* One exists watch on the lock, shared by waiting and leading. */
@@ -1648,14 +1578,8 @@ static void check(zk_election *e)
 
 static void finish_resign(zk_election *e, int err)
 {
-    if (e->state != ST_RESIGNING)
-        return;
-    set_state(e, ST_LEFT, "node deleted");
-    reign_election_event ev = {.type = REIGN_ELECTION_LEFT,
-                               .at_ns = reign__now_ns(),
-                               .error = err,
-                               .message = err ? reign_strerror(err) : NULL};
-    emit(e, &ev);
+    zk_news n = {.err = err};
+    step(e, IN(RESIGNED), &n); /* LEFT */
 }
 
 static void on_resign_deleted(void *owner, void *arg, const reign__zk_result *r)
@@ -1747,7 +1671,8 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
     case REIGN_ECONNLOSS:
     case REIGN_ETIMEDOUT: {
         int rc;
-        set_state(e, ST_CREATING, "create outcome unknown");
+        if (!step(e, IN(CREATE_UNKNOWN), NULL))
+            break;
         if (e->strategy == REIGN_STRATEGY_LOCK) {
             check(e); /* the lock's owner tells whether it was ours */
             break;
@@ -1791,14 +1716,16 @@ static int candidate_record(zk_election *e)
     int t = reign__zk_session_timeout_ms(e->zk);
     if (t > 0)
         snprintf(session, sizeof(session), "%d", t);
-    const char *kv[] = {"id", e->base.id, "guid", e->guid, "session_ms", session};
+    const char *kv[] = {REIGN__K_ID, e->base.id,          REIGN__K_GUID,
+                        e->guid,     REIGN__K_SESSION_MS, session};
     reign__buf_reset(&e->record);
     return reign__record_build(&e->record, kv, session[0] ? 6 : 4, e->base.data, e->base.data_len);
 }
 
 static void create_node(zk_election *e)
 {
-    set_state(e, ST_CREATING, "create");
+    if (!step(e, IN(CREATE), NULL))
+        return;
     int rc = candidate_record(e);
     if (rc < 0) {
         issue_failed(e, rc, "creating our node");
@@ -1834,7 +1761,8 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r);
 
 static int dir_record(zk_election *e, reign__buf *b)
 {
-    const char *kv[] = {"kind", "election", "strategy", reign_strategy_name(e->strategy)};
+    const char *kv[] = {REIGN__K_KIND, REIGN__KIND_ELECTION, REIGN__K_STRATEGY,
+                        reign_strategy_name(e->strategy)};
     return reign__record_build(b, kv, 4, NULL, 0);
 }
 
@@ -1923,16 +1851,15 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     if (r->rc == REIGN_ENOENT && e->base.observer) {
         /* Observers read only: follow the term, which tells when it appears. */
-        set_state(e, ST_WAITING, "observing an election not yet created");
-        if (!e->following)
+        if (step(e, IN(OBSERVE), NULL) && !e->following)
             follow_leader(e);
         goto out;
     }
     if (r->rc == REIGN_ENOENT) {
         if (++e->setup_tries > 5) {
             fail(e, REIGN_ENOENT,
-                 "cannot create the election node %s: does the URI's chroot exist? (ZooKeeper "
-                 "does not create it)",
+                 "cannot create the election node %s: was the URI's chroot deleted? (a "
+                 "client creates it only when it starts)",
                  e->dir);
             goto out;
         }
@@ -1951,7 +1878,7 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
                  e->dir);
             goto out;
         }
-        const char *s = reign__record_get(&rec, "strategy");
+        const char *s = reign__record_get(&rec, REIGN__K_STRATEGY);
         int p = s ? reign_strategy_parse(s) : REIGN_EINVAL;
         if (s && p < 0) {
             reign__record_clear(&rec);
@@ -1983,7 +1910,7 @@ static void setup_done(zk_election *e, reign_strategy found)
     if (e->base.follow && !e->following)
         follow_leader(e);
     if (e->base.observer) {
-        set_state(e, ST_WAITING, "observing");
+        step(e, IN(OBSERVE), NULL);
         return;
     }
     create_node(e);
@@ -2022,7 +1949,7 @@ static void on_cold_parents(void *owner, void *arg, const reign__zk_result *r)
     else if (r->rc == 0 || r->rc == REIGN_EEXIST)
         cold_start(e);
     else
-        start(e); /* the ordinary way tells what is wrong (a missing chroot) */
+        start(e); /* the ordinary way tells what is wrong (a deleted chroot) */
 out:
     LEAVE(e);
 }
@@ -2090,7 +2017,8 @@ static void on_cold_made(void *owner, void *arg, const reign__zk_result *r)
          * no election node, or no node of ours, and we stand again).  A
          * node found is checked and claimed the ordinary way; the leader
          * node, if the multi landed, is ours and is let go first. */
-        set_state(e, ST_CREATING, "create outcome unknown");
+        if (!step(e, IN(CREATE_UNKNOWN), NULL))
+            break;
         release_if_ours(e);
         if (reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e)) <
             0)
@@ -2174,7 +2102,7 @@ static void cold_start(zk_election *e)
     reign__buf_free(&l);
     if (rc == 0) {
         e->create_inflight = true;
-        set_state(e, ST_SETUP, "new election?");
+        step(e, IN(COLD_SENT), NULL);
     } else {
         issue_failed(e, rc, "creating the election");
     }
@@ -2183,9 +2111,10 @@ static void cold_start(zk_election *e)
 static void start(zk_election *e)
 {
     e->epoch++;
-    set_state(e, ST_SETUP, "start");
+    if (!step(e, IN(START), NULL))
+        return;
     if (!reign__zk_connected(e->zk) && reign_client_session_id(e->base.client) == 0) {
-        set_state(e, ST_NOSESSION, "waiting for a session");
+        step(e, IN(NO_SESSION), NULL); /* waiting for a session */
         return;
     }
     /* The first attempt of a candidate that did not ask for the lock:
@@ -2209,7 +2138,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
     case REIGN_CONN_SUSPENDED:
         if (e->base.leader &&
             reign__client_suspend_policy(e->base.client) == REIGN_SUSPEND_IMMEDIATE)
-            demote(e, REIGN_DEMOTE_SUSPENDED, false);
+            step(e, IN(SUSPENDED), NULL);
         break;
     case REIGN_CONN_RECONNECTED:
         /* Same session: our node and watches survive.  Look again in case
@@ -2227,8 +2156,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
     case REIGN_CONN_LOST:
         /* Either expired (a new session follows: CONNECTED) or suspended
          * past the deadline (the deadline hook demoted already). */
-        if (e->base.leader)
-            demote(e, REIGN_DEMOTE_SESSION_LOST, false);
+        step(e, IN(SESSION_LOST), NULL); /* demoted if leading */
         break;
     case REIGN_CONN_CONNECTED:
         /* A new session: nothing of the old one is ours any more. */
@@ -2239,7 +2167,6 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         e->own_watched = false;
         e->term_watched = false;
         e->leader_lock_watched = false;
-        e->contending = false;
         e->create_inflight = false;
         e->prio = e->cfg_prio;
         e->preempt_at = 0;
@@ -2247,32 +2174,15 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         set_str(&e->handing_to, NULL);
         e->handing_watched = false;
         e->leader_seen = false;
-        if (e->base.leader)
-            demote(e, REIGN_DEMOTE_SESSION_LOST, false);
-        if (e->free_requested)
+        /* Demoted if leading; LEFT if resigning; SETUP unless paused or done. */
+        if (!step(e, IN(NEW_SESSION), NULL) || e->state != ST_SETUP)
             break;
-        if (e->state == ST_LEFT || e->state == ST_FAILED || e->state == ST_PAUSED)
-            break;
-        if (e->state == ST_RESIGNING) {
-            set_state(e, ST_LEFT, "session ended");
-            reign_election_event ev = {.type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns()};
-            emit(e, &ev);
-            break;
-        }
         e->following = false;
         start(e);
         break;
     case REIGN_CONN_CLOSED:
         e->epoch++;
-        demote(e, REIGN_DEMOTE_RESIGNED, false);
-        if (e->state != ST_LEFT && e->state != ST_FAILED) {
-            bool was_resigning = e->state == ST_RESIGNING;
-            set_state(e, ST_LEFT, "client closed");
-            if (was_resigning) {
-                reign_election_event ev = {.type = REIGN_ELECTION_LEFT, .at_ns = reign__now_ns()};
-                emit(e, &ev);
-            }
-        }
+        step(e, IN(CLOSED), NULL); /* demoted if leading; LEFT (announced if resigning) */
         break;
     default:
         break;
@@ -2294,15 +2204,13 @@ static void on_deadline(reign__recipe *rp, int64_t now)
     bool connected = reign__zk_connected(e->zk);
     /* Demote before the server could expire the session: a successor can
      * only be elected after that. */
-    demote(e, connected ? REIGN_DEMOTE_STALLED : REIGN_DEMOTE_SUSPENDED, false);
-    if (!e->free_requested && connected && e->state == ST_LEADER) {
+    if (step(e, connected ? IN(DEADLINE) : IN(DEADLINE_SUSPENDED), NULL) &&
+        e->state == ST_DEMOTED) {
         /* Still connected: the claim is a write and renews the proof.  It
          * is a new term: let go of the leader node first. */
         e->epoch++;
         release_leader_node(e);
         check(e);
-    } else if (!e->free_requested && e->state == ST_LEADER) {
-        set_state(e, ST_CHECKING, "suspended past the deadline");
     }
     LEAVE(e);
 }
@@ -2313,7 +2221,6 @@ static void destroy(zk_election *e)
 {
     reign__timers *ts = reign__client_timers(e->base.client);
     reign__timer_stop(ts, &e->timer);
-    reign__timer_stop(ts, &e->defer);
     reign__timer_stop(ts, &e->preempt);
     reign__zk_forget(e->zk, e);
     reign__client_detach(e->base.client, &e->base.recipe);
@@ -2367,7 +2274,6 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
     e->zk = reign__client_zk(client);
     e->strategy = o->strategy;
     reign__timer_init(&e->timer, timer_cb, e);
-    reign__timer_init(&e->defer, defer_cb, e);
     reign__timer_init(&e->preempt, preempt_cb, e);
     e->cfg_prio = e->prio = (unsigned)o->priority;
     e->no_preempt = o->no_preempt != 0;
@@ -2376,9 +2282,9 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
     int rc = reign__election_base_init(&e->base, client, name, o);
     if (rc == 0) {
         e->dir = reign__election_path(name, NULL);
-        e->term_path = reign__election_path(name, "/term");
-        e->lock_path = reign__election_path(name, "/lock");
-        e->leader_path = reign__election_path(name, "/leader");
+        e->term_path = reign__election_path(name, "/" REIGN__N_TERM);
+        e->lock_path = reign__election_path(name, "/" REIGN__N_LOCK);
+        e->leader_path = reign__election_path(name, "/" REIGN__N_LEADER);
         if (!e->dir || !e->term_path || !e->lock_path || !e->leader_path)
             rc = REIGN_ENOMEM;
     }
@@ -2387,7 +2293,7 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
         rc = reign__election_guid(e->guid, e->base.id);
     }
     if (rc == 0) {
-        const char *kv[] = {"id", e->base.id, "guid", e->guid};
+        const char *kv[] = {REIGN__K_ID, e->base.id, REIGN__K_GUID, e->guid};
         rc = reign__record_build(&e->record, kv, 4, e->base.data, e->base.data_len);
     }
     if (rc < 0) {
@@ -2409,14 +2315,15 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
 }
 
 /* Stops standing: demote now, delete our node.  `then` is the next state. */
-static int step_down(zk_election *e, reign_demote_reason reason, estate then)
+static int step_down(zk_election *e, estate then)
 {
     reign__timers *ts = reign__client_timers(e->base.client);
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->preempt);
     e->epoch++;
     bool was_leader = e->base.leader;
-    demote(e, reason, true);
+    if (!step(e, then == ST_RESIGNING ? IN(RESIGN) : IN(CEDE), NULL)) /* demoted, announced later */
+        return REIGN_ESTATE;
     if (was_leader || e->handing_to)
         release_leader_node(e); /* before our node: the next one's claim needs both gone */
     set_str(&e->handing_to, NULL);
@@ -2426,15 +2333,13 @@ static int step_down(zk_election *e, reign_demote_reason reason, estate then)
     char *node = e->my_node;
     e->my_node = NULL;
     e->own_watched = false;
-    set_state(e, then, reign_demote_reason_name(reason));
     int rc = 0;
     if (node) {
         rc = reign__zk_delete(e->zk, node, -1, REIGN__ZK_RETRY, then == ST_RESIGNING ? e : NULL,
                               then == ST_RESIGNING ? on_resign_deleted : NULL, NULL);
     } else if (then == ST_RESIGNING && !e->create_inflight) {
         /* Nothing stands: LEFT on the next turn, never from inside the call. */
-        e->defer_left = true;
-        reign__timer_start(ts, &e->defer, reign__now_ns());
+        reign__election_owe_left(&e->base, 0);
     }
     reign__free(node);
     reign__client_wake(e->base.client);
@@ -2447,17 +2352,25 @@ static int zk_resign(reign_election *pub)
     if (e->state == ST_LEFT || e->state == ST_RESIGNING)
         return REIGN_ESTATE;
     e->following = false;
-    return step_down(e, REIGN_DEMOTE_RESIGNED, ST_RESIGNING);
+    return step_down(e, ST_RESIGNING);
 }
 
 static int zk_cede(reign_election *pub, int delay_ms)
 {
     zk_election *e = (zk_election *)pub;
-    int rc = step_down(e, REIGN_DEMOTE_CEDED, ST_PAUSED);
+    int rc = step_down(e, ST_PAUSED);
+    if (rc == REIGN_ESTATE)
+        return rc;
     int64_t d = delay_ms < 0 ? e->base.cede_delay_ms : delay_ms;
     reign__timer_start(reign__client_timers(e->base.client), &e->timer,
                        reign__now_ns() + d * REIGN__NS_PER_MS);
     return rc;
+}
+
+/* An owed LEFT (resigned with nothing standing) comes due. */
+static void zk_left(reign_election *pub, int err)
+{
+    finish_resign((zk_election *)pub, err);
 }
 
 static int64_t zk_valid_until(const reign_election *pub)
@@ -2470,17 +2383,17 @@ static int64_t zk_valid_until(const reign_election *pub)
 static reign_election *zk_free(reign_election *pub)
 {
     zk_election *e = (zk_election *)pub;
-    if (!e->free_requested) {
-        e->free_requested = true;
+    if (!e->base.free_requested) {
+        bool was_leader = e->base.leader, left = e->state == ST_LEFT;
+        step(e, IN(FREE), NULL); /* a leadership ends silently */
+        e->base.free_requested = true;
         /* Leave without waiting: the delete goes out, no callback follows. */
-        if (e->base.leader) {
-            e->base.leader = false;
-            reign__client_hold_validity(e->base.client, -1);
+        if (was_leader) {
             if (e->strategy != REIGN_STRATEGY_LOCK)
                 reign__zk_delete(e->zk, e->leader_path, e->leader_version, REIGN__ZK_RETRY, NULL,
                                  NULL, NULL);
         }
-        if (e->my_node && e->state != ST_LEFT)
+        if (e->my_node && !left)
             reign__zk_delete(e->zk, e->my_node, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
         if (e->cold_node) {
             /* A new election's multi may be on its way (if not sent yet,
@@ -2495,7 +2408,7 @@ static reign_election *zk_free(reign_election *pub)
         }
         reign__zk_forget(e->zk, e);
     }
-    if (e->busy > 0)
+    if (e->base.busy > 0)
         return NULL; /* inside one of our callbacks: LEAVE frees it */
     destroy(e);
     return NULL;
@@ -2506,4 +2419,5 @@ static const reign__election_impl zk_impl = {
     .cede = zk_cede,
     .valid_until = zk_valid_until,
     .free = zk_free,
+    .left = zk_left,
 };

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "group_internal.h"
+#include "life.h"
 #include "record.h"
 #include "value/value_internal.h"
 
@@ -36,33 +37,6 @@
 static int group_name_check(const char *name)
 {
     return name && reign__segment_ok(name, strlen(name)) ? 0 : REIGN_ENAME;
-}
-
-bool reign__member_node_parse(const char *name, char *guid, uint64_t *seq)
-{
-    /* m_ + 16 hex + _ + 10 digits */
-    const size_t hex = 2 * REIGN__GROUP_GUID_BYTES;
-    if (strlen(name) != 2 + hex + 1 + 10 || name[0] != 'm' || name[1] != '_' ||
-        name[2 + hex] != '_')
-        return false;
-    for (size_t i = 0; i < hex; i++) {
-        char ch = name[2 + i];
-        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
-            return false;
-    }
-    uint64_t n = 0;
-    for (const char *p = name + 3 + hex; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return false;
-        n = n * 10 + (uint64_t)(*p - '0');
-    }
-    if (guid) {
-        memcpy(guid, name + 2, hex);
-        guid[hex] = '\0';
-    }
-    if (seq)
-        *seq = n;
-    return true;
 }
 
 static int member_cmp(const void *a, const void *b)
@@ -210,7 +184,7 @@ struct reign_group {
     void *userdata;
 
     gstate state;
-    uintptr_t epoch; /* bumped per attempt: older answers are ignored */
+    reign__life life; /* the epoch bumped per attempt: older answers are ignored */
     char guid[2 * REIGN__GROUP_GUID_BYTES + 1];
     reign__buf record; /* what our node holds (id, guid, payload) */
     char *my_node;     /* full path, once registered */
@@ -218,29 +192,26 @@ struct reign_group {
     bool own_watched;
     int setup_tries;
     reign__timer timer;
-
-    int busy;
-    bool free_requested;
 };
 
-#define EPOCH_ARG(g)  ((void *)(g)->epoch)
-#define G_STALE(g, a) ((uintptr_t)(a) != (g)->epoch || (g)->free_requested)
+#define EPOCH_ARG(g)  REIGN__LIFE_ARG(&(g)->life, 0, 0)
+#define G_STALE(g, a) reign__life_stale(&(g)->life, (a), 0)
 
 static void g_create(reign_group *g);
 
 static void g_emit(reign_group *g, reign_group_event *ev)
 {
-    if (g->free_requested || !g->cb)
+    if (!reign__life_live(&g->life) || !g->cb)
         return;
     ev->at_ns = reign__now_ns();
-    g->busy++;
+    reign__life_enter(&g->life);
     g->cb(g, ev, g->userdata);
-    g->busy--;
+    (void)reign__life_leave(&g->life);
 }
 
 static void g_leave(reign_group *g)
 {
-    if (--g->busy == 0 && g->free_requested)
+    if (reign__life_leave(&g->life))
         reign_group_free(g);
 }
 
@@ -248,7 +219,7 @@ static void g_fail(reign_group *g, int err, const char *what)
 {
     char msg[512];
     snprintf(msg, sizeof(msg), "group '%s': %s: %s", g->name, what, reign_strerror(err));
-    g->epoch++;
+    reign__life_bump(&g->life);
     g->state = G_FAILED;
     reign__timer_stop(reign__client_timers(g->client), &g->timer);
     reign_group_event ev = {.type = REIGN_GROUP_ERROR, .error = err, .message = msg};
@@ -259,7 +230,7 @@ static void g_fail(reign_group *g, int err, const char *what)
  * registers by itself). */
 static void g_retry(reign_group *g, int err, const char *what)
 {
-    g->epoch++;
+    reign__life_bump(&g->life);
     if (err == REIGN_ESESSION || err == REIGN_ECLOSED) {
         g->state = G_NOSESSION;
         return;
@@ -273,7 +244,7 @@ static void g_retry(reign_group *g, int err, const char *what)
 static void g_timer_cb(reign__timer *t, void *arg)
 {
     reign_group *g = arg;
-    g->busy++;
+    reign__life_enter(&g->life);
     if (g->state == G_PAUSED)
         g_create(g);
     g_leave(g);
@@ -285,7 +256,7 @@ static void g_node_gone(reign_group *g)
 {
     reign__log(g->log, REIGN_LOG_NOTICE, "group %s: our node %s was deleted", g->name,
                g->my_node ? g->my_node : "?");
-    g->epoch++;
+    reign__life_bump(&g->life);
     reign__free(g->my_node);
     g->my_node = NULL;
     g->own_watched = false;
@@ -303,7 +274,7 @@ static void g_node_gone(reign_group *g)
 static void g_on_probe(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_group *g = owner;
-    g->busy++;
+    reign__life_enter(&g->life);
     if (G_STALE(g, arg) || g->state != G_PROBING)
         ; /* a new session or attempt took over */
     else if (r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
@@ -321,7 +292,7 @@ static void g_on_probe(void *owner, void *arg, const reign__zk_result *r)
  */
 static void g_probe(reign_group *g)
 {
-    g->epoch++;
+    reign__life_bump(&g->life);
     g->own_watched = false;
     g->state = G_PROBING;
     if (reign__zk_exists(g->zk, g->dir, NULL, REIGN__ZK_RETRY, g, g_on_probe, EPOCH_ARG(g)) < 0)
@@ -333,7 +304,7 @@ static void g_on_own_event(void *owner, void *arg, reign__zk_event ev, const cha
 static void g_on_own_exists(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_group *g = owner;
-    g->busy++;
+    reign__life_enter(&g->life);
     if (r->rc != 0 && r->rc != REIGN_ENOENT)
         g->own_watched = false;
     if (r->rc == REIGN_ENOENT && !G_STALE(g, arg) && g->state == G_REGISTERED)
@@ -354,7 +325,7 @@ static void g_watch_own(reign_group *g)
 static void g_on_own_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
     reign_group *g = owner;
-    g->busy++;
+    reign__life_enter(&g->life);
     if (g->my_node && !strcmp(path, g->my_node) && g->state == G_REGISTERED) {
         g->own_watched = false;
         if (ev == REIGN__ZK_DELETED)
@@ -385,7 +356,7 @@ static void g_registered(reign_group *g, const char *path)
 static void g_on_find_own(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_group *g = owner;
-    g->busy++;
+    reign__life_enter(&g->life);
     if (G_STALE(g, arg) || g->state != G_CREATING)
         goto out;
     if (r->rc != 0) {
@@ -416,7 +387,7 @@ static void g_make_path(reign_group *g)
      * the same session finds them. */
     reign__buf rec;
     reign__buf_init(&rec);
-    const char *kv[] = {"kind", "group"};
+    const char *kv[] = {REIGN__K_KIND, REIGN__KIND_GROUP};
     if (reign__record_build(&rec, kv, 2, NULL, 0) < 0) {
         reign__buf_free(&rec);
         g_retry(g, REIGN_ENOMEM, "creating the group node");
@@ -432,7 +403,7 @@ static void g_make_path(reign_group *g)
 static void g_on_created(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_group *g = owner;
-    g->busy++;
+    reign__life_enter(&g->life);
     if (G_STALE(g, arg) || g->state != G_CREATING)
         goto out;
     switch (r->rc) {
@@ -448,8 +419,8 @@ static void g_on_created(void *owner, void *arg, const reign__zk_result *r)
     case REIGN_ENOENT:
         if (++g->setup_tries > 5)
             g_fail(g, REIGN_ENOENT,
-                   "cannot create the group node (does the URI's chroot exist? ZooKeeper does "
-                   "not create it)");
+                   "cannot create the group node (was the URI's chroot deleted? A client "
+                   "creates it only when it starts)");
         else
             g_make_path(g);
         break;
@@ -469,13 +440,13 @@ out:
 static int g_build_record(reign_group *g)
 {
     reign__buf_reset(&g->record);
-    const char *kv[] = {"id", g->id, "guid", g->guid};
+    const char *kv[] = {REIGN__K_ID, g->id, REIGN__K_GUID, g->guid};
     return reign__record_build(&g->record, kv, 4, g->data, g->data_len);
 }
 
 static void g_create(reign_group *g)
 {
-    g->epoch++;
+    reign__life_bump(&g->life);
     g->state = G_CREATING;
     /* A fresh guid per attempt, known before the create is sent, so that a
      * lost answer can be told apart from a node of an earlier attempt. */
@@ -486,7 +457,7 @@ static void g_create(reign_group *g)
     if (rc == 0) {
         reign__buf b;
         reign__buf_init(&b);
-        reign__buf_printf(&b, "%s/m_%s_", g->dir, g->guid);
+        reign__buf_printf(&b, "%s/" REIGN__N_MEMBER "%s_", g->dir, g->guid);
         prefix = b.data;
         rc = b.oom ? REIGN_ENOMEM : 0;
         if (b.oom)
@@ -504,12 +475,12 @@ static void g_create(reign_group *g)
 static void g_conn(reign__recipe *rp, reign_conn_state st)
 {
     reign_group *g = (reign_group *)rp;
-    g->busy++;
+    reign__life_enter(&g->life);
     if (st == REIGN_CONN_CONNECTED && g->state != G_FAILED) {
         /* A new session: our old node went with the old one. */
         bool was = g->announced;
         g->announced = false;
-        g->epoch++;
+        reign__life_bump(&g->life);
         reign__free(g->my_node);
         g->my_node = NULL;
         g->own_watched = false;
@@ -519,7 +490,7 @@ static void g_conn(reign__recipe *rp, reign_conn_state st)
                                     .reason = REIGN_GROUP_SESSION_LOST};
             g_emit(g, &ev);
         }
-        if (!g->free_requested)
+        if (reign__life_live(&g->life))
             g_create(g);
     } else if (st == REIGN_CONN_RECONNECTED && g->state == G_NOSESSION) {
         g_create(g);
@@ -657,13 +628,12 @@ reign_group *reign_group_free(reign_group *g)
 {
     if (!g)
         return NULL;
-    if (!g->free_requested) {
-        g->free_requested = true;
+    if (reign__life_request_free(&g->life)) {
         if (g->my_node)
             reign__zk_delete(g->zk, g->my_node, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__zk_forget(g->zk, g);
     }
-    if (g->busy > 0)
+    if (reign__life_busy(&g->life))
         return NULL; /* inside one of our callbacks: freed when it returns */
     g_destroy(g);
     return NULL;
@@ -701,7 +671,7 @@ struct reign_group_watch {
     reign_group_list_cb *list_cb; /* a one-shot listing (no watches) */
     void *userdata;
 
-    uintptr_t epoch; /* bumped per session: older answers are ignored */
+    reign__life life; /* the epoch bumped per session: older answers are ignored */
     bool children_watched;
     bool dir_watched;
     bool round_active;
@@ -717,17 +687,14 @@ struct reign_group_watch {
     size_t n_cache;
     reign_member *view; /* published, by seq */
     size_t n_view;
-
-    int busy;
-    bool free_requested;
 };
 
 /* A request's arg: epoch, slot index and whether it carries a watch. */
 #define SLOT_BITS       24
-#define W_ARG(w, i, wt) ((void *)(((w)->epoch << (SLOT_BITS + 1)) | ((uintptr_t)(i) << 1) | (wt)))
-#define W_WATCH(a)      (((uintptr_t)(a)) & 1u)
-#define W_SLOT(a)       ((((uintptr_t)(a)) >> 1) & ((1u << SLOT_BITS) - 1))
-#define W_STALE(w, a)   ((((uintptr_t)(a)) >> (SLOT_BITS + 1)) != (w)->epoch || (w)->free_requested)
+#define W_ARG(w, i, wt) REIGN__LIFE_ARG(&(w)->life, SLOT_BITS + 1, ((uintptr_t)(i) << 1) | (wt))
+#define W_WATCH(a)      (reign__life_low((a), SLOT_BITS + 1) & 1u)
+#define W_SLOT(a)       (reign__life_low((a), SLOT_BITS + 1) >> 1)
+#define W_STALE(w, a)   reign__life_stale(&(w)->life, (a), SLOT_BITS + 1)
 
 static void kick(reign_group_watch *w);
 
@@ -743,18 +710,18 @@ static void entry_free(entry *e)
 
 static void w_leave(reign_group_watch *w)
 {
-    if (--w->busy == 0 && w->free_requested)
+    if (reign__life_leave(&w->life))
         reign_group_watch_free(w);
 }
 
 static void w_emit(reign_group_watch *w, reign_group_watch_event *ev)
 {
-    if (w->free_requested || !w->cb)
+    if (!reign__life_live(&w->life) || !w->cb)
         return;
     ev->at_ns = reign__now_ns();
-    w->busy++;
+    reign__life_enter(&w->life);
     w->cb(w, ev, w->userdata);
-    w->busy--;
+    (void)reign__life_leave(&w->life);
 }
 
 static void clear_slots(reign_group_watch *w)
@@ -771,11 +738,11 @@ static void clear_slots(reign_group_watch *w)
 
 static void finish_list(reign_group_watch *w, int err)
 {
-    if (w->list_cb && !w->free_requested) {
-        w->busy++;
+    if (w->list_cb && reign__life_live(&w->life)) {
+        reign__life_enter(&w->life);
         w->list_cb(w->client, err, err == 0 ? w->view : NULL, err == 0 ? w->n_view : 0,
                    w->userdata);
-        w->busy--;
+        (void)reign__life_leave(&w->life);
     }
     w->list_cb = NULL;
     reign_group_watch_free(w);
@@ -797,7 +764,7 @@ static void round_failed(reign_group_watch *w, int err, const char *what)
     reign__log(w->log, REIGN_LOG_WARN, "%s", msg);
     reign_group_watch_event ev = {.type = REIGN_MEMBERS_ERROR, .error = err, .message = msg};
     w_emit(w, &ev);
-    if (!w->free_requested)
+    if (reign__life_live(&w->life))
         reign__timer_start(reign__client_timers(w->client), &w->retry, reign__now_ns() + RETRY_NS);
 }
 
@@ -852,11 +819,12 @@ static void complete_round(reign_group_watch *w, bool dir_exists)
     bool was_known = w->dir_known;
     w->dir_known = dir_exists;
 
-    w->busy++;
+    reign__life_enter(&w->life);
     if (w->list_cb) {
         finish_list(w, dir_exists ? 0 : REIGN_ENOENT);
     } else {
-        reign__members_diff(old_view, n_old_view, view, nv, report_change, w, &w->free_requested);
+        reign__members_diff(old_view, n_old_view, view, nv, report_change, w,
+                            &w->life.free_requested);
         if (was_known && !dir_exists) {
             reign_group_watch_event ev = {.type = REIGN_MEMBERS_GROUP_DELETED};
             w_emit(w, &ev);
@@ -876,7 +844,7 @@ static void complete_round(reign_group_watch *w, bool dir_exists)
     }
     reign__free(old_cache);
     reign__free(old_view);
-    if (w->dirty && !w->free_requested)
+    if (w->dirty && reign__life_live(&w->life))
         kick(w);
     w_leave(w);
 }
@@ -902,7 +870,7 @@ static entry *entry_from(const char *node, uint64_t seq, const reign__zk_result 
      * persistent one named like it has no session behind it. */
     if (r->stat.ephemeral_owner == 0 || reign__record_parse(r->value, r->value_len, &rec) < 0)
         return e;
-    const char *id = reign__record_get(&rec, "id");
+    const char *id = reign__record_get(&rec, REIGN__K_ID);
     e->m.id = reign__strdup(id ? id : "");
     e->m.data = reign__memdup(rec.payload, rec.payload_len);
     e->m.data_len = rec.payload_len;
@@ -918,7 +886,7 @@ static entry *entry_from(const char *node, uint64_t seq, const reign__zk_result 
 static void on_data_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
     reign_group_watch *w = owner;
-    w->busy++;
+    reign__life_enter(&w->life);
     const char *node = basename_of(path);
     /* The entry may be in the cache, or just read by the round under way. */
     for (size_t i = 0; i < w->n_cache; i++)
@@ -938,7 +906,7 @@ static void on_data_event(void *owner, void *arg, reign__zk_event ev, const char
 static void on_member_read(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_group_watch *w = owner;
-    w->busy++;
+    reign__life_enter(&w->life);
     if (W_STALE(w, arg) || !w->round_active || W_SLOT(arg) >= w->n_slots)
         goto out;
     slot *s = &w->slots[W_SLOT(arg)];
@@ -964,7 +932,7 @@ out:
 static void on_dir_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
     reign_group_watch *w = owner;
-    w->busy++;
+    reign__life_enter(&w->life);
     w->dir_watched = false;
     kick(w);
     w_leave(w);
@@ -973,7 +941,7 @@ static void on_dir_event(void *owner, void *arg, reign__zk_event ev, const char 
 static void on_dir_exists(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_group_watch *w = owner;
-    w->busy++;
+    reign__life_enter(&w->life);
     if (W_WATCH(arg) && r->rc != 0 && r->rc != REIGN_ENOENT)
         w->dir_watched = false;
     if (!W_STALE(w, arg) && r->rc == 0)
@@ -984,7 +952,7 @@ static void on_dir_exists(void *owner, void *arg, const reign__zk_result *r)
 static void on_children_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
     reign_group_watch *w = owner;
-    w->busy++;
+    reign__life_enter(&w->life);
     w->children_watched = false;
     kick(w);
     w_leave(w);
@@ -1025,7 +993,7 @@ static int slot_cmp(const void *a, const void *b)
 static void on_children(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_group_watch *w = owner;
-    w->busy++;
+    reign__life_enter(&w->life);
     if (W_WATCH(arg) && r->rc != 0)
         w->children_watched = false;
     if (W_STALE(w, arg) || !w->round_active)
@@ -1092,7 +1060,7 @@ out:
  * listing could not be sent (the caller reports it). */
 static int start_round(reign_group_watch *w)
 {
-    if (w->free_requested)
+    if (!reign__life_live(&w->life))
         return 0;
     if (w->round_active) {
         w->dirty = true;
@@ -1100,7 +1068,7 @@ static int start_round(reign_group_watch *w)
     }
     w->round_active = true;
     w->dirty = false;
-    w->epoch++; /* answers of an abandoned round never count in this one */
+    reign__life_bump(&w->life); /* answers of an abandoned round never count in this one */
     bool watch = !w->list_cb && !w->children_watched;
     if (watch)
         w->children_watched = true;
@@ -1124,7 +1092,7 @@ static void kick(reign_group_watch *w)
 static void w_retry_cb(reign__timer *t, void *arg)
 {
     reign_group_watch *w = arg;
-    w->busy++;
+    reign__life_enter(&w->life);
     kick(w);
     w_leave(w);
 }
@@ -1132,10 +1100,10 @@ static void w_retry_cb(reign__timer *t, void *arg)
 static void w_conn(reign__recipe *rp, reign_conn_state st)
 {
     reign_group_watch *w = (reign_group_watch *)rp;
-    w->busy++;
+    reign__life_enter(&w->life);
     if (st == REIGN_CONN_CONNECTED) {
         /* A new session: none of our watches survived; read everything. */
-        w->epoch++;
+        reign__life_bump(&w->life);
         w->children_watched = w->dir_watched = false;
         w->round_active = false;
         clear_slots(w);
@@ -1257,9 +1225,9 @@ reign_group_watch *reign_group_watch_free(reign_group_watch *w)
 {
     if (!w)
         return NULL;
-    w->free_requested = true;
+    (void)reign__life_request_free(&w->life);
     reign__zk_forget(w->zk, w);
-    if (w->busy > 0)
+    if (reign__life_busy(&w->life))
         return NULL; /* inside one of our callbacks: freed when it returns */
     w_destroy(w);
     return NULL;

@@ -17,13 +17,6 @@
 
 #include "client_internal.h"
 
-#define REIGN__GROUP_DIR        REIGN__ZK_ROOT "/group"
-#define REIGN__GROUP_GUID_BYTES 8 /* 16 hex digits */
-
-/* Parses a member node name "m_<16 hex>_<10 digits>": false for anything
- * else.  guid (17 bytes) may be NULL. */
-bool reign__member_node_parse(const char *name, char *guid, uint64_t *seq);
-
 /* Sorts by seq (registration order). */
 void reign__members_sort(reign_member *v, size_t n);
 

@@ -1,7 +1,7 @@
 /*
- * tasks.c - the task queue's names, paths and records, and its one-shot
- * requests: submit, status, wait, list, delete (see <reign/tasks.h>; the
- * master is in tasks_master.c, the worker in tasks_worker.c).
+ * tasks.c - the task queue's one-shot requests: submit, status, wait, list, delete (see
+ * <reign/tasks.h>; the master is in tasks_master.c, the worker in tasks_worker.c, the names,
+ * paths and records in src/core/layout.c).
  *
  * Each request is attached to the client as a recipe, so that closing the
  * client completes it with REIGN_ECLOSED and freeing the client frees it.
@@ -14,231 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "life.h"
 #include "tasks_internal.h"
-#include "value/value_internal.h"
-
-/* ---- names, paths, records ---------------------------------------------- */
-
-int reign__tasks_queue_check(const char *queue)
-{
-    if (!queue || strlen(queue) > REIGN_TASKS_QUEUE_MAX || !reign__segment_ok(queue, strlen(queue)))
-        return REIGN_ENAME;
-    return 0;
-}
-
-int reign__tasks_worker_check(const char *id)
-{
-    if (!id || strlen(id) > REIGN_TASKS_WORKER_MAX || !reign__segment_ok(id, strlen(id)))
-        return REIGN_ENAME;
-    return 0;
-}
-
-static bool all_of(const char *s, size_t n, const char *set)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!s[i] || !strchr(set, s[i]))
-            return false;
-    return true;
-}
-
-bool reign__task_name_parse(const char *name, char *guid, uint64_t *seq)
-{
-    const size_t g = 2 * REIGN__TASKS_GUID_BYTES;
-    if (!name || strlen(name) != 2 + g + 1 + 10 || name[0] != 't' || name[1] != '_' ||
-        name[2 + g] != '_' || !all_of(name + 2, g, "0123456789abcdef") ||
-        !all_of(name + 3 + g, 10, "0123456789"))
-        return false;
-    if (guid) {
-        memcpy(guid, name + 2, g);
-        guid[g] = '\0';
-    }
-    if (seq)
-        *seq = strtoull(name + 3 + g, NULL, 10);
-    return true;
-}
-
-char *reign__tasks_strf(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    char *s = n >= 0 ? reign__malloc((size_t)n + 1) : NULL;
-    if (s) {
-        va_start(ap, fmt);
-        vsnprintf(s, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-    }
-    return s;
-}
-
-char *reign__tasks_path(const char *queue, const char *a, const char *b, const char *c)
-{
-    return reign__tasks_strf("%s/%s%s%s%s%s%s%s", REIGN__TASKS_DIR, queue, a ? "/" : "", a ? a : "",
-                             a && b ? "/" : "", a && b ? b : "", a && b && c ? "/" : "",
-                             a && b && c ? c : "");
-}
-
-char *reign__tasks_bucket_path(const char *queue, const char *guid)
-{
-    return reign__tasks_strf("%s/%s/data/%.*s", REIGN__TASKS_DIR, queue, REIGN__TASKS_TAG_DIGITS,
-                             guid);
-}
-
-char *reign__tasks_guid_payload_path(const char *queue, const char *guid)
-{
-    return reign__tasks_strf("%s/%s/data/%.*s/%s", REIGN__TASKS_DIR, queue, REIGN__TASKS_TAG_DIGITS,
-                             guid, guid);
-}
-
-static char *payload_path(const char *queue, const char *task, bool flat)
-{
-    char guid[2 * REIGN__TASKS_GUID_BYTES + 1];
-    if (!reign__task_name_parse(task, guid, NULL))
-        return NULL;
-    return flat ? reign__tasks_path(queue, "data", guid, NULL)
-                : reign__tasks_guid_payload_path(queue, guid);
-}
-
-char *reign__tasks_payload_path(const char *queue, const char *task)
-{
-    return payload_path(queue, task, false);
-}
-
-char *reign__tasks_flat_payload_path(const char *queue, const char *task)
-{
-    return payload_path(queue, task, true);
-}
-
-void reign__tasks_drop_payload(reign__zk *zk, const char *queue, const char *task)
-{
-    for (int flat = 0; flat < 2; flat++) {
-        char *p = payload_path(queue, task, flat);
-        if (p)
-            reign__zk_delete(zk, p, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-        reign__free(p);
-    }
-}
-
-size_t reign__tasks_limits_build(char *buf, int concurrency, int prefetch)
-{
-    int n = snprintf(buf, REIGN__TASKS_LIMITS_MAX, "concurrency=%d\nprefetch=%d", concurrency,
-                     prefetch);
-    return n > 0 && n < REIGN__TASKS_LIMITS_MAX ? (size_t)n : 0;
-}
-
-/* The value of "KEY=N" on a line of its own in buf[0..len), or -1 (absent or not a
- * number).  A number of any length is read; one above LIMITS_SATURATE is LIMITS_SATURATE, out
- * of every range the caller accepts, like any other number too large. */
-#define LIMITS_SATURATE 10000000L
-static long limits_number(const char *buf, size_t len, const char *key)
-{
-    size_t k = strlen(key);
-    for (size_t i = 0; i < len;) {
-        const char *line = buf + i, *nl = memchr(line, '\n', len - i);
-        size_t n = nl ? (size_t)(nl - line) : len - i;
-        if (n > k && !memcmp(line, key, k) && line[k] == '=') {
-            long v = 0;
-            size_t j = k + 1;
-            for (; j < n && line[j] >= '0' && line[j] <= '9'; j++)
-                v = v < LIMITS_SATURATE ? v * 10 + (line[j] - '0') : LIMITS_SATURATE;
-            return j == n && j > k + 1 ? v : -1;
-        }
-        i += n + 1;
-    }
-    return -1;
-}
-
-void reign__tasks_limits_parse(const void *data, size_t len, size_t *concurrency, size_t *prefetch)
-{
-    const char *buf = data ? data : "";
-    long c = limits_number(buf, data ? len : 0, "concurrency");
-    long p = limits_number(buf, data ? len : 0, "prefetch");
-    if (c < 1 || c > 100000)
-        c = 1;
-    if (p < 0)
-        p = 2 * c;
-    else if (p < c || p > 400000)
-        p = c;
-    *concurrency = (size_t)c;
-    *prefetch = (size_t)p;
-}
-
-char *reign__tasks_group_name(const char *queue)
-{
-    return reign__tasks_strf("%s%s", REIGN__TASKS_PREFIX, queue);
-}
-
-void reign__tasks_make_dirs(reign__zk *zk, const char *queue)
-{
-    static const char *const subs[] = {NULL, "tasks", "data", "assign", "status"};
-    reign__zk_create(zk, REIGN__ZK_ROOT, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
-    reign__zk_create(zk, REIGN__TASKS_DIR, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
-    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
-        char *p = reign__tasks_path(queue, subs[i], NULL, NULL);
-        if (p)
-            reign__zk_create(zk, p, i ? NULL : "reign 1\nkind=tasks\n\n", i ? 0 : 21,
-                             REIGN__ZK_RETRY, NULL, NULL, NULL);
-        reign__free(p);
-    }
-}
-
-int reign__tasks_status_build(reign__buf *out, const char *worker, int exit_code, int signal,
-                              const void *output, size_t len)
-{
-    char ex[16], sig[16];
-    snprintf(ex, sizeof(ex), "%d", exit_code);
-    snprintf(sig, sizeof(sig), "%d", signal);
-    const char *kv[] = {"worker", worker, "exit", ex, "signal", sig};
-    if (len > REIGN_TASK_OUTPUT_MAX)
-        len = REIGN_TASK_OUTPUT_MAX;
-    return reign__record_build(out, kv, 6, output, len);
-}
-
-int reign__tasks_status_parse(const char *value, size_t len, const reign__zk_stat *st,
-                              reign__record *rec, reign_task_info *info)
-{
-    int rc = reign__record_parse(value, len, rec);
-    if (rc < 0)
-        return rc;
-    uint64_t ex = 0, sig = 0;
-    const char *ex_s = reign__record_get(rec, "exit");
-    if (!reign__record_get(rec, "worker") || !ex_s ||
-        reign__record_get_u64(rec, "signal", &sig) < 0 || sig > 255) {
-        reign__record_clear(rec);
-        return REIGN_EFOREIGN;
-    }
-    char *end;
-    long e = strtol(ex_s, &end, 10);
-    if (*end || end == ex_s || e < -1 || e > 255) {
-        reign__record_clear(rec);
-        return REIGN_EFOREIGN;
-    }
-    (void)ex;
-    info->state = REIGN_TASK_DONE;
-    info->worker = reign__record_get(rec, "worker");
-    info->exit_code = (int)e;
-    info->signal = (int)sig;
-    info->output = rec->payload;
-    info->output_len = rec->payload_len;
-    info->done_ms = st ? st->ctime_ms : 0;
-    return 0;
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-    uint64_t x = 0, y = 0;
-    const char *na = *(char *const *)a, *nb = *(char *const *)b;
-    reign__task_name_parse(na, NULL, &x);
-    reign__task_name_parse(nb, NULL, &y);
-    return x < y ? -1 : x > y ? 1 : strcmp(na, nb);
-}
-
-void reign__tasks_sort_names(char **names, size_t n)
-{
-    if (n > 1)
-        qsort(names, n, sizeof(*names), name_cmp);
-}
 
 const char *reign_task_state_name(reign_task_state s)
 {
@@ -275,96 +52,6 @@ int reign_tasks_strategy_parse(const char *s)
     return REIGN_EINVAL;
 }
 
-/* ---- the map ------------------------------------------------------------ */
-
-char reign__tmap_tomb[1];
-
-static size_t hash_of(const char *s)
-{
-    size_t h = 1469598103934665603u;
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
-reign__tmap_entry *reign__tmap_get(const reign__tmap *m, const char *key)
-{
-    if (!m->cap)
-        return NULL;
-    for (size_t i = hash_of(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1)) {
-        reign__tmap_entry *e = &m->v[i];
-        if (!e->key)
-            return NULL;
-        if (e->key != reign__tmap_tomb && !strcmp(e->key, key))
-            return e;
-    }
-}
-
-static int tmap_grow(reign__tmap *m)
-{
-    size_t cap = m->cap ? m->cap : 16;
-    while ((m->n + 1) * 2 > cap)
-        cap *= 2;
-    reign__tmap_entry *v = reign__calloc(cap, sizeof(*v));
-    if (!v)
-        return REIGN_ENOMEM;
-    for (size_t i = 0; i < m->cap; i++) {
-        if (!reign__tmap_live(m, i))
-            continue;
-        size_t j = hash_of(m->v[i].key) & (cap - 1);
-        while (v[j].key)
-            j = (j + 1) & (cap - 1);
-        v[j] = m->v[i];
-    }
-    reign__free(m->v);
-    m->v = v;
-    m->cap = cap;
-    m->used = m->n;
-    return 0;
-}
-
-reign__tmap_entry *reign__tmap_put(reign__tmap *m, const char *key)
-{
-    reign__tmap_entry *e = reign__tmap_get(m, key);
-    if (e)
-        return e;
-    if ((m->used + 1) * 4 > m->cap * 3 && tmap_grow(m) < 0)
-        return NULL;
-    size_t i = hash_of(key) & (m->cap - 1);
-    while (reign__tmap_live(m, i))
-        i = (i + 1) & (m->cap - 1);
-    e = &m->v[i];
-    char *k = reign__strdup(key);
-    if (!k)
-        return NULL;
-    if (!e->key)
-        m->used++;
-    memset(e, 0, sizeof(*e));
-    e->key = k;
-    m->n++;
-    return e;
-}
-
-void reign__tmap_del(reign__tmap *m, reign__tmap_entry *e)
-{
-    reign__free(e->key);
-    reign__free(e->worker);
-    memset(e, 0, sizeof(*e));
-    e->key = reign__tmap_tomb;
-    m->n--;
-}
-
-void reign__tmap_clear(reign__tmap *m)
-{
-    for (size_t i = 0; i < m->cap; i++)
-        if (reign__tmap_live(m, i)) {
-            reign__free(m->v[i].key);
-            reign__free(m->v[i].worker);
-        }
-    reign__free(m->v);
-    memset(m, 0, sizeof(*m));
-}
-
 /* ---- one-shot requests --------------------------------------------------- */
 
 typedef enum req_kind { REQ_SUBMIT, REQ_STATUS, REQ_WAIT, REQ_LIST, REQ_DELETE } req_kind;
@@ -397,7 +84,7 @@ typedef struct req {
     int tries;
     unsigned made; /* the bucket's making when the multi was sent (tasks_bucket.c) */
     /* rounds of reads */
-    unsigned round; /* stale answers of an earlier round are dropped */
+    reign__life life; /* the epoch is the round of reads: an earlier one's answers drop */
     int pending;
     int round_err;
     bool status_listed;
@@ -416,8 +103,8 @@ typedef struct req {
     void *userdata;
 } req;
 
-#define ROUND_ARG(q) ((void *)(uintptr_t)(q)->round)
-#define STALE(q, a)  ((uintptr_t)(a) != (q)->round)
+#define ROUND_ARG(q) REIGN__LIFE_ARG(&(q)->life, 0, 0)
+#define STALE(q, a)  reign__life_stale(&(q)->life, (a), 0)
 
 static void seen_clear(req *q)
 {
@@ -532,19 +219,20 @@ static void on_listing(void *owner, void *arg, const reign__zk_result *r);
 
 /* arg of a listing: which directory (0 tasks, 1 assign, 2 assign/W, 3 status). */
 typedef struct listing {
-    unsigned round;
+    uintptr_t round;
     int which;
     char *worker;
 } listing;
 
 static void list_dir(req *q, int which, const char *worker)
 {
-    static const char *const dirs[] = {"tasks", "assign", "assign", "status"};
+    static const char *const dirs[] = {REIGN__N_TASKS, REIGN__N_ASSIGN, REIGN__N_ASSIGN,
+                                       REIGN__N_STATUS};
     listing *l = reign__calloc(1, sizeof(*l));
     char *path = reign__tasks_path(q->queue, dirs[which], worker, NULL);
     int rc = REIGN_ENOMEM;
     if (l && path && (!worker || (l->worker = reign__strdup(worker)))) {
-        l->round = q->round;
+        l->round = q->life.epoch;
         l->which = which;
         rc = reign__zk_children(q->zk, path, NULL, REIGN__ZK_RETRY, q, on_listing, l);
     }
@@ -585,7 +273,7 @@ static void on_listing(void *owner, void *arg, const reign__zk_result *r)
     req *q = owner;
     listing *l = arg;
     q->pending--;
-    if (l->round == q->round) {
+    if (reign__life_current(&q->life, l->round)) {
         note_err(q, r->rc);
         for (size_t i = 0; r->rc == 0 && i < r->n_children; i++) {
             const char *c = r->children[i];
@@ -606,7 +294,7 @@ static void on_listing(void *owner, void *arg, const reign__zk_result *r)
                 break;
             }
             if (st == REIGN_TASK_DONE && q->kind == REQ_LIST) {
-                char *p = reign__tasks_path(q->queue, "status", c, NULL);
+                char *p = reign__tasks_path(q->queue, REIGN__N_STATUS, c, NULL);
                 int rc = p ? reign__zk_get(q->zk, p, NULL, REIGN__ZK_RETRY, q, on_status_read,
                                            (void *)(uintptr_t)(q->n_seen - 1))
                            : REIGN_ENOMEM;
@@ -631,7 +319,7 @@ static void on_listing(void *owner, void *arg, const reign__zk_result *r)
  */
 static void start_round(req *q)
 {
-    q->round++;
+    reign__life_bump(&q->life);
     q->round_err = 0;
     seen_clear(q);
     list_dir(q, 0, NULL);
@@ -645,8 +333,7 @@ static int seen_cmp(const void *a, const void *b)
     const seen *x = a, *y = b;
     if (x->state != y->state)
         return (int)x->state - (int)y->state;
-    char *na = x->name, *nb = y->name;
-    return name_cmp(&na, &nb);
+    return reign__task_name_cmp(x->name, y->name);
 }
 
 static void finish_list(req *q, int err)
@@ -675,7 +362,7 @@ static void finish_list(req *q, int err)
         t->state = s->state;
         t->worker = s->worker;
         if (s->state == REIGN_TASK_DONE && s->value &&
-            reign__tasks_status_parse(s->value, s->value_len, &s->stat, &recs[n], t) < 0) {
+            reign__tasks_status_parse(s->value, s->value_len, s->stat.ctime_ms, &recs[n], t) < 0) {
             t->worker = NULL; /* foreign data: listed without a result */
         }
         n++;
@@ -808,7 +495,7 @@ static void info_from_status(req *q, const reign__zk_result *r)
 {
     reign__record rec;
     reign_task_info info = {.task = q->task};
-    int rc = reign__tasks_status_parse(r->value, r->value_len, &r->stat, &rec, &info);
+    int rc = reign__tasks_status_parse(r->value, r->value_len, r->stat.ctime_ms, &rec, &info);
     if (rc < 0) {
         finish_info(q, rc, NULL);
         return;
@@ -833,8 +520,8 @@ static void on_status_get(void *owner, void *arg, const reign__zk_result *r)
          * others: a task finishing meanwhile is caught by the re-read.) */
         start_round(q);
     } else if (r->rc == REIGN_ENOENT || r->rc == REIGN_ESESSION) {
-        /* wait: no result although the payload is gone (a task of an earlier version, or one
-         * submitted on another session that our server has not seen yet), or a new session:
+        /* wait: no result although the payload is gone (a task submitted on another session
+         * that our server has not seen yet, or a result deleted meanwhile), or a new session:
          * watched by an exists of status/T from now on. */
         q->reading = false;
         q->fallback = true;
@@ -846,7 +533,7 @@ static void on_status_get(void *owner, void *arg, const reign__zk_result *r)
 
 static void status_get(req *q)
 {
-    char *p = reign__tasks_path(q->queue, "status", q->task, NULL);
+    char *p = reign__tasks_path(q->queue, REIGN__N_STATUS, q->task, NULL);
     int rc =
         p ? reign__zk_get(q->zk, p, NULL, REIGN__ZK_RETRY, q, on_status_get, NULL) : REIGN_ENOMEM;
     reign__free(p);
@@ -917,7 +604,7 @@ static void wait_check(req *q)
     reign__timer_start(ts, &q->timer, reign__now_ns() + WAIT_RECHECK_MS * REIGN__NS_PER_MS);
     if (q->reading)
         return;
-    char *p = reign__tasks_path(q->queue, "status", q->task, NULL);
+    char *p = reign__tasks_path(q->queue, REIGN__N_STATUS, q->task, NULL);
     int rc = p ? reign__zk_exists(q->zk, p, wait_event, REIGN__ZK_RETRY, q, on_wait_exists, NULL)
                : REIGN_ENOMEM;
     reign__free(p);
@@ -1011,14 +698,14 @@ int reign_tasks_submit(reign_client *client, const char *queue, const void *data
     char now[24];
     snprintf(now, sizeof(now), "%lld", (long long)reign__wall_ms());
     rc = reign__tasks_new_guid(client, q->guid);
-    const char *kv[] = {"guid", q->guid, "submitted_ms", now};
+    const char *kv[] = {REIGN__K_GUID, q->guid, REIGN__K_SUBMITTED_MS, now};
     if (rc == 0)
         rc = reign__record_build(&q->head, kv, 4, NULL, 0);
     if (rc == 0)
         rc = reign__record_build(&q->rec, kv, 4, data, len);
-    char *dir = rc == 0 ? reign__tasks_path(queue, "tasks", NULL, NULL) : NULL;
+    char *dir = rc == 0 ? reign__tasks_path(queue, REIGN__N_TASKS, NULL, NULL) : NULL;
     if (rc == 0 && dir) {
-        q->prefix = reign__tasks_strf("%s/t_%s_", dir, q->guid);
+        q->prefix = reign__strf("%s/" REIGN__N_TASK "%s_", dir, q->guid);
         q->payload = reign__tasks_guid_payload_path(queue, q->guid);
     }
     reign__free(dir);
@@ -1049,7 +736,7 @@ static int info_start(reign_client *client, req_kind kind, const char *queue, co
         }
         return rc;
     }
-    char *p = reign__tasks_path(queue, "status", task, NULL);
+    char *p = reign__tasks_path(queue, REIGN__N_STATUS, task, NULL);
     rc = p ? reign__zk_get(q->zk, p, NULL, REIGN__ZK_RETRY, q, on_status_get, NULL) : REIGN_ENOMEM;
     reign__free(p);
     if (rc < 0) {
@@ -1091,7 +778,7 @@ int reign_tasks_delete(reign_client *client, const char *queue, const char *task
     if (rc < 0)
         return rc;
     q->done_cb = cb;
-    char *p = reign__tasks_path(queue, "status", task, NULL);
+    char *p = reign__tasks_path(queue, REIGN__N_STATUS, task, NULL);
     rc = p ? reign__zk_delete(q->zk, p, -1, 0, q, on_deleted, NULL) : REIGN_ENOMEM;
     reign__free(p);
     if (rc < 0) {

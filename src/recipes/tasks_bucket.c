@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "life.h"
 #include "tasks_internal.h"
 
 #define RECHECK_MS 5000 /* a bucket waited on is listed at least this often */
@@ -34,11 +35,11 @@ typedef struct bucket {
     reign__tasks_wait *gone; /* ended by the listing being handled, not yet called back */
     char **names;            /* the last listing, sorted */
     size_t n_names;
-    uint64_t sent; /* listings sent */
-    bool listing;  /* one is in flight */
-    bool watching; /* our watch is set and has not fired: the names are current */
-    bool again;    /* list again once the one in flight is back */
-    int busy;      /* calling back: not freed */
+    uint64_t sent;    /* listings sent */
+    bool listing;     /* one is in flight */
+    bool watching;    /* our watch is set and has not fired: the names are current */
+    bool again;       /* list again once the one in flight is back */
+    reign__life life; /* busy while calling back: not freed (its own rule, not a free) */
     reign__timer recheck;
 } bucket;
 
@@ -95,7 +96,7 @@ static void bucket_free(bucket *b)
 
 static void bucket_maybe_free(bucket *b)
 {
-    if (!b->waits && !b->listing && !b->busy)
+    if (!b->waits && !b->listing && !reign__life_busy(&b->life))
         bucket_free(b);
 }
 
@@ -213,13 +214,13 @@ static void on_bucket_listed(void *owner, void *arg, const reign__zk_result *r)
         unlink_wait(b, w);
         link_wait(b, w, true);
     }
-    b->busy++;
+    reign__life_enter(&b->life);
     while (b->gone) {
         reign__tasks_wait *w = b->gone;
         unlink_wait(b, w);
         w->gone(w);
     }
-    b->busy--;
+    (void)reign__life_leave(&b->life);
     if (again && b->waits)
         bucket_list(b);
     bucket_maybe_free(b);
@@ -435,3 +436,21 @@ static void hub_destroy(reign__recipe *rp)
 }
 
 static const reign__recipe_ops hub_ops = {.conn = hub_conn, .destroy = hub_destroy};
+
+/* ---- the queue's directories ------------------------------------------------------------- */
+
+void reign__tasks_make_dirs(reign__zk *zk, const char *queue)
+{
+    static const char rec[] = "reign 1\n" REIGN__K_KIND "=" REIGN__KIND_TASKS "\n\n";
+    static const char *const subs[] = {NULL, REIGN__N_TASKS, REIGN__N_DATA, REIGN__N_ASSIGN,
+                                       REIGN__N_STATUS};
+    reign__zk_create(zk, REIGN__ZK_ROOT, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    reign__zk_create(zk, REIGN__TASKS_DIR, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+        char *p = reign__tasks_path(queue, subs[i], NULL, NULL);
+        if (p)
+            reign__zk_create(zk, p, i ? NULL : rec, i ? 0 : sizeof rec - 1, REIGN__ZK_RETRY, NULL,
+                             NULL, NULL);
+        reign__free(p);
+    }
+}

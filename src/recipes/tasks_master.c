@@ -12,13 +12,7 @@
  *
  * Recovery reads assign/ (every worker's), then status/, then tasks/: in
  * the order a task moves, so no task is missed by reading while workers
- * finish tasks.  It gives the tasks of dead workers to live ones.  Earlier
- * versions moved a task with two writes (create, then delete) and could
- * leave a task in two places; recovery still settles those (the listing of
- * status/ is there for them alone: one per election):
- *   - assigned and done: the assignment is deleted;
- *   - assigned twice: the copy on a live worker is kept;
- *   - pending and (assigned or done): the stale tasks/T is deleted.
+ * finish tasks.  It gives the tasks of dead workers to live ones.
  *
  * Each worker gets at most its prefetch (from its group payload) tasks at
  * once; the rest wait in tasks/, so least-loaded means something and a dead
@@ -35,6 +29,7 @@
 #include <reign/election.h>
 #include <reign/group.h>
 
+#include "life.h"
 #include "tasks_internal.h"
 
 #define F_INFLIGHT 1 /* an assignment of it is being written */
@@ -61,7 +56,7 @@ struct reign_tasks_master {
     void *userdata;
     reign_election *election;
     reign_group_watch *watch;
-    uintptr_t epoch; /* bumped at each election and demotion: older answers are dropped */
+    reign__life life; /* the epoch bumped at each election and demotion: older answers drop */
     bool leading, active;
     uint64_t term, token;
     char *check_path; /* our election node */
@@ -69,19 +64,16 @@ struct reign_tasks_master {
     size_t n_workers;
     reign__tmap held; /* task -> worker, for every assignment we know of */
     uint64_t gen;     /* listings of workers' directories sent (see list_worker) */
-    reign__tmap done; /* recovery only: tasks with a status */
     char **pending;   /* the last listing of tasks/ */
     size_t n_pending, next_pending;
     bool tasks_listing, tasks_dirty;
     int recovering;     /* outstanding reads of the recovery */
     reign__timer timer; /* retention sweep */
     struct targ *args;  /* the arguments of requests in flight */
-    int busy;
-    bool free_requested;
 };
 
-#define ARG(m)      ((void *)(m)->epoch)
-#define STALE(m, a) ((uintptr_t)(a) != (m)->epoch || (m)->free_requested || !(m)->leading)
+#define ARG(m)      REIGN__LIFE_ARG(&(m)->life, 0, 0)
+#define STALE(m, a) (reign__life_stale(&(m)->life, (a), 0) || !(m)->leading)
 
 static void master_destroy(reign_tasks_master *m);
 
@@ -102,7 +94,7 @@ static void *targ_new(reign_tasks_master *m, size_t n, void (*dtor)(void *p))
     if (!h)
         return NULL;
     h->dtor = dtor;
-    h->epoch = m->epoch;
+    h->epoch = m->life.epoch;
     h->next = m->args;
     if (h->next)
         h->next->prev = h;
@@ -143,18 +135,18 @@ static void refresh_worker(reign_tasks_master *m, worker *w);
 
 static void enter(reign_tasks_master *m)
 {
-    m->busy++;
+    reign__life_enter(&m->life);
 }
 
 static void leave(reign_tasks_master *m)
 {
-    if (--m->busy == 0 && m->free_requested)
+    if (reign__life_leave(&m->life))
         master_destroy(m);
 }
 
 static void emit(reign_tasks_master *m, reign_tasks_event *ev)
 {
-    if (m->cb && !m->free_requested)
+    if (m->cb && reign__life_live(&m->life))
         m->cb(m, ev, m->userdata);
 }
 
@@ -202,7 +194,6 @@ static void clear_state(reign_tasks_master *m)
     m->workers = NULL;
     m->n_workers = 0;
     reign__tmap_clear(&m->held);
-    reign__tmap_clear(&m->done);
     for (size_t i = 0; i < m->n_pending; i++)
         reign__free(m->pending[i]);
     reign__free(m->pending);
@@ -247,11 +238,8 @@ typedef struct move {
     char *from; /* NULL: from tasks/ */
     char *src;  /* the node the task leaves */
     char *dst;
-    char *payload; /* a pending task's payload node, checked by the multi; NULL: copy data */
-    bool flat;     /* payload is data/<guid> (earlier versions), not data/<tag>/<guid> */
-    char *data;    /* the source's data, copied into the assignment */
-    size_t len;
-    uint64_t gen; /* listings sent before the request that will prove the move (see moved) */
+    char *payload; /* a pending task's payload node, checked by the multi; NULL: none */
+    uint64_t gen;  /* listings sent before the request that will prove the move (see moved) */
 } move;
 
 static void move_dtor(void *p)
@@ -263,11 +251,10 @@ static void move_dtor(void *p)
     reign__free(mv->src);
     reign__free(mv->dst);
     reign__free(mv->payload);
-    reign__free(mv->data);
 }
 
 #define move_free(mv)   targ_free(m, (mv))
-#define MV_STALE(m, mv) (targ_epoch(mv) != (m)->epoch || !(m)->leading)
+#define MV_STALE(m, mv) (!reign__life_current(&(m)->life, targ_epoch(mv)) || !(m)->leading)
 
 static void unhold(reign_tasks_master *m, const char *task);
 
@@ -338,7 +325,7 @@ static void moved(reign_tasks_master *m, move *mv)
         .type = REIGN_TASKS_ASSIGNED, .task = mv->task, .worker = mv->to, .from = mv->from};
     emit(m, &ev);
     move_free(mv);
-    if (!m->free_requested)
+    if (reign__life_live(&m->life))
         assign_more(m);
 }
 
@@ -347,12 +334,11 @@ static void moved(reign_tasks_master *m, move *mv)
 static void source_gone(reign_tasks_master *m, move *mv)
 {
     drop_move(m, mv);
-    if (!m->free_requested)
+    if (reign__life_live(&m->life))
         assign_more(m);
 }
 
 static void send_move(reign_tasks_master *m, move *mv);
-static void on_source_read(void *owner, void *arg, const reign__zk_result *r);
 
 /*
  * The multi's answer was lost: did it happen?  Its source is deleted by it and by nothing
@@ -400,28 +386,12 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
     if (r->rc == 0 || (r->rc == REIGN_EEXIST && r->failed_op == create)) {
         /* EEXIST: an earlier send whose answer was lost landed. */
         moved(m, mv);
-    } else if (r->rc == REIGN_ENOENT && mv->payload && r->failed_op == 1 && !mv->flat) {
-        /* No data/<tag>/<guid>: submitted by an earlier version, which kept the payload in
-         * data/<guid> (or in tasks/T: see below).  Checked there. */
-        reign__free(mv->payload);
-        mv->payload = reign__tasks_flat_payload_path(m->queue, mv->task);
-        mv->flat = true;
-        if (mv->payload)
-            send_move(m, mv);
-        else
-            abandon_move(m, mv);
     } else if (r->rc == REIGN_ENOENT && mv->payload && r->failed_op == 1) {
-        /* No data/<guid> either: submitted by an earlier version still, which kept the
-         * payload in tasks/T.  Copy it, as those versions did (a task done meanwhile: the read
-         * finds tasks/T gone too). */
-        reign__free(mv->payload);
-        mv->payload = NULL;
-        if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0)
-            abandon_move(m, mv);
+        drop_move(m, mv); /* no payload: the task was deleted meanwhile (a stale listing) */
     } else if (r->rc == REIGN_ENOENT && r->failed_op == create) {
         /* The worker's directory is missing (made by the worker, but we may
          * be first): make it, then again. */
-        char *dir = reign__tasks_path(m->queue, "assign", mv->to, NULL);
+        char *dir = reign__tasks_path(m->queue, REIGN__N_ASSIGN, mv->to, NULL);
         if (dir)
             reign__zk_create(m->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__free(dir);
@@ -446,8 +416,8 @@ out:
  * One multi: our election node exists (rule 2 of docs/tasks.md), the assignment is
  * created, the source deleted.  All or nothing, so the task is always in exactly one place.
  * A pending task's payload stays in data/<tag>/<guid> (the worker reads it there), so the master
- * never reads the task: the multi checks that the payload is there instead, which tells a
- * task of an earlier version (payload in tasks/T, to be copied) without a read.
+ * never reads the task: the multi checks that the payload is there instead.  A dead worker's
+ * task is moved the same way (its payload stays where it is).
  */
 static void send_move(reign_tasks_master *m, move *mv)
 {
@@ -455,71 +425,15 @@ static void send_move(reign_tasks_master *m, move *mv)
     size_t n = 1;
     if (mv->payload)
         ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCHECK, .path = mv->payload, .version = -1};
-    ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCREATE,
-                               .path = mv->dst,
-                               .data = mv->data ? mv->data : "",
-                               .len = mv->len,
-                               .version = -1};
+    ops[n++] =
+        (reign__zk_mop){.type = REIGN__ZK_MCREATE, .path = mv->dst, .data = "", .version = -1};
     ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MDELETE, .path = mv->src, .version = -1};
     mv->gen = m->gen;
     if (reign__zk_multi(m->zk, ops, n, m, on_move_written, mv) < 0)
         abandon_move(m, mv);
 }
 
-static void on_source_read(void *owner, void *arg, const reign__zk_result *r)
-{
-    reign_tasks_master *m = owner;
-    move *mv = arg;
-    enter(m);
-    if (MV_STALE(m, mv)) {
-        move_free(mv);
-    } else if (r->rc == 0) {
-        mv->data = reign__memdup(r->value ? r->value : "", r->value_len);
-        mv->len = r->value_len;
-        if (mv->data || !r->value_len)
-            send_move(m, mv);
-        else
-            abandon_move(m, mv);
-    } else if (r->rc == REIGN_ENOENT) {
-        drop_move(m, mv); /* gone meanwhile (a stale listing, or its worker finished it) */
-    } else {
-        report(m, r->rc, "reading a task");
-        abandon_move(m, mv);
-    }
-    leave(m);
-}
-
-static void on_status_checked(void *owner, void *arg, const reign__zk_result *r)
-{
-    reign_tasks_master *m = owner;
-    move *mv = arg;
-    enter(m);
-    if (MV_STALE(m, mv)) {
-        move_free(mv);
-    } else if (r->rc == 0) {
-        /* Done: left by the two-write completion of earlier versions (its
-         * worker died between recording the result and deleting the
-         * assignment).  Never run again: just delete the assignment.  The
-         * atomic moves never leave this; the check costs one read per task
-         * taken from a dead worker, so it stays for queues written before. */
-        reign__zk_delete(m->zk, mv->src, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-        reign__tasks_drop_payload(m->zk, m->queue, mv->task);
-        drop_move(m, mv);
-    } else if (r->rc == REIGN_ENOENT) {
-        if (reign__zk_get(m->zk, mv->src, NULL, REIGN__ZK_RETRY, m, on_source_read, mv) < 0)
-            abandon_move(m, mv);
-    } else {
-        report(m, r->rc, "checking a dead worker's task");
-        abandon_move(m, mv);
-    }
-    leave(m);
-}
-
-/*
- * Starts moving `task` from tasks/ (from == NULL: the multi at once) or from dead worker
- * `from` to w (checks that it has no result, reads the source to copy what it holds, then
- * the multi).
- */
+/* Starts moving `task` from tasks/ (from == NULL) or from dead worker `from` to w. */
 static bool start_move(reign_tasks_master *m, const char *task, const char *from, worker *w)
 {
     move *mv = targ_new(m, sizeof(*mv), move_dtor);
@@ -528,35 +442,20 @@ static bool start_move(reign_tasks_master *m, const char *task, const char *from
     mv->task = reign__strdup(task);
     mv->to = reign__strdup(w->id);
     mv->from = from ? reign__strdup(from) : NULL;
-    mv->src = from ? reign__tasks_path(m->queue, "assign", from, task)
-                   : reign__tasks_path(m->queue, "tasks", task, NULL);
-    mv->dst = reign__tasks_path(m->queue, "assign", w->id, task);
-    char *status = from ? reign__tasks_path(m->queue, "status", task, NULL) : NULL;
+    mv->src = from ? reign__tasks_path(m->queue, REIGN__N_ASSIGN, from, task)
+                   : reign__tasks_path(m->queue, REIGN__N_TASKS, task, NULL);
+    mv->dst = reign__tasks_path(m->queue, REIGN__N_ASSIGN, w->id, task);
     mv->payload = from ? NULL : reign__tasks_payload_path(m->queue, task);
-    int rc = REIGN_ENOMEM;
-    if (mv->task && mv->to && (from ? mv->from && status : !!mv->payload) && mv->src && mv->dst)
-        rc = from ? reign__zk_exists(m->zk, status, NULL, REIGN__ZK_RETRY, m, on_status_checked, mv)
-                  : 0;
-    reign__free(status);
-    if (rc < 0) {
+    if (!(mv->task && mv->to && (from ? !!mv->from : !!mv->payload) && mv->src && mv->dst)) {
         move_free(mv);
         return false;
     }
     hold(m, task, w->id, F_INFLIGHT | (from ? F_MOVING : 0));
-    if (!from)
-        send_move(m, mv); /* after hold: a failure to send unholds it */
+    send_move(m, mv); /* after hold: a failure to send unholds it */
     return true;
 }
 
 /* ---- pending tasks ---------------------------------------------------------- */
-
-static void drop_node(reign_tasks_master *m, const char *dir, const char *a, const char *b)
-{
-    char *p = reign__tasks_path(m->queue, dir, a, b);
-    if (p)
-        reign__zk_delete(m->zk, p, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-    reign__free(p);
-}
 
 /* Settles the tasks of workers that are gone, then assigns pending tasks
  * while some live worker has room. */
@@ -604,7 +503,7 @@ static void assign_more(reign_tasks_master *m)
     while (m->next_pending < m->n_pending) {
         const char *task = m->pending[m->next_pending];
         if (reign__tmap_get(&m->held, task)) {
-            m->next_pending++; /* being assigned, or the stale copy of an assignment */
+            m->next_pending++; /* being assigned, or listed before its move landed */
             continue;
         }
         worker *w = choose(m);
@@ -659,20 +558,8 @@ static void on_tasks_listed(void *owner, void *arg, const reign__zk_result *r)
             const char *t = r->children[i];
             if (!reign__task_name_parse(t, NULL, NULL))
                 continue; /* not a task of ours: never acted on */
-            if (reign__tmap_get(&m->done, t)) {
-                drop_node(m, "tasks", t, NULL); /* done already (recovery) */
-                reign__tasks_drop_payload(m->zk, m->queue, t);
-                continue;
-            }
-            reign__tmap_entry *e = reign__tmap_get(&m->held, t);
-            if (e) {
-                /* Assigned already: the source of a move in flight (listed
-                 * before the move's multi), or a stale copy left by the
-                 * two-write moves of earlier versions. */
-                if (!(e->flags & F_INFLIGHT))
-                    drop_node(m, "tasks", t, NULL);
-                continue;
-            }
+            if (reign__tmap_get(&m->held, t))
+                continue; /* assigned already: listed before its move's multi landed */
             if ((v[n] = reign__strdup(t)))
                 n++;
         }
@@ -692,7 +579,7 @@ static void list_tasks(reign_tasks_master *m)
     if (m->tasks_listing)
         return; /* tasks_dirty: again after this one */
     m->tasks_dirty = false;
-    char *p = reign__tasks_path(m->queue, "tasks", NULL, NULL);
+    char *p = reign__tasks_path(m->queue, REIGN__N_TASKS, NULL, NULL);
     if (p && reign__zk_children(m->zk, p, on_tasks_event, REIGN__ZK_RETRY, m, on_tasks_listed,
                                 ARG(m)) == 0)
         m->tasks_listing = true;
@@ -750,7 +637,7 @@ static void on_worker_dir_event(void *owner, void *arg, reign__zk_event ev, cons
     (void)arg; /* the listing's argument, freed by now */
     (void)ev;
     const char *slash = path ? strrchr(path, '/') : NULL;
-    if (!m->leading || m->free_requested || !slash)
+    if (!m->leading || !reign__life_live(&m->life) || !slash)
         return;
     enter(m);
     worker *w = find_worker(m, slash + 1); /* path: .../assign/W */
@@ -774,7 +661,7 @@ static void on_worker_listed(void *owner, void *arg, const reign__zk_result *r)
     reign_tasks_master *m = owner;
     dref *d = arg;
     enter(m);
-    worker *w = MV_STALE(m, d) || m->free_requested ? NULL : find_worker(m, d->worker);
+    worker *w = MV_STALE(m, d) || !reign__life_live(&m->life) ? NULL : find_worker(m, d->worker);
     if (!w)
         goto out;
     w->listing = false;
@@ -812,7 +699,7 @@ out:
 static void list_worker(reign_tasks_master *m, worker *w)
 {
     dref *d = targ_new(m, sizeof(*d), dref_dtor);
-    char *p = reign__tasks_path(m->queue, "assign", w->id, NULL);
+    char *p = reign__tasks_path(m->queue, REIGN__N_ASSIGN, w->id, NULL);
     int rc = REIGN_ENOMEM;
     if (d && p && (d->worker = reign__strdup(w->id))) {
         d->gen = ++m->gen;
@@ -856,7 +743,7 @@ static void on_members(reign_group_watch *gw, const reign_group_watch_event *ev,
     reign_tasks_master *m = ud;
     (void)gw;
     enter(m);
-    if (!m->leading || m->free_requested)
+    if (!m->leading || !reign__life_live(&m->life))
         goto out;
     if (ev->type == REIGN_MEMBERS_READY) {
         recompute_live(m);
@@ -878,9 +765,8 @@ static void recovery_step(reign_tasks_master *m);
 
 static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r);
 
-/* Recovery's reads: stage 1 assign/ and each assign/W, stage 2 status/. */
+/* Recovery's reads: assign/ (worker NULL), then each assign/W. */
 typedef struct rread {
-    int stage;
     char *worker;
 } rread;
 
@@ -889,14 +775,12 @@ static void rread_dtor(void *p)
     reign__free(((rread *)p)->worker);
 }
 
-static int recovery_list(reign_tasks_master *m, int stage, const char *wid)
+static int recovery_list(reign_tasks_master *m, const char *wid)
 {
     rread *a = targ_new(m, sizeof(*a), rread_dtor);
-    char *p = stage == 2 ? reign__tasks_path(m->queue, "status", NULL, NULL)
-                         : reign__tasks_path(m->queue, "assign", wid, NULL);
+    char *p = reign__tasks_path(m->queue, REIGN__N_ASSIGN, wid, NULL);
     int rc = REIGN_ENOMEM;
     if (a && p && (!wid || (a->worker = reign__strdup(wid)))) {
-        a->stage = stage;
         rc = reign__zk_children(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_recovery_list, a);
     }
     reign__free(p);
@@ -919,7 +803,7 @@ static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r)
     reign_tasks_master *m = owner;
     rread *a = arg;
     enter(m);
-    if (targ_epoch(a) != m->epoch || !m->leading || m->free_requested)
+    if (!reign__life_current(&m->life, targ_epoch(a)) || !m->leading || !reign__life_live(&m->life))
         goto out;
     m->recovering--;
     if (r->rc < 0 && r->rc != REIGN_ENOENT) {
@@ -929,36 +813,15 @@ static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r)
     }
     for (size_t i = 0; r->rc == 0 && i < r->n_children; i++) {
         const char *c = r->children[i];
-        if (a->stage == 1 && !a->worker) {
-            if (reign__tasks_worker_check(c) == 0 && add_worker(m, c) && recovery_list(m, 1, c) < 0)
+        if (!a->worker) {
+            if (reign__tasks_worker_check(c) == 0 && add_worker(m, c) && recovery_list(m, c) < 0)
                 m->recovering = -1000;
         } else if (reign__task_name_parse(c, NULL, NULL)) {
-            if (a->stage == 2) {
-                reign__tmap_put(&m->done, c);
-            } else if (reign__tmap_get(&m->held, c)) {
-                /* A double left by a crash in the middle of a two-write
-                 * move (earlier versions): keep the copy on a live worker. */
-                reign__tmap_entry *e = reign__tmap_get(&m->held, c);
-                worker *held_by = find_worker(m, e->worker);
-                if (!(held_by && held_by->live)) {
-                    drop_node(m, "assign", e->worker, c);
-                    hold(m, c, a->worker, 0);
-                } else {
-                    drop_node(m, "assign", a->worker, c);
-                }
-            } else {
-                hold(m, c, a->worker, 0);
-            }
+            hold(m, c, a->worker, 0);
         }
     }
-    if (m->recovering == 0) {
-        if (a->stage == 1) {
-            if (recovery_list(m, 2, NULL) < 0)
-                recovery_failed(m, REIGN_ENOMEM);
-        } else {
-            recovery_step(m);
-        }
-    }
+    if (m->recovering == 0)
+        recovery_step(m);
 out:
     targ_free(m, a);
     leave(m);
@@ -966,27 +829,14 @@ out:
 
 static void recovery_step(reign_tasks_master *m)
 {
-    /* Assigned and done: left by the two-write completion of earlier
-     * versions (the worker died between its writes). */
-    for (size_t i = 0; i < m->held.cap; i++) {
-        if (!reign__tmap_live(&m->held, i))
-            continue;
-        reign__tmap_entry *e = &m->held.v[i];
-        if (!reign__tmap_get(&m->done, e->key))
-            continue;
-        drop_node(m, "assign", e->worker, e->key);
-        reign__tasks_drop_payload(m->zk, m->queue, e->key);
-        unhold(m, e->key);
-    }
     m->active = true;
-    reign__log(m->log, REIGN_LOG_NOTICE, "tasks %s: recovered: %zu assigned, %zu done", m->queue,
-               m->held.n, m->done.n);
+    reign__log(m->log, REIGN_LOG_NOTICE, "tasks %s: recovered: %zu assigned", m->queue, m->held.n);
     reign_tasks_event ev = {.type = REIGN_TASKS_RECOVERED, .term = m->term};
     emit(m, &ev);
-    if (m->free_requested || !m->leading)
+    if (!reign__life_live(&m->life) || !m->leading)
         return;
     recompute_live(m); /* the members as they are now, not as at READY */
-    list_tasks(m);     /* drops stale copies (done or assigned), assigns the rest */
+    list_tasks(m);     /* assigns what is pending */
     if (m->retention_ms > 0) {
         reign__timers *ts = reign__client_timers(m->client);
         reign__timer_start(ts, &m->timer, reign__now_ns());
@@ -996,7 +846,7 @@ static void recovery_step(reign_tasks_master *m)
 static void start_recovery(reign_tasks_master *m)
 {
     m->recovering = 0;
-    if (recovery_list(m, 1, NULL) < 0)
+    if (recovery_list(m, NULL) < 0)
         recovery_failed(m, REIGN_ENOMEM);
 }
 
@@ -1022,7 +872,7 @@ static void on_results_listed(void *owner, void *arg, const reign__zk_result *r)
         wref *ref = targ_new(m, sizeof(*ref), wref_dtor);
         if (!ref)
             break;
-        ref->id = reign__tasks_path(m->queue, "status", r->children[i], NULL);
+        ref->id = reign__tasks_path(m->queue, REIGN__N_STATUS, r->children[i], NULL);
         if (!ref->id ||
             reign__zk_exists(m->zk, ref->id, NULL, REIGN__ZK_RETRY, m, on_result_stat, ref) < 0)
             targ_free(m, ref);
@@ -1035,7 +885,7 @@ static void retention_cb(reign__timer *t, void *arg)
     (void)t;
     if (!m->active)
         return;
-    char *p = reign__tasks_path(m->queue, "status", NULL, NULL);
+    char *p = reign__tasks_path(m->queue, REIGN__N_STATUS, NULL, NULL);
     if (p)
         reign__zk_children(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_results_listed, ARG(m));
     reign__free(p);
@@ -1061,9 +911,9 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
     bool ok = r->rc == 0 && (uint64_t)r->stat.version == m->term &&
               reign__record_parse(r->value, r->value_len, &rec) == 0;
     if (ok) {
-        node = reign__record_get(&rec, "node");
+        node = reign__record_get(&rec, REIGN__K_NODE);
         if (node && node[0] && !strchr(node, '/'))
-            m->check_path = reign__tasks_strf("%s/election/%s/%s", REIGN__ZK_ROOT, m->gname, node);
+            m->check_path = reign__strf("%s/%s/%s", REIGN__ELECTION_DIR, m->gname, node);
         reign__record_clear(&rec);
     }
     if (!m->check_path) {
@@ -1089,7 +939,7 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
     (void)e;
     enter(m);
     if (ev->type == REIGN_ELECTION_ELECTED) {
-        m->epoch++;
+        reign__life_bump(&m->life);
         clear_state(m);
         m->leading = true;
         m->term = ev->term;
@@ -1097,12 +947,12 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
         reign_tasks_event te = {.type = REIGN_TASKS_ELECTED, .term = ev->term};
         emit(m, &te);
         /* The term node names the winner's node: ours, if its version is our term. */
-        char *p = reign__tasks_strf("%s/election/%s/term", REIGN__ZK_ROOT, m->gname);
+        char *p = reign__strf("%s/%s/" REIGN__N_TERM, REIGN__ELECTION_DIR, m->gname);
         if (!p || reign__zk_get(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_term_read, ARG(m)) < 0)
             report(m, REIGN_ENOMEM, "reading the term");
         reign__free(p);
     } else if (ev->type == REIGN_ELECTION_DEMOTED) {
-        m->epoch++;
+        reign__life_bump(&m->life);
         m->leading = false;
         m->active = false;
         reign__zk_forget(m->zk, m);
@@ -1210,11 +1060,10 @@ int reign_tasks_master_is_active(const reign_tasks_master *m)
 
 reign_tasks_master *reign_tasks_master_free(reign_tasks_master *m)
 {
-    if (!m || m->free_requested)
+    if (!m || !reign__life_request_free(&m->life))
         return NULL;
-    m->free_requested = true;
     m->cb = NULL;
-    if (m->busy == 0)
+    if (!reign__life_busy(&m->life))
         master_destroy(m);
     return NULL;
 }

@@ -14,13 +14,6 @@
  * Payloads are read ahead: up to `concurrency` tasks beyond those running are
  * read (or being read) and wait for a slot (T_READY), so a slot that frees
  * runs the next task at once instead of a round trip later.
- *
- * Earlier versions recorded a result with two writes (the multi, then the
- * delete) and could leave an assignment whose task has a result.  So the
- * tasks of the first listing of a session still have their status checked
- * before they run: one read per task then, none later.  Tasks of later
- * listings are new assignments, which the master never makes for a task
- * with a result.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,17 +21,13 @@
 
 #include <reign/group.h>
 
+#include "life.h"
 #include "tasks_internal.h"
 
-#define T_READING   1  /* being read (or its status checked) */
-#define T_RUNNING   2  /* RUN given */
-#define T_RECORDING 4  /* the result is being written */
-#define T_COPY      8  /* its payload came from the assignment (an earlier version's task) */
-#define T_FLAT      32 /* its payload came from data/<guid> (an earlier version's task) */
-
-/* Where a task's payload is: the place each version of the queue kept it. */
-enum { PAY_BUCKET, PAY_FLAT, PAY_COPY };
-#define T_READY 16 /* read, waiting for a slot: its pend (entry's ptr) holds the payload */
+#define T_READING   1 /* being read */
+#define T_RUNNING   2 /* RUN given */
+#define T_RECORDING 4 /* the result is being written */
+#define T_READY     8 /* read, waiting for a slot: its pend (entry's ptr) holds the payload */
 
 typedef struct pend {
     struct pend *prev, *next;
@@ -47,7 +36,7 @@ typedef struct pend {
     char *task;
     reign__buf rec;     /* T_READY: the payload; T_RECORDING: the status record */
     struct pend *rnext; /* T_READY: the next read task, in the order they were read */
-    unsigned char pay;  /* where its payload is: PAY_* (T_RECORDING: which node to delete) */
+    bool no_payload;    /* T_RECORDING: its payload node is gone, the result goes without */
     bool lost;          /* T_RECORDING: an answer was lost (the multi may have landed) */
     bool checked;       /* ... and a later send found the assignment gone */
 } pend;
@@ -62,18 +51,16 @@ struct reign_tasks_worker {
     reign_tasks_worker_cb *cb;
     void *userdata;
     reign_group *group;
-    uintptr_t epoch; /* bumped per session: answers of an older one are dropped */
+    reign__life life; /* the epoch bumped per session: answers of an older one are dropped */
     reign__tmap tasks;
     size_t slots; /* tasks running: RUN given, done not yet called */
     size_t ahead; /* tasks read ahead: being read (T_READING) or waiting for a slot (T_READY) */
     pend *ready, **ready_tail; /* the T_READY tasks, oldest first */
     char **listed;             /* the last listing of assign/W, NULL where started */
     size_t n_listed;
-    bool listing, dirty, check_first;
+    bool listing, dirty;
     pend *pends;       /* arguments of requests in flight (freed on forget) */
     reign__timer kick; /* start_more() on the loop, after reign_tasks_worker_done() */
-    int busy;
-    bool free_requested;
 };
 
 static void worker_destroy(reign_tasks_worker *w);
@@ -82,18 +69,18 @@ static void start_more(reign_tasks_worker *w);
 
 static void enter(reign_tasks_worker *w)
 {
-    w->busy++;
+    reign__life_enter(&w->life);
 }
 
 static void leave(reign_tasks_worker *w)
 {
-    if (--w->busy == 0 && w->free_requested)
+    if (reign__life_leave(&w->life))
         worker_destroy(w);
 }
 
 static void emit(reign_tasks_worker *w, reign_tasks_event *ev)
 {
-    if (w->cb && !w->free_requested)
+    if (w->cb && reign__life_live(&w->life))
         w->cb(w, ev, w->userdata);
 }
 
@@ -113,7 +100,7 @@ static pend *pend_new(reign_tasks_worker *w, const char *task)
         return NULL;
     }
     p->w = w;
-    p->epoch = w->epoch;
+    p->epoch = w->life.epoch;
     reign__buf_init(&p->rec);
     p->next = w->pends;
     if (p->next)
@@ -165,12 +152,12 @@ static void forget_task(reign_tasks_worker *w, const char *task)
 }
 
 /* Gives the task RUN: a slot is free. */
-static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *task, int pay,
+static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *task,
                      const void *data, size_t len)
 {
     if ((e->flags & (T_READING | T_READY)) && w->ahead)
         w->ahead--;
-    e->flags = T_RUNNING | (pay == PAY_COPY ? T_COPY : pay == PAY_FLAT ? T_FLAT : 0);
+    e->flags = T_RUNNING;
     e->ptr = NULL;
     w->slots++;
     reign_tasks_event ev = {.type = REIGN_TASKS_RUN, .task = task, .data = data, .data_len = len};
@@ -180,27 +167,16 @@ static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *ta
 static char *task_path(reign_tasks_worker *w, const char *dir, const char *task)
 {
     return dir ? reign__tasks_path(w->queue, dir, task, NULL)
-               : reign__tasks_path(w->queue, "assign", w->id, task);
-}
-
-/* The payload's node (NULL when it came from the assignment, or on OOM). */
-static char *payload_path(reign_tasks_worker *w, const pend *p)
-{
-    return p->pay == PAY_BUCKET ? reign__tasks_payload_path(w->queue, p->task)
-           : p->pay == PAY_FLAT ? reign__tasks_flat_payload_path(w->queue, p->task)
-                                : NULL;
+               : reign__tasks_path(w->queue, REIGN__N_ASSIGN, w->id, task);
 }
 
 static void on_task_read(void *owner, void *arg, const reign__zk_result *r);
 
-/*
- * Reads a task's payload: from data/<tag>/<guid>, where it stays from submit until our
- * result; or, for a task submitted by an earlier version, from data/<guid>, or from the copy
- * the master put in the assignment.
- */
+/* Reads a task's payload from data/<tag>/<guid>, where it stays from submit until our
+ * result. */
 static int read_task(reign_tasks_worker *w, pend *p)
 {
-    char *path = p->pay == PAY_COPY ? task_path(w, NULL, p->task) : payload_path(w, p);
+    char *path = reign__tasks_payload_path(w->queue, p->task);
     int rc =
         path ? reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_task_read, p) : REIGN_ENOMEM;
     reign__free(path);
@@ -214,21 +190,11 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
     reign_tasks_worker *w = owner;
     pend *p = arg;
     enter(w);
-    if (p->epoch != w->epoch)
+    if (!reign__life_current(&w->life, p->epoch))
         goto out;
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
     if (!e || !(e->flags & T_READING))
         goto out;
-    if (r->rc == REIGN_ENOENT && p->pay != PAY_COPY) {
-        /* Not there: an earlier version's task (its payload in data/<guid>, or in the
-         * assignment), or a task finished elsewhere (then the assignment is gone too: the
-         * last read says so). */
-        p->pay++;
-        if (read_task(w, p) == 0) {
-            leave(w);
-            return;
-        }
-    }
     reign__record rec;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
         int rc = reign__buf_append(&p->rec, rec.payload, rec.payload_len);
@@ -248,44 +214,17 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
         forget_task(w, p->task);
         start_more(w);
     } else {
-        /* ENOENT: moved away meanwhile; foreign data: never run */
+        /* ENOENT: moved away or finished elsewhere meanwhile; foreign data: never run */
         if (r->rc == 0)
             report(w, REIGN_EFOREIGN, "a task's node holds foreign data; not run");
         else if (r->rc != REIGN_ENOENT)
             report(w, r->rc, "reading a task");
         forget_task(w, p->task);
-        if (!w->free_requested)
+        if (reign__life_live(&w->life))
             start_more(w);
     }
 out:
     pend_free(w, p);
-    leave(w);
-}
-
-static void on_done_checked(void *owner, void *arg, const reign__zk_result *r)
-{
-    reign_tasks_worker *w = owner;
-    pend *p = arg;
-    enter(w);
-    if (p->epoch != w->epoch) {
-        pend_free(w, p);
-        goto out;
-    }
-    if (r->rc == 0) {
-        /* Done before (a worker of an earlier version died between its two writes). */
-        char *path = task_path(w, NULL, p->task);
-        if (path)
-            reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-        reign__free(path);
-        reign__tasks_drop_payload(w->zk, w->queue, p->task);
-        forget_task(w, p->task);
-        pend_free(w, p);
-        start_more(w);
-    } else if (read_task(w, p) < 0) {
-        forget_task(w, p->task);
-        pend_free(w, p);
-    }
-out:
     leave(w);
 }
 
@@ -300,16 +239,7 @@ static void start_task(reign_tasks_worker *w, const char *task)
     }
     e->flags = T_READING;
     w->ahead++;
-    int rc;
-    if (w->check_first) {
-        char *path = task_path(w, "status", task);
-        rc = path ? reign__zk_exists(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_done_checked, p)
-                  : REIGN_ENOMEM;
-        reign__free(path);
-    } else {
-        rc = read_task(w, p);
-    }
-    if (rc < 0) {
+    if (read_task(w, p) < 0) {
         forget_task(w, task);
         pend_free(w, p);
     }
@@ -330,15 +260,15 @@ static bool want_listing(const reign_tasks_worker *w)
 /* Runs the tasks read while slots are free, then reads ahead as many as may run at once. */
 static void start_more(reign_tasks_worker *w)
 {
-    while (w->ready && w->slots < (size_t)w->concurrency && !w->free_requested) {
+    while (w->ready && w->slots < (size_t)w->concurrency && reign__life_live(&w->life)) {
         pend *p = w->ready;
         unready(w, p);
         reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
         if (e && (e->flags & T_READY))
-            run_task(w, e, p->task, p->pay, p->rec.data, p->rec.len);
+            run_task(w, e, p->task, p->rec.data, p->rec.len);
         pend_free(w, p);
     }
-    if (w->free_requested)
+    if (!reign__life_live(&w->life))
         return;
     for (size_t i = 0; i < w->n_listed && w->ahead < (size_t)w->concurrency; i++) {
         char *t = w->listed[i];
@@ -360,7 +290,7 @@ static void on_mine_event(void *owner, void *arg, reign__zk_event ev, const char
     reign_tasks_worker *w = owner;
     (void)ev;
     (void)path;
-    if ((uintptr_t)arg != w->epoch || w->free_requested)
+    if (reign__life_stale(&w->life, arg, 0))
         return;
     enter(w);
     /* Listed again when that could give us work (see want_listing). */
@@ -374,7 +304,7 @@ static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_tasks_worker *w = owner;
     enter(w);
-    if ((uintptr_t)arg != w->epoch || w->free_requested)
+    if (reign__life_stale(&w->life, arg, 0))
         goto out;
     w->listing = false;
     if (r->rc == 0) {
@@ -408,14 +338,13 @@ static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
             if (t)
                 emit(w, &ev);
             reign__free(t);
-            if (w->free_requested)
+            if (!reign__life_live(&w->life))
                 goto out;
         }
         start_more(w);
-        w->check_first = false;
     } else if (r->rc == REIGN_ENOENT) {
         /* Our directory is gone (an operator?): make it again. */
-        char *dir = reign__tasks_path(w->queue, "assign", w->id, NULL);
+        char *dir = reign__tasks_path(w->queue, REIGN__N_ASSIGN, w->id, NULL);
         if (dir)
             reign__zk_create(w->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__free(dir);
@@ -436,7 +365,7 @@ static void list_mine(reign_tasks_worker *w)
         return; /* dirty: again after this one, if wanted */
     w->dirty = false;
     if (reign__zk_children(w->zk, w->dir, on_mine_event, REIGN__ZK_RETRY, w, on_mine_listed,
-                           (void *)w->epoch) == 0)
+                           REIGN__LIFE_ARG(&w->life, 0, 0)) == 0)
         w->listing = true;
 }
 
@@ -450,7 +379,7 @@ static void recorded(reign_tasks_worker *w, pend *p)
     reign_tasks_event ev = {.type = REIGN_TASKS_RECORDED, .task = p->task};
     emit(w, &ev);
     pend_free(w, p);
-    if (!w->free_requested)
+    if (reign__life_live(&w->life))
         start_more(w);
 }
 
@@ -463,28 +392,6 @@ static void taken_away(reign_tasks_worker *w, pend *p)
     forget_task(w, p->task);
     pend_free(w, p);
     start_more(w);
-}
-
-static void on_assignment_deleted(void *owner, void *arg, const reign__zk_result *r)
-{
-    reign_tasks_worker *w = owner;
-    (void)r;
-    enter(w);
-    recorded(w, arg);
-    leave(w);
-}
-
-static void delete_assignment(reign_tasks_worker *w, pend *p)
-{
-    char *payload = payload_path(w, p);
-    if (payload) /* the task is done: its payload goes too */
-        reign__zk_delete(w->zk, payload, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
-    reign__free(payload);
-    char *path = task_path(w, NULL, p->task);
-    if (!path ||
-        reign__zk_delete(w->zk, path, -1, REIGN__ZK_RETRY, w, on_assignment_deleted, p) < 0)
-        recorded(w, p);
-    reign__free(path);
 }
 
 /*
@@ -501,7 +408,8 @@ static void on_status_read(void *owner, void *arg, const reign__zk_result *r)
     if (r->rc == 0) {
         reign__record rec;
         reign_task_info info = {0};
-        bool ours = reign__tasks_status_parse(r->value, r->value_len, &r->stat, &rec, &info) == 0;
+        bool ours =
+            reign__tasks_status_parse(r->value, r->value_len, r->stat.ctime_ms, &rec, &info) == 0;
         ours = ours && !strcmp(info.worker, w->id);
         if (info.worker)
             reign__record_clear(&rec);
@@ -521,7 +429,7 @@ static void on_status_read(void *owner, void *arg, const reign__zk_result *r)
 
 static void read_status(reign_tasks_worker *w, pend *p)
 {
-    char *path = task_path(w, "status", p->task);
+    char *path = task_path(w, REIGN__N_STATUS, p->task);
     if (!path || reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_status_read, p) < 0) {
         forget_task(w, p->task);
         pend_free(w, p);
@@ -541,7 +449,7 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 3) {
         /* The assignment is ours but its payload node is gone: not a state this version
          * makes.  The result is recorded without it. */
-        p->pay = PAY_COPY;
+        p->no_payload = true;
         send_result(w, p);
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 0) {
         if (p->lost) {
@@ -553,11 +461,6 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
         } else {
             taken_away(w, p);
         }
-    } else if (r->rc == REIGN_EEXIST && r->failed_op == 1) {
-        /* A result exists while the assignment is ours: left by the two-write completion
-         * of earlier versions (a worker died between its writes and the task was given
-         * again).  That result stands; the assignment goes. */
-        delete_assignment(w, p);
     } else if (r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT || r->rc == REIGN_ESESSION) {
         /* Unknown outcome: look before writing again (the read waits for a connection; a
          * landed multi cannot land twice anyway, its check would fail). */
@@ -574,16 +477,17 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
 
 /*
  * One multi: the assignment is still ours (rule 3 of docs/tasks.md), the status is created,
- * the assignment deleted, and the payload with it (unless it came from the assignment).  All
+ * the assignment deleted, and the payload with it (unless it is gone already).  All
  * or nothing: the task is never both assigned and done, and its payload goes exactly when
  * it is done.
  */
 static void send_result(reign_tasks_worker *w, pend *p)
 {
-    char *assignment = task_path(w, NULL, p->task), *status = task_path(w, "status", p->task);
-    char *payload = payload_path(w, p);
+    char *assignment = task_path(w, NULL, p->task),
+         *status = task_path(w, REIGN__N_STATUS, p->task);
+    char *payload = p->no_payload ? NULL : reign__tasks_payload_path(w->queue, p->task);
     int rc = REIGN_ENOMEM;
-    if (assignment && status && (p->pay == PAY_COPY || payload)) {
+    if (assignment && status && (p->no_payload || payload)) {
         const reign__zk_mop ops[4] = {
             {.type = REIGN__ZK_MCHECK, .path = assignment, .version = -1},
             {.type = REIGN__ZK_MCREATE,
@@ -594,7 +498,7 @@ static void send_result(reign_tasks_worker *w, pend *p)
             {.type = REIGN__ZK_MDELETE, .path = assignment, .version = -1},
             {.type = REIGN__ZK_MDELETE, .path = payload, .version = -1},
         };
-        rc = reign__zk_multi(w->zk, ops, p->pay == PAY_COPY ? 3 : 4, w, on_result_written, p);
+        rc = reign__zk_multi(w->zk, ops, p->no_payload ? 3 : 4, w, on_result_written, p);
     }
     reign__free(assignment);
     reign__free(status);
@@ -623,7 +527,6 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
         pend_free(w, p);
         return rc;
     }
-    p->pay = (e->flags & T_COPY) ? PAY_COPY : (e->flags & T_FLAT) ? PAY_FLAT : PAY_BUCKET;
     /* Done running: its slot goes to the next task now, not once the result is written (a
      * round trip later).  What a worker holds stays bounded by the master (its prefetch). */
     e->flags = T_RECORDING;
@@ -634,7 +537,7 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
     /* The next task's RUN comes from the loop, not from inside this call: a caller that
      * answers RUN at once (or fails to start it) would otherwise nest a RUN per task read
      * ahead.  Due at 0, it runs in this turn when we are called from a callback. */
-    if (!w->free_requested) {
+    if (reign__life_live(&w->life)) {
         if (reign__timer_start(reign__client_timers(w->client), &w->kick, 0) < 0)
             start_more(w);
         else if (!reign__client_processing(w->client))
@@ -649,7 +552,7 @@ static void on_kick(reign__timer *t, void *arg)
     reign_tasks_worker *w = arg;
     (void)t;
     enter(w);
-    if (!w->free_requested)
+    if (reign__life_live(&w->life))
         start_more(w);
     leave(w);
 }
@@ -675,13 +578,12 @@ static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
     leave(w);
 }
 
-/* A new session: start over, checking results first (see the top). */
+/* A new session: start over. */
 static void new_session(reign_tasks_worker *w)
 {
-    w->epoch++;
+    reign__life_bump(&w->life);
     w->listing = false;
-    w->check_first = true;
-    /* Read ahead on the old session: read again (and checked for a result) on this one. */
+    /* Read ahead on the old session: read again on this one. */
     for (size_t i = 0; i < w->tasks.cap; i++)
         if (reign__tmap_live(&w->tasks, i) && (w->tasks.v[i].flags & T_READY))
             forget_task(w, w->tasks.v[i].key);
@@ -698,7 +600,7 @@ static void worker_conn(reign__recipe *rp, reign_conn_state st)
     enter(w);
     if (st == REIGN_CONN_LOST) {
         /* The master may give our tasks to others: stop them. */
-        for (size_t i = 0; i < w->tasks.cap && !w->free_requested; i++) {
+        for (size_t i = 0; i < w->tasks.cap && reign__life_live(&w->life); i++) {
             if (!reign__tmap_live(&w->tasks, i) || (w->tasks.v[i].flags & T_RECORDING))
                 continue;
             char *t = reign__strdup(w->tasks.v[i].key);
@@ -709,7 +611,7 @@ static void worker_conn(reign__recipe *rp, reign_conn_state st)
                 emit(w, &ev);
             reign__free(t);
         }
-    } else if (st == REIGN_CONN_CONNECTED && !w->free_requested) {
+    } else if (st == REIGN_CONN_CONNECTED && reign__life_live(&w->life)) {
         new_session(w);
     }
     leave(w);
@@ -787,7 +689,7 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
     w->queue = reign__strdup(queue);
     w->gname = reign__tasks_group_name(queue);
     w->id = reign__strdup(o.id);
-    w->dir = reign__tasks_path(queue, "assign", o.id, NULL);
+    w->dir = reign__tasks_path(queue, REIGN__N_ASSIGN, o.id, NULL);
     if (!w->queue || !w->gname || !w->id || !w->dir) {
         worker_free_fields(w);
         return REIGN_ENOMEM;
@@ -816,11 +718,10 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
 
 reign_tasks_worker *reign_tasks_worker_free(reign_tasks_worker *w)
 {
-    if (!w || w->free_requested)
+    if (!w || !reign__life_request_free(&w->life))
         return NULL;
-    w->free_requested = true;
     w->cb = NULL;
-    if (w->busy == 0)
+    if (!reign__life_busy(&w->life))
         worker_destroy(w);
     return NULL;
 }

@@ -33,8 +33,7 @@
  *   service_address=HOST:PORT
  *   peer_address=HOST:PORT        (empty if the node has no peer endpoint)
  *   instance=HEX                  the writing daemon's instance (a random id
- *                                 drawn at each start; absent from records of
- *                                 earlier versions: then "")
+ *                                 drawn at each start; "" if absent)
  *   term=N
  *   token=N
  * The id alone never tells whose record it is: two daemons may be given the
@@ -62,7 +61,7 @@ typedef struct reignd_breadcrumb {
     char id[REIGN_ID_MAX + 1];
     char service_address[REIGND_ADDRESS_MAX];
     char peer_address[REIGND_ADDRESS_MAX]; /* "" if none */
-    char instance[REIGND_INSTANCE_MAX];    /* "" if none (an earlier version's record) */
+    char instance[REIGND_INSTANCE_MAX];    /* "" if none (a record not written by reignd) */
     uint64_t term;
     uint64_t token;
 } reignd_breadcrumb;

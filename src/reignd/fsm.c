@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fsm.h"
+#include "fsm_dot.h"
 
 #define ST(x) REIGND_ST_##x
 #define EV(x) REIGND_EV_##x
@@ -500,20 +501,24 @@ static const char *guard_label(reignd_guard g)
     return g == REIGND_G_HEALTHY ? " [healthy]" : g == REIGND_G_UNHEALTHY ? " [unhealthy]" : "";
 }
 
+static void dot_row(const void *ctx, size_t i, fsm_dot_edge *out)
+{
+    static char acts[160];
+    const reignd_transition *t = &table[i];
+    (void)ctx;
+    reignd_actions_format(t->actions, acts, sizeof(acts));
+    *out = (fsm_dot_edge){t->from, t->to, event_names[t->event], guard_label(t->guard), acts};
+}
+
+static int dot_bold(unsigned s)
+{
+    return reignd_state_is_active((reignd_state)s);
+}
+
 void reignd_fsm_print_dot(FILE *f)
 {
-    fprintf(f, "digraph reignd {\n    rankdir=LR;\n    node [shape=box];\n");
-    for (unsigned s = 0; s < REIGND_ST__COUNT; s++)
-        fprintf(f, "    %s%s;\n", state_names[s],
-                reignd_state_is_active((reignd_state)s) ? " [style=bold]" : "");
-    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-        const reignd_transition *t = &table[i];
-        if (t->from == t->to && !t->actions)
-            continue; /* no-op rows would bury the graph */
-        char acts[160];
-        reignd_actions_format(t->actions, acts, sizeof(acts));
-        fprintf(f, "    %s -> %s [label=\"%s%s%s%s\"];\n", state_names[t->from], state_names[t->to],
-                event_names[t->event], guard_label(t->guard), acts[0] ? " / " : "", acts);
-    }
-    fprintf(f, "}\n");
+    fsm_dot_graph g = {
+        "reignd", state_names, REIGND_ST__COUNT, dot_bold, sizeof(table) / sizeof(table[0]),
+        dot_row,  NULL};
+    fsm_dot_print(f, &g);
 }

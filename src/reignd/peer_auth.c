@@ -157,8 +157,7 @@ int reignd_auth_parse(const char *header, reignd_auth *out, char *err, size_t er
         (header[sizeof(scheme) - 1] != ' ' && header[sizeof(scheme) - 1] != '\0')) {
         snprintf(err, errlen,
                  "the request is not signed (expected \"Authorization: " REIGND_AUTH_SCHEME
-                 " ts=..., nonce=..., sig=...\"; an older reignd sends its secret instead: "
-                 "upgrade it)");
+                 " ts=..., nonce=..., sig=...\")");
         return REIGN_EINVAL;
     }
     bool have_ts = false, have_nonce = false, have_sig = false;

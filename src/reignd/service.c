@@ -388,7 +388,7 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
 }
 
 /* A candidate's payload: "SERVICE_ADDRESS PEER_ADDRESS INSTANCE" ("-" for no
- * peer address; earlier versions wrote no instance). */
+ * peer address; a payload not written by reignd may lack any of them). */
 #define PAYLOAD_MAX (2 * REIGND_ADDRESS_MAX + REIGND_INSTANCE_MAX + 8)
 
 typedef struct payload {
@@ -1448,7 +1448,7 @@ static void on_poll_state(int err, const char *msg, const cJSON *result, void *u
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(result, "activated");
     double failovers = cJSON_IsNumber(fo) ? fo->valuedouble : -1;
     /* Its count of takeovers tells a standby that has not taken over yet from
-     * one whose takeover failed (an earlier version's status may lack it). */
+     * one whose takeover failed (unknown when its first status lacked it). */
     int took_over =
         f->base_failovers >= 0 ? failovers > f->base_failovers : strcmp(state, "active") == 0;
     snprintf(f->last, sizeof(f->last), "%s is %s (%s)", f->to, state,

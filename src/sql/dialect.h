@@ -83,6 +83,8 @@ struct reign__sql_dialect {
     size_t size;      /* of the dialect's connection struct */
     /* c is zeroed but for the common part; on failure close() is called on it all the same. */
     int (*connect)(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen);
+    /* reign__sql_conn_param() for this kind; NULL: it takes none. */
+    int (*conn_param)(const char *key, const char *value, char *err, size_t errlen);
     void (*close)(reign__sqlconn *c);
     int (*ensure_schema)(reign__sqlconn *c, char *err, size_t errlen);
     int (*read)(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out, char *err,

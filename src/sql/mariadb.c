@@ -168,6 +168,13 @@ static int map_error(maria_conn *m, unsigned e, const char *msg, const char *wha
     case 1203: /* ER_TOO_MANY_USER_CONNECTIONS */
         code = REIGN_ECONNECT;
         break;
+    case CR_SSL_CONNECTION_ERROR:
+        /* The server's certificate refused, TLS files unreadable, TLS required and not offered:
+         * trying again will not help. */
+        code = m->connected ? REIGN_ECONNLOSS : REIGN_EAUTH;
+        if (m->connected)
+            m->base.broken = true;
+        break;
     default:
         if (is_conn_error(e)) {
             if (!m->connected) {
@@ -308,6 +315,112 @@ static unsigned seconds_up(int ms)
     return (unsigned)((ms + 999) / 1000);
 }
 
+/*
+ * What a URI may add: Connector/C's TLS options and its option files.  Without option_file or
+ * option_group, the default option files are read with group [reign] (and Connector/C's own
+ * [client], [client-server], [client-mariadb]), as the mysql tool reads them.  A passphrase
+ * for the key is a secret: not in a URI.
+ */
+typedef struct my_param {
+    const char *key;
+    enum mysql_option opt;
+    bool boolean;
+} my_param;
+
+static const my_param my_params[] = {
+    {"ssl", MYSQL_OPT_SSL_ENFORCE, true},
+    {"ssl_verify_server_cert", MYSQL_OPT_SSL_VERIFY_SERVER_CERT, true},
+    {"ssl_ca", MYSQL_OPT_SSL_CA, false},
+    {"ssl_capath", MYSQL_OPT_SSL_CAPATH, false},
+    {"ssl_cert", MYSQL_OPT_SSL_CERT, false},
+    {"ssl_key", MYSQL_OPT_SSL_KEY, false},
+    {"ssl_cipher", MYSQL_OPT_SSL_CIPHER, false},
+    {"ssl_crl", MYSQL_OPT_SSL_CRL, false},
+    {"ssl_crlpath", MYSQL_OPT_SSL_CRLPATH, false},
+    {"tls_version", MARIADB_OPT_TLS_VERSION, false},
+    {"tls_peer_fp", MARIADB_OPT_TLS_PEER_FP, false},
+    {"option_file", MYSQL_READ_DEFAULT_FILE, false},
+    {"option_group", MYSQL_READ_DEFAULT_GROUP, false},
+};
+
+static const my_param *my_param_of(const char *key)
+{
+    for (size_t i = 0; i < sizeof my_params / sizeof my_params[0]; i++)
+        if (!strcmp(my_params[i].key, key))
+            return &my_params[i];
+    return NULL;
+}
+
+/* on/off, true/false, 1/0, yes/no: 1 or 0, else -1. */
+static int boolean_of(const char *v)
+{
+    static const char *const on[] = {"on", "true", "1", "yes"}, *const off[] = {"off", "false", "0",
+                                                                                "no"};
+    for (size_t i = 0; i < 4; i++) {
+        if (!strcasecmp(v, on[i]))
+            return 1;
+        if (!strcasecmp(v, off[i]))
+            return 0;
+    }
+    return -1;
+}
+
+static int my_conn_param(const char *key, const char *value, char *err, size_t errlen)
+{
+    if (!strcmp(key, "tls_passphrase") || !strcmp(key, "password")) {
+        reign__errf(err, errlen,
+                    "parameter '%s' would put a secret in the URI: use REIGN_PASSWORD, "
+                    "password_file or an option file",
+                    key);
+        return REIGN_EURI;
+    }
+    if (!strcmp(key, "ssl_mode") || !strcmp(key, "sslmode")) {
+        /* MySQL's client has it; MariaDB Connector/C 3.3 does not: say what to write. */
+        reign__errf(err, errlen,
+                    "parameter '%s': MariaDB Connector/C has no TLS mode; write ssl=on for "
+                    "REQUIRED, ssl_ca=FILE&ssl_verify_server_cert=on for VERIFY_IDENTITY",
+                    key);
+        return REIGN_EURI;
+    }
+    const my_param *p = my_param_of(key);
+    if (!p)
+        return 0;
+    if (p->boolean && boolean_of(value) < 0) {
+        reign__errf(err, errlen, "parameter %s='%.64s': want on or off", key, value);
+        return REIGN_EURI;
+    }
+    if (!p->boolean && !*value) {
+        reign__errf(err, errlen, "parameter %s is empty", key);
+        return REIGN_EURI;
+    }
+    return 1;
+}
+
+/* The URI's connection parameters (checked by my_conn_param()). */
+static int set_params(maria_conn *m, const reign__sql_target *t)
+{
+    const char *keys[32], *vals[32];
+    char *params = t->params ? reign__strdup(t->params) : NULL;
+    if (t->params && !params)
+        return REIGN_ENOMEM;
+    size_t n = params ? reign__sql_split_params(params, keys, vals, 32) : 0;
+    bool files = false;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        const my_param *p = my_param_of(keys[i]);
+        if (!p)
+            continue;
+        my_bool b = boolean_of(vals[i]) > 0;
+        files |= p->opt == MYSQL_READ_DEFAULT_FILE || p->opt == MYSQL_READ_DEFAULT_GROUP;
+        if (maria.mysql_optionsv(m->my, p->opt, p->boolean ? (const void *)&b : vals[i]))
+            rc = REIGN_EBACKEND;
+    }
+    if (!rc && !files && maria.mysql_optionsv(m->my, MYSQL_READ_DEFAULT_GROUP, "reign"))
+        rc = REIGN_EBACKEND;
+    reign__free(params);
+    return rc;
+}
+
 static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen)
 {
     maria_conn *m = (maria_conn *)c;
@@ -331,6 +444,12 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
              "SET time_zone = '+00:00', max_statement_time = %d.%03d, "
              "innodb_lock_wait_timeout = %d",
              server_ms / 1000, server_ms % 1000, server_ms >= 2000 ? server_ms / 1000 : 1);
+    /* The URI's first: reign's own settings below come after them. */
+    int prc = set_params(m, t);
+    if (prc)
+        return reign__sql_err(c, err, errlen, prc,
+                              prc == REIGN_ENOMEM ? "out of memory"
+                                                  : "cannot set the URI's connection parameters");
     if (maria.mysql_optionsv(m->my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s) ||
         maria.mysql_optionsv(m->my, MYSQL_OPT_READ_TIMEOUT, &m->read_timeout_s) ||
         maria.mysql_optionsv(m->my, MYSQL_OPT_WRITE_TIMEOUT, &m->read_timeout_s) ||
@@ -913,6 +1032,7 @@ const reign__sql_dialect reign__sql_mariadb = {
     .name = "mariadb",
     .size = sizeof(maria_conn),
     .connect = my_connect,
+    .conn_param = my_conn_param,
     .close = my_close,
     .ensure_schema = my_ensure_schema,
     .read = my_read,

@@ -37,6 +37,8 @@
     X(t, PQcmdTuples)                                                                              \
     X(t, PQconnectPoll)                                                                            \
     X(t, PQconnectStartParams)                                                                     \
+    X(t, PQconndefaults)                                                                           \
+    X(t, PQconninfoFree)                                                                           \
     X(t, PQconsumeInput)                                                                           \
     X(t, PQerrorMessage)                                                                           \
     X(t, PQfinish)                                                                                 \
@@ -304,6 +306,48 @@ static void notice_processor(void *arg, const char *message)
     reign__log(p->base.log, REIGN_LOG_DEBUG, "%s: server notice: %s", p->base.store, line);
 }
 
+/* The most connection parameters a URI may add (a URI has at most 32 parameters). */
+#define PARAMS_MAX 32
+
+/*
+ * The URI may add any connection keyword libpq knows, except those reign derives from the URI's
+ * form or needs as it sets them, and those that hold a secret (libpq marks them with
+ * dispchar "*"): a URI is shown in logs, and a secret belongs in PGPASSWORD or ~/.pgpass.
+ */
+static int pg_conn_param(const char *key, const char *value, char *err, size_t errlen)
+{
+    static const char *const own[] = {
+        "host",       "port", "dbname", "user", "options", "connect_timeout", "client_encoding",
+        "replication"};
+    for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
+        if (!strcmp(key, own[i])) {
+            reign__errf(err, errlen,
+                        "parameter '%s' is reign's to set (host, port, database and user come "
+                        "from the URI's form)",
+                        key);
+            return REIGN_EURI;
+        }
+    (void)value; /* libpq judges it when connecting, and says so */
+    PQconninfoOption *opts = pq.PQconndefaults();
+    if (!opts)
+        return REIGN_ENOMEM;
+    int found = 0;
+    for (const PQconninfoOption *o = opts; o->keyword && !found; o++) {
+        if (strcmp(o->keyword, key))
+            continue;
+        found = 1;
+        if (o->dispchar && o->dispchar[0] == '*') {
+            reign__errf(err, errlen,
+                        "parameter '%s' would put a secret in the URI: use PGPASSWORD, "
+                        "~/.pgpass (PGPASSFILE) or password_file instead",
+                        key);
+            found = REIGN_EURI;
+        }
+    }
+    pq.PQconninfoFree(opts);
+    return found;
+}
+
 static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen)
 {
     pg_conn *p = (pg_conn *)c;
@@ -328,18 +372,26 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
          * the GSSAPI configuration and keytab before every connection). */
         {"gssencmode", "disable"},
     };
-    const char *keys[16], *vals[16];
+    const char *keys[16 + PARAMS_MAX], *vals[16 + PARAMS_MAX];
     int k = 0;
     for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
-        if (pairs[i][1]) { /* absent: libpq's default (user: the login name) */
+        if (pairs[i][1]) { /* absent: libpq's default (user: PGUSER, else the login name) */
             keys[k] = pairs[i][0];
             vals[k++] = pairs[i][1];
         }
     }
+    /* The URI's own (sslmode, sslrootcert, service, ...) after ours: libpq takes the last
+     * value of a keyword, so they may replace application_name and gssencmode. */
+    char *params = t->params ? reign__strdup(t->params) : NULL;
+    if (t->params && !params)
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    if (params)
+        k += (int)reign__sql_split_params(params, keys + k, vals + k, PARAMS_MAX);
     keys[k] = vals[k] = NULL;
 
     int64_t deadline = reign__sql_deadline(c->connect_timeout_ms);
     p->pg = pq.PQconnectStartParams(keys, vals, 0);
+    reign__free(params);
     if (!p->pg)
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     /* Verbose messages carry the SQLSTATE, the only reliable way to tell a wrong password
@@ -364,6 +416,12 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
         sqlstate_of_message(msg, st);
         message_line(msg, line, sizeof line);
         int code = st[0] ? code_of_sqlstate(st) : REIGN_ECONNECT;
+        /* libpq's own refusals, with no SQLSTATE: the server's certificate (or a TLS file, or
+         * TLS required of a server without it), or no password at all.  Trying again will not
+         * help: say so at once, as for a wrong password. */
+        if (!st[0] && (strstr(msg, "certificate") || strstr(msg, "private key") ||
+                       strstr(msg, "does not support SSL") || strstr(msg, "fe_sendauth")))
+            code = REIGN_EAUTH;
         if (code == REIGN_ECONNLOSS || code == REIGN_EBACKEND)
             code = REIGN_ECONNECT;
         if (st[0])
@@ -991,6 +1049,7 @@ const reign__sql_dialect reign__sql_postgres = {
     .name = "postgres",
     .size = sizeof(pg_conn),
     .connect = pg_connect,
+    .conn_param = pg_conn_param,
     .close = pg_close,
     .ensure_schema = pg_ensure_schema,
     .read = pg_read,

@@ -10,11 +10,10 @@
 #include <strings.h>
 
 #include "dialect.h"
+#include "layout.h"
 
-/* The columns a row is read with, in this order. */
-#define ROW_COLUMNS                                                                                \
-    "slot, attempt, owner, host, term, token, start_ms, end_ms, result, code, verdict, id"
-#define N_ROW_COLUMNS 12
+#define ROW_COLUMNS   REIGN__RUNS_ROW_COLUMNS
+#define N_ROW_COLUMNS REIGN__RUNS_N_ROW_COLUMNS
 
 void reign__run_rows_free(reign__run_rows *r)
 {
@@ -26,17 +25,8 @@ void reign__run_rows_free(reign__run_rows *r)
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
-static const char *const required[] = {"data_center", "lock_name", "slot",  "attempt",
-                                       "owner",       "term",      "token", "start_ms",
-                                       "end_ms",      "result",    "code",  "verdict"};
-
-/* Columns added after the first layout: added to an older table, as the lease table's are. */
-static const struct {
-    const char *name;
-    const char *ddl;
-} added[] = {
-    {"host", "ALTER TABLE {R} ADD COLUMN host varchar(255) NOT NULL DEFAULT ''"},
-};
+/* Every column a row has: a table that lacks one is not a runs table reign can use. */
+static const char *const required[] = {REIGN__RUNS_REQUIRED_COLUMNS};
 
 static int create_table(reign__sqlconn *c, char *err, size_t errlen)
 {
@@ -97,18 +87,6 @@ int reign__runs_ensure(reign__sqlconn *c, char *err, size_t errlen)
                                   "table %s has no column %s: not a runs table reign can use", runs,
                                   required[i]);
         }
-    }
-    for (size_t i = 0; i < sizeof added / sizeof added[0]; i++) {
-        if (reign__sql_has_column(&cols, added[i].name))
-            continue;
-        rc = reign__sql_query(c, "upgrading the runs table", added[i].ddl, NULL, 0, NULL, err,
-                              errlen);
-        if (rc < 0) {
-            reign__sql_rows_free(&cols);
-            return rc;
-        }
-        reign__log(c->log, REIGN_LOG_INFO, "%s: added column %s to the runs table of %s", c->store,
-                   added[i].name, c->table);
     }
     reign__sql_rows_free(&cols);
     c->runs_ready = true;
@@ -193,9 +171,9 @@ int reign__runs_now(reign__sqlconn *c, int64_t *now_ms, char *err, size_t errlen
     return ok ? 0 : reign__sql_err(c, err, errlen, REIGN_EBACKEND, "the clock read as nothing");
 }
 
-/* A statement that failed on a missing table (nothing recorded yet) or, where the table may be
- * older than this version, on a missing column: 1 if the table was made ready and the
- * statement is worth sending again, 0 if the table is missing, or the error. */
+/* A statement that failed on a missing table (nothing recorded yet) or on a missing column (a
+ * table that is not a runs table): 1 if the table was made ready and the statement is worth
+ * sending again, 0 if the table is missing, or the error. */
 static int recover(reign__sqlconn *c, int rc, char *err, size_t errlen)
 {
     if (rc == REIGN_ENOENT)

@@ -2,11 +2,8 @@
  * sql.c - the common part of the SQL lease layer (sql.h): checks every
  * argument once - the target, the table name, claims, names - then hands
  * the call to the dialect of the connection (sqlite.c, mariadb.c,
- * postgres.c through dialect.h), and keeps what all dialects share: error
- * messages naming the store, deadlines, the check of a table's layout, the
- * PostgreSQL channel names.
+ * postgres.c through dialect.h).  What all dialects share is in dialect.c.
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -15,202 +12,6 @@
 #include <strings.h>
 
 #include "dialect.h"
-
-/* ---- helpers for the dialects --------------------------------------------------------------- */
-
-int reign__sql_err(const reign__sqlconn *c, char *err, size_t errlen, int code, const char *fmt,
-                   ...)
-{
-    if (!err || !errlen)
-        return code;
-    /* Without a connection, the message names the store itself. */
-    int n = c && c->store[0] ? snprintf(err, errlen, "%s: ", c->store) : 0;
-    if (n < 0 || (size_t)n >= errlen)
-        return code;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-    va_end(ap);
-    reign__sql_one_line(err);
-    return code;
-}
-
-int reign__sql_splice(char *out, size_t n, const char *tmpl, const char *table)
-{
-    size_t tl = strlen(table), o = 0;
-    for (const char *p = tmpl; *p;) {
-        const char *src = p;
-        size_t len = 1;
-        if (!strncmp(p, "{T}", 3)) {
-            src = table;
-            len = tl;
-            p += 3;
-        } else {
-            p++;
-        }
-        if (o + len >= n)
-            return -1;
-        memcpy(out + o, src, len);
-        o += len;
-    }
-    out[o] = '\0';
-    return 0;
-}
-
-int64_t reign__sql_deadline(int ms)
-{
-    return reign__now_ns() + (int64_t)ms * REIGN__NS_PER_MS;
-}
-
-int reign__sql_left_ms(int64_t deadline_ns)
-{
-    int64_t left = deadline_ns - reign__now_ns();
-    if (left <= 0)
-        return 0;
-    /* Round up, so that a wait never ends a hair before its deadline and spins. */
-    int64_t ms = (left + REIGN__NS_PER_MS - 1) / REIGN__NS_PER_MS;
-    return ms > INT32_MAX ? INT32_MAX : (int)ms;
-}
-
-void reign__sql_one_line(char *s)
-{
-    size_t n = strlen(s);
-    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
-        s[--n] = '\0';
-    for (char *p = s; *p; p++) {
-        if (*p == '\n' || *p == '\r' || *p == '\t')
-            *p = ' ';
-    }
-}
-
-void reign__sql_scrub(char *s, const char *secret)
-{
-    if (!s || !secret || !*secret)
-        return;
-    size_t sl = strlen(secret);
-    char *p = s;
-    /* Search on after each mask, so that a secret made of '*' cannot match its own mask. */
-    while ((p = strstr(p, secret))) {
-        if (sl >= 3) {
-            memcpy(p, "***", 3);
-            memmove(p + 3, p + sl, strlen(p + sl) + 1);
-            p += 3;
-        } else {
-            /* A secret shorter than the mask: blank it in place rather than grow the string. */
-            memset(p, '*', sl);
-            p += sl;
-        }
-    }
-}
-
-/* The seed's columns, reign's two, and the kinds of type each may have. */
-static const struct {
-    const char *name;
-    reign__sql_coltype kind;
-    bool coarse_ok; /* a timestamp without milliseconds does no harm here */
-} seed_columns[] = {
-    {"id", REIGN__COL_INT, false},
-    {"data_center", REIGN__COL_TEXT, false},
-    {"lock_name", REIGN__COL_TEXT, false},
-    {"owner", REIGN__COL_TEXT, false},
-    {"duration", REIGN__COL_INT, false},
-    {"term", REIGN__COL_INT, false},
-    {"term_duration", REIGN__COL_INT, false},
-    {"gmt_create", REIGN__COL_TIME, true},
-    /* Expiry is gmt_modified + duration: a column that drops the milliseconds of a renewal
-     * makes the lease look older than it is, so followers would take over early. */
-    {"gmt_modified", REIGN__COL_TIME, false},
-};
-
-static const char *coltype_words(reign__sql_coltype k)
-{
-    switch (k) {
-    case REIGN__COL_INT:
-        return "an integer";
-    case REIGN__COL_TEXT:
-        return "a character string";
-    case REIGN__COL_TIME:
-    case REIGN__COL_TIME_COARSE:
-        return "a timestamp with millisecond precision";
-    case REIGN__COL_BLOB:
-        return "a byte string";
-    default:
-        return "?";
-    }
-}
-
-static const reign__sql_column *find_column(const reign__sql_column *cols, size_t n,
-                                            const char *name, bool fold)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (fold ? !strcasecmp(cols[i].name, name) : !strcmp(cols[i].name, name))
-            return &cols[i];
-    }
-    return NULL;
-}
-
-static bool kind_fits(reign__sql_coltype have, reign__sql_coltype want, bool coarse_ok)
-{
-    if (have == want)
-        return true;
-    return want == REIGN__COL_TIME && have == REIGN__COL_TIME_COARSE && coarse_ok;
-}
-
-int reign__sql_check_columns(const reign__sqlconn *c, const reign__sql_column *cols, size_t n,
-                             bool fold, bool *need_guid, bool *need_payload, char *err,
-                             size_t errlen)
-{
-    for (size_t i = 0; i < sizeof seed_columns / sizeof seed_columns[0]; i++) {
-        const reign__sql_column *col = find_column(cols, n, seed_columns[i].name, fold);
-        if (!col)
-            return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
-                                  "table %s has no column %s: not a lease table reign can use",
-                                  c->table, seed_columns[i].name);
-        if (!kind_fits(col->kind, seed_columns[i].kind, seed_columns[i].coarse_ok))
-            return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
-                                  "column %s.%s is of type %s; reign needs %s", c->table, col->name,
-                                  col->type, coltype_words(seed_columns[i].kind));
-    }
-    const reign__sql_column *guid = find_column(cols, n, "owner_guid", fold);
-    if (guid && guid->kind != REIGN__COL_TEXT)
-        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
-                              "column %s.%s is of type %s; reign needs %s", c->table, guid->name,
-                              guid->type, coltype_words(REIGN__COL_TEXT));
-    const reign__sql_column *payload = find_column(cols, n, "payload", fold);
-    if (payload && payload->kind != REIGN__COL_BLOB)
-        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
-                              "column %s.%s is of type %s; reign needs %s", c->table, payload->name,
-                              payload->type, coltype_words(REIGN__COL_BLOB));
-    *need_guid = !guid;
-    *need_payload = !payload;
-    return 0;
-}
-
-bool reign__sql_unique_ok(const char *const *cols, size_t n, bool fold)
-{
-    if (!n)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (!cols[i])
-            return false; /* an expression */
-        bool ok = fold ? !strcasecmp(cols[i], "data_center") || !strcasecmp(cols[i], "lock_name")
-                       : !strcmp(cols[i], "data_center") || !strcmp(cols[i], "lock_name");
-        if (!ok)
-            return false;
-    }
-    return true;
-}
-
-void reign__sql_channel(char out[64], const char *table, const char *dc, const char *name)
-{
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
-    const unsigned char *p = (const unsigned char *)dc;
-    for (size_t i = 0, n = strlen(dc) + 1; i < n; i++) /* dc with its NUL, then name */
-        h = (h ^ p[i]) * UINT64_C(0x100000001b3);
-    for (p = (const unsigned char *)name; *p; p++)
-        h = (h ^ *p) * UINT64_C(0x100000001b3);
-    snprintf(out, 64, "reign_%.32s_%016llx", table, (unsigned long long)h);
-}
 
 /* ---- argument checks ------------------------------------------------------------------------ */
 
@@ -364,6 +165,24 @@ static void describe_store(char *out, size_t n, const reign__sql_target *t, cons
         snprintf(port, sizeof port, ":%d", t->port);
     snprintf(out, n, "%s %s%s%s%s%s%s/%s", dialect, t->user ? t->user : "", t->user ? "@" : "",
              v6 ? "[" : "", host, v6 ? "]" : "", port, t->database);
+}
+
+static const reign__sql_dialect *dialect_of(reign__sql_kind kind)
+{
+    return kind == REIGN__SQL_SQLITE     ? &reign__sql_sqlite
+           : kind == REIGN__SQL_MARIADB  ? &reign__sql_mariadb
+           : kind == REIGN__SQL_POSTGRES ? &reign__sql_postgres
+                                         : NULL;
+}
+
+int reign__sql_conn_param(reign__sql_kind kind, const char *key, const char *value, char *err,
+                          size_t errlen)
+{
+    const reign__sql_dialect *d = dialect_of(kind);
+    if (!d || !d->conn_param)
+        return 0;
+    int rc = reign__sql_load(kind, err, errlen);
+    return rc < 0 ? rc : d->conn_param(key, value, err, errlen);
 }
 
 int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *err, size_t errlen)
@@ -647,63 +466,6 @@ uint64_t reign__sql_statements(const reign__sqlconn *c)
 
 /* ---- other statements ------------------------------------------------------------------------ */
 
-void reign__sql_rows_free(reign__sql_rows *r)
-{
-    if (!r)
-        return;
-    for (size_t i = 0; i < r->n_rows * r->n_cols; i++)
-        reign__free(r->cells[i]);
-    reign__free(r->cells);
-    reign__free(r->lens);
-    memset(r, 0, sizeof *r);
-}
-
-const char *reign__sql_cell(const reign__sql_rows *r, size_t row, size_t col)
-{
-    if (!r || row >= r->n_rows || col >= r->n_cols)
-        return NULL;
-    return r->cells[row * r->n_cols + col];
-}
-
-size_t reign__sql_cell_len(const reign__sql_rows *r, size_t row, size_t col)
-{
-    if (!r || row >= r->n_rows || col >= r->n_cols)
-        return 0;
-    return r->lens[row * r->n_cols + col];
-}
-
-int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size_t *lens)
-{
-    size_t n = (r->n_rows + 1) * r->n_cols;
-    char **v = reign__realloc(r->cells, n * sizeof *v);
-    if (!v)
-        return REIGN_ENOMEM;
-    r->cells = v;
-    size_t *l = reign__realloc(r->lens, n * sizeof *l);
-    if (!l)
-        return REIGN_ENOMEM; /* cells is larger than needed; freed with the rows */
-    r->lens = l;
-    char **row = v + r->n_rows * r->n_cols;
-    size_t *row_lens = l + r->n_rows * r->n_cols;
-    for (size_t i = 0; i < r->n_cols; i++) {
-        row[i] = NULL;
-        row_lens[i] = 0;
-    }
-    r->n_rows++; /* counted now, so that a failure below frees what was copied */
-    for (size_t i = 0; i < r->n_cols; i++) {
-        if (!cells[i])
-            continue;
-        size_t len = lens ? lens[i] : strlen(cells[i]);
-        /* Bytes as they are (a byte string may hold NULs), then a NUL for text's sake. */
-        if (!(row[i] = reign__malloc(len + 1)))
-            return REIGN_ENOMEM;
-        memcpy(row[i], cells[i], len);
-        row[i][len] = '\0';
-        row_lens[i] = len;
-    }
-    return 0;
-}
-
 const char *reign__sql_table(const reign__sqlconn *c)
 {
     return c->table;
@@ -721,19 +483,6 @@ int reign__sql_side_table(const reign__sqlconn *c, const char *suffix, char *out
                               "characters: choose a shorter table",
                               suffix, c->table, c->table, suffix, max);
     return 0;
-}
-
-bool reign__sql_parse_i64(const char *s, int64_t *out)
-{
-    if (!s || !*s)
-        return false;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end)
-        return false;
-    *out = v;
-    return true;
 }
 
 void reign__sql_rollback(reign__sqlconn *c)
@@ -766,16 +515,6 @@ int reign__sql_side_columns(reign__sqlconn *c, const char *suffix, reign__sql_ro
     }
     reign__sqlv arg = REIGN__SQLV_S(side);
     return reign__sql_query(c, "reading a table's columns", sql, &arg, 1, out, err, errlen);
-}
-
-bool reign__sql_has_column(const reign__sql_rows *cols, const char *name)
-{
-    for (size_t i = 0; i < cols->n_rows; i++) {
-        const char *n = reign__sql_cell(cols, i, 0);
-        if (n && !strcasecmp(n, name))
-            return true;
-    }
-    return false;
 }
 
 int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, char *err,

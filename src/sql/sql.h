@@ -57,6 +57,10 @@ typedef struct reign__sql_target {
     const char *user;
     const char *password; /* never logged */
     const char *database;
+    /* MariaDB, PostgreSQL: more connection parameters for the client library, as "key=value"
+     * lines (keys checked by reign__sql_conn_param()); NULL: none.  May name files, never hold
+     * a secret. */
+    const char *params;
     const char *table;        /* NULL: "distribute_lock"; [A-Za-z_][A-Za-z0-9_]{0,63} */
     int connect_timeout_ms;   /* 0: 5000 */
     int statement_timeout_ms; /* 0: 5000; SQLite: the busy timeout */
@@ -81,6 +85,17 @@ int reign__sql_load(reign__sql_kind kind, char *err, size_t errlen);
  * store's client library is missing: reign__sql_load()).
  */
 int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *err, size_t errlen);
+
+/*
+ * Whether `key` is a connection parameter that a store of `kind` hands to its client library
+ * (libpq's keywords, Connector/C's TLS and option-file options): 1 if so, 0 if it knows no
+ * such parameter, or REIGN_EURI with err saying why it is refused (one reign sets itself, one
+ * that would carry a secret, a malformed value).  May load the client library (reign__sql_load()).
+ */
+int reign__sql_conn_param(reign__sql_kind kind, const char *key, const char *value, char *err,
+                          size_t errlen);
+/* Splits params (a copy: changed in place) into at most max keys and values; the count. */
+size_t reign__sql_split_params(char *params, const char **keys, const char **vals, size_t max);
 void reign__sql_close(reign__sqlconn *c);
 reign__sql_kind reign__sql_kind_of(const reign__sqlconn *c);
 
@@ -278,6 +293,13 @@ int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, cha
                           size_t errlen);
 /* The lease table's name. */
 const char *reign__sql_table(const reign__sqlconn *c);
+
+/* The names of the elections of data center dc, sorted (catalog.c). */
+int reign__sql_catalog_list(reign__sqlconn *c, const char *dc, reign__sql_rows *names, char *err,
+                            size_t errlen);
+/* Deletes election `name`'s row if its term is still `term`: 1 if deleted, 0 if not. */
+int reign__sql_catalog_remove(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
+                              char *err, size_t errlen);
 
 /* Counts the statements sent on this connection (for the benchmark). */
 uint64_t reign__sql_statements(const reign__sqlconn *c);

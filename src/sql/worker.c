@@ -51,7 +51,7 @@ typedef struct queue {
 
 struct reign__sqlw {
     reign__sqlw_config cfg;
-    char *path, *host, *user, *password, *database, *table, *dc;
+    char *path, *host, *user, *password, *database, *table, *params, *dc;
     char store[200];
 
     pthread_t thread;
@@ -444,6 +444,7 @@ int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err,
     w->password = dup_or_null(cfg->target.password, &oom);
     w->database = dup_or_null(cfg->target.database, &oom);
     w->table = dup_or_null(cfg->target.table, &oom);
+    w->params = dup_or_null(cfg->target.params, &oom);
     w->dc = dup_or_null(cfg->dc ? cfg->dc : "default", &oom);
     w->cfg.target.path = w->path;
     w->cfg.target.host = w->host;
@@ -451,6 +452,7 @@ int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err,
     w->cfg.target.password = w->password;
     w->cfg.target.database = w->database;
     w->cfg.target.table = w->table;
+    w->cfg.target.params = w->params;
     w->cfg.target.log = cfg->log;
     w->cfg.dc = w->dc;
     describe(w);
@@ -625,6 +627,7 @@ void reign__sqlw_free(reign__sqlw *w)
     reign__free(w->password);
     reign__free(w->database);
     reign__free(w->table);
+    reign__free(w->params);
     reign__free(w->dc);
     reign__free(w);
 }

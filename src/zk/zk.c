@@ -12,6 +12,13 @@
  * order the server produced them; the completion thread preserves it and the
  * queue is FIFO, so a recipe sees e.g. "node deleted" before the result of a
  * later request that depends on it.
+ *
+ * Chroot: when the host list names one ("h:p/app/x"), the first session is
+ * opened without it and makes each missing component with the client's ACL
+ * (as Curator does with its namespace), then closes; only then is the real,
+ * chrooted session opened.  Requests made meanwhile wait, parked, and go
+ * out on the real session.  It costs one more session at start; a chroot
+ * that exists costs one read on it.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -24,6 +31,9 @@
 #include <zookeeper/zookeeper.h>
 
 #include "zk.h"
+
+/* An operation of the chroot's preparation (beside the REIGN__ZK_* flags). */
+#define PREP_OP 0x100
 
 /* How often the C client may resolve the server names again. */
 #define RESOLUTION_DELAY_MS 60000
@@ -132,8 +142,14 @@ struct reign__zk {
     bool had_session; /* this generation has been connected once */
     bool closed;
     bool ephemeral_told; /* cfg.on_ephemeral was called */
-    bool sweep;      /* watches of a closed handle may await freeing (see the end of dispatch) */
-    bool auth_added; /* credentials handed to this handle */
+    bool sweep;         /* watches of a closed handle may await freeing (see the end of dispatch) */
+    bool auth_added;    /* credentials handed to this handle */
+    char *root_hosts;   /* hosts without the chroot, NULL if there is none */
+    const char *chroot; /* inside hosts: "/app/x", or NULL */
+    bool preparing;     /* the handle is the root one, making the chroot */
+    size_t prep_len;    /* the prefix of chroot being made, 0: check it whole */
+    bool prep_busy;     /* a request of the preparation is out */
+    reign__timer prep_timer;
     int64_t session_id;
     int timeout_ms;
     int64_t last_ack_ns;
@@ -187,10 +203,23 @@ static item *pop(reign__zk *zk)
 
 /* ---- completion thread -------------------------------------------------- */
 
+static const char *const op_names[] = {
+    [OP_CREATE] = "create",     [OP_DELETE] = "delete", [OP_EXISTS] = "exists", [OP_GET] = "get",
+    [OP_CHILDREN] = "children", [OP_SET] = "set",       [OP_MULTI] = "multi",   [OP_SYNC] = "sync",
+};
+
+static const char *op_name(const zk_op *op)
+{
+    return (size_t)op->type < sizeof(op_names) / sizeof(op_names[0]) && op_names[op->type]
+               ? op_names[op->type]
+               : "op";
+}
+
 static void done(const void *data, int rc)
 {
     zk_op *op = (zk_op *)data;
     op->zrc = rc;
+    reign_trace("zk.answer", "%s %s %d", op_name(op), op->path, rc);
     push(op->zk, &op->it);
 }
 
@@ -287,6 +316,7 @@ static void on_node_event(zhandle_t *zh, int type, int state, const char *path, 
         return;
     zk_watch *w = ctx;
     w->ev_type = type;
+    reign_trace("zk.event", "%d %s", type, path ? path : "");
     push(w->zk, &w->it);
 }
 
@@ -468,8 +498,8 @@ static int open_handle(reign__zk *zk)
     zk->session_id = 0;
     zk->last_ack_ns = 0;
     errno = 0;
-    zhandle_t *zh = zookeeper_init2(zk->hosts, on_session_event, zk->cfg.session_timeout_ms, NULL,
-                                    h, 0, zk_log_cb);
+    zhandle_t *zh = zookeeper_init2(zk->preparing ? zk->root_hosts : zk->hosts, on_session_event,
+                                    zk->cfg.session_timeout_ms, NULL, h, 0, zk_log_cb);
     if (!zh) {
         int e = errno;
         char why[400];
@@ -530,6 +560,8 @@ static void reinit_cb(reign__timer *t, void *arg)
     }
 }
 
+static void prep_timer_cb(reign__timer *t, void *arg);
+
 int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_t errlen)
 {
     *ret = NULL;
@@ -541,6 +573,18 @@ int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_
     pthread_mutex_init(&zk->mu, NULL);
     reign__timer_init(&zk->reinit_timer, reinit_cb, zk);
     zk->hosts = reign__strdup(cfg->hosts);
+    reign__timer_init(&zk->prep_timer, prep_timer_cb, zk);
+    size_t cut = zk->hosts ? strcspn(zk->hosts, "/") : 0;
+    if (zk->hosts && zk->hosts[cut] && zk->hosts[cut + 1]) {
+        zk->chroot = zk->hosts + cut;
+        zk->preparing = true;
+        if (!(zk->root_hosts = reign__malloc(cut + 1))) {
+            reign__zk_free(zk);
+            return REIGN_ENOMEM;
+        }
+        memcpy(zk->root_hosts, zk->hosts, cut);
+        zk->root_hosts[cut] = '\0';
+    }
     if (cfg->user) {
         size_t n = strlen(cfg->user) + strlen(cfg->password ? cfg->password : "") + 2;
         zk->auth = reign__malloc(n);
@@ -682,6 +726,13 @@ static int issue_multi(reign__zk *zk, zk_multi *m, const struct ACL_vector *acl,
  * so a callback never runs from inside the call that issued the request. */
 static void issue(reign__zk *zk, zk_op *op)
 {
+    if (zk->preparing && !(op->flags & PREP_OP)) {
+        /* On the root handle its path would name the wrong node: it waits for the chrooted
+         * session, which resends what is parked once it is connected. */
+        op->in_flight = false;
+        op->parked = true;
+        return;
+    }
     reset_result(op);
     op->gen = zk->gen;
     op->sent_ns = reign__now_ns();
@@ -734,6 +785,7 @@ static void issue(reign__zk *zk, zk_op *op)
     default:
         rc = ZBADARGUMENTS;
     }
+    reign_trace("zk.send", "%s %s", op_name(op), op->path);
     if (rc == ZOK)
         return;
 failed:
@@ -1321,8 +1373,138 @@ static void tell(reign__zk *zk, reign__zk_state st)
         zk->cfg.on_state(zk->cfg.state_arg, st);
 }
 
+/* ---- the chroot's preparation (see the top of the file) ---------------- */
+
+static void prep_step(reign__zk *zk, bool recheck);
+
+/* The end of the component of the chroot after `len` characters. */
+static size_t next_component(const char *chroot, size_t len)
+{
+    return len + 1 + strcspn(chroot + len + 1, "/");
+}
+
+/* The chroot exists: close the root handle and open the real one. */
+static void prep_finish(reign__zk *zk)
+{
+    zk->preparing = false;
+    zk->prep_len = 0;
+    close_handle(zk);
+    if (!zk->closed)
+        reinit_cb(&zk->reinit_timer, zk);
+}
+
+/* The client reports errmsg (a fatal state is not logged here too). */
+static void prep_fail(reign__zk *zk)
+{
+    zk->preparing = false;
+    close_handle(zk);
+    fail_parked(zk);
+    tell(zk, REIGN__ZK_FATAL);
+}
+
+static void prep_done(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign__zk *zk = owner;
+    bool recheck = arg != NULL; /* an exists after a create was refused */
+    zk->prep_busy = false;
+    if (zk->closed || !zk->preparing)
+        return;
+    size_t n = strlen(zk->chroot);
+    const char *what = zk->chroot;
+    int len = (int)zk->prep_len;
+    if (zk->prep_len == 0) { /* the whole chroot checked */
+        if (r->rc == 0) {
+            prep_finish(zk);
+            return;
+        }
+        if (r->rc == REIGN_ENOENT) {
+            reign__log(zk->log, REIGN_LOG_INFO, "zk: the chroot %s does not exist: creating it",
+                       what);
+            zk->prep_len = next_component(zk->chroot, 0);
+            prep_step(zk, false);
+            return;
+        }
+    } else if (r->rc == 0 || r->rc == REIGN_EEXIST) {
+        if (r->rc == 0 && !recheck)
+            reign__log(zk->log, REIGN_LOG_NOTICE, "zk: created %.*s", len, what);
+        if (zk->prep_len == n) {
+            prep_finish(zk);
+            return;
+        }
+        zk->prep_len = next_component(zk->chroot, zk->prep_len);
+        prep_step(zk, false);
+        return;
+    } else if (r->rc == REIGN_EACCES && !recheck) {
+        /* ZooKeeper checks the parent's ACL before the node's existence: the node may be
+         * there already, made by someone allowed to. */
+        prep_step(zk, true);
+        return;
+    } else if (recheck && r->rc == REIGN_ENOENT) {
+        int plen = len - 1;
+        while (plen > 0 && what[plen] != '/')
+            plen--;
+        plen = plen ? plen : 1; /* the parent of "/app" is "/" */
+        seterr(zk,
+               "the chroot %s does not exist and ZooKeeper does not let these credentials "
+               "create %.*s under %.*s: create it once with credentials that may",
+               what, len, what, plen, what);
+        prep_fail(zk);
+        return;
+    }
+    /* A lost answer, a session that ended, a parent deleted meanwhile: check again. */
+    reign__log(zk->log, REIGN_LOG_WARN, "zk: preparing the chroot %s: %s; trying again", what,
+               reign_strerror(r->rc));
+    zk->prep_len = 0;
+    reign__timer_start(zk->cfg.timers, &zk->prep_timer,
+                       reign__now_ns() + (int64_t)zk->cfg.retry_period_ms * REIGN__NS_PER_MS);
+}
+
+/* Checks the whole chroot (prep_len 0), or creates its first prep_len characters, or (recheck)
+ * asks whether they exist. */
+static void prep_step(reign__zk *zk, bool recheck)
+{
+    if (zk->prep_busy || !zk->zh || !zk->preparing)
+        return;
+    char path[1024];
+    size_t n = zk->prep_len ? zk->prep_len : strlen(zk->chroot);
+    snprintf(path, sizeof(path), "%.*s", (int)n, zk->chroot);
+    int flags = REIGN__ZK_RETRY | PREP_OP;
+    int rc = zk->prep_len && !recheck
+                 ? reign__zk_create(zk, path, "", 0, flags, zk, prep_done, NULL)
+                 : reign__zk_exists(zk, path, NULL, flags, zk, prep_done, recheck ? zk : NULL);
+    zk->prep_busy = rc == 0;
+    if (rc < 0) /* out of memory: later */
+        reign__timer_start(zk->cfg.timers, &zk->prep_timer,
+                           reign__now_ns() + (int64_t)zk->cfg.retry_period_ms * REIGN__NS_PER_MS);
+}
+
+static void prep_timer_cb(reign__timer *t, void *arg)
+{
+    prep_step(arg, false);
+}
+
+static void prep_state(reign__zk *zk, int state)
+{
+    if (state == ZOO_CONNECTED_STATE) {
+        if (add_auth(zk) < 0) {
+            prep_fail(zk);
+            return;
+        }
+        resend_parked(zk); /* its own, after a connection loss; the others park again */
+        prep_step(zk, false);
+    } else if (state == ZOO_EXPIRED_SESSION_STATE) {
+        close_handle(zk); /* its request comes back with ESESSION and is tried again */
+        if (!zk->closed)
+            reinit_cb(&zk->reinit_timer, zk);
+    }
+}
+
 static void handle_state(reign__zk *zk, int state)
 {
+    if (zk->preparing && state != ZOO_AUTH_FAILED_STATE) {
+        prep_state(zk, state);
+        return;
+    }
     if (state == ZOO_CONNECTED_STATE) {
         bool was_connected = zk->connected;
         zk->connected = true;
@@ -1377,10 +1559,12 @@ void reign__zk_dispatch(reign__zk *zk)
     while ((it = pop(zk))) {
         switch (it->kind) {
         case ITEM_OP:
+            reign_trace("zk.take", "%s %s", op_name((zk_op *)it), ((zk_op *)it)->path);
             finish_op(zk, (zk_op *)it);
             break;
         case ITEM_WATCH: {
             zk_watch *w = (zk_watch *)it;
+            reign_trace("zk.take_event", "%d %s", w->ev_type, w->path);
             if (w->gen == zk->gen && !zk->closed && w->cb) {
                 reign__zk_event ev = w->ev_type == ZOO_CREATED_EVENT   ? REIGN__ZK_CREATED
                                      : w->ev_type == ZOO_DELETED_EVENT ? REIGN__ZK_DELETED
@@ -1451,6 +1635,7 @@ void reign__zk_close(reign__zk *zk)
     zk->closed = true;
     zk->sweep = true;
     reign__timer_stop(zk->cfg.timers, &zk->reinit_timer);
+    reign__timer_stop(zk->cfg.timers, &zk->prep_timer);
     close_handle(zk);
     fail_parked(zk);
 }
@@ -1465,6 +1650,7 @@ void reign__zk_free(reign__zk *zk)
         close_handle(zk);
     }
     reign__timer_stop(zk->cfg.timers, &zk->reinit_timer);
+    reign__timer_stop(zk->cfg.timers, &zk->prep_timer);
     /* No callbacks from here on: forget every owner, then drain. */
     for (zk_op *op = zk->ops; op; op = op->next)
         op->cb = NULL;
@@ -1488,6 +1674,7 @@ void reign__zk_free(reign__zk *zk)
         reign__free(zk->auth);
     }
     reign__free(zk->hosts);
+    reign__free(zk->root_hosts);
     reign__free(zk);
 }
 

@@ -38,6 +38,7 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     reign_e2e_sql(${store} e2e_sql_stop_fence_${store} test_stop_fence.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_cede_${store} test_cede.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_watch_${store} test_watch.py ARGS ${store})
+    reign_e2e_sql(${store} e2e_sql_ls_rm_${store} test_ls_rm.py ARGS ${store})
     # The guardian releases a killed leader's lease after killing its command's group, and
     # never a lease another took meanwhile.
     foreach(scenario run_kill stop_kill)
@@ -52,4 +53,8 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     TIMEOUT 300)
   reign_e2e_sql(fault e2e_sql_server_restart_postgres test_server_restart.py ARGS postgres
     TIMEOUT 300)
+  # TLS to a server of the test's own, the client libraries' password sources, the guardian.
+  foreach(store mariadb postgres)
+    reign_e2e_sql(fault e2e_sql_tls_${store} test_tls.py ARGS ${store} LABELS guardian)
+  endforeach()
 endif()

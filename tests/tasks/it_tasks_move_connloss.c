@@ -1,8 +1,7 @@
 /*
  * it_tasks_move_connloss.c - a move of a task whose outcome is unknown.
  *
- *     it_tasks_move_connloss assign-lost | assign-failed | done-lost | done-failed | legacy |
- *                            done-held | flat
+ *     it_tasks_move_connloss assign-lost | assign-failed | done-lost | done-failed | done-held
  *
  * Linked with -Wl,--wrap=zoo_amulti against reign_internal.  Each move of a task is one multi:
  * the master's assignment (a create under assign/, with the delete of tasks/T) and the
@@ -22,15 +21,6 @@
  *   done-held the answer of the first result multi is held back (applied, not yet answered)
  *             until the worker (concurrency 1) has been given the next task: a task whose
  *             result is being written no longer takes the worker's one slot.
- *   legacy    no fault: the tasks are written as the earliest versions of submit wrote them
- *             (the payload in tasks/T, no payload node).  The master's multi finds no payload
- *             node, in data/<tag>/ nor in data/, so it reads tasks/T and copies it into the
- *             assignment (three move multis per task); the worker runs the copy's payload and
- *             records the result without deleting a payload node.  The waits, which find no
- *             payload in the bucket and no result yet, watch status/T instead.
- *   flat      no fault: the tasks are written as the next versions wrote them (the payload in
- *             data/<guid>, not in a bucket).  The master's second multi checks it there (two
- *             move multis per task); the worker reads it there and deletes it with its result.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -148,42 +138,6 @@ int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_resu
     return ZOK;
 }
 
-/* Writes a task as earlier versions' submit did: the record and the payload in tasks/T, or
- * (flat) the record in tasks/T and the record with the payload in data/<guid>, one multi. */
-static void submit_legacy(zhandle_t *zh, const char *q, int i, bool flat)
-{
-    char guid[17], now[24], payload[8], prefix[300], made[300];
-    snprintf(guid, sizeof(guid), "%016x", 0xabc00 + i);
-    snprintf(now, sizeof(now), "%d", 1);
-    snprintf(payload, sizeof(payload), "p%d", i);
-    const char *kv[] = {"guid", guid, "submitted_ms", now};
-    reign__buf rec;
-    reign__buf_init(&rec);
-    H_OK(reign__record_build(&rec, kv, 4, payload, strlen(payload)));
-    snprintf(prefix, sizeof(prefix), "/reign/tasks/%s/tasks/t_%s_", q, guid);
-    int rc;
-    if (flat) {
-        reign__buf head;
-        reign__buf_init(&head);
-        H_OK(reign__record_build(&head, kv, 4, NULL, 0));
-        char data_path[300];
-        snprintf(data_path, sizeof(data_path), "/reign/tasks/%s/data/%s", q, guid);
-        zoo_op_t ops[2];
-        zoo_op_result_t res[2];
-        zoo_create_op_init(&ops[0], prefix, head.data, (int)head.len, &ZOO_OPEN_ACL_UNSAFE,
-                           ZOO_SEQUENCE, made, sizeof(made));
-        zoo_create_op_init(&ops[1], data_path, rec.data, (int)rec.len, &ZOO_OPEN_ACL_UNSAFE, 0,
-                           NULL, 0);
-        rc = zoo_multi(zh, 2, ops, res);
-        reign__buf_free(&head);
-    } else {
-        rc = zoo_create(zh, prefix, rec.data, (int)rec.len, &ZOO_OPEN_ACL_UNSAFE, ZOO_SEQUENCE,
-                        made, sizeof(made));
-    }
-    H_CHECKF(rc == ZOK, "creating an old-style task: %s", zerror(rc));
-    reign__buf_free(&rec);
-}
-
 static int assigned, recorded, registered, recovered, results, result_errors;
 static int runs[N_TASKS];
 static const char *queue;
@@ -272,7 +226,7 @@ static int count_children(zhandle_t *zh, const char *dir)
     return n == ZNONODE ? 0 : n;
 }
 
-/* Payload nodes: data/<guid> (earlier versions) and data/<tag>/<guid>. */
+/* Payload nodes: data/<tag>/<guid> (and a guid directly in data/, which nothing writes). */
 static int count_payloads(zhandle_t *zh)
 {
     char path[300], names[2 * N_TASKS][H_NODE_MAX];
@@ -289,19 +243,17 @@ static int count_payloads(zhandle_t *zh)
 int main(int argc, char **argv)
 {
     static const char *const modes[] = {"assign-lost", "assign-failed", "done-lost", "done-failed",
-                                        "legacy",      "done-held",     "flat"};
+                                        "done-held"};
     int mode = -1;
-    for (int i = 0; argc == 2 && i < 7; i++)
+    for (int i = 0; argc == 2 && i < 5; i++)
         if (!strcmp(argv[1], modes[i]))
             mode = i;
     if (mode < 0) {
-        fprintf(stderr,
-                "usage: %s assign-lost|assign-failed|done-lost|done-failed|legacy|done-held|flat\n",
+        fprintf(stderr, "usage: %s assign-lost|assign-failed|done-lost|done-failed|done-held\n",
                 argv[0]);
         return 2;
     }
-    bool legacy = mode == 4 || mode == 6, flat = mode == 6;
-    hold_reply = mode == 5;
+    hold_reply = mode == 4;
     h_init("it_tasks_move_connloss");
     lose_reply = mode == 0 || mode == 2;
     static char name[128];
@@ -309,8 +261,8 @@ int main(int argc, char **argv)
     queue = name;
     pthread_mutex_lock(&mu);
     snprintf(target_dir, sizeof(target_dir), "/reign/tasks/%s/%s/", queue,
-             mode < 2 || legacy ? "assign" : "status");
-    armed = !legacy; /* the first move of its kind */
+             mode < 2 ? "assign" : "status");
+    armed = true; /* the first move of its kind */
     pthread_mutex_unlock(&mu);
 
     h_cand *cm = h_cand_new("m0", NULL, NULL, NULL, NULL);
@@ -325,20 +277,7 @@ int main(int argc, char **argv)
     H_WAIT(flag_set, &registered, "the worker registered");
 
     h_cand *cs = h_cand_new("submitter", NULL, NULL, NULL, NULL);
-    if (legacy) {
-        zhandle_t *zh = h_raw_connect(h_hosts(), NULL);
-        char dir[300], names[2 * N_TASKS][H_NODE_MAX];
-        for (int i = 0; i < N_TASKS; i++)
-            submit_legacy(zh, queue, i, flat);
-        snprintf(dir, sizeof(dir), "/reign/tasks/%s/tasks", queue);
-        int n = h_raw_children(zh, dir, names, 2 * N_TASKS);
-        h_raw_close(zh);
-        /* Waited for in the order written: its guid says which task it is. */
-        for (int i = 0; i < n; i++)
-            H_OK(reign_tasks_wait(cs->client, queue, names[i], on_result,
-                                  (void *)(intptr_t)(strtol(names[i] + 2, NULL, 16) - 0xabc00)));
-    }
-    for (int i = 0; i < N_TASKS && !legacy; i++) {
+    for (int i = 0; i < N_TASKS; i++) {
         char data[8];
         snprintf(data, sizeof(data), "p%d", i);
         H_OK(reign_tasks_submit(cs->client, queue, data, strlen(data), on_submitted,
@@ -355,16 +294,12 @@ int main(int argc, char **argv)
     pthread_mutex_lock(&mu);
     int inj = injected, multis = target_multis;
     pthread_mutex_unlock(&mu);
-    H_CHECKF(inj || legacy, "the fault was never injected");
+    H_CHECKF(inj, "the fault was never injected");
     H_CHECKF(result_errors == 0, "%d results failed", result_errors);
     for (int i = 0; i < N_TASKS; i++)
         H_CHECKF(runs[i] == 1, "task %d ran %d times", i, runs[i]);
-    /* A lost reply is settled by a read, a failed send by sending again; an old-style task
-     * is moved by a second multi that checks data/<guid>, and one with no payload node by a
-     * third that copies it. */
-    int want = flat     ? 2 * N_TASKS
-               : legacy ? 3 * N_TASKS
-                        : N_TASKS + (lose_reply || hold_reply ? 0 : 1);
+    /* A lost reply is settled by a read, a failed send by sending again. */
+    int want = N_TASKS + (lose_reply || hold_reply ? 0 : 1);
     H_CHECKF(multis == want, "%d %s multis, expected %d", multis, mode < 2 ? "move" : "result",
              want);
     H_CHECKF(recorded == N_TASKS, "the worker reported %d results recorded, expected %d", recorded,

@@ -68,19 +68,15 @@ static void test_names_and_paths(void **state)
     assert_string_equal(p, "tasks.q");
     reign__free(p);
     /* A task's payload node is named by the guid in the task's name, in the bucket of the
-     * guid's first 4 digits (earlier versions: flat in data/). */
+     * guid's first 4 digits. */
     p = reign__tasks_payload_path("q", "t_0123456789abcdef_0000000001");
     assert_string_equal(p, "/reign/tasks/q/data/0123/0123456789abcdef");
-    reign__free(p);
-    p = reign__tasks_flat_payload_path("q", "t_0123456789abcdef_0000000001");
-    assert_string_equal(p, "/reign/tasks/q/data/0123456789abcdef");
     reign__free(p);
     p = reign__tasks_bucket_path("q", "0123456789abcdef");
     assert_string_equal(p, "/reign/tasks/q/data/0123");
     reign__free(p);
     assert_null(reign__tasks_payload_path("q", "t_0123456789abcdef_1"));
     assert_null(reign__tasks_payload_path("q", "not-a-task"));
-    assert_null(reign__tasks_flat_payload_path("q", "not-a-task"));
 }
 
 static void test_status_record(void **state)
@@ -92,7 +88,7 @@ static void test_status_record(void **state)
     reign__record rec;
     reign_task_info info = {0};
     reign__zk_stat st = {.ctime_ms = 1234};
-    assert_int_equal(reign__tasks_status_parse(b.data, b.len, &st, &rec, &info), 0);
+    assert_int_equal(reign__tasks_status_parse(b.data, b.len, st.ctime_ms, &rec, &info), 0);
     assert_int_equal(info.state, REIGN_TASK_DONE);
     assert_string_equal(info.worker, "w1");
     assert_int_equal(info.exit_code, 3);
@@ -111,7 +107,7 @@ static void test_status_record(void **state)
                              "reign 1\nworker=w\nexit=1\nsignal=300\n\n"};
     for (size_t i = 0; i < sizeof(foreign) / sizeof(foreign[0]); i++)
         assert_int_equal(
-            reign__tasks_status_parse(foreign[i], strlen(foreign[i]), &st, &rec, &info),
+            reign__tasks_status_parse(foreign[i], strlen(foreign[i]), st.ctime_ms, &rec, &info),
             REIGN_EFOREIGN);
 
     /* Output beyond the bound is cut. */
@@ -119,7 +115,7 @@ static void test_status_record(void **state)
     char *big = calloc(1, REIGN_TASK_OUTPUT_MAX + 10);
     assert_non_null(big);
     assert_int_equal(reign__tasks_status_build(&b, "w1", 0, 9, big, REIGN_TASK_OUTPUT_MAX + 10), 0);
-    assert_int_equal(reign__tasks_status_parse(b.data, b.len, &st, &rec, &info), 0);
+    assert_int_equal(reign__tasks_status_parse(b.data, b.len, st.ctime_ms, &rec, &info), 0);
     assert_int_equal(info.output_len, REIGN_TASK_OUTPUT_MAX);
     assert_int_equal(info.signal, 9);
     reign__record_clear(&rec);

@@ -36,7 +36,7 @@ add_executable(it_tasks_move_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_move_conn
 target_compile_options(it_tasks_move_connloss PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(it_tasks_move_connloss PRIVATE reign_it_harness reign_internal)
 target_link_options(it_tasks_move_connloss PRIVATE -Wl,--wrap=zoo_amulti)
-foreach(scenario assign-lost assign-failed done-lost done-failed legacy done-held flat)
+foreach(scenario assign-lost assign-failed done-lost done-failed done-held)
   reign_zk_test(NAME tasks_move_connloss_${scenario}
     COMMAND it_tasks_move_connloss ${scenario} TIMEOUT 120 LABELS tasks)
 endforeach()

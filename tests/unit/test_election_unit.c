@@ -15,6 +15,8 @@
 
 #include <cmocka.h>
 
+#include <reign/store.h>
+
 #include "recipes/election_internal.h"
 
 static void test_names(void **state)
@@ -147,10 +149,21 @@ static void test_client_refusals(void **state)
         {"sqlite:///tmp/x.db?lease_ms=1000&poll_ms=2000", REIGN_EINVAL, "poll_ms"},
         {"sqlite:///tmp/x.db?lease_ms=100", REIGN_EINVAL, "lease_ms"},
         {"sqlite:///tmp/x.db?session_timeout_ms=100", REIGN_EURI, "session_timeout_ms"},
-        {"mysql://127.0.0.1/reign", REIGN_EAUTH, "user"},
+        {"zk://127.0.0.1:2181?ssl=1", REIGN_ENOTSUP, "TLS"},
+        {"sqlite:///tmp/x.db?sslmode=require", REIGN_EURI, "sslmode"},
+        {"sqlite:///tmp/x.db?password_file=/etc/hostname", REIGN_EURI, "no user nor password"},
+        {"postgres://u@127.0.0.1/db?sslmod=require", REIGN_EURI, "'sslmod'"},
+        {"postgres://u@127.0.0.1/db?sslpassword=x", REIGN_EURI, "secret"},
+        {"postgres://u@127.0.0.1/db?password=x", REIGN_EURI, "secret"},
+        {"postgres://u@127.0.0.1/db?dbname=x", REIGN_EURI, "reign's to set"},
+        {"mysql://u@127.0.0.1/db?ssl_verify_server_cert=maybe", REIGN_EURI, "on or off"},
+        {"mysql://u@127.0.0.1/db?tls_passphrase=x", REIGN_EURI, "secret"},
+        {"mysql://u@127.0.0.1/db?ssl_ca=", REIGN_EURI, "empty"},
+        {"mysql://u@127.0.0.1/db?sslmode=require", REIGN_EURI, "ssl_verify_server_cert=on"},
+        {"mysql://u@127.0.0.1/db?ssl_mode=REQUIRED", REIGN_EURI, "ssl=on"},
+        {"mysql://u@127.0.0.1/db?sslcert=x", REIGN_EURI, "'sslcert'"},
         {"mysql://u@127.0.0.1", REIGN_EURI, "database"},
         {"postgres://u@h1,h2/db", REIGN_EURI, "one host"},
-        {"postgres://u@127.0.0.1/db", REIGN_EAUTH, "REIGN_PASSWORD"},
         {"http://127.0.0.1:2181", REIGN_EURI, "http"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -179,6 +192,44 @@ static void test_redact(void **state)
     assert_string_equal(out, "zk://alice@h:1/x");
     reign_uri_redact("zk://h:1/a@b", out, sizeof(out)); /* '@' in the path is not userinfo */
     assert_string_equal(out, "zk://h:1/a@b");
+}
+
+static void never_called_remove(reign_client *c, int err, const char *const *s, size_t n, void *u)
+{
+    fail_msg("a refused removal called back");
+}
+
+static void never_called_list(reign_client *c, int err, const reign_entry *v, size_t n, void *u)
+{
+    fail_msg("a refused listing called back");
+}
+
+/* reign ls / rm: kinds by name, and arguments refused before anything goes to the store. */
+static void test_store_refusals(void **state)
+{
+    char err[256];
+    reign_client *c = NULL;
+    for (int k = REIGN_ENTRY_ELECTION; k <= REIGN_ENTRY_QUEUE; k++)
+        assert_int_equal(reign_entry_kind_of(reign_entry_kind_name((reign_entry_kind)k)), k);
+    assert_null(reign_entry_kind_name((reign_entry_kind)0));
+    assert_null(reign_entry_kind_name((reign_entry_kind)9));
+    assert_int_equal(reign_entry_kind_of("elections"), 0);
+    assert_int_equal(reign_entry_kind_of(NULL), 0);
+    assert_int_equal(
+        reign_client_new(&c, "zk://127.0.0.1:1?connect_timeout_ms=100", NULL, err, sizeof(err)), 0);
+    const char *bad[] = {"", "a/b", ".", "..", NULL};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(
+            reign_store_remove(c, REIGN_ENTRY_ELECTION, bad[i], never_called_remove, NULL),
+            REIGN_EINVAL);
+    assert_int_equal(reign_store_remove(c, (reign_entry_kind)0, "x", never_called_remove, NULL),
+                     REIGN_EINVAL);
+    assert_int_equal(reign_store_remove(c, REIGN_ENTRY_VALUE, "x", NULL, NULL), REIGN_EINVAL);
+    assert_int_equal(reign_store_remove(NULL, REIGN_ENTRY_VALUE, "x", never_called_remove, NULL),
+                     REIGN_EINVAL);
+    assert_int_equal(reign_store_list(c, "", NULL, NULL), REIGN_EINVAL);
+    assert_int_equal(reign_store_list(NULL, "", never_called_list, NULL), REIGN_EINVAL);
+    reign_client_free(c);
 }
 
 static void test_join_refusals(void **state)
@@ -271,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_client_refusals),
         cmocka_unit_test(test_redact),
         cmocka_unit_test(test_join_refusals),
+        cmocka_unit_test(test_store_refusals),
         cmocka_unit_test(test_oom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,6 +108,7 @@ static void test_sql(void **state)
                            .password = "p=a%s\nw\x01rd",
                            .database = "reign",
                            .table = "my_locks",
+                           .params = "sslmode=verify-full\nsslrootcert=/etc/ca 1.crt",
                            .connect_timeout_ms = 1500,
                            .statement_timeout_ms = 700};
     assert_int_equal(reign__gmsg_sql(&b, &t, "dc-east", 20000), 0);
@@ -121,6 +122,7 @@ static void test_sql(void **state)
     assert_string_equal(m.target.password, "p=a%s\nw\x01rd");
     assert_string_equal(m.target.database, "reign");
     assert_string_equal(m.target.table, "my_locks");
+    assert_string_equal(m.target.params, "sslmode=verify-full\nsslrootcert=/etc/ca 1.crt");
     assert_int_equal(m.target.connect_timeout_ms, 1500);
     assert_int_equal(m.target.statement_timeout_ms, 700);
     assert_string_equal(m.dc, "dc-east");
@@ -307,8 +309,14 @@ static void test_refuse_sql(void **state)
     refused(SQL(r), "address");
     snprintf(r, sizeof(r), "kind=postgres\nhost=h\nuser=u\n%s", ms);
     refused(SQL(r), "address");
-    snprintf(r, sizeof(r), "kind=mariadb\nhost=h\ndatabase=d\n%s", ms);
-    refused(SQL(r), "address");
+    /* No user: the client library's default (the login name, PGUSER, an option file). */
+    snprintf(r, sizeof(r), "kind=mariadb\nhost=h\ndatabase=d\nparams=ssl%%3Don%%0Assl_ca%%3D/x\n%s",
+             ms);
+    SQL(r);
+    assert_int_equal(reign__gmsg_parse(s, strlen(s), &m, err, sizeof(err)), 0);
+    assert_null(m.target.user);
+    assert_string_equal(m.target.params, "ssl=on\nssl_ca=/x");
+    reign__gmsg_clear(&m);
     snprintf(r, sizeof(r), "kind=mariadb\nhost=h\ndatabase=d\nuser=u\nport=65536\n%s", ms);
     refused(SQL(r), "malformed port");
     snprintf(r, sizeof(r), "kind=mariadb\nhost=h\ndatabase=d\nuser=u\nport=-1\n%s", ms);

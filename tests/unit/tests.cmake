@@ -18,3 +18,26 @@ foreach(name IN LISTS REIGN_UNIT_TESTS)
   add_test(NAME unit_${name} COMMAND ${name})
   set_tests_properties(unit_${name} PROPERTIES LABELS unit)
 endforeach()
+
+# The step trace reads REIGN_TRACE when the library is loaded: one run with it, one without.
+add_executable(test_trace ${CMAKE_CURRENT_LIST_DIR}/test_trace.c)
+target_compile_options(test_trace PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(test_trace PRIVATE reign_internal ${CMOCKA_LIBRARY} Threads::Threads)
+add_test(NAME unit_test_trace_on COMMAND test_trace on)
+add_test(NAME unit_test_trace_off COMMAND test_trace off)
+set_tests_properties(unit_test_trace_on PROPERTIES LABELS unit
+  ENVIRONMENT "REIGN_TRACE=${CMAKE_CURRENT_BINARY_DIR}/test_trace.out")
+set_tests_properties(unit_test_trace_off PROPERTIES LABELS unit ENVIRONMENT_MODIFICATION
+  "REIGN_TRACE=unset:")
+
+# The candidates' tables (ZooKeeper, SQL leases): every pair and every path, no server.  It draws the tables'
+# graph with the generator reignd's --print-fsm uses (src/tools/fsm_dot.c), and checks that
+# docs/design.md shows that graph as it is (`test_election_fsm --dot` prints it).
+add_executable(test_election_fsm ${CMAKE_CURRENT_LIST_DIR}/test_election_fsm.c
+  ${PROJECT_SOURCE_DIR}/src/tools/fsm_dot.c)
+target_compile_options(test_election_fsm PRIVATE ${REIGN_WARNINGS})
+target_include_directories(test_election_fsm PRIVATE ${PROJECT_SOURCE_DIR}/src/tools)
+target_compile_definitions(test_election_fsm PRIVATE REIGN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+target_link_libraries(test_election_fsm PRIVATE reign_internal ${CMOCKA_LIBRARY})
+add_test(NAME unit_test_election_fsm COMMAND test_election_fsm)
+set_tests_properties(unit_test_election_fsm PROPERTIES LABELS unit)

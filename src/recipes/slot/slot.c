@@ -66,7 +66,7 @@ static bool set_state(reign_slot *s, reign__slot_state to, const char *why)
     reign__log(s->log, REIGN_LOG_DEBUG, "slot %s %s: %s -> %s: %s", s->name, s->key,
                state_names[s->state], state_names[to], why);
     s->state = to;
-    s->gen++;
+    reign__life_bump(&s->life);
     return true;
 }
 
@@ -82,9 +82,8 @@ static void destroy(reign_slot *s)
 /* Lets go of everything that could call back; the memory stays until no call is in progress. */
 static void teardown(reign_slot *s)
 {
-    if (s->zombie)
+    if (!reign__life_request_free(&s->life))
         return;
-    s->zombie = true;
     s->cb = NULL;
     s->ecb = NULL;
     reign__timers *ts = reign__client_timers(s->client);
@@ -101,18 +100,18 @@ static void teardown(reign_slot *s)
 
 static void enter(reign_slot *s)
 {
-    s->depth++;
+    reign__life_enter(&s->life);
 }
 
 static void leave(reign_slot *s)
 {
-    if (--s->depth == 0 && s->zombie)
+    if (reign__life_leave(&s->life))
         destroy(s);
 }
 
 static void emit(reign_slot *s, reign_slot_event *ev)
 {
-    if (s->zombie || !s->cb)
+    if (!reign__life_live(&s->life) || !s->cb)
         return;
     ev->key = s->key;
     s->cb(s, ev, s->userdata);
@@ -193,7 +192,7 @@ static void conclude(reign_slot *s, reign_slot_outcome outcome, reign_slot_verdi
     reign__timer_start(reign__client_timers(s->client), &s->leave_timer,
                        reign__now_ns() + (int64_t)LEAVE_WAIT_MS * REIGN__NS_PER_MS);
     int rc = reign_election_resign(s->election);
-    if (rc < 0 && !s->zombie) /* already resigning or left: nothing will come */
+    if (rc < 0 && reign__life_live(&s->life)) /* already resigning or left: nothing will come */
         deliver_done(s);
 }
 
@@ -223,7 +222,7 @@ static void retry_later(reign_slot *s, int rc, const char *what, const char *msg
     reign__log(s->log, s->failures == 1 || s->failures % 20 == 0 ? REIGN_LOG_WARN : REIGN_LOG_DEBUG,
                "slot %s %s: %s: %s; trying again", s->name, s->key, what,
                msg ? msg : reign_strerror(rc));
-    s->gen++; /* whatever else comes back is stale */
+    reign__life_bump(&s->life); /* whatever else comes back is stale */
     reign__timer_start(reign__client_timers(s->client), &s->retry,
                        reign__now_ns() + (int64_t)RETRY_MS * REIGN__NS_PER_MS);
 }
@@ -235,7 +234,7 @@ static void issue(reign_slot *s, reign__slot_op op)
         wait_ms = ANSWER_WAIT_MS;
     reign__timer_start(reign__client_timers(s->client), &s->answer_timer,
                        reign__now_ns() + wait_ms * REIGN__NS_PER_MS);
-    int rc = s->be->issue(s, op, s->fence, s->gen);
+    int rc = s->be->issue(s, op, s->fence, s->life.epoch);
     if (rc < 0) {
         reign__timer_stop(reign__client_timers(s->client), &s->answer_timer);
         if (transient(rc))
@@ -560,9 +559,9 @@ static void on_written(reign_slot *s, const reign__slot_reply *r)
     }
 }
 
-void reign__slot_reply_cb(reign_slot *s, unsigned gen, const reign__slot_reply *r)
+static void reply_cb(reign_slot *s, uintptr_t gen, const reign__slot_reply *r)
 {
-    if (s->zombie || gen != s->gen)
+    if (!reign__life_live(&s->life) || !reign__life_current(&s->life, gen))
         return;
     enter(s);
     reign__timer_stop(reign__client_timers(s->client), &s->answer_timer);
@@ -595,7 +594,7 @@ void reign__slot_reply_cb(reign_slot *s, unsigned gen, const reign__slot_reply *
             reign__slot_rec_init(&s->rec, s->key);
             reign_slot_event ev = {.type = REIGN_SLOT_RESOLVED, .slot_start_ms = s->slot_start_ms};
             emit(s, &ev);
-            if (!s->zombie && set_state(s, S(PEEK), "the period is known"))
+            if (reign__life_live(&s->life) && set_state(s, S(PEEK), "the period is known"))
                 issue(s, REIGN__SLOT_OP_READ);
         } else if (s->state == S(TIMING)) {
             decide(s);
@@ -619,7 +618,7 @@ static void on_answer_timeout(reign__timer *t, void *arg)
     reign_slot *s = arg;
     enter(s);
     if (s->state == S(PRUNING)) {
-        s->gen++; /* a late answer changes nothing */
+        reign__life_bump(&s->life); /* a late answer changes nothing */
         conclude(s, s->outcome, s->verdict, s->has_run ? &s->done_run : NULL,
                  "the work is done (pruning the record got no answer)");
     } else if (s->state != S(DONE) && s->state != S(FAILED) && s->state != S(LEAVING)) {
@@ -724,7 +723,7 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
             fail(s, ev->error, "%s", ev->message ? ev->message : reign_strerror(ev->error));
         break;
     }
-    if (!s->zombie && s->ecb)
+    if (reign__life_live(&s->life) && s->ecb)
         s->ecb(e, ev, s->eud);
     leave(s);
 }
@@ -766,7 +765,7 @@ static void slot_destroy(reign__recipe *r)
     reign_slot *s = (reign_slot *)r;
     s->election = NULL; /* freed by the client with it */
     teardown(s);
-    if (s->depth == 0)
+    if (!reign__life_busy(&s->life))
         destroy(s);
 }
 
@@ -831,6 +830,7 @@ int reign_slot_start(reign_slot **ret, reign_client *client, const char *name,
     s->client = client;
     s->log = reign__client_log(client);
     s->be = reign__client_zk(client) ? &reign__slot_zk : &reign__slot_sql;
+    s->reply = reply_cb;
     s->recipe.ops = &slot_ops;
     s->every_ms = o->every_ms;
     s->pol = (reign__slot_policy){.retries = o->retries,
@@ -879,10 +879,10 @@ int reign_slot_start(reign_slot **ret, reign_client *client, const char *name,
     reign__client_attach(client, &s->recipe);
     if (s->every_ms) {
         set_state(s, S(CLOCK), "a period: which one is the store's clock's");
-        rc = s->be->issue(s, REIGN__SLOT_OP_NOW, 0, s->gen);
+        rc = s->be->issue(s, REIGN__SLOT_OP_NOW, 0, s->life.epoch);
     } else {
         set_state(s, S(PEEK), "a named slot");
-        rc = s->be->issue(s, REIGN__SLOT_OP_READ, 0, s->gen);
+        rc = s->be->issue(s, REIGN__SLOT_OP_READ, 0, s->life.epoch);
     }
     if (rc < 0) {
         teardown(s);
@@ -897,7 +897,7 @@ int reign_slot_start(reign_slot **ret, reign_client *client, const char *name,
 
 static int finish(reign_slot *s, int exit_status, int term_signal, bool stopped_by_caller)
 {
-    if (!s || s->zombie)
+    if (!s || !reign__life_live(&s->life))
         return REIGN_EINVAL;
     if (s->state != S(RUNNING) && s->state != S(STOPPING))
         return REIGN_ESTATE;
@@ -929,7 +929,7 @@ static int finish(reign_slot *s, int exit_status, int term_signal, bool stopped_
 
 int reign_slot_stand_down(reign_slot *s)
 {
-    if (!s || s->zombie)
+    if (!s || !reign__life_live(&s->life))
         return REIGN_EINVAL;
     if (s->state != S(RUNNING) && s->state != S(STOPPING) && s->state != S(ENDING))
         return REIGN_ESTATE;
@@ -972,7 +972,7 @@ reign_slot *reign_slot_free(reign_slot *s)
     if (!s)
         return NULL;
     teardown(s);
-    if (s->depth == 0)
+    if (!reign__life_busy(&s->life))
         destroy(s);
     return NULL;
 }

@@ -19,14 +19,13 @@
 
 #include "client_internal.h"
 #include "core.h"
+#include "recipes/life.h"
 
 #define REIGN__SLOT_RUNS_MAX (REIGN_SLOT_RETRIES_MAX + 1)
 #define REIGN__SLOT_HOST_MAX 255
 /* A time in a record still to be written: the store's clock at the write (ZooKeeper writes it
  * as "@", the mtime of the version that holds it; SQL uses the database's clock). */
 #define REIGN__SLOT_NOW (-1)
-
-#define REIGN__SLOT_DIR REIGN__ZK_ROOT "/slot"
 
 /* One attempt. */
 typedef struct reign__slot_run {
@@ -149,18 +148,15 @@ typedef struct reign__slot_backend {
     const char *name;
     int (*init)(reign_slot *s);
     void (*release)(reign_slot *s); /* forget pending requests, free what init made */
-    /* Issues op; the reply comes through reign__slot_reply_cb() with `gen`.  0 or an error
-     * (then no reply). */
-    int (*issue)(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen);
+    /* Issues op; the reply comes through s->reply with `gen`.  0 or an error (then no
+     * reply). */
+    int (*issue)(reign_slot *s, reign__slot_op op, uint64_t fence, uintptr_t gen);
     int (*history)(reign_client *client, const char *name, unsigned last, reign_slot_history_cb *cb,
                    void *userdata);
 } reign__slot_backend;
 
 extern const reign__slot_backend reign__slot_zk;
 extern const reign__slot_backend reign__slot_sql;
-
-/* slot.c: a store's reply to request `gen`. */
-void reign__slot_reply_cb(reign_slot *s, unsigned gen, const reign__slot_reply *r);
 
 /* The states of a copy (slot.c has the table of transitions). */
 typedef enum reign__slot_state {
@@ -189,6 +185,9 @@ struct reign_slot {
     const reign__logger *log;
     const reign__slot_backend *be;
     void *be_data;
+    /* A store's reply to request `gen` (slot.c sets it: a backend calls the state machine
+     * through it, and so never links back to slot.c). */
+    void (*reply)(reign_slot *s, uintptr_t gen, const reign__slot_reply *r);
     char *name;
     char key[REIGN_SLOT_KEY_MAX + 1];
     int64_t every_ms;
@@ -203,7 +202,10 @@ struct reign_slot {
 
     /* the state machine (slot.c) */
     reign__slot_state state;
-    unsigned gen; /* of the request in flight: an older one's reply is ignored */
+    /* the epoch is the request in flight's: an older one's reply is ignored; busy and
+     * free_requested: nested calls into the slot, and a free from a callback (memory goes
+     * when the outermost returns) */
+    reign__life life;
     reign_slot_cb *cb;
     void *userdata;
     reign_election_options eo; /* for the join; eo.id is `owner`, eo.data owned */
@@ -228,8 +230,6 @@ struct reign_slot {
     reign_slot_verdict verdict;
     bool has_run;
     reign__slot_run done_run;
-    unsigned depth; /* nested calls into the slot (callbacks) */
-    bool zombie;    /* freed from a callback: memory goes when the outermost returns */
 };
 
 #endif

@@ -249,13 +249,13 @@ int reign__slot_rec_build(reign__buf *out, const reign__slot_rec *r)
     const char *kv[2 * (4 + REIGN__SLOT_RUNS_MAX)];
     size_t k = 0;
     snprintf(nbuf, sizeof nbuf, "%zu", r->n);
-    kv[k++] = "kind";
-    kv[k++] = "slot";
-    kv[k++] = "slot";
+    kv[k++] = REIGN__K_KIND;
+    kv[k++] = REIGN__KIND_SLOT;
+    kv[k++] = REIGN__K_SLOT;
     kv[k++] = r->key;
-    kv[k++] = "verdict";
+    kv[k++] = REIGN__K_VERDICT;
     kv[k++] = reign__slot_verdict_word(r->verdict);
-    kv[k++] = "runs";
+    kv[k++] = REIGN__K_RUNS;
     kv[k++] = nbuf;
     int rc = 0;
     for (size_t i = 0; i < r->n; i++) {
@@ -272,7 +272,7 @@ int reign__slot_rec_build(reign__buf *out, const reign__slot_rec *r)
         put_word(b, u->host);
         if (b->oom)
             rc = REIGN_ENOMEM;
-        snprintf(names[i], sizeof names[i], "r%zu", i + 1);
+        snprintf(names[i], sizeof names[i], REIGN__K_RUN_PREFIX "%zu", i + 1);
         kv[k++] = names[i];
         kv[k++] = b->data ? b->data : "";
     }
@@ -414,20 +414,20 @@ int reign__slot_rec_parse(const void *data, size_t len, int64_t mtime_ms, reign_
     if (rc < 0)
         return rc;
     rc = REIGN_EFOREIGN;
-    const char *kind = reign__record_get(&rec, "kind");
-    const char *key = reign__record_get(&rec, "slot");
-    const char *verdict = reign__record_get(&rec, "verdict");
+    const char *kind = reign__record_get(&rec, REIGN__K_KIND);
+    const char *key = reign__record_get(&rec, REIGN__K_SLOT);
+    const char *verdict = reign__record_get(&rec, REIGN__K_VERDICT);
     uint64_t n;
     int v = reign__slot_verdict_parse(verdict);
-    if (!kind || strcmp(kind, "slot") || reign_slot_key_check(key) < 0 || v < 0 ||
-        reign__record_get_u64(&rec, "runs", &n) < 0 || n > REIGN__SLOT_RUNS_MAX ||
+    if (!kind || strcmp(kind, REIGN__KIND_SLOT) || reign_slot_key_check(key) < 0 || v < 0 ||
+        reign__record_get_u64(&rec, REIGN__K_RUNS, &n) < 0 || n > REIGN__SLOT_RUNS_MAX ||
         rec.payload_len != 0 || rec.n_fields != 4 + n)
         goto out;
     reign__strlcpy(out->key, key, sizeof out->key);
     out->verdict = (reign_slot_verdict)v;
     for (size_t i = 0; i < n; i++) {
         char name[24];
-        snprintf(name, sizeof name, "r%zu", i + 1);
+        snprintf(name, sizeof name, REIGN__K_RUN_PREFIX "%zu", i + 1);
         const char *r = reign__record_get(&rec, name);
         if (!r || !parse_run(r, mtime_ms, &out->runs[i]) || out->runs[i].attempt != i + 1)
             goto out;

@@ -92,7 +92,7 @@ static bool rows_to_rec(const reign__run_row *v, size_t n, const char *key, reig
     return true;
 }
 
-#define GEN(arg) ((unsigned)(uintptr_t)(arg))
+#define GEN(arg) ((uintptr_t)(arg))
 
 static void on_call(void *owner, void *arg, const reign__sqlw_result *r)
 {
@@ -116,7 +116,7 @@ static void on_call(void *owner, void *arg, const reign__sqlw_result *r)
     } else if (c->op == REIGN__SLOT_OP_END) {
         rep.rc = r->rc == 1 ? 0 : REIGN_EBADVERSION;
     }
-    reign__slot_reply_cb(s, GEN(arg), &rep);
+    s->reply(s, GEN(arg), &rep);
 }
 
 static int ss_init(reign_slot *s)
@@ -132,7 +132,7 @@ static void ss_release(reign_slot *s)
         reign__sqlw_forget(w, s);
 }
 
-static int ss_issue(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen)
+static int ss_issue(reign_slot *s, reign__slot_op op, uint64_t fence, uintptr_t gen)
 {
     call *c = reign__calloc(1, sizeof *c);
     if (!c || !(c->name = reign__strdup(s->name))) {

@@ -35,7 +35,7 @@ typedef struct zk_slot {
         int64_t czxid;
     } * kids;
     size_t n_kids, pending;
-    unsigned prune_gen;
+    uintptr_t prune_gen;
 } zk_slot;
 
 static zk_slot *zs_of(reign_slot *s)
@@ -71,8 +71,8 @@ static int zs_init(reign_slot *s)
         return REIGN_ENOMEM;
     z->zk = reign__client_zk(s->client);
     z->dir = slot_dir(s->name, "");
-    z->clock = slot_dir(s->name, "/clock");
-    z->term = reign__election_path(s->name, "/term");
+    z->clock = slot_dir(s->name, "/" REIGN__N_CLOCK);
+    z->term = reign__election_path(s->name, "/" REIGN__N_TERM);
     if (!z->dir || !z->clock || !z->term) {
         reign__free(z->dir);
         reign__free(z->clock);
@@ -108,12 +108,12 @@ static void make_parents(reign__zk *zk, const char *dir)
                      NULL);
 }
 
-#define GEN(arg) ((unsigned)(uintptr_t)(arg))
+#define GEN(arg) ((uintptr_t)(arg))
 #define ARG(gen) ((void *)(uintptr_t)(gen))
 
 static void reply(reign_slot *s, void *arg, reign__slot_reply *r)
 {
-    reign__slot_reply_cb(s, GEN(arg), r);
+    s->reply(s, GEN(arg), r);
 }
 
 static void reply_rc(reign_slot *s, void *arg, reign__slot_op op, int rc, const char *msg)
@@ -194,16 +194,15 @@ static void on_get(void *owner, void *arg, const reign__zk_result *r)
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
-static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen);
+static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, uintptr_t gen);
 
 static void on_fenced(void *owner, void *arg, const reign__zk_result *r)
 {
     reign_slot *s = owner;
     zk_slot *z = zs_of(s);
-    unsigned gen = GEN(arg);
-    /* The op travels in the high bit of arg: START or MARK. */
-    reign__slot_op op = (gen & 0x80000000u) ? REIGN__SLOT_OP_MARK : REIGN__SLOT_OP_START;
-    gen &= 0x7fffffffu;
+    /* The op travels in the low bit of arg, below gen: START or MARK. */
+    reign__slot_op op = (GEN(arg) & 1u) ? REIGN__SLOT_OP_MARK : REIGN__SLOT_OP_START;
+    uintptr_t gen = GEN(arg) >> 1;
     int rc = r->rc;
     if (rc != 0) {
         if (r->failed_op == 0 && (rc == REIGN_EBADVERSION || rc == REIGN_ENOENT))
@@ -215,22 +214,21 @@ static void on_fenced(void *owner, void *arg, const reign__zk_result *r)
             make_parents(z->zk, z->dir);
             int e = write_fenced(s, op, s->fence, gen);
             if (e < 0)
-                reign__slot_reply_cb(s, gen,
-                                     &(reign__slot_reply){.op = op, .rc = e, .version = -1});
+                s->reply(s, gen, &(reign__slot_reply){.op = op, .rc = e, .version = -1});
             return;
         } else if (r->failed_op >= 1 &&
                    (rc == REIGN_EBADVERSION || rc == REIGN_EEXIST || rc == REIGN_ENOENT)) {
             rc = REIGN_EBADVERSION; /* the record changed since it was read */
         }
-        reign__slot_reply_cb(s, gen, &(reign__slot_reply){.op = op, .rc = rc, .version = -1});
+        s->reply(s, gen, &(reign__slot_reply){.op = op, .rc = rc, .version = -1});
         return;
     }
     reign__slot_reply rep = {
         .op = op, .now_ms = r->stat.mtime_ms, .version = r->has_stat ? r->stat.version : -1};
-    reign__slot_reply_cb(s, gen, &rep);
+    s->reply(s, gen, &rep);
 }
 
-static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen)
+static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, uintptr_t gen)
 {
     zk_slot *z = zs_of(s);
     if (fence > INT32_MAX)
@@ -250,7 +248,7 @@ static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsign
     reign__buf latest;
     reign__buf_init(&latest);
     if (op == REIGN__SLOT_OP_START) {
-        const char *kv[] = {"kind", "slots", "latest", s->key};
+        const char *kv[] = {REIGN__K_KIND, REIGN__KIND_SLOTS, REIGN__K_LATEST, s->key};
         if ((rc = reign__record_build(&latest, kv, 4, NULL, 0)) < 0) {
             reign__buf_free(&b);
             return rc;
@@ -274,7 +272,7 @@ static int write_fenced(reign_slot *s, reign__slot_op op, uint64_t fence, unsign
                                    .len = b.len,
                                    .version = s->rec.version};
     }
-    unsigned tag = gen | (op == REIGN__SLOT_OP_MARK ? 0x80000000u : 0);
+    uintptr_t tag = (gen << 1) | (op == REIGN__SLOT_OP_MARK ? 1u : 0u);
     rc = reign__zk_multi(z->zk, ops, n, s, on_fenced, ARG(tag));
     reign__buf_free(&b);
     reign__buf_free(&latest);
@@ -308,9 +306,9 @@ static int by_age(const void *a, const void *b)
 static void prune_done(reign_slot *s)
 {
     zk_slot *z = zs_of(s);
-    unsigned gen = z->prune_gen;
+    uintptr_t gen = z->prune_gen;
     free_kids(z);
-    reign__slot_reply_cb(s, gen, &(reign__slot_reply){.op = REIGN__SLOT_OP_PRUNE, .version = -1});
+    s->reply(s, gen, &(reign__slot_reply){.op = REIGN__SLOT_OP_PRUNE, .version = -1});
 }
 
 static void on_pruned(void *owner, void *arg, const reign__zk_result *r)
@@ -358,7 +356,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     zk_slot *z = zs_of(s);
     size_t n = 0;
     for (size_t i = 0; r->rc == 0 && i < r->n_children; i++)
-        n += !strncmp(r->children[i], "s_", 2);
+        n += !strncmp(r->children[i], REIGN__N_SLOT, 2);
     if (r->rc != 0 || n <= (size_t)s->keep + PRUNE_SLACK((size_t)s->keep)) {
         prune_done(s);
         return;
@@ -369,7 +367,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         return;
     }
     for (size_t i = 0; i < r->n_children; i++) {
-        if (strncmp(r->children[i], "s_", 2))
+        if (strncmp(r->children[i], REIGN__N_SLOT, 2))
             continue;
         char *path = reign__path_join(z->dir, r->children[i]);
         if (path)
@@ -388,10 +386,10 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
 
 /* ---- issuing --------------------------------------------------------------------------------- */
 
-static int zs_issue(reign_slot *s, reign__slot_op op, uint64_t fence, unsigned gen)
+static int zs_issue(reign_slot *s, reign__slot_op op, uint64_t fence, uintptr_t gen)
 {
     zk_slot *z = zs_of(s);
-    snprintf(z->node, sizeof z->node, "%s/s_%s", z->dir, s->key);
+    snprintf(z->node, sizeof z->node, "%s/" REIGN__N_SLOT "%s", z->dir, s->key);
     switch (op) {
     case REIGN__SLOT_OP_NOW:
         return reign__zk_set(z->zk, z->clock, NULL, 0, -1, 0, s, on_clock_set, ARG(gen));
@@ -511,7 +509,7 @@ static void on_hist_children(void *owner, void *arg, const reign__zk_result *r)
     }
     size_t n = 0;
     for (size_t i = 0; i < r->n_children; i++)
-        n += !strncmp(r->children[i], "s_", 2);
+        n += !strncmp(r->children[i], REIGN__N_SLOT, 2);
     if (n == 0) {
         hist_finish(h, 0);
         return;
@@ -522,7 +520,7 @@ static void on_hist_children(void *owner, void *arg, const reign__zk_result *r)
     }
     h->pending = 1; /* held while sending, so that no answer finishes early */
     for (size_t i = 0; i < r->n_children; i++) {
-        if (strncmp(r->children[i], "s_", 2))
+        if (strncmp(r->children[i], REIGN__N_SLOT, 2))
             continue;
         reign__slot_rec *rec = &h->recs[h->n++];
         reign__slot_rec_init(rec, NULL);
@@ -559,7 +557,8 @@ static void list_all(zk_hist *h)
 }
 
 /* The latest slot, as the slots' node names it (last == 1): two reads instead of one per slot.
- * Without a name there (an older record), the listing of every slot. */
+ * Without a name there (no slot started yet, or its record unreadable), the listing of every
+ * slot. */
 static void on_hist_latest(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_hist *h = owner;
@@ -582,11 +581,11 @@ static void on_hist_dir(void *owner, void *arg, const reign__zk_result *r)
     reign__record rec;
     char *path = NULL;
     if (r->rc == 0 && reign__record_parse(r->value, r->value_len, &rec) == 0) {
-        const char *latest = reign__record_get(&rec, "latest");
+        const char *latest = reign__record_get(&rec, REIGN__K_LATEST);
         if (latest && reign_slot_key_check(latest) == 0) {
             reign__buf b;
             reign__buf_init(&b);
-            reign__buf_printf(&b, "%s/s_%s", h->dir, latest);
+            reign__buf_printf(&b, "%s/" REIGN__N_SLOT "%s", h->dir, latest);
             path = b.oom ? (reign__buf_free(&b), NULL) : b.data;
         }
         reign__record_clear(&rec);

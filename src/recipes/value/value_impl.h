@@ -1,7 +1,8 @@
 /*
- * value_impl.h - what the files of the value recipe share: value.c (the API, its checks, and
- * the part of a watch that decides what to report), value_zk.c (values as ZooKeeper nodes) and
- * value_sql.c (values as rows of a SQL store's values table, src/sql/values.h).
+ * value_impl.h - what the files of the value recipe share: value.c (the API and its checks),
+ * value_watch.c (the part of a watch that decides what to report), value_zk.c (values as
+ * ZooKeeper nodes) and value_sql.c (values as rows of a SQL store's values table,
+ * src/sql/values.h).
  *
  * value.c checks every argument, then hands a request to the backend of the client.  A watch
  * is a reign_value_watch (below) at the head of a backend's own struct; the backend reads the
@@ -17,6 +18,7 @@
 #include <reign/value.h>
 
 #include "client_internal.h"
+#include "recipes/life.h"
 #include "value_internal.h"
 
 /* A value's metadata, as either store gives it. */
@@ -78,8 +80,8 @@ struct reign_value_watch {
     size_t data_len;
     reign__value_stat stat;
 
-    int busy; /* inside a backend's callback: a free waits for its end */
-    bool free_requested;
+    reign__life life; /* the backend's epoch (ZooKeeper sessions) and a free deferred while
+                       * one of its callbacks is on the stack */
 };
 
 /* Sets up the common part of a watch the backend allocated (zeroed); 0 or REIGN_ENOMEM. */
@@ -89,9 +91,8 @@ int reign__value_watch_init(reign_value_watch *w, const reign__value_watch_ops *
 /* Frees the common part (not w itself). */
 void reign__value_watch_clear(reign_value_watch *w);
 
-/* Around every callback of the backend into a watch: a free requested meanwhile happens at the
- * end. */
-#define REIGN__VALUE_ENTER(w) ((w)->busy++)
+/* Around every callback of the backend into a watch: reign__life_enter(&w->life), then this,
+ * which frees the watch if it was freed meanwhile. */
 void reign__value_watch_leave(reign_value_watch *w);
 
 /*

@@ -182,7 +182,7 @@ static void rearm(sql_watch *w, bool failed)
     int ms = failed                       ? RETRY_MS
              : reign__sqlw_notifies(w->w) ? 0
                                           : reign__client_lease(w->base.client)->poll_ms;
-    if (ms > 0 && !w->base.free_requested)
+    if (ms > 0 && reign__life_live(&w->base.life))
         reign__timer_start(timers(w), &w->timer, reign__now_ns() + (int64_t)ms * REIGN__NS_PER_MS);
 }
 
@@ -190,9 +190,9 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
 {
     sql_watch *w = owner;
     call *c = r->ctx;
-    REIGN__VALUE_ENTER(&w->base);
+    reign__life_enter(&w->base.life);
     w->reading = false;
-    if (w->base.free_requested)
+    if (!reign__life_live(&w->base.life))
         goto out;
     if (r->rc == REIGN_EFOREIGN) {
         /* As on ZooKeeper: no value, an ERROR once, and the next change is read as any. */
@@ -225,7 +225,7 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     w->foreign = false;
     reign__value_watch_apply(&w->base, c->row.exists, &st, c->row.data, c->row.data_len);
 done:
-    if (w->again && !w->base.free_requested) {
+    if (w->again && reign__life_live(&w->base.life)) {
         w->again = false;
         wread(w);
     } else {
@@ -265,7 +265,7 @@ static void wread(sql_watch *w)
 static void timer_cb(reign__timer *t, void *arg)
 {
     sql_watch *w = arg;
-    REIGN__VALUE_ENTER(&w->base);
+    reign__life_enter(&w->base.life);
     wread(w);
     reign__value_watch_leave(&w->base);
 }
@@ -273,7 +273,7 @@ static void timer_cb(reign__timer *t, void *arg)
 static void watch_conn(reign__recipe *rp, reign_conn_state st)
 {
     sql_watch *w = (sql_watch *)rp;
-    REIGN__VALUE_ENTER(&w->base);
+    reign__life_enter(&w->base.life);
     /* Connected (again): whatever happened meanwhile, a read tells. */
     if (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED)
         wread(w);
@@ -285,7 +285,7 @@ static void watch_conn(reign__recipe *rp, reign_conn_state st)
 static void watch_changed(reign__recipe *rp)
 {
     sql_watch *w = (sql_watch *)rp;
-    REIGN__VALUE_ENTER(&w->base);
+    reign__life_enter(&w->base.life);
     wread(w);
     reign__value_watch_leave(&w->base);
 }

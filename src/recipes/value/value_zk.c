@@ -327,17 +327,16 @@ typedef struct zk_watch {
     reign__zk *zk;
     char *path;
 
-    uintptr_t epoch; /* bumped per session: older answers are ignored */
-    bool armed;      /* a watch of ours is registered on the node */
-    bool reading;    /* a read is in flight */
-    bool again;      /* something fired meanwhile: read once more after it */
+    bool armed;   /* a watch of ours is registered on the node */
+    bool reading; /* a read is in flight */
+    bool again;   /* something fired meanwhile: read once more after it */
     reign__timer retry;
 } zk_watch;
 
 /* A request's arg: the epoch that sent it and whether it carries a watch. */
-#define WARG(w, watch) ((void *)(((w)->epoch << 1) | ((watch) ? 1u : 0u)))
-#define HAD_WATCH(arg) (((uintptr_t)(arg)) & 1u)
-#define STALE(w, arg)  ((((uintptr_t)(arg)) >> 1) != (w)->epoch || (w)->base.free_requested)
+#define WARG(w, watch) REIGN__LIFE_ARG(&(w)->base.life, 1, (watch) ? 1u : 0u)
+#define HAD_WATCH(arg) reign__life_low((arg), 1)
+#define STALE(w, arg)  reign__life_stale(&(w)->base.life, (arg), 1)
 #define RETRY_NS       (1000 * REIGN__NS_PER_MS)
 
 static void wread(zk_watch *w);
@@ -360,7 +359,7 @@ static void read_failed(zk_watch *w, int err)
              reign_strerror(err));
     reign__log(w->base.log, REIGN_LOG_WARN, "value watch: %s", msg);
     reign__value_watch_error(&w->base, err, msg);
-    if (!w->base.free_requested)
+    if (reign__life_live(&w->base.life))
         reign__timer_start(reign__client_timers(w->base.client), &w->retry,
                            reign__now_ns() + RETRY_NS);
 }
@@ -368,7 +367,7 @@ static void read_failed(zk_watch *w, int err)
 static void read_done(zk_watch *w)
 {
     w->reading = false;
-    if (w->again && !w->base.free_requested) {
+    if (w->again && reign__life_live(&w->base.life)) {
         w->again = false;
         wread(w);
     }
@@ -377,7 +376,7 @@ static void read_done(zk_watch *w)
 static void on_node_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
     zk_watch *w = owner;
-    REIGN__VALUE_ENTER(&w->base);
+    reign__life_enter(&w->base.life);
     w->armed = false;
     wread(w);
     reign__value_watch_leave(&w->base);
@@ -386,7 +385,7 @@ static void on_node_event(void *owner, void *arg, reign__zk_event ev, const char
 static void on_exists(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_watch *w = owner;
-    REIGN__VALUE_ENTER(&w->base);
+    reign__life_enter(&w->base.life);
     /* exists() registers its watch on OK and on ENOENT */
     if (HAD_WATCH(arg) && r->rc != 0 && r->rc != REIGN_ENOENT)
         w->armed = false;
@@ -407,7 +406,7 @@ static void on_exists(void *owner, void *arg, const reign__zk_result *r)
 static void on_read(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_watch *w = owner;
-    REIGN__VALUE_ENTER(&w->base);
+    reign__life_enter(&w->base.life);
     if (HAD_WATCH(arg) && r->rc != 0)
         w->armed = false; /* get() registers only on success */
     if (STALE(w, arg))
@@ -468,7 +467,7 @@ static void wread(zk_watch *w)
 static void retry_cb(reign__timer *t, void *arg)
 {
     zk_watch *w = arg;
-    REIGN__VALUE_ENTER(&w->base);
+    reign__life_enter(&w->base.life);
     wread(w);
     reign__value_watch_leave(&w->base);
 }
@@ -476,10 +475,10 @@ static void retry_cb(reign__timer *t, void *arg)
 static void watch_conn(reign__recipe *rp, reign_conn_state st)
 {
     zk_watch *w = (zk_watch *)rp;
-    REIGN__VALUE_ENTER(&w->base);
+    reign__life_enter(&w->base.life);
     if (st == REIGN_CONN_CONNECTED) {
         /* A new session: no watch of the old one survives. */
-        w->epoch++;
+        reign__life_bump(&w->base.life);
         w->armed = false;
         w->reading = false;
         w->again = false;

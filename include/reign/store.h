@@ -1,0 +1,87 @@
+/*
+ * reign/store.h - what a store holds, for the people who run it: list the
+ * elections, groups, values and task queues, and remove one that nobody
+ * uses any more (`reign ls`, `reign rm`).
+ *
+ * Both are one-shot requests attached to the client; their callback runs
+ * once, inside reign_client_process(), on the caller's thread; requests
+ * still pending when the client closes complete with REIGN_ECLOSED.
+ *
+ * ZooKeeper: the entries are the nodes under /reign/election, /reign/group,
+ * /reign/value and /reign/tasks (below the URI's chroot).  A SQL store
+ * holds elections only (one lease row each, in the URI's table and
+ * data_center); its followers are invisible, so "who stands" there is the
+ * lease holder alone.
+ */
+#ifndef REIGN_STORE_H
+#define REIGN_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <reign/client.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum reign_entry_kind {
+    REIGN_ENTRY_ELECTION = 1,
+    REIGN_ENTRY_GROUP,
+    REIGN_ENTRY_VALUE,
+    REIGN_ENTRY_QUEUE
+} reign_entry_kind;
+
+/* "election", "group", "value", "queue"; NULL for anything else. */
+REIGN_EXPORT const char *reign_entry_kind_name(reign_entry_kind kind);
+/* The kind named `name` (as above), or 0. */
+REIGN_EXPORT reign_entry_kind reign_entry_kind_of(const char *name);
+
+typedef struct reign_entry {
+    reign_entry_kind kind;
+    const char *name;
+    /* Elections: candidates standing (ZooKeeper), or 1 while a live lease is held and 0
+     * otherwise (SQL); groups: members; values and queues: 0. */
+    size_t standing;
+    /* SQL: the holder of a live lease; else NULL. */
+    const char *leader;
+    /* Elections: the slots of `reign run --slot|--every` on record (<reign/slot.h>). */
+    size_t slots;
+    /* The node or row is not reign's (its data does not parse as reign's record of that
+     * kind): listed, never trusted, never removed. */
+    int foreign;
+} reign_entry;
+
+typedef void reign_store_list_cb(reign_client *client, int err, const reign_entry *entries,
+                                 size_t n, void *userdata);
+
+/*
+ * Lists the entries whose name starts with `prefix` (NULL or "": all), sorted by kind, then
+ * name.  The entries are borrowed for the callback only.
+ */
+REIGN_EXPORT int reign_store_list(reign_client *client, const char *prefix, reign_store_list_cb *cb,
+                                  void *userdata);
+
+/* err 0: removed.  REIGN_EBUSY: somebody stands in it; `standing` names them (ids; "" for a
+ * candidate whose data is foreign; none if somebody joined or wrote meanwhile).  REIGN_ENOENT:
+ * no such entry.  REIGN_EFOREIGN: not reign's, left alone. */
+typedef void reign_store_remove_cb(reign_client *client, int err, const char *const *standing,
+                                   size_t n_standing, void *userdata);
+
+/*
+ * Removes entry `name` of `kind` if nobody stands in it: an election without candidates (SQL:
+ * whose lease has run out or was released), a group without members, a value, a task queue
+ * without workers or masters (its group and election "tasks.NAME"; ZooKeeper only).  Safe
+ * against somebody joining meanwhile: ZooKeeper deletes the node only if it has no child but
+ * the election's term, in one multi; SQL deletes the row only at the term it read expired.  A
+ * queue's subtree (its tasks, payloads, assignments and results) is deleted deepest first: a
+ * task submitted meanwhile makes the removal fail with REIGN_EBUSY, with part of the queue
+ * gone.  On SQL, a follower still running makes the row again at its next look.
+ */
+REIGN_EXPORT int reign_store_remove(reign_client *client, reign_entry_kind kind, const char *name,
+                                    reign_store_remove_cb *cb, void *userdata);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

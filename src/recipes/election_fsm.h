@@ -1,0 +1,87 @@
+/*
+ * election_fsm.h - what the candidates' tables share (election_zk_fsm.c
+ * for ZooKeeper, election_lease_fsm.c for SQL leases): the row, the
+ * actions (the event contract of election_base.c: every table emits
+ * through the same five), the facts its guards look at, and the lookup.
+ *
+ * A table is pure: a row per (state, input[, guard]) names the next state,
+ * the actions, carried out in the order of their bits after the new state
+ * is set, and a reason, logged at debug.  The first row that matches wins.
+ * A pair no row names is moot (news for a state already left: ignored) or
+ * refused (nothing changes, nothing follows).
+ */
+#ifndef REIGN_ELECTION_FSM_H
+#define REIGN_ELECTION_FSM_H
+
+#include <stddef.h>
+
+#include <reign/election.h>
+
+enum {
+    REIGN__EFSM_A_DEMOTE = 1u << 0,       /* leadership ends: DEMOTED now */
+    REIGN__EFSM_A_DEMOTE_LATER = 1u << 1, /* ... DEMOTED on the next loop turn (an API call) */
+    REIGN__EFSM_A_DROP_LEAD = 1u << 2,    /* ... silently (freed: no callback follows) */
+    REIGN__EFSM_A_ELECT = 1u << 3,        /* leadership begins: ELECTED */
+    REIGN__EFSM_A_EMIT_LEFT = 1u << 4,    /* LEFT */
+};
+#define REIGN__EFSM_A__COUNT 5
+
+/* Facts the guards look at, as bits. */
+enum {
+    REIGN__EFSM_F_FRESH = 1u << 0,   /* a claim's proof (session, lease) is within its bound */
+    REIGN__EFSM_F_NODE = 1u << 1,    /* ZooKeeper: we know our candidate node */
+    REIGN__EFSM_F_HANDING = 1u << 2, /* ZooKeeper: our leader node is handed to a candidate */
+};
+#define REIGN__EFSM_FACTS 8u /* every combination */
+
+typedef enum reign__efsm_guard {
+    REIGN__EFSM_G_ANY = 0,
+    REIGN__EFSM_G_FRESH,
+    REIGN__EFSM_G_STALE,
+    REIGN__EFSM_G_NODE,
+    REIGN__EFSM_G_NO_NODE,
+    REIGN__EFSM_G_HANDING,
+} reign__efsm_guard;
+
+typedef struct reign__efsm_row {
+    unsigned char from, input, guard, to;
+    unsigned actions;
+    const char *reason;
+} reign__efsm_row;
+
+typedef struct reign__efsm_step {
+    unsigned to; /* the old state if refused or moot */
+    unsigned actions;
+    const char *reason;
+    int refused; /* 1: no row for this pair: nothing changes, nothing follows */
+    int moot;    /* 1: news for a state already left (or freed): ignored */
+} reign__efsm_step;
+
+/* A candidate's machine: its table and what the invariants (and the tests) need to know. */
+typedef struct reign__efsm {
+    const char *name;
+    const reign__efsm_row *rows;
+    size_t n_rows;
+    unsigned n_states, n_inputs;
+    const char *const *state_names;
+    const char *const *input_names;
+    int (*moot)(unsigned state, unsigned input);
+    int (*leading)(unsigned state);
+    int (*terminal)(unsigned state);
+    reign_demote_reason (*demote_reason)(unsigned input);
+    unsigned initial;                        /* a new candidate */
+    unsigned st_left, st_freed;              /* where a resign ends, and a free */
+    unsigned st_resigning;                   /* the only state that LEFT leaves */
+    unsigned in_claimed, in_free, in_closed; /* a claim that landed, a free, the close */
+    unsigned in_lost;                        /* the end of what proves the leadership */
+} reign__efsm;
+
+reign__efsm_step reign__efsm_next(const reign__efsm *m, unsigned state, unsigned input,
+                                  unsigned facts);
+
+const char *reign__efsm_state_name(const reign__efsm *m, unsigned s);
+const char *reign__efsm_input_name(const reign__efsm *m, unsigned in);
+const char *reign__efsm_guard_name(unsigned g);
+void reign__efsm_actions_format(unsigned actions, char *buf, size_t len);
+
+#endif

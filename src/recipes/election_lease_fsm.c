@@ -1,0 +1,145 @@
+/*
+ * election_lease_fsm.c - the transition table of a SQL lease candidate (see
+ * election_lease_fsm.h for the rules, election_fsm.h for the rows).
+ */
+#include "election_lease_fsm.h"
+
+#define ST(x) REIGN__LEASE_##x
+#define IN(x) REIGN__LEASE_IN_##x
+#define G(x)  REIGN__EFSM_G_##x
+
+#define DEMOTE      REIGN__EFSM_A_DEMOTE
+#define DEMOTE_LATE REIGN__EFSM_A_DEMOTE_LATER
+#define DROP_LEAD   REIGN__EFSM_A_DROP_LEAD
+#define ELECT       REIGN__EFSM_A_ELECT
+#define EMIT_LEFT   REIGN__EFSM_A_EMIT_LEFT
+
+/* clang-format off */
+#define R(from, in, g, to, a, why) {ST(from), IN(in), G(g), ST(to), (a), (why)}
+
+/* The states that do not lead and are not done. */
+#define STANDING(XX) XX(IDLE) XX(LOOKING) XX(CLAIMING) XX(PAUSED)
+
+#define ROWS_STANDING(s)                                                                           \
+    R(s, STAND, ANY, LOOKING, 0, "stand with a fresh guid: read the row"),                         \
+    R(s, LOST, ANY, s, 0, "not leading: no lease to lose"),                                        \
+    R(s, CLOSED, ANY, LEFT, 0, "the client was closed"),                                           \
+    R(s, RESIGN, ANY, RESIGNING, 0, "resigned: release what we may hold"),                         \
+    R(s, FREE, ANY, FREED, 0, "freed"),
+
+static const reign__efsm_row table[] = {
+    STANDING(ROWS_STANDING)
+
+    R(LOOKING, LOOK, ANY, LOOKING, 0, "read the row (again)"),
+    R(LOOKING, CLAIM, ANY, CLAIMING, 0, "the row is missing, expired or ours: claim it"),
+    R(LOOKING, NO_GUID, ANY, LEFT, 0, "no randomness for a guid: cannot stand"),
+
+    R(CLAIMING, LOOK, ANY, LOOKING, 0, "someone was quicker: read the row"),
+    R(CLAIMING, CLAIM_FAILED, ANY, LOOKING, 0, "the claim failed: read again at the next poll"),
+    R(CLAIMING, CLAIMED, FRESH, LEADER, ELECT, "the claim succeeded within the lease it won"),
+    R(CLAIMING, CLAIMED, STALE, CLAIMING, 0,
+      "the answer came too late to lead on (a stall): give the lease back, stand again"),
+
+    R(LEADER, DEPOSED, ANY, PAUSED, DEMOTE,
+      "the row is no longer ours (reign cede, or changed by hand): stand again after the delay"),
+    R(LEADER, STALLED, ANY, LOOKING, DEMOTE,
+      "past the lease's bound (a stall): demoted; give the row back and stand again"),
+    R(LEADER, LOST, ANY, LOOKING, DEMOTE,
+      "past the lease's bound, the store unreachable: demoted; stand again"),
+    R(LEADER, SUSPENDED, ANY, LOOKING, DEMOTE,
+      "connection lost, suspend policy immediate: demoted; give the row back, stand again"),
+    R(LEADER, CLOSED, ANY, LEFT, DEMOTE, "the client was closed: demoted, the row released"),
+    R(LEADER, RESIGN, ANY, RESIGNING, DEMOTE_LATE,
+      "resigned: demoted (announced on the next turn), release the row"),
+    R(LEADER, CEDE, ANY, PAUSED, DEMOTE_LATE,
+      "ceded: demoted (announced on the next turn), release the row, stand again later"),
+    R(LEADER, FREE, ANY, FREED, DROP_LEAD, "freed while leading: no callback follows"),
+
+    R(RESIGNING, RELEASED, ANY, LEFT, EMIT_LEFT, "released (or nothing to release): left"),
+    R(RESIGNING, CLOSED, ANY, LEFT, EMIT_LEFT, "the client was closed while resigning"),
+    R(RESIGNING, LOST, ANY, RESIGNING, 0, "resigning: no lease to lose"),
+    R(RESIGNING, FREE, ANY, FREED, 0, "freed while resigning"),
+
+    R(LEFT, FREE, ANY, FREED, 0, "freed"),
+};
+/* clang-format on */
+
+static int moot(unsigned s, unsigned in)
+{
+    if (s == REIGN__LEASE_FREED || s == REIGN__LEASE_LEFT)
+        return in != REIGN__LEASE_IN_RESIGN && in != REIGN__LEASE_IN_CEDE;
+    switch (in) {
+    case REIGN__LEASE_IN_CLAIMED:
+    case REIGN__LEASE_IN_CLAIM_FAILED:
+        return s != REIGN__LEASE_CLAIMING; /* an answer to a claim given up */
+    case REIGN__LEASE_IN_DEPOSED:
+    case REIGN__LEASE_IN_STALLED:
+    case REIGN__LEASE_IN_SUSPENDED: /* leaders only */
+        return s != REIGN__LEASE_LEADER;
+    case REIGN__LEASE_IN_RELEASED:
+        return s != REIGN__LEASE_RESIGNING;
+    default:
+        return 0;
+    }
+}
+
+static int leading(unsigned s)
+{
+    return s == REIGN__LEASE_LEADER;
+}
+
+static int terminal(unsigned s)
+{
+    return s == REIGN__LEASE_LEFT || s == REIGN__LEASE_FREED;
+}
+
+static reign_demote_reason demote_reason(unsigned in)
+{
+    switch (in) {
+    case REIGN__LEASE_IN_DEPOSED:
+        return REIGN_DEMOTE_NODE_DELETED;
+    case REIGN__LEASE_IN_STALLED:
+        return REIGN_DEMOTE_STALLED;
+    case REIGN__LEASE_IN_LOST:
+    case REIGN__LEASE_IN_SUSPENDED:
+        return REIGN_DEMOTE_SUSPENDED;
+    case REIGN__LEASE_IN_CEDE:
+        return REIGN_DEMOTE_CEDED;
+    default: /* resign, close, free */
+        return REIGN_DEMOTE_RESIGNED;
+    }
+}
+
+static const char *const state_names[] = {
+#define REIGN__LEASE_ST_NAME(name, str) str,
+    REIGN__LEASE_STATES(REIGN__LEASE_ST_NAME)
+#undef REIGN__LEASE_ST_NAME
+};
+
+static const char *const input_names[] = {
+#define REIGN__LEASE_IN_NAME(name, str) str,
+    REIGN__LEASE_INPUTS(REIGN__LEASE_IN_NAME)
+#undef REIGN__LEASE_IN_NAME
+};
+
+const reign__efsm reign__lease_machine = {
+    .name = "election_lease",
+    .rows = table,
+    .n_rows = sizeof(table) / sizeof(table[0]),
+    .n_states = REIGN__LEASE_ST__COUNT,
+    .n_inputs = REIGN__LEASE_IN__COUNT,
+    .state_names = state_names,
+    .input_names = input_names,
+    .moot = moot,
+    .leading = leading,
+    .terminal = terminal,
+    .demote_reason = demote_reason,
+    .initial = REIGN__LEASE_IDLE,
+    .st_left = REIGN__LEASE_LEFT,
+    .st_freed = REIGN__LEASE_FREED,
+    .st_resigning = REIGN__LEASE_RESIGNING,
+    .in_claimed = REIGN__LEASE_IN_CLAIMED,
+    .in_free = REIGN__LEASE_IN_FREE,
+    .in_closed = REIGN__LEASE_IN_CLOSED,
+    .in_lost = REIGN__LEASE_IN_LOST,
+};

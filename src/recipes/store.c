@@ -1,0 +1,793 @@
+/*
+ * store.c - what a store holds (<reign/store.h>): list the entries, remove one nobody stands
+ * in.  Each request is a small chain of reads attached to the client as a recipe (closing the
+ * client completes it with REIGN_ECLOSED, freeing the client frees it), like
+ * election_query.c.
+ *
+ * ZooKeeper: a listing reads the four directories, then each entry's node (is it reign's
+ * record of that kind?) and, for elections and groups, its children (who stands).  A removal
+ * reads the node (foreign data is never removed), asks who stands through the recipes' own
+ * one-shot reads (reign_election_query, reign_group_list), then deletes with a condition that
+ * fails if somebody joined meanwhile: the node's version, and for an election one multi that
+ * deletes its term and itself (ZooKeeper refuses to delete a node that has children).
+ *
+ * SQL: one CALL on the worker thread lists the rows and reads each lease; a removal reads the
+ * lease and deletes the row only at the term it read expired (catalog.c).
+ */
+#include <reign/store.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client_internal.h"
+#include "sql/runs.h"
+#include "election_internal.h"
+#include "group_internal.h"
+#include "record.h"
+#include "slot/slot_internal.h"
+#include "tasks_internal.h"
+#include "value/value_internal.h"
+
+static const char *const kind_names[] = {NULL, "election", "group", "value", "queue"};
+
+const char *reign_entry_kind_name(reign_entry_kind kind)
+{
+    return kind >= REIGN_ENTRY_ELECTION && kind <= REIGN_ENTRY_QUEUE ? kind_names[kind] : NULL;
+}
+
+reign_entry_kind reign_entry_kind_of(const char *name)
+{
+    for (int k = REIGN_ENTRY_ELECTION; name && k <= REIGN_ENTRY_QUEUE; k++)
+        if (!strcmp(kind_names[k], name))
+            return (reign_entry_kind)k;
+    return 0;
+}
+
+/* The directory of each kind, and the record kind its nodes carry ("" : any record). */
+static const char *dir_of(reign_entry_kind k)
+{
+    return k == REIGN_ENTRY_ELECTION ? REIGN__ELECTION_DIR
+           : k == REIGN_ENTRY_GROUP  ? REIGN__GROUP_DIR
+           : k == REIGN_ENTRY_VALUE  ? REIGN__VALUE_DIR
+                                     : REIGN__TASKS_DIR;
+}
+
+static const char *record_kind_of(reign_entry_kind k)
+{
+    return k == REIGN_ENTRY_ELECTION ? REIGN__KIND_ELECTION
+           : k == REIGN_ENTRY_GROUP  ? REIGN__KIND_GROUP
+           : k == REIGN_ENTRY_QUEUE  ? REIGN__KIND_TASKS
+                                     : "";
+}
+
+/* Is this node data reign's record of kind k? */
+static bool ours(reign_entry_kind k, const void *data, size_t len)
+{
+    reign__record rec;
+    if (reign__record_parse(data, len, &rec) < 0)
+        return false;
+    const char *want = record_kind_of(k), *kind = reign__record_get(&rec, REIGN__K_KIND);
+    bool ok = !*want || (kind && !strcmp(kind, want));
+    reign__record_clear(&rec);
+    return ok;
+}
+
+typedef struct ent {
+    reign_entry_kind kind;
+    char *name;
+    size_t standing;
+    char *leader;
+    size_t slots;
+    bool foreign;
+    bool gone; /* deleted between the listing and the read */
+} ent;
+
+typedef struct store_op {
+    reign__recipe recipe;
+    reign_client *client;
+    reign__zk *zk;
+    reign__sqlw *sql;
+    char *prefix; /* list */
+    reign_entry_kind kind;
+    char *name; /* remove */
+    char *path; /* remove, ZooKeeper: the node */
+    int32_t version;
+    reign_store_list_cb *lcb;
+    reign_store_remove_cb *rcb;
+    void *userdata;
+    ent *v;
+    size_t n, cap;
+    size_t pending;
+    bool done;
+    bool sub_pending; /* a recipe's one-shot read of who stands: it calls back, even on close */
+    /* remove a queue: its subtree, deepest first */
+    struct tnode *tree;
+    size_t tree_pending;
+    bool tree_failed;
+} store_op;
+
+/* A node of a queue's subtree being removed: deleted once its children are. */
+typedef struct tnode {
+    struct tnode *parent, *next_alloc;
+    char *path;
+    size_t kids; /* not deleted yet */
+} tnode;
+
+static void op_free(store_op *o)
+{
+    if (o->zk)
+        reign__zk_forget(o->zk, o);
+    if (o->sql)
+        reign__sqlw_forget(o->sql, o);
+    reign__client_detach(o->client, &o->recipe);
+    for (size_t i = 0; i < o->n; i++) {
+        reign__free(o->v[i].name);
+        reign__free(o->v[i].leader);
+    }
+    reign__free(o->v);
+    while (o->tree) {
+        tnode *t = o->tree;
+        o->tree = t->next_alloc;
+        reign__free(t->path);
+        reign__free(t);
+    }
+    reign__free(o->prefix);
+    reign__free(o->name);
+    reign__free(o->path);
+    reign__free(o);
+}
+
+static int by_kind_then_name(const void *a, const void *b)
+{
+    const ent *x = a, *y = b;
+    if (x->kind != y->kind)
+        return x->kind < y->kind ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static void finish_list(store_op *o, int err)
+{
+    if (o->done)
+        return;
+    o->done = true;
+    reign_entry *out = NULL;
+    size_t n = 0;
+    if (!err && !(out = reign__calloc(o->n ? o->n : 1, sizeof(*out))))
+        err = REIGN_ENOMEM;
+    if (!err) {
+        qsort(o->v, o->n, sizeof(*o->v), by_kind_then_name);
+        for (size_t i = 0; i < o->n; i++)
+            if (!o->v[i].gone)
+                out[n++] = (reign_entry){.kind = o->v[i].kind,
+                                         .name = o->v[i].name,
+                                         .standing = o->v[i].standing,
+                                         .leader = o->v[i].leader,
+                                         .slots = o->v[i].slots,
+                                         .foreign = o->v[i].foreign};
+    }
+    if (o->lcb)
+        o->lcb(o->client, err, err ? NULL : out, n, o->userdata);
+    reign__free(out);
+    op_free(o);
+}
+
+static void finish_remove(store_op *o, int err, const char *const *standing, size_t n)
+{
+    if (o->done)
+        return;
+    o->done = true;
+    if (o->rcb)
+        o->rcb(o->client, err, standing, n, o->userdata);
+    op_free(o);
+}
+
+static void on_conn(reign__recipe *rp, reign_conn_state st)
+{
+    store_op *o = (store_op *)rp;
+    if (st != REIGN_CONN_CLOSED || o->sub_pending)
+        return; /* the read of who stands completes with REIGN_ECLOSED, then this does */
+    if (o->prefix)
+        finish_list(o, REIGN_ECLOSED);
+    else
+        finish_remove(o, REIGN_ECLOSED, NULL, 0);
+}
+
+static void on_destroy(reign__recipe *rp)
+{
+    /* The client is being freed: so is the read of who stands, without calling back. */
+    op_free((store_op *)rp);
+}
+
+static const reign__recipe_ops store_ops = {.conn = on_conn, .destroy = on_destroy};
+
+static store_op *op_new(reign_client *client, void *cb, void *userdata)
+{
+    if (!client || !cb)
+        return NULL;
+    store_op *o = reign__calloc(1, sizeof(*o));
+    if (!o)
+        return NULL;
+    o->recipe.ops = &store_ops;
+    o->client = client;
+    o->zk = reign__client_zk(client);
+    o->sql = reign__client_sql(client);
+    o->userdata = userdata;
+    return o;
+}
+
+static ent *add_ent(store_op *o, reign_entry_kind kind, const char *name)
+{
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        ent *v = reign__realloc(o->v, cap * sizeof(*v));
+        if (!v)
+            return NULL;
+        o->v = v;
+        o->cap = cap;
+    }
+    ent *e = &o->v[o->n];
+    memset(e, 0, sizeof(*e));
+    e->kind = kind;
+    if (!(e->name = reign__strdup(name)))
+        return NULL;
+    o->n++;
+    return e;
+}
+
+static char *child_path(reign_entry_kind k, const char *name)
+{
+    size_t n = strlen(dir_of(k)) + strlen(name) + 2;
+    char *p = reign__malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir_of(k), name);
+    return p;
+}
+
+/* ---- ZooKeeper: list ------------------------------------------------------------------------ */
+
+/* What a read of an entry is for (arg: the entry's index * 3 + this). */
+enum { READ_NODE, READ_KIDS, READ_SLOTS };
+
+static void on_entry(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    size_t i = (uintptr_t)arg / 3;
+    int what = (int)((uintptr_t)arg % 3);
+    ent *e = &o->v[i];
+    if (what == READ_SLOTS && r->rc >= 0) {
+        for (size_t k = 0; k < r->n_children; k++)
+            e->slots += !strncmp(r->children[k], REIGN__N_SLOT, 2);
+    } else if (what == READ_SLOTS && r->rc == REIGN_ENOENT) {
+        /* no slot on record */
+    } else if (r->rc == REIGN_ENOENT) {
+        e->gone = true;
+    } else if (r->rc < 0) {
+        finish_list(o, r->rc);
+        return;
+    } else if (what == READ_NODE) {
+        e->foreign = !ours(e->kind, r->value, r->value_len);
+    } else {
+        const char *mark = e->kind == REIGN_ENTRY_ELECTION ? REIGN__N_CANDIDATE : REIGN__N_MEMBER;
+        for (size_t k = 0; k < r->n_children; k++)
+            e->standing += !strncmp(r->children[k], mark, 2);
+        /* The lock strategy's one candidate is its lock node. */
+        for (size_t k = 0; e->kind == REIGN_ENTRY_ELECTION && k < r->n_children; k++)
+            e->standing += !strcmp(r->children[k], REIGN__N_LOCK);
+    }
+    if (--o->pending == 0)
+        finish_list(o, 0);
+}
+
+static void on_dir(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    reign_entry_kind k = (reign_entry_kind)(uintptr_t)arg;
+    if (r->rc < 0 && r->rc != REIGN_ENOENT) {
+        finish_list(o, r->rc);
+        return;
+    }
+    size_t pl = strlen(o->prefix);
+    for (size_t c = 0; r->rc == 0 && c < r->n_children; c++) {
+        if (strncmp(r->children[c], o->prefix, pl))
+            continue;
+        size_t i = o->n;
+        char *path = NULL, *slots = NULL;
+        int rc = add_ent(o, k, r->children[c]) && (path = child_path(k, r->children[c]))
+                     ? reign__zk_get(o->zk, path, NULL, REIGN__ZK_RETRY, o, on_entry,
+                                     (void *)(uintptr_t)(i * 3 + READ_NODE))
+                     : REIGN_ENOMEM;
+        o->pending += rc == 0;
+        if (rc == 0 && (k == REIGN_ENTRY_ELECTION || k == REIGN_ENTRY_GROUP)) {
+            rc = reign__zk_children(o->zk, path, NULL, REIGN__ZK_RETRY, o, on_entry,
+                                    (void *)(uintptr_t)(i * 3 + READ_KIDS));
+            o->pending += rc == 0;
+        }
+        if (rc == 0 && k == REIGN_ENTRY_ELECTION) {
+            size_t n = sizeof(REIGN__SLOT_DIR) + strlen(r->children[c]) + 1;
+            rc = (slots = reign__malloc(n)) ? 0 : REIGN_ENOMEM;
+            if (rc == 0) {
+                snprintf(slots, n, "%s/%s", REIGN__SLOT_DIR, r->children[c]);
+                rc = reign__zk_children(o->zk, slots, NULL, REIGN__ZK_RETRY, o, on_entry,
+                                        (void *)(uintptr_t)(i * 3 + READ_SLOTS));
+            }
+            o->pending += rc == 0;
+        }
+        reign__free(path);
+        reign__free(slots);
+        if (rc < 0) {
+            finish_list(o, rc);
+            return;
+        }
+    }
+    if (--o->pending == 0)
+        finish_list(o, 0);
+}
+
+/* ---- SQL: list and remove ------------------------------------------------------------------- */
+
+typedef struct sql_ctx {
+    char *prefix; /* list */
+    char *name;   /* remove */
+    ent *v;
+    size_t n;
+    char owner[REIGN_ID_MAX + 1]; /* remove: the live lease's holder */
+} sql_ctx;
+
+static void ctx_free(void *p)
+{
+    sql_ctx *x = p;
+    for (size_t i = 0; i < x->n; i++) {
+        reign__free(x->v[i].name);
+        reign__free(x->v[i].leader);
+    }
+    reign__free(x->v);
+    reign__free(x->prefix);
+    reign__free(x->name);
+    reign__free(x);
+}
+
+/* The slots of `reign run --slot|--every` on record for `name` (distinct keys of its runs). */
+static int count_slots(reign__sqlconn *c, const char *dc, const char *name, size_t *out, char *err,
+                       size_t errlen)
+{
+    reign__run_rows rows = {0};
+    int rc = reign__runs_history(c, dc, name, &rows, err, errlen);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < rows.n; i++) {
+        size_t j = 0;
+        while (j < i && strcmp(rows.v[j].slot, rows.v[i].slot))
+            j++;
+        *out += j == i;
+    }
+    reign__run_rows_free(&rows);
+    return 0;
+}
+
+static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_t errlen)
+{
+    sql_ctx *x = p;
+    reign__sql_rows rows = {0};
+    int rc = reign__sql_catalog_list(c, dc, &rows, err, errlen);
+    if (rc < 0)
+        return rc;
+    size_t pl = strlen(x->prefix);
+    x->v = reign__calloc(rows.n_rows ? rows.n_rows : 1, sizeof(*x->v));
+    rc = x->v ? 1 : REIGN_ENOMEM;
+    for (size_t i = 0; rc > 0 && i < rows.n_rows; i++) {
+        const char *name = reign__sql_cell(&rows, i, 0);
+        if (!name || strncmp(name, x->prefix, pl))
+            continue;
+        ent *e = &x->v[x->n];
+        e->kind = REIGN_ENTRY_ELECTION;
+        if (!(e->name = reign__strdup(name))) {
+            rc = REIGN_ENOMEM;
+            break;
+        }
+        x->n++;
+        if (reign__election_name_check(name) < 0) {
+            e->foreign = true; /* not a name reign would have written */
+            continue;
+        }
+        reign__lease l = {0};
+        rc = reign__sql_lease_read(c, dc, name, &l, err, errlen);
+        if (rc < 0 || (rc = count_slots(c, dc, name, &e->slots, err, errlen)) < 0)
+            break;
+        rc = 1;
+        if (!l.exists)
+            e->gone = true;
+        else if (!l.expired && l.owner[0]) {
+            e->standing = 1;
+            if (!(e->leader = reign__strdup(l.owner)))
+                rc = REIGN_ENOMEM;
+        }
+        reign__lease_clear(&l);
+    }
+    reign__sql_rows_free(&rows);
+    return rc;
+}
+
+static void on_sql_list(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    store_op *o = owner;
+    sql_ctx *x = r->ctx;
+    if (r->rc < 0) {
+        finish_list(o, r->rc);
+        return;
+    }
+    /* Take the entries over: the context is freed after this callback. */
+    o->v = x->v;
+    o->n = o->cap = x->n;
+    x->v = NULL;
+    x->n = 0;
+    finish_list(o, 0);
+}
+
+static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, size_t errlen)
+{
+    sql_ctx *x = p;
+    reign__lease l = {0};
+    int rc = reign__sql_lease_read(c, dc, x->name, &l, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (!l.exists)
+        rc = REIGN_ENOENT;
+    else if (!l.expired && l.owner[0]) {
+        reign__strlcpy(x->owner, l.owner, sizeof(x->owner));
+        rc = REIGN_EBUSY;
+    } else {
+        rc = reign__sql_catalog_remove(c, dc, x->name, l.term, err, errlen);
+        if (rc == 0) { /* taken over since the read */
+            reign__lease_clear(&l);
+            rc = reign__sql_lease_read(c, dc, x->name, &l, err, errlen);
+            if (rc >= 0) {
+                reign__strlcpy(x->owner, l.exists ? l.owner : "", sizeof(x->owner));
+                rc = REIGN_EBUSY;
+            }
+        }
+    }
+    reign__lease_clear(&l);
+    return rc;
+}
+
+static void on_sql_remove(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    store_op *o = owner;
+    sql_ctx *x = r->ctx;
+    const char *who[1] = {x->owner};
+    if (r->rc == REIGN_EBUSY)
+        finish_remove(o, REIGN_EBUSY, who, x->owner[0] ? 1 : 0);
+    else
+        finish_remove(o, r->rc < 0 ? r->rc : 0, NULL, 0);
+}
+
+static int sql_start(store_op *o, bool list)
+{
+    sql_ctx *x = reign__calloc(1, sizeof(*x));
+    if (!x)
+        return REIGN_ENOMEM;
+    if (list ? !(x->prefix = reign__strdup(o->prefix)) : !(x->name = reign__strdup(o->name))) {
+        ctx_free(x);
+        return REIGN_ENOMEM;
+    }
+    int rc = reign__sqlw_call(o->sql, list ? "listing" : "removing", list ? sql_list : sql_remove,
+                              x, ctx_free, o, list ? on_sql_list : on_sql_remove, NULL);
+    if (rc < 0)
+        ctx_free(x);
+    return rc;
+}
+
+/* ---- list ----------------------------------------------------------------------------------- */
+
+int reign_store_list(reign_client *client, const char *prefix, reign_store_list_cb *cb,
+                     void *userdata)
+{
+    store_op *o = op_new(client, (void *)cb, userdata);
+    if (!o)
+        return client && cb ? REIGN_ENOMEM : REIGN_EINVAL;
+    o->lcb = cb;
+    if (!(o->prefix = reign__strdup(prefix ? prefix : ""))) {
+        op_free(o);
+        return REIGN_ENOMEM;
+    }
+    reign__client_attach(client, &o->recipe);
+    int rc = 0;
+    if (o->sql) {
+        rc = sql_start(o, true);
+    } else {
+        o->pending = 1; /* until every directory is asked for */
+        for (int k = REIGN_ENTRY_ELECTION; k <= REIGN_ENTRY_QUEUE && rc == 0; k++) {
+            rc = reign__zk_children(o->zk, dir_of((reign_entry_kind)k), NULL, REIGN__ZK_RETRY, o,
+                                    on_dir, (void *)(uintptr_t)k);
+            o->pending += rc == 0;
+        }
+        if (rc == 0 && --o->pending == 0)
+            finish_list(o, 0);
+    }
+    if (rc < 0) {
+        o->done = true;
+        op_free(o);
+    }
+    return rc;
+}
+
+/* ---- remove (ZooKeeper) --------------------------------------------------------------------- */
+
+static void on_deleted(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    if (r->rc == REIGN_ENOENT && o->kind == REIGN_ENTRY_ELECTION && arg && r->failed_op == 0) {
+        /* No term (an election never led): the node alone. */
+        int rc = reign__zk_delete(o->zk, o->path, o->version, 0, o, on_deleted, NULL);
+        if (rc < 0)
+            finish_remove(o, rc, NULL, 0);
+        return;
+    }
+    /* Somebody joined meanwhile, or changed it: refused all the same. */
+    int rc = r->rc == REIGN_ENOTEMPTY || r->rc == REIGN_EBADVERSION ? REIGN_EBUSY : r->rc;
+    finish_remove(o, rc, NULL, 0);
+}
+
+static void delete_node(store_op *o)
+{
+    int rc;
+    if (o->kind == REIGN_ENTRY_ELECTION) {
+        size_t n = strlen(o->path) + sizeof("/" REIGN__N_TERM);
+        char *term = reign__malloc(n);
+        if (!term) {
+            finish_remove(o, REIGN_ENOMEM, NULL, 0);
+            return;
+        }
+        snprintf(term, n, "%s/" REIGN__N_TERM, o->path);
+        reign__zk_mop ops[2] = {
+            {.type = REIGN__ZK_MDELETE, .path = term, .version = -1},
+            {.type = REIGN__ZK_MDELETE, .path = o->path, .version = o->version},
+        };
+        rc = reign__zk_multi(o->zk, ops, 2, o, on_deleted, o);
+        reign__free(term);
+    } else {
+        rc = reign__zk_delete(o->zk, o->path, o->version, 0, o, on_deleted, NULL);
+    }
+    if (rc < 0)
+        finish_remove(o, rc, NULL, 0);
+}
+
+/*
+ * Who stands, from a recipe's one-shot read: `n` of them, the id of the i-th from id_of().
+ * Nobody: delete.  Else refuse, naming them.
+ */
+static void judge(store_op *o, int err, size_t n, const char *(*id_of)(const void *, size_t),
+                  const void *from)
+{
+    o->sub_pending = false;
+    if (err < 0 || n == 0) {
+        if (err < 0)
+            finish_remove(o, err, NULL, 0);
+        else
+            delete_node(o);
+        return;
+    }
+    const char **ids = reign__calloc(n, sizeof(*ids));
+    if (!ids) {
+        finish_remove(o, REIGN_ENOMEM, NULL, 0);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *id = id_of(from, i);
+        ids[i] = id ? id : "";
+    }
+    finish_remove(o, REIGN_EBUSY, ids, n);
+    reign__free(ids);
+}
+
+/* Candidates in order; a leader alone (its node listed no more) stands too. */
+static const char *candidate_id(const void *from, size_t i)
+{
+    const reign_election_view *v = from;
+    return v->n_candidates ? v->candidates[i].id : v->leader.id;
+}
+
+static void on_election_view(reign_client *client, int err, const reign_election_view *view,
+                             void *userdata)
+{
+    (void)client;
+    size_t n = err < 0 ? 0 : view->n_candidates ? view->n_candidates : (size_t)view->has_leader;
+    judge(userdata, err, n, candidate_id, view);
+}
+
+static const char *member_id(const void *from, size_t i)
+{
+    return ((const reign_member *)from)[i].id;
+}
+
+static void on_group_list(reign_client *client, int err, const reign_member *members, size_t n,
+                          void *userdata)
+{
+    (void)client;
+    judge(userdata, err, err < 0 ? 0 : n, member_id, members);
+}
+
+/* ---- remove a queue (ZooKeeper): nobody in its group or election, then its subtree ---- */
+
+static int tree_walk(store_op *o, tnode *t);
+
+static void tree_fail(store_op *o, int rc)
+{
+    if (o->tree_failed)
+        return;
+    o->tree_failed = true;
+    /* A node appeared meanwhile (a task submitted): refused, what was deleted stays deleted. */
+    finish_remove(o, rc == REIGN_ENOTEMPTY ? REIGN_EBUSY : rc, NULL, 0);
+}
+
+static void on_tree_deleted(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    tnode *t = arg;
+    /* ENOENT: a container node the server removed once it was empty. */
+    if (r->rc < 0 && r->rc != REIGN_ENOENT) {
+        tree_fail(o, r->rc);
+        return;
+    }
+    if (!t->parent) {
+        finish_remove(o, 0, NULL, 0);
+        return;
+    }
+    if (--t->parent->kids == 0) {
+        int rc = reign__zk_delete(o->zk, t->parent->path, -1, REIGN__ZK_RETRY, o, on_tree_deleted,
+                                  t->parent);
+        if (rc < 0)
+            tree_fail(o, rc);
+    }
+}
+
+static void on_tree_children(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    tnode *t = arg;
+    if (r->rc == REIGN_ENOENT && t->parent) {
+        on_tree_deleted(o, t, r); /* gone already: as if deleted */
+        return;
+    }
+    if (r->rc < 0) {
+        tree_fail(o, r->rc);
+        return;
+    }
+    if (r->n_children == 0) {
+        int rc = reign__zk_delete(o->zk, t->path, -1, REIGN__ZK_RETRY, o, on_tree_deleted, t);
+        if (rc < 0)
+            tree_fail(o, rc);
+        return;
+    }
+    t->kids = r->n_children;
+    for (size_t i = 0; i < r->n_children; i++) {
+        tnode *k = reign__calloc(1, sizeof(*k));
+        size_t n = strlen(t->path) + strlen(r->children[i]) + 2;
+        if (!k || !(k->path = reign__malloc(n))) {
+            reign__free(k);
+            tree_fail(o, REIGN_ENOMEM);
+            return;
+        }
+        snprintf(k->path, n, "%s/%s", t->path, r->children[i]);
+        k->parent = t;
+        k->next_alloc = o->tree;
+        o->tree = k;
+        int rc = tree_walk(o, k);
+        if (rc < 0) {
+            tree_fail(o, rc); /* frees o: return at once */
+            return;
+        }
+    }
+}
+
+static int tree_walk(store_op *o, tnode *t)
+{
+    return reign__zk_children(o->zk, t->path, NULL, REIGN__ZK_RETRY, o, on_tree_children, t);
+}
+
+static void remove_queue_tree(store_op *o)
+{
+    tnode *t = reign__calloc(1, sizeof(*t));
+    if (!t || !(t->path = reign__strdup(o->path))) {
+        reign__free(t);
+        finish_remove(o, REIGN_ENOMEM, NULL, 0);
+        return;
+    }
+    o->tree = t;
+    int rc = tree_walk(o, t);
+    if (rc < 0)
+        tree_fail(o, rc);
+}
+
+/* The queue's workers (its group), then its masters (its election): nobody may stand. */
+static void on_queue_masters(reign_client *client, int err, const reign_election_view *view,
+                             void *userdata)
+{
+    store_op *o = userdata;
+    (void)client;
+    o->sub_pending = false;
+    if (err == REIGN_ENOENT || (err == 0 && !view->n_candidates && !view->has_leader)) {
+        remove_queue_tree(o);
+        return;
+    }
+    size_t n = err < 0 ? 0 : view->n_candidates ? view->n_candidates : 1;
+    judge(o, err, n, candidate_id, view);
+}
+
+static void on_queue_workers(reign_client *client, int err, const reign_member *members, size_t n,
+                             void *userdata)
+{
+    store_op *o = userdata;
+    if (err == REIGN_ENOENT || (err == 0 && n == 0)) {
+        char name[sizeof(REIGN__TASKS_PREFIX) + REIGN_NAME_MAX];
+        snprintf(name, sizeof(name), "%s%s", REIGN__TASKS_PREFIX, o->name);
+        int rc = reign_election_query(client, name, on_queue_masters, o);
+        if (rc < 0) {
+            o->sub_pending = false;
+            finish_remove(o, rc, NULL, 0);
+        }
+        return;
+    }
+    judge(o, err, err < 0 ? 0 : n, member_id, members);
+}
+
+static void on_node(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    (void)arg;
+    if (r->rc < 0) {
+        finish_remove(o, r->rc, NULL, 0);
+        return;
+    }
+    if (!ours(o->kind, r->value, r->value_len)) {
+        finish_remove(o, REIGN_EFOREIGN, NULL, 0);
+        return;
+    }
+    o->version = r->stat.version;
+    if (o->kind == REIGN_ENTRY_VALUE) {
+        delete_node(o);
+        return;
+    }
+    /* A call that fails never calls back. */
+    o->sub_pending = true;
+    char tq[sizeof(REIGN__TASKS_PREFIX) + REIGN_NAME_MAX];
+    snprintf(tq, sizeof(tq), "%s%s", REIGN__TASKS_PREFIX, o->name);
+    int rc = o->kind == REIGN_ENTRY_ELECTION
+                 ? reign_election_query(o->client, o->name, on_election_view, o)
+             : o->kind == REIGN_ENTRY_GROUP ? reign_group_list(o->client, o->name, on_group_list, o)
+                                            : reign_group_list(o->client, tq, on_queue_workers, o);
+    if (rc < 0) {
+        o->sub_pending = false;
+        finish_remove(o, rc, NULL, 0);
+    }
+}
+
+int reign_store_remove(reign_client *client, reign_entry_kind kind, const char *name,
+                       reign_store_remove_cb *cb, void *userdata)
+{
+    if (!reign_entry_kind_name(kind) || !name || !*name || strchr(name, '/') ||
+        !strcmp(name, ".") || !strcmp(name, ".."))
+        return REIGN_EINVAL;
+    store_op *o = op_new(client, (void *)cb, userdata);
+    if (!o)
+        return client && cb ? REIGN_ENOMEM : REIGN_EINVAL;
+    o->rcb = cb;
+    o->kind = kind;
+    if (!(o->name = reign__strdup(name)) || !(o->path = child_path(kind, name))) {
+        op_free(o);
+        return REIGN_ENOMEM;
+    }
+    int rc = o->sql && kind != REIGN_ENTRY_ELECTION ? REIGN_ENOENT : 0;
+    if (rc == 0) {
+        reign__client_attach(client, &o->recipe);
+        rc = o->sql ? sql_start(o, false)
+                    : reign__zk_get(o->zk, o->path, NULL, REIGN__ZK_RETRY, o, on_node, NULL);
+    }
+    if (rc < 0) {
+        o->done = true;
+        op_free(o);
+    }
+    return rc;
+}

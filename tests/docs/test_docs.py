@@ -1,0 +1,93 @@
+#!/usr/bin/env python3
+"""test_docs.py SOURCE_DIR - the user-facing docs do not drift from the tree.
+
+  - README.md's Layout section names every folder of the source tree down to two levels
+    (src/reignd, tests/e2e, bench/ref, ...), either as an entry of its own ("src/reignd/") or
+    inside its parent's entry ("ref/:" under "bench/"); corpora of test data excepted;
+  - the man pages, docs/, README.md, the public headers, the examples and contrib/ cite no
+    "issue N" or "seed N" (the project's own bookkeeping): they name the systems instead
+    (Tera, HDFS's ZKFC, ...).
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+from docslib import report
+
+failures = []
+
+
+def tree_dirs(src):
+    """The folders holding tracked files (git), else every folder but build trees."""
+    try:
+        files = subprocess.run(["git", "-C", src, "ls-files"], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for d, subdirs, names in os.walk(src):
+            subdirs[:] = [s for s in subdirs if not s.startswith(("build", ".git", "obj-"))]
+            files += [os.path.relpath(os.path.join(d, n), src) for n in names]
+    dirs = set()
+    for f in files:
+        parts = f.split("/")[:-1]
+        for i in range(1, min(len(parts), 2) + 1):
+            dirs.add("/".join(parts[:i]))
+    return sorted(d for d in dirs if "/corpus" not in d and not d.startswith(".git"))
+
+
+def layout_entries(readme):
+    m = re.search(r"^## Layout\n+```\n(.*?)^```", readme, re.M | re.S)
+    if not m:
+        failures.append("README.md has no ## Layout section with a code block")
+        return {}
+    entries, key = {}, None
+    for line in m.group(1).splitlines():
+        if line and not line[0].isspace():
+            key = line.split()[0]
+            entries[key] = line
+        elif key:
+            entries[key] += "\n" + line
+    return entries
+
+
+def check_layout(src):
+    with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+        entries = layout_entries(f.read())
+    for d in tree_dirs(src):
+        parent, _, name = d.rpartition("/")
+        if any(k.startswith(d + "/") for k in entries):
+            continue
+        if parent and parent + "/" in entries and re.search(
+                rf"(^|[\s(,]){re.escape(name)}/", entries[parent + "/"]):
+            continue
+        failures.append(f"README.md's Layout does not name {d}/")
+
+
+def check_citations(src):
+    pat = re.compile(r"\b(issue|seed)s?\s*#?\d+|\bseeds?/", re.I)
+    roots = ["man", "docs", "README.md", "include", "examples", "contrib"]
+    for root in roots:
+        path = os.path.join(src, root)
+        paths = [path] if os.path.isfile(path) else [
+            os.path.join(d, n) for d, _, names in os.walk(path) for n in names]
+        for p in sorted(paths):
+            with open(p, encoding="utf-8", errors="replace") as f:
+                for no, line in enumerate(f, 1):
+                    m = pat.search(line)
+                    if m:
+                        failures.append(f"{os.path.relpath(p, src)}:{no}: cites "
+                                        f"{m.group(0)!r}; name the system instead")
+
+
+def main():
+    src = sys.argv[1]
+    check_layout(src)
+    check_citations(src)
+    return report(failures, "README's Layout names every folder; no issue or seed numbers "
+                  "in user-facing pages")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

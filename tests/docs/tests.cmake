@@ -1,0 +1,18 @@
+# The docs and the shell completion against the tools and the tree: each man page's options
+# against --help, README's Layout against the folders, no project bookkeeping in user-facing
+# pages, and the bash completion of reign.  No server.
+add_test(NAME docs_drift COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_docs.py
+  ${PROJECT_SOURCE_DIR})
+set_tests_properties(docs_drift PROPERTIES LABELS "unit;docs" TIMEOUT 60)
+if(TARGET reign_cli AND TARGET reignd)
+  add_test(NAME docs_man_options COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_LIST_DIR}/test_man_options.py $<TARGET_FILE:reign_cli> $<TARGET_FILE:reignd>
+    ${PROJECT_SOURCE_DIR}/man)
+  set_tests_properties(docs_man_options PROPERTIES LABELS "unit;docs" TIMEOUT 60)
+endif()
+if(TARGET reign_cli)
+  add_test(NAME docs_completion COMMAND ${Python3_EXECUTABLE}
+    ${CMAKE_CURRENT_LIST_DIR}/test_completion.py $<TARGET_FILE:reign_cli>
+    ${PROJECT_SOURCE_DIR}/contrib/bash-completion/reign)
+  set_tests_properties(docs_completion PROPERTIES LABELS "unit;docs" TIMEOUT 120)
+endif()

@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""test_ls_rm.py STORE - `reign ls` and `reign rm` on a SQL store (a table of the test's own).
+
+    test_ls_rm.py sqlite|mariadb|postgres
+
+  * ls of the empty table prints nothing; with `a` leading el-1, el-2 released by its leader,
+    sl-1 with two slots run by `reign run --slot`, and a foreign row (a lock_name reign would
+    never write, inserted by hand): ls lists el-1 with leader=a, el-2 with nobody, sl-1 with
+    slots=2, the foreign row marked foreign; a PREFIX filters; --json.
+  * rm el-1 while a holds the lease exits 1 naming a, and leaves the row; rm of a group or a
+    value is "no such" (a SQL store has none); rm of a name with no row says so.
+  * rm el-2 (released) removes its row; once a has resigned, rm el-1 removes that too; the
+    foreign row stays (rm refuses a name reign would not write); a new campaign in el-1 is
+    elected (the row is made again).
+"""
+import json
+import os
+import signal
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sqle  # noqa: E402
+from sqle import check, log  # noqa: E402
+
+
+def body(t, kind):
+    store = sqle.Store(t, kind)
+    uri = store.uri()
+
+    def reign(*args):
+        return t.reign(["--uri", uri, *args])
+
+    rc, out, err = reign("ls")
+    check(rc == 0 and out == "", f"ls of an empty table: {rc} {out!r} {err!r}")
+
+    b = t.campaign("b", "el-2", uri)
+    sqle.wait_alive(b.elected, "b elected in el-2", [b])
+    b.send(signal.SIGTERM)
+    check(b.wait() == 0, "b did not exit 0")
+    rc, _, err = reign("run", "sl-1", "--slot", "k1", "--", "true")
+    check(rc == 0, f"run --slot k1: {err}")
+    rc, _, err = reign("run", "sl-1", "--slot", "k2", "--", "true")
+    check(rc == 0, f"run --slot k2: {err}")
+    a = t.campaign("a", "el-1", uri)
+    sqle.wait_alive(a.elected, "a elected in el-1", [a])
+    store.sql(f"INSERT INTO {store.quoted()} (data_center, lock_name, owner, duration, term, "
+              "term_duration, gmt_create, gmt_modified) VALUES ('default', 'not a/name', 'x', "
+              "1000, 1, 0, '2020-01-01 00:00:00', '2020-01-01 00:00:00')")
+
+    rc, out, err = reign("ls")
+    check(rc == 0, f"ls: {rc} {err}")
+    lines = [ln.split() for ln in out.splitlines()]
+    want = [["election", "el-1", "standing=1", "leader=a"],
+            ["election", "el-2", "standing=0"],
+            ["election", "sl-1", "standing=0", "slots=2"],
+            ["election", "not", "a/name", "standing=0", "foreign"]]
+    check(sorted(lines) == sorted(want), f"ls:\n{out}")
+    rc, out, _ = reign("ls", "el-2")
+    check(out.split() == ["election", "el-2", "standing=0"], f"ls el-2: {out!r}")
+    rc, out, _ = reign("ls", "--json")
+    got = {e["name"]: (e["standing"], e["leader"], e["foreign"]) for e in json.loads(out)}
+    check(got == {"el-1": (1, "a", False), "el-2": (0, None, False), "sl-1": (0, None, False),
+                  "not a/name": (0, None, True)}, f"ls --json: {out}")
+    check([e["slots"] for e in json.loads(out) if e["name"] == "sl-1"] == [2], f"slots: {out}")
+
+    rc, _, err = reign("rm", "el-1")
+    check(rc == 1 and "'a' stands in it" in err, f"rm el-1 while a leads: {rc} {err!r}")
+    check(store.lease_row("el-1") is not None, "el-1's row is gone after the refusal")
+    for args in (["--kind", "group", "el-1"], ["--kind", "value", "el-1"]):
+        rc, _, err = reign("rm", *args)
+        check(rc == 1 and "no " in err, f"rm {args}: {rc} {err!r}")
+    rc, _, err = reign("rm", "el-9")
+    check(rc == 1 and "no election" in err, f"rm of nothing: {rc} {err!r}")
+    log("refused while a leads; nothing removed")
+
+    rc, out, err = reign("rm", "el-2")
+    check(rc == 0 and out.strip() == "removed election el-2", f"rm el-2: {rc} {out!r} {err!r}")
+    check(store.lease_row("el-2") is None, "el-2's row is still there")
+    a.send(signal.SIGTERM)
+    check(a.wait() == 0, "a did not exit 0")
+    rc, out, err = reign("rm", "el-1")
+    check(rc == 0 and out.strip() == "removed election el-1", f"rm el-1: {rc} {out!r} {err!r}")
+    check(store.lease_row("el-1") is None, "el-1's row is still there")
+    rc, out, _ = reign("ls")
+    check(sorted(ln.split()[-1] for ln in out.splitlines()) == ["foreign", "slots=2"],
+          f"ls after rm: {out!r}")
+
+    c = t.campaign("c", "el-1", uri)
+    sqle.wait_alive(c.elected, "c elected in el-1 made again", [c])
+    c.send(signal.SIGTERM)
+    check(c.wait() == 0, "c did not exit 0")
+
+
+if __name__ == "__main__":
+    kind = sqle.backend_arg(sys.argv[0])
+    sqle.main(f"e2e_sql_ls_rm_{kind}", lambda t: body(t, kind))

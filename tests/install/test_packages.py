@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""test_packages.py SOURCE_DIR - the Debian packages, built, installed and used, then purged.
+
+  1. scripts/package.sh --lintian builds libreign0, libreign-dev, reign and reignd from the
+     checkout, and lintian finds no error or warning beyond those docs/packaging.md explains;
+  2. `apt-get install ./*.deb` installs them on this machine;
+  3. used as a user would: examples/leader.c built with the README's pkg-config line (no
+     PKG_CONFIG_PATH, no -rpath) leads on a SQLite file; so does a CMake project's with
+     find_package(reign); `reign --help` runs; `reign campaign` runs /usr/libexec's guardian;
+     `reignd --check` takes the example configuration from /usr/share/doc/reignd/examples;
+     the installed bash completion completes (tests/docs/test_completion.py); the unit
+     starts /usr/sbin/reignd;
+  4. `apt-get purge` removes them, and their files are gone.
+
+It changes the machine's /usr, so it runs as root only, refuses to touch reign packages it did
+not install, and purges its own whatever happens.  Skipped (exit 77), saying why, when not root
+or without dpkg-buildpackage (scripts/deps.sh installs it).
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from installlib import (Failure, build_leader, campaign_guardian, check, clean_env,  # noqa: E402
+                        cmake_leaders, log, readme_cc, readme_commands, reignd_check,
+                        run, run_leader, verify_unit)
+
+PACKAGES = ["reignd", "reign", "libreign-dev", "libreign0"]
+SKIP = 77
+APT = ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=120"]
+
+
+def installed(pkgs):
+    p = subprocess.run(["dpkg-query", "-W", "-f", "${Package} ${db:Status-Status}\n", *pkgs],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return [ln.split()[0] for ln in p.stdout.splitlines()
+            if len(ln.split()) > 1 and ln.split()[1] != "not-installed"]
+
+
+def main():
+    src = os.path.abspath(sys.argv[1])
+    if os.geteuid() != 0:
+        print("SKIPPED: the package test installs packages: run it as root", file=sys.stderr)
+        return SKIP
+    if not shutil.which("dpkg-buildpackage"):
+        print("SKIPPED: no dpkg-buildpackage (scripts/deps.sh installs dpkg-dev)",
+              file=sys.stderr)
+        return SKIP
+    there = installed(PACKAGES)
+    if there:
+        log(f"FAILED: {' '.join(there)} already installed; this test installs and purges its "
+            f"own: apt-get purge {' '.join(there)} first")
+        return 1
+
+    tmp = tempfile.mkdtemp(prefix="reign-packages-")
+    os.chmod(tmp, 0o755)
+    ours = False
+    try:
+        out = os.path.join(tmp, "debs")
+        run(["bash", os.path.join(src, "scripts", "package.sh"), "--lintian", out])
+        debs = sorted(os.path.basename(p) for p in glob.glob(os.path.join(out, "*.deb")))
+        names = sorted(d.split("_")[0] for d in debs)
+        check(names == sorted(PACKAGES), f"package.sh made {debs}, expected {PACKAGES}")
+        named = [w[2:] for c in readme_commands(os.path.join(src, "README.md"), "apt-get")
+                 for w in c.split() if w.startswith("./") and w.endswith(".deb")]
+        wrong = [n for n in named if "*" not in n and n not in debs]
+        check(named and not wrong, f"README.md's apt-get lines name {wrong or 'no package'}, "
+              f"package.sh made {debs}")
+
+        ours = True
+        run([*APT, "install", *("./" + d for d in debs)], cwd=out,
+            env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        env = clean_env()
+        for path in ("/usr/bin/reign", "/usr/sbin/reignd", "/usr/libexec/reign/reign-guardian",
+                     "/usr/share/doc/reignd/examples/reign.conf",
+                     "/usr/share/bash-completion/completions/reign",
+                     "/usr/share/man/man1/reign.1.gz", "/usr/share/man/man8/reignd.8.gz",
+                     "/usr/share/man/man5/reign.conf.5.gz", "/usr/include/reign/reign.h"):
+            check(os.path.exists(path), f"{path} was not installed")
+        with open("/lib/systemd/system/reignd.service", encoding="utf-8") as f:
+            check("\nExecStart=/usr/sbin/reignd " in f.read(), "the unit does not start "
+                  "/usr/sbin/reignd")
+        verify_unit("/lib/systemd/system/reignd.service", "/usr/share/man", env)
+
+        out = run(["reign", "--help"], env=env)
+        check(out.startswith("Usage: reign"), f"reign --help printed {out[:80]!r}")
+        leader = build_leader(src, os.path.join(tmp, "pc"),
+                              readme_cc(os.path.join(src, "README.md"), rpath=False), env)
+        run_leader(leader, os.path.join(tmp, "pc", "leader.db"), env)
+        exe = campaign_guardian("reign", os.path.join(tmp, "campaign.db"), env)
+        check(exe == "/usr/libexec/reign/reign-guardian",
+              f"reign campaign ran the guardian {exe}")
+        reignd_check("reignd", "/usr/share/doc/reignd/examples/reign.conf",
+                     os.path.join(tmp, "etc"), env)
+
+        cmake_leaders(src, os.path.join(tmp, "cm"), env)
+
+        run([sys.executable, os.path.join(src, "tests", "docs", "test_completion.py"),
+             "/usr/bin/reign", "/usr/share/bash-completion/completions/reign"], env=env)
+
+        run([*APT, "purge", *PACKAGES], env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        ours = False
+        left = installed(PACKAGES)
+        check(not left, f"still installed after the purge: {left}")
+        for path in ("/usr/bin/reign", "/usr/sbin/reignd", "/usr/libexec/reign",
+                     "/usr/include/reign", "/lib/systemd/system/reignd.service",
+                     "/usr/share/doc/reignd"):
+            check(not os.path.exists(path), f"{path} is left after the purge")
+        log("packages: built, lintian clean, installed, used (pkg-config, CMake, reign, guardian, "
+            "reignd --check, completion), purged: OK")
+        return 0
+    except (Failure, subprocess.TimeoutExpired) as e:
+        log(f"FAILED: {e}")
+        return 1
+    finally:
+        if ours:
+            subprocess.run([*APT, "purge", *PACKAGES], stdout=subprocess.DEVNULL,
+                           env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

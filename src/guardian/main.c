@@ -41,6 +41,7 @@
 
 #include "proto.h"
 #include "tools/toollog.h"
+#include "layout.h"
 #include "sql/candidates.h"
 #include "sql/sql.h"
 #include "zk/zk.h"
@@ -227,7 +228,8 @@ static void end_leases(char *report, size_t len)
      * only where the table exists, so that no store logs a missing table. */
     reign__sql_rows cols;
     bool listed =
-        reign__sql_side_columns(c, "candidates", &cols, err, sizeof(err)) == 0 && cols.n_rows > 0;
+        reign__sql_side_columns(c, REIGN__SQL_CANDIDATES_SUFFIX, &cols, err, sizeof(err)) == 0 &&
+        cols.n_rows > 0;
     reign__sql_rows_free(&cols);
     for (reign__glease *l = g.set.leases; listed && l; l = l->next)
         (void)reign__candidates_leave(c, g.sql.dc ? g.sql.dc : "default", l->name, l->guid, err,

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dialect.h"
+#include "layout.h"
 
 void reign__candidate_rows_free(reign__candidate_rows *r)
 {
@@ -19,8 +20,7 @@ void reign__candidate_rows_free(reign__candidate_rows *r)
     memset(r, 0, sizeof *r);
 }
 
-static const char *const required[] = {"data_center", "lock_name", "guid",      "owner",
-                                       "payload",     "joined_ms", "expires_ms"};
+static const char *const required[] = {REIGN__CANDIDATES_REQUIRED_COLUMNS};
 
 /* Makes or checks the table (once per connection). */
 static int ensure(reign__sqlconn *c, char *err, size_t errlen)
@@ -29,7 +29,7 @@ static int ensure(reign__sqlconn *c, char *err, size_t errlen)
         return 0;
     for (int attempt = 0;; attempt++) {
         reign__sql_rows cols;
-        int rc = reign__sql_side_columns(c, "candidates", &cols, err, errlen);
+        int rc = reign__sql_side_columns(c, REIGN__SQL_CANDIDATES_SUFFIX, &cols, err, errlen);
         if (rc < 0)
             return rc;
         bool missing = cols.n_rows == 0;
@@ -40,7 +40,7 @@ static int ensure(reign__sqlconn *c, char *err, size_t errlen)
         reign__sql_rows_free(&cols);
         if (lacks) {
             char name[REIGN__SQL_TABLE_MAX + 16];
-            reign__sql_side_table(c, "candidates", name, sizeof name, NULL, 0);
+            reign__sql_side_table(c, REIGN__SQL_CANDIDATES_SUFFIX, name, sizeof name, NULL, 0);
             return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                                   "table %s has no column %s: not a candidates table reign can "
                                   "use",

@@ -59,7 +59,7 @@ int reign__runs_ensure(reign__sqlconn *c, char *err, size_t errlen)
     if (c->runs_ready)
         return 0;
     reign__sql_rows cols;
-    int rc = reign__sql_side_columns(c, "runs", &cols, err, errlen);
+    int rc = reign__sql_side_columns(c, REIGN__SQL_RUNS_SUFFIX, &cols, err, errlen);
     if (rc < 0)
         return rc;
     if (cols.n_rows == 0) {
@@ -68,7 +68,8 @@ int reign__runs_ensure(reign__sqlconn *c, char *err, size_t errlen)
         if (rc < 0) {
             /* Another process may have made it at the same moment: look again. */
             char ignored[256];
-            if (reign__sql_side_columns(c, "runs", &cols, ignored, sizeof ignored) < 0)
+            if (reign__sql_side_columns(c, REIGN__SQL_RUNS_SUFFIX, &cols, ignored, sizeof ignored) <
+                0)
                 return rc;
             bool made = cols.n_rows > 0;
             reign__sql_rows_free(&cols);

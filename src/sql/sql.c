@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "dialect.h"
+#include "layout.h"
 
 /* ---- argument checks ------------------------------------------------------------------------ */
 
@@ -520,7 +521,7 @@ int reign__sql_side_columns(reign__sqlconn *c, const char *suffix, reign__sql_ro
 int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, char *err,
                           size_t errlen)
 {
-    return reign__sql_side_table(c, "runs", out, outlen, err, errlen);
+    return reign__sql_side_table(c, REIGN__SQL_RUNS_SUFFIX, out, outlen, err, errlen);
 }
 
 #define QUERY_ARGS_MAX 16
@@ -573,7 +574,9 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
         if (!strncmp(p, "{R}", 3) || !strncmp(p, "{V}", 3) || !strncmp(p, "{C}", 3)) {
             /* A side table's name, made (and checked) only where a statement names it. */
             char side[REIGN__SQL_TABLE_MAX + 16];
-            const char *suffix = p[1] == 'R' ? "runs" : p[1] == 'V' ? "values" : "candidates";
+            const char *suffix = p[1] == 'R'   ? REIGN__SQL_RUNS_SUFFIX
+                                 : p[1] == 'V' ? REIGN__SQL_VALUES_SUFFIX
+                                               : REIGN__SQL_CANDIDATES_SUFFIX;
             if ((rc = reign__sql_side_table(c, suffix, side, sizeof side, err, errlen))) {
                 reign__buf_free(&b);
                 return rc;

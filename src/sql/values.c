@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "dialect.h"
+#include "layout.h"
 
 void reign__value_row_clear(reign__value_row *r)
 {
@@ -28,8 +29,7 @@ void reign__value_row_clear(reign__value_row *r)
 
 /* ---- the table ------------------------------------------------------------------------------- */
 
-static const char *const required[] = {"data_center", "value_key", "version",    "data",
-                                       "czxid",       "mzxid",     "created_ms", "modified_ms"};
+static const char *const required[] = {REIGN__VALUES_REQUIRED_COLUMNS};
 
 static int create_table(reign__sqlconn *c, char *err, size_t errlen)
 {
@@ -69,14 +69,14 @@ static int make_counter(reign__sqlconn *c, const char *dc, char *err, size_t err
 static int check_layout(reign__sqlconn *c, bool *missing, char *err, size_t errlen)
 {
     reign__sql_rows cols;
-    int rc = reign__sql_side_columns(c, "values", &cols, err, errlen);
+    int rc = reign__sql_side_columns(c, REIGN__SQL_VALUES_SUFFIX, &cols, err, errlen);
     if (rc < 0)
         return rc;
     *missing = cols.n_rows == 0;
     for (size_t i = 0; !*missing && i < sizeof required / sizeof required[0]; i++) {
         if (!reign__sql_has_column(&cols, required[i])) {
             char values[REIGN__SQL_TABLE_MAX + 16];
-            reign__sql_side_table(c, "values", values, sizeof values, NULL, 0);
+            reign__sql_side_table(c, REIGN__SQL_VALUES_SUFFIX, values, sizeof values, NULL, 0);
             rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                                 "table %s has no column %s: not a values table reign can use",
                                 values, required[i]);

@@ -120,6 +120,16 @@ int reign__candidates_leave(reign__sqlconn *c, const char *dc, const char *name,
     return rc == REIGN_ENOENT || rc >= 0 ? 0 : rc; /* no table: nothing to delete */
 }
 
+int reign__candidates_remove(reign__sqlconn *c, const char *dc, const char *name, char *err,
+                             size_t errlen)
+{
+    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name)};
+    int rc = reign__sql_query(c, "removing the candidates",
+                              "DELETE FROM {C} WHERE data_center = {1} AND lock_name = {2}", args,
+                              2, NULL, err, errlen);
+    return rc == REIGN_ENOENT || rc >= 0 ? 0 : rc; /* no table: nothing to delete */
+}
+
 int reign__candidates_list(reign__sqlconn *c, const char *dc, const char *name,
                            reign__candidate_rows *out, char *err, size_t errlen)
 {

@@ -57,6 +57,11 @@ int reign__candidates_refresh(reign__sqlconn *c, const char *dc, const char *nam
 int reign__candidates_leave(reign__sqlconn *c, const char *dc, const char *name, const char *guid,
                             char *err, size_t errlen);
 
+/* Deletes every row of the election, live or expired (none, or no table: no error), for
+ * `reign rm` once the election's lease row is gone.  0 or a negative code. */
+int reign__candidates_remove(reign__sqlconn *c, const char *dc, const char *name, char *err,
+                             size_t errlen);
+
 /* The live rows of the election, in the order they stood (no table: none).  0 or a negative
  * code (REIGN_EFOREIGN for a row reign could not have written). */
 int reign__candidates_list(reign__sqlconn *c, const char *dc, const char *name,

@@ -355,3 +355,18 @@ int reign__values_delete(reign__sqlconn *c, const char *dc, const char *key, int
     *version_out = cur.row.version;
     return 0;
 }
+
+int reign__values_keys(reign__sqlconn *c, const char *dc, reign__sql_rows *keys, char *err,
+                       size_t errlen)
+{
+    memset(keys, 0, sizeof *keys);
+    reign__sqlv arg = REIGN__SQLV_S(dc);
+    /* The counter's row has the empty key: it is no value. */
+    int rc = reign__sql_query(c, "listing the values",
+                              "SELECT value_key FROM {V} WHERE data_center = {1} AND value_key <> "
+                              "'' ORDER BY value_key",
+                              &arg, 1, keys, err, errlen);
+    if (rc == REIGN_ENOENT)
+        return 0; /* no table yet: no value */
+    return rc < 0 ? rc : 0;
+}

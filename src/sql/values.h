@@ -73,4 +73,9 @@ int reign__values_set(reign__sqlconn *c, const char *dc, const char *key, const 
 int reign__values_delete(reign__sqlconn *c, const char *dc, const char *key, int64_t version,
                          int64_t *version_out, char *err, size_t errlen);
 
+/* The keys of the values of data center dc, sorted, one a row (no table yet: none), for
+ * `reign ls`.  0 or a negative code. */
+int reign__values_keys(reign__sqlconn *c, const char *dc, reign__sql_rows *keys, char *err,
+                       size_t errlen);
+
 #endif

@@ -29,7 +29,9 @@
  *            they joined, with their payloads (never the observer; the unlisted one only if it
  *            leads); one that resigns or cedes is gone from the list at once, and back with a
  *            later join time when it stands again; one whose process stops without a word
- *            (its client freed with no guardian) is gone once its row expired, one lease later
+ *            (its client freed with no guardian) is gone once its row expired, one lease later;
+ *            reign rm refuses the election while they stand, and once all have left removes
+ *            its lease row with all its candidates rows, expired ones too
  *
  * Every wait is for a condition, bounded generously (WAIT_MS): only a hang reaches the bound.
  */
@@ -797,6 +799,48 @@ static int is_elected(void *arg)
 
 static cand cs[5];
 
+/* reign rm, waited for: its error. */
+typedef struct removal {
+    int done, err;
+} removal;
+
+static void on_removed(reign_client *client, int e, const char *const *standing, size_t n, void *ud)
+{
+    removal *r = ud;
+    r->done = 1;
+    r->err = e;
+}
+
+static int removed(void *arg)
+{
+    return ((removal *)arg)->done;
+}
+
+static int store_rm(reign_client *c, const char *name)
+{
+    removal r = {0};
+    CHECK_RC(reign_store_remove(c, REIGN_ENTRY_ELECTION, name, on_removed, &r), 0);
+    run_until(removed, &r, "reign rm's answer");
+    return r.err;
+}
+
+/* The rows of election `name` in the candidates table, live or expired. */
+static size_t candidate_rows(const char *name)
+{
+    reign__sqlconn *c = NULL;
+    CHECK_RC(reign__sql_connect(&c, &raw, err, sizeof err), 0);
+    reign__sqlv arg = REIGN__SQLV_S(name);
+    reign__sql_rows rows = {0};
+    if (reign__sql_query(c, "reading the candidates rows",
+                         "SELECT guid FROM {C} WHERE lock_name = {1}", &arg, 1, &rows, err,
+                         sizeof err) < 0)
+        fail(__FILE__, __LINE__, "reading the candidates rows: %s", err);
+    size_t n = rows.n_rows;
+    reign__sql_rows_free(&rows);
+    reign__sql_close(c);
+    return n;
+}
+
 static void scenario_candidates(void)
 {
     char name[64];
@@ -865,6 +909,20 @@ static void scenario_candidates(void)
     int status;
     CHECK(waitpid(pid, &status, 0) == pid);
     wait_list(cs[4].client, name, back);
+
+    /* reign rm: refused while they stand.  Once all have left, the lease row goes, and with it
+     * every row of the election in the candidates table, the dead one's expired row too. */
+    CHECK(store_rm(cs[4].client, name) == REIGN_EBUSY);
+    CHECK(candidate_rows(name) > 0);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
+        cs[i].e = reign_election_free(cs[i].e);
+    /* Each client releases and unlists from its own worker: refused until the last is done. */
+    int rc;
+    deadline = now_ms() + WAIT_MS;
+    while ((rc = store_rm(cs[4].client, name)) == REIGN_EBUSY && now_ms() < deadline)
+        ;
+    CHECK_RC(rc, 0);
+    CHECK(candidate_rows(name) == 0);
     say("%s: candidates passed", backend);
 }
 

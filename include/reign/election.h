@@ -21,7 +21,9 @@
  * unreachable); it then stands again with a fresh identity, so its next
  * leadership has a new term.  There are no strategies (REIGN_STRATEGY_LOCK
  * gives REIGN_ENOTSUP), the snapshot of reign_election_query() lists the
- * leader only, reign_election_depose() takes up to one renew period (the
+ * leader and the candidates that asked to be listed (options.listed), in
+ * the order they joined, reign_election_designate() is not supported,
+ * reign_election_depose() takes up to one renew period (the
  * leader learns of it when its next renewal fails), and observers see
  * leaders in order but may miss one shorter than their poll period.
  *
@@ -178,6 +180,16 @@ typedef struct reign_election_options {
     int priority;
     int no_preempt;
     int preempt_delay_ms;
+    /*
+     * SQL stores: keep a row for this candidate in the candidates table
+     * ("<lease table>_candidates") while it stands, refreshed every lease/3,
+     * so that reign_election_query() lists it beside the leader, with its id,
+     * payload and when it joined (ZooKeeper lists every candidate anyway).
+     * Costs one statement per lease/3; a process that dies has its row
+     * removed by its guardian, or it expires one lease later.  Ignored by
+     * observers and on ZooKeeper.
+     */
+    int listed;
 } reign_election_options;
 
 #define REIGN_PRIORITY_MAX 255

@@ -9,9 +9,11 @@
  *
  * ZooKeeper: the entries are the nodes under /reign/election, /reign/group,
  * /reign/value and /reign/tasks (below the URI's chroot).  A SQL store
- * holds elections only (one lease row each, in the URI's table and
- * data_center); its followers are invisible, so "who stands" there is the
- * lease holder alone.
+ * holds elections (one lease row each, in the URI's table and data_center)
+ * and values (rows of "<table>_values", listed by the first segment of
+ * their keys, as ZooKeeper's directory shows them); its followers are
+ * invisible, so "who stands" there is the lease holder alone, and the
+ * candidates that asked to be listed (reign_election_options.listed).
  */
 #ifndef REIGN_STORE_H
 #define REIGN_STORE_H
@@ -70,7 +72,8 @@ typedef void reign_store_remove_cb(reign_client *client, int err, const char *co
 
 /*
  * Removes entry `name` of `kind` if nobody stands in it: an election without candidates (SQL:
- * whose lease has run out or was released), a group without members, a value, a task queue
+ * whose lease has run out or was released, and in which no listed candidate stands; its rows
+ * in the candidates table go with its lease row), a group without members, a value, a task queue
  * without workers or masters (its group and election "tasks.NAME"; ZooKeeper only).  Safe
  * against somebody joining meanwhile: ZooKeeper deletes the node only if it has no child but
  * the election's term, in one multi; SQL deletes the row only at the term it read expired.  A

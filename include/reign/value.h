@@ -15,15 +15,28 @@
  * nothing is no value (so "a" does not exist just because "a/b" does), and
  * a node that holds data reign did not write is refused (REIGN_EFOREIGN).
  *
+ * Layout (SQL stores: SQLite, MariaDB, PostgreSQL): one row per value in the
+ * table "<lease table>_values" beside the lease table (docs/sql-leases.md),
+ * keyed by the client's data_center and the key; there is no hierarchy ("a"
+ * and "a/b" are two rows).  The table is made on the first write and
+ * upgraded like the lease table; a table of a foreign layout, or a row reign
+ * could not have written (a negative version, a payload over
+ * REIGN_VALUE_DATA_MAX), is refused with REIGN_EFOREIGN and never changed.
+ * Writes are ordered by a per-data-center counter row, which plays
+ * ZooKeeper's zxid (reign_value.zxid).  Watches hear of changes through
+ * PostgreSQL's LISTEN/NOTIFY, SQLite's file change, and on MariaDB by reading
+ * every poll_ms (<reign/client.h>): a MariaDB watcher learns of a change up
+ * to one poll period late.
+ *
  * Keys: 1 to 16 segments separated by '/', each 1 to 200 characters of
  * [A-Za-z0-9._:-] and not "." or ".."; at most REIGN_KEY_MAX bytes in all.
  * No leading, trailing or doubled '/'.
  *
  * All callbacks run inside reign_client_process() on the loop thread (see
  * <reign/client.h>).  A call that fails never calls back.  Requests still
- * pending when the client closes complete with REIGN_ECLOSED.  Values need
- * ZooKeeper: on a client of another store every function here returns
- * REIGN_ENOTSUP.
+ * pending when the client closes complete with REIGN_ECLOSED.  Every
+ * function here works on every store, ZooKeeper and SQL alike, except where
+ * its comment says otherwise.
  */
 #ifndef REIGN_VALUE_H
 #define REIGN_VALUE_H
@@ -82,7 +95,8 @@ REIGN_EXPORT int reign_value_get(reign_client *client, const char *key, reign_va
  * >= 0 writes only if the value still has that version (compare-and-set:
  * else REIGN_EBADVERSION, or REIGN_ENOENT if it no longer exists).  The
  * callback's value carries the version just written.  Returns REIGN_E2BIG
- * for a payload over REIGN_VALUE_DATA_MAX.
+ * for a payload over REIGN_VALUE_DATA_MAX.  All stores (SQL: one
+ * transaction, the compare and the write under the counter row's lock).
  */
 REIGN_EXPORT int reign_value_set(reign_client *client, const char *key, const void *data,
                                  size_t len, int64_t version, reign_value_cb *cb, void *userdata);
@@ -91,7 +105,8 @@ REIGN_EXPORT int reign_value_set(reign_client *client, const char *key, const vo
  * Deletes `key`: any version (REIGN_VALUE_ANY), or only that version
  * (REIGN_EBADVERSION otherwise).  REIGN_ENOENT if there is no such value.
  * A value with values below it (key "a" of "a/b") is emptied, which is the
- * same as deleted for readers and watchers.
+ * same as deleted for readers and watchers (ZooKeeper; SQL stores delete
+ * the row, keys having no hierarchy there).  All stores.
  */
 REIGN_EXPORT int reign_value_delete(reign_client *client, const char *key, int64_t version,
                                     reign_value_cb *cb, void *userdata);
@@ -132,7 +147,11 @@ typedef void reign_value_watch_cb(reign_value_watch *watch, const reign_value_ev
  * into one event (ZooKeeper tells that something changed, not each
  * intermediate value); a value deleted and created again between two reads
  * is reported as DELETED then CREATED.  After a session expiry the watch
- * re-reads by itself and reports what changed meanwhile.
+ * re-reads by itself and reports what changed meanwhile.  All stores:
+ * ZooKeeper's watches, PostgreSQL's NOTIFY (sent on the writer's commit),
+ * SQLite's file change (same host), MariaDB's poll (every poll_ms, so a
+ * change is reported up to one poll period after it was made); on a SQL
+ * store a watch re-reads by itself after the connection comes back.
  */
 REIGN_EXPORT int reign_value_watch_start(reign_value_watch **ret, reign_client *client,
                                          const char *key, reign_value_watch_cb *cb, void *userdata);

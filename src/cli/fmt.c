@@ -70,7 +70,7 @@ int fmt_value_failed(cli *c, int err, const char *key, int64_t version)
                   qk);
         break;
     case REIGN_ENOTSUP:
-        cli_error(c, "values need a ZooKeeper store (a zk:// URI)");
+        cli_error(c, "this store keeps no values");
         break;
     case REIGN_E2BIG:
         cli_error(c, "value too large (at most %d bytes)", REIGN_VALUE_DATA_MAX);

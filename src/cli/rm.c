@@ -24,7 +24,7 @@ static void usage(FILE *f)
                "\n"
                "Remove election, group, value or task queue NAME from the store if nobody\n"
                "stands in it (no candidate, no member; a queue: no worker, no master; on a\n"
-               "SQL store: no live lease), and print\n"
+               "SQL store: no live lease, no listed candidate), and print\n"
                "  removed KIND NAME\n"
                "Refused (exit 1) while somebody does, naming who; data that is not reign's\n"
                "is never removed.\n"

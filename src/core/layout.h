@@ -1,6 +1,7 @@
 /*
  * layout.h - what reign stores, in one place: the ZooKeeper tree, the names of its nodes, the
- * keys of its records (record.h has their text form) and the columns of its SQL runs table, as
+ * keys of its records (record.h has their text form) and the names and columns of its SQL side
+ * tables (runs, values, candidates, beside the lease table), as
  * named constants, with the parsers of names and records beside them (layout.c).  Every recipe
  * and backend writes and reads through these; a change here is a change of the stored format,
  * which CHANGELOG.md records and, once released, keeps readable.
@@ -128,6 +129,20 @@
 #define REIGN__RUNS_REQUIRED_COLUMNS                                                               \
     "data_center", "lock_name", "slot", "attempt", "owner", "host", "term", "token", "start_ms",   \
         "end_ms", "result", "code", "verdict"
+
+/* ---- the SQL side tables: "<lease table>_<suffix>", made on first use ------------------- */
+
+#define REIGN__SQL_RUNS_SUFFIX   "runs"   /* {R}: the runs above */
+#define REIGN__SQL_VALUES_SUFFIX "values" /* {V}: values (src/sql/values.c) */
+#define REIGN__SQL_CANDIDATES_SUFFIX                                                               \
+    "candidates" /* {C}: listed candidates (src/sql/candidates.c) */
+
+/* The columns a values table must have to be used. */
+#define REIGN__VALUES_REQUIRED_COLUMNS                                                             \
+    "data_center", "value_key", "version", "data", "czxid", "mzxid", "created_ms", "modified_ms"
+/* The columns a candidates table must have to be used. */
+#define REIGN__CANDIDATES_REQUIRED_COLUMNS                                                         \
+    "data_center", "lock_name", "guid", "owner", "payload", "joined_ms", "expires_ms"
 
 /* ---- names ------------------------------------------------------------------------------- */
 

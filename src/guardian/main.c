@@ -41,6 +41,8 @@
 
 #include "proto.h"
 #include "tools/toollog.h"
+#include "layout.h"
+#include "sql/candidates.h"
 #include "sql/sql.h"
 #include "zk/zk.h"
 
@@ -221,6 +223,17 @@ static void end_leases(char *report, size_t len)
         else if (rc < 0)
             snprintf(report + used, len - used, "cannot release %s: %s; ", l->name, err);
     }
+    /* After the leases, which a successor waits for: listed candidates (election.h's
+     * options.listed) have a row of each standing too, else gone one lease later.  Looked for
+     * only where the table exists, so that no store logs a missing table. */
+    reign__sql_rows cols;
+    bool listed =
+        reign__sql_side_columns(c, REIGN__SQL_CANDIDATES_SUFFIX, &cols, err, sizeof(err)) == 0 &&
+        cols.n_rows > 0;
+    reign__sql_rows_free(&cols);
+    for (reign__glease *l = g.set.leases; listed && l; l = l->next)
+        (void)reign__candidates_leave(c, g.sql.dc ? g.sql.dc : "default", l->name, l->guid, err,
+                                      sizeof(err));
     reign__sql_close(c);
 }
 

@@ -76,6 +76,7 @@ int reign__election_base_init(reign_election *e, reign_client *client, const cha
     e->log = reign__client_log(client);
     e->observer = o->observer != 0;
     e->follow = o->observer || o->follow_leader;
+    e->listed = o->listed && !o->observer;
     e->cede_delay_ms = o->cede_delay_ms ? o->cede_delay_ms : 1000;
     e->cb = o->cb;
     e->userdata = o->userdata;

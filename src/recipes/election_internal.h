@@ -49,6 +49,7 @@ struct reign_election {
     size_t data_len;
     bool observer;
     bool follow; /* observers, and follow_leader candidates */
+    bool listed; /* SQL: keeps a row in the candidates table while standing */
     int cede_delay_ms;
     reign_election_cb *cb;
     void *userdata;

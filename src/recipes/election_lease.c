@@ -28,12 +28,20 @@
  * an older epoch are ignored.  A claim still out when the candidate gives up
  * is followed by a release of the term it would win (abandon_claim()), so a
  * late success never leaves a lease that no one holds.
+ *
+ * A listed candidate (options.listed) also keeps a row of its standing in
+ * the candidates table (sql/candidates.h) while the table's state says it
+ * stands (looking, claiming, leading: list_follow() after each step),
+ * refreshed every lease/3, deleted when it stops standing (resign, cede,
+ * depose, close, free, a new standing), so that reign_election_query()
+ * can name it.  The row never decides anything: the lease row alone does.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "election_internal.h"
 #include "election_lease_fsm.h"
+#include "sql/candidates.h"
 
 typedef unsigned lstate; /* reign__lease_state */
 #define L_IDLE      REIGN__LEASE_IDLE
@@ -62,6 +70,9 @@ typedef struct lease_election {
     uint64_t seen_term;  /* the term of someone else's live lease, as last read */
     bool spread;         /* the next poll comes at a random point of the period */
     int64_t valid_until;
+
+    char listed_guid[2 * GUID_BYTES + 1]; /* the standing our candidates row is of ("": none) */
+    reign__timer list_timer;              /* the row's next refresh */
 
     reign__timer timer;    /* poll, renew, retry, pause: one purpose per state */
     reign__timer deadline; /* the leader's bound */
@@ -164,6 +175,122 @@ static void release(lease_election *e, const char *guid, uint64_t term)
                    e->base.name, (unsigned long long)term, reign_strerror(rc));
 }
 
+/* ---- the candidates row (listed candidates) ---------------------------------------------------
+ */
+
+typedef enum list_op { LIST_JOIN, LIST_REFRESH, LIST_LEAVE } list_op;
+
+/* What a candidates statement takes to the worker. */
+typedef struct list_call {
+    list_op op;
+    char *name, *owner;
+    char guid[2 * GUID_BYTES + 1];
+    void *payload;
+    size_t payload_len;
+    int64_t ttl_ms;
+} list_call;
+
+static void list_call_free(void *p)
+{
+    list_call *c = p;
+    reign__free(c->name);
+    reign__free(c->owner);
+    reign__free(c->payload);
+    reign__free(c);
+}
+
+static int run_list_call(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
+{
+    list_call *c = ctx;
+    switch (c->op) {
+    case LIST_JOIN:
+        return reign__candidates_join(conn, dc, c->name, c->guid, c->owner, c->payload,
+                                      c->payload_len, c->ttl_ms, err, errlen);
+    case LIST_REFRESH:
+        return reign__candidates_refresh(conn, dc, c->name, c->guid, c->ttl_ms, err, errlen);
+    case LIST_LEAVE:
+        return reign__candidates_leave(conn, dc, c->name, c->guid, err, errlen);
+    }
+    return REIGN_EINVAL;
+}
+
+static void on_listed(void *owner, void *arg, const reign__sqlw_result *r);
+
+/* Sends one statement on our row (the guid given); no answer is awaited but a refresh's. */
+static void list_send(lease_election *e, list_op op, const char *guid)
+{
+    list_call *c = reign__calloc(1, sizeof(*c));
+    bool ok =
+        c && (c->name = reign__strdup(e->base.name)) && (c->owner = reign__strdup(e->base.id));
+    if (ok && op == LIST_JOIN && e->base.data_len)
+        ok = (c->payload = reign__memdup(e->base.data, e->base.data_len)) != NULL;
+    int rc = REIGN_ENOMEM;
+    if (ok) {
+        c->op = op;
+        reign__strlcpy(c->guid, guid, sizeof(c->guid));
+        c->payload_len = op == LIST_JOIN ? e->base.data_len : 0;
+        c->ttl_ms = e->ls->lease_ms;
+        rc = reign__sqlw_call(e->w, "candidate", run_list_call, c, list_call_free,
+                              op == LIST_LEAVE ? NULL : e, op == LIST_LEAVE ? NULL : on_listed,
+                              NULL);
+    }
+    if (rc < 0) {
+        if (c)
+            list_call_free(c);
+        reign__log(e->base.log, REIGN_LOG_INFO, "election %s: cannot list the candidate: %s",
+                   e->base.name, reign_strerror(rc));
+    }
+}
+
+/* A refresh found no row (it expired and someone removed it, after a stall): list again. */
+static void on_listed(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_election *e = owner;
+    list_call *c = r->ctx;
+    if (r->rc < 0)
+        reign__log(e->base.log, REIGN_LOG_INFO, "election %s: the candidates row: %s", e->base.name,
+                   r->err);
+    else if (c->op == LIST_REFRESH && r->rc == 0 && !strcmp(c->guid, e->listed_guid))
+        list_send(e, LIST_JOIN, e->listed_guid);
+}
+
+static void list_timer_cb(reign__timer *t, void *arg)
+{
+    lease_election *e = arg;
+    if (!e->listed_guid[0])
+        return;
+    list_send(e, LIST_REFRESH, e->listed_guid);
+    reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+}
+
+/* Whether a candidate in state `s` stands: it looks, claims or leads.  Paused (ceded, deposed),
+ * resigning, left or freed, it does not, until it stands again with a fresh guid. */
+static bool standing(lstate s)
+{
+    return s == L_LOOKING || s == L_CLAIMING || s == L_LEADER;
+}
+
+/*
+ * Brings the candidates row in line with the table's state and the standing's guid: a listed
+ * candidate that stands has the row of its current guid, any other none.  Called after every
+ * step of the table (step()) and once a new standing has its guid (stand()), so every way in
+ * and out of standing (stand, depose, suspend, cede, resign, close, free) lists or unlists.
+ */
+static void list_follow(lease_election *e)
+{
+    bool want = e->base.listed && !e->base.observer && standing(e->state) && e->guid[0];
+    if (e->listed_guid[0] && (!want || strcmp(e->listed_guid, e->guid))) {
+        reign__timer_stop(timers(e), &e->list_timer);
+        list_send(e, LIST_LEAVE, e->listed_guid);
+        e->listed_guid[0] = '\0';
+    }
+    if (want && !e->listed_guid[0]) {
+        reign__strlcpy(e->listed_guid, e->guid, sizeof(e->listed_guid));
+        list_send(e, LIST_JOIN, e->listed_guid);
+        reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+    }
+}
+
 /* ---- leadership ------------------------------------------------------------------------------ */
 
 static void demote(lease_election *e, reign_demote_reason reason, bool owed)
@@ -251,10 +378,13 @@ static void act_drop(reign_election *pub)
 
 static const reign__election_acts lease_acts = {act_demote, act_drop, act_elect};
 
-/* One step of the table (election_lease_fsm.c). */
+/* One step of the table (election_lease_fsm.c); the candidates row follows the new state. */
 static bool step(lease_election *e, reign__lease_input in, const reign__election_news *n)
 {
-    return reign__election_step(&e->base, &reign__lease_machine, &lease_acts, &e->state, in, 0, n);
+    bool ok =
+        reign__election_step(&e->base, &reign__lease_machine, &lease_acts, &e->state, in, 0, n);
+    list_follow(e);
+    return ok;
 }
 
 static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
@@ -473,8 +603,9 @@ static void stand(lease_election *e)
         return;
     }
     /* Before any claim with it: a process that dies holding this standing's lease has it
-     * released by its guardian. */
+     * released by its guardian (and its candidates row deleted). */
     guard(e, true);
+    list_follow(e); /* the row of the old standing goes, this one's is made */
     if (!e->listening && reign__sqlw_notifies(e->w))
         e->listening = reign__sqlw_submit(e->w, REIGN__SQLW_LISTEN, e->base.name, NULL, 0, NULL,
                                           NULL, NULL) == 0;
@@ -577,6 +708,7 @@ static void destroy(lease_election *e)
     reign__timers *ts = timers(e);
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->deadline);
+    reign__timer_stop(ts, &e->list_timer);
     reign__sqlw_forget(e->w, e);
     guard(e, false);
     reign__client_detach(e->base.client, &e->base.recipe);
@@ -618,6 +750,7 @@ int reign__lease_election_join(reign_election **ret, reign_client *client, const
     e->state = L_IDLE;
     reign__timer_init(&e->timer, timer_cb, e);
     reign__timer_init(&e->deadline, deadline_cb, e);
+    reign__timer_init(&e->list_timer, list_timer_cb, e);
     reign__client_attach(client, &e->base.recipe);
     reign_conn_state st = reign_client_state(client);
     if (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED || st == REIGN_CONN_SUSPENDED)
@@ -756,6 +889,31 @@ static void on_deposed(void *owner, void *arg, const reign__sqlw_result *r)
     query_finish(q, r->rc < 0 ? r->rc : r->rc == 1 ? 0 : REIGN_ENOENT, NULL);
 }
 
+/* The row and the listed candidates, read on the worker in one go. */
+typedef struct snapshot {
+    char *name;
+    reign__lease lease;
+    reign__candidate_rows cands;
+} snapshot;
+
+static void snapshot_free(void *p)
+{
+    snapshot *sn = p;
+    reign__lease_clear(&sn->lease);
+    reign__candidate_rows_free(&sn->cands);
+    reign__free(sn->name);
+    reign__free(sn);
+}
+
+static int read_snapshot(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
+{
+    snapshot *sn = ctx;
+    int rc = reign__sql_lease_read(conn, dc, sn->name, &sn->lease, err, errlen);
+    if (rc == 0)
+        rc = reign__candidates_list(conn, dc, sn->name, &sn->cands, err, errlen);
+    return rc;
+}
+
 static void on_query_read(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_query *q = owner;
@@ -765,32 +923,65 @@ static void on_query_read(void *owner, void *arg, const reign__sqlw_result *r)
         return;
     }
     bool live = l->exists && !l->expired;
-    if (q->depose) {
-        int rc = live ? reign__sqlw_submit(q->w, REIGN__SQLW_DEPOSE, q->name, NULL, l->term, q,
-                                           on_deposed, NULL)
-                      : REIGN_ENOENT;
-        if (rc < 0)
-            query_finish(q, rc, NULL);
+    int rc = live ? reign__sqlw_submit(q->w, REIGN__SQLW_DEPOSE, q->name, NULL, l->term, q,
+                                       on_deposed, NULL)
+                  : REIGN_ENOENT;
+    if (rc < 0)
+        query_finish(q, rc, NULL);
+}
+
+static void on_snapshot(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_query *q = owner;
+    snapshot *sn = r->ctx;
+    const reign__lease *l = &sn->lease;
+    if (r->rc < 0) {
+        query_finish(q, r->rc, NULL);
         return;
     }
-    if (!l->exists) {
+    bool live = l->exists && !l->expired;
+    if (!l->exists && !sn->cands.n) {
         query_finish(q, REIGN_ENOENT, NULL);
         return;
     }
-    /* The table holds the leader only: it is the one candidate it knows. */
-    reign_candidate cand = {.id = l->owner,
-                            .data = l->payload,
-                            .data_len = l->payload_len,
-                            .node = q->name,
-                            .joined_ms = 0};
+    /* The leader first (from the lease row: it is the one that leads, listed or not), then
+     * the other listed candidates in the order they joined. */
+    reign_candidate *cands = reign__calloc(sn->cands.n + 1, sizeof(*cands));
+    if (!cands) {
+        query_finish(q, REIGN_ENOMEM, NULL);
+        return;
+    }
+    size_t n = 0;
+    if (live) {
+        cands[n++] = (reign_candidate){.id = l->owner,
+                                       .data = l->payload,
+                                       .data_len = l->payload_len,
+                                       .node = q->name,
+                                       .joined_ms = 0};
+        for (size_t i = 0; i < sn->cands.n; i++)
+            if (!strcmp(sn->cands.v[i].guid, l->owner_guid)) {
+                cands[0].node = sn->cands.v[i].guid;
+                cands[0].joined_ms = sn->cands.v[i].joined_ms;
+            }
+    }
+    for (size_t i = 0; i < sn->cands.n; i++) {
+        const reign__candidate_row *c = &sn->cands.v[i];
+        if (live && !strcmp(c->guid, l->owner_guid))
+            continue;
+        cands[n++] = (reign_candidate){.id = c->owner,
+                                       .data = c->payload,
+                                       .data_len = c->payload_len,
+                                       .node = c->guid,
+                                       .joined_ms = c->joined_ms};
+    }
     reign_election_view view = {.name = q->name,
                                 .strategy = REIGN_STRATEGY_DEFAULT,
                                 .has_leader = live,
-                                .candidates = live ? &cand : NULL,
-                                .n_candidates = live ? 1 : 0};
+                                .candidates = n ? cands : NULL,
+                                .n_candidates = n};
     /* The row's lease, as its holder set it; then the followers' read and take, at the
      * statement timeout a lease that long gets by default (renew/2, renew = lease/5; <= 5 s). */
-    if (l->duration_ms > 0 && l->duration_ms <= 365LL * 86400000) {
+    if (l->exists && l->duration_ms > 0 && l->duration_ms <= 365LL * 86400000) {
         int64_t statement = l->duration_ms / 5 / 2 < 5000 ? l->duration_ms / 5 / 2 : 5000;
         view.takeover_ms = l->duration_ms + 2 * statement;
         view.takeover_from = REIGN_TAKEOVER_LEASE;
@@ -804,6 +995,7 @@ static void on_query_read(void *owner, void *arg, const reign__sqlw_result *r)
         view.leader.since_ms = 0;
     }
     query_finish(q, 0, &view);
+    reign__free(cands);
 }
 
 static void on_query_conn(reign__recipe *rp, reign_conn_state st)
@@ -838,7 +1030,18 @@ int reign__lease_query(reign_client *client, const char *name, bool depose,
         return REIGN_ENOMEM;
     }
     reign__client_attach(client, &q->recipe);
-    int rc = reign__sqlw_submit(q->w, REIGN__SQLW_READ, name, NULL, 0, q, on_query_read, NULL);
+    int rc;
+    if (depose) {
+        rc = reign__sqlw_submit(q->w, REIGN__SQLW_READ, name, NULL, 0, q, on_query_read, NULL);
+    } else {
+        snapshot *sn = reign__calloc(1, sizeof(*sn));
+        rc = sn && (sn->name = reign__strdup(name)) ? 0 : REIGN_ENOMEM;
+        if (rc == 0)
+            rc = reign__sqlw_call(q->w, name, read_snapshot, sn, snapshot_free, q, on_snapshot,
+                                  NULL);
+        if (rc < 0 && sn)
+            snapshot_free(sn);
+    }
     if (rc < 0) {
         query_free(q);
         return rc;

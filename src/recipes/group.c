@@ -28,7 +28,7 @@
 #include "group_internal.h"
 #include "life.h"
 #include "record.h"
-#include "value_internal.h"
+#include "value/value_internal.h"
 
 #define RETRY_NS (1000 * REIGN__NS_PER_MS)
 

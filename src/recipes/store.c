@@ -11,8 +11,10 @@
  * fails if somebody joined meanwhile: the node's version, and for an election one multi that
  * deletes its term and itself (ZooKeeper refuses to delete a node that has children).
  *
- * SQL: one CALL on the worker thread lists the rows and reads each lease; a removal reads the
- * lease and deletes the row only at the term it read expired (catalog.c).
+ * SQL: one CALL on the worker thread lists the rows and reads each lease, then the values (the
+ * first segment of each key, as ZooKeeper's directory shows them); a removal reads the lease
+ * and the listed candidates (candidates.h), deletes the row only at the term it read expired
+ * and no candidate listed (catalog.c), then the election's rows in the candidates table.
  */
 #include <reign/store.h>
 
@@ -22,13 +24,15 @@
 #include <string.h>
 
 #include "client_internal.h"
+#include "sql/candidates.h"
 #include "sql/runs.h"
+#include "sql/values.h"
 #include "election_internal.h"
 #include "group_internal.h"
 #include "record.h"
 #include "slot/slot_internal.h"
 #include "tasks_internal.h"
-#include "value_internal.h"
+#include "value/value_internal.h"
 
 static const char *const kind_names[] = {NULL, "election", "group", "value", "queue"};
 
@@ -329,11 +333,13 @@ static void on_dir(void *owner, void *arg, const reign__zk_result *r)
 /* ---- SQL: list and remove ------------------------------------------------------------------- */
 
 typedef struct sql_ctx {
-    char *prefix; /* list */
-    char *name;   /* remove */
+    char *prefix;          /* list */
+    char *name;            /* remove */
+    reign_entry_kind kind; /* remove: an election or a value */
     ent *v;
     size_t n;
     char owner[REIGN_ID_MAX + 1]; /* remove: the live lease's holder */
+    reign__candidate_rows cands;  /* remove: the listed candidates standing */
 } sql_ctx;
 
 static void ctx_free(void *p)
@@ -344,6 +350,7 @@ static void ctx_free(void *p)
         reign__free(x->v[i].leader);
     }
     reign__free(x->v);
+    reign__candidate_rows_free(&x->cands);
     reign__free(x->prefix);
     reign__free(x->name);
     reign__free(x);
@@ -365,6 +372,47 @@ static int count_slots(reign__sqlconn *c, const char *dc, const char *name, size
     }
     reign__run_rows_free(&rows);
     return 0;
+}
+
+/* Adds entry `name` of `kind` to x (its name the first n bytes), unless listed already. */
+static int add_entry(sql_ctx *x, size_t *cap, reign_entry_kind kind, const char *name, size_t n)
+{
+    for (size_t i = 0; i < x->n; i++)
+        if (x->v[i].kind == kind && strlen(x->v[i].name) == n && !strncmp(x->v[i].name, name, n))
+            return 0;
+    if (x->n == *cap) {
+        size_t c = *cap ? 2 * *cap : 8;
+        ent *v = reign__realloc(x->v, c * sizeof(*v));
+        if (!v)
+            return REIGN_ENOMEM;
+        x->v = v;
+        *cap = c;
+    }
+    ent *e = &x->v[x->n];
+    memset(e, 0, sizeof(*e));
+    e->kind = kind;
+    if (!(e->name = reign__strndup(name, n)))
+        return REIGN_ENOMEM;
+    x->n++;
+    return 0;
+}
+
+/* The values, as ZooKeeper's directory lists them: the first segment of each key, once. */
+static int list_values(reign__sqlconn *c, const char *dc, sql_ctx *x, char *err, size_t errlen)
+{
+    reign__sql_rows keys;
+    int rc = reign__values_keys(c, dc, &keys, err, errlen);
+    if (rc < 0)
+        return rc;
+    size_t pl = strlen(x->prefix), cap = x->n;
+    for (size_t i = 0; rc == 0 && i < keys.n_rows; i++) {
+        const char *key = reign__sql_cell(&keys, i, 0);
+        size_t n = key ? strcspn(key, "/") : 0;
+        if (n && n >= pl && !strncmp(key, x->prefix, pl))
+            rc = add_entry(x, &cap, REIGN_ENTRY_VALUE, key, n);
+    }
+    reign__sql_rows_free(&keys);
+    return rc < 0 ? rc : 1;
 }
 
 static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_t errlen)
@@ -407,7 +455,7 @@ static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_
         reign__lease_clear(&l);
     }
     reign__sql_rows_free(&rows);
-    return rc;
+    return rc < 0 ? rc : list_values(c, dc, x, err, errlen);
 }
 
 static void on_sql_list(void *owner, void *arg, const reign__sqlw_result *r)
@@ -429,6 +477,10 @@ static void on_sql_list(void *owner, void *arg, const reign__sqlw_result *r)
 static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, size_t errlen)
 {
     sql_ctx *x = p;
+    if (x->kind == REIGN_ENTRY_VALUE) { /* a value is never in use: at whatever version */
+        int64_t version;
+        return reign__values_delete(c, dc, x->name, REIGN_VALUE_ANY, &version, err, errlen);
+    }
     reign__lease l = {0};
     int rc = reign__sql_lease_read(c, dc, x->name, &l, err, errlen);
     if (rc < 0)
@@ -438,9 +490,14 @@ static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, siz
     else if (!l.expired && l.owner[0]) {
         reign__strlcpy(x->owner, l.owner, sizeof(x->owner));
         rc = REIGN_EBUSY;
-    } else {
+    } else if ((rc = reign__candidates_list(c, dc, x->name, &x->cands, err, errlen)) == 0 &&
+               x->cands.n) {
+        rc = REIGN_EBUSY; /* listed candidates stand, about to claim the lease */
+    } else if (rc == 0) {
         rc = reign__sql_catalog_remove(c, dc, x->name, l.term, err, errlen);
-        if (rc == 0) { /* taken over since the read */
+        if (rc > 0) /* the lease row is gone: the rows of candidates that stood in it too */
+            rc = reign__candidates_remove(c, dc, x->name, err, errlen);
+        else if (rc == 0) { /* taken over since the read */
             reign__lease_clear(&l);
             rc = reign__sql_lease_read(c, dc, x->name, &l, err, errlen);
             if (rc >= 0) {
@@ -458,7 +515,13 @@ static void on_sql_remove(void *owner, void *arg, const reign__sqlw_result *r)
     store_op *o = owner;
     sql_ctx *x = r->ctx;
     const char *who[1] = {x->owner};
-    if (r->rc == REIGN_EBUSY)
+    if (r->rc == REIGN_EBUSY && x->cands.n) {
+        const char **ids = reign__calloc(x->cands.n, sizeof(*ids));
+        for (size_t i = 0; ids && i < x->cands.n; i++)
+            ids[i] = x->cands.v[i].owner;
+        finish_remove(o, ids ? REIGN_EBUSY : REIGN_ENOMEM, ids, ids ? x->cands.n : 0);
+        reign__free(ids);
+    } else if (r->rc == REIGN_EBUSY)
         finish_remove(o, REIGN_EBUSY, who, x->owner[0] ? 1 : 0);
     else
         finish_remove(o, r->rc < 0 ? r->rc : 0, NULL, 0);
@@ -469,6 +532,7 @@ static int sql_start(store_op *o, bool list)
     sql_ctx *x = reign__calloc(1, sizeof(*x));
     if (!x)
         return REIGN_ENOMEM;
+    x->kind = o->kind;
     if (list ? !(x->prefix = reign__strdup(o->prefix)) : !(x->name = reign__strdup(o->name))) {
         ctx_free(x);
         return REIGN_ENOMEM;
@@ -780,7 +844,7 @@ int reign_store_remove(reign_client *client, reign_entry_kind kind, const char *
         op_free(o);
         return REIGN_ENOMEM;
     }
-    int rc = o->sql && kind != REIGN_ENTRY_ELECTION ? REIGN_ENOENT : 0;
+    int rc = o->sql && kind != REIGN_ENTRY_ELECTION && kind != REIGN_ENTRY_VALUE ? REIGN_ENOENT : 0;
     if (rc == 0) {
         reign__client_attach(client, &o->recipe);
         rc = o->sql ? sql_start(o, false)

@@ -771,12 +771,6 @@ static int check_service(parse *p, size_t idx)
                        "must end before the next one starts",
                        (long long)svc->check_timeout_ms, (long long)svc->check_interval_ms);
     svc->election_uri_line = l->key[K_ELECTION_URI];
-    if (strncmp(svc->election_uri, "zk://", 5) != 0)
-        return fail_at(p, REIGN_EINVAL, svc->election_uri_line,
-                       "[service %s]: election_uri: reignd needs a ZooKeeper store (zk://...): "
-                       "it keeps each service's breadcrumb in a reign value, which the SQL stores "
-                       "do not keep",
-                       svc->name);
     if (!svc->election_name && !(svc->election_name = dup_str(p, svc->name)))
         return p->err;
     if (!svc->node_id && default_node_id(p, svc) < 0)

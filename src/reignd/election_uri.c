@@ -3,6 +3,7 @@
  * (election_uri.h).
  */
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,13 +38,13 @@ static int unescape(const char *s, size_t n, char *out, size_t outlen)
     return 0;
 }
 
-typedef struct zk_param {
+typedef struct uri_param {
     const char *name;
     long min, max; /* min > max: not a number */
-} zk_param;
+} uri_param;
 
 /* <reign/client.h>'s parameters of a zk:// URI. */
-static const zk_param zk_params[] = {
+static const uri_param zk_params[] = {
     {"session_timeout_ms", 100, 3600000},
     {"connect_timeout_ms", 1, 3600000},
     {"op_timeout_ms", 1, 3600000},
@@ -51,13 +52,49 @@ static const zk_param zk_params[] = {
     {"retry_max", 0, 1000},
     {"suspend_policy", 1, 0},
     {"password_file", 1, 0},
+    {NULL, 0, 0},
 };
 
-static int check_param(const char *name, const char *value, reignd_uri_info *info, char *err,
-                       size_t errlen)
+/* And of the SQL stores' URIs (sqlite://, mysql://, mariadb://, postgres://). */
+static const uri_param sql_params[] = {
+    {"lease_ms", 1, 3600000},
+    {"renew_ms", 10, 3600000},
+    {"poll_ms", 10, 3600000},
+    {"statement_timeout_ms", 10, 3600000},
+    {"connect_timeout_ms", 1, 3600000},
+    {"retry_period_ms", 10, 3600000},
+    {"table", 1, 0},
+    {"data_center", 1, 0},
+    {"suspend_policy", 1, 0},
+    {"password_file", 1, 0},
+    {NULL, 0, 0},
+};
+
+typedef struct scheme {
+    const char *name;
+    const uri_param *params;
+    const char *takes; /* for the message naming an unknown parameter */
+} scheme;
+
+static const scheme schemes[] = {
+    {"zk", zk_params,
+     "session_timeout_ms, connect_timeout_ms, op_timeout_ms, retry_period_ms, retry_max, "
+     "suspend_policy, password_file"},
+    {"sqlite", sql_params, NULL},
+    {"mysql", sql_params, NULL},
+    {"mariadb", sql_params, NULL},
+    {"postgres", sql_params, NULL},
+    {"postgresql", sql_params, NULL},
+};
+
+#define SQL_TAKES                                                                                  \
+    "lease_ms, renew_ms, poll_ms, statement_timeout_ms, connect_timeout_ms, retry_period_ms, "     \
+    "table, data_center, suspend_policy, password_file"
+
+static int check_param(const scheme *sc, const char *name, const char *value, reignd_uri_info *info,
+                       char *err, size_t errlen)
 {
-    for (size_t i = 0; i < sizeof(zk_params) / sizeof(zk_params[0]); i++) {
-        const zk_param *p = &zk_params[i];
+    for (const uri_param *p = sc->params; p->name; p++) {
         if (strcmp(name, p->name) != 0)
             continue;
         if (p->min <= p->max) {
@@ -73,22 +110,21 @@ static int check_param(const char *name, const char *value, reignd_uri_info *inf
                    strcmp(value, "immediate") != 0) {
             snprintf(err, errlen, "parameter suspend_policy must be 'deadline' or 'immediate'");
             return REIGN_EINVAL;
+        } else if (!value[0]) {
+            snprintf(err, errlen, "parameter %s is empty", name);
+            return REIGN_EINVAL;
         } else if (strcmp(name, "password_file") == 0) {
-            if (!value[0]) {
-                snprintf(err, errlen, "parameter password_file is empty");
-                return REIGN_EINVAL;
-            }
             snprintf(info->password_file, sizeof(info->password_file), "%s", value);
         }
         return 0;
     }
-    snprintf(err, errlen,
-             "unknown parameter (a zk:// URI takes session_timeout_ms, connect_timeout_ms, "
-             "op_timeout_ms, retry_period_ms, retry_max, suspend_policy, password_file)");
+    snprintf(err, errlen, "unknown parameter (a %s:// URI takes %s)", sc->name,
+             sc->takes ? sc->takes : SQL_TAKES);
     return REIGN_EINVAL;
 }
 
-static int check_query(const char *q, reignd_uri_info *info, char *err, size_t errlen)
+static int check_query(const scheme *sc, const char *q, reignd_uri_info *info, char *err,
+                       size_t errlen)
 {
     const char *end = q + strcspn(q, "#");
     for (const char *a = q; a < end;) {
@@ -104,7 +140,7 @@ static int check_query(const char *q, reignd_uri_info *info, char *err, size_t e
             snprintf(err, errlen, "malformed parameter (expected name=value, percent escapes)");
             return REIGN_EINVAL;
         }
-        int r = check_param(name, value, info, err, errlen);
+        int r = check_param(sc, name, value, info, err, errlen);
         if (r < 0)
             return r;
         a += n;
@@ -112,15 +148,41 @@ static int check_query(const char *q, reignd_uri_info *info, char *err, size_t e
     return 0;
 }
 
+/* sqlite:///absolute/path.db: a local file, no host, no user. */
+static int check_sqlite(const char *auth, size_t alen, char *err, size_t errlen)
+{
+    const char *path = auth + alen;
+    size_t plen = strcspn(path, "?#");
+    if (alen || plen < 2 || path[0] != '/' || path[plen - 1] == '/') {
+        snprintf(err, errlen,
+                 "a sqlite:// URI names a local file by its absolute path, and no "
+                 "host: write sqlite:///absolute/path/file.db");
+        return REIGN_EINVAL;
+    }
+    return 0;
+}
+
 int reignd_uri_check(const char *uri, reignd_uri_info *info, char *err, size_t errlen)
 {
     memset(info, 0, sizeof(*info));
-    if (strncmp(uri, "zk://", 5) != 0) {
-        snprintf(err, errlen, "not a zk:// URI");
+    const char *sep = strstr(uri, "://");
+    const scheme *sc = NULL;
+    for (size_t i = 0; sep && !sc && i < sizeof(schemes) / sizeof(schemes[0]); i++)
+        if (strlen(schemes[i].name) == (size_t)(sep - uri) &&
+            strncmp(uri, schemes[i].name, (size_t)(sep - uri)) == 0)
+            sc = &schemes[i];
+    if (!sc) {
+        snprintf(err, errlen,
+                 "not a store URI (zk://, sqlite://, mysql://, mariadb://, "
+                 "postgres://)");
         return REIGN_EINVAL;
     }
-    const char *auth = uri + 5;
+    bool zk = sc->params == zk_params;
+    const char *auth = sep + 3;
     size_t alen = strcspn(auth, "/?#");
+    int r = !strcmp(sc->name, "sqlite") ? check_sqlite(auth, alen, err, errlen) : 0;
+    if (r < 0)
+        return r;
     const char *at = NULL;
     for (const char *c = auth; c < auth + alen; c++)
         if (*c == '@')
@@ -134,11 +196,31 @@ int reignd_uri_check(const char *uri, reignd_uri_info *info, char *err, size_t e
         return REIGN_EAUTH;
     }
     const char *hosts = at ? at + 1 : auth;
-    if (hosts == auth + alen) {
-        snprintf(err, errlen, "no ZooKeeper host");
+    if (hosts == auth + alen && strcmp(sc->name, "sqlite") != 0) {
+        snprintf(err, errlen, zk ? "no ZooKeeper host" : "no database host");
         return REIGN_EINVAL;
+    }
+    if (!zk && strcmp(sc->name, "sqlite") != 0) {
+        /* mysql://USER@HOST[:PORT]/DB, postgres://USER@HOST[:PORT]/DB */
+        const char *db = auth + alen;
+        size_t dlen = strcspn(db, "?#");
+        if (memchr(hosts, ',', (size_t)(auth + alen - hosts))) {
+            snprintf(err, errlen, "a %s:// URI names one database host", sc->name);
+            return REIGN_EINVAL;
+        }
+        if (dlen < 2 || db[0] != '/' || memchr(db + 1, '/', dlen - 1)) {
+            snprintf(err, errlen,
+                     "a %s:// URI needs a database name as its path: %s://USER@HOST/DB", sc->name,
+                     sc->name);
+            return REIGN_EINVAL;
+        }
+        if (!at) {
+            snprintf(err, errlen, "a %s:// URI needs a user: %s://USER@HOST/DB", sc->name,
+                     sc->name);
+            return REIGN_EAUTH;
+        }
     }
     const char *q = strchr(auth + alen, '?');
     const char *frag = strchr(auth + alen, '#');
-    return q && (!frag || q < frag) ? check_query(q + 1, info, err, errlen) : 0;
+    return q && (!frag || q < frag) ? check_query(sc, q + 1, info, err, errlen) : 0;
 }

@@ -16,13 +16,13 @@ typedef struct reignd_uri_info {
 } reignd_uri_info;
 
 /*
- * Checks a zk:// URI: a user, if any, not empty; at least one host; the
- * parameters known to a zk:// URI (session_timeout_ms, connect_timeout_ms,
- * op_timeout_ms, retry_period_ms, retry_max, suspend_policy, password_file),
- * numbers within their ranges, percent escapes well formed.  (The config
- * parser has refused other schemes, spaces and an inline password.)
- * Returns 0 with *info, or REIGN_EINVAL / REIGN_EAUTH (empty user) with one
- * line in err that never quotes the URI.
+ * Checks an election URI: zk:// (a user, if any, not empty; at least one
+ * host), sqlite:// (an absolute file path, no host), mysql://, mariadb://,
+ * postgres:// (a user, one host, a database); the parameters the scheme
+ * takes (<reign/client.h>), numbers within their ranges, percent escapes
+ * well formed.  (The config parser has refused other schemes, spaces and
+ * an inline password.)  Returns 0 with *info, or REIGN_EINVAL / REIGN_EAUTH
+ * (empty or missing user) with one line in err that never quotes the URI.
  */
 int reignd_uri_check(const char *uri, reignd_uri_info *info, char *err, size_t errlen);
 

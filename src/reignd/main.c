@@ -329,7 +329,7 @@ static int run(const args *a, const reignd_config *cfg, const reignd_secret *sec
     else if (e == REIGN_ENOENT)
         status = EXIT_NOT_FORMATTED;
     else if (e == REIGN_ENOTSUP)
-        status = EXIT_CONFIG; /* a store that cannot keep a breadcrumb */
+        status = EXIT_CONFIG; /* a store that cannot keep a breadcrumb (none left) */
     else if (e == 0 && a->format) {
         e = reignd_daemon_format(sv.daemon, a->force, err, sizeof(err));
         status = e == 0 ? 0 : e == REIGN_EEXIST ? EXIT_FORMAT_DENIED : EXIT_RUNTIME;

@@ -49,6 +49,13 @@ struct store {
     int closed;
 };
 
+/* ZooKeeper queues the candidates (the next in line takes over, designation works); a SQL
+ * lease goes to whoever takes it first. */
+static int store_queues(const store *st)
+{
+    return strncmp(st->uri, "zk://", 5) == 0;
+}
+
 struct service {
     reignd_daemon *d;
     const reignd_service_config *cfg;
@@ -109,6 +116,7 @@ struct reignd_daemon {
     reignd_ops ops;
     uv_timer_t grace;
     int grace_started;
+    int started; /* reignd_daemon_start() ran: before, prepare() reports a store's failure */
     int shutting_down;
     int exit_status;
     int exited;
@@ -439,6 +447,9 @@ static void join_now(service *s)
         .data = data,
         .data_len = strlen(data),
         .follow_leader = 1,
+        /* SQL stores: a row of this standing beside the lease, so that the others see that we
+         * stand, with the payload (ZooKeeper lists every candidate anyway). */
+        .listed = 1,
         .cede_delay_ms = DEPOSED_DELAY_MS,
         .cb = on_election,
         .userdata = s,
@@ -836,6 +847,12 @@ static void on_cede_timer(uv_timer_t *t)
  */
 static void cede(service *s, int delay_ms, int retry)
 {
+    /* A SQL lease goes to whoever takes it first, and the others see it free when told
+     * (SQLite, PostgreSQL) or at their next poll (MariaDB): standing again at once would take
+     * it straight back.  Out for one session_timeout at least (the lease; its poll period is
+     * shorter), or until a failover's target is active. */
+    if (!store_queues(s->st) && delay_ms < (int)s->cfg->session_timeout_ms)
+        delay_ms = (int)s->cfg->session_timeout_ms;
     leave(s);
     timer_stop(&s->cede_timer);
     s->cede_timer = timer_start(s, on_cede_timer, (uint64_t)(delay_ms > 0 ? delay_ms : 0), 0);
@@ -988,6 +1005,10 @@ static void on_store_state(reign_client *client, reign_conn_state state, void *u
             reign_uv_detach(st->uv);
             st->uv = NULL;
         }
+        /* Closed while prepare() waits for it (a SQL store refusing the password at once):
+         * prepare() says why and the daemon exits with the matching status; nothing runs yet. */
+        if (!d->started)
+            return;
         if (!d->shutting_down)
             fatal(d, "a store closed (see its error above)");
         maybe_finish(d);
@@ -1524,8 +1545,14 @@ static void on_designated(reign_client *client, int err, void *userdata)
     failover_req *f = userdata;
     service *s = &f->d->services[f->index];
     if (err < 0) {
-        char msg[300];
-        snprintf(msg, sizeof(msg), "cannot designate %s: %s", f->to, reign_strerror(err));
+        char msg[600];
+        if (err == REIGN_ENOTSUP)
+            snprintf(msg, sizeof(msg),
+                     "cannot hand over to %s on a SQL store while other standbys stand: the lease "
+                     "goes to whichever takes it first (stop the other standbys' reignd first)",
+                     f->to);
+        else
+            snprintf(msg, sizeof(msg), "cannot designate %s: %s", f->to, reign_strerror(err));
         if (s->failover == f)
             s->failover = NULL;
         failover_refuse(f, err, msg);
@@ -1630,7 +1657,11 @@ static void on_failover_view(reign_client *client, int err, const reign_election
         failover_refuse(f, REIGN_ESTATE, msg);
         return;
     }
-    f->next_in_line = pos == 1 && strcmp(view->candidates[0].id, s->cfg->node_id) == 0;
+    /* ZooKeeper's candidates queue: the one after the leader takes over.  A SQL lease goes to
+     * whoever takes it first, so there the target is next only when it stands alone with us
+     * (else it is designated, which those stores refuse: failover_go). */
+    f->next_in_line = pos == 1 && strcmp(view->candidates[0].id, s->cfg->node_id) == 0 &&
+                      (store_queues(s->st) || view->n_candidates == 2);
     payload p;
     payload_parse(target->data, target->data_len, &p);
     snprintf(f->peer, sizeof(f->peer), "%s", p.peer_address);
@@ -2101,6 +2132,7 @@ int reignd_daemon_format(reignd_daemon *d, int force, char *err, size_t errlen)
 
 int reignd_daemon_start(reignd_daemon *d, char *err, size_t errlen)
 {
+    d->started = 1;
     for (size_t i = 0; i < d->n_stores; i++) {
         store *st = &d->stores[i];
         int e = reign_uv_attach(&st->uv, d->o.loop, st->client);

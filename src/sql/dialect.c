@@ -3,9 +3,11 @@
  * sql.c, which calls them: error messages naming the store, deadlines, the check of a table's
  * layout, the PostgreSQL channel names, and the rows of a result (dialect.h).
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -235,6 +237,7 @@ void reign__sql_rows_free(reign__sql_rows *r)
     for (size_t i = 0; i < r->n_rows * r->n_cols; i++)
         reign__free(r->cells[i]);
     reign__free(r->cells);
+    reign__free(r->lens);
     memset(r, 0, sizeof *r);
 }
 
@@ -245,21 +248,64 @@ const char *reign__sql_cell(const reign__sql_rows *r, size_t row, size_t col)
     return r->cells[row * r->n_cols + col];
 }
 
+size_t reign__sql_cell_len(const reign__sql_rows *r, size_t row, size_t col)
+{
+    if (!r || row >= r->n_rows || col >= r->n_cols)
+        return 0;
+    return r->lens[row * r->n_cols + col];
+}
+
 int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size_t *lens)
 {
-    char **v = reign__realloc(r->cells, (r->n_rows + 1) * r->n_cols * sizeof *v);
+    size_t n = (r->n_rows + 1) * r->n_cols;
+    char **v = reign__realloc(r->cells, n * sizeof *v);
     if (!v)
         return REIGN_ENOMEM;
     r->cells = v;
+    size_t *l = reign__realloc(r->lens, n * sizeof *l);
+    if (!l)
+        return REIGN_ENOMEM; /* cells is larger than needed; freed with the rows */
+    r->lens = l;
     char **row = v + r->n_rows * r->n_cols;
-    for (size_t i = 0; i < r->n_cols; i++)
+    size_t *row_lens = l + r->n_rows * r->n_cols;
+    for (size_t i = 0; i < r->n_cols; i++) {
         row[i] = NULL;
+        row_lens[i] = 0;
+    }
     r->n_rows++; /* counted now, so that a failure below frees what was copied */
     for (size_t i = 0; i < r->n_cols; i++) {
         if (!cells[i])
             continue;
-        if (!(row[i] = reign__strndup(cells[i], lens ? lens[i] : strlen(cells[i]))))
+        size_t len = lens ? lens[i] : strlen(cells[i]);
+        /* Bytes as they are (a byte string may hold NULs), then a NUL for text's sake. */
+        if (!(row[i] = reign__malloc(len + 1)))
             return REIGN_ENOMEM;
+        memcpy(row[i], cells[i], len);
+        row[i][len] = '\0';
+        row_lens[i] = len;
     }
     return 0;
+}
+
+bool reign__sql_has_column(const reign__sql_rows *cols, const char *name)
+{
+    for (size_t i = 0; i < cols->n_rows; i++) {
+        const char *n = reign__sql_cell(cols, i, 0);
+        if (n && !strcasecmp(n, name))
+            return true;
+    }
+    return false;
+}
+
+bool reign__sql_parse_i64(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *out = v;
+    return true;
 }

@@ -67,6 +67,10 @@ struct reign__sqlconn {
     bool broken;
     /* The runs table of slots was checked (and made or upgraded) on this connection (runs.c). */
     bool runs_ready;
+    /* The values table and the data center's counter were checked or made (values.c). */
+    bool values_ready;
+    /* The candidates table was checked or made (candidates.c). */
+    bool candidates_ready;
 };
 
 /*
@@ -118,8 +122,12 @@ struct reign__sql_dialect {
     const char *on_conflict;   /* an INSERT that skips a duplicate key, or "" */
     const char *id_column;     /* an auto-increment primary key, for CREATE TABLE */
     const char *table_options; /* after CREATE TABLE (...): engine, character set */
+    const char *blob_type;     /* a byte string of up to REIGN_VALUE_DATA_MAX bytes */
     char quote;                /* around table names: '"' or '`' */
     char placeholder;          /* '?': "?N" (SQLite), '$': "$N" (PostgreSQL), 0: bare '?' */
+    /* Reads that follow a change notice take the write lock first (SQLite: the inotify event
+     * comes as the writer's frames are written, a moment before its commit is visible). */
+    bool read_under_lock;
 };
 
 extern const reign__sql_dialect reign__sql_sqlite;

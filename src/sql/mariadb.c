@@ -909,6 +909,22 @@ static int my_notify(reign__sqlconn *c, const char *dc, const char *name, char *
 #define QUERY_COLS_MAX 16
 #define QUERY_CELL     2048
 
+/* Column `col` of the row just fetched, `len` bytes, into *out (allocated). */
+static int fetch_long(maria_conn *m, MYSQL_STMT *st, size_t col, unsigned long len, char **out,
+                      const char *what, int64_t started, char *err, size_t errlen)
+{
+    MYSQL_BIND b;
+    memset(&b, 0, sizeof b);
+    if (!(*out = reign__malloc(len)))
+        return reign__sql_err(&m->base, err, errlen, REIGN_ENOMEM, "out of memory");
+    b.buffer_type = MYSQL_TYPE_BLOB;
+    b.buffer = *out;
+    b.buffer_length = len;
+    if (maria.mysql_stmt_fetch_column(st, &b, (unsigned)col, 0))
+        return stmt_error(m, st, what, started, err, errlen);
+    return 0;
+}
+
 static int my_query(reign__sqlconn *c, const char *what, const char *sql, const reign__sqlv *args,
                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
 {
@@ -929,6 +945,12 @@ static int my_query(reign__sqlconn *c, const char *what, const char *sql, const 
             bind_int(&pb[i], &ints[i], false);
         } else if (args[i].kind == REIGN__SQLV_TEXT) {
             bind_text(&pb[i], args[i].s, &plen[i]);
+        } else if (args[i].kind == REIGN__SQLV_BLOB && args[i].len) {
+            plen[i] = (unsigned long)args[i].len;
+            pb[i].buffer_type = MYSQL_TYPE_BLOB;
+            pb[i].buffer = (void *)args[i].s;
+            pb[i].buffer_length = plen[i];
+            pb[i].length = &plen[i];
         } else {
             pb[i].buffer_type = MYSQL_TYPE_NULL;
         }
@@ -977,19 +999,22 @@ static int my_query(reign__sqlconn *c, const char *what, const char *sql, const 
                 rc = stmt_error(m, st, what, started, err, errlen);
                 break;
             }
-            if (f == MYSQL_DATA_TRUNCATED) {
-                rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
-                                    "%s: a value longer than %d bytes", what, QUERY_CELL - 1);
-                break;
-            }
             const char *row[QUERY_COLS_MAX];
             size_t lens[QUERY_COLS_MAX];
-            for (size_t i = 0; i < ncols; i++) {
+            char *big[QUERY_COLS_MAX] = {NULL};
+            for (size_t i = 0; i < ncols && rc == 0; i++) {
                 row[i] = rnull[i] ? NULL : cells + i * QUERY_CELL;
                 lens[i] = rnull[i] ? 0 : rlen[i];
+                /* Longer than the cell (a value's bytes): fetched again, whole. */
+                if (!rnull[i] && rlen[i] > QUERY_CELL - 1 && rows)
+                    rc = fetch_long(m, st, i, rlen[i], &big[i], what, started, err, errlen);
+                if (big[i])
+                    row[i] = big[i];
             }
-            if (rows && reign__sql_rows_add(&got, row, lens) < 0)
+            if (rc == 0 && rows && reign__sql_rows_add(&got, row, lens) < 0)
                 rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+            for (size_t i = 0; i < ncols; i++)
+                reign__free(big[i]);
         }
     }
     maria.mysql_stmt_free_result(st);
@@ -1028,5 +1053,6 @@ const reign__sql_dialect reign__sql_mariadb = {
     .id_column = "id bigint NOT NULL AUTO_INCREMENT PRIMARY KEY",
     .placeholder = 0,
     .table_options = " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
+    .blob_type = "mediumblob",
     .quote = '`',
 };

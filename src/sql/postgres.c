@@ -44,6 +44,7 @@
     X(t, PQfinish)                                                                                 \
     X(t, PQflush)                                                                                  \
     X(t, PQfreemem)                                                                                \
+    X(t, PQftype)                                                                                  \
     X(t, PQgetResult)                                                                              \
     X(t, PQgetisnull)                                                                              \
     X(t, PQgetlength)                                                                              \
@@ -930,6 +931,43 @@ static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, char *
 
 #define QUERY_ARGS_MAX 16
 
+static int hex_digit(char ch)
+{
+    return ch >= '0' && ch <= '9'   ? ch - '0'
+           : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                    : -1;
+}
+
+/* A bytea in text form (\x and hex digits, PostgreSQL's bytea_output = hex, the default)
+ * into *out (allocated, with a NUL after the bytes). */
+static int unhex(reign__sqlconn *c, const char *what, const char *s, size_t n, char **out,
+                 size_t *outlen, char *err, size_t errlen)
+{
+    if (n < 2 || s[0] != '\\' || s[1] != 'x' || n % 2)
+        return reign__sql_err(c, err, errlen, REIGN_EBACKEND,
+                              "%s: a byte string not in hex form (is bytea_output 'escape'? "
+                              "reign needs 'hex', the default)",
+                              what);
+    size_t len = (n - 2) / 2;
+    char *b = reign__malloc(len + 1);
+    if (!b)
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    for (size_t i = 0; i < len; i++) {
+        int hi = hex_digit(s[2 + 2 * i]), lo = hex_digit(s[3 + 2 * i]);
+        if (hi < 0 || lo < 0) {
+            reign__free(b);
+            return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: a malformed byte string",
+                                  what);
+        }
+        b[i] = (char)(hi << 4 | lo);
+    }
+    b[len] = '\0';
+    *out = b;
+    *outlen = len;
+    return 0;
+}
+
 static int pg_query(reign__sqlconn *c, const char *what, const char *sql, const reign__sqlv *args,
                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
 {
@@ -938,45 +976,67 @@ static int pg_query(reign__sqlconn *c, const char *what, const char *sql, const 
         return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
     Oid types[QUERY_ARGS_MAX];
     const char *vals[QUERY_ARGS_MAX];
+    int lens[QUERY_ARGS_MAX], fmts[QUERY_ARGS_MAX];
     char ints[QUERY_ARGS_MAX][24];
     for (size_t i = 0; i < n_args; i++) {
-        types[i] = args[i].kind == REIGN__SQLV_INT ? INT8OID : TEXTOID;
+        types[i] = args[i].kind == REIGN__SQLV_INT    ? INT8OID
+                   : args[i].kind == REIGN__SQLV_BLOB ? BYTEAOID
+                                                      : TEXTOID;
         vals[i] = NULL;
+        lens[i] = 0;
+        fmts[i] = 0;
         if (args[i].kind == REIGN__SQLV_INT) {
             snprintf(ints[i], sizeof ints[i], "%" PRId64, args[i].i);
             vals[i] = ints[i];
         } else if (args[i].kind == REIGN__SQLV_TEXT) {
             vals[i] = args[i].s;
+        } else if (args[i].kind == REIGN__SQLV_BLOB && args[i].len) {
+            if (args[i].len > INT32_MAX)
+                return reign__sql_err(c, err, errlen, REIGN_E2BIG, "%s: parameter too long", what);
+            vals[i] = args[i].s; /* binary: as it is */
+            lens[i] = (int)args[i].len;
+            fmts[i] = 1;
         }
     }
     PGresult *r;
     /* run() splices {T} again: the text holds none any more. */
-    int rc = run(p, what, sql, (int)n_args, types, vals, NULL, NULL, 0, &r, err, errlen);
+    int rc = run(p, what, sql, (int)n_args, types, vals, lens, fmts, 0, &r, err, errlen);
     if (rc)
         return rc;
     if (pq.PQresultStatus(r) == PGRES_TUPLES_OK) {
         reign__sql_rows got = {.n_cols = (size_t)pq.PQnfields(r)};
         const char *cells[32];
-        size_t lens[32];
+        size_t lens_out[32];
+        char *bytes[32] = {NULL};
         if (got.n_cols > 32) {
             pq.PQclear(r);
             return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many columns", what);
         }
-        for (int i = 0; rows && i < pq.PQntuples(r); i++) {
-            for (size_t k = 0; k < got.n_cols; k++) {
+        for (int i = 0; rows && i < pq.PQntuples(r) && rc == 0; i++) {
+            for (size_t k = 0; k < got.n_cols && rc == 0; k++) {
                 bool null = pq.PQgetisnull(r, i, (int)k);
                 cells[k] = null ? NULL : pq.PQgetvalue(r, i, (int)k);
-                lens[k] = null ? 0 : (size_t)pq.PQgetlength(r, i, (int)k);
+                lens_out[k] = null ? 0 : (size_t)pq.PQgetlength(r, i, (int)k);
+                /* Text results: a byte string comes as \x and hex digits. */
+                if (!null && pq.PQftype(r, (int)k) == BYTEAOID) {
+                    rc =
+                        unhex(c, what, cells[k], lens_out[k], &bytes[k], &lens_out[k], err, errlen);
+                    cells[k] = bytes[k];
+                }
             }
-            if (reign__sql_rows_add(&got, cells, lens) < 0) {
-                reign__sql_rows_free(&got);
-                pq.PQclear(r);
-                return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+            if (rc == 0 && reign__sql_rows_add(&got, cells, lens_out) < 0)
+                rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+            for (size_t k = 0; k < got.n_cols; k++) {
+                reign__free(bytes[k]);
+                bytes[k] = NULL;
             }
         }
         pq.PQclear(r);
-        if (rows)
-            *rows = got;
+        if (rc < 0 || !rows) {
+            reign__sql_rows_free(&got);
+            return rc;
+        }
+        *rows = got;
         return 0;
     }
     const char *n = pq.PQcmdTuples(r);
@@ -1011,5 +1071,6 @@ const reign__sql_dialect reign__sql_postgres = {
     .id_column = "id bigserial PRIMARY KEY",
     .placeholder = '$',
     .table_options = "",
+    .blob_type = "bytea",
     .quote = '"',
 };

@@ -28,39 +28,6 @@ void reign__run_rows_free(reign__run_rows *r)
 /* Every column a row has: a table that lacks one is not a runs table reign can use. */
 static const char *const required[] = {REIGN__RUNS_REQUIRED_COLUMNS};
 
-static int read_columns(reign__sqlconn *c, reign__sql_rows *out, char *err, size_t errlen)
-{
-    char runs[REIGN__SQL_TABLE_MAX + 8];
-    int rc = reign__sql_runs_table(c, runs, sizeof runs, err, errlen);
-    if (rc)
-        return rc;
-    const char *sql;
-    switch (reign__sql_kind_of(c)) {
-    case REIGN__SQL_SQLITE:
-        sql = "SELECT name FROM pragma_table_info({1})";
-        break;
-    case REIGN__SQL_POSTGRES:
-        sql = "SELECT attname::text FROM pg_attribute WHERE attrelid = "
-              "to_regclass(quote_ident({1})) AND attnum > 0 AND NOT attisdropped";
-        break;
-    default:
-        sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
-              "DATABASE() AND TABLE_NAME = {1}";
-    }
-    reign__sqlv arg = REIGN__SQLV_S(runs);
-    return reign__sql_query(c, "reading the runs table's columns", sql, &arg, 1, out, err, errlen);
-}
-
-static bool has_column(const reign__sql_rows *cols, const char *name)
-{
-    for (size_t i = 0; i < cols->n_rows; i++) {
-        const char *n = reign__sql_cell(cols, i, 0);
-        if (n && !strcasecmp(n, name))
-            return true;
-    }
-    return false;
-}
-
 static int create_table(reign__sqlconn *c, char *err, size_t errlen)
 {
     int rc = reign__sql_query(c, "creating the runs table",
@@ -92,7 +59,7 @@ int reign__runs_ensure(reign__sqlconn *c, char *err, size_t errlen)
     if (c->runs_ready)
         return 0;
     reign__sql_rows cols;
-    int rc = read_columns(c, &cols, err, errlen);
+    int rc = reign__sql_side_columns(c, REIGN__SQL_RUNS_SUFFIX, &cols, err, errlen);
     if (rc < 0)
         return rc;
     if (cols.n_rows == 0) {
@@ -101,7 +68,8 @@ int reign__runs_ensure(reign__sqlconn *c, char *err, size_t errlen)
         if (rc < 0) {
             /* Another process may have made it at the same moment: look again. */
             char ignored[256];
-            if (read_columns(c, &cols, ignored, sizeof ignored) < 0)
+            if (reign__sql_side_columns(c, REIGN__SQL_RUNS_SUFFIX, &cols, ignored, sizeof ignored) <
+                0)
                 return rc;
             bool made = cols.n_rows > 0;
             reign__sql_rows_free(&cols);
@@ -112,7 +80,7 @@ int reign__runs_ensure(reign__sqlconn *c, char *err, size_t errlen)
         return 0;
     }
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++) {
-        if (!has_column(&cols, required[i])) {
+        if (!reign__sql_has_column(&cols, required[i])) {
             reign__sql_rows_free(&cols);
             char runs[REIGN__SQL_TABLE_MAX + 8];
             reign__sql_runs_table(c, runs, sizeof runs, NULL, 0);
@@ -127,19 +95,6 @@ int reign__runs_ensure(reign__sqlconn *c, char *err, size_t errlen)
 }
 
 /* ---- rows ------------------------------------------------------------------------------------ */
-
-static bool parse_i64(const char *s, int64_t *out)
-{
-    if (!s || !*s)
-        return false;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end)
-        return false;
-    *out = v;
-    return true;
-}
 
 static int foreign_row(reign__sqlconn *c, const char *what, char *err, size_t errlen)
 {
@@ -162,11 +117,13 @@ static int parse_row(reign__sqlconn *c, const reign__sql_rows *rs, size_t i, siz
         !cell[8] || strlen(cell[8]) >= sizeof out->result || !cell[10] ||
         strlen(cell[10]) >= sizeof out->verdict)
         return foreign_row(c, "a slot, owner, host, result or verdict", err, errlen);
-    if (!parse_i64(cell[1], &attempt) || attempt < 1 || attempt > 1000000 ||
-        !parse_i64(cell[4], &term) || term < 0 || !parse_i64(cell[5], &token) || token < 0 ||
-        !parse_i64(cell[6], &start) || (cell[7] && !parse_i64(cell[7], &end)) ||
-        !parse_i64(cell[9], &code) || code < INT32_MIN || code > INT32_MAX ||
-        !parse_i64(cell[11], &id))
+    if (!reign__sql_parse_i64(cell[1], &attempt) || attempt < 1 || attempt > 1000000 ||
+        !reign__sql_parse_i64(cell[4], &term) || term < 0 ||
+        !reign__sql_parse_i64(cell[5], &token) || token < 0 ||
+        !reign__sql_parse_i64(cell[6], &start) ||
+        (cell[7] && !reign__sql_parse_i64(cell[7], &end)) ||
+        !reign__sql_parse_i64(cell[9], &code) || code < INT32_MIN || code > INT32_MAX ||
+        !reign__sql_parse_i64(cell[11], &id))
         return foreign_row(c, "numbers", err, errlen);
     reign__strlcpy(out->slot, cell[0], sizeof out->slot);
     out->attempt = (unsigned)attempt;
@@ -210,7 +167,7 @@ int reign__runs_now(reign__sqlconn *c, int64_t *now_ms, char *err, size_t errlen
     int rc = reign__sql_query(c, "reading the clock", "SELECT {NOW}", NULL, 0, &rs, err, errlen);
     if (rc < 0)
         return rc;
-    bool ok = parse_i64(reign__sql_cell(&rs, 0, 0), now_ms);
+    bool ok = reign__sql_parse_i64(reign__sql_cell(&rs, 0, 0), now_ms);
     reign__sql_rows_free(&rs);
     return ok ? 0 : reign__sql_err(c, err, errlen, REIGN_EBACKEND, "the clock read as nothing");
 }
@@ -248,7 +205,7 @@ int reign__runs_read(reign__sqlconn *c, const char *dc, const char *name, const 
         if ((rc = reign__sql_query(c, "reading a slot", read_sql, args, 3, &rs, err, errlen)) < 0)
             return rc;
     }
-    if (!parse_i64(reign__sql_cell(&rs, 0, 0), &out->db_now_ms)) {
+    if (!reign__sql_parse_i64(reign__sql_cell(&rs, 0, 0), &out->db_now_ms)) {
         reign__sql_rows_free(&rs);
         return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "the clock read as nothing");
     }
@@ -290,13 +247,6 @@ static int tx_begin(reign__sqlconn *c, char *err, size_t errlen)
     return rc < 0 ? rc : 0;
 }
 
-static void tx_rollback(reign__sqlconn *c)
-{
-    char ignored[256];
-    if (!c->broken)
-        reign__sql_query(c, "rollback", "ROLLBACK", NULL, 0, NULL, ignored, sizeof ignored);
-}
-
 static int tx_commit(reign__sqlconn *c, char *err, size_t errlen)
 {
     int rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
@@ -320,8 +270,8 @@ static int fence_holds(reign__sqlconn *c, const char *dc, const char *name, uint
     if (rc < 0)
         return rc;
     int64_t term;
-    bool ok =
-        rs.n_rows == 1 && parse_i64(reign__sql_cell(&rs, 0, 0), &term) && (uint64_t)term == fence;
+    bool ok = rs.n_rows == 1 && reign__sql_parse_i64(reign__sql_cell(&rs, 0, 0), &term) &&
+              (uint64_t)term == fence;
     reign__sql_rows_free(&rs);
     return ok;
 }
@@ -343,12 +293,12 @@ static int fenced(reign__sqlconn *c, const char *what, const char *dc, const cha
     else if (rc == 0)
         rc = REIGN__RUNS_DEPOSED;
     if (rc < 0 || rc == REIGN__RUNS_DEPOSED) {
-        tx_rollback(c);
+        reign__sql_rollback(c);
         return rc;
     }
     int written = rc > 0;
     if ((rc = tx_commit(c, err, errlen)) < 0) {
-        tx_rollback(c);
+        reign__sql_rollback(c);
         return rc;
     }
     return written;

@@ -7,10 +7,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "dialect.h"
+#include "layout.h"
 
 /* ---- argument checks ------------------------------------------------------------------------ */
 
@@ -470,18 +472,56 @@ const char *reign__sql_table(const reign__sqlconn *c)
     return c->table;
 }
 
-int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, char *err,
-                          size_t errlen)
+int reign__sql_side_table(const reign__sqlconn *c, const char *suffix, char *out, size_t outlen,
+                          char *err, size_t errlen)
 {
     /* PostgreSQL cuts identifiers at 63 bytes, and would then look for another name. */
     size_t max = c->d == &reign__sql_postgres ? 63 : REIGN__SQL_TABLE_MAX;
-    int n = snprintf(out, outlen, "%s_runs", c->table);
+    int n = snprintf(out, outlen, "%s_%s", c->table, suffix);
     if (n < 0 || (size_t)n >= outlen || (size_t)n > max)
         return reign__sql_err(c, err, errlen, REIGN_EINVAL,
-                              "the runs table of table %s would be named %s_runs, longer than %zu "
+                              "the %s table of table %s would be named %s_%s, longer than %zu "
                               "characters: choose a shorter table",
-                              c->table, c->table, max);
+                              suffix, c->table, c->table, suffix, max);
     return 0;
+}
+
+void reign__sql_rollback(reign__sqlconn *c)
+{
+    char ignored[256];
+    if (!c->broken)
+        reign__sql_query(c, "rollback", "ROLLBACK", NULL, 0, NULL, ignored, sizeof ignored);
+}
+
+int reign__sql_side_columns(reign__sqlconn *c, const char *suffix, reign__sql_rows *out, char *err,
+                            size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    char side[REIGN__SQL_TABLE_MAX + 16];
+    int rc = reign__sql_side_table(c, suffix, side, sizeof side, err, errlen);
+    if (rc)
+        return rc;
+    const char *sql;
+    switch (reign__sql_kind_of(c)) {
+    case REIGN__SQL_SQLITE:
+        sql = "SELECT name FROM pragma_table_info({1})";
+        break;
+    case REIGN__SQL_POSTGRES:
+        sql = "SELECT attname::text FROM pg_attribute WHERE attrelid = "
+              "to_regclass(quote_ident({1})) AND attnum > 0 AND NOT attisdropped";
+        break;
+    default:
+        sql = "SELECT COLUMN_NAME FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = "
+              "DATABASE() AND TABLE_NAME = {1}";
+    }
+    reign__sqlv arg = REIGN__SQLV_S(side);
+    return reign__sql_query(c, "reading a table's columns", sql, &arg, 1, out, err, errlen);
+}
+
+int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, char *err,
+                          size_t errlen)
+{
+    return reign__sql_side_table(c, REIGN__SQL_RUNS_SUFFIX, out, outlen, err, errlen);
 }
 
 #define QUERY_ARGS_MAX 16
@@ -491,9 +531,6 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
 {
     int rc = check_conn(c, err, errlen);
     if (rc)
-        return rc;
-    char runs[REIGN__SQL_TABLE_MAX + 8];
-    if ((rc = reign__sql_runs_table(c, runs, sizeof runs, err, errlen)))
         return rc;
     const reign__sql_dialect *d = c->d;
     reign__buf b;
@@ -511,6 +548,7 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
             {"{ON_CONFLICT}", offsetof(reign__sql_dialect, on_conflict)},
             {"{ID}", offsetof(reign__sql_dialect, id_column)},
             {"{TABLE_OPTIONS}", offsetof(reign__sql_dialect, table_options)},
+            {"{BLOB}", offsetof(reign__sql_dialect, blob_type)},
         };
         bool done = false;
         if (*p == '{' && p[1] >= '1' && p[1] <= '9' && p[2] == '}') {
@@ -528,8 +566,22 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
             p += 3;
             continue;
         }
-        if (!strncmp(p, "{T}", 3) || !strncmp(p, "{R}", 3)) {
-            reign__buf_printf(&b, "%c%s%c", d->quote, p[1] == 'T' ? c->table : runs, d->quote);
+        if (!strncmp(p, "{T}", 3)) {
+            reign__buf_printf(&b, "%c%s%c", d->quote, c->table, d->quote);
+            p += 3;
+            continue;
+        }
+        if (!strncmp(p, "{R}", 3) || !strncmp(p, "{V}", 3) || !strncmp(p, "{C}", 3)) {
+            /* A side table's name, made (and checked) only where a statement names it. */
+            char side[REIGN__SQL_TABLE_MAX + 16];
+            const char *suffix = p[1] == 'R'   ? REIGN__SQL_RUNS_SUFFIX
+                                 : p[1] == 'V' ? REIGN__SQL_VALUES_SUFFIX
+                                               : REIGN__SQL_CANDIDATES_SUFFIX;
+            if ((rc = reign__sql_side_table(c, suffix, side, sizeof side, err, errlen))) {
+                reign__buf_free(&b);
+                return rc;
+            }
+            reign__buf_printf(&b, "%c%s%c", d->quote, side, d->quote);
             p += 3;
             continue;
         }

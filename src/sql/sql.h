@@ -221,51 +221,74 @@ int reign__sql_drain_notify(reign__sqlconn *c);
 int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err,
                       size_t errlen);
 
-/* ---- other statements: the runs table of slots (runs.c) --------------------------------- */
+/* ---- other statements: the runs table of slots (runs.c), values (values.c) -------------- */
 
 /* A parameter of a statement. */
 typedef enum reign__sqlv_kind {
     REIGN__SQLV_NULL = 0,
     REIGN__SQLV_INT,
-    REIGN__SQLV_TEXT
+    REIGN__SQLV_TEXT,
+    REIGN__SQLV_BLOB /* bytes: s and len (len 0 binds NULL, as an empty payload is stored) */
 } reign__sqlv_kind;
 typedef struct reign__sqlv {
     reign__sqlv_kind kind;
     int64_t i;
     const char *s;
+    size_t len;
 } reign__sqlv;
 
-#define REIGN__SQLV_I(v) ((reign__sqlv){.kind = REIGN__SQLV_INT, .i = (v)})
-#define REIGN__SQLV_S(v) ((reign__sqlv){.kind = REIGN__SQLV_TEXT, .s = (v)})
+#define REIGN__SQLV_I(v)    ((reign__sqlv){.kind = REIGN__SQLV_INT, .i = (v)})
+#define REIGN__SQLV_S(v)    ((reign__sqlv){.kind = REIGN__SQLV_TEXT, .s = (v)})
+#define REIGN__SQLV_B(p, n) ((reign__sqlv){.kind = REIGN__SQLV_BLOB, .s = (p), .len = (n)})
 
-/* The rows of a SELECT, every cell as text (NULL: SQL NULL). */
+/* The rows of a SELECT, every cell as text or, for a byte-string column, as its bytes (NULL:
+ * SQL NULL).  Each cell is followed by a NUL that its length does not count. */
 typedef struct reign__sql_rows {
     size_t n_rows, n_cols;
     char **cells; /* n_rows * n_cols */
+    size_t *lens; /* n_rows * n_cols */
 } reign__sql_rows;
 
 void reign__sql_rows_free(reign__sql_rows *r);
 /* The cell (row, col), or NULL (SQL NULL, or out of range). */
 const char *reign__sql_cell(const reign__sql_rows *r, size_t row, size_t col);
-/* Appends a row of n_cols cells (copied; NULL stays NULL); 0 or REIGN_ENOMEM. */
+/* Its length in bytes (0 for NULL). */
+size_t reign__sql_cell_len(const reign__sql_rows *r, size_t row, size_t col);
+/* Appends a row of n_cols cells (copied, lens[i] bytes each, or up to a NUL when lens is NULL;
+ * NULL stays NULL); 0 or REIGN_ENOMEM. */
 int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size_t *lens);
 
 /*
  * Runs one statement written once for every dialect.  In `tmpl`:
- *   {T}  the lease table          {R}  the runs table, "<lease table>_runs" (both quoted)
+ *   {T}  the lease table          {R}  the runs table, "<lease table>_runs"
+ *   {V}  the values table, "<lease table>_values"
+ *   {C}  the candidates table, "<lease table>_candidates" (all quoted)
  *   {1}..{9}  parameter N of args  {NOW}  the database's clock as Unix ms (a bigint)
  *   {BEGIN}  the start of a writing transaction   {FOR_UPDATE}  a row lock, where needed
  *   {ON_CONFLICT}  ", skip a duplicate key" (at the end of an INSERT), where needed
  *   {ID}  an auto-increment primary key column's definition
  *   {TABLE_OPTIONS}  what follows CREATE TABLE (...) (MariaDB: InnoDB, utf8mb4_bin)
+ *   {BLOB}  the type of a column of up to REIGN_VALUE_DATA_MAX bytes
  * Returns what the dialect's query() does (rows changed, or 0 and `rows`).  Data never goes
  * into the text: parameters only.
  */
 int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, const reign__sqlv *args,
                      size_t n_args, reign__sql_rows *rows, char *err, size_t errlen);
 
-/* The runs table's name, "<table>_runs"; REIGN_EINVAL (err says why) if that is too long for
- * the store. */
+/* A side table's name, "<table>_<suffix>" (runs, values, candidates); REIGN_EINVAL (err says
+ * why) if that is too long for the store. */
+int reign__sql_side_table(const reign__sqlconn *c, const char *suffix, char *out, size_t outlen,
+                          char *err, size_t errlen);
+/* A cell as a whole decimal number (false: NULL, empty, or not one). */
+bool reign__sql_parse_i64(const char *s, int64_t *out);
+/* Ends the open transaction of `c` without its changes (nothing if the connection broke). */
+void reign__sql_rollback(reign__sqlconn *c);
+/* The columns of the side table "<table>_<suffix>", one a row (none: no such table). */
+int reign__sql_side_columns(reign__sqlconn *c, const char *suffix, reign__sql_rows *out, char *err,
+                            size_t errlen);
+/* Whether `cols` (as above) has column `name` (case-insensitively). */
+bool reign__sql_has_column(const reign__sql_rows *cols, const char *name);
+/* The runs table's name, "<table>_runs" (as above). */
 int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, char *err,
                           size_t errlen);
 /* The lease table's name. */

@@ -773,6 +773,12 @@ static int bind_args(sqlite3_stmt *st, const reign__sqlv *args, size_t n)
         case REIGN__SQLV_TEXT:
             rc = lite.sqlite3_bind_text(st, at, args[i].s, -1, SQLITE_STATIC);
             break;
+        case REIGN__SQLV_BLOB:
+            /* No bytes: NULL (a NULL pointer binds NULL whatever the length). */
+            rc = args[i].len
+                     ? lite.sqlite3_bind_blob64(st, at, args[i].s, args[i].len, SQLITE_STATIC)
+                     : lite.sqlite3_bind_null(st, at);
+            break;
         default:
             rc = lite.sqlite3_bind_null(st, at);
         }
@@ -855,10 +861,12 @@ const reign__sql_dialect reign__sql_sqlite = {
     .query = sq_query,
     .now_ms = NOW_MS,
     .begin = "BEGIN IMMEDIATE",
+    .read_under_lock = true,
     .for_update = "",
     .on_conflict = " ON CONFLICT DO NOTHING",
     .id_column = "id INTEGER PRIMARY KEY",
     .placeholder = '?',
     .table_options = "",
+    .blob_type = "BLOB",
     .quote = '"',
 };

@@ -4,11 +4,13 @@
     test_ls_rm.py sqlite|mariadb|postgres
 
   * ls of the empty table prints nothing; with `a` leading el-1, el-2 released by its leader,
-    sl-1 with two slots run by `reign run --slot`, and a foreign row (a lock_name reign would
-    never write, inserted by hand): ls lists el-1 with leader=a, el-2 with nobody, sl-1 with
-    slots=2, the foreign row marked foreign; a PREFIX filters; --json.
-  * rm el-1 while a holds the lease exits 1 naming a, and leaves the row; rm of a group or a
-    value is "no such" (a SQL store has none); rm of a name with no row says so.
+    sl-1 with two slots run by `reign run --slot`, a foreign row (a lock_name reign would
+    never write, inserted by hand) and the values cfg and app/x: ls lists el-1 with leader=a,
+    el-2 with nobody, sl-1 with slots=2, the foreign row marked foreign, the values cfg and
+    app (a key's first segment, as ZooKeeper's directory shows it); a PREFIX filters; --json.
+  * rm el-1 while a holds the lease exits 1 naming a, and leaves the row; rm of a group (a
+    SQL store has none) or of a value with no row is "no such"; rm of a name with no row says
+    so; rm cfg removes the value.
   * rm el-2 (released) removes its row; once a has resigned, rm el-1 removes that too; the
     foreign row stays (rm refuses a name reign would not write); a new campaign in el-1 is
     elected (the row is made again).
@@ -46,6 +48,9 @@ def body(t, kind):
     store.sql(f"INSERT INTO {store.quoted()} (data_center, lock_name, owner, duration, term, "
               "term_duration, gmt_create, gmt_modified) VALUES ('default', 'not a/name', 'x', "
               "1000, 1, 0, '2020-01-01 00:00:00', '2020-01-01 00:00:00')")
+    for key in ("cfg", "app/x"):
+        rc, _, err = reign("value", "set", key, "1")
+        check(rc == 0, f"value set {key}: {err}")
 
     rc, out, err = reign("ls")
     check(rc == 0, f"ls: {rc} {err}")
@@ -53,15 +58,20 @@ def body(t, kind):
     want = [["election", "el-1", "standing=1", "leader=a"],
             ["election", "el-2", "standing=0"],
             ["election", "sl-1", "standing=0", "slots=2"],
-            ["election", "not", "a/name", "standing=0", "foreign"]]
+            ["election", "not", "a/name", "standing=0", "foreign"],
+            ["value", "app", "standing=0"],
+            ["value", "cfg", "standing=0"]]
     check(sorted(lines) == sorted(want), f"ls:\n{out}")
     rc, out, _ = reign("ls", "el-2")
     check(out.split() == ["election", "el-2", "standing=0"], f"ls el-2: {out!r}")
     rc, out, _ = reign("ls", "--json")
     got = {e["name"]: (e["standing"], e["leader"], e["foreign"]) for e in json.loads(out)}
     check(got == {"el-1": (1, "a", False), "el-2": (0, None, False), "sl-1": (0, None, False),
-                  "not a/name": (0, None, True)}, f"ls --json: {out}")
+                  "not a/name": (0, None, True), "cfg": (0, None, False),
+                  "app": (0, None, False)}, f"ls --json: {out}")
     check([e["slots"] for e in json.loads(out) if e["name"] == "sl-1"] == [2], f"slots: {out}")
+    rc, out, _ = reign("ls", "cf")
+    check(out.split() == ["value", "cfg", "standing=0"], f"ls cf: {out!r}")
 
     rc, _, err = reign("rm", "el-1")
     check(rc == 1 and "'a' stands in it" in err, f"rm el-1 while a leads: {rc} {err!r}")
@@ -73,6 +83,11 @@ def body(t, kind):
     check(rc == 1 and "no election" in err, f"rm of nothing: {rc} {err!r}")
     log("refused while a leads; nothing removed")
 
+    rc, out, err = reign("rm", "cfg")
+    check(rc == 0 and out.strip() == "removed value cfg", f"rm cfg: {rc} {out!r} {err!r}")
+    rc, _, err = reign("value", "get", "cfg")
+    check(rc != 0, f"cfg still there after rm: {rc} {err!r}")
+
     rc, out, err = reign("rm", "el-2")
     check(rc == 0 and out.strip() == "removed election el-2", f"rm el-2: {rc} {out!r} {err!r}")
     check(store.lease_row("el-2") is None, "el-2's row is still there")
@@ -82,7 +97,8 @@ def body(t, kind):
     check(rc == 0 and out.strip() == "removed election el-1", f"rm el-1: {rc} {out!r} {err!r}")
     check(store.lease_row("el-1") is None, "el-1's row is still there")
     rc, out, _ = reign("ls")
-    check(sorted(ln.split()[-1] for ln in out.splitlines()) == ["foreign", "slots=2"],
+    check(sorted(ln.split()[-1] for ln in out.splitlines()) == ["foreign", "slots=2",
+                                                                "standing=0"],
           f"ls after rm: {out!r}")
 
     c = t.campaign("c", "el-1", uri)

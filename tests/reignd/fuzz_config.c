@@ -13,7 +13,7 @@
  *     1..1000, check_timeout <= check_interval, at least one fence method
  *     (a command for shell ones, none for graceful), the derived timing
  *     consistent, and no password inside the election URI;
- *   - every accepted election URI is a zk:// one with its line, and what
+ *   - every accepted election URI is a store URI with its line, and what
  *     reignd_uri_check() (src/reignd/election_uri.c, the preflight's reading
  *     of the URI) makes of it is 0 with a decoded user and password file of
  *     no control character, or REIGN_EINVAL / REIGN_EAUTH with one line
@@ -85,7 +85,7 @@ static void check_service(const reignd_service_config *s)
     char text[1024];
     CHECK(reignd_config_timing_text(s, text, sizeof(text)) < sizeof(text));
 
-    CHECK(strncmp(s->election_uri, "zk://", 5) == 0 && s->election_uri_line > s->line);
+    CHECK(strstr(s->election_uri, "://") && s->election_uri_line > s->line);
     reignd_uri_info u, u2;
     char err[400] = "", err2[400] = "";
     int r = reignd_uri_check(s->election_uri, &u, err, sizeof(err));

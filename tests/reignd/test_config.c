@@ -510,8 +510,7 @@ static void test_uri(void **state)
                      0);
     assert_int_equal(cfg->services[0].election_uri_line, 2);
     reignd_config_free(cfg);
-    /* The SQL stores have no reign values for the breadcrumb: refused here, so
-     * that neither --check nor the daemon gets as far as the store. */
+    /* The SQL stores keep the breadcrumb, the pause and the candidates too: accepted. */
     const char *sql[] = {"sqlite:///var/lib/reign/r.db", "mysql://u@h/db", "postgres://u@h/db"};
     for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
         char text[512];
@@ -520,7 +519,10 @@ static void test_uri(void **state)
                  "check_target = true\nbecome_active = a\nbecome_standby = b\n"
                  "election_uri = %s\nfence = shell:c\n",
                  sql[i]);
-        expect_error(text, REIGN_EINVAL, 7, "reignd needs a ZooKeeper store (zk://...)");
+        if (parse(text, &cfg) != 0)
+            fail_msg("%s: %s", sql[i], err);
+        assert_string_equal(cfg->services[0].election_uri, sql[i]);
+        reignd_config_free(cfg);
     }
 }
 
@@ -538,6 +540,15 @@ static void test_election_uri(void **state)
                      0);
     assert_string_equal(u.user, "alice");
     assert_string_equal(u.password_file, "/x y");
+    assert_int_equal(reignd_uri_check("sqlite:///var/lib/r.db?table=t&lease_ms=2000&poll_ms=100",
+                                      &u, e, sizeof(e)),
+                     0);
+    assert_string_equal(u.user, "");
+    assert_int_equal(reignd_uri_check("postgres://bob@h:5432/db?password_file=/p&data_center=a", &u,
+                                      e, sizeof(e)),
+                     0);
+    assert_string_equal(u.user, "bob");
+    assert_string_equal(u.password_file, "/p");
     struct {
         const char *uri;
         int code;
@@ -553,7 +564,16 @@ static void test_election_uri(void **state)
         {"zk://h:1?password_file=%0a", REIGN_EINVAL, "malformed parameter"},
         {"zk://h:1?noequals", REIGN_EINVAL, "malformed parameter"},
         {"zk://%4@h:1", REIGN_EINVAL, "malformed user"},
-        {"sqlite:///x.db", REIGN_EINVAL, "not a zk:// URI"},
+        {"http://h:1", REIGN_EINVAL, "not a store URI"},
+        {"sqlite://h/x.db", REIGN_EINVAL, "absolute path"},
+        {"sqlite:///", REIGN_EINVAL, "absolute path"},
+        {"sqlite:///x.db?session_timeout_ms=1000", REIGN_EINVAL, "unknown parameter"},
+        {"sqlite:///x.db?lease_ms=0", REIGN_EINVAL, "from 1 to 3600000"},
+        {"sqlite:///x.db?table=", REIGN_EINVAL, "table is empty"},
+        {"postgres://h/db", REIGN_EAUTH, "needs a user"},
+        {"postgres://u@h", REIGN_EINVAL, "database name"},
+        {"mysql://u@h1,h2/db", REIGN_EINVAL, "one database host"},
+        {"mariadb://u@/db", REIGN_EINVAL, "no database host"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         e[0] = '\0';

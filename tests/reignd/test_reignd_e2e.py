@@ -1,4 +1,6 @@
-"""test_reignd_e2e.py SCENARIO - reignd end to end, on the shared ZooKeeper server.
+"""test_reignd_e2e.py SCENARIO [STORE] - reignd end to end, on the shared ZooKeeper server, or
+on a SQL store: STORE is zk (the default), sqlite (a file in the test's directory), mariadb or
+postgres (the shared servers of tests/sql/tests.cmake), the election's tables the test's own.
 
 Two or three reignd daemons, each managing a dummy service on loopback (a small Python TCP
 listener: the health check connects to it), for one election.  Every hook and fence command is
@@ -34,8 +36,8 @@ Scenarios (one ctest entry each):
               a minute ago, is refused without effect; an answer not signed by the peer (a
               forger's "done") is not believed: the next fence method runs
   check       --check refuses what the daemon refuses, with the same message and exit status,
-              and the daemon refuses it before contacting any store: an SQL election_uri (no
-              table created), a short peer secret, a control socket directory not 0700, a user
+              and the daemon refuses it before contacting any store: a bad SQL election_uri (no
+              file created), a short peer secret, a control socket directory not 0700, a user
               without a password, a bad URI parameter
   bad_password  a wrong ZooKeeper password is refused at start, exit 6, before any health
               check or hook; the systemd unit does not restart on 6 (nor 2 3 4 5 7)
@@ -52,6 +54,13 @@ Scenarios (one ctest entry each):
               the old active stands again at once; cede with no one to take over is refused
   pause       the election's pause: every node (one started later too) obeys it, kept over a
               kill and restart; resume
+
+On the SQL stores (health, kill, fence_fail, cede, two_services, active_fails, pause, same_id,
+failover_wait, restart; bad_password on MariaDB and PostgreSQL, where the database checks the
+password) the scenarios are the same: the
+breadcrumb and the pause are reign values in the values table, the daemons find each other
+(instance ids, peer endpoints) in the candidates table, and a killed reignd's guardian releases
+its lease, as on ZooKeeper it closes the session.
 
 Every scenario ends with one_active_at_a_time(): the hooks log timestamps, and no node may
 start become_active while another one's service is (possibly) active.
@@ -79,6 +88,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import e2elib  # noqa: E402
 from e2elib import Failure, check, log, wait_for  # noqa: E402
 import test_guardian as guardian  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e_sql"))
+import sqle  # noqa: E402
+
+STORE = "zk"  # or one of sqle.BACKENDS: the second argument
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HOOK = os.path.join(HERE, "hook.sh")
@@ -126,7 +140,8 @@ class Cluster:
     def __init__(self, t, election=None, session="2s", hosts=None):
         CLUSTERS.append(self)
         self.t = t
-        self.hosts = hosts or t.shared_hosts()
+        self.hosts = hosts or (t.shared_hosts() if STORE == "zk" else None)
+        self.store = None if STORE == "zk" else sqle.Store(t, STORE)
         self.election = election or t.unique("reignd")
         self.session = session
         self.events_path = os.path.join(t.dir, "events")
@@ -136,6 +151,14 @@ class Cluster:
             f.write("s3cret-" + os.urandom(12).hex() + "\n")
         os.chmod(self.secret_path, stat.S_IRUSR | stat.S_IWUSR)
         self.nodes = {}
+
+    def uri(self, hosts=None):
+        """The election URI of the cluster's store (ZooKeeper: through `hosts` if given).  SQL:
+        the lease is the daemons' session_timeout; the statements get more time than the
+        default (renew/2) on a loaded machine."""
+        if self.store:
+            return self.store.uri(lease=False, statement_timeout_ms=300)
+        return f"zk://{hosts or self.hosts}"
 
     def events(self):
         """The event file's lines, split; the become-standby a daemon runs when it starts
@@ -208,7 +231,7 @@ class Node:
             lines += [
                 "",
                 f"[service {svc}]",
-                f"election_uri = zk://{hosts or cluster.hosts}",
+                f"election_uri = {cluster.uri(hosts)}",
                 f"election_name = {cluster.election_of(svc)}",
                 f"node_id = {self.node_id}",
                 f"service_address = 127.0.0.1:{port}",
@@ -911,8 +934,9 @@ def scenario_check(t):
     hosts = c.hosts
     cases = [
         # (file, exit status, what the message says, the key's line)
-        (variant("sql.conf", f"election_uri = zk://{hosts}", f"election_uri = sqlite://{db}"),
-         EXIT_CONFIG, "reignd needs a ZooKeeper store", "election_uri"),
+        (variant("sql.conf", f"election_uri = zk://{hosts}",
+                 f"election_uri = sqlite://{db}?lease_ms=0"),
+         EXIT_CONFIG, "lease_ms must be a whole number", "election_uri"),
         (variant("short.conf", f"peer_secret_file = {c.secret_path}",
                  f"peer_secret_file = {short}"),
          EXIT_CONFIG, "must hold 16 to 1024 printable", "peer_secret_file"),
@@ -949,32 +973,45 @@ def scenario_check(t):
     check(rc != 0, f"a refused daemon wrote to ZooKeeper: {out} {err}")
 
 
+def password_file(t, name):
+    path = os.path.join(t.dir, f"{name}.pw")
+    with open(path, "w") as f:
+        f.write(f"{name}-{os.urandom(6).hex()}\n")
+    os.chmod(path, 0o600)
+    return path
+
+
 def scenario_bad_password(t):
-    """A wrong password: refused at start (exit 6), not after the first healthy check."""
-    hosts = t.shared_hosts()
-    chroot = "/" + t.unique("reignd-pw")
-    rc, _, err = t.zkraw(hosts, "create", chroot, "")
-    check(rc == 0, f"creating {chroot}: {err}")
-    files = {}
-    for name in ("right", "wrong"):
-        files[name] = os.path.join(t.dir, f"{name}.pw")
-        with open(files[name], "w") as f:
-            f.write(f"{name}-{os.urandom(6).hex()}\n")
-        os.chmod(files[name], 0o600)
-    c = Cluster(t, hosts=f"alice@{hosts}{chroot}?password_file={files['right']}")
+    """A wrong password: refused at start (exit 6), not after the first healthy check
+    (ZooKeeper: the digest is found wrong at the first write; MariaDB, PostgreSQL: the database
+    refuses the login)."""
+    wrong = password_file(t, "wrong")
+    if STORE == "zk":
+        hosts = t.shared_hosts()
+        chroot = "/" + t.unique("reignd-pw")
+        rc, _, err = t.zkraw(hosts, "create", chroot, "")
+        check(rc == 0, f"creating {chroot}: {err}")
+        right = password_file(t, "right")
+        c = Cluster(t, hosts=f"alice@{hosts}{chroot}?password_file={right}")
+        bad_uri = f"zk://alice@{hosts}{chroot}?password_file={wrong}"
+        said = ("refused our credentials", "not authorized")
+    else:
+        c = Cluster(t)
+        bad_uri = c.uri().replace(f"password_file={c.store.password_file}",
+                                  f"password_file={wrong}")
+        said = ("cannot use the store", "authentication failed")
     a, b = c.node("A"), c.node("B")
     format_election(a)
-    b.edit(f"election_uri = zk://alice@{hosts}{chroot}?password_file={files['right']}",
-           f"election_uri = zk://alice@{hosts}{chroot}?password_file={files['wrong']}")
+    b.edit(f"election_uri = {c.uri()}", f"election_uri = {bad_uri}")
     b.start_service()
     rc, out, err = run_reignd(t, ["--config", b.conf, "--check"])
     check(rc == 0, f"--check cannot know the password is wrong: {rc} {err}")
     b.start()
     check(b.proc.wait() == EXIT_CREDENTIALS, f"B exited {b.proc.returncode()}, want 6")
     err = b.proc.err()
-    check("refused our credentials" in err and "not authorized" in err, err)
+    check(all(s in err.lower() for s in said), f"want {said}: {err}")
     check("health" not in err and not c.events(), f"nothing ran before the refusal: {err}")
-    with open(files["wrong"]) as f:
+    with open(wrong) as f:
         check(f.read().strip() not in err, "the password was logged")
     # The right password starts.
     a.start_service()
@@ -1109,7 +1146,7 @@ def run_reignd_env(t, args, env):
 
 def candidates(c):
     """The ids standing in the cluster's election (reign status, from the store)."""
-    st = c.t.status(c.election, f"zk://{c.hosts}")
+    st = c.t.status(c.election, c.uri())
     return [k["id"] for k in st["candidates"]] if st else []
 
 
@@ -1314,7 +1351,9 @@ def checked(scenario):
 
 if __name__ == "__main__":
     scenarios = {n[len("scenario_"):]: f for n, f in globals().items() if n.startswith("scenario_")}
-    which = sys.argv[1] if len(sys.argv) == 2 else None
-    if which not in scenarios:
-        sys.exit(f"usage: {sys.argv[0]} {'|'.join(scenarios)}")
-    e2elib.main(f"reignd_{which}", checked(scenarios[which]))
+    which = sys.argv[1] if len(sys.argv) in (2, 3) else None
+    STORE = sys.argv[2] if len(sys.argv) == 3 else "zk"
+    if which not in scenarios or STORE not in ("zk", *sqle.BACKENDS):
+        sys.exit(f"usage: {sys.argv[0]} {'|'.join(scenarios)} [zk|{'|'.join(sqle.BACKENDS)}]")
+    e2elib.main(f"reignd_{which}" + ("" if STORE == "zk" else f"_{STORE}"),
+                checked(scenarios[which]))

@@ -66,6 +66,31 @@ if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
       TIMEOUT 180 LABELS reignd e2e
       ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
   endforeach()
+  # The same on the SQL stores (the breadcrumb, the pause and the candidates in tables beside
+  # the lease table), one entry per scenario and store.
+  if(COMMAND reign_pg_test)
+    foreach(scenario health kill fence_fail cede two_services active_fails pause same_id
+                     failover_wait restart)
+      foreach(store sqlite mariadb pg)
+        set(_arg ${store})
+        if(store STREQUAL "pg")
+          set(_arg postgres)
+        endif()
+        cmake_language(CALL reign_${store}_test NAME reignd_e2e_${_arg}_${scenario}
+          COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py ${scenario} ${_arg}
+          TIMEOUT 180 LABELS reignd e2e
+          ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+      endforeach()
+    endforeach()
+    reign_mariadb_test(NAME reignd_e2e_mariadb_bad_password
+      COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py bad_password mariadb
+      TIMEOUT 180 LABELS reignd e2e
+      ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+    reign_pg_test(NAME reignd_e2e_postgres_bad_password
+      COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py bad_password postgres
+      TIMEOUT 180 LABELS reignd e2e
+      ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+  endif()
   # The killed reignd's guardian closes its session (the standby need not wait for it).
   reign_zk_test(NAME reignd_e2e_kill_guardian
     COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py kill_guardian

@@ -73,29 +73,6 @@ typedef struct backend {
     char state[1024]; /* the test's own directory */
 } backend;
 
-static const char *need_env(const char *name)
-{
-    const char *v = getenv(name);
-    if (!v || !*v) {
-        fprintf(stderr, "%s is not set (run this test through ctest)\n", name);
-        exit(1);
-    }
-    return v;
-}
-
-static void read_file(const char *dir, const char *name, char *out, size_t n)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        fail(__FILE__, __LINE__, "cannot read %s: %s", path, strerror(errno));
-    size_t len = fread(out, 1, n - 1, f);
-    fclose(f);
-    out[len] = '\0';
-    out[strcspn(out, "\r\n")] = '\0';
-}
-
 static void mkdir_p(const char *dir)
 {
     char p[PATH_MAX];

@@ -216,3 +216,26 @@ reign_sqlite_test(NAME sql_dl_maps COMMAND test_sql_dl maps TIMEOUT 120)
 # library without MariaDB's functions) is reign_client_new()'s error, naming the package.
 reign_sqlite_test(NAME sql_dl_missing COMMAND test_sql_dl missing TIMEOUT 120
   ENVIRONMENT REIGN_TEST_LIBPQ=/nonexistent/libpq.so.5 REIGN_TEST_LIBMARIADB=libc.so.6)
+
+# ---- values (<reign/value.h>) and listed candidates on the SQL stores ---------------------------
+# (src/sql/values.h, candidates.h; src/recipes/value/, election_lease.c.)  Through the public API,
+# on each store, one scenario per entry (see test_sql_recipes.c).
+add_executable(test_sql_recipes ${REIGN_SQL_DIR}/test_sql_recipes.c)
+target_compile_options(test_sql_recipes PRIVATE ${REIGN_WARNINGS})
+target_include_directories(test_sql_recipes PRIVATE ${PROJECT_SOURCE_DIR}/src/sql)
+target_link_libraries(test_sql_recipes PRIVATE reign_internal)
+foreach(scenario ops cas foreign watch candidates)
+  if(scenario STREQUAL "candidates")
+    set(_prefix sql_candidates)
+    set(_suffix "")
+  else()
+    set(_prefix sql_values)
+    set(_suffix _${scenario})
+  endif()
+  reign_sqlite_test(NAME ${_prefix}_sqlite${_suffix}
+    COMMAND test_sql_recipes sqlite ${scenario} TIMEOUT 300)
+  reign_mariadb_test(NAME ${_prefix}_mariadb${_suffix}
+    COMMAND test_sql_recipes mariadb ${scenario} TIMEOUT 300)
+  reign_pg_test(NAME ${_prefix}_postgres${_suffix}
+    COMMAND test_sql_recipes postgres ${scenario} TIMEOUT 300)
+endforeach()

@@ -1,6 +1,6 @@
 /*
- * value.c - watched values on ZooKeeper (see <reign/value.h> for what users
- * get and value_internal.h for the layout).
+ * value_zk.c - watched values on ZooKeeper (see <reign/value.h> for what users
+ * get and value_internal.h for the layout; value.c checked every argument).
  *
  * One-shot requests (get, set, delete) are small chains of backend calls,
  * each attached to the client as a recipe so that closing the client
@@ -18,28 +18,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "life.h"
 #include "record.h"
-#include "value_internal.h"
-
-int reign_value_key_check(const char *key)
-{
-    if (!key)
-        return REIGN_ENAME;
-    size_t len = strlen(key);
-    if (len == 0 || len > REIGN_KEY_MAX)
-        return REIGN_ENAME;
-    size_t segments = 0;
-    for (const char *p = key;;) {
-        size_t n = strcspn(p, "/");
-        /* an empty segment: leading, trailing or doubled '/' */
-        if (!reign__segment_ok(p, n) || ++segments > REIGN__KEY_SEGMENTS)
-            return REIGN_ENAME;
-        if (!p[n])
-            return 0;
-        p += n + 1;
-    }
-}
+#include "value_impl.h"
 
 /* Creates the nodes above `path` (from the root down), tolerating those
  * that exist.  Requests on one session are applied in order, so a create of
@@ -67,24 +47,23 @@ static int parse_value(const reign__zk_result *r, reign__record *rec)
     return reign__record_parse(r->value, r->value_len, rec) < 0 ? REIGN_EFOREIGN : 0;
 }
 
+static reign__value_stat stat_of(const reign__zk_stat *st)
+{
+    return (reign__value_stat){.version = st->version,
+                               .czxid = st->czxid,
+                               .mzxid = st->mzxid,
+                               .ctime_ms = st->ctime_ms,
+                               .mtime_ms = st->mtime_ms};
+}
+
 static void fill_value(reign_value *v, const char *key, const reign__zk_stat *st,
                        const reign__record *rec)
 {
-    memset(v, 0, sizeof(*v));
-    v->key = key;
-    if (rec) {
-        v->data = rec->payload;
-        v->data_len = rec->payload_len;
-    }
-    v->version = st->version;
-    v->created_ms = st->ctime_ms;
-    v->modified_ms = st->mtime_ms;
-    v->zxid = (uint64_t)st->mzxid;
+    reign__value_stat vs = stat_of(st);
+    reign__value_fill(v, key, &vs, rec ? rec->payload : NULL, rec ? rec->payload_len : 0);
 }
 
 /* ---- one-shot requests --------------------------------------------------- */
-
-typedef enum req_kind { REQ_GET, REQ_SET, REQ_DELETE } req_kind;
 
 #define REQ_TRIES 5 /* rounds of a write that races with other writers */
 
@@ -92,7 +71,7 @@ typedef struct req {
     reign__recipe recipe;
     reign_client *client;
     reign__zk *zk;
-    req_kind kind;
+    reign__value_op kind;
     char *key;
     char *path;
     reign__buf rec; /* SET: what to write */
@@ -298,51 +277,11 @@ static void req_destroy(reign__recipe *rp)
 
 static const reign__recipe_ops req_ops = {.conn = req_conn, .destroy = req_destroy};
 
-static int req_new(req **ret, reign_client *client, req_kind kind, const char *key, int64_t version,
-                   reign_value_cb *cb, void *userdata)
-{
-    if (!client)
-        return REIGN_EINVAL;
-    int rc = reign_value_key_check(key);
-    if (rc < 0)
-        return rc;
-    if (version < REIGN_VALUE_ABSENT || version > INT32_MAX ||
-        (kind == REQ_DELETE && version == REIGN_VALUE_ABSENT))
-        return REIGN_EINVAL;
-    if (!reign__client_zk(client))
-        return REIGN_ENOTSUP; /* values live in ZooKeeper nodes */
-    if (reign__client_closing(client))
-        return REIGN_ECLOSED;
-    req *q = reign__calloc(1, sizeof(*q));
-    if (!q)
-        return REIGN_ENOMEM;
-    q->recipe.ops = &req_ops;
-    q->client = client;
-    q->zk = reign__client_zk(client);
-    q->kind = kind;
-    q->version = version;
-    q->cb = cb;
-    q->userdata = userdata;
-    reign__buf_init(&q->rec);
-    q->key = reign__strdup(key);
-    q->path = reign__value_path(key);
-    if (!q->key || !q->path) {
-        reign__buf_free(&q->rec);
-        reign__free(q->key);
-        reign__free(q->path);
-        reign__free(q);
-        return REIGN_ENOMEM;
-    }
-    reign__client_attach(client, &q->recipe);
-    *ret = q;
-    return 0;
-}
-
 /* Starts q, or frees it and returns why it could not be sent. */
 static int req_start(req *q)
 {
-    int rc = q->kind == REQ_SET ? start_set(q)
-             : q->kind == REQ_DELETE
+    int rc = q->kind == REIGN__VALUE_SET ? start_set(q)
+             : q->kind == REIGN__VALUE_DELETE
                  ? start_delete(q)
                  : reign__zk_get(q->zk, q->path, NULL, REIGN__ZK_RETRY, q, on_get, NULL);
     if (rc < 0) {
@@ -352,164 +291,83 @@ static int req_start(req *q)
     return rc;
 }
 
-int reign_value_get(reign_client *client, const char *key, reign_value_cb *cb, void *userdata)
+int reign__value_zk_request(reign_client *client, const reign__value_req *r)
 {
-    req *q;
-    int rc = req_new(&q, client, REQ_GET, key, REIGN_VALUE_ANY, cb, userdata);
-    return rc < 0 ? rc : req_start(q);
-}
-
-int reign_value_set(reign_client *client, const char *key, const void *data, size_t len,
-                    int64_t version, reign_value_cb *cb, void *userdata)
-{
-    if (len > REIGN_VALUE_DATA_MAX)
-        return REIGN_E2BIG;
-    if (len && !data)
-        return REIGN_EINVAL;
-    req *q;
-    int rc = req_new(&q, client, REQ_SET, key, version, cb, userdata);
-    if (rc < 0)
-        return rc;
-    rc = reign__record_build(&q->rec, NULL, 0, data, len);
+    req *q = reign__calloc(1, sizeof(*q));
+    if (!q)
+        return REIGN_ENOMEM;
+    q->recipe.ops = &req_ops;
+    q->client = client;
+    q->zk = reign__client_zk(client);
+    q->kind = r->op;
+    q->version = r->version;
+    q->cb = r->cb;
+    q->userdata = r->userdata;
+    reign__buf_init(&q->rec);
+    q->key = reign__strdup(r->key);
+    q->path = reign__value_path(r->key);
+    int rc = q->key && q->path ? 0 : REIGN_ENOMEM;
+    if (rc == 0 && r->op == REIGN__VALUE_SET)
+        rc = reign__record_build(&q->rec, NULL, 0, r->data, r->len);
     if (rc < 0) {
-        q->done = true;
-        req_free(q);
+        reign__buf_free(&q->rec);
+        reign__free(q->key);
+        reign__free(q->path);
+        reign__free(q);
         return rc;
     }
+    reign__client_attach(client, &q->recipe);
     return req_start(q);
-}
-
-int reign_value_delete(reign_client *client, const char *key, int64_t version, reign_value_cb *cb,
-                       void *userdata)
-{
-    req *q;
-    int rc = req_new(&q, client, REQ_DELETE, key, version, cb, userdata);
-    return rc < 0 ? rc : req_start(q);
 }
 
 /* ---- watching ------------------------------------------------------------ */
 
-struct reign_value_watch {
-    reign__recipe recipe; /* first: the client calls us through it */
-    reign_client *client;
+typedef struct zk_watch {
+    reign_value_watch base; /* first: value.c and the client call us through it */
     reign__zk *zk;
-    const reign__logger *log;
-    char *key;
     char *path;
-    reign_value_watch_cb *cb;
-    void *userdata;
 
-    reign__life life; /* the epoch bumped per session: older answers are ignored */
-    bool armed;       /* a watch of ours is registered on the node */
-    bool reading;     /* a read is in flight */
-    bool again;       /* something fired meanwhile: read once more after it */
-    bool ready_sent;
+    bool armed;   /* a watch of ours is registered on the node */
+    bool reading; /* a read is in flight */
+    bool again;   /* something fired meanwhile: read once more after it */
     reign__timer retry;
-
-    /* the value as last reported */
-    bool present;
-    void *data;
-    size_t data_len;
-    reign__zk_stat stat;
-};
+} zk_watch;
 
 /* A request's arg: the epoch that sent it and whether it carries a watch. */
-#define WARG(w, watch) REIGN__LIFE_ARG(&(w)->life, 1, (watch) ? 1u : 0u)
+#define WARG(w, watch) REIGN__LIFE_ARG(&(w)->base.life, 1, (watch) ? 1u : 0u)
 #define HAD_WATCH(arg) reign__life_low((arg), 1)
-#define STALE(w, arg)  reign__life_stale(&(w)->life, (arg), 1)
+#define STALE(w, arg)  reign__life_stale(&(w)->base.life, (arg), 1)
 #define RETRY_NS       (1000 * REIGN__NS_PER_MS)
 
-const char *reign_value_event_name(reign_value_event_type t)
-{
-    switch (t) {
-    case REIGN_VALUE_READY:
-        return "ready";
-    case REIGN_VALUE_CREATED:
-        return "created";
-    case REIGN_VALUE_CHANGED:
-        return "changed";
-    case REIGN_VALUE_DELETED:
-        return "deleted";
-    case REIGN_VALUE_ERROR:
-        return "error";
-    }
-    return "unknown";
-}
-
-static void wread(reign_value_watch *w);
-
-static void emit(reign_value_watch *w, reign_value_event_type type, int err, const char *msg)
-{
-    if (!reign__life_live(&w->life) || !w->cb)
-        return;
-    reign_value v;
-    reign_value_event ev = {.type = type, .at_ns = reign__now_ns(), .error = err, .message = msg};
-    if (w->present && type != REIGN_VALUE_DELETED && type != REIGN_VALUE_ERROR) {
-        reign__record none = {.payload = w->data, .payload_len = w->data_len};
-        fill_value(&v, w->key, &w->stat, &none);
-        ev.value = &v;
-    }
-    reign__life_enter(&w->life);
-    w->cb(w, &ev, w->userdata);
-    (void)reign__life_leave(&w->life);
-}
-
-static void leave(reign_value_watch *w)
-{
-    if (reign__life_leave(&w->life))
-        reign_value_watch_free(w);
-}
+static void wread(zk_watch *w);
 
 /* Records the new state (rec NULL: absent) and reports how it differs. */
-static void apply(reign_value_watch *w, const reign__zk_stat *st, const reign__record *rec)
+static void apply(zk_watch *w, const reign__zk_stat *st, const reign__record *rec)
 {
-    bool was = w->present;
-    bool same_node = was && rec && w->stat.czxid == st->czxid;
-    if (was && rec && same_node && w->stat.mzxid == st->mzxid && w->ready_sent)
-        return; /* nothing new (a read after a reconnect, say) */
-    if (!was && !rec && w->ready_sent)
-        return;
-    void *copy = NULL;
-    if (rec && rec->payload_len && !(copy = reign__memdup(rec->payload, rec->payload_len))) {
-        emit(w, REIGN_VALUE_ERROR, REIGN_ENOMEM, "out of memory reading the value");
-        return;
-    }
-    if (was && w->ready_sent && !same_node) {
-        /* gone, or replaced by a new node between two reads */
-        w->present = false;
-        emit(w, REIGN_VALUE_DELETED, 0, NULL);
-    }
-    reign__free(w->data);
-    w->data = copy;
-    w->data_len = rec ? rec->payload_len : 0;
-    w->present = rec != NULL;
-    if (rec)
-        w->stat = *st;
-    if (!w->ready_sent) {
-        w->ready_sent = true;
-        emit(w, REIGN_VALUE_READY, 0, NULL);
-    } else if (rec) {
-        emit(w, same_node ? REIGN_VALUE_CHANGED : REIGN_VALUE_CREATED, 0, NULL);
-    }
+    reign__value_stat vs = stat_of(st);
+    reign__value_watch_apply(&w->base, rec != NULL, &vs, rec ? rec->payload : NULL,
+                             rec ? rec->payload_len : 0);
 }
 
-static void read_failed(reign_value_watch *w, int err)
+static void read_failed(zk_watch *w, int err)
 {
     w->reading = false;
     if (err == REIGN_ESESSION || err == REIGN_ECLOSED)
         return; /* a new session (CONNECTED) reads again */
     char msg[256];
-    snprintf(msg, sizeof(msg), "reading value '%s': %s; retrying", w->key, reign_strerror(err));
-    reign__log(w->log, REIGN_LOG_WARN, "value watch: %s", msg);
-    emit(w, REIGN_VALUE_ERROR, err, msg);
-    if (reign__life_live(&w->life))
-        reign__timer_start(reign__client_timers(w->client), &w->retry, reign__now_ns() + RETRY_NS);
+    snprintf(msg, sizeof(msg), "reading value '%s': %s; retrying", w->base.key,
+             reign_strerror(err));
+    reign__log(w->base.log, REIGN_LOG_WARN, "value watch: %s", msg);
+    reign__value_watch_error(&w->base, err, msg);
+    if (reign__life_live(&w->base.life))
+        reign__timer_start(reign__client_timers(w->base.client), &w->retry,
+                           reign__now_ns() + RETRY_NS);
 }
 
-static void read_done(reign_value_watch *w)
+static void read_done(zk_watch *w)
 {
     w->reading = false;
-    if (w->again && reign__life_live(&w->life)) {
+    if (w->again && reign__life_live(&w->base.life)) {
         w->again = false;
         wread(w);
     }
@@ -517,17 +375,17 @@ static void read_done(reign_value_watch *w)
 
 static void on_node_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
-    reign_value_watch *w = owner;
-    reign__life_enter(&w->life);
+    zk_watch *w = owner;
+    reign__life_enter(&w->base.life);
     w->armed = false;
     wread(w);
-    leave(w);
+    reign__value_watch_leave(&w->base);
 }
 
 static void on_exists(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_value_watch *w = owner;
-    reign__life_enter(&w->life);
+    zk_watch *w = owner;
+    reign__life_enter(&w->base.life);
     /* exists() registers its watch on OK and on ENOENT */
     if (HAD_WATCH(arg) && r->rc != 0 && r->rc != REIGN_ENOENT)
         w->armed = false;
@@ -542,13 +400,13 @@ static void on_exists(void *owner, void *arg, const reign__zk_result *r)
     } else {
         read_failed(w, r->rc);
     }
-    leave(w);
+    reign__value_watch_leave(&w->base);
 }
 
 static void on_read(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_value_watch *w = owner;
-    reign__life_enter(&w->life);
+    zk_watch *w = owner;
+    reign__life_enter(&w->base.life);
     if (HAD_WATCH(arg) && r->rc != 0)
         w->armed = false; /* get() registers only on success */
     if (STALE(w, arg))
@@ -579,17 +437,17 @@ static void on_read(void *owner, void *arg, const reign__zk_result *r)
         if (rc == REIGN_EFOREIGN) {
             char msg[256];
             snprintf(msg, sizeof(msg), "value '%s' holds data reign did not write; ignored",
-                     w->key);
-            emit(w, REIGN_VALUE_ERROR, rc, msg);
+                     w->base.key);
+            reign__value_watch_error(&w->base, rc, msg);
         }
     }
     read_done(w);
 out:
-    leave(w);
+    reign__value_watch_leave(&w->base);
 }
 
 /* Reads the node, arming the watch with the read itself if none is armed. */
-static void wread(reign_value_watch *w)
+static void wread(zk_watch *w)
 {
     if (w->reading) {
         w->again = true;
@@ -608,19 +466,19 @@ static void wread(reign_value_watch *w)
 
 static void retry_cb(reign__timer *t, void *arg)
 {
-    reign_value_watch *w = arg;
-    reign__life_enter(&w->life);
+    zk_watch *w = arg;
+    reign__life_enter(&w->base.life);
     wread(w);
-    leave(w);
+    reign__value_watch_leave(&w->base);
 }
 
 static void watch_conn(reign__recipe *rp, reign_conn_state st)
 {
-    reign_value_watch *w = (reign_value_watch *)rp;
-    reign__life_enter(&w->life);
+    zk_watch *w = (zk_watch *)rp;
+    reign__life_enter(&w->base.life);
     if (st == REIGN_CONN_CONNECTED) {
         /* A new session: no watch of the old one survives. */
-        reign__life_bump(&w->life);
+        reign__life_bump(&w->base.life);
         w->armed = false;
         w->reading = false;
         w->again = false;
@@ -628,90 +486,55 @@ static void watch_conn(reign__recipe *rp, reign_conn_state st)
     } else if (st == REIGN_CONN_RECONNECTED) {
         wread(w); /* the same session: look again in case a read failed meanwhile */
     }
-    leave(w);
+    reign__value_watch_leave(&w->base);
 }
 
-static void watch_destroy(reign__recipe *rp)
+static void watch_stop(reign_value_watch *base)
 {
-    reign_value_watch *w = (reign_value_watch *)rp;
-    reign__timer_stop(reign__client_timers(w->client), &w->retry);
+    zk_watch *w = (zk_watch *)base;
+    reign__timer_stop(reign__client_timers(w->base.client), &w->retry);
     reign__zk_forget(w->zk, w);
-    reign__client_detach(w->client, &w->recipe);
-    reign__free(w->data);
-    reign__free(w->key);
+}
+
+static void watch_destroy(reign_value_watch *base)
+{
+    zk_watch *w = (zk_watch *)base;
+    watch_stop(base);
+    reign__client_detach(w->base.client, &w->base.recipe);
+    reign__value_watch_clear(&w->base);
     reign__free(w->path);
     reign__free(w);
 }
 
-static const reign__recipe_ops watch_ops = {.conn = watch_conn, .destroy = watch_destroy};
-
-int reign_value_watch_start(reign_value_watch **ret, reign_client *client, const char *key,
-                            reign_value_watch_cb *cb, void *userdata)
+static void watch_recipe_destroy(reign__recipe *rp)
 {
-    if (!ret || !client)
-        return REIGN_EINVAL;
-    *ret = NULL;
-    int rc = reign_value_key_check(key);
-    if (rc < 0)
-        return rc;
-    if (!reign__client_zk(client))
-        return REIGN_ENOTSUP;
-    if (reign__client_closing(client))
-        return REIGN_ECLOSED;
-    reign_value_watch *w = reign__calloc(1, sizeof(*w));
+    watch_destroy((reign_value_watch *)rp);
+}
+
+static const reign__recipe_ops watch_recipe_ops = {.conn = watch_conn,
+                                                   .destroy = watch_recipe_destroy};
+static const reign__value_watch_ops watch_ops = {.stop = watch_stop, .destroy = watch_destroy};
+
+int reign__value_zk_watch(reign_value_watch **ret, reign_client *client, const char *key,
+                          reign_value_watch_cb *cb, void *userdata)
+{
+    zk_watch *w = reign__calloc(1, sizeof(*w));
     if (!w)
         return REIGN_ENOMEM;
-    w->recipe.ops = &watch_ops;
-    w->client = client;
+    w->base.recipe.ops = &watch_recipe_ops;
     w->zk = reign__client_zk(client);
-    w->log = reign__client_log(client);
-    w->cb = cb;
-    w->userdata = userdata;
     reign__timer_init(&w->retry, retry_cb, w);
-    w->key = reign__strdup(key);
-    w->path = reign__value_path(key);
-    if (!w->key || !w->path) {
-        reign__free(w->key);
-        reign__free(w->path);
+    int rc = reign__value_watch_init(&w->base, &watch_ops, client, key, cb, userdata);
+    if (rc == 0 && !(w->path = reign__value_path(key)))
+        rc = REIGN_ENOMEM;
+    if (rc < 0) {
+        reign__value_watch_clear(&w->base);
         reign__free(w);
-        return REIGN_ENOMEM;
+        return rc;
     }
-    reign__client_attach(client, &w->recipe);
+    reign__client_attach(client, &w->base.recipe);
     if (reign__zk_connected(w->zk))
         wread(w);
-    *ret = w;
+    *ret = &w->base;
     return 0;
-}
-
-int reign_value_watch_get(const reign_value_watch *w, reign_value *out)
-{
-    if (!w || !out)
-        return REIGN_EINVAL;
-    if (!w->present)
-        return REIGN_ENOENT;
-    reign__record none = {.payload = w->data, .payload_len = w->data_len};
-    fill_value(out, w->key, &w->stat, &none);
-    return 0;
-}
-
-const char *reign_value_watch_key(const reign_value_watch *w)
-{
-    return w->key;
-}
-
-void *reign_value_watch_userdata(const reign_value_watch *w)
-{
-    return w->userdata;
-}
-
-reign_value_watch *reign_value_watch_free(reign_value_watch *w)
-{
-    if (!w)
-        return NULL;
-    (void)reign__life_request_free(&w->life);
-    reign__zk_forget(w->zk, w);
-    if (reign__life_busy(&w->life))
-        return NULL; /* inside one of our callbacks: freed when it returns */
-    watch_destroy(&w->recipe);
-    return NULL;
 }

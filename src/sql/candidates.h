@@ -1,0 +1,70 @@
+/*
+ * candidates.h - who stands in a SQL lease election: the table "<lease table>_candidates",
+ * beside the lease table, with a row per standing of a candidate that asked to be listed
+ * (reign_election_options.listed), so that reign_election_query() can name the candidates
+ * besides the leader - what ZooKeeper's ephemeral candidate nodes give for free, and what
+ * reignd needs to know that another node stands before it cedes, or that the node it fails
+ * over to is a standby.
+ *
+ *   data_center, lock_name   as in the lease table
+ *   guid         the standing's owner_guid (a fresh one per standing): the row's identity
+ *   owner        the candidate id
+ *   payload      the candidate's payload (NULL: none)
+ *   joined_ms    when it stood, by the database's clock
+ *   expires_ms   when it stops counting, unless refreshed (database clock, Unix ms)
+ *   PRIMARY KEY (data_center, lock_name, guid)
+ *
+ * A listed candidate refreshes its row every lease/3 with a time to live of one lease, and
+ * deletes it when it stops standing; a process that dies has its rows deleted by its guardian
+ * (with its leases), or they expire after one lease, as a dead ZooKeeper candidate's node goes
+ * with its session.  Whoever joins deletes the expired rows of its election.
+ *
+ * Made on first use like the lease table's other side tables; before it exists an election has
+ * no listed candidates.  Everything here blocks (the worker's CALL); private to the library.
+ */
+#ifndef REIGN_SQL_CANDIDATES_H
+#define REIGN_SQL_CANDIDATES_H
+
+#include "sql.h"
+
+typedef struct reign__candidate_row {
+    char owner[REIGN_ID_MAX + 1];
+    char guid[65];
+    void *payload; /* allocated; NULL when payload_len is 0 */
+    size_t payload_len;
+    int64_t joined_ms;
+} reign__candidate_row;
+
+typedef struct reign__candidate_rows {
+    reign__candidate_row *v;
+    size_t n;
+} reign__candidate_rows;
+
+void reign__candidate_rows_free(reign__candidate_rows *r);
+
+/* Lists the candidate (guid) with the payload, for ttl_ms from now; the election's expired
+ * rows go.  0 or a negative code. */
+int reign__candidates_join(reign__sqlconn *c, const char *dc, const char *name, const char *guid,
+                           const char *owner, const void *payload, size_t len, int64_t ttl_ms,
+                           char *err, size_t errlen);
+
+/* Extends the row of guid to ttl_ms from now: 1, 0 (no such row: join again), or a negative
+ * code. */
+int reign__candidates_refresh(reign__sqlconn *c, const char *dc, const char *name, const char *guid,
+                              int64_t ttl_ms, char *err, size_t errlen);
+
+/* Deletes the row of guid (none is no error).  0 or a negative code. */
+int reign__candidates_leave(reign__sqlconn *c, const char *dc, const char *name, const char *guid,
+                            char *err, size_t errlen);
+
+/* Deletes every row of the election, live or expired (none, or no table: no error), for
+ * `reign rm` once the election's lease row is gone.  0 or a negative code. */
+int reign__candidates_remove(reign__sqlconn *c, const char *dc, const char *name, char *err,
+                             size_t errlen);
+
+/* The live rows of the election, in the order they stood (no table: none).  0 or a negative
+ * code (REIGN_EFOREIGN for a row reign could not have written). */
+int reign__candidates_list(reign__sqlconn *c, const char *dc, const char *name,
+                           reign__candidate_rows *out, char *err, size_t errlen);
+
+#endif

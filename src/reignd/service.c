@@ -24,7 +24,8 @@
 #define RETRY_DELAY_MS 2000
 /* Cede delay for a leadership deposed from outside (reign cede). */
 #define DEPOSED_DELAY_MS 1000
-/* How often each service looks for another live daemon with its node id. */
+/* How often a service in CONFLICT looks whether the other live daemon with
+ * its node id is gone. */
 #define ID_CHECK_MS 2000
 /* How often the old active of a failover asks the target how far it got. */
 #define FAILOVER_POLL_MS 200
@@ -351,6 +352,8 @@ static int queue_hook(service *s, const reignd_command *cmd, const char *what, c
 
 /* ---- election -------------------------------------------------------------- */
 
+static void check_ids(service *s, int joining);
+
 static void on_election(reign_election *e, const reign_election_event *ev, void *userdata)
 {
     service *s = userdata;
@@ -373,6 +376,9 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
             s->election = reign_election_free(s->election);
             maybe_finish(s->d);
         }
+        break;
+    case REIGN_ELECTION_READY:
+        check_ids(s, 0); /* another daemon that joined at the same moment stands now too */
         break;
     case REIGN_ELECTION_LEADER_CHANGED:
         slog(s, REIGN_LOG_INFO, "leader: %s", ev->leader ? ev->leader->id : "none");
@@ -423,7 +429,6 @@ static const char *own_peer_address(const service *s)
 }
 
 static void join_now(service *s);
-static void check_ids(service *s, int joining);
 
 /* JOIN: first make sure no other live daemon stands with our node id. */
 static void join(service *s)
@@ -521,8 +526,11 @@ static void timer_stop(uv_timer_t **t)
  * relies on the id alone (on_crumb_read), and a daemon that finds another
  * live one standing with its id before it does not stand (CONFLICT), and
  * says so, until that one is gone.  The one that stands first keeps
- * standing and says so too.  Looked at before each JOIN and every
- * ID_CHECK_MS (two daemons that joined at once both stand until then).
+ * standing and says so too, when it sees it.  Looked at before each JOIN,
+ * once more as soon as it stands (two daemons that joined at the same
+ * moment each saw no one, and now each sees the other: the later one steps
+ * back), and every ID_CHECK_MS while in CONFLICT, to see the other one go.
+ * Not at rest otherwise: a look reads every candidate's node.
  */
 typedef struct id_check {
     service *s;
@@ -631,7 +639,7 @@ static void check_ids(service *s, int joining)
 static void on_id_timer(uv_timer_t *t)
 {
     service *s = t->data;
-    if (!s->stopped && !s->d->shutting_down)
+    if (!s->stopped && !s->d->shutting_down && s->state == REIGND_ST_CONFLICT)
         check_ids(s, 0);
 }
 

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""designate.py - designation latency (issue 4): from an operator's command until the named
+"""designate.py - designation latency: from an operator's command until the named
 candidate's elected callback, through the library and through the CLI, with the ZooKeeper
 requests a designation costs.
 
@@ -25,7 +25,7 @@ On a throwaway standalone ZooKeeper (scripts/zk.sh, stopped at the end), with N 
             trials only, for reign, Curator and kazoo, and shown next to the designation as an
             analogue, not as the same operation.
 
-It writes the section "## Designation latency (issue 4)" of docs/benchmarks.md and leaves the
+It writes the section "## Designation latency" of docs/benchmarks.md and leaves the
 rest of the file alone (--render rewrites that section from a --json file).  This measures, it
 never asserts: the issue's target (p50 <= 5 ms) is reported next to the numbers, not checked.
 """
@@ -51,7 +51,7 @@ import many_elections as me  # noqa: E402  (Proc, wait_quiet, findings_of)
 from failover import BenchError, fmt, log, percentile  # noqa: E402
 
 ROOT = fo.ROOT
-SECTION = "## Designation latency (issue 4)"
+SECTION = "## Designation latency"
 TARGET_P50_MS = 5.0
 SESSION_MS = 30000
 DESIGNATED_RE = re.compile(r"^designated (\S+) term=(\d+) token=(\d+) \(was (\S+) term=(\d+)\)$")
@@ -487,7 +487,7 @@ def write_section(path, run):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description="Designation latency (issue 4).")
+    ap = argparse.ArgumentParser(description="Designation latency.")
     ap.add_argument("--binary", default=default_binary(),
                     help="the designate-latency program (default: build/bench/designate-latency)")
     ap.add_argument("--candidates", type=int, default=3, help="candidates (default 3)")

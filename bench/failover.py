@@ -1335,9 +1335,9 @@ ping (every ~667 ms), so its session outlives it a little longer on average.
 
 # Level-2 sections of docs/benchmarks.md that another harness writes: this one keeps them as
 # they are when it rewrites the rest of the file (and that one replaces only its own).
-OTHER_SECTIONS = ("## SQL lease elections (issue 3)", "## Many elections on one session (issue 4)",
-                  "## Designation latency (issue 4)", "## Task queue throughput (issue 5)",
-                  "## reignd: failover and footprint (issue 6)",
+OTHER_SECTIONS = ("## SQL lease elections", "## Many elections on one session",
+                  "## Designation latency", "## Task queue throughput",
+                  "## reignd: failover and footprint",
                   "## Crash failover with the guardian")
 
 

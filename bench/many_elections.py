@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""many_elections.py - many elections on one session (issue 4): joining N elections on one
+"""many_elections.py - many elections on one session: joining N elections on one
 ZooKeeper client, timed, with the server's requests counted and the process's peak memory.
 
 For each N (default 1000 and 10000) and each run (default 3), on a throwaway standalone
@@ -18,7 +18,7 @@ session's createSession included).  The peak resident memory is the process's Vm
 its elections were decided.  Every election name is new in every run (the prefix carries the run
 and N), so each leader run also creates the elections' directories: the cold case.
 
-It writes the section "## Many elections on one session (issue 4)" of docs/benchmarks.md and
+It writes the section "## Many elections on one session" of docs/benchmarks.md and
 leaves the rest of the file alone (--render rewrites that section from a --json file).  This
 measures, it never asserts: the issue's targets are reported next to the numbers, not checked.
 """
@@ -40,7 +40,7 @@ import failover as fo  # noqa: E402  (the ZooKeeper harness and report helpers)
 from failover import BenchError, fmt, log  # noqa: E402
 
 ROOT = fo.ROOT
-SECTION = "## Many elections on one session (issue 4)"
+SECTION = "## Many elections on one session"
 TARGET_MS, TARGET_MB, TARGET_N = 2000, 64, 10000
 SESSION_MS = 30000  # few pings: the request counts stay exact
 
@@ -252,7 +252,7 @@ def write_section(path, run):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description="Many elections on one session (issue 4).")
+    ap = argparse.ArgumentParser(description="Many elections on one session.")
     ap.add_argument("--binary", default=default_binary(),
                     help="the many-elections program (default: build/bench/many-elections)")
     ap.add_argument("--counts", default="1000,10000", help="election counts (default 1000,10000)")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""reignd.py - reignd's failover and footprint (issue 6), measured against its targets.
+"""reignd.py - reignd's failover and footprint, measured against its targets.
 
 On a throwaway standalone ZooKeeper (scripts/zk.sh through failover.py's helpers, stopped at the
 end), two and three reignd daemons, one per node, each manage a dummy service on loopback:
@@ -37,7 +37,7 @@ A reference: ZKFC is not packaged in Debian.  bench/ref/kazoo_zkfc.py is a minim
 hooks, no fencing); its footprint and idle CPU are measured in the same run, and its health
 failover too (--kazoo-trials).
 
-It writes the section "## reignd: failover and footprint (issue 6)" of docs/benchmarks.md and
+It writes the section "## reignd: failover and footprint" of docs/benchmarks.md and
 leaves the rest alone (--render rewrites it from a --json file).  It measures, it never asserts.
 """
 
@@ -63,7 +63,7 @@ from failover import BenchError, fmt, log, percentile  # noqa: E402
 from many_elections import findings_of  # noqa: E402  (the --findings file's paragraphs)
 
 ROOT = fo.ROOT
-SECTION = "## reignd: failover and footprint (issue 6)"
+SECTION = "## reignd: failover and footprint"
 TARGET_SLACK_MS, TARGET_RSS_MB = 50, 6.0
 KAZOO_REF = ROOT / "bench" / "ref" / "kazoo_zkfc.py"
 WAIT_S = 60
@@ -805,7 +805,7 @@ def render(run):
     w("")
     w("### Health failover: the active's service turns unhealthy")
     w("")
-    w("Target (issue 6): from a failed health check to the new active <= interval x fall + "
+    w("Target: from a failed health check to the new active <= interval x fall + "
       "50 ms.  *flip -> active* runs from the moment the dummy service turned unhealthy (at a "
       "random phase of the check interval) to the new active's become-active hook; "
       "*first failing check -> active* from the first check that got a 503.  The split: "
@@ -831,8 +831,10 @@ def render(run):
     w("### SIGKILL of the active's daemon")
     w("")
     w("The active's reignd is killed; its service keeps answering, so it must be fenced "
-      "(graceful fails at once, the shell method fences).  Bounded by the session timeout "
-      "(the server expires sessions in ticks of 200 ms here), not by the health settings.")
+      "(graceful fails at once, the shell method fences).  The daemon's guardian closes its "
+      "session at once, so the next daemon is elected in milliseconds; without a guardian, or "
+      "when the whole host dies, the session timeout bounds it (the server expires sessions in "
+      "ticks of 200 ms here), never the health settings.")
     w("")
     w("| nodes | setting | session granted, ms | kill -> new active elected | "
       "kill -> become-active | elected -> become-active (fencing + hooks) | of which fencing |")
@@ -957,7 +959,7 @@ def default_binary(rel):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description="reignd's failover and footprint (issue 6).")
+    ap = argparse.ArgumentParser(description="reignd's failover and footprint.")
     ap.add_argument("--reignd", default=default_binary("src/reignd/reignd"),
                     help="the reignd binary (default: build/src/reignd/reignd)")
     ap.add_argument("--stamp", default=default_binary("bench/reignd-stamp"),

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""sql_failover.py - the benchmark of SQL lease elections (issue 3).
+"""sql_failover.py - the benchmark of SQL lease elections.
 
 For each SQL backend (a SQLite file, a throwaway MariaDB from scripts/mariadb.sh, a throwaway
 PostgreSQL from scripts/pg.sh) and each number of candidates, it runs that many `reign campaign`
@@ -15,8 +15,8 @@ processes in one election and measures:
   memory     resident memory of a `reign campaign` process
 
 and, as the reference point, reign on ZooKeeper in the same run, through bench/failover.py's
-own harness (graceful and crash trials).  Its report is the section "## SQL lease elections
-(issue 3)" of docs/benchmarks.md; the rest of that file is bench/failover.py's and stays as it is.
+own harness (graceful and crash trials).  Its report is the section "## SQL lease elections"
+of docs/benchmarks.md; the rest of that file is bench/failover.py's and stays as it is.
 
 Times come from the CLOCK_MONOTONIC stamps of the candidates' own `elected`/`demoted` lines.
 Statements are counted from the debug line the library logs for each one it sends
@@ -597,7 +597,7 @@ def render(run):
     w("")
     w("### Targets")
     w("")
-    w("The targets of issue 3 against the medians measured (reported, not asserted).")
+    w("The targets against the medians measured (reported, not asserted).")
     w("")
     w("| target | store | candidates | measured | met? |")
     w("|---|---|---|---|---|")
@@ -1042,7 +1042,7 @@ read the medians."""
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(
-        description="SQL lease election benchmark (issue 3): SQLite, MariaDB, PostgreSQL, and "
+        description="SQL lease election benchmark: SQLite, MariaDB, PostgreSQL, and "
                     "reign on ZooKeeper as the reference.")
     ap.add_argument("--backends", default="sqlite,mariadb,postgres,zk",
                     help="comma-separated, of sqlite,mariadb,postgres,zk (default: all)")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tasks.py - the task queue's throughput (issue 5) against this machine's raw ZooKeeper write
+"""tasks.py - the task queue's throughput against this machine's raw ZooKeeper write
 rate, on a throwaway standalone ZooKeeper (scripts/zk.sh, stopped at the end).
 
   raw    bench/tasks_bench.c (`tasks-bench raw`): creates of 100-byte nodes through the
@@ -21,7 +21,7 @@ Each configuration runs several times; the report gives medians, every run's val
 ratio to the issue's target: tasks/s >= 50% of (raw writes/s / writes per task).  The machine
 is shared: a run far off its siblings is run again (at most twice) and the report says so.
 
-It writes the section "## Task queue throughput (issue 5)" of docs/benchmarks.md with
+It writes the section "## Task queue throughput" of docs/benchmarks.md with
 failover.py's section writer, and leaves the rest of the file alone.  It measures, it never
 asserts.
 """
@@ -40,7 +40,7 @@ import failover as fo  # noqa: E402  (the ZooKeeper harness and report helpers)
 from failover import BenchError, fmt, log  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SECTION = "## Task queue throughput (issue 5)"
+SECTION = "## Task queue throughput"
 SERVER_JVM = ("-Xms256m", "-Xmx2g", "-XX:+UseSerialGC", "-XX:-UsePerfData",
               "-XX:+ExitOnOutOfMemoryError", "-Djava.net.preferIPv4Stack=true",
               "-Dzookeeper.jmx.log4j.disable=true", "-Dzookeeper.admin.enableServer=false")
@@ -274,7 +274,7 @@ def render(run):
       "once (no command is run: the queue is measured).  Writes per task are the server's transactions (zxid before and after) "
       "divided by the tasks; requests per task are the server's count of the requests it "
       "received during the run (mntr's zk_packets_received: writes, reads, listings, pings and "
-      "the run's setup), packets sent per task its answers and watch notifications.  Target (issue 5): tasks/s >= 50%% of raw writes/s / writes per "
+      "the run's setup), packets sent per task its answers and watch notifications.  Target: tasks/s >= 50%% of raw writes/s / writes per "
       "task.  Medians of %d runs, on one server (java -Xmx%s, serial collector).  Every configuration, raw ones included, is run once first "
       "and not counted (the server's JIT compiles each path only after thousands of "
       "requests), and the runs go in rounds - each configuration once per round - so that a "
@@ -404,7 +404,7 @@ def write_section(path, run):
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description="Task queue throughput (issue 5).")
+    ap = argparse.ArgumentParser(description="Task queue throughput.")
     ap.add_argument("--binary", default=str(ROOT / "build" / "bench" / "tasks-bench"),
                     help="the tasks-bench program (default: build/bench/tasks-bench)")
     ap.add_argument("--workers", default="1,4,16", help="worker counts (default 1,4,16)")

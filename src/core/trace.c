@@ -32,7 +32,7 @@ void reign_trace(const char *step, const char *fmt, ...)
         return;
     char line[512];
     int n = snprintf(line, sizeof(line), "%lld %d %d %s", (long long)reign__now_ns(), (int)getpid(),
-                     (int)gettid(), step);
+                     (int)gettid(), step ? step : "?");
     if (fmt && n > 0 && (size_t)n < sizeof(line) - 2) {
         line[n++] = ' ';
         va_list ap;
@@ -43,6 +43,8 @@ void reign_trace(const char *step, const char *fmt, ...)
     }
     if (n < 0)
         return;
+    if ((size_t)n > sizeof(line) - 2)
+        n = (int)sizeof(line) - 2; /* a step name longer than the line: cut, keep the newline */
     line[n++] = '\n';
     ssize_t w = write(g_fd, line, (size_t)n);
     (void)w; /* a lost line of a diagnostic trace is not worth an error path */

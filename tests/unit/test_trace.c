@@ -62,6 +62,7 @@ static void test_on(void **state)
     memset(long_detail, 'z', sizeof(long_detail) - 1);
     long_detail[sizeof(long_detail) - 1] = '\0';
     reign_trace("unit.long", "%s", long_detail);
+    reign_trace(long_detail, "%d", 1); /* a step longer than a line: cut, one line still */
     pthread_t th[4];
     for (int i = 0; i < 4; i++)
         assert_int_equal(pthread_create(&th[i], NULL, writer, (void *)(intptr_t)i), 0);
@@ -91,6 +92,8 @@ static void test_on(void **state)
         } else if (n == 2) {
             assert_string_equal(step, "unit.long");
             assert_true(strspn(line + off, "z") == strlen(line + off));
+        } else if (n == 3) {
+            assert_true(strspn(step, "z") == strlen(step)); /* %63s: its first 63 */
         } else {
             int who, i;
             assert_string_equal(step, "unit.thread");

@@ -881,54 +881,123 @@ static int start_sql(reign_client *c, const reign__uri *u, bool guarded, char **
     return r;
 }
 
+/* The URI parsed, its scheme one reign speaks, the options sane: what every use of a URI checks
+ * first.  *u is the parsed URI on success. */
+static int parse_uri(const char *uri, const reign_client_options *opts, reign__uri **u, char *err,
+                     size_t errlen)
+{
+    if (!uri) {
+        reign__errf(err, errlen, "no URI");
+        return REIGN_EINVAL;
+    }
+    if (opts && opts->size && opts->size < offsetof(reign_client_options, userdata)) {
+        reign__errf(err, errlen, "reign_client_options.size is too small");
+        return REIGN_EINVAL;
+    }
+    int r = reign__uri_parse(uri, u, err, errlen);
+    if (r < 0)
+        return r;
+    if (strcmp((*u)->scheme, "zk") && !is_sql_scheme((*u)->scheme)) {
+        reign__errf(err, errlen,
+                    "unknown URI scheme '%s' (reign speaks zk://, sqlite://, mysql:// and "
+                    "postgres://)",
+                    (*u)->scheme);
+        r = REIGN_EURI;
+    } else if (opts && (opts->session_timeout_ms < 0 || opts->connect_timeout_ms < 0 ||
+                        opts->op_timeout_ms < 0 || opts->retry_period_ms < 0)) {
+        reign__errf(err, errlen, "negative timeout in the client options");
+        r = REIGN_EINVAL;
+    }
+    if (r < 0) {
+        reign__uri_free(*u);
+        *u = NULL;
+    }
+    return r;
+}
+
+/* The caller's message buffer, else a scratch one; emptied. */
+static void use_errbuf(char **errbuf, size_t *errlen, char *scratch, size_t n)
+{
+    if (!*errbuf) {
+        *errbuf = scratch;
+        *errlen = n;
+    }
+    if (*errlen)
+        (*errbuf)[0] = '\0';
+}
+
+static void copy_options(reign_client *c, const reign_client_options *opts)
+{
+    if (opts)
+        memcpy(&c->opts, opts,
+               opts->size && opts->size < sizeof(*opts) ? opts->size : sizeof(*opts));
+    c->opts.size = sizeof(c->opts);
+}
+
+static void wipe_password(char *password)
+{
+    if (password) {
+        explicit_bzero(password, strlen(password));
+        reign__free(password);
+    }
+}
+
+int reign_uri_check(const char *uri, const reign_client_options *opts, char *errbuf, size_t errlen)
+{
+    char scratch[512];
+    use_errbuf(&errbuf, &errlen, scratch, sizeof(scratch));
+    reign__uri *u = NULL;
+    int r = parse_uri(uri, opts, &u, errbuf, errlen);
+    if (r < 0)
+        return r;
+    /* What reign_client_new() reads, into a client that is never started. */
+    reign_client *c = reign__calloc(1, sizeof(*c));
+    char *password = NULL, *extra = NULL;
+    bool guarded;
+    if (!c)
+        r = REIGN_ENOMEM;
+    else
+        copy_options(c, opts);
+    if (r == 0)
+        r = want_guardian(c, u, &guarded, errbuf, errlen);
+    if (r == 0 && !strcmp(u->scheme, "zk")) {
+        reign__zk_config zc = {0};
+        if ((r = configure_zk(c, u, &zc, &password, errbuf, errlen)) == 0 &&
+            !(extra = zk_hosts(u, errbuf, errlen)))
+            r = errbuf[0] ? REIGN_EURI : REIGN_ENOMEM;
+    } else if (r == 0) {
+        reign__sqlw_config sc = {0};
+        r = configure_sql(c, u, &sc, &password, &extra, errbuf, errlen);
+    }
+    wipe_password(password);
+    reign__free(extra);
+    reign__free(c);
+    reign__uri_free(u);
+    return r;
+}
+
 int reign_client_new(reign_client **ret, const char *uri, const reign_client_options *opts,
                      char *errbuf, size_t errlen)
 {
     char scratch[512];
-    if (!errbuf) {
-        errbuf = scratch;
-        errlen = sizeof(scratch);
-    }
-    if (errlen)
-        errbuf[0] = '\0';
-    if (!ret || !uri) {
-        reign__errf(errbuf, errlen, "no URI");
+    use_errbuf(&errbuf, &errlen, scratch, sizeof(scratch));
+    if (!ret) {
+        reign__errf(errbuf, errlen, "no client to fill");
         return REIGN_EINVAL;
     }
     *ret = NULL;
-    if (opts && opts->size && opts->size < offsetof(reign_client_options, userdata)) {
-        reign__errf(errbuf, errlen, "reign_client_options.size is too small");
-        return REIGN_EINVAL;
-    }
     reign__uri *u = NULL;
-    int r = reign__uri_parse(uri, &u, errbuf, errlen);
+    int r = parse_uri(uri, opts, &u, errbuf, errlen);
     if (r < 0)
         return r;
     bool is_zk = !strcmp(u->scheme, "zk");
-    if (!is_zk && !is_sql_scheme(u->scheme)) {
-        reign__errf(errbuf, errlen,
-                    "unknown URI scheme '%s' (reign speaks zk://, sqlite://, mysql:// and "
-                    "postgres://)",
-                    u->scheme);
-        reign__uri_free(u);
-        return REIGN_EURI;
-    }
-    if (opts && (opts->session_timeout_ms < 0 || opts->connect_timeout_ms < 0 ||
-                 opts->op_timeout_ms < 0 || opts->retry_period_ms < 0)) {
-        reign__errf(errbuf, errlen, "negative timeout in the client options");
-        reign__uri_free(u);
-        return REIGN_EINVAL;
-    }
 
     reign_client *c = reign__calloc(1, sizeof(*c));
     if (!c) {
         reign__uri_free(u);
         return REIGN_ENOMEM;
     }
-    if (opts)
-        memcpy(&c->opts, opts,
-               opts->size && opts->size < sizeof(*opts) ? opts->size : sizeof(*opts));
-    c->opts.size = sizeof(c->opts);
+    copy_options(c, opts);
     c->log.fn = c->opts.log_fn;
     c->log.userdata = c->opts.userdata;
     c->log.level = c->opts.log_level;
@@ -972,20 +1041,14 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
                    "worst-case takeover after a crash %lld ms)",
                    c->uri_redacted, c->lease.lease_ms, c->lease.renew_ms, c->lease.poll_ms,
                    (long long)reign_client_takeover_ms(c));
-    if (password) {
-        explicit_bzero(password, strlen(password));
-        reign__free(password);
-    }
+    wipe_password(password);
     reign__free(hosts);
     reign__uri_free(u);
     *ret = c;
     return 0;
 
 fail:
-    if (password) {
-        explicit_bzero(password, strlen(password));
-        reign__free(password);
-    }
+    wipe_password(password);
     reign__free(hosts);
     reign__uri_free(u);
     reign__guardian_free(c->guardian);

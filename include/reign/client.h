@@ -364,6 +364,21 @@ REIGN_EXPORT int reign_client_unguard_pgid(reign_client *client, pid_t pgid);
 REIGN_EXPORT int reign_kill_group(pid_t pgid);
 
 /*
+ * Checks `uri` and `opts` as reign_client_new() would, without contacting
+ * the store or starting anything: the scheme, hosts and path, every
+ * parameter (reign's own, and for MariaDB and PostgreSQL those their client
+ * library takes, which loads that library), numbers within their ranges, the
+ * lease timing's safety rule, and the credentials (a password from the URI,
+ * REIGN_PASSWORD or a readable password_file where the store needs one).
+ * For programs that check a configuration before they use it (reignd
+ * --check).  Returns 0, or the code reign_client_new() would return
+ * (REIGN_EURI, REIGN_EINVAL, REIGN_EAUTH, REIGN_ENOTSUP, REIGN_ENOMEM) with
+ * one line in `errbuf`, which may be NULL.
+ */
+REIGN_EXPORT int reign_uri_check(const char *uri, const reign_client_options *opts, char *errbuf,
+                                 size_t errlen);
+
+/*
  * Copies `uri` into `out` with any password replaced by "***", for logs and
  * messages.  Returns the length it needed (like snprintf).
  */

@@ -11,8 +11,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include <reign/client.h>
+
 #include "control.h"
-#include "election_uri.h"
 #include "httpd.h"
 #include "preflight.h"
 
@@ -109,41 +110,18 @@ static int check_daemon(where *w, reignd_secret *secret, char *note, size_t note
 
 /* ---- the election URIs ------------------------------------------------------ */
 
-/* A user's password comes from REIGN_PASSWORD, else from password_file. */
-static int check_password(where *w, const reignd_service_config *svc, const reignd_uri_info *u)
-{
-    unsigned line = svc->election_uri_line;
-    const char *env = getenv("REIGN_PASSWORD");
-    if (env && *env)
-        return 0;
-    if (!u->password_file[0])
-        return fail(w, REIGN_EAUTH, line, "election_uri",
-                    "no password for user '%s': name a file holding it with "
-                    "?password_file=PATH, or set REIGN_PASSWORD in reignd's environment",
-                    u->user);
-    FILE *f = fopen(u->password_file, "re");
-    if (!f)
-        return fail(w, REIGN_EAUTH, line, "election_uri", "cannot read password_file '%s': %s",
-                    u->password_file, strerror(errno));
-    char first[1024];
-    bool empty = !fgets(first, sizeof(first), f) || strcspn(first, "\r\n") == 0;
-    explicit_bzero(first, sizeof(first));
-    fclose(f);
-    if (empty)
-        return fail(w, REIGN_EAUTH, line, "election_uri",
-                    "password_file '%s' is empty (its first line is the password)",
-                    u->password_file);
-    return 0;
-}
-
+/* The library's own reading of the URI, with the options the daemon will give it: parameters
+ * (those the SQL servers' client libraries take too), the lease timing, the credentials. */
 static int check_uri(where *w, const reignd_service_config *svc)
 {
-    reignd_uri_info u;
-    char why[400];
-    int r = reignd_uri_check(svc->election_uri, &u, why, sizeof(why));
-    if (r < 0)
-        return fail(w, r, svc->election_uri_line, "election_uri", "%s", why);
-    return u.user[0] ? check_password(w, svc, &u) : 0;
+    reign_client_options o = {
+        .size = sizeof(o),
+        .session_timeout_ms = (int)svc->session_timeout_ms,
+        .guardian = REIGN_GUARDIAN_ON,
+    };
+    char why[600];
+    int r = reign_uri_check(svc->election_uri, &o, why, sizeof(why));
+    return r < 0 ? fail(w, r, svc->election_uri_line, "election_uri", "%s", why) : 0;
 }
 
 int reignd_preflight(const reignd_config *cfg, bool store_only, reignd_secret *secret, char *note,

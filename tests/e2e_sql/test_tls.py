@@ -18,13 +18,19 @@ line in pg_hba.conf; MariaDB: REQUIRE SSL), so whatever connects as reign below 
     PGPASSWORD, and a service file (PGSERVICEFILE) holding sslmode and the CA, right or wrong,
     the URI naming the service only; MariaDB's ~/.my.cnf, group [reign], and an option_file=
     naming the user, the password and the CA in group [client];
+  * reignd reads the URI as the library does: `reignd --check` accepts those parameters and a
+    password only the client library finds (PGPASSWORD, MYSQL_PWD), refuses a misspelt one
+    (exit 7, naming the file's line); `reignd --format` connects with them, over TLS;
   * the guardian: tests/e2e/test_guardian.py's run_kill with TLS on and the password only in
     PGPASSWORD or MYSQL_PWD (which the guardian's environment never holds): the killed
     leader's guardian releases its lease over TLS (the server refuses anything else), long
     before the lease could have run out.
 """
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sqle  # noqa: E402
@@ -77,6 +83,64 @@ def check_refused(t, uri, what, words, env=None, home=None):
         check(w in line, f"{what}: {w!r} not in {line!r}")
     check("timed out" not in line, f"{what}: reported as a timeout: {line!r}")
     return line
+
+
+def reignd_over_tls(t, store, ca, env):
+    # reign.conf(5)'s lines hold 197 characters: the CA by a short path.
+    short = tempfile.mkdtemp(prefix="reign-ca-")
+    try:
+        os.symlink(ca, os.path.join(short, "ca.crt"))
+        reignd_checks(t, store, short, env)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def reignd_checks(t, store, short, env):
+    tls = (f"sslmode=verify-full&sslrootcert={short}/ca.crt" if store.kind == "postgres"
+           else f"ssl_ca={short}/ca.crt&ssl_verify_server_cert=on")
+    uri = f"{store.base}?{tls}"
+    run_dir = os.path.join(t.dir, "reignd-run")
+    os.makedirs(run_dir, mode=0o700, exist_ok=True)
+
+    def conf(name, election_uri):
+        path = os.path.join(t.dir, name)
+        with open(path, "w") as f:
+            f.write("[daemon]\n"
+                    f"control_socket = {run_dir}/control.sock\n"
+                    "\n[service web]\n"
+                    f"election_uri = {election_uri}\n"
+                    "election_name = tls-web\n"
+                    "service_address = 127.0.0.1:9\n"
+                    "check_type = tcp\n"
+                    "check_target = 127.0.0.1:9\n"
+                    "become_active = /bin/true\n"
+                    "become_standby = /bin/true\n"
+                    "fence = shell:/bin/true\n")
+        return path
+
+    full = dict(os.environ, HOME=t.dir, **env)
+    full.pop("REIGN_PASSWORD", None)
+
+    def reignd(*args):
+        r = subprocess.run([os.environ["REIGND"], *args], env=full, capture_output=True,
+                           text=True, timeout=60)
+        check(store.password() not in r.stdout + r.stderr, "reignd showed the password")
+        return r
+
+    good = conf("reignd.conf", uri)
+    r = reignd("--config", good, "--check")
+    check(r.returncode == 0 and r.stdout.strip() == f"{good}: OK (1 service)",
+          f"reignd --check with the client library's parameters: {r.returncode} {r.stderr}")
+    bad = conf("reignd-bad.conf", uri + "&sslmod=x")
+    r = reignd("--config", bad, "--check")
+    check(r.returncode == 7 and f"{bad}:5: election_uri: " in r.stderr
+          and "unknown parameter 'sslmod'" in r.stderr,
+          f"reignd --check with a misspelt parameter: {r.returncode} {r.stderr}")
+    r = reignd("--config", good, "--format")
+    check(r.returncode == 0, f"reignd --format over TLS: {r.returncode} {r.stderr}")
+    rc, out, err = t.reign(["--uri", uri, "value", "get", "reignd/tls-web/layout"], env=full)
+    check(rc == 0 and out.strip(), f"reignd's layout not in the store: {rc} {out} {err}")
+    log("reignd: --check and --format with the client library's TLS parameters and password")
 
 
 def body(t, kind):
@@ -145,6 +209,8 @@ def body(t, kind):
         check_connects(t, store.uri(password_file=False, **on), "MYSQL_PWD",
                        env={"MYSQL_PWD": pw}, home=t.dir)
         env = {"MYSQL_PWD": pw}
+
+    reignd_over_tls(t, store, ca, env)
 
     # The guardian releases over TLS, with the password the client library found in the
     # environment (stripped from the guardian's own).

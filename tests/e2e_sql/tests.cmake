@@ -56,5 +56,8 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
   # TLS to a server of the test's own, the client libraries' password sources, the guardian.
   foreach(store mariadb postgres)
     reign_e2e_sql(fault e2e_sql_tls_${store} test_tls.py ARGS ${store} LABELS guardian)
+    if(TARGET reignd)
+      set_property(TEST e2e_sql_tls_${store} APPEND PROPERTY ENVIRONMENT REIGND=$<TARGET_FILE:reignd>)
+    endif()
   endforeach()
 endif()

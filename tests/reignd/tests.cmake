@@ -39,7 +39,7 @@ add_test(NAME fuzz_config_replay COMMAND fuzz_config_replay ${REIGND_TESTS_DIR}/
 set_tests_properties(fuzz_config_replay PROPERTIES LABELS "fuzz;reignd")
 if(REIGN_FUZZ)
   add_executable(fuzz_config ${REIGND_TESTS_DIR}/fuzz_config.c
-    ${PROJECT_SOURCE_DIR}/src/reignd/config.c ${PROJECT_SOURCE_DIR}/src/reignd/election_uri.c)
+    ${PROJECT_SOURCE_DIR}/src/reignd/config.c)
   target_include_directories(fuzz_config PRIVATE ${PROJECT_SOURCE_DIR}/tests/fuzz
     ${PROJECT_SOURCE_DIR}/src/reignd ${PROJECT_SOURCE_DIR}/include)
   target_compile_options(fuzz_config PRIVATE ${REIGN_WARNINGS} ${REIGN_FUZZ_FLAGS})

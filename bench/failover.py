@@ -105,6 +105,22 @@ class ZooKeeper:
         if "recved" not in self.fourlw("cons"):
             raise BenchError("the server does not answer 'cons' (4lw.commands.whitelist)")
 
+    def set_force_sync(self, on):
+        """Restarts the server with forceSync=yes (each write waits for its log's fsync, as on a
+        production server) or no (zk.sh's default)."""
+        cfg = self.state_dir / "s1" / "zoo.cfg"
+        lines = [ln for ln in cfg.read_text().splitlines() if not ln.startswith("forceSync=")]
+        lines.append("forceSync=%s" % ("yes" if on else "no"))
+        for cmd in ("stop-server", "write", "start-server"):
+            if cmd == "write":
+                cfg.write_text("\n".join(lines) + "\n")
+                continue
+            r = subprocess.run(["bash", str(ZK_SH), cmd, str(self.state_dir), "1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=120)
+            if r.returncode != 0:
+                raise BenchError("scripts/zk.sh %s failed:\n%s" % (cmd, r.stderr))
+
     def stop(self):
         subprocess.run(["bash", str(ZK_SH), "stop", str(self.state_dir)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=120)
@@ -1485,6 +1501,8 @@ def parse_args(argv):
                     help="idle window to measure background traffic (default 2)")
     ap.add_argument("--warm-s", type=float, default=5.0,
                     help="seconds of bare requests to warm the server up first (default 5)")
+    ap.add_argument("--force-sync", action="store_true",
+                    help="run the server with forceSync=yes (default: no, as scripts/zk.sh)")
     ap.add_argument("--floor-rounds", type=int, default=300,
                     help="bare round trips timed at start and end (default 300)")
     ap.add_argument("--quick", action="store_true",
@@ -1530,6 +1548,8 @@ def main(argv):
 
     zk = ZooKeeper(workdir / "zk")
     zk.start()
+    if args.force_sync:
+        zk.set_force_sync(True)
     log("ZooKeeper at %s" % zk.connect)
     results, skipped = [], {}
     floor, load = {}, {}

@@ -79,6 +79,7 @@ struct service {
     char conflict[1400];
     uv_timer_t *id_timer;  /* the periodic look for one */
     int id_check_inflight; /* a periodic look is under way */
+    int id_unsure;         /* the last look could not tell who stood first: look again */
     uint64_t join_seq;     /* bumped by each JOIN and each leave: stale looks are dropped */
 
     uv_timer_t *cede_timer; /* while CEDED: REJOIN when it fires */
@@ -436,6 +437,7 @@ static void join(service *s)
     if (s->election)
         return;
     s->join_seq++;
+    s->id_unsure = 0;
     check_ids(s, 1);
 }
 
@@ -471,6 +473,7 @@ static void join_now(service *s)
 static void leave(service *s)
 {
     s->join_seq++; /* a join still looking for our id will not stand */
+    s->id_unsure = 0;
     s->election = reign_election_free(s->election);
 }
 
@@ -483,6 +486,7 @@ static void leave(service *s)
 static void leave_for_good(service *s)
 {
     s->join_seq++;
+    s->id_unsure = 0;
     if (s->election && reign_election_resign(s->election) == 0) {
         s->leaving = 1;
         return;
@@ -529,7 +533,8 @@ static void timer_stop(uv_timer_t **t)
  * standing and says so too, when it sees it.  Looked at before each JOIN,
  * once more as soon as it stands (two daemons that joined at the same
  * moment each saw no one, and now each sees the other: the later one steps
- * back), and every ID_CHECK_MS while in CONFLICT, to see the other one go.
+ * back), and every ID_CHECK_MS while in CONFLICT, to see the other one go,
+ * or after a look that could not tell who stood first.
  * Not at rest otherwise: a look reads every candidate's node.
  */
 typedef struct id_check {
@@ -552,7 +557,9 @@ static void on_id_view(reign_client *client, int err, const reign_election_view 
         return;
     }
     /* No longer wanted: it left meanwhile (NEUTRAL still stands: a connection lost while we
-     * looked; the election waits for it). */
+     * looked; the election waits for it); a look from a standing since left is of no use. */
+    if (!joining && !current)
+        return;
     if (joining && (!current || s->election ||
                     (s->state != REIGND_ST_STANDBY && s->state != REIGND_ST_NEUTRAL)))
         return;
@@ -578,6 +585,14 @@ static void on_id_view(reign_client *client, int err, const reign_election_view 
             other = (long)i;
             op = p;
         }
+    }
+    if (!joining)
+        s->id_unsure = 0;
+    if (other >= 0 && !joining && mine < 0 && s->state != REIGND_ST_CONFLICT) {
+        /* It stands, and the view does not list this daemon (read before its own row or node
+         * was there): who stood first cannot be told from it.  The next tick looks again. */
+        s->id_unsure = 1;
+        return;
     }
     if (other < 0) {
         if (s->conflict[0])
@@ -639,7 +654,7 @@ static void check_ids(service *s, int joining)
 static void on_id_timer(uv_timer_t *t)
 {
     service *s = t->data;
-    if (!s->stopped && !s->d->shutting_down && s->state == REIGND_ST_CONFLICT)
+    if (!s->stopped && !s->d->shutting_down && (s->state == REIGND_ST_CONFLICT || s->id_unsure))
         check_ids(s, 0);
 }
 

@@ -21,6 +21,32 @@
 #include "cli.h"
 #include "toollog.h"
 
+bool cli_json_options(cli *c, int argc, char **argv, void (*usage)(FILE *), int *json, int *status)
+{
+    enum { OPT_JSON = 256 };
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, OPT_JSON},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int o;
+    while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (o) {
+        case OPT_JSON:
+            *json = 1;
+            break;
+        case 'h':
+            usage(stdout);
+            *status = CLI_EXIT_OK;
+            return true;
+        default:
+            *status = cli_bad_option(c, o, argv);
+            return true;
+        }
+    }
+    return false;
+}
+
 int cli_bad_option(cli *c, int ret, char **argv)
 {
     char q[256];

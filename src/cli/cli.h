@@ -123,6 +123,13 @@ void cli_print(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  */
 int cli_bad_option(cli *c, int ret, char **argv);
 
+/*
+ * The options of a command that takes --json and --help only: sets *json;
+ * after --help (printed by `usage`) or a bad option returns true with the
+ * exit status in *status, else false (go on, arguments from optind).
+ */
+bool cli_json_options(cli *c, int argc, char **argv, void (*usage)(FILE *), int *json, int *status);
+
 /* A decimal integer in [min, max] for option `opt`; 0 or CLI_EXIT_USAGE. */
 int cli_parse_int(cli *c, const char *opt, const char *val, long min, long max, long *out);
 
@@ -196,6 +203,9 @@ int cli_connect(cli *c);
  * may be NULL) and exit status 1; set even if they were inherited ignored.
  */
 void cli_catch_signals(cli *c, const char *doing);
+
+/* An on_signal for commands that only read: "interrupted", exit 1. */
+void cli_interrupted(cli *c, int signum);
 
 /* "election 'NAME': WHAT" on stderr, then cli_exit(c, CLI_EXIT_FAIL). */
 void cli_election_fail(cli *c, const char *name, const char *what);

@@ -362,7 +362,7 @@ static void follow_query_done(reign_client *client, int err, const reign_electio
         cli_exit(c, CLI_EXIT_FAIL);
 }
 
-static void follow_interrupted(cli *c, int signum)
+void cli_interrupted(cli *c, int signum)
 {
     (void)signum;
     cli_error(c, "interrupted");
@@ -376,7 +376,7 @@ int cli_follow_existing(cli *c, const char *name, reign_election_cb *cb,
     int r;
     if ((r = cli_client_new(c)) || (r = cli_connect(c)))
         return r;
-    c->on_signal = follow_interrupted;
+    c->on_signal = cli_interrupted;
     c->follow_name = name;
     c->follow_cb = cb;
     c->follow_check = check;

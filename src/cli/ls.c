@@ -91,36 +91,12 @@ static void on_list(reign_client *client, int err, const reign_entry *v, size_t 
     cli_exit(c, CLI_EXIT_OK);
 }
 
-static void on_signal(cli *c, int signum)
-{
-    (void)signum;
-    cli_error(c, "interrupted");
-    cli_exit(c, CLI_EXIT_FAIL);
-}
-
 int cli_ls_main(cli *c, int argc, char **argv)
 {
-    enum { OPT_JSON = 256 };
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     static ls s;
-    int o, r;
-
-    while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (o) {
-        case OPT_JSON:
-            s.json = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_bad_option(c, o, argv);
-        }
-    }
+    int r;
+    if (cli_json_options(c, argc, argv, usage, &s.json, &r))
+        return r;
     if (argc - optind > 1)
         return cli_usage_error(c, "ls takes at most one PREFIX");
     s.prefix = optind < argc ? argv[optind] : "";
@@ -129,7 +105,7 @@ int cli_ls_main(cli *c, int argc, char **argv)
         return r;
     if ((r = cli_connect(c)))
         return r;
-    c->on_signal = on_signal;
+    c->on_signal = cli_interrupted;
     r = reign_store_list(c->client, s.prefix, on_list, c);
     if (r < 0) {
         cli_error(c, "cannot list the store: %s", reign_strerror(r));

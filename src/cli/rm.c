@@ -113,13 +113,6 @@ static void on_list(reign_client *client, int err, const reign_entry *v, size_t 
     }
 }
 
-static void on_signal(cli *c, int signum)
-{
-    (void)signum;
-    cli_error(c, "interrupted");
-    cli_exit(c, CLI_EXIT_FAIL);
-}
-
 int cli_rm_main(cli *c, int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -155,7 +148,7 @@ int cli_rm_main(cli *c, int argc, char **argv)
         return r;
     if ((r = cli_connect(c)))
         return r;
-    c->on_signal = on_signal;
+    c->on_signal = cli_interrupted;
     if (s.kind) {
         start_remove(c);
     } else if ((r = reign_store_list(c->client, s.name, on_list, c)) < 0) {

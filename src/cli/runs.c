@@ -126,13 +126,6 @@ static void on_history(reign_client *client, int err, const reign_slot_record *s
     cli_exit(c, cli_json_print(c, o));
 }
 
-static void on_signal(cli *c, int signum)
-{
-    (void)signum;
-    cli_error(c, "interrupted");
-    cli_exit(c, CLI_EXIT_FAIL);
-}
-
 int cli_runs_main(cli *c, int argc, char **argv)
 {
     enum { OPT_JSON = 256, OPT_LAST };
@@ -169,7 +162,7 @@ int cli_runs_main(cli *c, int argc, char **argv)
         return r;
     if ((r = cli_connect(c)))
         return r;
-    c->on_signal = on_signal;
+    c->on_signal = cli_interrupted;
     r = reign_slot_history(c->client, s.name, s.last, on_history, c);
     if (r < 0) {
         char q[300];

@@ -275,36 +275,12 @@ static void on_history(reign_client *client, int err, const reign_slot_record *s
         cli_exit(c, query_failed(c, s->name, r));
 }
 
-static void on_signal(cli *c, int signum)
-{
-    (void)signum;
-    cli_error(c, "interrupted");
-    cli_exit(c, CLI_EXIT_FAIL);
-}
-
 int cli_status_main(cli *c, int argc, char **argv)
 {
-    enum { OPT_JSON = 256 };
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     static status s;
-    int o, r;
-
-    while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (o) {
-        case OPT_JSON:
-            s.json = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_bad_option(c, o, argv);
-        }
-    }
+    int r;
+    if (cli_json_options(c, argc, argv, usage, &s.json, &r))
+        return r;
     if ((r = cli_election_name(c, argv, argc, "", &s.name)))
         return r;
     c->cmd_data = &s;
@@ -313,7 +289,7 @@ int cli_status_main(cli *c, int argc, char **argv)
         return r;
     if ((r = cli_connect(c)))
         return r;
-    c->on_signal = on_signal;
+    c->on_signal = cli_interrupted;
     r = reign_slot_history(c->client, s.name, 1, on_history, c);
     if (r < 0)
         return query_failed(c, s.name, r);

@@ -107,28 +107,11 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
 
 int cli_watch_main(cli *c, int argc, char **argv)
 {
-    enum { OPT_JSON = 256 };
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, OPT_JSON},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     /* static: callbacks may still see it during cleanup, after we return */
     static watch w;
-    int o, r;
-
-    while ((o = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (o) {
-        case OPT_JSON:
-            w.json = 1;
-            break;
-        case 'h':
-            usage(stdout);
-            return CLI_EXIT_OK;
-        default:
-            return cli_bad_option(c, o, argv);
-        }
-    }
+    int r;
+    if (cli_json_options(c, argc, argv, usage, &w.json, &r))
+        return r;
     const char *name;
     if ((r = cli_election_name(c, argv, argc, "", &name)))
         return r;

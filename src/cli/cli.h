@@ -28,6 +28,14 @@
 
 /* How long `campaign` and `run` wait for their node to be deleted on exit. */
 #define CLI_LEAVE_WAIT_MS 5000
+/*
+ * And how long they keep the session after that, before closing it and
+ * exiting: the successor claims within a few round trips of our delete,
+ * and our session's close (a write the server orders before that claim)
+ * and the process's exit would otherwise compete with it for the server
+ * and the CPU (docs/benchmarks.md, "Graceful handoff: where the time goes").
+ */
+#define CLI_LINGER_MS 10
 
 typedef struct cli cli;
 
@@ -233,8 +241,8 @@ void cli_exit(cli *c, int code);
 void cli_update(cli *c);
 
 /*
- * Resigns c->election and exits with `code` once LEFT has arrived (the
- * subcommand's callback passes LEFT to cli_left) or after
+ * Resigns c->election and exits with `code` CLI_LINGER_MS after LEFT has
+ * arrived (the subcommand's callback passes LEFT to cli_left), or after
  * CLI_LEAVE_WAIT_MS, whichever comes first.
  */
 void cli_leave(cli *c, int code);

@@ -436,6 +436,12 @@ void cli_leave(cli *c, int code)
     cli_update(c);
 }
 
+static void on_lingered(uv_timer_t *t)
+{
+    cli *c = t->data;
+    cli_exit(c, c->leave_code);
+}
+
 void cli_left(cli *c, const reign_election_event *ev)
 {
     if (ev->error)
@@ -443,7 +449,9 @@ void cli_left(cli *c, const reign_election_event *ev)
                 ev->message ? ": " : "", ev->message ? ev->message : "");
     else
         cli_log(c, REIGN_LOG_INFO, "left the election");
-    if (c->leaving)
+    if (c->leaving && !ev->error)
+        uv_timer_start(&c->leave_timer, on_lingered, CLI_LINGER_MS, 0);
+    else if (c->leaving)
         cli_exit(c, c->leave_code);
 }
 

@@ -62,6 +62,15 @@ SHORT = {"reign": "reign", "curator": "Curator", "kazoo": "kazoo"}
 LINE_RE = re.compile(r"^(elected|demoted) (\S+) (.*)$")
 
 
+GUARDED = ("reign's candidates ran with their guardian (the tools' default), which ends a "
+           "killed leader's session at once; Curator and kazoo wait for the session to expire.  "
+           "\"Crash failover with the guardian\" below has its own run, with more trials.")
+UNGUARDED = ("reign's figure is its session's expiry: its candidates ran without their guardian "
+             "(`REIGN_GUARDIAN=off`, or a reign from before the guardian); with one, the default "
+             "of the tools, a crash is a matter of milliseconds: see \"Crash failover with the "
+             "guardian\" below.")
+
+
 class BenchError(Exception):
     pass
 
@@ -1035,16 +1044,19 @@ def render(run):
         vals = [get(impl, n, kind, key) for n in counts]
         return "/".join(fmt(v, digits) for v in vals)
 
+    # Whether reign's candidates had their guardian (the tools' default): recorded since it
+    # exists; older runs tell by their crash figures.
+    crash = [get("reign", n, "crash", "p50") for n in counts]
+    guarded = run.get("reign_guardian",
+                      bool(crash and all(v is not None and v < args["session_timeout"] / 4
+                                         for v in crash))) not in (False, "off")
     w("Medians over the trials, at %s candidates:" % "/".join(str(n) for n in counts))
     w("")
     w("- graceful failover (SIGTERM to `elected`), ms: " + "; ".join(
         "%s %s" % (SHORT[i], series(i, "graceful", "p50", 1)) for i in impls) + ".")
     w("- crash failover (SIGKILL to `elected`, %d ms sessions), ms: " % args["session_timeout"]
       + "; ".join("%s %s" % (SHORT[i], series(i, "crash", "p50", 0)) for i in impls) + ". "
-      "reign's figure is its session's expiry when its candidates ran without a guardian "
-      "(`REIGN_GUARDIAN=off`, or a reign from before the guardian); with one, the default of "
-      "the tools, a crash is a matter of milliseconds: see \"Crash failover with the "
-      "guardian\" below, measured against Curator and kazoo in its own run.")
+      + (GUARDED if guarded else UNGUARDED))
     parts = []
     for i in impls:
         r = [get(i, n, "graceful", "requests") for n in counts]
@@ -1117,8 +1129,10 @@ def render(run):
           "hooks on a new thread).")
     table("### Crash failover latency", "crash", ("p50", "p90", "p99", "max"), 0, "p50",
           "Milliseconds from SIGKILL to the leader until the next `elected` line: p50 / p90 / "
-          "p99 / max.  Dominated by the session timeout (%d ms requested); see the notes." %
-          args["session_timeout"])
+          "p99 / max.  Curator's and kazoo's are the session timeout (%d ms requested)%s; see "
+          "the notes." % (args["session_timeout"],
+                          ", and so was reign's: its candidates ran without their guardian"
+                          if not guarded else "; reign's candidates ran with their guardian"))
     table("### ZooKeeper requests per graceful failover", "graceful",
           ("requests", "writes", "watch_events", "departed"), 1, "requests",
           "Median per failover: requests / of which writes / watch notifications delivered / "
@@ -1354,7 +1368,9 @@ ping (every ~667 ms), so its session outlives it a little longer on average.
 OTHER_SECTIONS = ("## SQL lease elections", "## Many elections on one session",
                   "## Designation latency", "## Task queue throughput",
                   "## reignd: failover and footprint",
-                  "## Crash failover with the guardian")
+                  "## Crash failover with the guardian",
+                  "## Slots: what a late copy costs",
+                  "## Graceful handoff: where the time goes")
 
 
 def write_other_section(path, section, text):
@@ -1365,6 +1381,9 @@ def write_other_section(path, section, text):
     path.write_text(splice_section(old, section, text))
 
 
+BEGIN_MARK = re.compile(r"<!-- [\w-]+: written by ")
+
+
 def find_section(doc, heading):
     """Line range [start, end) of the section whose heading line is `heading`: up to the next
     level-1 or level-2 heading, or the end.  None if there is no such section."""
@@ -1373,8 +1392,16 @@ def find_section(doc, heading):
         start = lines.index(heading)
     except ValueError:
         return None
-    end = start + 1
-    while end < len(lines) and not re.match(r"#{1,2} ", lines[end]):
+    # A section another harness writes between markers (<!-- name: written by ... --> before
+    # its heading, <!-- /name --> after it) owns its opening marker.
+    head = start
+    while start > 0 and (BEGIN_MARK.match(lines[start - 1]) or
+                         (not lines[start - 1].strip() and start > 1 and
+                          BEGIN_MARK.match(lines[start - 2]))):
+        start -= 1
+    end = head + 1
+    while end < len(lines) and not re.match(r"#{1,2} ", lines[end]) and \
+            not BEGIN_MARK.match(lines[end]):
         end += 1
     return start, end
 
@@ -1587,6 +1614,7 @@ def main(argv):
                  "idle_s": args.idle_s, "floor_rounds": args.floor_rounds,
                  "quiet_ms": args.quiet_ms},
         "machine": machine_info(zk_version, commit),
+        "reign_guardian": os.environ.get("REIGN_GUARDIAN", "on") != "off",
         "zk_conf": zk_conf,
         "missing": missing,
         "skipped": skipped,

@@ -114,20 +114,27 @@ def _ephemeral_low():
         return 32768
 
 
+_HANDED_OUT = set()  # every port free_port() gave: a test's nodes take theirs one by one
+
+
 def free_port():
     """A loopback port free now, drawn below the kernel's ephemeral range: a port from bind(0)
     comes from that range, and once released it may be taken by any outgoing connection
     (ZooKeeper sessions, health checks, peer requests of the tests running beside) before the
-    daemon binds it."""
+    daemon binds it.  Never the same port twice in one test: the nodes of a cluster draw all
+    their ports before the first of them binds one."""
     top = _ephemeral_low()
     for _ in range(200):
         port = random.randrange(10000, top)
+        if port in _HANDED_OUT:
+            continue  # free now, but promised to a daemon or dummy not started yet
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _HANDED_OUT.add(port)
+        return port
     raise Failure("no free port below the ephemeral range")
 
 

@@ -1381,6 +1381,19 @@ def write_other_section(path, section, text):
     path.write_text(splice_section(old, section, text))
 
 
+def write_marked_section(path, text, begin, end):
+    """Replaces the report's text between the markers `begin` and `end` (both included) by
+    `text`, which carries them; appends it when the report has none."""
+    doc = Path(path).read_text()
+    if begin in doc:
+        a = doc.index(begin)
+        b = doc.index(end) + len(end) + 1
+        doc = doc[:a] + text + doc[b:]
+    else:
+        doc = doc.rstrip("\n") + "\n\n" + text
+    Path(path).write_text(doc)
+
+
 BEGIN_MARK = re.compile(r"<!-- [\w-]+: written by ")
 
 

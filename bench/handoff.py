@@ -310,17 +310,6 @@ def compare_failover(path):
     return w
 
 
-def write_doc(path, text):
-    doc = Path(path).read_text()
-    if MARK_BEGIN in doc:
-        a = doc.index(MARK_BEGIN)
-        b = doc.index(MARK_END) + len(MARK_END) + 1
-        doc = doc[:a] + text + doc[b:]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    Path(path).write_text(doc)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reign", default=str(ROOT / "build" / "src" / "cli" / "reign"))
@@ -353,7 +342,7 @@ def main():
             Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
     text = render(res, res.get("command", command), args.failover, args.findings)
     if args.doc:
-        write_doc(args.doc, text)
+        failover.write_marked_section(args.doc, text, MARK_BEGIN, MARK_END)
     else:
         sys.stdout.write(text)
 

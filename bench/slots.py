@@ -34,6 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import failover  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
 MARK_BEGIN = "<!-- slots: written by bench/slots.py -->"
@@ -316,17 +319,6 @@ def render(results, meta):
     return "\n".join(w) + "\n"
 
 
-def write_doc(path, text):
-    doc = Path(path).read_text()
-    if MARK_BEGIN in doc:
-        a = doc.index(MARK_BEGIN)
-        b = doc.index(MARK_END) + len(MARK_END) + 1
-        doc = doc[:a] + text + doc[b:]
-    else:
-        doc = doc.rstrip("\n") + "\n\n" + text
-    Path(path).write_text(doc)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reign")
@@ -342,7 +334,7 @@ def main():
         data = json.loads(Path(args.render).read_text())
         text = render(data["results"], data["meta"])
         if args.doc:
-            write_doc(args.doc, text)
+            failover.write_marked_section(args.doc, text, MARK_BEGIN, MARK_END)
         else:
             sys.stdout.write(text)
         return
@@ -369,7 +361,7 @@ def main():
                                    + "\n")
     text = render(results, meta)
     if args.doc:
-        write_doc(args.doc, text)
+        failover.write_marked_section(args.doc, text, MARK_BEGIN, MARK_END)
     else:
         sys.stdout.write(text)
 

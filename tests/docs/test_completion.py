@@ -70,6 +70,10 @@ def script_words(completion, cmd):
 
 def main():
     reign, completion = sys.argv[1], sys.argv[2]
+    # The default store is the machine's (for root, /var/lib/reign/reign.db): an empty one of
+    # the test's own instead, so that what the machine's elections are does not matter.
+    store = tempfile.TemporaryDirectory()
+    os.environ["REIGN_URI"] = f"sqlite://{store.name}/empty.db"
     commands = ["campaign", "run", "runs", "status", "watch", "cede", "designate", "register",
                 "members", "value", "tasks", "ctl"]
     expect(completion, [reign, ""], commands)
@@ -90,7 +94,7 @@ def main():
     expect(completion, [reign, "tasks", "worker", "q", "--con"], ["--concurrency"], exact=True)
     expect(completion, [reign, "value", ""], ["get", "set", "del", "watch"], exact=True)
     expect(completion, [reign, "run", "x", "--", "bas"], ["bash"])
-    # An election's name: nothing from a tool without `ls`, and at once.
+    # An election's name: none from an empty store, and at once.
     expect(completion, [reign, "status", ""], [], exact=True)
 
     # The lists in the script are the tool's own words.

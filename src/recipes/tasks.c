@@ -64,6 +64,7 @@ typedef struct seen {
     char *value; /* DONE: the status node */
     size_t value_len;
     reign__zk_stat stat;
+    size_t order; /* answer order: a later listing saw a later state of the queue */
 } seen;
 
 #define SUBMIT_TRIES    5
@@ -196,6 +197,7 @@ static int add_seen(req *q, const char *name, reign_task_state st, const char *w
     s->name = reign__strdup(name);
     s->worker = worker ? reign__strdup(worker) : NULL;
     s->state = st;
+    s->order = q->n_seen;
     if (!s->name || (worker && !s->worker)) {
         reign__free(s->name);
         reign__free(s->worker);
@@ -336,6 +338,13 @@ static int seen_cmp(const void *a, const void *b)
     return reign__task_name_cmp(x->name, y->name);
 }
 
+/* Whether o is the same task as s, seen in a later state of the queue (see finish_list). */
+static bool seen_later(const seen *o, const seen *s)
+{
+    return !strcmp(o->name, s->name) &&
+           (o->state > s->state || (o->state == s->state && o->order > s->order));
+}
+
 static void finish_list(req *q, int err)
 {
     reign_task_info *v = NULL;
@@ -348,12 +357,17 @@ static void finish_list(req *q, int err)
         if (!v || !recs)
             err = REIGN_ENOMEM;
     }
-    /* A task seen twice (it moved while we read) is shown once, in its later state. */
+    /*
+     * A task seen twice (it moved while we read) is shown once, in its later state; seen twice
+     * in one state (a dead worker's task moved to another worker between the reads of their
+     * two directories), as the later answer saw it: one session's answers come in the order
+     * the server read them.
+     */
     for (size_t i = 0; err == 0 && i < q->n_seen; i++) {
         seen *s = &q->seen[i];
         bool later = false;
         for (size_t j = 0; j < q->n_seen; j++)
-            if (j != i && q->seen[j].state > s->state && !strcmp(q->seen[j].name, s->name))
+            if (j != i && seen_later(&q->seen[j], s))
                 later = true;
         if (later)
             continue;
@@ -544,11 +558,12 @@ static void status_get(req *q)
 /* REQ_STATUS: the listing of tasks/ and assign/W came back. */
 static void where_listed(req *q)
 {
-    for (size_t i = 0; i < q->n_seen; i++) {
-        if (strcmp(q->seen[i].name, q->task) != 0)
-            continue;
-        reign_task_info info = {
-            .task = q->task, .state = q->seen[i].state, .worker = q->seen[i].worker};
+    const seen *last = NULL;
+    for (size_t i = 0; i < q->n_seen; i++)
+        if (!strcmp(q->seen[i].name, q->task) && (!last || seen_later(&q->seen[i], last)))
+            last = &q->seen[i];
+    if (last) {
+        reign_task_info info = {.task = q->task, .state = last->state, .worker = last->worker};
         finish_info(q, 0, &info);
         return;
     }

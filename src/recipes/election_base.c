@@ -276,10 +276,11 @@ bool reign__election_step(reign_election *e, const reign__efsm *m, const reign__
                    reign__efsm_state_name(m, *state), s.refused ? "refused" : "ignored", s.reason);
         return false;
     }
-    if (s.to != *state || s.actions)
-        reign__log(e->log, REIGN_LOG_DEBUG, "election %s: %s -> %s on %s (%s)", e->name,
+    if (s.to != *state || s.actions || s.request)
+        reign__log(e->log, REIGN_LOG_DEBUG, "election %s: %s -> %s on %s%s%s (%s)", e->name,
                    reign__efsm_state_name(m, *state), reign__efsm_state_name(m, s.to),
-                   reign__efsm_input_name(m, in), s.reason);
+                   reign__efsm_input_name(m, in), s.request ? ", then " : "",
+                   s.request ? reign__efsm_request_name(m, s.request) : "", s.reason);
     reign_trace("election.step", "%s %s %s->%s", e->name, reign__efsm_input_name(m, in),
                 reign__efsm_state_name(m, *state), reign__efsm_state_name(m, s.to));
     *state = s.to;
@@ -295,6 +296,8 @@ bool reign__election_step(reign_election *e, const reign__efsm *m, const reign__
         acts->elect(e, n);
     if (s.actions & REIGN__EFSM_A_EMIT_LEFT)
         reign__election_left(e, n ? n->err : 0);
+    if (s.request && e->steps == mine && !e->free_requested)
+        acts->request(e, s.request, n);
     return e->steps == mine && !e->free_requested;
 }
 

@@ -26,7 +26,7 @@ static int guard_holds(unsigned g, unsigned facts)
 reign__efsm_step reign__efsm_next(const reign__efsm *m, unsigned state, unsigned input,
                                   unsigned facts)
 {
-    reign__efsm_step r = {state, 0, NULL, 0, 0};
+    reign__efsm_step r = {state, 0, 0, NULL, 0, 0};
     if (state >= m->n_states || input >= m->n_inputs) {
         r.refused = 1;
         r.reason = "unknown state or input";
@@ -37,6 +37,7 @@ reign__efsm_step reign__efsm_next(const reign__efsm *m, unsigned state, unsigned
         if (t->from == state && t->input == input && guard_holds(t->guard, facts)) {
             r.to = t->to;
             r.actions = t->actions;
+            r.request = t->request;
             r.reason = t->reason;
             return r;
         }
@@ -59,6 +60,11 @@ const char *reign__efsm_state_name(const reign__efsm *m, unsigned s)
 const char *reign__efsm_input_name(const reign__efsm *m, unsigned in)
 {
     return in < m->n_inputs ? m->input_names[in] : "?";
+}
+
+const char *reign__efsm_request_name(const reign__efsm *m, unsigned rq)
+{
+    return rq < m->n_requests ? m->request_names[rq] : "?";
 }
 
 const char *reign__efsm_guard_name(unsigned g)

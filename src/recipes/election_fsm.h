@@ -6,7 +6,9 @@
  *
  * A table is pure: a row per (state, input[, guard]) names the next state,
  * the actions, carried out in the order of their bits after the new state
- * is set, and a reason, logged at debug.  The first row that matches wins.
+ * is set, the request the new state makes (one of the machine's own, 0 for
+ * none), made after the actions, and a reason, logged at debug.  The first
+ * row that matches wins.
  * A pair no row names is moot (news for a state already left: ignored) or
  * refused (nothing changes, nothing follows).
  */
@@ -46,12 +48,14 @@ typedef enum reign__efsm_guard {
 typedef struct reign__efsm_row {
     unsigned char from, input, guard, to;
     unsigned actions;
+    unsigned char request; /* the machine's request to make in the new state; 0: none */
     const char *reason;
 } reign__efsm_row;
 
 typedef struct reign__efsm_step {
     unsigned to; /* the old state if refused or moot */
     unsigned actions;
+    unsigned request;
     const char *reason;
     int refused; /* 1: no row for this pair: nothing changes, nothing follows */
     int moot;    /* 1: news for a state already left (or freed): ignored */
@@ -65,6 +69,10 @@ typedef struct reign__efsm {
     unsigned n_states, n_inputs;
     const char *const *state_names;
     const char *const *input_names;
+    unsigned n_requests; /* 0 is "none" */
+    const char *const *request_names;
+    /* the states a request may be made in (a bit per state): the tests hold the rows to it */
+    const unsigned long long *request_states;
     int (*moot)(unsigned state, unsigned input);
     int (*leading)(unsigned state);
     int (*terminal)(unsigned state);
@@ -76,11 +84,18 @@ typedef struct reign__efsm {
     unsigned in_lost;                        /* the end of what proves the leadership */
 } reign__efsm;
 
+/* X-macro helpers for a machine's name tables: states and inputs are XX(NAME, "name"),
+ * requests XX(NAME, "name", the states it may be made in, as S(STATE) | ...). */
+#define REIGN__EFSM_NAME(name, str)              str,
+#define REIGN__EFSM_RQ_NAME(name, str, states)   str,
+#define REIGN__EFSM_RQ_STATES(name, str, states) (states),
+
 reign__efsm_step reign__efsm_next(const reign__efsm *m, unsigned state, unsigned input,
                                   unsigned facts);
 
 const char *reign__efsm_state_name(const reign__efsm *m, unsigned s);
 const char *reign__efsm_input_name(const reign__efsm *m, unsigned in);
+const char *reign__efsm_request_name(const reign__efsm *m, unsigned rq);
 const char *reign__efsm_guard_name(unsigned g);
 void reign__efsm_actions_format(unsigned actions, char *buf, size_t len);
 

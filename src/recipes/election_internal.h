@@ -121,12 +121,14 @@ void reign__election_owe_left(reign_election *e, int err);
 /* Emits what an API call owes, now (before anything newer is told). */
 void reign__election_flush(reign_election *e);
 
-/* What an input brings along: a claim's outcome, a resign's error. */
+/* What an input brings along: a claim's outcome, a resign's error, what a request needs. */
 typedef struct reign__election_news {
     uint64_t term, token;
     int64_t at, until;
     bool fresh; /* until > at: the claim's proof (session, lease) is within its bound */
     int err;
+    int32_t version; /* ZooKeeper: the leader node's version that names us next (a takeover) */
+    const char *to;  /* ZooKeeper: the candidate node to hand the leader node to */
 } reign__election_news;
 
 /* How a backend carries out the table's actions that are its own. */
@@ -134,14 +136,17 @@ typedef struct reign__election_acts {
     void (*demote)(reign_election *e, reign_demote_reason reason, bool owed);
     void (*drop)(reign_election *e); /* freed while leading: the leadership ends, no event */
     void (*elect)(reign_election *e, const reign__election_news *n);
+    /* makes the row's request (never 0), with what the input brought (n may be NULL) */
+    void (*request)(reign_election *e, unsigned request, const reign__election_news *n);
 } reign__election_acts;
 
 /*
  * One step of a candidate's table (election_fsm.h): the new state in *state, logged with its
- * reason at debug, then the actions in order (DEMOTED and LEFT here, the rest through `acts`).
- * False if the table refused the input (logged as a warning) or found it moot, or if a callback
- * run by the actions took another step or freed the election: the caller then makes no
- * request for the state it asked for.
+ * reason at debug, then the actions in order (DEMOTED and LEFT here, the rest through `acts`),
+ * then the row's request through acts->request - unless a callback run by the actions took
+ * another step or freed the election.  False if the table refused the input (logged as a
+ * warning) or found it moot, or if a callback or the request took another step or freed the
+ * election: the caller then does nothing more for the state it asked for.
  */
 bool reign__election_step(reign_election *e, const reign__efsm *m, const reign__election_acts *acts,
                           unsigned *state, unsigned in, unsigned facts,

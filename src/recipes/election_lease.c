@@ -62,13 +62,15 @@ typedef struct lease_election {
     lstate state;
     uintptr_t epoch;
     char guid[2 * GUID_BYTES + 1];
-    bool reading;        /* a READ of this epoch is out */
-    bool again;          /* a change was notified while reading: read once more */
-    bool renewing;       /* a RENEW is out */
-    bool listening;      /* LISTEN sent */
-    uint64_t claim_term; /* CLAIMING: the term we hold if the claim succeeds */
-    uint64_t seen_term;  /* the term of someone else's live lease, as last read */
-    bool spread;         /* the next poll comes at a random point of the period */
+    bool reading;            /* a READ of this epoch is out */
+    bool again;              /* a change was notified while reading: read once more */
+    bool renewing;           /* a RENEW is out */
+    bool listening;          /* LISTEN sent */
+    uint64_t claim_term;     /* CLAIMING: the term we hold if the claim succeeds */
+    reign__sqlw_op claim_op; /* ... the claim to send: insert, take or renew */
+    uint64_t claim_from;     /* ... the term it is sent for (the row's as read) */
+    uint64_t seen_term;      /* the term of someone else's live lease, as last read */
+    bool spread;             /* the next poll comes at a random point of the period */
     int64_t valid_until;
 
     char listed_guid[2 * GUID_BYTES + 1]; /* the standing our candidates row is of ("": none) */
@@ -324,11 +326,8 @@ static bool check_bound(lease_election *e, int64_t now)
     if (!e->base.leader || now < e->valid_until)
         return false;
     bool down = reign_client_state(e->base.client) == REIGN_CONN_SUSPENDED;
-    uint64_t term = e->base.term;
-    if (step(e, down ? IN(LOST) : IN(STALLED), NULL)) { /* demoted */
-        release(e, e->guid, term);
-        stand(e);
-    }
+    reign__election_news n = {.term = e->base.term};
+    step(e, down ? IN(LOST) : IN(STALLED), &n); /* demoted; the term given back, stand again */
     return true;
 }
 
@@ -376,7 +375,9 @@ static void act_drop(reign_election *pub)
     pub->leader = false;
 }
 
-static const reign__election_acts lease_acts = {act_demote, act_drop, act_elect};
+static void act_request(reign_election *pub, unsigned rq, const reign__election_news *n);
+
+static const reign__election_acts lease_acts = {act_demote, act_drop, act_elect, act_request};
 
 /* One step of the table (election_lease_fsm.c); the candidates row follows the new state. */
 static bool step(lease_election *e, reign__lease_input in, const reign__election_news *n)
@@ -392,11 +393,7 @@ static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
     reign__election_news n = {.term = term, .token = term, .at = reign__now_ns()};
     n.until = sent_ns + ms(e->ls->lease_ms - e->ls->margin_ms);
     n.fresh = n.until > n.at;
-    if (!step(e, IN(CLAIMED), &n) || e->state == L_LEADER)
-        return;
-    /* The answer came too late to lead on (a stall): give it back, look again. */
-    release(e, e->guid, term);
-    stand(e);
+    step(e, IN(CLAIMED), &n); /* too late to lead on (a stall): given back, stand again */
 }
 
 static void on_renewed(void *owner, void *arg, const reign__sqlw_result *r)
@@ -410,11 +407,8 @@ static void on_renewed(void *owner, void *arg, const reign__sqlw_result *r)
         extend(e, r->sent_ns);
     } else if (r->rc == 0) {
         /* The row is no longer ours at this term: deposed (reign cede), or changed by hand. */
-        if (step(e, IN(DEPOSED), NULL)) {                 /* demoted, PAUSED */
-            release(e, REIGN__SQL_DEPOSED, e->base.term); /* lets the others in now (a depose) */
-            e->epoch++;
-            reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->base.cede_delay_ms));
-        }
+        reign__election_news n = {.term = e->base.term};
+        step(e, IN(DEPOSED), &n); /* demoted, PAUSED: the others let in now */
     } else {
         /* The bound decides; the next tick tries again. */
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: renewal failed: %s", e->base.name,
@@ -458,8 +452,7 @@ static void on_claimed(void *owner, void *arg, const reign__sqlw_result *r)
         } else {
             reign__log(e->base.log, REIGN_LOG_INFO, "election %s: claim failed: %s", e->base.name,
                        r->err);
-            if (step(e, IN(CLAIM_FAILED), NULL))
-                reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
+            step(e, IN(CLAIM_FAILED), NULL); /* read again at the next poll */
         }
     }
     LEAVE(e);
@@ -475,18 +468,22 @@ static void abandon_claim(lease_election *e)
         release(e, e->guid, e->claim_term);
 }
 
+/* The row is missing, expired or ours: claim it with `op`, for the row's `term`. */
 static void claim(lease_election *e, reign__sqlw_op op, uint64_t term)
 {
     e->claim_term = op == REIGN__SQLW_INSERT ? 1 : op == REIGN__SQLW_TAKE ? term + 1 : term;
-    if (!step(e, IN(CLAIM), NULL)) /* no row, expired, or ours */
-        return;
-    if (op == REIGN__SQLW_RENEW)
-        e->base.term = term; /* the term we hold, should the renewal succeed */
-    int rc = submit(e, op, e->guid, term, on_claimed);
-    if (rc < 0) {
-        if (step(e, IN(CLAIM_FAILED), NULL)) /* cannot submit */
-            reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
-    }
+    e->claim_op = op;
+    e->claim_from = term;
+    step(e, IN(CLAIM), NULL);
+}
+
+/* The table's CLAIM. */
+static void send_claim(lease_election *e)
+{
+    if (e->claim_op == REIGN__SQLW_RENEW)
+        e->base.term = e->claim_from; /* the term we hold, should the renewal succeed */
+    if (submit(e, e->claim_op, e->guid, e->claim_from, on_claimed) < 0)
+        step(e, IN(CLAIM_FAILED), NULL); /* cannot submit */
 }
 
 /*
@@ -565,8 +562,12 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
 
 static void look(lease_election *e)
 {
-    if (!step(e, IN(LOOK), NULL))
-        return;
+    step(e, IN(LOOK), NULL);
+}
+
+/* The table's READ. */
+static void read_row(lease_election *e)
+{
     e->again = false;
     if (e->reading)
         return; /* the read out now is of this epoch: its answer will do */
@@ -587,8 +588,12 @@ static void guard(lease_election *e, bool add)
 static void stand(lease_election *e)
 {
     abandon_claim(e);
-    if (!step(e, IN(STAND), NULL))
-        return;
+    step(e, IN(STAND), NULL);
+}
+
+/* The table's STAND. */
+static void stand_fresh(lease_election *e)
+{
     e->epoch++;
     e->reading = false;
     e->renewing = false;
@@ -610,6 +615,38 @@ static void stand(lease_election *e)
         e->listening = reign__sqlw_submit(e->w, REIGN__SQLW_LISTEN, e->base.name, NULL, 0, NULL,
                                           NULL, NULL) == 0;
     look(e);
+}
+
+/* A row's request (election_lease_fsm.h), made after the step's events. */
+static void act_request(reign_election *pub, unsigned rq, const reign__election_news *n)
+{
+    lease_election *e = (lease_election *)pub;
+    uint64_t term = n ? n->term : e->base.term;
+    switch ((reign__lease_request)rq) {
+    case REIGN__LEASE_RQ_STAND:
+        stand_fresh(e);
+        break;
+    case REIGN__LEASE_RQ_READ:
+        read_row(e);
+        break;
+    case REIGN__LEASE_RQ_CLAIM:
+        send_claim(e);
+        break;
+    case REIGN__LEASE_RQ_POLL:
+        reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->ls->poll_ms));
+        break;
+    case REIGN__LEASE_RQ_GIVE_BACK: /* a lease we may still hold but may not lead on */
+        release(e, e->guid, term);
+        stand(e);
+        break;
+    case REIGN__LEASE_RQ_LET_IN: /* deposed: the others in now, us after the delay */
+        release(e, REIGN__SQL_DEPOSED, term);
+        e->epoch++;
+        reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->base.cede_delay_ms));
+        break;
+    default:
+        break;
+    }
 }
 
 static void timer_cb(reign__timer *t, void *arg)
@@ -640,11 +677,9 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
     case REIGN_CONN_SUSPENDED:
         if (e->base.leader &&
             reign__client_suspend_policy(e->base.client) == REIGN_SUSPEND_IMMEDIATE) {
-            uint64_t term = e->base.term;
-            if (step(e, IN(SUSPENDED), NULL)) { /* demoted */
-                release(e, e->guid, term);      /* if the store comes back before the lease ends */
-                stand(e);
-            }
+            /* Demoted; the term given back (if the store comes back before the lease ends). */
+            reign__election_news n = {.term = e->base.term};
+            step(e, IN(SUSPENDED), &n);
         }
         break;
     case REIGN_CONN_RECONNECTED:

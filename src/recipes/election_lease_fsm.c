@@ -15,13 +15,16 @@
 #define EMIT_LEFT   REIGN__EFSM_A_EMIT_LEFT
 
 /* clang-format off */
-#define R(from, in, g, to, a, why) {ST(from), IN(in), G(g), ST(to), (a), (why)}
+#define R(from, in, g, to, a, why) {ST(from), IN(in), G(g), ST(to), (a), 0, (why)}
+/* ... and a row that makes a request in its new state */
+#define RQ(from, in, g, to, a, q, why)                                                             \
+    {ST(from), IN(in), G(g), ST(to), (a), REIGN__LEASE_RQ_##q, (why)}
 
 /* The states that do not lead and are not done. */
 #define STANDING(XX) XX(IDLE) XX(LOOKING) XX(CLAIMING) XX(PAUSED)
 
 #define ROWS_STANDING(s)                                                                           \
-    R(s, STAND, ANY, LOOKING, 0, "stand with a fresh guid: read the row"),                         \
+    RQ(s, STAND, ANY, LOOKING, 0, STAND, "stand with a fresh guid: read the row"),                 \
     R(s, LOST, ANY, s, 0, "not leading: no lease to lose"),                                        \
     R(s, CLOSED, ANY, LEFT, 0, "the client was closed"),                                           \
     R(s, RESIGN, ANY, RESIGNING, 0, "resigned: release what we may hold"),                         \
@@ -30,23 +33,24 @@
 static const reign__efsm_row table[] = {
     STANDING(ROWS_STANDING)
 
-    R(LOOKING, LOOK, ANY, LOOKING, 0, "read the row (again)"),
-    R(LOOKING, CLAIM, ANY, CLAIMING, 0, "the row is missing, expired or ours: claim it"),
+    RQ(LOOKING, LOOK, ANY, LOOKING, 0, READ, "read the row (again)"),
+    RQ(LOOKING, CLAIM, ANY, CLAIMING, 0, CLAIM, "the row is missing, expired or ours: claim it"),
     R(LOOKING, NO_GUID, ANY, LEFT, 0, "no randomness for a guid: cannot stand"),
 
-    R(CLAIMING, LOOK, ANY, LOOKING, 0, "someone was quicker: read the row"),
-    R(CLAIMING, CLAIM_FAILED, ANY, LOOKING, 0, "the claim failed: read again at the next poll"),
+    RQ(CLAIMING, LOOK, ANY, LOOKING, 0, READ, "someone was quicker: read the row"),
+    RQ(CLAIMING, CLAIM_FAILED, ANY, LOOKING, 0, POLL,
+       "the claim failed: read again at the next poll"),
     R(CLAIMING, CLAIMED, FRESH, LEADER, ELECT, "the claim succeeded within the lease it won"),
-    R(CLAIMING, CLAIMED, STALE, CLAIMING, 0,
+    RQ(CLAIMING, CLAIMED, STALE, CLAIMING, 0, GIVE_BACK,
       "the answer came too late to lead on (a stall): give the lease back, stand again"),
 
-    R(LEADER, DEPOSED, ANY, PAUSED, DEMOTE,
+    RQ(LEADER, DEPOSED, ANY, PAUSED, DEMOTE, LET_IN,
       "the row is no longer ours (reign cede, or changed by hand): stand again after the delay"),
-    R(LEADER, STALLED, ANY, LOOKING, DEMOTE,
+    RQ(LEADER, STALLED, ANY, LOOKING, DEMOTE, GIVE_BACK,
       "past the lease's bound (a stall): demoted; give the row back and stand again"),
-    R(LEADER, LOST, ANY, LOOKING, DEMOTE,
+    RQ(LEADER, LOST, ANY, LOOKING, DEMOTE, GIVE_BACK,
       "past the lease's bound, the store unreachable: demoted; stand again"),
-    R(LEADER, SUSPENDED, ANY, LOOKING, DEMOTE,
+    RQ(LEADER, SUSPENDED, ANY, LOOKING, DEMOTE, GIVE_BACK,
       "connection lost, suspend policy immediate: demoted; give the row back, stand again"),
     R(LEADER, CLOSED, ANY, LEFT, DEMOTE, "the client was closed: demoted, the row released"),
     R(LEADER, RESIGN, ANY, RESIGNING, DEMOTE_LATE,
@@ -110,17 +114,12 @@ static reign_demote_reason demote_reason(unsigned in)
     }
 }
 
-static const char *const state_names[] = {
-#define REIGN__LEASE_ST_NAME(name, str) str,
-    REIGN__LEASE_STATES(REIGN__LEASE_ST_NAME)
-#undef REIGN__LEASE_ST_NAME
-};
-
-static const char *const input_names[] = {
-#define REIGN__LEASE_IN_NAME(name, str) str,
-    REIGN__LEASE_INPUTS(REIGN__LEASE_IN_NAME)
-#undef REIGN__LEASE_IN_NAME
-};
+static const char *const state_names[] = {REIGN__LEASE_STATES(REIGN__EFSM_NAME)};
+static const char *const input_names[] = {REIGN__LEASE_INPUTS(REIGN__EFSM_NAME)};
+static const char *const request_names[] = {REIGN__LEASE_REQUESTS(REIGN__EFSM_RQ_NAME)};
+#define S(x) (1ull << REIGN__LEASE_##x)
+static const unsigned long long request_states[] = {REIGN__LEASE_REQUESTS(REIGN__EFSM_RQ_STATES)};
+#undef S
 
 const reign__efsm reign__lease_machine = {
     .name = "election_lease",
@@ -130,6 +129,9 @@ const reign__efsm reign__lease_machine = {
     .n_inputs = REIGN__LEASE_IN__COUNT,
     .state_names = state_names,
     .input_names = input_names,
+    .n_requests = REIGN__LEASE_RQ__COUNT,
+    .request_names = request_names,
+    .request_states = request_states,
     .moot = moot,
     .leading = leading,
     .terminal = terminal,

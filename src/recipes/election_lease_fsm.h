@@ -59,6 +59,23 @@ typedef enum reign__lease_input {
         REIGN__LEASE_IN__COUNT
 } reign__lease_input;
 
+/* What a step asks election_lease.c to do (a row's request), and where it may be made. */
+#define REIGN__LEASE_REQUESTS(XX)                                                                  \
+    XX(NONE, "none", 0)                                                                            \
+    XX(STAND, "stand", S(LOOKING))  /* a fresh guid, the guardian told, then read */               \
+    XX(READ, "read", S(LOOKING))    /* read the row (unless a read is out) */                      \
+    XX(CLAIM, "claim", S(CLAIMING)) /* insert, take or renew the row */                            \
+    XX(POLL, "poll", S(LOOKING))    /* read again after the poll period */                         \
+    XX(GIVE_BACK, "give_back", S(LOOKING) | S(CLAIMING)) /* release the term, stand again */       \
+    XX(LET_IN, "let_in", S(PAUSED)) /* release as deposed, stand after the delay */
+
+typedef enum reign__lease_request {
+#define REIGN__LEASE_RQ_ENUM(name, str, states) REIGN__LEASE_RQ_##name,
+    REIGN__LEASE_REQUESTS(REIGN__LEASE_RQ_ENUM)
+#undef REIGN__LEASE_RQ_ENUM
+        REIGN__LEASE_RQ__COUNT
+} reign__lease_request;
+
 extern const reign__efsm reign__lease_machine;
 
 static inline reign__efsm_step reign__lease_fsm_step(reign__lease_state s, reign__lease_input in,

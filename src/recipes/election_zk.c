@@ -4,9 +4,12 @@
  * node layout).
  *
  * The life of a candidate is the table of election_zk_fsm.c (states,
- * inputs, guards, the events each step emits, and why).  This file turns
- * ZooKeeper's results and events into its inputs (step()), carries out the
- * actions a step names, and issues the requests the new state needs.
+ * inputs, guards, the events each step emits, the request each step makes,
+ * and why).  This file turns ZooKeeper's results and events into its
+ * inputs (step()) and carries out what a step names: its events, then its
+ * request (act_request()).  The reads a state makes while it stays (a
+ * predecessor's exists, the leader's candidate node, the watches) belong
+ * to turning results into inputs.
  *
  * Every attempt has an epoch; results of requests made by an older epoch
  * are ignored, so a late answer can never act on a newer state.  Watches
@@ -347,10 +350,7 @@ static void retry_later(zk_election *e, int err, const char *what)
     reign__log(e->base.log, REIGN_LOG_WARN, "election %s: %s: %s; retrying", e->base.name, what,
                reign_strerror(err));
     e->epoch++;
-    if (!step(e, IN(RETRY), NULL))
-        return;
-    reign__timer_start(reign__client_timers(e->base.client), &e->timer,
-                       reign__now_ns() + 1000000000);
+    step(e, IN(RETRY), NULL); /* again in a second */
 }
 
 static void fail(zk_election *e, int err, const char *fmt, ...) REIGN__PRINTF(3, 4);
@@ -569,7 +569,9 @@ static void act_elect(reign_election *pub, const zk_news *n)
     announce_elected((zk_election *)pub, n);
 }
 
-static const reign__election_acts zk_acts = {act_demote, act_drop, act_elect};
+static void act_request(reign_election *pub, unsigned rq, const zk_news *n);
+
+static const reign__election_acts zk_acts = {act_demote, act_drop, act_elect, act_request};
 
 /* One step of the table (election_zk_fsm.c), with the facts its guards read. */
 static bool step(zk_election *e, reign__zke_input in, const zk_news *n)
@@ -585,15 +587,15 @@ static void become_leader(zk_election *e, uint64_t term, uint64_t token)
     zk_news n = {.term = term, .token = token, .at = reign__now_ns()};
     n.until = reign__client_valid_until(e->base.client);
     n.fresh = n.until > n.at;
-    if (!step(e, IN(CLAIMED), &n) || e->state != ST_CHECKING)
-        return;
-    /* The proof of our session is already too old (a stall, or a slow
-     * answer): announcing now could overlap with a successor. */
-    reign__log(e->base.log, REIGN_LOG_WARN,
-               "election %s: won term %llu but the session proof is stale; re-checking",
-               e->base.name, (unsigned long long)term);
-    e->epoch++;
-    check(e);
+    if (!n.fresh) {
+        /* The proof of our session is already too old (a stall, or a slow
+         * answer): announcing now could overlap with a successor. */
+        reign__log(e->base.log, REIGN_LOG_WARN,
+                   "election %s: won term %llu but the session proof is stale; re-checking",
+                   e->base.name, (unsigned long long)term);
+        e->epoch++;
+    }
+    step(e, IN(CLAIMED), &n); /* LEADER, or CHECKING when stale */
 }
 
 static void on_term_recheck(void *owner, void *arg, const reign__zk_result *r)
@@ -767,8 +769,7 @@ static void send_claim(zk_election *e, int32_t takeover)
 
 static void claim(zk_election *e)
 {
-    if (step(e, IN(FIRST), NULL))
-        send_claim(e, -1);
+    step(e, IN(FIRST), NULL);
 }
 
 /* ---- the leader node: contending, preempting, handing over --------------- */
@@ -974,8 +975,12 @@ out:
  * (priority, designation) ask it to hand over. */
 static void contend(zk_election *e)
 {
-    if (!step(e, IN(LEADER_NODE_HELD), NULL))
-        return;
+    step(e, IN(LEADER_NODE_HELD), NULL);
+}
+
+/* The table's READ_LEADER: the leader node, read and watched (once). */
+static void read_leader(zk_election *e)
+{
     bool watch = !e->leader_lock_watched;
     int rc = reign__zk_get(e->zk, e->leader_path, watch ? on_leader_lock_event : NULL,
                            REIGN__ZK_RETRY, e, on_leader_lock_read, ARG(e, watch));
@@ -1062,8 +1067,8 @@ out:
  */
 static void take_over(zk_election *e, int32_t version)
 {
-    if (step(e, IN(HANDED_TO_US), NULL))
-        send_claim(e, version);
+    zk_news n = {.version = version};
+    step(e, IN(HANDED_TO_US), &n);
 }
 
 static void on_handing_event(void *owner, void *arg, reign__zk_event ev, const char *path);
@@ -1193,8 +1198,8 @@ static void hand_off_if_asked(zk_election *e, const char *to, unsigned asked)
     }
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: handing over to %s", e->base.name, to);
     e->epoch++;
-    if (step(e, IN(OUTRANKED), NULL)) /* demoted, HANDING_OVER */
-        hand_over(e, to);
+    zk_news n = {.to = to};
+    step(e, IN(OUTRANKED), &n); /* demoted, HANDING_OVER: the leader node names `to` */
 }
 
 /* ---- watching our place ------------------------------------------------- */
@@ -1213,15 +1218,11 @@ static void handle_node_gone(zk_election *e)
     set_str(&e->my_node, NULL);
     e->own_watched = false;
     bool was_leader = e->base.leader;
-    bool paused = step(e, IN(NODE_GONE), NULL); /* demoted if leading */
+    step(e, IN(NODE_GONE), NULL); /* demoted if leading; PAUSED for the cede delay */
     if (was_leader || e->handing_to)
         release_leader_node(e);
     set_str(&e->handing_to, NULL);
     undesignate(e);
-    if (!paused)
-        return;
-    reign__timer_start(reign__client_timers(e->base.client), &e->timer,
-                       reign__now_ns() + (int64_t)e->base.cede_delay_ms * REIGN__NS_PER_MS);
 }
 
 static void on_leader_lock_read(void *owner, void *arg, const reign__zk_result *r);
@@ -1438,8 +1439,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
             set_str(&e->my_node, NULL);
             e->own_watched = false;
             e->epoch++;
-            if (step(e, IN(ELECTION_GONE), NULL)) /* demoted if leading */
-                start(e);
+            step(e, IN(ELECTION_GONE), NULL); /* demoted if leading; set up again */
         } else {
             retry_later(e, r->rc, "listing candidates");
         }
@@ -1556,8 +1556,12 @@ out:
 
 static void check(zk_election *e)
 {
-    if (!step(e, IN(CHECK), NULL))
-        return;
+    step(e, IN(CHECK), NULL);
+}
+
+/* The table's LIST: the candidates (lock: the lock, watched once). */
+static void list(zk_election *e)
+{
     int rc;
     if (e->strategy == REIGN_STRATEGY_LOCK) {
         /* One exists watch on the lock, shared by waiting and leading. */
@@ -1669,19 +1673,9 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
         check(e);
         break;
     case REIGN_ECONNLOSS:
-    case REIGN_ETIMEDOUT: {
-        int rc;
-        if (!step(e, IN(CREATE_UNKNOWN), NULL))
-            break;
-        if (e->strategy == REIGN_STRATEGY_LOCK) {
-            check(e); /* the lock's owner tells whether it was ours */
-            break;
-        }
-        rc = reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e));
-        if (rc < 0)
-            issue_failed(e, rc, "looking for our node");
+    case REIGN_ETIMEDOUT:
+        step(e, IN(CREATE_UNKNOWN), NULL); /* did it land? */
         break;
-    }
     case REIGN_ENOENT: /* the election node vanished: set up again */
         e->epoch++;
         start(e);
@@ -1724,8 +1718,24 @@ static int candidate_record(zk_election *e)
 
 static void create_node(zk_election *e)
 {
-    if (!step(e, IN(CREATE), NULL))
+    step(e, IN(CREATE), NULL);
+}
+
+/* The table's FIND_OWN: a create lost its answer; did it land? */
+static void find_own(zk_election *e)
+{
+    if (e->strategy == REIGN_STRATEGY_LOCK) {
+        check(e); /* the lock's owner tells whether it was ours */
         return;
+    }
+    int rc = reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e));
+    if (rc < 0)
+        issue_failed(e, rc, "looking for our node");
+}
+
+/* The table's CREATE: our candidate node (or the lock). */
+static void send_create(zk_election *e)
+{
     int rc = candidate_record(e);
     if (rc < 0) {
         issue_failed(e, rc, "creating our node");
@@ -1851,8 +1861,7 @@ static void on_setup_read(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     if (r->rc == REIGN_ENOENT && e->base.observer) {
         /* Observers read only: follow the term, which tells when it appears. */
-        if (step(e, IN(OBSERVE), NULL) && !e->following)
-            follow_leader(e);
+        step(e, IN(OBSERVE), NULL); /* follow the term, which tells when it appears */
         goto out;
     }
     if (r->rc == REIGN_ENOENT) {
@@ -2017,12 +2026,8 @@ static void on_cold_made(void *owner, void *arg, const reign__zk_result *r)
          * no election node, or no node of ours, and we stand again).  A
          * node found is checked and claimed the ordinary way; the leader
          * node, if the multi landed, is ours and is let go first. */
-        if (!step(e, IN(CREATE_UNKNOWN), NULL))
-            break;
         release_if_ours(e);
-        if (reign__zk_children(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_find_own, EPOCH_ARG(e)) <
-            0)
-            retry_later(e, REIGN_ENOMEM, "looking for our node");
+        step(e, IN(CREATE_UNKNOWN), NULL);
         break;
     case REIGN_ECANCELED:
         /* Batched with a multi that failed (most likely an election that
@@ -2047,6 +2052,12 @@ out:
 }
 
 static void cold_start(zk_election *e)
+{
+    step(e, IN(COLD), NULL);
+}
+
+/* The table's COLD: the new election's one multi. */
+static void send_cold(zk_election *e)
 {
     e->cold_tries++;
     reign__buf rec, cand, node, t, l;
@@ -2100,19 +2111,21 @@ static void cold_start(zk_election *e)
     reign__buf_free(&node);
     reign__buf_free(&t);
     reign__buf_free(&l);
-    if (rc == 0) {
+    if (rc == 0)
         e->create_inflight = true;
-        step(e, IN(COLD_SENT), NULL);
-    } else {
+    else
         issue_failed(e, rc, "creating the election");
-    }
 }
 
 static void start(zk_election *e)
 {
     e->epoch++;
-    if (!step(e, IN(START), NULL))
-        return;
+    step(e, IN(START), NULL);
+}
+
+/* The table's SETUP: stand from the top, in a session. */
+static void setup(zk_election *e)
+{
     if (!reign__zk_connected(e->zk) && reign_client_session_id(e->base.client) == 0) {
         step(e, IN(NO_SESSION), NULL); /* waiting for a session */
         return;
@@ -2126,6 +2139,67 @@ static void start(zk_election *e)
     int rc = reign__zk_get(e->zk, e->dir, NULL, REIGN__ZK_RETRY, e, on_setup_read, EPOCH_ARG(e));
     if (rc < 0)
         issue_failed(e, rc, "reading the election");
+}
+
+/* ---- the table's requests ------------------------------------------------ */
+
+#define RQ(x) REIGN__ZKE_RQ_##x
+
+/* A row's request (election_zk_fsm.h), made after the step's events. */
+static void act_request(reign_election *pub, unsigned rq, const zk_news *n)
+{
+    zk_election *e = (zk_election *)pub;
+    reign__timers *ts = reign__client_timers(e->base.client);
+    switch ((reign__zke_request)rq) {
+    case RQ(SETUP):
+        setup(e);
+        break;
+    case RQ(COLD):
+        send_cold(e);
+        break;
+    case RQ(CREATE):
+        send_create(e);
+        break;
+    case RQ(FIND_OWN):
+        find_own(e);
+        break;
+    case RQ(LIST):
+        list(e);
+        break;
+    case RQ(READ_LEADER):
+        read_leader(e);
+        break;
+    case RQ(CLAIM):
+        send_claim(e, -1);
+        break;
+    case RQ(TAKE_OVER):
+        send_claim(e, n ? n->version : -1);
+        break;
+    case RQ(HAND_OVER):
+        if (n && n->to)
+            hand_over(e, n->to);
+        break;
+    case RQ(RETRY):
+        reign__timer_start(ts, &e->timer, reign__now_ns() + 1000 * REIGN__NS_PER_MS);
+        break;
+    case RQ(PAUSE):
+        reign__timer_start(ts, &e->timer,
+                           reign__now_ns() + (int64_t)e->base.cede_delay_ms * REIGN__NS_PER_MS);
+        break;
+    case RQ(OBSERVE):
+        if (!e->following)
+            follow_leader(e);
+        break;
+    case RQ(RENEW):
+        /* Demoted by a stall, still connected: the claim is a write and renews the proof.  It
+         * is a new term: let go of the leader node first. */
+        e->epoch++;
+        release_leader_node(e);
+        check(e);
+        break;
+    default:
+        break;
+    }
 }
 
 /* ---- connection and deadline hooks -------------------------------------- */
@@ -2174,11 +2248,9 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         set_str(&e->handing_to, NULL);
         e->handing_watched = false;
         e->leader_seen = false;
+        e->following = false; /* the term's watch went with the session: follow anew */
         /* Demoted if leading; LEFT if resigning; SETUP unless paused or done. */
-        if (!step(e, IN(NEW_SESSION), NULL) || e->state != ST_SETUP)
-            break;
-        e->following = false;
-        start(e);
+        step(e, IN(NEW_SESSION), NULL);
         break;
     case REIGN_CONN_CLOSED:
         e->epoch++;
@@ -2204,14 +2276,7 @@ static void on_deadline(reign__recipe *rp, int64_t now)
     bool connected = reign__zk_connected(e->zk);
     /* Demote before the server could expire the session: a successor can
      * only be elected after that. */
-    if (step(e, connected ? IN(DEADLINE) : IN(DEADLINE_SUSPENDED), NULL) &&
-        e->state == ST_DEMOTED) {
-        /* Still connected: the claim is a write and renews the proof.  It
-         * is a new term: let go of the leader node first. */
-        e->epoch++;
-        release_leader_node(e);
-        check(e);
-    }
+    step(e, connected ? IN(DEADLINE) : IN(DEADLINE_SUSPENDED), NULL); /* DEMOTED: renew */
     LEAVE(e);
 }
 

@@ -21,7 +21,10 @@
 
 /* clang-format off */
 /* Rows that several states share, written once per state below. */
-#define R(from, in, g, to, a, why) {ST(from), IN(in), G(g), ST(to), (a), (why)}
+#define R(from, in, g, to, a, why) {ST(from), IN(in), G(g), ST(to), (a), 0, (why)}
+/* ... and a row that makes a request in its new state */
+#define RQ(from, in, g, to, a, q, why)                                                             \
+    {ST(from), IN(in), G(g), ST(to), (a), REIGN__ZKE_RQ_##q, (why)}
 
 /* The states that stand (or try to) without leading. */
 #define STANDING(XX)                                                                               \
@@ -34,32 +37,34 @@
     XX(HANDING_OVER) XX(CLAIMING) XX(TAKING_OVER) XX(DEMOTED)
 
 #define ROWS_RESTARTED(s)                                                                          \
-    R(s, NEW_SESSION, ANY, SETUP, 0, "a new session: nothing of the old one is ours"),
+    RQ(s, NEW_SESSION, ANY, SETUP, 0, SETUP, "a new session: nothing of the old one is ours"),
 
 #define LEADING(XX) XX(LEADER) XX(LEADER_CHECKING)
 
 /* How every leadership ends, whichever leading state it is in. */
 #define ROWS_LEADING(s)                                                                            \
-    R(s, START, ANY, SETUP, DEMOTE, "standing from the top ends the leadership"),                  \
+    RQ(s, START, ANY, SETUP, DEMOTE, SETUP, "standing from the top ends the leadership"),          \
     R(s, NO_SESSION, ANY, NOSESSION, DEMOTE, "the session is gone: demoted"),                      \
     R(s, ERROR, ANY, FAILED, DEMOTE, "an error retrying cannot cure: demoted"),                    \
-    R(s, NODE_GONE, ANY, PAUSED, DEMOTE,                                                           \
-      "our node was deleted (reign cede, an operator): demoted; stand again after the delay"),     \
-    R(s, NEW_SESSION, ANY, SETUP, DEMOTE, "a new session: the leadership went with the old one"),  \
+    RQ(s, NODE_GONE, ANY, PAUSED, DEMOTE, PAUSE,                                                   \
+       "our node was deleted (reign cede, an operator): demoted; stand again after the delay"),     \
+    RQ(s, NEW_SESSION, ANY, SETUP, DEMOTE, SETUP,                                                  \
+       "a new session: the leadership went with the old one"),                                     \
     R(s, CLOSED, ANY, LEFT, DEMOTE, "the client was closed: demoted"),                             \
     R(s, RESIGN, ANY, RESIGNING, DEMOTE_LATE,                                                      \
       "resigned: demoted (announced on the next turn), delete our node"),                          \
     R(s, CEDE, ANY, PAUSED, DEMOTE_LATE,                                                           \
-      "ceded: demoted (announced on the next turn), stand again after the delay"),                 \
+      "ceded: demoted (announced on the next turn), stand again after the caller's delay"),        \
     R(s, FREE, ANY, FREED, DROP_LEAD, "freed while leading: no callback follows"),
 
 #define ROWS_STANDING(s)                                                                           \
-    R(s, START, ANY, SETUP, 0, "stand from the top"),                                              \
+    RQ(s, START, ANY, SETUP, 0, SETUP, "stand from the top"),                                      \
     R(s, NO_SESSION, ANY, NOSESSION, 0, "the session is gone: wait for a new one"),                \
-    R(s, RETRY, NODE, CHECKING, 0, "transient error: look at the candidates again later"),         \
-    R(s, RETRY, NO_NODE, SETUP, 0, "transient error: stand from the top later"),                   \
+    RQ(s, RETRY, NODE, CHECKING, 0, RETRY, "transient error: look at the candidates again later"), \
+    RQ(s, RETRY, NO_NODE, SETUP, 0, RETRY, "transient error: stand from the top later"),           \
     R(s, ERROR, ANY, FAILED, 0, "an error retrying cannot cure"),                                  \
-    R(s, NODE_GONE, ANY, PAUSED, 0, "our node was deleted: stand again after the cede delay"),     \
+    RQ(s, NODE_GONE, ANY, PAUSED, 0, PAUSE,                                                        \
+       "our node was deleted: stand again after the cede delay"),                                  \
     R(s, SESSION_LOST, ANY, s, 0, "not leading: a new session restarts us"),                       \
     R(s, CLOSED, ANY, LEFT, 0, "the client was closed"),                                           \
     R(s, RESIGN, ANY, RESIGNING, 0, "resigned: delete our node"),                                  \
@@ -72,105 +77,112 @@ static const reign__efsm_row table[] = {
     R(PAUSED, NEW_SESSION, ANY, PAUSED, 0, "paused: the timer stands us again, in the new session"),
 
     /* ---- setting up ---- */
-    R(SETUP, COLD_SENT, ANY, SETUP, 0, "a new election? one multi makes and claims it"),
-    R(SETUP, CREATE, ANY, CREATING, 0, "the election is there: make our node"),
-    R(SETUP, CREATE_UNKNOWN, ANY, CREATING, 0,
-      "the new election's multi lost its answer: look for our node"),
-    R(SETUP, OBSERVE, ANY, OBSERVING, 0, "an observer: follow the leader, stand not"),
-    R(SETUP, CHECK, ANY, CHECKING, 0, "our node is known: look at the candidates"),
+    RQ(SETUP, COLD, ANY, SETUP, 0, COLD, "a new election? one multi makes and claims it"),
+    RQ(SETUP, CREATE, ANY, CREATING, 0, CREATE, "the election is there: make our node"),
+    RQ(SETUP, CREATE_UNKNOWN, ANY, CREATING, 0, FIND_OWN,
+       "the new election's multi lost its answer: look for our node"),
+    RQ(SETUP, OBSERVE, ANY, OBSERVING, 0, OBSERVE, "an observer: follow the leader, stand not"),
+    RQ(SETUP, CHECK, ANY, CHECKING, 0, LIST, "our node is known: look at the candidates"),
     R(SETUP, CLAIMED, FRESH, LEADER, ELECT,
       "the new election's multi made and claimed it, with a fresh proof"),
-    R(SETUP, CLAIMED, STALE, CHECKING, 0, "won, but the session's proof is stale: look again"),
-    R(SETUP, ELECTION_GONE, ANY, SETUP, 0, "the election node went: set it up again"),
+    RQ(SETUP, CLAIMED, STALE, CHECKING, 0, LIST,
+       "won, but the session's proof is stale: look again"),
+    RQ(SETUP, ELECTION_GONE, ANY, SETUP, 0, SETUP, "the election node went: set it up again"),
 
     /* ---- our node ---- */
-    R(CREATING, CREATE, ANY, CREATING, 0, "make our node (again)"),
-    R(CREATING, CREATE_UNKNOWN, ANY, CREATING, 0, "the create lost its answer: look for our node"),
-    R(CREATING, CHECK, ANY, CHECKING, 0, "our node is there: look at the candidates"),
+    RQ(CREATING, CREATE, ANY, CREATING, 0, CREATE, "make our node (again)"),
+    RQ(CREATING, CREATE_UNKNOWN, ANY, CREATING, 0, FIND_OWN,
+       "the create lost its answer: look for our node"),
+    RQ(CREATING, CHECK, ANY, CHECKING, 0, LIST, "our node is there: look at the candidates"),
 
     /* ---- our place ---- */
-    R(CHECKING, CHECK, ANY, CHECKING, 0, "look at the candidates again"),
-    R(CHECKING, CREATE, ANY, CREATING, 0, "the lock is free: take it"),
+    RQ(CHECKING, CHECK, ANY, CHECKING, 0, LIST, "look at the candidates again"),
+    RQ(CHECKING, CREATE, ANY, CREATING, 0, CREATE, "the lock is free: take it"),
     R(CHECKING, BEHIND, ANY, WAITING, 0, "our predecessor is alive: watch it"),
     R(CHECKING, LOCK_HELD, ANY, WAITING, 0, "another session holds the lock: watch it"),
-    R(CHECKING, FIRST, ANY, CLAIMING, 0, "first in line: claim"),
-    R(CHECKING, LEADER_NODE_HELD, HANDING, HANDING_OVER, 0,
-      "the leader node we handed over is still there: wait for it to be taken"),
-    R(CHECKING, LEADER_NODE_HELD, ANY, CONTENDING, 0,
-      "the leader node is held and we are designated: contend"),
-    R(CHECKING, ELECTION_GONE, ANY, SETUP, 0, "the election node went: set it up again"),
+    RQ(CHECKING, FIRST, ANY, CLAIMING, 0, CLAIM, "first in line: claim"),
+    RQ(CHECKING, LEADER_NODE_HELD, HANDING, HANDING_OVER, 0, READ_LEADER,
+       "the leader node we handed over is still there: wait for it to be taken"),
+    RQ(CHECKING, LEADER_NODE_HELD, ANY, CONTENDING, 0, READ_LEADER,
+       "the leader node is held and we are designated: contend"),
+    RQ(CHECKING, ELECTION_GONE, ANY, SETUP, 0, SETUP, "the election node went: set it up again"),
 
-    R(WAITING, CHECK, ANY, CHECKING, 0, "our predecessor changed: look again"),
-    R(WAITING, CREATE, ANY, CREATING, 0, "the lock is free: race for it"),
-    R(WAITING, FIRST, ANY, CLAIMING, 0,
-      "the first in line went and we were next: claim at once (the claim proves the rest)"),
-    R(WAITING, LEADER_NODE_HELD, ANY, CONTENDING, 0, "designated: contend for the leader node"),
+    RQ(WAITING, CHECK, ANY, CHECKING, 0, LIST, "our predecessor changed: look again"),
+    RQ(WAITING, CREATE, ANY, CREATING, 0, CREATE, "the lock is free: race for it"),
+    RQ(WAITING, FIRST, ANY, CLAIMING, 0, CLAIM,
+       "the first in line went and we were next: claim at once (the claim proves the rest)"),
+    RQ(WAITING, LEADER_NODE_HELD, ANY, CONTENDING, 0, READ_LEADER,
+       "designated: contend for the leader node"),
 
-    R(OBSERVING, OBSERVE, ANY, OBSERVING, 0, "observing"),
+    RQ(OBSERVING, OBSERVE, ANY, OBSERVING, 0, OBSERVE, "observing"),
 
     /* ---- the leader node ---- */
-    R(CONTENDING, LEADER_NODE_HELD, HANDING, HANDING_OVER, 0,
-      "our leader node is handed over: watch it until it is taken"),
-    R(CONTENDING, LEADER_NODE_HELD, ANY, CONTENDING, 0, "read the leader node again"),
+    RQ(CONTENDING, LEADER_NODE_HELD, HANDING, HANDING_OVER, 0, READ_LEADER,
+       "our leader node is handed over: watch it until it is taken"),
+    RQ(CONTENDING, LEADER_NODE_HELD, ANY, CONTENDING, 0, READ_LEADER, "read the leader node again"),
     R(CONTENDING, HANDOVER_ENDED, ANY, CONTENDING, 0, "no handover of ours is under way"),
-    R(CONTENDING, CHECK, ANY, CHECKING, 0, "the leader node went: claim if first"),
-    R(CONTENDING, FIRST, ANY, CLAIMING, 0,
-      "the leader node went and we are designated: first by construction, claim"),
-    R(CONTENDING, HANDED_TO_US, ANY, TAKING_OVER, 0,
-      "the leader node names us next: take it over with our claim"),
+    RQ(CONTENDING, CHECK, ANY, CHECKING, 0, LIST, "the leader node went: claim if first"),
+    RQ(CONTENDING, FIRST, ANY, CLAIMING, 0, CLAIM,
+       "the leader node went and we are designated: first by construction, claim"),
+    RQ(CONTENDING, HANDED_TO_US, ANY, TAKING_OVER, 0, TAKE_OVER,
+       "the leader node names us next: take it over with our claim"),
 
-    R(HANDING_OVER, LEADER_NODE_HELD, ANY, HANDING_OVER, 0,
-      "handed over: watch the leader node until the next one takes it"),
+    RQ(HANDING_OVER, LEADER_NODE_HELD, ANY, HANDING_OVER, 0, READ_LEADER,
+       "handed over: watch the leader node until the next one takes it"),
     R(HANDING_OVER, HANDOVER_ENDED, ANY, CONTENDING, 0,
       "the handover is over (taken, or let go): an ordinary contender again"),
-    R(HANDING_OVER, CHECK, ANY, CHECKING, 0,
-      "the handover is over or abandoned: look at the candidates again"),
-    R(HANDING_OVER, FIRST, ANY, CLAIMING, 0, "the leader node went: claim"),
+    RQ(HANDING_OVER, CHECK, ANY, CHECKING, 0, LIST,
+       "the handover is over or abandoned: look at the candidates again"),
+    RQ(HANDING_OVER, FIRST, ANY, CLAIMING, 0, CLAIM, "the leader node went: claim"),
 
     /* ---- claims ---- */
-    R(CLAIMING, FIRST, ANY, CLAIMING, 0, "claim again (the term node was made again)"),
+    RQ(CLAIMING, FIRST, ANY, CLAIMING, 0, CLAIM, "claim again (the term node was made again)"),
     R(CLAIMING, CLAIMED, FRESH, LEADER, ELECT, "the claim landed with a fresh session proof"),
-    R(CLAIMING, CLAIMED, STALE, CHECKING, 0,
-      "the claim landed but the session's proof is stale: announcing could overlap a "
+    RQ(CLAIMING, CLAIMED, STALE, CHECKING, 0, LIST,
+       "the claim landed but the session's proof is stale: announcing could overlap a "
       "successor; look again"),
-    R(CLAIMING, CHECK, ANY, CHECKING, 0, "the claim failed: look again"),
-    R(CLAIMING, LEADER_NODE_HELD, ANY, CONTENDING, 0, "someone holds the leader node: contend"),
+    RQ(CLAIMING, CHECK, ANY, CHECKING, 0, LIST, "the claim failed: look again"),
+    RQ(CLAIMING, LEADER_NODE_HELD, ANY, CONTENDING, 0, READ_LEADER,
+       "someone holds the leader node: contend"),
 
     R(TAKING_OVER, CLAIMED, FRESH, LEADER, ELECT,
       "the takeover landed with a fresh session proof"),
-    R(TAKING_OVER, CLAIMED, STALE, CHECKING, 0,
-      "the takeover landed but the session's proof is stale: look again"),
-    R(TAKING_OVER, CHECK, ANY, CHECKING, 0, "the takeover failed: look again"),
-    R(TAKING_OVER, LEADER_NODE_HELD, ANY, CONTENDING, 0,
-      "the leader node changed meanwhile: look at it again"),
+    RQ(TAKING_OVER, CLAIMED, STALE, CHECKING, 0, LIST,
+       "the takeover landed but the session's proof is stale: look again"),
+    RQ(TAKING_OVER, CHECK, ANY, CHECKING, 0, LIST, "the takeover failed: look again"),
+    RQ(TAKING_OVER, LEADER_NODE_HELD, ANY, CONTENDING, 0, READ_LEADER,
+       "the leader node changed meanwhile: look at it again"),
 
-    R(DEMOTED, CHECK, ANY, CHECKING, 0, "demoted: look at the candidates (a new claim renews)"),
-    R(DEMOTED, LEADER_NODE_HELD, ANY, CONTENDING, 0, "designated: contend"),
+    RQ(DEMOTED, CHECK, ANY, CHECKING, 0, LIST,
+       "demoted: look at the candidates (a new claim renews)"),
+    RQ(DEMOTED, LEADER_NODE_HELD, ANY, CONTENDING, 0, READ_LEADER, "designated: contend"),
 
     /* ---- leading ---- */
-    R(LEADER, CHECK, ANY, LEADER_CHECKING, 0, "leading: look at the candidates again"),
+    RQ(LEADER, CHECK, ANY, LEADER_CHECKING, 0, LIST, "leading: look at the candidates again"),
     R(LEADER, STILL_LEADING, ANY, LEADER, 0, "still leading"),
-    R(LEADER, RETRY, ANY, LEADER_CHECKING, 0, "transient error while leading: look again later"),
-    R(LEADER, OUTRANKED, ANY, HANDING_OVER, DEMOTE,
-      "a candidate that outranks us asks for the lead: step down, hand the leader node over"),
-    R(LEADER_CHECKING, CHECK, ANY, LEADER_CHECKING, 0, "leading: look again"),
+    RQ(LEADER, RETRY, ANY, LEADER_CHECKING, 0, RETRY,
+       "transient error while leading: look again later"),
+    RQ(LEADER, OUTRANKED, ANY, HANDING_OVER, DEMOTE, HAND_OVER,
+       "a candidate that outranks us asks for the lead: step down, hand the leader node over"),
+    RQ(LEADER_CHECKING, CHECK, ANY, LEADER_CHECKING, 0, LIST, "leading: look again"),
     R(LEADER_CHECKING, STILL_LEADING, ANY, LEADER, 0, "still leading"),
-    R(LEADER_CHECKING, RETRY, NODE, LEADER_CHECKING, 0,
-      "transient error while leading: look again later"),
-    R(LEADER_CHECKING, RETRY, NO_NODE, SETUP, DEMOTE, "our node is unknown: demoted, stand again"),
-    R(LEADER_CHECKING, CREATE, ANY, CREATING, DEMOTE,
-      "the lock went from under us: demoted, race for it again"),
+    RQ(LEADER_CHECKING, RETRY, NODE, LEADER_CHECKING, 0, RETRY,
+       "transient error while leading: look again later"),
+    RQ(LEADER_CHECKING, RETRY, NO_NODE, SETUP, DEMOTE, RETRY,
+       "our node is unknown: demoted, stand again"),
+    RQ(LEADER_CHECKING, CREATE, ANY, CREATING, DEMOTE, CREATE,
+       "the lock went from under us: demoted, race for it again"),
     R(LEADER_CHECKING, LOCK_HELD, ANY, WAITING, DEMOTE,
       "another session holds the lock: demoted"),
-    R(LEADER_CHECKING, ELECTION_GONE, ANY, SETUP, DEMOTE,
-      "the election node went: demoted, set it up again"),
+    RQ(LEADER_CHECKING, ELECTION_GONE, ANY, SETUP, DEMOTE, SETUP,
+       "the election node went: demoted, set it up again"),
 
     R(LEADER, SUSPENDED, ANY, DEMOTED, DEMOTE,
       "connection lost, suspend policy immediate: demoted until reconnected"),
     R(LEADER_CHECKING, SUSPENDED, ANY, CHECKING, DEMOTE,
       "connection lost, suspend policy immediate: demoted"),
-    R(LEADER, DEADLINE, ANY, DEMOTED, DEMOTE,
-      "past the proof's bound while connected (a stall): demoted before the server could "
+    RQ(LEADER, DEADLINE, ANY, DEMOTED, DEMOTE, RENEW,
+       "past the proof's bound while connected (a stall): demoted before the server could "
       "expire us; a new claim renews"),
     R(LEADER_CHECKING, DEADLINE, ANY, CHECKING, DEMOTE, "past the proof's bound: demoted"),
     R(LEADER, SESSION_LOST, ANY, DEMOTED, DEMOTE, "the session is lost: demoted"),
@@ -278,17 +290,12 @@ static int terminal(unsigned s)
     return s == REIGN__ZKE_LEFT || s == REIGN__ZKE_FAILED || s == REIGN__ZKE_FREED;
 }
 
-static const char *const state_names[] = {
-#define REIGN__ZKE_ST_NAME(name, str) str,
-    REIGN__ZKE_STATES(REIGN__ZKE_ST_NAME)
-#undef REIGN__ZKE_ST_NAME
-};
-
-static const char *const input_names[] = {
-#define REIGN__ZKE_IN_NAME(name, str) str,
-    REIGN__ZKE_INPUTS(REIGN__ZKE_IN_NAME)
-#undef REIGN__ZKE_IN_NAME
-};
+static const char *const state_names[] = {REIGN__ZKE_STATES(REIGN__EFSM_NAME)};
+static const char *const input_names[] = {REIGN__ZKE_INPUTS(REIGN__EFSM_NAME)};
+static const char *const request_names[] = {REIGN__ZKE_REQUESTS(REIGN__EFSM_RQ_NAME)};
+#define S(x) (1ull << REIGN__ZKE_##x)
+static const unsigned long long request_states[] = {REIGN__ZKE_REQUESTS(REIGN__EFSM_RQ_STATES)};
+#undef S
 
 const reign__efsm reign__zke_machine = {
     .name = "election_zk",
@@ -298,6 +305,9 @@ const reign__efsm reign__zke_machine = {
     .n_inputs = REIGN__ZKE_IN__COUNT,
     .state_names = state_names,
     .input_names = input_names,
+    .n_requests = REIGN__ZKE_RQ__COUNT,
+    .request_names = request_names,
+    .request_states = request_states,
     .moot = moot,
     .leading = leading,
     .terminal = terminal,

@@ -2,12 +2,15 @@
  * election_zk_fsm.h - the ZooKeeper candidate's state machine, as a table.
  *
  * Pure: reign__zke_fsm_step() maps (state, input, facts) to a new state,
- * the events to emit and a reason, from one static const table
- * (election_zk_fsm.c; rows, actions and guards of election_fsm.h).  It does no I/O and includes
- * nothing of ZooKeeper. election_zk.c turns ZooKeeper's results and events into inputs, logs each
- * step's reason at debug, and carries out the actions, in the order of their bits; it then issues
- * the requests the new state needs.  A pair the table does not name is refused: the state stays and
- * the request that would have followed is not made.
+ * the events to emit, the request the new state makes and a reason, from
+ * one static const table (election_zk_fsm.c; rows, actions and guards of
+ * election_fsm.h).  It does no I/O and includes nothing of ZooKeeper.
+ * election_zk.c turns ZooKeeper's results and events into inputs, logs each
+ * step's reason at debug, carries out the actions in the order of their
+ * bits, then sends the row's request.  What a state reads while it stays
+ * (a predecessor's exists, the leader's candidate node, the watches) is
+ * the handlers' part of turning results into inputs.  A pair the table
+ * does not name is refused: the state stays and no request is made.
  *
  * The rules it encodes:
  *  - LEADER is entered only by a claim proved in this session (CLAIMED)
@@ -60,7 +63,7 @@ typedef enum reign__zke_state {
     XX(NO_SESSION, "no_session")             /* a request failed: the session is gone */           \
     XX(RETRY, "retry")                       /* a transient error: again after a while */          \
     XX(ERROR, "error")                       /* an error that retrying cannot cure */              \
-    XX(COLD_SENT, "cold_sent")               /* a new election's one multi is on its way */        \
+    XX(COLD, "cold")                         /* a new election? one multi makes and claims it */   \
     XX(CREATE, "create")                     /* the election is there (or the lock is free) */     \
     XX(CREATE_UNKNOWN, "create_unknown")     /* a create's answer was lost: look for our node */   \
     XX(CHECK, "check")                       /* look at the candidates (again) */                  \
@@ -93,6 +96,30 @@ typedef enum reign__zke_input {
 #undef REIGN__ZKE_IN_ENUM
         REIGN__ZKE_IN__COUNT
 } reign__zke_input;
+
+/* What a step asks election_zk.c to send (a row's request), and where it may be made. */
+#define REIGN__ZKE_REQUESTS(XX)                                                                    \
+    XX(NONE, "none", 0)                                                                            \
+    XX(SETUP, "setup", S(SETUP))          /* read the election node (or try COLD) */               \
+    XX(COLD, "cold", S(SETUP))            /* make the election, its nodes and ours; claim */       \
+    XX(CREATE, "create", S(CREATING))     /* make our candidate node (or the lock) */              \
+    XX(FIND_OWN, "find_own", S(CREATING)) /* list the candidates for our guid */                   \
+    XX(LIST, "list", S(CHECKING) | S(LEADER_CHECKING)) /* list them (lock: read the lock) */       \
+    XX(READ_LEADER, "read_leader", S(CONTENDING) | S(HANDING_OVER)) /* read, watch it */           \
+    XX(CLAIM, "claim", S(CLAIMING))                                 /* the claim's multi */        \
+    XX(TAKE_OVER, "take_over", S(TAKING_OVER))  /* the takeover's multi, at the version seen */    \
+    XX(HAND_OVER, "hand_over", S(HANDING_OVER)) /* rewrite the leader node to name the next */     \
+    XX(RETRY, "retry", S(SETUP) | S(CHECKING) | S(LEADER_CHECKING)) /* again in a second */        \
+    XX(PAUSE, "pause", S(PAUSED))        /* stand again after the cede delay */                    \
+    XX(OBSERVE, "observe", S(OBSERVING)) /* follow the leader */                                   \
+    XX(RENEW, "renew", S(DEMOTED))       /* let the leader node go, look again */
+
+typedef enum reign__zke_request {
+#define REIGN__ZKE_RQ_ENUM(name, str, states) REIGN__ZKE_RQ_##name,
+    REIGN__ZKE_REQUESTS(REIGN__ZKE_RQ_ENUM)
+#undef REIGN__ZKE_RQ_ENUM
+        REIGN__ZKE_RQ__COUNT
+} reign__zke_request;
 
 /* The table, with the rows, actions, facts and guards of election_fsm.h. */
 extern const reign__efsm reign__zke_machine;

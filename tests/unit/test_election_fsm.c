@@ -11,7 +11,10 @@
  *  - nothing is emitted after a free; LEFT only at the end of a resign;
  *  - every state that is not terminal has a way out when what proves the
  *    leadership is lost (a ZooKeeper session, a lease), and on the client's
- *    close, and leads in none of them.
+ *    close, and leads in none of them;
+ *  - each row's request is one its new state makes, and a state that waits
+ *    for its own write's answer (a claim, a takeover, a create) is entered
+ *    from another state only by a row that sends it.
  *
  *   test_election_fsm          runs the tests and prints the counts
  *   test_election_fsm --dot    prints the tables' graphs (docs/design.md)
@@ -65,6 +68,11 @@ static void table_is_well_formed(void **state)
                         t[i].input < m->n_inputs);
             assert_non_null(t[i].reason);
             assert_true(t[i].reason[0] != '\0');
+            assert_true(t[i].request < m->n_requests);
+            if (t[i].request && !(m->request_states[t[i].request] & (1ull << t[i].to)))
+                fail_msg("%s: row %zu (%s, %s) makes %s in %s, which does not make it", m->name, i,
+                         sn(m, t[i].from), in_name(m, t[i].input),
+                         reign__efsm_request_name(m, t[i].request), sn(m, t[i].to));
             /* a row hidden by an earlier one of the same (state, input) whose guard holds
              * whenever its own does is dead */
             for (size_t j = 0; j < i; j++)
@@ -249,8 +257,41 @@ static void every_path_keeps_the_contract(void **state)
         check_paths(machines[k]);
 }
 
+/* The states that wait for the answer to their own write, by machine. */
+static unsigned long long awaiting(const reign__efsm *m)
+{
+    if (m == &reign__zke_machine)
+        return 1ull << REIGN__ZKE_CREATING | 1ull << REIGN__ZKE_CLAIMING |
+               1ull << REIGN__ZKE_TAKING_OVER;
+    return 1ull << REIGN__LEASE_CLAIMING;
+}
+
+/* No candidate waits for an answer to a request it never sent. */
+static void every_wait_has_its_request(void **state)
+{
+    for (size_t k = 0; k < N_MACHINES; k++) {
+        const reign__efsm *m = machines[k];
+        unsigned made = 0, into = 0;
+        for (size_t i = 0; i < m->n_rows; i++) {
+            const reign__efsm_row *t = &m->rows[i];
+            made += t->request != 0;
+            if (t->from == t->to || !(awaiting(m) & (1ull << t->to)))
+                continue;
+            into++;
+            if (!t->request)
+                fail_msg("%s: (%s, %s) enters %s without sending what it waits for", m->name,
+                         sn(m, t->from), in_name(m, t->input), sn(m, t->to));
+        }
+        assert_true(into > 0);
+        printf("%s: %u requests; %u of %zu rows make one; %u enter a waiting state, each with "
+               "its request\n",
+               m->name, m->n_requests - 1, made, m->n_rows, into);
+    }
+}
+
 #define ST(x) REIGN__ZKE_##x
 #define IN(x) REIGN__ZKE_IN_##x
+#define RQ(x) REIGN__ZKE_RQ_##x
 
 static void a_handoff_and_a_takeover(void **state)
 {
@@ -258,17 +299,26 @@ static void a_handoff_and_a_takeover(void **state)
     reign__efsm_step r = reign__zke_fsm_step(ST(LEADER), IN(OUTRANKED), 0);
     assert_int_equal(r.to, ST(HANDING_OVER));
     assert_int_equal(r.actions, REIGN__EFSM_A_DEMOTE);
+    assert_int_equal(r.request, RQ(HAND_OVER)); /* after DEMOTED: never two leaders */
     assert_int_equal(reign__zke_demote_reason(IN(OUTRANKED)), REIGN_DEMOTE_HANDOFF);
     assert_int_equal(reign__zke_fsm_step(ST(HANDING_OVER), IN(HANDOVER_ENDED), 0).to,
                      ST(CONTENDING));
     /* the successor: handed to, takes over, leads only with a fresh proof */
-    assert_int_equal(reign__zke_fsm_step(ST(CONTENDING), IN(HANDED_TO_US), 0).to, ST(TAKING_OVER));
+    r = reign__zke_fsm_step(ST(CONTENDING), IN(HANDED_TO_US), 0);
+    assert_int_equal(r.to, ST(TAKING_OVER));
+    assert_int_equal(r.request, RQ(TAKE_OVER));
     r = reign__zke_fsm_step(ST(TAKING_OVER), IN(CLAIMED), REIGN__EFSM_F_FRESH);
     assert_int_equal(r.to, ST(LEADER));
     assert_int_equal(r.actions, REIGN__EFSM_A_ELECT);
+    assert_int_equal(r.request, RQ(NONE));
     r = reign__zke_fsm_step(ST(TAKING_OVER), IN(CLAIMED), 0);
     assert_int_equal(r.to, ST(CHECKING));
     assert_int_equal(r.actions, 0);
+    assert_int_equal(r.request, RQ(LIST)); /* stale: look again, the claim renews */
+    /* the next in line claims the moment the first in line goes */
+    r = reign__zke_fsm_step(ST(WAITING), IN(FIRST), 0);
+    assert_int_equal(r.to, ST(CLAIMING));
+    assert_int_equal(r.request, RQ(CLAIM));
     /* a resign announces DEMOTED on the next turn; a free announces nothing */
     assert_int_equal(reign__zke_fsm_step(ST(LEADER), IN(RESIGN), 0).actions,
                      REIGN__EFSM_A_DEMOTE_LATER);
@@ -282,9 +332,14 @@ static const reign__efsm *dot_machine;
 
 static void dot_row(const void *ctx, size_t i, fsm_dot_edge *out)
 {
-    static char acts[96];
+    static char acts[128];
     const reign__efsm_row *t = (const reign__efsm_row *)ctx + i;
     reign__efsm_actions_format(t->actions, acts, sizeof(acts));
+    if (t->request && (t->from != t->to || t->actions)) {
+        size_t n = strlen(acts);
+        snprintf(acts + n, sizeof(acts) - n, "%sthen %s", n ? ", " : "",
+                 reign__efsm_request_name(dot_machine, t->request));
+    }
     *out = (fsm_dot_edge){t->from, t->to, in_name(dot_machine, t->input),
                           reign__efsm_guard_name(t->guard), acts};
 }
@@ -344,6 +399,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(losing_the_proof_leaves_every_state),
         cmocka_unit_test(a_new_session_starts_again),
         cmocka_unit_test(every_path_keeps_the_contract),
+        cmocka_unit_test(every_wait_has_its_request),
         cmocka_unit_test(a_handoff_and_a_takeover),
         cmocka_unit_test(the_docs_show_these_graphs),
     };

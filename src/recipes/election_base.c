@@ -126,22 +126,22 @@ void reign__election_base_free(reign_election *e)
 
 void reign__election_enter(reign_election *e)
 {
-    e->busy++;
+    reign__life_enter(&e->life);
 }
 
 void reign__election_leave(reign_election *e)
 {
-    if (--e->busy == 0 && e->free_requested)
+    if (reign__life_leave(&e->life))
         e->impl->free(e);
 }
 
 void reign__election_emit(reign_election *e, reign_election_event *ev)
 {
-    if (e->free_requested || !e->cb)
+    if (!reign__life_live(&e->life) || !e->cb)
         return;
-    e->busy++;
+    reign__life_enter(&e->life);
     e->cb(e, ev, e->userdata);
-    e->busy--;
+    (void)reign__life_leave(&e->life); /* an entry of ours is around every emit: it frees */
 }
 
 void reign__election_error(reign_election *e, int err, const char *msg)
@@ -189,7 +189,7 @@ void reign__election_lead(reign_election *e, uint64_t term, uint64_t token)
 
 void reign__election_elected(reign_election *e, int64_t at, int64_t valid_until)
 {
-    if (e->free_requested || !e->leader)
+    if (!reign__life_live(&e->life) || !e->leader)
         return; /* freed, or demoted by a callback meanwhile */
     reign_election_event ev = {.type = REIGN_ELECTION_ELECTED,
                                .at_ns = at,
@@ -258,7 +258,7 @@ void reign__election_flush(reign_election *e)
                                    .reason = e->owed_reason};
         reign__election_emit(e, &ev);
     }
-    if (e->owe_left && !e->free_requested) {
+    if (e->owe_left && reign__life_live(&e->life)) {
         e->owe_left = false;
         e->impl->left(e, e->owed_err);
     }
@@ -296,9 +296,9 @@ bool reign__election_step(reign_election *e, const reign__efsm *m, const reign__
         acts->elect(e, n);
     if (s.actions & REIGN__EFSM_A_EMIT_LEFT)
         reign__election_left(e, n ? n->err : 0);
-    if (s.request && e->steps == mine && !e->free_requested)
+    if (s.request && e->steps == mine && reign__life_live(&e->life))
         acts->request(e, s.request, n);
-    return e->steps == mine && !e->free_requested;
+    return e->steps == mine && reign__life_live(&e->life);
 }
 
 static void owed_cb(reign__timer *t, void *arg)

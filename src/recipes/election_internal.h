@@ -14,6 +14,7 @@
 
 #include "client_internal.h"
 #include "election_fsm.h"
+#include "life.h"
 #include "record.h"
 
 /* ---- every backend ----------------------------------------------------------------------------
@@ -61,9 +62,8 @@ struct reign_election {
     /* The event contract (election_base.c): READY once, ELECTED and DEMOTED in turn, events an
      * API call owes on the next loop turn, none after a free. */
     bool ready_sent;
-    int busy;            /* nesting of entries from the client and of callbacks */
-    bool free_requested; /* freed inside a callback: the outermost exit frees */
-    reign__timer owed;   /* the events an API call owes */
+    reign__life life;  /* entries, callbacks, a free deferred past them, the attempt's epoch */
+    reign__timer owed; /* the events an API call owes */
     bool owe_demoted, owe_left;
     reign_demote_reason owed_reason;
     uint64_t owed_term, owed_token;

@@ -60,7 +60,6 @@ typedef struct lease_election {
     reign__sqlw *w;
     const reign__lease_settings *ls;
     lstate state;
-    uintptr_t epoch;
     char guid[2 * GUID_BYTES + 1];
     bool reading;            /* a READ of this epoch is out */
     bool again;              /* a change was notified while reading: read once more */
@@ -164,7 +163,7 @@ static int submit(lease_election *e, reign__sqlw_op op, const char *guid, uint64
     claim_of(e, &cl, guid);
     bool claims = op != REIGN__SQLW_READ && op != REIGN__SQLW_LISTEN && op != REIGN__SQLW_DEPOSE;
     return reign__sqlw_submit(e->w, op, e->base.name, claims ? &cl : NULL, term, cb ? e : NULL, cb,
-                              (void *)e->epoch);
+                              REIGN__LIFE_ARG(&e->base.life, 0, 0));
 }
 
 /* Releases a lease held at `term` by `guid` (ours, an older standing's, or the deposed mark);
@@ -361,7 +360,7 @@ static void act_elect(reign_election *pub, const reign__election_news *n)
     extend(e, sent_ns);
     reign__timer_start(timers(e), &e->timer, sent_ns + ms(e->ls->renew_ms));
     reign__election_elected(&e->base, n->at, e->valid_until);
-    if (e->base.leader && !e->base.free_requested)
+    if (e->base.leader && reign__life_live(&e->base.life))
         publish_self(e);
 }
 
@@ -399,7 +398,7 @@ static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
 static void on_renewed(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
-    if ((uintptr_t)arg != e->epoch || !e->base.leader)
+    if (!reign__life_current(&e->base.life, (uintptr_t)arg) || !e->base.leader)
         return;
     ENTER(e);
     e->renewing = false;
@@ -439,7 +438,7 @@ static void renew_cb(reign__timer *t, void *arg)
 static void on_claimed(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
-    if ((uintptr_t)arg != e->epoch)
+    if (!reign__life_current(&e->base.life, (uintptr_t)arg))
         return; /* abandon_claim() queued its release behind it */
     ENTER(e);
     flush_deferred(e);
@@ -518,7 +517,7 @@ static int64_t next_read(lease_election *e, const reign__lease *l)
 static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
-    if ((uintptr_t)arg != e->epoch)
+    if (!reign__life_current(&e->base.life, (uintptr_t)arg))
         return;
     ENTER(e);
     flush_deferred(e);
@@ -543,7 +542,7 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     bool mine = l->exists && !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
     e->seen_term = l->exists && !l->expired && !mine ? l->term : 0;
     publish(e, mine ? NULL : l);
-    if (e->base.free_requested || e->state != L_LOOKING) {
+    if (!reign__life_live(&e->base.life) || e->state != L_LOOKING) {
         LEAVE(e);
         return;
     }
@@ -594,7 +593,7 @@ static void stand(lease_election *e)
 /* The table's STAND. */
 static void stand_fresh(lease_election *e)
 {
-    e->epoch++;
+    reign__life_bump(&e->base.life);
     e->reading = false;
     e->renewing = false;
     reign__timer_stop(timers(e), &e->timer);
@@ -641,7 +640,7 @@ static void act_request(reign_election *pub, unsigned rq, const reign__election_
         break;
     case REIGN__LEASE_RQ_LET_IN: /* deposed: the others in now, us after the delay */
         release(e, REIGN__SQL_DEPOSED, term);
-        e->epoch++;
+        reign__life_bump(&e->base.life);
         reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->base.cede_delay_ms));
         break;
     default:
@@ -701,7 +700,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         step(e, IN(CLOSED), &n); /* demoted if leading; LEFT (told if resigning) */
         if (was_leader)
             release(e, e->guid, term);
-        e->epoch++;
+        reign__life_bump(&e->base.life);
         reign__timer_stop(timers(e), &e->timer);
         break;
     }
@@ -797,7 +796,7 @@ int reign__lease_election_join(reign_election **ret, reign_client *client, const
 static void on_released(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
-    if ((uintptr_t)arg != e->epoch || e->state != L_RESIGNING)
+    if (!reign__life_current(&e->base.life, (uintptr_t)arg) || e->state != L_RESIGNING)
         return;
     ENTER(e);
     e->base.owed_err = r->rc < 0 ? r->rc : 0;
@@ -814,7 +813,7 @@ static int step_down(lease_election *e, lstate then)
     abandon_claim(e);
     if (!step(e, then == L_RESIGNING ? IN(RESIGN) : IN(CEDE), NULL)) /* demoted, told later */
         return REIGN_ESTATE;
-    e->epoch++;
+    reign__life_bump(&e->base.life);
     e->reading = false;
     reign__timer_stop(timers(e), &e->timer);
     int rc = 0;
@@ -855,18 +854,18 @@ static int64_t lease_valid_until(const reign_election *pub)
 static reign_election *lease_free(reign_election *pub)
 {
     lease_election *e = (lease_election *)pub;
-    if (!e->base.free_requested) {
+    if (reign__life_live(&e->base.life)) {
         bool was_leader = e->base.leader;
         abandon_claim(e);
         step(e, IN(FREE), NULL); /* a leadership ends silently */
-        e->base.free_requested = true;
+        reign__life_request_free(&e->base.life);
         /* Leave without waiting: the release goes out, no callback follows. */
         if (was_leader)
             release(e, e->guid, e->base.term);
-        e->epoch++;
+        reign__life_bump(&e->base.life);
         reign__sqlw_forget(e->w, e);
     }
-    if (e->base.busy > 0)
+    if (reign__life_busy(&e->base.life))
         return NULL; /* inside one of our callbacks: LEAVE frees it */
     destroy(e);
     return NULL;

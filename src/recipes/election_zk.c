@@ -76,7 +76,6 @@ typedef struct zk_election {
     int preempt_delay_ms;
 
     estate state;
-    uintptr_t epoch;
     char guid[2 * REIGN__GUID_BYTES + 1];
     char *my_node; /* full path of our node, once known */
     bool create_inflight;
@@ -307,10 +306,10 @@ static void demote(zk_election *e, reign_demote_reason reason, bool owed)
 
 /* A request's arg: the epoch that made it, and whether it carries a watch
  * (so a failed registration can clear its flag even when stale). */
-#define ARG(e, watch)  ((void *)(((e)->epoch << 1) | ((watch) ? 1u : 0u)))
+#define ARG(e, watch)  REIGN__LIFE_ARG(&(e)->base.life, 1, (watch) ? 1u : 0u)
 #define EPOCH_ARG(e)   ARG(e, 0)
-#define HAD_WATCH(arg) (((uintptr_t)(arg)) & 1u)
-#define STALE(e, arg)  ((((uintptr_t)(arg)) >> 1) != (e)->epoch || (e)->base.free_requested)
+#define HAD_WATCH(arg) (reign__life_low((arg), 1) != 0)
+#define STALE(e, arg)  reign__life_stale(&(e)->base.life, (arg), 1)
 /* exists() registers its watch when the answer is OK or ENOENT. */
 #define EXISTS_REGISTERED(r) ((r)->rc == 0 || (r)->rc == REIGN_ENOENT)
 
@@ -349,7 +348,7 @@ static void retry_later(zk_election *e, int err, const char *what)
     }
     reign__log(e->base.log, REIGN_LOG_WARN, "election %s: %s: %s; retrying", e->base.name, what,
                reign_strerror(err));
-    e->epoch++;
+    reign__life_bump(&e->base.life);
     step(e, IN(RETRY), NULL); /* again in a second */
 }
 
@@ -361,7 +360,7 @@ static void fail(zk_election *e, int err, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    e->epoch++;
+    reign__life_bump(&e->base.life);
     step(e, IN(ERROR), NULL);
     reign__timer_stop(reign__client_timers(e->base.client), &e->timer);
     if (e->state == ST_FAILED)
@@ -387,7 +386,7 @@ static void on_leader_exists(void *owner, void *arg, const reign__zk_result *r)
     zk_election *e = owner;
     reign__leader_view *nv = arg;
     ENTER(e);
-    if (e->base.free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED) {
+    if (!reign__life_live(&e->base.life) || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED) {
         reign__leader_view_clear(nv);
     } else {
         if (!EXISTS_REGISTERED(r) && e->leader_node_watched && nv->node &&
@@ -410,7 +409,7 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (HAD_WATCH(arg) && r->rc != 0)
         e->term_watched = false;
-    if (e->base.free_requested || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
+    if (!reign__life_live(&e->base.life) || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
         goto out;
     if (r->rc == REIGN_ENOENT)
         await_term(e);
@@ -472,7 +471,7 @@ static void on_term_exists(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (!EXISTS_REGISTERED(r))
         e->term_watched = false;
-    if (r->rc == 0 && e->following && !e->base.free_requested)
+    if (r->rc == 0 && e->following && reign__life_live(&e->base.life))
         follow_leader(e); /* created meanwhile: read it */
     LEAVE(e);
 }
@@ -593,7 +592,7 @@ static void become_leader(zk_election *e, uint64_t term, uint64_t token)
         reign__log(e->base.log, REIGN_LOG_WARN,
                    "election %s: won term %llu but the session proof is stale; re-checking",
                    e->base.name, (unsigned long long)term);
-        e->epoch++;
+        reign__life_bump(&e->base.life);
     }
     step(e, IN(CLAIMED), &n); /* LEADER, or CHECKING when stale */
 }
@@ -1080,7 +1079,7 @@ static void abandon_handover(zk_election *e, const char *why)
     reign__log(e->base.log, REIGN_LOG_INFO, "election %s: handover to %s abandoned: %s",
                e->base.name, e->handing_to ? e->handing_to : "?", why);
     set_str(&e->handing_to, NULL);
-    e->epoch++;
+    reign__life_bump(&e->base.life);
     release_if_ours(e);
     check(e);
 }
@@ -1197,7 +1196,7 @@ static void hand_off_if_asked(zk_election *e, const char *to, unsigned asked)
         return;
     }
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: handing over to %s", e->base.name, to);
-    e->epoch++;
+    reign__life_bump(&e->base.life);
     zk_news n = {.to = to};
     step(e, IN(OUTRANKED), &n); /* demoted, HANDING_OVER: the leader node names `to` */
 }
@@ -1214,7 +1213,7 @@ static void handle_node_gone(zk_election *e)
      * which lets another candidate take over. */
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: our node %s was deleted", e->base.name,
                e->my_node ? e->my_node : "?");
-    e->epoch++;
+    reign__life_bump(&e->base.life);
     set_str(&e->my_node, NULL);
     e->own_watched = false;
     bool was_leader = e->base.leader;
@@ -1438,7 +1437,7 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
         if (r->rc == REIGN_ENOENT) { /* the election node itself was removed */
             set_str(&e->my_node, NULL);
             e->own_watched = false;
-            e->epoch++;
+            reign__life_bump(&e->base.life);
             step(e, IN(ELECTION_GONE), NULL); /* demoted if leading; set up again */
         } else {
             retry_later(e, r->rc, "listing candidates");
@@ -1677,7 +1676,7 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
         step(e, IN(CREATE_UNKNOWN), NULL); /* did it land? */
         break;
     case REIGN_ENOENT: /* the election node vanished: set up again */
-        e->epoch++;
+        reign__life_bump(&e->base.life);
         start(e);
         break;
     case REIGN_EACCES:
@@ -2119,7 +2118,7 @@ static void send_cold(zk_election *e)
 
 static void start(zk_election *e)
 {
-    e->epoch++;
+    reign__life_bump(&e->base.life);
     step(e, IN(START), NULL);
 }
 
@@ -2193,7 +2192,7 @@ static void act_request(reign_election *pub, unsigned rq, const zk_news *n)
     case RQ(RENEW):
         /* Demoted by a stall, still connected: the claim is a write and renews the proof.  It
          * is a new term: let go of the leader node first. */
-        e->epoch++;
+        reign__life_bump(&e->base.life);
         release_leader_node(e);
         check(e);
         break;
@@ -2234,7 +2233,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         break;
     case REIGN_CONN_CONNECTED:
         /* A new session: nothing of the old one is ours any more. */
-        e->epoch++;
+        reign__life_bump(&e->base.life);
         set_str(&e->my_node, NULL);
         set_str(&e->pred_watched, NULL);
         set_str(&e->leader_node_watched, NULL);
@@ -2253,7 +2252,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         step(e, IN(NEW_SESSION), NULL);
         break;
     case REIGN_CONN_CLOSED:
-        e->epoch++;
+        reign__life_bump(&e->base.life);
         step(e, IN(CLOSED), NULL); /* demoted if leading; LEFT (announced if resigning) */
         break;
     default:
@@ -2385,7 +2384,7 @@ static int step_down(zk_election *e, estate then)
     reign__timers *ts = reign__client_timers(e->base.client);
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->preempt);
-    e->epoch++;
+    reign__life_bump(&e->base.life);
     bool was_leader = e->base.leader;
     if (!step(e, then == ST_RESIGNING ? IN(RESIGN) : IN(CEDE), NULL)) /* demoted, announced later */
         return REIGN_ESTATE;
@@ -2448,10 +2447,10 @@ static int64_t zk_valid_until(const reign_election *pub)
 static reign_election *zk_free(reign_election *pub)
 {
     zk_election *e = (zk_election *)pub;
-    if (!e->base.free_requested) {
+    if (reign__life_live(&e->base.life)) {
         bool was_leader = e->base.leader, left = e->state == ST_LEFT;
         step(e, IN(FREE), NULL); /* a leadership ends silently */
-        e->base.free_requested = true;
+        reign__life_request_free(&e->base.life);
         /* Leave without waiting: the delete goes out, no callback follows. */
         if (was_leader) {
             if (e->strategy != REIGN_STRATEGY_LOCK)
@@ -2473,7 +2472,7 @@ static reign_election *zk_free(reign_election *pub)
         }
         reign__zk_forget(e->zk, e);
     }
-    if (e->base.busy > 0)
+    if (reign__life_busy(&e->base.life))
         return NULL; /* inside one of our callbacks: LEAVE frees it */
     destroy(e);
     return NULL;

@@ -1,9 +1,9 @@
 /*
  * life.h - the lifecycle every recipe shares: entering and leaving its callbacks, a free
  * deferred while one of them is on the stack, and an epoch that makes the answers of
- * requests sent before it stale.  Groups, values, the task queue and slots keep one
- * `reign__life` each (elections are to follow); the client's reign__recipe (client_internal.h)
- * is the other half, how the client reaches a recipe.
+ * requests sent before it stale.  Elections (in their reign_election base), groups,
+ * values, the task queue and slots keep one `reign__life` each; the client's reign__recipe
+ * (client_internal.h) is the other half, how the client reaches a recipe.
  *
  * The rules a recipe follows with it:
  *

@@ -1270,11 +1270,10 @@ static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
         handle_node_gone(e);
         goto out;
     }
-    if (r->rc == 0) {
+    if (r->rc == 0)
         e->own_version = r->stat.version;
-        watch_own(e); /* for the next request (a change since this read is read again) */
-    }
     uint64_t asked = 0;
+    bool restore = false;
     char *to = NULL, *des = NULL;
     reign__buf id;
     reign__buf_init(&id);
@@ -1294,8 +1293,7 @@ static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
             (rec.payload_len && memcmp(rec.payload, e->base.data, rec.payload_len) != 0)) {
             /* Written without our payload (a designation found us by the id
              * tag in our name, without reading us): put our record back. */
-            reign__zk_set(e->zk, e->my_node, e->record.data, e->record.len, r->stat.version, 0,
-                          NULL, NULL, NULL);
+            restore = true;
         }
         reign__record_clear(&rec);
     }
@@ -1305,6 +1303,15 @@ static void on_own_read(void *owner, void *arg, const reign__zk_result *r)
         designated(e, des, id.data);
     else if (!e->designated || e->base.leader)
         check(e); /* (designated: our own write, or news the leader node brings) */
+    /* After the request this read decided (a handover's rewrite, a designated candidate's
+     * read of the leader node), which is on a designation's critical path: the watch for
+     * the next request (a change since this read is read again), and our record. */
+    if (r->rc == 0 && e->my_node && reign__life_live(&e->base.life)) {
+        watch_own(e);
+        if (restore)
+            reign__zk_set(e->zk, e->my_node, e->record.data, e->record.len, r->stat.version, 0,
+                          NULL, NULL, NULL);
+    }
     reign__free(to);
     reign__free(des);
     reign__buf_free(&id);

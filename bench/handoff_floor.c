@@ -6,7 +6,17 @@
  * of B's claim multi (check the term's version, create the ephemeral leader
  * node, set the term), which B sends from its watch callback's wake-up.
  *
- *   handoff-floor HOST:PORT ROUNDS GAP_MS
+ *   handoff-floor HOST:PORT ROUNDS GAP_MS [designate]
+ *
+ * With `designate`, the chain of a designation instead, as reign's
+ * (election_query.c, election_zk.c), with three sessions: the operator O
+ * reads the candidates and the term (one round trip), then one multi
+ * writes the designation into the target T's node and the handoff request
+ * into the leader L's; L, woken by its node's watch, reads it and rewrites
+ * the leader node to name T; T, woken by its own node's watch, reads it,
+ * reads (and watches) the leader node, and takes it over the moment it
+ * names T (one multi: delete it at that version, create its own, set the
+ * term).  Timed from O's first request to the answer of T's takeover.
  *
  * Built twice by bench/CMakeLists.txt: handoff-floor-mt on libzookeeper_mt
  * (as reign: results handed from the client's completion thread to the
@@ -18,6 +28,7 @@
  * nothing (bench/handoff.py reads it).
  */
 #include <poll.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,13 +39,29 @@
 
 #include <zookeeper/zookeeper.h>
 
-enum { EV_CONNECTED = 1, EV_DELETED = 2, EV_DONE = 4 };
+enum {
+    EV_CONNECTED = 1,
+    EV_DELETED = 2,
+    EV_DONE = 4,
+    /* the designation's chain */
+    EV_O = 1 << 3,     /* the operator's reads are answered */
+    EV_OM = 1 << 4,    /* its multi is answered */
+    EV_LOWN = 1 << 5,  /* L's node was written to */
+    EV_LREAD = 1 << 6, /* L read it */
+    EV_LSET = 1 << 7,  /* L's rewrite of the leader node is answered */
+    EV_TOWN = 1 << 8,  /* T's node was written to */
+    EV_TREAD = 1 << 9, /* T read it */
+    EV_TLN = 1 << 10,  /* T read the leader node */
+    EV_LN = 1 << 11,   /* the leader node changed (T's watch) */
+    EV_TAKEN = 1 << 12 /* T's takeover is answered */
+};
 
+#define N_H 3
 static unsigned g_flags; /* what happened, set by callbacks (FLOOR_ST: this thread) */
 #ifndef FLOOR_ST
 static int g_efd;
 #endif
-static zhandle_t *g_h[2];
+static zhandle_t *g_h[N_H];
 
 static int64_t now_ns(void)
 {
@@ -54,14 +81,15 @@ static void happened(unsigned what)
 #endif
 }
 
-/* Until `what` has happened: the eventfd, or (FLOOR_ST) the client driven by this thread. */
-static void wait_for(unsigned what)
+/* Until one of `mask` has happened (the eventfd, or (FLOOR_ST) the clients driven by this
+ * thread): which ones, taken off the flags. */
+static unsigned wait_any(unsigned mask)
 {
-    while (!(g_flags & what)) {
+    while (!(g_flags & mask)) {
 #ifdef FLOOR_ST
-        struct pollfd p[2];
+        struct pollfd p[N_H];
         int timeout = 1000;
-        for (int i = 0; i < 2; i++) {
+        for (int i = 0; i < N_H; i++) {
             int fd = -1, ev = 0;
             struct timeval tv;
             p[i].fd = -1;
@@ -75,8 +103,8 @@ static void wait_for(unsigned what)
             if (ms < timeout)
                 timeout = ms;
         }
-        poll(p, 2, timeout);
-        for (int i = 0; i < 2; i++) {
+        poll(p, N_H, timeout);
+        for (int i = 0; i < N_H; i++) {
             if (!g_h[i])
                 continue;
             int ev = (p[i].revents & POLLIN ? ZOOKEEPER_READ : 0) |
@@ -92,16 +120,64 @@ static void wait_for(unsigned what)
             g_flags |= (unsigned)v;
 #endif
     }
-    g_flags &= ~what;
+    unsigned got = g_flags & mask;
+    g_flags &= ~got;
+    return got;
 }
 
+static void wait_for(unsigned what)
+{
+    wait_any(what);
+}
+
+/* A watch set with a context says which one fired (the designation's chain). */
 static void on_watch(zhandle_t *zh, int type, int state, const char *path, void *ctx)
 {
-    (void)zh, (void)path, (void)ctx;
+    (void)zh, (void)path;
     if (type == ZOO_SESSION_EVENT && state == ZOO_CONNECTED_STATE)
         happened(EV_CONNECTED);
+    else if (ctx && type != ZOO_SESSION_EVENT)
+        happened((unsigned)(uintptr_t)ctx);
     else if (type == ZOO_DELETED_EVENT)
         happened(EV_DELETED);
+}
+
+/* A request of the designation's chain: what to signal, and its answer. */
+typedef struct answer {
+    unsigned bit;
+    int rc;
+    struct Stat st;
+    char value[64];
+} answer;
+
+static void on_answer_data(int rc, const char *value, int len, const struct Stat *stat,
+                           const void *data)
+{
+    answer *a = (answer *)data;
+    a->rc = rc;
+    if (rc == ZOK) {
+        a->st = *stat;
+        int n = len < 0 ? 0 : len < (int)sizeof(a->value) - 1 ? len : (int)sizeof(a->value) - 1;
+        memcpy(a->value, value, (size_t)n);
+        a->value[n] = '\0';
+    }
+    happened(a->bit);
+}
+
+static void on_answer_stat(int rc, const struct Stat *stat, const void *data)
+{
+    answer *a = (answer *)data;
+    a->rc = rc;
+    if (rc == ZOK && stat)
+        a->st = *stat;
+    happened(a->bit);
+}
+
+static void on_answer_void(int rc, const void *data)
+{
+    answer *a = (answer *)data;
+    a->rc = rc;
+    happened(a->bit);
 }
 
 static void on_void(int rc, const void *data)
@@ -134,16 +210,125 @@ static void on_ignored(int rc, const void *data)
     (void)rc, (void)data;
 }
 
+static void on_children_ignored(int rc, const struct String_vector *v, const void *data)
+{
+    (void)rc, (void)v, (void)data;
+}
+
 static int cmp_int64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
 }
 
+/* One handoff: A's delete of its node, B's claim from its watch's wake-up. */
+static int64_t handoff_round(const char *node, const char *term, const char *leader, int gap_ms)
+{
+    zhandle_t *a = g_h[0], *b = g_h[1];
+    const struct ACL_vector *acl = &ZOO_OPEN_ACL_UNSAFE;
+    struct Stat st, tst;
+    zoo_acreate(a, node, NULL, -1, acl, ZOO_EPHEMERAL, on_string, NULL);
+    wait_for(EV_DONE);
+    zoo_awexists(b, node, on_watch, NULL, on_stat, &st);
+    wait_for(EV_DONE);
+    zoo_aget(b, term, 0, on_data, &tst);
+    wait_for(EV_DONE);
+    if (gap_ms)
+        usleep((useconds_t)gap_ms * 1000);
+    int64_t t0 = now_ns();
+    zoo_adelete(a, node, -1, on_ignored, NULL);
+    wait_for(EV_DELETED);
+    zoo_op_t ops[3];
+    zoo_op_result_t res[3];
+    zoo_check_op_init(&ops[0], term, tst.version);
+    zoo_create_op_init(&ops[1], leader, "b", 1, acl, ZOO_EPHEMERAL, NULL, 0);
+    zoo_set_op_init(&ops[2], term, "1", 1, tst.version, NULL);
+    zoo_amulti(b, 3, ops, res, on_void, NULL);
+    wait_for(EV_DONE);
+    int64_t t1 = now_ns();
+    zoo_adelete(b, leader, -1, on_void, NULL);
+    wait_for(EV_DONE);
+    return t1 - t0;
+}
+
+/* One designation (see the top of the file); -1 if T's takeover failed. */
+static int64_t designate_round(const char *dir, const char *term, const char *leader, int gap_ms)
+{
+    zhandle_t *o = g_h[0], *l = g_h[1], *t = g_h[2];
+    const struct ACL_vector *acl = &ZOO_OPEN_ACL_UNSAFE;
+    char lnode[128], tnode[128];
+    snprintf(lnode, sizeof(lnode), "%s/l", dir);
+    snprintf(tnode, sizeof(tnode), "%s/t", dir);
+    answer a = {.bit = EV_DONE};
+    zoo_acreate(l, lnode, "l", 1, acl, ZOO_EPHEMERAL, on_string, NULL);
+    wait_for(EV_DONE);
+    zoo_acreate(l, leader, "holder=l", 8, acl, ZOO_EPHEMERAL, on_string, NULL);
+    wait_for(EV_DONE);
+    zoo_acreate(t, tnode, "t", 1, acl, ZOO_EPHEMERAL, on_string, NULL);
+    wait_for(EV_DONE);
+    zoo_awexists(l, lnode, on_watch, (void *)(uintptr_t)EV_LOWN, on_answer_stat, &a);
+    wait_for(EV_DONE);
+    zoo_awexists(t, tnode, on_watch, (void *)(uintptr_t)EV_TOWN, on_answer_stat, &a);
+    wait_for(EV_DONE);
+    if (gap_ms)
+        usleep((useconds_t)gap_ms * 1000);
+
+    answer o_term = {.bit = EV_O}, o_multi = {.bit = EV_OM}, l_read = {.bit = EV_LREAD};
+    answer l_set = {.bit = EV_LSET}, t_read = {.bit = EV_TREAD}, t_ln = {.bit = EV_TLN};
+    answer taken = {.bit = EV_TAKEN};
+    zoo_op_t ops[3], tops[3];
+    zoo_op_result_t res[3], tres[3];
+    int32_t seen = -1;
+    bool sent = false;
+    unsigned pending = EV_OM | EV_LSET | EV_TAKEN; /* answers to have before the next round */
+    int64_t t0 = now_ns(), t1 = 0;
+    zoo_aget_children(o, dir, 0, on_children_ignored, NULL); /* answered before the term */
+    zoo_aget(o, term, 0, on_answer_data, &o_term);
+    while (pending) {
+        unsigned got = wait_any(EV_O | EV_OM | EV_LOWN | EV_LREAD | EV_LSET | EV_TOWN | EV_TREAD |
+                                EV_TLN | EV_LN | EV_TAKEN);
+        pending &= ~got;
+        if (got & EV_O) {
+            zoo_set_op_init(&ops[0], tnode, "designated", 10, -1, NULL);
+            zoo_set_op_init(&ops[1], lnode, "handoff=t", 9, -1, NULL);
+            zoo_amulti(o, 2, ops, res, on_answer_void, &o_multi);
+        }
+        if (got & EV_LOWN)
+            zoo_aget(l, lnode, 0, on_answer_data, &l_read);
+        if (got & EV_LREAD)
+            zoo_aset(l, leader, "next=t", 6, -1, on_answer_stat, &l_set);
+        if (got & EV_TOWN)
+            zoo_aget(t, tnode, 0, on_answer_data, &t_read);
+        if (got & EV_TREAD)
+            zoo_awget(t, leader, on_watch, (void *)(uintptr_t)EV_LN, on_answer_data, &t_ln);
+        if ((got & EV_TLN) && t_ln.rc == ZOK)
+            seen = strcmp(t_ln.value, "next=t") ? t_ln.st.version + 1 : t_ln.st.version;
+        if ((got & (EV_TLN | EV_LN)) && seen >= 0 && !sent &&
+            ((got & EV_LN) || !strcmp(t_ln.value, "next=t"))) {
+            sent = true; /* named next: take it over at the version that names us */
+            zoo_delete_op_init(&tops[0], leader, seen);
+            zoo_create_op_init(&tops[1], leader, "holder=t", 8, acl, ZOO_EPHEMERAL, NULL, 0);
+            zoo_set_op_init(&tops[2], term, "t", 1, -1, NULL);
+            zoo_amulti(t, 3, tops, tres, on_answer_void, &taken);
+        }
+        if (got & EV_TAKEN)
+            t1 = now_ns();
+    }
+    zoo_adelete(t, leader, -1, on_void, NULL);
+    wait_for(EV_DONE);
+    zoo_adelete(t, tnode, -1, on_void, NULL);
+    wait_for(EV_DONE);
+    zoo_adelete(l, lnode, -1, on_void, NULL);
+    wait_for(EV_DONE);
+    g_flags = 0; /* a watch on what the cleanup deleted */
+    return taken.rc == ZOK ? t1 - t0 : -1;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s HOST:PORT ROUNDS GAP_MS\n", argv[0]);
+    bool designate = argc == 5 && !strcmp(argv[4], "designate");
+    if (argc != 4 && !designate) {
+        fprintf(stderr, "usage: %s HOST:PORT ROUNDS GAP_MS [designate]\n", argv[0]);
         return 2;
     }
     int rounds = atoi(argv[2]), gap_ms = atoi(argv[3]);
@@ -153,13 +338,14 @@ int main(int argc, char **argv)
     g_efd = eventfd(0, EFD_CLOEXEC);
 #endif
     zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR);
-    for (int i = 0; i < 2; i++) {
+    int sessions = designate ? 3 : 2;
+    for (int i = 0; i < sessions; i++) {
         g_h[i] = zookeeper_init(argv[1], on_watch, 30000, NULL, NULL, 0);
         if (!g_h[i])
             return 1;
         wait_for(EV_CONNECTED);
     }
-    zhandle_t *a = g_h[0], *b = g_h[1];
+    zhandle_t *a = g_h[0];
     char dir[64], node[96], term[96], leader[96];
     snprintf(dir, sizeof(dir), "/handoff-floor-%d", (int)getpid());
     snprintf(node, sizeof(node), "%s/a", dir);
@@ -172,47 +358,30 @@ int main(int argc, char **argv)
     wait_for(EV_DONE);
     int64_t *ns = calloc((size_t)rounds, sizeof(*ns));
     const int warmup = 10;
+    int n = 0;
     for (int r = 0; r < rounds + warmup; r++) {
-        struct Stat st, tst;
-        zoo_acreate(a, node, NULL, -1, acl, ZOO_EPHEMERAL, on_string, NULL);
-        wait_for(EV_DONE);
-        zoo_awexists(b, node, on_watch, NULL, on_stat, &st);
-        wait_for(EV_DONE);
-        zoo_aget(b, term, 0, on_data, &tst);
-        wait_for(EV_DONE);
-        if (gap_ms)
-            usleep((useconds_t)gap_ms * 1000);
-        int64_t t0 = now_ns();
-        zoo_adelete(a, node, -1, on_ignored, NULL);
-        wait_for(EV_DELETED);
-        zoo_op_t ops[3];
-        zoo_op_result_t res[3];
-        zoo_check_op_init(&ops[0], term, tst.version);
-        zoo_create_op_init(&ops[1], leader, "b", 1, acl, ZOO_EPHEMERAL, NULL, 0);
-        zoo_set_op_init(&ops[2], term, "1", 1, tst.version, NULL);
-        zoo_amulti(b, 3, ops, res, on_void, NULL);
-        wait_for(EV_DONE);
-        int64_t t1 = now_ns();
-        zoo_adelete(b, leader, -1, on_void, NULL);
-        wait_for(EV_DONE);
-        if (r >= warmup)
-            ns[r - warmup] = t1 - t0;
+        int64_t d = designate ? designate_round(dir, term, leader, gap_ms)
+                              : handoff_round(node, term, leader, gap_ms);
+        if (r >= warmup && d >= 0)
+            ns[n++] = d;
     }
     zoo_adelete(a, term, -1, on_void, NULL);
     wait_for(EV_DONE);
     zoo_adelete(a, dir, -1, on_void, NULL);
     wait_for(EV_DONE);
-    qsort(ns, (size_t)rounds, sizeof(*ns), cmp_int64);
+    qsort(ns, (size_t)n, sizeof(*ns), cmp_int64);
 #ifdef FLOOR_ST
-    printf("{\"mode\":\"st\",\"gap_ms\":%d,\"ms\":[", gap_ms);
+    const char *mode = "st";
 #else
-    printf("{\"mode\":\"mt\",\"gap_ms\":%d,\"ms\":[", gap_ms);
+    const char *mode = "mt";
 #endif
-    for (int i = 0; i < rounds; i++)
+    printf("{\"mode\":\"%s\",\"chain\":\"%s\",\"gap_ms\":%d,\"failed\":%d,\"ms\":[", mode,
+           designate ? "designate" : "handoff", gap_ms, rounds - n);
+    for (int i = 0; i < n; i++)
         printf("%s%.4f", i ? "," : "", (double)ns[i] / 1e6);
     printf("]}\n");
-    zookeeper_close(a);
-    zookeeper_close(b);
+    for (int i = 0; i < sessions; i++)
+        zookeeper_close(g_h[i]);
     free(ns);
     return 0;
 }

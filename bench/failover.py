@@ -1370,7 +1370,8 @@ OTHER_SECTIONS = ("## SQL lease elections", "## Many elections on one session",
                   "## reignd: failover and footprint",
                   "## Crash failover with the guardian",
                   "## Slots: what a late copy costs",
-                  "## Graceful handoff: where the time goes")
+                  "## Graceful handoff: where the time goes",
+                  "## Before and after the election tables")
 
 
 def write_other_section(path, section, text):

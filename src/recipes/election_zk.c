@@ -2192,8 +2192,8 @@ static void act_request(reign_election *pub, unsigned rq, const zk_news *n)
         reign__timer_start(ts, &e->timer,
                            reign__now_ns() + (int64_t)e->base.cede_delay_ms * REIGN__NS_PER_MS);
         break;
-    case RQ(OBSERVE):
-        if (!e->following)
+    case RQ(FOLLOW): /* observers, and follow_leader candidates */
+        if (e->base.follow && !e->following)
             follow_leader(e);
         break;
     case RQ(RENEW):

@@ -74,14 +74,15 @@ static const reign__efsm_row table[] = {
     /* ---- every state that stands without leading ---- */
     STANDING(ROWS_STANDING)
     RESTARTED(ROWS_RESTARTED)
-    R(PAUSED, NEW_SESSION, ANY, PAUSED, 0, "paused: the timer stands us again, in the new session"),
+    RQ(PAUSED, NEW_SESSION, ANY, PAUSED, 0, FOLLOW,
+       "paused: the timer stands us again, in the new session; the leader is followed in it now"),
 
     /* ---- setting up ---- */
     RQ(SETUP, COLD, ANY, SETUP, 0, COLD, "a new election? one multi makes and claims it"),
     RQ(SETUP, CREATE, ANY, CREATING, 0, CREATE, "the election is there: make our node"),
     RQ(SETUP, CREATE_UNKNOWN, ANY, CREATING, 0, FIND_OWN,
        "the new election's multi lost its answer: look for our node"),
-    RQ(SETUP, OBSERVE, ANY, OBSERVING, 0, OBSERVE, "an observer: follow the leader, stand not"),
+    RQ(SETUP, OBSERVE, ANY, OBSERVING, 0, FOLLOW, "an observer: follow the leader, stand not"),
     RQ(SETUP, CHECK, ANY, CHECKING, 0, LIST, "our node is known: look at the candidates"),
     R(SETUP, CLAIMED, FRESH, LEADER, ELECT,
       "the new election's multi made and claimed it, with a fresh proof"),
@@ -114,7 +115,7 @@ static const reign__efsm_row table[] = {
     RQ(WAITING, LEADER_NODE_HELD, ANY, CONTENDING, 0, READ_LEADER,
        "designated: contend for the leader node"),
 
-    RQ(OBSERVING, OBSERVE, ANY, OBSERVING, 0, OBSERVE, "observing"),
+    RQ(OBSERVING, OBSERVE, ANY, OBSERVING, 0, FOLLOW, "observing"),
 
     /* ---- the leader node ---- */
     RQ(CONTENDING, LEADER_NODE_HELD, HANDING, HANDING_OVER, 0, READ_LEADER,

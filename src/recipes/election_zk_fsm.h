@@ -110,9 +110,9 @@ typedef enum reign__zke_input {
     XX(TAKE_OVER, "take_over", S(TAKING_OVER))  /* the takeover's multi, at the version seen */    \
     XX(HAND_OVER, "hand_over", S(HANDING_OVER)) /* rewrite the leader node to name the next */     \
     XX(RETRY, "retry", S(SETUP) | S(CHECKING) | S(LEADER_CHECKING)) /* again in a second */        \
-    XX(PAUSE, "pause", S(PAUSED))        /* stand again after the cede delay */                    \
-    XX(OBSERVE, "observe", S(OBSERVING)) /* follow the leader */                                   \
-    XX(RENEW, "renew", S(DEMOTED))       /* let the leader node go, look again */
+    XX(PAUSE, "pause", S(PAUSED))                  /* stand again after the cede delay */          \
+    XX(FOLLOW, "follow", S(OBSERVING) | S(PAUSED)) /* follow the leader, if asked to */            \
+    XX(RENEW, "renew", S(DEMOTED))                 /* let the leader node go, look again */
 
 typedef enum reign__zke_request {
 #define REIGN__ZKE_RQ_ENUM(name, str, states) REIGN__ZKE_RQ_##name,

@@ -212,6 +212,11 @@ foreach(scenario burst expiry newest deleted)
   reign_zk_test(NAME it_group_${scenario} COMMAND it_group ${scenario} TIMEOUT 180
     ENVIRONMENT ${REIGN_EXPIRE_ENV})
 endforeach()
+# A ceded candidate keeps following the leader across a new session.
+reign_it_program(it_cede_expire INTERNAL LINK_OPTIONS ${REIGN_EXPIRE_WRAP})
+target_sources(it_cede_expire PRIVATE ${CMAKE_CURRENT_LIST_DIR}/expire.c)
+reign_zk_test(NAME it_cede_expire COMMAND it_cede_expire TIMEOUT 120
+  ENVIRONMENT ${REIGN_EXPIRE_ENV})
 reign_it_program(it_value INTERNAL LINK_OPTIONS ${REIGN_EXPIRE_WRAP})
 target_sources(it_value PRIVATE ${CMAKE_CURRENT_LIST_DIR}/expire.c)
 foreach(scenario ops burst expiry)

@@ -315,6 +315,10 @@ static void a_handoff_and_a_takeover(void **state)
     assert_int_equal(r.to, ST(CHECKING));
     assert_int_equal(r.actions, 0);
     assert_int_equal(r.request, RQ(LIST)); /* stale: look again, the claim renews */
+    /* a ceded candidate in a new session follows the leader again at once, still paused */
+    r = reign__zke_fsm_step(ST(PAUSED), IN(NEW_SESSION), 0);
+    assert_int_equal(r.to, ST(PAUSED));
+    assert_int_equal(r.request, RQ(FOLLOW));
     /* the next in line claims the moment the first in line goes */
     r = reign__zke_fsm_step(ST(WAITING), IN(FIRST), 0);
     assert_int_equal(r.to, ST(CLAIMING));

@@ -548,7 +548,10 @@ def render(run):
 
 
 def write_section(path, run):
-    fo.write_marked_section(path, render(run), MARK_BEGIN, MARK_END)
+    if path == "-":
+        sys.stdout.write(render(run))
+    else:
+        fo.write_marked_section(path, render(run), MARK_BEGIN, MARK_END)
 
 
 # ---- main ---------------------------------------------------------------------------------------
@@ -624,16 +627,7 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        run = json.loads(Path(args.render).read_text())
-        if args.note:
-            run["notes"] = args.note
-            Path(args.render).write_text(json.dumps(run, indent=1, default=str) + "\n")
-        if args.output == "-":
-            sys.stdout.write(render(run))
-        else:
-            write_section(args.output, run)
-            log("section '%s' of %s rewritten" % (SECTION, args.output))
-        return 0
+        return fo.rerender(args, write_section, "section '%s'" % SECTION, notes=args.note)
     t_start = time.monotonic()
     revs = {"before": resolve(args.before), "after": resolve(args.after)}
     for side in SIDES:

@@ -1,5 +1,5 @@
 /*
- * designate.c - designation latency (issue 4): how long from reign_election_designate() until
+ * designate.c - designation latency: how long from reign_election_designate() until
  * the named candidate's ELECTED callback.
  *
  *   designate-latency --uri zk://127.0.0.1:2181 [--candidates 3] [--rounds 300] [--warmup 10]

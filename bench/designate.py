@@ -53,7 +53,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import failover as fo  # noqa: E402  (the ZooKeeper harness, candidates and report helpers)
-import many_elections as me  # noqa: E402  (Proc, wait_quiet, findings_of)
+import many_elections as me  # noqa: E402  (Proc, wait_quiet)
 from failover import BenchError, fmt, log, percentile  # noqa: E402
 
 ROOT = fo.ROOT
@@ -574,13 +574,8 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        run = json.loads(Path(args.render).read_text())
-        if args.findings:
-            run["findings"] = me.findings_of(args.findings)
-            Path(args.render).write_text(json.dumps(run, default=str) + "\n")
-        write_section(args.output, run)
-        log("section '%s' of %s rewritten" % (SECTION, args.output))
-        return 0
+        return fo.rerender(args, write_section, "section '%s'" % SECTION,
+                           findings=fo.findings_of(args.findings))
     if not args.binary or not os.access(args.binary, os.X_OK):
         raise BenchError("no designate-latency binary (build bench/, or pass --binary)")
     if not args.reign or not os.access(args.reign, os.X_OK):
@@ -594,7 +589,7 @@ def main(argv):
                "candidates", "runs", "rounds", "warmup", "gap_ms", "cli_rounds", "cli_warmup",
                "trace_rounds", "ref_impls", "ref_trials", "ref_warmup")},
            "library": [], "cli": [], "reference": {}, "reference_missing": {},
-           "floor": {}, "loadavg": {}, "findings": me.findings_of(args.findings)}
+           "floor": {}, "loadavg": {}, "findings": fo.findings_of(args.findings)}
     try:
         zk.start()
         log("ZooKeeper at %s" % zk.connect)

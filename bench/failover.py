@@ -1507,6 +1507,32 @@ def end_run(run, args, workdir, errors, write, t_start):
     log("done in %.1f min" % ((time.monotonic() - t_start) / 60.0))
 
 
+def findings_of(path):
+    """The paragraphs (blank-line separated) of a text file, each on one line; None without
+    a file."""
+    if not path:
+        return None
+    text = Path(path).read_text()
+    return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
+
+
+def rerender(args, write, what, **extra):
+    """--render: rewrites the report args.output with write(path, run) from the --json file
+    args.render, after storing in that file the `extra` values given (findings, notes), so
+    that the next --render keeps them.  Returns main's exit status."""
+    path = Path(args.render)
+    text = path.read_text()
+    run = json.loads(text)
+    extra = {k: v for k, v in extra.items() if v}
+    if extra:
+        run.update(extra)
+        indent = 1 if "\n" in text.strip() else None
+        path.write_text(json.dumps(run, indent=indent, default=str) + "\n")
+    write(args.output, run)
+    log("%s of %s rewritten" % (what, args.output))
+    return 0
+
+
 def run_cli(main):
     """Exit status: 0, 1 on a BenchError (said on one line), 130 when interrupted."""
     try:
@@ -1572,10 +1598,7 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        run = json.loads(Path(args.render).read_text())
-        write_report(args.output, render(run))
-        log("report in %s" % args.output)
-        return 0
+        return rerender(args, lambda path, run: write_report(path, render(run)), "the report")
     t_start = time.monotonic()
     commit = source_state(args.reign)
     workdir = start_run(args, "reign-bench-")

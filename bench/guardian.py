@@ -1316,14 +1316,8 @@ def write_section(path, run):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        run = json.loads(Path(args.render).read_text())
-        if args.findings:
-            text = Path(args.findings).read_text().strip()
-            run["findings"] = [p.strip() for p in text.split("\n\n") if p.strip()]
-            Path(args.render).write_text(json.dumps(run, default=str) + "\n")
-        write_section(args.output, run)
-        log("section '%s' of %s rewritten" % (SECTION, args.output))
-        return 0
+        return fo.rerender(args, write_section, "section '%s'" % SECTION,
+                           findings=fo.findings_of(args.findings))
     if not args.reign or not os.access(args.reign, os.X_OK):
         raise BenchError("no reign binary (build it, or pass --reign)")
     t_start = time.monotonic()

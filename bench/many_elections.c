@@ -1,6 +1,6 @@
 /*
  * many_elections.c - joins N elections on one client (one ZooKeeper session) and times how long
- * it takes until every one of them is decided (issue 4).
+ * it takes until every one of them is decided.
  *
  *   many-elections --uri zk://127.0.0.1:2181 --count 10000 [--prefix P] [--id ID] [--follow]
  *

@@ -226,7 +226,7 @@ def render(run):
     w("")
     big = s.get("%d/leader" % TARGET_N)
     if big:
-        w("Issue 4's targets for %d elections: joined in <= %d ms (measured: %s ms, %s), with <= "
+        w("The targets for %d elections: joined in <= %d ms (measured: %s ms, %s), with <= "
           "%d MB resident (measured: %s MB, %s)." % (
               TARGET_N, TARGET_MS, fmt(big["total_ms"], 0),
               "met" if big["total_ms"] <= TARGET_MS else "**not met**", TARGET_MB,
@@ -272,23 +272,11 @@ def parse_args(argv):
     return args
 
 
-def findings_of(path):
-    if not path:
-        return None
-    text = Path(path).read_text()
-    return [" ".join(p.split()) for p in text.split("\n\n") if p.strip()]
-
-
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        run = json.loads(Path(args.render).read_text())
-        if args.findings:
-            run["findings"] = findings_of(args.findings)
-            Path(args.render).write_text(json.dumps(run, default=str) + "\n")
-        write_section(args.output, run)
-        log("section '%s' of %s rewritten" % (SECTION, args.output))
-        return 0
+        return fo.rerender(args, write_section, "section '%s'" % SECTION,
+                           findings=fo.findings_of(args.findings))
     if not args.binary or not os.access(args.binary, os.X_OK):
         raise BenchError("no many-elections binary (build bench/, or pass --binary)")
     t_start = time.monotonic()
@@ -318,7 +306,7 @@ def main(argv):
            "summary": summarize(runs), "machine": fo.machine_info(zk_version, commit),
            "command": " ".join(["bench/many_elections.py"] + argv),
            "duration_min": (time.monotonic() - t_start) / 60.0,
-           "findings": findings_of(args.findings)}
+           "findings": fo.findings_of(args.findings)}
     fo.end_run(run, args, workdir, errors, write_section, t_start)
     return 0
 

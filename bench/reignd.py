@@ -60,7 +60,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import failover as fo  # noqa: E402  (the ZooKeeper harness and report helpers)
 from failover import BenchError, fmt, log, percentile  # noqa: E402
-from many_elections import findings_of  # noqa: E402  (the --findings file's paragraphs)
 
 ROOT = fo.ROOT
 SECTION = "## reignd: failover and footprint"
@@ -1001,13 +1000,8 @@ def main(argv):
         serve_dummies([int(p) for p in args.serve_dummies.split(",")])
         return 0
     if args.render:
-        run = json.loads(Path(args.render).read_text())
-        if args.findings:
-            run["findings"] = findings_of(args.findings)
-            Path(args.render).write_text(json.dumps(run, default=str) + "\n")
-        write_section(args.output, run)
-        log("section '%s' of %s rewritten" % (SECTION, args.output))
-        return 0
+        return fo.rerender(args, write_section, "section '%s'" % SECTION,
+                           findings=fo.findings_of(args.findings))
     for what, path in (("reignd", args.reignd), ("reignd-stamp", args.stamp)):
         if not path or not os.access(path, os.X_OK):
             raise BenchError("no %s binary (build it, or pass --%s)" % (
@@ -1042,7 +1036,7 @@ def main(argv):
     run.update(summary=None, machine=fo.machine_info(zk_version, commit),
                command=" ".join(["bench/reignd.py"] + argv),
                duration_min=(time.monotonic() - t_start) / 60.0,
-               findings=findings_of(args.findings))
+               findings=fo.findings_of(args.findings))
     run["summary"] = summarize(run)
     fo.end_run(run, args, workdir, 0, write_section, t_start)
     return 0

@@ -597,7 +597,7 @@ def render(run):
     w("")
     w("### Targets")
     w("")
-    w("The targets against the medians measured (reported, not asserted).")
+    w("The SQL stores' targets against the medians measured (reported, not asserted).")
     w("")
     w("| target | store | candidates | measured | met? |")
     w("|---|---|---|---|---|")
@@ -653,7 +653,8 @@ def render(run):
     w("")
     w("### What stands out")
     w("")
-    for f in findings(backends, counts, summ, fleet, settings, zk, get, zget):
+    for f in findings(backends, counts, summ, fleet, settings, zk, get, zget,
+                      run.get("zk_report_rss")):
         w("- " + f)
 
     # --- graceful
@@ -864,7 +865,8 @@ def short_version(v):
 
 def zk_report_rss():
     """reign's resident memory in the committed ZooKeeper report (bench/results/failover.json),
-    MB, and when that run was made; None if there is none."""
+    MB, and when that run was made; None if there is none.  A run keeps what it found in its
+    JSON, so that --render compares with the same report."""
     try:
         old = json.loads((ROOT / "bench" / "results" / "failover.json").read_text())
     except (OSError, ValueError):
@@ -875,11 +877,11 @@ def zk_report_rss():
             m = old.get("machine", {})
             return (rss["vmrss_kb_median"] / 1024.0, (rss.get("rssanon_kb_median") or 0) / 1024.0,
                     "%s, reign at commit %s" % (m.get("date", "?"),
-                                                m.get("commit", "?").split()[0]))
+                                                m.get("commit", "?").split()[0].rstrip(";")))
     return None
 
 
-def findings(backends, counts, summ, fleet, settings, zk, get, zget):
+def findings(backends, counts, summ, fleet, settings, zk, get, zget, old):
     """What a reader should not miss, from the numbers (the causes named were diagnosed on the
     build measured, see the text)."""
     out = []
@@ -967,7 +969,6 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget):
     rss = [x / 1024.0 for x in rss if x]
     zk_rss = [zk[n]["rss"]["vmrss_kb_median"] / 1024.0 for n in counts
               if zk.get(n) and zk[n].get("rss")]
-    old = zk_report_rss()
     if rss:
         text = ("A `reign campaign` process is %.1f to %.1f MB resident on the SQL stores" % (
             min(rss), max(rss)))
@@ -1095,10 +1096,7 @@ def write_section(path, run):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        run = json.loads(Path(args.render).read_text())
-        write_section(args.output, run)
-        log("section '%s' of %s rewritten" % (SECTION, args.output))
-        return 0
+        return fo.rerender(args, write_section, "section '%s'" % SECTION)
     if not args.reign or not os.access(args.reign, os.X_OK):
         raise BenchError("no reign binary (build it, or pass --reign)")
     t_start = time.monotonic()
@@ -1125,6 +1123,7 @@ def main(argv):
             "counts", "backends", "graceful", "warmup", "crash", "crash_short", "short_lease",
             "zk_crash", "rest_s", "settle_s", "tail_s", "start_spread", "seed")},
         "machine": machine,
+        "zk_report_rss": zk_report_rss(),
         "stores": stores,
         "results": results,
         "zk_info": zk_info,

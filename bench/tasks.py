@@ -437,13 +437,7 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        run = json.loads(Path(args.render).read_text())
-        if args.note:
-            run["notes"] = args.note
-            Path(args.render).write_text(json.dumps(run, default=str) + "\n")
-        write_section(args.output, run)
-        log("section '%s' of %s rewritten" % (SECTION, args.output))
-        return 0
+        return fo.rerender(args, write_section, "section '%s'" % SECTION, notes=args.note)
     if not os.access(args.binary, os.X_OK):
         raise BenchError("no tasks-bench binary (build bench/, or pass --binary)")
     t_start = time.monotonic()

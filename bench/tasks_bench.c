@@ -1,5 +1,5 @@
 /*
- * tasks_bench.c - throughput of the task queue (issue 5), driven by bench/tasks.py.
+ * tasks_bench.c - throughput of the task queue, driven by bench/tasks.py.
  *
  *     tasks-bench raw   HOSTS COUNT WINDOW [SESSIONS]
  *     tasks-bench ops   HOSTS TYPE COUNT WINDOW

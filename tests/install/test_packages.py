@@ -13,16 +13,21 @@
   4. `apt-get purge` removes them, and their files are gone.
 
 It changes the machine's /usr, so it runs as root only, refuses to touch reign packages it did
-not install, and purges its own whatever happens.  Skipped (exit 77), saying why, when not root
+not install, and purges its own whatever happens.  Two suites on one machine (two checkouts'
+ctest) would install and purge the same packages under each other: the test holds a
+machine-wide lock (flock on LOCK_PATH, released when the process ends, however it ends) from
+its first look at dpkg's database to its purge, and waits for another run's.  Skipped (exit 77), saying why, when not root
 or without dpkg-buildpackage (scripts/deps.sh installs it).
 """
 
+import fcntl
 import glob
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from installlib import (Failure, build_leader, campaign_guardian, check, clean_env,  # noqa: E402
@@ -32,6 +37,28 @@ from installlib import (Failure, build_leader, campaign_guardian, check, clean_e
 PACKAGES = ["reignd", "reign", "libreign-dev", "libreign0"]
 SKIP = 77
 APT = ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=120"]
+LOCK_PATH = os.path.join("/run/lock" if os.path.isdir("/run/lock") else tempfile.gettempdir(),
+                         "reign-packages-test.lock")
+LOCK_WAIT_S = 300
+
+
+def machine_lock():
+    """Holds LOCK_PATH exclusively for the rest of the process: waits up to LOCK_WAIT_S for
+    another run of this test on this machine.  Fails (a Failure) rather than waiting longer."""
+    fd = os.open(LOCK_PATH, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + LOCK_WAIT_S
+    said = False
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise Failure(f"another package test held {LOCK_PATH} for {LOCK_WAIT_S} s")
+            if not said:
+                log(f"waiting for another package test on this machine ({LOCK_PATH})")
+                said = True
+            time.sleep(0.5)
 
 
 def installed(pkgs):
@@ -50,6 +77,11 @@ def main():
         print("SKIPPED: no dpkg-buildpackage (scripts/deps.sh installs dpkg-dev)",
               file=sys.stderr)
         return SKIP
+    try:
+        machine_lock()
+    except Failure as e:
+        log(f"FAILED: {e}")
+        return 1
     there = installed(PACKAGES)
     if there:
         log(f"FAILED: {' '.join(there)} already installed; this test installs and purges its "

@@ -11,7 +11,8 @@ endif()
 # The Debian packages (tests/install/test_packages.py): built with scripts/package.sh, lintian,
 # installed with apt-get, used, purged.  Root only (skipped otherwise, exit 77, as without
 # dpkg-buildpackage); once per suite, in the plain build.  It changes /usr: nothing else that
-# installs system packages may run beside it.
+# installs system packages may run beside it (RESOURCE_LOCK in this suite; between two suites on
+# one machine, the script's own flock).
 if(NOT REIGN_SANITIZE AND NOT REIGN_TSAN)
   add_test(NAME packages COMMAND ${Python3_EXECUTABLE}
     ${CMAKE_CURRENT_LIST_DIR}/test_packages.py ${PROJECT_SOURCE_DIR})

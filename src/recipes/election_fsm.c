@@ -5,7 +5,7 @@
 
 #include "election_fsm.h"
 
-static int guard_holds(unsigned g, unsigned facts)
+int reign__efsm_guard_holds(unsigned g, unsigned facts)
 {
     switch (g) {
     case REIGN__EFSM_G_FRESH:
@@ -23,6 +23,16 @@ static int guard_holds(unsigned g, unsigned facts)
     }
 }
 
+void reign__efsm_index_build(const reign__efsm *m)
+{
+    /* backwards, so that each list is in table order: the first row that matches wins */
+    for (size_t i = m->n_rows; i-- > 0;) {
+        unsigned short *head = &m->index.first[m->rows[i].from * m->n_inputs + m->rows[i].input];
+        m->index.next[i] = *head;
+        *head = (unsigned short)(i + 1);
+    }
+}
+
 reign__efsm_step reign__efsm_next(const reign__efsm *m, unsigned state, unsigned input,
                                   unsigned facts)
 {
@@ -32,9 +42,10 @@ reign__efsm_step reign__efsm_next(const reign__efsm *m, unsigned state, unsigned
         r.reason = "unknown state or input";
         return r;
     }
-    for (size_t i = 0; i < m->n_rows; i++) {
-        const reign__efsm_row *t = &m->rows[i];
-        if (t->from == state && t->input == input && guard_holds(t->guard, facts)) {
+    pthread_once(m->index.once, m->index.build);
+    for (unsigned i = m->index.first[state * m->n_inputs + input]; i; i = m->index.next[i - 1]) {
+        const reign__efsm_row *t = &m->rows[i - 1];
+        if (reign__efsm_guard_holds(t->guard, facts)) {
             r.to = t->to;
             r.actions = t->actions;
             r.request = t->request;

@@ -15,6 +15,7 @@
 #ifndef REIGN_ELECTION_FSM_H
 #define REIGN_ELECTION_FSM_H
 
+#include <pthread.h>
 #include <stddef.h>
 
 #include <reign/election.h>
@@ -61,11 +62,26 @@ typedef struct reign__efsm_step {
     int moot;    /* 1: news for a state already left (or freed): ignored */
 } reign__efsm_step;
 
+/*
+ * Where each (state, input)'s rows are, so that a step reads the one to three rows of its pair
+ * and not the whole table (reading the ZooKeeper table's 229 rows on every step cost a follower's
+ * join 6% more instructions).  Built once per process, on the first step, by build(), which
+ * calls reign__efsm_index_build(); the arrays belong to the table's file
+ * (REIGN__EFSM_INDEX_ARRAYS).  Row numbers are kept plus one: 0 ends a list.
+ */
+typedef struct reign__efsm_index {
+    pthread_once_t *once;
+    void (*build)(void);
+    unsigned short *first; /* per (state, input), state * n_inputs + input: its first row */
+    unsigned short *next;  /* per row: the next row of the same pair, in table order */
+} reign__efsm_index;
+
 /* A candidate's machine: its table and what the invariants (and the tests) need to know. */
 typedef struct reign__efsm {
     const char *name;
     const reign__efsm_row *rows;
     size_t n_rows;
+    reign__efsm_index index;
     unsigned n_states, n_inputs;
     const char *const *state_names;
     const char *const *input_names;
@@ -90,6 +106,29 @@ typedef struct reign__efsm {
 #define REIGN__EFSM_RQ_NAME(name, str, states)   str,
 #define REIGN__EFSM_RQ_STATES(name, str, states) (states),
 
+/*
+ * A table's index, defined in the file of its rows (`table`) and machine (`machine`); the
+ * machine says .index = REIGN__EFSM_INDEX.
+ */
+#define REIGN__EFSM_INDEX_ARRAYS(machine, n_states, n_inputs)                                      \
+    static unsigned short index_first[(n_states) * (n_inputs)];                                    \
+    static unsigned short index_next[sizeof(table) / sizeof(table[0])];                            \
+    static pthread_once_t index_once = PTHREAD_ONCE_INIT;                                          \
+    static void index_build(void)                                                                  \
+    {                                                                                              \
+        reign__efsm_index_build(&(machine));                                                       \
+    }
+#define REIGN__EFSM_INDEX                                                                          \
+    {                                                                                              \
+        &index_once, index_build, index_first, index_next                                          \
+    }
+
+void reign__efsm_index_build(const reign__efsm *m);
+
+/* Whether guard `g` holds with `facts` (REIGN__EFSM_F_*). */
+int reign__efsm_guard_holds(unsigned g, unsigned facts);
+
+/* The first row of (state, input) whose guard holds with `facts`; else moot or refused. */
 reign__efsm_step reign__efsm_next(const reign__efsm *m, unsigned state, unsigned input,
                                   unsigned facts);
 

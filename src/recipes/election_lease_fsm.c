@@ -121,10 +121,13 @@ static const char *const request_names[] = {REIGN__LEASE_REQUESTS(REIGN__EFSM_RQ
 static const unsigned long long request_states[] = {REIGN__LEASE_REQUESTS(REIGN__EFSM_RQ_STATES)};
 #undef S
 
+REIGN__EFSM_INDEX_ARRAYS(reign__lease_machine, REIGN__LEASE_ST__COUNT, REIGN__LEASE_IN__COUNT)
+
 const reign__efsm reign__lease_machine = {
     .name = "election_lease",
     .rows = table,
     .n_rows = sizeof(table) / sizeof(table[0]),
+    .index = REIGN__EFSM_INDEX,
     .n_states = REIGN__LEASE_ST__COUNT,
     .n_inputs = REIGN__LEASE_IN__COUNT,
     .state_names = state_names,

@@ -298,10 +298,13 @@ static const char *const request_names[] = {REIGN__ZKE_REQUESTS(REIGN__EFSM_RQ_N
 static const unsigned long long request_states[] = {REIGN__ZKE_REQUESTS(REIGN__EFSM_RQ_STATES)};
 #undef S
 
+REIGN__EFSM_INDEX_ARRAYS(reign__zke_machine, REIGN__ZKE_ST__COUNT, REIGN__ZKE_IN__COUNT)
+
 const reign__efsm reign__zke_machine = {
     .name = "election_zk",
     .rows = table,
     .n_rows = sizeof(table) / sizeof(table[0]),
+    .index = REIGN__EFSM_INDEX,
     .n_states = REIGN__ZKE_ST__COUNT,
     .n_inputs = REIGN__ZKE_IN__COUNT,
     .state_names = state_names,

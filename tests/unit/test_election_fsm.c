@@ -57,12 +57,36 @@ static int bits(unsigned v)
     return n;
 }
 
+/* The row a step must take: the first of the table that matches, found by reading it all. */
+static const reign__efsm_row *first_match(const reign__efsm *m, unsigned s, unsigned in, unsigned f)
+{
+    for (size_t i = 0; i < m->n_rows; i++) {
+        const reign__efsm_row *t = &m->rows[i];
+        if (t->from == s && t->input == in && reign__efsm_guard_holds(t->guard, f))
+            return t;
+    }
+    return NULL;
+}
+
 static void table_is_well_formed(void **state)
 {
     for (size_t k = 0; k < N_MACHINES; k++) {
         const reign__efsm *m = machines[k];
         const reign__efsm_row *t = m->rows;
         assert_true(m->n_rows > 0);
+        assert_true(m->n_rows < 65535); /* the index keeps row numbers in 16 bits */
+        /* the index finds what reading the whole table finds, for every pair and facts */
+        for (unsigned s = 0; s < m->n_states; s++)
+            for (unsigned in = 0; in < m->n_inputs; in++)
+                for (unsigned f = 0; f < NF; f++) {
+                    const reign__efsm_row *want = first_match(m, s, in, f);
+                    reign__efsm_step r = reign__efsm_next(m, s, in, f);
+                    if (want ? r.reason != want->reason || r.to != want->to ||
+                                   r.actions != want->actions || r.request != want->request
+                             : !(r.refused || r.moot))
+                        fail_msg("%s: (%s, %s, facts %u): the index found another row", m->name,
+                                 sn(m, s), in_name(m, in), f);
+                }
         for (size_t i = 0; i < m->n_rows; i++) {
             assert_true(t[i].from < m->n_states && t[i].to < m->n_states &&
                         t[i].input < m->n_inputs);

@@ -16,8 +16,8 @@ It changes the machine's /usr, so it runs as root only, refuses to touch reign p
 not install, and purges its own whatever happens.  Two suites on one machine (two checkouts'
 ctest) would install and purge the same packages under each other: the test holds a
 machine-wide lock (flock on LOCK_PATH, released when the process ends, however it ends) from
-its first look at dpkg's database to its purge, and waits for another run's.  Skipped (exit 77), saying why, when not root
-or without dpkg-buildpackage (scripts/deps.sh installs it).
+its first look at dpkg's database to its purge, and waits for another run's.  Skipped (exit
+77), saying why, when not root or without dpkg-buildpackage (scripts/deps.sh installs it).
 """
 
 import fcntl

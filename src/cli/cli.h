@@ -187,7 +187,11 @@ void cli_data_free(cli_data *d);
 
 /* ---- the client and the loop (client.c) ----------------------------- */
 
-/* Creates the client (without waiting).  0, CLI_EXIT_FAIL or CLI_EXIT_USAGE. */
+/*
+ * Creates the client, which starts connecting (without waiting); from here
+ * an early signal says "interrupted while connecting to 'URI'" (see
+ * cli_catch_signals()).  0, CLI_EXIT_FAIL or CLI_EXIT_USAGE.
+ */
 int cli_client_new(cli *c);
 
 /*
@@ -209,6 +213,7 @@ int cli_connect(cli *c);
  * Until the loop takes the signals over: SIGINT and SIGTERM end the command
  * at once, from the handler, with "reign: COMMAND: interrupted DOING" (DOING
  * may be NULL) and exit status 1; set even if they were inherited ignored.
+ * Called only while the process has one thread (before the client exists).
  */
 void cli_catch_signals(cli *c, const char *doing);
 

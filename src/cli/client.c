@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <getopt.h>
 #include <signal.h>
@@ -148,6 +149,13 @@ int cli_client_new(cli *c)
             return r;
     }
 
+    /* The client starts connecting (and says so at info) as it is made: from
+     * then on an early signal ends the command "while connecting". */
+    char doing[1200];
+    redacted_uri(c, q, sizeof(q));
+    snprintf(doing, sizeof(doing), "while connecting to '%s'", q);
+    cli_catch_signals(c, doing);
+
     reign_client_options o;
     memset(&o, 0, sizeof(o));
     o.size = sizeof(o);
@@ -254,18 +262,23 @@ static void on_early_signal(int signum)
 void cli_catch_signals(cli *c, const char *doing)
 {
     char prefix[64];
+    sigset_t both, old;
+    sigemptyset(&both);
+    sigaddset(&both, SIGINT);
+    sigaddset(&both, SIGTERM);
     cli_prefix(c, NULL, prefix, sizeof(prefix));
+    /* A signal that comes while the message is rewritten is held until the
+     * new one is whole (no thread of the client exists yet to take it). */
+    pthread_sigmask(SIG_BLOCK, &both, &old);
     snprintf(interrupted_msg, sizeof(interrupted_msg), "%s%sinterrupted%s%s\n",
              toollog_journal() ? "<3>" : "", prefix, doing ? " " : "", doing ? doing : "");
     toollog_catch_signals(on_early_signal);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 int cli_connect(cli *c)
 {
-    char q[1024], doing[1200];
-    redacted_uri(c, q, sizeof(q));
-    snprintf(doing, sizeof(doing), "while connecting to '%s'", q);
-    cli_catch_signals(c, doing);
+    char q[1024];
     /* The library warns "...; still trying" as the wait gives up: when it does,
      * the error below says it all (toollog.h). */
     toollog_hold();

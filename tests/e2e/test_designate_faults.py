@@ -39,7 +39,8 @@ def frozen_leader(t, uri):
     a.send(signal.SIGSTOP)
     out = designate(t, uri, name, "fc")
     log(f"designate: {out}")
-    check(c.leading(), "fc does not lead after the designation")
+    # designate returns when the store names fc; fc says so once its claim's answer is in.
+    wait_for(lambda: c.leading(), "fc to lead after the designation")
     if b.elected():  # it won the race for the leader node when fa's session ended
         check(b.demoted() and b.demoted()[-1].reason == "handoff", f"fb: {b.demoted()}")
         log("fb claimed first when fa's session ended, and handed over to fc")

@@ -17,13 +17,13 @@ unlike on ZooKeeper the leaderships must not overlap, and check_leadership.py pr
 import os
 import re
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sqle  # noqa: E402
 from sqle import check, log, wait_for  # noqa: E402
 
-CEDE_DELAY_MS = 1000  # reign(1): a deposed leader stands again after one second
+# The deposed leader's step when its cede delay (one second, reign(1)) has passed.
+STOOD_AGAIN = ": paused -> looking on stand"
 CEDED_RE = re.compile(r"^ceded (\S+) term=(\d+) -> (\S+) term=(\d+)$")
 
 
@@ -31,9 +31,9 @@ def body(t, kind):
     store = sqle.Store(t, kind)
     uri = store.uri()
     name = t.unique("cede")
-    a = t.campaign("a", name, uri)
+    a = t.campaign("a", name, uri, log_level="debug")
     sqle.wait_alive(lambda: a.elected(), "a elected", [a])
-    b = t.campaign("b", name, uri)
+    b = t.campaign("b", name, uri, log_level="debug")
     # b must be a follower (connected, having read the row) before the first cede, or a may
     # simply win again after its cede delay.
     sqle.wait_alive(lambda: "connected" in b.err(), "b connected", [a, b])
@@ -44,6 +44,7 @@ def body(t, kind):
         # maybe before its line is read, so a count from before the cede tells the new
         # election from an earlier one (the second cede's new leader was elected once before).
         n_dem, n_el = len(old.demoted()), len(new.elected())
+        n_stood = old.err().count(STOOD_AGAIN)
         rc, out, err = t.reign(["--uri", uri, "cede", name, "--wait-ms", "30000"])
         check(rc == 0, f"reign cede exited {rc}: {err.strip()}")
         m = CEDED_RE.match(out.strip())
@@ -66,10 +67,10 @@ def body(t, kind):
         check(st["leader"]["id"] == new.label and st["leader"]["term"] == el[-1].term, f"{st}")
         check(len(old.elected()) == n, f"{old.label} elected again while {new.label} leads")
         check(old.alive(), f"{old.label} exited after the cede: {old.err()}")
-        # A lease table lists no followers: to be sure the deposed leader stands again before
-        # the next cede, wait until its cede delay and a poll period have certainly passed.
-        ready = dem[-1].ns + (CEDE_DELAY_MS + 2 * sqle.LEASE["poll_ms"]) * 1_000_000
-        wait_for(lambda: time.monotonic_ns() > ready, f"{old.label}'s cede delay to pass")
+        # A lease table lists no followers: the deposed leader's debug log says when it
+        # stands again after its cede delay, which the next cede needs.
+        sqle.wait_alive(lambda: old.err().count(STOOD_AGAIN) > n_stood,
+                        f"{old.label} to stand again", [a, b])
 
     cede(a, b, 1)
     cede(b, a, 1)

@@ -26,10 +26,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
 import check_leadership
+
+SHORT_LINK_NAME = "short.link"  # where Test.short_dir()'s link is, in the state directory
 
 WAIT = 60.0  # seconds: the bound for anything that must happen; a correct run is far below
 
@@ -242,6 +245,15 @@ class ZkServers:
         self._zk("stop", self.dir, check_rc=False)
 
 
+def _unlink_short(link, state_dir):
+    """Removes Test.short_dir()'s link (only if it still points into state_dir)."""
+    try:
+        if os.readlink(link).startswith(state_dir + os.sep):
+            os.unlink(link)
+    except OSError:
+        pass
+
+
 class Test:
     """One test: its state directory, its processes and servers, all cleaned up at the end."""
 
@@ -257,11 +269,15 @@ class Test:
                                 "stop-all-under", self.dir], capture_output=True, timeout=120)
             for entry in os.listdir(self.dir):
                 path = os.path.join(self.dir, entry)
+                if entry == SHORT_LINK_NAME:
+                    with open(path) as f:
+                        _unlink_short(f.read().strip(), self.dir)
                 if os.path.isdir(path) and not os.path.islink(path):
                     shutil.rmtree(path, ignore_errors=True)
                 else:
                     os.unlink(path)
         os.makedirs(self.dir, exist_ok=True)
+        self._short = None
         self.procs = []
         self.servers = []
         self.extra_pids = []  # processes the test learnt of (e.g. children of `reign run`)
@@ -290,9 +306,31 @@ class Test:
                 s.stop()
             except Exception as e:  # keep cleaning up
                 log(f"stopping servers: {e}")
+        if self._short:
+            _unlink_short(self._short, self.dir)
         if failed:
             self.dump()
         return False
+
+    def short_dir(self):
+        """The directory `short` of the test's state directory by a short absolute path: a
+        link in $TMPDIR, removed at the end (the files stay, and a process that outlives the
+        test, such as a guardian releasing its lease, writes where it always did).  For the
+        files a reign.conf(5) line or a socket address names: such a line holds at most 197
+        characters and a socket path 107 bytes, wherever the tree is checked out."""
+        if self._short is None:
+            target = os.path.join(self.dir, "short")
+            os.makedirs(target, exist_ok=True)
+            while self._short is None:
+                link = os.path.join(tempfile.gettempdir(), f"reign-{secrets.token_hex(4)}")
+                try:
+                    os.symlink(target, link)
+                except FileExistsError:
+                    continue
+                self._short = link
+            with open(os.path.join(self.dir, SHORT_LINK_NAME), "w") as f:
+                f.write(link + "\n")
+        return self._short
 
     def dump(self):
         for p in self.procs:

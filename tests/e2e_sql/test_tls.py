@@ -27,10 +27,8 @@ line in pg_hba.conf; MariaDB: REQUIRE SSL), so whatever connects as reign below 
     before the lease could have run out.
 """
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sqle  # noqa: E402
@@ -86,20 +84,12 @@ def check_refused(t, uri, what, words, env=None, home=None):
 
 
 def reignd_over_tls(t, store, ca, env):
-    # reign.conf(5)'s lines hold 197 characters: the CA by a short path.
-    short = tempfile.mkdtemp(prefix="reign-ca-")
-    try:
-        os.symlink(ca, os.path.join(short, "ca.crt"))
-        reignd_checks(t, store, short, env)
-    finally:
-        shutil.rmtree(short, ignore_errors=True)
-
-
-def reignd_checks(t, store, short, env):
+    short = t.short_dir()
+    os.symlink(ca, os.path.join(short, "ca.crt"))
     tls = (f"sslmode=verify-full&sslrootcert={short}/ca.crt" if store.kind == "postgres"
            else f"ssl_ca={short}/ca.crt&ssl_verify_server_cert=on")
     uri = f"{store.base}?{tls}"
-    run_dir = os.path.join(t.dir, "reignd-run")
+    run_dir = os.path.join(short, "run")
     os.makedirs(run_dir, mode=0o700, exist_ok=True)
 
     def conf(name, election_uri):

@@ -3,7 +3,8 @@
 # run to the file $HOOK_EVENTS (shared by every node of a test, so its lines are in the order
 # the commands ran), ending with at=NS, the wall clock in nanoseconds when the line was written:
 #   become_active   written when the hook starts (the service may be active from then on);
-#                   with $HOOK_ACTIVE_SLEEP seconds, it then sleeps and writes "active_done"
+#                   while the file $HOOK_ACTIVE_HOLD exists, it then waits, and writes
+#                   "active_done" once the file is gone
 #   become_standby  written when the hook ends (the service is standby from then on)
 #   fence           written when the fence is done (the target is fenced from then on)
 # so that the test's checker can prove, from these timestamps alone, that no two nodes were
@@ -22,8 +23,8 @@ become_active)
     fi
     echo "$node become_active term=$REIGN_TERM token=$REIGN_TOKEN service=$REIGN_SERVICE" \
         "at=$(now)" >>"$events"
-    if [ -n "$HOOK_ACTIVE_SLEEP" ]; then
-        sleep "$HOOK_ACTIVE_SLEEP"
+    if [ -n "$HOOK_ACTIVE_HOLD" ]; then
+        while [ -e "$HOOK_ACTIVE_HOLD" ]; do sleep 0.05; done
         echo "$node active_done term=$REIGN_TERM service=$REIGN_SERVICE at=$(now)" >>"$events"
     fi
     ;;

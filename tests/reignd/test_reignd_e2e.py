@@ -75,6 +75,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import socket
 import stat
@@ -148,12 +149,25 @@ class Cluster:
         CLUSTERS.append(self)
         self.t = t
         self.hosts = hosts or (t.shared_hosts() if STORE == "zk" else None)
-        self.store = None if STORE == "zk" else sqle.Store(t, STORE)
+        # Every file a reign.conf line names is in the test's short directory, and so is the
+        # hook (linked): the lines stay short wherever the tree is.
+        self.dir = t.short_dir()
+        self.hook = os.path.join(self.dir, "hook.sh")
+        if not os.path.lexists(self.hook):
+            os.symlink(HOOK, self.hook)
+        self.store = None
+        if STORE == "sqlite":
+            self.store = sqle.Store(t, STORE, file=os.path.join(self.dir, "leases.db"))
+        elif STORE != "zk":
+            self.store = sqle.Store(t, STORE)
+            self.store.password_file = os.path.join(self.dir, "store.pw")
+            shutil.copyfile(os.path.join(self.store.state, "password"), self.store.password_file)
+            os.chmod(self.store.password_file, 0o600)
         self.election = election or t.unique("reignd")
         self.session = session
-        self.events_path = os.path.join(t.dir, "events")
+        self.events_path = os.path.join(self.dir, "events")
         open(self.events_path, "w").close()
-        self.secret_path = os.path.join(t.dir, "secret")
+        self.secret_path = os.path.join(self.dir, "secret")
         with open(self.secret_path, "w") as f:
             f.write("s3cret-" + os.urandom(12).hex() + "\n")
         os.chmod(self.secret_path, stat.S_IRUSR | stat.S_IWUSR)
@@ -197,16 +211,16 @@ class Cluster:
                         f"{count} x '{node} {what}' in the event file")
 
     def node(self, name, fence=None, fence_flag=None, hosts=None, services=("web",),
-             active_flag=None, node_id=None, active_sleep=None):
+             active_flag=None, node_id=None, active_hold=None):
         n = Node(self, name, fence, fence_flag, hosts, services, active_flag, node_id,
-                 active_sleep)
+                 active_hold)
         self.nodes[name] = n
         return n
 
 
 class Node:
     def __init__(self, cluster, name, fence=None, fence_flag=None, hosts=None,
-                 services=("web",), active_flag=None, node_id=None, active_sleep=None):
+                 services=("web",), active_flag=None, node_id=None, active_hold=None):
         self.c, self.name, self.t = cluster, name, cluster.t
         self.node_id = node_id or name
         self.runs = 0
@@ -214,8 +228,8 @@ class Node:
         # name, and when it fails or how long become_active takes.
         self.env = {"HOOK_EVENTS": cluster.events_path, "HOOK_FENCE_FLAG": fence_flag or "",
                     "HOOK_ACTIVE_FLAG": active_flag or "", "HOOK_NODE": name,
-                    "HOOK_ACTIVE_SLEEP": str(active_sleep) if active_sleep else ""}
-        self.dir = os.path.join(self.t.dir, name)
+                    "HOOK_ACTIVE_HOLD": active_hold or ""}
+        self.dir = os.path.join(cluster.dir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.ports = {svc: free_port() for svc in services}  # each service's dummy
         self.service_port = self.ports[services[0]]
@@ -225,7 +239,7 @@ class Node:
         self.conf = os.path.join(self.dir, "reign.conf")
         self.dummies = {}
         self.proc = None
-        fence = fence or ["graceful(timeout=3s)", f"shell(timeout=10s):{HOOK} fence"]
+        fence = fence or ["graceful(timeout=3s)", f"shell(timeout=10s):{cluster.hook} fence"]
         lines = [
             "[daemon]",
             f"control_socket = {self.socket}",
@@ -248,8 +262,8 @@ class Node:
                 "check_interval = 200ms",
                 "check_rise = 1",
                 "check_fall = 2",
-                f"become_active = {HOOK} become_active",
-                f"become_standby = {HOOK} become_standby",
+                f"become_active = {cluster.hook} become_active",
+                f"become_standby = {cluster.hook} become_standby",
             ] + [f"fence = {f}" for f in fence]
         with open(self.conf, "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -479,8 +493,8 @@ def scenario_kill_guardian(t):
 
 def scenario_fence_fail(t):
     c = Cluster(t)
-    ok_flag = os.path.join(t.dir, "fence_may_succeed")
-    a, b = c.node("A"), c.node("B", [f"shell(timeout=10s):{HOOK} fence"], fence_flag=ok_flag)
+    ok_flag = os.path.join(t.short_dir(), "fence_may_succeed")
+    a, b = c.node("A"), c.node("B", [f"shell(timeout=10s):{c.hook} fence"], fence_flag=ok_flag)
     format_election(a)
     for n in (a, b):
         n.start_service()
@@ -618,7 +632,7 @@ def scenario_credentials(t):
     their values with the ACL "digest user: all, world: read": anyone can read the breadcrumb,
     nobody else can change or delete it; the password appears in no output."""
     password = "pw-" + os.urandom(8).hex()
-    pwfile = os.path.join(t.dir, "zk-password")
+    pwfile = os.path.join(t.short_dir(), "zk-password")
     with open(pwfile, "w") as f:
         f.write(password + "\n")
     os.chmod(pwfile, stat.S_IRUSR | stat.S_IWUSR)
@@ -683,7 +697,7 @@ def scenario_two_services(t):
 
 def scenario_active_fails(t):
     c = Cluster(t)
-    flag = os.path.join(t.dir, "active_may_succeed")
+    flag = os.path.join(t.short_dir(), "active_may_succeed")
     a = c.node("A", active_flag=flag)
     format_election(a)
     a.start_service()
@@ -706,7 +720,7 @@ def scenario_config(t):
         good = f.read().splitlines()
 
     def write(lines, name):
-        path = os.path.join(t.dir, name)
+        path = os.path.join(t.short_dir(), name)
         with open(path, "w") as f:
             f.write("\n".join(lines) + "\n")
         return path
@@ -925,17 +939,17 @@ def scenario_check(t):
         with open(a.conf) as f:
             text = f.read()
         check(old in text, f"{old!r} in the configuration")
-        path = os.path.join(t.dir, name)
+        path = os.path.join(t.short_dir(), name)
         with open(path, "w") as f:
             f.write(text.replace(old, new))
         return path
 
-    db = os.path.join(t.dir, "lease.db")
-    short = os.path.join(t.dir, "short.secret")
+    db = os.path.join(t.short_dir(), "lease.db")
+    short = os.path.join(t.short_dir(), "short.secret")
     with open(short, "w") as f:
         f.write("too-short\n")
     os.chmod(short, 0o600)
-    open_dir = os.path.join(t.dir, "open-run")
+    open_dir = os.path.join(t.short_dir(), "open-run")
     os.makedirs(open_dir, mode=0o755, exist_ok=True)
     os.chmod(open_dir, 0o755)
     hosts = c.hosts
@@ -987,7 +1001,7 @@ def scenario_check(t):
 
 
 def password_file(t, name):
-    path = os.path.join(t.dir, f"{name}.pw")
+    path = os.path.join(t.short_dir(), f"{name}.pw")
     with open(path, "w") as f:
         f.write(f"{name}-{os.urandom(6).hex()}\n")
     os.chmod(path, 0o600)
@@ -1066,9 +1080,9 @@ def scenario_signals(t):
     # On the way out, the log says what reignd waits for, and for how long.
     c = Cluster(t)
     a = c.node("A")
-    release = os.path.join(t.dir, "standby-may-end")
-    a.edit(f"become_standby = {HOOK} become_standby",
-           f"become_standby = {HOOK} become_standby; while [ ! -e {release} ]; do sleep 0.05; "
+    release = os.path.join(t.short_dir(), "standby-may-end")
+    a.edit(f"become_standby = {c.hook} become_standby",
+           f"become_standby = {c.hook} become_standby; while [ ! -e {release} ]; do sleep 0.05; "
            "done")
     format_election(a)
     a.start_service()
@@ -1119,7 +1133,7 @@ def scenario_logs(t):
     check(len(lines) >= 5 and not bad, f"every log line starts with the time: {bad[:5]}")
 
     # stderr is the journal when $JOURNAL_STREAM names it: priorities, no time.
-    err_path = os.path.join(t.dir, "journal.err")
+    err_path = os.path.join(t.short_dir(), "journal.err")
     with open(err_path, "wb") as err:
         st = os.fstat(err.fileno())
         env = dict(os.environ, JOURNAL_STREAM=f"{st.st_dev}:{st.st_ino}")
@@ -1241,32 +1255,39 @@ def scenario_same_id(t):
 
 
 def scenario_failover_wait(t):
-    """`reign ctl failover` returns once the target is active (its become-active takes a
-    while), the old active stands again at once (ceded meanwhile, and shown), a cede right
-    after hands back without a gap; a failover whose target fails to become active fails
-    with the reason; --no-wait answers at once; a cede with no one to take over is refused."""
-    flag = os.path.join(t.dir, "b_may_be_active")
+    """`reign ctl failover` returns once the target is active (its become-active is held
+    until the test has seen the old active ceded), the old active stands again at once
+    (ceded meanwhile, and shown), a cede right after hands back without a gap; a failover
+    whose target fails to become active fails with the reason; --no-wait answers at once; a
+    cede with no one to take over is refused."""
+    flag = os.path.join(t.short_dir(), "b_may_be_active")
     open(flag, "w").close()
+    hold = os.path.join(t.short_dir(), "b_holds_active")
 
     def cede_alone(c, a):
         rc, out, err = t.reign(["ctl", "--socket", a.socket, "cede", "web"])
         check(rc == 1 and "no other node stands" in err, f"cede alone: {rc} {out} {err}")
-    c, a, b = two_nodes(t, b_opts={"active_sleep": 2, "active_flag": flag}, before_b=cede_alone)
+    c, a, b = two_nodes(t, b_opts={"active_hold": hold, "active_flag": flag},
+                        before_b=cede_alone)
 
-    # Watch A while the failover runs: ceded, naming its target.
-    seen = []
+    # A shows itself ceded, naming its target, while B's become-active is held; the failover
+    # returns only after B's become-active ended.
+    open(hold, "w").close()
     ctl = t.spawn("ctl-failover", [t.cli, "ctl", "--socket", a.socket, "failover", "web",
                                    "--to", "B"])
-    wait_for(lambda: ctl.popen.poll() is not None or (seen.append(a.status()) or False),
-             "the failover to return", interval=0.05)
+    c.wait_line("B", "become_active")
+    st = wait_for(lambda: (lambda s: s if s and s["state"] == "ceded" else None)(a.status()),
+                  "A to show itself ceded")
+    check(st["failover_to"] == "B" and "a failover to B" in st["reason"],
+          f"A ceded for the failover: {st}")
+    check(ctl.popen.poll() is None, f"the failover returned while B was becoming active: "
+          f"{ctl.lines()} {ctl.err()}")
+    os.unlink(hold)
     check(ctl.wait() == 0, f"failover: {ctl.err()}")
     check(ctl.lines() == ["failed over web to B: B is active"], f"output: {ctl.lines()}")
     check(c.lines("B", "active_done"), f"it returned before B's become_active ended: "
           f"{c.events()}")
     check(b.status()["state"] == "active" and b.status()["activated"], f"B: {b.status()}")
-    ceded = [st for st in seen if st and st["state"] == "ceded"]
-    check(ceded and ceded[0]["failover_to"] == "B" and "a failover to B" in ceded[0]["reason"],
-          f"A showed itself ceded for the failover: {seen[-3:]}")
     # A stands again at once (it was told B is active before the answer went out).
     check(a.state() == "standby", f"A stands again: {a.status()}")
     a.wait_standing()
@@ -1291,10 +1312,13 @@ def scenario_failover_wait(t):
     open(flag, "w").close()
     b.wait_standing()
 
-    # --no-wait: answered once handed over.
+    # --no-wait: answered once handed over, while B's become-active is still held.
+    open(hold, "w").close()
     rc, out, err = t.reign(["ctl", "--socket", a.socket, "failover", "web", "--to", "B",
                             "--no-wait"])
     check(rc == 0 and out.startswith("handed web over to B (not waiting"), f"{rc} {out} {err}")
+    check(len(c.lines("B", "active_done")) == 1, f"--no-wait waited for B: {c.events()}")
+    os.unlink(hold)
     c.wait_line("B", "active_done", count=2)
     b.wait_state("active")
     a.wait_standing()

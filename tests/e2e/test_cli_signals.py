@@ -41,7 +41,7 @@ def body(t):
             log(f"ok: {cmd[0]}, SIGINT {label}")
 
     # reign ctl, on a socket that takes the request and never answers.
-    path = os.path.join(t.dir, "mute.sock")
+    path = os.path.join(t.short_dir(), "mute.sock")
     mute = socket.socket(socket.AF_UNIX)
     mute.bind(path)
     mute.listen(4)

@@ -254,7 +254,8 @@ REIGN_EXPORT reign_election *reign_election_free(reign_election *election);
 
 /* Where reign_election_view.takeover_ms comes from. */
 typedef enum reign_takeover_source {
-    REIGN_TAKEOVER_UNKNOWN = 0, /* the election does not say (records of an older reign) */
+    REIGN_TAKEOVER_UNKNOWN = 0, /* the election does not say: nobody stands, or its records
+                                   were not written by reign */
     REIGN_TAKEOVER_LEADER,      /* ZooKeeper: the session timeout the leader was granted */
     REIGN_TAKEOVER_CANDIDATES,  /* ZooKeeper, no leader: the longest of the candidates' */
     REIGN_TAKEOVER_LEASE        /* SQL: the lease row's length plus two statements */

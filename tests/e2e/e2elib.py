@@ -447,6 +447,12 @@ def wait_reconnected(proc, count_before, what):
     return time.monotonic_ns()
 
 
+def beyond(lines, n):
+    """lines if there are more than n of them, else None: with n counted before an act, what
+    wait_for needs to see the act's own line (an earlier one does not answer for it)."""
+    return lines if len(lines) > n else None
+
+
 def leader_of(procs):
     """The one process whose last line says elected, or None; fails if several do."""
     leading = [p for p in procs if p.leading()]

@@ -18,7 +18,7 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2elib import check, main, wait_for  # noqa: E402
+from e2elib import beyond, check, main, wait_for  # noqa: E402
 
 CEDED_RE = re.compile(r"^ceded (\S+) term=(\d+) -> (\S+) term=(\d+)$")
 
@@ -45,10 +45,9 @@ def body(t):
         check(m.group(1) == old.label and int(m.group(2)) == term,
               f"cede names {m.group(1)} term {m.group(2)}, want {old.label} term {term}")
         check(m.group(3) == new.label and int(m.group(4)) > term, f"successor: {out.strip()}")
-        dem = wait_for(lambda: len(old.demoted()) > n_dem and old.demoted(),
-                       f"{old.label} demoted")
+        dem = wait_for(lambda: beyond(old.demoted(), n_dem), f"{old.label} demoted")
         check(dem[-1].reason == "node_deleted", f"{old.label}: {dem[-1]}")
-        el = wait_for(lambda: len(new.elected()) > n_el and new.elected(), f"{new.label} elected")
+        el = wait_for(lambda: beyond(new.elected(), n_el), f"{new.label} elected")
         check(el[-1].term == int(m.group(4)), f"{new.label}: {el[-1]} vs {out.strip()}")
         check(el[-1].token > old.elected()[-1].token, "the token did not grow")
         check(dem[-1].ns < el[-1].ns, f"{new.label} elected before {old.label} stepped down")

@@ -15,7 +15,7 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2elib import check, log, main, wait_for  # noqa: E402
+from e2elib import beyond, check, log, main, wait_for  # noqa: E402
 
 DESIGNATED_RE = re.compile(r"^designated (\S+) term=(\d+) token=(\d+) \(was (\S+) term=(\d+)\)$")
 
@@ -23,8 +23,8 @@ DESIGNATED_RE = re.compile(r"^designated (\S+) term=(\d+) token=(\d+) \(was (\S+
 def handed_over(old, new, n_old, n_new):
     """old hands over to new: n_old and n_new count their demoted and elected lines from
     before the handover was asked for."""
-    dem = wait_for(lambda: len(old.demoted()) > n_old and old.demoted(), f"{old.label} demoted")
-    el = wait_for(lambda: len(new.elected()) > n_new and new.elected(), f"{new.label} elected")
+    dem = wait_for(lambda: beyond(old.demoted(), n_old), f"{old.label} demoted")
+    el = wait_for(lambda: beyond(new.elected(), n_new), f"{new.label} elected")
     check(dem[-1].reason == "handoff", f"{old.label}: {dem[-1]}")
     check(dem[-1].ns < el[-1].ns, f"{new.label} elected before {old.label} stepped down")
     check(el[-1].term > old.elected()[-1].term and el[-1].token > old.elected()[-1].token,

@@ -31,7 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 sys.path.insert(0, os.path.join(HERE, "..", "tools"))  # check_leadership, for e2elib
 import e2elib  # noqa: E402
-from e2elib import Failure, check, env_path, log, parse_events, wait_for  # noqa: E402,F401
+from e2elib import Failure, beyond, check, env_path, log, parse_events, wait_for  # noqa: E402,F401
 
 # Short leases keep the tests fast and stay inside the safety rule the client enforces
 # (margin = max(lease/10, 50) = 200 ms; 3 * renew <= lease - margin; statement < renew).

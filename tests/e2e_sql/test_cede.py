@@ -20,7 +20,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sqle  # noqa: E402
-from sqle import check, log, wait_for  # noqa: E402
+from sqle import beyond, check, log, wait_for  # noqa: E402
 
 # The deposed leader's step when its cede delay (one second, reign(1)) has passed.
 STOOD_AGAIN = ": paused -> looking on stand"
@@ -52,11 +52,11 @@ def body(t, kind):
         check(m.group(1) == old.label and int(m.group(2)) == term,
               f"cede names {m.group(1)} term {m.group(2)}, want {old.label} term {term}")
         check(m.group(3) == new.label and int(m.group(4)) > term, f"successor: {out.strip()}")
-        dem = sqle.wait_alive(lambda: len(old.demoted()) > n_dem and old.demoted(),
-                              f"{old.label} demoted", [a, b])
+        dem = sqle.wait_alive(lambda: beyond(old.demoted(), n_dem), f"{old.label} demoted",
+                              [a, b])
         check(dem[-1].reason == "node_deleted", f"{old.label}: {dem[-1]}")
-        el = sqle.wait_alive(lambda: len(new.elected()) > n_el and new.elected(),
-                             f"{new.label} elected", [a, b])
+        el = sqle.wait_alive(lambda: beyond(new.elected(), n_el), f"{new.label} elected",
+                             [a, b])
         check(el[-1].term == int(m.group(4)), f"{new.label}: {el[-1]} vs {out.strip()}")
         check(el[-1].token > old.elected()[-1].token, "the token did not grow")
         check(dem[-1].ns <= el[-1].ns, f"{new.label} elected at {el[-1].ns}, before "

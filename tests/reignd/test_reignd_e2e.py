@@ -160,9 +160,10 @@ class Cluster:
             self.store = sqle.Store(t, STORE, file=os.path.join(self.dir, "leases.db"))
         elif STORE != "zk":
             self.store = sqle.Store(t, STORE)
-            self.store.password_file = os.path.join(self.dir, "store.pw")
-            shutil.copyfile(os.path.join(self.store.state, "password"), self.store.password_file)
-            os.chmod(self.store.password_file, 0o600)
+            short_pw = os.path.join(self.dir, "store.pw")
+            shutil.copyfile(self.store.password_file, short_pw)
+            os.chmod(short_pw, 0o600)
+            self.store.password_file = short_pw
         self.election = election or t.unique("reignd")
         self.session = session
         self.events_path = os.path.join(self.dir, "events")
@@ -225,7 +226,7 @@ class Node:
         self.node_id = node_id or name
         self.runs = 0
         # Hooks inherit reignd's environment (less REIGN_*): where hook.sh writes, under which
-        # name, and when it fails or how long become_active takes.
+        # name, when it fails, and while which file exists become_active is held.
         self.env = {"HOOK_EVENTS": cluster.events_path, "HOOK_FENCE_FLAG": fence_flag or "",
                     "HOOK_ACTIVE_FLAG": active_flag or "", "HOOK_NODE": name,
                     "HOOK_ACTIVE_HOLD": active_hold or ""}

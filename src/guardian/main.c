@@ -40,7 +40,7 @@
 #include <unistd.h>
 
 #include "proto.h"
-#include "tools/toollog.h"
+#include "common/toollog.h"
 #include "layout.h"
 #include "sql/candidates.h"
 #include "sql/sql.h"

@@ -27,11 +27,11 @@
 #include "sql/candidates.h"
 #include "sql/runs.h"
 #include "sql/values.h"
-#include "election_internal.h"
-#include "group_internal.h"
+#include "election/election_base.h"
+#include "group/group_internal.h"
 #include "record.h"
 #include "slot/slot_internal.h"
-#include "tasks_internal.h"
+#include "tasks/tasks_internal.h"
 #include "value/value_internal.h"
 
 static const char *const kind_names[] = {NULL, "election", "group", "value", "queue"};

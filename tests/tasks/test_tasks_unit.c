@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "recipes/tasks_internal.h"
+#include "recipes/tasks/tasks_internal.h"
 
 static void test_task_names(void **state)
 {

@@ -30,8 +30,8 @@
 #include <cmocka.h>
 
 #include "fsm_dot.h"
-#include "recipes/election_lease_fsm.h"
-#include "recipes/election_zk_fsm.h"
+#include "recipes/election/election_lease_fsm.h"
+#include "recipes/election/election_zk_fsm.h"
 
 #define NF     REIGN__EFSM_FACTS
 #define DEMOTE (REIGN__EFSM_A_DEMOTE | REIGN__EFSM_A_DEMOTE_LATER)

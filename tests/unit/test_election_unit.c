@@ -17,7 +17,7 @@
 
 #include <reign/store.h>
 
-#include "recipes/election_internal.h"
+#include "recipes/election/election_base.h"
 
 static void test_names(void **state)
 {

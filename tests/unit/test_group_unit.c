@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "recipes/group_internal.h"
+#include "recipes/group/group_internal.h"
 #include "recipes/value/value_internal.h"
 
 static void test_keys(void **state)

@@ -31,12 +31,12 @@ set_tests_properties(unit_test_trace_off PROPERTIES LABELS unit ENVIRONMENT_MODI
   "REIGN_TRACE=unset:")
 
 # The candidates' tables (ZooKeeper, SQL leases): every pair and every path, no server.  It draws the tables'
-# graph with the generator reignd's --print-fsm uses (src/tools/fsm_dot.c), and checks that
+# graph with the generator reignd's --print-fsm uses (src/common/fsm_dot.c), and checks that
 # docs/design.md shows that graph as it is (`test_election_fsm --dot` prints it).
 add_executable(test_election_fsm ${CMAKE_CURRENT_LIST_DIR}/test_election_fsm.c
-  ${PROJECT_SOURCE_DIR}/src/tools/fsm_dot.c)
+  ${PROJECT_SOURCE_DIR}/src/common/fsm_dot.c)
 target_compile_options(test_election_fsm PRIVATE ${REIGN_WARNINGS})
-target_include_directories(test_election_fsm PRIVATE ${PROJECT_SOURCE_DIR}/src/tools)
+target_include_directories(test_election_fsm PRIVATE ${PROJECT_SOURCE_DIR}/src/common)
 target_compile_definitions(test_election_fsm PRIVATE REIGN_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 target_link_libraries(test_election_fsm PRIVATE reign_internal ${CMOCKA_LIBRARY})
 add_test(NAME unit_test_election_fsm COMMAND test_election_fsm)

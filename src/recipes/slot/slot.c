@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "recipes/election_internal.h"
+#include "recipes/election/election_base.h"
 #include "slot_internal.h"
 
 #define RETRY_MS      500  /* after a transient error of the store */

@@ -21,7 +21,7 @@
 
 #include <reign/group.h>
 
-#include "life.h"
+#include "recipes/life.h"
 #include "tasks_internal.h"
 
 #define T_READING   1 /* being read */

@@ -26,9 +26,8 @@
 #include <unistd.h>
 
 #include "group_internal.h"
-#include "life.h"
+#include "recipes/life.h"
 #include "record.h"
-#include "value/value_internal.h"
 
 #define RETRY_NS (1000 * REIGN__NS_PER_MS)
 

@@ -29,7 +29,7 @@
 #include <reign/election.h>
 #include <reign/group.h>
 
-#include "life.h"
+#include "recipes/life.h"
 #include "tasks_internal.h"
 
 #define F_INFLIGHT 1 /* an assignment of it is being written */

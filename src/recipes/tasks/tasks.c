@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "life.h"
+#include "recipes/life.h"
 #include "tasks_internal.h"
 
 const char *reign_task_state_name(reign_task_state s)

@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "election_internal.h"
+#include "election_base.h"
 
 typedef struct cand {
     char *name;

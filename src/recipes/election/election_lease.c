@@ -39,7 +39,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "election_internal.h"
+#include "election_base.h"
 #include "election_lease_fsm.h"
 #include "sql/candidates.h"
 

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "election_internal.h"
+#include "election_base.h"
 
 /* ---- joining ----------------------------------------------------------------------------------
  */

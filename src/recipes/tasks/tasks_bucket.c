@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "life.h"
+#include "recipes/life.h"
 #include "tasks_internal.h"
 
 #define RECHECK_MS 5000 /* a bucket waited on is listed at least this often */

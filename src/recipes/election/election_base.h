@@ -1,5 +1,5 @@
 /*
- * election_internal.h - what the election files share: the part of an
+ * election_base.h - what the election files share: the part of an
  * election every backend has and the event contract they all keep
  * (election_base.c; election.c holds the public API over it and dispatches
  * to election_zk.c or election_lease.c, which never call back into it), the
@@ -14,7 +14,7 @@
 
 #include "client_internal.h"
 #include "election_fsm.h"
-#include "life.h"
+#include "recipes/life.h"
 #include "record.h"
 
 /* ---- every backend ----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /*
  * election_zk.c - leader election on ZooKeeper, both strategies (see
- * <reign/election.h> for what users get and election_internal.h for the
+ * <reign/election.h> for what users get and election_base.h for the
  * node layout).
  *
  * The life of a candidate is the table of election_zk_fsm.c (states,
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "election_internal.h"
+#include "election_base.h"
 #include "election_zk_fsm.h"
 #include "layout.h"
 

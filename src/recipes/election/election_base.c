@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "election_internal.h"
+#include "election_base.h"
 
 /* ---- names ---------------------------------------------------------------------------------- */
 

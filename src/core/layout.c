@@ -54,6 +54,95 @@ bool reign__member_node_parse(const char *name, char *guid, uint64_t *seq)
     return true;
 }
 
+/* ---- election nodes ---- */
+
+char *reign__election_path(const char *name, const char *suffix)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__buf_printf(&b, "%s/%s%s", REIGN__ELECTION_DIR, name, suffix ? suffix : "");
+    if (b.oom) {
+        reign__buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+void reign__election_id_tag(char out[9], const char *id)
+{
+    uint32_t h = 2166136261u;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    snprintf(out, 9, "%08x", h);
+}
+
+int reign__election_guid(char out[2 * REIGN__GUID_BYTES + 1], const char *id)
+{
+    reign__election_id_tag(out, id);
+    return reign__random_hex(out + 8, REIGN__GUID_BYTES / 2);
+}
+
+bool reign__qnode_parse(const char *name, reign__qnode *out)
+{
+    /* n_ + 16 hex + _ + [p + 4 digits + _] + 10 digits */
+    size_t len = strlen(name), base = 2 + 2 * REIGN__GUID_BYTES + 1;
+    if ((len != base + 10 && len != base + 6 + 10) || name[0] != 'n' || name[1] != '_' ||
+        name[2 + 2 * REIGN__GUID_BYTES] != '_')
+        return false;
+    unsigned prio = 0;
+    if (len == base + 6 + 10) {
+        if (name[base] != 'p' || name[base + 5] != '_')
+            return false;
+        for (size_t i = base + 1; i < base + 5; i++) {
+            if (name[i] < '0' || name[i] > '9')
+                return false;
+            prio = prio * 10 + (unsigned)(name[i] - '0');
+        }
+        if (prio == 0)
+            return false; /* priority 0 has the short name: one name per node */
+        base += 6;
+    }
+    for (int i = 0; i < 2 * REIGN__GUID_BYTES; i++) {
+        char ch = name[2 + i];
+        if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f')))
+            return false;
+        out->guid[i] = ch;
+    }
+    out->guid[2 * REIGN__GUID_BYTES] = '\0';
+    uint64_t seq = 0;
+    for (const char *p = name + base; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return false;
+        seq = seq * 10 + (uint64_t)(*p - '0');
+    }
+    out->name = name;
+    out->prio = prio;
+    out->seq = seq;
+    return true;
+}
+
+bool reign__qnode_before(const reign__qnode *a, const reign__qnode *b)
+{
+    return a->prio != b->prio ? a->prio > b->prio : a->seq < b->seq;
+}
+
+bool reign__election_node_ok(const char *name)
+{
+    reign__qnode q;
+    return !strcmp(name, REIGN__N_LOCK) || reign__qnode_parse(name, &q);
+}
+
+static int qnode_cmp(const void *a, const void *b)
+{
+    const reign__qnode *x = a, *y = b;
+    return reign__qnode_before(x, y) ? -1 : reign__qnode_before(y, x);
+}
+
+void reign__qnode_sort(reign__qnode *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), qnode_cmp);
+}
+
 int reign__tasks_queue_check(const char *queue)
 {
     if (!queue || strlen(queue) > REIGN_TASKS_QUEUE_MAX || !reign__segment_ok(queue, strlen(queue)))

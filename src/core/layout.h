@@ -155,6 +155,43 @@ bool reign__segment_ok(const char *s, size_t n);
  * guid (17 bytes) and seq may be NULL. */
 bool reign__member_node_parse(const char *name, char *guid, uint64_t *seq);
 
+/* ---- election nodes (ZooKeeper) ---- */
+
+/* A queue candidate's node name: "n_<16 hex>_<10 digits>" (priority 0) or
+ * "n_<16 hex>_p<4 digits>_<10 digits>". */
+typedef struct reign__qnode {
+    const char *name;
+    char guid[2 * REIGN__GUID_BYTES + 1];
+    unsigned prio;
+    uint64_t seq;
+} reign__qnode;
+
+/*
+ * A queue candidate's guid: 8 hex digits that hash its id (FNV-1a), then 8
+ * random ones.  The hash lets `reign designate` find the candidate with an
+ * id from the listing alone (no read of every candidate); the random half
+ * tells one standing of a process from the next.  Writes 16 digits and a
+ * NUL; 0, or what reign__random_hex() returns.
+ */
+int reign__election_guid(char out[2 * REIGN__GUID_BYTES + 1], const char *id);
+/* The id-hash half of a guid made for `id`: 8 hex digits and a NUL. */
+void reign__election_id_tag(char out[9], const char *id);
+
+/* Parses a child name; false for anything that is not a queue node. */
+bool reign__qnode_parse(const char *name, reign__qnode *out);
+/* Sorts in the order in which they lead: higher priority first, then by
+ * sequence (first come, first served). */
+void reign__qnode_sort(reign__qnode *v, size_t n);
+/* Whether a leads before b. */
+bool reign__qnode_before(const reign__qnode *a, const reign__qnode *b);
+
+/* A child name reign may act on ("lock" or a queue node): data read from
+ * the store names nodes, and must never lead us outside the election. */
+bool reign__election_node_ok(const char *name);
+
+/* "/reign/election/NAME" + suffix, or NULL on OOM. */
+char *reign__election_path(const char *name, const char *suffix);
+
 /* 0 or REIGN_ENAME: a queue name, or a worker id (one path segment each). */
 int reign__tasks_queue_check(const char *queue);
 int reign__tasks_worker_check(const char *id);

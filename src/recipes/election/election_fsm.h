@@ -100,6 +100,18 @@ typedef struct reign__efsm {
     unsigned in_lost;                        /* the end of what proves the leadership */
 } reign__efsm;
 
+/*
+ * A backend's state field has its table's enum type, so that a switch over it is checked
+ * (-Wswitch); the engine keeps states as unsigned.  An enum without negative values has the
+ * type unsigned int with GCC and clang (without -fshort-enums, which the build never sets), so
+ * the field is the engine's object through this pointer; the assertion holds the sizes to it.
+ */
+#define REIGN__EFSM_STATE(p)                                                                       \
+    (__extension__({                                                                               \
+        _Static_assert(sizeof(*(p)) == sizeof(unsigned), "a state enum is an unsigned int");       \
+        (unsigned *)(p);                                                                           \
+    }))
+
 /* X-macro helpers for a machine's name tables: states and inputs are XX(NAME, "name"),
  * requests XX(NAME, "name", the states it may be made in, as S(STATE) | ...). */
 #define REIGN__EFSM_NAME(name, str)              str,

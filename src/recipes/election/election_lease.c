@@ -43,7 +43,7 @@
 #include "election_lease_fsm.h"
 #include "sql/candidates.h"
 
-typedef unsigned lstate; /* reign__lease_state */
+typedef reign__lease_state lstate;
 #define L_IDLE      REIGN__LEASE_IDLE
 #define L_LOOKING   REIGN__LEASE_LOOKING
 #define L_CLAIMING  REIGN__LEASE_CLAIMING
@@ -381,8 +381,8 @@ static const reign__election_acts lease_acts = {act_demote, act_drop, act_elect,
 /* One step of the table (election_lease_fsm.c); the candidates row follows the new state. */
 static bool step(lease_election *e, reign__lease_input in, const reign__election_news *n)
 {
-    bool ok =
-        reign__election_step(&e->base, &reign__lease_machine, &lease_acts, &e->state, in, 0, n);
+    bool ok = reign__election_step(&e->base, &reign__lease_machine, &lease_acts,
+                                   REIGN__EFSM_STATE(&e->state), in, 0, n);
     list_follow(e);
     return ok;
 }

@@ -4,6 +4,8 @@
   - README.md's Layout section names every folder of the source tree down to two levels
     (src/reignd, tests/e2e, bench/ref, ...), either as an entry of its own ("src/reignd/") or
     inside its parent's entry ("ref/:" under "bench/"); corpora of test data excepted;
+  - docs/design.md's map of the layers names every folder under src/ (as a path of its own or
+    as the folder of a file it names), and every path it names exists;
   - the man pages, docs/, README.md, the public headers, the examples and contrib/ cite no
     "issue N" or "seed N" (the project's own bookkeeping): they name the systems instead
     (Tera, HDFS's ZKFC, ...).
@@ -19,7 +21,7 @@ from docslib import report
 failures = []
 
 
-def tree_dirs(src):
+def tree_dirs(src, depth=2):
     """The folders holding tracked files (git), else every folder but build trees."""
     try:
         files = subprocess.run(["git", "-C", src, "ls-files"], stdout=subprocess.PIPE,
@@ -32,7 +34,7 @@ def tree_dirs(src):
     dirs = set()
     for f in files:
         parts = f.split("/")[:-1]
-        for i in range(1, min(len(parts), 2) + 1):
+        for i in range(1, min(len(parts), depth) + 1):
             dirs.add("/".join(parts[:i]))
     return sorted(d for d in dirs if "/corpus" not in d and not d.startswith(".git"))
 
@@ -65,6 +67,42 @@ def check_layout(src):
         failures.append(f"README.md's Layout does not name {d}/")
 
 
+def design_map(src):
+    with open(os.path.join(src, "docs", "design.md"), encoding="utf-8") as f:
+        m = re.search(r"^## Layers\n+```\n(.*?)^```", f.read(), re.M | re.S)
+    if not m:
+        failures.append("docs/design.md has no ## Layers section with a code block")
+        return []
+    return re.findall(r"\bsrc/[\w./\[\]*+-]*", m.group(1))
+
+
+def check_design_map(src):
+    named_dirs = set()
+    for path in design_map(src):
+        path = path.rstrip(".,")
+        if path.endswith("/"):
+            d = path.rstrip("/")
+            if not os.path.isdir(os.path.join(src, d)):
+                failures.append(f"docs/design.md's map names {path}, which is not in the tree")
+            named_dirs.add(d)
+            continue
+        # "x.[ch]" is x.c and x.h; "x*.c" any file of that shape.
+        pats = [path.replace("[ch]", c) for c in "ch"] if "[ch]" in path else [path]
+        found = False
+        for pat in pats:
+            rx = re.compile(re.escape(pat).replace(r"\*", "[^/]*") + "$")
+            d = os.path.dirname(pat)
+            if os.path.isdir(os.path.join(src, d)) and any(
+                    rx.match(os.path.join(d, n)) for n in os.listdir(os.path.join(src, d))):
+                found = True
+        if not found:
+            failures.append(f"docs/design.md's map names {path}, which is not in the tree")
+        named_dirs.add(os.path.dirname(path))
+    for d in tree_dirs(src, depth=9):
+        if d.startswith("src/") and d not in named_dirs:
+            failures.append(f"docs/design.md's map of the layers does not name {d}/")
+
+
 def check_citations(src):
     pat = re.compile(r"\b(issue|seed)s?\s*#?\d+|\bseeds?/", re.I)
     roots = ["man", "docs", "README.md", "include", "examples", "contrib"]
@@ -84,9 +122,10 @@ def check_citations(src):
 def main():
     src = sys.argv[1]
     check_layout(src)
+    check_design_map(src)
     check_citations(src)
-    return report(failures, "README's Layout names every folder; no issue or seed numbers "
-                  "in user-facing pages")
+    return report(failures, "README's Layout names every folder; design.md's map matches the "
+                  "tree; no issue or seed numbers in user-facing pages")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 /*
- * group_internal.h - the pure parts of the group recipe (group.c), for the
- * unit tests: member node names, ordering, keeping the newest registration
- * per id, and the difference between two views.
+ * group_internal.h - what the group recipe's files share: the pure parts
+ * (group.c, unit-tested): names, ordering, keeping the newest registration
+ * per id, and the difference between two views; and what a member
+ * (group_member_zk.c) and a watch (group_watch_zk.c) both use.
  *
  *   /reign/group/GROUP                 persistent; record kind=group
  *   /reign/group/GROUP/m_<guid>_<seq>  ephemeral sequential; record id=, guid=
@@ -15,7 +16,23 @@
 
 #include <reign/group.h>
 
+#include <string.h>
+
 #include "client_internal.h"
+
+/* A failed attempt is tried again after this long. */
+#define REIGN__GROUP_RETRY_NS (1000 * REIGN__NS_PER_MS)
+
+/* 0 or REIGN_ENAME: a group name is one path segment. */
+int reign__group_name_check(const char *name);
+/* "/reign/group/NAME" + suffix, or NULL on OOM. */
+char *reign__group_path(const char *name, const char *suffix);
+
+static inline const char *reign__group_basename(const char *path)
+{
+    const char *s = strrchr(path, '/');
+    return s ? s + 1 : path;
+}
 
 /* Sorts by seq (registration order). */
 void reign__members_sort(reign_member *v, size_t n);

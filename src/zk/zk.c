@@ -1,5 +1,7 @@
 /*
- * zk.c - the ZooKeeper backend (see zk.h for the contract).
+ * zk.c - the ZooKeeper backend (see zk.h for the contract, zk_internal.h
+ * for its files): the handle, its sessions and their states, draining the
+ * queue on the loop thread, close and free.
  *
  * Threads: the C client (libzookeeper_mt) runs an I/O thread and a
  * completion thread.  Our completion functions and watchers run on the
@@ -22,403 +24,18 @@
  */
 #include <errno.h>
 #include <netdb.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <zookeeper/zookeeper.h>
-
-#include "zk.h"
-
-/* An operation of the chroot's preparation (beside the REIGN__ZK_* flags). */
-#define PREP_OP 0x100
+#include "zk_internal.h"
 
 /* How often the C client may resolve the server names again. */
 #define RESOLUTION_DELAY_MS 60000
 
-enum item_kind { ITEM_OP = 1, ITEM_WATCH, ITEM_STATE };
+static void prep_step(reign__zk *zk, bool recheck);
+static void prep_timer_cb(reign__timer *t, void *arg);
 
-typedef struct item {
-    struct item *next;
-    enum item_kind kind;
-} item;
-
-enum op_type { OP_CREATE, OP_DELETE, OP_EXISTS, OP_GET, OP_CHILDREN, OP_SET, OP_MULTI, OP_SYNC };
-
-typedef struct zk_watch zk_watch;
-
-typedef struct zk_op {
-    item it; /* must be first */
-    reign__zk *zk;
-    enum op_type type;
-    int flags;
-    char *path;
-    char *data;
-    size_t len;
-    int version;
-    void *owner;
-    reign__zk_cb *cb; /* NULL once forgotten */
-    void *arg;
-    reign__zk_watch_cb *wcb;
-    uint64_t gen; /* generation of the attempt in flight */
-    int attempts;
-    int64_t deadline_ns;
-    int64_t sent_ns;
-    bool in_flight; /* the C client owns it until it calls back */
-    bool parked;    /* waiting for a retry */
-    reign__timer retry_timer;
-    struct zk_op *prev, *next; /* zk->ops: every op not yet delivered */
-    zk_watch *watch;           /* the watch this attempt registers */
-    /* result, written by the completion thread */
-    int zrc;
-    int failed_op;
-    bool oom;
-    bool has_stat;
-    struct Stat stat;
-    char *value;
-    size_t value_len;
-    char **children;
-    size_t n_children;
-    struct zk_multi *multi; /* OP_MULTI */
-    bool batched;           /* a batched multi: waits in zk->batch until the flush */
-    bool carried;           /* ... sent inside a carrier, which owns the attempt */
-    struct zk_op *bnext;    /* zk->batch */
-} zk_op;
-
-/*
- * A multi's parts, owned copies (allocated apart: most requests are not
- * multis), in one block sized to them.  A carrier (see "batched multis")
- * owns no parts: its zops point into its members' copies, and it keeps the
- * members in order.
- */
-typedef struct zk_multi {
-    size_t n;
-    reign__zk_mop *ops;
-    zoo_op_t *zops;
-    zoo_op_result_t *zres;
-    struct Stat *stats;
-    char **created; /* creates: the path made (path + sequence) */
-    size_t *created_len;
-    struct zk_op **members; /* a carrier's batched multis */
-    size_t n_members;
-} zk_multi;
-
-struct zk_watch {
-    item it; /* queued when it fires (it fires at most once) */
-    reign__zk *zk;
-    uint64_t gen;
-    void *owner;
-    reign__zk_watch_cb *cb; /* NULL once forgotten */
-    void *arg;
-    char *path;
-    int ev_type;     /* set by the completion thread */
-    bool registered; /* the server may fire it */
-    bool op_pending; /* still referenced by the request that registers it */
-    zk_watch *prev, *next;
-};
-
-/* One per ZooKeeper handle: the global watcher's context. */
-#define STATE_RING 16
-typedef struct handle_ctx {
-    item it;
-    reign__zk *zk;
-    uint64_t gen;
-    bool queued;          /* under zk->mu */
-    int ring[STATE_RING]; /* states not yet seen by the loop, under zk->mu */
-    unsigned head, count;
-} handle_ctx;
-
-struct reign__zk {
-    reign__zk_config cfg;
-    char *hosts;
-    char *auth; /* "user:password" or NULL */
-    const reign__logger *log;
-    zhandle_t *zh;
-    handle_ctx *hctx;
-    uint64_t gen;
-    bool connected;
-    bool had_session; /* this generation has been connected once */
-    bool closed;
-    bool ephemeral_told; /* cfg.on_ephemeral was called */
-    bool sweep;         /* watches of a closed handle may await freeing (see the end of dispatch) */
-    bool auth_added;    /* credentials handed to this handle */
-    char *root_hosts;   /* hosts without the chroot, NULL if there is none */
-    const char *chroot; /* inside hosts: "/app/x", or NULL */
-    bool preparing;     /* the handle is the root one, making the chroot */
-    size_t prep_len;    /* the prefix of chroot being made, 0: check it whole */
-    bool prep_busy;     /* a request of the preparation is out */
-    reign__timer prep_timer;
-    int64_t session_id;
-    int timeout_ms;
-    int64_t last_ack_ns;
-    pthread_mutex_t mu;
-    item *q_head, *q_tail;
-    zk_op *ops;
-    zk_op *batch, **batch_tail; /* batched multis not sent yet, in order */
-    zk_watch *watches;
-    handle_ctx *dead_ctx; /* closed handle whose context awaits the drain */
-    reign__timer reinit_timer;
-    struct ACL acl_entries[2];
-    struct ACL_vector acl;
-    char errmsg[256];
-};
-
-/* ---- hand-off (any thread) ---------------------------------------------- */
-
-/* The loop is woken only when the queue was empty: reign__zk_dispatch() drains it to the end,
- * so an item queued behind others is taken in the same drain (a system call per completion
- * cost more than the rest of the hand-off). */
-static void push(reign__zk *zk, item *it)
-{
-    it->next = NULL;
-    pthread_mutex_lock(&zk->mu);
-    bool was_empty = !zk->q_head;
-    if (zk->q_tail)
-        zk->q_tail->next = it;
-    else
-        zk->q_head = it;
-    zk->q_tail = it;
-    pthread_mutex_unlock(&zk->mu);
-    if (was_empty) {
-        uint64_t one = 1;
-        ssize_t w = write(zk->cfg.wake_fd, &one, sizeof(one));
-        (void)w; /* EAGAIN: the counter is already non-zero, the loop will wake */
-    }
-}
-
-static item *pop(reign__zk *zk)
-{
-    pthread_mutex_lock(&zk->mu);
-    item *it = zk->q_head;
-    if (it) {
-        zk->q_head = it->next;
-        if (!zk->q_head)
-            zk->q_tail = NULL;
-    }
-    pthread_mutex_unlock(&zk->mu);
-    return it;
-}
-
-/* ---- completion thread -------------------------------------------------- */
-
-static const char *const op_names[] = {
-    [OP_CREATE] = "create",     [OP_DELETE] = "delete", [OP_EXISTS] = "exists", [OP_GET] = "get",
-    [OP_CHILDREN] = "children", [OP_SET] = "set",       [OP_MULTI] = "multi",   [OP_SYNC] = "sync",
-};
-
-static const char *op_name(const zk_op *op)
-{
-    return (size_t)op->type < sizeof(op_names) / sizeof(op_names[0]) && op_names[op->type]
-               ? op_names[op->type]
-               : "op";
-}
-
-static void done(const void *data, int rc)
-{
-    zk_op *op = (zk_op *)data;
-    op->zrc = rc;
-    reign_trace("zk.answer", "%s %s %d", op_name(op), op->path, rc);
-    push(op->zk, &op->it);
-}
-
-static void on_void(int rc, const void *data)
-{
-    done(data, rc);
-}
-
-static void on_stat(int rc, const struct Stat *stat, const void *data)
-{
-    zk_op *op = (zk_op *)data;
-    if (rc == ZOK && stat) {
-        op->stat = *stat;
-        op->has_stat = true;
-    }
-    done(data, rc);
-}
-
-static void on_data(int rc, const char *value, int len, const struct Stat *stat, const void *data)
-{
-    zk_op *op = (zk_op *)data;
-    if (rc == ZOK) {
-        if (stat) {
-            op->stat = *stat;
-            op->has_stat = true;
-        }
-        op->value = reign__memdup(value ? value : "", len > 0 ? (size_t)len : 0);
-        op->value_len = len > 0 ? (size_t)len : 0;
-        if (!op->value)
-            op->oom = true;
-    }
-    done(data, rc);
-}
-
-static void on_string_stat(int rc, const char *value, const struct Stat *stat, const void *data)
-{
-    zk_op *op = (zk_op *)data;
-    if (rc == ZOK) {
-        if (stat) {
-            op->stat = *stat;
-            op->has_stat = true;
-        }
-        if (value) {
-            op->value = reign__strdup(value);
-            op->value_len = strlen(value);
-            if (!op->value)
-                op->oom = true;
-        }
-    }
-    done(data, rc);
-}
-
-static void on_string(int rc, const char *value, const void *data)
-{
-    on_string_stat(rc, value, NULL, data);
-}
-
-static void on_children(int rc, const struct String_vector *sv, const struct Stat *stat,
-                        const void *data)
-{
-    zk_op *op = (zk_op *)data;
-    if (rc == ZOK) {
-        if (stat) {
-            op->stat = *stat;
-            op->has_stat = true;
-        }
-        size_t n = sv ? (size_t)sv->count : 0, bytes = 0;
-        for (size_t i = 0; i < n; i++)
-            bytes += strlen(sv->data[i]) + 1;
-        /* One block: the pointer array, then the strings. */
-        char **v = reign__malloc(n * sizeof(char *) + bytes);
-        if (!v) {
-            op->oom = true;
-        } else {
-            char *p = (char *)(v + n);
-            for (size_t i = 0; i < n; i++) {
-                size_t l = strlen(sv->data[i]) + 1;
-                memcpy(p, sv->data[i], l);
-                v[i] = p;
-                p += l;
-            }
-            op->children = v;
-            op->n_children = n;
-        }
-    }
-    done(data, rc);
-}
-
-static void on_node_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    /* The C client also hands session events to every node watcher; the
-     * global watcher deals with those, and they do not consume the watch. */
-    if (type == ZOO_SESSION_EVENT || type == ZOO_NOTWATCHING_EVENT)
-        return;
-    zk_watch *w = ctx;
-    w->ev_type = type;
-    reign_trace("zk.event", "%d %s", type, path ? path : "");
-    push(w->zk, &w->it);
-}
-
-static void on_session_event(zhandle_t *zh, int type, int state, const char *path, void *ctx)
-{
-    if (type != ZOO_SESSION_EVENT)
-        return;
-    handle_ctx *h = ctx;
-    reign__zk *zk = h->zk;
-    bool need_push = false;
-    pthread_mutex_lock(&zk->mu);
-    if (h->count == STATE_RING) { /* keep the newest states; the oldest are history */
-        h->head = (h->head + 1) % STATE_RING;
-        h->count--;
-    }
-    h->ring[(h->head + h->count++) % STATE_RING] = state;
-    if (!h->queued) {
-        h->queued = true;
-        need_push = true;
-    }
-    pthread_mutex_unlock(&zk->mu);
-    if (need_push)
-        push(zk, &h->it);
-}
-
-static void zk_log_cb(const char *msg)
-{
-    /* The C client's own messages: useful only when debugging. */
-    size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
-        n--;
-    reign__log(NULL, REIGN_LOG_DEBUG, "zookeeper: %.*s", (int)n, msg);
-}
-
-/* ---- errors ------------------------------------------------------------- */
-
-int reign__zk_error(int zrc)
-{
-    switch (zrc) {
-    case ZOK:
-        return 0;
-    case ZNONODE:
-        return REIGN_ENOENT;
-    case ZNODEEXISTS:
-        return REIGN_EEXIST;
-    case ZBADVERSION:
-        return REIGN_EBADVERSION;
-    case ZNOTEMPTY:
-        return REIGN_ENOTEMPTY;
-    case ZNOAUTH:
-        return REIGN_EACCES;
-    case ZAUTHFAILED:
-        return REIGN_EAUTH;
-    case ZCONNECTIONLOSS:
-        return REIGN_ECONNLOSS;
-    case ZOPERATIONTIMEOUT:
-        return REIGN_ETIMEDOUT;
-    case ZSESSIONEXPIRED:
-    case ZSESSIONMOVED:
-    case ZINVALIDSTATE:
-        return REIGN_ESESSION;
-    case ZCLOSING:
-        return REIGN_ECLOSED;
-    case ZBADARGUMENTS:
-    case ZNOCHILDRENFOREPHEMERALS:
-    case ZINVALIDACL:
-        return REIGN_EINVAL;
-    case ZMARSHALLINGERROR:
-        return REIGN_E2BIG;
-    default:
-        return REIGN_EBACKEND;
-    }
-}
-
-/* Did the server itself answer (so the request reached it)? */
-static bool server_answered(int zrc)
-{
-    switch (zrc) {
-    case ZCONNECTIONLOSS:
-    case ZOPERATIONTIMEOUT:
-    case ZSESSIONEXPIRED:
-    case ZSESSIONMOVED:
-    case ZINVALIDSTATE:
-    case ZCLOSING:
-    case ZBADARGUMENTS:
-    case ZMARSHALLINGERROR:
-    case ZSYSTEMERROR:
-    case ZRUNTIMEINCONSISTENCY:
-        return false;
-    default:
-        return true;
-    }
-}
-
-static bool retryable(int zrc)
-{
-    return zrc == ZCONNECTIONLOSS || zrc == ZOPERATIONTIMEOUT;
-}
-
-/* ---- handles ------------------------------------------------------------ */
-
-static void seterr(reign__zk *zk, const char *fmt, ...) REIGN__PRINTF(2, 3);
 static void seterr(reign__zk *zk, const char *fmt, ...)
 {
     va_list ap;
@@ -498,8 +115,9 @@ static int open_handle(reign__zk *zk)
     zk->session_id = 0;
     zk->last_ack_ns = 0;
     errno = 0;
-    zhandle_t *zh = zookeeper_init2(zk->preparing ? zk->root_hosts : zk->hosts, on_session_event,
-                                    zk->cfg.session_timeout_ms, NULL, h, 0, zk_log_cb);
+    zhandle_t *zh =
+        zookeeper_init2(zk->preparing ? zk->root_hosts : zk->hosts, reign__zki_on_session_event,
+                        zk->cfg.session_timeout_ms, NULL, h, 0, reign__zki_log_cb);
     if (!zh) {
         int e = errno;
         char why[400];
@@ -522,9 +140,6 @@ static int open_handle(reign__zk *zk)
      * session is established, before any recipe can write. */
     return add_auth(zk);
 }
-
-static void free_op(reign__zk *zk, zk_op *op);
-static void deliver(reign__zk *zk, zk_op *op, int rc);
 
 /*
  * Closes the current handle.  Afterwards the C client's threads are gone:
@@ -559,8 +174,6 @@ static void reinit_cb(reign__timer *t, void *arg)
                            reign__now_ns() + (int64_t)zk->cfg.retry_period_ms * REIGN__NS_PER_MS);
     }
 }
-
-static void prep_timer_cb(reign__timer *t, void *arg);
 
 int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_t errlen)
 {
@@ -616,757 +229,6 @@ int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_
     return 0;
 }
 
-/* ---- operations (loop thread) ------------------------------------------- */
-
-static zk_watch *new_watch(reign__zk *zk, zk_op *op)
-{
-    zk_watch *w = reign__calloc(1, sizeof(*w));
-    if (!w)
-        return NULL;
-    w->path = reign__strdup(op->path);
-    if (!w->path) {
-        reign__free(w);
-        return NULL;
-    }
-    w->it.kind = ITEM_WATCH;
-    w->zk = zk;
-    w->gen = zk->gen;
-    w->owner = op->owner;
-    w->cb = op->wcb;
-    w->arg = op->arg;
-    w->op_pending = true;
-    w->next = zk->watches;
-    if (w->next)
-        w->next->prev = w;
-    zk->watches = w;
-    return w;
-}
-
-static void free_watch(reign__zk *zk, zk_watch *w)
-{
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        zk->watches = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    reign__free(w->path);
-    reign__free(w);
-}
-
-static void reset_result(zk_op *op)
-{
-    reign__free(op->value);
-    reign__free(op->children);
-    op->value = NULL;
-    op->children = NULL;
-    op->value_len = op->n_children = 0;
-    op->has_stat = false;
-    op->oom = false;
-    op->zrc = ZOK;
-    op->failed_op = -1;
-}
-
-static int mode_of(int flags)
-{
-    if (flags & REIGN__ZK_CONTAINER)
-        return ZOO_CONTAINER; /* a mode of its own, not a bit */
-    return ((flags & REIGN__ZK_EPHEMERAL) ? ZOO_EPHEMERAL : 0) |
-           ((flags & REIGN__ZK_SEQUENCE) ? ZOO_SEQUENCE : 0);
-}
-
-/* Fills out[0..m->n) from m's own parts (a carrier passes a slice of its array). */
-static int init_zops(zoo_op_t *out, zk_multi *m, const struct ACL_vector *acl)
-{
-    for (size_t i = 0; i < m->n; i++) {
-        const reign__zk_mop *p = &m->ops[i];
-        if (m->created[i])
-            m->created[i][0] = '\0';
-        switch (p->type) {
-        case REIGN__ZK_MCHECK:
-            zoo_check_op_init(&out[i], p->path, p->version);
-            break;
-        case REIGN__ZK_MCREATE:
-            zoo_create_op_init(&out[i], p->path, p->data, (int)p->len, acl, mode_of(p->flags),
-                               m->created[i], (int)m->created_len[i]);
-            break;
-        case REIGN__ZK_MSET:
-            zoo_set_op_init(&out[i], p->path, p->data, (int)p->len, p->version, &m->stats[i]);
-            break;
-        case REIGN__ZK_MDELETE:
-            zoo_delete_op_init(&out[i], p->path, p->version);
-            break;
-        default:
-            return ZBADARGUMENTS;
-        }
-    }
-    return ZOK;
-}
-
-static int issue_multi(reign__zk *zk, zk_multi *m, const struct ACL_vector *acl, zk_op *op)
-{
-    memset(m->zres, 0, m->n * sizeof(*m->zres));
-    int rc = ZOK;
-    if (m->members) {
-        size_t k = 0;
-        for (size_t j = 0; j < m->n_members && rc == ZOK; j++) {
-            zk_multi *part = m->members[j]->multi;
-            memset(part->stats, 0, part->n * sizeof(*part->stats));
-            rc = init_zops(m->zops + k, part, acl);
-            k += part->n;
-        }
-    } else {
-        memset(m->stats, 0, m->n * sizeof(*m->stats));
-        rc = init_zops(m->zops, m, acl);
-    }
-    return rc != ZOK ? rc : zoo_amulti(zk->zh, (int)m->n, m->zops, m->zres, on_void, op);
-}
-
-/* Sends one attempt.  Failures to even send complete through the queue too,
- * so a callback never runs from inside the call that issued the request. */
-static void issue(reign__zk *zk, zk_op *op)
-{
-    if (zk->preparing && !(op->flags & PREP_OP)) {
-        /* On the root handle its path would name the wrong node: it waits for the chrooted
-         * session, which resends what is parked once it is connected. */
-        op->in_flight = false;
-        op->parked = true;
-        return;
-    }
-    reset_result(op);
-    op->gen = zk->gen;
-    op->sent_ns = reign__now_ns();
-    op->in_flight = true;
-    op->parked = false;
-    op->attempts++;
-    int rc;
-    if (!zk->zh) {
-        rc = zk->closed ? ZCLOSING : ZINVALIDSTATE;
-        goto failed;
-    }
-    watcher_fn wfn = NULL;
-    op->watch = NULL;
-    if (op->wcb) {
-        op->watch = new_watch(zk, op);
-        if (!op->watch) {
-            rc = ZSYSTEMERROR;
-            op->oom = true;
-            goto failed;
-        }
-        wfn = on_node_event;
-    }
-    const struct ACL_vector *acl = &zk->acl;
-    int mode = mode_of(op->flags);
-    switch (op->type) {
-    case OP_CREATE:
-        rc = zoo_acreate2(zk->zh, op->path, op->data, (int)op->len, acl, mode, on_string_stat, op);
-        break;
-    case OP_DELETE:
-        rc = zoo_adelete(zk->zh, op->path, op->version, on_void, op);
-        break;
-    case OP_EXISTS:
-        rc = zoo_awexists(zk->zh, op->path, wfn, op->watch, on_stat, op);
-        break;
-    case OP_GET:
-        rc = zoo_awget(zk->zh, op->path, wfn, op->watch, on_data, op);
-        break;
-    case OP_CHILDREN:
-        rc = zoo_awget_children2(zk->zh, op->path, wfn, op->watch, on_children, op);
-        break;
-    case OP_SET:
-        rc = zoo_aset(zk->zh, op->path, op->data, (int)op->len, op->version, on_stat, op);
-        break;
-    case OP_MULTI:
-        rc = issue_multi(zk, op->multi, acl, op);
-        break;
-    case OP_SYNC:
-        rc = zoo_async(zk->zh, op->path, on_string, op);
-        break;
-    default:
-        rc = ZBADARGUMENTS;
-    }
-    reign_trace("zk.send", "%s %s", op_name(op), op->path);
-    if (rc == ZOK)
-        return;
-failed:
-    if (op->watch) {
-        free_watch(zk, op->watch);
-        op->watch = NULL;
-    }
-    op->zrc = rc;
-    push(zk, &op->it);
-}
-
-static void retry_cb(reign__timer *t, void *arg)
-{
-    zk_op *op = arg;
-    issue(op->zk, op);
-}
-
-/* A new operation, neither linked nor sent; NULL without memory. */
-static zk_op *new_op(reign__zk *zk, enum op_type type, const char *path, void *owner,
-                     reign__zk_cb *cb, void *arg)
-{
-    zk_op *op = reign__calloc(1, sizeof(*op));
-    if (op && !(op->path = reign__strdup(path))) {
-        reign__free(op);
-        op = NULL;
-    }
-    if (!op)
-        return NULL;
-    op->it.kind = ITEM_OP;
-    op->zk = zk;
-    op->type = type;
-    op->version = -1;
-    op->owner = owner;
-    op->cb = cb;
-    op->arg = arg;
-    op->failed_op = -1;
-    reign__timer_init(&op->retry_timer, retry_cb, op);
-    return op;
-}
-
-/* Into zk->ops, the operations not yet delivered (what forget() and close look at). */
-static void link_op(reign__zk *zk, zk_op *op)
-{
-    op->next = zk->ops;
-    if (op->next)
-        op->next->prev = op;
-    zk->ops = op;
-}
-
-/* Tells the client, once, that the session is about to hold an ephemeral node. */
-static void note_ephemeral(reign__zk *zk, int flags, const zk_multi *m)
-{
-    if (zk->ephemeral_told || !zk->cfg.on_ephemeral)
-        return;
-    bool eph = flags & REIGN__ZK_EPHEMERAL;
-    for (size_t i = 0; m && i < m->n && !eph; i++)
-        eph = m->ops[i].type == REIGN__ZK_MCREATE && (m->ops[i].flags & REIGN__ZK_EPHEMERAL);
-    if (!eph)
-        return;
-    zk->ephemeral_told = true;
-    zk->cfg.on_ephemeral(zk->cfg.state_arg);
-}
-
-static int start_op(reign__zk *zk, enum op_type type, const char *path, zk_multi *multi,
-                    const void *data, size_t len, int version, int flags, reign__zk_watch_cb *wcb,
-                    void *owner, reign__zk_cb *cb, void *arg)
-{
-    if (zk->closed)
-        return REIGN_ECLOSED;
-    zk_op *op = new_op(zk, type, path, owner, cb, arg);
-    if (!op)
-        return REIGN_ENOMEM;
-    op->flags = flags;
-    op->version = version;
-    op->wcb = wcb;
-    op->multi = multi;
-    op->data = data ? reign__memdup(data, len) : NULL;
-    op->len = len;
-    if (data && !op->data) {
-        reign__free(op->path);
-        reign__free(op);
-        return REIGN_ENOMEM;
-    }
-    op->deadline_ns = reign__now_ns() + (int64_t)zk->cfg.op_timeout_ms * REIGN__NS_PER_MS;
-    note_ephemeral(zk, type == OP_CREATE ? flags : 0, multi);
-    link_op(zk, op);
-    issue(zk, op);
-    return 0;
-}
-
-int reign__zk_create(reign__zk *zk, const char *path, const void *data, size_t len, int flags,
-                     void *owner, reign__zk_cb *cb, void *arg)
-{
-    return start_op(zk, OP_CREATE, path, NULL, data ? data : "", len, -1, flags, NULL, owner, cb,
-                    arg);
-}
-
-int reign__zk_delete(reign__zk *zk, const char *path, int version, int flags, void *owner,
-                     reign__zk_cb *cb, void *arg)
-{
-    return start_op(zk, OP_DELETE, path, NULL, NULL, 0, version, flags, NULL, owner, cb, arg);
-}
-
-int reign__zk_exists(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags,
-                     void *owner, reign__zk_cb *cb, void *arg)
-{
-    return start_op(zk, OP_EXISTS, path, NULL, NULL, 0, -1, flags, wcb, owner, cb, arg);
-}
-
-int reign__zk_get(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags, void *owner,
-                  reign__zk_cb *cb, void *arg)
-{
-    return start_op(zk, OP_GET, path, NULL, NULL, 0, -1, flags, wcb, owner, cb, arg);
-}
-
-int reign__zk_children(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags,
-                       void *owner, reign__zk_cb *cb, void *arg)
-{
-    return start_op(zk, OP_CHILDREN, path, NULL, NULL, 0, -1, flags, wcb, owner, cb, arg);
-}
-
-int reign__zk_set(reign__zk *zk, const char *path, const void *data, size_t len, int version,
-                  int flags, void *owner, reign__zk_cb *cb, void *arg)
-{
-    return start_op(zk, OP_SET, path, NULL, data ? data : "", len, version, flags, NULL, owner, cb,
-                    arg);
-}
-
-static void free_multi(zk_multi *m)
-{
-    if (!m)
-        return;
-    for (size_t i = 0; !m->members && i < m->n; i++) {
-        reign__free((char *)m->ops[i].path);
-        reign__free((void *)m->ops[i].data);
-        reign__free(m->created[i]);
-    }
-    reign__free(m);
-}
-
-/* One block: the struct, then its arrays (each a multiple of 8 bytes). */
-static zk_multi *alloc_multi(size_t n, size_t n_members)
-{
-    size_t own = n_members ? 0 : n;
-    size_t size =
-        sizeof(zk_multi) + n * (sizeof(zoo_op_t) + sizeof(zoo_op_result_t)) +
-        own * (sizeof(reign__zk_mop) + sizeof(struct Stat) + sizeof(char *) + sizeof(size_t)) +
-        n_members * sizeof(zk_op *);
-    zk_multi *m = reign__calloc(1, size);
-    if (!m)
-        return NULL;
-    char *p = (char *)(m + 1);
-#define CARVE(field, count)                                                                        \
-    do {                                                                                           \
-        m->field = (void *)p;                                                                      \
-        p += (count) * sizeof(*m->field);                                                          \
-    } while (0)
-    CARVE(zops, n);
-    CARVE(zres, n);
-    if (own) {
-        CARVE(ops, own);
-        CARVE(stats, own);
-        CARVE(created, own);
-        CARVE(created_len, own);
-    } else {
-        CARVE(members, n_members);
-    }
-#undef CARVE
-    m->n = n;
-    m->n_members = n_members;
-    return m;
-}
-
-static zk_multi *copy_multi(const reign__zk_mop *ops, size_t n)
-{
-    zk_multi *m = alloc_multi(n, 0);
-    if (!m)
-        return NULL;
-    bool oom = false;
-    for (size_t i = 0; i < n; i++) {
-        m->ops[i] = ops[i];
-        m->ops[i].path = reign__strdup(ops[i].path);
-        m->ops[i].data = ops[i].data ? reign__memdup(ops[i].data, ops[i].len) : NULL;
-        oom |= !m->ops[i].path || (ops[i].data && !m->ops[i].data);
-        if (ops[i].type == REIGN__ZK_MCREATE) {
-            /* Sized to the path: a multi in flight per election adds up
-             * (10,000 claims at once), and a sequence adds 10 digits. */
-            m->created_len[i] = strlen(ops[i].path) + 16;
-            m->created[i] = reign__malloc(m->created_len[i]);
-            oom |= !m->created[i];
-        }
-    }
-    if (oom) {
-        free_multi(m);
-        return NULL;
-    }
-    return m;
-}
-
-int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
-                    reign__zk_cb *cb, void *arg)
-{
-    if (n == 0 || n > REIGN__ZK_MULTI_MAX)
-        return REIGN_EINVAL;
-    zk_multi *m = copy_multi(ops, n);
-    int rc = !m ? REIGN_ENOMEM
-                : start_op(zk, OP_MULTI, ops[0].path, m, NULL, 0, -1, 0, NULL, owner, cb, arg);
-    if (rc < 0)
-        free_multi(m);
-    return rc;
-}
-
-/* ---- batched multis ------------------------------------------------------
- *
- * A carrier is an internal operation that sends the batched multis of a
- * loop turn as one multi: one request instead of many, which is what a
- * ZooKeeper server spends most of its time on (a part of a multi costs it a
- * fraction of a request).  Bounded well below the server's default
- * jute.maxbuffer (1 MiB).
- */
-#define CARRIER_MAX_OPS   512
-#define CARRIER_MAX_BYTES (256 * 1024)
-
-static size_t multi_bytes(const zk_multi *m)
-{
-    size_t b = 0;
-    for (size_t i = 0; i < m->n; i++)
-        b += strlen(m->ops[i].path) + m->ops[i].len + 64; /* + header, ACL, version */
-    return b;
-}
-
-int reign__zk_multi_batched(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
-                            reign__zk_cb *cb, void *arg)
-{
-    if (n == 0 || n > REIGN__ZK_MULTI_MAX)
-        return REIGN_EINVAL;
-    if (zk->closed)
-        return REIGN_ECLOSED;
-    zk_multi *m = copy_multi(ops, n);
-    zk_op *op = m ? new_op(zk, OP_MULTI, ops[0].path, owner, cb, arg) : NULL;
-    if (!op) {
-        free_multi(m);
-        return REIGN_ENOMEM;
-    }
-    op->multi = m;
-    op->batched = true;
-    op->gen = zk->gen;
-    note_ephemeral(zk, 0, m);
-    link_op(zk, op);
-    if (!zk->batch) {
-        zk->batch_tail = &zk->batch;
-        /* Called outside the loop, maybe: make sure a turn comes to flush it. */
-        uint64_t one = 1;
-        ssize_t w = write(zk->cfg.wake_fd, &one, sizeof(one));
-        (void)w;
-    }
-    *zk->batch_tail = op;
-    zk->batch_tail = &op->bnext;
-    return 0;
-}
-
-static zk_op *batch_pop(reign__zk *zk)
-{
-    zk_op *op = zk->batch;
-    if (op) {
-        zk->batch = op->bnext;
-        op->bnext = NULL;
-    }
-    return op;
-}
-
-/* Back into the batch, for the next flush (these answered nothing yet). */
-static void batch_push(reign__zk *zk, zk_op *op)
-{
-    op->batched = true;
-    op->carried = false;
-    if (!zk->batch)
-        zk->batch_tail = &zk->batch;
-    *zk->batch_tail = op;
-    zk->batch_tail = &op->bnext;
-}
-
-void reign__zk_flush(reign__zk *zk)
-{
-    while (zk->batch) {
-        /* Who goes in this carrier: forgotten ones are dropped here. */
-        size_t members = 0, parts = 0, bytes = 0;
-        zk_op *last = NULL;
-        for (zk_op *op = zk->batch; op; op = op->bnext) {
-            if (!op->cb)
-                continue;
-            size_t b = multi_bytes(op->multi);
-            if (members &&
-                (parts + op->multi->n > CARRIER_MAX_OPS || bytes + b > CARRIER_MAX_BYTES))
-                break;
-            members++;
-            parts += op->multi->n;
-            bytes += b;
-            last = op;
-        }
-        zk_multi *cm = members > 1 ? alloc_multi(parts, members) : NULL;
-        zk_op *c = cm ? new_op(zk, OP_MULTI, zk->batch->path, zk, NULL, NULL) : NULL;
-        if (cm && !c) { /* no memory for a carrier: send them one by one */
-            reign__free(cm);
-            cm = NULL;
-        }
-        size_t j = 0;
-        for (zk_op *op; (op = batch_pop(zk));) {
-            bool end = op == last;
-            if (!op->cb) {
-                free_op(zk, op);
-            } else if (cm) {
-                op->carried = true;
-                op->in_flight = true;
-                cm->members[j++] = op;
-            } else {
-                op->batched = false;
-                issue(zk, op);
-            }
-            if (end || !last)
-                break;
-        }
-        if (!cm)
-            continue;
-        c->multi = cm;
-        link_op(zk, c);
-        issue(zk, c);
-    }
-}
-
-/*
- * A carrier's answer, handed to its members.  When the server refused it,
- * one member's part failed: that member gets the error; the others' parts
- * were undone with it.  Those before it passed, and are sent again
- * together; those after it were never judged, and come back to their
- * callers with REIGN_ECANCELED (not applied): a caller that batches
- * optimistically (a multi that fails when its guess is wrong) would more
- * likely than not fail again, and knows best what to do instead.
- */
-static void finish_op(reign__zk *zk, zk_op *op);
-
-static void finish_carrier(reign__zk *zk, zk_op *c)
-{
-    zk_multi *cm = c->multi;
-    bool current = c->gen == zk->gen && !zk->closed;
-    size_t bad = SIZE_MAX;
-    if (current && c->zrc != ZOK && !retryable(c->zrc))
-        for (size_t i = 0; i < cm->n; i++)
-            if (cm->zres[i].err != ZOK && cm->zres[i].err != ZRUNTIMEINCONSISTENCY) {
-                bad = i;
-                break;
-            }
-    if (bad != SIZE_MAX)
-        reign__log(zk->log, REIGN_LOG_DEBUG,
-                   "zk: a batch of %zu multis failed at part %zu (%s): sending those before it "
-                   "again, canceling those after it",
-                   cm->n_members, bad, zerror(cm->zres[bad].err));
-    size_t k = 0;
-    for (size_t j = 0; j < cm->n_members; j++) {
-        zk_op *m = cm->members[j];
-        size_t n = m->multi->n;
-        bool before = bad != SIZE_MAX && k + n <= bad, after = bad != SIZE_MAX && k > bad;
-        memcpy(m->multi->zres, cm->zres + k, n * sizeof(*cm->zres));
-        k += n;
-        m->carried = m->in_flight = false;
-        m->gen = c->gen;
-        m->sent_ns = c->sent_ns;
-        m->attempts++;
-        if (!before && !after) {
-            m->batched = false;
-            m->zrc = c->zrc;
-            finish_op(zk, m);
-        } else if (!m->cb) {
-            free_op(zk, m);
-        } else if (before) {
-            batch_push(zk, m);
-        } else {
-            m->batched = false;
-            deliver(zk, m, REIGN_ECANCELED);
-        }
-    }
-    free_op(zk, c);
-}
-
-int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *path,
-                            const void *data, size_t len, int version, void *owner,
-                            reign__zk_cb *cb, void *arg)
-{
-    reign__zk_mop ops[2] = {
-        {.type = REIGN__ZK_MCHECK, .path = check_path, .version = -1},
-        {.type = version == -2 ? REIGN__ZK_MCREATE : REIGN__ZK_MSET,
-         .path = path,
-         .data = data ? data : "",
-         .len = len,
-         .version = version == -2 ? -1 : version},
-    };
-    return reign__zk_multi(zk, ops, 2, owner, cb, arg);
-}
-
-void reign__zk_heartbeat(reign__zk *zk)
-{
-    /* "/" exists under any chroot the server accepted. */
-    start_op(zk, OP_SYNC, "/", NULL, NULL, 0, -1, 0, NULL, zk, NULL, NULL);
-}
-
-void reign__zk_forget(reign__zk *zk, void *owner)
-{
-    for (zk_op *op = zk->ops, *next; op; op = next) {
-        next = op->next;
-        if (op->owner != owner)
-            continue;
-        op->cb = NULL;
-        op->wcb = NULL;
-        if (op->parked) { /* not in the C client's hands: free it now */
-            reign__timer_stop(zk->cfg.timers, &op->retry_timer);
-            free_op(zk, op);
-        }
-    }
-    for (zk_watch *w = zk->watches; w; w = w->next)
-        if (w->owner == owner)
-            w->cb = NULL;
-}
-
-static void free_op(reign__zk *zk, zk_op *op)
-{
-    if (op->prev)
-        op->prev->next = op->next;
-    else
-        zk->ops = op->next;
-    if (op->next)
-        op->next->prev = op->prev;
-    reset_result(op);
-    reign__free(op->path);
-    free_multi(op->multi);
-    reign__free(op->data);
-    reign__free(op);
-}
-
-/* ---- the loop side ------------------------------------------------------ */
-
-static void deliver(reign__zk *zk, zk_op *op, int rc)
-{
-    reign__zk_result r = {0};
-    r.rc = rc;
-    r.zrc = op->zrc;
-    r.sent_ns = op->sent_ns;
-    r.failed_op = op->failed_op;
-    const struct Stat *st = op->has_stat ? &op->stat : NULL;
-    if (op->type == OP_MULTI && rc == 0) {
-        /* The stat of the last set, the names of the first and the last
-         * create (a create inside a multi reports no stat: the caller
-         * re-reads if it needs one). */
-        const zk_multi *m = op->multi;
-        for (size_t i = 0; i < m->n; i++) {
-            if (m->ops[i].type == REIGN__ZK_MSET)
-                st = &m->stats[i];
-            if (m->ops[i].type == REIGN__ZK_MCREATE) {
-                if (!r.value) {
-                    r.value = m->created[i];
-                    r.value_len = strlen(m->created[i]);
-                }
-                r.last_created = m->created[i];
-            }
-        }
-    }
-    if (st && rc == 0) {
-        r.has_stat = true;
-        r.stat = (reign__zk_stat){.czxid = st->czxid,
-                                  .mzxid = st->mzxid,
-                                  .ctime_ms = st->ctime,
-                                  .mtime_ms = st->mtime,
-                                  .version = st->version,
-                                  .cversion = st->cversion,
-                                  .ephemeral_owner = st->ephemeralOwner,
-                                  .data_length = st->dataLength,
-                                  .num_children = st->numChildren};
-    }
-    if (!r.value) {
-        r.value = op->value;
-        r.value_len = op->value_len;
-    }
-    r.children = op->children;
-    r.n_children = op->n_children;
-    reign__zk_cb *cb = op->cb;
-    void *owner = op->owner, *arg = op->arg;
-    /* Unlink before calling back: the callback may forget its owner. */
-    op->cb = NULL;
-    if (cb)
-        cb(owner, arg, &r);
-    free_op(zk, op);
-}
-
-static void finish_op(reign__zk *zk, zk_op *op)
-{
-    if (op->type == OP_MULTI && op->multi->members) {
-        finish_carrier(zk, op);
-        return;
-    }
-    op->in_flight = false;
-    int zrc = op->zrc;
-    if (op->type == OP_MULTI && zrc != ZOK && !retryable(zrc)) {
-        /* The first failing sub-operation says why. */
-        for (size_t i = 0; i < op->multi->n; i++)
-            if (op->multi->zres[i].err != ZOK && op->multi->zres[i].err != ZRUNTIMEINCONSISTENCY) {
-                zrc = op->multi->zres[i].err;
-                op->failed_op = (int)i;
-                break;
-            }
-        op->zrc = zrc;
-    }
-    bool current = op->gen == zk->gen && !zk->closed;
-    /* Registered watch bookkeeping: exists registers on OK and NONODE, the
-     * others only on OK; a failed request registers nothing. */
-    if (op->watch) {
-        bool reg = zrc == ZOK || (op->type == OP_EXISTS && zrc == ZNONODE);
-        op->watch->op_pending = false;
-        if (!current)
-            zk->sweep = true; /* its handle is closed: it may have fired and be queued
-                                 behind us; the sweep at the end of the drain frees it if not */
-        else if (reg)
-            op->watch->registered = true;
-        else
-            free_watch(zk, op->watch); /* never registered, so it cannot fire */
-        op->watch = NULL;
-    }
-    /* Liveness proof: writes and syncs go through the ensemble's leader. */
-    bool proves = op->type != OP_GET && op->type != OP_EXISTS && op->type != OP_CHILDREN;
-    if (current && proves && server_answered(zrc) && op->sent_ns > zk->last_ack_ns)
-        zk->last_ack_ns = op->sent_ns;
-
-    int rc = reign__zk_error(zrc);
-    if (op->oom)
-        rc = REIGN_ENOMEM;
-    if (!current) {
-        rc = zk->closed ? REIGN_ECLOSED : REIGN_ESESSION;
-    } else if (retryable(zrc) && (op->flags & REIGN__ZK_RETRY) && op->cb) {
-        int64_t now = reign__now_ns();
-        int max = zk->cfg.retry_max < 0 ? 0 : zk->cfg.retry_max;
-        if (op->attempts <= max && now < op->deadline_ns) {
-            int64_t at = now + (int64_t)zk->cfg.retry_period_ms * REIGN__NS_PER_MS;
-            if (at > op->deadline_ns)
-                at = op->deadline_ns;
-            op->parked = true;
-            reign__log(zk->log, REIGN_LOG_DEBUG, "zk: %s on %s, retry %d/%d", zerror(zrc), op->path,
-                       op->attempts, max);
-            /* Re-sent at once when the connection comes back, else at `at`. */
-            reign__timer_start(zk->cfg.timers, &op->retry_timer, zk->connected ? now : at);
-            return;
-        }
-        if (now >= op->deadline_ns)
-            rc = REIGN_ETIMEDOUT;
-    }
-    deliver(zk, op, rc);
-}
-
-static void resend_parked(reign__zk *zk)
-{
-    int64_t now = reign__now_ns();
-    for (zk_op *op = zk->ops; op; op = op->next)
-        if (op->parked)
-            reign__timer_start(zk->cfg.timers, &op->retry_timer, now);
-}
-
-static void fail_parked(reign__zk *zk)
-{
-    /* Batched ones not sent yet belong to the session that ends: never let
-     * them make (ephemeral) nodes in the next one. */
-    for (zk_op *op; (op = batch_pop(zk));) {
-        op->batched = false;
-        deliver(zk, op, zk->closed ? REIGN_ECLOSED : REIGN_ESESSION);
-    }
-    for (zk_op *op = zk->ops, *next; op; op = next) {
-        next = op->next;
-        if (op->parked) {
-            reign__timer_stop(zk->cfg.timers, &op->retry_timer);
-            op->parked = false;
-            deliver(zk, op, zk->closed ? REIGN_ECLOSED : REIGN_ESESSION);
-        }
-    }
-}
-
 static void tell(reign__zk *zk, reign__zk_state st)
 {
     if (zk->cfg.on_state)
@@ -1374,8 +236,6 @@ static void tell(reign__zk *zk, reign__zk_state st)
 }
 
 /* ---- the chroot's preparation (see the top of the file) ---------------- */
-
-static void prep_step(reign__zk *zk, bool recheck);
 
 /* The end of the component of the chroot after `len` characters. */
 static size_t next_component(const char *chroot, size_t len)
@@ -1398,7 +258,7 @@ static void prep_fail(reign__zk *zk)
 {
     zk->preparing = false;
     close_handle(zk);
-    fail_parked(zk);
+    reign__zki_fail_parked(zk);
     tell(zk, REIGN__ZK_FATAL);
 }
 
@@ -1490,7 +350,7 @@ static void prep_state(reign__zk *zk, int state)
             prep_fail(zk);
             return;
         }
-        resend_parked(zk); /* its own, after a connection loss; the others park again */
+        reign__zki_resend_parked(zk); /* its own, after a connection loss; the others park again */
         prep_step(zk, false);
     } else if (state == ZOO_EXPIRED_SESSION_STATE) {
         close_handle(zk); /* its request comes back with ESESSION and is tried again */
@@ -1514,7 +374,7 @@ static void handle_state(reign__zk *zk, int state)
         if (add_auth(zk) < 0) {
             reign__log(zk->log, REIGN_LOG_ERROR, "zk: %s", zk->errmsg);
             close_handle(zk);
-            fail_parked(zk);
+            reign__zki_fail_parked(zk);
             tell(zk, REIGN__ZK_FATAL);
             return;
         }
@@ -1529,7 +389,7 @@ static void handle_state(reign__zk *zk, int state)
                        (unsigned long long)sid);
             tell(zk, REIGN__ZK_RECONNECTED);
         }
-        resend_parked(zk);
+        reign__zki_resend_parked(zk);
     } else if (state == ZOO_CONNECTING_STATE || state == ZOO_ASSOCIATING_STATE) {
         if (zk->connected) {
             zk->connected = false;
@@ -1541,14 +401,14 @@ static void handle_state(reign__zk *zk, int state)
         reign__log(zk->log, REIGN_LOG_WARN, "zk: session 0x%llx expired; starting a new one",
                    (unsigned long long)zk->session_id);
         close_handle(zk);
-        fail_parked(zk);
+        reign__zki_fail_parked(zk);
         tell(zk, REIGN__ZK_EXPIRED);
         if (!zk->closed)
             reinit_cb(&zk->reinit_timer, zk);
     } else if (state == ZOO_AUTH_FAILED_STATE) {
         seterr(zk, "ZooKeeper refused the credentials");
         close_handle(zk);
-        fail_parked(zk);
+        reign__zki_fail_parked(zk);
         tell(zk, REIGN__ZK_FATAL);
     }
 }
@@ -1556,11 +416,11 @@ static void handle_state(reign__zk *zk, int state)
 void reign__zk_dispatch(reign__zk *zk)
 {
     item *it;
-    while ((it = pop(zk))) {
+    while ((it = reign__zki_pop(zk))) {
         switch (it->kind) {
         case ITEM_OP:
-            reign_trace("zk.take", "%s %s", op_name((zk_op *)it), ((zk_op *)it)->path);
-            finish_op(zk, (zk_op *)it);
+            reign_trace("zk.take", "%s %s", reign__zki_op_name((zk_op *)it), ((zk_op *)it)->path);
+            reign__zki_finish_op(zk, (zk_op *)it);
             break;
         case ITEM_WATCH: {
             zk_watch *w = (zk_watch *)it;
@@ -1574,7 +434,7 @@ void reign__zk_dispatch(reign__zk *zk)
                 w->cb = NULL;
                 cb(w->owner, w->arg, ev, w->path);
             }
-            free_watch(zk, w);
+            reign__zki_free_watch(zk, w);
             break;
         }
         case ITEM_STATE: {
@@ -1619,7 +479,7 @@ void reign__zk_dispatch(reign__zk *zk)
             if (w->op_pending)
                 zk->sweep = true; /* again once its request is answered */
             else
-                free_watch(zk, w);
+                reign__zki_free_watch(zk, w);
         }
     }
     if (zk->dead_ctx && !zk->dead_ctx->queued) {
@@ -1637,7 +497,7 @@ void reign__zk_close(reign__zk *zk)
     reign__timer_stop(zk->cfg.timers, &zk->reinit_timer);
     reign__timer_stop(zk->cfg.timers, &zk->prep_timer);
     close_handle(zk);
-    fail_parked(zk);
+    reign__zki_fail_parked(zk);
 }
 
 void reign__zk_free(reign__zk *zk)
@@ -1661,10 +521,10 @@ void reign__zk_free(reign__zk *zk)
     zk->batch = NULL; /* freed with the rest below */
     while (zk->ops) { /* parked and batched ones */
         reign__timer_stop(zk->cfg.timers, &zk->ops->retry_timer);
-        free_op(zk, zk->ops);
+        reign__zki_free_op(zk, zk->ops);
     }
     while (zk->watches)
-        free_watch(zk, zk->watches);
+        reign__zki_free_watch(zk, zk->watches);
     reign__free(zk->dead_ctx);
     reign__free(zk->hctx);
     pthread_mutex_destroy(&zk->mu);

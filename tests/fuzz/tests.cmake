@@ -38,7 +38,7 @@ if(REIGN_FUZZ)
   # what it calls into comes from reign_internal (not instrumented; the linker takes from that
   # archive only what the compiled-in files do not define).
   set(REIGN_FUZZ_SOURCES_uri ${PROJECT_SOURCE_DIR}/src/client.c)
-  set(REIGN_FUZZ_SOURCES_tasks_limits ${PROJECT_SOURCE_DIR}/src/recipes/tasks/tasks.c)
+  set(REIGN_FUZZ_SOURCES_tasks_limits ${PROJECT_SOURCE_DIR}/src/recipes/tasks/tasks_zk.c)
   set(REIGN_FUZZ_SOURCES_guardian_msg ${PROJECT_SOURCE_DIR}/src/guardian/proto.c)
   set(REIGN_FUZZ_SOURCES_slot_record ${PROJECT_SOURCE_DIR}/src/recipes/slot/slot_model.c)
   set(REIGN_FUZZ_SOURCES_duration ${PROJECT_SOURCE_DIR}/src/recipes/slot/slot_model.c)

@@ -1,5 +1,5 @@
 /*
- * it_tasks_bucket.c - waiting for results by payload bucket (src/recipes/tasks/tasks_bucket.c),
+ * it_tasks_bucket.c - waiting for results by payload bucket (src/recipes/tasks/tasks_bucket_zk.c),
  * through the library alone against a real ZooKeeper server (one process, a client per party).
  *
  * The guids of a client's tasks start with the client's tag, and each task's payload lives in

@@ -1,11 +1,11 @@
 /*
- * tasks_internal.h - what the task queue's files share: the one-shot requests (tasks.c), the
- * master (tasks_master.c), the worker (tasks_worker.c), the client's payload buckets and the
- * queue's directories (tasks_bucket.c) and the map of task names (tasks_map.c).  The queue's
+ * tasks_internal.h - what the task queue's files share: the one-shot requests (tasks_zk.c), the
+ * master (tasks_master_zk.c), the worker (tasks_worker_zk.c), the client's payload buckets and the
+ * queue's directories (tasks_bucket_zk.c) and the map of task names (tasks_map.c).  The queue's
  * tree, names, paths and records are in src/core/layout.h, with every other recipe's.
  *
- * Who calls whom, with no circle: tasks.c, tasks_master.c and tasks_worker.c call
- * tasks_bucket.c and tasks_map.c; those two call only layout.c and the layers below.
+ * Who calls whom, with no circle: tasks_zk.c, tasks_master_zk.c and tasks_worker_zk.c call
+ * tasks_bucket_zk.c and tasks_map.c; those two call only layout.c and the layers below.
  */
 #ifndef REIGN_TASKS_INTERNAL_H
 #define REIGN_TASKS_INTERNAL_H
@@ -21,13 +21,13 @@
 /*
  * A new task guid for client c (17 bytes): the client's tag (random, drawn again every 1024
  * guids), then random digits.  The tasks a client submits thus share a bucket (or a few), so
- * that its waits share a watch (tasks_bucket.c).  0, or REIGN_ENOMEM / a random source's error.
+ * that its waits share a watch (tasks_bucket_zk.c).  0, or REIGN_ENOMEM / a random source's error.
  */
 int reign__tasks_new_guid(reign_client *c, char *guid);
 
 /*
  * Making the bucket of a guid (the client's current tag) in a queue, data/<tag>
- * (tasks_bucket.c).  _prepare, before each submit's multi: the first time for this queue and
+ * (tasks_bucket_zk.c).  _prepare, before each submit's multi: the first time for this queue and
  * tag, sends the bucket's create (a container, no callback) ahead of the multi; returns what
  * the multi is to hand to _missing.  _missing, when the multi failed with ENOENT (a new queue,
  * or the bucket deleted by the server once empty): makes the queue's directories and the
@@ -39,7 +39,7 @@ void reign__tasks_bucket_missing(reign_client *c, const char *queue, const char 
                                  unsigned made);
 
 /*
- * Waiting for results, by payload bucket (tasks_bucket.c).  A task's payload node goes in the
+ * Waiting for results, by payload bucket (tasks_bucket_zk.c).  A task's payload node goes in the
  * same transaction that records its result; the waits of one client on one bucket share one
  * child watch on it and one listing per change, instead of an exists each.  `gone` is called
  * (on the loop, once, the wait already stopped) when a listing of the bucket sent after
@@ -64,7 +64,7 @@ int reign__tasks_wait_start(reign_client *c, const char *queue, const char *task
 void reign__tasks_wait_stop(reign__tasks_wait *w);
 
 /* Creates the queue's directories if they are missing (no callback; the
- * requests that follow on the same session find them).  In tasks_bucket.c. */
+ * requests that follow on the same session find them).  In tasks_bucket_zk.c. */
 void reign__tasks_make_dirs(reign__zk *zk, const char *queue);
 
 /* ---- a small map from task names, for the master and the worker (tasks_map.c) ---------- */

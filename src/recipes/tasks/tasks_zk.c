@@ -1,6 +1,6 @@
 /*
- * tasks.c - the task queue's one-shot requests: submit, status, wait, list, delete (see
- * <reign/tasks.h>; the master is in tasks_master.c, the worker in tasks_worker.c, the names,
+ * tasks_zk.c - the task queue's one-shot requests: submit, status, wait, list, delete (see
+ * <reign/tasks.h>; the master is in tasks_master_zk.c, the worker in tasks_worker_zk.c, the names,
  * paths and records in src/core/layout.c).
  *
  * Each request is attached to the client as a recipe, so that closing the
@@ -83,7 +83,7 @@ typedef struct req {
     char *payload;        /* ".../data/<tag>/<guid>" */
     reign__buf head, rec; /* tasks/T's record; data/<tag>/<guid>'s (with the payload) */
     int tries;
-    unsigned made; /* the bucket's making when the multi was sent (tasks_bucket.c) */
+    unsigned made; /* the bucket's making when the multi was sent (tasks_bucket_zk.c) */
     /* rounds of reads */
     reign__life life; /* the epoch is the round of reads: an earlier one's answers drop */
     int pending;
@@ -91,7 +91,7 @@ typedef struct req {
     bool status_listed;
     seen *seen;
     size_t n_seen, cap_seen;
-    /* wait: by the payload's bucket (tasks_bucket.c), or, when the payload was gone but no
+    /* wait: by the payload's bucket (tasks_bucket_zk.c), or, when the payload was gone but no
      * result was there (fallback), by an exists of status/T */
     reign__tasks_wait wait;
     bool fallback;

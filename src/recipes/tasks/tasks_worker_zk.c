@@ -1,5 +1,5 @@
 /*
- * tasks_worker.c - a worker of the queue (see <reign/tasks.h>, docs/tasks.md).
+ * tasks_worker_zk.c - a worker of the queue (see <reign/tasks.h>, docs/tasks.md).
  *
  * A worker makes its directory assign/W, registers in the group "tasks.Q"
  * (<reign/group.h>) with its concurrency and prefetch as payload (the master

@@ -1,5 +1,5 @@
 /*
- * tasks_bucket.c - a client's payload buckets: the tag of its guids, making its bucket, and
+ * tasks_bucket_zk.c - a client's payload buckets: the tag of its guids, making its bucket, and
  * the waits for results that share a watch on it (see tasks_internal.h and docs/tasks.md,
  * "Waiting for a result").
  *

@@ -1,5 +1,5 @@
 /*
- * tasks_master.c - the queue's master (see <reign/tasks.h>, docs/tasks.md).
+ * tasks_master_zk.c - the queue's master (see <reign/tasks.h>, docs/tasks.md).
  *
  * A master stands in the election "tasks.Q" (<reign/election.h>).  When it
  * wins it finds its own election node (the term node names it), watches the

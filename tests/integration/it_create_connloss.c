@@ -4,12 +4,11 @@
  *     it_create_connloss queue-lost-reply | lock-lost-reply | queue-failed | lock-failed |
  *                        new-lost-reply | new-failed
  *
- * Linked with -Wl,--wrap=zoo_acreate2,--wrap=zoo_amulti against reign_internal, so that every
- * create and multi libreign sends passes through the wrappers below.  For the first create of
- * a candidate node in this test's election (queue: .../n_<guid>_, lock: .../lock) it injects a
- * fault.  queue-* and lock-* join an election that exists (a first candidate made it and left),
- * so the candidate node is a create of its own; new-* join a new election, whose node, term and
- * candidate node are made by one multi, and the fault hits that multi:
+ * Linked with zk_fault.c, which sees every create and multi libreign sends.  For the first
+ * create of a candidate node in this test's election (queue: .../n_<guid>_, lock: .../lock) it
+ * injects a fault.  queue-* and lock-* join an election that exists (a first candidate made it and
+ * left), so the candidate node is a create of its own; new-* join a new election, whose node, term
+ * and candidate node are made by one multi, and the fault hits that multi:
  *
  *   *-lost-reply  the create is sent and applied by the server, but the reply is replaced by
  *                 ZCONNECTIONLOSS: the node exists, and the candidate does not know it.  The
@@ -29,24 +28,12 @@
  */
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "zk_fault.h"
 
-int __real_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
-                        const void *data);
-int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
-                        const void *data);
-
-int __real_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
-                      void_completion_t completion, const void *data);
-int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
-                      void_completion_t completion, const void *data);
-
-/* ---- the fault injector (runs on the loop thread and the completion thread) -------------- */
+/* ---- what the fault may hit (zk_fault.c calls these on the loop thread) ------------------- */
 
 #define MAX_CREATES 16
 
@@ -55,64 +42,8 @@ static char dir[256];     /* "/reign/election/NAME": only its candidate creates 
 static int lock_strategy; /* count ".../lock" rather than ".../n_" */
 static int drop_reply;    /* lost-reply (1) or failed (0) */
 static int fresh;         /* new-*: the election is new */
-static int armed;
-static int n_creates;                      /* candidate creates sent */
+static int n_creates;     /* candidate creates sent */
 static char create_path[MAX_CREATES][256]; /* the path each asked for */
-static int injected;                       /* the fault was delivered */
-static char dropped_created[256];          /* lost-reply: what the server created */
-
-typedef struct wrap_ctx {
-    string_stat_completion_t completion;
-    void_completion_t multi_completion; /* a multi's, instead */
-    const void *data;
-    const char *created_buf; /* a multi's: where its candidate create's path is written */
-} wrap_ctx;
-
-static void lost_reply(int rc, const char *value, const struct Stat *stat, const void *data)
-{
-    wrap_ctx *w = (wrap_ctx *)data;
-    (void)stat;
-    pthread_mutex_lock(&mu);
-    if (rc == ZOK) {
-        snprintf(dropped_created, sizeof(dropped_created), "%s", value ? value : "");
-        injected = 1;
-    }
-    pthread_mutex_unlock(&mu);
-    /* Applied on the server; the caller hears only that the connection was lost.  (Any other
-     * answer goes through unchanged and the test fails for want of an injection.) */
-    if (rc == ZOK)
-        w->completion(ZCONNECTIONLOSS, NULL, NULL, w->data);
-    else
-        w->completion(rc, value, stat, w->data);
-    free(w);
-}
-
-static void multi_lost_reply(int rc, const void *data)
-{
-    wrap_ctx *w = (wrap_ctx *)data;
-    pthread_mutex_lock(&mu);
-    if (rc == ZOK) {
-        snprintf(dropped_created, sizeof(dropped_created), "%s", w->created_buf);
-        injected = 1;
-    }
-    pthread_mutex_unlock(&mu);
-    w->multi_completion(rc == ZOK ? ZCONNECTIONLOSS : rc, w->data);
-    free(w);
-}
-
-static void *report_failure(void *arg)
-{
-    wrap_ctx *w = arg;
-    pthread_mutex_lock(&mu);
-    injected = 1;
-    pthread_mutex_unlock(&mu);
-    if (w->multi_completion)
-        w->multi_completion(ZCONNECTIONLOSS, w->data);
-    else
-        w->completion(ZCONNECTIONLOSS, NULL, NULL, w->data);
-    free(w);
-    return NULL;
-}
 
 static int is_candidate_create(const char *path)
 {
@@ -122,92 +53,40 @@ static int is_candidate_create(const char *path)
     return lock_strategy ? !strcmp(path + n, "/lock") : !strncmp(path + n, "/n_", 3);
 }
 
-int __wrap_zoo_acreate2(zhandle_t *zh, const char *path, const char *value, int valuelen,
-                        const struct ACL_vector *acl, int mode, string_stat_completion_t completion,
-                        const void *data)
+/* Called with mu held. */
+static void count_create(const char *path)
 {
-    int inject = 0;
-    pthread_mutex_lock(&mu);
-    if (is_candidate_create(path)) {
-        if (n_creates < MAX_CREATES)
-            snprintf(create_path[n_creates], sizeof(create_path[0]), "%s", path);
-        n_creates++;
-        inject = armed && !fresh;
-        armed = fresh ? armed : 0;
-    }
-    pthread_mutex_unlock(&mu);
-    if (!inject)
-        return __real_zoo_acreate2(zh, path, value, valuelen, acl, mode, completion, data);
-
-    wrap_ctx *w = calloc(1, sizeof(*w));
-    H_CHECK(w != NULL);
-    w->completion = completion;
-    w->data = data;
-    if (drop_reply) {
-        h_log("injecting: create %s is sent, its reply will be lost", path);
-        int rc = __real_zoo_acreate2(zh, path, value, valuelen, acl, mode, lost_reply, w);
-        if (rc != ZOK)
-            free(w);
-        return rc;
-    }
-    h_log("injecting: create %s never reaches the server", path);
-    pthread_t t;
-    H_CHECK(pthread_create(&t, NULL, report_failure, w) == 0);
-    pthread_detach(t);
-    return ZOK;
+    if (n_creates < MAX_CREATES)
+        snprintf(create_path[n_creates], sizeof(create_path[0]), "%s", path);
+    n_creates++;
 }
 
-int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
-                      void_completion_t completion, const void *data)
+/* An existing election's candidate node is a create of its own. */
+static int choose_create(const char *path)
 {
-    int inject = 0, cand = -1;
     pthread_mutex_lock(&mu);
-    /* Only a new election's multi creates a candidate node (an existing one's fails). */
+    int cand = is_candidate_create(path);
+    if (cand)
+        count_create(path);
+    pthread_mutex_unlock(&mu);
+    return cand && !fresh;
+}
+
+/* Only a new election's multi creates a candidate node (an existing one's fails). */
+static int choose_multi(int count, const zoo_op_t *ops)
+{
+    int cand = -1;
+    pthread_mutex_lock(&mu);
     for (int i = 0; fresh && i < count; i++)
         if (ops[i].type == ZOO_CREATE_OP && is_candidate_create(ops[i].create_op.path)) {
+            count_create(ops[i].create_op.path);
             cand = i;
-            if (n_creates < MAX_CREATES)
-                snprintf(create_path[n_creates], sizeof(create_path[0]), "%s",
-                         ops[i].create_op.path);
-            n_creates++;
-            inject = armed;
-            armed = 0;
         }
     pthread_mutex_unlock(&mu);
-    if (!inject)
-        return __real_zoo_amulti(zh, count, ops, results, completion, data);
-
-    wrap_ctx *w = calloc(1, sizeof(*w));
-    H_CHECK(w != NULL);
-    w->multi_completion = completion;
-    w->data = data;
-    if (drop_reply) {
-        h_log("injecting: the multi creating %s is sent, its reply will be lost",
-              ops[cand].create_op.path);
-        /* The C client writes the created path into the op's buffer before it calls back. */
-        w->created_buf = ops[cand].create_op.buf;
-        int rc = __real_zoo_amulti(zh, count, ops, results, multi_lost_reply, w);
-        if (rc != ZOK)
-            free(w);
-        return rc;
-    }
-    h_log("injecting: the multi creating %s never reaches the server", ops[cand].create_op.path);
-    pthread_t t;
-    H_CHECK(pthread_create(&t, NULL, report_failure, w) == 0);
-    pthread_detach(t);
-    return ZOK;
+    return cand;
 }
 
 /* ---- the test ------------------------------------------------------------------------------ */
-
-static int injected_now(void *unused)
-{
-    (void)unused;
-    pthread_mutex_lock(&mu);
-    int v = injected;
-    pthread_mutex_unlock(&mu);
-    return v;
-}
 
 static const char *basename_of(const char *path)
 {
@@ -276,6 +155,8 @@ int main(int argc, char **argv)
     pthread_mutex_lock(&mu);
     snprintf(dir, sizeof(dir), "/reign/election/%s", name);
     pthread_mutex_unlock(&mu);
+    h_fault_setup(drop_reply ? H_FAULT_REPLY_LOST : H_FAULT_NEVER_SENT, choose_create,
+                  choose_multi);
 
     reign_election_options eo;
     memset(&eo, 0, sizeof(eo));
@@ -290,10 +171,10 @@ int main(int argc, char **argv)
     }
     pthread_mutex_lock(&mu);
     n_creates = 0;
-    armed = 1;
     pthread_mutex_unlock(&mu);
+    h_fault_arm();
     h_cand *a = h_cand_new("a", uri, NULL, name, &eo);
-    H_WAIT(injected_now, NULL, "the injected fault");
+    H_WAIT(h_pred_fault_injected, NULL, "the injected fault");
     H_WAIT(h_pred_leader, a, "the candidate to lead after the fault");
 
     zhandle_t *raw = h_raw_connect(h_hosts(), NULL);
@@ -319,9 +200,11 @@ int main(int argc, char **argv)
         if (drop_reply) {
             H_CHECKF(creates == 1, "%d creates: the candidate created again instead of adopting",
                      creates);
-            H_CHECKF(!strcmp(nodes[0], basename_of(dropped_created)),
+            char applied[256];
+            h_fault_applied(applied, sizeof(applied));
+            H_CHECKF(!strcmp(nodes[0], basename_of(applied)),
                      "the candidate stands with %s, but the lost create made %s", nodes[0],
-                     dropped_created);
+                     applied);
         } else {
             H_CHECKF(creates == 2, "%d creates, want 2 (the failed one and a retry)", creates);
             /* The retry asked for ".../n_<new guid>_": the node must carry that prefix. */

@@ -153,9 +153,14 @@ reign_it_program(it_one_leader)
 reign_zk_test(NAME it_one_leader_queue COMMAND it_one_leader queue TIMEOUT 120)
 reign_zk_test(NAME it_one_leader_lock COMMAND it_one_leader lock TIMEOUT 120)
 
+# A fault injected into one create or multi libreign sends (zk_fault.[ch]): a program that uses it
+# adds zk_fault.c to its sources and links with these options against reign_internal.
+set(REIGN_ZK_FAULT_SOURCE ${CMAKE_CURRENT_LIST_DIR}/zk_fault.c)
+set(REIGN_ZK_FAULT_WRAP -Wl,--wrap=zoo_acreate2,--wrap=zoo_amulti)
+
 # 6. a candidate's create whose reply is lost (applied, or not) after a connection loss
-reign_it_program(it_create_connloss INTERNAL LINK_OPTIONS
-  -Wl,--wrap=zoo_acreate2,--wrap=zoo_amulti)
+reign_it_program(it_create_connloss INTERNAL LINK_OPTIONS ${REIGN_ZK_FAULT_WRAP})
+target_sources(it_create_connloss PRIVATE ${REIGN_ZK_FAULT_SOURCE})
 foreach(scenario queue-lost-reply lock-lost-reply queue-failed lock-failed new-lost-reply
     new-failed)
   reign_zk_test(NAME it_create_connloss_${scenario} COMMAND it_create_connloss ${scenario}

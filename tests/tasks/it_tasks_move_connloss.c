@@ -3,8 +3,8 @@
  *
  *     it_tasks_move_connloss assign-lost | assign-failed | done-lost | done-failed | done-held
  *
- * Linked with -Wl,--wrap=zoo_amulti against reign_internal.  Each move of a task is one multi:
- * the master's assignment (a create under assign/, with the delete of tasks/T) and the
+ * Linked with zk_fault.c, which sees every multi libreign sends.  Each move of a task is one
+ * multi: the master's assignment (a create under assign/, with the delete of tasks/T) and the
  * worker's completion (a create under status/, with the delete of assign/W/T).  The first
  * such multi sent after the test arms the injector is
  *
@@ -22,120 +22,22 @@
  *             until the worker (concurrency 1) has been given the next task: a task whose
  *             result is being written no longer takes the worker's one slot.
  */
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
 #include "record.h"
+#include "zk_fault.h"
 
 #define N_TASKS 5
 
-int __real_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
-                      void_completion_t completion, const void *data);
-int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
-                      void_completion_t completion, const void *data);
+/* "/reign/tasks/Q/assign/" or "/reign/tasks/Q/status/", set before the first client. */
+static char target_dir[300];
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char target_dir[300]; /* "/reign/tasks/Q/assign/" or "/reign/tasks/Q/status/" */
-static int lose_reply;       /* *-lost (1) or *-failed (0) */
-static int hold_reply;       /* done-held */
-static int armed, injected, target_multis;
-
-typedef struct pending_multi {
-    void_completion_t completion;
-    const void *data;
-    int rc;
-} pending_multi;
-
-static pending_multi *held_answer; /* done-held: the answer kept back */
-
-static void answer_held(int rc, const void *data)
+/* A move the test is about: a multi that creates a node under target_dir. */
+static int choose_move(int count, const zoo_op_t *ops)
 {
-    pending_multi *p = (pending_multi *)data;
-    pthread_mutex_lock(&mu);
-    p->rc = rc;
-    held_answer = p;
-    injected = 1;
-    pthread_mutex_unlock(&mu);
-}
-
-/* done-held: gives the worker its answer now (as the C client's thread would have). */
-static void release_answer(void)
-{
-    pthread_mutex_lock(&mu);
-    pending_multi *p = held_answer;
-    held_answer = NULL;
-    pthread_mutex_unlock(&mu);
-    H_CHECKF(p != NULL, "no answer was held back");
-    p->completion(p->rc, p->data);
-    free(p);
-}
-
-static void answer_lost(int rc, const void *data)
-{
-    pending_multi *p = (pending_multi *)data;
-    pthread_mutex_lock(&mu);
-    if (rc == ZOK)
-        injected = 1;
-    pthread_mutex_unlock(&mu);
-    p->completion(rc == ZOK ? ZCONNECTIONLOSS : rc, p->data);
-    free(p);
-}
-
-static void *never_sent(void *arg)
-{
-    pending_multi *p = arg;
-    pthread_mutex_lock(&mu);
-    injected = 1;
-    pthread_mutex_unlock(&mu);
-    p->completion(ZCONNECTIONLOSS, p->data);
-    free(p);
-    return NULL;
-}
-
-/* Whether the multi creates a node under target_dir (the moves the test is about). */
-static int is_target(int count, const zoo_op_t *ops)
-{
-    for (int i = 0; i < count; i++)
-        if (ops[i].type == ZOO_CREATE_OP &&
-            !strncmp(ops[i].create_op.path, target_dir, strlen(target_dir)))
-            return 1;
-    return 0;
-}
-
-int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
-                      void_completion_t completion, const void *data)
-{
-    int inject = 0;
-    pthread_mutex_lock(&mu);
-    if (target_dir[0] && is_target(count, ops)) {
-        target_multis++;
-        inject = armed;
-        armed = 0;
-    }
-    pthread_mutex_unlock(&mu);
-    if (!inject)
-        return __real_zoo_amulti(zh, count, ops, results, completion, data);
-    pending_multi *p = malloc(sizeof(*p));
-    H_CHECK(p != NULL);
-    p->completion = completion;
-    p->data = data;
-    if (lose_reply || hold_reply) {
-        h_log("injecting: a multi creating under %s is applied, its reply %s", target_dir,
-              hold_reply ? "held back" : "lost");
-        int rc =
-            __real_zoo_amulti(zh, count, ops, results, hold_reply ? answer_held : answer_lost, p);
-        if (rc != ZOK)
-            free(p);
-        return rc;
-    }
-    h_log("injecting: a multi creating under %s never reaches the server", target_dir);
-    pthread_t t;
-    H_CHECK(pthread_create(&t, NULL, never_sent, p) == 0);
-    pthread_detach(t);
-    return ZOK;
+    return h_fault_create_under(count, ops, target_dir);
 }
 
 static int assigned, recorded, registered, recovered, results, result_errors;
@@ -202,13 +104,10 @@ static int flag_set(void *arg)
 static int answer_held_and_two_ran(void *arg)
 {
     (void)arg;
-    int ran = 0, held;
+    int ran = 0;
     for (int i = 0; i < N_TASKS; i++)
         ran += runs[i];
-    pthread_mutex_lock(&mu);
-    held = held_answer != NULL;
-    pthread_mutex_unlock(&mu);
-    return held && ran >= 2;
+    return h_fault_held() && ran >= 2;
 }
 
 static int all_done(void *arg)
@@ -253,17 +152,19 @@ int main(int argc, char **argv)
                 argv[0]);
         return 2;
     }
-    hold_reply = mode == 4;
+    int hold_reply = mode == 4;
     h_init("it_tasks_move_connloss");
-    lose_reply = mode == 0 || mode == 2;
+    int lose_reply = mode == 0 || mode == 2;
     static char name[128];
     h_unique_name(name, sizeof(name), "it-move");
     queue = name;
-    pthread_mutex_lock(&mu);
     snprintf(target_dir, sizeof(target_dir), "/reign/tasks/%s/%s/", queue,
              mode < 2 ? "assign" : "status");
-    armed = true; /* the first move of its kind */
-    pthread_mutex_unlock(&mu);
+    h_fault_setup(hold_reply   ? H_FAULT_REPLY_HELD
+                  : lose_reply ? H_FAULT_REPLY_LOST
+                               : H_FAULT_NEVER_SENT,
+                  NULL, choose_move);
+    h_fault_arm(); /* the first move of its kind */
 
     h_cand *cm = h_cand_new("m0", NULL, NULL, NULL, NULL);
     reign_tasks_master *m = NULL;
@@ -286,15 +187,13 @@ int main(int argc, char **argv)
     if (hold_reply) {
         /* The worker runs one task at a time; the first result's answer is held back. */
         H_WAIT(answer_held_and_two_ran, NULL, "the next task run while a result is written");
-        release_answer();
+        h_fault_release();
     }
     /* Every result, and the worker's and the master's last answers. */
     H_WAIT(all_done, NULL, "every result recorded and reported");
 
-    pthread_mutex_lock(&mu);
-    int inj = injected, multis = target_multis;
-    pthread_mutex_unlock(&mu);
-    H_CHECKF(inj, "the fault was never injected");
+    int multis = h_fault_chosen();
+    H_CHECKF(h_fault_injected(), "the fault was never injected");
     H_CHECKF(result_errors == 0, "%d results failed", result_errors);
     for (int i = 0; i < N_TASKS; i++)
         H_CHECKF(runs[i] == 1, "task %d ran %d times", i, runs[i]);

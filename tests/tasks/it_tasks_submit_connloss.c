@@ -3,8 +3,8 @@
  *
  *     it_tasks_submit_connloss lost-reply | failed
  *
- * Linked with -Wl,--wrap=zoo_amulti against reign_internal: the first submit sent after the
- * test arms the injector (a multi creating under /reign/tasks/Q/tasks/, with the task's
+ * Linked with zk_fault.c, which sees every multi libreign sends: the first submit sent after
+ * the test arms the injector (a multi creating under /reign/tasks/Q/tasks/, with the task's
  * payload node data/<guid>) is
  *
  *   lost-reply  sent and applied by the server, but answered with ZCONNECTIONLOSS: the task
@@ -17,98 +17,18 @@
  * Either way the queue ends with exactly the tasks submitted (the first, unarmed submit made
  * the queue's directories), and the id reported is the one in the store.
  */
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "zk_fault.h"
 
-int __real_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
-                      void_completion_t completion, const void *data);
-int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
-                      void_completion_t completion, const void *data);
+static char task_dir[300]; /* set before the first client: "/reign/tasks/Q/tasks/" */
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static char task_dir[300]; /* "/reign/tasks/Q/tasks/" */
-static int lose_reply;     /* lost-reply (1) or failed (0) */
-static int armed, injected, task_creates;
-static char applied[300]; /* lost-reply: what the server created */
-
-typedef struct pending_multi {
-    void_completion_t completion;
-    const void *data;
-    zoo_op_result_t *results;
-} pending_multi;
-
-static void answer_lost(int rc, const void *data)
+/* A submit: a multi that creates a task's node under task_dir. */
+static int choose_submit(int count, const zoo_op_t *ops)
 {
-    pending_multi *p = (pending_multi *)data;
-    pthread_mutex_lock(&mu);
-    if (rc == ZOK) {
-        /* The first create is the task's node: its result holds the name the server made. */
-        const char *made = p->results[0].value;
-        snprintf(applied, sizeof(applied), "%.*s", made ? p->results[0].valuelen : 0,
-                 made ? made : "");
-        injected = 1;
-    }
-    pthread_mutex_unlock(&mu);
-    p->completion(rc == ZOK ? ZCONNECTIONLOSS : rc, p->data);
-    free(p);
-}
-
-static void *never_sent(void *arg)
-{
-    pending_multi *p = arg;
-    pthread_mutex_lock(&mu);
-    injected = 1;
-    pthread_mutex_unlock(&mu);
-    p->completion(ZCONNECTIONLOSS, p->data);
-    free(p);
-    return NULL;
-}
-
-/* Whether the multi creates a task node (a submit). */
-static int is_submit(int count, const zoo_op_t *ops)
-{
-    for (int i = 0; i < count; i++)
-        if (ops[i].type == ZOO_CREATE_OP &&
-            !strncmp(ops[i].create_op.path, task_dir, strlen(task_dir)))
-            return 1;
-    return 0;
-}
-
-int __wrap_zoo_amulti(zhandle_t *zh, int count, const zoo_op_t *ops, zoo_op_result_t *results,
-                      void_completion_t completion, const void *data)
-{
-    int inject = 0;
-    pthread_mutex_lock(&mu);
-    if (task_dir[0] && is_submit(count, ops)) {
-        task_creates++;
-        inject = armed;
-        armed = 0;
-    }
-    pthread_mutex_unlock(&mu);
-    if (!inject)
-        return __real_zoo_amulti(zh, count, ops, results, completion, data);
-    pending_multi *p = malloc(sizeof(*p));
-    H_CHECK(p != NULL);
-    p->completion = completion;
-    p->data = data;
-    p->results = results;
-    const char *path = ops[0].create_op.path;
-    if (lose_reply) {
-        h_log("injecting: the submit of %s is applied, its reply lost", path);
-        int rc = __real_zoo_amulti(zh, count, ops, results, answer_lost, p);
-        if (rc != ZOK)
-            free(p);
-        return rc;
-    }
-    h_log("injecting: the submit of %s never reaches the server", path);
-    pthread_t t;
-    H_CHECK(pthread_create(&t, NULL, never_sent, p) == 0);
-    pthread_detach(t);
-    return ZOK;
+    return h_fault_create_under(count, ops, task_dir);
 }
 
 typedef struct outcome {
@@ -147,30 +67,24 @@ int main(int argc, char **argv)
         return 2;
     }
     h_init("it_tasks_submit_connloss");
-    lose_reply = !strcmp(argv[1], "lost-reply");
+    int lose_reply = !strcmp(argv[1], "lost-reply");
     char queue[128];
     h_unique_name(queue, sizeof(queue), "it-tasks");
-    pthread_mutex_lock(&mu);
     snprintf(task_dir, sizeof(task_dir), "/reign/tasks/%s/tasks/", queue);
-    pthread_mutex_unlock(&mu);
+    h_fault_setup(lose_reply ? H_FAULT_REPLY_LOST : H_FAULT_NEVER_SENT, NULL, choose_submit);
 
     h_cand *c = h_cand_new("submitter", NULL, NULL, NULL, NULL);
     outcome first, second;
     submit(c, queue, "first", &first); /* makes the queue's directories */
 
-    pthread_mutex_lock(&mu);
-    armed = 1;
-    int before = task_creates;
-    pthread_mutex_unlock(&mu);
+    int before = h_fault_chosen();
+    h_fault_arm();
     submit(c, queue, "second", &second);
 
-    pthread_mutex_lock(&mu);
-    int creates = task_creates - before;
-    int inj = injected;
+    int creates = h_fault_chosen() - before;
     char server_made[300];
-    snprintf(server_made, sizeof(server_made), "%s", applied);
-    pthread_mutex_unlock(&mu);
-    H_CHECKF(inj, "the fault was never injected");
+    h_fault_applied(server_made, sizeof(server_made));
+    H_CHECKF(h_fault_injected(), "the fault was never injected");
 
     char names[8][H_NODE_MAX];
     zhandle_t *zh = h_raw_connect(h_hosts(), NULL);

@@ -1,6 +1,6 @@
 # The task queue (issue 5): end-to-end scenarios driving `reign tasks` (test_tasks.py) and C
 # integration tests that inject a lost reply into a submit (it_tasks_submit_connloss.c) and
-# into a move (it_tasks_move_connloss.c).
+# into a move (it_tasks_move_connloss.c), through tests/integration/zk_fault.c.
 # Registered with the helpers of tests/integration/tests.cmake.
 
 set(REIGN_TASKS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
@@ -20,22 +20,24 @@ if(TARGET reign_cli)
 endif()
 
 # A submit whose create is applied but whose reply is lost, and one whose create never reaches
-# the server: linked with -Wl,--wrap=zoo_amulti (a submit is one multi) against reign_internal.
-add_executable(it_tasks_submit_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_submit_connloss.c)
+# the server: a submit is one multi, into which zk_fault.c injects the fault.
+add_executable(it_tasks_submit_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_submit_connloss.c
+  ${REIGN_ZK_FAULT_SOURCE})
 target_compile_options(it_tasks_submit_connloss PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(it_tasks_submit_connloss PRIVATE reign_it_harness reign_internal)
-target_link_options(it_tasks_submit_connloss PRIVATE -Wl,--wrap=zoo_amulti)
+target_link_options(it_tasks_submit_connloss PRIVATE ${REIGN_ZK_FAULT_WRAP})
 foreach(scenario lost-reply failed)
   reign_zk_test(NAME tasks_submit_connloss_${scenario}
     COMMAND it_tasks_submit_connloss ${scenario} TIMEOUT 120 LABELS tasks)
 endforeach()
 
 # A move (the master's assignment, the worker's result: one multi each) whose multi is applied
-# but whose reply is lost, and one never sent: linked with -Wl,--wrap=zoo_amulti.
-add_executable(it_tasks_move_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_move_connloss.c)
+# but whose reply is lost, one never sent and one whose reply is held back (zk_fault.c).
+add_executable(it_tasks_move_connloss ${REIGN_TASKS_TEST_DIR}/it_tasks_move_connloss.c
+  ${REIGN_ZK_FAULT_SOURCE})
 target_compile_options(it_tasks_move_connloss PRIVATE ${REIGN_WARNINGS})
 target_link_libraries(it_tasks_move_connloss PRIVATE reign_it_harness reign_internal)
-target_link_options(it_tasks_move_connloss PRIVATE -Wl,--wrap=zoo_amulti)
+target_link_options(it_tasks_move_connloss PRIVATE ${REIGN_ZK_FAULT_WRAP})
 foreach(scenario assign-lost assign-failed done-lost done-failed done-held)
   reign_zk_test(NAME tasks_move_connloss_${scenario}
     COMMAND it_tasks_move_connloss ${scenario} TIMEOUT 120 LABELS tasks)

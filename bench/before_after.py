@@ -49,10 +49,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import failover as fo  # noqa: E402  (machine_info, write_marked_section, log, fmt)
-from failover import BenchError, fmt, log  # noqa: E402
+import benchlib as bl  # noqa: E402
+from benchlib import BenchError, fmt, log  # noqa: E402
 
-ROOT = fo.ROOT
+ROOT = bl.ROOT
 PYTHON = "/usr/bin/python3"  # the harnesses' own interpreter (Debian's)
 SECTION = "## Before and after the election tables"
 MARK_BEGIN = "<!-- before-after: written by bench/before_after.py -->"
@@ -317,7 +317,7 @@ def figures_failover(run):
     errors = ["%s not run: %s" % (k, v) for k, v in (run.get("missing") or {}).items()]
     for res in run["results"]:
         n = res["n"]
-        s = fo.summarize(res)
+        s = bl.summarize(res)
         errors += ["n=%d: %s" % (n, e) for e in res["errors"]]
         if res.get("overlaps"):
             errors.append("n=%d: %d overlaps (two leaders at once)" % (n, res["overlaps"]))
@@ -369,7 +369,7 @@ def figures_designate(run):
             "", "count")
     chain = (run.get("floor_chain") or {}).get("ms")
     if chain:
-        fig(figs, "floor.p50", fo.percentile(chain, 50), "the same chain by the bare C client, "
+        fig(figs, "floor.p50", bl.percentile(chain, 50), "the same chain by the bare C client, "
             "no reign code (noise control), p50", "ms", "lower")
     if cli.get("elected_ms"):
         fig(figs, "cli.p50", cli["elected_ms"]["p50"], "CLI: spawning `reign designate` to the "
@@ -551,7 +551,7 @@ def write_section(path, run):
     if path == "-":
         sys.stdout.write(render(run))
     else:
-        fo.write_marked_section(path, render(run), MARK_BEGIN, MARK_END)
+        bl.write_marked_section(path, render(run), MARK_BEGIN, MARK_END)
 
 
 # ---- main ---------------------------------------------------------------------------------------
@@ -627,7 +627,7 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return fo.rerender(args, write_section, "section '%s'" % SECTION, notes=args.note)
+        return bl.rerender(args, write_section, "section '%s'" % SECTION, notes=args.note)
     t_start = time.monotonic()
     revs = {"before": resolve(args.before), "after": resolve(args.after)}
     for side in SIDES:
@@ -683,7 +683,7 @@ def main(argv):
                    "flag", "count_flag", "wait_for", "harness")},
                "runs": runs,
                "summary": summarize(runs, args.benches, args.flag, args.count_flag),
-               "machine": fo.machine_info(zk_version, commits), "build_s": build_s,
+               "machine": bl.machine_info(zk_version, commits), "build_s": build_s,
                "wait": wait, "loadavg": load, "measure_min": measure_min}
         failed = any("error" in r for r in runs)
         done = True
@@ -741,4 +741,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    fo.run_cli(main)
+    bl.run_cli(main)

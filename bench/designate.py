@@ -12,18 +12,18 @@ On a throwaway standalone ZooKeeper (scripts/zk.sh, stopped at the end), with N 
             the target's ELECTED; the request (done callback), the old leader's DEMOTED and the
             target's ELECTED are timed from t0 with CLOCK_MONOTONIC in that process.  Several
             runs (new election each), the server's requests counted around each run's rounds
-            (failover.py's request_delta(): mntr's reads and writes, pings excluded) and divided
+            (benchlib's request_delta(): mntr's reads and writes, pings excluded) and divided
             by the rounds.
-  CLI       N `reign campaign` processes (failover.py's Fleet); per round t0 =
+  CLI       N `reign campaign` processes (benchlib's Fleet); per round t0 =
             time.monotonic_ns() right before spawning `reign designate NAME ID`, latency = the
             target's `elected` line's monotonic_ns - t0 (the same clock), and the time until the
             designate process exited.  The server is quiet before and after each round, and the
             round's requests are counted (the designate process's own session included).
   reference neither Curator's LeaderLatch nor kazoo's Election can name a leader.  The nearest
             figure is a graceful handoff (the leader resigns, the next candidate is elected),
-            which failover.py measures: its run_config() is run here with N candidates, graceful
-            trials only, for reign, Curator and kazoo, and shown next to the designation as an
-            analogue, not as the same operation.
+            which failover.py measures: its run_config() (benchlib) is run here with N
+            candidates, graceful trials only, for reign, Curator and kazoo, and shown next to the
+            designation as an analogue, not as the same operation.
 
 It writes the section "## Designation latency" of docs/benchmarks.md and leaves the
 rest of the file alone (--render rewrites that section from a --json file).  This measures, it
@@ -52,11 +52,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import failover as fo  # noqa: E402  (the ZooKeeper harness, candidates and report helpers)
+import benchlib as bl  # noqa: E402
 import many_elections as me  # noqa: E402  (Proc, wait_quiet)
-from failover import BenchError, fmt, log, percentile  # noqa: E402
+from benchlib import BenchError, fmt, log, percentile  # noqa: E402
 
-ROOT = fo.ROOT
+ROOT = bl.ROOT
 SECTION = "## Designation latency"
 TARGET_P50_MS = 2.0
 SESSION_MS = 30000
@@ -122,11 +122,11 @@ def library_run(zk, args, workdir, run_no):
     try:
         wait_line(p, "ready", 60)
         me.wait_quiet(zk)
-        before = fo.Sample(zk)
+        before = bl.Sample(zk)
         p.proc.send_signal(signal.SIGUSR1)
         out = json.loads(wait_line(p, "result", 30 + rounds))
         me.wait_quiet(zk)
-        after = fo.Sample(zk)
+        after = bl.Sample(zk)
     finally:
         rc = p.stop()
     if rc != 0:
@@ -141,7 +141,7 @@ def library_run(zk, args, workdir, run_no):
     writes = after.mntr["zk_cnt_updatelatency"] - before.mntr["zk_cnt_updatelatency"]
     window_s = (after.ns - before.ns) / 1e9
     pings_max = (args.candidates + 1) * int(window_s / (SESSION_MS / 3000.0) + 1)
-    watches = sum(after.mntr.get(k, 0) - before.mntr.get(k, 0) for k in fo.WATCH_KEYS)
+    watches = sum(after.mntr.get(k, 0) - before.mntr.get(k, 0) for k in bl.WATCH_KEYS)
     out.update(run=run_no, requests=reads + writes, writes=writes, reads=reads,
                pings_max=pings_max, watch_events=watches, window_s=window_s,
                requests_per_designation=(reads + writes) / float(rounds),
@@ -196,7 +196,7 @@ def traced_run(zk, args, workdir):
 # ---- the CLI: `reign designate` against `reign campaign` processes ----------------------------
 
 def fleet_args(args):
-    """What failover.py's Fleet and run_config read from their args."""
+    """What benchlib's Fleet and run_config read from their args."""
     return argparse.Namespace(reign=args.reign, quiet_ms=300, poll_ms=50, verbose=args.verbose,
                               graceful=args.ref_trials, crash=0, warmup=args.ref_warmup,
                               graceful_session_timeout=SESSION_MS, session_timeout=2000,
@@ -241,7 +241,7 @@ def cli_round(fleet, args, rng, workdir, i):
         raise BenchError("CLI round %d: `reign designate` exited %s, printed %r" % (
             i, proc.returncode, out))
     after = fleet.wait_quiet(fleet.n, timeout_s=60)
-    d = fo.request_delta(before, after)
+    d = bl.request_delta(before, after)
     return {"round": i, "from": old.id, "target": target.id, "term": int(m.group(2)),
             "elected_ms": (elected.ns - t0) / 1e6,
             "exit_ms": (exited[0] - t0) / 1e6 if exited else None,
@@ -265,11 +265,11 @@ def spawn_cost(args, n=30):
 
 def cli_phase(zk, args, workdir):
     fa = fleet_args(args)
-    impl = fo.Impl("reign", fa, workdir)
+    impl = bl.Impl("reign", fa, workdir)
     impl.prepare()
     if impl.reason_missing:
         raise BenchError(impl.reason_missing)
-    fleet = fo.Fleet(impl, zk, args.candidates, SESSION_MS, fa,
+    fleet = bl.Fleet(impl, zk, args.candidates, SESSION_MS, fa,
                      workdir / "cli")
     fleet.election = "bench.designate.cli.%d" % os.getpid()
     rng = random.Random(1)
@@ -294,14 +294,14 @@ def reference_phase(zk, args, workdir):
     fa = fleet_args(args)
     out, missing = {}, {}
     for name in args.ref_impls:
-        impl = fo.Impl(name, fa, workdir)
+        impl = bl.Impl(name, fa, workdir)
         impl.prepare()
         if impl.reason_missing:
             missing[name] = impl.reason_missing
             log("reference: skipping %s: %s" % (name, impl.reason_missing))
             continue
-        res = fo.run_config(impl, zk, args.candidates, fa, workdir)
-        out[name] = {"summary": fo.summarize(res).get("graceful"), "errors": res["errors"],
+        res = bl.run_config(impl, zk, args.candidates, fa, workdir)
+        out[name] = {"summary": bl.summarize(res).get("graceful"), "errors": res["errors"],
                      "trials": res["graceful"], "overlaps": res["overlaps"],
                      "clock_violations": res["clock_violations"]}
     return out, missing
@@ -369,11 +369,11 @@ def render_reference(w, run):
         if not x or not x["summary"]:
             why = (run.get("reference_missing") or {}).get(name) or "; ".join(
                 (x or {}).get("errors") or ["not run"])
-            w("| %s | not run: %s | | | |" % (fo.LABEL[name], why))
+            w("| %s | not run: %s | | | |" % (bl.LABEL[name], why))
             continue
         g = x["summary"]
         w("| %s | %d | %s / %s / %s | %s | %s (%s) |" % (
-            fo.LABEL[name], g["trials"], fmt(g["p50"]), fmt(g["p90"]), fmt(g["max"]),
+            bl.LABEL[name], g["trials"], fmt(g["p50"]), fmt(g["p90"]), fmt(g["max"]),
             fmt(g["handoff_p50"]), fmt(g["requests"], 1), fmt(g["writes"], 1)))
     w("")
 
@@ -529,7 +529,7 @@ def render(run):
 
 def write_section(path, run):
     # docs/benchmarks.md gets this run's section; failover.py's and the others' stay.
-    return fo.write_other_section(path, SECTION, render(run))
+    return bl.write_other_section(path, SECTION, render(run))
 
 
 def parse_args(argv):
@@ -550,7 +550,7 @@ def parse_args(argv):
                     help="rounds of the traced library run (0: none; default 100)")
     ap.add_argument("--cli-rounds", type=int, default=40, help="CLI rounds (default 40)")
     ap.add_argument("--cli-warmup", type=int, default=3, help="CLI warm-up rounds (default 3)")
-    ap.add_argument("--ref-impls", default=",".join(fo.IMPLS),
+    ap.add_argument("--ref-impls", default=",".join(bl.IMPLS),
                     help="graceful-handoff references, of reign,curator,kazoo (default: all)")
     ap.add_argument("--ref-trials", type=int, default=20,
                     help="graceful trials per reference (default 20)")
@@ -559,12 +559,12 @@ def parse_args(argv):
     ap.add_argument("--no-reference", action="store_true", help="skip the references")
     ap.add_argument("--findings", help="a text file of paragraphs (blank-line separated) for "
                     "the section's 'Where the time goes'; kept in the JSON")
-    fo.add_run_args(ap, "the report whose section '%s' is rewritten ('-' for none)" % SECTION,
+    bl.add_run_args(ap, "the report whose section '%s' is rewritten ('-' for none)" % SECTION,
                     "rewrite the section from a --json file")
     args = ap.parse_args(argv)
     args.ref_impls = [] if args.no_reference else [x for x in args.ref_impls.split(",") if x]
     for i in args.ref_impls:
-        if i not in fo.IMPLS:
+        if i not in bl.IMPLS:
             ap.error("unknown implementation '%s'" % i)
     if args.candidates < 2:
         ap.error("--candidates needs at least 2")
@@ -574,27 +574,27 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return fo.rerender(args, write_section, "section '%s'" % SECTION,
-                           findings=fo.findings_of(args.findings))
+        return bl.rerender(args, write_section, "section '%s'" % SECTION,
+                           findings=bl.findings_of(args.findings))
     if not args.binary or not os.access(args.binary, os.X_OK):
         raise BenchError("no designate-latency binary (build bench/, or pass --binary)")
     if not args.reign or not os.access(args.reign, os.X_OK):
         raise BenchError("no reign binary (build it, or pass --reign)")
     t_start = time.monotonic()
-    commit = fo.source_state(args.reign)
-    workdir = fo.start_run(args, "reign-designate-")
-    zk = fo.ZooKeeper(workdir / "zk")
+    commit = bl.source_state(args.reign)
+    workdir = bl.start_run(args, "reign-designate-")
+    zk = bl.ZooKeeper(workdir / "zk")
     run = {"command": " ".join(["bench/designate.py"] + [shlex.quote(a) for a in argv]),
            "args": {k: getattr(args, k) for k in (
                "candidates", "runs", "rounds", "warmup", "gap_ms", "cli_rounds", "cli_warmup",
                "trace_rounds", "ref_impls", "ref_trials", "ref_warmup")},
            "library": [], "cli": [], "reference": {}, "reference_missing": {},
-           "floor": {}, "loadavg": {}, "findings": fo.findings_of(args.findings)}
+           "floor": {}, "loadavg": {}, "findings": bl.findings_of(args.findings)}
     try:
         zk.start()
         log("ZooKeeper at %s" % zk.connect)
-        fo.warm_server(zk, 5)
-        run["floor"]["start"] = fo.measure_floor(zk, 200)
+        bl.warm_server(zk, 5)
+        run["floor"]["start"] = bl.measure_floor(zk, 200)
         run["loadavg"]["start"] = os.getloadavg()
         for i in range(1, args.runs + 1):
             r = library_run(zk, args, workdir, i)
@@ -616,17 +616,17 @@ def main(argv):
             percentile(el, 50), max(el), len(el)))
         if args.ref_impls:
             run["reference"], run["reference_missing"] = reference_phase(zk, args, workdir)
-        run["floor"]["end"] = fo.measure_floor(zk, 200)
+        run["floor"]["end"] = bl.measure_floor(zk, 200)
         run["loadavg"]["end"] = os.getloadavg()
         zk_version = zk.mntr().get("zk_version", "?").split("-")[0].split(",")[0]
     finally:
         zk.stop()
-    run.update(summary=summarize(run), machine=fo.machine_info(zk_version, commit),
+    run.update(summary=summarize(run), machine=bl.machine_info(zk_version, commit),
                duration_min=(time.monotonic() - t_start) / 60.0)
     errors = any(x["errors"] for x in run["reference"].values())
-    fo.end_run(run, args, workdir, errors, write_section, t_start)
+    bl.end_run(run, args, workdir, errors, write_section, t_start)
     return 0
 
 
 if __name__ == "__main__":
-    fo.run_cli(main)
+    bl.run_cli(main)

@@ -24,7 +24,7 @@ pages from /proc/PID/smaps_rollup), its CPU time and its wake-ups (context switc
 window at rest, and how much later a `reign campaign` is elected, and how long it takes to
 exit, with a guardian to start and stop than without.
 
-The candidates and the statistics are bench/failover.py's and bench/sql_failover.py's: this
+The candidates and the statistics are bench/benchlib's and bench/sql_failover.py's: this
 file only adds the guardian's variants and readings.  Its report is the section "## Crash
 failover with the guardian" of docs/benchmarks.md; the rest of the file stays as it is.  Python
 stdlib only; run it with /usr/bin/python3 (kazoo's candidates need Debian's python3-kazoo).  It
@@ -47,11 +47,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import failover as fo  # noqa: E402  (the ZooKeeper harness: candidates, fleet, helpers)
+import benchlib as bl  # noqa: E402
 import sql_failover as sf  # noqa: E402  (the SQL stores and their fleet)
-from failover import BenchError, fmt, log, percentile  # noqa: E402
+from benchlib import BenchError, fmt, log, percentile  # noqa: E402
 
-ROOT = fo.ROOT
+ROOT = bl.ROOT
 SECTION = "## Crash failover with the guardian"
 STORES = ("zk", "sqlite", "postgres", "mariadb")
 ZK_IMPLS = ("guardian", "off", "curator", "kazoo")
@@ -316,7 +316,7 @@ MILESTONES = ("wake", "libs_first", "libs_last", "connect", "answer", "closed", 
 # ---- ZooKeeper ---------------------------------------------------------------------------------
 
 def zk_ns(args):
-    """What bench/failover.py's Impl and Fleet read from their arguments."""
+    """What benchlib's Impl and Fleet read from their arguments."""
     return argparse.Namespace(reign=args.reign, quiet_ms=300, poll_ms=50, verbose=args.verbose)
 
 
@@ -338,7 +338,7 @@ def guardian_line(path, client_pid, timeout_s=5.0):
 
 
 def kill_and_time(fleet, lease_s, tracer_dir=None):
-    """SIGKILL the leader (through bench/failover.py's kill_leader), optionally with strace on
+    """SIGKILL the leader (through benchlib's kill_leader), optionally with strace on
     its guardian.  Returns (old candidate, the `elected` Event, kill time, trace or None)."""
     old = fleet.leader
     tracer = None
@@ -351,7 +351,7 @@ def kill_and_time(fleet, lease_s, tracer_dir=None):
     # monotonic stamp; the two reads are microseconds apart).
     real_ns = time.time_ns()
     mono_ns = time.monotonic_ns()
-    old, elected, t_kill, _rc = fo.kill_leader(fleet, "crash", lease_s * 3 + 30)
+    old, elected, t_kill, _rc = bl.kill_leader(fleet, "crash", lease_s * 3 + 30)
     trace = None
     if tracer is not None:
         text = tracer.finish()
@@ -371,7 +371,7 @@ def zk_trial(fleet, variant, args, rng, trace_dir=None):
     old, elected, t_kill, trace = kill_and_time(fleet, fleet.session_timeout / 1000.0,
                                                 trace_dir)
     after = fleet.wait_quiet(fleet.n - 1, timeout_s=120)
-    d = fo.request_delta(before, after)
+    d = bl.request_delta(before, after)
     r = {"latency_ms": (elected.ns - t_kill) / 1e6, "pause_s": pause,
          "requests": d["survivor_requests"], "writes": d["writes"],
          "watch_events": d["watch_events"], "term": elected.fields.get("term")}
@@ -384,7 +384,7 @@ def zk_trial(fleet, variant, args, rng, trace_dir=None):
 
 
 def run_zk_config(impl, variant, zk, n, trials, args, workdir, rng, trace):
-    fleet = fo.Fleet(impl, zk, n, args.session_timeout, zk_ns(args),
+    fleet = bl.Fleet(impl, zk, n, args.session_timeout, zk_ns(args),
                      workdir / ("zk-%s-%d" % (variant, n)))
     fleet.election = "guardian-bench-%s-%d-%d" % (variant, n, os.getpid())
     res = {"store": "zk", "variant": variant, "n": n, "trials": [], "traced": [],
@@ -393,7 +393,7 @@ def run_zk_config(impl, variant, zk, n, trials, args, workdir, rng, trace):
         log("zk %s: starting %d candidates" % (variant, n))
         res["start_s"], _ = fleet.start()
         time.sleep(1.0)
-        res["rss"] = fo.measure_rss(fleet)
+        res["rss"] = bl.measure_rss(fleet)
         s = fleet.wait_quiet(n, timeout_s=60)
         res["timeouts_ms"] = sorted(set(c["to"] for c in s.cons.values()))
         if variant in ("guardian", "off"):
@@ -439,7 +439,7 @@ def run_zk(args, workdir, rng, trace):
     missing = {}
     ns = zk_ns(args)
     for name in args.zk_impls:
-        impl = fo.Impl("reign" if name in ("guardian", "off") else name, ns, workdir)
+        impl = bl.Impl("reign" if name in ("guardian", "off") else name, ns, workdir)
         impl.prepare()
         if impl.reason_missing:
             missing[name] = impl.reason_missing
@@ -448,15 +448,15 @@ def run_zk(args, workdir, rng, trace):
         if name in ("guardian", "off"):
             impl.env = env_for(name)
         impls[name] = impl
-    zk = fo.ZooKeeper(workdir / "zk")
+    zk = bl.ZooKeeper(workdir / "zk")
     results, info = [], {"missing": missing}
     try:
         zk.start()
         log("ZooKeeper at %s" % zk.connect)
         info["version"] = zk.mntr().get("zk_version", "?").split("-")[0]
         info["conf"] = dict(zk.zoo_cfg(), **zk.conf())
-        fo.warm_server(zk, args.warm_s)
-        info["floor"] = fo.measure_floor(zk, 200)
+        bl.warm_server(zk, args.warm_s)
+        info["floor"] = bl.measure_floor(zk, 200)
         if args.startup and "guardian" in impls:
             info["startup"] = zk_startup(zk, args, rng)
         if args.death:
@@ -494,7 +494,7 @@ class GuardedSqlFleet(sf.SqlFleet):
         self.stmts[cid] = []
         argv = [self.args.reign, "--uri", self.uri, "--log-level", "debug", "campaign",
                 self.election, "--id", cid]
-        c = fo.Candidate(self, cid, argv, self.workdir / (cid + ".err"), self.on_err_line,
+        c = bl.Candidate(self, cid, argv, self.workdir / (cid + ".err"), self.on_err_line,
                          env=self.env)
         self.cands.append(c)
         return c
@@ -541,7 +541,7 @@ def run_sql_config(store, variant, n, trials, args, workdir, rng, trace, rest_s=
         res["start_s"] = fleet.start(rng, args.start_spread)
         res["settings"] = fleet.settings
         time.sleep(1.0)
-        res["rss"] = fo.measure_rss(fleet)
+        res["rss"] = bl.measure_rss(fleet)
         pairs = pair_guardians(fleet.cands, variant != "off")
         if pairs:
             res["guardian_smaps"] = sf.smaps_by_file(pairs[0][1])
@@ -913,7 +913,7 @@ def render(run):
             if ratios:
                 w("| >= %.0f x faster than Curator and kazoo | %s | %d | %s | %s |" % (
                     TARGET_RATIO, STORE_LABEL[s], n, ", ".join(
-                        "%.0f x %s (%s ms)" % (r, fo.SHORT[peer], fmt(lat("zk", peer, n), 0))
+                        "%.0f x %s (%s ms)" % (r, bl.SHORT[peer], fmt(lat("zk", peer, n), 0))
                         for peer, r in ratios),
                     yes(all(r >= TARGET_RATIO for _, r in ratios) and len(ratios) == 2)))
     mem = [m for m in memory_rows(run) if m["variant"] == "guardian"]
@@ -963,7 +963,7 @@ def render(run):
         for other, where in (("off", s), ("curator", "zk"), ("kazoo", "zk")):
             if s == "mariadb" and other != "off":
                 continue
-            cells = [fo.ratio(lat(where, other, n), lat(s, "guardian", n)) for n in counts]
+            cells = [bl.ratio(lat(where, other, n), lat(s, "guardian", n)) for n in counts]
             if all(c == "–" for c in cells):
                 continue
             w("| %s: %s%s : guardian | %s |" % (
@@ -1278,7 +1278,7 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=7, help="seed of the random pauses")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 3 candidates, 5 trials (3 slow), 5 s at rest")
-    fo.add_run_args(ap, "the report whose section '%s' to write (default docs/benchmarks.md; "
+    bl.add_run_args(ap, "the report whose section '%s' to write (default docs/benchmarks.md; "
                     "'-' for none)" % SECTION,
                     "only rewrite the report's section from an earlier run's results")
     args = ap.parse_args(argv)
@@ -1310,19 +1310,19 @@ def parse_args(argv):
 
 
 def write_section(path, run):
-    fo.write_other_section(path, SECTION, render(run))
+    bl.write_other_section(path, SECTION, render(run))
 
 
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return fo.rerender(args, write_section, "section '%s'" % SECTION,
-                           findings=fo.findings_of(args.findings))
+        return bl.rerender(args, write_section, "section '%s'" % SECTION,
+                           findings=bl.findings_of(args.findings))
     if not args.reign or not os.access(args.reign, os.X_OK):
         raise BenchError("no reign binary (build it, or pass --reign)")
     t_start = time.monotonic()
-    commit = fo.source_state(args.reign)
-    workdir = fo.start_run(args, "reign-guardian-")
+    commit = bl.source_state(args.reign)
+    workdir = bl.start_run(args, "reign-guardian-")
     rng = random.Random(args.seed)
     sampler = LoadSampler([str(ROOT), str(workdir)])
     load = {"start": os.getloadavg()}
@@ -1340,7 +1340,7 @@ def main(argv):
     finally:
         sampler.stop()
     load.update(end=os.getloadavg(), samples=sampler.samples, snapshots=sampler.snapshots)
-    machine = fo.machine_info(stores.get("zk", {}).get("version", "?"), commit)
+    machine = bl.machine_info(stores.get("zk", {}).get("version", "?"), commit)
     run = {
         "command": "bench/guardian.py " + " ".join(shlex.quote(x) for x in argv),
         "args": {"counts": args.counts, "stores": args.stores, "zk_impls": args.zk_impls,
@@ -1358,9 +1358,9 @@ def main(argv):
         "load": load,
         "elapsed_s": time.monotonic() - t_start,
     }
-    fo.end_run(run, args, workdir, any(r["errors"] for r in results), write_section, t_start)
+    bl.end_run(run, args, workdir, any(r["errors"] for r in results), write_section, t_start)
     return 0
 
 
 if __name__ == "__main__":
-    fo.run_cli(main)
+    bl.run_cli(main)

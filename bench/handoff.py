@@ -37,8 +37,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import failover  # noqa: E402
-from failover import log, percentile  # noqa: E402
+import benchlib as bl  # noqa: E402
+from benchlib import log, percentile  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MARK_BEGIN = "<!-- handoff: written by bench/handoff.py -->"
@@ -69,10 +69,10 @@ class Candidate:
         while time.monotonic() < end:
             line = self.proc.stdout.readline()
             if not line:
-                raise failover.BenchError("candidate %s ended" % self.id)
+                raise bl.BenchError("candidate %s ended" % self.id)
             if line.startswith(word + " "):
                 return line
-        raise failover.BenchError("no %s line from %s" % (word, self.id))
+        raise bl.BenchError("no %s line from %s" % (word, self.id))
 
     def stop(self):
         if self.proc.poll() is None:
@@ -169,7 +169,7 @@ def run_floor(binary, connect, rounds, gap_ms):
     r = subprocess.run([binary, connect, str(rounds), str(gap_ms)], capture_output=True,
                        text=True, timeout=rounds * (gap_ms / 1000.0 + 1) + 60)
     if r.returncode != 0:
-        raise failover.BenchError("%s failed: %s" % (binary, r.stderr))
+        raise bl.BenchError("%s failed: %s" % (binary, r.stderr))
     return json.loads(r.stdout)["ms"]
 
 
@@ -180,10 +180,10 @@ def stats(xs):
 
 def measure(args):
     work = Path(tempfile.mkdtemp(prefix="reign-handoff-"))
-    zk = failover.ZooKeeper(work / "zk")
+    zk = bl.ZooKeeper(work / "zk")
     zk.start()
-    results = {"machine": failover.machine_info(zk.fourlw("srvr").splitlines()[0],
-                                                failover.source_state(args.reign)),
+    results = {"machine": bl.machine_info(zk.fourlw("srvr").splitlines()[0],
+                                                bl.source_state(args.reign)),
                "rounds": args.rounds, "warmup": args.warmup, "configs": []}
     load = [os.getloadavg()[0]]
     try:
@@ -193,7 +193,7 @@ def measure(args):
                 zk.set_force_sync(True)
             label = "forceSync=yes" if fsync else "forceSync=no"
             log("%s: warming the server" % label)
-            failover.warm_server(zk, args.warm_s)
+            bl.warm_server(zk, args.warm_s)
             uri = "zk://%s" % zk.connect
             for gap in gaps:
                 cfg = {"server": label, "gap_ms": gap}
@@ -342,7 +342,7 @@ def main():
             Path(args.json).write_text(json.dumps(res, indent=1) + "\n")
     text = render(res, res.get("command", command), args.failover, args.findings)
     if args.doc:
-        failover.write_marked_section(args.doc, text, MARK_BEGIN, MARK_END)
+        bl.write_marked_section(args.doc, text, MARK_BEGIN, MARK_END)
     else:
         sys.stdout.write(text)
 

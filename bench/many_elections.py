@@ -13,7 +13,7 @@ ZooKeeper (scripts/zk.sh, stopped at the end):
             its time runs until the last READY (each stands in line behind the leader).
 
 Between samples the harness waits until the server is quiet, and counts the requests each
-phase cost with failover.py's request_delta() (mntr's reads and writes, pings excluded, the
+phase cost with benchlib's request_delta() (mntr's reads and writes, pings excluded, the
 session's createSession included).  The peak resident memory is the process's VmHWM once all
 its elections were decided.  Every election name is new in every run (the prefix carries the run
 and N), so each leader run also creates the elections' directories: the cold case.
@@ -36,10 +36,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import failover as fo  # noqa: E402  (the ZooKeeper harness and report helpers)
-from failover import BenchError, fmt, log  # noqa: E402
+import benchlib as bl  # noqa: E402
+from benchlib import BenchError, fmt, log  # noqa: E402
 
-ROOT = fo.ROOT
+ROOT = bl.ROOT
 SECTION = "## Many elections on one session"
 TARGET_MS, TARGET_MB, TARGET_N = 2000, 64, 10000
 SESSION_MS = 30000  # few pings: the request counts stay exact
@@ -124,18 +124,18 @@ def server_cpu_ms(zk):
 def phase(zk, argv, err_path, n, timeout_s):
     """Starts one process, waits for its decision and for the server to settle.  Returns the
     process (still holding its elections) and its numbers with the requests it cost."""
-    before = fo.Sample(zk)
+    before = bl.Sample(zk)
     cpu0 = server_cpu_ms(zk)
     p = Proc(argv, err_path)
     try:
         out = p.wait_decided(timeout_s)
         cpu1 = server_cpu_ms(zk)
         wait_quiet(zk)
-        after = fo.Sample(zk)
+        after = bl.Sample(zk)
     except BaseException:
         p.stop()
         raise
-    d = fo.request_delta(before, after)
+    d = bl.request_delta(before, after)
     m0, m1 = before.mntr, after.mntr
     out.update(requests=d["requests"], writes=d["writes"], reads=d["reads"],
                pings=d["pings"], watch_events=d["watch_events"],
@@ -248,7 +248,7 @@ def render(run):
 
 def write_section(path, run):
     """Replaces (or appends) this harness's section of the report; the rest stays."""
-    fo.write_other_section(path, SECTION, render(run))
+    bl.write_other_section(path, SECTION, render(run))
 
 
 def parse_args(argv):
@@ -275,18 +275,18 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return fo.rerender(args, write_section, "section '%s'" % SECTION,
-                           findings=fo.findings_of(args.findings))
+        return bl.rerender(args, write_section, "section '%s'" % SECTION,
+                           findings=bl.findings_of(args.findings))
     if not args.binary or not os.access(args.binary, os.X_OK):
         raise BenchError("no many-elections binary (build bench/, or pass --binary)")
     t_start = time.monotonic()
-    commit = fo.source_state(args.binary)
-    workdir = fo.start_run(args, "reign-many-")
-    zk = fo.ZooKeeper(workdir / "zk")
+    commit = bl.source_state(args.binary)
+    workdir = bl.start_run(args, "reign-many-")
+    zk = bl.ZooKeeper(workdir / "zk")
     runs, errors = [], 0
     try:
         zk.start()
-        fo.warm_server(zk, 5)
+        bl.warm_server(zk, 5)
         log("warm-up: one run of 1000 elections, not counted")
         one_run(zk, args, workdir, 1000, 0, not args.no_follow)
         for n in args.counts:
@@ -303,13 +303,13 @@ def main(argv):
     finally:
         zk.stop()
     run = {"runs": args.runs, "counts": args.counts, "samples": runs,
-           "summary": summarize(runs), "machine": fo.machine_info(zk_version, commit),
+           "summary": summarize(runs), "machine": bl.machine_info(zk_version, commit),
            "command": " ".join(["bench/many_elections.py"] + argv),
            "duration_min": (time.monotonic() - t_start) / 60.0,
-           "findings": fo.findings_of(args.findings)}
-    fo.end_run(run, args, workdir, errors, write_section, t_start)
+           "findings": bl.findings_of(args.findings)}
+    bl.end_run(run, args, workdir, errors, write_section, t_start)
     return 0
 
 
 if __name__ == "__main__":
-    fo.run_cli(main)
+    bl.run_cli(main)

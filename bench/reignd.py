@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """reignd.py - reignd's failover and footprint, measured against its targets.
 
-On a throwaway standalone ZooKeeper (scripts/zk.sh through failover.py's helpers, stopped at the
+On a throwaway standalone ZooKeeper (scripts/zk.sh through benchlib's helpers, stopped at the
 end), two and three reignd daemons, one per node, each manage a dummy service on loopback:
 
   dummies   one process of this script (--serve-dummies) listens on one port per node and
@@ -30,7 +30,7 @@ Trials, repeated (--trials) for each setting (--settings, "interval/fall/session
 Footprint: VmRSS and VmHWM (/proc/PID/status) of every daemon with one service, and with
 --services services each; CPU at rest: utime + stime (/proc/PID/stat) of every daemon over
 --idle seconds with nothing happening but health checks, and the ZooKeeper requests in that
-window (failover.py's request_delta(): mntr and cons, pings counted apart).
+window (benchlib's request_delta(): mntr and cons, pings counted apart).
 
 A reference: ZKFC is not packaged in Debian.  bench/ref/kazoo_zkfc.py is a minimal
 "health check + election" loop on kazoo (the same HTTP check, kazoo's Election recipe, the same
@@ -58,10 +58,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import failover as fo  # noqa: E402  (the ZooKeeper harness and report helpers)
-from failover import BenchError, fmt, log, percentile  # noqa: E402
+import benchlib as bl  # noqa: E402
+from benchlib import BenchError, fmt, log, percentile  # noqa: E402
 
-ROOT = fo.ROOT
+ROOT = bl.ROOT
 SECTION = "## reignd: failover and footprint"
 TARGET_SLACK_MS, TARGET_RSS_MB = 50, 6.0
 KAZOO_REF = ROOT / "bench" / "ref" / "kazoo_zkfc.py"
@@ -588,12 +588,12 @@ def stats(rows, key):
 
 def idle_window(zk, pids, seconds):
     """CPU of each pid and the server's requests over `seconds` of rest."""
-    before = fo.Sample(zk)
+    before = bl.Sample(zk)
     cpu0 = {name: proc_cpu_ms(pid) for name, pid in pids.items()}
     time.sleep(seconds)
     cpu1 = {name: proc_cpu_ms(pid) for name, pid in pids.items()}
-    after = fo.Sample(zk)
-    d = fo.request_delta(before, after)
+    after = bl.Sample(zk)
+    d = bl.request_delta(before, after)
     return {"cpu_ms": {k: cpu1[k] - cpu0[k] for k in pids}, "window_s": d["window_s"],
             "requests": d["requests"], "reads": d["reads"], "writes": d["writes"],
             "pings": d["pings"], "sessions": len(after.cons)}
@@ -639,7 +639,7 @@ class KazooCluster(Cluster):
     def start_node(self, node):
         st = self.setting
         port = self.ports[(node, "web")]
-        argv = [fo.KAZOO_PYTHON, str(KAZOO_REF), "--hosts", self.zk.connect,
+        argv = [bl.KAZOO_PYTHON, str(KAZOO_REF), "--hosts", self.zk.connect,
                 "--election", "/bench-kazoo/" + self.elections["web"], "--id", node,
                 "--check", "http://127.0.0.1:%d/health" % port,
                 "--interval-ms", str(st.interval_ms), "--fall", str(st.fall),
@@ -944,7 +944,7 @@ def render(run):
 
 
 def write_section(path, run):
-    fo.write_other_section(path, SECTION, render(run))
+    bl.write_other_section(path, SECTION, render(run))
 
 
 # ---- main ---------------------------------------------------------------------------------------
@@ -1000,21 +1000,21 @@ def main(argv):
         serve_dummies([int(p) for p in args.serve_dummies.split(",")])
         return 0
     if args.render:
-        return fo.rerender(args, write_section, "section '%s'" % SECTION,
-                           findings=fo.findings_of(args.findings))
+        return bl.rerender(args, write_section, "section '%s'" % SECTION,
+                           findings=bl.findings_of(args.findings))
     for what, path in (("reignd", args.reignd), ("reignd-stamp", args.stamp)):
         if not path or not os.access(path, os.X_OK):
             raise BenchError("no %s binary (build it, or pass --%s)" % (
                 what, "reignd" if what == "reignd" else "stamp"))
     t_start = time.monotonic()
-    commit = fo.source_state(args.reignd)
-    workdir = fo.start_run(args, "reign-reignd-")
-    zk = fo.ZooKeeper(workdir / "zk")
+    commit = bl.source_state(args.reignd)
+    workdir = bl.start_run(args, "reign-reignd-")
+    zk = bl.ZooKeeper(workdir / "zk")
     run = {"trials": [], "rest": [], "kazoo": [], "trials_n": args.trials,
            "warmup": args.warmup, "kill_trials_n": args.kill_trials, "idle_s": args.idle}
     try:
         zk.start()
-        fo.warm_server(zk, 5)
+        bl.warm_server(zk, 5)
         first = args.settings[0]
         for n in args.nodes:
             for st in args.settings:
@@ -1033,14 +1033,14 @@ def main(argv):
         zk_version = zk.mntr().get("zk_version", "?").split("-")[0].split(",")[0]
     finally:
         zk.stop()
-    run.update(summary=None, machine=fo.machine_info(zk_version, commit),
+    run.update(summary=None, machine=bl.machine_info(zk_version, commit),
                command=" ".join(["bench/reignd.py"] + argv),
                duration_min=(time.monotonic() - t_start) / 60.0,
-               findings=fo.findings_of(args.findings))
+               findings=bl.findings_of(args.findings))
     run["summary"] = summarize(run)
-    fo.end_run(run, args, workdir, 0, write_section, t_start)
+    bl.end_run(run, args, workdir, 0, write_section, t_start)
     return 0
 
 
 if __name__ == "__main__":
-    fo.run_cli(main)
+    bl.run_cli(main)

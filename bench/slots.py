@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import failover  # noqa: E402
+import benchlib as bl  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPTS = ROOT / "scripts"
@@ -334,7 +334,7 @@ def main():
         data = json.loads(Path(args.render).read_text())
         text = render(data["results"], data["meta"])
         if args.doc:
-            failover.write_marked_section(args.doc, text, MARK_BEGIN, MARK_END)
+            bl.write_marked_section(args.doc, text, MARK_BEGIN, MARK_END)
         else:
             sys.stdout.write(text)
         return
@@ -361,7 +361,7 @@ def main():
                                    + "\n")
     text = render(results, meta)
     if args.doc:
-        failover.write_marked_section(args.doc, text, MARK_BEGIN, MARK_END)
+        bl.write_marked_section(args.doc, text, MARK_BEGIN, MARK_END)
     else:
         sys.stdout.write(text)
 

@@ -15,8 +15,9 @@ processes in one election and measures:
   memory     resident memory of a `reign campaign` process
 
 and, as the reference point, reign on ZooKeeper in the same run, through bench/failover.py's
-own harness (graceful and crash trials).  Its report is the section "## SQL lease elections"
-of docs/benchmarks.md; the rest of that file is bench/failover.py's and stays as it is.
+own trials (benchlib's run_config: graceful and crash trials).  Its report is the section
+"## SQL lease elections" of docs/benchmarks.md; the rest of that file is bench/failover.py's and
+stays as it is.
 
 Times come from the CLOCK_MONOTONIC stamps of the candidates' own `elected`/`demoted` lines.
 Statements are counted from the debug line the library logs for each one it sends
@@ -38,11 +39,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import failover as fo  # noqa: E402  (the ZooKeeper harness: its candidates, fleet and helpers)
-from failover import BenchError, fmt, log, percentile  # noqa: E402
+import benchlib as bl  # noqa: E402
+from benchlib import BenchError, fmt, log, percentile  # noqa: E402
 
-ROOT = fo.ROOT
-SECTION = fo.OTHER_SECTIONS[0]
+ROOT = bl.ROOT
+SECTION = bl.OTHER_SECTIONS[0]
 BACKENDS = ("sqlite", "mariadb", "postgres")
 LABEL = {"sqlite": "SQLite", "mariadb": "MariaDB", "postgres": "PostgreSQL",
          "zk": "ZooKeeper (reference)"}
@@ -129,9 +130,9 @@ class Store:
 
 # ---- candidates ---------------------------------------------------------------------------------
 
-class SqlFleet(fo.Fleet):
+class SqlFleet(bl.Fleet):
     """N `reign campaign` processes in one election on one SQL store, kept at N.  The event
-    handling (elected/demoted lines, the leader) and stop() are bench/failover.py's Fleet's;
+    handling (elected/demoted lines, the leader) and stop() are benchlib's Fleet's;
     what differs is how a candidate is known to stand (its READY log line, not a ZooKeeper
     node) and that every candidate's SQL statements are recorded from its debug log."""
 
@@ -160,7 +161,7 @@ class SqlFleet(fo.Fleet):
         self.stmts[cid] = []
         argv = [self.args.reign, "--uri", self.uri, "--log-level", "debug", "campaign",
                 self.election, "--id", cid]
-        c = fo.Candidate(self, cid, argv, self.workdir / (cid + ".err"), self.on_err_line)
+        c = bl.Candidate(self, cid, argv, self.workdir / (cid + ".err"), self.on_err_line)
         self.cands.append(c)
         return c
 
@@ -344,7 +345,7 @@ def sql_trial(fleet, kind, rng, args):
     lease_ms = fleet.settings["lease_ms"]
     limit_s = 30 if kind == "graceful" else lease_ms / 1000.0 * 3 + 30
     old_id = fleet.leader.id
-    old, elected, t_kill, rc = fo.kill_leader(fleet, kind, limit_s)
+    old, elected, t_kill, rc = bl.kill_leader(fleet, kind, limit_s)
     claimed = last_claim_ns(fleet, old_id, t_kill)
     # Statements the failover cost: from the kill until a moment after the election, when the
     # losers of the race have looked again.  (At rest, the same window holds a few polls.)
@@ -384,7 +385,7 @@ def run_fleet(store, n, label, params, plan, args, workdir, res, rng):
         ph["start_s"] = fleet.start(rng, args.start_spread)
         ph["settings"] = fleet.settings
         time.sleep(1.0)
-        ph["rss"] = fo.measure_rss(fleet)
+        ph["rss"] = bl.measure_rss(fleet)
         ph["smaps"] = smaps_by_file(fleet.cands[0].pid)
         log("%s n=%d %s: all standing after %.2f s (%s); VmRSS median %.1f MB" % (
             store.kind, n, label, ph["start_s"], fleet.settings,
@@ -455,18 +456,18 @@ def run_zk(args, workdir):
                             warmup=args.warmup, session_timeout=args.short_lease,
                             graceful_session_timeout=30000, quiet_ms=300, poll_ms=50,
                             idle_s=1.0, verbose=args.verbose)
-    impl = fo.Impl("reign", ns, workdir)
+    impl = bl.Impl("reign", ns, workdir)
     impl.prepare()
     if impl.reason_missing:
         return {"missing": impl.reason_missing}, []
-    zk = fo.ZooKeeper(workdir / "zk")
+    zk = bl.ZooKeeper(workdir / "zk")
     results = []
     try:
         zk.start()
         version = zk.mntr().get("zk_version", "?").split("-")[0]
-        fo.warm_server(zk, 3.0)
+        bl.warm_server(zk, 3.0)
         for n in args.counts:
-            results.append(fo.run_config(impl, zk, n, ns, workdir / "zk-runs"))
+            results.append(bl.run_config(impl, zk, n, ns, workdir / "zk-runs"))
     finally:
         zk.stop()
     return {"version": version, "session_timeout": args.short_lease,
@@ -504,7 +505,7 @@ def summarize(res):
 
 
 def zk_summary(res):
-    s = fo.summarize(res)
+    s = bl.summarize(res)
     g, c = s.get("graceful", {}), s.get("crash", {})
     return {"graceful_default": {"latency": {k: g.get(k) for k in ("p50", "p90", "p99", "max")},
                                  "handoff": {"p50": g.get("handoff_p50"),
@@ -686,7 +687,7 @@ def render(run):
             for n in counts)))
         for b in backends:
             w("| %s : ZooKeeper (p50) | %s |" % (LABEL[b], " | ".join(
-                fo.ratio(get(b, n, "graceful_default", "latency", "p50"),
+                bl.ratio(get(b, n, "graceful_default", "latency", "p50"),
                          zget(n, "graceful_default", "latency", "p50")) for n in counts)))
     w("")
     w("SQL statements per graceful failover (median, all candidates, from the SIGTERM to "
@@ -847,7 +848,7 @@ def render(run):
                           "the harness read it; every resigned leader exited with status 0."]:
         w("- " + note)
     w("")
-    return fo.finish_report(L, METHOD)
+    return bl.finish_report(L, METHOD)
 
 
 def per_renewal(rest):
@@ -1073,7 +1074,7 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=3, help="seed of the random pauses")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 3 candidates, few trials, short window at rest")
-    fo.add_run_args(ap, "the report whose section '%s' to write (default docs/benchmarks.md; "
+    bl.add_run_args(ap, "the report whose section '%s' to write (default docs/benchmarks.md; "
                     "'-' for none)" % SECTION,
                     "only rewrite the report's section from an earlier run's results")
     args = ap.parse_args(argv)
@@ -1090,18 +1091,18 @@ def parse_args(argv):
 
 def write_section(path, run):
     """Replaces (or appends) this harness's section of the report; the rest stays."""
-    fo.write_other_section(path, SECTION, render(run))
+    bl.write_other_section(path, SECTION, render(run))
 
 
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return fo.rerender(args, write_section, "section '%s'" % SECTION)
+        return bl.rerender(args, write_section, "section '%s'" % SECTION)
     if not args.reign or not os.access(args.reign, os.X_OK):
         raise BenchError("no reign binary (build it, or pass --reign)")
     t_start = time.monotonic()
-    commit = fo.source_state(args.reign)
-    workdir = fo.start_run(args, "reign-sql-")
+    commit = bl.source_state(args.reign)
+    workdir = bl.start_run(args, "reign-sql-")
     rng = random.Random(args.seed)
     load = {"start": os.getloadavg()}
     results, stores, zk_info, zk_results = [], {}, {}, []
@@ -1113,7 +1114,7 @@ def main(argv):
             stores[b], res = run_backend(b, args, workdir, rng)
             results += res
     load["end"] = os.getloadavg()
-    machine = fo.machine_info(stores.get("zk", {}).get("version", "?"), commit)
+    machine = bl.machine_info(stores.get("zk", {}).get("version", "?"), commit)
     ldd = subprocess.run(["ldd", args.reign], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                          text=True).stdout.split("\n")
     libs = [x.split()[0] for x in ldd if "=>" in x]
@@ -1132,10 +1133,10 @@ def main(argv):
         "shared_libraries": libs,
         "elapsed_s": time.monotonic() - t_start,
     }
-    fo.end_run(run, args, workdir, any(r["errors"] for r in results + zk_results),
+    bl.end_run(run, args, workdir, any(r["errors"] for r in results + zk_results),
                write_section, t_start)
     return 0
 
 
 if __name__ == "__main__":
-    fo.run_cli(main)
+    bl.run_cli(main)

@@ -22,7 +22,7 @@ ratio to the issue's target: tasks/s >= 50% of (raw writes/s / writes per task).
 is shared: a run far off its siblings is run again (at most twice) and the report says so.
 
 It writes the section "## Task queue throughput" of docs/benchmarks.md with
-failover.py's section writer, and leaves the rest of the file alone.  It measures, it never
+benchlib's section writer, and leaves the rest of the file alone.  It measures, it never
 asserts.
 """
 import argparse
@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import failover as fo  # noqa: E402  (the ZooKeeper harness and report helpers)
-from failover import BenchError, fmt, log  # noqa: E402
+import benchlib as bl  # noqa: E402
+from benchlib import BenchError, fmt, log  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTION = "## Task queue throughput"
@@ -400,7 +400,7 @@ def raw_write_us(run):
 
 
 def write_section(path, run):
-    fo.write_other_section(path, SECTION, render(run))
+    bl.write_other_section(path, SECTION, render(run))
 
 
 def parse_args(argv):
@@ -437,20 +437,20 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return fo.rerender(args, write_section, "section '%s'" % SECTION, notes=args.note)
+        return bl.rerender(args, write_section, "section '%s'" % SECTION, notes=args.note)
     if not os.access(args.binary, os.X_OK):
         raise BenchError("no tasks-bench binary (build bench/, or pass --binary)")
     t_start = time.monotonic()
-    commit = fo.source_state(args.binary)
-    workdir = fo.start_run(args, "reign-tasks-")
-    zk = fo.ZooKeeper(workdir / "zk")
+    commit = bl.source_state(args.binary)
+    workdir = bl.start_run(args, "reign-tasks-")
+    zk = bl.ZooKeeper(workdir / "zk")
     # The runs leave their nodes (every result, every raw create: near a million in a full
     # run), more than the 256 MB heap scripts/zk.sh gives test servers holds; its other flags
     # stay.
     os.environ.setdefault("REIGN_ZK_JAVA_OPTS", " ".join(SERVER_JVM))
     try:
         zk.start()
-        fo.warm_server(zk, 5)
+        bl.warm_server(zk, 5)
         # The server's JIT compiles the paths a run takes only after thousands of requests
         # (the first full queue run on a new server was measured up to 40% slower than the
         # next): one run of every configuration first, not counted.
@@ -475,12 +475,12 @@ def main(argv):
                                                         "ref_items")},
                         server_heap=heap[-1] if heap else "?"),
            "samples": samples, "summary": summarize(samples),
-           "machine": fo.machine_info(zk_version, commit),
+           "machine": bl.machine_info(zk_version, commit),
            "command": " ".join(["bench/tasks.py"] + argv),
            "duration_min": (time.monotonic() - t_start) / 60.0}
-    fo.end_run(run, args, workdir, 0, write_section, t_start)
+    bl.end_run(run, args, workdir, 0, write_section, t_start)
     return 0
 
 
 if __name__ == "__main__":
-    fo.run_cli(main)
+    bl.run_cli(main)

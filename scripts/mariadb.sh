@@ -39,30 +39,20 @@ PROG=mariadb.sh
 . "$(dirname "$SELF")/lib/sql-server.sh"
 STATE_MARKER=mariadb.state
 WATCH_CMD=__watch-mariadb
-OWNER_ENV=REIGN_SQL_OWNER_PID
+SERVER_NAME=MariaDB
 SERVER_LOG=mariadb.log
+URI_SCHEME=mysql
+STARTED_FILE=admin.cnf
+SERVE_POLL_S=0.1
+BIND_CONFLICT_RE='Address already in use|Do you already have another .* running'
 SQL_CLIENT_ARGS=(--batch --skip-column-names reign)
-START_TIMEOUT=${REIGN_SQL_START_TIMEOUT:-60}
-PATH=$PATH:/usr/sbin:/sbin
-
-usage() {
-    cat <<EOF
-usage: $PROG start STATE_DIR          initialise a data directory, start, create users (prints uri)
-       $PROG stop STATE_DIR           stop the server, remove its data (logs stay)
-       $PROG restart STATE_DIR        clean shutdown, then start again: same data, same port
-       $PROG stop-server STATE_DIR    clean shutdown, data kept (start-server brings it back)
-       $PROG kill-server STATE_DIR    SIGKILL the server, data kept (a crash)
-       $PROG start-server STATE_DIR   start a stopped or killed server again, wait until it serves
-       $PROG pause-server STATE_DIR   SIGSTOP the server
-       $PROG resume-server STATE_DIR  SIGCONT the server
-       $PROG port STATE_DIR           print the TCP port
-       $PROG connect-uri STATE_DIR    print the URI (mysql://reign@127.0.0.1:PORT/reign)
-       $PROG sql STATE_DIR SQL|-      run SQL (or stdin) as root over TCP in database reign;
-                                      rows are printed tab-separated, without a header
-       $PROG status STATE_DIR         one line: port pid running|paused|stopped
-       $PROG stop-all-under DIR       stop every server of every state dir under DIR
-EOF
-}
+USAGE_START='initialise a data directory, start, create users (prints uri)'
+USAGE_SHUTDOWN=clean
+USAGE_KILL='SIGKILL the server, data kept (a crash)'
+USAGE_PAUSE='SIGSTOP the server'
+USAGE_RESUME='SIGCONT the server'
+USAGE_SQL='run SQL (or stdin) as root over TCP in database reign;
+                                      rows are printed tab-separated, without a header'
 
 # server_pids_under PREFIX: pids of every mariadbd whose --datadir lies under PREFIX (a directory
 # path ending in /), found by command line; this is what makes `stop` robust to lost pid files.
@@ -83,9 +73,9 @@ server_pids_under() {
     done
 }
 
-# kill_and_wait PID...: SIGTERM (a clean shutdown; SIGCONT too, so a paused server can act on
+# stop_servers PID...: SIGTERM (a clean shutdown; SIGCONT too, so a paused server can act on
 # it), up to 30 s, then SIGKILL whatever is left.
-kill_and_wait() {
+stop_servers() {
     [[ $# -gt 0 ]] || return 0
     kill -TERM "$@" 2>/dev/null || true
     kill -CONT "$@" 2>/dev/null || true
@@ -95,23 +85,11 @@ kill_and_wait() {
     wait_gone 10 "$@" || echo "$PROG: warning: processes $* did not exit" >&2
 }
 
-# ---- state dir -----------------------------------------------------------------------------
+# ---- the server ----------------------------------------------------------------------------
 
-STATE=
-
-load_state() {
-    STATE=$(abs_path "$1")
-    [[ -f $STATE/mariadb.state ]] ||
-        die "no server recorded in '$STATE' (run: $PROG start $STATE)"
-}
-
-server_pid() {
-    local pid
-    pid=$(cat "$STATE/pid" 2>/dev/null) || return 0
-    if alive "$pid" && grep -qzxF -- "--datadir=$STATE/data" "/proc/$pid/cmdline" 2>/dev/null
-    then
-        echo "$pid"
-    fi
+# data_arg: how $STATE's server names its data dir on its command line.
+data_arg() {
+    echo "--datadir=$STATE/data"
 }
 
 # client ARGS...: the mariadb client as root over TCP (options from admin.cnf, nothing else).
@@ -169,29 +147,6 @@ launch_server() {
     echo $! >"$STATE/pid"
 }
 
-# wait_serving: 0 once the server answers, 1 on timeout, 2 if it exited.
-wait_serving() {
-    local deadline=$((SECONDS + START_TIMEOUT)) pid
-    pid=$(cat "$STATE/pid")
-    while :; do
-        if ping_server; then return 0; fi
-        if ! alive "$pid"; then
-            echo "$PROG: the server exited" >&2
-            return 2
-        fi
-        if [[ $SECONDS -ge $deadline ]]; then
-            echo "$PROG: the server did not answer within ${START_TIMEOUT}s" >&2
-            return 1
-        fi
-        sleep 0.1
-    done
-}
-
-bind_conflict() {
-    grep -qsE 'Address already in use|Do you already have another .* running' \
-        "$STATE/mariadb.log"
-}
-
 # initialise: a fresh data directory with the system tables; root may log in from this host
 # without a password until setup_users gives it one.
 initialise() {
@@ -241,129 +196,26 @@ EOF
     )
 }
 
-# ---- commands ------------------------------------------------------------------------------
+# ---- what sql-server.sh's commands leave to this script ------------------------------------
 
-cmd_start() {
-    [[ $# -eq 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    STATE=$(abs_path "$1")
+check_programs() {
     command -v "${REIGN_MARIADBD:-mariadbd}" >/dev/null ||
         die "mariadbd not found (run scripts/deps.sh)"
     command -v mariadb-install-db >/dev/null || die "mariadb-install-db not found (deps.sh)"
     command -v mariadb >/dev/null || die "the mariadb client not found (run scripts/deps.sh)"
+}
 
-    # Whatever an earlier run left in this directory goes first.
-    stop_state "$STATE"
-    rm -rf -- "$STATE"
-    mkdir -p -- "$STATE"
-    # From here on, a failure (die included) leaves nothing running.
-    trap 'stop_state "$STATE"' EXIT
+prepare_data() {
     socket_path >"$STATE/socket"
-    : >"$STATE/mariadb.state"
-    start_watchdog
     initialise
-    if [[ ${REIGN_SQL_TLS:-0} == 1 ]]; then make_tls "$STATE/tls"; fi
-
-    local attempt rc
-    for attempt in 1 2 3; do
-        pick_ports 1 >"$STATE/port" || die "could not find a free port"
-        launch_server
-        rc=0
-        wait_serving || rc=$?
-        if [[ $rc -eq 0 ]]; then
-            setup_users
-            echo "mysql://reign@127.0.0.1:$(port_of)/reign" >"$STATE/uri"
-            trap - EXIT
-            cat "$STATE/uri"
-            return 0
-        fi
-        if [[ $attempt -lt 3 && $rc -eq 2 ]] && bind_conflict; then
-            echo "$PROG: port conflict, trying another port" >&2
-            mv -f "$STATE/mariadb.log" "$STATE/mariadb.log.attempt$attempt"
-            continue
-        fi
-        break
-    done
-    log_tail
-    die "MariaDB did not start (log above, and under $STATE)"
 }
 
-# stop_server_of STATE: stop the server of STATE (by pid file and by command line), cleanly.
-stop_server_of() {
-    local state=$1 pids=() pid
-    pid=$(STATE=$state server_pid)
-    if [[ -n $pid ]]; then pids+=("$pid"); fi
-    for pid in $(server_pids_under "$state/"); do
-        [[ " ${pids[*]} " == *" $pid "* ]] || pids+=("$pid")
-    done
-    kill_and_wait "${pids[@]}"
-    rm -f -- "$state/pid"
-}
-
-# stop_state STATE: stop the watchdog and the server, remove data; logs stay.
-stop_state() {
-    local state=$1 wpid sock
-    [[ -d $state ]] || return 0
-    wpid=$(cat "$state/watchdog.pid" 2>/dev/null || true)
-    if [[ -n $wpid && $wpid != "$BASHPID" ]] &&
-        grep -qzx -- __watch-mariadb "/proc/$wpid/cmdline" 2>/dev/null; then
-        kill -TERM "$wpid" 2>/dev/null || true
-    fi
-    rm -f -- "$state/watchdog.pid" "$state/mariadb.state" "$state/uri"
-    stop_server_of "$state"
+# remove_data STATE: the data, and the socket's directory under /tmp if it has one.
+remove_data() {
+    local state=$1 sock
     sock=$(cat "$state/socket" 2>/dev/null || true)
     if [[ $sock == /tmp/reign-mariadb.*/mysqld.sock ]]; then rm -rf -- "$(dirname -- "$sock")"; fi
     rm -rf -- "$state/data" "$state/tmp"
-}
-
-cmd_stop_all_under() {
-    [[ $# -eq 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    local dir
-    dir=$(abs_path "$1")
-    stop_marked_under "$dir"
-    local pids=()
-    mapfile -t pids < <(server_pids_under "$dir/")
-    kill_and_wait "${pids[@]}"
-    # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
-    # wait for them, so none outlives this command with the state dir on its command line.
-    wait
-}
-
-cmd_kill_server() {
-    load_state "$1"
-    local pid
-    pid=$(server_pid)
-    if [[ -n $pid ]]; then
-        kill -KILL "$pid" 2>/dev/null || true
-        wait_gone 10 "$pid" || die "the server ($pid) survived SIGKILL"
-    fi
-    rm -f -- "$STATE/pid"
-}
-
-cmd_start_server() {
-    load_state "$1"
-    [[ -f $STATE/admin.cnf ]] || die "'$STATE' was never fully started"
-    if [[ -z $(server_pid) ]]; then launch_server; fi
-    local rc=0
-    wait_serving || rc=$?
-    if [[ $rc -ne 0 ]]; then
-        log_tail
-        die "the server did not serve again on port $(port_of)"
-    fi
-}
-
-cmd_signal_server() {
-    local sig=$1
-    load_state "$2"
-    local pid
-    pid=$(server_pid)
-    [[ -n $pid ]] || die "the server is not running"
-    if [[ $sig == STOP ]]; then pause_pids "$pid"; else kill -CONT "$pid"; fi
 }
 
 sql_main "$@"

@@ -55,30 +55,20 @@ PROG=pg.sh
 . "$(dirname "$SELF")/lib/sql-server.sh"
 STATE_MARKER=pg.state
 WATCH_CMD=__watch-pg
-OWNER_ENV=REIGN_SQL_OWNER_PID
+SERVER_NAME=PostgreSQL
 SERVER_LOG=postgres.log
+URI_SCHEME=postgres
+STARTED_FILE=password
+SERVE_POLL_S=0.05
+BIND_CONFLICT_RE='Address already in use|could not create any TCP/IP sockets'
 SQL_CLIENT_ARGS=(-d reign -A -t -F $'\t')
-START_TIMEOUT=${REIGN_SQL_START_TIMEOUT:-60}
-PATH=$PATH:/usr/sbin:/sbin
-
-usage() {
-    cat <<EOF
-usage: $PROG start STATE_DIR          initdb, start, create roles and database (prints the uri)
-       $PROG stop STATE_DIR           stop the server, remove its data (logs stay)
-       $PROG restart STATE_DIR        fast shutdown, then start again: same data, same port
-       $PROG stop-server STATE_DIR    fast shutdown, data kept (start-server brings it back)
-       $PROG kill-server STATE_DIR    SIGKILL the postmaster and every backend (a crash)
-       $PROG start-server STATE_DIR   start a stopped or killed server again, wait until it serves
-       $PROG pause-server STATE_DIR   SIGSTOP the postmaster and every backend
-       $PROG resume-server STATE_DIR  SIGCONT them
-       $PROG port STATE_DIR           print the TCP port
-       $PROG connect-uri STATE_DIR    print the URI (postgres://reign@127.0.0.1:PORT/reign)
-       $PROG sql STATE_DIR SQL|-      run SQL (or stdin) as the superuser over TCP in database
-                                      reign; rows are printed tab-separated, without a header
-       $PROG status STATE_DIR         one line: port pid running|paused|stopped
-       $PROG stop-all-under DIR       stop every server of every state dir under DIR
-EOF
-}
+USAGE_START='initdb, start, create roles and database (prints the uri)'
+USAGE_SHUTDOWN=fast
+USAGE_KILL='SIGKILL the postmaster and every backend (a crash)'
+USAGE_PAUSE='SIGSTOP the postmaster and every backend'
+USAGE_RESUME='SIGCONT them'
+USAGE_SQL='run SQL (or stdin) as the superuser over TCP in database
+                                      reign; rows are printed tab-separated, without a header'
 
 # bindir: where initdb, postgres and pg_isready are (the newest Debian major by default).
 bindir() {
@@ -93,8 +83,6 @@ bindir() {
         "(run scripts/deps.sh)"
     echo "$d"
 }
-
-# ---- small helpers (the same as zk.sh's and mariadb.sh's: each script stands alone) ---------
 
 # children_of PID: the live processes whose parent is PID (a postmaster's backends, checkpointer,
 # walwriter...: each sits in a session of its own, so no process group covers them all).
@@ -136,10 +124,10 @@ pg_procs_under() {
     done
 }
 
-# shutdown_postmasters PID...: a fast shutdown (SIGINT: backends are told to quit, the last
+# stop_servers PID...: a fast shutdown (SIGINT: backends are told to quit, the last
 # checkpoint is written), with everything SIGCONTed first so a paused server can act on it; after
 # 15 s an immediate shutdown (SIGQUIT), after 5 more SIGKILL for them and their children.
-shutdown_postmasters() {
+stop_servers() {
     [[ $# -gt 0 ]] || return 0
     local all=("$@") pid
     for pid in "$@"; do mapfile -t -O "${#all[@]}" all < <(children_of "$pid"); done
@@ -153,16 +141,9 @@ shutdown_postmasters() {
     wait_gone 10 "${all[@]}" || echo "$PROG: warning: processes ${all[*]} did not exit" >&2
 }
 
-# ---- state dir -----------------------------------------------------------------------------
+# ---- the server ----------------------------------------------------------------------------
 
-STATE=
 RUN_AS=()
-
-load_state() {
-    STATE=$(abs_path "$1")
-    [[ -f $STATE/pg.state ]] || die "no server recorded in '$STATE' (run: $PROG start $STATE)"
-    set_run_as
-}
 
 # set_run_as: as root, run the server's programs as REIGN_PG_USER through setpriv, which execs
 # (no parent left between us and postgres, so the recorded pid is the postmaster's).
@@ -182,12 +163,9 @@ home() {
     cat "$STATE/home" 2>/dev/null || echo "$STATE"
 }
 
-server_pid() {
-    local pid
-    pid=$(cat "$STATE/pid" 2>/dev/null) || return 0
-    if alive "$pid" && grep -qzxF -- "$(home)/data" "/proc/$pid/cmdline" 2>/dev/null; then
-        echo "$pid"
-    fi
+# data_arg: how $STATE's server names its data dir on its command line (-D).
+data_arg() {
+    echo "$(home)/data"
 }
 
 # client ARGS...: psql as the superuser over TCP, nothing read from ~/.psqlrc or the
@@ -266,28 +244,6 @@ launch_server() {
     echo $! >"$STATE/pid"
 }
 
-# wait_serving: 0 once the server accepts connections, 1 on timeout, 2 if it exited.
-wait_serving() {
-    local deadline=$((SECONDS + START_TIMEOUT)) pid
-    pid=$(cat "$STATE/pid")
-    while :; do
-        if ping_server; then return 0; fi
-        if ! alive "$pid"; then
-            echo "$PROG: the server exited" >&2
-            return 2
-        fi
-        if [[ $SECONDS -ge $deadline ]]; then
-            echo "$PROG: the server did not answer within ${START_TIMEOUT}s" >&2
-            return 1
-        fi
-        sleep 0.05
-    done
-}
-
-bind_conflict() {
-    grep -qsE 'Address already in use|could not create any TCP/IP sockets' "$STATE/postgres.log"
-}
-
 # initialise: initdb, as the run user, with the superuser's password from a file it can read.
 initialise() {
     local admin_pw home
@@ -311,9 +267,9 @@ initialise() {
     rm -f -- "$home/admin.pw"
 }
 
-# setup_roles: database `reign` owned by role `reign`, role `reign_nogrants` kept out of it.  The
+# setup_users: database `reign` owned by role `reign`, role `reign_nogrants` kept out of it.  The
 # SQL goes through stdin, so no password shows on a command line.
-setup_roles() {
+setup_users() {
     local pw
     pw=$(new_password)
     (
@@ -328,7 +284,7 @@ REVOKE ALL ON DATABASE reign FROM PUBLIC;
 EOF
 }
 
-# ---- commands ------------------------------------------------------------------------------
+# ---- what sql-server.sh's commands leave to this script ------------------------------------
 
 # setup_tls: the CA and certificates under STATE/tls (the caller's), the server's key and
 # certificate also in its home, owned by the user it runs as (postgres wants its key 0600).
@@ -341,65 +297,37 @@ setup_tls() {
     if [[ ${#RUN_AS[@]} -gt 0 ]]; then chown "$RUN_USER" "$h/server.crt" "$h/server.key"; fi
 }
 
-cmd_start() {
-    [[ $# -eq 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    STATE=$(abs_path "$1")
+check_programs() {
     set_run_as
     bindir >/dev/null
-    # Whatever an earlier run left in this directory goes first.
-    stop_state "$STATE"
-    rm -rf -- "$STATE"
-    mkdir -p -- "$STATE"
-    # From here on, a failure (die included) leaves nothing running.
-    trap 'stop_state "$STATE"' EXIT
-    : >"$STATE/pg.state"
-    start_watchdog
-    pick_ports 1 >"$STATE/port" || die "could not find a free port"
-    choose_home >"$STATE/home"
-    initialise
-    if [[ ${REIGN_SQL_TLS:-0} == 1 ]]; then setup_tls; fi
-
-    local attempt rc
-    for attempt in 1 2 3; do
-        launch_server
-        rc=0
-        wait_serving || rc=$?
-        if [[ $rc -eq 0 ]]; then
-            setup_roles
-            echo "postgres://reign@127.0.0.1:$(port_of)/reign" >"$STATE/uri"
-            trap - EXIT
-            cat "$STATE/uri"
-            return 0
-        fi
-        if [[ $attempt -lt 3 && $rc -eq 2 ]] && bind_conflict; then
-            echo "$PROG: port conflict, trying another port" >&2
-            mv -f "$STATE/postgres.log" "$STATE/postgres.log.attempt$attempt"
-            pick_ports 1 >"$STATE/port" || die "could not find a free port"
-            # The superuser's password file names the port.
-            sed -i "s/^127\.0\.0\.1:[0-9]*:/127.0.0.1:$(port_of):/" "$STATE/admin.pgpass"
-            continue
-        fi
-        break
-    done
-    log_tail
-    die "PostgreSQL did not start (log above, and under $STATE)"
 }
 
-# stop_server_of STATE: stop the server of STATE (by pid file and by command line), then any
-# process of a postmaster that died before (they quit by themselves once they notice; SIGKILL
-# after 5 s).
-stop_server_of() {
-    local state=$1 pids=() pid home
-    pid=$(STATE=$state server_pid)
-    if [[ -n $pid ]]; then pids+=("$pid"); fi
-    for pid in $(server_pids_under "$state/"); do
-        [[ " ${pids[*]} " == *" $pid "* ]] || pids+=("$pid")
-    done
-    shutdown_postmasters "${pids[@]}"
-    rm -f -- "$state/pid"
+# prepare_data: the port first, since the superuser's password file names it.
+prepare_data() {
+    new_port
+    choose_home >"$STATE/home"
+    initialise
+}
+
+# port_changed: a new port after a port conflict goes into the superuser's password file too.
+port_changed() {
+    if [[ -f $STATE/admin.pgpass ]]; then
+        sed -i "s/^127\.0\.0\.1:[0-9]*:/127.0.0.1:$(port_of):/" "$STATE/admin.pgpass"
+    fi
+}
+
+state_loaded() {
+    set_run_as
+}
+
+server_children() {
+    children_of "$1"
+}
+
+# server_stopped STATE: any process of a postmaster that died before (they quit by themselves
+# once they notice; SIGKILL after 5 s).
+server_stopped() {
+    local state=$1 home
     kill_orphans "$state/"
     home=$(STATE=$state home)
     if [[ $home != "$state" ]]; then kill_orphans "$home/"; fi
@@ -416,17 +344,10 @@ kill_orphans() {
     wait_gone 10 "${pids[@]}" || echo "$PROG: warning: processes ${pids[*]} did not exit" >&2
 }
 
-# stop_state STATE: stop the watchdog and the server, remove data; logs stay.
-stop_state() {
-    local state=$1 wpid home
-    [[ -d $state ]] || return 0
-    wpid=$(cat "$state/watchdog.pid" 2>/dev/null || true)
-    if [[ -n $wpid && $wpid != "$BASHPID" ]] &&
-        grep -qzx -- __watch-pg "/proc/$wpid/cmdline" 2>/dev/null; then
-        kill -TERM "$wpid" 2>/dev/null || true
-    fi
-    rm -f -- "$state/watchdog.pid" "$state/pg.state" "$state/uri"
-    stop_server_of "$state"
+# remove_data STATE: the data, the sockets, the shared memory of a killed postmaster, and the
+# home under /tmp if it has one.
+remove_data() {
+    local state=$1 home
     home=$(STATE=$state home)
     remove_shm "$home"
     rm -rf -- "$home/data" "$home"/.s.PGSQL.*
@@ -444,17 +365,9 @@ remove_shm() {
     if [[ $nattch == 0 ]]; then ipcrm -m "$id" 2>/dev/null || true; fi
 }
 
-cmd_stop_all_under() {
-    [[ $# -eq 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    local dir
-    dir=$(abs_path "$1")
-    stop_marked_under "$dir"
-    local pids=()
-    mapfile -t pids < <(server_pids_under "$dir/")
-    shutdown_postmasters "${pids[@]}"
+# sweep_under DIR: after stop-all-under, what postmasters that died left under DIR.
+sweep_under() {
+    local dir=$1
     kill_orphans "$dir/"
     # Shared memory of killed postmasters whose state dir was not marked.
     local lock
@@ -463,57 +376,6 @@ cmd_stop_all_under() {
             remove_shm "$(dirname -- "$(dirname -- "$lock")")"
         done < <(find "$dir" -maxdepth 9 -name postmaster.pid -path '*/data/*' -type f \
             -print0 2>/dev/null)
-    fi
-    # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
-    # wait for them, so none outlives this command with the state dir on its command line.
-    wait
-}
-
-cmd_kill_server() {
-    load_state "$1"
-    local pid all
-    pid=$(server_pid)
-    if [[ -n $pid ]]; then
-        # The postmaster stopped first, so it cannot start a new child meanwhile; then it and
-        # every child at once.
-        kill -STOP "$pid" 2>/dev/null || true
-        mapfile -t all < <(children_of "$pid")
-        kill -KILL "$pid" "${all[@]}" 2>/dev/null || true
-        wait_gone 10 "$pid" "${all[@]}" || die "the server ($pid) survived SIGKILL"
-    fi
-    rm -f -- "$STATE/pid"
-    kill_orphans "$(home)/"
-}
-
-cmd_start_server() {
-    load_state "$1"
-    [[ -f $STATE/password ]] || die "'$STATE' was never fully started"
-    if [[ -z $(server_pid) ]]; then launch_server; fi
-    local rc=0
-    wait_serving || rc=$?
-    if [[ $rc -ne 0 ]]; then
-        log_tail
-        die "the server did not serve again on port $(port_of)"
-    fi
-}
-
-# pause/resume: every process of the server, not only the postmaster, or the backends would go
-# on serving their connections.
-cmd_signal_server() {
-    local sig=$1 pid kids
-    load_state "$2"
-    pid=$(server_pid)
-    [[ -n $pid ]] || die "the server is not running"
-    if [[ $sig == STOP ]]; then
-        # The postmaster first: once all its threads are stopped it forks no more, and a child
-        # it forked before that is already listed.  Then its children.
-        pause_pids "$pid"
-        mapfile -t kids < <(children_of "$pid")
-        if [[ ${#kids[@]} -gt 0 ]]; then pause_pids "${kids[@]}"; fi
-    else
-        mapfile -t kids < <(children_of "$pid")
-        if [[ ${#kids[@]} -gt 0 ]]; then kill -CONT "${kids[@]}" 2>/dev/null || true; fi
-        kill -CONT "$pid"
     fi
 }
 

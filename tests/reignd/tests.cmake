@@ -55,6 +55,12 @@ endif()
 reignd_unit_test(test_fsm)
 reignd_unit_test(test_breadcrumb)
 reignd_unit_test(test_fence)
+# No circle between reignd's headers, nor between the files of reignd_core: the service's
+# files are layers, each calling only those below it.
+add_test(NAME reignd_no_cycles
+  COMMAND ${REIGN_PYTHON} ${PROJECT_SOURCE_DIR}/tests/tools/check_cycles.py
+  ${PROJECT_SOURCE_DIR}/src/reignd $<TARGET_FILE:reignd_core>)
+set_tests_properties(reignd_no_cycles PROPERTIES LABELS "reignd;tools" TIMEOUT 60)
 # End to end: two or three reignd with dummy services on the shared ZooKeeper server, one
 # entry per scenario of test_reignd_e2e.py.
 if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)

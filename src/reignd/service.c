@@ -1008,7 +1008,7 @@ static void on_store_state(reign_client *client, reign_conn_state state, void *u
          state == REIGN_CONN_CONNECTED || state == REIGN_CONN_RECONNECTED ? REIGN_LOG_INFO
                                                                           : REIGN_LOG_WARN,
          "store %s: %s", uri, reign_conn_state_name(state));
-    int ev;
+    reignd_event ev;
     switch (state) {
     case REIGN_CONN_CONNECTED:
         ev = REIGND_EV_CONNECTED;
@@ -1041,7 +1041,7 @@ static void on_store_state(reign_client *client, reign_conn_state state, void *u
     }
     for (size_t i = 0; i < d->n_services; i++)
         if (d->services[i].st == st)
-            post(&d->services[i], (reignd_event)ev);
+            post(&d->services[i], ev);
 }
 
 /* ---- life cycle ------------------------------------------------------------- */

@@ -1,29 +1,18 @@
 /*
- * service.c - reignd's wiring (see service.h): stores, services, the event
- * queue in front of each service's state machine, the actions it asks for,
- * and the operations offered to `reign ctl` and to other reignds.
+ * service.c - reignd's wiring (see service.h), and its start-up: the daemon
+ * made from its configuration, the stores connected and checked before the
+ * loop runs, the health and connection news turned into events, the start
+ * of every service; and the operations offered to `reign ctl` and to other
+ * reignds.  What runs after lies in the layers below (service_internal.h),
+ * which this file ties together.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <reign/adapters/libuv.h>
-
 #include "breadcrumb.h"
-#include "fence.h"
-#include "fsm.h"
-#include "health.h"
-#include "hooks.h"
-#include "service.h"
-#include "srvlog.h"
+#include "service_internal.h"
 
-/* After a failure to become active (fence, breadcrumb, become-active), how
- * long to stay out of the election before standing again (ZKFC waits a
- * second); another candidate may take over meanwhile. */
-#define RETRY_DELAY_MS 2000
-/* Cede delay for a leadership deposed from outside (reign cede). */
-#define DEPOSED_DELAY_MS 1000
 /* How often a service in CONFLICT looks whether the other live daemon with
  * its node id is gone. */
 #define ID_CHECK_MS 2000
@@ -32,955 +21,6 @@
 /* Margin on a failover's wait, beyond the timeouts that bound it (session,
  * fence methods, become-standby, become-active). */
 #define FAILOVER_MARGIN_MS 5000
-/* How long a shutdown may wait for hooks and sessions before giving up. */
-#define SHUTDOWN_GRACE_MS 60000
-
-#define QUEUE_MAX 32
-
-typedef struct store store;
-typedef struct service service;
-typedef struct failover_req failover_req;
-
-/* One reign_client, shared by the services whose election_uri is the same. */
-struct store {
-    reignd_daemon *d;
-    char *uri;
-    reign_client *client;
-    reign_uv *uv;
-    int closed;
-};
-
-/* ZooKeeper queues the candidates (the next in line takes over, designation works); a SQL
- * lease goes to whoever takes it first. */
-static int store_queues(const store *st)
-{
-    return strncmp(st->uri, "zk://", 5) == 0;
-}
-
-struct service {
-    reignd_daemon *d;
-    const reignd_service_config *cfg;
-    store *st;
-    reign_election *election; /* NULL while not standing */
-    reignd_health *health;
-    reignd_hooks *hooks;
-    reignd_fence *fence;
-
-    reignd_state state;
-    reignd_health_state health_state;
-    char reason[300]; /* the last transition's */
-
-    /* The election's pause, as the store has it (every node obeys it). */
-    reign_value_watch *pause_watch;
-    int paused;                       /* the pause value is there */
-    char paused_by[REIGN_ID_MAX + 1]; /* who paused, as the value says */
-
-    /* Another live daemon standing with our node id, as last seen ("" if none). */
-    char conflict[1400];
-    uv_timer_t *id_timer;  /* the periodic look for one */
-    int id_check_inflight; /* a periodic look is under way */
-    int id_unsure;         /* the last look could not tell who stood first: look again */
-    uint64_t join_seq;     /* bumped by each JOIN and each leave: stale looks are dropped */
-
-    uv_timer_t *cede_timer; /* while CEDED: REJOIN when it fires */
-    failover_req *failover; /* a failover from this node under way (waiting for the target) */
-
-    uint64_t term, token;  /* of the latest leadership (kept after it ends, for hooks) */
-    uint64_t epoch;        /* bumped on each election win: stale results are dropped */
-    int64_t crumb_version; /* the breadcrumb version read (CAS base), then ours */
-    int crumb_ours;        /* we wrote the breadcrumb at crumb_version */
-    int cede_delay_ms;     /* for the next CEDE action */
-    int service_active;    /* possibly active: from the start (we know nothing) or a queued
-                              become-active, until a become-standby succeeds */
-    int activated;         /* become-active succeeded for the current leadership */
-    int standby_pending;   /* become-standby hooks queued or running */
-    int stopped;           /* EXIT done */
-    int deletes_pending;   /* breadcrumb deletes in flight: a shutdown waits for them */
-    int leaving;           /* resigned for good: waiting for our election node's delete */
-
-    reignd_call **waiters; /* calls answered when become-standby finishes */
-    size_t n_waiters;
-
-    reignd_event queue[QUEUE_MAX];
-    size_t q_head, q_len;
-    int stepping;
-
-    uint64_t failovers, fence_attempts, fence_ok; /* for the metrics */
-};
-
-struct reignd_daemon {
-    reignd_daemon_options o;
-    char instance[REIGND_INSTANCE_MAX]; /* this run's id: in the breadcrumb and the election */
-    store *stores;
-    size_t n_stores;
-    service *services;
-    size_t n_services;
-    reignd_ops ops;
-    uv_timer_t grace;
-    int grace_started;
-    int started; /* reignd_daemon_start() ran: before, prepare() reports a store's failure */
-    int shutting_down;
-    int exit_status;
-    int exited;
-};
-
-/* ---- logging --------------------------------------------------------------- */
-
-#define dlog(d, level, ...) reignd__logf((d)->o.log_fn, (d)->o.log_userdata, level, __VA_ARGS__)
-#define slog(s, level, fmt, ...)                                                                   \
-    dlog((s)->d, level, "service %s: " fmt, (s)->cfg->name, ##__VA_ARGS__)
-
-static void fatal(reignd_daemon *d, const char *what);
-static void maybe_finish(reignd_daemon *d);
-
-/* ---- the event queue and the state machine ------------------------------- */
-
-static void run_actions(service *s, unsigned actions);
-
-static int healthy(const service *s)
-{
-    return s->health_state == REIGND_HEALTH_HEALTHY;
-}
-
-/* One step of the state machine, logged; actions run after the state moved. */
-static void step(service *s, reignd_event ev)
-{
-    reignd_step r = reignd_fsm_step(s->state, ev, healthy(s));
-    if (r.refused) {
-        slog(s, REIGN_LOG_WARN, "%s refused in state %s: %s", reignd_event_name(ev),
-             reignd_state_name(s->state), r.reason);
-        return;
-    }
-    if (r.moot) {
-        slog(s, REIGN_LOG_DEBUG, "%s in state %s: %s", reignd_event_name(ev),
-             reignd_state_name(s->state), r.reason);
-        return;
-    }
-    char acts[200];
-    reignd_actions_format(r.actions, acts, sizeof(acts));
-    reign_log_level lvl = r.to != s->state || r.actions ? REIGN_LOG_NOTICE : REIGN_LOG_INFO;
-    slog(s, lvl, "%s -> %s on %s%s%s: %s", reignd_state_name(s->state), reignd_state_name(r.to),
-         reignd_event_name(ev), acts[0] ? " / " : "", acts, r.reason);
-    /* The status keeps the reason of the last decision, not health news only noted since
-     * (the health column shows that). */
-    if (lvl == REIGN_LOG_NOTICE || (ev != REIGND_EV_HEALTHY && ev != REIGND_EV_UNHEALTHY))
-        snprintf(s->reason, sizeof(s->reason), "%s", r.reason);
-    s->state = r.to;
-    run_actions(s, r.actions);
-}
-
-static int enqueue(service *s, reignd_event ev)
-{
-    if (s->q_len == QUEUE_MAX) {
-        slog(s, REIGN_LOG_ERROR, "event queue full, dropping %s", reignd_event_name(ev));
-        fatal(s->d, "event queue overflow");
-        return 0;
-    }
-    s->queue[(s->q_head + s->q_len++) % QUEUE_MAX] = ev;
-    return 1;
-}
-
-/*
- * The pause is the store's (breadcrumb.h), the state machine's PAUSED
- * states follow it: when they differ, PAUSE or RESUME is queued as soon as
- * the state takes it (a node fencing, claiming, ceding or starting finishes
- * that first; the step is then taken in the state it reached).
- */
-static int follow_pause(service *s)
-{
-    if (s->stopped || s->state == REIGND_ST_STARTING)
-        return 0;
-    int want = s->paused, have = reignd_state_is_paused(s->state);
-    if (want == have)
-        return 0;
-    reignd_event ev = want ? REIGND_EV_PAUSE : REIGND_EV_RESUME;
-    reignd_step r = reignd_fsm_step(s->state, ev, healthy(s));
-    if (r.refused || r.moot || reignd_state_is_paused(r.to) != want)
-        return 0; /* later: the next step comes back here */
-    return enqueue(s, ev);
-}
-
-/*
- * Steps until the queue is empty, unless a step of this service is running
- * (an action raised the event: a callback that fired at once).  So a
- * service's events are taken strictly one after another.
- */
-static void run_queue(service *s)
-{
-    if (s->stepping)
-        return;
-    s->stepping = 1;
-    while (s->q_len || follow_pause(s)) {
-        reignd_event next = s->queue[s->q_head];
-        s->q_head = (s->q_head + 1) % QUEUE_MAX;
-        s->q_len--;
-        step(s, next);
-    }
-    s->stepping = 0;
-    maybe_finish(s->d);
-}
-
-/* Queues an event and steps (see run_queue). */
-static void post(service *s, reignd_event ev)
-{
-    if (enqueue(s, ev))
-        run_queue(s);
-}
-
-/* ---- waiters: calls answered once the service is standby ----------------- */
-
-static int add_waiter(service *s, reignd_call *call)
-{
-    reignd_call **w = realloc(s->waiters, (s->n_waiters + 1) * sizeof(*w));
-    if (!w)
-        return REIGN_ENOMEM;
-    s->waiters = w;
-    s->waiters[s->n_waiters++] = call;
-    return REIGND_PENDING;
-}
-
-static cJSON *state_result(const service *s)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (o) {
-        cJSON_AddStringToObject(o, "service", s->cfg->name);
-        cJSON_AddStringToObject(o, "node", s->cfg->node_id);
-        cJSON_AddStringToObject(o, "state", reignd_state_name(s->state));
-    }
-    return o;
-}
-
-static void answer_waiters(service *s)
-{
-    if (s->standby_pending || !s->n_waiters)
-        return;
-    reignd_call **w = s->waiters;
-    size_t n = s->n_waiters;
-    s->waiters = NULL;
-    s->n_waiters = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s->service_active)
-            reignd_call_done(w[i], REIGN_ESTATE,
-                             "become-standby failed on this node: it must be fenced otherwise",
-                             NULL);
-        else
-            reignd_call_done(w[i], 0, NULL, state_result(s));
-    }
-    free(w);
-}
-
-/* ---- hooks ------------------------------------------------------------------ */
-
-static void hook_env(const service *s, const char *state, reignd_hook_env *env)
-{
-    *env = (reignd_hook_env){
-        .service = s->cfg->name,
-        .state = state,
-        .node_id = s->cfg->node_id,
-        .term = s->term ? (int64_t)s->term : -1,
-        .token = s->token ? (int64_t)s->token : -1,
-        .target_term = -1,
-    };
-}
-
-static void on_notify_done(reignd_hooks *hooks, const reignd_hook_result *r, void *userdata)
-{
-    service *s = userdata;
-    if (!reignd_hook_succeeded(r)) {
-        char text[160];
-        reignd_hook_result_text(r, text, sizeof(text));
-        slog(s, REIGN_LOG_WARN, "notify: %s", text);
-    }
-    maybe_finish(s->d);
-}
-
-/* The optional notify command, after each become-* hook, in the same queue. */
-static void queue_notify(service *s, const char *state)
-{
-    if (!s->cfg->notify.command)
-        return;
-    reignd_hook_env env;
-    hook_env(s, state, &env);
-    int err = reignd_hooks_run(s->hooks, "notify", s->cfg->notify.command,
-                               s->cfg->notify.timeout_ms, &env, on_notify_done, s);
-    if (err < 0)
-        slog(s, REIGN_LOG_ERROR, "notify not run: %s", reign_strerror(err));
-}
-
-static void log_hook(service *s, const reignd_hook_result *r)
-{
-    char text[160];
-    reignd_hook_result_text(r, text, sizeof(text));
-    slog(s, reignd_hook_succeeded(r) ? REIGN_LOG_INFO : REIGN_LOG_ERROR, "%s: %s", r->what, text);
-}
-
-static void on_active_done(reignd_hooks *hooks, const reignd_hook_result *r, void *userdata)
-{
-    service *s = userdata;
-    log_hook(s, r);
-    /* A become-standby queued after it (a demotion meanwhile) clears it again. */
-    s->activated = reignd_hook_succeeded(r) && reignd_state_is_active(s->state);
-    post(s, reignd_hook_succeeded(r) ? REIGND_EV_ACTIVE_HOOK_OK : REIGND_EV_ACTIVE_HOOK_FAILED);
-}
-
-static void on_standby_done(reignd_hooks *hooks, const reignd_hook_result *r, void *userdata)
-{
-    service *s = userdata;
-    log_hook(s, r);
-    s->standby_pending--;
-    if (reignd_hook_succeeded(r))
-        s->service_active = 0;
-    /* Answer first: the step may end the daemon (shutdown) and its servers. */
-    answer_waiters(s);
-    post(s, reignd_hook_succeeded(r) ? REIGND_EV_STANDBY_HOOK_OK : REIGND_EV_STANDBY_HOOK_FAILED);
-}
-
-/* Queues a become-* hook and its notify; returns 0, or a negative code
- * (logged) when it could not even be queued. */
-static int queue_hook(service *s, const reignd_command *cmd, const char *what, const char *state,
-                      reignd_hook_cb *cb)
-{
-    reignd_hook_env env;
-    hook_env(s, state, &env);
-    int err = reignd_hooks_run(s->hooks, what, cmd->command, cmd->timeout_ms, &env, cb, s);
-    if (err < 0) {
-        slog(s, REIGN_LOG_ERROR, "%s not run: %s", what, reign_strerror(err));
-        return err;
-    }
-    queue_notify(s, state);
-    return 0;
-}
-
-/* ---- election -------------------------------------------------------------- */
-
-static void check_ids(service *s, int joining);
-
-static void on_election(reign_election *e, const reign_election_event *ev, void *userdata)
-{
-    service *s = userdata;
-    switch (ev->type) {
-    case REIGN_ELECTION_ELECTED:
-        s->term = ev->term;
-        s->token = ev->token;
-        slog(s, REIGN_LOG_NOTICE, "elected: term %llu, token %llu", (unsigned long long)ev->term,
-             (unsigned long long)ev->token);
-        post(s, REIGND_EV_ELECTED);
-        break;
-    case REIGN_ELECTION_DEMOTED:
-        slog(s, REIGN_LOG_NOTICE, "demoted (%s), term %llu", reign_demote_reason_name(ev->reason),
-             (unsigned long long)ev->term);
-        post(s, REIGND_EV_DEMOTED);
-        break;
-    case REIGN_ELECTION_LEFT:
-        if (s->leaving) {
-            s->leaving = 0;
-            s->election = reign_election_free(s->election);
-            maybe_finish(s->d);
-        }
-        break;
-    case REIGN_ELECTION_READY:
-        check_ids(s, 0); /* another daemon that joined at the same moment stands now too */
-        break;
-    case REIGN_ELECTION_LEADER_CHANGED:
-        slog(s, REIGN_LOG_INFO, "leader: %s", ev->leader ? ev->leader->id : "none");
-        break;
-    case REIGN_ELECTION_ERROR:
-        slog(s, REIGN_LOG_ERROR, "election stopped: %s (%s)", reign_strerror(ev->error),
-             ev->message ? ev->message : "");
-        fatal(s->d, "an election stopped on an error");
-        break;
-    default:
-        break;
-    }
-}
-
-/* A candidate's payload: "SERVICE_ADDRESS PEER_ADDRESS INSTANCE" ("-" for no
- * peer address; a payload not written by reignd may lack any of them). */
-#define PAYLOAD_MAX (2 * REIGND_ADDRESS_MAX + REIGND_INSTANCE_MAX + 8)
-
-typedef struct payload {
-    char service_address[REIGND_ADDRESS_MAX];
-    char peer_address[REIGND_ADDRESS_MAX]; /* "" for none */
-    char instance[REIGND_INSTANCE_MAX];    /* "" for none */
-} payload;
-
-static void payload_parse(const void *data, size_t len, payload *p)
-{
-    char text[PAYLOAD_MAX] = "";
-    memset(p, 0, sizeof(*p));
-    if (len < sizeof(text))
-        memcpy(text, data, len);
-    for (char *c = text; *c; c++)
-        if ((unsigned char)*c < 0x20 || *c == 0x7f)
-            *c = '?';
-    char *save = NULL, *f[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < 3; i++)
-        f[i] = strtok_r(i ? NULL : text, " ", &save);
-    if (f[0])
-        snprintf(p->service_address, sizeof(p->service_address), "%s", f[0]);
-    if (f[1] && strcmp(f[1], "-") != 0)
-        snprintf(p->peer_address, sizeof(p->peer_address), "%s", f[1]);
-    if (f[2])
-        snprintf(p->instance, sizeof(p->instance), "%s", f[2]);
-}
-
-static const char *own_peer_address(const service *s)
-{
-    return s->cfg->peer_address ? s->cfg->peer_address : "";
-}
-
-static void join_now(service *s);
-
-/* JOIN: first make sure no other live daemon stands with our node id. */
-static void join(service *s)
-{
-    if (s->election)
-        return;
-    s->join_seq++;
-    s->id_unsure = 0;
-    check_ids(s, 1);
-}
-
-static void join_now(service *s)
-{
-    if (s->election)
-        return;
-    char data[PAYLOAD_MAX];
-    snprintf(data, sizeof(data), "%s %s %s", s->cfg->service_address,
-             s->cfg->peer_address ? s->cfg->peer_address : "-", s->d->instance);
-    reign_election_options o = {
-        .size = sizeof(o),
-        .id = s->cfg->node_id,
-        .data = data,
-        .data_len = strlen(data),
-        .follow_leader = 1,
-        /* SQL stores: a row of this standing beside the lease, so that the others see that we
-         * stand, with the payload (ZooKeeper lists every candidate anyway). */
-        .listed = 1,
-        .cede_delay_ms = DEPOSED_DELAY_MS,
-        .cb = on_election,
-        .userdata = s,
-    };
-    int err = reign_election_join(&s->election, s->st->client, s->cfg->election_name, &o);
-    if (err < 0) {
-        s->election = NULL;
-        slog(s, REIGN_LOG_ERROR, "cannot join election %s: %s", s->cfg->election_name,
-             reign_strerror(err));
-        fatal(s->d, "cannot join an election");
-    }
-}
-
-static void leave(service *s)
-{
-    s->join_seq++; /* a join still looking for our id will not stand */
-    s->id_unsure = 0;
-    s->election = reign_election_free(s->election);
-}
-
-/*
- * Leaving for good (EXIT): resign and keep the election until its node is
- * deleted (LEFT), so that the shutdown closes the session only then.  A
- * session closed with that delete still in flight leaks its completion in
- * the ZooKeeper C client (seen under LeakSanitizer).
- */
-static void leave_for_good(service *s)
-{
-    s->join_seq++;
-    s->id_unsure = 0;
-    if (s->election && reign_election_resign(s->election) == 0) {
-        s->leaving = 1;
-        return;
-    }
-    s->election = reign_election_free(s->election);
-}
-
-/* ---- timers (allocated: a close completes on a later loop turn) ------------- */
-
-static void on_timer_closed(uv_handle_t *h)
-{
-    free(h);
-}
-
-static uv_timer_t *timer_start(service *s, uv_timer_cb cb, uint64_t ms, uint64_t repeat)
-{
-    uv_timer_t *t = malloc(sizeof(*t));
-    if (!t || uv_timer_init(s->d->o.loop, t) < 0) {
-        free(t);
-        return NULL;
-    }
-    t->data = s;
-    uv_timer_start(t, cb, ms, repeat);
-    return t;
-}
-
-static void timer_stop(uv_timer_t **t)
-{
-    if (*t) {
-        uv_close((uv_handle_t *)*t, on_timer_closed);
-        *t = NULL;
-    }
-}
-
-/* ---- node ids: one live daemon per id ----------------------------------------- */
-
-/*
- * The breadcrumb names the old active by its node id, so two live daemons
- * with one id (a cloned VM, a copied configuration, a fixed container host
- * name) would each take the other's record for its own.  Fencing never
- * relies on the id alone (on_crumb_read), and a daemon that finds another
- * live one standing with its id before it does not stand (CONFLICT), and
- * says so, until that one is gone.  The one that stands first keeps
- * standing and says so too, when it sees it.  Looked at before each JOIN,
- * once more as soon as it stands (two daemons that joined at the same
- * moment each saw no one, and now each sees the other: the later one steps
- * back), and every ID_CHECK_MS while in CONFLICT, to see the other one go,
- * or after a look that could not tell who stood first.
- * Not at rest otherwise: a look reads every candidate's node.
- */
-typedef struct id_check {
-    service *s;
-    uint64_t seq;
-    int joining;
-} id_check;
-
-static void on_id_view(reign_client *client, int err, const reign_election_view *view,
-                       void *userdata)
-{
-    id_check *c = userdata;
-    service *s = c->s;
-    int joining = c->joining, current = c->seq == s->join_seq;
-    free(c);
-    if (!joining)
-        s->id_check_inflight = 0;
-    if (s->stopped || err == REIGN_ECLOSED) {
-        maybe_finish(s->d); /* a shutdown waits for this answer */
-        return;
-    }
-    /* No longer wanted: it left meanwhile (NEUTRAL still stands: a connection lost while we
-     * looked; the election waits for it); a look from a standing since left is of no use. */
-    if (!joining && !current)
-        return;
-    if (joining && (!current || s->election ||
-                    (s->state != REIGND_ST_STANDBY && s->state != REIGND_ST_NEUTRAL)))
-        return;
-    if (err < 0 && err != REIGN_ENOENT) {
-        if (joining) {
-            slog(s, REIGN_LOG_INFO, "cannot look for another daemon with node id %s (%s): standing",
-                 s->cfg->node_id, reign_strerror(err));
-            join_now(s);
-        }
-        return;
-    }
-    long mine = -1, other = -1;
-    payload p, op = {{0}, {0}, {0}};
-    for (size_t i = 0; view && i < view->n_candidates; i++) {
-        const reign_candidate *cd = &view->candidates[i];
-        if (strcmp(cd->id, s->cfg->node_id) != 0)
-            continue;
-        payload_parse(cd->data, cd->data_len, &p);
-        if (strcmp(p.instance, s->d->instance) == 0) {
-            if (mine < 0)
-                mine = (long)i;
-        } else if (other < 0) {
-            other = (long)i;
-            op = p;
-        }
-    }
-    if (!joining)
-        s->id_unsure = 0;
-    if (other >= 0 && !joining && mine < 0 && s->state != REIGND_ST_CONFLICT) {
-        /* It stands, and the view does not list this daemon (read before its own row or node
-         * was there): who stood first cannot be told from it.  The next tick looks again. */
-        s->id_unsure = 1;
-        return;
-    }
-    if (other < 0) {
-        if (s->conflict[0])
-            slog(s, REIGN_LOG_NOTICE, "no other live reignd stands with node id %s any more",
-                 s->cfg->node_id);
-        s->conflict[0] = '\0';
-        if (joining)
-            join_now(s);
-        else if (s->state == REIGND_ST_CONFLICT)
-            post(s, REIGND_EV_ID_CLEAR);
-        return;
-    }
-    int same = strcmp(op.service_address, s->cfg->service_address) == 0 &&
-               strcmp(op.peer_address, own_peer_address(s)) == 0;
-    int first = mine < 0 || other < mine; /* it stands before us */
-    char text[sizeof(s->conflict)];
-    snprintf(text, sizeof(text),
-             "another reignd stands in election %s with this node's id %s (instance %s, service "
-             "address %s, peer address %s)%s",
-             s->cfg->election_name, s->cfg->node_id, op.instance[0] ? op.instance : "unknown",
-             op.service_address[0] ? op.service_address : "unknown",
-             op.peer_address[0] ? op.peer_address : "none",
-             same ? ": an earlier run of this daemon whose session has not expired yet, or a copy "
-                    "of this node with the same addresses"
-                  : ": give each node its own node_id");
-    if (strcmp(text, s->conflict) != 0) {
-        slog(s, same ? REIGN_LOG_WARN : REIGN_LOG_ERROR, "%s; %s", text,
-             first ? "this daemon does not stand until it is gone"
-                   : "it stood after this one, which keeps standing; that one must not");
-        snprintf(s->conflict, sizeof(s->conflict), "%s", text);
-    }
-    if (first && s->state != REIGND_ST_CONFLICT)
-        post(s, REIGND_EV_ID_CONFLICT); /* acted on while standby (fsm.c) */
-    else if (!first && joining)
-        join_now(s);
-}
-
-static void check_ids(service *s, int joining)
-{
-    if (!joining && s->id_check_inflight)
-        return;
-    id_check *c = malloc(sizeof(*c));
-    if (c)
-        *c = (id_check){s, s->join_seq, joining};
-    int err = c ? reign_election_query(s->st->client, s->cfg->election_name, on_id_view, c)
-                : REIGN_ENOMEM;
-    if (err < 0) {
-        free(c);
-        if (joining)
-            join_now(s);
-        return;
-    }
-    if (!joining)
-        s->id_check_inflight = 1;
-    if (s->st->uv)
-        reign_uv_update(s->st->uv);
-}
-
-static void on_id_timer(uv_timer_t *t)
-{
-    service *s = t->data;
-    if (!s->stopped && !s->d->shutting_down && (s->state == REIGND_ST_CONFLICT || s->id_unsure))
-        check_ids(s, 0);
-}
-
-/* ---- fence and breadcrumb ------------------------------------------------- */
-
-/* Carries the epoch of the leadership a request was made for. */
-typedef struct op_ctx {
-    service *s;
-    uint64_t epoch;
-} op_ctx;
-
-static op_ctx *op_new(service *s)
-{
-    op_ctx *o = malloc(sizeof(*o));
-    if (o) {
-        o->s = s;
-        o->epoch = s->epoch;
-    }
-    return o;
-}
-
-/* Frees the context; returns its service if the result is still current. */
-static service *op_take(op_ctx *o)
-{
-    service *s = o->s;
-    int current = o->epoch == s->epoch;
-    free(o);
-    return current ? s : NULL;
-}
-
-static void on_fenced(int ok, unsigned attempts, const char *detail, void *userdata)
-{
-    service *s = userdata;
-    s->fence = NULL;
-    s->fence_attempts += attempts;
-    s->fence_ok += ok ? 1 : 0;
-    slog(s, ok ? REIGN_LOG_NOTICE : REIGN_LOG_ERROR, "fence %s: %s", ok ? "succeeded" : "FAILED",
-         detail);
-    post(s, ok ? REIGND_EV_FENCE_OK : REIGND_EV_FENCE_FAILED);
-}
-
-static void on_crumb_read(int err, const char *msg, const reignd_breadcrumb *b, int64_t version,
-                          void *userdata)
-{
-    service *s = op_take(userdata);
-    if (!s)
-        return;
-    if (err < 0) {
-        /* Unknown is not "nobody": never become active on a guess. */
-        slog(s, REIGN_LOG_ERROR, "cannot read the breadcrumb: %s", msg);
-        post(s, REIGND_EV_FENCE_FAILED);
-        return;
-    }
-    s->crumb_version = version;
-    s->crumb_ours = 0;
-    if (!b) {
-        slog(s, REIGN_LOG_INFO, "no breadcrumb: no old active to fence");
-        post(s, REIGND_EV_FENCE_OK);
-        return;
-    }
-    /*
-     * Never skip a fence for an id alone: another daemon may have this node's
-     * id (a copy of its configuration), and a record of this node's earlier
-     * run says nothing of what its service does now.  Skipped only for a
-     * record this very daemon wrote (its state machine knows what it did
-     * since), and for one of an earlier run at this node's own addresses:
-     * that service is ours, made standby when this run started (PROBING)
-     * before it stood; fencing "it" would fence ourselves.
-     */
-    int own_id = strcmp(b->id, s->cfg->node_id) == 0;
-    if (own_id && b->instance[0] && strcmp(b->instance, s->d->instance) == 0) {
-        slog(s, REIGN_LOG_INFO,
-             "the breadcrumb is this daemon's own (instance %s, term %llu): nothing to fence",
-             b->instance, (unsigned long long)b->term);
-        post(s, REIGND_EV_FENCE_OK);
-        return;
-    }
-    if (own_id && strcmp(b->service_address, s->cfg->service_address) == 0 &&
-        strcmp(b->peer_address, own_peer_address(s)) == 0) {
-        slog(s, REIGN_LOG_NOTICE,
-             "the breadcrumb names an earlier run of this daemon (instance %s, term %llu, the same "
-             "addresses): its service is this one, made standby when this run started; nothing "
-             "more to fence",
-             b->instance[0] ? b->instance : "unknown", (unsigned long long)b->term);
-        post(s, REIGND_EV_FENCE_OK);
-        return;
-    }
-    if (own_id)
-        slog(s, REIGN_LOG_WARN,
-             "the breadcrumb names this node's id %s, but another daemon (instance %s) at other "
-             "addresses (service %s, peer %s): a copy with the same node_id; fencing it",
-             b->id, b->instance[0] ? b->instance : "unknown", b->service_address,
-             b->peer_address[0] ? b->peer_address : "none");
-    slog(s, REIGN_LOG_NOTICE, "fencing the old active %s (service %s, term %llu)", b->id,
-         b->service_address, (unsigned long long)b->term);
-    reignd_fence_ctx ctx = {s->d->o.loop, s->cfg, s->hooks, s->d->o.secret, s->term, s->token};
-    err = reignd_fence_start(&s->fence, &ctx, b, on_fenced, s);
-    if (err < 0) {
-        s->fence = NULL;
-        slog(s, REIGN_LOG_ERROR, "cannot fence: %s", reign_strerror(err));
-        post(s, REIGND_EV_FENCE_FAILED);
-    }
-}
-
-static void start_fence(service *s)
-{
-    s->epoch++;
-    reignd_fence_abandon(s->fence);
-    s->fence = NULL;
-    op_ctx *o = op_new(s);
-    int err = o ? reignd_breadcrumb_read(s->st->client, s->cfg->election_name, on_crumb_read, o)
-                : REIGN_ENOMEM;
-    if (err < 0) {
-        free(o);
-        slog(s, REIGN_LOG_ERROR, "cannot read the breadcrumb: %s", reign_strerror(err));
-        post(s, REIGND_EV_FENCE_FAILED);
-    }
-}
-
-static void write_crumb(service *s);
-
-static void on_crumb_written(int err, int64_t version, void *userdata)
-{
-    service *s = op_take(userdata);
-    if (!s)
-        return;
-    if (err == REIGN_ENOENT && s->crumb_version != REIGN_VALUE_ABSENT) {
-        /* The old active removed its breadcrumb after it went standby (we fenced it since we
-         * read it, and only we lead): no breadcrumb is what we expect now.  Write ours afresh;
-         * if someone else's is there by then, that fails as below. */
-        slog(s, REIGN_LOG_INFO, "the old active removed its breadcrumb meanwhile; writing ours");
-        s->crumb_version = REIGN_VALUE_ABSENT;
-        write_crumb(s);
-        return;
-    }
-    if (err < 0) {
-        slog(s, REIGN_LOG_ERROR, "cannot write our breadcrumb: %s%s", reign_strerror(err),
-             err == REIGN_EBADVERSION || err == REIGN_EEXIST || err == REIGN_ENOENT
-                 ? " (someone else wrote it since we read it)"
-                 : "");
-        post(s, REIGND_EV_BREADCRUMB_FAILED);
-        return;
-    }
-    s->crumb_version = version;
-    s->crumb_ours = 1;
-    post(s, REIGND_EV_BREADCRUMB_OK);
-}
-
-static void write_crumb(service *s)
-{
-    reignd_breadcrumb b = {.term = s->term, .token = s->token};
-    snprintf(b.id, sizeof(b.id), "%s", s->cfg->node_id);
-    snprintf(b.service_address, sizeof(b.service_address), "%s", s->cfg->service_address);
-    snprintf(b.peer_address, sizeof(b.peer_address), "%s", own_peer_address(s));
-    snprintf(b.instance, sizeof(b.instance), "%s", s->d->instance);
-    op_ctx *o = op_new(s);
-    int err = o ? reignd_breadcrumb_write(s->st->client, s->cfg->election_name, &b,
-                                          s->crumb_version, on_crumb_written, o)
-                : REIGN_ENOMEM;
-    if (err < 0) {
-        free(o);
-        slog(s, REIGN_LOG_ERROR, "cannot write our breadcrumb: %s", reign_strerror(err));
-        post(s, REIGND_EV_BREADCRUMB_FAILED);
-    }
-}
-
-static void on_crumb_deleted(int err, int64_t version, void *userdata)
-{
-    service *s = userdata;
-    s->deletes_pending--;
-    if (err < 0 && err != REIGN_ENOENT)
-        slog(s, REIGN_LOG_WARN, "our breadcrumb was not removed: %s", reign_strerror(err));
-    else
-        slog(s, REIGN_LOG_INFO, "breadcrumb removed: nobody needs to fence this node");
-    maybe_finish(s->d);
-}
-
-static void delete_crumb(service *s)
-{
-    if (!s->crumb_ours)
-        return;
-    s->crumb_ours = 0;
-    int err = reignd_breadcrumb_delete(s->st->client, s->cfg->election_name, s->crumb_version,
-                                       on_crumb_deleted, s);
-    if (err < 0)
-        slog(s, REIGN_LOG_WARN, "our breadcrumb was not removed: %s", reign_strerror(err));
-    else
-        s->deletes_pending++;
-}
-
-/* ---- cede ------------------------------------------------------------------- */
-
-static const char *failover_target(const failover_req *f);
-static void failover_end(failover_req *f, int err, const char *msg);
-
-/* A cede ends: CEDED stands again (moot in any other state). */
-static void end_cede(service *s)
-{
-    timer_stop(&s->cede_timer);
-    post(s, REIGND_EV_REJOIN);
-}
-
-static void on_cede_timer(uv_timer_t *t)
-{
-    end_cede(t->data);
-}
-
-/*
- * CEDE: leave the election now (the breadcrumb delete, if any, went first
- * on the same session) and stand again after the delay, or earlier when a
- * failover's target is active (failover_end), as ZKFC's graceful failover
- * lets the old active stand again once the new one is up.
- */
-static void cede(service *s, int delay_ms, int retry)
-{
-    /* A SQL lease goes to whoever takes it first, and the others see it free when told
-     * (SQLite, PostgreSQL) or at their next poll (MariaDB): standing again at once would take
-     * it straight back.  Out for one session_timeout at least (the lease; its poll period is
-     * shorter), or until a failover's target is active. */
-    if (!store_queues(s->st) && delay_ms < (int)s->cfg->session_timeout_ms)
-        delay_ms = (int)s->cfg->session_timeout_ms;
-    leave(s);
-    timer_stop(&s->cede_timer);
-    s->cede_timer = timer_start(s, on_cede_timer, (uint64_t)(delay_ms > 0 ? delay_ms : 0), 0);
-    if (!s->cede_timer) {
-        slog(s, REIGN_LOG_ERROR, "cannot time the cede: standing again at once");
-        post(s, REIGND_EV_REJOIN);
-        return;
-    }
-    size_t used = strlen(s->reason);
-    if (s->failover && !retry)
-        snprintf(s->reason + used, sizeof(s->reason) - used,
-                 " (a failover to %s: stands again once it is active, at the latest in %.0f s)",
-                 failover_target(s->failover), delay_ms / 1000.0);
-    else
-        snprintf(s->reason + used, sizeof(s->reason) - used, " (stands again in %g s)",
-                 delay_ms / 1000.0);
-}
-
-/* ---- actions ---------------------------------------------------------------- */
-
-static void run_actions(service *s, unsigned a)
-{
-    if (a & REIGND_A_BECOME_STANDBY) {
-        s->activated = 0;
-        if (queue_hook(s, &s->cfg->become_standby, "become_standby", "standby", on_standby_done) ==
-            0)
-            s->standby_pending++;
-        else
-            post(s, REIGND_EV_STANDBY_HOOK_FAILED);
-    }
-    if (a & REIGND_A_DELETE_BREADCRUMB)
-        delete_crumb(s);
-    if (a & REIGND_A_RESIGN) {
-        if (a & REIGND_A_EXIT)
-            leave_for_good(s);
-        else
-            leave(s);
-    }
-    if (a & REIGND_A_CEDE)
-        cede(s, s->cede_delay_ms, 0);
-    if (a & REIGND_A_RETRY_LATER)
-        cede(s, RETRY_DELAY_MS, 1);
-    if (a & REIGND_A_JOIN)
-        join(s);
-    if (a & REIGND_A_FENCE)
-        start_fence(s);
-    if (a & REIGND_A_WRITE_BREADCRUMB)
-        write_crumb(s);
-    if (a & REIGND_A_BECOME_ACTIVE) {
-        s->failovers++;
-        s->service_active = 1;
-        s->activated = 0;
-        if (queue_hook(s, &s->cfg->become_active, "become_active", "active", on_active_done) < 0)
-            post(s, REIGND_EV_ACTIVE_HOOK_FAILED);
-    }
-    if (a & REIGND_A_EXIT) {
-        s->stopped = 1;
-        reignd_fence_abandon(s->fence);
-        s->fence = NULL;
-        timer_stop(&s->cede_timer);
-        timer_stop(&s->id_timer);
-        s->pause_watch = reign_value_watch_free(s->pause_watch);
-        if (s->failover)
-            failover_end(s->failover, REIGN_ECANCELED, "the daemon is stopping");
-    }
-    if (a & REIGND_A_TAKE_HEALTH) {
-        /* Health news was noted, not acted on, in the state just left. */
-        if (s->health_state == REIGND_HEALTH_HEALTHY)
-            post(s, REIGND_EV_HEALTHY);
-        else if (s->health_state != REIGND_HEALTH_INITIALIZING)
-            post(s, REIGND_EV_UNHEALTHY);
-    }
-}
-
-/* ---- the election's pause ------------------------------------------------------ */
-
-static void on_pause_watch(reign_value_watch *w, const reign_value_event *ev, void *userdata)
-{
-    service *s = userdata;
-    int paused = s->paused;
-    switch (ev->type) {
-    case REIGN_VALUE_READY:
-    case REIGN_VALUE_CREATED:
-    case REIGN_VALUE_CHANGED:
-        paused = ev->value != NULL;
-        if (ev->value)
-            reignd_pause_decode(ev->value->data, ev->value->data_len, s->paused_by,
-                                sizeof(s->paused_by));
-        break;
-    case REIGN_VALUE_DELETED:
-        paused = 0;
-        break;
-    default:
-        slog(s, REIGN_LOG_WARN, "watching the election's pause: %s",
-             ev->message ? ev->message : reign_strerror(ev->error));
-        return;
-    }
-    if (paused != s->paused)
-        slog(s, REIGN_LOG_NOTICE, "%s%s%s", paused ? "the election is paused (by " : "",
-             paused ? s->paused_by : "",
-             paused ? "): no automatic failover on any node until `reign ctl resume`"
-                    : "the election is resumed");
-    s->paused = paused;
-    run_queue(s); /* follow_pause takes it when the state allows */
-}
 
 /* ---- health and connection -------------------------------------------------- */
 
@@ -993,9 +33,9 @@ static void on_health(reignd_health *h, reignd_health_state old_state,
          "health %s -> %s (%s)", reignd_health_state_name(old_state),
          reignd_health_state_name(new_state), detail ? detail : "");
     if (new_state == REIGND_HEALTH_HEALTHY)
-        post(s, REIGND_EV_HEALTHY);
+        reignd__post(s, REIGND_EV_HEALTHY);
     else if (new_state != REIGND_HEALTH_INITIALIZING)
-        post(s, REIGND_EV_UNHEALTHY);
+        reignd__post(s, REIGND_EV_UNHEALTHY);
 }
 
 static void on_store_state(reign_client *client, reign_conn_state state, void *userdata)
@@ -1033,141 +73,15 @@ static void on_store_state(reign_client *client, reign_conn_state state, void *u
         if (!d->started)
             return;
         if (!d->shutting_down)
-            fatal(d, "a store closed (see its error above)");
-        maybe_finish(d);
+            reignd__fatal(d, "a store closed (see its error above)");
+        reignd__maybe_finish(d);
         return;
     default:
         return;
     }
     for (size_t i = 0; i < d->n_services; i++)
         if (d->services[i].st == st)
-            post(&d->services[i], ev);
-}
-
-/* ---- life cycle ------------------------------------------------------------- */
-
-static void finish(reignd_daemon *d, int status)
-{
-    if (d->exited)
-        return;
-    d->exited = 1;
-    if (d->grace_started)
-        uv_close((uv_handle_t *)&d->grace, NULL);
-    for (size_t i = 0; i < d->n_services; i++) {
-        service *s = &d->services[i];
-        reignd_health_close(s->health);
-        s->health = NULL;
-        reignd_hooks_close(s->hooks);
-        s->hooks = NULL;
-        timer_stop(&s->cede_timer);
-        timer_stop(&s->id_timer);
-        s->pause_watch = reign_value_watch_free(s->pause_watch);
-        if (s->failover)
-            failover_end(s->failover, REIGN_ECANCELED, "the daemon is stopping");
-    }
-    for (size_t i = 0; i < d->n_stores; i++)
-        if (d->stores[i].uv) {
-            reign_uv_detach(d->stores[i].uv);
-            d->stores[i].uv = NULL;
-        }
-    if (d->o.on_exit)
-        d->o.on_exit(d, status, d->o.userdata);
-}
-
-/* A shutdown ends once every service left (its election node deleted),
- * every hook ran, and every breadcrumb delete and id look was answered
- * (closing first would cancel the delete, and the next active would fence
- * us); then the sessions are closed, then done. */
-static void maybe_finish(reignd_daemon *d)
-{
-    if (!d->shutting_down || d->exited)
-        return;
-    for (size_t i = 0; i < d->n_services; i++) {
-        service *s = &d->services[i];
-        if (!s->stopped || s->deletes_pending || s->leaving || s->id_check_inflight ||
-            (s->hooks && reignd_hooks_pending(s->hooks)))
-            return;
-    }
-    for (size_t i = 0; i < d->n_stores; i++) {
-        store *st = &d->stores[i];
-        if (st->closed)
-            continue; /* closed (1) or closing (-1) */
-        st->closed = -1;
-        reign_client_close(st->client);
-        if (st->uv)
-            reign_uv_update(st->uv);
-    }
-    for (size_t i = 0; i < d->n_stores; i++)
-        if (d->stores[i].closed != 1)
-            return;
-    finish(d, d->exit_status);
-}
-
-static void on_grace(uv_timer_t *t)
-{
-    reignd_daemon *d = t->data;
-    dlog(d, REIGN_LOG_ERROR, "shutdown: gave up waiting for hooks and sessions");
-    finish(d, d->exit_status ? d->exit_status : 1);
-}
-
-static void fatal(reignd_daemon *d, const char *what)
-{
-    dlog(d, REIGN_LOG_ERROR, "fatal: %s; shutting down", what);
-    d->exit_status = 1;
-    reignd_daemon_shutdown(d);
-}
-
-size_t reignd_daemon_describe_wait(const reignd_daemon *d, char *out, size_t outlen)
-{
-    size_t used = 0;
-    if (outlen)
-        out[0] = '\0';
-    for (size_t i = 0; i < d->n_services && used + 1 < outlen; i++) {
-        const service *s = &d->services[i];
-        char what[400] = "";
-        if (s->hooks && reignd_hooks_pending(s->hooks))
-            reignd_hooks_describe(s->hooks, what, sizeof(what));
-        else if (!s->stopped)
-            snprintf(what, sizeof(what), "leaving its election");
-        if (s->deletes_pending)
-            snprintf(what + strlen(what), sizeof(what) - strlen(what), "%sremoving its breadcrumb",
-                     what[0] ? ", then " : "");
-        if (!what[0])
-            continue;
-        int n = snprintf(out + used, outlen - used, "%sservice %s: %s", used ? "; " : "",
-                         s->cfg->name, what);
-        used += n < 0 ? 0 : (size_t)n;
-    }
-    return used < outlen ? used : outlen - 1;
-}
-
-int reignd_daemon_grace_ms(void)
-{
-    return SHUTDOWN_GRACE_MS;
-}
-
-void reignd_daemon_shutdown(reignd_daemon *d)
-{
-    if (d->exited)
-        return;
-    if (d->shutting_down) {
-        if (d->exit_status == 0 || d->grace_started) {
-            dlog(d, REIGN_LOG_WARN, "shutdown: not waiting any longer");
-            finish(d, d->exit_status ? d->exit_status : 1);
-        }
-        return;
-    }
-    d->shutting_down = 1;
-    dlog(d, REIGN_LOG_NOTICE, "shutting down");
-    if (uv_timer_init(d->o.loop, &d->grace) == 0) {
-        d->grace.data = d;
-        d->grace_started = 1;
-        uv_timer_start(&d->grace, on_grace, SHUTDOWN_GRACE_MS, 0);
-        uv_unref((uv_handle_t *)&d->grace);
-    }
-    for (size_t i = 0; i < d->n_services; i++)
-        post(&d->services[i], REIGND_EV_SHUTDOWN);
-    maybe_finish(d);
+            reignd__post(&d->services[i], ev);
 }
 
 /* ---- operations (control.h, peer.h) ------------------------------------------ */
@@ -1184,7 +98,7 @@ static service *find(reignd_daemon *d, reignd_call *call, const char *name)
 /* Refuses an operator's event the state machine would refuse, with its reason. */
 static int refused(service *s, reignd_call *call, reignd_event ev)
 {
-    reignd_step r = reignd_fsm_step(s->state, ev, healthy(s));
+    reignd_step r = reignd_fsm_step(s->state, ev, reignd__healthy(s));
     if (!r.refused)
         return 0;
     reignd_call_fail(call, "%s (service %s is %s here)", r.reason, s->cfg->name,
@@ -1225,7 +139,7 @@ static cJSON *service_status(const service *s)
     else
         cJSON_AddNullToObject(o, "conflict");
     if (s->failover)
-        cJSON_AddStringToObject(o, "failover_to", failover_target(s->failover));
+        cJSON_AddStringToObject(o, "failover_to", s->failover->to);
     else
         cJSON_AddNullToObject(o, "failover_to");
     cJSON_AddStringToObject(o, "reason", s->reason);
@@ -1275,7 +189,7 @@ static int someone_else_stands(const service *s, const reign_election_view *view
 {
     for (size_t i = 0; i < view->n_candidates; i++) {
         payload p;
-        payload_parse(view->candidates[i].data, view->candidates[i].data_len, &p);
+        reignd__payload_parse(view->candidates[i].data, view->candidates[i].data_len, &p);
         if (strcmp(p.instance, s->d->instance) != 0)
             return 1;
     }
@@ -1293,11 +207,11 @@ typedef struct cede_req {
 static void cede_now(service *s, reignd_call *call, int delay_ms)
 {
     s->cede_delay_ms = delay_ms;
-    post(s, REIGND_EV_CEDE);
+    reignd__post(s, REIGND_EV_CEDE);
     if (s->standby_pending)
-        add_waiter(s, call);
+        reignd__add_waiter(s, call);
     else
-        reignd_call_done(call, 0, NULL, state_result(s));
+        reignd_call_done(call, 0, NULL, reignd__state_result(s));
 }
 
 /*
@@ -1310,7 +224,7 @@ static void on_cede_view(reign_client *client, int err, const reign_election_vie
 {
     cede_req *c = userdata;
     service *s = &c->d->services[c->index];
-    reignd_step r = reignd_fsm_step(s->state, REIGND_EV_CEDE, healthy(s));
+    reignd_step r = reignd_fsm_step(s->state, REIGND_EV_CEDE, reignd__healthy(s));
     char msg[400];
     if (r.refused) {
         snprintf(msg, sizeof(msg), "%s (service %s is %s here)", r.reason, s->cfg->name,
@@ -1353,6 +267,165 @@ static int op_cede(void *ctx, reignd_call *call, const char *name, double delay_
     return r;
 }
 
+/* ---- the election's pause ------------------------------------------------------ */
+
+static void on_pause_watch(reign_value_watch *w, const reign_value_event *ev, void *userdata)
+{
+    service *s = userdata;
+    int paused = s->paused;
+    switch (ev->type) {
+    case REIGN_VALUE_READY:
+    case REIGN_VALUE_CREATED:
+    case REIGN_VALUE_CHANGED:
+        paused = ev->value != NULL;
+        if (ev->value)
+            reignd_pause_decode(ev->value->data, ev->value->data_len, s->paused_by,
+                                sizeof(s->paused_by));
+        break;
+    case REIGN_VALUE_DELETED:
+        paused = 0;
+        break;
+    default:
+        slog(s, REIGN_LOG_WARN, "watching the election's pause: %s",
+             ev->message ? ev->message : reign_strerror(ev->error));
+        return;
+    }
+    if (paused != s->paused)
+        slog(s, REIGN_LOG_NOTICE, "%s%s%s", paused ? "the election is paused (by " : "",
+             paused ? s->paused_by : "",
+             paused ? "): no automatic failover on any node until `reign ctl resume`"
+                    : "the election is resumed");
+    s->paused = paused;
+    reignd__run_queue(s); /* follow_pause takes it when the state allows */
+}
+
+/* ---- pause: the election's, in the store --------------------------------------- */
+
+typedef struct pause_req {
+    reignd_daemon *d;
+    size_t index;
+    reignd_call *call;
+    int pause;
+} pause_req;
+
+static void on_pause_done(reign_client *client, int err, const reign_value *value, void *userdata)
+{
+    pause_req *p = userdata;
+    service *s = &p->d->services[p->index];
+    char msg[400];
+    if (!p->pause && err == REIGN_ENOENT) {
+        snprintf(msg, sizeof(msg), "election %s of service %s is not paused", s->cfg->election_name,
+                 s->cfg->name);
+        reignd_call_done(p->call, REIGN_ESTATE, msg, NULL);
+    } else if (err < 0) {
+        snprintf(msg, sizeof(msg), "cannot %s election %s: %s", p->pause ? "pause" : "resume",
+                 s->cfg->election_name, reign_strerror(err));
+        reignd_call_done(p->call, err, msg, NULL);
+    } else {
+        slog(s, REIGN_LOG_NOTICE, "election %s %s for every node, asked by %s",
+             s->cfg->election_name, p->pause ? "paused" : "resumed", reignd_call_origin(p->call));
+        cJSON *r = reignd__state_result(s);
+        if (r)
+            cJSON_AddBoolToObject(r, "paused", p->pause);
+        reignd_call_done(p->call, 0, NULL, r);
+    }
+    free(p);
+}
+
+/*
+ * `reign ctl pause` / `resume` (Patroni's pause): the pause is the
+ * election's, kept in the store, so every node obeys it, including one
+ * started later or restarted; this node follows it through its watch like
+ * the others.  Answered once the store has it.
+ */
+static int pause_resume(void *ctx, reignd_call *call, const char *name, int pause)
+{
+    reignd_daemon *d = ctx;
+    service *s = find(d, call, name);
+    if (!s)
+        return REIGN_ENOENT;
+    char key[REIGN_KEY_MAX + 1], data[REIGND_PAUSE_MAX];
+    int n = 0, err = reignd_pause_key(s->cfg->election_name, key, sizeof(key));
+    if (err == 0 && pause && (n = reignd_pause_encode(s->cfg->node_id, data, sizeof(data))) < 0)
+        err = n;
+    pause_req *p = err == 0 ? malloc(sizeof(*p)) : NULL;
+    if (err == 0 && !p)
+        err = REIGN_ENOMEM;
+    if (err == 0) {
+        *p = (pause_req){d, (size_t)(s - d->services), call, pause};
+        err = pause ? reign_value_set(s->st->client, key, data, (size_t)n, REIGN_VALUE_ANY,
+                                      on_pause_done, p)
+                    : reign_value_delete(s->st->client, key, REIGN_VALUE_ANY, on_pause_done, p);
+    }
+    if (err < 0) {
+        free(p);
+        reignd_call_fail(call, "cannot %s election %s: %s", pause ? "pause" : "resume",
+                         s->cfg->election_name, reign_strerror(err));
+        return err;
+    }
+    if (s->st->uv)
+        reign_uv_update(s->st->uv);
+    return REIGND_PENDING;
+}
+
+static int op_pause(void *ctx, reignd_call *call, const char *name)
+{
+    return pause_resume(ctx, call, name, 1);
+}
+
+static int op_resume(void *ctx, reignd_call *call, const char *name)
+{
+    return pause_resume(ctx, call, name, 0);
+}
+
+/* A graceful fence from the node that won the election: answered once the
+ * service is standby here (at once if this run made it standby already). */
+static int op_standby(void *ctx, reignd_call *call, const char *name, const char *from,
+                      uint64_t term)
+{
+    service *s = find(ctx, call, name);
+    if (!s)
+        return REIGN_ENOENT;
+    slog(s, REIGN_LOG_NOTICE, "%s (%s, term %llu) asks this node to go standby", from,
+         reignd_call_origin(call), (unsigned long long)term);
+    reignd__post(s, REIGND_EV_FENCE_REQUEST);
+    /* Starting: the start-up become-standby comes first, whatever the
+     * service does; never "not active" from a daemon that cannot know. */
+    if (s->standby_pending || s->state == REIGND_ST_STARTING)
+        return reignd__add_waiter(s, call);
+    if (s->service_active) {
+        reignd_call_fail(call, "become-standby failed on this node: it must be fenced otherwise");
+        return REIGN_ESTATE;
+    }
+    reignd_call_set_result(call, reignd__state_result(s));
+    return 0;
+}
+
+void reignd_daemon_metrics(reignd_metrics_sink *sink, void *ctx)
+{
+    reignd_daemon *d = ctx;
+    for (size_t i = 0; i < d->n_services; i++) {
+        service *s = &d->services[i];
+        int leading = s->election && reign_election_is_leader(s->election);
+        reignd_metrics_service m = {
+            .name = s->cfg->name,
+            .health = reignd_health_state_name(s->health_state),
+            .state = reignd_state_name(s->state),
+            .leader = reignd_state_is_active(s->state),
+            .paused = s->paused,
+            .term = leading ? s->term : 0,
+            .token = leading ? s->token : 0,
+            .failovers = s->failovers,
+            .fence_attempts = s->fence_attempts,
+            .fence_successes = s->fence_ok,
+            /* Per method, as the metric counts them: every method tried failed
+             * except the last of each successful fence. */
+            .fence_failures = s->fence_attempts - s->fence_ok,
+        };
+        reignd_metrics_add(sink, &m);
+    }
+}
+
 /* ---- graceful failover --------------------------------------------------------- */
 
 /*
@@ -1364,27 +437,6 @@ static int op_cede(void *ctx, reignd_call *call, const char *name, double delay_
  * once handed over).  The old active, ceded meanwhile, stands again as soon
  * as NODE is active, or when the failover ends otherwise.
  */
-struct failover_req {
-    reignd_daemon *d;
-    size_t index;
-    reignd_call *call; /* NULL once answered */
-    char to[REIGN_ID_MAX + 1];
-    int wait;                      /* answer once `to` is active (else once handed over) */
-    int next_in_line;              /* `to` takes over when we step down; else it is designated */
-    char peer[REIGND_ADDRESS_MAX]; /* `to`'s peer endpoint ("" if none) */
-    double base_failovers;         /* `to`'s failover count before (-1: unknown) */
-    int64_t deadline_ns;
-    int following; /* handed over: polling `to` (s->failover is this) */
-    uv_timer_t *poll;
-    reignd_peer_request *inflight;
-    int querying;   /* an election query (no peer endpoint) in flight */
-    char last[400]; /* what `to` said last, for a failure's message */
-};
-
-static const char *failover_target(const failover_req *f)
-{
-    return f->to;
-}
 
 static int64_t mono_ns(void)
 {
@@ -1408,7 +460,7 @@ static void failover_free(failover_req *f)
     service *s = &f->d->services[f->index];
     if (s->failover == f)
         s->failover = NULL;
-    timer_stop(&f->poll);
+    reignd__timer_stop(&f->poll);
     free(f);
 }
 
@@ -1421,10 +473,11 @@ static void failover_end(failover_req *f, int err, const char *msg)
     else
         slog(s, REIGN_LOG_NOTICE, "failover to %s done: %s", f->to, msg);
     if (f->call)
-        reignd_call_done(f->call, err, err < 0 ? msg : NULL, err < 0 ? NULL : state_result(s));
+        reignd_call_done(f->call, err, err < 0 ? msg : NULL,
+                         err < 0 ? NULL : reignd__state_result(s));
     f->call = NULL;
     f->following = 0;
-    timer_stop(&f->poll);
+    reignd__timer_stop(&f->poll);
     if (s->failover == f)
         s->failover = NULL;
     if (f->inflight) {
@@ -1435,7 +488,7 @@ static void failover_end(failover_req *f, int err, const char *msg)
         failover_free(f);
     } /* else the query's callback frees f */
     if (s->state == REIGND_ST_CEDED)
-        end_cede(s);
+        reignd__end_cede(s);
 }
 
 static void failover_refuse(failover_req *f, int err, const char *msg)
@@ -1550,12 +603,12 @@ static void failover_follow(failover_req *f)
 {
     service *s = &f->d->services[f->index];
     if (!f->wait && f->call) {
-        reignd_call_done(f->call, 0, NULL, state_result(s));
+        reignd_call_done(f->call, 0, NULL, reignd__state_result(s));
         f->call = NULL;
     }
     f->following = 1;
     f->deadline_ns = mono_ns() + (int64_t)failover_bound_ms(s) * 1000000;
-    f->poll = timer_start(s, on_failover_poll, FAILOVER_POLL_MS, FAILOVER_POLL_MS);
+    f->poll = reignd__timer_start(s, on_failover_poll, FAILOVER_POLL_MS, FAILOVER_POLL_MS);
     if (!f->poll) {
         failover_end(f, REIGN_ENOMEM, "cannot follow the failover");
         return;
@@ -1614,12 +667,12 @@ static void failover_go(failover_req *f)
     }
     /* Out of the election until `to` is active (failover_end), at most the bound. */
     s->cede_delay_ms = failover_bound_ms(s);
-    post(s, REIGND_EV_CEDE);
+    reignd__post(s, REIGND_EV_CEDE);
     if (!f->wait && f->call) { /* answered once become-standby ran, as before --no-wait */
         if (s->standby_pending)
-            add_waiter(s, f->call);
+            reignd__add_waiter(s, f->call);
         else
-            reignd_call_done(f->call, 0, NULL, state_result(s));
+            reignd_call_done(f->call, 0, NULL, reignd__state_result(s));
         f->call = NULL;
     }
     failover_follow(f);
@@ -1684,9 +737,9 @@ static void on_failover_view(reign_client *client, int err, const reign_election
      * whoever takes it first, so there the target is next only when it stands alone with us
      * (else it is designated, which those stores refuse: failover_go). */
     f->next_in_line = pos == 1 && strcmp(view->candidates[0].id, s->cfg->node_id) == 0 &&
-                      (store_queues(s->st) || view->n_candidates == 2);
+                      (reignd__store_queues(s->st) || view->n_candidates == 2);
     payload p;
-    payload_parse(target->data, target->data_len, &p);
+    reignd__payload_parse(target->data, target->data_len, &p);
     snprintf(f->peer, sizeof(f->peer), "%s", p.peer_address);
     if (!f->peer[0] || !f->d->o.secret) {
         failover_go(f); /* standing is all we can know */
@@ -1737,136 +790,9 @@ static int op_failover(void *ctx, reignd_call *call, const char *name, const cha
     return r;
 }
 
-/* ---- pause: the election's, in the store --------------------------------------- */
-
-typedef struct pause_req {
-    reignd_daemon *d;
-    size_t index;
-    reignd_call *call;
-    int pause;
-} pause_req;
-
-static void on_pause_done(reign_client *client, int err, const reign_value *value, void *userdata)
-{
-    pause_req *p = userdata;
-    service *s = &p->d->services[p->index];
-    char msg[400];
-    if (!p->pause && err == REIGN_ENOENT) {
-        snprintf(msg, sizeof(msg), "election %s of service %s is not paused", s->cfg->election_name,
-                 s->cfg->name);
-        reignd_call_done(p->call, REIGN_ESTATE, msg, NULL);
-    } else if (err < 0) {
-        snprintf(msg, sizeof(msg), "cannot %s election %s: %s", p->pause ? "pause" : "resume",
-                 s->cfg->election_name, reign_strerror(err));
-        reignd_call_done(p->call, err, msg, NULL);
-    } else {
-        slog(s, REIGN_LOG_NOTICE, "election %s %s for every node, asked by %s",
-             s->cfg->election_name, p->pause ? "paused" : "resumed", reignd_call_origin(p->call));
-        cJSON *r = state_result(s);
-        if (r)
-            cJSON_AddBoolToObject(r, "paused", p->pause);
-        reignd_call_done(p->call, 0, NULL, r);
-    }
-    free(p);
-}
-
-/*
- * `reign ctl pause` / `resume` (Patroni's pause): the pause is the
- * election's, kept in the store, so every node obeys it, including one
- * started later or restarted; this node follows it through its watch like
- * the others.  Answered once the store has it.
- */
-static int pause_resume(void *ctx, reignd_call *call, const char *name, int pause)
-{
-    reignd_daemon *d = ctx;
-    service *s = find(d, call, name);
-    if (!s)
-        return REIGN_ENOENT;
-    char key[REIGN_KEY_MAX + 1], data[REIGND_PAUSE_MAX];
-    int n = 0, err = reignd_pause_key(s->cfg->election_name, key, sizeof(key));
-    if (err == 0 && pause && (n = reignd_pause_encode(s->cfg->node_id, data, sizeof(data))) < 0)
-        err = n;
-    pause_req *p = err == 0 ? malloc(sizeof(*p)) : NULL;
-    if (err == 0 && !p)
-        err = REIGN_ENOMEM;
-    if (err == 0) {
-        *p = (pause_req){d, (size_t)(s - d->services), call, pause};
-        err = pause ? reign_value_set(s->st->client, key, data, (size_t)n, REIGN_VALUE_ANY,
-                                      on_pause_done, p)
-                    : reign_value_delete(s->st->client, key, REIGN_VALUE_ANY, on_pause_done, p);
-    }
-    if (err < 0) {
-        free(p);
-        reignd_call_fail(call, "cannot %s election %s: %s", pause ? "pause" : "resume",
-                         s->cfg->election_name, reign_strerror(err));
-        return err;
-    }
-    if (s->st->uv)
-        reign_uv_update(s->st->uv);
-    return REIGND_PENDING;
-}
-
-static int op_pause(void *ctx, reignd_call *call, const char *name)
-{
-    return pause_resume(ctx, call, name, 1);
-}
-
-static int op_resume(void *ctx, reignd_call *call, const char *name)
-{
-    return pause_resume(ctx, call, name, 0);
-}
-
-/* A graceful fence from the node that won the election: answered once the
- * service is standby here (at once if this run made it standby already). */
-static int op_standby(void *ctx, reignd_call *call, const char *name, const char *from,
-                      uint64_t term)
-{
-    service *s = find(ctx, call, name);
-    if (!s)
-        return REIGN_ENOENT;
-    slog(s, REIGN_LOG_NOTICE, "%s (%s, term %llu) asks this node to go standby", from,
-         reignd_call_origin(call), (unsigned long long)term);
-    post(s, REIGND_EV_FENCE_REQUEST);
-    /* Starting: the start-up become-standby comes first, whatever the
-     * service does; never "not active" from a daemon that cannot know. */
-    if (s->standby_pending || s->state == REIGND_ST_STARTING)
-        return add_waiter(s, call);
-    if (s->service_active) {
-        reignd_call_fail(call, "become-standby failed on this node: it must be fenced otherwise");
-        return REIGN_ESTATE;
-    }
-    reignd_call_set_result(call, state_result(s));
-    return 0;
-}
-
 const reignd_ops *reignd_daemon_ops(reignd_daemon *d)
 {
     return &d->ops;
-}
-
-void reignd_daemon_metrics(reignd_metrics_sink *sink, void *ctx)
-{
-    reignd_daemon *d = ctx;
-    for (size_t i = 0; i < d->n_services; i++) {
-        service *s = &d->services[i];
-        int leading = s->election && reign_election_is_leader(s->election);
-        reignd_metrics_service m = {
-            .name = s->cfg->name,
-            .health = reignd_health_state_name(s->health_state),
-            .state = reignd_state_name(s->state),
-            .leader = reignd_state_is_active(s->state),
-            .paused = s->paused,
-            .term = leading ? s->term : 0,
-            .token = leading ? s->token : 0,
-            .failovers = s->failovers,
-            .fence_attempts = s->fence_attempts,
-            .fence_successes = s->fence_ok,
-            /* Per method, as the metric counts them: every method tried failed
-             * except the last of each successful fence. */
-            .fence_failures = s->fence_attempts - s->fence_ok,
-        };
-        reignd_metrics_add(sink, &m);
-    }
 }
 
 /* ---- construction and start-up ---------------------------------------------- */
@@ -1894,6 +820,7 @@ int reignd_daemon_new(reignd_daemon **ret, const reignd_daemon_options *opts, ch
         return REIGN_ENOMEM;
     }
     d->ops = (reignd_ops){d, op_status, op_cede, op_failover, op_pause, op_resume, op_standby};
+    d->up = (service_upcalls){reignd__run_actions, failover_end};
     int ie = reignd_instance_new(d->instance, sizeof(d->instance));
     if (ie < 0) {
         snprintf(err, errlen, "cannot draw an instance id: %s", reign_strerror(ie));
@@ -2188,14 +1115,14 @@ int reignd_daemon_start(reignd_daemon *d, char *err, size_t errlen)
                      reign_strerror(e));
             return e;
         }
-        s->id_timer = timer_start(s, on_id_timer, ID_CHECK_MS, ID_CHECK_MS);
+        s->id_timer = reignd__timer_start(s, reignd__on_id_timer, ID_CHECK_MS, ID_CHECK_MS);
         if (!s->id_timer) {
             snprintf(err, errlen, "service %s: cannot start a timer", s->cfg->name);
             return REIGN_ENOMEM;
         }
         slog(s, REIGN_LOG_INFO, "daemon instance %s%s", s->d->instance,
              s->paused ? "; the election is paused" : "");
-        post(s, s->paused ? REIGND_EV_START_PAUSED : REIGND_EV_START);
+        reignd__post(s, s->paused ? REIGND_EV_START_PAUSED : REIGND_EV_START);
     }
     for (size_t i = 0; i < d->n_stores; i++)
         if (d->stores[i].uv)

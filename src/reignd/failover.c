@@ -305,7 +305,7 @@ static void on_cede_timer(uv_timer_t *t)
 /*
  * CEDE: leave the election now (the breadcrumb delete, if any, went first
  * on the same session) and stand again after the delay, or earlier when a
- * failover's target is active (failover_end), as ZKFC's graceful failover
+ * failover's target is active (ops_failover.c), as ZKFC's graceful failover
  * lets the old active stand again once the new one is up.
  */
 static void cede(service *s, int delay_ms, int retry)

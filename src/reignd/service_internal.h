@@ -7,8 +7,11 @@
  *
  *   service.c        start-up: the daemon made from its configuration, the
  *                    stores connected and checked, health and connection
- *                    news turned into events; the operations offered to
- *                    `reign ctl` and to peers; it wires the layers together
+ *                    news turned into events; it wires the layers together
+ *   ops_failover.c   `reign ctl failover S --to NODE`, a graceful failover
+ *   ops.c            the other operations: status, cede, pause and resume
+ *                    (and the watch that makes every node obey a pause), a
+ *                    peer's graceful fence, the metrics
  *   failover.c       a transition's actions: the become-* hooks, fencing the
  *                    old active, our breadcrumb, stepping down for a while
  *   candidacy.c      standing in the election: join, leave, its news, one
@@ -104,7 +107,7 @@ struct service {
     uint64_t failovers, fence_attempts, fence_ok; /* for the metrics */
 };
 
-/* A failover from this node under way (service.c, which says how it goes); the other
+/* A failover from this node under way (ops_failover.c, which says how it goes); the other
  * files read only its target, `to`. */
 struct failover_req {
     reignd_daemon *d;
@@ -131,7 +134,7 @@ typedef struct service_upcalls {
     /* Carries out a transition's actions, lowest bit first (failover.c). */
     void (*run_actions)(service *s, unsigned actions);
     /* Ends a failover under way: answers its call if still due, lets a ceded old active stand
-     * again (service.c). */
+     * again (ops_failover.c). */
     void (*end_failover)(failover_req *f, int err, const char *msg);
 } service_upcalls;
 
@@ -216,5 +219,29 @@ void reignd__on_id_timer(uv_timer_t *t);
 void reignd__run_actions(service *s, unsigned actions);
 /* A cede ends: CEDED stands again (moot in any other state). */
 void reignd__end_cede(service *s);
+
+/* ---- ops.c --------------------------------------------------------------------- */
+
+/* The service named `name`; NULL, with the call failed, if there is none. */
+service *reignd__find(reignd_daemon *d, reignd_call *call, const char *name);
+/* Reads the service's election for an operator's call: REIGND_PENDING (cb
+ * follows), or a negative code with the call's message set (cb never runs). */
+int reignd__query_for_call(service *s, reignd_call *call, reign_election_query_cb *cb,
+                           void *userdata);
+/* The watch on the election's pause (userdata: the service). */
+void reignd__on_pause_watch(reign_value_watch *w, const reign_value_event *ev, void *userdata);
+/* The reignd_ops but failover (control.h). */
+cJSON *reignd__op_status(void *ctx);
+int reignd__op_cede(void *ctx, reignd_call *call, const char *name, double delay_s);
+int reignd__op_pause(void *ctx, reignd_call *call, const char *name);
+int reignd__op_resume(void *ctx, reignd_call *call, const char *name);
+int reignd__op_standby(void *ctx, reignd_call *call, const char *name, const char *from,
+                       uint64_t term);
+
+/* ---- ops_failover.c ------------------------------------------------------------ */
+
+int reignd__op_failover(void *ctx, reignd_call *call, const char *name, const char *to, int wait);
+/* The service_upcalls' end_failover. */
+void reignd__failover_end(failover_req *f, int err, const char *msg);
 
 #endif

@@ -3,10 +3,10 @@
  *
  * Pure: reignd_fsm_step() maps (state, event, what the service knows of its
  * health) to a new state, a set of actions and a reason, from one static
- * const table (fsm.c).  It does no I/O; service.c carries the actions out in
- * the order of their bits below and logs the reason.  A pair the table does
- * not name is refused: the state stays and the caller logs the refusal (an
- * operator's command gets the reason back).
+ * const table (fsm.c).  It does no I/O; service_core.c steps it and logs the
+ * reason, failover.c carries the actions out in the order of their bits
+ * below.  A pair the table does not name is refused: the state stays and the
+ * caller logs the refusal (an operator's command gets the reason back).
  *
  * The rules it encodes (HDFS's ZKFC, with Pacemaker's probe at start):
  *  - a daemon that starts knows nothing of its service: an earlier run may
@@ -107,7 +107,7 @@ typedef enum reignd_event {
 } reignd_event;
 
 /*
- * Actions, carried out by service.c in this order (lowest bit first) when
+ * Actions, carried out by failover.c in this order (lowest bit first) when
  * several come from one transition.  become-standby is queued before the
  * election is left, the breadcrumb deleted before the election node (one
  * session: ZooKeeper applies them in that order, so the next winner never

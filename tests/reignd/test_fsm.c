@@ -286,7 +286,7 @@ static void graceful_fence_request(void **state)
          REIGND_A_BECOME_STANDBY | REIGND_A_RESIGN);
     /* Maybe active since before this run: become-standby first. */
     must(ST(PAUSED_UNKNOWN), EV(FENCE_REQUEST), 1, ST(PAUSED), REIGND_A_BECOME_STANDBY);
-    /* Starting: answered once the start-up become-standby ran (service.c waits). */
+    /* Starting: answered once the start-up become-standby ran (ops.c waits). */
     must(ST(STARTING), EV(FENCE_REQUEST), 1, ST(STARTING), 0);
     must(ST(PROBING), EV(FENCE_REQUEST), 1, ST(PROBING), 0);
     /* Not active: nothing to do (the peer is answered at once). */

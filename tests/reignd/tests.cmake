@@ -56,7 +56,7 @@ reignd_unit_test(test_fsm)
 reignd_unit_test(test_breadcrumb)
 reignd_unit_test(test_fence)
 # No circle between reignd's headers, nor between the files of reignd_core: the service's
-# files are layers, each calling only those below it.
+# files are layers, each calling only those below it (service_internal.h says which).
 add_test(NAME reignd_no_cycles
   COMMAND ${REIGN_PYTHON} ${PROJECT_SOURCE_DIR}/tests/tools/check_cycles.py
   ${PROJECT_SOURCE_DIR}/src/reignd $<TARGET_FILE:reignd_core>)

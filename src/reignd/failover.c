@@ -376,11 +376,7 @@ void reignd__run_actions(service *s, unsigned a)
         s->stopped = 1;
         reignd_fence_abandon(s->fence);
         s->fence = NULL;
-        reignd__timer_stop(&s->cede_timer);
-        reignd__timer_stop(&s->id_timer);
-        s->pause_watch = reign_value_watch_free(s->pause_watch);
-        if (s->failover)
-            s->d->up.end_failover(s->failover, REIGN_ECANCELED, "the daemon is stopping");
+        reignd__quiesce(s);
     }
     if (a & REIGND_A_TAKE_HEALTH) {
         /* Health news was noted, not acted on, in the state just left. */

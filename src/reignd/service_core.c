@@ -176,6 +176,15 @@ void reignd__timer_stop(uv_timer_t **t)
 
 /* ---- life cycle ------------------------------------------------------------- */
 
+void reignd__quiesce(service *s)
+{
+    reignd__timer_stop(&s->cede_timer);
+    reignd__timer_stop(&s->id_timer);
+    s->pause_watch = reign_value_watch_free(s->pause_watch);
+    if (s->failover)
+        s->d->up.end_failover(s->failover, REIGN_ECANCELED, "the daemon is stopping");
+}
+
 static void finish(reignd_daemon *d, int status)
 {
     if (d->exited)
@@ -189,11 +198,7 @@ static void finish(reignd_daemon *d, int status)
         s->health = NULL;
         reignd_hooks_close(s->hooks);
         s->hooks = NULL;
-        reignd__timer_stop(&s->cede_timer);
-        reignd__timer_stop(&s->id_timer);
-        s->pause_watch = reign_value_watch_free(s->pause_watch);
-        if (s->failover)
-            d->up.end_failover(s->failover, REIGN_ECANCELED, "the daemon is stopping");
+        reignd__quiesce(s);
     }
     for (size_t i = 0; i < d->n_stores; i++)
         if (d->stores[i].uv) {

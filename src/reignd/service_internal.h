@@ -177,6 +177,9 @@ cJSON *reignd__state_result(const service *s);
 uv_timer_t *reignd__timer_start(service *s, uv_timer_cb cb, uint64_t ms, uint64_t repeat);
 /* Stops and frees *t (its close completes on a later loop turn); NULL-safe. */
 void reignd__timer_stop(uv_timer_t **t);
+/* A service leaves for good (EXIT, or the daemon's end): stops its timers and its pause watch,
+ * and ends a failover from it under way. */
+void reignd__quiesce(service *s);
 /* A shutdown ends once nothing is left to wait for: this looks whether that is now. */
 void reignd__maybe_finish(reignd_daemon *d);
 /* Logs `what` and shuts the daemon down with exit status 1. */

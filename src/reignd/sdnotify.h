@@ -5,7 +5,7 @@
  *
  * The watchdog is kicked by a timer on the daemon's libuv loop, so a loop
  * that stops turning (a wedged callback) stops the kicks and systemd
- * restarts the daemon: that is the loop-liveness proof DESIGN.md asks for.
+ * restarts the daemon: that is the proof that the loop still turns (docs/design.md, "Safety").
  * Outside systemd (no NOTIFY_SOCKET) every call does nothing.
  */
 #ifndef REIGND_SDNOTIFY_H

@@ -356,21 +356,8 @@ stop_state() {
     rm -rf -- "$state"/s*/data
 }
 
-cmd_stop_all_under() {
-    [[ $# -eq 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    local dir
-    dir=$(abs_path "$1")
-    stop_marked_under "$dir"
-    local pids=()
-    mapfile -t pids < <(server_pids_under "$dir/")
-    kill_and_wait TERM "${pids[@]}"
-    # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
-    # wait for them, so none outlives this command with the state dir on its command line.
-    wait
-}
+# stop-all-under (lib/server-common.sh) stops the servers it finds this way.
+stop_servers() { kill_and_wait TERM "$@"; }
 
 cmd_stop_server() {
     [[ $# -eq 2 ]] || {

@@ -261,3 +261,25 @@ make_tls() {
         chmod 644 ca.crt other-ca.crt server.crt
     ) || die "could not make the TLS files under $dir"
 }
+
+# stop-all-under DIR: every server and watchdog a run under DIR left (a test's build tree, a
+# crashed suite).  Each script says how its servers are found (server_pids_under DIR/) and
+# stopped (stop_servers PID...); sweep_under DIR cleans what they leave behind, if anything.
+sweep_under() { :; }
+
+cmd_stop_all_under() {
+    [[ $# -eq 1 ]] || {
+        usage >&2
+        exit 2
+    }
+    local dir
+    dir=$(abs_path "$1")
+    stop_marked_under "$dir"
+    local pids=()
+    mapfile -t pids < <(server_pids_under "$dir/")
+    stop_servers "${pids[@]}"
+    sweep_under "$dir"
+    # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
+    # wait for them, so none outlives this command with the state dir on its command line.
+    wait
+}

@@ -59,7 +59,6 @@ state_loaded() { :; }    # after load_state has set STATE
 port_changed() { :; }    # after new_port has written STATE/port
 server_children() { :; } # PID: the server's processes besides PID, one per line
 server_stopped() { :; }  # STATE: after its server was stopped or killed (what it left running)
-sweep_under() { :; }     # DIR: after stop-all-under has stopped the servers under DIR
 
 # setup_tls: the throwaway CA and certificates of REIGN_SQL_TLS=1, under STATE/tls.
 setup_tls() {
@@ -193,23 +192,6 @@ cmd_start() {
     done
     log_tail
     die "$SERVER_NAME did not start (log above, and under $STATE)"
-}
-
-cmd_stop_all_under() {
-    [[ $# -eq 1 ]] || {
-        usage >&2
-        exit 2
-    }
-    local dir
-    dir=$(abs_path "$1")
-    stop_marked_under "$dir"
-    local pids=()
-    mapfile -t pids < <(server_pids_under "$dir/")
-    stop_servers "${pids[@]}"
-    sweep_under "$dir"
-    # The process substitutions above (find, the pid scans) are not reaped by bash on their own;
-    # wait for them, so none outlives this command with the state dir on its command line.
-    wait
 }
 
 cmd_stop_server() {

@@ -1,7 +1,8 @@
 /*
- * harness.c - the C integration tests' harness (see harness.h): candidates
- * that record their events, one poll loop over all of them, snapshots,
- * the leadership checker, and raw ZooKeeper handles.
+ * harness.c - the C integration tests' harness (see harness.h): the store of
+ * the run and its URI, candidates that record their events, one poll loop
+ * over all of them, snapshots, the leadership checker, and raw ZooKeeper
+ * handles.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -83,28 +85,134 @@ void h_init(const char *name)
 
 /* ---- environment -------------------------------------------------------- */
 
+static const char *need_env(const char *name)
+{
+    const char *v = getenv(name);
+    H_CHECKF(v && *v, "%s is not set (run me through ctest)", name);
+    return v;
+}
+
+/* The first line of the file at `path`, which a server script wrote, into out. */
+static void read_line(const char *path, char *out, size_t len)
+{
+    FILE *f = fopen(path, "r");
+    H_CHECKF(f, "cannot read '%s' (is the server's fixture up?)", path);
+    if (!fgets(out, (int)len, f))
+        out[0] = '\0';
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    H_CHECKF(out[0], "'%s' is empty", path);
+}
+
 const char *h_hosts(void)
 {
     static char hosts[1024];
-    if (hosts[0])
-        return hosts;
-    const char *file = getenv("REIGN_TEST_ZK_FILE");
-    H_CHECKF(file && *file, "REIGN_TEST_ZK_FILE is not set (run me through ctest)");
-    FILE *f = fopen(file, "r");
-    H_CHECKF(f, "cannot open REIGN_TEST_ZK_FILE '%s'", file);
-    if (!fgets(hosts, sizeof(hosts), f))
-        hosts[0] = '\0';
-    fclose(f);
-    hosts[strcspn(hosts, "\r\n")] = '\0';
-    H_CHECKF(hosts[0], "'%s' is empty", file);
+    if (!hosts[0])
+        read_line(need_env("REIGN_TEST_ZK_FILE"), hosts, sizeof(hosts));
     return hosts;
+}
+
+static const char *const store_names[] = {"zk", "sqlite", "postgres", "mariadb"};
+
+h_store_kind h_store(void)
+{
+    const char *s = getenv("REIGN_TEST_STORE");
+    if (!s || !*s)
+        return H_STORE_ZK;
+    for (size_t i = 0; i < sizeof(store_names) / sizeof(store_names[0]); i++)
+        if (!strcmp(s, store_names[i]))
+            return (h_store_kind)i;
+    h_fail(__FILE__, __LINE__, "REIGN_TEST_STORE '%s' is none of zk, sqlite, postgres, mariadb", s);
+}
+
+const char *h_store_name(void)
+{
+    return store_names[h_store()];
+}
+
+int h_store_is_sql(void)
+{
+    return h_store() != H_STORE_ZK;
+}
+
+/* A SQL server's URI, from the state dir its script keeps (see tests/sql/tests.cmake). */
+static void server_base(char *out, size_t len, const char *scheme, const char *dir_env)
+{
+    const char *dir = need_env(dir_env);
+    char path[1024], port[32];
+    snprintf(path, sizeof(path), "%s/port", dir);
+    read_line(path, port, sizeof(port));
+    snprintf(out, len, "%s://reign@127.0.0.1:%s/reign?password_file=%s/password&", scheme, port,
+             dir);
+}
+
+/* mkdir -p: ctest makes no state dir. */
+static void make_dirs(const char *dir)
+{
+    char p[1024];
+    snprintf(p, sizeof(p), "%s", dir);
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            mkdir(p, 0755);
+            *s = '/';
+        }
+    mkdir(p, 0755);
+}
+
+/* SQLite's file: under the test's state dir, fresh for each run. */
+static void sqlite_base(char *out, size_t len)
+{
+    const char *dir = need_env("REIGN_TEST_STATE_DIR");
+    static char path[1024];
+    if (!path[0]) {
+        make_dirs(dir);
+        snprintf(path, sizeof(path), "%s/%s.db", dir, test_name);
+        char side[1100];
+        for (const char *const *f = (const char *const[]){"", "-wal", "-shm", NULL}; *f; f++) {
+            snprintf(side, sizeof(side), "%s%s", path, *f);
+            unlink(side);
+        }
+    }
+    snprintf(out, len, "sqlite://%s?", path);
 }
 
 const char *h_uri(const char *query)
 {
-    static char uri[1536];
-    snprintf(uri, sizeof(uri), "zk://%s%s%s", h_hosts(), query ? "?" : "", query ? query : "");
+    static char uri[2048];
+    char base[1536];
+    switch (h_store()) {
+    case H_STORE_ZK:
+        snprintf(uri, sizeof(uri), "zk://%s%s%s", h_hosts(), query ? "?" : "", query ? query : "");
+        return uri;
+    case H_STORE_SQLITE:
+        sqlite_base(base, sizeof(base));
+        break;
+    case H_STORE_POSTGRES:
+        server_base(base, sizeof(base), "postgres", "REIGN_TEST_PG_DIR");
+        break;
+    case H_STORE_MARIADB:
+        server_base(base, sizeof(base), "mysql", "REIGN_TEST_MARIADB_DIR");
+        break;
+    }
+    snprintf(uri, sizeof(uri), "%stable=t_%s&poll_ms=100%s%s", base, test_name, query ? "&" : "",
+             query ? query : "");
     return uri;
+}
+
+void h_contract_init(const char *name, void (*refused)(void))
+{
+    h_init(name);
+    const char *why = getenv("REIGN_TEST_GAP");
+    if (!why || !*why) {
+        h_log("on %s", h_store_name());
+        return;
+    }
+    if (refused)
+        refused();
+    printf("%s: %s: not supported (%s)\n", name, h_store_name(), why);
+    fflush(stdout);
+    exit(H_SKIP);
 }
 
 void h_unique_name(char *buf, size_t len, const char *prefix)
@@ -135,6 +243,16 @@ static void record(h_cand *c, const h_event *ev)
         c->on_event(c, &c->ev[c->n_ev - 1]);
 }
 
+/* A payload as text, cut to H_DATA_MAX - 1 bytes: the tests' payloads are short strings. */
+static void copy_data(char out[H_DATA_MAX], const void *data, size_t len)
+{
+    if (len >= H_DATA_MAX)
+        len = H_DATA_MAX - 1;
+    if (len)
+        memcpy(out, data, len);
+    out[len] = '\0';
+}
+
 static void on_election(reign_election *e, const reign_election_event *ev, void *userdata)
 {
     h_cand *c = userdata;
@@ -152,6 +270,8 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
         snprintf(r.leader_id, sizeof(r.leader_id), "%s", ev->leader->id ? ev->leader->id : "");
         r.leader_term = ev->leader->term;
         r.leader_token = ev->leader->token;
+        copy_data(r.leader_data, ev->leader->data, ev->leader->data_len);
+        r.leader_data_len = ev->leader->data_len;
     }
     switch (ev->type) {
     case REIGN_ELECTION_ELECTED:
@@ -190,6 +310,9 @@ static void on_state(reign_client *client, reign_conn_state state, void *userdat
 static int pred_connected(void *arg)
 {
     h_cand *c = arg;
+    /* A client that closed will not connect: say why now rather than after the wait. */
+    H_CHECKF(c->state != REIGN_CONN_CLOSED, "%s: the client closed before its first session: %s",
+             c->id, reign_client_errmsg(c->client));
     return c->state == REIGN_CONN_CONNECTED || c->state == REIGN_CONN_RECONNECTED;
 }
 
@@ -373,6 +496,7 @@ static void on_query(reign_client *client, int err, const reign_election_view *v
         snprintf(out->leader_id, sizeof(out->leader_id), "%s", v->leader.id ? v->leader.id : "");
         out->term = v->leader.term;
         out->token = v->leader.token;
+        copy_data(out->leader_data, v->leader.data, v->leader.data_len);
     }
     H_CHECKF(v->n_candidates <= H_VIEW_MAX, "too many candidates (%zu)", v->n_candidates);
     out->n = v->n_candidates;
@@ -380,6 +504,7 @@ static void on_query(reign_client *client, int err, const reign_election_view *v
         snprintf(out->ids[i], H_ID_MAX, "%s", v->candidates[i].id ? v->candidates[i].id : "");
         snprintf(out->nodes[i], H_NODE_MAX, "%s",
                  v->candidates[i].node ? v->candidates[i].node : "");
+        copy_data(out->data[i], v->candidates[i].data, v->candidates[i].data_len);
     }
 }
 

@@ -2,9 +2,14 @@
  * harness.h - a small harness for reign's C integration tests.
  *
  * A test makes candidates (h_cand: one reign_client and at most one
- * election each) against the ZooKeeper server named in $REIGN_TEST_ZK_FILE,
- * and turns every client's loop with h_run_until() until a predicate holds
- * or a generous timeout passes.  Every election event is recorded, so a test
+ * election each) on one store, and turns every client's loop with
+ * h_run_until() until a predicate holds or a generous timeout passes.  The
+ * store is named by $REIGN_TEST_STORE (zk, sqlite, postgres or mariadb; zk
+ * when unset) and h_uri() gives its URI; the harness starts no server: the
+ * ctest fixtures have (tests/integration/tests.cmake for ZooKeeper, whose
+ * connect string is in $REIGN_TEST_ZK_FILE; tests/sql/tests.cmake for the
+ * SQL servers, whose state dirs are $REIGN_TEST_PG_DIR and
+ * $REIGN_TEST_MARIADB_DIR), and SQLite needs none.  Every election event is recorded, so a test
  * can look at what happened afterwards; h_finish() proves over all of them
  * that leaderships never overlapped and that terms and tokens only grew,
  * then frees everything.
@@ -14,7 +19,11 @@
  * program with a message naming the file and line.
  *
  * h_raw_*() open plain ZooKeeper C client handles (synchronous calls: this
- * is test code) to look at, or tamper with, the nodes an election made.
+ * is test code) to look at, or tamper with, the nodes an election made: for
+ * the tests of ZooKeeper alone.
+ *
+ * A contract test (tests/contract/) starts with h_contract_init() instead of
+ * h_init(), and runs once per store.
  */
 #ifndef REIGN_TEST_HARNESS_H
 #define REIGN_TEST_HARNESS_H
@@ -32,6 +41,7 @@
 
 #define H_ID_MAX   128
 #define H_NODE_MAX 128
+#define H_DATA_MAX 64
 
 /* ---- checks ------------------------------------------------------------- */
 
@@ -59,6 +69,14 @@ void h_fail(const char *file, int line, const char *fmt, ...)
                    reign_err_name(h_rc_), reign_strerror(h_rc_));                                  \
     } while (0)
 
+/* `expr` must return `want` (an error code, say); otherwise both are named. */
+#define H_RC(expr, want)                                                                           \
+    do {                                                                                           \
+        int h_rc_ = (expr);                                                                        \
+        H_CHECKF(h_rc_ == (want), "%s gave %s, want %s", #expr, reign_err_name(h_rc_),             \
+                 reign_err_name(want));                                                            \
+    } while (0)
+
 /* A line on stderr, prefixed with the time since the test began. */
 void h_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -67,11 +85,43 @@ void h_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Call first: sets up logging (REIGN_TEST_LOG=debug|info|... , default info). */
 void h_init(const char *test_name);
 
+/* The stores a test can run on, as $REIGN_TEST_STORE names them. */
+typedef enum h_store_kind {
+    H_STORE_ZK,
+    H_STORE_SQLITE,
+    H_STORE_POSTGRES,
+    H_STORE_MARIADB
+} h_store_kind;
+
+/* The store of this run ($REIGN_TEST_STORE; H_STORE_ZK when unset), its name ("zk",
+ * "sqlite", "postgres", "mariadb"), and whether it is one of the SQL stores.  An unknown name
+ * fails the test. */
+h_store_kind h_store(void);
+const char *h_store_name(void);
+int h_store_is_sql(void);
+
 /* The connect string ("127.0.0.1:p,...") from $REIGN_TEST_ZK_FILE; exits if unset. */
 const char *h_hosts(void);
 
-/* "zk://<hosts>" plus "?<query>" if query is not NULL; in a static buffer. */
+/*
+ * The URI of the store of this run, plus `query` ("name=value&...", may be NULL); in a static
+ * buffer.  zk: "zk://<hosts>".  The SQL stores get a table of the test's own (table=t_<test>,
+ * so tests sharing a server never meet), poll_ms=100 (MariaDB's followers poll: a change is
+ * seen within 100 ms rather than one renew period) and, for the servers, user reign with
+ * password_file=<state dir>/password; SQLite a file under $REIGN_TEST_STATE_DIR, removed by the
+ * first call so that every run starts from nothing.
+ */
 const char *h_uri(const char *query);
+
+/*
+ * The start of a contract test (tests/contract/contract_<capability>.c): h_init(test_name),
+ * then, when ctest says the store of this run lacks the capability ($REIGN_TEST_GAP holds
+ * why, e.g. "groups need zk"), runs `refused` (may be NULL: it proves that the store refuses
+ * the capability as its header documents), prints "<test>: <store>: not supported (<why>)"
+ * and exits with H_SKIP, which ctest shows as "Skipped": a gap is visible, never a pass.
+ */
+#define H_SKIP 77
+void h_contract_init(const char *test_name, void (*refused)(void));
 
 /* A fresh election name "<prefix>-<pid>-<random hex>", so that tests sharing a server never
  * meet. */
@@ -88,6 +138,8 @@ typedef struct h_event {
     int has_leader; /* LEADER_CHANGED, READY */
     char leader_id[H_ID_MAX];
     uint64_t leader_term, leader_token;
+    char leader_data[H_DATA_MAX]; /* the leader's payload, cut to H_DATA_MAX - 1 bytes */
+    size_t leader_data_len;       /* its whole length */
 } h_event;
 
 typedef struct h_cand {
@@ -166,9 +218,11 @@ typedef struct h_view {
     int has_leader;
     char leader_id[H_ID_MAX];
     uint64_t term, token;
+    char leader_data[H_DATA_MAX]; /* payloads: as in h_event */
     size_t n;
     char ids[H_VIEW_MAX][H_ID_MAX];
     char nodes[H_VIEW_MAX][H_NODE_MAX];
+    char data[H_VIEW_MAX][H_DATA_MAX];
 } h_view;
 
 /* Queries `name` through c's client, turning every loop until the answer. */

@@ -132,13 +132,6 @@ static result do_del(h_cand *c, const char *key, int64_t version)
     return r;
 }
 
-#define H_ERR(expr, want)                                                                          \
-    do {                                                                                           \
-        int h_e_ = (expr);                                                                         \
-        H_CHECKF(h_e_ == (want), "%s gave %s, want %s", #expr, reign_err_name(h_e_),               \
-                 reign_err_name(want));                                                            \
-    } while (0)
-
 static void ops(const char *base)
 {
     h_cand *c = h_cand_new("writer", NULL, NULL, NULL, NULL);
@@ -149,7 +142,7 @@ static void ops(const char *base)
     watch_start(&x, o, key);
     const vev *e = nth(&x, 1);
     H_CHECK(e->type == REIGN_VALUE_READY && !e->has_value);
-    H_ERR(do_get(c, key).err, REIGN_ENOENT);
+    H_RC(do_get(c, key).err, REIGN_ENOENT);
 
     result r = do_set(c, key, "ts1:2200", REIGN_VALUE_ANY);
     H_OK(r.err);
@@ -165,20 +158,20 @@ static void ops(const char *base)
     H_CHECK(e->type == REIGN_VALUE_CHANGED && !strcmp(e->data, "ts2:2200") && e->version == v1);
 
     /* compare-and-set on a stale version: refused, nothing written */
-    H_ERR(do_set(c, key, "ts3:2200", v0).err, REIGN_EBADVERSION);
-    H_ERR(do_set(c, key, "ts3:2200", REIGN_VALUE_ABSENT).err, REIGN_EEXIST);
+    H_RC(do_set(c, key, "ts3:2200", v0).err, REIGN_EBADVERSION);
+    H_RC(do_set(c, key, "ts3:2200", REIGN_VALUE_ABSENT).err, REIGN_EEXIST);
     r = do_get(c, key);
     H_OK(r.err);
     H_CHECK(!strcmp(r.data, "ts2:2200") && r.version == v1);
-    H_ERR(do_del(c, key, v0).err, REIGN_EBADVERSION);
+    H_RC(do_del(c, key, v0).err, REIGN_EBADVERSION);
     H_OK(do_get(c, key).err);
 
     H_OK(do_del(c, key, v1).err);
     e = nth(&x, 4);
     H_CHECK(e->type == REIGN_VALUE_DELETED && !e->has_value);
-    H_ERR(do_get(c, key).err, REIGN_ENOENT);
-    H_ERR(do_del(c, key, REIGN_VALUE_ANY).err, REIGN_ENOENT);
-    H_ERR(do_set(c, key, "x", v1).err, REIGN_ENOENT);
+    H_RC(do_get(c, key).err, REIGN_ENOENT);
+    H_RC(do_del(c, key, REIGN_VALUE_ANY).err, REIGN_ENOENT);
+    H_RC(do_set(c, key, "x", v1).err, REIGN_ENOENT);
 
     /* set-if-absent creates; created again after a delete it is CREATED again */
     r = do_set(c, key, "ts4:2200", REIGN_VALUE_ABSENT);
@@ -194,7 +187,7 @@ static void ops(const char *base)
     H_OK(do_del(c, key, REIGN_VALUE_ANY).err);
     e = nth(&x, 6);
     H_CHECK(e->type == REIGN_VALUE_DELETED);
-    H_ERR(do_get(c, key).err, REIGN_ENOENT);
+    H_RC(do_get(c, key).err, REIGN_ENOENT);
     r = do_get(c, below);
     H_OK(r.err);
     H_CHECK(!strcmp(r.data, "kept"));
@@ -203,7 +196,7 @@ static void ops(const char *base)
     e = nth(&x, 7);
     H_CHECK(e->type == REIGN_VALUE_CREATED && !strcmp(e->data, "ts5:2200"));
     /* the parent of a key holds no value just because the key does */
-    H_ERR(do_get(c, base).err, REIGN_ENOENT);
+    H_RC(do_get(c, base).err, REIGN_ENOENT);
 
     /* data written by another tool */
     zhandle_t *zh = h_raw_connect(h_hosts(), NULL);
@@ -215,7 +208,7 @@ static void ops(const char *base)
     H_CHECK(e->type == REIGN_VALUE_DELETED);
     e = nth(&x, 9);
     H_CHECK(e->type == REIGN_VALUE_ERROR && e->error == REIGN_EFOREIGN);
-    H_ERR(do_get(c, key).err, REIGN_EFOREIGN);
+    H_RC(do_get(c, key).err, REIGN_EFOREIGN);
     /* ours again */
     H_OK(do_set(c, key, "ts6:2200", REIGN_VALUE_ANY).err);
     e = nth(&x, 10);

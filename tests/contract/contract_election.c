@@ -329,6 +329,9 @@ static h_cand *handed_over(handover *h, reign_demote_reason reason, const char *
              "%s's term/token %llu/%llu after %s's %llu/%llu", now->id, (unsigned long long)e->term,
              (unsigned long long)e->token, h->old->id, (unsigned long long)d->term,
              (unsigned long long)d->token);
+    if (h_store_is_sql()) /* <reign/election.h>: a lease's term is also its fencing token */
+        H_CHECKF(e->token == e->term, "token %llu, term %llu", (unsigned long long)e->token,
+                 (unsigned long long)e->term);
     h_log("%s leads, term %llu token %llu, after %s (%s)", now->id, (unsigned long long)e->term,
           (unsigned long long)e->token, h->old->id, reign_demote_reason_name(reason));
     return now;

@@ -148,9 +148,9 @@ function(reign_it_program name)
   endif()
 endfunction()
 
-# 1. one leader among N, both strategies
+# 1. one leader among N with the lock strategy (the queue strategy, ZooKeeper's default, is in
+# the election contract: tests/contract/)
 reign_it_program(it_one_leader)
-reign_zk_test(NAME it_one_leader_queue COMMAND it_one_leader queue TIMEOUT 120)
 reign_zk_test(NAME it_one_leader_lock COMMAND it_one_leader lock TIMEOUT 120)
 
 # A fault injected into one create or multi libreign sends (zk_fault.[ch]): a program that uses it
@@ -191,11 +191,6 @@ reign_zk_test(NAME it_designate COMMAND it_designate TIMEOUT 180)
 
 reign_it_program(it_many_joins)
 reign_zk_test(NAME it_many_joins COMMAND it_many_joins TIMEOUT 180)
-
-# SQL lease elections through the API, on a SQLite file (issue 3; no server needed).
-reign_it_program(it_lease)
-add_test(NAME it_lease COMMAND it_lease)
-set_tests_properties(it_lease PROPERTIES LABELS "integration;sql" TIMEOUT 180)
 
 # Freeing a client with answers and watch events still queued (meant for the sanitizer builds).
 reign_it_program(it_close_pending)

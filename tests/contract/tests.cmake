@@ -68,3 +68,4 @@ endfunction()
 
 # capability  the stores that claim it
 reign_contract(election STORES zk sqlite postgres mariadb)
+reign_contract(value STORES zk sqlite postgres mariadb)

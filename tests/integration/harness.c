@@ -521,6 +521,83 @@ void h_query(h_cand *c, const char *name, h_view *out)
     H_WAIT(pred_done, &q, "the answer to a query");
 }
 
+/* ---- watched values ----------------------------------------------------- */
+
+static void on_value(reign_value_watch *w, const reign_value_event *ev, void *userdata)
+{
+    h_vwatch *x = userdata;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 16;
+        h_vev *v = realloc(x->ev, cap * sizeof(*v));
+        H_CHECK(v != NULL);
+        x->ev = v;
+        x->cap = cap;
+    }
+    h_vev *e = &x->ev[x->n++];
+    memset(e, 0, sizeof(*e));
+    e->type = ev->type;
+    e->error = ev->error;
+    if (ev->value) {
+        e->has_value = 1;
+        copy_data(e->data, ev->value->data, ev->value->data_len);
+        e->version = ev->value->version;
+    }
+    h_log("watch %s: %s %s", reign_value_watch_key(w), reign_value_event_name(ev->type),
+          e->has_value ? e->data : "-");
+}
+
+void h_vwatch_start(h_vwatch *x, h_cand *c, const char *key)
+{
+    H_OK(reign_value_watch_start(&x->w, c->client, key, on_value, x));
+}
+
+typedef struct vwatch_n {
+    h_vwatch *x;
+    size_t n;
+} vwatch_n;
+
+static int pred_vwatch_n(void *arg)
+{
+    vwatch_n *a = arg;
+    return a->x->n >= a->n;
+}
+
+const h_vev *h_vwatch_expect(h_vwatch *x, size_t n, reign_value_event_type type, const char *data)
+{
+    vwatch_n a = {x, n};
+    H_WAIT(pred_vwatch_n, &a, "a watch event");
+    const h_vev *e = &x->ev[n - 1];
+    H_CHECKF(e->type == type && (data ? e->has_value && !strcmp(e->data, data) : !e->has_value),
+             "watch event %zu is %s '%s', want %s '%s'", n, reign_value_event_name(e->type),
+             e->has_value ? e->data : "-", reign_value_event_name(type), data ? data : "-");
+    return e;
+}
+
+typedef struct vwatch_last {
+    h_vwatch *x;
+    const char *data;
+} vwatch_last;
+
+static int pred_vwatch_last(void *arg)
+{
+    vwatch_last *a = arg;
+    const h_vwatch *x = a->x;
+    return x->n && x->ev[x->n - 1].has_value && !strcmp(x->ev[x->n - 1].data, a->data);
+}
+
+void h_vwatch_wait_last(h_vwatch *x, const char *data)
+{
+    vwatch_last a = {x, data};
+    H_WAIT(pred_vwatch_last, &a, "the watch to report the last write");
+}
+
+void h_vwatch_free(h_vwatch *x)
+{
+    x->w = reign_value_watch_free(x->w);
+    free(x->ev);
+    memset(x, 0, sizeof(*x));
+}
+
 /* ---- leadership checker ------------------------------------------------- */
 
 typedef struct term_iv {

@@ -228,6 +228,36 @@ typedef struct h_view {
 /* Queries `name` through c's client, turning every loop until the answer. */
 void h_query(h_cand *c, const char *name, h_view *out);
 
+/* ---- watched values (<reign/value.h>) ------------------------------------ */
+
+typedef struct h_vev {
+    reign_value_event_type type;
+    int has_value;
+    char data[H_DATA_MAX]; /* the payload as text, cut to H_DATA_MAX - 1 bytes */
+    int64_t version;
+    int error;
+} h_vev;
+
+/* A watch that records its events (zero-initialise it, then h_vwatch_start()). */
+typedef struct h_vwatch {
+    reign_value_watch *w;
+    h_vev *ev;
+    size_t n, cap;
+} h_vwatch;
+
+/* Starts watching `key` on c's client; fails the test on error. */
+void h_vwatch_start(h_vwatch *x, h_cand *c, const char *key);
+
+/* Waits for event number n (1-based), checks that it has `type` and the payload `data` (NULL:
+ * no value), and returns it. */
+const h_vev *h_vwatch_expect(h_vwatch *x, size_t n, reign_value_event_type type, const char *data);
+
+/* Waits until the last event carries the payload `data`. */
+void h_vwatch_wait_last(h_vwatch *x, const char *data);
+
+/* Frees the watch and its events. */
+void h_vwatch_free(h_vwatch *x);
+
 /* ---- the end ------------------------------------------------------------ */
 
 /*

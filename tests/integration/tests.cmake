@@ -219,7 +219,7 @@ reign_zk_test(NAME it_cede_expire COMMAND it_cede_expire TIMEOUT 120
   ENVIRONMENT ${REIGN_EXPIRE_ENV})
 reign_it_program(it_value INTERNAL LINK_OPTIONS ${REIGN_EXPIRE_WRAP})
 target_sources(it_value PRIVATE ${CMAKE_CURRENT_LIST_DIR}/expire.c)
-foreach(scenario ops burst expiry)
+foreach(scenario tree expiry)
   reign_zk_test(NAME it_value_${scenario} COMMAND it_value ${scenario} TIMEOUT 180
     ENVIRONMENT ${REIGN_EXPIRE_ENV})
 endforeach()

@@ -69,3 +69,4 @@ endfunction()
 # capability  the stores that claim it
 reign_contract(election STORES zk sqlite postgres mariadb)
 reign_contract(value STORES zk sqlite postgres mariadb)
+reign_contract(group STORES zk GAP "groups need zk")

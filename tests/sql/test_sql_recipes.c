@@ -75,6 +75,14 @@ static void setup(const char *name, const char *scenario)
 {
     snprintf(backend, sizeof backend, "%s", name);
     const char *state = need_env("REIGN_TEST_STATE_DIR");
+    /* ctest makes neither the state dir nor, in a fresh build tree, its parent. */
+    char parent[PATH_MAX];
+    snprintf(parent, sizeof parent, "%s", state);
+    char *slash = strrchr(parent, '/');
+    if (slash && slash != parent) {
+        *slash = '\0';
+        mkdir(parent, 0755);
+    }
     mkdir(state, 0755);
     snprintf(table, sizeof table, "tv_%s_%ld", scenario, (long)getpid());
     memset(&raw, 0, sizeof raw);

@@ -70,3 +70,5 @@ endfunction()
 reign_contract(election STORES zk sqlite postgres mariadb)
 reign_contract(value STORES zk sqlite postgres mariadb)
 reign_contract(group STORES zk GAP "groups need zk")
+# Next, from their ZooKeeper tests: tasks (tests/tasks/), priority and designation
+# (tests/integration/it_designate.c), each a line like group's until the SQL stores have them.

@@ -54,9 +54,31 @@ from benchlib import BenchError, fmt, log  # noqa: E402
 
 ROOT = bl.ROOT
 PYTHON = "/usr/bin/python3"  # the harnesses' own interpreter (Debian's)
-SECTION = "## Before and after the election tables"
-MARK_BEGIN = "<!-- before-after: written by bench/before_after.py -->"
-MARK_END = "<!-- /before-after -->"
+# What a run compares: its section of docs/benchmarks.md (between its own markers) and the
+# sentence that says what changed between the two revisions.
+TOPICS = {
+    "tables": {
+        "section": "## Before and after the election tables",
+        "marks": ("<!-- before-after: written by bench/before_after.py -->",
+                  "<!-- /before-after -->"),
+        "what": "the refactor of the election code (the ZooKeeper candidate on a table of "
+                "states and events, one lifecycle under the recipes, the layout in one header)",
+        "before": "the commit before the tables began",
+        "merged": "in the comparison, not the tables alone",
+    },
+    "house": {
+        "section": "## Before and after the house by concept",
+        "marks": ("<!-- before-after-house: written by bench/before_after.py -->",
+                  "<!-- /before-after-house -->"),
+        "what": "the move of the code into folders by concept and layers (the recipes in a "
+                "folder each, the ZooKeeper candidate, the ZooKeeper backend, reignd's service "
+                "and the client each split in files that call only downwards)",
+        "before": "the commit before the move began",
+        "merged": "in the comparison",
+    },
+}
+SECTION = TOPICS["tables"]["section"]
+MARK_BEGIN, MARK_END = TOPICS["tables"]["marks"]
 SIDES = ("before", "after")
 BENCHES = ("failover", "many", "designate", "tasks")
 TITLE = {"failover": "failover", "many": "many elections", "designate": "designation",
@@ -448,17 +470,18 @@ HARNESS_NOTE = {"after": "the after revision's, for both builds",
 
 def render(run):
     m, b, a = run["machine"], run["revs"]["before"], run["revs"]["after"]
-    L = [MARK_BEGIN, SECTION, ""]
+    t = TOPICS[run["args"].get("topic", "tables")]
+    L = [t["marks"][0], t["section"], ""]
     w = L.append
-    w("Whether the refactor of the election code (the ZooKeeper candidate on a table of states "
-      "and events, one lifecycle under the recipes, the layout in one header) left its "
+    w("Whether %s left its "
       "behaviour and its speed as they were: short runs of four of `bench/`'s harnesses (%s) "
-      "on two builds made in the same run, **before** = `%s` (%s, \"%s\"), the commit before the "
-      "tables began, and **after** = `%s` (%s, \"%s\").  Everything merged between the two is "
-      "in the comparison, not the tables alone." % (
-          HARNESS_NOTE.get(run["args"].get("harness", "checkout"), "those of `%s`" %
-                           run["args"].get("harness")),
-          b["rev"], b["short"], b["subject"], a["rev"], a["short"], a["subject"]))
+      "on two builds made in the same run, **before** = `%s` (%s, \"%s\"), %s, "
+      "and **after** = `%s` (%s, \"%s\").  Everything merged between the two is "
+      "%s." % (
+          t["what"], HARNESS_NOTE.get(run["args"].get("harness", "checkout"), "those of `%s`" %
+                                      run["args"].get("harness")),
+          b["rev"], b["short"], b["subject"], t["before"], a["rev"], a["short"], a["subject"],
+          t["merged"]))
     w("")
     ar = run["args"]
     w("Each round runs every benchmark on both builds back to back, the order of the two "
@@ -543,7 +566,7 @@ def render(run):
           fmt(ld.get("start"), 2), fmt(ld.get("end"), 2), m["cpu"], m["nproc"], m["memory"],
           m["os"], m["kernel"], m["zookeeper"], m["libzookeeper"], run.get("json_name", "?")))
     w("")
-    w(MARK_END)
+    w(t["marks"][1])
     return "\n".join(L) + "\n"
 
 
@@ -551,7 +574,8 @@ def write_section(path, run):
     if path == "-":
         sys.stdout.write(render(run))
     else:
-        bl.write_marked_section(path, render(run), MARK_BEGIN, MARK_END)
+        t = TOPICS[run["args"].get("topic", "tables")]
+        bl.write_marked_section(path, render(run), t["marks"][0], t["marks"][1])
 
 
 # ---- main ---------------------------------------------------------------------------------------
@@ -610,6 +634,9 @@ def parse_args(argv):
                     help="keep the scratch directory and its worktrees")
     ap.add_argument("--output", default=str(ROOT / "docs" / "benchmarks.md"),
                     help="the report whose section '%s' is rewritten ('-' for none)" % SECTION)
+    ap.add_argument("--topic", choices=sorted(TOPICS), default="tables",
+                    help="what the two revisions differ by, and so the section written "
+                    "(default tables)")
     ap.add_argument("--json", help="every round's figures (default: in the scratch directory)")
     ap.add_argument("--render", metavar="JSON", help="rewrite the section from a --json file")
     ap.add_argument("--note", action="append", default=[],
@@ -627,7 +654,7 @@ def parse_args(argv):
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return bl.rerender(args, write_section, "section '%s'" % SECTION, notes=args.note)
+        return bl.rerender(args, write_section, "its section", notes=args.note)
     t_start = time.monotonic()
     revs = {"before": resolve(args.before), "after": resolve(args.after)}
     for side in SIDES:
@@ -680,7 +707,7 @@ def main(argv):
                    "rounds", "benches", "failover_counts", "graceful", "warmup", "crash",
                    "many_counts", "many_runs", "designate_runs", "designate_rounds",
                    "cli_rounds", "tasks_workers", "tasks", "tasks_runs", "raw_writes",
-                   "flag", "count_flag", "wait_for", "harness")},
+                   "flag", "count_flag", "wait_for", "harness", "topic")},
                "runs": runs,
                "summary": summarize(runs, args.benches, args.flag, args.count_flag),
                "machine": bl.machine_info(zk_version, commits), "build_s": build_s,
@@ -725,7 +752,7 @@ def main(argv):
         sys.stdout.write(text)
     else:
         write_section(args.output, run)
-        log("section '%s' of %s written" % (SECTION, args.output))
+        log("section '%s' of %s written" % (TOPICS[args.topic]["section"], args.output))
     if args.keep or args.workdir or failed or not args.json:
         log("scratch directory kept: %s (each harness run's log is in runs/)" % scratch)
     else:

@@ -125,6 +125,7 @@
 #include <sys/types.h>
 
 #include <reign/common.h>
+#include <reign/process.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -352,16 +353,7 @@ REIGN_EXPORT int reign_client_guard_pgid(reign_client *client, pid_t pgid);
 /* Forgets a process group given to reign_client_guard_pgid().  0 or REIGN_EINVAL. */
 REIGN_EXPORT int reign_client_unguard_pgid(reign_client *client, pid_t pgid);
 
-/*
- * Sends SIGKILL to every process of group `pgid` and says whether any of
- * them still runs: 1 (call again a little later), 0 (none: the group is
- * empty, or holds only zombies awaiting their parent's wait), or a negative
- * code (REIGN_EINVAL for pgid <= 1, -EPERM).  Never blocks.  What the
- * guardian does with each group, for programs that run commands and must
- * make sure that all of a command is gone (reign run, after its command
- * exits, before it resigns).
- */
-REIGN_EXPORT int reign_kill_group(pid_t pgid);
+/* reign_kill_group(): <reign/process.h>. */
 
 /*
  * Checks `uri` and `opts` as reign_client_new() would, without contacting

@@ -13,6 +13,7 @@
 #define REIGN_REIGN_H
 
 #include <reign/common.h>
+#include <reign/process.h>
 #include <reign/client.h>
 #include <reign/election.h>
 #include <reign/group.h>

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <reign/client.h>
+#include <reign/process.h>
 
 #include "core.h"
 

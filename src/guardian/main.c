@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <reign/process.h>
+
 #include "proto.h"
 #include "common/toollog.h"
 #include "layout.h"

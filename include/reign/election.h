@@ -64,6 +64,7 @@
 
 #include <reign/client.h>
 #include <reign/common.h>
+#include <reign/limits.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -71,10 +72,7 @@ extern "C" {
 
 typedef struct reign_election reign_election;
 
-/* Longest election name, candidate id, and payload, in bytes. */
-#define REIGN_NAME_MAX 200
-#define REIGN_ID_MAX   256
-#define REIGN_DATA_MAX 1000000
+/* REIGN_NAME_MAX, REIGN_ID_MAX, REIGN_DATA_MAX, REIGN_PRIORITY_MAX: <reign/limits.h>. */
 
 typedef enum reign_strategy {
     REIGN_STRATEGY_DEFAULT = 0, /* QUEUE, or what the election already uses */
@@ -191,8 +189,6 @@ typedef struct reign_election_options {
      */
     int listed;
 } reign_election_options;
-
-#define REIGN_PRIORITY_MAX 255
 
 /*
  * Joins election `name` ([A-Za-z0-9._:-]{1,200}, not "." or "..") on `client`.

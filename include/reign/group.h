@@ -31,15 +31,13 @@
 
 #include <reign/client.h>
 #include <reign/common.h>
+#include <reign/limits.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Longest group name, member id and payload, in bytes. */
-#define REIGN_GROUP_NAME_MAX  200
-#define REIGN_MEMBER_ID_MAX   256
-#define REIGN_MEMBER_DATA_MAX 1000000
+/* REIGN_GROUP_NAME_MAX, REIGN_MEMBER_ID_MAX, REIGN_MEMBER_DATA_MAX: <reign/limits.h>. */
 
 /* One member, as registered.  Borrowed: see each place it is given. */
 typedef struct reign_member {

@@ -7,12 +7,14 @@
  * model), then <reign/election.h>,
  * <reign/group.h> (membership), <reign/value.h> (watched values) and
  * <reign/tasks.h> (a master-worker task queue) and <reign/slot.h> (scheduled
- * work that runs once per slot across every copy).
+ * work that runs once per slot across every copy); <reign/limits.h> has
+ * the longest name, id, key and payload each of them accepts.
  */
 #ifndef REIGN_REIGN_H
 #define REIGN_REIGN_H
 
 #include <reign/common.h>
+#include <reign/limits.h>
 #include <reign/process.h>
 #include <reign/client.h>
 #include <reign/election.h>

@@ -39,6 +39,7 @@
 #include <reign/client.h>
 #include <reign/common.h>
 #include <reign/election.h>
+#include <reign/limits.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,13 +47,9 @@ extern "C" {
 
 typedef struct reign_slot reign_slot;
 
-/* Longest slot key, in bytes; most attempts one slot can have (retries + 1). */
-#define REIGN_SLOT_KEY_MAX      128
-#define REIGN_SLOT_RETRIES_MAX  20
+/* REIGN_SLOT_KEY_MAX, REIGN_SLOT_RETRIES_MAX, REIGN_SLOT_KEEP_MAX, REIGN_SLOT_DURATION_MAX_MS:
+ * <reign/limits.h>.  The slots a record keeps when reign_slot_options.keep is 0: */
 #define REIGN_SLOT_KEEP_DEFAULT 100
-#define REIGN_SLOT_KEEP_MAX     100000
-/* Longest --every and --deadline: a year, in ms. */
-#define REIGN_SLOT_DURATION_MAX_MS (INT64_C(366) * 24 * 3600 * 1000)
 
 /* How one attempt ended (or not yet). */
 typedef enum reign_slot_result {

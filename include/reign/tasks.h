@@ -36,17 +36,14 @@
 
 #include <reign/client.h>
 #include <reign/common.h>
+#include <reign/limits.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Longest queue name, worker id, task id, task payload and result output. */
-#define REIGN_TASKS_QUEUE_MAX  180
-#define REIGN_TASKS_WORKER_MAX 200
-#define REIGN_TASKS_TASK_MAX   40
-#define REIGN_TASK_DATA_MAX    900000
-#define REIGN_TASK_OUTPUT_MAX  900000
+/* REIGN_TASKS_QUEUE_MAX, REIGN_TASKS_WORKER_MAX, REIGN_TASKS_TASK_MAX, REIGN_TASK_DATA_MAX,
+ * REIGN_TASK_OUTPUT_MAX: <reign/limits.h>. */
 
 /* Where a task is. */
 typedef enum reign_task_state {

@@ -45,18 +45,14 @@
 
 #include <reign/client.h>
 #include <reign/common.h>
+#include <reign/limits.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Longest key and payload, in bytes. */
-#define REIGN_KEY_MAX        512
-#define REIGN_VALUE_DATA_MAX 1000000
-
-/* Versions for reign_value_set() and reign_value_delete(). */
-#define REIGN_VALUE_ANY    (-1) /* whatever the current version */
-#define REIGN_VALUE_ABSENT (-2) /* set: only if the value does not exist yet */
+/* REIGN_KEY_MAX, REIGN_VALUE_DATA_MAX, and the versions REIGN_VALUE_ANY and REIGN_VALUE_ABSENT
+ * for reign_value_set() and reign_value_delete(): <reign/limits.h>. */
 
 /* A value as read.  Borrowed for the duration of the callback only. */
 typedef struct reign_value {

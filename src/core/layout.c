@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <reign/tasks.h> /* reign_task_info, filled by reign__tasks_status_parse() */
+
 /* ---- names ----------------------------------------------------------------------------- */
 
 bool reign__segment_ok(const char *s, size_t n)
@@ -320,7 +322,7 @@ int reign__tasks_status_build(reign__buf *out, const char *worker, int exit_code
 }
 
 int reign__tasks_status_parse(const char *value, size_t len, int64_t done_ms, reign__record *rec,
-                              reign_task_info *info)
+                              struct reign_task_info *info)
 {
     int rc = reign__record_parse(value, len, rec);
     if (rc < 0)

@@ -43,7 +43,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <reign/tasks.h>
+#include <reign/limits.h>
 
 #include "core.h"
 #include "record.h"
@@ -245,9 +245,11 @@ int reign__tasks_status_build(reign__buf *out, const char *worker, int exit_code
 /*
  * Fills info (state DONE, done at done_ms: the status node's creation) from a status node's
  * data; strings point into rec, which the caller clears.  REIGN_EFOREIGN for data that is not
- * a status record.
+ * a status record.  (The struct is <reign/tasks.h>'s reign_task_info, named here without its
+ * header: the recipes' public types are not core's to include.)
  */
+struct reign_task_info;
 int reign__tasks_status_parse(const char *value, size_t len, int64_t done_ms, reign__record *rec,
-                              reign_task_info *info);
+                              struct reign_task_info *info);
 
 #endif

@@ -31,7 +31,7 @@
 #ifndef REIGN_SQL_RUNS_H
 #define REIGN_SQL_RUNS_H
 
-#include <reign/slot.h>
+#include <reign/limits.h>
 
 #include "sql.h"
 

@@ -39,7 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <reign/election.h>
+#include <reign/limits.h>
 
 #include "core.h"
 

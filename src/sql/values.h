@@ -34,7 +34,7 @@
 #ifndef REIGN_SQL_VALUES_H
 #define REIGN_SQL_VALUES_H
 
-#include <reign/value.h>
+#include <reign/limits.h>
 
 #include "sql.h"
 

@@ -29,6 +29,12 @@ bool reign__segment_ok(const char *s, size_t n)
     return true;
 }
 
+int reign__name_check(const char *name)
+{
+    size_t n = name ? strlen(name) : 0;
+    return n <= REIGN_NAME_MAX && reign__segment_ok(name, n) ? 0 : REIGN_ENAME;
+}
+
 bool reign__member_node_parse(const char *name, char *guid, uint64_t *seq)
 {
     /* m_ + 16 hex + _ + 10 digits */

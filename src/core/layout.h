@@ -151,6 +151,11 @@
 #define REIGN__SEGMENT_MAX 200
 bool reign__segment_ok(const char *s, size_t n);
 
+/* 0 or REIGN_ENAME: an election's name, which is also the name of the slot set that rides on it
+ * (one segment of at most REIGN_NAME_MAX).  Here, below both, so that slots need no election
+ * file to check one. */
+int reign__name_check(const char *name);
+
 /* Parses a member node's name "m_<16 hex>_<10 digits>"; false for anything else.
  * guid (17 bytes) and seq may be NULL. */
 bool reign__member_node_parse(const char *name, char *guid, uint64_t *seq);

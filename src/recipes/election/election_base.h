@@ -14,6 +14,7 @@
 
 #include "client_internal.h"
 #include "election_fsm.h"
+#include "layout.h" /* REIGN__ELECTION_DIR, REIGN__GUID_BYTES */
 #include "recipes/life.h"
 #include "record.h"
 
@@ -164,9 +165,6 @@ int reign__lease_query(reign_client *client, const char *name, bool depose,
 
 /* ---- ZooKeeper ----------------------------------------------------------------------------------
  */
-
-#define REIGN__ELECTION_DIR REIGN__ZK_ROOT "/election"
-#define REIGN__GUID_BYTES   8 /* 16 hex digits */
 
 /* Priorities: configured ones are 0..REIGN_PRIORITY_MAX and carried in node
  * names (4 digits); a designated candidate outranks all of them at

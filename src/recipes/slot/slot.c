@@ -18,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "recipes/election/election_base.h"
 #include "slot_internal.h"
 
 #define RETRY_MS      500  /* after a transient error of the store */
@@ -777,7 +776,7 @@ static int check_options(reign_client *client, const char *name, const reign_slo
 {
     if (!client || !o || o->size < sizeof(*o))
         return REIGN_EINVAL;
-    if (reign__election_name_check(name) < 0)
+    if (reign__name_check(name) < 0)
         return REIGN_ENAME;
     bool has_key = o->key != NULL, has_every = o->every_ms > 0;
     if (has_key == has_every || o->every_ms < 0)
@@ -982,7 +981,7 @@ int reign_slot_history(reign_client *client, const char *name, unsigned last,
 {
     if (!client || !cb)
         return REIGN_EINVAL;
-    if (reign__election_name_check(name) < 0)
+    if (reign__name_check(name) < 0)
         return REIGN_ENAME;
     if (reign__client_closing(client))
         return REIGN_ECLOSED;

@@ -22,8 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../reignd/control.h"
 #include "cli.h"
+#include "control_socket.h"
 
 /* The longest answer read: a status of many services is still far below. */
 #define CTL_ANSWER_MAX (4 * 1024 * 1024)

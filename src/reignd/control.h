@@ -37,15 +37,11 @@
 
 #include <reign/reign.h>
 
-/* The socket for root ([daemon] control_socket; config.c chooses
- * $XDG_RUNTIME_DIR/reign/reignd.sock for other users, and so does reign ctl). */
-#define REIGND_CONTROL_SOCKET_DEFAULT "/run/reign/reignd.sock"
+/* REIGND_CONTROL_SOCKET_DEFAULT, REIGND_CEDE_DELAY_MAX_S: shared with reign ctl. */
+#include "../common/control_socket.h"
 
 /* The longest request line accepted, newline excluded. */
 #define REIGND_CONTROL_LINE_MAX 4096
-
-/* The longest cede delay accepted, in seconds (a day). */
-#define REIGND_CEDE_DELAY_MAX_S 86400.0
 
 /* ---- the operations the daemon offers ------------------------------------ */
 

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client_internal.h"
+#include "client/client_internal.h"
 #include "sql/candidates.h"
 #include "sql/runs.h"
 #include "sql/values.h"

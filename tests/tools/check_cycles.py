@@ -41,8 +41,6 @@ LAYERS = [
     ("sql/", 1, "backends"),
     ("guardian/", 1, "backends"),
     ("client/", 2, "client"),
-    ("client.c", 2, "client"),
-    ("client_internal.h", 2, "client"),
     ("recipes/", 3, "recipes"),
 ]
 # The tools: each may include the library's private headers and src/common/, never another's.

@@ -12,7 +12,7 @@
 
 #include <reign/election.h>
 
-#include "client_internal.h"
+#include "client/client_internal.h"
 #include "election_fsm.h"
 #include "layout.h" /* REIGN__ELECTION_DIR, REIGN__GUID_BYTES */
 #include "recipes/life.h"

@@ -18,7 +18,7 @@
 
 #include <string.h>
 
-#include "client_internal.h"
+#include "client/client_internal.h"
 
 /* A failed attempt is tried again after this long. */
 #define REIGN__GROUP_RETRY_NS (1000 * REIGN__NS_PER_MS)

@@ -17,7 +17,7 @@
 #include <reign/election.h>
 #include <reign/slot.h>
 
-#include "client_internal.h"
+#include "client/client_internal.h"
 #include "core.h"
 #include "recipes/life.h"
 

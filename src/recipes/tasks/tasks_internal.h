@@ -15,7 +15,7 @@
 
 #include <reign/tasks.h>
 
-#include "client_internal.h"
+#include "client/client_internal.h"
 #include "record.h"
 
 /*

@@ -17,7 +17,7 @@
 
 #include <reign/value.h>
 
-#include "client_internal.h"
+#include "client/client_internal.h"
 #include "recipes/life.h"
 #include "value_internal.h"
 

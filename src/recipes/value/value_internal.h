@@ -13,7 +13,7 @@
 
 #include <reign/value.h>
 
-#include "client_internal.h"
+#include "client/client_internal.h"
 
 #define REIGN__KEY_SEGMENTS 16
 

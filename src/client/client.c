@@ -1,8 +1,9 @@
 /*
- * client.c - a reign_client: the URI, the backend session, the loop
- * interface (fd, timeout, process), connection states as the application
- * sees them, and the safety deadline shared by every leadership held on the
- * session.  Recipes attach to a client through client_internal.h.
+ * client.c - a reign_client: the backend session, the loop interface (fd,
+ * timeout, process), connection states as the application sees them, and
+ * the safety deadline shared by every leadership held on the session.  What
+ * the URI and the options say is read by config.c, which reign_uri_check()
+ * shares; recipes attach to a client through client_internal.h.
  */
 #include <fcntl.h>
 #include <poll.h>
@@ -15,14 +16,8 @@
 #include <unistd.h>
 
 #include "client_internal.h"
+#include "config.h"
 #include "guardian/guardian.h"
-#include "uri.h"
-
-#define DEFAULT_SESSION_TIMEOUT_MS 10000
-#define DEFAULT_CONNECT_TIMEOUT_MS 5000
-#define DEFAULT_OP_TIMEOUT_MS      10000
-#define DEFAULT_RETRY_PERIOD_MS    1000
-#define DEFAULT_RETRY_MAX          10
 
 struct reign_client {
     reign_client_options opts;
@@ -407,25 +402,6 @@ static void on_sql_state(void *arg, reign__sqlw_state st, int err, const char *m
 
 /* ---- construction ------------------------------------------------------- */
 
-/* The program's default, overridden by the URI's guardian=, and REIGN_GUARDIAN=off over all. */
-static int want_guardian(const reign_client *c, const reign__uri *u, bool *on, char *err,
-                         size_t errlen)
-{
-    *on = c->opts.guardian == REIGN_GUARDIAN_ON;
-    const char *v = reign__uri_param(u, "guardian");
-    if (v) {
-        if (strcmp(v, "on") && strcmp(v, "off")) {
-            reign__errf(err, errlen, "guardian must be 'on' or 'off', not '%s'", v);
-            return REIGN_EURI;
-        }
-        *on = !strcmp(v, "on");
-    }
-    const char *env = getenv("REIGN_GUARDIAN");
-    if (env && !strcmp(env, "off"))
-        *on = false;
-    return 0;
-}
-
 /* The client's descriptor becomes an epoll set of the wake-up eventfd and the guardian's socket. */
 static int start_guardian(reign_client *c, char *err, size_t errlen)
 {
@@ -438,541 +414,38 @@ static int start_guardian(reign_client *c, char *err, size_t errlen)
     return reign__guardian_new(&c->guardian, c->epoll_fd, &c->log, &c->timers);
 }
 
-static int read_password_file(const char *path, char **out, char *err, size_t errlen)
+/* Once the configuration is read: the guardian, then the backend. */
+static int start_zk(reign_client *c, reign__client_config *cfg, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        reign__errf(err, errlen, "cannot read password_file '%s': %s", path, strerror(errno));
-        return REIGN_EAUTH;
-    }
-    char line[1024];
-    if (!fgets(line, sizeof(line), f)) {
-        fclose(f);
-        reign__errf(err, errlen, "password_file '%s' is empty", path);
-        return REIGN_EAUTH;
-    }
-    fclose(f);
-    line[strcspn(line, "\r\n")] = '\0';
-    *out = reign__strdup(line);
-    explicit_bzero(line, sizeof(line));
-    return *out ? 0 : REIGN_ENOMEM;
-}
-
-static int pick(int opt, long uri_value, int have_uri, int def)
-{
-    if (opt)
-        return opt;
-    return have_uri ? (int)uri_value : def;
-}
-
-/* suspend_policy: the options, else the URI, else deadline. */
-static int parse_policy(reign_client *c, const reign__uri *u, char *err, size_t errlen)
-{
-    c->policy = c->opts.suspend_policy;
-    const char *sp = reign__uri_param(u, "suspend_policy");
-    if (!c->policy && sp) {
-        if (strcmp(sp, "deadline") == 0) {
-            c->policy = REIGN_SUSPEND_DEADLINE;
-        } else if (strcmp(sp, "immediate") == 0) {
-            c->policy = REIGN_SUSPEND_IMMEDIATE;
-        } else {
-            reign__errf(err, errlen, "suspend_policy must be 'deadline' or 'immediate', not '%s'",
-                        sp);
-            return REIGN_EURI;
-        }
-    }
-    if (!c->policy)
-        c->policy = REIGN_SUSPEND_DEADLINE;
-    return 0;
-}
-
-/*
- * Credentials: URI, else environment, else file; never on their own only on
- * a command line, and never logged.  *password stays NULL without a user.
- * `lib_env` (PGPASSWORD, MYSQL_PWD): a SQL server's client library finds a
- * password of its own (that variable, ~/.pgpass, option files), so none is
- * needed, the user may be absent too (the library's default), and that
- * variable is read here, after ours, because the guardian's environment
- * has no password in it (guardian.c): it must be told.
- */
-static int read_credentials(const reign__uri *u, const char *lib_env, char **password, char *err,
-                            size_t errlen)
-{
-    if (lib_env) {
-        const char *pf = reign__uri_param(u, "password_file");
-        const char *env = getenv("REIGN_PASSWORD"), *lenv = getenv(lib_env);
-        if (u->user && !*u->user) {
-            reign__errf(err, errlen, "empty user name in the URI");
-            return REIGN_EAUTH;
-        }
-        if (u->password)
-            *password = reign__strdup(u->password);
-        else if (env && *env)
-            *password = reign__strdup(env);
-        else if (pf)
-            return read_password_file(pf, password, err, errlen);
-        else if (lenv && *lenv)
-            *password = reign__strdup(lenv);
-        else
-            return 0;
-        return *password ? 0 : REIGN_ENOMEM;
-    }
-    if (!u->user) {
-        if (reign__uri_param(u, "password_file")) {
-            reign__errf(err, errlen, "password_file given but no user in the URI ('%s://USER@...')",
-                        u->scheme);
-            return REIGN_EAUTH;
-        }
-        return 0;
-    }
-    if (!*u->user) {
-        reign__errf(err, errlen, "empty user name in the URI");
-        return REIGN_EAUTH;
-    }
-    const char *pf = reign__uri_param(u, "password_file");
-    const char *env = getenv("REIGN_PASSWORD");
-    if (u->password) {
-        *password = reign__strdup(u->password);
-    } else if (env && *env) {
-        *password = reign__strdup(env);
-    } else if (pf) {
-        int r = read_password_file(pf, password, err, errlen);
-        if (r < 0)
-            return r;
-    } else {
-        reign__errf(err, errlen,
-                    "no password for user '%s': set REIGN_PASSWORD or password_file=PATH", u->user);
-        return REIGN_EAUTH;
-    }
-    return *password ? 0 : REIGN_ENOMEM;
-}
-
-typedef struct int_param {
-    const char *key;
-    long min, max, value;
-    int have;
-} int_param;
-
-static int read_int_params(const reign__uri *u, int_param *p, size_t n, char *err, size_t errlen)
-{
-    for (size_t i = 0; i < n; i++) {
-        int r = reign__uri_param_int(u, p[i].key, p[i].min, p[i].max, &p[i].value, err, errlen);
-        if (r < 0)
-            return r;
-        p[i].have = r;
-    }
-    return 0;
-}
-
-static const char *const zk_params[] = {
-    "session_timeout_ms", "connect_timeout_ms", "op_timeout_ms",
-    "retry_period_ms",    "retry_max",          "suspend_policy",
-    "password_file",      "guardian",           NULL};
-
-static int configure_zk(reign_client *c, const reign__uri *u, reign__zk_config *zc, char **password,
-                        char *err, size_t errlen)
-{
-    for (size_t i = 0; i < u->n_params; i++) {
-        const char *k = u->params[i].key;
-        if (!strncmp(k, "ssl", 3) || !strncmp(k, "tls", 3)) {
-            /* Say why rather than "unknown": see reign(1), GLOBAL OPTIONS. */
-            reign__errf(err, errlen,
-                        "parameter '%s': TLS to ZooKeeper is not supported (the installed "
-                        "ZooKeeper C client is built without OpenSSL); use a TLS tunnel",
-                        k);
-            return REIGN_ENOTSUP;
-        }
-    }
-    int r = reign__uri_check_params(u, zk_params, err, errlen);
-    if (r < 0)
-        return r;
-    int_param p[] = {
-        {"session_timeout_ms", 100, 3600000, 0, 0},
-        {"connect_timeout_ms", 1, 3600000, 0, 0},
-        {"op_timeout_ms", 1, 3600000, 0, 0},
-        {"retry_period_ms", 0, 3600000, 0, 0},
-        {"retry_max", 0, 1000, 0, 0},
-    };
-    r = read_int_params(u, p, sizeof(p) / sizeof(p[0]), err, errlen);
-    if (r < 0)
-        return r;
-    const reign_client_options *o = &c->opts;
-    c->session_timeout_ms =
-        pick(o->session_timeout_ms, p[0].value, p[0].have, DEFAULT_SESSION_TIMEOUT_MS);
-    c->connect_timeout_ms =
-        pick(o->connect_timeout_ms, p[1].value, p[1].have, DEFAULT_CONNECT_TIMEOUT_MS);
-    zc->session_timeout_ms = c->session_timeout_ms;
-    zc->op_timeout_ms = pick(o->op_timeout_ms, p[2].value, p[2].have, DEFAULT_OP_TIMEOUT_MS);
-    zc->retry_period_ms = pick(o->retry_period_ms, p[3].value, p[3].have, DEFAULT_RETRY_PERIOD_MS);
-    zc->retry_max = o->retry_max ? (o->retry_max < 0 ? 0 : o->retry_max)
-                                 : (p[4].have ? (int)p[4].value : DEFAULT_RETRY_MAX);
-    if ((r = parse_policy(c, u, err, errlen)) < 0)
-        return r;
-    if ((r = read_credentials(u, NULL, password, err, errlen)) < 0)
-        return r;
-    zc->user = u->user;
-    zc->password = *password;
-    return 0;
-}
-
-static const char *const sql_params[] = {
-    "lease_ms",           "renew_ms",        "poll_ms",  "statement_timeout_ms",
-    "connect_timeout_ms", "retry_period_ms", "table",    "data_center",
-    "suspend_policy",     "password_file",   "guardian", NULL};
-
-/* The store and its address, from the scheme, hosts and path. */
-static int sql_target(const reign__uri *u, reign__sql_target *t, char *err, size_t errlen)
-{
-    const char *s = u->scheme;
-    if (!strcmp(s, "sqlite")) {
-        t->kind = REIGN__SQL_SQLITE;
-        if (u->n_hosts || u->user) {
-            reign__errf(err, errlen,
-                        "a sqlite:// URI names a local file and no host: write "
-                        "sqlite:///absolute/path/file.db");
-            return REIGN_EURI;
-        }
-        if (u->path[0] != '/' || u->path[1] == '\0' || u->path[strlen(u->path) - 1] == '/') {
-            reign__errf(err, errlen,
-                        "a sqlite:// URI needs an absolute file path, as in "
-                        "sqlite:///var/lib/reign/reign.db");
-            return REIGN_EURI;
-        }
-        t->path = u->path;
-        return 0;
-    }
-    t->kind = !strcmp(s, "postgres") || !strcmp(s, "postgresql") ? REIGN__SQL_POSTGRES
-                                                                 : REIGN__SQL_MARIADB;
-    if (u->n_hosts != 1) {
-        reign__errf(err, errlen, "a %s:// URI needs exactly one host[:port]", s);
-        return REIGN_EURI;
-    }
-    const char *db = u->path[0] == '/' ? u->path + 1 : u->path;
-    if (!*db || strchr(db, '/')) {
-        reign__errf(err, errlen, "a %s:// URI needs a database name as its path: %s://USER@HOST/DB",
-                    s, s);
-        return REIGN_EURI;
-    }
-    t->host = u->hosts[0].host;
-    t->port = u->hosts[0].port;
-    t->database = db;
-    t->user = u->user;
-    return 0;
-}
-
-/*
- * The lease timing, checked against the safety rule (client_internal.h):
- * a leader must be able to renew three times before its bound, a statement
- * must end before the next renewal is due, and a follower must look at least
- * once per lease.
- */
-static int lease_timing(reign_client *c, const int_param *p, char *err, size_t errlen)
-{
-    reign__lease_settings *ls = &c->lease;
-    const reign_client_options *o = &c->opts;
-    ls->lease_ms = pick(o->session_timeout_ms, p[0].value, p[0].have, DEFAULT_SESSION_TIMEOUT_MS);
-    ls->margin_ms = ls->lease_ms / 10 > 50 ? ls->lease_ms / 10 : 50;
-    ls->renew_ms = p[1].have ? (int)p[1].value : ls->lease_ms / 5;
-    ls->poll_ms = p[2].have ? (int)p[2].value : ls->renew_ms;
-    ls->statement_timeout_ms =
-        p[3].have ? (int)p[3].value : (ls->renew_ms / 2 < 5000 ? ls->renew_ms / 2 : 5000);
-    int room = ls->lease_ms - ls->margin_ms;
-    if (ls->lease_ms < 300) {
-        reign__errf(err, errlen, "lease_ms=%d is too short: at least 300", ls->lease_ms);
-        return REIGN_EINVAL;
-    }
-    if (ls->renew_ms * 3 > room) {
-        reign__errf(err, errlen,
-                    "renew_ms=%d is too long for lease_ms=%d: a leader must be able to renew "
-                    "three times within the lease less its safety margin (%d ms), so "
-                    "renew_ms <= %d",
-                    ls->renew_ms, ls->lease_ms, room, room / 3);
-        return REIGN_EINVAL;
-    }
-    if (ls->statement_timeout_ms >= ls->renew_ms) {
-        reign__errf(err, errlen,
-                    "statement_timeout_ms=%d must be shorter than renew_ms=%d: a slow statement "
-                    "would delay the next renewal",
-                    ls->statement_timeout_ms, ls->renew_ms);
-        return REIGN_EINVAL;
-    }
-    if (ls->poll_ms > ls->lease_ms) {
-        reign__errf(err, errlen,
-                    "poll_ms=%d is longer than lease_ms=%d: followers would miss expired leases",
-                    ls->poll_ms, ls->lease_ms);
-        return REIGN_EINVAL;
-    }
-    c->session_timeout_ms = ls->lease_ms;
-    return 0;
-}
-
-/*
- * Checks the parameters: reign's own, else (MariaDB, PostgreSQL) one the store's client library
- * takes, collected into *params as "key=value" lines for it.
- */
-static int sql_conn_params(const reign__uri *u, char **params, char *err, size_t errlen)
-{
-    reign__sql_kind kind = !strcmp(u->scheme, "sqlite") ? REIGN__SQL_SQLITE
-                           : !strcmp(u->scheme, "postgres") || !strcmp(u->scheme, "postgresql")
-                               ? REIGN__SQL_POSTGRES
-                               : REIGN__SQL_MARIADB;
-    reign__buf b;
-    reign__buf_init(&b);
-    int r = 0;
-    for (size_t i = 0; i < u->n_params && r >= 0; i++) {
-        const reign__uri_kv *kv = &u->params[i];
-        bool ours = false;
-        for (size_t k = 0; sql_params[k] && !ours; k++)
-            ours = !strcmp(sql_params[k], kv->key);
-        if (ours)
-            continue;
-        r = reign__sql_conn_param(kind, kv->key, kv->value, err, errlen);
-        if (r == 0) {
-            reign__errf(err, errlen,
-                        "unknown parameter '%s' (reign's: lease_ms, renew_ms, poll_ms, "
-                        "statement_timeout_ms, connect_timeout_ms, retry_period_ms, table, "
-                        "data_center, suspend_policy, password_file, guardian%s)",
-                        kv->key,
-                        kind == REIGN__SQL_POSTGRES  ? "; and libpq's: sslmode, sslrootcert, ..."
-                        : kind == REIGN__SQL_MARIADB ? "; and ssl, ssl_ca, ssl_cert, ssl_key, "
-                                                       "ssl_verify_server_cert, option_file, ..."
-                                                     : "");
-            r = REIGN_EURI;
-        } else if (r > 0) {
-            reign__buf_printf(&b, "%s%s=%s", b.len ? "\n" : "", kv->key, kv->value);
-        }
-    }
-    if (r >= 0 && b.oom)
-        r = REIGN_ENOMEM;
-    if (r < 0 || !b.len) {
-        reign__buf_free(&b);
-        return r < 0 ? r : 0;
-    }
-    *params = b.data;
-    return 0;
-}
-
-static int configure_sql(reign_client *c, const reign__uri *u, reign__sqlw_config *sc,
-                         char **password, char **params, char *err, size_t errlen)
-{
-    int r = sql_conn_params(u, params, err, errlen);
-    if (r < 0)
-        return r;
-    int_param p[] = {
-        {"lease_ms", 1, 3600000, 0, 0},           {"renew_ms", 10, 3600000, 0, 0},
-        {"poll_ms", 10, 3600000, 0, 0},           {"statement_timeout_ms", 10, 3600000, 0, 0},
-        {"connect_timeout_ms", 1, 3600000, 0, 0}, {"retry_period_ms", 10, 3600000, 0, 0},
-    };
-    if ((r = read_int_params(u, p, sizeof(p) / sizeof(p[0]), err, errlen)) < 0)
-        return r;
-    if ((r = sql_target(u, &sc->target, err, errlen)) < 0)
-        return r;
-    if ((r = lease_timing(c, p, err, errlen)) < 0)
-        return r;
-    const reign_client_options *o = &c->opts;
-    c->connect_timeout_ms =
-        pick(o->connect_timeout_ms, p[4].value, p[4].have, DEFAULT_CONNECT_TIMEOUT_MS);
-    sc->retry_period_ms = pick(o->retry_period_ms, p[5].value, p[5].have, DEFAULT_RETRY_PERIOD_MS);
-    sc->target.connect_timeout_ms = c->connect_timeout_ms;
-    sc->target.statement_timeout_ms = c->lease.statement_timeout_ms;
-    sc->target.table = reign__uri_param(u, "table");
-    sc->dc = reign__uri_param(u, "data_center");
-    if (sc->dc && !*sc->dc) {
-        reign__errf(err, errlen, "data_center must not be empty");
-        return REIGN_EURI;
-    }
-    if ((r = parse_policy(c, u, err, errlen)) < 0)
-        return r;
-    const char *lib_env = sc->target.kind == REIGN__SQL_POSTGRES  ? "PGPASSWORD"
-                          : sc->target.kind == REIGN__SQL_MARIADB ? "MYSQL_PWD"
-                                                                  : NULL;
-    if (sc->target.kind == REIGN__SQL_SQLITE && (u->user || reign__uri_param(u, "password_file"))) {
-        reign__errf(err, errlen, "a sqlite:// store takes no user nor password");
-        return REIGN_EURI;
-    }
-    if (lib_env && (r = read_credentials(u, lib_env, password, err, errlen)) < 0)
-        return r;
-    sc->target.password = *password;
-    sc->target.params = *params;
-    return 0;
-}
-
-static char *zk_hosts(const reign__uri *u, char *err, size_t errlen)
-{
-    if (u->n_hosts == 0) {
-        reign__errf(err, errlen, "a zk:// URI needs at least one host:port");
-        return NULL;
-    }
-    const char *chroot = u->path;
-    size_t cl = strlen(chroot);
-    if (cl == 1)
-        chroot = "", cl = 0; /* "/" is the root itself */
-    if (cl && (chroot[cl - 1] == '/' || strstr(chroot, "//"))) {
-        reign__errf(err, errlen, "bad chroot '%s': empty path component", chroot);
-        return NULL;
-    }
-    char *hosts = reign__uri_hosts_string(u, 2181);
-    if (!hosts)
-        return NULL;
-    reign__buf b;
-    reign__buf_init(&b);
-    reign__buf_puts(&b, hosts);
-    reign__buf_puts(&b, chroot);
-    reign__free(hosts);
-    if (b.oom) {
-        reign__buf_free(&b);
-        return NULL;
-    }
-    return b.data;
-}
-
-static bool is_sql_scheme(const char *s)
-{
-    return !strcmp(s, "sqlite") || !strcmp(s, "mysql") || !strcmp(s, "mariadb") ||
-           !strcmp(s, "postgres") || !strcmp(s, "postgresql");
-}
-
-/* Once the URI is known to be good: the guardian, then the backend. */
-static int start_zk(reign_client *c, const reign__uri *u, bool guarded, char **password,
-                    char **hosts, char *err, size_t errlen)
-{
-    reign__zk_config zc = {0};
-    int r = configure_zk(c, u, &zc, password, err, errlen);
-    if (r < 0)
-        return r;
-    *hosts = zk_hosts(u, err, errlen);
-    if (!*hosts)
-        return err[0] ? REIGN_EURI : REIGN_ENOMEM;
-    zc.hosts = *hosts;
-    if (!(c->zk_hosts = reign__strdup(*hosts)))
+    reign__zk_config *zc = &cfg->zk;
+    if (!(c->zk_hosts = reign__strdup(cfg->hosts)))
         return REIGN_ENOMEM;
-    zc.log = &c->log;
-    zc.timers = &c->timers;
-    zc.on_state = on_zk_state;
-    zc.on_ephemeral = on_zk_ephemeral;
-    zc.state_arg = c;
-    zc.wake_fd = c->wake_fd;
-    if (guarded && (r = start_guardian(c, err, errlen)) < 0)
+    zc->log = &c->log;
+    zc->timers = &c->timers;
+    zc->on_state = on_zk_state;
+    zc->on_ephemeral = on_zk_ephemeral;
+    zc->state_arg = c;
+    zc->wake_fd = c->wake_fd;
+    int r;
+    if (cfg->guarded && (r = start_guardian(c, err, errlen)) < 0)
         return r;
-    return reign__zk_new(&c->zk, &zc, err, errlen);
+    return reign__zk_new(&c->zk, zc, err, errlen);
 }
 
-static int start_sql(reign_client *c, const reign__uri *u, bool guarded, char **password, char *err,
-                     size_t errlen)
+static int start_sql(reign_client *c, reign__client_config *cfg, char *err, size_t errlen)
 {
-    reign__sqlw_config sc = {0};
-    char *params = NULL;
-    int r = configure_sql(c, u, &sc, password, &params, err, errlen);
-    if (r < 0) {
-        reign__free(params);
-        return r;
-    }
-    sc.target.log = &c->log;
-    sc.log = &c->log;
-    sc.wake_fd = c->wake_fd;
-    sc.on_state = on_sql_state;
-    sc.on_change = on_sql_change;
-    sc.arg = c;
-    if (guarded && (r = start_guardian(c, err, errlen)) == 0)
-        reign__guardian_sql(c->guardian, &sc.target, sc.dc, c->lease.lease_ms);
+    reign__sqlw_config *sc = &cfg->sql;
+    sc->target.log = &c->log;
+    sc->log = &c->log;
+    sc->wake_fd = c->wake_fd;
+    sc->on_state = on_sql_state;
+    sc->on_change = on_sql_change;
+    sc->arg = c;
+    int r = 0;
+    if (cfg->guarded && (r = start_guardian(c, err, errlen)) == 0)
+        reign__guardian_sql(c->guardian, &sc->target, sc->dc, c->lease.lease_ms);
     if (r == 0)
-        r = reign__sqlw_new(&c->sql, &sc, err, errlen);
-    reign__free(params);
-    return r;
-}
-
-/* The URI parsed, its scheme one reign speaks, the options sane: what every use of a URI checks
- * first.  *u is the parsed URI on success. */
-static int parse_uri(const char *uri, const reign_client_options *opts, reign__uri **u, char *err,
-                     size_t errlen)
-{
-    if (!uri) {
-        reign__errf(err, errlen, "no URI");
-        return REIGN_EINVAL;
-    }
-    if (opts && opts->size && opts->size < offsetof(reign_client_options, userdata)) {
-        reign__errf(err, errlen, "reign_client_options.size is too small");
-        return REIGN_EINVAL;
-    }
-    int r = reign__uri_parse(uri, u, err, errlen);
-    if (r < 0)
-        return r;
-    if (strcmp((*u)->scheme, "zk") && !is_sql_scheme((*u)->scheme)) {
-        reign__errf(err, errlen,
-                    "unknown URI scheme '%s' (reign speaks zk://, sqlite://, mysql:// and "
-                    "postgres://)",
-                    (*u)->scheme);
-        r = REIGN_EURI;
-    } else if (opts && (opts->session_timeout_ms < 0 || opts->connect_timeout_ms < 0 ||
-                        opts->op_timeout_ms < 0 || opts->retry_period_ms < 0)) {
-        reign__errf(err, errlen, "negative timeout in the client options");
-        r = REIGN_EINVAL;
-    }
-    if (r < 0) {
-        reign__uri_free(*u);
-        *u = NULL;
-    }
-    return r;
-}
-
-/* The caller's message buffer, else a scratch one; emptied. */
-static void use_errbuf(char **errbuf, size_t *errlen, char *scratch, size_t n)
-{
-    if (!*errbuf) {
-        *errbuf = scratch;
-        *errlen = n;
-    }
-    if (*errlen)
-        (*errbuf)[0] = '\0';
-}
-
-static void copy_options(reign_client *c, const reign_client_options *opts)
-{
-    if (opts)
-        memcpy(&c->opts, opts,
-               opts->size && opts->size < sizeof(*opts) ? opts->size : sizeof(*opts));
-    c->opts.size = sizeof(c->opts);
-}
-
-static void wipe_password(char *password)
-{
-    if (password) {
-        explicit_bzero(password, strlen(password));
-        reign__free(password);
-    }
-}
-
-int reign_uri_check(const char *uri, const reign_client_options *opts, char *errbuf, size_t errlen)
-{
-    char scratch[512];
-    use_errbuf(&errbuf, &errlen, scratch, sizeof(scratch));
-    reign__uri *u = NULL;
-    int r = parse_uri(uri, opts, &u, errbuf, errlen);
-    if (r < 0)
-        return r;
-    /* What reign_client_new() reads, into a client that is never started. */
-    reign_client *c = reign__calloc(1, sizeof(*c));
-    char *password = NULL, *extra = NULL;
-    bool guarded;
-    if (!c)
-        r = REIGN_ENOMEM;
-    else
-        copy_options(c, opts);
-    if (r == 0)
-        r = want_guardian(c, u, &guarded, errbuf, errlen);
-    if (r == 0 && !strcmp(u->scheme, "zk")) {
-        reign__zk_config zc = {0};
-        if ((r = configure_zk(c, u, &zc, &password, errbuf, errlen)) == 0 &&
-            !(extra = zk_hosts(u, errbuf, errlen)))
-            r = errbuf[0] ? REIGN_EURI : REIGN_ENOMEM;
-    } else if (r == 0) {
-        reign__sqlw_config sc = {0};
-        r = configure_sql(c, u, &sc, &password, &extra, errbuf, errlen);
-    }
-    wipe_password(password);
-    reign__free(extra);
-    reign__free(c);
-    reign__uri_free(u);
+        r = reign__sqlw_new(&c->sql, sc, err, errlen);
     return r;
 }
 
@@ -980,24 +453,29 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
                      char *errbuf, size_t errlen)
 {
     char scratch[512];
-    use_errbuf(&errbuf, &errlen, scratch, sizeof(scratch));
+    reign__client_errbuf(&errbuf, &errlen, scratch, sizeof(scratch));
     if (!ret) {
         reign__errf(errbuf, errlen, "no client to fill");
         return REIGN_EINVAL;
     }
     *ret = NULL;
-    reign__uri *u = NULL;
-    int r = parse_uri(uri, opts, &u, errbuf, errlen);
+    /* Everything the URI and the options say, checked before anything is started: the same
+     * reading as reign_uri_check()'s. */
+    reign__client_config cfg;
+    int r = reign__client_config_read(&cfg, uri, opts, errbuf, errlen);
     if (r < 0)
         return r;
-    bool is_zk = !strcmp(u->scheme, "zk");
 
     reign_client *c = reign__calloc(1, sizeof(*c));
     if (!c) {
-        reign__uri_free(u);
+        reign__client_config_clear(&cfg);
         return REIGN_ENOMEM;
     }
-    copy_options(c, opts);
+    c->opts = cfg.opts;
+    c->policy = cfg.policy;
+    c->session_timeout_ms = cfg.session_timeout_ms;
+    c->connect_timeout_ms = cfg.connect_timeout_ms;
+    c->lease = cfg.lease;
     c->log.fn = c->opts.log_fn;
     c->log.userdata = c->opts.userdata;
     c->log.level = c->opts.log_level;
@@ -1008,8 +486,6 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
     reign__timer_init(&c->heartbeat_timer, heartbeat_cb, c);
     reign__timer_init(&c->deadline_timer, deadline_cb, c);
 
-    char *password = NULL;
-    char *hosts = NULL;
     size_t need = reign_uri_redact(uri, NULL, 0) + 1;
     c->uri_redacted = reign__malloc(need);
     if (!c->uri_redacted) {
@@ -1023,11 +499,7 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
         reign__errf(errbuf, errlen, "eventfd: %s", strerror(errno));
         goto fail;
     }
-    bool guarded;
-    if ((r = want_guardian(c, u, &guarded, errbuf, errlen)) < 0)
-        goto fail;
-    r = is_zk ? start_zk(c, u, guarded, &password, &hosts, errbuf, errlen)
-              : start_sql(c, u, guarded, &password, errbuf, errlen);
+    r = cfg.is_zk ? start_zk(c, &cfg, errbuf, errlen) : start_sql(c, &cfg, errbuf, errlen);
     if (r < 0)
         goto fail;
     reign__timer_start(&c->timers, &c->connect_timer,
@@ -1041,16 +513,12 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
                    "worst-case takeover after a crash %lld ms)",
                    c->uri_redacted, c->lease.lease_ms, c->lease.renew_ms, c->lease.poll_ms,
                    (long long)reign_client_takeover_ms(c));
-    wipe_password(password);
-    reign__free(hosts);
-    reign__uri_free(u);
+    reign__client_config_clear(&cfg);
     *ret = c;
     return 0;
 
 fail:
-    wipe_password(password);
-    reign__free(hosts);
-    reign__uri_free(u);
+    reign__client_config_clear(&cfg);
     reign__guardian_free(c->guardian);
     if (c->epoll_fd >= 0)
         close(c->epoll_fd);
@@ -1316,29 +784,4 @@ void reign__client_guard_lease(reign_client *c, bool add, const char *name, cons
 void *reign_client_userdata(const reign_client *c)
 {
     return c->opts.userdata;
-}
-
-size_t reign_uri_redact(const char *uri, char *out, size_t outlen)
-{
-    /* scheme://user:password@host -> scheme://user:***@host; only the
-     * authority (up to the first '/', '?' after "://") is looked at. */
-    const char *p = strstr(uri, "://");
-    const char *colon = NULL, *at = NULL;
-    if (p) {
-        const char *auth = p + 3;
-        size_t alen = strcspn(auth, "/?#");
-        for (const char *q = auth; q < auth + alen; q++)
-            if (*q == '@')
-                at = q;
-        if (at)
-            colon = memchr(auth, ':', (size_t)(at - auth));
-    }
-    if (!colon) {
-        size_t n = strlen(uri);
-        if (outlen)
-            reign__strlcpy(out, uri, outlen);
-        return n;
-    }
-    int n = snprintf(out, outlen, "%.*s:***%s", (int)(colon - uri), uri, at);
-    return n < 0 ? 0 : (size_t)n;
 }

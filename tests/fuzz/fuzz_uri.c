@@ -10,7 +10,7 @@
  *     ports in range, path "" or "/...", unique valid parameter names, no
  *     control character in any decoded piece);
  *   - the result, written back as a canonical URI, parses to the same;
- *   - the library's whole check of a URI, reign_uri_check() (src/client.c:
+ *   - the library's whole check of a URI, reign_uri_check() (src/client/config.c:
  *     schemes, parameters of reign and of the SQL client libraries, lease
  *     timing, credentials), answers 0 or one of its documented codes with a
  *     one-line message without the password, and the same twice.  (Inputs

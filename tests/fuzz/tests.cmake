@@ -37,7 +37,7 @@ if(REIGN_FUZZ)
   # Targets whose parser lives outside the core: that file is compiled in too, instrumented, and
   # what it calls into comes from reign_internal (not instrumented; the linker takes from that
   # archive only what the compiled-in files do not define).
-  set(REIGN_FUZZ_SOURCES_uri ${PROJECT_SOURCE_DIR}/src/client/client.c)
+  set(REIGN_FUZZ_SOURCES_uri ${PROJECT_SOURCE_DIR}/src/client/config.c)
   set(REIGN_FUZZ_SOURCES_tasks_limits ${PROJECT_SOURCE_DIR}/src/recipes/tasks/tasks_zk.c)
   set(REIGN_FUZZ_SOURCES_guardian_msg ${PROJECT_SOURCE_DIR}/src/guardian/proto.c)
   set(REIGN_FUZZ_SOURCES_slot_record ${PROJECT_SOURCE_DIR}/src/recipes/slot/slot_model.c)

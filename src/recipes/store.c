@@ -436,7 +436,7 @@ static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_
             break;
         }
         x->n++;
-        if (reign__election_name_check(name) < 0) {
+        if (reign__name_check(name) < 0) {
             e->foreign = true; /* not a name reign would have written */
             continue;
         }

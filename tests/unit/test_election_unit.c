@@ -21,23 +21,23 @@
 
 static void test_names(void **state)
 {
-    assert_int_equal(reign__election_name_check("nightly"), 0);
-    assert_int_equal(reign__election_name_check("AccountService:1.0.0"), 0);
-    assert_int_equal(reign__election_name_check("a-b_c.d"), 0);
-    assert_int_equal(reign__election_name_check(""), REIGN_ENAME);
-    assert_int_equal(reign__election_name_check(NULL), REIGN_ENAME);
-    assert_int_equal(reign__election_name_check("."), REIGN_ENAME);
-    assert_int_equal(reign__election_name_check(".."), REIGN_ENAME);
-    assert_int_equal(reign__election_name_check("a/b"), REIGN_ENAME);
-    assert_int_equal(reign__election_name_check("a b"), REIGN_ENAME);
-    assert_int_equal(reign__election_name_check("caf\xc3\xa9"), REIGN_ENAME);
+    assert_int_equal(reign__name_check("nightly"), 0);
+    assert_int_equal(reign__name_check("AccountService:1.0.0"), 0);
+    assert_int_equal(reign__name_check("a-b_c.d"), 0);
+    assert_int_equal(reign__name_check(""), REIGN_ENAME);
+    assert_int_equal(reign__name_check(NULL), REIGN_ENAME);
+    assert_int_equal(reign__name_check("."), REIGN_ENAME);
+    assert_int_equal(reign__name_check(".."), REIGN_ENAME);
+    assert_int_equal(reign__name_check("a/b"), REIGN_ENAME);
+    assert_int_equal(reign__name_check("a b"), REIGN_ENAME);
+    assert_int_equal(reign__name_check("caf\xc3\xa9"), REIGN_ENAME);
     char longname[REIGN_NAME_MAX + 2];
     memset(longname, 'x', sizeof(longname));
     longname[REIGN_NAME_MAX] = '\0';
-    assert_int_equal(reign__election_name_check(longname), 0);
+    assert_int_equal(reign__name_check(longname), 0);
     longname[REIGN_NAME_MAX] = 'x';
     longname[REIGN_NAME_MAX + 1] = '\0';
-    assert_int_equal(reign__election_name_check(longname), REIGN_ENAME);
+    assert_int_equal(reign__name_check(longname), REIGN_ENAME);
 }
 
 static void test_qnodes(void **state)

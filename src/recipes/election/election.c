@@ -20,7 +20,7 @@ int reign_election_join(reign_election **ret, reign_client *client, const char *
     reign_election_options o = {0};
     if (opts)
         memcpy(&o, opts, opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o));
-    int rc = reign__election_name_check(name);
+    int rc = reign__name_check(name);
     if (rc < 0)
         return rc;
     if (o.id && !reign__id_ok(o.id, REIGN_ID_MAX))

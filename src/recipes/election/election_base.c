@@ -50,21 +50,6 @@ const char *reign_demote_reason_name(reign_demote_reason r)
     return "unknown";
 }
 
-int reign__election_name_check(const char *name)
-{
-    size_t n = name ? strlen(name) : 0;
-    if (n == 0 || n > REIGN_NAME_MAX || !strcmp(name, ".") || !strcmp(name, ".."))
-        return REIGN_ENAME;
-    for (size_t i = 0; i < n; i++) {
-        char ch = name[i];
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == ':' || ch == '-';
-        if (!ok)
-            return REIGN_ENAME;
-    }
-    return 0;
-}
-
 /* ---- the common part ------------------------------------------------------------------------ */
 
 static void owed_cb(reign__timer *t, void *arg);

@@ -171,7 +171,4 @@ int reign__lease_query(reign_client *client, const char *name, bool depose,
  * REIGN__DESIGNATED_MIN, for one leadership, in the leader node's record. */
 #define REIGN__DESIGNATED_MIN (REIGN_PRIORITY_MAX + 1)
 
-/* Checks an election name; 0 or REIGN_ENAME. */
-int reign__election_name_check(const char *name);
-
 #endif

@@ -550,7 +550,7 @@ static int start(reign_client *client, const char *name, enum query_kind kind, c
 {
     if (!client || (!qcb && !dcb))
         return REIGN_EINVAL;
-    int rc = reign__election_name_check(name);
+    int rc = reign__name_check(name);
     if (rc < 0)
         return rc;
     if (kind == Q_DESIGNATE && (!target || !reign__id_ok(target, REIGN_ID_MAX)))

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recipes/election/election_base.h"
+#include "layout.h"
 #include "record.h"
 #include "slot_internal.h"
 

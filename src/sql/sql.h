@@ -1,7 +1,7 @@
 /*
  * sql.h - the SQL lease backend's bottom layer: one blocking connection to
  * SQLite, MariaDB or PostgreSQL, the lease table, and the statements of
- * the lease protocol (SOFARegistry's distribute_lock, seed 004), each in the
+ * the lease protocol (SOFARegistry's distribute_lock), each in the
  * dialect of its store.
  *
  * Everything here blocks, bounded by the connect and statement timeouts: it

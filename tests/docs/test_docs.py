@@ -105,7 +105,8 @@ def check_design_map(src):
 
 def check_citations(src):
     pat = re.compile(r"\b(issue|seed)s?\s*#?\d+|\bseeds?/", re.I)
-    roots = ["man", "docs", "README.md", "include", "examples", "contrib"]
+    roots = ["man", "docs", "README.md", "CONTRIBUTING.md", "include", "examples", "contrib",
+             "bench/README.md", "tests/e2e/README.md", "tests/e2e_sql/README.md"]
     for root in roots:
         path = os.path.join(src, root)
         paths = [path] if os.path.isfile(path) else [

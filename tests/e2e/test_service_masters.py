@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_service_masters.py - examples/service-masters (seed 003) on the shared ZooKeeper server.
+"""test_service_masters.py - examples/service-masters (a SOA framework's per-service masters) on the shared ZooKeeper server.
 
 Two containers, c1 and c2, start at once, each standing for the same five service:version
 masters on one session.  Once both are ready every service has exactly one master: the one

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_tera_master.py SCENARIO - examples/tera-master (seed 000) on the shared ZooKeeper server.
+"""test_tera_master.py SCENARIO - examples/tera-master (Tera's master) on the shared ZooKeeper server.
 
 Every scenario runs its own cluster (a unique --cluster name), stand-in tablet servers
 (`tera-master --tablet-server`, or `reign register`), and reads what the masters print.  The

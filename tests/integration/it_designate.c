@@ -1,11 +1,11 @@
 /*
- * it_designate.c - designation and priority (issue 4), on a real ZooKeeper.
+ * it_designate.c - designation and priority, on a real ZooKeeper.
  *
  * Designation: a leads, b and c wait; an operator designates c: a hands over (DEMOTED, reason
  * handoff) and c is elected after a stepped down, with a higher term and token.  Designating
  * an id that does not stand fails with REIGN_ENOENT and changes nothing.  After a designation
- * automatic failover still works (seed 003's framework lost it): when c leaves, another
- * candidate takes over, and a second designation works too.
+ * automatic failover still works (the SOA framework's service masters lost it): when c leaves,
+ * another candidate takes over, and a second designation works too.
  *
  * Priority: a newcomer of higher priority takes over by a clean handoff; equal priorities keep
  * first-come order; with no_preempt a higher newcomer waits for the leader to leave; with a

@@ -1,6 +1,6 @@
 /*
  * it_many_joins.c - many elections joined on one client in one loop turn, new ones and
- * existing ones mixed (issue 4: many elections per session).
+ * existing ones mixed (many elections per session).
  *
  * A candidate's first attempt at an election guesses that it is new, and the guesses of one
  * loop turn travel together as one multi (election_zk.c, reign__zk_multi_batched()).  When one

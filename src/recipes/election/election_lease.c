@@ -1,6 +1,6 @@
 /*
- * election_lease.c - leader election on a SQL lease row (seed 004,
- * SOFARegistry's distribute_lock; docs/sql-leases.md has the model and the
+ * election_lease.c - leader election on a SQL lease row (SOFARegistry's
+ * distribute_lock; docs/sql-leases.md has the model and the
  * safety argument).  The statements run on the client's SQL worker
  * (sql/worker.h); everything here runs on the loop thread.
  *

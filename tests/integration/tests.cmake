@@ -111,7 +111,7 @@ endfunction()
 add_test(NAME tools_check_leadership
   COMMAND ${REIGN_PYTHON} ${REIGN_TOOLS_DIR}/test_check_leadership.py)
 set_tests_properties(tools_check_leadership PROPERTIES LABELS tools TIMEOUT 120)
-# No circle between the library's headers, nor between its source files (STYLE.md).
+# No circle between the library's headers, nor between its source files (docs/style.md).
 add_test(NAME tools_no_cycles
   COMMAND ${REIGN_PYTHON} ${REIGN_TOOLS_DIR}/check_cycles.py ${PROJECT_SOURCE_DIR}/src
   $<TARGET_FILE:reign_internal>)

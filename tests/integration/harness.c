@@ -177,6 +177,21 @@ static void sqlite_base(char *out, size_t len)
     snprintf(out, len, "sqlite://%s?", path);
 }
 
+static char table[128];
+
+const char *h_table(void)
+{
+    if (!table[0])
+        snprintf(table, sizeof(table), "t_%s", test_name);
+    return table;
+}
+
+void h_set_table(const char *name)
+{
+    H_CHECKF(strlen(name) < sizeof(table), "table name '%s' too long", name);
+    snprintf(table, sizeof(table), "%s", name);
+}
+
 const char *h_uri(const char *query)
 {
     static char uri[2048];
@@ -195,7 +210,7 @@ const char *h_uri(const char *query)
         server_base(base, sizeof(base), "mysql", "REIGN_TEST_MARIADB_DIR");
         break;
     }
-    snprintf(uri, sizeof(uri), "%stable=t_%s&poll_ms=100%s%s", base, test_name, query ? "&" : "",
+    snprintf(uri, sizeof(uri), "%stable=%s&poll_ms=100%s%s", base, h_table(), query ? "&" : "",
              query ? query : "");
     return uri;
 }

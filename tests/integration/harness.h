@@ -113,6 +113,12 @@ const char *h_hosts(void);
  */
 const char *h_uri(const char *query);
 
+/* The table h_uri() names on the SQL stores: "t_<test>" until h_set_table() names another, for
+ * every later h_uri() (a test that must start from no table on every run, or that needs a
+ * second table).  `table` is copied. */
+const char *h_table(void);
+void h_set_table(const char *table);
+
 /*
  * The start of a contract test (tests/contract/contract_<capability>.c): h_init(test_name),
  * then, when ctest says the store of this run lacks the capability ($REIGN_TEST_GAP holds

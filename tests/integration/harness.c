@@ -387,6 +387,12 @@ void h_cand_close(h_cand *c)
     h_log("%s: closed", c->id);
 }
 
+void h_cand_pause(h_cand *c, int paused)
+{
+    c->paused = paused;
+    h_log("%s: loop %s", c->id, paused ? "paused" : "resumed");
+}
+
 int h_is_leader(const h_cand *c)
 {
     return !c->closed && c->election && reign_election_is_leader(c->election);
@@ -428,7 +434,7 @@ int h_run_until(h_pred *pred, void *arg, int timeout_ms)
             wait_ms = 50;
         for (size_t i = 0; i < n_cands; i++) {
             h_cand *c = cands[i];
-            if (c->closed)
+            if (c->closed || c->paused)
                 continue;
             int64_t t = reign_client_get_timeout_ms(c->client);
             if (t >= 0 && t < wait_ms)

@@ -155,6 +155,7 @@ typedef struct h_cand {
     reign_election *election;
     reign_conn_state state; /* the last connection state reported */
     int closed;             /* h_cand_close() called */
+    int paused;             /* h_cand_pause() */
     int64_t closed_ns;
     h_event *ev;
     size_t n_ev, cap_ev;
@@ -178,6 +179,10 @@ void h_cand_join(h_cand *c, const char *name, const reign_election_options *eopt
 
 /* Frees the election (if any) and the client; the recorded events stay. */
 void h_cand_close(h_cand *c);
+
+/* With paused 1, h_run_until() no longer turns c's loop, as if its program stood still: what
+ * the store sends it meanwhile waits unread until h_cand_pause(c, 0). */
+void h_cand_pause(h_cand *c, int paused);
 
 /* Local answers. */
 int h_is_leader(const h_cand *c);

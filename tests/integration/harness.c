@@ -526,6 +526,7 @@ static void on_query(reign_client *client, int err, const reign_election_view *v
         snprintf(out->nodes[i], H_NODE_MAX, "%s",
                  v->candidates[i].node ? v->candidates[i].node : "");
         copy_data(out->data[i], v->candidates[i].data, v->candidates[i].data_len);
+        out->joined_ms[i] = v->candidates[i].joined_ms;
     }
 }
 

@@ -234,6 +234,7 @@ typedef struct h_view {
     char ids[H_VIEW_MAX][H_ID_MAX];
     char nodes[H_VIEW_MAX][H_NODE_MAX];
     char data[H_VIEW_MAX][H_DATA_MAX];
+    int64_t joined_ms[H_VIEW_MAX];
 } h_view;
 
 /* Queries `name` through c's client, turning every loop until the answer. */

@@ -1,8 +1,8 @@
 /*
  * harness.c - the C integration tests' harness (see harness.h): the store of
  * the run and its URI, candidates that record their events, one poll loop
- * over all of them, snapshots, the leadership checker, and raw ZooKeeper
- * handles.
+ * over all of them, snapshots, one-shot and watched values, the leadership
+ * checker, and raw ZooKeeper handles.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -541,6 +541,52 @@ void h_query(h_cand *c, const char *name, h_view *out)
     H_CHECK(!c->closed);
     H_OK(reign_election_query(c->client, name, on_query, &q));
     H_WAIT(pred_done, &q, "the answer to a query");
+}
+
+/* ---- one-shot values ---------------------------------------------------- */
+
+void h_vans_cb(reign_client *client, int err, const reign_value *v, void *vans)
+{
+    h_vans *a = vans;
+    (void)client;
+    a->done = 1;
+    a->err = err;
+    if (v) {
+        a->has_value = 1;
+        a->v = *v;
+        a->v.key = NULL;
+        a->v.data = NULL;
+        copy_data(a->data, v->data, v->data_len);
+    }
+}
+
+int h_pred_answered(void *vans)
+{
+    return ((h_vans *)vans)->done;
+}
+
+h_vans h_value_get(h_cand *c, const char *key)
+{
+    h_vans a = {0};
+    H_OK(reign_value_get(c->client, key, h_vans_cb, &a));
+    H_WAIT(h_pred_answered, &a, "a get's answer");
+    return a;
+}
+
+h_vans h_value_set(h_cand *c, const char *key, const char *data, int64_t version)
+{
+    h_vans a = {0};
+    H_OK(reign_value_set(c->client, key, data, strlen(data), version, h_vans_cb, &a));
+    H_WAIT(h_pred_answered, &a, "a set's answer");
+    return a;
+}
+
+h_vans h_value_delete(h_cand *c, const char *key, int64_t version)
+{
+    h_vans a = {0};
+    H_OK(reign_value_delete(c->client, key, version, h_vans_cb, &a));
+    H_WAIT(h_pred_answered, &a, "a delete's answer");
+    return a;
 }
 
 /* ---- watched values ----------------------------------------------------- */

@@ -240,6 +240,27 @@ typedef struct h_view {
 /* Queries `name` through c's client, turning every loop until the answer. */
 void h_query(h_cand *c, const char *name, h_view *out);
 
+/* ---- one-shot values (<reign/value.h>) ---------------------------------- */
+
+/* The answer to a reign_value_get/set/delete(): zero-initialise it, pass h_vans_cb with it as
+ * userdata, then H_WAIT(h_pred_answered, &a, ...); or call h_value_*() below. */
+typedef struct h_vans {
+    int done;
+    int err;
+    int has_value;
+    reign_value v;         /* the answer's value: key and data NULL, see data */
+    char data[H_DATA_MAX]; /* its payload as text, cut to H_DATA_MAX - 1 bytes */
+} h_vans;
+
+void h_vans_cb(reign_client *client, int err, const reign_value *v, void *vans);
+int h_pred_answered(void *vans);
+
+/* The call on c's client, its answer waited for; fails the test if the call is refused.  set
+ * writes the text `data` (without its '\0'). */
+h_vans h_value_get(h_cand *c, const char *key);
+h_vans h_value_set(h_cand *c, const char *key, const char *data, int64_t version);
+h_vans h_value_delete(h_cand *c, const char *key, int64_t version);
+
 /* ---- watched values (<reign/value.h>) ------------------------------------ */
 
 typedef struct h_vev {

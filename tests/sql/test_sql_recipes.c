@@ -3,9 +3,8 @@
  * elections (<reign/election.h>'s options.listed) on real SQL stores, through the public API,
  * as a program would use them.
  *
- * Usage: test_sql_recipes BACKEND SCENARIO, BACKEND one of sqlite, mariadb, postgres (the shared
- * servers of $REIGN_TEST_MARIADB_DIR and $REIGN_TEST_PG_DIR; SQLite files under
- * $REIGN_TEST_STATE_DIR), each run in a table of its own:
+ * Usage: test_sql_recipes SCENARIO, on the store $REIGN_TEST_STORE names (sqlite, mariadb or
+ * postgres: tests/integration/harness.h's h_uri()), each run in a table of its own:
  *
  *   ops      what the SQL stores add to values: before the table exists every call says
  *            REIGN_ENOENT; the version starts at 0 and grows by one; zxids grow with every
@@ -34,232 +33,56 @@
  * tests/contract/contract_value.c and contract_election.c; the scenarios here are the SQL
  * stores' own.
  *
- * Every wait is for a condition, bounded generously (WAIT_MS): only a hang reaches the bound.
+ * The clients, their loop, the watches and the election events are the C harness's
+ * (tests/integration/harness.h); what is here is the SQL stores' own: statements on their
+ * tables behind reign's back, data centers, the candidates rows.  Every wait is for a
+ * condition, bounded generously (H_WAIT_MS): only a hang reaches the bound.
  */
-#include <errno.h>
-#include <limits.h>
-#include <poll.h>
-#include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <reign/reign.h>
-
-#include "check.h"
+#include "client/config.h"
+#include "harness.h"
 #include "sql.h"
 
-#define WAIT_MS 60000
-
-static int64_t now_ms(void)
-{
-    return reign_now_ns() / 1000000;
-}
-
-/* ---- the store ------------------------------------------------------------------------------- */
-
-static char backend[16];
-static char table[64];
-static char base_uri[PATH_MAX + 64]; /* the store, without parameters */
-static char password[128];           /* MariaDB, PostgreSQL */
-static char password_file[PATH_MAX];
-static reign__sql_target raw;  /* for rows written behind reign's back */
-static const char *extra = ""; /* more URI parameters, "&name=value..." */
-static const char *exe;        /* this program, for the candidates scenario's child */
-
-static void setup(const char *name, const char *scenario)
-{
-    snprintf(backend, sizeof backend, "%s", name);
-    const char *state = need_env("REIGN_TEST_STATE_DIR");
-    /* ctest makes neither the state dir nor, in a fresh build tree, its parent. */
-    char parent[PATH_MAX];
-    snprintf(parent, sizeof parent, "%s", state);
-    char *slash = strrchr(parent, '/');
-    if (slash && slash != parent) {
-        *slash = '\0';
-        mkdir(parent, 0755);
-    }
-    mkdir(state, 0755);
-    snprintf(table, sizeof table, "tv_%s_%ld", scenario, (long)getpid());
-    memset(&raw, 0, sizeof raw);
-    raw.table = table;
-    if (!strcmp(name, "sqlite")) {
-        static char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/values-%s.db", state, scenario);
-        unlink(path);
-        snprintf(base_uri, sizeof base_uri, "sqlite://%s", path);
-        raw.kind = REIGN__SQL_SQLITE;
-        raw.path = path;
-        return;
-    }
-    bool maria = !strcmp(name, "mariadb");
-    if (!maria && strcmp(name, "postgres"))
-        fail(__FILE__, __LINE__, "unknown backend %s", name);
-    const char *dir = need_env(maria ? "REIGN_TEST_MARIADB_DIR" : "REIGN_TEST_PG_DIR");
-    char port[16];
-    read_file(dir, "password", password, sizeof password);
-    read_file(dir, "port", port, sizeof port);
-    snprintf(password_file, sizeof password_file, "%s/password", dir);
-    snprintf(base_uri, sizeof base_uri, "%s://reign@127.0.0.1:%s/reign",
-             maria ? "mysql" : "postgres", port);
-    raw.kind = maria ? REIGN__SQL_MARIADB : REIGN__SQL_POSTGRES;
-    raw.host = "127.0.0.1";
-    raw.port = atoi(port);
-    raw.user = "reign";
-    raw.password = password;
-    raw.database = "reign";
-}
-
-static void log_sink(reign_log_level level, const char *msg, void *userdata)
-{
-    if (level <= REIGN_LOG_WARN || getenv("TEST_VERBOSE"))
-        fprintf(stderr, "  [%s] [%s] %s\n", (const char *)userdata, reign_log_level_name(level),
-                msg);
-}
-
-/* The URI of a client of the store, in data center `dc` (NULL: the default). */
-static void client_uri(char *uri, size_t n, const char *dc)
-{
-    snprintf(uri, n, "%s?table=%s&poll_ms=100%s%s%s%s%s", base_uri, table, extra,
-             password_file[0] ? "&password_file=" : "", password_file, dc ? "&data_center=" : "",
-             dc ? dc : "");
-}
+/* Clients without a guardian, as before the harness: the candidates scenario's child must die
+ * without a word, and the others need no process to stand by them. */
+static const reign_client_options no_guardian = {.size = sizeof(reign_client_options),
+                                                 .guardian = REIGN_GUARDIAN_OFF};
 
 /* A client of the store, in data center `dc` (NULL: the default). */
-static reign_client *client_new(const char *label, const char *dc)
+static h_cand *client_new(const char *label, const char *dc)
 {
-    char uri[3 * PATH_MAX];
-    client_uri(uri, sizeof uri, dc);
-    reign_client_options o = {.size = sizeof o,
-                              .log_fn = log_sink,
-                              .log_level = REIGN_LOG_DEBUG,
-                              .guardian = REIGN_GUARDIAN_OFF,
-                              .userdata = (void *)label};
-    reign_client *c = NULL;
-    CHECK_RC(reign_client_new(&c, uri, &o, err, sizeof err), 0);
-    CHECK_RC(reign_client_wait_connected(c), 0);
-    return c;
+    char query[64];
+    snprintf(query, sizeof(query), "data_center=%s", dc ? dc : "");
+    return h_cand_new(label, h_uri(dc ? query : NULL), &no_guardian, NULL, NULL);
 }
-
-/* Runs the clients' loops until pred(arg) holds. */
-#define MAX_CLIENTS 8
-static reign_client *clients[MAX_CLIENTS];
-static size_t n_clients;
-
-static void run_until(int (*pred)(void *), void *arg, const char *what)
-{
-    int64_t deadline = now_ms() + WAIT_MS;
-    while (!pred(arg)) {
-        if (now_ms() > deadline)
-            fail(__FILE__, __LINE__, "timed out waiting for %s", what);
-        struct pollfd p[MAX_CLIENTS];
-        int timeout = 50;
-        for (size_t i = 0; i < n_clients; i++) {
-            p[i] = (struct pollfd){.fd = reign_client_get_fd(clients[i]), .events = POLLIN};
-            int64_t t = reign_client_get_timeout_ms(clients[i]);
-            if (t >= 0 && t < timeout)
-                timeout = (int)t;
-        }
-        poll(p, n_clients, timeout);
-        for (size_t i = 0; i < n_clients; i++)
-            reign_client_process(clients[i]);
-    }
-}
-
-/* ---- one-shot calls, waited for ----------------------------------------------------------- */
-
-typedef struct answer {
-    int done;
-    int err;
-    char data[64];
-    size_t len;
-    void *big; /* a copy of a long payload */
-    reign_value v;
-} answer;
-
-static void on_answer(reign_client *client, int e, const reign_value *v, void *ud)
-{
-    answer *a = ud;
-    a->done = 1;
-    a->err = e;
-    if (v) {
-        a->v = *v;
-        a->v.key = NULL;
-        a->v.data = NULL;
-        a->len = v->data_len;
-        snprintf(a->data, sizeof a->data, "%.*s", (int)(v->data_len < 63 ? v->data_len : 63),
-                 v->data ? (const char *)v->data : "");
-        if (v->data_len) {
-            a->big = malloc(v->data_len);
-            CHECK(a->big);
-            memcpy(a->big, v->data, v->data_len);
-        }
-    }
-}
-
-static int answered(void *arg)
-{
-    return ((answer *)arg)->done;
-}
-
-static void answer_free(answer *a)
-{
-    free(a->big);
-    a->big = NULL;
-}
-
-static answer do_get(reign_client *c, const char *key)
-{
-    answer a = {0};
-    CHECK_RC(reign_value_get(c, key, on_answer, &a), 0);
-    run_until(answered, &a, "get");
-    return a;
-}
-
-static answer do_set(reign_client *c, const char *key, const void *data, size_t len,
-                     int64_t version)
-{
-    answer a = {0};
-    CHECK_RC(reign_value_set(c, key, data, len, version, on_answer, &a), 0);
-    run_until(answered, &a, "set");
-    return a;
-}
-
-static answer do_sets(reign_client *c, const char *key, const char *text, int64_t version)
-{
-    return do_set(c, key, text, strlen(text), version);
-}
-
-static answer do_delete(reign_client *c, const char *key, int64_t version)
-{
-    answer a = {0};
-    CHECK_RC(reign_value_delete(c, key, version, on_answer, &a), 0);
-    run_until(answered, &a, "delete");
-    return a;
-}
-
-#define EXPECT_ERR(expr, want)                                                                     \
-    do {                                                                                           \
-        answer a_ = (expr);                                                                        \
-        if (a_.err != (want))                                                                      \
-            fail(__FILE__, __LINE__, "%s answered %s, want %s", #expr, reign_err_name(a_.err),     \
-                 reign_err_name(want));                                                            \
-        answer_free(&a_);                                                                          \
-    } while (0)
 
 /* ---- rows behind reign's back ---------------------------------------------------------------- */
 
+/* A connection to the store and table of h_uri(), as reign's clients read that URI. */
+static reign__sqlconn *raw_connect(void)
+{
+    reign__client_config cfg;
+    char err[512] = "";
+    H_CHECKF(reign__client_config_read(&cfg, h_uri(NULL), NULL, err, sizeof(err)) == 0, "%s", err);
+    reign__sqlconn *c = NULL;
+    int rc = reign__sql_connect(&c, &cfg.sql.target, err, sizeof(err));
+    reign__client_config_clear(&cfg);
+    H_CHECKF(rc == 0, "connecting behind reign's back: %s", err);
+    return c;
+}
+
 static void raw_sql(const char *what, const char *sql, const reign__sqlv *args, size_t n)
 {
-    reign__sqlconn *c = NULL;
-    CHECK_RC(reign__sql_connect(&c, &raw, err, sizeof err), 0);
-    int rc = reign__sql_query(c, what, sql, args, n, NULL, err, sizeof err);
-    if (rc < 0)
-        fail(__FILE__, __LINE__, "%s: %s", what, err);
+    reign__sqlconn *c = raw_connect();
+    char err[512] = "";
+    H_CHECKF(reign__sql_query(c, what, sql, args, n, NULL, err, sizeof(err)) >= 0, "%s: %s", what,
+             err);
     reign__sql_close(c);
 }
 
@@ -267,220 +90,129 @@ static void raw_sql(const char *what, const char *sql, const reign__sqlv *args, 
 
 static void scenario_ops(void)
 {
-    reign_client *c = client_new("ops", NULL);
-    clients[n_clients++] = c;
+    h_cand *c = client_new("ops", NULL);
 
-    EXPECT_ERR(do_get(c, "app/leader"), REIGN_ENOENT); /* before the table exists */
-    EXPECT_ERR(do_delete(c, "app/leader", REIGN_VALUE_ANY), REIGN_ENOENT);
-    EXPECT_ERR(do_sets(c, "app/leader", "x", 0), REIGN_ENOENT);
+    H_RC(h_value_get(c, "app/leader").err, REIGN_ENOENT); /* before the table exists */
+    H_RC(h_value_delete(c, "app/leader", REIGN_VALUE_ANY).err, REIGN_ENOENT);
+    H_RC(h_value_set(c, "app/leader", "x", 0).err, REIGN_ENOENT);
 
-    answer a = do_sets(c, "app/leader", "one", REIGN_VALUE_ANY);
-    CHECK_RC(a.err, 0);
-    CHECK(a.v.version == 0);
-    CHECK(a.v.zxid > 0);
-    CHECK(a.v.created_ms > 1600000000000LL && a.v.modified_ms == a.v.created_ms);
+    h_vans a = h_value_set(c, "app/leader", "one", REIGN_VALUE_ANY);
+    H_OK(a.err);
+    H_CHECK(a.v.version == 0);
+    H_CHECK(a.v.zxid > 0);
+    H_CHECK(a.v.created_ms > 1600000000000LL && a.v.modified_ms == a.v.created_ms);
     uint64_t z1 = a.v.zxid;
-    a = do_get(c, "app/leader");
-    CHECK_RC(a.err, 0);
-    CHECK(!strcmp(a.data, "one") && a.len == 3 && a.v.version == 0 && a.v.zxid == z1);
-    answer_free(&a);
+    a = h_value_get(c, "app/leader");
+    H_OK(a.err);
+    H_CHECK(!strcmp(a.data, "one") && a.v.data_len == 3 && a.v.version == 0 && a.v.zxid == z1);
 
-    a = do_sets(c, "app/leader", "two", 0); /* compare-and-set */
-    CHECK_RC(a.err, 0);
-    CHECK(a.v.version == 1 && a.v.zxid > z1);
+    a = h_value_set(c, "app/leader", "two", 0); /* compare-and-set */
+    H_OK(a.err);
+    H_CHECK(a.v.version == 1 && a.v.zxid > z1);
     uint64_t z2 = a.v.zxid;
-    EXPECT_ERR(do_sets(c, "app/leader", "stale", 0), REIGN_EBADVERSION);
-    EXPECT_ERR(do_sets(c, "app/leader", "again", REIGN_VALUE_ABSENT), REIGN_EEXIST);
-    EXPECT_ERR(do_delete(c, "app/leader", 0), REIGN_EBADVERSION);
-    a = do_get(c, "app/leader");
-    CHECK(!strcmp(a.data, "two") && a.v.version == 1 && a.v.zxid == z2);
-    answer_free(&a);
+    H_RC(h_value_set(c, "app/leader", "stale", 0).err, REIGN_EBADVERSION);
+    H_RC(h_value_set(c, "app/leader", "again", REIGN_VALUE_ABSENT).err, REIGN_EEXIST);
+    H_RC(h_value_delete(c, "app/leader", 0).err, REIGN_EBADVERSION);
+    a = h_value_get(c, "app/leader");
+    H_CHECK(!strcmp(a.data, "two") && a.v.version == 1 && a.v.zxid == z2);
 
     /* Another key: its own versions, the zxids go on growing. */
-    a = do_sets(c, "app", "parent", REIGN_VALUE_ABSENT);
-    CHECK_RC(a.err, 0);
-    CHECK(a.v.version == 0 && a.v.zxid > z2);
+    a = h_value_set(c, "app", "parent", REIGN_VALUE_ABSENT);
+    H_OK(a.err);
+    H_CHECK(a.v.version == 0 && a.v.zxid > z2);
     uint64_t z3 = a.v.zxid;
-    a = do_sets(c, "app/leader", "three", REIGN_VALUE_ANY);
-    CHECK(a.err == 0 && a.v.version == 2 && a.v.zxid > z3);
+    a = h_value_set(c, "app/leader", "three", REIGN_VALUE_ANY);
+    H_CHECK(a.err == 0 && a.v.version == 2 && a.v.zxid > z3);
 
     /* Delete by version; "app" stays. */
-    a = do_delete(c, "app/leader", 2);
-    CHECK_RC(a.err, 0);
-    CHECK(a.v.version == 2);
-    EXPECT_ERR(do_get(c, "app/leader"), REIGN_ENOENT);
-    EXPECT_ERR(do_delete(c, "app/leader", REIGN_VALUE_ANY), REIGN_ENOENT);
-    a = do_get(c, "app");
-    CHECK(a.err == 0 && !strcmp(a.data, "parent"));
-    answer_free(&a);
+    a = h_value_delete(c, "app/leader", 2);
+    H_OK(a.err);
+    H_CHECK(a.v.version == 2);
+    H_RC(h_value_get(c, "app/leader").err, REIGN_ENOENT);
+    H_RC(h_value_delete(c, "app/leader", REIGN_VALUE_ANY).err, REIGN_ENOENT);
+    a = h_value_get(c, "app");
+    H_CHECK(a.err == 0 && !strcmp(a.data, "parent"));
 
     /* Made again: version 0, a new czxid (seen by watches: see the watch scenario). */
-    a = do_sets(c, "app/leader", "four", REIGN_VALUE_ABSENT);
-    CHECK(a.err == 0 && a.v.version == 0 && a.v.zxid > z3);
-    a = do_delete(c, "app/leader", REIGN_VALUE_ANY);
-    CHECK(a.err == 0 && a.v.version == 0);
-
-    answer dummy;
+    a = h_value_set(c, "app/leader", "four", REIGN_VALUE_ABSENT);
+    H_CHECK(a.err == 0 && a.v.version == 0 && a.v.zxid > z3);
+    a = h_value_delete(c, "app/leader", REIGN_VALUE_ANY);
+    H_CHECK(a.err == 0 && a.v.version == 0);
 
     /* Another data center has values of its own. */
-    reign_client *other = client_new("other-dc", "dc2");
-    clients[n_clients++] = other;
-    EXPECT_ERR(do_get(other, "app"), REIGN_ENOENT);
-    a = do_sets(other, "app", "theirs", REIGN_VALUE_ABSENT);
-    CHECK(a.err == 0 && a.v.version == 0);
-    a = do_get(c, "app");
-    CHECK(a.err == 0 && !strcmp(a.data, "parent"));
-    answer_free(&a);
+    h_cand *other = client_new("other-dc", "dc2");
+    H_RC(h_value_get(other, "app").err, REIGN_ENOENT);
+    a = h_value_set(other, "app", "theirs", REIGN_VALUE_ABSENT);
+    H_CHECK(a.err == 0 && a.v.version == 0);
+    a = h_value_get(c, "app");
+    H_CHECK(a.err == 0 && !strcmp(a.data, "parent"));
 
     /* A closing client answers what is pending with REIGN_ECLOSED, and takes nothing new. */
-    answer late = {0};
-    CHECK_RC(reign_value_get(other, "app", on_answer, &late), 0);
-    reign_client_close(other);
-    run_until(answered, &late, "the pending get");
-    CHECK(late.err == 0 || late.err == REIGN_ECLOSED);
-    answer_free(&late);
-    CHECK_RC(reign_value_get(other, "app", on_answer, &dummy), REIGN_ECLOSED);
-    n_clients--;
-    reign_client_free(other);
-    say("%s: ops passed", backend);
+    h_vans late = {0}, dummy = {0};
+    H_OK(reign_value_get(other->client, "app", h_vans_cb, &late));
+    reign_client_close(other->client);
+    H_WAIT(h_pred_answered, &late, "the pending get");
+    H_CHECK(late.err == 0 || late.err == REIGN_ECLOSED);
+    H_RC(reign_value_get(other->client, "app", h_vans_cb, &dummy), REIGN_ECLOSED);
+    h_cand_close(other);
+    h_cand_close(c);
 }
 
 /* ---- watch ----------------------------------------------------------------------------------- */
 
-#define MAX_EV 4096
-
-typedef struct vev {
-    reign_value_event_type type;
-    int has_value;
-    char data[32];
-    int64_t version;
-    int error;
-} vev;
-
-typedef struct watcher {
-    reign_value_watch *w;
-    vev ev[MAX_EV];
-    size_t n;
-} watcher;
-
-static void on_watch(reign_value_watch *w, const reign_value_event *ev, void *ud)
-{
-    watcher *x = ud;
-    CHECK(x->n < MAX_EV);
-    vev *e = &x->ev[x->n++];
-    memset(e, 0, sizeof *e);
-    e->type = ev->type;
-    e->error = ev->error;
-    if (ev->value) {
-        e->has_value = 1;
-        snprintf(e->data, sizeof e->data, "%.*s", (int)ev->value->data_len,
-                 (const char *)ev->value->data);
-        e->version = ev->value->version;
-    }
-    if (getenv("TEST_VERBOSE"))
-        say("watch %s: %s %s", reign_value_watch_key(w), reign_value_event_name(ev->type),
-            e->has_value ? e->data : "-");
-}
-
-typedef struct nth_arg {
-    watcher *x;
-    size_t n;
-} nth_arg;
-
-static int has_n(void *arg)
-{
-    nth_arg *a = arg;
-    return a->x->n >= a->n;
-}
-
-/* Event number n (1-based), waited for. */
-static const vev *nth(watcher *x, size_t n)
-{
-    nth_arg a = {x, n};
-    run_until(has_n, &a, "a watch event");
-    return &x->ev[n - 1];
-}
-
-static void expect(watcher *x, size_t n, reign_value_event_type type, const char *data)
-{
-    const vev *e = nth(x, n);
-    if (e->type != type || (data && (!e->has_value || strcmp(e->data, data))) ||
-        (!data && e->has_value))
-        fail(__FILE__, __LINE__, "event %zu is %s '%s', want %s '%s'", n,
-             reign_value_event_name(e->type), e->has_value ? e->data : "-",
-             reign_value_event_name(type), data ? data : "-");
-}
-
-typedef struct last_arg {
-    watcher *x;
-    const char *data;
-} last_arg;
-
-static int last_is(void *arg)
-{
-    last_arg *a = arg;
-    return a->x->n && a->x->ev[a->x->n - 1].has_value &&
-           !strcmp(a->x->ev[a->x->n - 1].data, a->data);
-}
-
-static watcher wa, wb;
-
 static void scenario_watch(void)
 {
-    reign_client *writer = client_new("writer", NULL), *watching = client_new("watcher", NULL);
-    clients[n_clients++] = writer;
-    clients[n_clients++] = watching;
-    CHECK_RC(reign_value_watch_start(&wa.w, watching, "cfg/master", on_watch, &wa), 0);
-    CHECK_RC(reign_value_watch_start(&wb.w, watching, "cfg/other", on_watch, &wb), 0);
-    expect(&wa, 1, REIGN_VALUE_READY, NULL);
-    expect(&wb, 1, REIGN_VALUE_READY, NULL);
+    h_cand *writer = client_new("writer", NULL), *watching = client_new("watcher", NULL);
+    h_vwatch wa = {0}, wb = {0};
+    h_vwatch_start(&wa, watching, "cfg/master");
+    h_vwatch_start(&wb, watching, "cfg/other");
+    h_vwatch_expect(&wa, 1, REIGN_VALUE_READY, NULL);
+    h_vwatch_expect(&wb, 1, REIGN_VALUE_READY, NULL);
     reign_value none;
-    CHECK_RC(reign_value_watch_get(wa.w, &none), REIGN_ENOENT);
+    H_RC(reign_value_watch_get(wa.w, &none), REIGN_ENOENT);
 
-    CHECK_RC(do_sets(writer, "cfg/master", "m1", REIGN_VALUE_ABSENT).err, 0);
-    expect(&wa, 2, REIGN_VALUE_CREATED, "m1");
-    CHECK_RC(do_sets(writer, "cfg/master", "m2", 0).err, 0);
-    expect(&wa, 3, REIGN_VALUE_CHANGED, "m2");
-    CHECK(wa.ev[2].version == 1);
+    H_OK(h_value_set(writer, "cfg/master", "m1", REIGN_VALUE_ABSENT).err);
+    h_vwatch_expect(&wa, 2, REIGN_VALUE_CREATED, "m1");
+    H_OK(h_value_set(writer, "cfg/master", "m2", 0).err);
+    H_CHECK(h_vwatch_expect(&wa, 3, REIGN_VALUE_CHANGED, "m2")->version == 1);
     reign_value cur;
-    CHECK_RC(reign_value_watch_get(wa.w, &cur), 0);
-    CHECK(cur.version == 1 && cur.data_len == 2 && !memcmp(cur.data, "m2", 2));
-    CHECK_RC(do_delete(writer, "cfg/master", 1).err, 0);
-    expect(&wa, 4, REIGN_VALUE_DELETED, NULL);
-    CHECK_RC(do_sets(writer, "cfg/master", "m3", REIGN_VALUE_ABSENT).err, 0);
-    expect(&wa, 5, REIGN_VALUE_CREATED, "m3");
+    H_OK(reign_value_watch_get(wa.w, &cur));
+    H_CHECK(cur.version == 1 && cur.data_len == 2 && !memcmp(cur.data, "m2", 2));
+    H_OK(h_value_delete(writer, "cfg/master", 1).err);
+    h_vwatch_expect(&wa, 4, REIGN_VALUE_DELETED, NULL);
+    H_OK(h_value_set(writer, "cfg/master", "m3", REIGN_VALUE_ABSENT).err);
+    h_vwatch_expect(&wa, 5, REIGN_VALUE_CREATED, "m3");
 
     /* Deleted and made again while the watcher's loop stood still: DELETED, then CREATED. */
     size_t before = wa.n;
-    n_clients = 1; /* the writer's loop only */
-    CHECK_RC(do_delete(writer, "cfg/master", REIGN_VALUE_ANY).err, 0);
-    CHECK_RC(do_sets(writer, "cfg/master", "m4", REIGN_VALUE_ABSENT).err, 0);
-    n_clients = 2;
-    expect(&wa, before + 1, REIGN_VALUE_DELETED, NULL);
-    expect(&wa, before + 2, REIGN_VALUE_CREATED, "m4");
+    h_cand_pause(watching, 1);
+    H_OK(h_value_delete(writer, "cfg/master", REIGN_VALUE_ANY).err);
+    H_OK(h_value_set(writer, "cfg/master", "m4", REIGN_VALUE_ABSENT).err);
+    h_cand_pause(watching, 0);
+    h_vwatch_expect(&wa, before + 1, REIGN_VALUE_DELETED, NULL);
+    h_vwatch_expect(&wa, before + 2, REIGN_VALUE_CREATED, "m4");
 
     /* The other key's watch heard nothing of all this; now it hears its own. */
-    CHECK(wb.n == 1);
-    CHECK_RC(do_sets(writer, "cfg/other", "o1", REIGN_VALUE_ANY).err, 0);
-    expect(&wb, 2, REIGN_VALUE_CREATED, "o1");
-    CHECK(wa.n == before + 2);
+    H_CHECK(wb.n == 1);
+    H_OK(h_value_set(writer, "cfg/other", "o1", REIGN_VALUE_ANY).err);
+    h_vwatch_expect(&wb, 2, REIGN_VALUE_CREATED, "o1");
+    H_CHECK(wa.n == before + 2);
 
-    reign_value_watch_free(wb.w);
-    wb.w = NULL;
-    reign_value_watch_free(wa.w);
-    wa.w = NULL;
-    say("%s: watch passed", backend);
+    h_vwatch_free(&wb);
+    h_vwatch_free(&wa);
+    h_cand_close(watching);
+    h_cand_close(writer);
 }
 
 /* ---- foreign --------------------------------------------------------------------------------- */
 
 static void scenario_foreign(void)
 {
-    reign_client *c = client_new("foreign", NULL);
-    clients[n_clients++] = c;
-    CHECK_RC(do_sets(c, "ok", "fine", REIGN_VALUE_ANY).err, 0); /* makes the table */
-    CHECK_RC(reign_value_watch_start(&wa.w, c, "bad", on_watch, &wa), 0);
-    expect(&wa, 1, REIGN_VALUE_READY, NULL);
+    h_cand *c = client_new("foreign", NULL);
+    H_OK(h_value_set(c, "ok", "fine", REIGN_VALUE_ANY).err); /* makes the table */
+    h_vwatch wa = {0};
+    h_vwatch_start(&wa, c, "bad");
+    h_vwatch_expect(&wa, 1, REIGN_VALUE_READY, NULL);
 
     static const struct {
         const char *what;
@@ -490,370 +222,296 @@ static void scenario_foreign(void)
         {"zxids out of order", "0, NULL, 9, 3"},
         {"no zxid", "0, NULL, 0, 0"},
     };
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         char sql[512];
-        snprintf(sql, sizeof sql,
+        snprintf(sql, sizeof(sql),
                  "INSERT INTO {V} (data_center, value_key, version, data, czxid, mzxid, "
                  "created_ms, modified_ms) VALUES ('default', 'bad', %s, 0, 0)",
                  rows[i].values);
         size_t n = wa.n + 1;
         raw_sql("a foreign row", sql, NULL, 0);
-        EXPECT_ERR(do_get(c, "bad"), REIGN_EFOREIGN);
+        H_RC(h_value_get(c, "bad").err, REIGN_EFOREIGN);
         /* Read at the next change's notice (or poll): an ERROR, once, the watch going on. */
-        CHECK_RC(do_sets(c, "ok", rows[i].what, REIGN_VALUE_ANY).err, 0);
-        const vev *e = nth(&wa, n);
-        if (e->type != REIGN_VALUE_ERROR || e->error != REIGN_EFOREIGN)
-            fail(__FILE__, __LINE__, "%s: the watch reported %s (%s)", rows[i].what,
-                 reign_value_event_name(e->type), reign_err_name(e->error));
+        H_OK(h_value_set(c, "ok", rows[i].what, REIGN_VALUE_ANY).err);
+        const h_vev *e = h_vwatch_expect(&wa, n, REIGN_VALUE_ERROR, NULL);
+        H_CHECKF(e->error == REIGN_EFOREIGN, "%s: the watch reported %s", rows[i].what,
+                 reign_err_name(e->error));
         /* A write on it is refused too (its row is read first), and so is nothing else. */
-        EXPECT_ERR(do_sets(c, "bad", "mine", REIGN_VALUE_ANY), REIGN_EFOREIGN);
+        H_RC(h_value_set(c, "bad", "mine", REIGN_VALUE_ANY).err, REIGN_EFOREIGN);
         raw_sql("removing it", "DELETE FROM {V} WHERE value_key = 'bad'", NULL, 0);
-        CHECK_RC(do_sets(c, "bad", "mine", REIGN_VALUE_ABSENT).err, 0);
-        char want[8];
-        snprintf(want, sizeof want, "mine");
-        last_arg la = {&wa, want};
-        run_until(last_is, &la, "the watch to see the value made again");
+        H_OK(h_value_set(c, "bad", "mine", REIGN_VALUE_ABSENT).err);
+        h_vwatch_wait_last(&wa, "mine");
         /* Counted before: the DELETED may come in the same loop turn as the delete's answer. */
         size_t deleted = wa.n + 1;
-        CHECK_RC(do_delete(c, "bad", REIGN_VALUE_ANY).err, 0);
-        expect(&wa, deleted, REIGN_VALUE_DELETED, NULL);
+        H_OK(h_value_delete(c, "bad", REIGN_VALUE_ANY).err);
+        h_vwatch_expect(&wa, deleted, REIGN_VALUE_DELETED, NULL);
     }
 
     /* A payload larger than reign writes. */
     unsigned char *big = calloc(1, REIGN_VALUE_DATA_MAX + 10);
-    CHECK(big);
+    H_CHECK(big != NULL);
     reign__sqlv args[1] = {REIGN__SQLV_B((const char *)big, REIGN_VALUE_DATA_MAX + 10)};
     raw_sql("an oversized payload",
             "INSERT INTO {V} (data_center, value_key, version, data, czxid, mzxid, created_ms, "
             "modified_ms) VALUES ('default', 'huge', 0, {1}, 1, 1, 0, 0)",
             args, 1);
     free(big);
-    EXPECT_ERR(do_get(c, "huge"), REIGN_EFOREIGN);
+    H_RC(h_value_get(c, "huge").err, REIGN_EFOREIGN);
 
     /* The counter removed by hand: made again by the next write, from the write numbers its
      * values carry, so that they still only grow. */
     raw_sql("removing the counter", "DELETE FROM {V} WHERE value_key = ''", NULL, 0);
-    answer a = do_get(c, "ok");
-    uint64_t zxid = a.v.zxid;
-    answer_free(&a);
-    a = do_sets(c, "ok", "after", REIGN_VALUE_ANY);
-    CHECK_RC(a.err, 0);
-    CHECK(a.v.zxid > zxid);
+    uint64_t zxid = h_value_get(c, "ok").v.zxid;
+    h_vans a = h_value_set(c, "ok", "after", REIGN_VALUE_ANY);
+    H_OK(a.err);
+    H_CHECK(a.v.zxid > zxid);
 
-    reign_value_watch_free(wa.w);
-    wa.w = NULL;
-    n_clients = 0;
-    reign_client_free(c);
+    h_vwatch_free(&wa);
+    h_cand_close(c);
 
     /* A values table of another layout: refused, never changed. */
-    size_t tl = strlen(table);
-    CHECK(tl + 3 <= sizeof table);
-    memcpy(table + tl, "_x", 3);
-    raw.table = table;
+    char table[128];
+    snprintf(table, sizeof(table), "%s_x", h_table());
+    h_set_table(table);
     raw_sql("a foreign values table", "CREATE TABLE {V} (data_center varchar(128), stuff int)",
             NULL, 0);
     c = client_new("foreign-table", NULL);
-    clients[n_clients++] = c;
-    answer f = do_sets(c, "k", "v", REIGN_VALUE_ANY);
-    if (f.err != REIGN_EFOREIGN)
-        fail(__FILE__, __LINE__, "a write with a foreign values table answered %s",
-             reign_err_name(f.err));
-    EXPECT_ERR(do_get(c, "k"), REIGN_EFOREIGN);
-    say("%s: foreign passed", backend);
+    int err = h_value_set(c, "k", "v", REIGN_VALUE_ANY).err;
+    H_CHECKF(err == REIGN_EFOREIGN, "a write with a foreign values table answered %s",
+             reign_err_name(err));
+    H_RC(h_value_get(c, "k").err, REIGN_EFOREIGN);
+    h_cand_close(c);
 }
 
-/* ---- candidates --------------------------------------------------------------------------------
- */
+/* ---- candidates ------------------------------------------------------------------------------ */
 
-typedef struct cand {
-    reign_client *client;
-    reign_election *e;
-    char id[16];
-    int elected;
-} cand;
+/* The candidates' store: a row that is not refreshed is gone 4 s later. */
+#define LEASE "lease_ms=4000"
 
-static void on_election(reign_election *e, const reign_election_event *ev, void *ud)
+/* Candidate `id` of election `name`, on a client of its own unless `c` is given. */
+static h_cand *stand(h_cand *c, const char *name, const char *id, int listed, int observer)
 {
-    cand *c = ud;
-    if (ev->type == REIGN_ELECTION_ELECTED)
-        c->elected = 1;
-    else if (ev->type == REIGN_ELECTION_DEMOTED)
-        c->elected = 0;
-}
-
-static void cand_join(cand *c, const char *name, const char *id, int listed, int observer)
-{
-    snprintf(c->id, sizeof c->id, "%s", id);
-    if (!c->client) {
-        c->client = client_new(id, NULL);
-        CHECK(n_clients < MAX_CLIENTS);
-        clients[n_clients++] = c->client;
-    }
     char data[32];
-    snprintf(data, sizeof data, "payload of %s", id);
-    reign_election_options o = {.size = sizeof o,
-                                .id = id,
+    snprintf(data, sizeof(data), "payload of %s", id);
+    reign_election_options o = {.size = sizeof(o),
                                 .data = data,
                                 .data_len = strlen(data),
                                 .observer = observer,
-                                .listed = listed,
-                                .cb = on_election,
-                                .userdata = c};
-    CHECK_RC(reign_election_join(&c->e, c->client, name, &o), 0);
-}
-
-typedef struct view_copy {
-    int done, err;
-    char leader[32];
-    size_t n;
-    char ids[8][32];
-    int64_t joined[8];
-} view_copy;
-
-static void on_view(reign_client *client, int e, const reign_election_view *v, void *ud)
-{
-    view_copy *x = ud;
-    x->done = 1;
-    x->err = e;
-    if (!v)
-        return;
-    snprintf(x->leader, sizeof x->leader, "%s", v->has_leader ? v->leader.id : "");
-    for (size_t i = 0; i < v->n_candidates && i < 8; i++) {
-        snprintf(x->ids[i], sizeof x->ids[i], "%s", v->candidates[i].id);
-        x->joined[i] = v->candidates[i].joined_ms;
-    }
-    x->n = v->n_candidates < 8 ? v->n_candidates : 8;
-}
-
-static view_copy query(reign_client *c, const char *name)
-{
-    view_copy x = {0};
-    CHECK_RC(reign_election_query(c, name, on_view, &x), 0);
-    run_until(answered, &x, "a query"); /* done is the first member, as answer's */
-    CHECK_RC(x.err, 0);
-    return x;
+                                .listed = listed};
+    if (!c)
+        return h_cand_new(id, h_uri(LEASE), &no_guardian, name, &o);
+    h_cand_join(c, name, &o);
+    return c;
 }
 
 /* "ids" as the view lists them, e.g. "c1 c2 c3". */
-static void ids_of(const view_copy *x, char *out, size_t n)
+static void ids_of(const h_view *v, char *out, size_t n)
 {
     out[0] = '\0';
-    for (size_t i = 0; i < x->n; i++)
-        snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? " " : "", x->ids[i]);
+    for (size_t i = 0; i < v->n; i++)
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", i ? " " : "", v->ids[i]);
 }
 
+/* A query of election `name` through c's client, with the listed ids in `got`; a wait's
+ * predicate asks again after every turn of the loops. */
 typedef struct list_wait {
-    reign_client *c;
+    h_cand *c;
     const char *name, *want;
+    h_view v;
     char got[256];
 } list_wait;
 
-static int list_is(void *arg)
+static void ask(list_wait *w)
+{
+    h_query(w->c, w->name, &w->v);
+    H_OK(w->v.err);
+    ids_of(&w->v, w->got, sizeof(w->got));
+}
+
+static int pred_list_is(void *arg)
 {
     list_wait *w = arg;
-    view_copy x = {0};
-    if (reign_election_query(w->c, w->name, on_view, &x) < 0)
-        return 0;
-    int64_t deadline = now_ms() + WAIT_MS;
-    while (!x.done && now_ms() < deadline) {
-        struct pollfd p = {.fd = reign_client_get_fd(w->c), .events = POLLIN};
-        poll(&p, 1, 20);
-        for (size_t i = 0; i < n_clients; i++)
-            reign_client_process(clients[i]);
-    }
-    ids_of(&x, w->got, sizeof w->got);
-    return x.done && !x.err && !strcmp(w->got, w->want);
+    ask(w);
+    return !strcmp(w->got, w->want);
 }
 
-static void wait_list(reign_client *c, const char *name, const char *want)
+static void wait_list(h_cand *c, const char *name, const char *want)
 {
-    list_wait w = {c, name, want, ""};
-    int64_t deadline = now_ms() + WAIT_MS;
-    while (!list_is(&w)) {
-        if (now_ms() > deadline)
-            fail(__FILE__, __LINE__, "the candidates are \"%s\", want \"%s\"", w.got, want);
-        struct pollfd p = {.fd = reign_client_get_fd(c), .events = POLLIN};
-        poll(&p, 1, 50);
-    }
+    list_wait w = {.c = c, .name = name, .want = want};
+    if (!h_run_until(pred_list_is, &w, H_WAIT_MS))
+        h_fail(__FILE__, __LINE__, "the candidates are \"%s\", want \"%s\"", w.got, want);
 }
 
-static int is_elected(void *arg)
+/* c3 leads unlisted (first), or c5 does. */
+static int pred_ceded(void *arg)
 {
-    return ((cand *)arg)->elected;
+    list_wait *w = arg;
+    ask(w);
+    return w->v.has_leader && (!strcmp(w->got, "c3 c5") || !strcmp(w->got, "c5"));
 }
-
-static cand cs[4];
 
 /* reign rm, waited for: its error. */
 typedef struct removal {
+    h_cand *c;
+    const char *name;
     int done, err;
 } removal;
 
 static void on_removed(reign_client *client, int e, const char *const *standing, size_t n, void *ud)
 {
     removal *r = ud;
+    (void)client;
+    (void)standing;
+    (void)n;
     r->done = 1;
     r->err = e;
 }
 
-static int removed(void *arg)
+static int pred_removed(void *arg)
 {
     return ((removal *)arg)->done;
 }
 
-static int store_rm(reign_client *c, const char *name)
+static int store_rm(h_cand *c, const char *name)
 {
-    removal r = {0};
-    CHECK_RC(reign_store_remove(c, REIGN_ENTRY_ELECTION, name, on_removed, &r), 0);
-    run_until(removed, &r, "reign rm's answer");
+    removal r = {.c = c, .name = name};
+    H_OK(reign_store_remove(c->client, REIGN_ENTRY_ELECTION, name, on_removed, &r));
+    H_WAIT(pred_removed, &r, "reign rm's answer");
     return r.err;
+}
+
+/* reign rm answered other than REIGN_EBUSY (asked again after every refusal). */
+static int pred_rm_not_busy(void *arg)
+{
+    removal *r = arg;
+    r->err = store_rm(r->c, r->name);
+    return r->err != REIGN_EBUSY;
 }
 
 /* The rows of election `name` in the candidates table, live or expired. */
 static size_t candidate_rows(const char *name)
 {
-    reign__sqlconn *c = NULL;
-    CHECK_RC(reign__sql_connect(&c, &raw, err, sizeof err), 0);
+    reign__sqlconn *c = raw_connect();
     reign__sqlv arg = REIGN__SQLV_S(name);
     reign__sql_rows rows = {0};
-    if (reign__sql_query(c, "reading the candidates rows",
-                         "SELECT guid FROM {C} WHERE lock_name = {1}", &arg, 1, &rows, err,
-                         sizeof err) < 0)
-        fail(__FILE__, __LINE__, "reading the candidates rows: %s", err);
+    char err[512] = "";
+    H_CHECKF(reign__sql_query(c, "reading the candidates rows",
+                              "SELECT guid FROM {C} WHERE lock_name = {1}", &arg, 1, &rows, err,
+                              sizeof(err)) >= 0,
+             "reading the candidates rows: %s", err);
     size_t n = rows.n_rows;
     reign__sql_rows_free(&rows);
     reign__sql_close(c);
     return n;
 }
 
-static void scenario_candidates(void)
+static void scenario_candidates(const char *exe)
 {
     char name[64];
-    snprintf(name, sizeof name, "cands-%ld", (long)getpid());
-    extra = "&lease_ms=4000"; /* a row that is not refreshed is gone 4 s later */
-    cand_join(&cs[0], name, "c1", 1, 0);
-    run_until(is_elected, &cs[0], "c1 elected");
+    snprintf(name, sizeof(name), "cands-%ld", (long)getpid());
+    h_cand *cs[4];
+    cs[0] = stand(NULL, name, "c1", 1, 0);
+    H_WAIT(h_pred_leader, cs[0], "c1 elected");
     /* Listed before c5 joins: each client's row goes in from its own worker, in either order
      * when two join at once. */
-    wait_list(cs[0].client, name, "c1");
-    cand_join(&cs[1], name, "c3", 0, 0);  /* not listed */
-    cand_join(&cs[2], name, "obs", 1, 1); /* an observer is never listed */
-    cand_join(&cs[3], name, "c5", 1, 0);
-    wait_list(cs[0].client, name, "c1 c5");
-    view_copy x = query(cs[3].client, name);
-    CHECK(!strcmp(x.leader, "c1"));
-    CHECK(x.joined[0] > 1600000000000LL && x.joined[0] <= x.joined[1]);
+    wait_list(cs[0], name, "c1");
+    cs[1] = stand(NULL, name, "c3", 0, 0);  /* not listed */
+    cs[2] = stand(NULL, name, "obs", 1, 1); /* an observer is never listed */
+    cs[3] = stand(NULL, name, "c5", 1, 0);
+    wait_list(cs[0], name, "c1 c5");
+    list_wait w = {.c = cs[3], .name = name};
+    ask(&w);
+    H_CHECK(w.v.has_leader && !strcmp(w.v.leader_id, "c1"));
+    H_CHECK(w.v.joined_ms[0] > 1600000000000LL && w.v.joined_ms[0] <= w.v.joined_ms[1]);
 
     /* The leader cedes (for longer than the test): gone while out; whoever leads next is
+     * first.  Wait for c3 or c5 to lead, or c1, joining again below, could take the lease
      * first. */
-    CHECK_RC(reign_election_cede(cs[0].e, 600000), 0);
-    char got[256];
-    int64_t deadline = now_ms() + WAIT_MS;
-    for (;;) {
-        x = query(cs[3].client, name);
-        ids_of(&x, got, sizeof got);
-        /* c3 leads unlisted (first), or c5 does; wait for one of them to lead, or c1, joining
-         * again below, could take the lease first. */
-        if (x.leader[0] && (!strcmp(got, "c3 c5") || !strcmp(got, "c5")))
-            break;
-        if (now_ms() > deadline)
-            fail(__FILE__, __LINE__, "after the cede the candidates are \"%s\"", got);
-    }
+    H_OK(reign_election_cede(cs[0]->election, 600000));
+    if (!h_run_until(pred_ceded, &w, H_WAIT_MS))
+        h_fail(__FILE__, __LINE__, "after the cede the candidates are \"%s\"", w.got);
     /* It stands again (a new standing): listed after c5. */
-    cs[0].e = reign_election_free(cs[0].e);
-    cand_join(&cs[0], name, "c1", 1, 0);
-    const char *back = !strcmp(x.leader, "c3") ? "c3 c5 c1" : "c5 c1";
-    wait_list(cs[3].client, name, back);
-    x = query(cs[3].client, name);
-    CHECK(x.joined[x.n - 1] >= x.joined[x.n - 2]);
+    cs[0]->election = reign_election_free(cs[0]->election);
+    stand(cs[0], name, "c1", 1, 0);
+    const char *back = !strcmp(w.v.leader_id, "c3") ? "c3 c5 c1" : "c5 c1";
+    wait_list(cs[3], name, back);
+    ask(&w);
+    H_CHECK(w.v.joined_ms[w.v.n - 1] >= w.v.joined_ms[w.v.n - 2]);
 
     /* A process that dies without a word (SIGKILL, no guardian): its row is gone once it
      * expired, one lease later; nobody else's goes.  The process is this program again
      * (listed_child()): a fork of this one, whose threads hold locks, could hang. */
-    char uri[3 * PATH_MAX];
-    client_uri(uri, sizeof uri, NULL);
-    char *const child_argv[] = {(char *)exe, "listed-child", uri, name, NULL};
+    char *const child_argv[] = {(char *)exe, "listed-child", (char *)h_uri(LEASE), name, NULL};
     pid_t pid = fork();
-    CHECK(pid >= 0);
+    H_CHECK(pid >= 0);
     if (pid == 0) {
         execv(exe, child_argv);
         _exit(127);
     }
     char want[64];
-    snprintf(want, sizeof want, "%s dead", back);
-    wait_list(cs[3].client, name, want);
+    snprintf(want, sizeof(want), "%s dead", back);
+    wait_list(cs[3], name, want);
     kill(pid, SIGKILL);
     int status;
-    CHECK(waitpid(pid, &status, 0) == pid);
-    wait_list(cs[3].client, name, back);
+    H_CHECK(waitpid(pid, &status, 0) == pid);
+    wait_list(cs[3], name, back);
 
     /* reign rm: refused while they stand.  Once all have left, the lease row goes, and with it
      * every row of the election in the candidates table, the dead one's expired row too. */
-    CHECK(store_rm(cs[3].client, name) == REIGN_EBUSY);
-    CHECK(candidate_rows(name) > 0);
-    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++)
-        cs[i].e = reign_election_free(cs[i].e);
+    H_CHECK(store_rm(cs[3], name) == REIGN_EBUSY);
+    H_CHECK(candidate_rows(name) > 0);
+    for (size_t i = 0; i < sizeof(cs) / sizeof(cs[0]); i++)
+        cs[i]->election = reign_election_free(cs[i]->election);
     /* Each client releases and unlists from its own worker: refused until the last is done. */
-    int rc;
-    deadline = now_ms() + WAIT_MS;
-    while ((rc = store_rm(cs[3].client, name)) == REIGN_EBUSY && now_ms() < deadline)
-        ;
-    CHECK_RC(rc, 0);
-    CHECK(candidate_rows(name) == 0);
-    say("%s: candidates passed", backend);
+    removal r = {.c = cs[3], .name = name};
+    if (!h_run_until(pred_rm_not_busy, &r, H_WAIT_MS))
+        h_fail(__FILE__, __LINE__,
+               "reign rm still refused the election after every candidate left");
+    H_OK(r.err);
+    H_CHECK(candidate_rows(name) == 0);
 }
 
-/* The child of the candidates scenario: a listed candidate "dead" of election `name`, until
- * it is killed. */
-static int listed_child(const char *uri, const char *name)
+/* The child of the candidates scenario: a listed candidate "dead" of election `name` on the
+ * store `uri`, until it is killed. */
+static __attribute__((noreturn)) void listed_child(const char *uri, const char *name)
 {
-    reign_client_options o = {.size = sizeof o,
-                              .log_fn = log_sink,
-                              .log_level = REIGN_LOG_DEBUG,
-                              .guardian = REIGN_GUARDIAN_OFF,
-                              .userdata = (void *)"dead"};
-    reign_client *c = NULL;
-    reign_election *e = NULL;
+    h_init("listed-child");
     const char *data = "payload of dead";
     reign_election_options eo = {
-        .size = sizeof eo, .id = "dead", .data = data, .data_len = strlen(data), .listed = 1};
-    if (reign_client_new(&c, uri, &o, err, sizeof err) < 0 || reign_client_wait_connected(c) < 0 ||
-        reign_election_join(&e, c, name, &eo) < 0) {
-        fprintf(stderr, "listed-child: cannot stand: %s\n", err[0] ? err : reign_client_errmsg(c));
-        return 1;
-    }
-    for (;;) {
-        struct pollfd p = {.fd = reign_client_get_fd(c), .events = POLLIN};
-        poll(&p, 1, 100);
-        reign_client_process(c);
-    }
+        .size = sizeof(eo), .data = data, .data_len = strlen(data), .listed = 1};
+    h_cand_new("dead", uri, &no_guardian, name, &eo);
+    for (;;)
+        h_run_for(H_WAIT_MS);
 }
 
 int main(int argc, char **argv)
 {
-    exe = "/proc/self/exe"; /* whatever argv[0] is */
+    const char *exe = "/proc/self/exe"; /* whatever argv[0] is */
     if (argc == 4 && !strcmp(argv[1], "listed-child"))
-        return listed_child(argv[2], argv[3]);
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s sqlite|mariadb|postgres ops|foreign|watch|candidates\n",
-                argv[0]);
+        listed_child(argv[2], argv[3]);
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s ops|foreign|watch|candidates\n", argv[0]);
         return 2;
     }
-    setup(argv[1], argv[2]);
-    if (!strcmp(argv[2], "ops"))
+    const char *scenario = argv[1];
+    static char test[64], table[64];
+    snprintf(test, sizeof(test), "sql_recipes_%s", scenario);
+    h_init(test);
+    H_CHECKF(h_store_is_sql(), "%s: a SQL store's test, on %s", test, h_store_name());
+    /* A table of this run's own: the ops scenario begins before the table exists. */
+    snprintf(table, sizeof(table), "tv_%s_%ld", scenario, (long)getpid());
+    h_set_table(table);
+    if (!strcmp(scenario, "ops"))
         scenario_ops();
-    else if (!strcmp(argv[2], "watch"))
+    else if (!strcmp(scenario, "watch"))
         scenario_watch();
-    else if (!strcmp(argv[2], "foreign"))
+    else if (!strcmp(scenario, "foreign"))
         scenario_foreign();
-    else if (!strcmp(argv[2], "candidates"))
-        scenario_candidates();
+    else if (!strcmp(scenario, "candidates"))
+        scenario_candidates(exe);
     else {
-        fprintf(stderr, "unknown scenario %s\n", argv[2]);
+        fprintf(stderr, "unknown scenario %s\n", scenario);
         return 2;
     }
-    for (size_t i = 0; i < n_clients; i++)
-        reign_client_free(clients[i]);
-    printf("PASS %s %s\n", argv[1], argv[2]);
-    return 0;
+    return h_finish();
 }

@@ -222,8 +222,10 @@ reign_sqlite_test(NAME sql_dl_missing COMMAND test_sql_dl missing TIMEOUT 120
 # on each store, one scenario per entry (see test_sql_recipes.c).
 add_executable(test_sql_recipes ${REIGN_SQL_DIR}/test_sql_recipes.c)
 target_compile_options(test_sql_recipes PRIVATE ${REIGN_WARNINGS})
-target_include_directories(test_sql_recipes PRIVATE ${PROJECT_SOURCE_DIR}/src/sql)
-target_link_libraries(test_sql_recipes PRIVATE reign_internal)
+# The C harness (tests/integration/harness.c) for the clients and their loop; libreign's
+# objects for the statements behind its back (src/sql/sql.h) and the URI's reading
+# (src/client/config.h).
+target_link_libraries(test_sql_recipes PRIVATE reign_it_harness reign_internal)
 foreach(scenario ops foreign watch candidates)
   if(scenario STREQUAL "candidates")
     set(_prefix sql_candidates)
@@ -233,9 +235,9 @@ foreach(scenario ops foreign watch candidates)
     set(_suffix _${scenario})
   endif()
   reign_sqlite_test(NAME ${_prefix}_sqlite${_suffix}
-    COMMAND test_sql_recipes sqlite ${scenario} TIMEOUT 300)
+    COMMAND test_sql_recipes ${scenario} TIMEOUT 300 ENVIRONMENT REIGN_TEST_STORE=sqlite)
   reign_mariadb_test(NAME ${_prefix}_mariadb${_suffix}
-    COMMAND test_sql_recipes mariadb ${scenario} TIMEOUT 300)
+    COMMAND test_sql_recipes ${scenario} TIMEOUT 300 ENVIRONMENT REIGN_TEST_STORE=mariadb)
   reign_pg_test(NAME ${_prefix}_postgres${_suffix}
-    COMMAND test_sql_recipes postgres ${scenario} TIMEOUT 300)
+    COMMAND test_sql_recipes ${scenario} TIMEOUT 300 ENVIRONMENT REIGN_TEST_STORE=postgres)
 endforeach()

@@ -21,57 +21,6 @@
 #include "expire.h"
 #include "harness.h"
 
-/* ---- synchronous helpers over the asynchronous calls ------------------------------------- */
-
-typedef struct result {
-    int done;
-    int err;
-    int has_value;
-    char data[256];
-    int64_t version;
-} result;
-
-static void on_result(reign_client *c, int err, const reign_value *v, void *ud)
-{
-    result *r = ud;
-    r->done = 1;
-    r->err = err;
-    if (v) {
-        r->has_value = 1;
-        snprintf(r->data, sizeof(r->data), "%.*s", (int)v->data_len, (const char *)v->data);
-        r->version = v->version;
-    }
-}
-
-static int pred_done(void *arg)
-{
-    return ((result *)arg)->done;
-}
-
-static result do_get(h_cand *c, const char *key)
-{
-    result r = {0};
-    H_OK(reign_value_get(c->client, key, on_result, &r));
-    H_WAIT(pred_done, &r, "get");
-    return r;
-}
-
-static result do_set(h_cand *c, const char *key, const char *data, int64_t version)
-{
-    result r = {0};
-    H_OK(reign_value_set(c->client, key, data, strlen(data), version, on_result, &r));
-    H_WAIT(pred_done, &r, "set");
-    return r;
-}
-
-static result do_del(h_cand *c, const char *key, int64_t version)
-{
-    result r = {0};
-    H_OK(reign_value_delete(c->client, key, version, on_result, &r));
-    H_WAIT(pred_done, &r, "delete");
-    return r;
-}
-
 static void tree(const char *base)
 {
     h_cand *c = h_cand_new("writer", NULL, NULL, NULL, NULL);
@@ -81,24 +30,24 @@ static void tree(const char *base)
     h_vwatch x = {0};
     h_vwatch_start(&x, o, key);
     h_vwatch_expect(&x, 1, REIGN_VALUE_READY, NULL);
-    H_OK(do_set(c, key, "ts4:2200", REIGN_VALUE_ABSENT).err);
+    H_OK(h_value_set(c, key, "ts4:2200", REIGN_VALUE_ABSENT).err);
     h_vwatch_expect(&x, 2, REIGN_VALUE_CREATED, "ts4:2200");
 
     /* a value with a value below it: deleting empties it, the one below stays */
     char below[300];
     snprintf(below, sizeof(below), "%s/child", key);
-    H_OK(do_set(c, below, "kept", REIGN_VALUE_ANY).err);
-    H_OK(do_del(c, key, REIGN_VALUE_ANY).err);
+    H_OK(h_value_set(c, below, "kept", REIGN_VALUE_ANY).err);
+    H_OK(h_value_delete(c, key, REIGN_VALUE_ANY).err);
     h_vwatch_expect(&x, 3, REIGN_VALUE_DELETED, NULL);
-    H_RC(do_get(c, key).err, REIGN_ENOENT);
-    result r = do_get(c, below);
+    H_RC(h_value_get(c, key).err, REIGN_ENOENT);
+    h_vans r = h_value_get(c, below);
     H_OK(r.err);
     H_CHECK(!strcmp(r.data, "kept"));
     /* and it can hold a value again, created from empty */
-    H_OK(do_set(c, key, "ts5:2200", REIGN_VALUE_ABSENT).err);
+    H_OK(h_value_set(c, key, "ts5:2200", REIGN_VALUE_ABSENT).err);
     h_vwatch_expect(&x, 4, REIGN_VALUE_CREATED, "ts5:2200");
     /* the parent of a key holds no value just because the key does */
-    H_RC(do_get(c, base).err, REIGN_ENOENT);
+    H_RC(h_value_get(c, base).err, REIGN_ENOENT);
 
     /* data written by another tool */
     zhandle_t *zh = h_raw_connect(h_hosts(), NULL);
@@ -108,9 +57,9 @@ static void tree(const char *base)
     h_raw_close(zh);
     h_vwatch_expect(&x, 5, REIGN_VALUE_DELETED, NULL);
     H_CHECK(h_vwatch_expect(&x, 6, REIGN_VALUE_ERROR, NULL)->error == REIGN_EFOREIGN);
-    H_RC(do_get(c, key).err, REIGN_EFOREIGN);
+    H_RC(h_value_get(c, key).err, REIGN_EFOREIGN);
     /* ours again */
-    H_OK(do_set(c, key, "ts6:2200", REIGN_VALUE_ANY).err);
+    H_OK(h_value_set(c, key, "ts6:2200", REIGN_VALUE_ANY).err);
     h_vwatch_expect(&x, 7, REIGN_VALUE_CREATED, "ts6:2200");
     reign_value cur;
     H_OK(reign_value_watch_get(x.w, &cur));
@@ -124,18 +73,18 @@ static void expiry(const char *base)
     h_cand *o = h_cand_new("watcher", NULL, NULL, NULL, NULL);
     char key[256];
     snprintf(key, sizeof(key), "%s/root_table", base);
-    H_OK(do_set(c, key, "before", REIGN_VALUE_ANY).err);
+    H_OK(h_value_set(c, key, "before", REIGN_VALUE_ANY).err);
     h_vwatch x = {0};
     h_vwatch_start(&x, o, key);
     h_vwatch_expect(&x, 1, REIGN_VALUE_READY, "before");
     h_expire_session(o->client);
-    H_OK(do_set(c, key, "after", REIGN_VALUE_ANY).err);
+    H_OK(h_value_set(c, key, "after", REIGN_VALUE_ANY).err);
     h_vwatch_wait_last(&x, "after");
     H_CHECK(x.ev[x.n - 1].type == REIGN_VALUE_CHANGED);
     /* and it still watches in its new session (the count taken before the delete: the
      * watcher's DELETED may come in before the writer's answer does) */
     size_t n = x.n;
-    H_OK(do_del(c, key, REIGN_VALUE_ANY).err);
+    H_OK(h_value_delete(c, key, REIGN_VALUE_ANY).err);
     h_vwatch_expect(&x, n + 1, REIGN_VALUE_DELETED, NULL);
     h_vwatch_free(&x);
 }

@@ -1,7 +1,8 @@
 /*
  * fuzz_tasks_limits.c - libFuzzer target for a worker's limits, the group payload
  * "concurrency=N\nprefetch=M" that the task queue's master reads from every member of the
- * workers' group, foreign ones included (reign__tasks_limits_parse(), src/recipes/tasks/tasks_zk.c).
+ * workers' group, foreign ones included (reign__tasks_limits_parse(),
+ * src/recipes/tasks/tasks_zk.c).
  *
  * The parser never fails, so the checks are on what it gives:
  *   - always 1 <= concurrency <= 100000 and concurrency <= prefetch <= 400000;

@@ -267,6 +267,64 @@ static void test_join_refusals(void **state)
     assert_null(reign_client_free(c));
 }
 
+/* The event contract's order when an owed event and a newer one meet: a DEMOTED an API call
+ * owes (resign, cede: told on the next loop turn) goes out before a LEFT or an ELECTED that
+ * comes due first, whatever the order the loop runs the timer and the store's answers in. */
+static reign_election_event_type seen[8];
+static size_t n_seen;
+
+static void record_event(reign_election *e, const reign_election_event *ev, void *ud)
+{
+    (void)e;
+    (void)ud;
+    if (n_seen < 8)
+        seen[n_seen++] = ev->type;
+}
+
+static reign_election *no_free(reign_election *e)
+{
+    return e;
+}
+
+static void test_owed_demoted_first(void **state)
+{
+    (void)state;
+    char err[256];
+    reign_client *c = NULL;
+    assert_int_equal(
+        reign_client_new(&c, "zk://127.0.0.1:1?connect_timeout_ms=100", NULL, err, sizeof(err)), 0);
+    static const reign__election_impl impl = {.free = no_free};
+    reign_election e = {.impl = &impl};
+    reign_election_options o = {.size = sizeof(o), .id = "a", .cb = record_event};
+    assert_int_equal(reign__election_base_init(&e, c, "order", &o), 0);
+
+    /* resign: DEMOTED owed by the call, then the delete's answer brings LEFT first */
+    n_seen = 0;
+    reign__election_lead(&e, 1, 1);
+    assert_true(reign__election_demote(&e, REIGN_DEMOTE_RESIGNED, 0, true));
+    assert_int_equal(n_seen, 0); /* never from inside the call */
+    reign__election_left(&e, 0);
+    assert_int_equal(n_seen, 2);
+    assert_int_equal(seen[0], REIGN_ELECTION_DEMOTED);
+    assert_int_equal(seen[1], REIGN_ELECTION_LEFT);
+
+    /* cede: DEMOTED owed, then a new leadership's claim lands first */
+    n_seen = 0;
+    reign__election_lead(&e, 2, 2);
+    assert_true(reign__election_demote(&e, REIGN_DEMOTE_CEDED, 0, true));
+    reign__election_lead(&e, 3, 3);
+    reign__election_elected(&e, reign_now_ns(), reign_now_ns() + 1000000000);
+    assert_int_equal(n_seen, 2);
+    assert_int_equal(seen[0], REIGN_ELECTION_DEMOTED);
+    assert_int_equal(seen[1], REIGN_ELECTION_ELECTED);
+
+    /* the owed timer, when it fires, has nothing left to tell */
+    reign__election_flush(&e);
+    assert_int_equal(n_seen, 2);
+    reign__election_base_free(&e);
+    assert_null(reign_client_free(c));
+}
+
 /* Out of memory at every allocation of reign_client_new and join: each
  * either succeeds or fails cleanly (ASan finds leaks and bad frees). */
 static int budget;
@@ -322,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_client_refusals),
         cmocka_unit_test(test_redact),
         cmocka_unit_test(test_join_refusals),
+        cmocka_unit_test(test_owed_demoted_first),
         cmocka_unit_test(test_store_refusals),
         cmocka_unit_test(test_oom),
     };

@@ -163,6 +163,22 @@ void reign__election_view(reign_election *e, bool changed)
         emit_view(e, REIGN_ELECTION_LEADER_CHANGED);
 }
 
+/* A DEMOTED an API call owes goes out on the next loop turn (owed_cb), but never after what
+ * happened later: an answer that comes due first (the resign's delete, a new claim) tells the
+ * owed DEMOTED before its own LEFT or ELECTED, so the application sees them in their order. */
+static void emit_owed_demoted(reign_election *e)
+{
+    if (!e->owe_demoted)
+        return;
+    e->owe_demoted = false;
+    reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
+                               .at_ns = e->owed_at,
+                               .term = e->owed_term,
+                               .token = e->owed_token,
+                               .reason = e->owed_reason};
+    reign__election_emit(e, &ev);
+}
+
 void reign__election_lead(reign_election *e, uint64_t term, uint64_t token)
 {
     e->leader = true;
@@ -174,6 +190,7 @@ void reign__election_lead(reign_election *e, uint64_t term, uint64_t token)
 
 void reign__election_elected(reign_election *e, int64_t at, int64_t valid_until)
 {
+    emit_owed_demoted(e); /* an earlier leadership's, owed by a cede */
     if (!reign__life_live(&e->life) || !e->leader)
         return; /* freed, or demoted by a callback meanwhile */
     reign_election_event ev = {.type = REIGN_ELECTION_ELECTED,
@@ -217,6 +234,7 @@ bool reign__election_demote(reign_election *e, reign_demote_reason reason, int64
 
 void reign__election_left(reign_election *e, int err)
 {
+    emit_owed_demoted(e);
     reign_election_event ev = {.type = REIGN_ELECTION_LEFT,
                                .at_ns = reign__now_ns(),
                                .error = err,
@@ -234,15 +252,7 @@ void reign__election_owe_left(reign_election *e, int err)
 
 void reign__election_flush(reign_election *e)
 {
-    if (e->owe_demoted) {
-        e->owe_demoted = false;
-        reign_election_event ev = {.type = REIGN_ELECTION_DEMOTED,
-                                   .at_ns = e->owed_at,
-                                   .term = e->owed_term,
-                                   .token = e->owed_token,
-                                   .reason = e->owed_reason};
-        reign__election_emit(e, &ev);
-    }
+    emit_owed_demoted(e);
     if (e->owe_left && reign__life_live(&e->life)) {
         e->owe_left = false;
         e->impl->left(e, e->owed_err);

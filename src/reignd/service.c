@@ -38,10 +38,11 @@ static void on_store_state(reign_client *client, reign_conn_state state, void *u
     reignd_daemon *d = st->d;
     char uri[512];
     reign_uri_redact(st->uri, uri, sizeof(uri));
-    dlog(d,
-         state == REIGN_CONN_CONNECTED || state == REIGN_CONN_RECONNECTED ? REIGN_LOG_INFO
-                                                                          : REIGN_LOG_WARN,
-         "store %s: %s", uri, reign_conn_state_name(state));
+    /* A store closed by our own shutdown is the clean stop going as planned, not news. */
+    int expected = state == REIGN_CONN_CONNECTED || state == REIGN_CONN_RECONNECTED ||
+                   (state == REIGN_CONN_CLOSED && d->shutting_down);
+    dlog(d, expected ? REIGN_LOG_INFO : REIGN_LOG_WARN, "store %s: %s", uri,
+         reign_conn_state_name(state));
     reignd_event ev;
     switch (state) {
     case REIGN_CONN_CONNECTED:

@@ -383,6 +383,13 @@ def two_nodes(t, a_hosts=None, cluster=None, b_opts=None, before_b=None):
     return c, a, b
 
 
+def stop_warnings(proc):
+    """The warnings a daemon logged after its SIGTERM: a clean stop has none."""
+    before, sep, after = proc.err().partition("SIGTERM: leaving cleanly")
+    check(sep, f"{proc.label} did not log its SIGTERM: {proc.err()[-500:]}")
+    return [ln for ln in after.splitlines() if "warning:" in ln]
+
+
 def token_of(line):
     return int([w for w in line if w.startswith("token=")][0].split("=")[1])
 
@@ -564,10 +571,11 @@ def scenario_failover(t):
     check(not c.lines("A", "fence"), f"the graceful fence sufficed: {c.events()}")
     a.wait_state("active")
 
-    # SIGTERM on the active: it goes standby, removes its breadcrumb; the next takes over
-    # unfenced.
+    # SIGTERM on the active: it goes standby, removes its breadcrumb, warns of nothing (it
+    # closes its store on purpose); the next takes over unfenced.
     a.proc.send(signal.SIGTERM)
     check(a.proc.wait() == 0, f"reignd A exited with {a.proc.returncode()}")
+    check(not stop_warnings(a.proc), f"a clean stop warned: {stop_warnings(a.proc)}")
     wait_for(lambda: c.lines("B", "become_active")[1:] or c.lines("C", "become_active"),
              "a standby to take over after SIGTERM")
     check(len(c.lines("A", "become_standby")) == 2, f"A ran become_standby: {c.events()}")

@@ -303,8 +303,10 @@ static const reignd_transition table[] = {
     {ST(PAUSED_ACTIVE), EV(RECONNECTED), G(ANY), ST(PAUSED_ACTIVE), 0, "reconnected"},
     {ST(PAUSED_ACTIVE), EV(FENCE_REQUEST), G(ANY), ST(PAUSED), STANDBY_HOOK | RESIGN,
      "a new active asks us to go standby (graceful fence)"},
-    {ST(PAUSED_ACTIVE), EV(SHUTDOWN), G(ANY), ST(STOPPING), STANDBY_HOOK,
-     "shutdown: make the service standby before leaving"},
+    {ST(PAUSED_ACTIVE), EV(SHUTDOWN), G(ANY), ST(STOPPED), RESIGN | EXIT,
+     "shutdown while paused: the service is left running as it is (the pause keeps reignd "
+     "out of its way); quit the election, keep the breadcrumb so that whoever takes over "
+     "after the resume fences it"},
 
     /* ---- shutdown ---- */
     {ST(INITIALIZING), EV(SHUTDOWN), G(ANY), ST(STOPPED), EXIT, "shutdown"},

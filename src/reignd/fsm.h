@@ -19,7 +19,8 @@
  *  - unhealthy: it quits the election; an active one runs become-standby but
  *    leaves its breadcrumb, so the next winner fences it;
  *  - a clean shutdown or a cede runs become-standby first and removes the
- *    breadcrumb only once that succeeded, so no one fences it;
+ *    breadcrumb only once that succeeded, so no one fences it (a shutdown
+ *    while paused touches nothing, below);
  *  - the winner fences the old active named by the breadcrumb (FENCING),
  *    writes its own breadcrumb (CLAIMING), and only then runs become-active;
  *    if fencing or the write fails it steps down and stands again later;
@@ -36,7 +37,11 @@
  *  - paused: no automatic decision (health is ignored, an active stays
  *    active, a standby leaves the election so it cannot be elected).  The
  *    pause belongs to the election, kept in the store (breadcrumb.h):
- *    PAUSE and RESUME come from watching it, on every node.
+ *    PAUSE and RESUME come from watching it, on every node.  A daemon
+ *    stopped while paused leaves its service running as it is (Patroni's
+ *    pause: maintenance with the controller out of the way) and its
+ *    breadcrumb in place, so whoever is elected after the resume fences it;
+ *    one started while paused touches nothing (PAUSED_UNKNOWN).
  */
 #ifndef REIGND_FSM_H
 #define REIGND_FSM_H

@@ -103,8 +103,12 @@ static void every_combination_is_safe(void **state)
                 if (!was && is)
                     assert_true(a & REIGND_A_BECOME_ACTIVE);
                 /* Leaving an active state runs become-standby (CEDING and STOPPING
-                 * already queued it when they were entered). */
-                if (was && !is && from != ST(CEDING) && from != ST(STOPPING))
+                 * already queued it when they were entered), but for a shutdown while
+                 * paused: that leaves the service as it is, its breadcrumb kept. */
+                int paused_stop = from == ST(PAUSED_ACTIVE) && ev == EV(SHUTDOWN);
+                if (paused_stop)
+                    assert_false(a & (REIGND_A_BECOME_STANDBY | REIGND_A_DELETE_BREADCRUMB));
+                else if (was && !is && from != ST(CEDING) && from != ST(STOPPING))
                     if (!(a & REIGND_A_BECOME_STANDBY))
                         fail_msg("%s + %s leaves active without become-standby", sn, en);
                 if ((is || r.to == ST(CEDING)) && (a & REIGND_A_BECOME_STANDBY))
@@ -335,6 +339,10 @@ static void pause_and_resume(void **state)
     must(s, EV(RESUME), 1, ST(ACTIVE), 0);
     must(s, EV(RESUME), 0, ST(UNHEALTHY), REIGND_A_BECOME_STANDBY | REIGND_A_RESIGN);
     must(s, EV(DEMOTED), 0, ST(PAUSED), REIGND_A_BECOME_STANDBY | REIGND_A_RESIGN);
+    /* Stopped while paused (Patroni's pause): the service is left running, untouched; the
+     * election is left, the breadcrumb kept for whoever takes over after the resume. */
+    must(s, EV(SHUTDOWN), 1, ST(STOPPED), REIGND_A_RESIGN | REIGND_A_EXIT);
+    must(s, EV(SHUTDOWN), 0, ST(STOPPED), REIGND_A_RESIGN | REIGND_A_EXIT);
 
     assert_true(reignd_fsm_step(ST(STANDBY), EV(RESUME), 1).refused);
     assert_true(reignd_fsm_step(ST(FENCING), EV(PAUSE), 1).refused);

@@ -54,9 +54,12 @@ Scenarios (one ctest entry each):
               the old active stands again at once; cede with no one to take over is refused
   pause       the election's pause: every node (one started later too) obeys it, kept over a
               kill and restart; resume
+  pause_stop  the paused active's reignd stopped (SIGTERM): its service is left running, its
+              breadcrumb kept; started again while paused it touches nothing; after the resume
+              the standby fences it before it becomes active
 
-On the SQL stores (health, kill, fence_fail, cede, two_services, active_fails, pause, same_id,
-failover_wait, restart; bad_password on MariaDB and PostgreSQL, where the database checks the
+On the SQL stores (health, kill, fence_fail, cede, two_services, active_fails, pause,
+pause_stop, same_id, failover_wait, restart; bad_password on MariaDB and PostgreSQL, where the database checks the
 password) the scenarios are the same: the
 breadcrumb and the pause are reign values in the values table, the daemons find each other
 (instance ids, peer endpoints) in the candidates table, and a killed reignd's guardian releases
@@ -1384,6 +1387,51 @@ def scenario_pause(t):
         if n.name != new:
             n.wait_standing()
         check(n.status()["paused"] is False, f"{n.name} still paused: {n.status()}")
+
+
+def scenario_pause_stop(t):
+    """Stopped while paused (SIGTERM, systemctl stop), the active's reignd leaves its service
+    running as it is, as Patroni does: no become-standby, a log line that says so, no warning;
+    it leaves the election and nobody takes over.  Started again while paused it touches
+    nothing, and stopped again likewise.  Its breadcrumb stays: after the resume, the standby
+    fences it before it becomes active, so the service left running is never a second
+    active."""
+    c, a, b = two_nodes(t)
+    rc, out, err = t.reign(["ctl", "--socket", a.socket, "pause", "web"])
+    check(rc == 0, f"pause: {out} {err}")
+    a.wait_state("paused_active")
+    b.wait_state("paused")
+
+    a.proc.send(signal.SIGTERM)
+    check(a.proc.wait() == 0, f"reignd A exited with {a.proc.returncode()}")
+    check(not c.lines("A", "become_standby"), f"A made its paused service standby: {c.events()}")
+    check("left running" in a.proc.err(), f"A did not say it leaves web running: {a.proc.err()}")
+    check(not stop_warnings(a.proc), f"a clean stop warned: {stop_warnings(a.proc)}")
+    wait_for(lambda: candidates(c) == [], "A to leave the election")
+    check(b.state() == "paused" and not c.lines("B", "become_active"),
+          f"B took over while paused: {c.events()}")
+
+    # Started again while paused: hands off, the service still the active one; and stopped.
+    starts = len(c.lines("A", "start_standby"))
+    a.start()
+    a.wait_state("paused_unknown")
+    a.proc.send(signal.SIGTERM)
+    check(a.proc.wait() == 0, f"reignd A exited with {a.proc.returncode()}")
+    check(len(c.lines("A", "start_standby")) == starts and not c.lines("A", "become_standby"),
+          f"A's daemon touched its service while paused: {c.events()}")
+    check(list(one_active_at_a_time(c)) == [("web", "A")], f"A's service left: {c.events()}")
+
+    # Resumed with A's daemon down: its breadcrumb names it, so B fences it (the shell method:
+    # nobody answers a graceful fence) before it becomes active.
+    rc, out, err = t.reign(["ctl", "--socket", b.socket, "resume", "web"])
+    check(rc == 0 and out.startswith("resumed web"), f"resume: {out} {err}")
+    c.wait_line("B", "become_active")
+    fenced = [i for i, e in enumerate(c.events()) if e[:2] == ["B", "fence"] and "target=A" in e]
+    check(fenced and fenced[0] < c.index("B", "become_active"),
+          f"B became active without fencing A: {c.events()}")
+    b.wait_state("active")
+    a.start()
+    a.wait_standing()
 
 
 def checked(scenario):

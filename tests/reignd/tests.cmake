@@ -66,7 +66,7 @@ set_tests_properties(reignd_no_cycles PROPERTIES LABELS "reignd;tools" TIMEOUT 6
 if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
   foreach(scenario health kill fence_fail failover cede neutral credentials two_services active_fails config
                    ensemble peer_auth check bad_password signals logs restart same_id
-                   failover_wait pause)
+                   failover_wait pause pause_stop)
     reign_zk_test(NAME reignd_e2e_${scenario}
       COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py ${scenario}
       TIMEOUT 180 LABELS reignd e2e
@@ -75,8 +75,8 @@ if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
   # The same on the SQL stores (the breadcrumb, the pause and the candidates in tables beside
   # the lease table), one entry per scenario and store.
   if(COMMAND reign_pg_test)
-    foreach(scenario health kill fence_fail cede two_services active_fails pause same_id
-                     failover_wait restart)
+    foreach(scenario health kill fence_fail cede two_services active_fails pause pause_stop
+                     same_id failover_wait restart)
       foreach(store sqlite mariadb pg)
         set(_arg ${store})
         if(store STREQUAL "pg")

@@ -665,14 +665,15 @@ static int check_slot_options(cli *c, runner *r, const char *needs, bool retries
     reign_slot_options *so = &r->so;
     if (so->key && so->every_ms)
         return cli_usage_error(c, "--slot and --every cannot be combined: give one");
+    /* Before the general rule below: --slot would not do for --deadline. */
+    if (so->deadline_ms && !so->every_ms)
+        return cli_usage_error(c, "--deadline needs --every (a slot named by --slot has no start "
+                                  "time)");
     if (!so->key && !so->every_ms) {
         if (needs)
             return cli_usage_error(c, "%s needs --slot or --every", needs);
         return 0;
     }
-    if (so->deadline_ms && !so->every_ms)
-        return cli_usage_error(c, "--deadline needs --every (a slot named by --slot has no start "
-                                  "time)");
     if (so->at_most_once && retries_given && so->retries > 0)
         return cli_usage_error(c, "--at-most-once never runs a slot again: it cannot be combined "
                                   "with --retries");

@@ -35,6 +35,7 @@ def body(t):
         (["--every", "0s"], 2, "invalid duration '0s' for --every"),
         (["--every", "400d"], 2, "invalid duration '400d' for --every"),
         (["--slot", "x", "--deadline", "5m"], 2, "--deadline needs --every"),
+        (["--deadline", "5m"], 2, "--deadline needs --every"),
         (["--every", "1h", "--deadline", "10q"], 2, "invalid duration '10q' for --deadline"),
         (["--slot", "x", "--every", "1h"], 2, "--slot and --every cannot be combined"),
         (["--slot", "x", "--at-most-once", "--retries", "1"], 2,

@@ -36,6 +36,7 @@
 
 #include <reign/client.h>
 #include <reign/common.h>
+#include <reign/election.h>
 #include <reign/limits.h>
 
 #ifdef __cplusplus
@@ -159,9 +160,10 @@ typedef struct reign_tasks_event {
     const char *from;   /* ASSIGNED: the dead worker it came from, or NULL */
     const void *data;   /* RUN: the payload */
     size_t data_len;
-    uint64_t term;       /* ELECTED: the master's term */
-    int error;           /* ERROR */
-    const char *message; /* ERROR: detail, or NULL */
+    uint64_t term;              /* ELECTED: the master's term */
+    int error;                  /* ERROR */
+    const char *message;        /* ERROR: detail, or NULL */
+    reign_demote_reason reason; /* DEMOTED: why the leadership ended */
 } reign_tasks_event;
 
 typedef enum reign_tasks_strategy {

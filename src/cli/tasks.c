@@ -341,6 +341,7 @@ out:
 /* ---- master ------------------------------------------------------------------ */
 
 static reign_tasks_master *the_master;
+static uint64_t master_term; /* the term we lead in, 0 while we do not */
 
 static void on_master(reign_tasks_master *m, const reign_tasks_event *ev, void *ud)
 {
@@ -348,9 +349,15 @@ static void on_master(reign_tasks_master *m, const reign_tasks_event *ev, void *
     (void)m;
     switch (ev->type) {
     case REIGN_TASKS_ELECTED:
-    case REIGN_TASKS_DEMOTED:
+        master_term = ev->term;
+        /* fall through */
     case REIGN_TASKS_RECOVERED:
         cli_print("%s term=%llu", reign_tasks_event_name(ev->type), (unsigned long long)ev->term);
+        break;
+    case REIGN_TASKS_DEMOTED:
+        master_term = 0;
+        cli_print("demoted term=%llu reason=%s", (unsigned long long)ev->term,
+                  reign_demote_reason_name(ev->reason));
         break;
     case REIGN_TASKS_ASSIGNED:
         cli_print("assigned %s worker=%s%s%s", ev->task, ev->worker, ev->from ? " from=" : "",
@@ -368,6 +375,12 @@ static void on_master(reign_tasks_master *m, const reign_tasks_event *ev, void *
 static void master_signal(cli *c, int signum)
 {
     (void)signum;
+    /* Freed, the master calls back no more: a leader says here that it lets go, as `reign
+     * campaign` does, so that every elected line has its demoted one. */
+    if (master_term)
+        cli_print("demoted term=%llu reason=%s", (unsigned long long)master_term,
+                  reign_demote_reason_name(REIGN_DEMOTE_RESIGNED));
+    master_term = 0;
     the_master = reign_tasks_master_free(the_master); /* our election node's delete goes out */
     cli_exit(c, CLI_EXIT_OK);
 }

@@ -212,6 +212,14 @@ def basic(t):
         p.send(signal.SIGTERM)
     for p in (m1, m2, *workers):
         check(p.wait() == 0, f"{p.label} exited {p.returncode()}")
+    # Each leadership a master printed ends with a demoted line of its term, as `reign
+    # campaign`'s do: the one it held when SIGTERM came with reason=resigned.
+    for p in (m1, m2):
+        ups, downs = lines_of(p, "elected"), lines_of(p, "demoted")
+        check(len(ups) == len(downs) and all(u[1] == d[1] for u, d in zip(ups, downs)),
+              f"{p.label}: elected and demoted lines do not pair: {p.lines()}")
+    check(any(d[-1] == "reason=resigned" for p in (m1, m2) for d in lines_of(p, "demoted")),
+          f"no master said it resigned: {m1.lines()} {m2.lines()}")
 
     # Retention: a master with --retention 1 deletes results older than a second.
     r = Queue(t, t.shared_hosts())

@@ -958,7 +958,8 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
         reign__zk_forget(m->zk, m);
         targ_free_all(m);
         clear_state(m);
-        reign_tasks_event te = {.type = REIGN_TASKS_DEMOTED, .term = ev->term};
+        reign_tasks_event te = {
+            .type = REIGN_TASKS_DEMOTED, .term = ev->term, .reason = ev->reason};
         emit(m, &te);
     } else if (ev->type == REIGN_ELECTION_ERROR) {
         report(m, ev->error, ev->message ? ev->message : "election");

@@ -14,7 +14,8 @@
 
 /* After a failure to become active (fence, breadcrumb, become-active), how
  * long to stay out of the election before standing again (ZKFC waits a
- * second); another candidate may take over meanwhile. */
+ * second); another candidate may take over meanwhile.  On a SQL store cede()
+ * makes it one session_timeout at least, as reignd(8) says. */
 #define RETRY_DELAY_MS 2000
 
 /* ---- hooks ------------------------------------------------------------------ */

@@ -8,7 +8,9 @@
  * Every copy starts a slot for the current hour of the store's clock.  The copy told to START
  * does the work (here: counts to a million in steps, one step per loop turn, so that a STOP is
  * heard between steps) and reports how it ended; the others learn the outcome (DONE) and,
- * like the runner, exit.  A real service would start a new slot at each hour instead.
+ * like the runner, exit, each saying in words what became of the slot.  After ten past the
+ * hour no copy starts it (the deadline).  A real service would start a new slot at each hour
+ * instead.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -22,6 +24,50 @@ typedef struct job {
     int64_t stop_by;  /* CLOCK_MONOTONIC ns: the work must be gone by then */
     int done, status; /* the program's outcome */
 } job;
+
+/* What this copy did or learnt, in words (the outcome of a DONE event). */
+static const char *outcome_words(reign_slot_outcome o)
+{
+    switch (o) {
+    case REIGN_SLOT_RAN_OK:
+        return "done here";
+    case REIGN_SLOT_RAN_FAILED:
+        return "ran here and failed";
+    case REIGN_SLOT_UNRECORDED:
+        return "ran here, but a later leader had declared the attempt lost: it may run again";
+    case REIGN_SLOT_ALREADY_DONE:
+        return "already done";
+    case REIGN_SLOT_GAVE_UP:
+        return "given up: no attempts left";
+    case REIGN_SLOT_WAS_ABANDONED:
+        return "abandoned: it started once and did not succeed";
+    case REIGN_SLOT_LATE:
+        return "not started: it is more than ten minutes past the hour";
+    case REIGN_SLOT_SKIPPED:
+        return "skipped: another copy is running it";
+    }
+    return reign_slot_outcome_name(o);
+}
+
+/* The slot's state after its latest attempt, in words (the verdict). */
+static const char *verdict_words(reign_slot_verdict v)
+{
+    switch (v) {
+    case REIGN_SLOT_OPEN:
+        return "nobody has run it";
+    case REIGN_SLOT_BUSY:
+        return "an attempt is running";
+    case REIGN_SLOT_SUCCEEDED:
+        return "it succeeded";
+    case REIGN_SLOT_RETRY:
+        return "its last attempt failed; another may run";
+    case REIGN_SLOT_FAILED:
+        return "it failed for good";
+    case REIGN_SLOT_ABANDONED:
+        return "it started once and is not known to have succeeded";
+    }
+    return reign_slot_verdict_name(v);
+}
 
 static void on_slot(reign_slot *s, const reign_slot_event *ev, void *userdata)
 {
@@ -44,10 +90,11 @@ static void on_slot(reign_slot *s, const reign_slot_event *ev, void *userdata)
         reign_slot_finish_stopped(s, 0, 15);
         break;
     case REIGN_SLOT_DONE:
-        printf("slot %s: %s (%s)", ev->key, reign_slot_outcome_name(ev->outcome),
-               reign_slot_verdict_name(ev->verdict));
+        /* e.g. "slot 2026-11-29T06: not started: it is more than ten minutes past the hour
+         * (nobody has run it)", or "slot ...: done here (it succeeded): attempt 1 by ..." */
+        printf("slot %s: %s (%s)", ev->key, outcome_words(ev->outcome), verdict_words(ev->verdict));
         if (ev->run)
-            printf(", attempt %u by %s on %s", ev->run->attempt, ev->run->owner, ev->run->host);
+            printf(": attempt %u by %s on %s", ev->run->attempt, ev->run->owner, ev->run->host);
         printf("\n");
         j->done = 1;
         j->status = ev->outcome == REIGN_SLOT_RAN_OK || ev->outcome == REIGN_SLOT_ALREADY_DONE ||

@@ -54,6 +54,10 @@ if(TARGET reign_cli)
     reign_e2e(zk e2e_tera_master_${scenario} test_tera_master.py ARGS ${scenario})
   endforeach()
   reign_e2e(zk e2e_service_masters test_service_masters.py)
+  # examples/hourly.c, on a SQLite file of the test's own (no server).
+  add_test(NAME example_hourly COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/test_hourly.py)
+  set_tests_properties(example_hourly PROPERTIES LABELS e2e TIMEOUT 120
+    ENVIRONMENT "${REIGN_TEST_ENV_COMMON};REIGN_HOURLY=$<TARGET_FILE:reign_example_hourly>")
   # The guardian: a dead client's leaderships end at once, and what it ran with them first
   # (test_guardian.py; ctest -L guardian runs every test of it).
   list(APPEND REIGN_E2E_ENV REIGN_IT_GUARDIAN_CLIENT=$<TARGET_FILE:reign_it_guardian_client>

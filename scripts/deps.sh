@@ -19,6 +19,7 @@ PACKAGES=(
     mariadb-server mariadb-client postgresql postgresql-client sqlite3 # SQL test servers, clients
     dpkg-dev debhelper lintian # the Debian packages (scripts/package.sh) and their check
     bash-completion # the completion test sources its functions, as an interactive shell has them
+    faketime # the clock-step tests: a database server's (or the host's) wall clock stepped
 )
 
 # One dpkg-query for all: it lists the known ones with their state (unknown ones not at all).

@@ -28,7 +28,9 @@
 # `mariadb.sh start`), a small watchdog stops the server when that process goes away.
 #
 # Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID, REIGN_SQL_TLS,
-# REIGN_MARIADBD (the server binary, default: mariadbd from PATH or /usr/sbin).
+# REIGN_MARIADBD (the server binary, default: mariadbd from PATH or /usr/sbin),
+# REIGN_SERVER_PRELOAD (a library the server process alone loads, e.g. libfaketime for the
+# clock-step tests; nothing else the script runs loads it).
 set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
@@ -133,7 +135,7 @@ launch_server() {
     # a small machine; innodb_flush_log_at_trx_commit=2 writes the log at each commit without
     # fsync, so a killed server loses nothing (only a machine crash would); no native AIO,
     # whose per-machine limit containers run out of.
-    setsid "${REIGN_MARIADBD:-mariadbd}" --no-defaults "${as_root[@]}" \
+    setsid "${SERVER_PRELOAD[@]}" "${REIGN_MARIADBD:-mariadbd}" --no-defaults "${as_root[@]}" \
         --datadir="$STATE/data" --tmpdir="$STATE/tmp" \
         --bind-address=127.0.0.1 --port="$port" --skip-networking=0 --socket="$sock" \
         --pid-file="$STATE/data/mariadbd.pid" --log-error="$STATE/mariadb.log" \

@@ -44,7 +44,8 @@
 #
 # Environment: REIGN_SQL_START_TIMEOUT (seconds, default 60), REIGN_SQL_OWNER_PID, REIGN_SQL_TLS,
 # REIGN_PG_USER (see above), REIGN_PG_BINDIR (default: Debian's newest, e.g.
-# /usr/lib/postgresql/15/bin).
+# /usr/lib/postgresql/15/bin), REIGN_SERVER_PRELOAD (a library the server process alone
+# loads, e.g. libfaketime for the clock-step tests; nothing else the script runs loads it).
 set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
@@ -233,7 +234,7 @@ launch_server() {
     # not wait for the server to close them.  The log is opened here, by the caller.
     (
         cd "$home"
-        exec setsid "${RUN_AS[@]}" "$(bindir)/postgres" -D "$home/data" -k "$home" \
+        exec setsid "${RUN_AS[@]}" "${SERVER_PRELOAD[@]}" "$(bindir)/postgres" -D "$home/data" -k "$home" \
             -c reign.state_dir="$STATE" \
             -h 127.0.0.1 -p "$port" -c fsync=off -c full_page_writes=off \
             -c synchronous_commit=on -c shared_buffers=16MB -c max_connections=200 \

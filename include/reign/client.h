@@ -260,9 +260,10 @@ REIGN_EXPORT const char *reign_client_backend(const reign_client *client);
 /*
  * The worst case, in ms, from a leader's crash until another candidate can
  * be elected with this client's settings: the session timeout on
- * ZooKeeper; on SQL the lease plus two statements (the followers' read when
- * the lease runs out, and the take).  A leader that resigns is replaced at
- * once.
+ * ZooKeeper; on SQL the lease plus a poll period plus two statements (a
+ * follower sees the leader's last renewal within a poll period, counts a
+ * whole lease from then on its own monotonic clock, then reads and takes).
+ * A leader that resigns is replaced at once.
  */
 REIGN_EXPORT int64_t reign_client_takeover_ms(const reign_client *client);
 
@@ -326,7 +327,7 @@ REIGN_EXPORT void *reign_client_userdata(const reign_client *client);
  *                                                (SQL on MariaDB: up to one
  *                                                poll_ms, followers poll)
  *   process died, no guardian                    the session timeout (ZooKeeper)
- *   process stopped (SIGSTOP), host died,        or the lease plus two statements
+ *   process stopped (SIGSTOP), host died,        or lease + poll + two statements
  *   host cut off from the store                  (SQL): reign_client_takeover_ms()
  *
  * Which clients run one: reign_client_options.guardian sets the program's

@@ -254,7 +254,7 @@ typedef enum reign_takeover_source {
                                    were not written by reign */
     REIGN_TAKEOVER_LEADER,      /* ZooKeeper: the session timeout the leader was granted */
     REIGN_TAKEOVER_CANDIDATES,  /* ZooKeeper, no leader: the longest of the candidates' */
-    REIGN_TAKEOVER_LEASE        /* SQL: the lease row's length plus two statements */
+    REIGN_TAKEOVER_LEASE        /* SQL: the lease row's length, a poll, two statements */
 } reign_takeover_source;
 
 /* A snapshot of an election. */
@@ -270,8 +270,9 @@ typedef struct reign_election_view {
      * can be elected, for the election's own settings rather than the
      * reader's (reign_client_takeover_ms()): on ZooKeeper the session
      * timeout the leader's server granted it, which each candidate writes in
-     * its node; on SQL the lease length in the row plus two statements at
-     * their default timeout for that lease (lease/10, at most 5 s).  0 when
+     * its node; on SQL the lease length in the row plus a poll period and two
+     * statements at their defaults for that lease (lease/5 and lease/10, at most
+     * 5 s).  0 when
      * unknown (takeover_from says which).
      */
     int64_t takeover_ms;

@@ -4,6 +4,13 @@
 # command) and OWNER_ENV (the name of its owner-pid variable), and defines usage and
 # stop_state, which these call).
 
+# SERVER_PRELOAD: what goes before a server's command so that it, and nothing else the script
+# runs, loads the library REIGN_SERVER_PRELOAD names (none: nothing goes before it).
+SERVER_PRELOAD=()
+if [[ -n ${REIGN_SERVER_PRELOAD:-} ]]; then
+    SERVER_PRELOAD=(env "LD_PRELOAD=$REIGN_SERVER_PRELOAD")
+fi
+
 # pick_ports K: print K distinct free TCP ports on 127.0.0.1, one per line.  They are taken
 # below the kernel's ephemeral range, so no outgoing connection can grab one between this
 # check and the server's bind; all K stay bound until all are found, so they differ.

@@ -749,8 +749,10 @@ int64_t reign_client_takeover_ms(const reign_client *c)
         int t = reign__zk_session_timeout_ms(c->zk);
         return t > 0 ? t : c->session_timeout_ms;
     }
-    /* Followers read when the lease runs out (or at their poll), then take it: two statements. */
-    return (int64_t)c->lease.lease_ms + 2 * c->lease.statement_timeout_ms;
+    /* A follower sees the dead leader's last version within a poll period (or at once, where
+     * renewals are notified), counts a whole lease from then on its own clock, reads again and
+     * takes it: two statements. */
+    return (int64_t)c->lease.lease_ms + c->lease.poll_ms + 2 * c->lease.statement_timeout_ms;
 }
 
 pid_t reign_client_guardian_pid(const reign_client *c)

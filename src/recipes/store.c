@@ -447,7 +447,7 @@ static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_
         rc = 1;
         if (!l.exists)
             e->gone = true;
-        else if (!l.expired && l.owner[0]) {
+        else if (!l.released && !l.db_expired && l.owner[0]) {
             e->standing = 1;
             if (!(e->leader = reign__strdup(l.owner)))
                 rc = REIGN_ENOMEM;
@@ -487,7 +487,7 @@ static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, siz
         return rc;
     if (!l.exists)
         rc = REIGN_ENOENT;
-    else if (!l.expired && l.owner[0]) {
+    else if (!l.released && !l.db_expired && l.owner[0]) {
         reign__strlcpy(x->owner, l.owner, sizeof(x->owner));
         rc = REIGN_EBUSY;
     } else if ((rc = reign__candidates_list(c, dc, x->name, &x->cands, err, errlen)) == 0 &&

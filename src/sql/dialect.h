@@ -10,25 +10,14 @@
  * table name, checked by sql.c against [A-Za-z_][A-Za-z0-9_]{0,63} (and
  * PostgreSQL's LISTEN channel, made of the same characters).
  *
- * What every dialect promises about time, beyond sql.h:
- *  - one instant of the database's clock per statement, for its test of
- *    expiry and the times it writes;
- *  - insert, take and renew store that instant rounded UP to the
- *    millisecond, so a stored gmt_modified is never earlier than the moment
- *    the statement ran: a follower can take over no sooner than duration
- *    after the leader's statement reached the database, which is after the
- *    leader sent it - the leader's deadline can be counted from its send;
- *  - release stores the instant rounded DOWN minus duration, so the lease
- *    is expired from that statement on;
- *  - take also sets duration to the claimant's: the lease then runs by the
- *    new holder's length, the one its own deadline is computed from;
- *  - depose writes no time: gmt_modified and duration stay as they were, so
- *    the lease runs out exactly when it would have and a follower's takeover
- *    comes neither sooner nor later (MariaDB assigns gmt_modified to itself,
- *    so that a foreign table's ON UPDATE CURRENT_TIMESTAMP cannot refresh
- *    it); like renew, it tests that the lease is live at its one instant;
- *  - read reports db_now_ms rounded down, so that expired agrees with
- *    db_now_ms >= modified_ms + duration_ms exactly.
+ * What every dialect promises about time, beyond sql.h: nothing decides by
+ * it.  take compares the version (term, term_duration) and looks at no
+ * clock; renew and depose test that the lease is not released (duration >
+ * 0); release sets duration to 0.  The times written (one instant of the
+ * database's clock per statement, stored rounded up to the millisecond;
+ * MariaDB's depose assigns gmt_modified to itself, so that a foreign
+ * table's ON UPDATE CURRENT_TIMESTAMP leaves it) and read's db_expired are
+ * for people and for the seed's readers.
  *
  * Private to src/sql/.
  */

@@ -76,11 +76,11 @@ REIGN__SQL_DL_LIBRARY(maria, MARIADB_FUNCTIONS, reign__sql_mariadb_lib, "mysql:/
 #define MS_OF(c) "CAST(ROUND(UNIX_TIMESTAMP(" c ") * 1000) AS SIGNED)"
 /* NOW(6) is one instant for the whole statement.  Times are written rounded to whole
  * milliseconds up (a lease never looks renewed before it was) or, for a release, down
- * (expired at once). */
+ * (expired at once to the seed's readers, whose test is now >= gmt_modified + duration).  For
+ * people and those readers only: no clock decides (sql.h). */
 #define NOW_UP   "(NOW(6) + INTERVAL ((1000 - MICROSECOND(NOW(6)) % 1000) % 1000) MICROSECOND)"
 #define NOW_DOWN "(NOW(6) - INTERVAL (MICROSECOND(NOW(6)) % 1000) MICROSECOND)"
 #define EXPIRED  "TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) >= duration * 1000"
-#define LIVE     "TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) < duration * 1000"
 
 enum { ST_READ, ST_INSERT, ST_TAKE, ST_RENEW, ST_RELEASE, ST_DEPOSE, ST_COUNT };
 
@@ -97,23 +97,23 @@ static const char *const statement_sql[ST_COUNT] = {
                   "duration, term, term_duration, gmt_create, gmt_modified) VALUES (?, ?, ?, ?, "
                   "?, ?, 1, 0, " NOW_UP ", " NOW_UP ")",
     /* duration too: the lease must run by the new holder's length, which its own deadline
-     * (demote before the lease can lapse) is computed from. */
+     * (demote before the lease can lapse) is computed from.  The version, not a clock: sql.h. */
     [ST_TAKE] =
         "UPDATE `{T}` SET owner = ?, owner_guid = ?, payload = ?, duration = ?, "
         "term = term + 1, term_duration = 0, gmt_modified = " NOW_UP " WHERE data_center = ? "
-        "AND lock_name = ? AND term = ? AND " EXPIRED,
+        "AND lock_name = ? AND term = ? AND ((? = 0 AND term_duration = ?) OR (? = 1 AND "
+        "duration <= 0))",
     [ST_RENEW] = "UPDATE `{T}` SET term_duration = term_duration + 1, gmt_modified = " NOW_UP " "
                  "WHERE data_center = ? AND lock_name = ? AND owner = ? AND owner_guid = ? AND "
-                 "term = ? AND " LIVE,
-    /* gmt_modified := now - duration: expired at once (now >= gmt_modified + duration). */
-    [ST_RELEASE] = "UPDATE `{T}` SET gmt_modified = " NOW_DOWN " - INTERVAL duration * 1000 "
-                   "MICROSECOND WHERE data_center = ? AND lock_name = ? AND owner = ? AND "
-                   "owner_guid = ? AND term = ?",
+                 "term = ? AND duration > 0",
+    /* duration := 0: released, anyone may take it at once (and expired to the seed's readers). */
+    [ST_RELEASE] = "UPDATE `{T}` SET duration = 0, gmt_modified = " NOW_DOWN " WHERE data_center "
+                   "= ? AND lock_name = ? AND owner = ? AND owner_guid = ? AND term = ?",
     /* Only the guid.  gmt_modified is assigned its own value because a foreign table may
      * declare it ON UPDATE CURRENT_TIMESTAMP, which would renew the lease: an explicit
      * assignment keeps it.  With CLIENT_FOUND_ROWS a row already deposed still counts 1. */
     [ST_DEPOSE] = "UPDATE `{T}` SET owner_guid = ?, gmt_modified = gmt_modified WHERE "
-                  "data_center = ? AND lock_name = ? AND term = ? AND " LIVE,
+                  "data_center = ? AND lock_name = ? AND term = ? AND duration > 0",
 };
 
 typedef struct maria_conn {
@@ -798,7 +798,7 @@ static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     out->created_ms = rnull[6] ? 0 : v[3];
     out->modified_ms = v[4];
     out->db_now_ms = v[5];
-    out->expired = v[6] != 0;
+    out->db_expired = v[6] != 0;
     maria.mysql_stmt_free_result(st);
     return 0;
 }
@@ -822,9 +822,10 @@ static int my_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err,
 static int my_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t expected_term,
                    char *err, size_t errlen)
 {
-    MYSQL_BIND b[7];
-    unsigned long len[7];
+    MYSQL_BIND b[10];
+    unsigned long len[10];
     int64_t duration = cl->duration_ms, term = (int64_t)expected_term;
+    int64_t renewals = (int64_t)cl->expect_renewals, released = cl->take_released;
     memset(b, 0, sizeof b);
     bind_text(&b[0], cl->owner, &len[0]);
     bind_text(&b[1], cl->owner_guid, &len[1]);
@@ -833,6 +834,9 @@ static int my_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t exp
     bind_text(&b[4], cl->dc, &len[4]);
     bind_text(&b[5], cl->name, &len[5]);
     bind_int(&b[6], &term, true);
+    bind_int(&b[7], &released, false);
+    bind_int(&b[8], &renewals, true);
+    bind_int(&b[9], &released, false);
     int rc = exec_write((maria_conn *)c, ST_TAKE, b, "take", err, errlen);
     return rc < 0 ? rc : rc > 0;
 }

@@ -75,7 +75,8 @@ REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres
 #define INTERVAL "duration * interval '1 millisecond'"
 /* One instant per statement (clock_timestamp() moves within one), the times written from it
  * rounded to whole milliseconds up (a lease never looks renewed before it was) or, for a
- * release, down (expired at once). */
+ * release, down (expired at once to the seed's readers, whose test is now >= gmt_modified +
+ * duration).  For people and those readers only: no clock decides (sql.h). */
 #define NOW_FROM   "(SELECT clock_timestamp() AS now) n"
 #define NOW_UP     "date_trunc('milliseconds', n.now + interval '999 microseconds')"
 #define NOW_DOWN   "date_trunc('milliseconds', n.now)"
@@ -721,37 +722,41 @@ static int pg_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     out->created_ms = pq.PQgetisnull(r, 0, 6) ? 0 : (int64_t)be64(pq.PQgetvalue(r, 0, 6));
     out->modified_ms = (int64_t)be64(pq.PQgetvalue(r, 0, 7));
     out->db_now_ms = (int64_t)be64(pq.PQgetvalue(r, 0, 8));
-    out->expired = pq.PQgetvalue(r, 0, 9)[0] != 0;
+    out->db_expired = pq.PQgetvalue(r, 0, 9)[0] != 0;
     pq.PQclear(r);
     return 0;
 }
 
 /*
- * The claim as parameters $1..$7: data_center, lock_name, owner, owner_guid, payload (binary),
- * duration, term; each statement uses those it needs (their types are given, so unused ones
- * are no trouble).
+ * The claim as parameters $1..$8: data_center, lock_name, owner, owner_guid, payload (binary),
+ * duration, term, term_duration (take's expected version), take_released (0 or 1); each statement
+ * uses those it needs (their types are given, so unused ones are no trouble).
  */
 typedef struct claim_params {
-    Oid types[7];
-    const char *vals[7];
-    int lens[7];
-    int fmts[7];
-    char duration[24], term[24];
+    Oid types[9];
+    const char *vals[9];
+    int lens[9];
+    int fmts[9];
+    char duration[24], term[24], renewals[24];
 } claim_params;
 
 static void claim_params_init(claim_params *cp, const reign__lease_claim *cl, uint64_t term)
 {
-    static const Oid types[7] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BYTEAOID, INT8OID, INT8OID};
+    static const Oid types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BYTEAOID,
+                                 INT8OID, INT8OID, INT8OID, INT8OID};
     memcpy(cp->types, types, sizeof types);
     snprintf(cp->duration, sizeof cp->duration, "%" PRId64, cl->duration_ms);
     snprintf(cp->term, sizeof cp->term, "%" PRIu64, term);
-    const char *vals[7] = {cl->dc,
+    snprintf(cp->renewals, sizeof cp->renewals, "%" PRIu64, cl->expect_renewals);
+    const char *vals[9] = {cl->dc,
                            cl->name,
                            cl->owner,
                            cl->owner_guid,
                            cl->payload_len ? cl->payload : NULL, /* empty: NULL */
                            cp->duration,
-                           cp->term};
+                           cp->term,
+                           cp->renewals,
+                           cl->take_released ? "1" : "0"};
     memcpy(cp->vals, vals, sizeof vals);
     memset(cp->lens, 0, sizeof cp->lens);
     memset(cp->fmts, 0, sizeof cp->fmts);
@@ -764,7 +769,7 @@ static int claim_write(pg_conn *p, const char *what, const char *tmpl, const rei
 {
     claim_params cp;
     claim_params_init(&cp, cl, term);
-    int rc = run_count(p, what, tmpl, 7, cp.types, cp.vals, cp.lens, cp.fmts, err, errlen);
+    int rc = run_count(p, what, tmpl, 9, cp.types, cp.vals, cp.lens, cp.fmts, err, errlen);
     return rc < 0 ? rc : rc > 0;
 }
 
@@ -782,13 +787,13 @@ static int pg_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t exp
                    char *err, size_t errlen)
 {
     /* duration too: the lease must run by the new holder's length, which its own deadline
-     * (demote before the lease can lapse) is computed from. */
+     * (demote before the lease can lapse) is computed from.  The version, not a clock: sql.h. */
     return claim_write((pg_conn *)c, "take",
                        "UPDATE \"{T}\" SET owner = $3, owner_guid = $4, payload = $5, duration = "
                        "$6, term = term + 1, term_duration = 0, gmt_modified = " NOW_UP
                        " FROM " NOW_FROM
-                       " WHERE data_center = $1 AND lock_name = $2 AND term = $7 AND n.now >= "
-                       "gmt_modified + " INTERVAL,
+                       " WHERE data_center = $1 AND lock_name = $2 AND term = $7 AND (($9 = 0 "
+                       "AND term_duration = $8) OR ($9 = 1 AND duration <= 0))",
                        cl, expected_term, err, errlen);
 }
 
@@ -799,23 +804,22 @@ static int pg_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t te
         (pg_conn *)c, "renew",
         "UPDATE \"{T}\" SET term_duration = term_duration + 1, gmt_modified = " NOW_UP
         " FROM " NOW_FROM " WHERE data_center = $1 AND lock_name = $2 AND owner = "
-        "$3 AND owner_guid = $4 AND term = $7 AND n.now < gmt_modified + " INTERVAL,
+        "$3 AND owner_guid = $4 AND term = $7 AND duration > 0",
         cl, term, err, errlen);
 }
 
 static int pg_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
                       size_t errlen)
 {
-    /* gmt_modified := now - duration: expired at once (now >= gmt_modified + duration). */
+    /* duration := 0: released, anyone may take it at once (and expired to the seed's readers). */
     return claim_write((pg_conn *)c, "release",
-                       "UPDATE \"{T}\" SET gmt_modified = " NOW_DOWN " - " INTERVAL
-                       " FROM " NOW_FROM
+                       "UPDATE \"{T}\" SET duration = 0, gmt_modified = " NOW_DOWN " FROM " NOW_FROM
                        " WHERE data_center = $1 AND lock_name = $2 AND owner = $3 AND owner_guid "
                        "= $4 AND term = $7",
                        cl, term, err, errlen);
 }
 
-/* The guardian's release: ours if owner and guid match and the lease is live, released and
+/* The guardian's release: ours if owner and guid match and it is not released, released and
  * notified in one statement (the successor is woken by the NOTIFY at the commit). */
 static int pg_release_ours(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t *term,
                            char *err, size_t errlen)
@@ -827,13 +831,13 @@ static int pg_release_ours(reign__sqlconn *c, const reign__lease_claim *cl, uint
     const char *vals[5] = {cl->dc, cl->name, cl->owner, cl->owner_guid, chan};
     PGresult *r;
     c->statements++;
-    int rc = run(p, "release",
-                 "WITH r AS (UPDATE \"{T}\" SET gmt_modified = " NOW_DOWN " - " INTERVAL
-                 " FROM " NOW_FROM
-                 " WHERE data_center = $1 AND lock_name = $2 AND owner = $3 AND owner_guid = $4"
-                 " AND n.now < gmt_modified + " INTERVAL " RETURNING term)"
-                 " SELECT term, pg_notify($5, $2) FROM r",
-                 5, types, vals, NULL, NULL, 0, &r, err, errlen);
+    int rc =
+        run(p, "release",
+            "WITH r AS (UPDATE \"{T}\" SET duration = 0, gmt_modified = " NOW_DOWN " FROM " NOW_FROM
+            " WHERE data_center = $1 AND lock_name = $2 AND owner = $3 AND owner_guid = $4"
+            " AND duration > 0 RETURNING term)"
+            " SELECT term, pg_notify($5, $2) FROM r",
+            5, types, vals, NULL, NULL, 0, &r, err, errlen);
     if (rc)
         return rc;
     rc = pq.PQntuples(r) == 1;
@@ -847,14 +851,13 @@ static int pg_depose(reign__sqlconn *c, const char *dc, const char *name, uint64
                      size_t errlen)
 {
     /* The claim's parameters, of which the statement uses $1, $2, $4 (the guid it writes) and
-     * $7.  Only the guid changes: gmt_modified stays, so the lease runs out when it would
-     * have. */
+     * $7.  Only the guid changes: the version stays, so followers count on from where they
+     * were. */
     const reign__lease_claim cl = {
         .dc = dc, .name = name, .owner = "", .owner_guid = REIGN__SQL_DEPOSED};
     return claim_write((pg_conn *)c, "depose",
-                       "UPDATE \"{T}\" SET owner_guid = $4 FROM " NOW_FROM
-                       " WHERE data_center = $1 AND lock_name = $2 AND term = $7 AND n.now < "
-                       "gmt_modified + " INTERVAL,
+                       "UPDATE \"{T}\" SET owner_guid = $4 WHERE data_center = $1 AND "
+                       "lock_name = $2 AND term = $7 AND duration > 0",
                        &cl, term, err, errlen);
 }
 

@@ -300,6 +300,22 @@ void reign__lease_clear(reign__lease *l)
     memset(l, 0, sizeof *l);
 }
 
+int64_t reign__lease_free_at(reign__lease_seen *seen, const reign__lease *l, int64_t read_ns)
+{
+    if (!l->exists) {
+        *seen = (reign__lease_seen){0};
+        return INT64_MAX;
+    }
+    if (!seen->known || seen->term != l->term || seen->renewals != l->term_duration)
+        *seen = (reign__lease_seen){
+            .known = true, .term = l->term, .renewals = l->term_duration, .since_ns = read_ns};
+    if (l->duration_ms <= 0)
+        return read_ns; /* released */
+    if (l->duration_ms > REIGN__SQL_DURATION_MAX_MS)
+        return INT64_MAX;
+    return seen->since_ns + l->duration_ms * REIGN__NS_PER_MS;
+}
+
 int reign__sql_lease_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
                           char *err, size_t errlen)
 {
@@ -315,6 +331,8 @@ int reign__sql_lease_read(reign__sqlconn *c, const char *dc, const char *name, r
     rc = c->d->read(c, dc, name, out, err, errlen);
     if (rc < 0)
         reign__lease_clear(out);
+    else
+        out->released = out->exists && out->duration_ms <= 0;
     return rc;
 }
 
@@ -392,7 +410,7 @@ int reign__sql_lease_release_ours(reign__sqlconn *c, const reign__lease_claim *c
     rc = reign__sql_lease_read(c, cl->dc, cl->name, &l, err, errlen);
     /* Ours only if both owner and guid match: the guid is drawn per join, so no other process,
      * not even one restarted with the same id, ever carries it. */
-    bool ours = rc == 0 && l.exists && !l.expired && !strcmp(l.owner, cl->owner) &&
+    bool ours = rc == 0 && l.exists && !l.released && !strcmp(l.owner, cl->owner) &&
                 !strcmp(l.owner_guid, cl->owner_guid);
     uint64_t t = l.term;
     reign__lease_claim mine = *cl;
@@ -401,7 +419,7 @@ int reign__sql_lease_release_ours(reign__sqlconn *c, const reign__lease_claim *c
     if (rc < 0 || !ours)
         return rc;
     /* The release is a compare-and-set on owner, guid and term: a take that came between the
-     * read and here (the lease expired meanwhile) makes it match nothing. */
+     * read and here (the lease ran out meanwhile) makes it match nothing. */
     rc = reign__sql_lease_release(c, &mine, t, err, errlen);
     if (rc == 1) {
         *term = t;

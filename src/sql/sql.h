@@ -26,9 +26,21 @@
  *                  own (reign)
  *   payload        blob/bytea: the leader's payload (reign)
  *
- * Expiry is judged by the database's clock alone, in milliseconds:
- * expired  <=>  db_now >= gmt_modified + duration.  A released lease is one
- * whose gmt_modified was set far enough back to be expired at once.
+ * No clock decides who leads, neither the database's nor a host's wall clock
+ * (Kubernetes' client-go judges its leases the same way).  A lease has a
+ * version, (term, term_duration): every renewal adds one to term_duration,
+ * every takeover one to term.  A follower takes a lease over only when it
+ * has seen it released (duration = 0, written by the holder or its
+ * guardian), or has seen the same version for a whole duration on its own
+ * monotonic clock, counted from the moment its read returned; the take is a
+ * compare-and-set on that version.  The holder counts its guarantee from
+ * the moment it SENT its last successful renewal, which is before the row
+ * changed, which is before any follower could see the change: so the
+ * follower's duration ends after the holder's guarantee, whatever the
+ * clocks on the walls say.  gmt_modified and gmt_create stay for people
+ * and for the seed's readers (expired <=> db_now >= gmt_modified +
+ * duration, which a released lease always is); reign reads them for
+ * display only.
  *
  * Private to the library.
  */
@@ -119,10 +131,30 @@ typedef struct reign__lease {
     int64_t created_ms;  /* Unix ms, database clock */
     int64_t modified_ms; /* Unix ms, database clock */
     int64_t db_now_ms;   /* the database's clock at the read */
-    bool expired;        /* judged by the database */
+    bool db_expired;     /* the database clock's view: for display only, never a decision */
+    bool released;       /* duration <= 0: given back, anyone may take it at once */
 } reign__lease;
 
 void reign__lease_clear(reign__lease *l);
+
+/*
+ * What a follower has seen of a lease: its version and the moment (CLOCK_MONOTONIC) it first
+ * saw it, which is the moment the read that showed it returned.  Zeroed: nothing seen.
+ */
+typedef struct reign__lease_seen {
+    bool known;
+    uint64_t term, renewals;
+    int64_t since_ns;
+} reign__lease_seen;
+
+/*
+ * Counts a read of `l` that returned at `read_ns` into `seen` (a new version restarts the
+ * count) and returns the moment `l` may be taken over: `read_ns` if it is released, else its
+ * duration after this version was first seen.  INT64_MAX if there is no row (nothing to take
+ * over: insert), or if its duration is beyond any lease (a foreign row: year-long at most).
+ * Pure: the follower's side of the lease's safety (the top of this file).
+ */
+int64_t reign__lease_free_at(reign__lease_seen *seen, const reign__lease *l, int64_t read_ns);
 
 /* Reads the lease of (data_center, name).  0 (exists false if no row). */
 int reign__sql_lease_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
@@ -137,6 +169,8 @@ typedef struct reign__lease_claim {
     const void *payload;
     size_t payload_len;
     int64_t duration_ms;
+    uint64_t expect_renewals; /* take: the term_duration of the version it takes over */
+    bool take_released;       /* take: only if released (at any term_duration) */
 } reign__lease_claim;
 
 /*
@@ -149,14 +183,20 @@ typedef struct reign__lease_claim {
  *
  * insert:  creates the row with term 1 held by the claimant, if there is no
  *          row (1), else changes nothing (0).
- * take:    takes over an expired lease at `expected_term`: owner, guid,
- *          payload := the claimant's, term := term + 1, term_duration := 0,
- *          gmt_modified := db now.  *new_term gets the term on success.
+ * take:    takes over the lease at the version the caller saw, (expected_term,
+ *          cl->expect_renewals): owner, guid, payload, duration := the
+ *          claimant's, term := term + 1, term_duration := 0, gmt_modified :=
+ *          db now.  The caller takes only a lease it saw released, or saw at
+ *          that version for a whole duration (see the top of this file): the
+ *          statement itself looks at no clock.  With cl->take_released, it
+ *          takes the lease at expected_term only if it is released, whatever
+ *          its term_duration (a follower woken by a notification that may be
+ *          a release).  *new_term gets the term on success.
  * renew:   gmt_modified := db now, term_duration := term_duration + 1, if
- *          owner, guid and term match and the lease has not expired.
- * release: makes the lease expired at once, if owner, guid and term match.
- *          A deposed holder releases with owner_guid = REIGN__SQL_DEPOSED
- *          (see depose below).
+ *          owner, guid and term match and the lease is not released.
+ * release: duration := 0 (released: anyone may take it at once), if owner,
+ *          guid and term match.  A deposed holder releases with owner_guid =
+ *          REIGN__SQL_DEPOSED (see depose below).
  *
  * insert, take and renew refuse (REIGN_EINVAL) a claim whose owner_guid is
  * REIGN__SQL_DEPOSED: a candidate must never look like a deposed lease.
@@ -171,11 +211,11 @@ int reign__sql_lease_release(reign__sqlconn *c, const reign__lease_claim *cl, ui
                              char *err, size_t errlen);
 
 /*
- * release_ours: reads the lease of (cl->dc, cl->name) and, if it is live and
- * carries cl->owner and cl->owner_guid, releases it at the term read (and
+ * release_ours: reads the lease of (cl->dc, cl->name) and, if it is not released
+ * and carries cl->owner and cl->owner_guid, releases it at the term read (and
  * notifies, where the store needs it).  For the guardian, which knows a dead
  * client's joins but not the terms it held.  1 (released; *term set), 0 (not
- * ours, or not live), or a negative code.
+ * ours, or released already), or a negative code.
  */
 int reign__sql_lease_release_ours(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t *term,
                                   char *err, size_t errlen);
@@ -184,22 +224,21 @@ int reign__sql_lease_release_ours(reign__sqlconn *c, const reign__lease_claim *c
 #define REIGN__SQL_DEPOSED "-deposed-"
 
 /*
- * depose: marks the live (not expired) lease of (dc, name) at `term` as
+ * depose: marks the lease of (dc, name) at `term`, if not released, as
  * deposed: owner_guid := REIGN__SQL_DEPOSED, and nothing else changes -
  * owner, term, term_duration, duration, payload and gmt_modified stay, so
- * the lease runs out exactly when it would have.  Returns 1 if the row is
- * live at that term and now deposed (also when it already was: deposing
- * twice is harmless), 0 if there is no live lease at that term (no row,
- * expired or released, the term moved on), or a negative code.
+ * the version followers count from does not move.  Returns 1 if the row is
+ * held at that term and now deposed (also when it already was: deposing
+ * twice is harmless), 0 if there is no held lease at that term (no row,
+ * released, the term moved on), or a negative code.
  *
  * Used by `reign cede`: the holder's next renew fails on the guid, so it
  * demotes itself, then releases the row with claim.owner = its id and
  * claim.owner_guid = REIGN__SQL_DEPOSED, and followers take over.  A
- * follower can never take a deposed lease before it expires or is released
- * (take still wants it expired).  The release must come from the deposed
- * holder only after it has demoted itself: the row no longer names its
- * guid, so the statement cannot tell it from another process with the same
- * id.
+ * follower can never take a deposed lease before it runs out or is released
+ * (take still wants the version unchanged for a whole duration).  The release must come from the
+ * deposed holder only after it has demoted itself: the row no longer names its guid, so the
+ * statement cannot tell it from another process with the same id.
  */
 int reign__sql_lease_depose(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
                             char *err, size_t errlen);

@@ -91,7 +91,8 @@ enum {
 
 /*
  * Parameters, by number, the same in every statement: ?1 data_center, ?2 lock_name, ?3 owner,
- * ?4 owner_guid, ?5 payload, ?6 duration, ?7 term.  {T} is the table name.
+ * ?4 owner_guid, ?5 payload, ?6 duration, ?7 term, ?8 term_duration, ?9
+ * take_released.  {T} is the table name.
  */
 static const char *const statement_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -107,22 +108,22 @@ static const char *const statement_sql[ST_COUNT] = {
                   "duration, term, term_duration, gmt_create, gmt_modified) VALUES (?1, ?2, ?3, "
                   "?4, ?5, ?6, 1, 0, " NOW_TEXT ", " NOW_TEXT ") ON CONFLICT DO NOTHING",
     /* duration too: the lease must run by the new holder's length, which its own deadline
-     * (demote before the lease can lapse) is computed from. */
-    [ST_TAKE] = "UPDATE \"{T}\" SET owner = ?3, owner_guid = ?4, payload = ?5, duration = ?6, "
-                "term = term + 1, term_duration = 0, gmt_modified = " NOW_TEXT
-                " WHERE data_center = ?1 AND lock_name = ?2 AND term = ?7 AND " NOW_MS
-                " >= " MS_OF("gmt_modified") " + duration",
+     * (demote before the lease can lapse) is computed from.  The version, not a clock: sql.h. */
+    [ST_TAKE] =
+        "UPDATE \"{T}\" SET owner = ?3, owner_guid = ?4, payload = ?5, duration = ?6, "
+        "term = term + 1, term_duration = 0, gmt_modified = " NOW_TEXT
+        " WHERE data_center = ?1 AND lock_name = ?2 AND term = ?7 AND ((?9 = 0 AND term_duration "
+        "= ?8) OR (?9 = 1 AND duration <= 0))",
     [ST_RENEW] = "UPDATE \"{T}\" SET term_duration = term_duration + 1, gmt_modified = " NOW_TEXT
                  " WHERE data_center = ?1 AND lock_name = ?2 AND owner = ?3 AND owner_guid = ?4 "
-                 "AND term = ?7 AND " NOW_MS " < " MS_OF("gmt_modified") " + duration",
-    /* gmt_modified := now - duration: expired at once (now >= gmt_modified + duration). */
-    [ST_RELEASE] = "UPDATE \"{T}\" SET gmt_modified = " TEXT_OF(
-        NOW_MS " - duration") " WHERE data_center = ?1 AND lock_name = ?2 AND owner = ?3 AND "
-                              "owner_guid = ?4 "
-                              "AND term = ?7",
-    /* Only the guid: gmt_modified stays, so the lease runs out when it would have. */
+                 "AND term = ?7 AND duration > 0",
+    /* duration := 0: released, anyone may take it at once (and expired to the seed's readers). */
+    [ST_RELEASE] = "UPDATE \"{T}\" SET duration = 0, gmt_modified = " TEXT_OF(
+        NOW_MS) " WHERE data_center = ?1 AND lock_name = ?2 AND owner = ?3 AND owner_guid = ?4 "
+                "AND term = ?7",
+    /* Only the guid: the version stays, so followers count on from where they were. */
     [ST_DEPOSE] = "UPDATE \"{T}\" SET owner_guid = ?4 WHERE data_center = ?1 AND lock_name = ?2 "
-                  "AND term = ?7 AND " NOW_MS " < " MS_OF("gmt_modified") " + duration",
+                  "AND term = ?7 AND duration > 0",
 };
 
 typedef struct sqlite_conn {
@@ -260,6 +261,10 @@ static int bind_claim(sqlite3_stmt *st, const reign__lease_claim *cl, uint64_t t
         rc = lite.sqlite3_bind_int64(st, 6, cl->duration_ms);
     if (!rc && lite.sqlite3_bind_parameter_count(st) >= 7)
         rc = lite.sqlite3_bind_int64(st, 7, (sqlite3_int64)term);
+    if (!rc && lite.sqlite3_bind_parameter_count(st) >= 8)
+        rc = lite.sqlite3_bind_int64(st, 8, (sqlite3_int64)cl->expect_renewals);
+    if (!rc && lite.sqlite3_bind_parameter_count(st) >= 9)
+        rc = lite.sqlite3_bind_int64(st, 9, cl->take_released);
     return rc;
 }
 
@@ -599,7 +604,7 @@ static int read_row(sqlite_conn *s, const char *dc, const char *name, reign__lea
     out->created_ms = lite.sqlite3_column_int64(st, 6);
     out->modified_ms = lite.sqlite3_column_int64(st, 7);
     out->db_now_ms = lite.sqlite3_column_int64(st, 8);
-    out->expired = lite.sqlite3_column_int(st, 9) != 0;
+    out->db_expired = lite.sqlite3_column_int(st, 9) != 0;
     lite.sqlite3_reset(st);
     return 0;
 }

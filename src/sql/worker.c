@@ -32,6 +32,8 @@ typedef struct item {
     void *payload;
     size_t payload_len;
     int64_t duration_ms;
+    uint64_t expect_renewals; /* TAKE: the version's term_duration */
+    bool take_released;       /* TAKE: a released lease only */
     uint64_t term;
     void *owner;
     reign__sqlw_cb *cb;
@@ -245,6 +247,8 @@ static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
         .payload = it->payload,
         .payload_len = it->payload_len,
         .duration_ms = it->duration_ms,
+        .expect_renewals = it->expect_renewals,
+        .take_released = it->take_released,
     };
     int rc;
     switch (it->op) {
@@ -297,6 +301,7 @@ static void execute(reign__sqlw *w, item *it)
         uint64_t before = reign__sql_statements(w->conn);
         it->res.sent_ns = reign__now_ns();
         rc = run_statement(w, it, err, sizeof(err));
+        it->res.done_ns = reign__now_ns();
         count_from(w, before);
         if (is_conn_error(rc)) {
             drop_conn(w);
@@ -514,6 +519,8 @@ int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
         it->owner_id = dup_or_null(cl->owner, &oom);
         it->owner_guid = dup_or_null(cl->owner_guid, &oom);
         it->duration_ms = cl->duration_ms;
+        it->expect_renewals = cl->expect_renewals;
+        it->take_released = cl->take_released;
         it->payload_len = cl->payload_len;
         if (cl->payload_len && !(it->payload = reign__memdup(cl->payload, cl->payload_len)))
             oom = true;

@@ -67,6 +67,7 @@ typedef struct reign__sqlw_result {
     uint64_t term;      /* TAKE: the new term */
     reign__lease lease; /* READ: the row (borrowed for the callback) */
     int64_t sent_ns;    /* CLOCK_MONOTONIC just before the statement was sent */
+    int64_t done_ns;    /* ... just after its answer came: READ's row was so at or before it */
     const char *err;    /* rc < 0: one line, never a password */
     void *ctx;          /* CALL: the context given (freed after the callback) */
 } reign__sqlw_result;
@@ -78,8 +79,8 @@ int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err,
 /*
  * Queues a statement on election `name`.  `cl` gives the claimant (owner,
  * owner_guid, payload, duration; dc and name are filled in) for INSERT,
- * TAKE, RENEW, RELEASE; NULL otherwise.  `term`: expected term for TAKE,
- * held term for RENEW, RELEASE, DEPOSE.  Everything is copied.  cb (may be
+ * TAKE, RENEW, RELEASE; NULL otherwise.  `term`: expected term for TAKE (with
+ * cl->expect_renewals), held term for RENEW, RELEASE, DEPOSE.  Everything is copied.  cb (may be
  * NULL) runs from dispatch with `owner` and `arg`.  0, REIGN_ENOMEM, or
  * REIGN_ECLOSED once closing.
  */

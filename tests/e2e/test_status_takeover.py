@@ -7,8 +7,8 @@ run with its default 10 s, must report the session timeout the leader's server g
 each candidate writes in its node), say that it is the leader's, and not its own 10000 ms.
 Candidates whose records do not say (an older reign: the test rewrites them without the
 session_ms key) make status fall back to its own settings, and say so.  On a SQLite lease
-table the lease in the row counts: a leader on lease_ms=2000 reads as 2000 + two statements of
-200 ms, whatever the reader's lease.
+table the lease in the row counts: a leader on lease_ms=2000 reads as 2000 + a poll period of
+400 ms + two statements of 200 ms, whatever the reader's lease.
 """
 import json
 import os
@@ -62,14 +62,14 @@ def body(t):
         p.send(2)
         check(p.wait() == 0, f"{p.label} exited {p.returncode()}")
 
-    # SQLite: the lease in the row, plus two statements at that lease's default timeout.
+    # SQLite: the lease in the row, plus a poll and two statements at that lease's defaults.
     db = os.path.join(t.dir, "lease.db")
     lite = t.spawn("lite", [t.cli, "--uri", f"sqlite://{db}?lease_ms=2000", "campaign", name,
                             "--id", "s1"])
     wait_for(lambda: lite.elected(), "the SQLite candidate to lead")
     st = t.status(name, f"sqlite://{db}")
-    check(st["takeover_ms"] == 2400 and st["takeover_from"] == "lease",
-          f"SQLite: takeover {st['takeover_ms']} from {st['takeover_from']}, want 2400 (lease)")
+    check(st["takeover_ms"] == 2800 and st["takeover_from"] == "lease",
+          f"SQLite: takeover {st['takeover_ms']} from {st['takeover_from']}, want 2800 (lease)")
     lite.send(2)
     check(lite.wait() == 0, "the SQLite candidate exited")
 

@@ -66,10 +66,11 @@ def table_name(prefix):
     return name
 
 
-def run_script(kind, *args, timeout=180, check_rc=True):
-    """scripts/mariadb.sh or pg.sh with args; returns stdout."""
+def run_script(kind, *args, timeout=180, check_rc=True, env=None):
+    """scripts/mariadb.sh or pg.sh with args (and env added to the environment); returns
+    stdout."""
     script = os.path.join(env_path("REIGN_SCRIPTS"), _SCRIPT[kind])
-    env = dict(os.environ, REIGN_SQL_OWNER_PID="parent")
+    env = dict(os.environ, REIGN_SQL_OWNER_PID="parent", **(env or {}))
     r = subprocess.run(["bash", script, *args], env=env, capture_output=True, text=True,
                        timeout=timeout, stdin=subprocess.DEVNULL)
     if check_rc and r.returncode != 0:
@@ -201,12 +202,14 @@ class SqlServer:
     """A MariaDB or PostgreSQL server of the test's own, stopped when the test ends.  Its
     script's watchdog also stops it should the test process die first."""
 
-    def __init__(self, t, kind, label):
+    def __init__(self, t, kind, label, env=None):
+        """env: added to the environment the server starts in (test_clock_step.py's
+        libfaketime)."""
         self.t, self.kind = t, kind
         self.dir = os.path.join(t.dir, label)
         t.servers.append(self)
         start = time.monotonic()
-        run_script(kind, "start", self.dir)
+        run_script(kind, "start", self.dir, env=env)
         log(f"{kind} server {label} started in {time.monotonic() - start:.1f} s: "
             f"{read_file(os.path.join(self.dir, 'uri'))}")
 

@@ -11,11 +11,17 @@
  *
  *   LOOKING    reading the row; then, as the row says:
  *                no row                 INSERT (term 1)
- *                expired                TAKE at its term (term + 1)
+ *                released, or the same  TAKE at its version (term + 1)
+ *                version for a whole
+ *                duration since we
+ *                first saw it
  *                ours (this standing)   RENEW (a claim whose answer was lost)
- *                someone else's, live   wait: read again when it would expire
- *                                       or at the next poll, or at once when
- *                                       the store notifies a change
+ *                someone else's, live   wait: read again when it could run
+ *                                       out or at the next poll, or at once
+ *                                       when the store notifies a change
+ *              No clock but our own monotonic one decides when a lease has
+ *              run out (sql.h): a database or host whose wall clock steps
+ *              can neither end a live lease early nor keep a dead one.
  *   LEADER     renewing every renew_ms; valid until the send time of the last
  *              successful claim or renewal + lease - margin, and demoted at
  *              that moment if nothing renewed it (the deadline timer, and the
@@ -68,7 +74,10 @@ typedef struct lease_election {
     uint64_t claim_term;     /* CLAIMING: the term we hold if the claim succeeds */
     reign__sqlw_op claim_op; /* ... the claim to send: insert, take or renew */
     uint64_t claim_from;     /* ... the term it is sent for (the row's as read) */
+    uint64_t claim_renewals; /* ... TAKE: the row's term_duration as read */
+    bool claim_released;     /* ... TAKE: only if released (a notification's guess) */
     uint64_t seen_term;      /* the term of someone else's live lease, as last read */
+    reign__lease_seen seen;  /* the version of the row we count its duration from */
     bool spread;             /* the next poll comes at a random point of the period */
     int64_t valid_until;
 
@@ -113,7 +122,7 @@ static void emit_error(lease_election *e, int err, const char *what, const char 
 /* Publishes the leader as the row shows it (NULL lease: no live leader). */
 static void publish(lease_election *e, const reign__lease *l)
 {
-    bool live = l && l->exists && !l->expired;
+    bool live = l && l->exists;
     bool same =
         live ? e->base.lv.known && e->base.lv.term == l->term && !strcmp(e->base.lv.id, l->owner)
              : !e->base.lv.known;
@@ -154,6 +163,8 @@ static void claim_of(const lease_election *e, reign__lease_claim *cl, const char
     cl->payload = e->base.data;
     cl->payload_len = e->base.data_len;
     cl->duration_ms = e->ls->lease_ms;
+    cl->expect_renewals = e->claim_renewals;
+    cl->take_released = e->claim_released;
 }
 
 static int submit(lease_election *e, reign__sqlw_op op, const char *guid, uint64_t term,
@@ -467,9 +478,13 @@ static void abandon_claim(lease_election *e)
         release(e, e->guid, e->claim_term);
 }
 
-/* The row is missing, expired or ours: claim it with `op`, for the row's `term`. */
-static void claim(lease_election *e, reign__sqlw_op op, uint64_t term)
+/* The row is missing, free or ours: claim it with `op`, for the row's `term` (and, TAKE, its
+ * term_duration `renewals`, or only if released). */
+static void claim(lease_election *e, reign__sqlw_op op, uint64_t term, uint64_t renewals,
+                  bool released)
 {
+    e->claim_renewals = renewals;
+    e->claim_released = released;
     e->claim_term = op == REIGN__SQLW_INSERT ? 1 : op == REIGN__SQLW_TAKE ? term + 1 : term;
     e->claim_op = op;
     e->claim_from = term;
@@ -486,32 +501,27 @@ static void send_claim(lease_election *e)
 }
 
 /*
- * When to read again.  Where the store notifies every change (SQLite, PostgreSQL), a follower
- * needs to look only when the lease could expire: a renewal, a release or a takeover wakes it
- * before, so at rest it reads once per renewal at most.  Where it does not (MariaDB), every
- * poll period; the first poll of a standing comes at a random point of the period, so that
- * candidates started together do not read together from then on.
+ * When to read again.  Where the store notifies every change, renewals included (SQLite), a
+ * follower needs to look only when the lease could run out: a renewal, a release or a takeover
+ * wakes it before, so at rest it reads once per renewal at most.  Where renewals are not
+ * notified (PostgreSQL notifies releases and takeovers only; MariaDB nothing), every poll
+ * period: a follower counts a lease's duration from when it first SAW its last version, so it
+ * must see each version within a poll period of its writing for a dead host's lease to be
+ * taken over within lease + poll.  The first poll of a standing comes at a random point of the
+ * period, so that candidates started together do not read together from then on.
  */
-static int64_t next_read(lease_election *e, const reign__lease *l)
+static int64_t next_read(lease_election *e, int64_t free_at)
 {
-    int64_t wait = reign__sqlw_notifies(e->w) ? ms(e->ls->lease_ms) : ms(e->ls->poll_ms);
+    int64_t wait = reign__sqlw_notifies_renewals(e->w) ? ms(e->ls->lease_ms) : ms(e->ls->poll_ms);
     if (e->spread) {
         uint32_t r = 0;
         reign__random_bytes(&r, sizeof(r));
         wait = wait * (int64_t)(r % 1000 + 1) / 1000;
         e->spread = false;
     }
-    if (l && l->exists && !l->expired) {
-        /* Not before the database's clock says it can expire (+1 ms: expiry is >=). */
-        int64_t left_ms = l->modified_ms - l->db_now_ms;
-        /* A foreign row may hold any duration (or times): only plausible ones count. */
-        const int64_t year_ms = INT64_C(366) * 24 * 3600 * 1000;
-        bool plausible = l->duration_ms >= 0 && l->duration_ms <= year_ms && left_ms >= -year_ms &&
-                         left_ms <= year_ms;
-        if (plausible && (left_ms += l->duration_ms + 1) * REIGN__NS_PER_MS < wait)
-            wait = (left_ms > 0 ? left_ms : 0) * REIGN__NS_PER_MS;
-    }
-    return reign__now_ns() + wait;
+    int64_t at = reign__now_ns() + wait;
+    /* Not before it can be taken over (free_at is INT64_MAX when it never can). */
+    return free_at < at ? free_at : at;
 }
 
 static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
@@ -534,28 +544,33 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
         return;
     }
     const reign__lease *l = &r->lease;
+    int64_t free_at = reign__lease_free_at(&e->seen, l, r->done_ns);
+    bool free = free_at <= reign__now_ns();
     reign__log(e->base.log, REIGN_LOG_DEBUG,
-               "election %s: row %s: owner '%s' term %llu, %s (db %lld ms left)", e->base.name,
+               "election %s: row %s: owner '%s' term %llu renewals %llu, %s", e->base.name,
                l->exists ? "found" : "missing", l->owner, (unsigned long long)l->term,
-               l->expired ? "expired" : "live",
-               (long long)(l->modified_ms + l->duration_ms - l->db_now_ms));
+               (unsigned long long)l->term_duration,
+               !l->exists    ? "-"
+               : l->released ? "released"
+               : free        ? "run out"
+                             : "live");
     bool mine = l->exists && !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
-    e->seen_term = l->exists && !l->expired && !mine ? l->term : 0;
-    publish(e, mine ? NULL : l);
+    e->seen_term = l->exists && !free && !mine ? l->term : 0;
+    publish(e, mine || free ? NULL : l);
     if (!reign__life_live(&e->base.life) || e->state != L_LOOKING) {
         LEAVE(e);
         return;
     }
     if (!e->base.observer && !l->exists)
-        claim(e, REIGN__SQLW_INSERT, 0);
-    else if (!e->base.observer && l->expired)
-        claim(e, REIGN__SQLW_TAKE, l->term);
+        claim(e, REIGN__SQLW_INSERT, 0, 0, false);
+    else if (!e->base.observer && free)
+        claim(e, REIGN__SQLW_TAKE, l->term, l->term_duration, false);
     else if (!e->base.observer && mine)
-        claim(e, REIGN__SQLW_RENEW, l->term);
+        claim(e, REIGN__SQLW_RENEW, l->term, 0, false);
     else if (e->again)
         look(e);
     else
-        reign__timer_start(timers(e), &e->timer, next_read(e, l));
+        reign__timer_start(timers(e), &e->timer, next_read(e, free_at));
     LEAVE(e);
 }
 
@@ -598,6 +613,7 @@ static void stand_fresh(lease_election *e)
     e->renewing = false;
     reign__timer_stop(timers(e), &e->timer);
     e->seen_term = 0;
+    e->seen = (reign__lease_seen){0};
     e->spread = true;
     guard(e, false);
     if (reign__random_hex(e->guid, GUID_BYTES) < 0) {
@@ -730,8 +746,9 @@ static void on_changed(reign__recipe *rp)
         e->again = true;
     else if (e->seen_term && !e->base.observer && !reign__sqlw_notifies_renewals(e->w))
         /* PostgreSQL notifies releases and takeovers only: try the lease we saw at once, one
-         * round trip sooner than read-then-take; it fails harmlessly if it was a takeover. */
-        claim(e, REIGN__SQLW_TAKE, e->seen_term);
+         * round trip sooner than read-then-take, if it is released; it fails harmlessly if it
+         * was a takeover. */
+        claim(e, REIGN__SQLW_TAKE, e->seen_term, 0, true);
     else
         look(e);
     LEAVE(e);
@@ -956,7 +973,7 @@ static void on_query_read(void *owner, void *arg, const reign__sqlw_result *r)
         query_finish(q, r->rc, NULL);
         return;
     }
-    bool live = l->exists && !l->expired;
+    bool live = l->exists && !l->released;
     int rc = live ? reign__sqlw_submit(q->w, REIGN__SQLW_DEPOSE, q->name, NULL, l->term, q,
                                        on_deposed, NULL)
                   : REIGN_ENOENT;
@@ -973,7 +990,9 @@ static void on_snapshot(void *owner, void *arg, const reign__sqlw_result *r)
         query_finish(q, r->rc, NULL);
         return;
     }
-    bool live = l->exists && !l->expired;
+    /* For people: whether it has run out is the database clock's view here (nothing is
+     * decided by it; a follower counts on its own clock). */
+    bool live = l->exists && !l->released && !l->db_expired;
     if (!l->exists && !sn->cands.n) {
         query_finish(q, REIGN_ENOENT, NULL);
         return;
@@ -1013,11 +1032,12 @@ static void on_snapshot(void *owner, void *arg, const reign__sqlw_result *r)
                                 .has_leader = live,
                                 .candidates = n ? cands : NULL,
                                 .n_candidates = n};
-    /* The row's lease, as its holder set it; then the followers' read and take, at the
-     * statement timeout a lease that long gets by default (renew/2, renew = lease/5; <= 5 s). */
+    /* The row's lease, as its holder set it; the poll period within which a follower sees its
+     * last renewal; then the followers' read and take, at the statement timeout a lease that
+     * long gets by default (renew/2, poll = renew = lease/5; <= 5 s). */
     if (l->exists && l->duration_ms > 0 && l->duration_ms <= 365LL * 86400000) {
         int64_t statement = l->duration_ms / 5 / 2 < 5000 ? l->duration_ms / 5 / 2 : 5000;
-        view.takeover_ms = l->duration_ms + 2 * statement;
+        view.takeover_ms = l->duration_ms + l->duration_ms / 5 + 2 * statement;
         view.takeover_from = REIGN_TAKEOVER_LEASE;
     }
     if (live) {

@@ -33,6 +33,11 @@ int reign__sql_err(const reign__sqlconn *c, char *err, size_t errlen, int code, 
     return code;
 }
 
+const char *reign__sql_gone(const reign__sqlconn *c)
+{
+    return c ? c->gone : NULL;
+}
+
 int reign__sql_splice(char *out, size_t n, const char *tmpl, const char *table)
 {
     size_t tl = strlen(table), o = 0;

@@ -54,6 +54,10 @@ struct reign__sqlconn {
      * middle of a statement after a timeout): every later call fails with REIGN_ECONNLOSS
      * without talking to the store, until the caller connects again. */
     bool broken;
+    /* Set with broken when what the connection was made to is no more (SQLite: the file was
+     * deleted or replaced under it): whatever was held through it is gone, not merely out of
+     * reach.  The reason, for messages; NULL while it is not. */
+    const char *gone;
     /* The runs table of slots was checked (and made or upgraded) on this connection (runs.c). */
     bool runs_ready;
     /* The values table and the data center's counter were checked or made (values.c). */

@@ -340,6 +340,14 @@ int reign__sql_catalog_list(reign__sqlconn *c, const char *dc, reign__sql_rows *
 int reign__sql_catalog_remove(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
                               char *err, size_t errlen);
 
+/*
+ * Whether what `c` was made to is gone (SQLite: its file was deleted or replaced under it), so
+ * that every lease held through it is lost, not just out of reach: the reason (a phrase
+ * without the store's name), or NULL.  Such a connection is broken: close it and connect again,
+ * which opens the path anew.
+ */
+const char *reign__sql_gone(const reign__sqlconn *c);
+
 /* Counts the statements sent on this connection (for the benchmark). */
 uint64_t reign__sql_statements(const reign__sqlconn *c);
 

@@ -20,6 +20,22 @@
  * Notification: an inotify descriptor on the database file and its -wal
  * file; a commit by any process writes the -wal file, so the descriptor
  * becomes readable (our own writes wake it too: "might have concerned").
+ *
+ * The file itself: a connection holds the file it opened, not its path.
+ * Deleted (rm), or replaced (mv of a copy over it, a restore from backup),
+ * that file lives on for us alone, and our writes - renewals included -
+ * would go on succeeding in it while the others elect a leader in the new
+ * file the path now names.  So every call looks first whether the path
+ * still names our file (SQLite's SQLITE_FCNTL_HAS_MOVED: one stat()), and
+ * every write and read looks again once it is done, so that nothing done in
+ * a dead file is ever reported done; an unlink or a rename over the file
+ * also changes its link count, which wakes the inotify descriptor, so
+ * listeners notice at once.  A moved file makes the connection broken and
+ * gone (dialect.h): the worker reports the session lost and opens the path
+ * anew.  Closing a connection to a moved file, SQLite neither checkpoints
+ * nor deletes "<path>-wal" and "<path>-shm" (they may be the new file's by
+ * then); a file moved in while the old -wal stays is paired with that -wal
+ * by SQLite, hence docs/sql-leases.md's way to replace one.
  */
 #include <errno.h>
 #include <string.h>
@@ -56,6 +72,7 @@
     X(t, sqlite3_errstr)                                                                           \
     X(t, sqlite3_exec)                                                                             \
     X(t, sqlite3_extended_result_codes)                                                            \
+    X(t, sqlite3_file_control)                                                                     \
     X(t, sqlite3_finalize)                                                                         \
     X(t, sqlite3_open_v2)                                                                          \
     X(t, sqlite3_prepare_v2)                                                                       \
@@ -179,6 +196,34 @@ static int map_error(sqlite_conn *s, int rc, const char *what, char *err, size_t
         break;
     }
     return reign__sql_err(c, err, errlen, code, "%s: %s", what, msg);
+}
+
+/* What a connection whose file moved reports (and the client logs, naming the path). */
+static const char gone_msg[] =
+    "the store file was deleted or replaced under us; its leases are gone";
+
+/* Whether the path no longer names the file we opened (deleted, renamed, replaced). */
+static bool file_moved(sqlite_conn *s)
+{
+    int moved = 0;
+    if (!s->db ||
+        lite.sqlite3_file_control(s->db, "main", SQLITE_FCNTL_HAS_MOVED, &moved) != SQLITE_OK)
+        return false;
+    return moved != 0;
+}
+
+/*
+ * Before and after each call: 0 while the path names our file; else the connection is gone -
+ * nothing more is read from or written to the dead file, and what was just done in it does
+ * not count - and REIGN_ECONNLOSS.
+ */
+static int check_file(sqlite_conn *s, char *err, size_t errlen)
+{
+    if (!s->base.gone && !file_moved(s))
+        return 0;
+    s->base.broken = true;
+    s->base.gone = gone_msg;
+    return reign__sql_err(&s->base, err, errlen, REIGN_ECONNLOSS, "%s", gone_msg);
 }
 
 static void sleep_ms(int ms)
@@ -546,7 +591,8 @@ static int sq_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
         rc = exec_text(s, "COMMIT", NULL, 0, err, errlen);
     if (rc)
         lite.sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
-    return rc;
+    /* Made in a file that moved meanwhile: the new one has no table yet. */
+    return rc ? rc : check_file(s, err, errlen);
 }
 
 /* ---- the lease ------------------------------------------------------------------------------ */
@@ -621,7 +667,9 @@ static int sq_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     sqlite_conn *s = (sqlite_conn *)c;
     s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
     sqlite3_stmt *begin, *rollback;
-    int rc = prepare(s, ST_BEGIN, &begin, err, errlen);
+    int rc = check_file(s, err, errlen);
+    if (!rc)
+        rc = prepare(s, ST_BEGIN, &begin, err, errlen);
     if (!rc)
         rc = prepare(s, ST_ROLLBACK, &rollback, err, errlen);
     if (rc)
@@ -632,7 +680,8 @@ static int sq_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     }
     rc = read_row(s, dc, name, out, err, errlen);
     step_done(rollback);
-    return rc;
+    /* A row read from a file that moved meanwhile is no one's any more. */
+    return rc ? rc : check_file(s, err, errlen);
 }
 
 /* One lease statement within the statement timeout: 1 if it changed the row, 0 if not. */
@@ -641,7 +690,13 @@ static int lease_write(reign__sqlconn *c, int which, const reign__lease_claim *c
 {
     sqlite_conn *s = (sqlite_conn *)c;
     s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
-    int rc = write_tx(s, which, cl, term, what, err, errlen);
+    int rc = check_file(s, err, errlen);
+    if (!rc)
+        rc = write_tx(s, which, cl, term, what, err, errlen);
+    /* Checked again once committed: a renewal that may have gone into a file replaced
+     * meanwhile must not extend a leadership that the new file knows nothing of. */
+    if (rc >= 0 && check_file(s, err, errlen) < 0)
+        return REIGN_ECONNLOSS;
     return rc < 0 ? rc : rc > 0;
 }
 
@@ -679,7 +734,8 @@ static int sq_depose(reign__sqlconn *c, const char *dc, const char *name, uint64
 
 /* ---- notification --------------------------------------------------------------------------- */
 
-#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF)
+/* IN_ATTRIB: an unlink of the file, or a rename over it, changes its link count. */
+#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB)
 
 /* Watches the -wal file if it exists (it does while any connection, ours included, is open). */
 static void watch_wal(sqlite_conn *s)
@@ -751,6 +807,10 @@ static int sq_drain_notify(reign__sqlconn *c)
             p += sizeof *ev + ev->len;
         }
     }
+    /* An unlink or a rename over the file changes its link count (IN_ATTRIB): the path may
+     * name another file now. */
+    if (any && check_file(s, NULL, 0) < 0)
+        return REIGN_ECONNLOSS;
     if (lost_wal) {
         /* The -wal file was removed (every connection closed at some point): watch the next. */
         s->wd_wal = -1;
@@ -798,6 +858,9 @@ static int sq_query(reign__sqlconn *c, const char *what, const char *sql, const 
 {
     sqlite_conn *s = (sqlite_conn *)c;
     s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
+    int gone = check_file(s, err, errlen);
+    if (gone)
+        return gone;
     for (;;) {
         sqlite3_stmt *st = NULL;
         int rc = lite.sqlite3_prepare_v2(s->db, sql, -1, &st, NULL);
@@ -831,6 +894,11 @@ static int sq_query(reign__sqlconn *c, const char *what, const char *sql, const 
         int changes = lite.sqlite3_changes(s->db);
         if (rc == SQLITE_DONE) {
             lite.sqlite3_finalize(st);
+            /* As for the lease: what was read from or written to a dead file does not count. */
+            if ((gone = check_file(s, err, errlen))) {
+                reign__sql_rows_free(&got);
+                return gone;
+            }
             if (rows)
                 *rows = got;
             return got.n_cols ? 0 : changes;

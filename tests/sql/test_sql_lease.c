@@ -4,7 +4,8 @@
  *
  * Usage: test_sql_lease MODE, one ctest entry per mode:
  *   sqlite              the helpers of sql.c, then the lease statements, schema, errors,
- *                       notification, the guardian's release (release_ours) on a file,
+ *                       notification, the file deleted or replaced under its connections,
+ *                       the guardian's release (release_ours) on a file,
  *                       and the runs table of slots (runs.h): its writes fenced by the
  *                       lease's term in the database itself
  *   mariadb, postgres   the same on the shared server ($REIGN_TEST_MARIADB_DIR,
@@ -1072,6 +1073,83 @@ static void test_notify(const backend *b, const char *table)
     say("notification: ok");
 }
 
+/* ---- a SQLite file deleted or replaced under its connections ------------------------------- */
+
+/*
+ * A connection holds the file it opened: deleted (rm) or replaced by another (mv), that file
+ * lives on for it alone.  Every call must find that the path no longer names its file - a
+ * renewal of a lease held there, a listener at the change notice, any other statement - and
+ * fail with REIGN_ECONNLOSS, the connection gone (reign__sql_gone()); a new connection opens
+ * what the path names now; and closing the old connections must not take the -wal and -shm of
+ * the new file, which bear the old file's names (SQLite's close leaves them alone).
+ */
+static void test_file_moved(const backend *b, const char *table)
+{
+    reign__sql_target t = target(b, table, "moved.db");
+    remove_db(t.path);
+    reign__sqlconn *holder = connect_ok(&t), *listener = connect_ok(&t);
+    CHECK_RC(reign__sql_ensure_schema(holder, err, sizeof err), 0);
+    reign__lease_claim cl = claim("moved", "ivy", "guid-ivy-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(holder, &cl, err, sizeof err), 1);
+    CHECK_RC(reign__sql_listen(listener, "dc1", "moved", err, sizeof err), 0);
+    int fd = reign__sql_listen_fd(listener);
+    CHECK(fd >= 0);
+    while (fd_readable(fd, 0))
+        CHECK(reign__sql_drain_notify(listener) >= 0);
+    CHECK(reign__sql_gone(holder) == NULL && reign__sql_gone(listener) == NULL);
+
+    /* Deleted with its -wal and -shm: the listener hears of it, the renewal fails, for good. */
+    remove_db(t.path);
+    if (!fd_readable(fd, WAIT_MS))
+        fail(__FILE__, __LINE__, "no notice of the deleted file within %d ms", WAIT_MS);
+    CHECK_RC(reign__sql_drain_notify(listener), REIGN_ECONNLOSS);
+    CHECK(reign__sql_gone(listener) != NULL);
+    CHECK_RC(reign__sql_lease_renew(holder, &cl, 1, err, sizeof err), REIGN_ECONNLOSS);
+    CHECK(strstr(err, "deleted or replaced") != NULL && strstr(err, t.path) != NULL);
+    say("file deleted: %s", err);
+    CHECK(reign__sql_gone(holder) != NULL);
+    CHECK_RC(reign__sql_lease_renew(holder, &cl, 1, err, sizeof err), REIGN_ECONNLOSS);
+
+    /* What the path names now is a new file, without the lease.  The old connections close
+     * after it is in use: its -wal (our commit, not yet checkpointed) must stay. */
+    reign__sqlconn *c = connect_ok(&t);
+    CHECK_RC(reign__sql_ensure_schema(c, err, sizeof err), 0);
+    reign__lease l = {0};
+    read_ok(c, "moved", &l);
+    CHECK(!l.exists);
+    reign__lease_claim cl2 = claim("moved", "ivy", "guid-ivy-2", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(c, &cl2, err, sizeof err), 1);
+    reign__sql_close(holder);
+    reign__sql_close(listener);
+    reign__sqlconn *d = connect_ok(&t);
+    read_ok(d, "moved", &l);
+    CHECK(l.exists && l.term == 1 && !strcmp(l.owner_guid, "guid-ivy-2"));
+    reign__sql_close(d);
+
+    /* Replaced by another database (mv): a renewal and any other statement notice. */
+    char other[PATH_MAX + 16];
+    snprintf(other, sizeof other, "%s.other", t.path);
+    remove_db(other);
+    reign__sql_target to = t;
+    to.path = other;
+    d = connect_ok(&to);
+    CHECK_RC(reign__sql_ensure_schema(d, err, sizeof err), 0);
+    reign__sql_close(d);
+    d = connect_ok(&t);
+    CHECK(rename(other, t.path) == 0);
+    CHECK_RC(reign__sql_lease_renew(c, &cl2, 1, err, sizeof err), REIGN_ECONNLOSS);
+    CHECK(reign__sql_gone(c) != NULL);
+    reign__sql_rows rows = {0};
+    CHECK_RC(
+        reign__sql_query(d, "count", "SELECT count(*) FROM {T}", NULL, 0, &rows, err, sizeof err),
+        REIGN_ECONNLOSS);
+    CHECK(reign__sql_gone(d) != NULL);
+    reign__lease_clear(&l);
+    reign__sql_close(c);
+    reign__sql_close(d);
+    say("file deleted or replaced: ok");
+}
+
 /* ---- the guardian's release --------------------------------------------------------------- */
 
 /* Reads the row and checks it is exactly `before` again: nothing written. */
@@ -1451,6 +1529,8 @@ static int run_backend(reign__sql_kind kind)
     test_runs(c, b.name);
     reign__sql_close(c);
     test_notify(&b, main_table);
+    if (kind == REIGN__SQL_SQLITE)
+        test_file_moved(&b, main_table);
     test_release_ours(&b, main_table, b.name);
     test_schema(&b, tables, &n_tables);
     if (kind == REIGN__SQL_MARIADB)

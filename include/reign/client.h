@@ -81,8 +81,13 @@
  * lease - margin, statement_timeout_ms must be shorter than renew_ms,
  * poll_ms no longer than the lease.  The connection state is SUSPENDED
  * while the store cannot be reached and RECONNECTED when it is back; there
- * is no session to lose, so never LOST.  A wrong password, a missing
- * database or a table with a foreign layout close the client
+ * is no session to lose, so never LOST - except on SQLite, whose file
+ * deleted or replaced under the client takes every lease held in it: LOST
+ * (leaders demoted with REIGN_DEMOTE_SESSION_LOST), then, after the retry
+ * period, CONNECTED on the file the path names by then, where the recipes
+ * stand again (docs/sql-leases.md says how to replace a file safely).
+ * A wrong password, a missing database or a table with a foreign layout
+ * close the client
  * (reign_client_wait_connected() returns REIGN_EAUTH, REIGN_ENOENT,
  * REIGN_EFOREIGN..., and reign_client_errmsg() says why).
  *

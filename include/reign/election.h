@@ -88,7 +88,7 @@ typedef enum reign_demote_reason {
     REIGN_DEMOTE_RESIGNED = 1, /* reign_election_resign() or free */
     REIGN_DEMOTE_CEDED,        /* reign_election_cede() */
     REIGN_DEMOTE_SUSPENDED,    /* connection suspended (immediate policy, or past the deadline) */
-    REIGN_DEMOTE_SESSION_LOST, /* the session expired */
+    REIGN_DEMOTE_SESSION_LOST, /* the session expired (SQLite: its file deleted or replaced) */
     REIGN_DEMOTE_NODE_DELETED, /* someone else deleted our node (reign cede, an operator) */
     REIGN_DEMOTE_STALLED,      /* connected, but the loop could not renew validity in time */
     REIGN_DEMOTE_ERROR,        /* an unexpected store error; see the ERROR event */

@@ -54,11 +54,12 @@ static void on_client_state(reign_client *client, reign_conn_state state, void *
                 reign_client_session_id(c->client) ? "; the session survived" : "");
         break;
     case REIGN_CONN_LOST:
-        /* Expired, or suspended past the safety deadline: either way it
-         * may be gone; the library makes a new one if the server says so. */
+        /* Expired, suspended past the safety deadline, or (SQLite) its
+         * file replaced: either way it may be gone; the library makes a
+         * new one if the store says so. */
         cli_log(c, REIGN_LOG_WARN,
-                "session may be lost (expired, or suspended past the safety "
-                "deadline)");
+                "session may be lost (expired, suspended past the safety "
+                "deadline, or its store file replaced)");
         break;
     case REIGN_CONN_CLOSED: {
         if (!c->connected)

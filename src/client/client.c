@@ -390,6 +390,15 @@ static void on_sql_state(void *arg, reign__sqlw_state st, int err, const char *m
             set_state(c, REIGN_CONN_SUSPENDED);
         }
         break;
+    case REIGN__SQLW_LOST:
+        /* The store file was deleted or replaced: what we held in it is gone, as with an
+         * expired ZooKeeper session.  LOST now; the worker opens the path anew and that comes
+         * as CONNECTED, a new session, where the recipes stand again. */
+        reign__log(&c->log, REIGN_LOG_WARN, "%s; opening the path anew", msg);
+        snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);
+        set_state(c, REIGN_CONN_LOST);
+        c->state = REIGN_CONN_CONNECTING;
+        break;
     case REIGN__SQLW_FATAL:
         c->fatal_err = err;
         snprintf(c->errmsg, sizeof(c->errmsg), "%s", msg);

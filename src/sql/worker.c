@@ -173,6 +173,31 @@ static void drop_conn(reign__sqlw *w)
     w->conn = NULL;
 }
 
+/*
+ * After a statement or a change notice found the connection lost (rc, err): drop it.  Where
+ * the store is gone (a SQLite file deleted or replaced), the session is lost with it: LOST, and
+ * the next connection is a new session (CONNECTED), made after the retry period - a file is
+ * rarely replaced in one step (rm removes the database, its -wal and its -shm one after the
+ * other), and opening the path before the last of them went would pair the new file with the
+ * old one's.  Else SUSPENDED, and connect again at once.
+ */
+static void conn_lost(reign__sqlw *w, int rc, const char *err)
+{
+    const char *gone = reign__sql_gone(w->conn);
+    char msg[512];
+    if (gone)
+        snprintf(msg, sizeof(msg), "%s: %s", w->store, gone);
+    drop_conn(w);
+    w->next_connect_ns = reign__now_ns();
+    if (!gone) {
+        post_state(w, REIGN__SQLW_SUSPENDED, rc, err);
+        return;
+    }
+    w->next_connect_ns += (int64_t)w->cfg.retry_period_ms * REIGN__NS_PER_MS;
+    w->ever_connected = false;
+    post_state(w, REIGN__SQLW_LOST, rc, msg);
+}
+
 static int listen_all(reign__sqlw *w, char *err, size_t errlen)
 {
     for (size_t i = 0; i < w->n_listened; i++) {
@@ -304,12 +329,14 @@ static void execute(reign__sqlw *w, item *it)
         it->res.done_ns = reign__now_ns();
         count_from(w, before);
         if (is_conn_error(rc)) {
-            drop_conn(w);
-            w->next_connect_ns = reign__now_ns(); /* at once, then every retry period */
-            post_state(w, REIGN__SQLW_SUSPENDED, rc, err);
-        } else if (reign__sql_listen_fd(w->conn) >= 0 && reign__sql_drain_notify(w->conn) > 0) {
+            conn_lost(w, rc, err); /* at once (or, gone, after a period), then every period */
+        } else if (reign__sql_listen_fd(w->conn) >= 0) {
             /* libpq keeps what arrived during the statement: look after each one. */
-            post_changed(w);
+            int any = reign__sql_drain_notify(w->conn);
+            if (any > 0)
+                post_changed(w);
+            else if (any < 0 && reign__sql_gone(w->conn))
+                conn_lost(w, any, NULL); /* told before this answer */
         }
     }
     if (w->conn || it->op != REIGN__SQLW_LISTEN)
@@ -363,16 +390,17 @@ static void idle_wait(reign__sqlw *w)
             struct pollfd q = {.fd = p[1].fd, .events = POLLIN};
             if (poll(&q, 1, NOTICE_COALESCE_MS) <= 0)
                 break;
-            if (reign__sql_drain_notify(w->conn) < 0)
-                break; /* the next wait sees the broken connection */
+            int more = reign__sql_drain_notify(w->conn);
+            if (more < 0) {
+                if (reign__sql_gone(w->conn))
+                    any = more; /* a SQLite file replaced: lost at once */
+                break;          /* else the next statement sees the broken connection */
+            }
         }
         if (any > 0)
             post_changed(w);
-        else if (any < 0) {
-            drop_conn(w);
-            w->next_connect_ns = reign__now_ns();
-            post_state(w, REIGN__SQLW_SUSPENDED, any, "the notification connection was lost");
-        }
+        else if (any < 0)
+            conn_lost(w, any, "the notification connection was lost");
     }
 }
 

@@ -14,7 +14,11 @@
  * the table) at start, reports the connection's state changes, and after a
  * statement that lost the connection or timed out it drops the connection and
  * connects again every retry period; requests meanwhile fail at once with
- * REIGN_ECONNLOSS, so nothing waits on a dead store.  Errors that retrying
+ * REIGN_ECONNLOSS, so nothing waits on a dead store.  A connection whose
+ * store is gone (sql.h's reign__sql_gone(): a SQLite file deleted or
+ * replaced, seen by a statement or by the change notice) is a lost session:
+ * LOST, then, after the retry period, a new connection to whatever the path
+ * names by then, reported as CONNECTED.  Errors that retrying
  * cannot fix (credentials, a missing database, a foreign table) are fatal.
  *
  * While idle it waits on the store's notification descriptor too (sql.h's
@@ -45,6 +49,9 @@ typedef enum reign__sqlw_state {
     REIGN__SQLW_CONNECTED = 1, /* the first connection (table ready) */
     REIGN__SQLW_SUSPENDED,     /* the connection was lost; reconnecting */
     REIGN__SQLW_RECONNECTED,   /* connected again */
+    REIGN__SQLW_LOST,          /* the store is gone (SQLite: the file deleted or replaced):
+                                * every lease held is lost; the next connection (to what
+                                * the path names then) comes as CONNECTED */
     REIGN__SQLW_FATAL          /* cannot go on (see the message) */
 } reign__sqlw_state;
 
@@ -54,7 +61,7 @@ typedef struct reign__sqlw_config {
     int retry_period_ms;      /* between connection attempts */
     int wake_fd;              /* eventfd the loop polls */
     const reign__logger *log;
-    /* Called from dispatch, on the loop thread.  err and msg for SUSPENDED and FATAL. */
+    /* Called from dispatch, on the loop thread.  err and msg for SUSPENDED, LOST and FATAL. */
     void (*on_state)(void *arg, reign__sqlw_state st, int err, const char *msg);
     /* A notification may concern some election of this client. */
     void (*on_change)(void *arg);

@@ -52,6 +52,7 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     reign_e2e_sql(fault e2e_sql_clock_step_${store} test_clock_step.py ARGS ${store})
   endforeach()
   reign_e2e_sql(sqlite e2e_sql_sqlite_crowd test_sqlite_crowd.py)
+  reign_e2e_sql(sqlite e2e_sql_sqlite_file_replaced test_sqlite_file_replaced.py)
   reign_e2e_sql(sqlite e2e_sql_default_store test_default_store.py)
   reign_e2e_sql(both e2e_sql_bad_input test_bad_input.py)
   reign_e2e_sql(fault e2e_sql_server_restart_mariadb test_server_restart.py ARGS mariadb

@@ -697,6 +697,14 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
             step(e, IN(SUSPENDED), &n);
         }
         break;
+    case REIGN_CONN_LOST: {
+        /* The store file was deleted or replaced: the lease went with it.  A claim still out
+         * may land in the new file: its release follows it there. */
+        abandon_claim(e);
+        reign__election_news n = {.term = e->base.term};
+        step(e, IN(SESSION_LOST), &n); /* demoted if leading; IDLE: CONNECTED stands us */
+        break;
+    }
     case REIGN_CONN_RECONNECTED:
         if (e->state == L_LOOKING && !e->reading)
             look(e);

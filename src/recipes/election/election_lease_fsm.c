@@ -36,13 +36,18 @@ static const reign__efsm_row table[] = {
     RQ(LOOKING, LOOK, ANY, LOOKING, 0, READ, "read the row (again)"),
     RQ(LOOKING, CLAIM, ANY, CLAIMING, 0, CLAIM, "the row is missing, expired or ours: claim it"),
     R(LOOKING, NO_GUID, ANY, LEFT, 0, "no randomness for a guid: cannot stand"),
+    R(LOOKING, SESSION_LOST, ANY, IDLE, 0, "the store file was replaced: stand in the new one"),
 
     RQ(CLAIMING, LOOK, ANY, LOOKING, 0, READ, "someone was quicker: read the row"),
     RQ(CLAIMING, CLAIM_FAILED, ANY, LOOKING, 0, POLL,
        "the claim failed: read again at the next poll"),
     R(CLAIMING, CLAIMED, FRESH, LEADER, ELECT, "the claim succeeded within the lease it won"),
+    R(CLAIMING, SESSION_LOST, ANY, IDLE, 0, "the store file was replaced: stand in the new one"),
     RQ(CLAIMING, CLAIMED, STALE, CLAIMING, 0, GIVE_BACK,
       "the answer came too late to lead on (a stall): give the lease back, stand again"),
+
+    R(IDLE, SESSION_LOST, ANY, IDLE, 0, "not standing yet: the new session stands us"),
+    R(PAUSED, SESSION_LOST, ANY, PAUSED, 0, "paused: stands again after its delay, in a new file"),
 
     RQ(LEADER, DEPOSED, ANY, PAUSED, DEMOTE, LET_IN,
       "the row is no longer ours (reign cede, or changed by hand): stand again after the delay"),
@@ -52,6 +57,8 @@ static const reign__efsm_row table[] = {
       "past the lease's bound, the store unreachable: demoted; stand again"),
     RQ(LEADER, SUSPENDED, ANY, LOOKING, DEMOTE, GIVE_BACK,
       "connection lost, suspend policy immediate: demoted; give the row back, stand again"),
+    R(LEADER, SESSION_LOST, ANY, IDLE, DEMOTE,
+      "the store file was deleted or replaced: the lease is gone; stand in the new one"),
     R(LEADER, CLOSED, ANY, LEFT, DEMOTE, "the client was closed: demoted, the row released"),
     R(LEADER, RESIGN, ANY, RESIGNING, DEMOTE_LATE,
       "resigned: demoted (announced on the next turn), release the row"),
@@ -62,6 +69,7 @@ static const reign__efsm_row table[] = {
     R(RESIGNING, RELEASED, ANY, LEFT, EMIT_LEFT, "released (or nothing to release): left"),
     R(RESIGNING, CLOSED, ANY, LEFT, EMIT_LEFT, "the client was closed while resigning"),
     R(RESIGNING, LOST, ANY, RESIGNING, 0, "resigning: no lease to lose"),
+    R(RESIGNING, SESSION_LOST, ANY, RESIGNING, 0, "resigning: no lease to lose"),
     R(RESIGNING, FREE, ANY, FREED, 0, "freed while resigning"),
 
     R(LEFT, FREE, ANY, FREED, 0, "freed"),
@@ -107,6 +115,8 @@ static reign_demote_reason demote_reason(unsigned in)
     case REIGN__LEASE_IN_LOST:
     case REIGN__LEASE_IN_SUSPENDED:
         return REIGN_DEMOTE_SUSPENDED;
+    case REIGN__LEASE_IN_SESSION_LOST:
+        return REIGN_DEMOTE_SESSION_LOST;
     case REIGN__LEASE_IN_CEDE:
         return REIGN_DEMOTE_CEDED;
     default: /* resign, close, free */

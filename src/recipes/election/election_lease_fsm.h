@@ -11,6 +11,8 @@
  *  - every exit from LEADER emits one DEMOTED (a free, none); past the
  *    lease's bound, deposed, or suspended with the immediate policy, the
  *    candidate stands again with a fresh guid (or, deposed, after a delay);
+ *  - a lost session (the store file deleted or replaced) takes every
+ *    candidate that stands back to IDLE: the new session stands it again;
  *  - the client's close leaves every state; nothing is emitted after a free.
  */
 #ifndef REIGN_ELECTION_LEASE_FSM_H
@@ -46,6 +48,7 @@ typedef enum reign__lease_state {
     XX(STALLED, "stalled")           /* past the lease's bound, the store reachable */             \
     XX(LOST, "lost")                 /* past the lease's bound, the store unreachable */           \
     XX(SUSPENDED, "suspended")       /* connection lost, suspend policy: immediate */              \
+    XX(SESSION_LOST, "session_lost") /* the store is gone (SQLite: file replaced): stand anew */   \
     XX(CLOSED, "closed")             /* the client was closed */                                   \
     XX(RESIGN, "resign")             /* the application resigns */                                 \
     XX(CEDE, "cede")                 /* the application cedes the lead */                          \

@@ -258,8 +258,14 @@ void cli_cleanup(cli *c);
 
 /* ---- formatting (output.c) ------------------------------------------ */
 
-/* 1 if data is valid UTF-8 without control characters (may be empty). */
+/* 1 if data is valid UTF-8 without control characters but tabs, line feeds and carriage
+ * returns (may be empty): what JSON shows as a string. */
 int cli_data_is_text(const void *data, size_t len);
+
+/* How much of data a one-line form shows as text: all but its trailing line feeds and
+ * carriage returns, if that is valid UTF-8 without control characters but tabs; else -1
+ * (show it in base64: a line cannot hold a line break). */
+long cli_data_line_len(const void *data, size_t len);
 
 /* Base64 (RFC 4648, padded) of data; malloc'd, NULL on out of memory. */
 char *cli_base64(const void *data, size_t len);

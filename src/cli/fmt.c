@@ -85,12 +85,13 @@ char *fmt_data(const void *data, size_t len)
 {
     if (!data)
         len = 0;
-    int text = cli_data_is_text(data, len);
+    long shown = cli_data_line_len(data, len);
+    int text = shown >= 0;
     char *enc = text ? NULL : cli_base64(data, len);
     if (!text && !enc)
         return NULL;
     const char *body = text ? (const char *)data : enc;
-    size_t blen = text ? len : strlen(enc);
+    size_t blen = text ? (size_t)shown : strlen(enc);
     char *out = malloc(blen + sizeof("data_base64="));
     if (out)
         snprintf(out, blen + sizeof("data_base64="), "%s=%.*s", text ? "data" : "data_base64",

@@ -15,8 +15,8 @@ int fmt_group_refused(cli *c, int err, const char *group, const char *id, size_t
 /* Prints why a value request failed, naming the key; returns CLI_EXIT_FAIL. */
 int fmt_value_failed(cli *c, int err, const char *key, int64_t version);
 
-/* "data=TEXT" for printable UTF-8, else "data_base64=B64" (empty data: "data="); malloc'd,
- * NULL on out of memory. */
+/* "data=TEXT" for printable UTF-8 (tabs allowed; trailing line ends dropped), else
+ * "data_base64=B64" (empty data: "data="); malloc'd, NULL on out of memory. */
 char *fmt_data(const void *data, size_t len);
 
 /* {"id","data"|"data_base64","node","seq","joined_ms","version"} */

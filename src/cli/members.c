@@ -7,7 +7,8 @@
  *   ready members=<n> monotonic_ns=<ns>                     (--watch: first view complete)
  *   group_deleted monotonic_ns=<ns>                         (--watch)
  *
- * A payload that is not printable UTF-8 is shown as data_base64=...  With --json: one JSON
+ * A payload is shown without the line ends it ends in; one that is not printable UTF-8, or
+ * holds a line break before its end, as data_base64=...  With --json: one JSON
  * object (once) or one per line (--watch).
  */
 #include <getopt.h>
@@ -35,7 +36,8 @@ static void usage(FILE *f)
                "  added|removed|changed ID node=NODE monotonic_ns=NS data=DATA\n"
                "  ready members=N monotonic_ns=NS      (after the first view's 'added' lines)\n"
                "  group_deleted monotonic_ns=NS\n"
-               "A payload that is not printable UTF-8 is shown as data_base64=B64.\n"
+               "A payload that is not printable UTF-8, or holds a line break before its end,\n"
+               "is shown as data_base64=B64 (line ends at its end are left out).\n"
                "\n"
                "Options:\n"
                "  -w, --watch             follow changes\n"

@@ -131,15 +131,19 @@ const char *cli_line_id(const char *id)
 
 /* ---- formatting ---------------------------------------------------- */
 
-int cli_data_is_text(const void *data, size_t len)
+/*
+ * Whether data is valid UTF-8 without control characters, but for the tab and, if `breaks`,
+ * line feeds and carriage returns: what a program prints with printf("%s\n") is text.
+ */
+static int utf8_text(const unsigned char *p, size_t len, int breaks)
 {
-    const unsigned char *p = data, *end = p + len;
+    const unsigned char *end = p + len;
     while (p < end) {
         unsigned char b = *p;
         uint32_t cp;
         size_t n;
         if (b < 0x80) {
-            if (b < 0x20 || b == 0x7f)
+            if ((b < 0x20 && b != '\t' && !(breaks && (b == '\n' || b == '\r'))) || b == 0x7f)
                 return 0;
             p++;
             continue;
@@ -170,6 +174,20 @@ int cli_data_is_text(const void *data, size_t len)
         p += n + 1;
     }
     return 1;
+}
+
+int cli_data_is_text(const void *data, size_t len)
+{
+    return utf8_text(data, len, 1);
+}
+
+long cli_data_line_len(const void *data, size_t len)
+{
+    const unsigned char *p = data;
+    /* The line ends a command's output ends in are not part of what it said. */
+    while (len && (p[len - 1] == '\n' || p[len - 1] == '\r'))
+        len--;
+    return len <= LONG_MAX && utf8_text(p, len, 0) ? (long)len : -1;
 }
 
 char *cli_base64(const void *data, size_t len)

@@ -6,9 +6,10 @@
  * When `reign run NAME --slot|--every` has run slots of NAME, the latest
  * one is shown too (its key, verdict and attempts: `reign runs` has them all).
  *
- * Payloads are shown as text when they are printable UTF-8, else in base64
- * (JSON key "data_base64" instead of "data"), so that the output stays one
- * terminal-safe line per item whatever a candidate published.
+ * Payloads are shown as text when they are printable UTF-8 (without the line
+ * ends they end in), else in base64 (JSON key "data_base64" instead of "data"),
+ * so that the output stays one terminal-safe line per item whatever a
+ * candidate published.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -54,15 +55,16 @@ static void field(int width, const char *label, const char *value)
     cli_print("%-*s %s", width - 1, label, value);
 }
 
-/* "data: TEXT" or "data_base64: B64"; nothing if empty. */
+/* "data: TEXT" (without trailing line ends) or "data_base64: B64"; nothing if empty. */
 static void print_data(int width, const char *indent, const void *data, size_t len)
 {
     char label[32];
     if (!data || !len)
         return;
-    if (cli_data_is_text(data, len)) {
+    long shown = cli_data_line_len(data, len);
+    if (shown >= 0) {
         snprintf(label, sizeof(label), "%sdata:", indent);
-        cli_print("%-*s %.*s", width - 1, label, (int)len, (const char *)data);
+        cli_print("%-*s %.*s", width - 1, label, (int)shown, (const char *)data);
     } else {
         char *b = cli_base64(data, len);
         snprintf(label, sizeof(label), "%sdata_base64:", indent);

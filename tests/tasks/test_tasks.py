@@ -10,7 +10,8 @@ ran to completion exactly once (its id is in the file once):
 
   basic        tasks submitted before any worker waits for one; N tasks over M workers and two
                masters all finish once; a failing command's status is reported (submit --wait
-               exits with it); status, list --json and delete; results deleted after
+               exits with it); status (output that ends in a newline shown as text) and
+               list --json and delete; results deleted after
                --retention.
   kill_worker  kill -9 a worker while it runs tasks: its tasks go to the others (the master
                says "from=" the dead worker); its running command dies with it.
@@ -165,6 +166,13 @@ def basic(t):
     rc, out, err = q.submit("hello", wait=True)
     check(rc == 0 and "out:hello" in out, f"submit --wait hello: {rc} {out!r} {err.strip()}")
     hid = out.split()[0]
+    # What `echo` wrote is text, not base64: without its newline on the line, exact in JSON.
+    rc, out, err = t.reign(["--uri", q.uri, "tasks", "status", q.name, hid])
+    check(rc == 0 and out.rstrip("\n").endswith(" output=out:hello"),
+          f"status of the hello task: {rc} {out!r} {err.strip()}")
+    rc, out, err = t.reign(["--uri", q.uri, "tasks", "status", q.name, hid, "--json"])
+    check(rc == 0 and json.loads(out).get("output") == "out:hello\n",
+          f"status --json of the hello task: {rc} {out!r} {err.strip()}")
     # The payload from stdin; a payload larger than a pipe holds (written as CMD reads it) and
     # an output larger than --max-output (cut to it, CMD not blocked).
     rc, out, err = t.reign(["--uri", q.uri, "tasks", "submit", q.name, "--wait", "-"],

@@ -41,3 +41,18 @@ target_compile_definitions(test_election_fsm PRIVATE REIGN_SOURCE_DIR="${PROJECT
 target_link_libraries(test_election_fsm PRIVATE reign_internal ${CMOCKA_LIBRARY})
 add_test(NAME unit_test_election_fsm COMMAND test_election_fsm)
 set_tests_properties(unit_test_election_fsm PROPERTIES LABELS unit)
+
+# How `reign` shows payloads and times (src/cli/output.c, fmt.c): built from the tool's own
+# sources, which need no server.
+if(TARGET reign_cli)
+  add_executable(test_cli_output ${CMAKE_CURRENT_LIST_DIR}/test_cli_output.c
+    ${PROJECT_SOURCE_DIR}/src/cli/output.c ${PROJECT_SOURCE_DIR}/src/cli/fmt.c
+    ${PROJECT_SOURCE_DIR}/src/common/toollog.c)
+  target_compile_options(test_cli_output PRIVATE ${REIGN_WARNINGS})
+  target_include_directories(test_cli_output PRIVATE ${PROJECT_SOURCE_DIR}/src/cli
+    ${PROJECT_SOURCE_DIR}/src/common)
+  target_link_libraries(test_cli_output PRIVATE reign PkgConfig::LIBUV PkgConfig::CJSON
+    ${CMOCKA_LIBRARY})
+  add_test(NAME unit_test_cli_output COMMAND test_cli_output)
+  set_tests_properties(unit_test_cli_output PROPERTIES LABELS unit)
+endif()

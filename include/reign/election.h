@@ -106,7 +106,7 @@ typedef struct reign_leader {
     size_t data_len;
     uint64_t term;    /* 1, 2, 3, ... */
     uint64_t token;   /* fencing token: strictly increasing */
-    int64_t since_ms; /* when it was elected: Unix ms, by the store's clock */
+    int64_t since_ms; /* when it was elected: Unix ms, by the store's clock; 0: unknown (SQL) */
 } reign_leader;
 
 /* One candidate, in the order in which they would lead. */
@@ -115,7 +115,7 @@ typedef struct reign_candidate {
     const void *data;
     size_t data_len;
     const char *node;  /* the store's key for it (a znode name) */
-    int64_t joined_ms; /* Unix ms, by the store's clock */
+    int64_t joined_ms; /* Unix ms, by the store's clock; 0: unknown (SQL, no candidate row) */
     int priority;      /* as configured (its node's name); a designation is not shown */
 } reign_candidate;
 

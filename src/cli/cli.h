@@ -277,10 +277,14 @@ const char *cli_iso8601(int64_t unix_ms, char *buf, size_t len);
 void cli_json_add_u64(cJSON *obj, const char *key, uint64_t v);
 void cli_json_add_i64(cJSON *obj, const char *key, int64_t v);
 
+/* Adds a time in Unix ms, or null where the store does not know it (0: a SQL lease row
+ * does not say since when its holder leads, nor does it keep when a bare campaign joined). */
+void cli_json_add_ms(cJSON *obj, const char *key, int64_t unix_ms);
+
 /* Adds "data" (text) or "data_base64" (anything else). */
 void cli_json_add_data(cJSON *obj, const void *data, size_t len);
 
-/* {"id","data"|"data_base64","term","token","since_ms"} */
+/* {"id","data"|"data_base64","term","token","since_ms"|null} */
 cJSON *cli_json_leader(const reign_leader *l);
 
 /* Prints a JSON value on one line of stdout and frees it; 0 or CLI_EXIT_FAIL. */

@@ -249,6 +249,14 @@ void cli_json_add_i64(cJSON *obj, const char *key, int64_t v)
     cJSON_AddRawToObject(obj, key, num);
 }
 
+void cli_json_add_ms(cJSON *obj, const char *key, int64_t unix_ms)
+{
+    if (unix_ms)
+        cli_json_add_i64(obj, key, unix_ms);
+    else
+        cJSON_AddNullToObject(obj, key);
+}
+
 void cli_json_add_data(cJSON *obj, const void *data, size_t len)
 {
     if (!data)
@@ -281,7 +289,7 @@ cJSON *cli_json_leader(const reign_leader *l)
     cli_json_add_data(o, l->data, l->data_len);
     cli_json_add_u64(o, "term", l->term);
     cli_json_add_u64(o, "token", l->token);
-    cli_json_add_i64(o, "since_ms", l->since_ms);
+    cli_json_add_ms(o, "since_ms", l->since_ms);
     return o;
 }
 

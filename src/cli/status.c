@@ -45,7 +45,9 @@ static void usage(FILE *f)
                "\"data\",\n"
                "                          \"node\",\"joined_ms\",\"priority\"}...],\n"
                "                          \"slot\":{\"slot\",\"verdict\",\"runs\":[...]}|null}\n"
-               "                          (the latest slot of `reign run --slot|--every`)\n"
+               "                          (the latest slot of `reign run --slot|--every`;\n"
+               "                          since_ms, joined_ms: null where the store does not\n"
+               "                          say, as a SQL lease row does not)\n"
                "  -h, --help              show this help\n");
 }
 
@@ -213,7 +215,7 @@ static int print_json(cli *c, const reign_election_view *v)
         cJSON_AddStringToObject(j, "id", k->id ? k->id : "");
         cli_json_add_data(j, k->data, k->data_len);
         cJSON_AddStringToObject(j, "node", k->node ? k->node : "");
-        cli_json_add_i64(j, "joined_ms", k->joined_ms);
+        cli_json_add_ms(j, "joined_ms", k->joined_ms);
         cli_json_add_i64(j, "priority", k->priority);
     }
     if (s->slot) {

@@ -5,6 +5,8 @@
  *   leader <id> term=<term> token=<token> since_ms=<ms> monotonic_ns=<ns>
  *   leader none monotonic_ns=<ns>
  *
+ * (since_ms=- where the store does not say since when: a SQL lease row)
+ *
  * or, with --json, one JSON object per line.  The first line is the leader
  * found on joining.  Runs until SIGINT or SIGTERM.
  */
@@ -32,6 +34,7 @@ static void usage(FILE *f)
                "changes, until SIGINT or SIGTERM:\n"
                "  leader ID term=TERM token=TOKEN since_ms=MS monotonic_ns=NS\n"
                "  leader none monotonic_ns=NS\n"
+               "(since_ms=- where the store does not say, as a SQL lease row does not)\n"
                "\n"
                "Options:\n"
                "      --json              one JSON object per line instead:\n"
@@ -75,9 +78,13 @@ static void report(cli *c, reign_election *e, const reign_leader *l, int64_t at_
         if (cli_json_print(c, o))
             cli_exit(c, CLI_EXIT_FAIL);
     } else if (l) {
-        cli_print("leader %s term=%llu token=%llu since_ms=%lld monotonic_ns=%lld",
+        /* "-" where the store does not say since when (a SQL lease row) */
+        char since[24] = "-";
+        if (l->since_ms)
+            snprintf(since, sizeof(since), "%lld", (long long)l->since_ms);
+        cli_print("leader %s term=%llu token=%llu since_ms=%s monotonic_ns=%lld",
                   l->id && *l->id ? l->id : "-", (unsigned long long)l->term,
-                  (unsigned long long)l->token, (long long)l->since_ms, (long long)at_ns);
+                  (unsigned long long)l->token, since, (long long)at_ns);
     } else {
         cli_print("leader none monotonic_ns=%lld", (long long)at_ns);
     }

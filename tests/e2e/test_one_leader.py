@@ -44,6 +44,9 @@ def body(t):
     check(sorted(ids) == sorted(p.label for p in procs), f"candidates {ids}")
     check(ids[0] == proc.label, f"the leader {proc.label} is not first in {ids}")
     check(st["strategy"] == "queue", f"strategy {st['strategy']}")
+    # ZooKeeper knows both times (the nodes' mtime and ctime): numbers, never null.
+    times = [st["leader"]["since_ms"]] + [c["joined_ms"] for c in st["candidates"]]
+    check(all(isinstance(x, int) and x > 0 for x in times), f"times {times}, want Unix ms")
     for p in procs:
         check(p.alive(), f"{p.label} exited early: {p.err()}")
 

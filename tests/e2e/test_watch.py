@@ -6,7 +6,7 @@ the leader is replaced three times by SIGTERM (a graceful hand-over each time) a
 `reign cede`; before each change the test waits until the observer has reported the current
 leader, so no change can be folded into the next.  The observer's `leader ID term=T token=K`
 lines must be exactly the campaigns' `elected` lines in term order (same ids, terms and
-tokens), and once everybody has resigned it must report `leader none`.
+tokens, and since_ms a time), and once everybody has resigned it must report `leader none`.
 """
 import os
 import re
@@ -16,7 +16,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2elib import check, log, main, wait_for  # noqa: E402
 
-LEADER_RE = re.compile(r"^leader (\S+) term=(\d+) token=(\d+) since_ms=(-?\d+) "
+# since_ms is "-" where the store does not say (a SQL lease row).
+LEADER_RE = re.compile(r"^leader (\S+) term=(\d+) token=(\d+) since_ms=(-?\d+|-) "
                        r"monotonic_ns=(-?\d+)$")
 NONE_RE = re.compile(r"^leader none monotonic_ns=(-?\d+)$")
 
@@ -32,6 +33,12 @@ def seen(w):
         else:
             raise AssertionError(f"unexpected line from reign watch: {line!r}")
     return out
+
+
+def since(w):
+    """The since_ms of every leader line: an int, or None for "-"."""
+    return [None if m.group(4) == "-" else int(m.group(4))
+            for m in map(LEADER_RE.match, w.lines()) if m]
 
 
 def body(t):
@@ -83,6 +90,8 @@ def body(t):
     check(reported == elected(),
           f"observer saw {reported}\n  campaigns were elected {elected()}")
     log(f"observer saw all {len(reported)} leaderships in order")
+    # ZooKeeper says since when each leads (its node's mtime): a number on every line.
+    check(all(x is not None and x > 0 for x in since(w)), f"since_ms {since(w)}, want Unix ms")
     w.send(signal.SIGTERM)
     check(w.wait() == 0, "reign watch did not exit 0 on SIGTERM")
 

@@ -9,7 +9,8 @@ by `reign cede`.  Before each change the test waits until the observer has repor
 current leader, so that no leadership can be folded into the next.  The observer's `leader ID
 term=T token=K` lines must be exactly the campaigns' `elected` lines in term order (`leader
 none` lines may come between them: a released row has no leader until it is taken), and once
-everybody has resigned it reports `leader none`.
+everybody has resigned it reports `leader none`.  Every leader line says `since_ms=-`: the row
+does not keep since when its holder leads.
 """
 import os
 import signal
@@ -21,6 +22,7 @@ from sqle import check, log, wait_for  # noqa: E402
 
 # The observer's lines are parsed as the ZooKeeper test does.
 seen = sqle.e2e_module("test_watch").seen
+since = sqle.e2e_module("test_watch").since
 
 
 def body(t, kind):
@@ -65,6 +67,8 @@ def body(t, kind):
     check(reported == elected(),
           f"observer saw {reported}\n  campaigns were elected {elected()}")
     log(f"observer saw all {len(reported)} leaderships in order")
+    # A lease row does not say since when its holder leads: "-", never 0 (1970).
+    check(since(w) and all(x is None for x in since(w)), f"since_ms {since(w)}, want '-'")
     w.send(signal.SIGTERM)
     check(w.wait() == 0, "reign watch did not exit 0 on SIGTERM")
     t.check_leadership(procs, min_leaderships=5)

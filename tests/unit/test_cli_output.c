@@ -1,7 +1,8 @@
 /*
  * test_cli_output.c - how `reign` shows payloads and times (src/cli/output.c, fmt.c), no
  * server: what a command printed with a newline at the end is text, not base64 (in JSON
- * exactly, on a one-line form without its trailing line ends); real binary stays base64.
+ * exactly, on a one-line form without its trailing line ends); real binary stays base64; a
+ * time the store does not know is null in JSON, not 0.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,11 +83,32 @@ static void test_json_form(void **state)
     assert_int_equal(cli_data_is_text("\xc2\x85", 2), 0); /* C1 control NEL */
 }
 
+static void test_unknown_time(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_CreateObject();
+    cli_json_add_ms(o, "since_ms", 0);
+    cli_json_add_ms(o, "joined_ms", INT64_C(1714564800123));
+    char *s = cJSON_PrintUnformatted(o);
+    assert_string_equal(s, "{\"since_ms\":null,\"joined_ms\":1714564800123}");
+    cJSON_free(s);
+    cJSON_Delete(o);
+
+    reign_leader l = {.id = "web1", .term = 3, .token = 3, .since_ms = 0};
+    cJSON *j = cli_json_leader(&l);
+    s = cJSON_PrintUnformatted(j);
+    assert_string_equal(s,
+                        "{\"id\":\"web1\",\"data\":\"\",\"term\":3,\"token\":3,\"since_ms\":null}");
+    cJSON_free(s);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_line_form),
         cmocka_unit_test(test_json_form),
+        cmocka_unit_test(test_unknown_time),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,8 @@ nor REIGN_URI:
     directory of mode 0700, and nothing in HOME;
   * a `reign campaign` leads and `reign status --json` (also with no store given) names it:
     both found the same default file; after the campaign resigns there is no leader;
-  * without XDG_STATE_HOME, the file is $HOME/.local/state/reign/reign.db.
+  * without XDG_STATE_HOME, the file is $HOME/.local/state/reign/reign.db;
+  * `reign --help` and reign(1) name the same three defaults, root's included.
 
 Root's default is /var/lib/reign/reign.db, which a test must not touch: run as root, the
 test runs reign as user nobody (setpriv), whose default is the one under test.  The build tree
@@ -108,6 +109,21 @@ def scenarios(t, as_root, nobody, cli, where, extra):
     db = os.path.join(home, ".local", "state", "reign", "reign.db")
     check(os.path.isfile(db), f"{db} was not created")
     log(f"ok: without XDG_STATE_HOME: {db}")
+
+    # 4. What --help and the man page say is what reign does (root's from the source: a test
+    # must not touch /var/lib/reign).
+    rc, out, err = run(["--help"], {"HOME": home})
+    check(rc == 0, f"reign --help exited {rc}: {err.strip()}")
+    said = " ".join(out.split())
+    man = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "man", "reign.1")
+    with open(man, encoding="utf-8") as f:
+        page = " ".join(f.read().replace("\\-", "-").split())
+    for default in ("$XDG_STATE_HOME/reign/reign.db", "~/.local/state/reign/reign.db",
+                    "/var/lib/reign/reign.db for root"):
+        check(default in said, f"reign --help does not name the default {default!r}:\n{out}")
+        check(default in page.replace(".I ", "").replace(".IR ", "").replace(" ,", ","),
+              f"reign(1) does not name the default {default!r}")
+    log("ok: --help and reign(1) name the defaults the tool uses")
 
 
 if __name__ == "__main__":

@@ -463,9 +463,15 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
     /* A host that is a path is the server's Unix socket, as in libpq. */
     if (!maria.mysql_real_connect(m->my, socket ? "localhost" : t->host, t->user, t->password,
                                   t->database, (unsigned)t->port, socket ? t->host : NULL,
-                                  CLIENT_FOUND_ROWS))
+                                  CLIENT_FOUND_ROWS)) {
+        /* "Unknown database 'x'" says neither which server nor plainly what is missing. */
+        if (maria.mysql_errno(m->my) == ER_BAD_DB_ERROR)
+            return reign__sql_err(c, err, errlen, REIGN_ENOENT,
+                                  "database \"%s\" does not exist on %s:%u", t->database, t->host,
+                                  t->port ? (unsigned)t->port : 3306u);
         return map_error(m, maria.mysql_errno(m->my), maria.mysql_error(m->my), "connect",
                          reign__now_ns(), err, errlen);
+    }
     m->connected = true;
     return 0;
 }

@@ -425,6 +425,12 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
             code = REIGN_EAUTH;
         if (code == REIGN_ECONNLOSS || code == REIGN_EBACKEND)
             code = REIGN_ECONNECT;
+        /* The server's words ("FATAL: 3D000: database ... does not exist") say neither which
+         * server nor plainly what is missing. */
+        if (!strcmp(st, "3D000"))
+            return reign__sql_err(c, err, errlen, REIGN_ENOENT,
+                                  "database \"%s\" does not exist on %s:%s", t->database, t->host,
+                                  port);
         if (st[0])
             return reign__sql_err(c, err, errlen, code, "connect: %s (%s)", line, st);
         return reign__sql_err(c, err, errlen, code, "connect: %s", line);

@@ -38,9 +38,11 @@
  * by SQLite, hence docs/sql-leases.md's way to replace one.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -387,6 +389,28 @@ static int exec_text(sqlite_conn *s, const char *sql, char *out, size_t outlen, 
     }
 }
 
+/*
+ * SQLite creates the file, never its directory, and says only "unable to open database file":
+ * when the directory is what is missing, name it (config.c made sure the path is absolute and
+ * names a file).  0 if the directory is there.
+ */
+static int missing_dir(reign__sqlconn *c, const char *path, char *err, size_t errlen)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    struct stat st;
+    if (!slash || slash == path || (size_t)(slash - path) >= sizeof dir)
+        return 0;
+    snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (stat(dir, &st) == 0)
+        return S_ISDIR(st.st_mode)
+                   ? 0
+                   : reign__sql_err(c, err, errlen, REIGN_ENOENT, "not a directory: %s", dir);
+    if (errno == ENOENT || errno == ENOTDIR)
+        return reign__sql_err(c, err, errlen, REIGN_ENOENT, "no such directory: %s", dir);
+    return 0;
+}
+
 static int sq_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen)
 {
     sqlite_conn *s = (sqlite_conn *)c;
@@ -399,7 +423,8 @@ static int sq_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
     if (rc != SQLITE_OK) {
         if (!s->db)
             return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-        return map_error(s, rc, "open", err, errlen);
+        int e = (rc & 0xff) == SQLITE_CANTOPEN ? missing_dir(c, t->path, err, errlen) : 0;
+        return e ? e : map_error(s, rc, "open", err, errlen);
     }
     lite.sqlite3_extended_result_codes(s->db, 1);
     s->deadline_ns = reign__sql_deadline(c->connect_timeout_ms);

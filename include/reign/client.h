@@ -89,7 +89,9 @@
  * A wrong password, a missing database or a table with a foreign layout
  * close the client
  * (reign_client_wait_connected() returns REIGN_EAUTH, REIGN_ENOENT,
- * REIGN_EFOREIGN..., and reign_client_errmsg() says why).
+ * REIGN_EFOREIGN..., and reign_client_errmsg() says why); so does a server
+ * host name that does not exist, before the first connection
+ * (REIGN_ECONNECT, "host 'NAME' does not resolve: ...", as on ZooKeeper).
  *
  * Credentials: with a user in the URI, libreign authenticates with
  * ZooKeeper's digest scheme (SQL stores: as that database user) and every

@@ -10,12 +10,14 @@
  * wherever it is, so a freed election is never called back.
  */
 #include <errno.h>
+#include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "worker.h"
@@ -208,11 +210,43 @@ static int listen_all(reign__sqlw *w, char *err, size_t errlen)
     return 0;
 }
 
+/*
+ * Before the first connection: a server's host name that does not exist fails at once, as it
+ * does on ZooKeeper (whose client resolves its hosts as it starts), instead of libpq and
+ * Connector/C trying it again until the connect timeout.  A temporary failure (EAI_AGAIN) is
+ * left to them, and so is every failure once connected: a name that went missing from DNS
+ * for a moment must not stop a running client.  No check for a Unix socket (a path, or
+ * PostgreSQL's "@abstract"), nor when libpq is given the address itself (hostaddr=).
+ */
+static int unknown_host(reign__sqlw *w, char *err, size_t errlen)
+{
+    const reign__sql_target *t = &w->cfg.target;
+    if (w->ever_connected || t->kind == REIGN__SQL_SQLITE || !t->host || t->host[0] == '/' ||
+        t->host[0] == '@' || (t->params && strstr(t->params, "hostaddr=")))
+        return 0;
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    int g = getaddrinfo(t->host, NULL, &hints, &res);
+    if (g == 0)
+        freeaddrinfo(res);
+    if (g != EAI_NONAME)
+        return 0;
+    snprintf(err, errlen, "%s: host '%s' does not resolve: %s", w->store, t->host, gai_strerror(g));
+    return REIGN_ECONNECT;
+}
+
 static void try_connect(reign__sqlw *w)
 {
     char err[512] = "";
     reign__sqlconn *c = NULL;
-    int rc = reign__sql_connect(&c, &w->cfg.target, err, sizeof(err));
+    int rc = unknown_host(w, err, sizeof(err));
+    if (rc < 0) {
+        w->fatal = true;
+        post_state(w, REIGN__SQLW_FATAL, rc, err);
+        return;
+    }
+    rc = reign__sql_connect(&c, &w->cfg.target, err, sizeof(err));
     if (rc == 0) {
         w->conn = c;
         uint64_t before = reign__sql_statements(c);

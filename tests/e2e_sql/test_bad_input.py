@@ -16,7 +16,8 @@ never a password in any output:
   * credentials: a wrong password (from REIGN_PASSWORD, a password file, or the URI itself -
     shown redacted), no password at all, a user without rights;
   * a missing database (named, with its server; a missing SQLite directory is named too,
-    never "no such node or row"); a closed port and a port that accepts but never answers
+    never "no such node or row"); a host name that does not exist (said at once, as on
+    ZooKeeper, never "timed out"); a closed port and a port that accepts but never answers
     (connect_timeout_ms=1000: reign gives up on its own, within a generous bound);
   * a table of foreign layout (one lacking a seed column; on the servers also one whose
     gmt_modified has no milliseconds), made by the administrator and pointed at with table=:
@@ -40,6 +41,19 @@ from sqle import check, log, wait_for  # noqa: E402
 
 FAIL = 1
 WRONG = "wrongpw-e2e-7Qx"
+NO_HOST = "no-such-host.invalid"  # RFC 6761: never resolves
+
+
+def name_does_not_exist(host):
+    """Whether this machine's resolver says `host` does not exist (EAI_NONAME), rather than
+    that it cannot answer now (no DNS server reachable: EAI_AGAIN)."""
+    try:
+        socket.getaddrinfo(host, None)
+    except socket.gaierror as e:
+        if e.errno == socket.EAI_NONAME:
+            return True
+        log(f"skipped the unknown host case: the resolver says {e} for {host}")
+    return False
 
 
 class Cases:
@@ -216,6 +230,12 @@ def server_cases(t, c, store, closed_port, silent_port):
              ["--uri", uri(b=f"{scheme}://reign@{host}/nosuchdb_e2e"), "campaign", n()],
              [f'database "nosuchdb_e2e" does not exist on {host}'] if kind == "postgres"
              else ["nosuchdb_e2e", "does not exist"], unwanted=["no such node or row"])
+    # A host name that does not exist fails at once, as on ZooKeeper, not after the connect
+    # timeout (a resolver that cannot answer, EAI_AGAIN, still waits: not this case).
+    if name_does_not_exist(NO_HOST):
+        c.expect(f"{kind}: unknown host",
+                 ["--uri", uri(b=f"{scheme}://reign@{NO_HOST}/reign"), "campaign", n()],
+                 [f"host '{NO_HOST}' does not resolve"], unwanted=["timed out"])
     c.expect(f"{kind}: closed port",
              ["--uri", uri(b=f"{scheme}://reign@127.0.0.1:{closed_port}/reign",
                            connect_timeout_ms=1000), "campaign", n()], ["cannot connect"])

@@ -10,7 +10,11 @@
      `reignd --check` takes the example configuration from /usr/share/doc/reignd/examples;
      the installed bash completion completes (tests/docs/test_completion.py); the unit
      starts /usr/sbin/reignd;
-  4. `apt-get purge` removes them, and their files are gone.
+  4. `apt-get purge` removes them, and their files are gone, all but root's default store
+     (/var/lib/reign/reign.db, made by the installed `reign` run as root without --uri): it
+     holds values and the record of the slots that ran, so it stays, as the README's purge
+     paragraph and reign(1) say.  The machine's own /var/lib/reign, if any, is moved aside
+     for the test and put back.
 
 It changes the machine's /usr, so it runs as root only, refuses to touch reign packages it did
 not install, and purges its own whatever happens.  Two suites on one machine (two checkouts'
@@ -40,6 +44,9 @@ APT = ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=120"]
 LOCK_PATH = os.path.join("/run/lock" if os.path.isdir("/run/lock") else tempfile.gettempdir(),
                          "reign-packages-test.lock")
 LOCK_WAIT_S = 300
+ROOT_STORE_DIR = "/var/lib/reign"
+ROOT_STORE = ROOT_STORE_DIR + "/reign.db"
+SAVED_STORE_DIR = ROOT_STORE_DIR + ".packages-test-saved"
 
 
 def machine_lock():
@@ -59,6 +66,20 @@ def machine_lock():
                 log(f"waiting for another package test on this machine ({LOCK_PATH})")
                 said = True
             time.sleep(0.5)
+
+
+def purge_keeps_documented(src):
+    """The README's paragraph on `apt-get purge` and reign(1)'s entry for root's store both
+    say that the store stays."""
+    with open(os.path.join(src, "README.md"), encoding="utf-8") as f:
+        paragraphs = f.read().split("\n\n")
+    said = [p for p in paragraphs if "apt-get purge" in p and ROOT_STORE in p and "stays" in p]
+    check(said, f"README.md's paragraph on apt-get purge does not say that {ROOT_STORE} stays")
+    with open(os.path.join(src, "man", "reign.1"), encoding="utf-8") as f:
+        page = f.read()
+    entry = page[page.rfind(".I " + ROOT_STORE):].split(".TP")[0]
+    check("Purging the package leaves it" in entry,
+          f"reign(1)'s entry for {ROOT_STORE} does not say that purging leaves it")
 
 
 def installed(pkgs):
@@ -88,9 +109,16 @@ def main():
             f"own: apt-get purge {' '.join(there)} first")
         return 1
 
+    if os.path.lexists(SAVED_STORE_DIR):
+        log(f"FAILED: {SAVED_STORE_DIR} exists (a run of this test was cut off before putting "
+            f"back the machine's {ROOT_STORE_DIR}): move it back first")
+        return 1
     tmp = tempfile.mkdtemp(prefix="reign-packages-")
     os.chmod(tmp, 0o755)
     ours = False
+    saved = os.path.lexists(ROOT_STORE_DIR)
+    if saved:
+        os.rename(ROOT_STORE_DIR, SAVED_STORE_DIR)
     try:
         out = os.path.join(tmp, "debs")
         run(["bash", os.path.join(src, "scripts", "package.sh"), "--lintian", out])
@@ -134,6 +162,10 @@ def main():
         run([sys.executable, os.path.join(src, "tests", "docs", "test_completion.py"),
              "/usr/bin/reign", "/usr/share/bash-completion/completions/reign"], env=env)
 
+        # Root's default store, as root makes it: a value in it.
+        run(["reign", "value", "set", "packages-test/kept", "yes"], env=env)
+        check(os.path.isfile(ROOT_STORE), f"reign as root did not make {ROOT_STORE}")
+
         run([*APT, "purge", *PACKAGES], env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
         ours = False
         left = installed(PACKAGES)
@@ -142,8 +174,10 @@ def main():
                      "/usr/include/reign", "/lib/systemd/system/reignd.service",
                      "/usr/share/doc/reignd"):
             check(not os.path.exists(path), f"{path} is left after the purge")
+        check(os.path.isfile(ROOT_STORE), f"the purge removed {ROOT_STORE}")
+        purge_keeps_documented(src)
         log("packages: built, lintian clean, installed, used (pkg-config, CMake, reign, guardian, "
-            "reignd --check, completion), purged: OK")
+            f"reignd --check, completion), purged ({ROOT_STORE} kept, as documented): OK")
         return 0
     except (Failure, subprocess.TimeoutExpired) as e:
         log(f"FAILED: {e}")
@@ -153,6 +187,10 @@ def main():
             subprocess.run([*APT, "purge", *PACKAGES], stdout=subprocess.DEVNULL,
                            env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
         shutil.rmtree(tmp, ignore_errors=True)
+        # What this test made of /var/lib/reign goes; the machine's own comes back.
+        shutil.rmtree(ROOT_STORE_DIR, ignore_errors=True)
+        if saved:
+            os.rename(SAVED_STORE_DIR, ROOT_STORE_DIR)
 
 
 if __name__ == "__main__":

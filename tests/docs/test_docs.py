@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_docs.py SOURCE_DIR - the user-facing docs do not drift from the tree.
+"""test_docs.py SOURCE_DIR [BUILD_DIR [CTEST]] - the user-facing docs do not drift from the tree.
 
   - README.md's Layout section names every folder of the source tree down to two levels
     (src/reignd, tests/e2e, bench/ref, ...), either as an entry of its own ("src/reignd/") or
@@ -8,7 +8,12 @@
     as the folder of a file it names), and every path it names exists;
   - the man pages, docs/, README.md, the public headers, the examples and contrib/ cite no
     "issue N" or "seed N" (the project's own bookkeeping): they name the systems instead
-    (Tera, HDFS's ZKFC, ...).
+    (Tera, HDFS's ZKFC, ...);
+  - docs/design.md's table of promises names, in its last column, only tests that exist: each
+    `name` is a ctest entry of BUILD_DIR (`ctest -N`, run with CTEST, default "ctest"; "{a,b}"
+    in a name stands for one entry per word), each `path` a file or folder of the tree.  A row
+    must name a test, say **open** (no test yet), or hold TBD alone (a test being written).
+    Without BUILD_DIR only the paths are checked.
 """
 
 import os
@@ -120,13 +125,82 @@ def check_citations(src):
                                         f"{m.group(0)!r}; name the system instead")
 
 
+PROMISES = "## Promises, the faults that could break them, and the tests that show they hold"
+
+
+def expand(name):
+    """The names a cited name stands for: a_{x,y}_{1,2} is a_x_1, a_x_2, a_y_1 and a_y_2."""
+    m = re.search(r"\{([^{}]*)\}", name)
+    if not m:
+        return [name]
+    return [n for word in m.group(1).split(",")
+            for n in expand(name[:m.start()] + word + name[m.end():])]
+
+
+def ctest_names(build, ctest):
+    out = subprocess.run([ctest, "-N"], cwd=build, stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, text=True, check=False).stdout
+    names = set(re.findall(r"^\s*Test\s+#\d+: (\S+)", out, re.M))
+    if not names:
+        failures.append(f"`{ctest} -N` in {build} lists no test: {out.strip()[:200]!r}")
+    return names
+
+
+def promise_rows(src):
+    """(line number, last cell) of every row of the tables in design.md's promises section."""
+    with open(os.path.join(src, "docs", "design.md"), encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    try:
+        start = lines.index(PROMISES)
+    except ValueError:
+        failures.append(f"docs/design.md has no section {PROMISES!r}")
+        return []
+    rows = []
+    for no, line in enumerate(lines[start + 1:], start + 2):
+        if line.startswith("## "):
+            break
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if not line.startswith("|") or set(line) <= set("|- ") or cells[0] == "promise":
+            continue
+        if len(cells) != 4:
+            failures.append(f"docs/design.md:{no}: a promise's row has {len(cells)} cells, not 4")
+            continue
+        rows.append((no, cells[3]))
+    if not rows:
+        failures.append("docs/design.md's promises section has no table rows")
+    return rows
+
+
+def check_promises(src, build, ctest):
+    names = ctest_names(build, ctest) if build else None
+    for no, cell in promise_rows(src):
+        if cell == "TBD":
+            continue
+        cited = re.findall(r"`([^`]+)`", cell)
+        if not cited and not cell.startswith("**open**"):
+            failures.append(f"docs/design.md:{no}: a promise names no test (say **open**, "
+                            f"or TBD while one is written)")
+        for item in cited:
+            if "/" in item:
+                if not os.path.exists(os.path.join(src, item)):
+                    failures.append(f"docs/design.md:{no}: {item} is not in the tree")
+            elif names is not None:
+                for name in expand(item):
+                    if name not in names:
+                        failures.append(f"docs/design.md:{no}: no ctest entry {name!r}")
+
+
 def main():
     src = sys.argv[1]
+    build = sys.argv[2] if len(sys.argv) > 2 else None
+    ctest = sys.argv[3] if len(sys.argv) > 3 else "ctest"
     check_layout(src)
     check_design_map(src)
     check_citations(src)
+    check_promises(src, build, ctest)
     return report(failures, "README's Layout names every folder; design.md's map matches the "
-                  "tree; no issue or seed numbers in user-facing pages")
+                  "tree; no issue or seed numbers in user-facing pages; every test design.md's "
+                  "promises cite exists" + ("" if build else " (as a file; no BUILD_DIR given)"))
 
 
 if __name__ == "__main__":

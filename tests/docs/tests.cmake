@@ -1,8 +1,9 @@
 # The docs and the shell completion against the tools and the tree: each man page's options
 # against --help, README's Layout against the folders, no project bookkeeping in user-facing
-# pages, and the bash completion of reign.  No server.
+# pages, the tests docs/design.md cites for its promises (against this build's `ctest -N`), and
+# the bash completion of reign.  No server.
 add_test(NAME docs_drift COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/test_docs.py
-  ${PROJECT_SOURCE_DIR})
+  ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR} ${CMAKE_CTEST_COMMAND})
 set_tests_properties(docs_drift PROPERTIES LABELS "unit;docs" TIMEOUT 60)
 if(TARGET reign_cli AND TARGET reignd)
   add_test(NAME docs_man_options COMMAND ${Python3_EXECUTABLE}

@@ -9,11 +9,12 @@
  *
  * ZooKeeper: the entries are the nodes under /reign/election, /reign/group,
  * /reign/value and /reign/tasks (below the URI's chroot).  A SQL store
- * holds elections (one lease row each, in the URI's table and data_center)
- * and values (rows of "<table>_values", listed by the first segment of
- * their keys, as ZooKeeper's directory shows them); its followers are
- * invisible, so "who stands" there is the lease holder alone, and the
- * candidates that asked to be listed (reign_election_options.listed).
+ * holds elections (one lease row each, in the URI's table and data_center;
+ * a row cleared by reign_store_remove() is no election) and values (rows
+ * of "<table>_values", listed by the first segment of their keys, as
+ * ZooKeeper's directory shows them); its followers are invisible, so "who
+ * stands" there is the lease holder alone, and the candidates that asked to
+ * be listed (reign_election_options.listed).
  */
 #ifndef REIGN_STORE_H
 #define REIGN_STORE_H
@@ -73,13 +74,18 @@ typedef void reign_store_remove_cb(reign_client *client, int err, const char *co
 /*
  * Removes entry `name` of `kind` if nobody stands in it: an election without candidates (SQL:
  * whose lease has run out or was released, and in which no listed candidate stands; its rows
- * in the candidates table go with its lease row), a group without members, a value, a task queue
- * without workers or masters (its group and election "tasks.NAME"; ZooKeeper only).  Safe
- * against somebody joining meanwhile: ZooKeeper deletes the node only if it has no child but
- * the election's term, in one multi; SQL deletes the row only at the term it read expired.  A
- * queue's subtree (its tasks, payloads, assignments and results) is deleted deepest first: a
- * task submitted meanwhile makes the removal fail with REIGN_EBUSY, with part of the queue
- * gone.  On SQL, a follower still running makes the row again at its next look.
+ * in the candidates table go), a group without members, a value, a task queue without workers
+ * or masters (its group and election "tasks.NAME"; ZooKeeper only).  Safe against somebody
+ * joining meanwhile: ZooKeeper deletes the node only if it has no child but the election's
+ * term, in one multi; SQL clears the row only at the term it read expired.  A queue's subtree
+ * (its tasks, payloads, assignments and results) is deleted deepest first: a task submitted
+ * meanwhile makes the removal fail with REIGN_EBUSY, with part of the queue gone.
+ *
+ * Fencing tokens never go back for a name: ZooKeeper's tokens are the store's transaction
+ * ids, which only grow; on SQL the election's lease row is not deleted but cleared (no
+ * holder, released, no payload) and keeps its term, so the next leadership takes the term
+ * after it.  The cleared row is no entry to list or remove (REIGN_ENOENT), and
+ * reign_election_query() finds no election there until somebody stands again.
  */
 REIGN_EXPORT int reign_store_remove(reign_client *client, reign_entry_kind kind, const char *name,
                                     reign_store_remove_cb *cb, void *userdata);

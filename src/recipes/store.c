@@ -13,8 +13,9 @@
  *
  * SQL: one CALL on the worker thread lists the rows and reads each lease, then the values (the
  * first segment of each key, as ZooKeeper's directory shows them); a removal reads the lease
- * and the listed candidates (candidates.h), deletes the row only at the term it read expired
- * and no candidate listed (catalog.c), then the election's rows in the candidates table.
+ * and the listed candidates (candidates.h), clears the row only at the term it read expired
+ * and no candidate listed (catalog.c: the row, and its term, stay, so that tokens never go
+ * back), then deletes the election's rows in the candidates table.
  */
 #include <reign/store.h>
 
@@ -445,8 +446,8 @@ static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_
         if (rc < 0 || (rc = count_slots(c, dc, name, &e->slots, err, errlen)) < 0)
             break;
         rc = 1;
-        if (!l.exists)
-            e->gone = true;
+        if (!l.exists || reign__sql_lease_removed(&l))
+            e->gone = true; /* deleted since the listing, or cleared by `reign rm` */
         else if (!l.released && !l.db_expired && l.owner[0]) {
             e->standing = 1;
             if (!(e->leader = reign__strdup(l.owner)))
@@ -485,7 +486,7 @@ static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, siz
     int rc = reign__sql_lease_read(c, dc, x->name, &l, err, errlen);
     if (rc < 0)
         return rc;
-    if (!l.exists)
+    if (!l.exists || reign__sql_lease_removed(&l))
         rc = REIGN_ENOENT;
     else if (!l.released && !l.db_expired && l.owner[0]) {
         reign__strlcpy(x->owner, l.owner, sizeof(x->owner));
@@ -494,8 +495,8 @@ static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, siz
                x->cands.n) {
         rc = REIGN_EBUSY; /* listed candidates stand, about to claim the lease */
     } else if (rc == 0) {
-        rc = reign__sql_catalog_remove(c, dc, x->name, l.term, err, errlen);
-        if (rc > 0) /* the lease row is gone: the rows of candidates that stood in it too */
+        rc = reign__sql_catalog_clear(c, dc, &l, x->name, err, errlen);
+        if (rc > 0) /* the lease row is cleared: the rows of candidates that stood in it go */
             rc = reign__candidates_remove(c, dc, x->name, err, errlen);
         else if (rc == 0) { /* taken over since the read */
             reign__lease_clear(&l);

@@ -336,9 +336,20 @@ const char *reign__sql_table(const reign__sqlconn *c);
 /* The names of the elections of data center dc, sorted (catalog.c). */
 int reign__sql_catalog_list(reign__sqlconn *c, const char *dc, reign__sql_rows *names, char *err,
                             size_t errlen);
-/* Deletes election `name`'s row if its term is still `term`: 1 if deleted, 0 if not. */
-int reign__sql_catalog_remove(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
-                              char *err, size_t errlen);
+/*
+ * `reign rm` of election `name`, whose lease `l` was read expired or released: releases it and
+ * clears it - owner '', owner_guid REIGN__SQL_REMOVED, no payload - keeping its term, so that
+ * the election's next leader takes term + 1 as after any release (a deleted row would be made
+ * again at term 1: tokens would go back).  1 if cleared, 0 if the row moved on since the read
+ * (taken, renewed or released by another), or a negative code.
+ */
+int reign__sql_catalog_clear(reign__sqlconn *c, const char *dc, const reign__lease *l,
+                             const char *name, char *err, size_t errlen);
+/* The owner_guid of a row cleared by `reign rm` (with owner ''): never a candidate's guid, nor
+ * REIGN__SQL_DEPOSED.  Such a row is no election to list, remove or query. */
+#define REIGN__SQL_REMOVED "-removed-"
+/* Whether `l` (as read) is a row cleared by `reign rm`. */
+bool reign__sql_lease_removed(const reign__lease *l);
 
 /*
  * Whether what `c` was made to is gone (SQLite: its file was deleted or replaced under it), so

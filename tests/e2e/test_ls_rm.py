@@ -15,7 +15,8 @@
     value at once, and the queue with its three pending tasks (the whole subtree); ZooKeeper
     has no node of them left, and ls no longer lists them (the workers' group tasks.qu-1
     stays, an entry of its own).
-  * the election can be made again afterwards (a new campaign is elected).
+  * the election can be made again afterwards: a new campaign is elected with a token above
+    the removed election's (ZooKeeper's tokens are zxids, which a removal does not reset).
 """
 import json
 import os
@@ -124,6 +125,8 @@ def body(t):
 
     b = t.campaign("b", "el-1", uri)
     wait_for(lambda: b.elected(), "b elected in the election made again")
+    check(b.elected()[0].token > a.elected()[-1].token,
+          f"b's token {b.elected()[0].token} is not above a's {a.elected()[-1].token}")
     b.send(signal.SIGTERM)
     check(b.wait() == 0, "b did not exit 0")
 

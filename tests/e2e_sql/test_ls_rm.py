@@ -11,9 +11,14 @@
   * rm el-1 while a holds the lease exits 1 naming a, and leaves the row; rm of a group (a
     SQL store has none) or of a value with no row is "no such"; rm of a name with no row says
     so; rm cfg removes the value.
-  * rm el-2 (released) removes its row; once a has resigned, rm el-1 removes that too; the
-    foreign row stays (rm refuses a name reign would not write); a new campaign in el-1 is
-    elected (the row is made again).
+  * rm el-2 (released) clears its row, keeping its term; once a has resigned, rm el-1 clears
+    that too; ls lists neither, rm of either again is "no such"; the foreign row stays (rm
+    refuses a name reign would not write); a new campaign in el-1 is elected with a token
+    above a's.
+  * tokens never go back: three leaderships of tk, each recorded by a slot of `reign run
+    --slot` (tokens growing), rm tk, a campaign in tk is elected with a token above the
+    three, and a fourth slot is recorded with a token above that: the slot record's tokens
+    keep growing across the removal.
 """
 import json
 import os
@@ -88,23 +93,64 @@ def body(t, kind):
     rc, _, err = reign("value", "get", "cfg")
     check(rc != 0, f"cfg still there after rm: {rc} {err!r}")
 
+    term = store.lease_row("el-2").term
     rc, out, err = reign("rm", "el-2")
     check(rc == 0 and out.strip() == "removed election el-2", f"rm el-2: {rc} {out!r} {err!r}")
-    check(store.lease_row("el-2") is None, "el-2's row is still there")
+    row = store.lease_row("el-2")
+    check(row is not None and row.owner == "" and row.term == term,
+          f"el-2's row after rm: {row} (want kept at term {term}, with no owner)")
     a.send(signal.SIGTERM)
     check(a.wait() == 0, "a did not exit 0")
     rc, out, err = reign("rm", "el-1")
     check(rc == 0 and out.strip() == "removed election el-1", f"rm el-1: {rc} {out!r} {err!r}")
-    check(store.lease_row("el-1") is None, "el-1's row is still there")
     rc, out, _ = reign("ls")
     check(sorted(ln.split()[-1] for ln in out.splitlines()) == ["foreign", "slots=2",
                                                                 "standing=0"],
           f"ls after rm: {out!r}")
+    for args, msg in ((["el-1"], "no election, group, value or queue 'el-1'"),
+                      (["--kind", "election", "el-2"], "no election 'el-2'")):
+        rc, _, err = reign("rm", *args)
+        check(rc == 1 and msg in err, f"rm {args} again: {rc} {err!r}")
+    check(t.status("el-1", uri) is None, "status of el-1 after rm is not 'no such election'")
 
     c = t.campaign("c", "el-1", uri)
     sqle.wait_alive(c.elected, "c elected in el-1 made again", [c])
+    check(c.elected()[0].token > a.elected()[-1].token,
+          f"c's token {c.elected()[0].token} is not above a's {a.elected()[-1].token}")
     c.send(signal.SIGTERM)
     check(c.wait() == 0, "c did not exit 0")
+
+    tokens_never_go_back(t, uri, reign)
+
+
+def slot_tokens(reign, name):
+    """{slot key: token} of the slot record of `name`."""
+    rc, out, err = reign("runs", name, "--json")
+    check(rc == 0, f"runs {name}: {rc} {err!r}")
+    return {s["slot"]: r["token"] for s in json.loads(out)["slots"] for r in s["runs"]}
+
+
+def tokens_never_go_back(t, uri, reign):
+    for k in ("k1", "k2", "k3"):
+        rc, _, err = reign("run", "tk", "--slot", k, "--", "true")
+        check(rc == 0, f"run tk --slot {k}: {err}")
+    before = slot_tokens(reign, "tk")
+    check(before["k1"] < before["k2"] < before["k3"], f"tokens of three leaderships: {before}")
+    rc, out, err = reign("rm", "tk")
+    check(rc == 0 and out.strip() == "removed election tk", f"rm tk: {rc} {out!r} {err!r}")
+    d = t.campaign("after-rm", "tk", uri)
+    sqle.wait_alive(d.elected, "after-rm elected in tk", [d])
+    ev = d.elected()[0]
+    # On a SQL store the term is the token: both go on from the last leadership's.
+    check(ev.token > before["k3"] and ev.term > before["k3"],
+          f"after rm: elected term={ev.term} token={ev.token}, tokens before: {before}")
+    d.send(signal.SIGTERM)
+    check(d.wait() == 0, "after-rm did not exit 0")
+    rc, _, err = reign("run", "tk", "--slot", "k4", "--", "true")
+    check(rc == 0, f"run tk --slot k4: {err}")
+    after = slot_tokens(reign, "tk")
+    check(after["k4"] > ev.token > after["k3"], f"slot record after rm: {after}")
+    log(f"tokens {before} then {ev.token} (campaign) and {after['k4']} (slot k4) after rm")
 
 
 if __name__ == "__main__":

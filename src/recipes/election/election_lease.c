@@ -1001,7 +1001,7 @@ static void on_snapshot(void *owner, void *arg, const reign__sqlw_result *r)
     /* For people: whether it has run out is the database clock's view here (nothing is
      * decided by it; a follower counts on its own clock). */
     bool live = l->exists && !l->released && !l->db_expired;
-    if (!l->exists && !sn->cands.n) {
+    if ((!l->exists || reign__sql_lease_removed(l)) && !sn->cands.n) {
         query_finish(q, REIGN_ENOENT, NULL);
         return;
     }

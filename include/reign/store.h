@@ -8,13 +8,13 @@
  * still pending when the client closes complete with REIGN_ECLOSED.
  *
  * ZooKeeper: the entries are the nodes under /reign/election, /reign/group,
- * /reign/value and /reign/tasks (below the URI's chroot).  A SQL store
- * holds elections (one lease row each, in the URI's table and data_center;
- * a row cleared by reign_store_remove() is no election) and values (rows
- * of "<table>_values", listed by the first segment of their keys, as
- * ZooKeeper's directory shows them); its followers are invisible, so "who
- * stands" there is the lease holder alone, and the candidates that asked to
- * be listed (reign_election_options.listed).
+ * /reign/value and /reign/tasks (below the URI's chroot); a value is listed
+ * by its whole key ("app/config"), the nodes above it that hold nothing are
+ * not listed.  A SQL store holds elections (one lease row each, in the URI's
+ * table and data_center; a row cleared by reign_store_remove() is no
+ * election) and values (rows of "<table>_values", listed by key); its
+ * followers are invisible, so "who stands" there is the lease holder alone,
+ * and the candidates that asked to be listed (reign_election_options.listed).
  */
 #ifndef REIGN_STORE_H
 #define REIGN_STORE_H
@@ -74,12 +74,14 @@ typedef void reign_store_remove_cb(reign_client *client, int err, const char *co
 /*
  * Removes entry `name` of `kind` if nobody stands in it: an election without candidates (SQL:
  * whose lease has run out or was released, and in which no listed candidate stands; its rows
- * in the candidates table go), a group without members, a value, a task queue without workers
- * or masters (its group and election "tasks.NAME"; ZooKeeper only).  Safe against somebody
- * joining meanwhile: ZooKeeper deletes the node only if it has no child but the election's
- * term, in one multi; SQL clears the row only at the term it read expired.  A queue's subtree
- * (its tasks, payloads, assignments and results) is deleted deepest first: a task submitted
- * meanwhile makes the removal fail with REIGN_EBUSY, with part of the queue gone.
+ * in the candidates table go), a group without members, a value (`name` is its whole key, as
+ * listed; on ZooKeeper, as reign_value_delete() at the version read, which also removes the
+ * nodes above it left holding nothing), a task queue without workers or masters (its group
+ * and election "tasks.NAME"; ZooKeeper only).  Safe against somebody joining meanwhile:
+ * ZooKeeper deletes the node only if it has no child but the election's term, in one multi;
+ * SQL clears the row only at the term it read expired.  A queue's subtree (its tasks,
+ * payloads, assignments and results) is deleted deepest first: a task submitted meanwhile
+ * makes the removal fail with REIGN_EBUSY, with part of the queue gone.
  *
  * Fencing tokens never go back for a name: ZooKeeper's tokens are the store's transaction
  * ids, which only grow; on SQL the election's lease row is not deleted but cleared (no

@@ -11,7 +11,8 @@
  *
  * Layout (ZooKeeper): the value of key "a/b" lives in the persistent node
  * /reign/value/a/b as a record ("reign 1\n\n" + payload, see record.h); the
- * nodes above it are made as needed and hold nothing.  A node that holds
+ * nodes above it are made as needed and hold nothing, and a delete removes
+ * those it leaves holding nothing and no other value.  A node that holds
  * nothing is no value (so "a" does not exist just because "a/b" does), and
  * a node that holds data reign did not write is refused (REIGN_EFOREIGN).
  *

@@ -1,5 +1,5 @@
 /*
- * rm.c - `reign rm NAME`: remove an election, group, value or task queue
+ * rm.c - `reign rm NAME`: remove an election, group, value (by key) or task queue
  * nobody stands in (<reign/store.h>).  Without --kind, NAME must name one entry of the
  * store (`reign ls` tells which).  Refused, with exit status 1, while
  * somebody stands in it: the message names who.  There is no --force: on
@@ -26,6 +26,7 @@ static void usage(FILE *f)
                "stands in it (no candidate, no member; a queue: no worker, no master; on a\n"
                "SQL store: no live lease, no listed candidate), and print\n"
                "  removed KIND NAME\n"
+               "A value is named by its whole key (app/config), as `reign ls` lists it.\n"
                "Refused (exit 1) while somebody does, naming who; data that is not reign's\n"
                "is never removed.  Fencing tokens never go back: an election made again\n"
                "after its removal leads with tokens above the old ones (on a SQL store its\n"

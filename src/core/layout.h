@@ -8,7 +8,9 @@
  *
  *   /reign/group/NAME                   persistent; record kind=group
  *   /reign/group/NAME/m_<guid>_<seq>    ephemeral sequential; record id=, guid= + payload
- *   /reign/value/KEY                    persistent; the value's record
+ *   /reign/value/KEY                    persistent; the value's record (the nodes above a
+ *                                       KEY of several segments hold nothing, and go with
+ *                                       the last value below them)
  *   /reign/election/NAME                persistent; record kind=election, strategy=
  *   /reign/election/NAME/term           its version is the leadership's term; record id=,
  *                                       node=, guid= + the leader's payload

@@ -11,11 +11,10 @@
  * fails if somebody joined meanwhile: the node's version, and for an election one multi that
  * deletes its term and itself (ZooKeeper refuses to delete a node that has children).
  *
- * SQL: one CALL on the worker thread lists the rows and reads each lease, then the values (the
- * first segment of each key, as ZooKeeper's directory shows them); a removal reads the lease
- * and the listed candidates (candidates.h), clears the row only at the term it read expired
- * and no candidate listed (catalog.c: the row, and its term, stay, so that tokens never go
- * back), then deletes the election's rows in the candidates table.
+ * SQL: one CALL on the worker thread lists the rows and reads each lease, then the values; a
+ * removal reads the lease and the listed candidates (candidates.h), clears the row only at the
+ * term it read expired and no candidate listed (catalog.c: the row, and its term, stay, so
+ * that tokens never go back), then deletes the election's rows in the candidates table.
  */
 #include <reign/store.h>
 
@@ -286,6 +285,78 @@ static void on_entry(void *owner, void *arg, const reign__zk_result *r)
         finish_list(o, 0);
 }
 
+/*
+ * Values are listed by key, as `reign value` and `reign rm` take them: the tree below
+ * /reign/value is walked and each node read.  A node with data is a value (or foreign data);
+ * one without is only the parent of values below it and is no entry.  Only the branches that
+ * can hold a key starting with the prefix are walked.
+ */
+static bool may_hold(const char *key, const char *prefix)
+{
+    size_t kl = strlen(key), pl = strlen(prefix);
+    return !strncmp(key, prefix, kl < pl ? kl : pl);
+}
+
+static int walk_value(store_op *o, const char *key);
+
+static void on_value_kids(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    tnode *t = arg;
+    int rc = r->rc == REIGN_ENOENT ? 0 : r->rc;
+    for (size_t c = 0; rc == 0 && c < r->n_children; c++) {
+        char *key = reign__strf("%s/%s", t->path, r->children[c]);
+        rc = !key ? REIGN_ENOMEM : may_hold(key, o->prefix) ? walk_value(o, key) : 0;
+        reign__free(key);
+    }
+    if (rc < 0)
+        finish_list(o, rc);
+    else if (--o->pending == 0)
+        finish_list(o, 0);
+}
+
+static void on_value_node(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    tnode *t = arg;
+    int rc = r->rc == REIGN_ENOENT ? 0 : r->rc;
+    if (rc == 0 && r->rc == 0 && r->value_len && !strncmp(t->path, o->prefix, strlen(o->prefix))) {
+        ent *e = add_ent(o, REIGN_ENTRY_VALUE, t->path);
+        if (e)
+            e->foreign = !ours(REIGN_ENTRY_VALUE, r->value, r->value_len);
+        rc = e ? 0 : REIGN_ENOMEM;
+    }
+    if (rc == 0 && r->rc == 0 && r->stat.num_children > 0) {
+        char *path = reign__value_path(t->path);
+        rc = path ? reign__zk_children(o->zk, path, NULL, REIGN__ZK_RETRY, o, on_value_kids, t)
+                  : REIGN_ENOMEM;
+        o->pending += rc == 0;
+        reign__free(path);
+    }
+    if (rc < 0)
+        finish_list(o, rc);
+    else if (--o->pending == 0)
+        finish_list(o, 0);
+}
+
+/* Reads the node of value `key` (the key kept with the op until it ends). */
+static int walk_value(store_op *o, const char *key)
+{
+    tnode *t = reign__calloc(1, sizeof(*t));
+    char *path = reign__value_path(key);
+    if (!t || !path || !(t->path = reign__strdup(key))) {
+        reign__free(t);
+        reign__free(path);
+        return REIGN_ENOMEM;
+    }
+    t->next_alloc = o->tree;
+    o->tree = t;
+    int rc = reign__zk_get(o->zk, path, NULL, REIGN__ZK_RETRY, o, on_value_node, t);
+    o->pending += rc == 0;
+    reign__free(path);
+    return rc;
+}
+
 static void on_dir(void *owner, void *arg, const reign__zk_result *r)
 {
     store_op *o = owner;
@@ -296,6 +367,14 @@ static void on_dir(void *owner, void *arg, const reign__zk_result *r)
     }
     size_t pl = strlen(o->prefix);
     for (size_t c = 0; r->rc == 0 && c < r->n_children; c++) {
+        if (k == REIGN_ENTRY_VALUE) {
+            int rc = may_hold(r->children[c], o->prefix) ? walk_value(o, r->children[c]) : 0;
+            if (rc < 0) {
+                finish_list(o, rc);
+                return;
+            }
+            continue;
+        }
         if (strncmp(r->children[c], o->prefix, pl))
             continue;
         size_t i = o->n;
@@ -398,7 +477,7 @@ static int add_entry(sql_ctx *x, size_t *cap, reign_entry_kind kind, const char 
     return 0;
 }
 
-/* The values, as ZooKeeper's directory lists them: the first segment of each key, once. */
+/* The values, by key (as on ZooKeeper). */
 static int list_values(reign__sqlconn *c, const char *dc, sql_ctx *x, char *err, size_t errlen)
 {
     reign__sql_rows keys;
@@ -408,9 +487,8 @@ static int list_values(reign__sqlconn *c, const char *dc, sql_ctx *x, char *err,
     size_t pl = strlen(x->prefix), cap = x->n;
     for (size_t i = 0; rc == 0 && i < keys.n_rows; i++) {
         const char *key = reign__sql_cell(&keys, i, 0);
-        size_t n = key ? strcspn(key, "/") : 0;
-        if (n && n >= pl && !strncmp(key, x->prefix, pl))
-            rc = add_entry(x, &cap, REIGN_ENTRY_VALUE, key, n);
+        if (key && *key && !strncmp(key, x->prefix, pl))
+            rc = add_entry(x, &cap, REIGN_ENTRY_VALUE, key, strlen(key));
     }
     reign__sql_rows_free(&keys);
     return rc < 0 ? rc : 1;
@@ -799,6 +877,17 @@ static void on_queue_workers(reign_client *client, int err, const reign_member *
     judge(o, err, err < 0 ? 0 : n, member_id, members);
 }
 
+static void on_value_deleted(reign_client *client, int err, const reign_value *value,
+                             void *userdata)
+{
+    store_op *o = userdata;
+    (void)client;
+    (void)value;
+    o->sub_pending = false;
+    /* Written meanwhile: refused all the same, as for the other kinds. */
+    finish_remove(o, err == REIGN_EBADVERSION ? REIGN_EBUSY : err, NULL, 0);
+}
+
 static void on_node(void *owner, void *arg, const reign__zk_result *r)
 {
     store_op *o = owner;
@@ -807,13 +896,24 @@ static void on_node(void *owner, void *arg, const reign__zk_result *r)
         finish_remove(o, r->rc, NULL, 0);
         return;
     }
+    if (o->kind == REIGN_ENTRY_VALUE && r->value_len == 0) {
+        finish_remove(o, REIGN_ENOENT, NULL, 0); /* only the parent of other values */
+        return;
+    }
     if (!ours(o->kind, r->value, r->value_len)) {
         finish_remove(o, REIGN_EFOREIGN, NULL, 0);
         return;
     }
     o->version = r->stat.version;
     if (o->kind == REIGN_ENTRY_VALUE) {
-        delete_node(o);
+        /* The value recipe's delete, at the version read: it also prunes the parents it
+         * leaves empty, and keeps the node (emptied) if values live below it. */
+        o->sub_pending = true;
+        int rc = reign_value_delete(o->client, o->name, o->version, on_value_deleted, o);
+        if (rc < 0) {
+            o->sub_pending = false;
+            finish_remove(o, rc, NULL, 0);
+        }
         return;
     }
     /* A call that fails never calls back. */
@@ -833,8 +933,11 @@ static void on_node(void *owner, void *arg, const reign__zk_result *r)
 int reign_store_remove(reign_client *client, reign_entry_kind kind, const char *name,
                        reign_store_remove_cb *cb, void *userdata)
 {
-    if (!reign_entry_kind_name(kind) || !name || !*name || strchr(name, '/') ||
-        !strcmp(name, ".") || !strcmp(name, ".."))
+    /* A value's key may have several segments; every other name has one. */
+    if (!reign_entry_kind_name(kind) || !name || !*name ||
+        (kind == REIGN_ENTRY_VALUE
+             ? reign_value_key_check(name) < 0
+             : strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")))
         return REIGN_EINVAL;
     store_op *o = op_new(client, (void *)cb, userdata);
     if (!o)

@@ -17,6 +17,11 @@
     stays, an entry of its own).
   * the election can be made again afterwards: a new campaign is elected with a token above
     the removed election's (ZooKeeper's tokens are zxids, which a removal does not reset).
+  * values whose key has a '/': ls lists app/config by key (not its parent node app, which
+    holds nothing, as foreign); rm app/config and rm --kind value app/b remove them, and the
+    parent nodes they leave holding nothing go with the last of them (`value del app/a` with
+    app/b still there keeps /reign/value/app); reignd's value reignd/svc/breadcrumb is listed
+    by key, not its parent node reignd as foreign.
 """
 import json
 import os
@@ -129,6 +134,52 @@ def body(t):
           f"b's token {b.elected()[0].token} is not above a's {a.elected()[-1].token}")
     b.send(signal.SIGTERM)
     check(b.wait() == 0, "b did not exit 0")
+
+    values_with_a_slash(t, zh, reign)
+
+
+def values_with_a_slash(t, zh, reign):
+    for key in ("app/config", "app/a", "app/b", "deep/er/key"):
+        rc, _, err = reign("value", "set", key, "1")
+        check(rc == 0, f"value set {key}: {err}")
+    # What reignd keeps per election, as it writes it.
+    rc, _, err = reign("value", "set", "reignd/svc/breadcrumb",
+                       "reignd breadcrumb 1\nid=x\nservice_address=h:1\nterm=1\ntoken=1\n")
+    check(rc == 0, f"value set reignd/svc/breadcrumb: {err}")
+    for prefix, want in (("app", [["value", "app/a", "standing=0"],
+                                  ["value", "app/b", "standing=0"],
+                                  ["value", "app/config", "standing=0"]]),
+                         ("deep/er/", [["value", "deep/er/key", "standing=0"]]),
+                         ("reignd", [["value", "reignd/svc/breadcrumb", "standing=0"]])):
+        rc, out, err = reign("ls", prefix)
+        check(rc == 0 and [ln.split() for ln in out.splitlines()] == want,
+              f"ls {prefix}: {rc} {out!r} {err!r}")
+    rc, out, _ = reign("ls", "reignd", "--json")
+    check([(e["name"], e["foreign"]) for e in json.loads(out)] ==
+          [("reignd/svc/breadcrumb", False)], f"ls reignd --json: {out}")
+
+    rc, out, err = reign("rm", "app/config")
+    check(rc == 0 and out.strip() == "removed value app/config",
+          f"rm app/config: {rc} {out!r} {err!r}")
+    rc, _, err = reign("value", "del", "app/a")
+    check(rc == 0, f"value del app/a: {err}")
+    rc, _, _ = t.zkraw(zh, "exists", "/reign/value/app")
+    check(rc == 0, f"/reign/value/app went while app/b is in it ({rc})")
+    rc, out, err = reign("rm", "--kind", "value", "app/b")
+    check(rc == 0 and out.strip() == "removed value app/b",
+          f"rm --kind value app/b: {rc} {out!r} {err!r}")
+    rc, out, err = reign("rm", "deep/er/key")
+    check(rc == 0 and out.strip() == "removed value deep/er/key",
+          f"rm deep/er/key: {rc} {out!r} {err!r}")
+    for p in ("/reign/value/app", "/reign/value/deep"):
+        rc, _, _ = t.zkraw(zh, "exists", p)
+        check(rc == NONODE, f"{p} still exists once no value is below it ({rc})")
+    rc, _, err = reign("rm", "--kind", "value", "reignd")
+    check(rc == 1 and "no value 'reignd'" in err, f"rm of a parent node: {rc} {err!r}")
+    rc, out, _ = reign("ls", "--json")
+    check(not [e for e in json.loads(out) if e["foreign"] and e["kind"] == "value"],
+          f"ls lists values as foreign: {out}")
+    log("values with a '/': listed and removed by key, their parents pruned")
 
 
 if __name__ == "__main__":

@@ -5,12 +5,14 @@
 
   * ls of the empty table prints nothing; with `a` leading el-1, el-2 released by its leader,
     sl-1 with two slots run by `reign run --slot`, a foreign row (a lock_name reign would
-    never write, inserted by hand) and the values cfg and app/x: ls lists el-1 with leader=a,
-    el-2 with nobody, sl-1 with slots=2, the foreign row marked foreign, the values cfg and
-    app (a key's first segment, as ZooKeeper's directory shows it); a PREFIX filters; --json.
+    never write, inserted by hand), the values cfg and app/x, and reignd's layout value of an
+    election (reignd/svc/layout): ls lists el-1 with leader=a, el-2 with nobody, sl-1 with
+    slots=2, the foreign row marked foreign, the values by key (app/x, not its first
+    segment); a PREFIX filters; --json.
   * rm el-1 while a holds the lease exits 1 naming a, and leaves the row; rm of a group (a
     SQL store has none) or of a value with no row is "no such"; rm of a name with no row says
-    so; rm cfg removes the value.
+    so; rm cfg removes the value; rm app/x (found by ls) and rm --kind value app/y remove
+    values whose key has a '/'.
   * rm el-2 (released) clears its row, keeping its term; once a has resigned, rm el-1 clears
     that too; ls lists neither, rm of either again is "no such"; the foreign row stays (rm
     refuses a name reign would not write); a new campaign in el-1 is elected with a token
@@ -53,9 +55,12 @@ def body(t, kind):
     store.sql(f"INSERT INTO {store.quoted()} (data_center, lock_name, owner, duration, term, "
               "term_duration, gmt_create, gmt_modified) VALUES ('default', 'not a/name', 'x', "
               "1000, 1, 0, '2020-01-01 00:00:00', '2020-01-01 00:00:00')")
-    for key in ("cfg", "app/x"):
+    for key in ("cfg", "app/x", "app/y"):
         rc, _, err = reign("value", "set", key, "1")
         check(rc == 0, f"value set {key}: {err}")
+    # What reignd keeps per election, as it writes it.
+    rc, _, err = reign("value", "set", "reignd/svc/layout", "reignd layout 1\n")
+    check(rc == 0, f"value set reignd/svc/layout: {err}")
 
     rc, out, err = reign("ls")
     check(rc == 0, f"ls: {rc} {err}")
@@ -64,8 +69,10 @@ def body(t, kind):
             ["election", "el-2", "standing=0"],
             ["election", "sl-1", "standing=0", "slots=2"],
             ["election", "not", "a/name", "standing=0", "foreign"],
-            ["value", "app", "standing=0"],
-            ["value", "cfg", "standing=0"]]
+            ["value", "app/x", "standing=0"],
+            ["value", "app/y", "standing=0"],
+            ["value", "cfg", "standing=0"],
+            ["value", "reignd/svc/layout", "standing=0"]]
     check(sorted(lines) == sorted(want), f"ls:\n{out}")
     rc, out, _ = reign("ls", "el-2")
     check(out.split() == ["election", "el-2", "standing=0"], f"ls el-2: {out!r}")
@@ -73,7 +80,8 @@ def body(t, kind):
     got = {e["name"]: (e["standing"], e["leader"], e["foreign"]) for e in json.loads(out)}
     check(got == {"el-1": (1, "a", False), "el-2": (0, None, False), "sl-1": (0, None, False),
                   "not a/name": (0, None, True), "cfg": (0, None, False),
-                  "app": (0, None, False)}, f"ls --json: {out}")
+                  "app/x": (0, None, False), "app/y": (0, None, False),
+                  "reignd/svc/layout": (0, None, False)}, f"ls --json: {out}")
     check([e["slots"] for e in json.loads(out) if e["name"] == "sl-1"] == [2], f"slots: {out}")
     rc, out, _ = reign("ls", "cf")
     check(out.split() == ["value", "cfg", "standing=0"], f"ls cf: {out!r}")
@@ -92,6 +100,14 @@ def body(t, kind):
     check(rc == 0 and out.strip() == "removed value cfg", f"rm cfg: {rc} {out!r} {err!r}")
     rc, _, err = reign("value", "get", "cfg")
     check(rc != 0, f"cfg still there after rm: {rc} {err!r}")
+    rc, out, err = reign("rm", "app/x")
+    check(rc == 0 and out.strip() == "removed value app/x", f"rm app/x: {rc} {out!r} {err!r}")
+    rc, out, err = reign("rm", "--kind", "value", "app/y")
+    check(rc == 0 and out.strip() == "removed value app/y",
+          f"rm --kind value app/y: {rc} {out!r} {err!r}")
+    rc, out, _ = reign("ls", "app")
+    check(rc == 0 and out == "", f"ls app after rm: {out!r}")
+    log("values with a '/' in their key listed and removed by key")
 
     term = store.lease_row("el-2").term
     rc, out, err = reign("rm", "el-2")

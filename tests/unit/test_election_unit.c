@@ -222,6 +222,12 @@ static void test_store_refusals(void **state)
         assert_int_equal(
             reign_store_remove(c, REIGN_ENTRY_ELECTION, bad[i], never_called_remove, NULL),
             REIGN_EINVAL);
+    /* A value is named by its key, of one or more segments: only a bad key is refused. */
+    const char *bad_keys[] = {"", "/a", "a/", "a//b", "a/./b", "..", NULL};
+    for (size_t i = 0; i < sizeof(bad_keys) / sizeof(bad_keys[0]); i++)
+        assert_int_equal(
+            reign_store_remove(c, REIGN_ENTRY_VALUE, bad_keys[i], never_called_remove, NULL),
+            REIGN_EINVAL);
     assert_int_equal(reign_store_remove(c, (reign_entry_kind)0, "x", never_called_remove, NULL),
                      REIGN_EINVAL);
     assert_int_equal(reign_store_remove(c, REIGN_ENTRY_VALUE, "x", NULL, NULL), REIGN_EINVAL);

@@ -166,8 +166,9 @@ static void on_created(void *owner, void *arg, const reign__zk_result *r)
     bool again = ++q->tries < REQ_TRIES;
     if (r->rc == 0) {
         finish_stat(q, r);
-    } else if (r->rc == REIGN_ENOENT && again && arg == NULL) {
-        /* A parent is missing: make them, then create again. */
+    } else if (r->rc == REIGN_ENOENT && again) {
+        /* A parent is missing (never made, or pruned by a delete meanwhile): make them, then
+         * create again. */
         make_parents(q->zk, q->path);
         issue(q, reign__zk_create(q->zk, q->path, q->rec.data, q->rec.len, 0, q, on_created,
                                   (void *)1));
@@ -210,15 +211,60 @@ static int start_set(req *q)
 
 static int start_delete(req *q);
 
+/* Finishes a delete that succeeded, at the version it deleted. */
+static void finish_deleted(req *q)
+{
+    reign__zk_stat none = {.version = (int32_t)q->version};
+    reign_value v;
+    fill_value(&v, q->key, &none, NULL);
+    finish(q, 0, &v);
+}
+
+/*
+ * After a delete, the parents it leaves holding nothing go too, from the deepest up: they were
+ * made only for values below them (make_parents), and would stay forever otherwise.  Each is
+ * deleted at the version read while it held no data and no child, so a value written into it
+ * or below it meanwhile keeps it (the delete fails, and pruning stops there).  A writer whose
+ * parent goes between its make_parents and its create makes it again (on_created).
+ */
+static int prune_next(req *q);
+
+static void on_pruned(void *owner, void *arg, const reign__zk_result *r)
+{
+    req *q = owner;
+    (void)arg;
+    if (r->rc < 0 || prune_next(q) < 0)
+        finish_deleted(q);
+}
+
+static void on_prune_read(void *owner, void *arg, const reign__zk_result *r)
+{
+    req *q = owner;
+    (void)arg;
+    if (r->rc < 0 || r->value_len || r->stat.num_children ||
+        reign__zk_delete(q->zk, q->path, r->stat.version, 0, q, on_pruned, NULL) < 0)
+        finish_deleted(q);
+}
+
+/* Reads the parent of q->path (q->path becomes it); a negative code when there is none left
+ * to prune (the values' directory itself stays). */
+static int prune_next(req *q)
+{
+    char *slash = strrchr(q->path, '/');
+    if (!slash || (size_t)(slash - q->path) <= strlen(REIGN__VALUE_DIR))
+        return REIGN_ENOENT;
+    *slash = '\0';
+    return reign__zk_get(q->zk, q->path, NULL, REIGN__ZK_RETRY, q, on_prune_read, NULL);
+}
+
 static void on_deleted(void *owner, void *arg, const reign__zk_result *r)
 {
     req *q = owner;
     int expected = (int)(intptr_t)arg;
     if (r->rc == 0) {
-        reign__zk_stat none = {.version = expected};
-        reign_value v;
-        fill_value(&v, q->key, &none, NULL);
-        finish(q, 0, &v);
+        q->version = expected; /* what finish_deleted reports */
+        if (prune_next(q) < 0)
+            finish_deleted(q);
     } else if (r->rc == REIGN_ENOTEMPTY) {
         /* Values live below it: empty it instead, which readers take as
          * deleted. */

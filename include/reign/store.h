@@ -53,6 +53,10 @@ typedef struct reign_entry {
     /* The node or row is not reign's (its data does not parse as reign's record of that
      * kind): listed, never trusted, never removed. */
     int foreign;
+    /* Which of reign's own programs keeps this entry, or NULL (the user's): "reignd" for the
+     * values reignd keeps per election, "reignd/ELECTION/breadcrumb", ".../layout" and
+     * ".../pause" (reignd(8)). */
+    const char *used_by;
 } reign_entry;
 
 typedef void reign_store_list_cb(reign_client *client, int err, const reign_entry *entries,

@@ -2,9 +2,10 @@
  * ls.c - `reign ls [PREFIX]`: what a store holds (<reign/store.h>): its
  * elections, groups, values and task queues, one line each,
  *
- *   KIND NAME standing=N [leader=ID] [slots=N] [foreign]
+ *   KIND NAME standing=N [leader=ID] [slots=N] [used-by=PROGRAM] [foreign]
  *
- * or, with --json, one JSON array of {"kind","name","standing","leader","slots","foreign"}.
+ * or, with --json, one JSON array of
+ * {"kind","name","standing","leader","slots","used_by","foreign"}.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -24,14 +25,17 @@ static void usage(FILE *f)
                "List what the store holds: elections, groups, values (by key) and task queues\n"
                "(a SQL store: elections and values), those whose name starts with PREFIX, one\n"
                "per line:\n"
-               "  KIND NAME standing=N [leader=ID] [slots=N] [foreign]\n"
+               "  KIND NAME standing=N [leader=ID] [slots=N] [used-by=PROGRAM] [foreign]\n"
                "standing: candidates of an election (SQL: 1 while a lease is held), members\n"
                "of a group.  slots: slots of `reign run --slot|--every` on record (`reign\n"
-               "runs`).  foreign: the node or row is not reign's; reign leaves it alone.\n"
+               "runs`).  used-by=reignd: a value reignd keeps for an election (its\n"
+               "breadcrumb, layout or pause mark).  foreign: the node or row is not reign's;\n"
+               "reign leaves it alone.\n"
                "\n"
                "Options:\n"
                "      --json              print one JSON array of {\"kind\",\"name\",\n"
-               "                          \"standing\",\"leader\",\"slots\",\"foreign\"}\n"
+               "                          \"standing\",\"leader\",\"slots\",\"used_by\",\n"
+               "                          \"foreign\"}\n"
                "  -h, --help              show this help\n");
 }
 
@@ -53,6 +57,10 @@ static int print_json(cli *c, const reign_entry *v, size_t n)
         else
             cJSON_AddNullToObject(o, "leader");
         cli_json_add_u64(o, "slots", v[i].slots);
+        if (v[i].used_by)
+            cJSON_AddStringToObject(o, "used_by", v[i].used_by);
+        else
+            cJSON_AddNullToObject(o, "used_by");
         cJSON_AddBoolToObject(o, "foreign", v[i].foreign);
     }
     return cli_json_print(c, a);
@@ -77,7 +85,7 @@ static void on_list(reign_client *client, int err, const reign_entry *v, size_t 
         return;
     }
     for (size_t i = 0; i < n; i++) {
-        char name[512], leader[512] = "", slots[32] = "";
+        char name[512], leader[512] = "", slots[32] = "", user[64] = "";
         cli_quote(v[i].name, name, sizeof(name));
         if (v[i].leader) {
             char q[REIGN_ID_MAX * 4 + 8];
@@ -85,8 +93,10 @@ static void on_list(reign_client *client, int err, const reign_entry *v, size_t 
         }
         if (v[i].slots)
             snprintf(slots, sizeof(slots), " slots=%zu", v[i].slots);
-        cli_print("%-8s %s standing=%zu%s%s%s", reign_entry_kind_name(v[i].kind), name,
-                  v[i].standing, leader, slots, v[i].foreign ? " foreign" : "");
+        if (v[i].used_by)
+            snprintf(user, sizeof(user), " used-by=%s", v[i].used_by);
+        cli_print("%-8s %s standing=%zu%s%s%s%s", reign_entry_kind_name(v[i].kind), name,
+                  v[i].standing, leader, slots, user, v[i].foreign ? " foreign" : "");
     }
     cli_exit(c, CLI_EXIT_OK);
 }

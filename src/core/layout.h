@@ -10,7 +10,8 @@
  *   /reign/group/NAME/m_<guid>_<seq>    ephemeral sequential; record id=, guid= + payload
  *   /reign/value/KEY                    persistent; the value's record (the nodes above a
  *                                       KEY of several segments hold nothing, and go with
- *                                       the last value below them)
+ *                                       the last value below them); reignd keeps
+ *                                       reignd/ELECTION/{breadcrumb,layout,pause}
  *   /reign/election/NAME                persistent; record kind=election, strategy=
  *   /reign/election/NAME/term           its version is the leadership's term; record id=,
  *                                       node=, guid= + the leader's payload
@@ -73,6 +74,12 @@
 #define REIGN__N_STATUS    "status" /* a queue's results */
 #define REIGN__N_SLOT      "s_"     /* a slot: s_<KEY> */
 #define REIGN__N_CLOCK     "clock"  /* a slot set's clock */
+
+/* reignd's values (src/reignd/breadcrumb.c writes them through <reign/value.h>):
+ * "reignd/ELECTION/LEAF", LEAF one of these; `reign ls` tells them apart as reignd's. */
+#define REIGN__REIGND_USER       "reignd"
+#define REIGN__REIGND_KEY_PREFIX REIGN__REIGND_USER "/"
+#define REIGN__REIGND_KEY_LEAVES "breadcrumb", "layout", "pause"
 
 /* The group and election of a task queue: "tasks.Q". */
 #define REIGN__TASKS_PREFIX "tasks."

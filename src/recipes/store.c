@@ -78,6 +78,25 @@ static bool ours(reign_entry_kind k, const void *data, size_t len)
     return ok;
 }
 
+/*
+ * Which of reign's own programs keeps an entry, if one does: reignd keeps its breadcrumb, its
+ * layout and its pause mark of an election as values (layout.h).  NULL: the user's.
+ */
+static const char *used_by(reign_entry_kind k, const char *name)
+{
+    static const char *const leaves[] = {REIGN__REIGND_KEY_LEAVES};
+    size_t pl = strlen(REIGN__REIGND_KEY_PREFIX);
+    if (k != REIGN_ENTRY_VALUE || strncmp(name, REIGN__REIGND_KEY_PREFIX, pl))
+        return NULL;
+    const char *leaf = strchr(name + pl, '/');
+    if (!leaf || leaf == name + pl || strchr(++leaf, '/'))
+        return NULL;
+    for (size_t i = 0; i < sizeof(leaves) / sizeof(leaves[0]); i++)
+        if (!strcmp(leaf, leaves[i]))
+            return REIGN__REIGND_USER;
+    return NULL;
+}
+
 typedef struct ent {
     reign_entry_kind kind;
     char *name;
@@ -85,7 +104,8 @@ typedef struct ent {
     char *leader;
     size_t slots;
     bool foreign;
-    bool gone; /* deleted between the listing and the read */
+    const char *used_by; /* static */
+    bool gone;           /* deleted between the listing and the read */
 } ent;
 
 typedef struct store_op {
@@ -170,7 +190,8 @@ static void finish_list(store_op *o, int err)
                                          .standing = o->v[i].standing,
                                          .leader = o->v[i].leader,
                                          .slots = o->v[i].slots,
-                                         .foreign = o->v[i].foreign};
+                                         .foreign = o->v[i].foreign,
+                                         .used_by = o->v[i].used_by};
     }
     if (o->lcb)
         o->lcb(o->client, err, err ? NULL : out, n, o->userdata);
@@ -322,8 +343,10 @@ static void on_value_node(void *owner, void *arg, const reign__zk_result *r)
     int rc = r->rc == REIGN_ENOENT ? 0 : r->rc;
     if (rc == 0 && r->rc == 0 && r->value_len && !strncmp(t->path, o->prefix, strlen(o->prefix))) {
         ent *e = add_ent(o, REIGN_ENTRY_VALUE, t->path);
-        if (e)
+        if (e) {
             e->foreign = !ours(REIGN_ENTRY_VALUE, r->value, r->value_len);
+            e->used_by = used_by(REIGN_ENTRY_VALUE, t->path);
+        }
         rc = e ? 0 : REIGN_ENOMEM;
     }
     if (rc == 0 && r->rc == 0 && r->stat.num_children > 0) {
@@ -487,8 +510,9 @@ static int list_values(reign__sqlconn *c, const char *dc, sql_ctx *x, char *err,
     size_t pl = strlen(x->prefix), cap = x->n;
     for (size_t i = 0; rc == 0 && i < keys.n_rows; i++) {
         const char *key = reign__sql_cell(&keys, i, 0);
-        if (key && *key && !strncmp(key, x->prefix, pl))
-            rc = add_entry(x, &cap, REIGN_ENTRY_VALUE, key, strlen(key));
+        if (key && *key && !strncmp(key, x->prefix, pl) &&
+            (rc = add_entry(x, &cap, REIGN_ENTRY_VALUE, key, strlen(key))) == 0)
+            x->v[x->n - 1].used_by = used_by(REIGN_ENTRY_VALUE, key);
     }
     reign__sql_rows_free(&keys);
     return rc < 0 ? rc : 1;

@@ -21,7 +21,7 @@
     holds nothing, as foreign); rm app/config and rm --kind value app/b remove them, and the
     parent nodes they leave holding nothing go with the last of them (`value del app/a` with
     app/b still there keeps /reign/value/app); reignd's value reignd/svc/breadcrumb is listed
-    by key, not its parent node reignd as foreign.
+    as used-by=reignd, not foreign.
 """
 import json
 import os
@@ -150,13 +150,14 @@ def values_with_a_slash(t, zh, reign):
                                   ["value", "app/b", "standing=0"],
                                   ["value", "app/config", "standing=0"]]),
                          ("deep/er/", [["value", "deep/er/key", "standing=0"]]),
-                         ("reignd", [["value", "reignd/svc/breadcrumb", "standing=0"]])):
+                         ("reignd", [["value", "reignd/svc/breadcrumb", "standing=0",
+                                      "used-by=reignd"]])):
         rc, out, err = reign("ls", prefix)
         check(rc == 0 and [ln.split() for ln in out.splitlines()] == want,
               f"ls {prefix}: {rc} {out!r} {err!r}")
     rc, out, _ = reign("ls", "reignd", "--json")
-    check([(e["name"], e["foreign"]) for e in json.loads(out)] ==
-          [("reignd/svc/breadcrumb", False)], f"ls reignd --json: {out}")
+    check([(e["name"], e["used_by"], e["foreign"]) for e in json.loads(out)] ==
+          [("reignd/svc/breadcrumb", "reignd", False)], f"ls reignd --json: {out}")
 
     rc, out, err = reign("rm", "app/config")
     check(rc == 0 and out.strip() == "removed value app/config",

@@ -7,8 +7,8 @@
     sl-1 with two slots run by `reign run --slot`, a foreign row (a lock_name reign would
     never write, inserted by hand), the values cfg and app/x, and reignd's layout value of an
     election (reignd/svc/layout): ls lists el-1 with leader=a, el-2 with nobody, sl-1 with
-    slots=2, the foreign row marked foreign, the values by key (app/x, not its first
-    segment); a PREFIX filters; --json.
+    slots=2, the foreign row marked foreign, the values by key (app/x, not its first segment),
+    reignd's with used-by=reignd and not foreign; a PREFIX filters; --json.
   * rm el-1 while a holds the lease exits 1 naming a, and leaves the row; rm of a group (a
     SQL store has none) or of a value with no row is "no such"; rm of a name with no row says
     so; rm cfg removes the value; rm app/x (found by ls) and rm --kind value app/y remove
@@ -72,7 +72,7 @@ def body(t, kind):
             ["value", "app/x", "standing=0"],
             ["value", "app/y", "standing=0"],
             ["value", "cfg", "standing=0"],
-            ["value", "reignd/svc/layout", "standing=0"]]
+            ["value", "reignd/svc/layout", "standing=0", "used-by=reignd"]]
     check(sorted(lines) == sorted(want), f"ls:\n{out}")
     rc, out, _ = reign("ls", "el-2")
     check(out.split() == ["election", "el-2", "standing=0"], f"ls el-2: {out!r}")
@@ -82,6 +82,8 @@ def body(t, kind):
                   "not a/name": (0, None, True), "cfg": (0, None, False),
                   "app/x": (0, None, False), "app/y": (0, None, False),
                   "reignd/svc/layout": (0, None, False)}, f"ls --json: {out}")
+    check({e["name"]: e["used_by"] for e in json.loads(out) if e["used_by"]} ==
+          {"reignd/svc/layout": "reignd"}, f"used_by: {out}")
     check([e["slots"] for e in json.loads(out) if e["name"] == "sl-1"] == [2], f"slots: {out}")
     rc, out, _ = reign("ls", "cf")
     check(out.split() == ["value", "cfg", "standing=0"], f"ls cf: {out!r}")
@@ -121,7 +123,7 @@ def body(t, kind):
     check(rc == 0 and out.strip() == "removed election el-1", f"rm el-1: {rc} {out!r} {err!r}")
     rc, out, _ = reign("ls")
     check(sorted(ln.split()[-1] for ln in out.splitlines()) == ["foreign", "slots=2",
-                                                                "standing=0"],
+                                                                "used-by=reignd"],
           f"ls after rm: {out!r}")
     for args, msg in ((["el-1"], "no election, group, value or queue 'el-1'"),
                       (["--kind", "election", "el-2"], "no election 'el-2'")):

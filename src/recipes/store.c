@@ -577,6 +577,9 @@ static void on_sql_list(void *owner, void *arg, const reign__sqlw_result *r)
     finish_list(o, 0);
 }
 
+/* The longest lease `reign rm` waits out to see whether its holder is alive. */
+#define RM_WAIT_MAX_MS 60000
+
 static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, size_t errlen)
 {
     sql_ctx *x = p;
@@ -590,9 +593,16 @@ static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, siz
         return rc;
     if (!l.exists || reign__sql_lease_removed(&l))
         rc = REIGN_ENOENT;
-    else if (!l.released && !l.db_expired && l.owner[0]) {
-        reign__strlcpy(x->owner, l.owner, sizeof(x->owner));
-        rc = REIGN_EBUSY;
+    else if (!l.released && l.owner[0] &&
+             (!l.db_expired || (rc = reign__sql_lease_still(c, dc, x->name, &l, RM_WAIT_MAX_MS, err,
+                                                            errlen)) <= 0)) {
+        /* Held: in use while the database's clock says it has not run out, and, when it says
+         * it has, unless it stands still for a whole lease on our own clock (no wall clock
+         * decides who leads: a stepped database clock must not let rm clear a live lease). */
+        if (rc >= 0) {
+            reign__strlcpy(x->owner, l.owner, sizeof(x->owner));
+            rc = REIGN_EBUSY;
+        }
     } else if ((rc = reign__candidates_list(c, dc, x->name, &x->cands, err, errlen)) == 0 &&
                x->cands.n) {
         rc = REIGN_EBUSY; /* listed candidates stand, about to claim the lease */

@@ -10,6 +10,7 @@
  * take moves its term on as after any release.
  */
 #include <string.h>
+#include <time.h>
 
 #include "sql.h"
 
@@ -27,31 +28,43 @@ bool reign__sql_lease_removed(const reign__lease *l)
     return l->exists && !l->owner[0] && !strcmp(l->owner_guid, REIGN__SQL_REMOVED);
 }
 
+int reign__sql_lease_still(reign__sqlconn *c, const char *dc, const char *name, reign__lease *l,
+                           int64_t max_wait_ms, char *err, size_t errlen)
+{
+    if (l->duration_ms <= 0 || l->duration_ms > max_wait_ms)
+        return l->duration_ms <= 0; /* released: free; too long: in use as far as we know */
+    uint64_t term = l->term, renewals = l->term_duration;
+    /* Counted from just after the first read returned (the caller's), as a follower counts. */
+    int64_t until = reign__now_ns() + l->duration_ms * REIGN__NS_PER_MS;
+    for (int64_t left; (left = until - reign__now_ns()) > 0;) {
+        struct timespec ts = {left / 1000000000, left % 1000000000};
+        nanosleep(&ts, NULL);
+    }
+    reign__lease_clear(l);
+    int rc = reign__sql_lease_read(c, dc, name, l, err, errlen);
+    if (rc < 0)
+        return rc;
+    return l->exists && !l->released && l->term == term && l->term_duration == renewals;
+}
+
 int reign__sql_catalog_clear(reign__sqlconn *c, const char *dc, const reign__lease *l,
                              const char *name, char *err, size_t errlen)
 {
-    /* Released first, by the lease protocol's own statement, so that the next candidate takes
-     * the row at once, as it would have made a deleted one. */
-    reign__lease_claim cl = {.dc = dc,
-                             .name = name,
-                             .owner = l->owner,
-                             .owner_guid = l->owner_guid,
-                             .duration_ms = l->duration_ms};
-    /* (A row no candidate wrote - no owner, guid or duration - is expired as it is.) */
-    bool claimable = l->owner[0] && l->owner_guid[0] && l->duration_ms > 0;
-    int rc = claimable ? reign__sql_lease_release(c, &cl, l->term, err, errlen) : 0;
-    if (rc < 0)
-        return rc;
-    /* Then the holder goes, at the term and with the holder read: a take since then moved the
-     * term, and nothing is cleared.  gmt_modified is assigned to itself, so that a table whose
-     * column refreshes itself on update (MariaDB's ON UPDATE CURRENT_TIMESTAMP) keeps the
-     * time the release wrote. */
-    reign__sqlv args[6] = {
-        REIGN__SQLV_S(dc),       REIGN__SQLV_S(name),          REIGN__SQLV_I((int64_t)l->term),
-        REIGN__SQLV_S(l->owner), REIGN__SQLV_S(l->owner_guid), REIGN__SQLV_S(REIGN__SQL_REMOVED)};
+    /* Released and cleared in one statement, at the version read: a renewal, a take or a
+     * release since then moved it, and nothing is cleared.  gmt_modified is assigned to
+     * itself, so that a table whose column refreshes itself on update (MariaDB's ON UPDATE
+     * CURRENT_TIMESTAMP) keeps the time of the row's last write. */
+    reign__sqlv args[7] = {REIGN__SQLV_S(dc),
+                           REIGN__SQLV_S(name),
+                           REIGN__SQLV_I((int64_t)l->term),
+                           REIGN__SQLV_S(l->owner),
+                           REIGN__SQLV_S(l->owner_guid),
+                           REIGN__SQLV_S(REIGN__SQL_REMOVED),
+                           REIGN__SQLV_I((int64_t)l->term_duration)};
     return reign__sql_query(c, "removing the election",
-                            "UPDATE {T} SET owner = '', owner_guid = {6}, payload = NULL, "
-                            "gmt_modified = gmt_modified WHERE data_center = {1} AND lock_name = "
-                            "{2} AND term = {3} AND owner = {4} AND COALESCE(owner_guid, '') = {5}",
-                            args, 6, NULL, err, errlen);
+                            "UPDATE {T} SET duration = 0, owner = '', owner_guid = {6}, payload = "
+                            "NULL, gmt_modified = gmt_modified WHERE data_center = {1} AND "
+                            "lock_name = {2} AND term = {3} AND term_duration = {7} AND owner = "
+                            "{4} AND COALESCE(owner_guid, '') = {5}",
+                            args, 7, NULL, err, errlen);
 }

@@ -337,11 +337,13 @@ const char *reign__sql_table(const reign__sqlconn *c);
 int reign__sql_catalog_list(reign__sqlconn *c, const char *dc, reign__sql_rows *names, char *err,
                             size_t errlen);
 /*
- * `reign rm` of election `name`, whose lease `l` was read expired or released: releases it and
- * clears it - owner '', owner_guid REIGN__SQL_REMOVED, no payload - keeping its term, so that
- * the election's next leader takes term + 1 as after any release (a deleted row would be made
- * again at term 1: tokens would go back).  1 if cleared, 0 if the row moved on since the read
- * (taken, renewed or released by another), or a negative code.
+ * `reign rm` of election `name`, whose lease `l` was read released or run out (its version
+ * unchanged for a whole duration on the caller's clock: reign__sql_lease_still()): releases and
+ * clears it in one compare-and-set on that version - duration 0, owner '', owner_guid
+ * REIGN__SQL_REMOVED, no payload - keeping its term, so that the election's next leader takes
+ * term + 1 as after any release (a deleted row would be made again at term 1: tokens would go
+ * back).  1 if cleared, 0 if the row moved on since the read (taken, renewed or released by
+ * another), or a negative code.
  */
 int reign__sql_catalog_clear(reign__sqlconn *c, const char *dc, const reign__lease *l,
                              const char *name, char *err, size_t errlen);
@@ -350,6 +352,16 @@ int reign__sql_catalog_clear(reign__sqlconn *c, const char *dc, const reign__lea
 #define REIGN__SQL_REMOVED "-removed-"
 /* Whether `l` (as read) is a row cleared by `reign rm`. */
 bool reign__sql_lease_removed(const reign__lease *l);
+/*
+ * Whether the held lease `l` (just read) has run out, judged as a follower judges it (no wall
+ * clock, the database's included): reads it again a whole duration after this read, and it has
+ * if the version is unchanged then.  Blocks for that duration (`reign rm`, on its own client's
+ * worker); a duration beyond max_wait_ms is not waited for (0).  1 (run out: `l` is the second
+ * read), 0 (in use: renewed, taken or released meanwhile, or too long to wait; `l` is the
+ * second read when there was one), or a negative code.
+ */
+int reign__sql_lease_still(reign__sqlconn *c, const char *dc, const char *name, reign__lease *l,
+                           int64_t max_wait_ms, char *err, size_t errlen);
 
 /*
  * Whether what `c` was made to is gone (SQLite: its file was deleted or replaced under it), so

@@ -14,7 +14,8 @@ is left alone, as a real step leaves it.
 Three campaigns a, b, c with 2 s leases; then:
   forward  the clock jumps an hour ahead while the leader renews: every lease row looks
            expired by an hour to the database, and nobody may take the live lease over -
-           over three lease periods the leader stays and no one else is elected;
+           over three lease periods the leader stays and no one else is elected, and
+           `reign rm` refuses to remove the election;
   back     the leader is frozen (SIGSTOP) and at once the clock jumps two hours back: its
            row looks an hour in the future, and a follower must still take over once the
            lease is over on its own clock (not an hour later); SIGCONT to the old leader,
@@ -97,6 +98,20 @@ def body(t, kind):
     check(not others, f"elected while {leader.label} held its lease: {others}")
     check(leader.leading() and leader.elected()[-1].term == first.term,
           f"{leader.label} lost its lease after the clock jumped forward: {leader.events()}")
+    # `reign rm` must not take the lease for dead either when the store's clock as rm sees it
+    # says it ran out (SQLite: rm's own clock, an hour further on; a server: the renewals
+    # rewrite the time, so only a moment after a step would): rm watches the lease for a
+    # whole lease on its own monotonic clock, sees it renewed, and refuses.
+    rm_env = proc_env
+    if kind == "sqlite":
+        rm_offset = os.path.join(t.dir, "rm-clock-offset")
+        with open(rm_offset, "w") as f:
+            f.write("+7200\n")
+        rm_env = faketime_env(rm_offset)
+    rc, out, err = t.reign(["--uri", uri, "rm", name], env=rm_env)
+    check(rc != 0 and "in use" in err, f"reign rm of a held election: {rc} {out!r} {err!r}")
+    check(leader.leading() and leader.elected()[-1].term == first.term,
+          f"{leader.label} lost its lease to reign rm: {leader.events()}")
 
     # back: the leader frozen, the clock two hours back; a follower takes over on its count.
     leader.send(signal.SIGSTOP)

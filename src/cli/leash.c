@@ -22,6 +22,8 @@
 
 #include <reign/client.h>
 
+#include "toollog.h"
+
 enum { MSG_GUARD = 1, MSG_UNGUARD, MSG_DEADLINE, MSG_BYE };
 
 typedef struct msg {
@@ -35,7 +37,10 @@ struct cli_leash {
     pid_t pid;
 };
 
-#define MAX_GROUPS 16
+#define FENCE_MIN_MARGIN_NS 100000000LL /* 100 ms */
+
+/* The start of the leash's lines, as the tool's own ("reign: run: warn: "), set before fork. */
+static char line_prefix[64];
 
 static int64_t mono_ns(void)
 {
@@ -48,7 +53,10 @@ static int64_t mono_ns(void)
 static void kill_all(pid_t *groups, size_t n, const char *why)
 {
     for (size_t i = 0; i < n; i++) {
-        fprintf(stderr, "reign: leash: SIGKILL to process group %d: %s\n", (int)groups[i], why);
+        /* With the time (or the journal's priority) every line of the tool has. */
+        char line[256];
+        snprintf(line, sizeof(line), "leash: SIGKILL to process group %d: %s", (int)groups[i], why);
+        toollog_signal_line(REIGN_LOG_WARN, line_prefix, line);
         for (int tries = 0; tries < 2000 && reign_kill_group(groups[i]) == 1; tries++) {
             struct timespec ts = {0, 1000000};
             nanosleep(&ts, NULL);
@@ -58,8 +66,9 @@ static void kill_all(pid_t *groups, size_t n, const char *why)
 
 static void leash_main(int fd)
 {
-    pid_t groups[MAX_GROUPS];
-    size_t n = 0;
+    /* As many groups as the runner has commands (`reign tasks worker --concurrency`). */
+    pid_t *groups = NULL;
+    size_t n = 0, cap = 0;
     int64_t deadline = 0;
     for (;;) {
         int timeout = -1;
@@ -86,13 +95,25 @@ static void leash_main(int fd)
         if (got != (ssize_t)sizeof m) {
             /* End of file: the runner is gone. */
             if (n)
-                kill_all(groups, n, "reign run is gone");
+                kill_all(groups, n, "the process that ran it is gone");
             _exit(0);
         }
         switch (m.op) {
         case MSG_GUARD:
-            if (n < MAX_GROUPS && m.pgid > 1)
-                groups[n++] = m.pgid;
+            if (m.pgid <= 1)
+                break;
+            if (n == cap) {
+                size_t more = cap ? 2 * cap : 16;
+                pid_t *g = realloc(groups, more * sizeof(*g));
+                if (!g) {
+                    /* Unguarded, the group could outlive its guarantee: better none run. */
+                    kill_all(&(pid_t){m.pgid}, 1, "out of memory to guard it");
+                    break;
+                }
+                groups = g;
+                cap = more;
+            }
+            groups[n++] = m.pgid;
             break;
         case MSG_UNGUARD:
             for (size_t i = 0; i < n; i++) {
@@ -111,9 +132,10 @@ static void leash_main(int fd)
     }
 }
 
-int cli_leash_start(cli_leash **ret)
+int cli_leash_start(cli_leash **ret, const char *prefix)
 {
     *ret = NULL;
+    snprintf(line_prefix, sizeof(line_prefix), "%s", prefix ? prefix : "");
     int p[2];
     if (pipe2(p, O_CLOEXEC) < 0)
         return errno;
@@ -182,6 +204,24 @@ void cli_leash_unguard(cli_leash *l, pid_t pgid)
 void cli_leash_deadline(cli_leash *l, int64_t ns)
 {
     send_msg(l, MSG_DEADLINE, 0, ns);
+}
+
+int cli_leash_begin(cli *c)
+{
+    char prefix[64];
+    cli_prefix(c, reign_log_level_name(REIGN_LOG_WARN), prefix, sizeof(prefix));
+    int e = cli_leash_start(&c->leash, prefix);
+    if (e) {
+        cli_error(c, "cannot start the leash of the command: %s", strerror(e));
+        return CLI_EXIT_FAIL;
+    }
+    return 0;
+}
+
+int64_t cli_fence_margin_ns(cli *c)
+{
+    int64_t margin = (int64_t)reign_client_session_timeout_ms(c->client) * 100000; /* ms/10 */
+    return margin < FENCE_MIN_MARGIN_NS ? FENCE_MIN_MARGIN_NS : margin;
 }
 
 void cli_leash_stop(cli_leash *l)

@@ -1,7 +1,7 @@
 /*
  * leash.h - a command that must die before its leadership could have lapsed, even if the
  * process responsible for it is stopped (SIGSTOP, a debugger, a loop stalled past its lease):
- * `reign run --slot`'s.
+ * `reign run`'s command.
  *
  * The guardian (client.h) acts when its client's process dies; a stopped process is alive and
  * can do nothing, so a command it started would run on beside the next leader's.  The leash is
@@ -10,7 +10,8 @@
  * The runner moves the deadline forward each time its leadership's guarantee moves; if the
  * deadline passes, the leash SIGKILLs the group (and waits until none of it runs).  If the
  * runner dies, the leash kills the group at once.  A clean end tells it to leave without
- * acting.
+ * acting.  Its lines carry the time (or the journal's priority) and the tool's prefix, as the
+ * tool's own do (toollog.h).
  */
 #ifndef REIGN_CLI_LEASH_H
 #define REIGN_CLI_LEASH_H
@@ -18,10 +19,24 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cli.h"
+
 typedef struct cli_leash cli_leash;
 
-/* Forks the leash.  Call it while the process has one thread.  0 or an errno value. */
-int cli_leash_start(cli_leash **ret);
+/* Forks the leash, whose lines start with `prefix` ("reign: run: warn: ").  Call it while the
+ * process has one thread.  0 or an errno value. */
+int cli_leash_start(cli_leash **ret, const char *prefix);
+
+/* Starts c->leash with the tool's prefix, before the client starts any thread; the error is
+ * printed.  0 or CLI_EXIT_FAIL. */
+int cli_leash_begin(cli *c);
+
+/*
+ * The least time between killing a command and the end of its guarantee: a tenth of the
+ * session timeout (lease), at least 100 ms.  It covers the time SIGKILL takes, and a leash that
+ * wakes a little late.
+ */
+int64_t cli_fence_margin_ns(cli *c);
 
 /* Group `pgid` runs under the leash (before the command runs an instruction), or no more. */
 void cli_leash_guard(cli_leash *l, pid_t pgid);

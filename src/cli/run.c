@@ -15,12 +15,17 @@
  * to CMD, SIGKILL after the grace period), reign resigns and exits with
  * CMD's status.
  *
+ * CMD is also held by a leash (leash.h), which kills it before the
+ * leadership's guarantee runs out should reign itself be stopped (SIGSTOP, a
+ * debugger): demoted or not, a stopped reign cannot act, and the next leader
+ * may be elected once the guarantee is over.  The leash's deadline is the end
+ * of the guarantee less the fence margin; it moves only while CMD runs under
+ * the leadership, so a demotion keeps the earlier one.
+ *
  * With --slot KEY or --every DURATION, CMD runs to success at most once per
  * slot across every copy (<reign/slot.h>, docs/slots.md): the slot recipe
  * stands in the election and says when to start CMD (START), when to stop it
  * (STOP: the leadership ended), and how the slot ended for this copy (DONE).
- * CMD is also held by a leash (leash.h), which kills it before the
- * leadership's guarantee runs out should reign itself be stopped.
  *
  * stdout belongs to CMD: reign reports leadership changes on stderr (at
  * level notice).
@@ -41,12 +46,10 @@
 
 extern char **environ;
 
-#define NS_PER_MS 1000000LL
-/* The least margin between killing CMD and the end of the guarantee. */
-#define FENCE_MIN_MARGIN_NS (100 * NS_PER_MS)
-#define GRACE_DEFAULT_NS    (10000 * NS_PER_MS)
-#define EXIT_CANNOT_RUN     126
-#define EXIT_NOT_FOUND      127
+#define NS_PER_MS        1000000LL
+#define GRACE_DEFAULT_NS (10000 * NS_PER_MS)
+#define EXIT_CANNOT_RUN  126
+#define EXIT_NOT_FOUND   127
 
 typedef struct runner {
     const char *name;
@@ -62,13 +65,14 @@ typedef struct runner {
     int fatal;         /* the election or client failed: exit 1 when CMD is gone */
     int start_pending; /* re-elected while the previous CMD was still exiting */
 
+    int64_t leash_ns; /* the deadline last given to the leash */
+
     /* --slot / --every */
     reign_slot *slot;
     reign_slot_options so;
     int quiet;
     unsigned attempt; /* the attempt CMD runs for */
     int cmd_code;     /* CMD's status, the shell's way, once it has exited */
-    int64_t leash_ns; /* the deadline last given to the leash */
 
     int leading;
     /* The end of the current leadership's guarantee (CLOCK_MONOTONIC), as
@@ -154,22 +158,16 @@ static char *env_entry(const char *name, const char *value)
 
 static void on_child_exit(cli_child *ch, int status);
 
-/* The least margin between killing CMD and the end of the guarantee: a
- * tenth of the session timeout (lease), at least FENCE_MIN_MARGIN_NS. */
-static int64_t fence_margin(cli *c)
-{
-    int64_t margin = (int64_t)reign_client_session_timeout_ms(c->client) * NS_PER_MS / 10;
-    return margin < FENCE_MIN_MARGIN_NS ? FENCE_MIN_MARGIN_NS : margin;
-}
-
 /* Gives the leash the end of the current guarantee, less the margin, while
- * CMD runs under a leadership. */
+ * CMD runs under a leadership.  A CMD being stopped (`signaled`: demoted, or
+ * the election failed) keeps the deadline of the leadership it ran for, even
+ * once re-elected: its kill timer runs on that one too. */
 static void update_leash(cli *c)
 {
     runner *r = c->cmd_data;
-    if (!c->leash || !r->proc || !r->leading || r->valid_until_ns <= 0)
+    if (!c->leash || !r->proc || !r->leading || r->signaled || r->valid_until_ns <= 0)
         return;
-    int64_t at = r->valid_until_ns - fence_margin(c);
+    int64_t at = r->valid_until_ns - cli_fence_margin_ns(c);
     if (at != r->leash_ns) {
         r->leash_ns = at;
         cli_leash_deadline(c->leash, at);
@@ -184,8 +182,22 @@ static void start_child(cli *c)
     uint64_t t = reign_election_term(e), k = reign_election_token(e);
 
     r->start_pending = 0;
-    if (!reign_election_is_leader(e) || t == 0)
+    if (!reign_election_is_leader(e) || t == 0) {
+        /* The guarantee lapsed a moment ago: a demotion follows, or a renewal, and
+         * then CMD starts (on_prepare). */
+        r->start_pending = r->leading && !r->slot;
         return;
+    }
+    /* The leash learns the deadline before it guards the group (cli_child_start), so
+     * the group never meets an earlier command's, long past.  A guarantee already
+     * within the margin would only see CMD killed at once: wait for its renewal. */
+    int64_t leash_at = r->valid_until_ns > 0 ? r->valid_until_ns - cli_fence_margin_ns(c) : 0;
+    if (leash_at > 0 && !r->slot && leash_at <= reign_now_ns()) {
+        cli_log(c, REIGN_LOG_INFO, "the guarantee ends within the margin: CMD waits for more");
+        r->start_pending = 1;
+        return;
+    }
+    cli_leash_deadline(c->leash, leash_at);
     snprintf(term, sizeof(term), "%llu", (unsigned long long)t);
     snprintf(token, sizeof(token), "%llu", (unsigned long long)k);
 
@@ -247,11 +259,9 @@ static void start_child(cli *c)
     r->proc = 1;
     r->pid = r->child.pid;
     r->signaled = 0;
-    r->leash_ns = 0;
+    r->leash_ns = leash_at;
     cli_log(c, REIGN_LOG_NOTICE, "started '%s' (pid %d) for term %s", cli_quote(r->cmd[0], q, 256),
             r->pid, term);
-    if (r->slot)
-        update_leash(c);
 }
 
 /* CMD has exited and nothing of its group runs any more (child.h). */
@@ -272,15 +282,18 @@ static void on_child_exit(cli_child *ch, int status)
                 (int)exit_status);
     r->pid = 0;
     r->cmd_code = code;
+    /* Stopped for the leadership's sake: by the leash, when the guarantee was about to run
+     * out (a moment before the demotion is noticed, if reign was stopped). */
+    bool leashed = term_signal == SIGKILL && r->leash_ns > 0 && reign_now_ns() >= r->leash_ns;
+    if (leashed)
+        cli_log(c, REIGN_LOG_WARN, "command killed by the leash: the guarantee ran out");
 
     if (r->slot) {
         /* The slot records how it ended, then says what this copy does (DONE, or a
          * later START).  Told to stop, or failed: leave once the end is recorded. */
         if (r->user_stop || r->fatal)
             reign_slot_stand_down(r->slot);
-        /* Stopped for the leadership's sake: after a demotion, or by the leash when the
-         * guarantee was about to run out (a moment before the demotion is noticed). */
-        bool leashed = term_signal == SIGKILL && r->leash_ns > 0 && reign_now_ns() >= r->leash_ns;
+        /* Stopped for the leadership's sake: after a demotion, or by the leash. */
         if (r->signaled || leashed)
             reign_slot_finish_stopped(r->slot, exit_status, term_signal);
         else
@@ -292,9 +305,11 @@ static void on_child_exit(cli_child *ch, int status)
         cli_exit(c, CLI_EXIT_FAIL);
     } else if (r->user_stop) {
         cli_leave(c, code);
-    } else if (r->signaled) {
-        /* stopped because we lost the leadership: keep standing */
-        if (r->start_pending && r->leading)
+    } else if (r->signaled || leashed) {
+        /* Stopped because we lost the leadership (or nearly): keep standing.  Still
+         * leading after the leash (its proof came late), CMD starts again once the
+         * leadership is renewed (on_prepare), unless the demotion comes first. */
+        if ((r->start_pending || leashed) && r->leading)
             start_child(c);
     } else {
         cli_log(c, REIGN_LOG_NOTICE, "command finished; resigning");
@@ -331,7 +346,7 @@ static void stop_child(cli *c, reign_demote_reason reason)
     r->signaled = 1;
 
     int64_t now = reign_now_ns();
-    int64_t margin = fence_margin(c);
+    int64_t margin = cli_fence_margin_ns(c);
     int64_t fence = r->valid_until_ns > 0 ? r->valid_until_ns - margin : now;
     if (r->valid_until_ns > 0)
         cli_log(c, REIGN_LOG_INFO, "the leadership was guaranteed until %+lld ms from now",
@@ -371,6 +386,8 @@ static void on_prepare(uv_prepare_t *h)
                 (long long)((v - reign_now_ns()) / NS_PER_MS));
         r->valid_until_ns = v;
         update_leash(c);
+        if (r->start_pending && !r->proc && !r->slot && !r->user_stop && !r->fatal && !c->leaving)
+            start_child(c);
     }
 }
 
@@ -682,14 +699,9 @@ static int check_slot_options(cli *c, runner *r, const char *needs, bool retries
     return 0;
 }
 
-/* Starts the slot: the leash first (while this process has one thread), then the client. */
+/* Starts the slot (the leash is on already), then the client. */
 static int run_slot(cli *c, runner *r, reign_election_options *eo)
 {
-    int e = cli_leash_start(&c->leash);
-    if (e) {
-        cli_error(c, "cannot start the leash of the command: %s", strerror(e));
-        return CLI_EXIT_FAIL;
-    }
     c->guarded = 1;
     int rc = cli_client_new(c);
     if (rc)
@@ -870,6 +882,9 @@ int cli_run_main(cli *c, int argc, char **argv)
 
     eo.data = data.data;
     eo.data_len = data.len;
+    /* The leash first, while this process has one thread (the client starts some). */
+    if ((rc = cli_leash_begin(c)))
+        goto out;
     if (r->so.key || r->so.every_ms) {
         rc = run_slot(c, r, &eo);
         goto out;

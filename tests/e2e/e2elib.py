@@ -68,6 +68,16 @@ def wait_for(pred, what, timeout=WAIT, interval=0.02):
         time.sleep(interval)
 
 
+def process_runs(pid):
+    """Whether process pid runs: a zombie (killed, not yet reaped by a parent that may be
+    stopped) does not."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
+
+
 def env_path(name):
     value = os.environ.get(name)
     if not value:

@@ -44,6 +44,9 @@ if(TARGET reign_cli)
   reign_e2e(zk e2e_foreign_data test_foreign_data.py)
   reign_e2e(zk e2e_foreign_node test_foreign_node.py)
   reign_e2e(zk e2e_run test_run.py)
+  # A failed runner never leaves its command beside the next one's (the leash; SQL stores in
+  # tests/e2e_sql/tests.cmake).
+  reign_e2e(zk e2e_run_leash_zookeeper test_run_leash.py ARGS zookeeper)
   reign_e2e(zk e2e_group_value test_group_value.py)
   reign_e2e(zk e2e_status_takeover test_status_takeover.py)
   reign_e2e(zk e2e_cli_signals test_cli_signals.py)

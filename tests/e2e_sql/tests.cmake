@@ -36,6 +36,8 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     reign_e2e_sql(${store} e2e_sql_handoff_${store} test_handoff.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_kill_${store} test_kill_takeover.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_stop_fence_${store} test_stop_fence.py ARGS ${store})
+    # The test of tests/e2e (every store runs it): no two commands of `reign run` at once.
+    reign_e2e_sql(${store} e2e_run_leash_${store} ../e2e/test_run_leash.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_cede_${store} test_cede.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_watch_${store} test_watch.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_ls_rm_${store} test_ls_rm.py ARGS ${store})

@@ -269,6 +269,22 @@ REIGN_EXPORT int reign_tasks_worker_done(reign_tasks_worker *worker, const char 
  * being written: their task is no longer running. */
 REIGN_EXPORT size_t reign_tasks_worker_running(const reign_tasks_worker *worker);
 
+/*
+ * Until when (CLOCK_MONOTONIC, as reign_now_ns()) no task running here can be given to another
+ * worker: the master moves a worker's tasks only once its session has expired on the server,
+ * and that cannot happen before this moment (the last answer that proved the session, plus
+ * three quarters of the session timeout).  A program that must never run a task beside
+ * another worker's kills it before then, even when its own loop cannot turn - from a process
+ * of its own, as `reign tasks worker` does with its leash: a stopped or stalled worker still
+ * looks registered until its session expires.  While registered the worker proves its session
+ * five times per session timeout (as a leader does), so in normal operation this stays more
+ * than half a session timeout ahead; when it passes with the connection suspended, running
+ * tasks get CANCEL.  0 until the worker's first write on a session has been answered, and
+ * from the moment the session may be lost until it is proven again.  Read it again every turn
+ * of the loop: it moves on by itself.
+ */
+REIGN_EXPORT int64_t reign_tasks_worker_valid_until_ns(const reign_tasks_worker *worker);
+
 /* Unregisters and frees; running tasks are not reported (the master gives
  * them to other workers).  NULL-safe; returns NULL.  Safe from its own
  * callback. */

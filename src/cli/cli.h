@@ -66,8 +66,8 @@ struct cli {
     /* The subcommand holds what a dead process must give up at once (a candidacy, a member, a
      * worker): its client runs a guardian, unless the URI or REIGN_GUARDIAN=off says no. */
     int guarded;
-    /* `reign run`: the leash of its command (leash.h), told of every group child.c starts, as
-     * the guardian is. */
+    /* `reign run` and `reign tasks worker`: the leash of their commands (leash.h), told of
+     * every group child.c starts, as the guardian is. */
     struct cli_leash *leash;
 
     uv_signal_t sig_int;

@@ -1,7 +1,8 @@
 /*
  * leash.h - a command that must die before its leadership could have lapsed, even if the
  * process responsible for it is stopped (SIGSTOP, a debugger, a loop stalled past its lease):
- * `reign run`'s command.
+ * `reign run`'s command, and each task's of `reign tasks worker` (whose task goes to another
+ * worker once the worker's session has expired).
  *
  * The guardian (client.h) acts when its client's process dies; a stopped process is alive and
  * can do nothing, so a command it started would run on beside the next leader's.  The leash is

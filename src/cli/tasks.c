@@ -15,7 +15,10 @@
  * group of its own (child.h) which is killed if the worker dies (by the
  * client's guardian, and PR_SET_PDEATHSIG) or loses its task, and whose
  * leftovers are killed when CMD exits.  Its exit status and the first --max-output bytes of its
- * stdout become the task's result.
+ * stdout become the task's result.  Each CMD is also held by the leash (leash.h): a worker that
+ * is stopped (SIGSTOP, a debugger) still looks registered until its session expires, and then
+ * the master gives its tasks to others; the leash kills every CMD before that could happen
+ * (reign_tasks_worker_valid_until_ns(), less the fence margin), whatever the worker is doing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +33,7 @@
 
 #include "child.h"
 #include "fmt.h"
+#include "leash.h"
 
 extern char **environ;
 
@@ -465,6 +469,8 @@ typedef struct wk {
     size_t max_output;
     reign_tasks_worker *worker;
     job *jobs;
+    uv_prepare_t prepare; /* moves the leash's deadline, every loop turn */
+    int64_t leash_ns;     /* the deadline last given to the leash; 0: none */
 } wk;
 
 static wk the_wk;
@@ -502,6 +508,26 @@ static char **task_env(wk *w, const char *task, char **own)
     }
     env[m] = NULL;
     return env;
+}
+
+/*
+ * Gives the leash the end of the session's guarantee, less the fence margin.  Unknown (0: no
+ * session proven yet, or it may be lost): the last deadline stays while a CMD may run under it,
+ * so that none runs on unguarded; there is none before the first.
+ */
+static void update_leash(wk *w)
+{
+    int64_t v = reign_tasks_worker_valid_until_ns(w->worker);
+    int64_t at = v > 0 ? v - cli_fence_margin_ns(w->c) : 0;
+    if (at == w->leash_ns || (at == 0 && w->jobs))
+        return;
+    w->leash_ns = at;
+    cli_leash_deadline(w->c->leash, at);
+}
+
+static void on_prepare(uv_prepare_t *h)
+{
+    update_leash(h->data);
 }
 
 static void job_free(job *j)
@@ -544,6 +570,12 @@ static void job_close(job *j)
 static void job_finish(job *j)
 {
     wk *w = j->wk;
+    if (WIFSIGNALED(j->status) && WTERMSIG(j->status) == SIGKILL && w->leash_ns > 0 &&
+        reign_now_ns() >= w->leash_ns)
+        cli_log(w->c, REIGN_LOG_WARN,
+                "%s: command killed by the leash: the session's guarantee ran out (the task "
+                "goes to another worker if the session expired; else it failed with signal 9)",
+                j->task);
     if (!j->cancelled && w->worker) {
         int code = 0, sig = 0;
         if (WIFEXITED(j->status))
@@ -637,6 +669,8 @@ static int start_job(wk *w, const char *task, const void *data, size_t len)
         pipe2(out, O_CLOEXEC) < 0)
         goto fail;
     int fds[3] = {in[0], out[1], -1};
+    /* The leash knows the current deadline before it guards the group. */
+    update_leash(w);
     int err = cli_child_start(w->c, &j->child, w->exe, w->cmd, env, fds, false, on_job_exit);
     if (err) {
         errno = err;
@@ -823,6 +857,12 @@ static int worker_main(cli *c, int argc, char **argv)
                   cli_quote(w->cmd[0], q, sizeof(q)), strchr(w->cmd[0], '/') ? "" : " on PATH");
         return CLI_EXIT_FAIL;
     }
+    /* The leash first, while this process has one thread (the client starts some). */
+    if ((rc = cli_leash_begin(c)))
+        return rc;
+    uv_prepare_init(&c->loop, &w->prepare);
+    w->prepare.data = w;
+    uv_prepare_start(&w->prepare, on_prepare);
     c->guarded = 1;
     if ((rc = cli_client_new(c)))
         goto out;
@@ -844,6 +884,13 @@ out:
         j->cancelled = 1;
         cli_child_close(&j->child);
     }
+    /* With a CMD still dying, its group is the leash's to finish (end of file); else the leash
+     * leaves quietly. */
+    if (w->jobs)
+        cli_leash_drop(c->leash);
+    else
+        cli_leash_stop(c->leash);
+    c->leash = NULL;
     while (w->jobs)
         job_close(w->jobs);
     free(w->exe);

@@ -21,6 +21,10 @@ ran to completion exactly once (its id is in the file once):
                with a child of its own: the worker's guardian kills both commands' groups and
                closes the session, and the master moves both tasks to the other worker at once,
                long before the session could have expired; each runs to completion once, there.
+  stop_worker  SIGSTOP a worker (2 s session) while its task's command runs: the command is
+               killed by the worker's leash before the session could expire, so before the
+               master can give the task to the other worker - its stamps (CLOCK_MONOTONIC,
+               every 5 ms) end before the other's command's start; SIGCONT later.
   zk_restart   the (own) ZooKeeper server is stopped and started again mid-run.
   submit_cutoff  submits through reign_tcpproxy while the proxy keeps resetting every
                connection: no submit ever makes two tasks (task names carry the submit's guid).
@@ -36,7 +40,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
-from e2elib import check, env_path, log, main, wait_for  # noqa: E402
+from e2elib import check, env_path, log, main, process_runs, wait_for  # noqa: E402
 import test_guardian as guardian  # noqa: E402
 
 # The command each worker runs: payload on stdin; REIGN_TASK_ID from the worker; IDS and DELAY
@@ -339,6 +343,78 @@ def kill_worker_guardian(t):
         check(p.wait() == 0, f"{p.label} exited {p.returncode()}")
 
 
+# stop_worker's command: stamps the shared file STAMPS every 5 ms (one write per line, O_APPEND)
+# until the file RELEASE exists, then exits 0.  Constant: data comes from the environment.
+STAMP_PY = r"""
+import os, time
+fd = os.open(os.environ["STAMPS"], os.O_WRONLY | os.O_APPEND)
+who = f"{os.environ['REIGN_WORKER_ID']} {os.environ['REIGN_TASK_ID']} {os.getpid()}"
+kind = "start"
+while not os.path.exists(os.environ["RELEASE"]):
+    os.write(fd, f"{kind} {who} {time.monotonic_ns()}\n".encode())
+    kind = "stamp"
+    time.sleep(0.005)
+"""
+
+
+def stop_worker(t):
+    q = Queue(t, t.shared_hosts(), session_ms=2000)
+    stamps, release = os.path.join(t.dir, "stamps"), os.path.join(t.dir, "release")
+    open(stamps, "w").close()
+    q.env.update(STAMPS=stamps, RELEASE=release)
+    script = [sys.executable, "-c", STAMP_PY]
+
+    def jobs():
+        """{pid: [worker, task, first ns, last ns]}, from complete lines."""
+        with open(stamps) as f:
+            data = f.read()
+        out = {}
+        for line in data[:data.rfind("\n") + 1].splitlines():
+            kind, worker, task, pid, ns = line.split()
+            if kind == "start":
+                out[pid] = [worker, task, int(ns), int(ns)]
+            else:
+                out[pid][3] = int(ns)
+        return out
+
+    def worker(label):
+        return t.spawn(label, q.args("worker", q.name, "--id", label, "--concurrency", "1",
+                                     "--", *script), env=q.env)
+
+    m = q.master("m1")
+    w0 = worker("w0")
+    wait_for(lambda: lines_of(w0, "registered"), "w0 registered")
+    rc, out, err = q.submit("x")
+    check(rc == 0, f"submit failed ({rc}): {err.strip()}")
+    task = out.split()[0]
+    first = wait_for(lambda: [(p, j) for p, j in jobs().items() if j[0] == "w0"],
+                     "w0's command to start")[0]
+    pid0 = int(first[0])
+    t.extra_pids.append(pid0)
+    w1 = worker("w1")
+    wait_for(lambda: lines_of(w1, "registered"), "w1 registered")
+    w0.send(signal.SIGSTOP)
+    moved = wait_for(lambda: [(p, j) for p, j in jobs().items() if j[0] == "w1"],
+                     "the task to run on w1")[0]
+    t.extra_pids.append(int(moved[0]))
+    check(moved[1][1] == task, f"w1 ran {moved[1][1]}, want {task}")
+    check(not process_runs(pid0), "w0's command still runs beside w1's")
+    j0 = jobs()[first[0]]
+    check(j0[3] < moved[1][2], f"w0's command stamped {(j0[3] - moved[1][2]) / 1e6:.1f} ms after "
+          "w1's started: the task ran twice at once")
+    check([ln for ln in m.lines() if " from=w0" in ln], "the master did not move it from w0")
+    log(f"w0's command ended {(moved[1][2] - j0[3]) / 1e6:.0f} ms before w1's started")
+    w0.send(signal.SIGCONT)
+    open(release, "w").close()
+    tasks = q.wait_done([task])
+    check(tasks[task]["worker"] == "w1", f"{task}'s result from {tasks[task]['worker']}")
+    check(tasks[task]["exit"] == 0, f"{task}: {tasks[task]}")
+    for p in (m, w0, w1):
+        p.send(signal.SIGTERM)
+    for p in (m, w0, w1):
+        check(p.wait() == 0, f"{p.label} exited {p.returncode()}")
+
+
 def zk_restart(t):
     zk = t.zk_servers("zk", 1)
     q = Queue(t, zk.hosts, session_ms=20000, delay="0.1")
@@ -400,7 +476,7 @@ def submit_cutoff(t):
 
 
 SCENARIOS = {f.__name__: f for f in (basic, kill_worker, kill_master, kill_worker_guardian,
-                                      zk_restart, submit_cutoff)}
+                                      stop_worker, zk_restart, submit_cutoff)}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:

@@ -6,7 +6,7 @@
 set(REIGN_TASKS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 if(TARGET reign_cli)
-  foreach(scenario basic kill_worker kill_master submit_cutoff)
+  foreach(scenario basic kill_worker kill_master stop_worker submit_cutoff)
     reign_zk_test(NAME tasks_${scenario}
       COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario}
       TIMEOUT 300 LABELS e2e tasks)

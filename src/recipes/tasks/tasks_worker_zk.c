@@ -14,6 +14,12 @@
  * Payloads are read ahead: up to `concurrency` tasks beyond those running are
  * read (or being read) and wait for a slot (T_READY), so a slot that frees
  * runs the next task at once instead of a round trip later.
+ *
+ * The worker holds the client's validity (as a leader does) from its first
+ * write on a session until the session may be lost: the client proves the
+ * session five times per timeout, and reign_tasks_worker_valid_until_ns()
+ * says until when no task of ours can be given to another worker.  Its own
+ * LOST comes at that moment too, rather than a while after the suspension.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +67,7 @@ struct reign_tasks_worker {
     bool listing, dirty;
     pend *pends;       /* arguments of requests in flight (freed on forget) */
     reign__timer kick; /* start_more() on the loop, after reign_tasks_worker_done() */
+    bool holding;      /* holds the client's validity (reign__client_hold_validity) */
 };
 
 static void worker_destroy(reign_tasks_worker *w);
@@ -562,6 +569,11 @@ size_t reign_tasks_worker_running(const reign_tasks_worker *w)
     return w ? w->slots : 0;
 }
 
+int64_t reign_tasks_worker_valid_until_ns(const reign_tasks_worker *w)
+{
+    return w && w->holding ? reign__client_valid_until(w->client) : 0;
+}
+
 /* ---- sessions and the object ----------------------------------------------------- */
 
 static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
@@ -578,10 +590,31 @@ static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
     leave(w);
 }
 
+/* Holds the client's validity, or lets it go. */
+static void hold(reign_tasks_worker *w, bool on)
+{
+    if (w->holding == on)
+        return;
+    w->holding = on;
+    reign__client_hold_validity(w->client, on ? +1 : -1);
+}
+
+/* Our directory is made on this session: its answer is the first proof the validity counts
+ * from, and it comes before the listing that can give a RUN (one session's answers come in
+ * order).  Held on a later answer, the bound would be unknown (0) meanwhile. */
+static void on_dir_made(void *owner, void *arg, const reign__zk_result *r)
+{
+    reign_tasks_worker *w = owner;
+    (void)r;
+    if (!reign__life_stale(&w->life, arg, 0))
+        hold(w, true);
+}
+
 /* A new session: start over. */
 static void new_session(reign_tasks_worker *w)
 {
     reign__life_bump(&w->life);
+    hold(w, false);
     w->listing = false;
     /* Read ahead on the old session: read again on this one. */
     for (size_t i = 0; i < w->tasks.cap; i++)
@@ -590,7 +623,8 @@ static void new_session(reign_tasks_worker *w)
     /* Results being recorded stay: their writes fail with the old session
      * and are looked for, then sent again, on this one. */
     reign__tasks_make_dirs(w->zk, w->queue);
-    reign__zk_create(w->zk, w->dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
+    reign__zk_create(w->zk, w->dir, NULL, 0, REIGN__ZK_RETRY, w, on_dir_made,
+                     REIGN__LIFE_ARG(&w->life, 0, 0));
     list_mine(w);
 }
 
@@ -598,6 +632,10 @@ static void worker_conn(reign__recipe *rp, reign_conn_state st)
 {
     reign_tasks_worker *w = (reign_tasks_worker *)rp;
     enter(w);
+    if (st == REIGN_CONN_LOST || st == REIGN_CONN_CLOSED)
+        hold(w, false); /* no proof to come, until a reconnection */
+    else if (st == REIGN_CONN_RECONNECTED)
+        hold(w, true); /* the same session: the client proves it again at once */
     if (st == REIGN_CONN_LOST) {
         /* The master may give our tasks to others: stop them. */
         for (size_t i = 0; i < w->tasks.cap && reign__life_live(&w->life); i++) {
@@ -635,6 +673,7 @@ static void worker_free_fields(reign_tasks_worker *w)
 
 static void worker_destroy(reign_tasks_worker *w)
 {
+    hold(w, false);
     reign__zk_forget(w->zk, w);
     reign_group_free(w->group);
     reign__client_detach(w->client, &w->recipe);

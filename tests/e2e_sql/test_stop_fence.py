@@ -9,12 +9,14 @@ the highest it has accepted - the database decides, in one statement) with REIGN
 logs every attempt.  The fence lives in the same database as the leases (SQLite: a file of
 its own beside them).
 
-a leads and writes.  SIGSTOP to a's reign - its command, in a process group of its own, goes
-on writing, as a stale leader's work would.  Past a's lease, b is elected with a higher term
-and token (term == token on a lease) and its command writes; from then on the fence refuses
-a's command's writes (the test waits for a refused one).  SIGCONT to a: it prints `demoted
-reason=stalled` (or suspended, should its connection have been judged lost meanwhile) at
-once, dated no later than b's election, and kills its command.  check_leadership.py proves
+a leads and writes, through a writer that escaped reign run's process group (FENCE_ESCAPE: a
+daemon its command started).  SIGSTOP to a's reign: its leash kills the command's group before
+the lease could have lapsed, but the escaped writer goes on writing, as a stale leader's work
+would.  Past a's lease, b is elected with a higher term and token (term == token on a lease)
+and its command writes; from then on the fence refuses the escaped writer's writes (the test
+waits for a refused one).  SIGCONT to a: it prints `demoted reason=stalled` (or suspended,
+should its connection have been judged lost meanwhile) at once, dated no later than b's
+election; the test ends the escaped writer itself.  check_leadership.py proves
 from both processes' leadership lines that they never overlapped.  b then resigns on SIGTERM
 (its command exits 0, so does reign); a, standing again, is elected with a still higher
 term and its writes are accepted.
@@ -72,11 +74,12 @@ def body(t, kind):
             return [line.split() for line in f
                     if line.startswith(kind_ + " ") and (ident is None or line.split()[1] == ident)]
 
-    def runner(ident):
+    def runner(ident, escape=False):
         return t.spawn(ident, [t.cli, "--uri", uri, "--log-level", "info", "run", name, "--id",
-                               ident, "--grace", "5", "--", sys.executable, FENCE_CLIENT], env)
+                               ident, "--grace", "5", "--", sys.executable, FENCE_CLIENT],
+                       dict(env, FENCE_ESCAPE="1" if escape else "0"))
 
-    a = runner("a")
+    a = runner("a", escape=True)
     start_a = sqle.wait_alive(lambda: records("start", "a"), "a's command to start", [a])[0]
     a_pid, a_token = int(start_a[4]), int(start_a[3])
     t.extra_pids.append(a_pid)
@@ -99,7 +102,9 @@ def body(t, kind):
     refused = wait_for(lambda: [r for r in records("refused", "a") if int(r[3]) >= b_ev.token],
                        "a stale write of a's command, refused by the fence")[0]
     log(f"stale write refused: {' '.join(refused)}")
-    check(pid_alive(a_pid), "a's command died while a was stopped")
+    check(pid_alive(a_pid), "a's escaped writer died while a was stopped")
+    sqle.wait_alive(lambda: "leash: SIGKILL to process group" in a.err(),
+                    "a's leash to kill its command's group", [b])
     check(all(int(r[2]) == a_token for r in records("accepted", "a")),
           f"a's command wrote with another token: {records('accepted', 'a')}")
 
@@ -111,7 +116,8 @@ def body(t, kind):
         log(f"note: a's demotion says {dem.reason}, not stalled")
     check(dem.ns <= b_ev.ns, f"a's leadership ended at {dem.ns}, after b's election at {b_ev.ns}")
     log(f"a demoted ({dem.reason}) {(b_ev.ns - dem.ns) / 1e6:.1f} ms before b's election")
-    wait_for(lambda: not pid_alive(a_pid), "a's command to be killed")
+    os.kill(a_pid, signal.SIGTERM)  # beyond reign's reach: ours to end
+    wait_for(lambda: not pid_alive(a_pid), "a's escaped writer to end")
     check(a.alive() and b.alive(), "a reign process exited")
     check(len([e for e in sqle.run_events(a) if e.kind == "elected"]) == 1,
           f"a elected again while b leads: {sqle.run_events(a)}")

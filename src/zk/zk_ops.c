@@ -180,7 +180,16 @@ static int issue_multi(reign__zk *zk, zk_multi *m, const struct ACL_vector *acl,
         memset(m->stats, 0, m->n * sizeof(*m->stats));
         rc = init_zops(m->zops, m, acl);
     }
-    return rc != ZOK ? rc : zoo_amulti(zk->zh, (int)m->n, m->zops, m->zres, reign__zki_on_void, op);
+    if (rc != ZOK)
+        return rc;
+    /* A handle past recovery (its session expired, its auth failed: a negative state) must
+     * never get a multi: libzookeeper_mt's zoo_amulti (3.8) then frees each chrooted path
+     * twice - Request_path_init frees it on ZINVALIDSTATE, and the multi frees it again - and
+     * the process aborts.  Its single-node calls do not.  The one window left is an expiry
+     * the library's thread records between this look and the call. */
+    if (zoo_state(zk->zh) < 0)
+        return ZINVALIDSTATE;
+    return zoo_amulti(zk->zh, (int)m->n, m->zops, m->zres, reign__zki_on_void, op);
 }
 
 /* Sends one attempt.  Failures to even send complete through the queue too,

@@ -24,8 +24,10 @@ check_leadership.py then proves from every line that no two leaderships overlapp
 tokens strictly grew.
 """
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -70,7 +72,18 @@ def db_clock_ahead(store):
 
 def body(t, kind):
     check(os.path.exists(LIBFAKETIME), f"{LIBFAKETIME} missing: install Debian's faketime")
-    offset_file = os.path.join(t.dir, "clock-offset")
+    # The offset file where PostgreSQL's own user can read it: the test's directory may lie
+    # in one only its owner can enter (a fresh clone under mktemp -d).
+    offset_dir = tempfile.mkdtemp(prefix="reign-clock-")
+    try:
+        run(t, kind, offset_dir)
+    finally:
+        shutil.rmtree(offset_dir, ignore_errors=True)
+
+
+def run(t, kind, offset_dir):
+    os.chmod(offset_dir, 0o755)
+    offset_file = os.path.join(offset_dir, "clock-offset")
     with open(offset_file, "w") as f:
         f.write("+0\n")
     os.chmod(offset_file, 0o644)  # PostgreSQL runs as its own user

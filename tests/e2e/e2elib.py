@@ -485,3 +485,37 @@ def main(name, body):
         sys.exit(1)
     print(f"PASS {name}")
     sys.exit(0)
+
+
+def holds_write_lock(pid, paths):
+    """Whether process pid holds a POSIX write lock on one of the files (SQLite's database, its
+    WAL and shared-memory files)."""
+    inodes = set()
+    for path in paths:
+        try:
+            inodes.add(os.stat(path).st_ino)
+        except OSError:
+            pass
+    with open("/proc/locks") as f:
+        for line in f:
+            fields = line.split()
+            if "->" in fields or len(fields) < 6:
+                continue  # a waiter, not a holder
+            if (fields[1] == "POSIX" and fields[3] == "WRITE" and int(fields[4]) == pid
+                    and int(fields[5].split(":")[2]) in inodes):
+                return True
+    return False
+
+
+def stop_unlocked(proc, paths):
+    """SIGSTOP to proc, but not while it holds a write lock on one of paths (a SQLite file
+    and its -wal and -shm): stopped inside a write, it would hold every other process on the
+    file until continued (SQLite has one writer), which no test of a stopped leader wants."""
+    for _ in range(100):
+        proc.send(signal.SIGSTOP)
+        if not holds_write_lock(proc.pid, paths):
+            return
+        log("stopped while holding the SQLite file's write lock: again")
+        proc.send(signal.SIGCONT)
+        time.sleep(0.01)
+    check(False, f"{proc.label} always held SQLite's write lock")

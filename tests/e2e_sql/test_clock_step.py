@@ -133,7 +133,10 @@ def run(t, kind, offset_dir):
           f"{leader.label} lost its lease to reign rm: {leader.events()}")
 
     # back: the leader frozen, the clock two hours back; a follower takes over on its count.
-    leader.send(signal.SIGSTOP)
+    if kind == "sqlite":
+        sqle.e2elib.stop_unlocked(leader, [store.path + x for x in ("", "-wal", "-shm")])
+    else:
+        leader.send(signal.SIGSTOP)
     stopped = time.monotonic()
     step(offset_file, "-3600", store)
     rest = [p for p in procs if p is not leader]

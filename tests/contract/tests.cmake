@@ -38,10 +38,15 @@ function(reign_store_test store)
   set_property(TEST ${S_NAME} APPEND PROPERTY ENVIRONMENT REIGN_TEST_STORE=${store})
 endfunction()
 
-# reign_contract(<capability> STORES <stores that claim it...> [GAP <why the others lack it>]
-#                [TIMEOUT s])
+# reign_contract(<capability> TITLE <what, for README's table> STORES <stores that claim it...>
+#                [GAP <why the others lack it>] [TIMEOUT s])
+# One line each: scripts/capabilities.py makes README.md's store x capability table from these
+# lines (docs_drift checks that it is current).
 function(reign_contract capability)
-  cmake_parse_arguments(C "" "GAP;TIMEOUT" "STORES" ${ARGN})
+  cmake_parse_arguments(C "" "TITLE;GAP;TIMEOUT" "STORES" ${ARGN})
+  if(NOT C_TITLE)
+    message(FATAL_ERROR "reign_contract(${capability}): TITLE says what it is for README's table")
+  endif()
   if(NOT C_TIMEOUT)
     set(C_TIMEOUT 300)
   endif()
@@ -67,8 +72,8 @@ function(reign_contract capability)
 endfunction()
 
 # capability  the stores that claim it
-reign_contract(election STORES zk sqlite postgres mariadb)
-reign_contract(value STORES zk sqlite postgres mariadb)
-reign_contract(group STORES zk GAP "groups need zk")
+reign_contract(election TITLE "Elections: leader, observers, cede, fencing tokens" STORES zk sqlite postgres mariadb)
+reign_contract(value TITLE "Watched values with compare-and-set" STORES zk sqlite postgres mariadb)
+reign_contract(group TITLE "Group membership" STORES zk GAP "groups need zk")
 # Next, from their ZooKeeper tests: tasks (tests/tasks/), priority and designation
 # (tests/integration/it_designate.c), each a line like group's until the SQL stores have them.

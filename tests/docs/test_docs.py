@@ -9,6 +9,8 @@
   - the man pages, docs/, README.md, the public headers, the examples and contrib/ cite no
     "issue N" or "seed N" (the project's own bookkeeping): they name the systems instead
     (Tera, HDFS's ZKFC, ...);
+  - README.md's store x capability table is what tests/contract/tests.cmake registers
+    (scripts/capabilities.py makes it);
   - docs/design.md's table of promises names, in its last column, only tests that exist: each
     `name` is a ctest entry of BUILD_DIR (`ctest -N`, run with CTEST, default "ctest"; "{a,b}"
     in a name stands for one entry per word), each `path` a file or folder of the tree.  A row
@@ -190,6 +192,22 @@ def check_promises(src, build, ctest):
                         failures.append(f"docs/design.md:{no}: no ctest entry {name!r}")
 
 
+def check_capabilities(src):
+    """README's store x capability table is the one tests/contract/tests.cmake makes."""
+    sys.path.insert(0, os.path.join(src, "scripts"))
+    import capabilities
+    with open(os.path.join(src, capabilities.REGISTRY)) as f:
+        try:
+            want = capabilities.block(*capabilities.parse_registry(f.read()))
+        except ValueError as e:
+            failures.append(str(e))
+            return
+    with open(os.path.join(src, "README.md")) as f:
+        if want not in f.read():
+            failures.append("README.md's capability table is not what tests/contract/tests.cmake "
+                            "says: run scripts/capabilities.py --write")
+
+
 def main():
     src = sys.argv[1]
     build = sys.argv[2] if len(sys.argv) > 2 else None
@@ -198,7 +216,9 @@ def main():
     check_design_map(src)
     check_citations(src)
     check_promises(src, build, ctest)
-    return report(failures, "README's Layout names every folder; design.md's map matches the "
+    check_capabilities(src)
+    return report(failures, "README's Layout names every folder; README's capability table is "
+                  "the contract tests'; design.md's map matches the "
                   "tree; no issue or seed numbers in user-facing pages; every test design.md's "
                   "promises cite exists" + ("" if build else " (as a file; no BUILD_DIR given)"))
 

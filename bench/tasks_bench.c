@@ -24,9 +24,15 @@
  * reign_tasks_wait() has its result.  The server's zxid is read (the czxid of a marker node) before
  * and after, so the transactions per task are counted by the server, not estimated.  Prints one
  * JSON line: tasks, seconds, tasks_per_s, writes_per_task, latency p50/p99 (submit to result, ms).
+ *
+ *     tasks-bench queue-uri URI COUNT WINDOW WORKERS CONCURRENCY [SUBMITTERS]
+ *
+ * queue-uri: the same on any store (bench/parity.py: SQLite, PostgreSQL, MariaDB beside
+ * ZooKeeper), without the count of writes (writes_per_task is -1).
  */
 #include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,13 +347,15 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int queue_main(const char *hosts, int count, int window, int workers, int concurrency)
+/* hosts: ZooKeeper's, whose zxid counts the writes per task; NULL for another store (given by
+ * its URI), where writes are not counted (-1). */
+static int queue_main(const char *uri, const char *hosts, int count, int window, int workers,
+                      int concurrency)
 {
-    char uri[512], name[64];
-    snprintf(uri, sizeof(uri), "zk://%s", hosts);
+    char name[64];
     snprintf(name, sizeof(name), "bench-%d-%d-%ld", workers, (int)getpid(), (long)time(NULL));
     queue_name = name;
-    zhandle_t *zh = raw_connect(hosts);
+    zhandle_t *zh = hosts ? raw_connect(hosts) : NULL;
 
     reign_tasks_master *m;
     reign_tasks_master_options mo = {.size = sizeof(mo), .id = "master", .cb = on_master};
@@ -375,27 +383,29 @@ static int queue_main(const char *hosts, int count, int window, int workers, int
     started = calloc((size_t)count, sizeof(double));
     q_count = count;
     q_window = window < count ? window : count;
-    int64_t z0 = zxid_now(zh);
+    int64_t z0 = zh ? zxid_now(zh) : 0;
     double t0 = now_s();
     for (int i = 0; i < q_window; i++)
         submit_next(subs[i % n_submitters]); /* each keeps its share of the window */
     while (q_done < q_count)
         turn(100);
     double s = now_s() - t0;
-    int64_t z1 = zxid_now(zh);
+    int64_t z1 = zh ? zxid_now(zh) : 0;
     qsort(latency, (size_t)count, sizeof(double), cmp_double);
     printf("{\"tasks\": %d, \"workers\": %d, \"submitters\": %d, \"concurrency\": %d, "
            "\"window\": %d, "
            "\"seconds\": %.4f, \"tasks_per_s\": %.1f, \"writes_per_task\": %.3f, "
            "\"latency_p50_ms\": %.2f, \"latency_p99_ms\": %.2f, \"errors\": %d}\n",
            count, workers, n_submitters, concurrency, q_window, s, count / s,
-           (double)(z1 - z0 - 1) / count, latency[count / 2], latency[count * 99 / 100], q_errors);
+           zh ? (double)(z1 - z0 - 1) / count : -1.0, latency[count / 2], latency[count * 99 / 100],
+           q_errors);
     reign_tasks_master_free(m);
     for (int i = 0; i < workers; i++)
         reign_tasks_worker_free(w[i]);
     for (int i = 0; i < n_clients; i++)
         reign_client_free(clients[i]);
-    zookeeper_close(zh);
+    if (zh)
+        zookeeper_close(zh);
     free(latency);
     free(started);
     return q_errors ? 1 : 0;
@@ -413,18 +423,24 @@ int main(int argc, char **argv)
             die("unknown request type", 0);
         return raw_main(argv[2], atoi(argv[4]), atoi(argv[5]), 1);
     }
-    if ((argc == 7 || argc == 8) && !strcmp(argv[1], "queue")) {
+    if ((argc == 7 || argc == 8) && (!strcmp(argv[1], "queue") || !strcmp(argv[1], "queue-uri"))) {
         int workers = atoi(argv[5]);
         n_submitters = argc == 8 ? atoi(argv[7]) : 1;
         if (n_submitters < 1 || n_submitters > MAX_SUBMITTERS)
             die("submitters out of range", n_submitters);
         if (workers < 1 || workers > MAX_CLIENTS - 1 - n_submitters)
             die("workers out of range", workers);
-        return queue_main(argv[2], atoi(argv[3]), atoi(argv[4]), workers, atoi(argv[6]));
+        char uri[512];
+        bool zk = !strcmp(argv[1], "queue");
+        snprintf(uri, sizeof(uri), "%s%s", zk ? "zk://" : "", argv[2]);
+        return queue_main(uri, zk ? argv[2] : NULL, atoi(argv[3]), atoi(argv[4]), workers,
+                          atoi(argv[6]));
     }
     fprintf(stderr, "usage: tasks-bench raw HOSTS COUNT WINDOW [SESSIONS]\n"
                     "       tasks-bench ops HOSTS create|exists|get|children|multi COUNT WINDOW\n"
                     "       tasks-bench queue HOSTS COUNT WINDOW WORKERS CONCURRENCY "
+                    "[SUBMITTERS]\n"
+                    "       tasks-bench queue-uri URI COUNT WINDOW WORKERS CONCURRENCY "
                     "[SUBMITTERS]\n");
     return 2;
 }

@@ -100,7 +100,8 @@ OTHER_SECTIONS = ("## SQL lease elections", "## Many elections on one session",
                   "## Crash failover with the guardian",
                   "## Slots: what a late copy costs",
                   "## Graceful handoff: where the time goes",
-                  "## Before and after the election tables")
+                  "## Before and after the election tables",
+                  "## Every capability on every store")
 
 
 def write_other_section(path, section, text):

@@ -88,9 +88,10 @@ alive() {
     [[ -n $st && $st != Z && $st != X ]]
 }
 
-# The command line of pid $1, one argument per line.
+# The command line of pid $1, one argument per line (nothing if it has just exited: the
+# silencing comes first, so that a failed open of its cmdline says nothing either).
 cmdline_args() {
-    tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null
+    tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline"
 }
 
 cmd_stop() {

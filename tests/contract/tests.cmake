@@ -69,6 +69,6 @@ endfunction()
 # capability  the stores that claim it
 reign_contract(election STORES zk sqlite postgres mariadb)
 reign_contract(value STORES zk sqlite postgres mariadb)
-reign_contract(group STORES zk GAP "groups need zk")
+reign_contract(group STORES zk sqlite postgres mariadb)
 # Next, from their ZooKeeper tests: tasks (tests/tasks/), priority and designation
 # (tests/integration/it_designate.c), each a line like group's until the SQL stores have them.

@@ -138,6 +138,7 @@ static void k_lose(keeper *k, const char *why)
     reign__client_guard_session(k->client, NULL);
     k->state = K_NONE;
     k->epoch++;
+    k->out = false;
     reign__timer_stop(timers(k), &k->beat);
     reign__timer_stop(timers(k), &k->bound);
     tell(k, NULL);
@@ -153,8 +154,10 @@ static void on_beat(void *owner, void *arg, const reign__sqlw_result *r)
 {
     keeper *k = owner;
     kcall *c = r->ctx;
+    if ((unsigned)(uintptr_t)arg != k->epoch)
+        return; /* about a session given up: its out flag went with it */
     k->out = false;
-    if ((unsigned)(uintptr_t)arg != k->epoch || k->state != K_LIVE)
+    if (k->state != K_LIVE)
         return;
     if (r->rc == 0) {
         k_lose(k, "reaped: it was not renewed for a whole lease");
@@ -193,8 +196,10 @@ static void k_beat(keeper *k)
 static void on_open(void *owner, void *arg, const reign__sqlw_result *r)
 {
     keeper *k = owner;
+    if ((unsigned)(uintptr_t)arg != k->epoch)
+        return;
     k->out = false;
-    if ((unsigned)(uintptr_t)arg != k->epoch || k->state != K_OPENING)
+    if (k->state != K_OPENING)
         return;
     if (r->rc < 0) {
         if (r->rc != REIGN_ECLOSED)
@@ -217,7 +222,7 @@ static void k_open(keeper *k)
 {
     if (k->state != K_NONE || k->out || reign__client_closing(k->client))
         return;
-    k->epoch++;
+    k->epoch++; /* the answer of whatever is still out about an older session is ignored */
     if (reign__random_hex(k->guid, REIGN__GUID_BYTES) < 0) {
         retry_later(k);
         return;
@@ -262,6 +267,7 @@ static void k_conn(reign__recipe *rp, reign_conn_state st)
             (void)send_call(k, 'e', NULL);
         k->state = K_NONE;
         k->epoch++;
+        k->out = false;
         reign__timer_stop(timers(k), &k->beat);
         reign__timer_stop(timers(k), &k->bound);
     } else if (st == REIGN_CONN_LOST) {

@@ -273,14 +273,53 @@ int reign__members_groups(reign__sqlconn *c, const char *dc, reign__sql_rows *na
     return rc < 0 ? rc : 0;
 }
 
+/* In the removal's transaction: 1 (the group's row, now locked, exists and no member of a
+ * live session stands), 0 (no group), REIGN_EBUSY, or a negative code. */
+static int removable(reign__sqlconn *c, const reign__sqlv *args, char *err, size_t errlen)
+{
+    /* The group's row first: a registration locks it too, so none lands between the count and
+     * the delete. */
+    int rc = reign__sql_query(c, "locking a group",
+                              "UPDATE {M} SET seq = seq WHERE data_center = {1} AND group_name = "
+                              "{2} AND guid = ''",
+                              args, 2, NULL, err, errlen);
+    if (rc <= 0)
+        return rc;
+    reign__sql_rows rs;
+    rc = reign__sql_query(c, "counting a group's members",
+                          "SELECT COUNT(*) FROM {M} m JOIN {S} s ON s.data_center = m.data_center "
+                          "AND s.guid = m.session_guid WHERE m.data_center = {1} AND m.group_name "
+                          "= {2} AND m.guid <> ''",
+                          args, 2, &rs, err, errlen);
+    if (rc < 0)
+        return rc;
+    int64_t n = -1;
+    (void)reign__sql_parse_i64(reign__sql_cell(&rs, 0, 0), &n);
+    reign__sql_rows_free(&rs);
+    return n == 0 ? 1 : REIGN_EBUSY;
+}
+
 int reign__members_remove_group(reign__sqlconn *c, const char *dc, const char *name, char *err,
                                 size_t errlen)
 {
     reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name)};
-    int rc = reign__sql_side_write(c, dc, REIGN__MEMBERS_LISTEN, "removing a group",
-                                   "DELETE FROM {M} WHERE data_center = {1} AND group_name = {2}",
-                                   args, 2, err, errlen);
-    if (rc == REIGN_ENOENT)
-        return 0;
-    return rc < 0 ? rc : rc > 0;
+    int rc = reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen);
+    if (rc < 0)
+        return rc;
+    int ok = removable(c, args, err, errlen); /* no table: REIGN_ENOENT, no group */
+    rc = ok;
+    /* The rows of dead sessions nobody reaped go too: they are no members. */
+    if (ok > 0)
+        rc = reign__sql_query(c, "removing a group",
+                              "DELETE FROM {M} WHERE data_center = {1} AND group_name = {2}", args,
+                              2, NULL, err, errlen);
+    if (ok > 0 && rc >= 0)
+        rc = reign__sql_notify(c, dc, REIGN__MEMBERS_LISTEN, err, errlen);
+    if (ok > 0 && rc >= 0)
+        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
+    if (ok <= 0 || rc < 0) {
+        reign__sql_rollback(c);
+        return ok <= 0 ? (ok == REIGN_ENOENT ? 0 : ok) : rc;
+    }
+    return 1;
 }

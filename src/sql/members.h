@@ -93,8 +93,8 @@ int reign__members_of_session(reign__sqlconn *c, const char *dc, const char *ses
 int reign__members_groups(reign__sqlconn *c, const char *dc, reign__sql_rows *names, char *err,
                           size_t errlen);
 
-/* Deletes group `name`, its members with it, for `reign rm`: 1, 0 (no such group), or a
- * negative code. */
+/* Deletes group `name`, for `reign rm`, if no member of a live session stands in it (the rows
+ * of dead sessions go with it): 1, 0 (no such group), REIGN_EBUSY, or a negative code. */
 int reign__members_remove_group(reign__sqlconn *c, const char *dc, const char *name, char *err,
                                 size_t errlen);
 

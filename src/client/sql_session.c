@@ -80,7 +80,8 @@ static void k_open(keeper *k);
 
 /* Calls each user once (on_session with guid, or on_rows with rows), each time from the head
  * of the list: a user's callback may free other users, so no pointer is kept across it. */
-static void tell_all(keeper *k, const char *guid, const reign__sql_rows *rows)
+static void tell_all(keeper *k, const char *guid, const reign__sql_rows *rows,
+                     const reign__sqlw_result *failed)
 {
     unsigned mark = ++k->mark;
     for (reign__sql_session_user *u = k->users; u;) {
@@ -89,7 +90,9 @@ static void tell_all(keeper *k, const char *guid, const reign__sql_rows *rows)
             continue;
         }
         u->told = mark;
-        if (!rows)
+        if (failed)
+            u->on_fail(u, failed->rc, failed->err);
+        else if (!rows)
             u->on_session(u, guid);
         else if (u->on_rows)
             u->on_rows(u, rows);
@@ -99,7 +102,7 @@ static void tell_all(keeper *k, const char *guid, const reign__sql_rows *rows)
 
 static void tell(keeper *k, const char *guid)
 {
-    tell_all(k, guid, NULL);
+    tell_all(k, guid, NULL, NULL);
 }
 
 /* Sends a kcall; 0 or a negative code (then freed). */
@@ -176,7 +179,7 @@ static void on_beat(void *owner, void *arg, const reign__sqlw_result *r)
         reign__timer_start(timers(k), &k->bound, until);
     }
     if (c->check)
-        tell_all(k, NULL, &c->rows);
+        tell_all(k, NULL, &c->rows, NULL);
 }
 
 static void k_beat(keeper *k)
@@ -201,6 +204,12 @@ static void on_open(void *owner, void *arg, const reign__sqlw_result *r)
     k->out = false;
     if (k->state != K_OPENING)
         return;
+    if (r->rc == REIGN_EFOREIGN) {
+        k->state = K_NONE;
+        reign__client_guard_session(k->client, NULL);
+        tell_all(k, NULL, NULL, r);
+        return;
+    }
     if (r->rc < 0) {
         if (r->rc != REIGN_ECLOSED)
             reign__log(k->log, REIGN_LOG_WARN, "opening a session: %s; retrying", r->err);

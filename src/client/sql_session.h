@@ -31,6 +31,9 @@ struct reign__sql_session_user {
     void (*on_session)(reign__sql_session_user *u, const char *guid);
     /* The guids of the session's registrations that exist, one a row (see above). */
     void (*on_rows)(reign__sql_session_user *u, const reign__sql_rows *guids);
+    /* No session can be made, for a reason retrying cannot fix (a sessions or members table
+     * of a foreign layout: REIGN_EFOREIGN); msg names it.  The next user to join tries again. */
+    void (*on_fail)(reign__sql_session_user *u, int err, const char *msg);
 };
 
 /* Joins u (set up by the caller); if a session is up, on_session(guid) is called before this

@@ -25,23 +25,34 @@ void reign__member_rows_free(reign__member_rows *r)
 
 static const char *const required[] = {REIGN__MEMBERS_REQUIRED_COLUMNS};
 
+/* make false: only check (reign__members_check()). */
+static int ensure_or_check(reign__sqlconn *c, bool make, char *err, size_t errlen)
+{
+    static const char create[] = "CREATE TABLE IF NOT EXISTS {M} ("
+                                 "data_center varchar(128) NOT NULL, "
+                                 "group_name varchar(200) NOT NULL, "
+                                 "guid varchar(64) NOT NULL, "
+                                 "seq bigint NOT NULL, "
+                                 "member_id varchar(512) NOT NULL, "
+                                 "session_guid varchar(64) NOT NULL, "
+                                 "payload {BLOB}, "
+                                 "version bigint NOT NULL, "
+                                 "joined_ms bigint NOT NULL, "
+                                 "PRIMARY KEY (data_center, group_name, guid))"
+                                 "{TABLE_OPTIONS}";
+    return reign__sql_side_ensure(c, REIGN__SQL_MEMBERS_SUFFIX, "members", required,
+                                  sizeof required / sizeof required[0], make ? create : NULL,
+                                  &c->members_ready, err, errlen);
+}
+
 int reign__members_ensure(reign__sqlconn *c, char *err, size_t errlen)
 {
-    return reign__sql_side_ensure(c, REIGN__SQL_MEMBERS_SUFFIX, "members", required,
-                                  sizeof required / sizeof required[0],
-                                  "CREATE TABLE IF NOT EXISTS {M} ("
-                                  "data_center varchar(128) NOT NULL, "
-                                  "group_name varchar(200) NOT NULL, "
-                                  "guid varchar(64) NOT NULL, "
-                                  "seq bigint NOT NULL, "
-                                  "member_id varchar(512) NOT NULL, "
-                                  "session_guid varchar(64) NOT NULL, "
-                                  "payload {BLOB}, "
-                                  "version bigint NOT NULL, "
-                                  "joined_ms bigint NOT NULL, "
-                                  "PRIMARY KEY (data_center, group_name, guid))"
-                                  "{TABLE_OPTIONS}",
-                                  &c->members_ready, err, errlen);
+    return ensure_or_check(c, true, err, errlen);
+}
+
+int reign__members_check(reign__sqlconn *c, char *err, size_t errlen)
+{
+    return ensure_or_check(c, false, err, errlen);
 }
 
 /* The statements of a registration, in its transaction (members.h says why in this order).
@@ -214,15 +225,17 @@ int reign__members_read(reign__sqlconn *c, const char *dc, const char *group,
                               args, 2, &rs, err, errlen);
     if (locked)
         reign__sql_rollback(c);
-    if (rc == REIGN_ENOENT)
-        return 0; /* no table yet: no group */
     if (rc < 0 && !c->members_ready && !c->broken && rc != REIGN_ECONNLOSS &&
         rc != REIGN_ETIMEDOUT) {
         /* Say so if the statement failed on a table of another layout. */
-        char why[256];
-        if (reign__members_ensure(c, why, sizeof why) == REIGN_EFOREIGN)
-            return reign__sql_err(c, err, errlen, REIGN_EFOREIGN, "%s", why);
+        char why[512];
+        if (reign__members_check(c, why, sizeof why) == REIGN_EFOREIGN) {
+            reign__strlcpy(err, why, errlen); /* names the store already */
+            return REIGN_EFOREIGN;
+        }
     }
+    if (rc == REIGN_ENOENT)
+        return 0; /* no table yet: no group */
     if (rc < 0)
         return rc;
     if (rs.n_rows && !(out->v = reign__calloc(rs.n_rows, sizeof *out->v)))

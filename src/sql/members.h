@@ -59,6 +59,8 @@ void reign__member_rows_free(reign__member_rows *r);
 
 /* Makes or checks the members table (once per connection).  0 or a negative code. */
 int reign__members_ensure(reign__sqlconn *c, char *err, size_t errlen);
+/* Checks it only, if there is one: 0 (none, or usable) or REIGN_EFOREIGN, naming it. */
+int reign__members_check(reign__sqlconn *c, char *err, size_t errlen);
 
 /*
  * Registers member `id` with a payload in `group`, in session `session`, as registration

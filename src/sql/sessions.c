@@ -13,20 +13,24 @@ static const char *const required[] = {REIGN__SESSIONS_REQUIRED_COLUMNS};
 
 int reign__sessions_ensure(reign__sqlconn *c, char *err, size_t errlen)
 {
-    int rc = reign__sql_side_ensure(c, REIGN__SQL_SESSIONS_SUFFIX, "sessions", required,
-                                    sizeof required / sizeof required[0],
-                                    "CREATE TABLE IF NOT EXISTS {S} ("
-                                    "data_center varchar(128) NOT NULL, "
-                                    "guid varchar(64) NOT NULL, "
-                                    "owner varchar(512) NOT NULL, "
-                                    "lease_ms bigint NOT NULL, "
-                                    "beat bigint NOT NULL, "
-                                    "created_ms bigint NOT NULL, "
-                                    "modified_ms bigint NOT NULL, "
-                                    "PRIMARY KEY (data_center, guid))"
-                                    "{TABLE_OPTIONS}",
-                                    &c->sessions_ready, err, errlen);
-    return rc < 0 ? rc : reign__members_ensure(c, err, errlen);
+    /* The members table first: one of a foreign layout is refused before anything is made. */
+    int rc = reign__members_ensure(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = reign__sql_side_ensure(c, REIGN__SQL_SESSIONS_SUFFIX, "sessions", required,
+                                sizeof required / sizeof required[0],
+                                "CREATE TABLE IF NOT EXISTS {S} ("
+                                "data_center varchar(128) NOT NULL, "
+                                "guid varchar(64) NOT NULL, "
+                                "owner varchar(512) NOT NULL, "
+                                "lease_ms bigint NOT NULL, "
+                                "beat bigint NOT NULL, "
+                                "created_ms bigint NOT NULL, "
+                                "modified_ms bigint NOT NULL, "
+                                "PRIMARY KEY (data_center, guid))"
+                                "{TABLE_OPTIONS}",
+                                &c->sessions_ready, err, errlen);
+    return rc < 0 ? rc : 0;
 }
 
 int reign__sessions_open(reign__sqlconn *c, const char *dc, const char *guid, const char *owner,

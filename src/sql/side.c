@@ -32,6 +32,8 @@ int reign__sql_side_ensure(reign__sqlconn *c, const char *suffix, const char *wh
         }
         if (!missing)
             break;
+        if (!create)
+            return 0;
         rc = reign__sql_query(c, "creating a side table", create, NULL, 0, NULL, err, errlen);
         /* Failed: another process may have made it at the same moment; look again, once. */
         if (rc < 0 && attempt > 0)

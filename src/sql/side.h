@@ -10,7 +10,8 @@
 #include "sql.h"
 
 /* Makes (with `create`, a CREATE TABLE IF NOT EXISTS) or checks table "<table>_<suffix>" of
- * the `what` kind ("sessions"), unless *ready; sets *ready.  0 or a negative code. */
+ * the `what` kind ("sessions"), unless *ready; sets *ready.  0 or a negative code.  With
+ * `create` NULL it only checks: 0 also when there is no table (*ready stays false). */
 int reign__sql_side_ensure(reign__sqlconn *c, const char *suffix, const char *what,
                            const char *const *required, size_t n_required, const char *create,
                            bool *ready, char *err, size_t errlen);

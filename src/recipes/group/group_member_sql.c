@@ -249,6 +249,15 @@ static void on_rows(reign__sql_session_user *u, const reign__sql_rows *guids)
     g_leave(g);
 }
 
+static void on_fail(reign__sql_session_user *u, int err, const char *msg)
+{
+    sgroup *g = (sgroup *)((char *)u - offsetof(sgroup, user));
+    reign__life_enter(&g->head.life);
+    if (g->state != S_FAILED)
+        g_fail(g, err, msg);
+    g_leave(g);
+}
+
 static void on_data_written(void *owner, void *arg, const reign__sqlw_result *r)
 {
     sgroup *g = owner;
@@ -341,6 +350,7 @@ int reign__group_sql_register(reign_group **ret, reign_client *client, const cha
     g->state = S_NOSESSION;
     g->user.on_session = on_session;
     g->user.on_rows = on_rows;
+    g->user.on_fail = on_fail;
     reign__timer_init(&g->timer, g_timer_cb, g);
     reign__client_attach(client, &g->head.recipe);
     if ((rc = reign__sql_session_join(client, &g->user)) < 0) {

@@ -46,6 +46,7 @@ typedef struct swatch {
 
     reign__life life;
     bool reading, again, listening, ready_sent, group_known, failed;
+    bool foreign;            /* the last read found data reign did not write (reported once) */
     reign__member_rows rows; /* what the view points into */
     char **nodes;            /* the view's node names, by row */
     seen *seen;
@@ -229,6 +230,9 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
         goto out;
     w->failed = r->rc < 0;
     if (r->rc < 0 && w->list_cb) {
+        /* The callback has no room for the detail (a foreign table named): logged. */
+        if (r->rc != REIGN_ECLOSED)
+            reign__log(w->log, REIGN_LOG_WARN, "group '%s': %s", w->head.name, r->err);
         reign_group_list_cb *cb = w->list_cb;
         w->list_cb = NULL;
         cb(w->client, r->rc, NULL, 0, w->head.userdata);
@@ -237,7 +241,11 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     }
     if (r->rc < 0) {
         bool lost = r->rc == REIGN_ECONNLOSS || r->rc == REIGN_ETIMEDOUT;
-        if (r->rc != REIGN_ECLOSED) {
+        bool told = r->rc == REIGN_EFOREIGN && w->foreign; /* reported already */
+        w->foreign = r->rc == REIGN_EFOREIGN;
+        if (told)
+            rearm(w);
+        else if (r->rc != REIGN_ECLOSED) {
             char msg[640];
             snprintf(msg, sizeof(msg), "group '%s': reading members: %s; %s", w->head.name, r->err,
                      lost ? "reading again once connected" : "retrying");
@@ -250,6 +258,7 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
         }
         goto out;
     }
+    w->foreign = false;
     if (!w->list_cb && count_sessions(w, &c->rows, r->done_ns) < 0)
         w->failed = true;
     apply(w, &c->rows);

@@ -229,3 +229,50 @@ void reign__group_watch_report(reign_group_watch *w, reign__life *life, reign_gr
         reign__group_watch_emit(w, life, cb, &ev);
     }
 }
+
+/* ---- a dead host's session (pure) ----------------------------------------------------------- */
+
+int reign__seen_sessions_update(reign__seen_session **seen, size_t *n_seen,
+                                const reign__session_read *read, size_t n_read, int64_t read_ns)
+{
+    reign__seen_session *next = reign__calloc(n_read ? n_read : 1, sizeof(*next));
+    if (!next)
+        return REIGN_ENOMEM;
+    size_t n = 0;
+    for (size_t i = 0; i < n_read; i++) {
+        bool dup = false;
+        for (size_t j = 0; j < n && !dup; j++)
+            dup = !strcmp(next[j].guid, read[i].guid);
+        if (dup)
+            continue;
+        reign__seen_session *s = &next[n++];
+        snprintf(s->guid, sizeof s->guid, "%s", read[i].guid);
+        s->beat = read[i].beat;
+        s->lease_ms = read[i].lease_ms;
+        s->since_ns = read_ns;
+        /* Counted from the first read of this beat: the holder sent it before any read saw
+         * it, so its own bound (send time + lease - margin) ends before our count does. */
+        for (size_t j = 0; j < *n_seen; j++)
+            if (!strcmp((*seen)[j].guid, s->guid) && (*seen)[j].beat == s->beat)
+                s->since_ns = (*seen)[j].since_ns;
+    }
+    reign__free(*seen);
+    *seen = next;
+    *n_seen = n;
+    return 0;
+}
+
+bool reign__seen_session_due(const reign__seen_session *s, int64_t now)
+{
+    return s->lease_ms > 0 && now - s->since_ns >= s->lease_ms * REIGN__NS_PER_MS;
+}
+
+int64_t reign__seen_sessions_next(const reign__seen_session *seen, size_t n)
+{
+    int64_t at = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        int64_t t = seen[i].since_ns + seen[i].lease_ms * REIGN__NS_PER_MS;
+        at = t < at ? t : at;
+    }
+    return at;
+}

@@ -22,6 +22,36 @@
 #include "client/client_internal.h"
 #include "recipes/life.h"
 
+/* ---- a dead host's session, as a SQL watch judges it (pure) --------------------------------- */
+
+/* A session seen: its beat, and since when (CLOCK_MONOTONIC: the return of the read that first
+ * showed that beat). */
+typedef struct reign__seen_session {
+    char guid[65];
+    int64_t beat, lease_ms, since_ns;
+} reign__seen_session;
+
+/* A session as one read showed it. */
+typedef struct reign__session_read {
+    const char *guid;
+    int64_t beat, lease_ms;
+} reign__session_read;
+
+/*
+ * Replaces *seen (*n_seen of them) by the sessions of a read that returned at read_ns,
+ * duplicates folded: one whose beat is the one seen before keeps counting from its since_ns, a
+ * new one or one that beat since starts at read_ns (a session that is not read any more is
+ * forgotten).  0, or REIGN_ENOMEM with *seen unchanged.
+ */
+int reign__seen_sessions_update(reign__seen_session **seen, size_t *n_seen,
+                                const reign__session_read *read, size_t n_read, int64_t read_ns);
+
+/* Whether session s may be reaped at `now`: its beat stood still for its whole lease. */
+bool reign__seen_session_due(const reign__seen_session *s, int64_t now);
+
+/* The first moment one of them may be reaped, or INT64_MAX. */
+int64_t reign__seen_sessions_next(const reign__seen_session *seen, size_t n);
+
 /* ---- the public objects: a head that either store's object starts with ------------------- */
 
 typedef struct reign__group_ops {

@@ -26,14 +26,7 @@
 
 #define RETRY_MS 1000
 
-/* A session seen, and since when at that beat. */
 static void w_free(reign_group_watch *base);
-
-typedef struct seen {
-    char guid[65];
-    int64_t beat, lease_ms;
-    int64_t since_ns;
-} seen;
 
 typedef struct swatch {
     struct reign_group_watch head; /* first: name, userdata, the view */
@@ -46,10 +39,10 @@ typedef struct swatch {
 
     reign__life life;
     bool reading, again, listening, ready_sent, group_known, failed;
-    bool foreign;            /* the last read found data reign did not write (reported once) */
-    reign__member_rows rows; /* what the view points into */
-    char **nodes;            /* the view's node names, by row */
-    seen *seen;
+    bool foreign;              /* the last read found data reign did not write (reported once) */
+    reign__member_rows rows;   /* what the view points into */
+    char **nodes;              /* the view's node names, by row */
+    reign__seen_session *seen; /* the sessions of the members read, and since when */
     size_t n_seen;
     reign__timer timer;
 } swatch;
@@ -103,44 +96,18 @@ static void free_nodes(char **nodes, size_t n)
     reign__free(nodes);
 }
 
-/* The earliest moment a session seen may be reaped, or INT64_MAX. */
-static int64_t next_reap(const swatch *w)
-{
-    int64_t at = INT64_MAX;
-    for (size_t i = 0; i < w->n_seen; i++) {
-        int64_t t = w->seen[i].since_ns + w->seen[i].lease_ms * REIGN__NS_PER_MS;
-        at = t < at ? t : at;
-    }
-    return at;
-}
-
 /* Counts the sessions of a read that returned at done_ns (a new beat restarts the count). */
 static int count_sessions(swatch *w, const reign__member_rows *rows, int64_t done_ns)
 {
-    seen *next = reign__calloc(rows->n ? rows->n : 1, sizeof(*next));
-    if (!next)
+    reign__session_read *read = reign__calloc(rows->n ? rows->n : 1, sizeof(*read));
+    if (!read)
         return REIGN_ENOMEM;
-    size_t n = 0;
-    for (size_t i = 0; i < rows->n; i++) {
-        const reign__member_row *r = &rows->v[i];
-        bool dup = false;
-        for (size_t j = 0; j < n && !dup; j++)
-            dup = !strcmp(next[j].guid, r->session);
-        if (dup)
-            continue;
-        seen *s = &next[n++];
-        reign__strlcpy(s->guid, r->session, sizeof s->guid);
-        s->beat = r->beat;
-        s->lease_ms = r->lease_ms;
-        s->since_ns = done_ns;
-        for (size_t j = 0; j < w->n_seen; j++)
-            if (!strcmp(w->seen[j].guid, r->session) && w->seen[j].beat == r->beat)
-                s->since_ns = w->seen[j].since_ns;
-    }
-    reign__free(w->seen);
-    w->seen = next;
-    w->n_seen = n;
-    return 0;
+    for (size_t i = 0; i < rows->n; i++)
+        read[i] = (reign__session_read){
+            .guid = rows->v[i].session, .beat = rows->v[i].beat, .lease_ms = rows->v[i].lease_ms};
+    int rc = reign__seen_sessions_update(&w->seen, &w->n_seen, read, rows->n, done_ns);
+    reign__free(read);
+    return rc;
 }
 
 /* When to read next, if nothing tells us before: a reap due, a retry, or the next poll. */
@@ -153,7 +120,7 @@ static void rearm(swatch *w)
              : reign__sqlw_notifies(w->w) ? 0
                                           : reign__client_lease(w->client)->poll_ms;
     int64_t at = ms > 0 ? now + (int64_t)ms * REIGN__NS_PER_MS : INT64_MAX;
-    int64_t reap = next_reap(w);
+    int64_t reap = reign__seen_sessions_next(w->seen, w->n_seen);
     at = reap < at ? reap : at;
     if (at != INT64_MAX)
         reign__timer_start(timers(w), &w->timer, at > now ? at : now);
@@ -285,9 +252,11 @@ static void on_reaped(void *owner, void *arg, const reign__sqlw_result *r)
         reign__log(w->log, REIGN_LOG_NOTICE,
                    "group %s: reaped session %s (its beat stood at %lld for a whole lease)",
                    w->head.name, c->session, (long long)c->beat);
-    else if (r->rc < 0)
+    else if (r->rc < 0) {
         reign__log(w->log, REIGN_LOG_WARN, "group %s: reaping session %s: %s", w->head.name,
                    c->session, r->err);
+        w->n_seen = 0; /* counted again from the next read, which is never too early */
+    }
     if (reign__life_live(&w->life))
         wread(w); /* what is left, or what moved meanwhile */
     w_leave(w);
@@ -298,8 +267,8 @@ static void reap_due(swatch *w)
 {
     int64_t now = reign__now_ns();
     for (size_t i = 0; i < w->n_seen; i++) {
-        seen *s = &w->seen[i];
-        if (now < s->since_ns + s->lease_ms * REIGN__NS_PER_MS)
+        reign__seen_session *s = &w->seen[i];
+        if (!reign__seen_session_due(s, now))
             continue;
         wcall *c = reign__calloc(1, sizeof(*c));
         if (!c)

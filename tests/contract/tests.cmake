@@ -74,6 +74,6 @@ endfunction()
 # capability  the stores that claim it
 reign_contract(election TITLE "Elections: leader, observers, cede, fencing tokens" STORES zk sqlite postgres mariadb)
 reign_contract(value TITLE "Watched values with compare-and-set" STORES zk sqlite postgres mariadb)
-reign_contract(group TITLE "Group membership" STORES zk GAP "groups need zk")
+reign_contract(group TITLE "Group membership, members watched" STORES zk sqlite postgres mariadb)
 # Next, from their ZooKeeper tests: tasks (tests/tasks/), priority and designation
 # (tests/integration/it_designate.c), each a line like group's until the SQL stores have them.

@@ -2,8 +2,8 @@
  * test_group_unit.c - the parts of the group and value recipes that need no
  * server: value keys, member node names, ordering, keeping the newest
  * registration per id, and the difference between two views (what a group
- * watch reports); plus the argument checks of the public functions, which
- * refuse before anything is sent.
+ * watch reports); when a SQL watch may reap a dead host's session; plus the argument checks of the
+ * public functions, which refuse before anything is sent.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -273,6 +273,45 @@ static void test_names(void **state)
     assert_string_equal(reign_value_event_name(REIGN_VALUE_DELETED), "deleted");
 }
 
+/* A session is reaped only after its beat stood still for a whole lease, counted from the
+ * first read that showed that beat; a new beat, or a session read again after it went, starts
+ * the count again. */
+static void test_seen_sessions(void **state)
+{
+    (void)state;
+    const int64_t ms = REIGN__NS_PER_MS;
+    reign__seen_session *known = NULL;
+    size_t n = 0;
+    reign__session_read r1[] = {{"s1", 5, 1000}, {"s2", 7, 2000}, {"s1", 5, 1000}};
+    assert_int_equal(reign__seen_sessions_update(&known, &n, r1, 3, 100 * ms), 0);
+    assert_int_equal(n, 2); /* s1 twice: one session */
+    assert_int_equal(reign__seen_sessions_next(known, n), 1100 * ms);
+    assert_false(reign__seen_session_due(&known[0], 1099 * ms));
+    assert_true(reign__seen_session_due(&known[0], 1100 * ms));
+
+    /* Read again later: s1 at the same beat keeps its count, s2 beat meanwhile restarts. */
+    reign__session_read r2[] = {{"s1", 5, 1000}, {"s2", 8, 2000}};
+    assert_int_equal(reign__seen_sessions_update(&known, &n, r2, 2, 900 * ms), 0);
+    assert_int_equal(known[0].since_ns, 100 * ms);
+    assert_int_equal(known[1].since_ns, 900 * ms);
+    assert_false(reign__seen_session_due(&known[1], 2899 * ms));
+    assert_true(reign__seen_session_due(&known[1], 2900 * ms));
+
+    /* s1 not read (its members left): forgotten; read again at the old beat, counted anew. */
+    reign__session_read r3[] = {{"s2", 8, 2000}};
+    assert_int_equal(reign__seen_sessions_update(&known, &n, r3, 1, 1000 * ms), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(reign__seen_sessions_update(&known, &n, r2, 2, 1200 * ms), 0);
+    assert_int_equal(known[0].since_ns, 1200 * ms);
+    assert_false(reign__seen_session_due(&known[0], 2199 * ms));
+
+    /* No session: nothing to reap, ever. */
+    assert_int_equal(reign__seen_sessions_update(&known, &n, NULL, 0, 3000 * ms), 0);
+    assert_int_equal(n, 0);
+    assert_true(reign__seen_sessions_next(known, n) == INT64_MAX);
+    reign__free(known);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_sort_and_newest),
         cmocka_unit_test(test_diff),
         cmocka_unit_test(test_diff_replays),
+        cmocka_unit_test(test_seen_sessions),
         cmocka_unit_test(test_api_refusals),
         cmocka_unit_test(test_names),
     };

@@ -25,6 +25,11 @@
  * dead) and leaves if the client still lives.  A stopped client (SIGSTOP, a
  * debugger) is alive: nothing happens.
  *
+ * On MariaDB and PostgreSQL it connects to the store as soon as it is told of a first lease
+ * or session, and keeps that connection idle until the end, so that a death costs the
+ * statements only (checked with one round trip, made again if the server closed it); so a
+ * guarded client holds two connections to its store.  A SQLite file is opened at death.
+ *
  * Output: one line on stderr when it acts (or fails to), nothing otherwise.
  */
 #include <errno.h>
@@ -55,6 +60,8 @@
 /* How long an end of file waits for the pidfd: a dying process closes its descriptors first,
  * and a multi-threaded one is reported dead once its last thread is gone. */
 #define EOF_GRACE_MS 2000
+/* A connection ahead that could not be made is tried again no sooner than this. */
+#define AHEAD_RETRY_NS (10000 * REIGN__NS_PER_MS)
 
 static struct {
     int client_pid;
@@ -67,6 +74,11 @@ static struct {
     reign__gmsg sql; /* the last op=sql message, kept whole: target points into it */
     bool have_sql;
     reign__gset set; /* the leases to release, the groups to kill */
+    /* MariaDB, PostgreSQL: a connection made once there is something to release, so that a
+     * death costs the statements only, not a connection's set-up (a backend's start and SCRAM's
+     * key stretching: tens of milliseconds).  NULL until then, or while it cannot be made. */
+    reign__sqlconn *ahead;
+    int64_t ahead_tried_ns; /* when it was last tried: at most once per AHEAD_RETRY_NS */
     bool bye;
 } g;
 
@@ -90,6 +102,30 @@ static double ms_since(int64_t t0)
 
 /* ---- what the client tells ---------------------------------------------- */
 
+static const reign__logger quiet_log = {0};
+
+/* Connects to the SQL store, with the guardian's quiet logger.  0 or a negative code (err). */
+static int sql_connect(reign__sqlconn **c, char *err, size_t errlen)
+{
+    g.sql.target.log = &quiet_log;
+    return reign__sql_connect(c, &g.sql.target, err, errlen);
+}
+
+/* Makes the connection ahead, once there is something to release on a server store (SQLite's
+ * file is opened at death: cheap, and the path may name another file by then). */
+static void connect_ahead(void)
+{
+    if (g.ahead || !g.have_sql || g.sql.target.kind == REIGN__SQL_SQLITE)
+        return;
+    int64_t now = reign__now_ns();
+    if (g.ahead_tried_ns && now - g.ahead_tried_ns < AHEAD_RETRY_NS)
+        return;
+    g.ahead_tried_ns = now;
+    char err[512];
+    if (sql_connect(&g.ahead, err, sizeof(err)) < 0)
+        g.ahead = NULL; /* connected at death instead */
+}
+
 static void apply(reign__gmsg *m)
 {
     switch (m->op) {
@@ -103,14 +139,25 @@ static void apply(reign__gmsg *m)
     case REIGN__GMSG_SQL:
         if (g.have_sql)
             reign__gmsg_clear(&g.sql);
+        reign__sql_close(g.ahead); /* made to the store told before */
+        g.ahead = NULL;
+        g.ahead_tried_ns = 0;
         g.sql = *m; /* takes the record over */
         memset(m, 0, sizeof(*m));
         g.have_sql = true;
+        /* The store's client library now, not when the process dies: loading libpq and what it
+         * links (OpenSSL, Kerberos, LDAP) takes tens of milliseconds, which every successor and
+         * watcher would wait on. */
+        char err[256];
+        if (reign__sql_load(g.sql.target.kind, err, sizeof(err)) < 0)
+            say("%s", err);
         return;
     case REIGN__GMSG_LEASE:
     case REIGN__GMSG_UNLEASE:
         if (reign__gset_lease(&g.set, m->op == REIGN__GMSG_LEASE, m->name, m->owner, m->guid) < 0)
             say("out of memory: lease %s forgotten", m->name);
+        if (m->op == REIGN__GMSG_LEASE)
+            connect_ahead();
         break;
     case REIGN__GMSG_PGID:
     case REIGN__GMSG_UNPGID:
@@ -202,13 +249,20 @@ static void end_zk(char *report, size_t len)
 
 static void end_leases(char *report, size_t len)
 {
-    static const reign__logger quiet = {0};
-    reign__sql_target *t = &g.sql.target;
-    t->log = &quiet;
-    reign__sqlconn *c = NULL;
+    reign__sqlconn *c = g.ahead;
     char err[512] = "";
     size_t used = strlen(report);
-    int rc = reign__sql_connect(&c, t, err, sizeof(err));
+    int rc = 0;
+    g.ahead = NULL;
+    /* The connection made ahead may have been closed since (a server restarted, an idle
+     * timeout): one round trip says, and a new one is made if so. */
+    if (c && reign__sql_query(c, "checking the connection", "SELECT 1", NULL, 0, NULL, err,
+                              sizeof(err)) < 0) {
+        reign__sql_close(c);
+        c = NULL;
+    }
+    if (!c)
+        rc = sql_connect(&c, err, sizeof(err));
     if (rc < 0) {
         snprintf(report + used, len - used, "cannot release leases: %s; ", err);
         return;

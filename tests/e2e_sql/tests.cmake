@@ -41,6 +41,9 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     reign_e2e_sql(${store} e2e_sql_cede_${store} test_cede.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_watch_${store} test_watch.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_ls_rm_${store} test_ls_rm.py ARGS ${store})
+    # The test of tests/e2e (every store runs it): designation and preemption under faults.
+    reign_e2e_sql(${store} e2e_designate_faults_${store} ../e2e/test_designate_faults.py
+      ARGS ${store} TIMEOUT 300 LABELS fault)
     # The guardian releases a killed leader's lease after killing its command's group, and
     # never a lease another took meanwhile.
     foreach(scenario run_kill stop_kill)

@@ -133,6 +133,21 @@ int reign__candidates_refresh(reign__sqlconn *c, const char *dc, const char *nam
     return rc < 0 ? rc : rc > 0;
 }
 
+int reign__candidates_rename(reign__sqlconn *c, const char *dc, const char *name, const char *from,
+                             const char *to, int64_t ttl_ms, char *err, size_t errlen)
+{
+    int rc = ensure(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    reign__sqlv args[5] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name), REIGN__SQLV_S(from),
+                           REIGN__SQLV_S(to), REIGN__SQLV_I(ttl_ms)};
+    rc = reign__sql_query(c, "renaming a candidate",
+                          "UPDATE {C} SET guid = {4}, designated = 0, expires_ms = {NOW} + {5} "
+                          "WHERE data_center = {1} AND lock_name = {2} AND guid = {3}",
+                          args, 5, NULL, err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
 int reign__candidates_designated(reign__sqlconn *c, const char *dc, const char *name,
                                  const char *guid, uint64_t term, char *err, size_t errlen)
 {

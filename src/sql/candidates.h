@@ -53,6 +53,12 @@ int reign__candidates_join(reign__sqlconn *c, const char *dc, const char *name, 
                            const char *owner, const void *payload, size_t len, int priority,
                            int64_t ttl_ms, char *err, size_t errlen);
 
+/* Gives the row of standing `from` to standing `to` (a candidate that stands again keeps its
+ * place: joined_ms, priority), for ttl_ms from now: 1, 0 (no such row: join), or a negative
+ * code.  One statement, so the candidate is listed throughout. */
+int reign__candidates_rename(reign__sqlconn *c, const char *dc, const char *name, const char *from,
+                             const char *to, int64_t ttl_ms, char *err, size_t errlen);
+
 /* Records that the standing guid leads term `term` by a designation: 1, 0 (no row), or a
  * negative code. */
 int reign__candidates_designated(reign__sqlconn *c, const char *dc, const char *name,

@@ -99,17 +99,19 @@ typedef struct lease_election {
     int preempt_delay_ms;
     bool checking; /* leading: a read of our row is out (a refused renewal, a notice) */
     bool refused;  /* ... and a renewal was refused: not ours any more, whatever it says */
-    char hand_guid[ROW_GUID];          /* HAND_OVER, LET_IN: the guid to release under */
-    bool claim_designee;               /* TAKE: the row is designated to us: no rank to look at */
-    char seen_owner[REIGN_ID_MAX + 1]; /* the holder of the lease we last read */
-    char seen_guid[ROW_GUID];          /* ... and its guid (or a mark) */
-    uint64_t preempt_term;             /* the leader's term we looked at to preempt */
-    int64_t preempt_at;                /* ... when its delay ends */
-    bool preempting;                   /* ... a look at the candidates is out */
-    bool preempt_done;                 /* ... looked: nothing (more) to do in that term */
-    bool preempt_later;                /* ... looked: to do once the delay is over */
-    uint64_t self_designated;          /* ... the term we designated ourselves over */
-    bool claim_chosen;                 /* TAKE: an operator\'s designee (not our preemption) */
+    char hand_guid[ROW_GUID];           /* HAND_OVER, LET_IN: the guid to release under */
+    bool claim_designee;                /* TAKE: the row is designated to us: no rank to look at */
+    char seen_owner[REIGN_ID_MAX + 1];  /* the holder of the lease we last read */
+    char seen_guid[ROW_GUID];           /* ... and its guid (or a mark) */
+    uint64_t preempt_term;              /* the leader's term we looked at to preempt */
+    int64_t preempt_at;                 /* ... when its delay ends */
+    bool preempting;                    /* ... a look at the candidates is out */
+    bool preempt_done;                  /* ... looked: nothing (more) to do in that term */
+    bool preempt_later;                 /* ... looked: to do once the delay is over */
+    uint64_t self_designated;           /* ... the term we designated ourselves over */
+    bool claim_chosen;                  /* TAKE: an operator's designee (not our preemption) */
+    bool handing;                       /* PAUSED by a handoff: still listed, stands at once */
+    char prev_guid[2 * GUID_BYTES + 1]; /* the standing before this one */
 
     char listed_guid[2 * GUID_BYTES + 1]; /* the standing our candidates row is of ("": none) */
     reign__timer list_timer;              /* the row's next refresh */
@@ -220,7 +222,7 @@ static void release(lease_election *e, const char *guid, uint64_t term)
 /* ---- the candidates row (listed candidates) ---------------------------------------------------
  */
 
-typedef enum list_op { LIST_JOIN, LIST_REFRESH, LIST_LEAVE, LIST_DESIGNATED } list_op;
+typedef enum list_op { LIST_JOIN, LIST_REFRESH, LIST_LEAVE, LIST_RENAME } list_op;
 
 /* What a candidates statement takes to the worker. */
 typedef struct list_call {
@@ -231,7 +233,7 @@ typedef struct list_call {
     size_t payload_len;
     int64_t ttl_ms;
     int priority;
-    uint64_t term; /* LIST_DESIGNATED */
+    char from[2 * GUID_BYTES + 1]; /* LIST_RENAME: the standing whose row it was */
 } list_call;
 
 static void list_call_free(void *p)
@@ -250,8 +252,9 @@ static int run_list_call(reign__sqlconn *conn, const char *dc, void *ctx, char *
     case LIST_JOIN:
         return reign__candidates_join(conn, dc, c->name, c->guid, c->owner, c->payload,
                                       c->payload_len, c->priority, c->ttl_ms, err, errlen);
-    case LIST_DESIGNATED:
-        return reign__candidates_designated(conn, dc, c->name, c->guid, c->term, err, errlen);
+    case LIST_RENAME:
+        return reign__candidates_rename(conn, dc, c->name, c->from, c->guid, c->ttl_ms, err,
+                                        errlen);
     case LIST_REFRESH:
         return reign__candidates_refresh(conn, dc, c->name, c->guid, c->ttl_ms, err, errlen);
     case LIST_LEAVE:
@@ -262,10 +265,11 @@ static int run_list_call(reign__sqlconn *conn, const char *dc, void *ctx, char *
 
 static void on_listed(void *owner, void *arg, const reign__sqlw_result *r);
 
-/* Sends one statement on our row (the guid given); no answer is awaited but a refresh's. */
+/* Sends one statement on our row (the guid given; LIST_RENAME: from the listed one); no answer
+ * is awaited but a refresh's or a rename's. */
 static void list_send(lease_election *e, list_op op, const char *guid)
 {
-    bool answered = op == LIST_JOIN || op == LIST_REFRESH;
+    bool answered = op != LIST_LEAVE;
     list_call *c = reign__calloc(1, sizeof(*c));
     bool ok =
         c && (c->name = reign__strdup(e->base.name)) && (c->owner = reign__strdup(e->base.id));
@@ -278,7 +282,7 @@ static void list_send(lease_election *e, list_op op, const char *guid)
         c->payload_len = op == LIST_JOIN ? e->base.data_len : 0;
         c->ttl_ms = e->ls->lease_ms;
         c->priority = e->priority;
-        c->term = e->base.term;
+        reign__strlcpy(c->from, e->listed_guid, sizeof(c->from));
         rc = reign__sqlw_call(e->w, "candidate", run_list_call, c, list_call_free,
                               answered ? e : NULL, answered ? on_listed : NULL, NULL);
     }
@@ -290,7 +294,8 @@ static void list_send(lease_election *e, list_op op, const char *guid)
     }
 }
 
-/* A refresh found no row (it expired and someone removed it, after a stall): list again. */
+/* A refresh or a rename found no row (it expired and someone removed it, after a stall): list
+ * again. */
 static void on_listed(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
@@ -298,7 +303,8 @@ static void on_listed(void *owner, void *arg, const reign__sqlw_result *r)
     if (r->rc < 0)
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: the candidates row: %s", e->base.name,
                    r->err);
-    else if (c->op == LIST_REFRESH && r->rc == 0 && !strcmp(c->guid, e->listed_guid))
+    else if ((c->op == LIST_REFRESH || c->op == LIST_RENAME) && r->rc == 0 &&
+             !strcmp(c->guid, e->listed_guid))
         list_send(e, LIST_JOIN, e->listed_guid);
 }
 
@@ -323,11 +329,21 @@ static bool standing(lstate s)
  * candidate that stands has the row of its current guid, any other none.  Called after every
  * step of the table (step()) and once a new standing has its guid (stand()), so every way in
  * and out of standing (stand, depose, suspend, cede, resign, close, free) lists or unlists.
+ * A leader that hands over stays listed through its pause, and a new standing takes over the
+ * row of the one before in one statement: a candidate that stands on is never unlisted, so an
+ * operator's designation always finds it (a mark naming its previous standing is its own).
  */
 static void list_follow(lease_election *e)
 {
-    bool want = e->base.listed && !e->base.observer && standing(e->state) && e->guid[0];
-    if (e->listed_guid[0] && (!want || strcmp(e->listed_guid, e->guid))) {
+    bool want = e->base.listed && !e->base.observer &&
+                (standing(e->state) || (e->state == L_PAUSED && e->handing)) && e->guid[0];
+    if (want && e->listed_guid[0] && strcmp(e->listed_guid, e->guid)) {
+        list_send(e, LIST_RENAME, e->guid); /* from listed_guid */
+        reign__strlcpy(e->listed_guid, e->guid, sizeof(e->listed_guid));
+        reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+        return;
+    }
+    if (e->listed_guid[0] && !want) {
         reign__timer_stop(timers(e), &e->list_timer);
         list_send(e, LIST_LEAVE, e->listed_guid);
         e->listed_guid[0] = '\0';
@@ -525,6 +541,8 @@ static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
  * designation wakes it so, where the store notifies): designated to another, it hands over;
  * otherwise, no longer ours (reign cede, changed by hand), it is deposed.
  */
+static void check_row(lease_election *e, bool refused);
+
 static void on_checked(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
@@ -536,8 +554,11 @@ static void on_checked(void *owner, void *arg, const reign__sqlw_result *r)
     const reign__lease *l = &r->lease;
     bool ours = r->rc == 0 && l->exists && !l->released && l->term == e->base.term &&
                 !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
-    if (e->base.leader && !check_bound(e, reign__now_ns()) && (!ours || e->refused) &&
-        (r->rc == 0 || e->refused)) {
+    if (e->base.leader && e->refused && ours) {
+        /* Read before the change that refused our renewal: read again, it will show. */
+        check_row(e, true);
+    } else if (e->base.leader && !check_bound(e, reign__now_ns()) && (!ours || e->refused) &&
+               (r->rc == 0 || e->refused)) {
         reign__election_news n = {.term = e->base.term};
         bool handoff = r->rc == 0 && reign__lease_designee(l) && l->term == e->base.term &&
                        !strcmp(l->owner, e->base.id);
@@ -545,8 +566,8 @@ static void on_checked(void *owner, void *arg, const reign__sqlw_result *r)
         reign__strlcpy(e->hand_guid, handoff ? l->owner_guid : REIGN__SQL_DEPOSED,
                        sizeof(e->hand_guid));
         step(e, handoff ? IN(HANDOFF) : IN(DEPOSED), &n); /* demoted, PAUSED */
+        e->refused = false;
     }
-    e->refused = false;
     LEAVE(e);
 }
 
@@ -615,13 +636,9 @@ static void on_claimed(void *owner, void *arg, const reign__sqlw_result *r)
         uint64_t term = r->op == REIGN__SQLW_RENEW  ? e->base.term
                         : r->op == REIGN__SQLW_CALL ? ((const reign__rank_call *)r->ctx)->new_term
                                                     : r->term;
-        bool chosen = r->op == REIGN__SQLW_CALL && ((const reign__rank_call *)r->ctx)->designee &&
-                      e->claim_chosen;
         if (r->rc == 1) {
             /* sent_ns is the call's start, before the take: the bound only comes sooner. */
             become_leader(e, term, r->sent_ns);
-            if (chosen && e->base.leader && e->listed_guid[0])
-                list_send(e, LIST_DESIGNATED, e->listed_guid); /* no one preempts this term */
         } else if (r->rc == REIGN__OUTRANKED) {
             reign__log(e->base.log, REIGN_LOG_DEBUG,
                        "election %s: a candidate of higher rank stands: letting it take the lease",
@@ -668,6 +685,7 @@ static int submit_take(lease_election *e)
     if (!k)
         return REIGN_ENOMEM;
     k->designee = e->claim_designee;
+    k->chosen = e->claim_designee && e->claim_chosen;
     k->from = e->claim_from;
     k->renewals = e->claim_renewals;
     k->released = e->claim_released;
@@ -735,10 +753,13 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     }
     const reign__lease *l = &r->lease;
     int64_t now = reign__now_ns();
-    int64_t free_at = reign__lease_free_for(&e->seen, l, r->done_ns, e->guid, ms(e->ls->lease_ms));
-    bool free = free_at <= now;
     const char *to = reign__lease_designee(l);
-    bool ours_now = to && !strcmp(to, e->guid); /* designated to us */
+    /* Designated to us, or to our standing before this one (a designation that found our row
+     * before it changed hands): ours. */
+    bool ours_now = to && (!strcmp(to, e->guid) || (e->prev_guid[0] && !strcmp(to, e->prev_guid)));
+    int64_t free_at = reign__lease_free_for(&e->seen, l, r->done_ns, ours_now ? to : e->guid,
+                                            ms(e->ls->lease_ms));
+    bool free = free_at <= now;
     reign__log(e->base.log, REIGN_LOG_DEBUG,
                "election %s: row %s: owner '%s' term %llu renewals %llu, %s", e->base.name,
                l->exists ? "found" : "missing", l->owner, (unsigned long long)l->term,
@@ -815,11 +836,14 @@ static void stand_fresh(lease_election *e)
     reign__life_bump(&e->base.life);
     e->reading = false;
     e->renewing = false;
+    e->checking = e->refused = false;
     reign__timer_stop(timers(e), &e->timer);
     e->seen_term = 0;
     e->seen = (reign__lease_seen){0};
     e->spread = true;
     guard(e, false);
+    e->handing = false;
+    reign__strlcpy(e->prev_guid, e->guid, sizeof(e->prev_guid));
     if (reign__random_hex(e->guid, GUID_BYTES) < 0) {
         e->guid[0] = '\0';
         emit_error(e, REIGN_EBACKEND, "stand", "no randomness for the candidate's guid");
@@ -862,6 +886,7 @@ static void act_request(reign_election *pub, unsigned rq, const reign__election_
     case REIGN__LEASE_RQ_HAND_OVER: /* designated: the designee in now, us behind it at once */
         release(e, e->hand_guid[0] ? e->hand_guid : REIGN__SQL_DEPOSED, term);
         e->hand_guid[0] = '\0';
+        e->handing = rq == REIGN__LEASE_RQ_HAND_OVER;
         reign__life_bump(&e->base.life);
         e->checking = e->refused = false;
         reign__timer_start(timers(e), &e->timer,

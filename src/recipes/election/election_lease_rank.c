@@ -76,6 +76,11 @@ int reign__rank_take(reign__sqlconn *conn, const char *dc, void *ctx, char *err,
         if (below)
             return REIGN__OUTRANKED;
     }
+    /* Before the take: a follower that sees us lead at from + 1 must find the record, or it
+     * would preempt an operator's choice.  A record for a term someone else wins names a
+     * leadership we never have: harmless. */
+    if (k->chosen)
+        (void)reign__candidates_designated(conn, dc, k->name, k->guid, k->from + 1, err, errlen);
     reign__lease_claim cl = {.dc = dc,
                              .name = k->name,
                              .owner = k->owner,

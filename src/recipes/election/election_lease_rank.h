@@ -28,6 +28,7 @@ typedef struct reign__rank_call {
     char holder_owner[REIGN_ID_MAX + 1],
         holder_guid[sizeof(((reign__lease *)0)->owner_guid)]; /* the row, as read */
     bool designee;           /* TAKE: the row is designated to us: no one to defer to */
+    bool chosen;             /* ... by an operator: recorded, so that no one preempts us */
     bool now;                /* PREEMPT: the delay is over: designate ourselves */
     int64_t duration_ms;     /* TAKE: the claim */
     uint64_t from, renewals; /* TAKE: the version taken over; PREEMPT: the leader's term */
@@ -41,8 +42,9 @@ void reign__rank_call_free(void *p);
 #define REIGN__OUTRANKED 2
 
 /* A take (sql.h's reign__sql_lease_take(), k->new_term set), unless a live listed candidate
- * ranks above us: REIGN__OUTRANKED.  A designee (k->designee) defers to no one.  A
- * reign__sqlw_fn. */
+ * ranks above us: REIGN__OUTRANKED.  A designee (k->designee) defers to no one; an operator's
+ * (k->chosen) first records the term it is to win in its candidates row, so that whoever sees
+ * it lead sees that too.  A reign__sqlw_fn. */
 int reign__rank_take(reign__sqlconn *c, const char *dc, void *ctx, char *err, size_t errlen);
 
 /* Preemption: designates us over the leader (k->holder_guid at term k->from) if it ranks below

@@ -178,8 +178,12 @@ def body(t, kind):
     killed_leader(t, uri)
     burst(t, uri)
     preemption_churn(t, uri)
-    lost_designee(t, uri, "stop")
-    lost_designee(t, uri, "kill")
+    # The stopped designee must still stand when the designation looks for it: on a SQL store
+    # its candidates row lives one lease after its last refresh, so a longer lease there.
+    slow = uri if kind == "zookeeper" else store.uri(lease_ms=8000, renew_ms=1600,
+                                                     poll_ms=1600, statement_timeout_ms=1000)
+    lost_designee(t, slow, "stop")
+    lost_designee(t, slow, "kill")
 
 
 if __name__ == "__main__":

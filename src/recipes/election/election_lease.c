@@ -388,10 +388,12 @@ static void on_preempted(void *owner, void *arg, const reign__sqlw_result *r)
     if (r->rc < 0)
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: preemption: %s", e->base.name,
                    r->err);
-    else if (r->rc == 1 && (e->self_designated = e->preempt_term))
+    if (r->rc == 1) {
+        e->self_designated = e->preempt_term; /* a take of it is ours, not an operator's choice */
         reign__log(e->base.log, REIGN_LOG_INFO,
                    "election %s: designated ourselves over a leader of lower priority",
                    e->base.name);
+    }
     if (r->rc == REIGN__OUTRANKED)
         e->preempt_later = true; /* read again when the delay is over (consider_preempt()) */
     else
@@ -772,7 +774,7 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     e->seen_term = l->exists && !free && !mine ? l->term : 0;
     reign__strlcpy(e->seen_owner, l->owner, sizeof(e->seen_owner));
     reign__strlcpy(e->seen_guid, l->owner_guid, sizeof(e->seen_guid));
-    publish(e, mine || free ? NULL : l);
+    publish(e, mine || free || l->released ? NULL : l); /* released: no one leads */
     if (!reign__life_live(&e->base.life) || e->state != L_LOOKING) {
         LEAVE(e);
         return;

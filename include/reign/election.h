@@ -22,7 +22,10 @@
  * leadership has a new term.  There are no strategies (REIGN_STRATEGY_LOCK
  * gives REIGN_ENOTSUP), the snapshot of reign_election_query() lists the
  * leader and the candidates that asked to be listed (options.listed), in
- * the order they joined, reign_election_designate() is not supported,
+ * the order they joined, priorities are read from the listed candidates
+ * (a candidate with a priority is listed; one to be designated must be),
+ * a designation is a mark on the lease row that only the designee may take
+ * over once the leader has released it (see reign_election_designate()),
  * reign_election_depose() takes up to one renew period (the
  * leader learns of it when its next renewal fails), and observers see
  * leaders in order but may miss one shorter than their poll period.
@@ -166,14 +169,18 @@ typedef struct reign_election_options {
     reign_election_cb *cb;
     void *userdata;
     /*
-     * Priority (ZooKeeper, queue strategy): 0 to REIGN_PRIORITY_MAX, default
+     * Priority (ZooKeeper's queue strategy, SQL stores; the lock strategy
+     * refuses it with REIGN_ENOTSUP): 0 to REIGN_PRIORITY_MAX, default
      * 0.  The live candidate with the highest priority leads; equal
      * priorities lead in the order they joined.  A candidate that finds a
      * leader of lower priority takes over by a clean handoff (the leader
      * demotes itself with reason handoff, then the newcomer claims), at once
      * or `preempt_delay_ms` after it first saw that leader; with `no_preempt`
      * it waits until the leader leaves.  Give every candidate of an
-     * election the same preemption settings.
+     * election the same preemption settings.  On a SQL store a candidate
+     * with a priority is listed (below), since the others read its priority
+     * from its row; a leader learns that it is preempted at once where the
+     * store notifies (SQLite, PostgreSQL), at its next renewal on MariaDB.
      */
     int priority;
     int no_preempt;
@@ -185,7 +192,8 @@ typedef struct reign_election_options {
      * payload and when it joined (ZooKeeper lists every candidate anyway).
      * Costs one statement per lease/3; a process that dies has its row
      * removed by its guardian, or it expires one lease later.  Ignored by
-     * observers and on ZooKeeper.
+     * observers and on ZooKeeper.  Only a listed candidate can be designated
+     * (reign_election_designate()); one with a priority is always listed.
      */
     int listed;
 } reign_election_options;
@@ -196,7 +204,7 @@ typedef struct reign_election_options {
  * REIGN_ENAME for an illegal name, REIGN_EINVAL for a bad id (empty, over
  * REIGN_ID_MAX, or with control characters) or options, REIGN_E2BIG for a
  * payload over REIGN_DATA_MAX, REIGN_ENOTSUP for the lock strategy on a SQL
- * store.  A call that fails never calls back.
+ * store, or with a priority.  A call that fails never calls back.
  */
 REIGN_EXPORT int reign_election_join(reign_election **ret, reign_client *client, const char *name,
                                      const reign_election_options *opts);
@@ -303,7 +311,7 @@ REIGN_EXPORT int reign_election_depose(reign_client *client, const char *name,
                                        reign_election_done_cb *cb, void *userdata);
 
 /*
- * Names the leader of `name` (ZooKeeper, queue strategy): the candidate
+ * Names the leader of `name` (ZooKeeper's queue strategy, SQL stores): the candidate
  * standing with id `id` is told it is designated, and the current leader is
  * asked, on its behalf, to hand over (one write of both).  The leader
  * demotes itself (reason handoff) and the candidate takes over with the
@@ -312,9 +320,18 @@ REIGN_EXPORT int reign_election_depose(reign_client *client, const char *name,
  * several candidates stand with that id, the first in line is designated.
  * The callback runs once the request is written (0), not when the takeover
  * is done: follow the election (an observer) to see it.  REIGN_ENOENT if no
- * candidate with that id stands (then nothing changes); REIGN_ENOTSUP on a
- * SQL store or for the lock strategy.  Automatic failover is unaffected:
- * when the designated leader leaves, the next candidate in line takes over.
+ * candidate with that id stands (then nothing changes); REIGN_ENOTSUP for
+ * the lock strategy.  Automatic failover is unaffected: when the designated
+ * leader leaves, the next candidate in line takes over.
+ *
+ * On a SQL store only listed candidates (options.listed) stand for this
+ * purpose, and the first of them in the order they stood is designated.  The
+ * lease row is marked for its standing at the leader's term; the leader
+ * hands over when it hears of it (at once on SQLite and PostgreSQL, at its
+ * next renewal on MariaDB), and only the designee may take the lease it
+ * releases.  Should the designee die first, another candidate takes over
+ * once the lease has stood still for a whole lease, as after any leader's
+ * death.
  */
 REIGN_EXPORT int reign_election_designate(reign_client *client, const char *name, const char *id,
                                           reign_election_done_cb *cb, void *userdata);

@@ -133,6 +133,9 @@ int cli_campaign_main(cli *c, int argc, char **argv)
     c->guarded = 1;
     if ((r = cli_client_new(c)))
         goto out;
+    /* Listed on a SQL store, so that `reign status` names it and `reign designate` finds it
+     * (ZooKeeper lists every candidate anyway). */
+    eo.listed = 1;
     eo.data = data.data;
     eo.data_len = data.len;
     eo.cb = on_event;

@@ -214,8 +214,8 @@ int cli_join(cli *c, const char *name, reign_election_options *opts)
     case REIGN_ENOTSUP:
         if (opts->priority || opts->no_preempt || opts->preempt_delay_ms)
             cli_error(c,
-                      "cannot join election '%s': priorities and preemption need a ZooKeeper "
-                      "store and the queue strategy",
+                      "cannot join election '%s': priorities and preemption need the queue "
+                      "strategy",
                       qn);
         else if (opts->strategy == REIGN_STRATEGY_LOCK)
             cli_error(c, "cannot join election '%s': the lock strategy needs a ZooKeeper store",

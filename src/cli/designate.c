@@ -34,9 +34,10 @@ static void usage(FILE *f)
     fprintf(f, "Usage: reign [GLOBAL OPTIONS] designate NAME ID [OPTIONS]\n"
                "\n"
                "Make the candidate standing with id ID the leader of election NAME: the\n"
-               "current leader hands over to it (ZooKeeper, queue strategy).  ID outranks\n"
-               "every other candidate until it leaves; then automatic failover goes on as\n"
-               "before.  Waits until ID leads and prints:\n"
+               "current leader hands over to it (ZooKeeper's queue strategy, or a SQL store,\n"
+               "where ID must be listed: reign campaign and reignd list their candidates).\n"
+               "ID outranks every other candidate until it leaves; then automatic failover\n"
+               "goes on as before.  Waits until ID leads and prints:\n"
                "  designated ID term=TERM token=TOKEN (was OLD_ID term=OLD_TERM)\n"
                "Fails (exit 1), changing nothing, if no candidate with id ID stands.\n"
                "\n"
@@ -101,7 +102,7 @@ static void on_designated(reign_client *client, int err, void *userdata)
     if (err == REIGN_ENOENT)
         snprintf(msg, sizeof(msg), "no candidate with id '%s' stands; nothing changed", s->id);
     else if (err == REIGN_ENOTSUP)
-        snprintf(msg, sizeof(msg), "designation needs the queue strategy on ZooKeeper");
+        snprintf(msg, sizeof(msg), "designation needs the queue strategy");
     else
         snprintf(msg, sizeof(msg), "cannot designate '%s': %s", s->id, reign_strerror(err));
     fail(c, msg);

@@ -205,13 +205,7 @@ static void on_designated(reign_client *client, int err, void *userdata)
     service *s = &f->d->services[f->index];
     if (err < 0) {
         char msg[600];
-        if (err == REIGN_ENOTSUP)
-            snprintf(msg, sizeof(msg),
-                     "cannot hand over to %s on a SQL store while other standbys stand: the lease "
-                     "goes to whichever takes it first (stop the other standbys' reignd first)",
-                     f->to);
-        else
-            snprintf(msg, sizeof(msg), "cannot designate %s: %s", f->to, reign_strerror(err));
+        snprintf(msg, sizeof(msg), "cannot designate %s: %s", f->to, reign_strerror(err));
         if (s->failover == f)
             s->failover = NULL;
         failover_refuse(f, err, msg);
@@ -317,8 +311,8 @@ static void on_failover_view(reign_client *client, int err, const reign_election
         return;
     }
     /* ZooKeeper's candidates queue: the one after the leader takes over.  A SQL lease goes to
-     * whoever takes it first, so there the target is next only when it stands alone with us
-     * (else it is designated, which those stores refuse: failover_go). */
+     * whoever takes it first, so there the target is next only when it stands alone with us;
+     * else it is designated (failover_go), on every store. */
     f->next_in_line = pos == 1 && strcmp(view->candidates[0].id, s->cfg->node_id) == 0 &&
                       (reignd__store_queues(s->st) || view->n_candidates == 2);
     payload p;

@@ -22,6 +22,12 @@ void reign__candidate_rows_free(reign__candidate_rows *r)
 
 static const char *const required[] = {REIGN__CANDIDATES_REQUIRED_COLUMNS};
 
+/* Columns a table made by an older reign lacks: added when missing, as the lease table's. */
+static const char *const added[][2] = {
+    {"priority", "ALTER TABLE {C} ADD COLUMN priority int NOT NULL DEFAULT 0"},
+    {"designated", "ALTER TABLE {C} ADD COLUMN designated bigint NOT NULL DEFAULT 0"},
+};
+
 /* Makes or checks the table (once per connection). */
 static int ensure(reign__sqlconn *c, char *err, size_t errlen)
 {
@@ -37,6 +43,10 @@ static int ensure(reign__sqlconn *c, char *err, size_t errlen)
         for (size_t i = 0; !missing && !lacks && i < sizeof required / sizeof required[0]; i++)
             if (!reign__sql_has_column(&cols, required[i]))
                 lacks = required[i];
+        const char *const *add = NULL;
+        for (size_t i = 0; !missing && !add && i < sizeof added / sizeof added[0]; i++)
+            if (!reign__sql_has_column(&cols, added[i][0]))
+                add = added[i];
         reign__sql_rows_free(&cols);
         if (lacks) {
             char name[REIGN__SQL_TABLE_MAX + 16];
@@ -45,6 +55,17 @@ static int ensure(reign__sqlconn *c, char *err, size_t errlen)
                                   "table %s has no column %s: not a candidates table reign can "
                                   "use",
                                   name, lacks);
+        }
+        if (add) {
+            /* Another process may add it at the same moment: look again, a few times. */
+            rc = reign__sql_query(c, "adding a column to the candidates table", add[1], NULL, 0,
+                                  NULL, err, errlen);
+            if (rc < 0 && attempt > 4)
+                return rc;
+            if (rc >= 0)
+                reign__log(c->log, REIGN_LOG_INFO, "%s: added column %s to the candidates table",
+                           c->store, add[0]);
+            continue;
         }
         if (!missing)
             break;
@@ -57,11 +78,13 @@ static int ensure(reign__sqlconn *c, char *err, size_t errlen)
                               "payload {BLOB}, "
                               "joined_ms bigint NOT NULL, "
                               "expires_ms bigint NOT NULL, "
+                              "priority int NOT NULL DEFAULT 0, "
+                              "designated bigint NOT NULL DEFAULT 0, "
                               "PRIMARY KEY (data_center, lock_name, guid))"
                               "{TABLE_OPTIONS}",
                               NULL, 0, NULL, err, errlen);
         /* Failed: another process may have made it at the same moment; look again, once. */
-        if (rc < 0 && attempt > 0)
+        if (rc < 0 && attempt > 4)
             return rc;
         if (rc >= 0)
             reign__log(c->log, REIGN_LOG_INFO, "%s: made the candidates table of %s", c->store,
@@ -72,15 +95,16 @@ static int ensure(reign__sqlconn *c, char *err, size_t errlen)
 }
 
 int reign__candidates_join(reign__sqlconn *c, const char *dc, const char *name, const char *guid,
-                           const char *owner, const void *payload, size_t len, int64_t ttl_ms,
-                           char *err, size_t errlen)
+                           const char *owner, const void *payload, size_t len, int priority,
+                           int64_t ttl_ms, char *err, size_t errlen)
 {
     int rc = ensure(c, err, errlen);
     if (rc < 0)
         return rc;
-    reign__sqlv args[6] = {REIGN__SQLV_S(dc),           REIGN__SQLV_S(name),
+    reign__sqlv args[7] = {REIGN__SQLV_S(dc),           REIGN__SQLV_S(name),
                            REIGN__SQLV_S(guid),         REIGN__SQLV_S(owner),
-                           REIGN__SQLV_B(payload, len), REIGN__SQLV_I(ttl_ms)};
+                           REIGN__SQLV_B(payload, len), REIGN__SQLV_I(ttl_ms),
+                           REIGN__SQLV_I(priority)};
     rc = reign__sql_query(c, "forgetting expired candidates",
                           "DELETE FROM {C} WHERE data_center = {1} AND lock_name = {2} AND "
                           "expires_ms < {NOW}",
@@ -88,9 +112,9 @@ int reign__candidates_join(reign__sqlconn *c, const char *dc, const char *name, 
     if (rc >= 0)
         rc = reign__sql_query(c, "listing a candidate",
                               "INSERT INTO {C} (data_center, lock_name, guid, owner, payload, "
-                              "joined_ms, expires_ms) VALUES ({1}, {2}, {3}, {4}, {5}, {NOW}, "
-                              "{NOW} + {6}){ON_CONFLICT}",
-                              args, 6, NULL, err, errlen);
+                              "joined_ms, expires_ms, priority) VALUES ({1}, {2}, {3}, {4}, {5}, "
+                              "{NOW}, {NOW} + {6}, {7}){ON_CONFLICT}",
+                              args, 7, NULL, err, errlen);
     return rc < 0 ? rc : 0;
 }
 
@@ -105,6 +129,36 @@ int reign__candidates_refresh(reign__sqlconn *c, const char *dc, const char *nam
     rc = reign__sql_query(c, "refreshing a candidate",
                           "UPDATE {C} SET expires_ms = {NOW} + {4} WHERE data_center = {1} AND "
                           "lock_name = {2} AND guid = {3}",
+                          args, 4, NULL, err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+int reign__candidates_rename(reign__sqlconn *c, const char *dc, const char *name, const char *from,
+                             const char *to, int64_t ttl_ms, char *err, size_t errlen)
+{
+    int rc = ensure(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    reign__sqlv args[5] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name), REIGN__SQLV_S(from),
+                           REIGN__SQLV_S(to), REIGN__SQLV_I(ttl_ms)};
+    rc = reign__sql_query(c, "renaming a candidate",
+                          "UPDATE {C} SET guid = {4}, designated = 0, expires_ms = {NOW} + {5} "
+                          "WHERE data_center = {1} AND lock_name = {2} AND guid = {3}",
+                          args, 5, NULL, err, errlen);
+    return rc < 0 ? rc : rc > 0;
+}
+
+int reign__candidates_designated(reign__sqlconn *c, const char *dc, const char *name,
+                                 const char *guid, uint64_t term, char *err, size_t errlen)
+{
+    int rc = ensure(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name), REIGN__SQLV_S(guid),
+                           REIGN__SQLV_I((int64_t)term)};
+    rc = reign__sql_query(c, "marking a candidate designated",
+                          "UPDATE {C} SET designated = {4} WHERE data_center = {1} AND lock_name "
+                          "= {2} AND guid = {3}",
                           args, 4, NULL, err, errlen);
     return rc < 0 ? rc : rc > 0;
 }
@@ -137,7 +191,8 @@ int reign__candidates_list(reign__sqlconn *c, const char *dc, const char *name,
     reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name)};
     reign__sql_rows rs;
     int rc = reign__sql_query(c, "listing the candidates",
-                              "SELECT owner, guid, joined_ms, payload FROM {C} WHERE data_center "
+                              "SELECT owner, guid, joined_ms, payload, priority, designated "
+                              "FROM {C} WHERE data_center "
                               "= {1} AND lock_name = {2} AND expires_ms > {NOW} ORDER BY "
                               "joined_ms, guid",
                               args, 2, &rs, err, errlen);
@@ -151,9 +206,13 @@ int reign__candidates_list(reign__sqlconn *c, const char *dc, const char *name,
         reign__candidate_row *row = &out->v[i];
         const char *owner = reign__sql_cell(&rs, i, 0), *guid = reign__sql_cell(&rs, i, 1);
         size_t plen = reign__sql_cell_len(&rs, i, 3);
+        int64_t prio = 0, designated = 0;
         if (!owner || !*owner || strlen(owner) > REIGN_ID_MAX || !guid ||
             strlen(guid) >= sizeof row->guid ||
             !reign__sql_parse_i64(reign__sql_cell(&rs, i, 2), &row->joined_ms) ||
+            !reign__sql_parse_i64(reign__sql_cell(&rs, i, 4), &prio) || prio < 0 ||
+            prio > REIGN_PRIORITY_MAX ||
+            !reign__sql_parse_i64(reign__sql_cell(&rs, i, 5), &designated) || designated < 0 ||
             plen > REIGN_DATA_MAX) {
             rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                                 "a row of the candidates table of %s holds what reign did not "
@@ -168,6 +227,8 @@ int reign__candidates_list(reign__sqlconn *c, const char *dc, const char *name,
             break;
         }
         row->payload_len = plen;
+        row->priority = (int)prio;
+        row->designated = (uint64_t)designated;
         out->n++;
     }
     reign__sql_rows_free(&rs);

@@ -12,6 +12,9 @@
  *   payload      the candidate's payload (NULL: none)
  *   joined_ms    when it stood, by the database's clock
  *   expires_ms   when it stops counting, unless refreshed (database clock, Unix ms)
+ *   priority     its reign_election_options.priority (added when missing)
+ *   designated   the term it leads by a designation, 0 if none: for that leadership it
+ *                outranks every candidate, so none preempts it (added when missing)
  *   PRIMARY KEY (data_center, lock_name, guid)
  *
  * A listed candidate refreshes its row every lease/3 with a time to live of one lease, and
@@ -33,6 +36,8 @@ typedef struct reign__candidate_row {
     void *payload; /* allocated; NULL when payload_len is 0 */
     size_t payload_len;
     int64_t joined_ms;
+    int priority;
+    uint64_t designated;
 } reign__candidate_row;
 
 typedef struct reign__candidate_rows {
@@ -45,8 +50,19 @@ void reign__candidate_rows_free(reign__candidate_rows *r);
 /* Lists the candidate (guid) with the payload, for ttl_ms from now; the election's expired
  * rows go.  0 or a negative code. */
 int reign__candidates_join(reign__sqlconn *c, const char *dc, const char *name, const char *guid,
-                           const char *owner, const void *payload, size_t len, int64_t ttl_ms,
-                           char *err, size_t errlen);
+                           const char *owner, const void *payload, size_t len, int priority,
+                           int64_t ttl_ms, char *err, size_t errlen);
+
+/* Gives the row of standing `from` to standing `to` (a candidate that stands again keeps its
+ * place: joined_ms, priority), for ttl_ms from now: 1, 0 (no such row: join), or a negative
+ * code.  One statement, so the candidate is listed throughout. */
+int reign__candidates_rename(reign__sqlconn *c, const char *dc, const char *name, const char *from,
+                             const char *to, int64_t ttl_ms, char *err, size_t errlen);
+
+/* Records that the standing guid leads term `term` by a designation: 1, 0 (no row), or a
+ * negative code. */
+int reign__candidates_designated(reign__sqlconn *c, const char *dc, const char *name,
+                                 const char *guid, uint64_t term, char *err, size_t errlen);
 
 /* Extends the row of guid to ttl_ms from now: 1, 0 (no such row: join again), or a negative
  * code. */

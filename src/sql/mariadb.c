@@ -102,7 +102,7 @@ static const char *const statement_sql[ST_COUNT] = {
         "UPDATE `{T}` SET owner = ?, owner_guid = ?, payload = ?, duration = ?, "
         "term = term + 1, term_duration = 0, gmt_modified = " NOW_UP " WHERE data_center = ? "
         "AND lock_name = ? AND term = ? AND ((? = 0 AND term_duration = ?) OR (? = 1 AND "
-        "duration <= 0))",
+        "duration <= 0 AND owner_guid NOT LIKE '>%'))",
     [ST_RENEW] = "UPDATE `{T}` SET term_duration = term_duration + 1, gmt_modified = " NOW_UP " "
                  "WHERE data_center = ? AND lock_name = ? AND owner = ? AND owner_guid = ? AND "
                  "term = ? AND duration > 0",

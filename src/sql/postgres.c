@@ -794,13 +794,14 @@ static int pg_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t exp
 {
     /* duration too: the lease must run by the new holder's length, which its own deadline
      * (demote before the lease can lapse) is computed from.  The version, not a clock: sql.h. */
-    return claim_write((pg_conn *)c, "take",
-                       "UPDATE \"{T}\" SET owner = $3, owner_guid = $4, payload = $5, duration = "
-                       "$6, term = term + 1, term_duration = 0, gmt_modified = " NOW_UP
-                       " FROM " NOW_FROM
-                       " WHERE data_center = $1 AND lock_name = $2 AND term = $7 AND (($9 = 0 "
-                       "AND term_duration = $8) OR ($9 = 1 AND duration <= 0))",
-                       cl, expected_term, err, errlen);
+    return claim_write(
+        (pg_conn *)c, "take",
+        "UPDATE \"{T}\" SET owner = $3, owner_guid = $4, payload = $5, duration = "
+        "$6, term = term + 1, term_duration = 0, gmt_modified = " NOW_UP " FROM " NOW_FROM
+        " WHERE data_center = $1 AND lock_name = $2 AND term = $7 AND (($9 = 0 "
+        "AND term_duration = $8) OR ($9 = 1 AND duration <= 0 AND owner_guid NOT LIKE "
+        "'>%'))",
+        cl, expected_term, err, errlen);
 }
 
 static int pg_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,

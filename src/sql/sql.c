@@ -127,6 +127,10 @@ static int check_candidate(const reign__sqlconn *c, const reign__lease_claim *cl
         rc = reign__sql_err(c, err, errlen, REIGN_EINVAL,
                             "owner guid \"%s\" marks a deposed lease; a candidate cannot use it",
                             REIGN__SQL_DEPOSED);
+    if (!rc && cl->owner_guid[0] == REIGN__SQL_DESIGNATED)
+        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL,
+                            "owner guid \"%s\" marks a designation; a candidate cannot use it",
+                            cl->owner_guid);
     return rc;
 }
 
@@ -314,6 +318,56 @@ int64_t reign__lease_free_at(reign__lease_seen *seen, const reign__lease *l, int
     if (l->duration_ms > REIGN__SQL_DURATION_MAX_MS)
         return INT64_MAX;
     return seen->since_ns + l->duration_ms * REIGN__NS_PER_MS;
+}
+
+const char *reign__lease_designee(const reign__lease *l)
+{
+    return l->exists && l->owner_guid[0] == REIGN__SQL_DESIGNATED && l->owner_guid[1]
+               ? l->owner_guid + 1
+               : NULL;
+}
+
+int64_t reign__lease_free_for(reign__lease_seen *seen, const reign__lease *l, int64_t read_ns,
+                              const char *guid, int64_t wait_ns)
+{
+    int64_t at = reign__lease_free_at(seen, l, read_ns);
+    const char *to = reign__lease_designee(l);
+    if (!to || !strcmp(to, guid) || !l->released)
+        return at;
+    /* Handed to another: released for it alone.  Ours only once the version has stood still
+     * for a whole lease on our clock, as for any lease (the designee died before taking it). */
+    return seen->since_ns + wait_ns;
+}
+
+int reign__sql_lease_designate(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
+                               const char *holder_guid, const char *designee, char *err,
+                               size_t errlen)
+{
+    char mark[REIGN__SQL_GUID_MAX + 1];
+    int rc = check_key(c, dc, name, err, errlen);
+    if (!rc)
+        rc = check_term(c, term, (uint64_t)INT64_MAX, err, errlen);
+    if (!rc && (!designee || !*designee || strlen(designee) >= sizeof mark - 1 ||
+                designee[0] == REIGN__SQL_DESIGNATED))
+        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL, "no guid to designate");
+    if (rc)
+        return rc;
+    snprintf(mark, sizeof mark, "%c%s", REIGN__SQL_DESIGNATED, designee);
+    /* term_duration + 1: a new version, so every follower counts a whole lease from the
+     * designation before it may take the row without being the designee.  gmt_modified is
+     * assigned its own value: a foreign MariaDB table may renew it ON UPDATE. */
+    reign__sqlv args[5] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name), REIGN__SQLV_S(mark),
+                           REIGN__SQLV_I((int64_t)term), REIGN__SQLV_S(holder_guid)};
+    rc = reign__sql_query(c, "designate",
+                          "UPDATE {T} SET owner_guid = {3}, term_duration = term_duration + 1, "
+                          "gmt_modified = gmt_modified WHERE data_center = {1} AND lock_name = "
+                          "{2} AND term = {4} AND owner_guid = {5}",
+                          args, 5, NULL, err, errlen);
+    if (rc > 0) {
+        char nerr[256]; /* wakes the holder (and the designee, should it be released) */
+        (void)reign__sql_notify(c, dc, name, nerr, sizeof nerr);
+    }
+    return rc < 0 ? rc : rc > 0;
 }
 
 int reign__sql_lease_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,

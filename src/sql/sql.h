@@ -156,6 +156,38 @@ typedef struct reign__lease_seen {
  */
 int64_t reign__lease_free_at(reign__lease_seen *seen, const reign__lease *l, int64_t read_ns);
 
+/*
+ * Designation.  A designation is a mark in the row's owner_guid: REIGN__SQL_DESIGNATED followed
+ * by the designee's guid (a candidate's guid is hex, so never a mark).  Written at the holder's
+ * term over the holder's guid, it makes the holder's next renewal fail: the holder reads the
+ * row, demotes itself (reason handoff) and releases it under the mark.  A released row that
+ * carries a mark is free for the designee alone: another follower may take it only once its
+ * version has stood still for a whole lease on its own clock (the designee died), the rule for
+ * any lease, and the take of a follower woken by a notification (take_released) refuses a
+ * marked row in its statement.  The leader's compare-and-set remains the only thing that
+ * decides who leads.
+ */
+#define REIGN__SQL_DESIGNATED '>'
+
+/* The guid a row is designated to (a pointer into l), or NULL. */
+const char *reign__lease_designee(const reign__lease *l);
+
+/* reign__lease_free_at() for the candidate `guid`: a released row designated to another is
+ * free for it only `wait_ns` (its lease) after its version was first seen. */
+int64_t reign__lease_free_for(reign__lease_seen *seen, const reign__lease *l, int64_t read_ns,
+                              const char *guid, int64_t wait_ns);
+
+/*
+ * designate: if the row of (dc, name) is at `term` and carries `holder_guid` (the leader's
+ * guid, the mark of an earlier designation, or REIGN__SQL_DEPOSED, as read), marks it
+ * designated to `designee` and adds one to term_duration (a new version: followers count a
+ * whole lease from there).  Released or held, the mark applies; the holder and followers are
+ * notified where the store notifies.  1, 0 (the row moved on), or a negative code.
+ */
+int reign__sql_lease_designate(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,
+                               const char *holder_guid, const char *designee, char *err,
+                               size_t errlen);
+
 /* Reads the lease of (data_center, name).  0 (exists false if no row). */
 int reign__sql_lease_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
                           char *err, size_t errlen);

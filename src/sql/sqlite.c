@@ -132,7 +132,7 @@ static const char *const statement_sql[ST_COUNT] = {
         "UPDATE \"{T}\" SET owner = ?3, owner_guid = ?4, payload = ?5, duration = ?6, "
         "term = term + 1, term_duration = 0, gmt_modified = " NOW_TEXT
         " WHERE data_center = ?1 AND lock_name = ?2 AND term = ?7 AND ((?9 = 0 AND term_duration "
-        "= ?8) OR (?9 = 1 AND duration <= 0))",
+        "= ?8) OR (?9 = 1 AND duration <= 0 AND owner_guid NOT LIKE '>%'))",
     [ST_RENEW] = "UPDATE \"{T}\" SET term_duration = term_duration + 1, gmt_modified = " NOW_TEXT
                  " WHERE data_center = ?1 AND lock_name = ?2 AND owner = ?3 AND owner_guid = ?4 "
                  "AND term = ?7 AND duration > 0",

@@ -75,5 +75,6 @@ endfunction()
 reign_contract(election TITLE "Elections: leader, observers, cede, fencing tokens" STORES zk sqlite postgres mariadb)
 reign_contract(value TITLE "Watched values with compare-and-set" STORES zk sqlite postgres mariadb)
 reign_contract(group TITLE "Group membership, members watched" STORES zk sqlite postgres mariadb)
-# Next, from their ZooKeeper tests: tasks (tests/tasks/), priority and designation
-# (tests/integration/it_designate.c), each a line like group's until the SQL stores have them.
+reign_contract(designation TITLE "Priorities, preemption, designation" STORES zk sqlite postgres mariadb)
+# Next, from its ZooKeeper tests: tasks (tests/tasks/), a line like group's until the SQL stores
+# have it.

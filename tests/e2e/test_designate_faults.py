@@ -1,26 +1,48 @@
 #!/usr/bin/env python3
 """test_designate_faults.py - handoffs under faults; check_leadership.py proves each story.
 
+    test_designate_faults.py [zookeeper|sqlite|mariadb|postgres]   (default zookeeper)
+
+On ZooKeeper a 4 s session; on a SQL store the short lease of tests/e2e_sql/sqle.py (2 s).
+What holds the lead is the leader node there, the lease row here; the stories are the same.
+
 1. A frozen leader (SIGSTOP) is designated away from: the request is written, but a frozen
-   leader cannot hand over, and the leader node it holds keeps everyone else out until its
-   session expires.  Then the designated candidate takes over (if the next in line claimed
-   first, from it in turn, by a handoff); the leader, resumed (SIGCONT), finds it was demoted
-   at its deadline, before that.
+   leader cannot hand over, and the leader node (or lease) it holds keeps everyone else out
+   until its session expires (its lease has stood still for a whole lease).  Then the
+   designated candidate takes over (if another claimed first, from it in turn, by a handoff);
+   the leader, resumed (SIGCONT), finds it was demoted at its deadline, before that.
 2. The leader is SIGKILLed right after a designation was asked: the designated candidate (or
-   anyone) takes over when the session expires, never while it could still lead.
+   anyone) takes over when the session expires or the guardian releases the lease, never
+   while it could still lead.
 3. A burst of designations round robin over three candidates, each waited for: every one ends
    with the named candidate leading, and no two leaderships overlap.
 4. Priority preemption while the high-priority newcomer is killed and restarted: leaderships
    never overlap, and the last one standing with the highest priority leads.
+5. The designee is stopped (SIGSTOP) when it is designated: the leader hands over to it, but
+   it cannot take over; another candidate leads once the designee's session has expired (its
+   designation has stood for a whole lease), with a greater term, and never beside anyone.
+6. The designee is SIGKILLed right after the leader handed over to it: another candidate
+   leads, with a greater term.
 """
 import os
 import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2elib  # noqa: E402
 from e2elib import check, leader_of, log, main, wait_for  # noqa: E402
 
 SESSION_MS = 4000
+STORES = ("zookeeper", "sqlite", "mariadb", "postgres")
+STOP_PATHS = []  # SQLite: the store's files, which a stopped process must not hold locked
+
+
+def stop(p):
+    """SIGSTOP, but on SQLite never inside a write (it would hold every other process)."""
+    if STOP_PATHS:
+        e2elib.stop_unlocked(p, STOP_PATHS)
+    else:
+        p.send(signal.SIGSTOP)
 
 
 def designate(t, uri, name, ident, wait_ms=30000):
@@ -36,7 +58,7 @@ def frozen_leader(t, uri):
     b = t.campaign("fb", name, uri)
     c = t.campaign("fc", name, uri)
     wait_for(lambda: len((t.status(name, uri) or {}).get("candidates", [])) == 3, "3 standing")
-    a.send(signal.SIGSTOP)
+    stop(a)
     out = designate(t, uri, name, "fc")
     log(f"designate: {out}")
     # designate returns when the store names fc; fc says so once its claim's answer is in.
@@ -111,13 +133,67 @@ def preemption_churn(t, uri):
     t.check_leadership([low, mid, *highs], min_leaderships=5)
 
 
-def body(t):
-    uri = t.uri(t.shared_hosts(), session_timeout_ms=SESSION_MS)
+def lost_designee(t, uri, fault):
+    """The designee stopped, or killed once the leader has handed over to it: another leads."""
+    name = t.unique(f"e2e-des-{fault}")
+    a = t.campaign(f"{fault}a", name, uri)
+    wait_for(lambda: a.elected(), f"{fault}a elected")
+    b = t.campaign(f"{fault}b", name, uri)
+    c = t.campaign(f"{fault}c", name, uri)
+    wait_for(lambda: len((t.status(name, uri) or {}).get("candidates", [])) == 3, "3 standing")
+    stop(c)
+    d = t.spawn("designator", [t.cli, "--uri", uri, "designate", name, c.label, "--wait-ms",
+                               "1000"])
+    d.wait()  # the designee cannot take over while stopped: the command gives up waiting
+    wait_for(lambda: a.demoted(), f"{a.label} to hand over")
+    check(a.demoted()[-1].reason == "handoff", f"{a.label}: {a.demoted()}")
+    handed = a.elected()[-1].term
+    if fault == "kill":
+        c.kill9()
+    successor = wait_for(lambda: leader_of([a, b]), "another candidate to lead")
+    check(successor.elected()[-1].term > handed,
+          f"{successor.label} leads at term {successor.elected()[-1].term}, not above the "
+          f"term {handed} handed over")
+    log(f"{successor.label} leads after the designee was lost ({fault})")
+    if fault == "stop":
+        c.send(signal.SIGCONT)
+    alive = [a, b] + ([c] if fault == "stop" else [])
+    for p in alive:
+        p.send(signal.SIGTERM)
+    for p in alive:
+        p.wait()
+    t.check_leadership([a, b, c], min_leaderships=2)
+
+
+def body(t, kind):
+    if kind == "zookeeper":
+        uri = t.uri(t.shared_hosts(), session_timeout_ms=SESSION_MS)
+    else:
+        import sqle
+        store = sqle.Store(t, kind)
+        uri = store.uri()
+        if kind == "sqlite":
+            STOP_PATHS.extend([store.path, store.path + "-wal", store.path + "-shm"])
     frozen_leader(t, uri)
     killed_leader(t, uri)
     burst(t, uri)
     preemption_churn(t, uri)
+    # The stopped designee must still stand when the designation looks for it: on a SQL store
+    # its candidates row lives one lease after its last refresh, so a longer lease there.
+    slow = uri if kind == "zookeeper" else store.uri(lease_ms=8000, renew_ms=1600,
+                                                     poll_ms=1600, statement_timeout_ms=1000)
+    lost_designee(t, slow, "stop")
+    lost_designee(t, slow, "kill")
 
 
 if __name__ == "__main__":
-    main("e2e_designate_faults", body)
+    kind = sys.argv[1] if len(sys.argv) > 1 else "zookeeper"
+    if kind not in STORES:
+        sys.exit(f"usage: test_designate_faults.py [{'|'.join(STORES)}]")
+    if kind == "zookeeper":
+        main("e2e_designate_faults", lambda t: body(t, kind))
+    else:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                        "e2e_sql"))
+        import sqle
+        sqle.main(f"e2e_designate_faults_{kind}", lambda t: body(t, kind))

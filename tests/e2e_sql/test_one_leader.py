@@ -6,8 +6,9 @@
 Five candidates of one election start at once.  Exactly one prints `elected`, and keeps
 leading through more than a whole lease (renewals work; nobody else takes the row): one
 elected line in all.  `reign status --json` names the same candidate, term and token, and
-lists only the leader as a candidate (a lease table has no queue), with null for the times
-the row does not keep (since when it leads, when it joined); the row in the table says
+lists the leader first, then the four others (campaign candidates are listed), with null
+for what the row does not keep (since when it leads) and the leader's joined time from its
+candidates row; the row in the table says
 the same (owner, term); the text form of status states the worst-case takeover time, no
 shorter than the lease.  Every process then gets SIGTERM and exits 0, check_leadership.py
 proves the story, and once all have resigned the election has no leader.
@@ -49,12 +50,14 @@ def body(t, kind):
     check(st["leader"]["term"] == ev.term and st["leader"]["token"] == ev.token,
           f"status term/token {st['leader']['term']}/{st['leader']['token']} != {ev}")
     ids = [c["id"] for c in st["candidates"]]
-    check(ids == [proc.label], f"candidates {ids}, want only the leader {proc.label}")
-    # The row does not say since when its holder leads, and a plain campaign keeps no
-    # candidate row that would say when it joined: unknown, so null, not 0 (1970).
-    check(st["leader"]["since_ms"] is None and st["candidates"][0]["joined_ms"] is None,
+    check(ids[:1] == [proc.label] and sorted(ids) == sorted(p.label for p in procs),
+          f"candidates {ids}, want the leader {proc.label} first, then the four others")
+    # The row does not say since when its holder leads: unknown, so null, not 0 (1970); a
+    # campaign is listed, and its candidates row says when it joined.
+    check(st["leader"]["since_ms"] is None and st["candidates"][0]["joined_ms"] is not None,
           f"since_ms {st['leader']['since_ms']!r}, joined_ms "
-          f"{st['candidates'][0]['joined_ms']!r}: want null for what the row does not say")
+          f"{st['candidates'][0]['joined_ms']!r}: want null for what the row does not say, "
+          "and the leader's joined time")
     row = store.lease_row(name)
     check(row is not None and row.owner == proc.label and row.term == ev.term,
           f"the table's row {row} disagrees with {ev}")

@@ -44,6 +44,9 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     # Group members: a killed one removed by its guardian, a stopped one reaped a lease later.
     reign_e2e_sql(${store} e2e_sql_group_kill_stop_${store} test_group_faults.py
       ARGS kill_stop ${store} LABELS guardian)
+    # The test of tests/e2e (every store runs it): designation and preemption under faults.
+    reign_e2e_sql(${store} e2e_designate_faults_${store} ../e2e/test_designate_faults.py
+      ARGS ${store} TIMEOUT 300 LABELS fault)
     # The guardian releases a killed leader's lease after killing its command's group, and
     # never a lease another took meanwhile.
     foreach(scenario run_kill stop_kill)

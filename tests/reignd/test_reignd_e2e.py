@@ -58,9 +58,10 @@ Scenarios (one ctest entry each):
               breadcrumb kept; started again while paused it touches nothing; after the resume
               the standby fences it before it becomes active
 
-On the SQL stores (health, kill, fence_fail, cede, two_services, active_fails, pause,
-pause_stop, same_id, failover_wait, restart; bad_password on MariaDB and PostgreSQL, where the database checks the
-password) the scenarios are the same: the
+On the SQL stores (health, kill, fence_fail, failover, cede, two_services, active_fails,
+pause, pause_stop, same_id, failover_wait, restart; bad_password on MariaDB and PostgreSQL,
+where the database checks the password) the scenarios are the same (a failover to a node that
+is not the only other standby designates it there too): the
 breadcrumb and the pause are reign values in the values table, the daemons find each other
 (instance ids, peer endpoints) in the candidates table, and a killed reignd's guardian releases
 its lease, as on ZooKeeper it closes the session.

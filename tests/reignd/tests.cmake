@@ -75,8 +75,8 @@ if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
   # The same on the SQL stores (the breadcrumb, the pause and the candidates in tables beside
   # the lease table), one entry per scenario and store.
   if(COMMAND reign_pg_test)
-    foreach(scenario health kill fence_fail cede two_services active_fails pause pause_stop
-                     same_id failover_wait restart)
+    foreach(scenario health kill fence_fail failover cede two_services active_fails pause
+                     pause_stop same_id failover_wait restart)
       foreach(store sqlite mariadb pg)
         set(_arg ${store})
         if(store STREQUAL "pg")

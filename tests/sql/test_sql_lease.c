@@ -641,6 +641,74 @@ static void test_depose(reign__sqlconn *c, const char *tag)
 
 /* ---- schema ------------------------------------------------------------------------------- */
 
+/* designate: the mark (at the holder's term and guid, a new version) fences the holder's
+ * renewal; the holder releases under the mark; a notified take (take_released) refuses the
+ * marked row, the designee takes it at the version it read; no candidate may claim with a mark;
+ * and a follower that is not the designee counts a whole lease from the version it saw. */
+static void test_designate(reign__sqlconn *c, const char *tag)
+{
+    char n[96], mark[32];
+    snprintf(n, sizeof n, "%s-designate-%d", tag, (int)getpid());
+    reign__lease l = {0};
+    uint64_t term = 0;
+    reign__lease_claim h = claim(n, "henry", "1111111111111111", LONG_MS);
+    reign__lease_claim f = claim(n, "fiona", "2222222222222222", LONG_MS);
+    reign__lease_claim d = claim(n, "dora", "3333333333333333", LONG_MS);
+    snprintf(mark, sizeof mark, "%c%s", REIGN__SQL_DESIGNATED, d.owner_guid);
+    CHECK_RC(reign__sql_lease_insert(c, &h, err, sizeof err), 1);
+    CHECK_RC(reign__sql_lease_renew(c, &h, 1, err, sizeof err), 1);
+    read_ok(c, n, &l);
+    uint64_t r0 = l.term_duration;
+    CHECK(!reign__lease_designee(&l));
+
+    /* At a wrong term, or over a guid that is not the row's: 0, nothing changed. */
+    CHECK_RC(
+        reign__sql_lease_designate(c, "dc1", n, 2, h.owner_guid, d.owner_guid, err, sizeof err), 0);
+    CHECK_RC(
+        reign__sql_lease_designate(c, "dc1", n, 1, f.owner_guid, d.owner_guid, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_designate(c, "dc1", n, 1, h.owner_guid, "", err, sizeof err),
+             REIGN_EINVAL);
+    CHECK_RC(
+        reign__sql_lease_designate(c, "dc1", n, 1, h.owner_guid, d.owner_guid, err, sizeof err), 1);
+    read_ok(c, n, &l);
+    CHECK(!l.released && l.term == 1 && l.term_duration == r0 + 1 && !strcmp(l.owner, "henry"));
+    CHECK(reign__lease_designee(&l) && !strcmp(reign__lease_designee(&l), d.owner_guid));
+    CHECK(!strcmp(l.owner_guid, mark));
+
+    /* The holder is fenced off, then releases under the mark. */
+    CHECK_RC(reign__sql_lease_renew(c, &h, 1, err, sizeof err), 0);
+    reign__lease_claim hm = h;
+    hm.owner_guid = mark;
+    CHECK_RC(reign__sql_lease_release(c, &hm, 1, err, sizeof err), 1);
+    read_ok(c, n, &l);
+    CHECK(l.released && reign__lease_designee(&l));
+
+    /* A follower's count: released, but not for it - a whole lease from its first sight. */
+    reign__lease_seen seen = {0};
+    CHECK(reign__lease_free_for(&seen, &l, 100, f.owner_guid, 5000) == 100 + 5000);
+    CHECK(reign__lease_free_for(&seen, &l, 900, f.owner_guid, 5000) == 100 + 5000);
+    seen = (reign__lease_seen){0};
+    CHECK(reign__lease_free_for(&seen, &l, 100, d.owner_guid, 5000) == 100);
+
+    /* A notified take refuses the marked row; so does a claim that carries a mark. */
+    f.take_released = true;
+    term = 99;
+    CHECK_RC(reign__sql_lease_take(c, &f, 1, &term, err, sizeof err), 0);
+    reign__lease_claim fm = f;
+    fm.owner_guid = mark;
+    CHECK_RC(reign__sql_lease_take(c, &fm, 1, &term, err, sizeof err), REIGN_EINVAL);
+    CHECK(term == 99);
+    /* The designee takes it at the version it read: term 2, the mark gone. */
+    d.expect_renewals = l.term_duration;
+    CHECK_RC(reign__sql_lease_take(c, &d, 1, &term, err, sizeof err), 1);
+    CHECK(term == 2);
+    read_ok(c, n, &l);
+    CHECK(!strcmp(l.owner, "dora") && l.term == 2 && !l.released && !reign__lease_designee(&l));
+    CHECK_RC(reign__sql_lease_release(c, &d, 2, err, sizeof err), 1);
+    reign__lease_clear(&l);
+    say("designate: ok");
+}
+
 static void sqlite_exec(const char *path, const char *sql)
 {
     sqlite3 *db;
@@ -1526,6 +1594,7 @@ static int run_backend(reign__sql_kind kind)
 
     test_protocol(c, b.name);
     test_depose(c, b.name);
+    test_designate(c, b.name);
     test_runs(c, b.name);
     reign__sql_close(c);
     test_notify(&b, main_table);

@@ -37,8 +37,6 @@ int reign_election_join(reign_election **ret, reign_client *client, const char *
         return REIGN_EINVAL;
     if (o.priority && o.strategy == REIGN_STRATEGY_LOCK)
         return REIGN_ENOTSUP; /* the lock strategy has no order to rank in */
-    if ((o.priority || o.no_preempt || o.preempt_delay_ms) && !reign__client_zk(client))
-        return REIGN_ENOTSUP;
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
     char *id = NULL;

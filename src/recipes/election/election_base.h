@@ -159,8 +159,9 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
 int reign__lease_election_join(reign_election **ret, reign_client *client, const char *name,
                                const reign_election_options *o);
 
-/* The SQL side of reign_election_query() and reign_election_depose() (name checked). */
-int reign__lease_query(reign_client *client, const char *name, bool depose,
+/* The SQL side of reign_election_query(), reign_election_depose() and, with a designee id,
+ * reign_election_designate() (name and id checked). */
+int reign__lease_query(reign_client *client, const char *name, bool depose, const char *designee,
                        reign_election_query_cb *qcb, reign_election_done_cb *dcb, void *userdata);
 
 /* ---- ZooKeeper ----------------------------------------------------------------------------------

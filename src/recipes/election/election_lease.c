@@ -41,12 +41,23 @@
  * refreshed every lease/3, deleted when it stops standing (resign, cede,
  * depose, close, free, a new standing), so that reign_election_query()
  * can name it.  The row never decides anything: the lease row alone does.
+ *
+ * Priorities and designation (docs/sql-leases.md): a candidate with a priority is listed with
+ * it.  A follower about to take a free lease first looks at the listed candidates and lets a
+ * live one of higher rank (a higher priority; the same, stood earlier, in an election that
+ * uses priorities; the row's designee) take it instead; a follower that finds a leader of
+ * lower priority designates itself (at once or after its preemption delay).  A designation is
+ * a mark on the row (sql.h): the leader learns of it at its next renewal, or at once where
+ * the store notifies (then it reads its row), demotes itself (reason handoff), releases the
+ * row under the mark and stands again; only the designee takes the released row.  Nothing of
+ * this can make two leaders: the take's compare-and-set on the version decides, as ever.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "election_base.h"
 #include "election_lease_fsm.h"
+#include "election_lease_rank.h"
 #include "sql/candidates.h"
 
 typedef reign__lease_state lstate;
@@ -60,6 +71,7 @@ typedef reign__lease_state lstate;
 #define IN(x)       REIGN__LEASE_IN_##x
 
 #define GUID_BYTES 8
+#define ROW_GUID   sizeof(((reign__lease *)0)->owner_guid) /* a guid or a mark, as read */
 
 typedef struct lease_election {
     reign_election base; /* first: the client and the API call us through it */
@@ -80,6 +92,26 @@ typedef struct lease_election {
     reign__lease_seen seen;  /* the version of the row we count its duration from */
     bool spread;             /* the next poll comes at a random point of the period */
     int64_t valid_until;
+
+    /* Priorities and designation. */
+    int priority;
+    bool no_preempt;
+    int preempt_delay_ms;
+    bool checking; /* leading: a read of our row is out (a refused renewal, a notice) */
+    bool refused;  /* ... and a renewal was refused: not ours any more, whatever it says */
+    char hand_guid[ROW_GUID];           /* HAND_OVER, LET_IN: the guid to release under */
+    bool claim_designee;                /* TAKE: the row is designated to us: no rank to look at */
+    char seen_owner[REIGN_ID_MAX + 1];  /* the holder of the lease we last read */
+    char seen_guid[ROW_GUID];           /* ... and its guid (or a mark) */
+    uint64_t preempt_term;              /* the leader's term we looked at to preempt */
+    int64_t preempt_at;                 /* ... when its delay ends */
+    bool preempting;                    /* ... a look at the candidates is out */
+    bool preempt_done;                  /* ... looked: nothing (more) to do in that term */
+    bool preempt_later;                 /* ... looked: to do once the delay is over */
+    uint64_t self_designated;           /* ... the term we designated ourselves over */
+    bool claim_chosen;                  /* TAKE: an operator's designee (not our preemption) */
+    bool handing;                       /* PAUSED by a handoff: still listed, stands at once */
+    char prev_guid[2 * GUID_BYTES + 1]; /* the standing before this one */
 
     char listed_guid[2 * GUID_BYTES + 1]; /* the standing our candidates row is of ("": none) */
     reign__timer list_timer;              /* the row's next refresh */
@@ -190,7 +222,7 @@ static void release(lease_election *e, const char *guid, uint64_t term)
 /* ---- the candidates row (listed candidates) ---------------------------------------------------
  */
 
-typedef enum list_op { LIST_JOIN, LIST_REFRESH, LIST_LEAVE } list_op;
+typedef enum list_op { LIST_JOIN, LIST_REFRESH, LIST_LEAVE, LIST_RENAME } list_op;
 
 /* What a candidates statement takes to the worker. */
 typedef struct list_call {
@@ -200,6 +232,8 @@ typedef struct list_call {
     void *payload;
     size_t payload_len;
     int64_t ttl_ms;
+    int priority;
+    char from[2 * GUID_BYTES + 1]; /* LIST_RENAME: the standing whose row it was */
 } list_call;
 
 static void list_call_free(void *p)
@@ -217,7 +251,10 @@ static int run_list_call(reign__sqlconn *conn, const char *dc, void *ctx, char *
     switch (c->op) {
     case LIST_JOIN:
         return reign__candidates_join(conn, dc, c->name, c->guid, c->owner, c->payload,
-                                      c->payload_len, c->ttl_ms, err, errlen);
+                                      c->payload_len, c->priority, c->ttl_ms, err, errlen);
+    case LIST_RENAME:
+        return reign__candidates_rename(conn, dc, c->name, c->from, c->guid, c->ttl_ms, err,
+                                        errlen);
     case LIST_REFRESH:
         return reign__candidates_refresh(conn, dc, c->name, c->guid, c->ttl_ms, err, errlen);
     case LIST_LEAVE:
@@ -228,9 +265,11 @@ static int run_list_call(reign__sqlconn *conn, const char *dc, void *ctx, char *
 
 static void on_listed(void *owner, void *arg, const reign__sqlw_result *r);
 
-/* Sends one statement on our row (the guid given); no answer is awaited but a refresh's. */
+/* Sends one statement on our row (the guid given; LIST_RENAME: from the listed one); no answer
+ * is awaited but a refresh's or a rename's. */
 static void list_send(lease_election *e, list_op op, const char *guid)
 {
+    bool answered = op != LIST_LEAVE;
     list_call *c = reign__calloc(1, sizeof(*c));
     bool ok =
         c && (c->name = reign__strdup(e->base.name)) && (c->owner = reign__strdup(e->base.id));
@@ -242,9 +281,10 @@ static void list_send(lease_election *e, list_op op, const char *guid)
         reign__strlcpy(c->guid, guid, sizeof(c->guid));
         c->payload_len = op == LIST_JOIN ? e->base.data_len : 0;
         c->ttl_ms = e->ls->lease_ms;
+        c->priority = e->priority;
+        reign__strlcpy(c->from, e->listed_guid, sizeof(c->from));
         rc = reign__sqlw_call(e->w, "candidate", run_list_call, c, list_call_free,
-                              op == LIST_LEAVE ? NULL : e, op == LIST_LEAVE ? NULL : on_listed,
-                              NULL);
+                              answered ? e : NULL, answered ? on_listed : NULL, NULL);
     }
     if (rc < 0) {
         if (c)
@@ -254,7 +294,8 @@ static void list_send(lease_election *e, list_op op, const char *guid)
     }
 }
 
-/* A refresh found no row (it expired and someone removed it, after a stall): list again. */
+/* A refresh or a rename found no row (it expired and someone removed it, after a stall): list
+ * again. */
 static void on_listed(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
@@ -262,7 +303,8 @@ static void on_listed(void *owner, void *arg, const reign__sqlw_result *r)
     if (r->rc < 0)
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: the candidates row: %s", e->base.name,
                    r->err);
-    else if (c->op == LIST_REFRESH && r->rc == 0 && !strcmp(c->guid, e->listed_guid))
+    else if ((c->op == LIST_REFRESH || c->op == LIST_RENAME) && r->rc == 0 &&
+             !strcmp(c->guid, e->listed_guid))
         list_send(e, LIST_JOIN, e->listed_guid);
 }
 
@@ -287,11 +329,21 @@ static bool standing(lstate s)
  * candidate that stands has the row of its current guid, any other none.  Called after every
  * step of the table (step()) and once a new standing has its guid (stand()), so every way in
  * and out of standing (stand, depose, suspend, cede, resign, close, free) lists or unlists.
+ * A leader that hands over stays listed through its pause, and a new standing takes over the
+ * row of the one before in one statement: a candidate that stands on is never unlisted, so an
+ * operator's designation always finds it (a mark naming its previous standing is its own).
  */
 static void list_follow(lease_election *e)
 {
-    bool want = e->base.listed && !e->base.observer && standing(e->state) && e->guid[0];
-    if (e->listed_guid[0] && (!want || strcmp(e->listed_guid, e->guid))) {
+    bool want = e->base.listed && !e->base.observer &&
+                (standing(e->state) || (e->state == L_PAUSED && e->handing)) && e->guid[0];
+    if (want && e->listed_guid[0] && strcmp(e->listed_guid, e->guid)) {
+        list_send(e, LIST_RENAME, e->guid); /* from listed_guid */
+        reign__strlcpy(e->listed_guid, e->guid, sizeof(e->listed_guid));
+        reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+        return;
+    }
+    if (e->listed_guid[0] && !want) {
         reign__timer_stop(timers(e), &e->list_timer);
         list_send(e, LIST_LEAVE, e->listed_guid);
         e->listed_guid[0] = '\0';
@@ -301,6 +353,86 @@ static void list_follow(lease_election *e)
         list_send(e, LIST_JOIN, e->listed_guid);
         reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
     }
+}
+
+/* ---- rank: priorities and designation (the worker's side: election_lease_rank.c) ------------
+ */
+
+/* A rank call of ours, on the row as last read. */
+static reign__rank_call *rank_call_new(lease_election *e)
+{
+    reign__rank_call *k = reign__calloc(1, sizeof(*k));
+    if (!k)
+        return NULL;
+    if (!(k->name = reign__strdup(e->base.name)) || !(k->owner = reign__strdup(e->base.id)) ||
+        (e->base.data_len && !(k->payload = reign__memdup(e->base.data, e->base.data_len)))) {
+        reign__rank_call_free(k);
+        return NULL;
+    }
+    k->payload_len = e->base.data_len;
+    reign__strlcpy(k->guid, e->guid, sizeof(k->guid));
+    k->priority = e->priority;
+    reign__strlcpy(k->holder_owner, e->seen_owner, sizeof(k->holder_owner));
+    reign__strlcpy(k->holder_guid, e->seen_guid, sizeof(k->holder_guid));
+    k->duration_ms = e->ls->lease_ms;
+    return k;
+}
+
+static void on_preempted(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_election *e = owner;
+    if (!reign__life_current(&e->base.life, (uintptr_t)arg))
+        return;
+    ENTER(e);
+    e->preempting = false;
+    if (r->rc < 0)
+        reign__log(e->base.log, REIGN_LOG_INFO, "election %s: preemption: %s", e->base.name,
+                   r->err);
+    if (r->rc == 1) {
+        e->self_designated = e->preempt_term; /* a take of it is ours, not an operator's choice */
+        reign__log(e->base.log, REIGN_LOG_INFO,
+                   "election %s: designated ourselves over a leader of lower priority",
+                   e->base.name);
+    }
+    if (r->rc == REIGN__OUTRANKED)
+        e->preempt_later = true; /* read again when the delay is over (consider_preempt()) */
+    else
+        e->preempt_done = true; /* looked (and handed to us, or nothing to do) */
+    LEAVE(e);
+}
+
+/*
+ * A follower that reads a live leader of another at `term`: may it preempt?  Looks at the
+ * candidates once per leader term, when its priority could outrank a leader (and again when
+ * the delay is over), never with no_preempt.  Returns when to read again for it (INT64_MAX:
+ * no need).
+ */
+static int64_t consider_preempt(lease_election *e, uint64_t term, int64_t now)
+{
+    if (e->base.observer || e->priority <= 0 || e->no_preempt)
+        return INT64_MAX;
+    if (term != e->preempt_term) {
+        e->preempt_term = term; /* first seen now: the delay counts from here */
+        e->preempt_at = now + ms(e->preempt_delay_ms);
+        e->preempting = e->preempt_done = e->preempt_later = false;
+    }
+    if (e->preempt_done)
+        return INT64_MAX;
+    if (e->preempting || (e->preempt_later && now < e->preempt_at))
+        return e->preempt_at > now ? e->preempt_at : INT64_MAX;
+    reign__rank_call *k = rank_call_new(e);
+    if (!k)
+        return INT64_MAX;
+    k->from = term;
+    k->now = now >= e->preempt_at;
+    int rc = reign__sqlw_call(e->w, e->base.name, reign__rank_preempt, k, reign__rank_call_free, e,
+                              on_preempted, REIGN__LIFE_ARG(&e->base.life, 0, 0));
+    if (rc < 0) {
+        reign__rank_call_free(k);
+        return INT64_MAX;
+    }
+    e->preempting = true;
+    return k->now ? INT64_MAX : e->preempt_at;
 }
 
 /* ---- leadership ------------------------------------------------------------------------------ */
@@ -406,6 +538,55 @@ static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
     step(e, IN(CLAIMED), &n); /* too late to lead on (a stall): given back, stand again */
 }
 
+/*
+ * A leader reads its row when a renewal is refused or the store notifies a change (a
+ * designation wakes it so, where the store notifies): designated to another, it hands over;
+ * otherwise, no longer ours (reign cede, changed by hand), it is deposed.
+ */
+static void check_row(lease_election *e, bool refused);
+
+static void on_checked(void *owner, void *arg, const reign__sqlw_result *r)
+{
+    lease_election *e = owner;
+    if (!reign__life_current(&e->base.life, (uintptr_t)arg) || !e->base.leader)
+        return;
+    ENTER(e);
+    flush_deferred(e);
+    e->checking = false;
+    const reign__lease *l = &r->lease;
+    bool ours = r->rc == 0 && l->exists && !l->released && l->term == e->base.term &&
+                !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
+    if (e->base.leader && e->refused && ours) {
+        /* Read before the change that refused our renewal: read again, it will show. */
+        check_row(e, true);
+    } else if (e->base.leader && !check_bound(e, reign__now_ns()) && (!ours || e->refused) &&
+               (r->rc == 0 || e->refused)) {
+        reign__election_news n = {.term = e->base.term};
+        bool handoff = r->rc == 0 && reign__lease_designee(l) && l->term == e->base.term &&
+                       !strcmp(l->owner, e->base.id);
+        /* Released under the mark read: only that names our row now. */
+        reign__strlcpy(e->hand_guid, handoff ? l->owner_guid : REIGN__SQL_DEPOSED,
+                       sizeof(e->hand_guid));
+        step(e, handoff ? IN(HANDOFF) : IN(DEPOSED), &n); /* demoted, PAUSED */
+        e->refused = false;
+    }
+    LEAVE(e);
+}
+
+static void check_row(lease_election *e, bool refused)
+{
+    e->refused = e->refused || refused;
+    if (e->checking)
+        return;
+    e->checking = submit(e, REIGN__SQLW_READ, NULL, 0, on_checked) == 0;
+    if (!e->checking && e->refused) {
+        reign__election_news n = {.term = e->base.term};
+        reign__strlcpy(e->hand_guid, REIGN__SQL_DEPOSED, sizeof(e->hand_guid));
+        e->refused = false;
+        step(e, IN(DEPOSED), &n); /* cannot read: as before, deposed */
+    }
+}
+
 static void on_renewed(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
@@ -416,9 +597,9 @@ static void on_renewed(void *owner, void *arg, const reign__sqlw_result *r)
     if (r->rc == 1) {
         extend(e, r->sent_ns);
     } else if (r->rc == 0) {
-        /* The row is no longer ours at this term: deposed (reign cede), or changed by hand. */
-        reign__election_news n = {.term = e->base.term};
-        step(e, IN(DEPOSED), &n); /* demoted, PAUSED: the others let in now */
+        /* The row is no longer ours at this term: designated to another, deposed (reign
+         * cede), or changed by hand.  Which, its row says. */
+        check_row(e, true);
     } else {
         /* The bound decides; the next tick tries again. */
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: renewal failed: %s", e->base.name,
@@ -454,9 +635,17 @@ static void on_claimed(void *owner, void *arg, const reign__sqlw_result *r)
     ENTER(e);
     flush_deferred(e);
     if (e->state == L_CLAIMING) {
-        uint64_t term = r->op == REIGN__SQLW_RENEW ? e->base.term : r->term;
+        uint64_t term = r->op == REIGN__SQLW_RENEW  ? e->base.term
+                        : r->op == REIGN__SQLW_CALL ? ((const reign__rank_call *)r->ctx)->new_term
+                                                    : r->term;
         if (r->rc == 1) {
+            /* sent_ns is the call's start, before the take: the bound only comes sooner. */
             become_leader(e, term, r->sent_ns);
+        } else if (r->rc == REIGN__OUTRANKED) {
+            reign__log(e->base.log, REIGN_LOG_DEBUG,
+                       "election %s: a candidate of higher rank stands: letting it take the lease",
+                       e->base.name);
+            step(e, IN(CLAIM_FAILED), NULL); /* read again at the next poll, or when told */
         } else if (r->rc == 0) {
             look(e); /* someone was quicker */
         } else {
@@ -491,12 +680,33 @@ static void claim(lease_election *e, reign__sqlw_op op, uint64_t term, uint64_t 
     step(e, IN(CLAIM), NULL);
 }
 
+/* A take, after a look at the candidates' ranks (run_take()). */
+static int submit_take(lease_election *e)
+{
+    reign__rank_call *k = rank_call_new(e);
+    if (!k)
+        return REIGN_ENOMEM;
+    k->designee = e->claim_designee;
+    k->chosen = e->claim_designee && e->claim_chosen;
+    k->from = e->claim_from;
+    k->renewals = e->claim_renewals;
+    k->released = e->claim_released;
+    int rc = reign__sqlw_call(e->w, e->base.name, reign__rank_take, k, reign__rank_call_free, e,
+                              on_claimed, REIGN__LIFE_ARG(&e->base.life, 0, 0));
+    if (rc < 0)
+        reign__rank_call_free(k);
+    return rc;
+}
+
 /* The table's CLAIM. */
 static void send_claim(lease_election *e)
 {
     if (e->claim_op == REIGN__SQLW_RENEW)
         e->base.term = e->claim_from; /* the term we hold, should the renewal succeed */
-    if (submit(e, e->claim_op, e->guid, e->claim_from, on_claimed) < 0)
+    int rc = e->claim_op == REIGN__SQLW_TAKE
+                 ? submit_take(e)
+                 : submit(e, e->claim_op, e->guid, e->claim_from, on_claimed);
+    if (rc < 0)
         step(e, IN(CLAIM_FAILED), NULL); /* cannot submit */
 }
 
@@ -544,8 +754,14 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
         return;
     }
     const reign__lease *l = &r->lease;
-    int64_t free_at = reign__lease_free_at(&e->seen, l, r->done_ns);
-    bool free = free_at <= reign__now_ns();
+    int64_t now = reign__now_ns();
+    const char *to = reign__lease_designee(l);
+    /* Designated to us, or to our standing before this one (a designation that found our row
+     * before it changed hands): ours. */
+    bool ours_now = to && (!strcmp(to, e->guid) || (e->prev_guid[0] && !strcmp(to, e->prev_guid)));
+    int64_t free_at = reign__lease_free_for(&e->seen, l, r->done_ns, ours_now ? to : e->guid,
+                                            ms(e->ls->lease_ms));
+    bool free = free_at <= now;
     reign__log(e->base.log, REIGN_LOG_DEBUG,
                "election %s: row %s: owner '%s' term %llu renewals %llu, %s", e->base.name,
                l->exists ? "found" : "missing", l->owner, (unsigned long long)l->term,
@@ -556,21 +772,32 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
                              : "live");
     bool mine = l->exists && !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
     e->seen_term = l->exists && !free && !mine ? l->term : 0;
-    publish(e, mine || free ? NULL : l);
+    reign__strlcpy(e->seen_owner, l->owner, sizeof(e->seen_owner));
+    reign__strlcpy(e->seen_guid, l->owner_guid, sizeof(e->seen_guid));
+    publish(e, mine || free || l->released ? NULL : l); /* released: no one leads */
     if (!reign__life_live(&e->base.life) || e->state != L_LOOKING) {
         LEAVE(e);
         return;
     }
     if (!e->base.observer && !l->exists)
         claim(e, REIGN__SQLW_INSERT, 0, 0, false);
-    else if (!e->base.observer && free)
+    else if (!e->base.observer && free) {
+        e->claim_designee = ours_now;
+        /* Our own preemption ranks us by our priority; an operator's choice above everyone. */
+        e->claim_chosen = ours_now && e->self_designated != l->term;
         claim(e, REIGN__SQLW_TAKE, l->term, l->term_duration, false);
-    else if (!e->base.observer && mine)
+    } else if (!e->base.observer && mine)
         claim(e, REIGN__SQLW_RENEW, l->term, 0, false);
     else if (e->again)
         look(e);
-    else
-        reign__timer_start(timers(e), &e->timer, next_read(e, free_at));
+    else {
+        int64_t at = next_read(e, free_at);
+        /* A live leader of another, not being handed over: a candidate of higher priority
+         * may preempt it (and reads again when its delay is over). */
+        int64_t p = l->exists && !l->released && !to && !mine ? consider_preempt(e, l->term, now)
+                                                              : INT64_MAX;
+        reign__timer_start(timers(e), &e->timer, p < at ? p : at);
+    }
     LEAVE(e);
 }
 
@@ -611,11 +838,14 @@ static void stand_fresh(lease_election *e)
     reign__life_bump(&e->base.life);
     e->reading = false;
     e->renewing = false;
+    e->checking = e->refused = false;
     reign__timer_stop(timers(e), &e->timer);
     e->seen_term = 0;
     e->seen = (reign__lease_seen){0};
     e->spread = true;
     guard(e, false);
+    e->handing = false;
+    reign__strlcpy(e->prev_guid, e->guid, sizeof(e->prev_guid));
     if (reign__random_hex(e->guid, GUID_BYTES) < 0) {
         e->guid[0] = '\0';
         emit_error(e, REIGN_EBACKEND, "stand", "no randomness for the candidate's guid");
@@ -654,10 +884,16 @@ static void act_request(reign_election *pub, unsigned rq, const reign__election_
         release(e, e->guid, term);
         stand(e);
         break;
-    case REIGN__LEASE_RQ_LET_IN: /* deposed: the others in now, us after the delay */
-        release(e, REIGN__SQL_DEPOSED, term);
+    case REIGN__LEASE_RQ_LET_IN:    /* deposed: the others in now, us after the delay */
+    case REIGN__LEASE_RQ_HAND_OVER: /* designated: the designee in now, us behind it at once */
+        release(e, e->hand_guid[0] ? e->hand_guid : REIGN__SQL_DEPOSED, term);
+        e->hand_guid[0] = '\0';
+        e->handing = rq == REIGN__LEASE_RQ_HAND_OVER;
         reign__life_bump(&e->base.life);
-        reign__timer_start(timers(e), &e->timer, reign__now_ns() + ms(e->base.cede_delay_ms));
+        e->checking = e->refused = false;
+        reign__timer_start(timers(e), &e->timer,
+                           reign__now_ns() +
+                               (rq == REIGN__LEASE_RQ_LET_IN ? ms(e->base.cede_delay_ms) : 0));
         break;
     default:
         break;
@@ -747,17 +983,25 @@ static void on_deadline(reign__recipe *rp, int64_t now)
 static void on_changed(reign__recipe *rp)
 {
     lease_election *e = (lease_election *)rp;
+    if (e->state == L_LEADER) {
+        ENTER(e);
+        check_row(e, false); /* a designation, maybe: the sooner handed over, the better */
+        LEAVE(e);
+        return;
+    }
     if (e->state != L_LOOKING)
         return;
     ENTER(e);
     if (e->reading)
         e->again = true;
     else if (e->seen_term && !e->base.observer && !reign__sqlw_notifies_renewals(e->w))
-        /* PostgreSQL notifies releases and takeovers only: try the lease we saw at once, one
-         * round trip sooner than read-then-take, if it is released; it fails harmlessly if it
-         * was a takeover. */
+    /* PostgreSQL notifies releases and takeovers only: try the lease we saw at once, one
+     * round trip sooner than read-then-take, if it is released; it fails harmlessly if it
+     * was a takeover. */
+    {
+        e->claim_designee = false;
         claim(e, REIGN__SQLW_TAKE, e->seen_term, 0, true);
-    else
+    } else
         look(e);
     LEAVE(e);
 }
@@ -807,6 +1051,12 @@ int reign__lease_election_join(reign_election **ret, reign_client *client, const
     e->w = reign__client_sql(client);
     e->ls = reign__client_lease(client);
     e->state = L_IDLE;
+    e->priority = o->priority;
+    e->no_preempt = o->no_preempt;
+    e->preempt_delay_ms = o->preempt_delay_ms;
+    /* Ranks are read from the candidates table: a candidate with one is listed. */
+    if (o->priority && !o->observer)
+        e->base.listed = true;
     reign__timer_init(&e->timer, timer_cb, e);
     reign__timer_init(&e->deadline, deadline_cb, e);
     reign__timer_init(&e->list_timer, list_timer_cb, e);
@@ -903,210 +1153,3 @@ static const reign__election_impl lease_impl = {
     .free = lease_free,
     .left = lease_left,
 };
-
-/* ---- one-shot: the snapshot for `reign status`, deposing for `reign cede` ------------------ */
-
-typedef struct lease_query {
-    reign__recipe recipe;
-    reign_client *client;
-    reign__sqlw *w;
-    char *name;
-    bool depose;
-    reign_election_query_cb *qcb;
-    reign_election_done_cb *dcb;
-    void *userdata;
-    bool done;
-} lease_query;
-
-static void query_free(lease_query *q)
-{
-    reign__sqlw_forget(q->w, q);
-    reign__client_detach(q->client, &q->recipe);
-    reign__free(q->name);
-    reign__free(q);
-}
-
-/* Calls back once, then frees (the callback may free the client: q is detached first). */
-static void query_finish(lease_query *q, int err, const reign_election_view *view)
-{
-    if (q->done)
-        return;
-    q->done = true;
-    reign__sqlw_forget(q->w, q);
-    reign__client_detach(q->client, &q->recipe);
-    if (q->qcb)
-        q->qcb(q->client, err, err ? NULL : view, q->userdata);
-    else
-        q->dcb(q->client, err, q->userdata);
-    reign__free(q->name);
-    reign__free(q);
-}
-
-static void on_deposed(void *owner, void *arg, const reign__sqlw_result *r)
-{
-    lease_query *q = owner;
-    query_finish(q, r->rc < 0 ? r->rc : r->rc == 1 ? 0 : REIGN_ENOENT, NULL);
-}
-
-/* The row and the listed candidates, read on the worker in one go. */
-typedef struct snapshot {
-    char *name;
-    reign__lease lease;
-    reign__candidate_rows cands;
-} snapshot;
-
-static void snapshot_free(void *p)
-{
-    snapshot *sn = p;
-    reign__lease_clear(&sn->lease);
-    reign__candidate_rows_free(&sn->cands);
-    reign__free(sn->name);
-    reign__free(sn);
-}
-
-static int read_snapshot(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
-{
-    snapshot *sn = ctx;
-    int rc = reign__sql_lease_read(conn, dc, sn->name, &sn->lease, err, errlen);
-    if (rc == 0)
-        rc = reign__candidates_list(conn, dc, sn->name, &sn->cands, err, errlen);
-    return rc;
-}
-
-static void on_query_read(void *owner, void *arg, const reign__sqlw_result *r)
-{
-    lease_query *q = owner;
-    const reign__lease *l = &r->lease;
-    if (r->rc < 0) {
-        query_finish(q, r->rc, NULL);
-        return;
-    }
-    bool live = l->exists && !l->released;
-    int rc = live ? reign__sqlw_submit(q->w, REIGN__SQLW_DEPOSE, q->name, NULL, l->term, q,
-                                       on_deposed, NULL)
-                  : REIGN_ENOENT;
-    if (rc < 0)
-        query_finish(q, rc, NULL);
-}
-
-static void on_snapshot(void *owner, void *arg, const reign__sqlw_result *r)
-{
-    lease_query *q = owner;
-    snapshot *sn = r->ctx;
-    const reign__lease *l = &sn->lease;
-    if (r->rc < 0) {
-        query_finish(q, r->rc, NULL);
-        return;
-    }
-    /* For people: whether it has run out is the database clock's view here (nothing is
-     * decided by it; a follower counts on its own clock). */
-    bool live = l->exists && !l->released && !l->db_expired;
-    if ((!l->exists || reign__sql_lease_removed(l)) && !sn->cands.n) {
-        query_finish(q, REIGN_ENOENT, NULL);
-        return;
-    }
-    /* The leader first (from the lease row: it is the one that leads, listed or not), then
-     * the other listed candidates in the order they joined. */
-    reign_candidate *cands = reign__calloc(sn->cands.n + 1, sizeof(*cands));
-    if (!cands) {
-        query_finish(q, REIGN_ENOMEM, NULL);
-        return;
-    }
-    size_t n = 0;
-    if (live) {
-        cands[n++] = (reign_candidate){.id = l->owner,
-                                       .data = l->payload,
-                                       .data_len = l->payload_len,
-                                       .node = q->name,
-                                       .joined_ms = 0};
-        for (size_t i = 0; i < sn->cands.n; i++)
-            if (!strcmp(sn->cands.v[i].guid, l->owner_guid)) {
-                cands[0].node = sn->cands.v[i].guid;
-                cands[0].joined_ms = sn->cands.v[i].joined_ms;
-            }
-    }
-    for (size_t i = 0; i < sn->cands.n; i++) {
-        const reign__candidate_row *c = &sn->cands.v[i];
-        if (live && !strcmp(c->guid, l->owner_guid))
-            continue;
-        cands[n++] = (reign_candidate){.id = c->owner,
-                                       .data = c->payload,
-                                       .data_len = c->payload_len,
-                                       .node = c->guid,
-                                       .joined_ms = c->joined_ms};
-    }
-    reign_election_view view = {.name = q->name,
-                                .strategy = REIGN_STRATEGY_DEFAULT,
-                                .has_leader = live,
-                                .candidates = n ? cands : NULL,
-                                .n_candidates = n};
-    /* The row's lease, as its holder set it; the poll period within which a follower sees its
-     * last renewal; then the followers' read and take, at the statement timeout a lease that
-     * long gets by default (renew/2, poll = renew = lease/5; <= 5 s). */
-    if (l->exists && l->duration_ms > 0 && l->duration_ms <= 365LL * 86400000) {
-        int64_t statement = l->duration_ms / 5 / 2 < 5000 ? l->duration_ms / 5 / 2 : 5000;
-        view.takeover_ms = l->duration_ms + l->duration_ms / 5 + 2 * statement;
-        view.takeover_from = REIGN_TAKEOVER_LEASE;
-    }
-    if (live) {
-        view.leader.id = l->owner;
-        view.leader.data = l->payload;
-        view.leader.data_len = l->payload_len;
-        view.leader.term = l->term;
-        view.leader.token = l->term;
-        view.leader.since_ms = 0;
-    }
-    query_finish(q, 0, &view);
-    reign__free(cands);
-}
-
-static void on_query_conn(reign__recipe *rp, reign_conn_state st)
-{
-    if (st == REIGN_CONN_CLOSED)
-        query_finish((lease_query *)rp, REIGN_ECLOSED, NULL);
-}
-
-static void on_query_destroy(reign__recipe *rp)
-{
-    query_free((lease_query *)rp);
-}
-
-static const reign__recipe_ops lease_query_ops = {.conn = on_query_conn,
-                                                  .destroy = on_query_destroy};
-
-int reign__lease_query(reign_client *client, const char *name, bool depose,
-                       reign_election_query_cb *qcb, reign_election_done_cb *dcb, void *userdata)
-{
-    lease_query *q = reign__calloc(1, sizeof(*q));
-    if (!q)
-        return REIGN_ENOMEM;
-    q->recipe.ops = &lease_query_ops;
-    q->client = client;
-    q->w = reign__client_sql(client);
-    q->depose = depose;
-    q->qcb = qcb;
-    q->dcb = dcb;
-    q->userdata = userdata;
-    if (!(q->name = reign__strdup(name))) {
-        reign__free(q);
-        return REIGN_ENOMEM;
-    }
-    reign__client_attach(client, &q->recipe);
-    int rc;
-    if (depose) {
-        rc = reign__sqlw_submit(q->w, REIGN__SQLW_READ, name, NULL, 0, q, on_query_read, NULL);
-    } else {
-        snapshot *sn = reign__calloc(1, sizeof(*sn));
-        rc = sn && (sn->name = reign__strdup(name)) ? 0 : REIGN_ENOMEM;
-        if (rc == 0)
-            rc = reign__sqlw_call(q->w, name, read_snapshot, sn, snapshot_free, q, on_snapshot,
-                                  NULL);
-        if (rc < 0 && sn)
-            snapshot_free(sn);
-    }
-    if (rc < 0) {
-        query_free(q);
-        return rc;
-    }
-    return 0;
-}

@@ -51,6 +51,9 @@ static const reign__efsm_row table[] = {
 
     RQ(LEADER, DEPOSED, ANY, PAUSED, DEMOTE, LET_IN,
       "the row is no longer ours (reign cede, or changed by hand): stand again after the delay"),
+    RQ(LEADER, HANDOFF, ANY, PAUSED, DEMOTE, HAND_OVER,
+      "designated to another (reign designate, or preempted by a higher priority): release the "
+      "row to it and stand again behind it"),
     RQ(LEADER, STALLED, ANY, LOOKING, DEMOTE, GIVE_BACK,
       "past the lease's bound (a stall): demoted; give the row back and stand again"),
     RQ(LEADER, LOST, ANY, LOOKING, DEMOTE, GIVE_BACK,
@@ -85,6 +88,7 @@ static int moot(unsigned s, unsigned in)
     case REIGN__LEASE_IN_CLAIM_FAILED:
         return s != REIGN__LEASE_CLAIMING; /* an answer to a claim given up */
     case REIGN__LEASE_IN_DEPOSED:
+    case REIGN__LEASE_IN_HANDOFF:
     case REIGN__LEASE_IN_STALLED:
     case REIGN__LEASE_IN_SUSPENDED: /* leaders only */
         return s != REIGN__LEASE_LEADER;
@@ -110,6 +114,8 @@ static reign_demote_reason demote_reason(unsigned in)
     switch (in) {
     case REIGN__LEASE_IN_DEPOSED:
         return REIGN_DEMOTE_NODE_DELETED;
+    case REIGN__LEASE_IN_HANDOFF:
+        return REIGN_DEMOTE_HANDOFF;
     case REIGN__LEASE_IN_STALLED:
         return REIGN_DEMOTE_STALLED;
     case REIGN__LEASE_IN_LOST:

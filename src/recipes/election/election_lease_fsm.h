@@ -45,6 +45,7 @@ typedef enum reign__lease_state {
     XX(CLAIM_FAILED, "claim_failed") /* the claim could not be sent, or failed */                  \
     XX(CLAIMED, "claimed")           /* the claim succeeded */                                     \
     XX(DEPOSED, "deposed")           /* a renewal found the row no longer ours */                  \
+    XX(HANDOFF, "handoff")           /* the row is designated to another: hand it over */          \
     XX(STALLED, "stalled")           /* past the lease's bound, the store reachable */             \
     XX(LOST, "lost")                 /* past the lease's bound, the store unreachable */           \
     XX(SUSPENDED, "suspended")       /* connection lost, suspend policy: immediate */              \
@@ -70,7 +71,8 @@ typedef enum reign__lease_input {
     XX(CLAIM, "claim", S(CLAIMING)) /* insert, take or renew the row */                            \
     XX(POLL, "poll", S(LOOKING))    /* read again after the poll period */                         \
     XX(GIVE_BACK, "give_back", S(LOOKING) | S(CLAIMING)) /* release the term, stand again */       \
-    XX(LET_IN, "let_in", S(PAUSED)) /* release as deposed, stand after the delay */
+    XX(LET_IN, "let_in", S(PAUSED))       /* release as deposed, stand after the delay */          \
+    XX(HAND_OVER, "hand_over", S(PAUSED)) /* release under the designation, stand again */
 
 typedef enum reign__lease_request {
 #define REIGN__LEASE_RQ_ENUM(name, str, states) REIGN__LEASE_RQ_##name,

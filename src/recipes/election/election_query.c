@@ -557,10 +557,9 @@ static int start(reign_client *client, const char *name, enum query_kind kind, c
         return REIGN_EINVAL;
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
-    if (!reign__client_zk(client) && kind == Q_DESIGNATE)
-        return REIGN_ENOTSUP;
     if (!reign__client_zk(client))
-        return reign__lease_query(client, name, kind == Q_DEPOSE, qcb, dcb, userdata);
+        return reign__lease_query(client, name, kind == Q_DEPOSE,
+                                  kind == Q_DESIGNATE ? target : NULL, qcb, dcb, userdata);
     query *q = reign__calloc(1, sizeof(*q));
     if (!q)
         return REIGN_ENOMEM;

@@ -1,0 +1,119 @@
+/*
+ * election_lease_rank.c - ranks in a SQL lease election (election_lease_rank.h): the listed
+ * candidates (sql/candidates.h) read on the worker right before a take or a preemption, and
+ * compared with us and with the lease row as the candidate last read it.
+ */
+#include "election_lease_rank.h"
+
+#include <string.h>
+
+#include "election_base.h"
+#include "sql/candidates.h"
+
+void reign__rank_call_free(void *p)
+{
+    reign__rank_call *k = p;
+    reign__free(k->name);
+    reign__free(k->owner);
+    reign__free(k->payload);
+    reign__free(k);
+}
+
+/* Whether row c is the holder's own standing (it gives the row back, or leads it). */
+static bool is_holder(const reign__rank_call *k, const reign__candidate_row *c)
+{
+    if (!strcmp(c->guid, k->holder_guid))
+        return true;
+    /* Deposed or designated, the row no longer names the holder's guid: know it by its id. */
+    size_t n = strlen(k->holder_guid);
+    bool plain = n && strspn(k->holder_guid, "0123456789abcdef") == n;
+    return !plain && !strcmp(c->owner, k->holder_owner);
+}
+
+/*
+ * Whether a live listed candidate other than us and the holder should take the row before us:
+ * the row's designee; or, in an election that uses priorities (one of us has one), a higher
+ * priority, or the same priority stood earlier (first come, as ZooKeeper's queue).  Without
+ * priorities nobody defers: the first to take leads.
+ */
+static bool outranked(const reign__rank_call *k, const reign__candidate_rows *cs)
+{
+    const char *designee = k->holder_guid[0] == REIGN__SQL_DESIGNATED ? k->holder_guid + 1 : NULL;
+    bool uses = k->priority > 0;
+    int64_t joined = INT64_MAX;
+    for (size_t i = 0; i < cs->n; i++) {
+        uses = uses || cs->v[i].priority > 0;
+        if (!strcmp(cs->v[i].guid, k->guid))
+            joined = cs->v[i].joined_ms;
+    }
+    for (size_t i = 0; i < cs->n; i++) {
+        const reign__candidate_row *c = &cs->v[i];
+        if (!strcmp(c->guid, k->guid))
+            continue;
+        if (designee && !strcmp(c->guid, designee))
+            return true;
+        if (!uses || is_holder(k, c))
+            continue;
+        if (c->priority > k->priority ||
+            (c->priority == k->priority &&
+             (c->joined_ms < joined || (c->joined_ms == joined && strcmp(c->guid, k->guid) < 0))))
+            return true;
+    }
+    return false;
+}
+
+/* A take, unless a live candidate ranks above us (then REIGN__OUTRANKED: it will take it). */
+int reign__rank_take(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
+{
+    reign__rank_call *k = ctx;
+    if (!k->designee) {
+        reign__candidate_rows cs;
+        int rc = reign__candidates_list(conn, dc, k->name, &cs, err, errlen);
+        if (rc < 0)
+            return rc;
+        bool below = outranked(k, &cs);
+        reign__candidate_rows_free(&cs);
+        if (below)
+            return REIGN__OUTRANKED;
+    }
+    /* Before the take: a follower that sees us lead at from + 1 must find the record, or it
+     * would preempt an operator's choice.  A record for a term someone else wins names a
+     * leadership we never have: harmless. */
+    if (k->chosen)
+        (void)reign__candidates_designated(conn, dc, k->name, k->guid, k->from + 1, err, errlen);
+    reign__lease_claim cl = {.dc = dc,
+                             .name = k->name,
+                             .owner = k->owner,
+                             .owner_guid = k->guid,
+                             .payload = k->payload,
+                             .payload_len = k->payload_len,
+                             .duration_ms = k->duration_ms,
+                             .expect_renewals = k->renewals,
+                             .take_released = k->released};
+    return reign__sql_lease_take(conn, &cl, k->from, &k->new_term, err, errlen);
+}
+
+/*
+ * Preemption: if the leader (the holder, at term k->from) ranks below us - its priority, or
+ * above every priority while it leads by a designation - and no other candidate ranks above
+ * us, designate ourselves (once the delay is over: else REIGN__OUTRANKED, look again then).  1:
+ * done, 0: nothing to do (or the row moved on).
+ */
+int reign__rank_preempt(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
+{
+    reign__rank_call *k = ctx;
+    reign__candidate_rows cs;
+    int rc = reign__candidates_list(conn, dc, k->name, &cs, err, errlen);
+    if (rc < 0)
+        return rc;
+    int leader = 0;
+    for (size_t i = 0; i < cs.n; i++)
+        if (!strcmp(cs.v[i].guid, k->holder_guid))
+            leader = cs.v[i].designated == k->from ? REIGN__DESIGNATED_MIN : cs.v[i].priority;
+    if (leader < k->priority && !outranked(k, &cs))
+        rc = k->now ? reign__sql_lease_designate(conn, dc, k->name, k->from, k->holder_guid,
+                                                 k->guid, err, errlen)
+                    : REIGN__OUTRANKED;
+    reign__candidate_rows_free(&cs);
+    return rc;
+}

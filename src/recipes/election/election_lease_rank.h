@@ -1,0 +1,55 @@
+/*
+ * election_lease_rank.h - ranks in a SQL lease election, on the worker: whether a listed
+ * candidate should take a free lease before us (priorities, first come, a designation), and
+ * whether we may preempt the leader.  The statements run in the client's SQL worker thread
+ * (sql/worker.h's CALL); election_lease.c builds the calls and reads their answers.  Ranks
+ * order the candidates; only the lease row's compare-and-set decides who leads.
+ */
+#ifndef REIGN_ELECTION_LEASE_RANK_H
+#define REIGN_ELECTION_LEASE_RANK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sql/sql.h"
+
+#define REIGN__RANK_GUID 17 /* a standing's guid: 16 hex digits */
+
+/*
+ * What a take or a preemption looks at on the worker: the listed candidates, against us and
+ * the row as we read it.  Ranks are for the order only: the row's compare-and-set decides.
+ */
+typedef struct reign__rank_call {
+    char *name, *owner;
+    void *payload;
+    size_t payload_len;
+    char guid[REIGN__RANK_GUID]; /* ours */
+    int priority;
+    char holder_owner[REIGN_ID_MAX + 1],
+        holder_guid[sizeof(((reign__lease *)0)->owner_guid)]; /* the row, as read */
+    bool designee;           /* TAKE: the row is designated to us: no one to defer to */
+    bool chosen;             /* ... by an operator: recorded, so that no one preempts us */
+    bool now;                /* PREEMPT: the delay is over: designate ourselves */
+    int64_t duration_ms;     /* TAKE: the claim */
+    uint64_t from, renewals; /* TAKE: the version taken over; PREEMPT: the leader's term */
+    bool released;
+    uint64_t new_term;
+} reign__rank_call;
+
+void reign__rank_call_free(void *p);
+
+/* reign__rank_take(): someone ranks above us; reign__rank_preempt(): not yet (the delay) */
+#define REIGN__OUTRANKED 2
+
+/* A take (sql.h's reign__sql_lease_take(), k->new_term set), unless a live listed candidate
+ * ranks above us: REIGN__OUTRANKED.  A designee (k->designee) defers to no one; an operator's
+ * (k->chosen) first records the term it is to win in its candidates row, so that whoever sees
+ * it lead sees that too.  A reign__sqlw_fn. */
+int reign__rank_take(reign__sqlconn *c, const char *dc, void *ctx, char *err, size_t errlen);
+
+/* Preemption: designates us over the leader (k->holder_guid at term k->from) if it ranks below
+ * us and nobody else above us, once k->now; REIGN__OUTRANKED: it would, but not yet.  1 done, 0
+ * nothing to do.  A reign__sqlw_fn. */
+int reign__rank_preempt(reign__sqlconn *c, const char *dc, void *ctx, char *err, size_t errlen);
+
+#endif

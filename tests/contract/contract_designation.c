@@ -1,0 +1,285 @@
+/*
+ * contract_designation.c - what <reign/election.h> promises of priorities and designation
+ * (options priority, no_preempt, preempt_delay_ms; reign_election_designate()) on every store.
+ *
+ * One program, run once per store (contract_designation_zk, _sqlite, _postgres, _mariadb: see
+ * tests/contract/tests.cmake).  Every candidate is listed (options.listed: a SQL store can only
+ * designate a candidate it can see; ZooKeeper sees them all anyway).
+ *
+ *   designation  a leads, b and c stand; an operator designates c: a is DEMOTED (handoff) before
+ *                c is ELECTED, with a greater term and token; an id that does not stand, and
+ *                one whose candidate has gone, are refused with REIGN_ENOENT and nothing
+ *                changes; designating the leader itself changes nothing; when the designee
+ *                leaves, another takes over (automatic failover), and designations go on
+ *                working, twenty in a row
+ *   preemption   a newcomer of higher priority takes over by a handoff, and is preempted in
+ *                turn by a higher one (preempting is no designation); newcomers of a lower
+ *                priority than the leader's do not; when it leaves, the highest of those left
+ *                leads, and of equal ones the first that stood
+ *   designated   a designee of low priority leads its leadership out: a higher one standing
+ *                does not preempt it, but takes over once it leaves
+ *   no_preempt   a higher newcomer with no_preempt waits until the leader leaves
+ *   delay        with preempt_delay_ms the higher newcomer takes over by a handoff, not before
+ *                its delay has passed since it stood
+ *
+ * h_finish() proves, in every election, that no two leaderships overlapped and that terms and
+ * fencing tokens strictly grew across every handover.  Waits are for events, bounded by
+ * H_WAIT_MS; the windows in which nothing may happen (h_run_for) are observations, not
+ * synchronisation.
+ */
+#include <string.h>
+
+#include "harness.h"
+
+typedef struct done {
+    int called, err;
+} done;
+
+static void on_done(reign_client *client, int err, void *userdata)
+{
+    (void)client;
+    done *d = userdata;
+    d->called = 1;
+    d->err = err;
+}
+
+static int pred_done(void *arg)
+{
+    return ((done *)arg)->called;
+}
+
+static int designate(h_cand *op, const char *name, const char *id)
+{
+    done d = {0};
+    H_OK(reign_election_designate(op->client, name, id, on_done, &d));
+    H_WAIT(pred_done, &d, "the designation to be written");
+    return d.err;
+}
+
+typedef struct listing {
+    h_cand *asker;
+    const char *name, *id;
+} listing;
+
+/* The snapshot lists the id: it stands (and, on a SQL store, can be designated). */
+static int pred_listed(void *arg)
+{
+    listing *l = arg;
+    h_view v;
+    h_query(l->asker, l->name, &v);
+    for (size_t i = 0; v.err == 0 && i < v.n; i++)
+        if (!strcmp(v.ids[i], l->id))
+            return 1;
+    return 0;
+}
+
+static void wait_listed(h_cand *op, const char *name, const char *id)
+{
+    listing l = {op, name, id};
+    H_WAIT(pred_listed, &l, "the candidate to stand");
+}
+
+/* new_ took over from old_ by a handoff: old_ demoted first, new_ in a later term. */
+static void check_handoff(h_cand *old_, h_cand *new_)
+{
+    const h_event *d = h_last(old_, REIGN_ELECTION_DEMOTED);
+    const h_event *oe = h_last(old_, REIGN_ELECTION_ELECTED);
+    const h_event *ne = h_last(new_, REIGN_ELECTION_ELECTED);
+    H_CHECK(d && oe && ne);
+    H_CHECKF(d->reason == REIGN_DEMOTE_HANDOFF, "%s demoted with %s", old_->id,
+             reign_demote_reason_name(d->reason));
+    H_CHECKF(d->at_ns < ne->at_ns, "%s elected before %s stepped down", new_->id, old_->id);
+    H_CHECK(ne->term > oe->term && ne->token > oe->token);
+}
+
+static reign_election_options opts(int priority, int no_preempt, int delay_ms)
+{
+    reign_election_options o;
+    memset(&o, 0, sizeof(o));
+    o.size = sizeof(o);
+    o.listed = 1;
+    o.priority = priority;
+    o.no_preempt = no_preempt;
+    o.preempt_delay_ms = delay_ms;
+    return o;
+}
+
+static h_cand *stand(const char *id, const char *name, int priority, int no_preempt, int delay)
+{
+    reign_election_options o = opts(priority, no_preempt, delay);
+    return h_cand_new(id, h_uri(NULL), NULL, name, &o);
+}
+
+static void case_designation(void)
+{
+    char name[128];
+    h_unique_name(name, sizeof(name), "designate");
+    h_log("---- designation (%s)", name);
+    h_cand *op = h_cand_new("operator", h_uri(NULL), NULL, NULL, NULL);
+    h_cand *a = stand("a", name, 0, 0, 0);
+    H_WAIT(h_pred_leader, a, "a to lead");
+    h_cand *b = stand("b", name, 0, 0, 0);
+    h_cand *c = stand("c", name, 0, 0, 0);
+    wait_listed(op, name, "b");
+    wait_listed(op, name, "c");
+
+    h_log("designating c");
+    H_OK(designate(op, name, "c"));
+    H_WAIT(h_pred_leader, c, "c to take over");
+    check_handoff(a, c);
+
+    h_log("designating an id that does not stand");
+    size_t before = h_count(c, REIGN_ELECTION_DEMOTED);
+    int rc = designate(op, name, "nobody");
+    H_CHECKF(rc == REIGN_ENOENT, "designating nobody: %s", reign_err_name(rc));
+    h_log("designating a candidate that has gone");
+    h_cand *gone = stand("gone", name, 0, 0, 0);
+    wait_listed(op, name, "gone");
+    h_cand_close(gone);
+    rc = designate(op, name, "gone");
+    H_CHECKF(rc == REIGN_ENOENT, "designating a candidate that has gone: %s", reign_err_name(rc));
+    h_run_for(500);
+    H_CHECK(h_is_leader(c) && h_count(c, REIGN_ELECTION_DEMOTED) == before);
+
+    h_log("designating the leader itself changes nothing");
+    H_OK(designate(op, name, "c"));
+    h_run_for(500);
+    H_CHECK(h_is_leader(c) && h_count(c, REIGN_ELECTION_DEMOTED) == before);
+
+    h_log("the designated leader leaves: automatic failover");
+    h_cand_close(c);
+    H_WAIT(h_pred_any_leader, NULL, "someone to take over from c");
+    h_cand *next = h_leader();
+    H_CHECKF(next == a || next == b, "%s leads", next->id);
+    h_cand *other = next == a ? b : a;
+
+    h_log("a second designation: %s", other->id);
+    wait_listed(op, name, other->id);
+    H_OK(designate(op, name, other->id));
+    H_WAIT(h_pred_leader, other, "the second designee to take over");
+    check_handoff(next, other);
+
+    h_log("twenty designations in a row");
+    h_cand *pair[2] = {next, other};
+    for (int i = 0; i < 20; i++) {
+        h_cand *to = pair[i % 2];
+        wait_listed(op, name, to->id);
+        H_OK(designate(op, name, to->id));
+        H_WAIT(h_pred_leader, to, "the designee to take over");
+    }
+    h_cand_close(a); /* h_leader() looks at every open candidate */
+    h_cand_close(b);
+    h_cand_close(op);
+}
+
+static void case_preemption(void)
+{
+    char name[128];
+    h_unique_name(name, sizeof(name), "priority");
+    h_log("---- preemption (%s)", name);
+    h_cand *low = stand("low", name, 1, 0, 0);
+    H_WAIT(h_pred_leader, low, "low to lead");
+    h_log("a candidate of higher priority joins and takes over");
+    h_cand *high = stand("high", name, 10, 0, 0);
+    H_WAIT(h_pred_leader, high, "high to take over");
+    check_handoff(low, high);
+
+    h_log("one that took over by preemption is preempted in turn by a higher one");
+    h_cand *top = stand("top", name, 20, 0, 0);
+    H_WAIT(h_pred_leader, top, "top to take over");
+    check_handoff(high, top);
+    h_cand_close(top);
+    H_WAIT(h_pred_leader, high, "high to lead again when top leaves");
+
+    h_log("equal priorities keep first-come order, and do not preempt a higher one");
+    h_cand *m1 = stand("mid1", name, 5, 0, 0);
+    H_WAIT(h_pred_ready, m1, "mid1 to stand");
+    wait_listed(high, name, "mid1");
+    h_cand *m2 = stand("mid2", name, 5, 0, 0);
+    H_WAIT(h_pred_ready, m2, "mid2 to stand");
+    wait_listed(high, name, "mid2");
+    wait_listed(high, name, "low");
+    h_run_for(500);
+    H_CHECK(h_is_leader(high));
+    h_cand_close(high);
+    H_WAIT(h_pred_any_leader, NULL, "someone to take over from high");
+    H_CHECKF(h_leader() == m1, "%s leads, not mid1", h_leader()->id);
+    h_run_for(500);
+    H_CHECK(h_is_leader(m1) && !h_is_leader(m2) && !h_is_leader(low));
+
+    h_log("the leader leaves: the highest left leads");
+    h_cand_close(m1);
+    H_WAIT(h_pred_any_leader, NULL, "someone to take over from mid1");
+    H_CHECKF(h_leader() == m2, "%s leads, not mid2", h_leader()->id);
+    h_cand_close(m2);
+    h_cand_close(low);
+}
+
+static void case_designated(void)
+{
+    char name[128];
+    h_unique_name(name, sizeof(name), "designated");
+    h_log("---- a designee leads its leadership out (%s)", name);
+    h_cand *op = h_cand_new("operator", h_uri(NULL), NULL, NULL, NULL);
+    h_cand *top = stand("top", name, 9, 0, 0);
+    H_WAIT(h_pred_leader, top, "top to lead");
+    h_cand *small = stand("small", name, 1, 0, 0);
+    wait_listed(op, name, "small");
+    H_OK(designate(op, name, "small"));
+    H_WAIT(h_pred_leader, small, "small to take over");
+    check_handoff(top, small);
+    wait_listed(op, name, "top");
+    h_run_for(1500);
+    H_CHECKF(h_is_leader(small), "the designee of low priority was preempted");
+    h_cand_close(small);
+    H_WAIT(h_pred_leader, top, "top to take over when small leaves");
+    h_cand_close(top);
+    h_cand_close(op);
+}
+
+static void case_no_preempt(void)
+{
+    char name[128];
+    h_unique_name(name, sizeof(name), "no-preempt");
+    h_log("---- no_preempt (%s)", name);
+    h_cand *x = stand("x", name, 1, 1, 0);
+    H_WAIT(h_pred_leader, x, "x to lead");
+    h_cand *y = stand("y", name, 9, 1, 0);
+    H_WAIT(h_pred_ready, y, "y to stand");
+    h_run_for(1500);
+    H_CHECKF(h_is_leader(x) && !h_is_leader(y), "y preempted x without preemption");
+    h_cand_close(x);
+    H_WAIT(h_pred_leader, y, "y to take over when x leaves");
+    h_cand_close(y);
+}
+
+static void case_delay(void)
+{
+    char name[128];
+    h_unique_name(name, sizeof(name), "preempt-delay");
+    h_log("---- preempt_delay_ms (%s)", name);
+    h_cand *p = stand("p", name, 1, 0, 1500);
+    H_WAIT(h_pred_leader, p, "p to lead");
+    h_cand *q = stand("q", name, 5, 0, 1500);
+    H_WAIT(h_pred_ready, q, "q to stand");
+    int64_t joined = h_last(q, REIGN_ELECTION_READY)->at_ns;
+    H_WAIT(h_pred_leader, q, "q to take over after its delay");
+    check_handoff(p, q);
+    /* A lower bound set by a timer, not a performance figure. */
+    int64_t waited_ms = (h_last(q, REIGN_ELECTION_ELECTED)->at_ns - joined) / 1000000;
+    H_CHECKF(waited_ms >= 1400, "q took over %lld ms after it stood (delay 1500 ms)",
+             (long long)waited_ms);
+    h_cand_close(q);
+    h_cand_close(p);
+}
+
+int main(void)
+{
+    h_contract_init("contract_designation", NULL);
+    case_designation();
+    case_preemption();
+    case_designated();
+    case_no_preempt();
+    case_delay();
+    return h_finish();
+}

@@ -64,6 +64,8 @@ struct reign__sqlconn {
     bool values_ready;
     /* The candidates table was checked or made (candidates.c). */
     bool candidates_ready;
+    /* The tasks table was checked or made (tasks.c). */
+    bool tasks_ready;
 };
 
 /*

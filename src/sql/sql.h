@@ -301,7 +301,8 @@ int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size
  * Runs one statement written once for every dialect.  In `tmpl`:
  *   {T}  the lease table          {R}  the runs table, "<lease table>_runs"
  *   {V}  the values table, "<lease table>_values"
- *   {C}  the candidates table, "<lease table>_candidates" (all quoted)
+ *   {C}  the candidates table, "<lease table>_candidates"
+ *   {K}  the tasks table, "<lease table>_tasks" (all quoted)
  *   {1}..{9}  parameter N of args  {NOW}  the database's clock as Unix ms (a bigint)
  *   {BEGIN}  the start of a writing transaction   {FOR_UPDATE}  a row lock, where needed
  *   {ON_CONFLICT}  ", skip a duplicate key" (at the end of an INSERT), where needed

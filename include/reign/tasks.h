@@ -26,8 +26,14 @@
  * All callbacks run inside reign_client_process() on the loop thread (see
  * <reign/client.h>).  From a callback you may call any function here,
  * including the *_free() function of the object calling back.  A call that
- * fails never calls back.  Task queues need ZooKeeper: on a client of another
- * store every function here returns REIGN_ENOTSUP.
+ * fails never calls back.
+ *
+ * On a SQL store (SQLite, PostgreSQL, MariaDB) a queue is one table beside the
+ * lease table, "<table>_tasks", one row per task (docs/tasks.md, "On a SQL
+ * store"): submit, status, wait, list and delete work there, with the same
+ * promises; the master and the worker need ZooKeeper still (they stand on
+ * group membership): reign_tasks_master_start() and reign_tasks_worker_start()
+ * return REIGN_ENOTSUP on a client of another store.
  */
 #ifndef REIGN_TASKS_H
 #define REIGN_TASKS_H

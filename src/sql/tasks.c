@@ -281,8 +281,8 @@ static int commit(reign__sqlconn *c, const char *dc, const char *queue, char *er
 
 /*
  * Inside a writing transaction: locks the lease row of the master's election and says whether
- * it still names the master (1: its guid and term, not released) or not (0: deposed, resigned,
- * or another leadership began).  The lock holds until the transaction ends.
+ * it still names the master (1: its owner and term, neither released nor deposed) or not (0:
+ * another leadership began, or this one ended).  The lock holds until the transaction ends.
  */
 static int fence_holds(reign__sqlconn *c, const char *dc, const reign__tasks_fence *f, char *err,
                        size_t errlen)
@@ -290,17 +290,18 @@ static int fence_holds(reign__sqlconn *c, const char *dc, const reign__tasks_fen
     reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(f->name)};
     reign__sql_rows rs;
     int rc = reign__sql_query(c, "locking the master's lease",
-                              "SELECT owner_guid, term, duration FROM {T} WHERE data_center = {1} "
-                              "AND lock_name = {2}{FOR_UPDATE}",
+                              "SELECT owner, owner_guid, term, duration FROM {T} WHERE "
+                              "data_center = {1} AND lock_name = {2}{FOR_UPDATE}",
                               args, 2, &rs, err, errlen);
     if (rc < 0)
         return rc;
+    const char *owner = reign__sql_cell(&rs, 0, 0), *guid = reign__sql_cell(&rs, 0, 1);
     int64_t term, duration;
-    bool ok = rs.n_rows == 1 && reign__sql_cell(&rs, 0, 0) &&
-              !strcmp(reign__sql_cell(&rs, 0, 0), f->guid) &&
-              reign__sql_parse_i64(reign__sql_cell(&rs, 0, 1), &term) &&
+    bool ok = rs.n_rows == 1 && owner && !strcmp(owner, f->owner) && guid &&
+              strcmp(guid, REIGN__SQL_DEPOSED) &&
+              reign__sql_parse_i64(reign__sql_cell(&rs, 0, 2), &term) &&
               (uint64_t)term == f->term &&
-              reign__sql_parse_i64(reign__sql_cell(&rs, 0, 2), &duration) && duration > 0;
+              reign__sql_parse_i64(reign__sql_cell(&rs, 0, 3), &duration) && duration > 0;
     reign__sql_rows_free(&rs);
     return ok;
 }

@@ -28,10 +28,10 @@
  * clause names the state (and the worker) it expects, so of two writers racing for a row one
  * changes it and the other changes nothing.  The master's writes (assign, requeue, sweep) are
  * also fenced by its lease: each runs in a transaction that first locks the lease row of
- * "tasks.Q" and checks that it still names the master's guid and term and is not released
- * (runs.c's fence), so a deposed master changes nothing, however late its statement comes.
- * The worker's result is fenced by its registration guid: a worker taken for dead had its rows
- * re-queued (worker_guid cleared) and its late result changes nothing.
+ * "tasks.Q" and checks that it still names the master and its term and is neither released
+ * nor deposed (runs.c's fence), so a deposed master changes nothing, however late its statement
+ * comes. The worker's result is fenced by its registration guid: a worker taken for dead had its
+ * rows re-queued (worker_guid cleared) and its late result changes nothing.
  *
  * PostgreSQL and MariaDB pick pending rows with FOR UPDATE SKIP LOCKED, so that a pick never
  * waits for a row another transaction holds; SQLite has one writer at a time (BEGIN IMMEDIATE)
@@ -58,11 +58,13 @@
 /* A fenced write refused: the lease no longer names this master (see above). */
 #define REIGN__TASKS_DEPOSED 2
 
-/* The master's token: its lease in the lease table, by name ("tasks.Q"). */
+/* The master's token: its lease in the lease table, by name ("tasks.Q").  A term names one
+ * leadership (every take adds one); the owner is checked too, and the lease must be neither
+ * released nor deposed (owner_guid REIGN__SQL_DEPOSED, by `reign cede`). */
 typedef struct reign__tasks_fence {
-    const char *name; /* the lease's lock_name */
-    const char *guid; /* its owner_guid */
-    uint64_t term;    /* its term */
+    const char *name;  /* the lease's lock_name */
+    const char *owner; /* its owner: the master's candidate id */
+    uint64_t term;     /* its term */
 } reign__tasks_fence;
 
 typedef struct reign__task_row {

@@ -13,5 +13,7 @@ reign__sqlconn *raw_connect(void);
 
 /* The statements of the task queue (src/sql/tasks.h) on the store (sql_tasks.c). */
 void scenario_tasks(void);
+/* The one-shot requests of <reign/tasks.h> on the store (sql_tasks.c). */
+void scenario_tasks_api(void);
 
 #endif

@@ -1,13 +1,16 @@
 /*
- * sql_tasks.c - the task queue's statements (src/sql/tasks.h) on a real store, scenario `tasks`
- * of test_sql_recipes, through connections behind reign's back (one per actor: submitter,
- * masters, workers):
+ * sql_tasks.c - the task queue on a real SQL store, scenarios of test_sql_recipes.
+ *
+ * `tasks_api`: the one-shot requests through the public API (scenario_tasks_api() says what).
+ *
+ * `tasks`: the statements (src/sql/tasks.h), through connections behind reign's back (one per
+ * actor: submitter, masters, workers):
  *
  *   - before the table exists a task reads as unknown and a queue lists empty;
  *   - a submit sent again with the same guid (its answer lost) finds the first row, never makes
  *     a second; a payload over REIGN_TASK_DATA_MAX is refused;
  *   - the master assigns the oldest pending tasks, at most as many as asked, under its lease;
- *     a master whose lease moved on (another guid, another term, released, taken over)
+ *     a master whose lease moved on (another owner, another term, deposed, taken over)
  *     assigns, takes back and sweeps nothing;
  *   - a result is written once, and only by the registration the row names: another
  *     registration's is refused, a second one changes nothing (and says "ours already");
@@ -43,7 +46,7 @@ static reign__tasks_fence lead(reign__sqlconn *c, const char *guid, uint64_t exp
     else
         H_CHECKF(reign__sql_lease_take(c, &cl, expected_term, &term, err, sizeof err) == 1, "%s",
                  err);
-    reign__tasks_fence f = {.name = MASTER, .guid = guid, .term = term};
+    reign__tasks_fence f = {.name = MASTER, .owner = guid, .term = term};
     return f;
 }
 
@@ -95,7 +98,7 @@ static void test_deposed(reign__sqlconn *c, const reign__tasks_fence *f)
     other.term = f->term + 1;
     H_CHECK(assign(c, &other, "w9", "g9", 5, &rows) == -1);
     other = *f;
-    other.guid = "someone-else";
+    other.owner = "someone-else";
     H_CHECK(assign(c, &other, "w9", "g9", 5, &rows) == -1);
     H_CHECK(requeue(c, &other, "wg1") == -1);
     bool deposed;
@@ -223,6 +226,11 @@ void scenario_tasks(void)
     H_RC(reign__tasks_list(sub, DC, QUEUE, &rows, err, sizeof err), 0);
     H_CHECK(rows.n == 0);
 
+    /* Deposed (`reign cede`): the lease keeps its owner and term, and fences all the same. */
+    H_CHECKF(reign__sql_lease_depose(m1, DC, MASTER, f2.term, err, sizeof err) == 1, "%s", err);
+    reign__task_row t5 = submit(sub, "0000000000000005", "five", true);
+    H_CHECK(assign(m2, &f2, "w2", "wg2", 5, &rows) == -1);
+
     /* A row reign could not have written. */
     reign__sqlv args[3] = {REIGN__SQLV_S(DC), REIGN__SQLV_S(QUEUE),
                            REIGN__SQLV_S("00000000000000f1")};
@@ -232,7 +240,8 @@ void scenario_tasks(void)
                               args, 3, NULL, err, sizeof err) == 1,
              "%s", err);
     H_RC(reign__tasks_list(sub, DC, QUEUE, &rows, err, sizeof err), 0);
-    H_CHECK(rows.n == 0);
+    H_CHECK(rows.n == 1 && rows.v[0].id == t5.id); /* the foreign row skipped */
+    reign__task_rows_free(&rows);
     reign__sql_rows ids;
     H_CHECKF(reign__sql_query(sub, "its id", "SELECT id FROM {K} WHERE guid = {3}", args, 3, &ids,
                               err, sizeof err) >= 0,
@@ -246,8 +255,119 @@ void scenario_tasks(void)
     reign__task_row_clear(&t2);
     reign__task_row_clear(&t3);
     reign__task_row_clear(&again);
+    reign__task_row_clear(&t5);
     reign__sql_close(sub);
     reign__sql_close(m1);
     reign__sql_close(m2);
     reign__sql_close(w);
+}
+
+/* ---- through the public API ------------------------------------------------------------------ */
+
+typedef struct answer {
+    int done, err;
+    char task[REIGN_TASKS_TASK_MAX + 1];
+    reign_task_state state;
+    int exit_code;
+    char output[32];
+    size_t n;
+} answer;
+
+static int pred_answered(void *arg)
+{
+    return ((answer *)arg)->done;
+}
+
+static void on_submitted(reign_client *c, int e, const char *task, void *ud)
+{
+    answer *a = ud;
+    (void)c;
+    a->done++;
+    a->err = e;
+    snprintf(a->task, sizeof a->task, "%s", task ? task : "");
+}
+
+static void on_info(reign_client *c, int e, const reign_task_info *info, void *ud)
+{
+    answer *a = ud;
+    (void)c;
+    a->done++;
+    a->err = e;
+    if (info) {
+        a->state = info->state;
+        a->exit_code = info->exit_code;
+        snprintf(a->output, sizeof a->output, "%.*s", (int)info->output_len,
+                 (const char *)info->output);
+    }
+}
+
+static void on_listed(reign_client *c, int e, const reign_task_info *v, size_t n, void *ud)
+{
+    answer *a = ud;
+    (void)c;
+    (void)v;
+    a->done++;
+    a->err = e;
+    a->n = n;
+}
+
+static void on_deleted(reign_client *c, int e, void *ud)
+{
+    answer *a = ud;
+    (void)c;
+    a->done++;
+    a->err = e;
+}
+
+/*
+ * Submit, status, wait, list and delete on a client of the store, the master's and the
+ * worker's part played behind its back: a wait from another client is called back once the
+ * result is written (woken by the store's notice, or its poll), once; a wait for a task done
+ * already returns at once; a deleted task is unknown.
+ */
+void scenario_tasks_api(void)
+{
+    h_cand *s = h_cand_new("submitter", h_uri("data_center=" DC), NULL, NULL, NULL);
+    h_cand *o = h_cand_new("waiter", h_uri("data_center=" DC), NULL, NULL, NULL);
+    answer t = {0}, t2 = {0}, st = {0}, wait = {0}, l = {0};
+    H_OK(reign_tasks_submit(s->client, QUEUE, "payload", 7, on_submitted, &t));
+    H_OK(reign_tasks_submit(s->client, QUEUE, "second", 6, on_submitted, &t2));
+    H_WAIT(pred_answered, &t, "submit");
+    H_WAIT(pred_answered, &t2, "second submit");
+    H_CHECK(t.err == 0 && t2.err == 0 && strcmp(t.task, t2.task));
+    H_OK(reign_tasks_status(o->client, QUEUE, t.task, on_info, &st));
+    H_WAIT(pred_answered, &st, "status");
+    H_CHECK(st.err == 0 && st.state == REIGN_TASK_PENDING);
+    H_OK(reign_tasks_wait(o->client, QUEUE, t.task, on_info, &wait));
+    H_OK(reign_tasks_list(o->client, QUEUE, on_listed, &l));
+    H_WAIT(pred_answered, &l, "list");
+    H_CHECK(l.err == 0 && l.n == 2 && !wait.done);
+
+    /* The master's and the worker's writes, behind the clients' back. */
+    reign__sqlconn *c = raw_connect();
+    H_CHECKF(reign__sql_ensure_schema(c, err, sizeof err) == 0, "%s", err);
+    reign__tasks_fence f = lead(c, "m", 0);
+    reign__task_rows rows;
+    H_CHECK(assign(c, &f, "w", "wg", 1, &rows) == 1 && !strcmp(rows.v[0].name, t.task));
+    reign__task_rows_free(&rows);
+    H_RC(finish(c, t.task, "wg", "done!"), 0);
+    reign__sql_close(c);
+
+    H_WAIT(pred_answered, &wait, "the wait");
+    H_CHECK(wait.done == 1 && wait.err == 0 && wait.state == REIGN_TASK_DONE &&
+            wait.exit_code == 3 && !strcmp(wait.output, "done!"));
+    answer again = {0}, del = {0}, gone = {0};
+    H_OK(reign_tasks_wait(s->client, QUEUE, t.task, on_info, &again));
+    H_WAIT(pred_answered, &again, "a wait for a task done");
+    H_CHECK(again.err == 0 && again.state == REIGN_TASK_DONE);
+    H_OK(reign_tasks_delete(s->client, QUEUE, t.task, on_deleted, &del));
+    H_WAIT(pred_answered, &del, "delete");
+    H_OK(del.err);
+    H_OK(reign_tasks_status(s->client, QUEUE, t.task, on_info, &gone));
+    H_WAIT(pred_answered, &gone, "status after the delete");
+    H_RC(gone.err, REIGN_ENOENT);
+    h_run_until(NULL, NULL, 0);
+    H_CHECK(wait.done == 1 && t.done == 1);
+    h_cand_close(o);
+    h_cand_close(s);
 }

@@ -28,6 +28,7 @@
  *            reign rm refuses the election while they stand, and once all have left removes
  *            its lease row with all its candidates rows, expired ones too
  *   tasks    the task queue's statements (src/sql/tasks.h, sql_tasks.c has the list)
+ *   tasks_api  submit, status, wait, list and delete through the public API (sql_tasks.c)
  *
  * What every store promises (the values' operations, refusals, payloads, bursts and races; the
  * elections' listing order and payloads, resign and cede hand-overs, ...) is
@@ -491,7 +492,7 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "listed-child"))
         listed_child(argv[2], argv[3]);
     if (argc != 2) {
-        fprintf(stderr, "usage: %s ops|foreign|watch|candidates|tasks\n", argv[0]);
+        fprintf(stderr, "usage: %s ops|foreign|watch|candidates|tasks|tasks_api\n", argv[0]);
         return 2;
     }
     const char *scenario = argv[1];
@@ -512,6 +513,8 @@ int main(int argc, char **argv)
         scenario_candidates(exe);
     else if (!strcmp(scenario, "tasks"))
         scenario_tasks();
+    else if (!strcmp(scenario, "tasks_api"))
+        scenario_tasks_api();
     else {
         fprintf(stderr, "unknown scenario %s\n", scenario);
         return 2;

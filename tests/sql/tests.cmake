@@ -226,8 +226,8 @@ target_compile_options(test_sql_recipes PRIVATE ${REIGN_WARNINGS})
 # objects for the statements behind its back (src/sql/sql.h) and the URI's reading
 # (src/client/config.h).
 target_link_libraries(test_sql_recipes PRIVATE reign_it_harness reign_internal)
-foreach(scenario ops foreign watch candidates tasks)
-  if(scenario STREQUAL "candidates" OR scenario STREQUAL "tasks")
+foreach(scenario ops foreign watch candidates tasks tasks_api)
+  if(scenario STREQUAL "candidates" OR scenario MATCHES "^tasks")
     set(_prefix sql_${scenario})
     set(_suffix "")
   else()

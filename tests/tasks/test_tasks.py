@@ -218,7 +218,9 @@ def basic(t):
         check(rc == code and words in err, f"reign {' '.join(args)}: {rc} {err.strip()!r}")
     sqlite = "sqlite://" + os.path.join(t.dir, "x.db")
     rc, out, err = t.reign(["--uri", sqlite, "tasks", "list", q.name])
-    check(rc == 1 and "need ZooKeeper" in err, f"tasks on SQLite: {rc} {err.strip()!r}")
+    check(rc == 0 and out == "", f"tasks list on SQLite: {rc} {out!r} {err.strip()!r}")
+    rc, out, err = t.reign(["--uri", sqlite, "tasks", "master", q.name])
+    check(rc == 1 and "need ZooKeeper" in err, f"tasks master on SQLite: {rc} {err.strip()!r}")
     for p in (m1, m2, *workers):
         check(p.alive(), f"{p.label} died: {p.err()[-500:]}")
         p.send(signal.SIGTERM)

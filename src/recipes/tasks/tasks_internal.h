@@ -67,6 +67,38 @@ void reign__tasks_wait_stop(reign__tasks_wait *w);
  * requests that follow on the same session find them).  In tasks_bucket_zk.c. */
 void reign__tasks_make_dirs(reign__zk *zk, const char *queue);
 
+/* ---- the one-shot requests on a SQL store (tasks_sql.c) ---------------------------------- */
+
+typedef enum reign__tasks_sql_kind {
+    REIGN__TASKS_SQL_SUBMIT = 1,
+    REIGN__TASKS_SQL_STATUS,
+    REIGN__TASKS_SQL_WAIT,
+    REIGN__TASKS_SQL_LIST,
+    REIGN__TASKS_SQL_DELETE
+} reign__tasks_sql_kind;
+
+/* A public entry point's request, its arguments checked but for the names (copied). */
+typedef struct reign__tasks_sql_req {
+    reign__tasks_sql_kind kind;
+    const char *queue;
+    const char *task; /* STATUS, WAIT, DELETE */
+    const void *data; /* SUBMIT */
+    size_t len;
+    reign_tasks_submit_cb *submit_cb;
+    reign_tasks_info_cb *info_cb; /* STATUS, WAIT */
+    reign_tasks_list_cb *list_cb;
+    reign_tasks_done_cb *done_cb; /* DELETE */
+    void *userdata;
+} reign__tasks_sql_req;
+
+/* Starts a request on the SQL client `client`: 0 (it calls back once), or a negative code (it
+ * never calls back): REIGN_ENAME, REIGN_ECLOSED, REIGN_ENOMEM. */
+int reign__tasks_sql_request(reign_client *client, const reign__tasks_sql_req *r);
+
+/* A task's row of a SQL store (src/sql/tasks.h) as <reign/tasks.h>'s info, borrowing from it. */
+struct reign__task_row;
+void reign__tasks_sql_info(const struct reign__task_row *r, reign_task_info *info);
+
 /* ---- a small map from task names, for the master and the worker (tasks_map.c) ---------- */
 
 typedef struct reign__tmap_entry {

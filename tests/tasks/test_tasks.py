@@ -2,7 +2,7 @@
 """test_tasks.py - the task queue (`reign tasks`) end to end, on a real ZooKeeper.
 
     test_tasks.py basic | kill_worker | kill_master | kill_worker_guardian | zk_restart |
-                  submit_cutoff
+                  submit_cutoff [mariadb | postgres]
 
 Every task's command appends its id to a file after a short sleep; the tests check that every
 submitted task reached exactly one result (the queue lists it done once) and that its command
@@ -28,6 +28,7 @@ ran to completion exactly once (its id is in the file once):
   zk_restart   the (own) ZooKeeper server is stopped and started again mid-run.
   submit_cutoff  submits through reign_tcpproxy while the proxy keeps resetting every
                connection: no submit ever makes two tasks (task names carry the submit's guid).
+               Also on MariaDB and PostgreSQL (`test_tasks.py submit_cutoff postgres`).
 """
 import collections
 import json
@@ -43,6 +44,9 @@ sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 from e2elib import check, env_path, log, main, process_runs, wait_for  # noqa: E402
 import test_guardian as guardian  # noqa: E402
 
+sys.path.insert(0, os.path.join(HERE, "..", "e2e_sql"))
+import sqle  # noqa: E402
+
 # The command each worker runs: payload on stdin; REIGN_TASK_ID from the worker; IDS and DELAY
 # from the test.  A constant script: no data is ever put into it.
 TASK_SH = ('p=$(cat); sleep "$DELAY"; echo "$REIGN_TASK_ID" >> "$IDS"; '
@@ -50,9 +54,9 @@ TASK_SH = ('p=$(cat); sleep "$DELAY"; echo "$REIGN_TASK_ID" >> "$IDS"; '
 
 
 class Queue:
-    def __init__(self, t, hosts, session_ms=10000, delay="0.05"):
+    def __init__(self, t, hosts, session_ms=10000, delay="0.05", uri=None):
         self.t, self.hosts = t, hosts
-        self.uri = t.uri(hosts)
+        self.uri = uri or t.uri(hosts)
         self.name = t.unique("tq")
         self.session_ms = session_ms
         self.ids_path = os.path.join(t.dir, "ids")
@@ -435,19 +439,32 @@ def zk_restart(t):
         check(p.alive(), f"{p.label} died across the restart: {p.err()[-500:]}")
 
 
-def submit_cutoff(t):
-    hosts = t.shared_hosts()
-    check("," not in hosts, f"a single server expected, got {hosts}")
-    q = Queue(t, hosts)
+def submit_cutoff(t, store="zk"):
+    """On ZooKeeper, or on a SQL server (store mariadb or postgres: tests/e2e_sql/sqle.py's
+    shared servers), whose submit is one transaction that finds the row of its guid."""
+    if store == "zk":
+        hosts = t.shared_hosts()
+        check("," not in hosts, f"a single server expected, got {hosts}")
+        q = Queue(t, hosts)
+        period = 0.015
+    else:
+        s = sqle.Store(t, store, table=sqle.table_name("tq"))
+        hosts = f"127.0.0.1:{s.port}"
+        q = Queue(t, None, uri=s.uri())
+        # A SQL connection needs a few round trips (authentication, the table's check) before
+        # its first statement, and PostgreSQL forks a process for it: reset less often, or no
+        # submit would get through.
+        period = 0.05 if store == "mariadb" else 0.2
     proxy = t.spawn("proxy", [env_path("REIGN_TCPPROXY"), "0", hosts])
     port = int(wait_for(lambda: proxy.lines(), "the proxy's port")[0])
-    via = t.uri(f"127.0.0.1:{port}")
+    via = t.uri(f"127.0.0.1:{port}") if store == "zk" else \
+        s.uri(base=s.base.replace(f"127.0.0.1:{s.port}/", f"127.0.0.1:{port}/"))
     check(q.submit("first")[0] == 0, "the first submit failed")  # the queue exists
     stop = threading.Event()
 
     def resets():
         while not stop.is_set():
-            time.sleep(0.015)
+            time.sleep(period)
             proxy.popen.send_signal(signal.SIGHUP)
 
     th = threading.Thread(target=resets)
@@ -480,7 +497,15 @@ def submit_cutoff(t):
 SCENARIOS = {f.__name__: f for f in (basic, kill_worker, kill_master, kill_worker_guardian,
                                       stop_worker, zk_restart, submit_cutoff)}
 
+# The scenarios that also run on a SQL store (a second argument: mariadb or postgres).
+ON_SQL = {"submit_cutoff"}
+
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
-        sys.exit(f"usage: {sys.argv[0]} {'|'.join(SCENARIOS)}")
-    main(f"tasks_{sys.argv[1]}", SCENARIOS[sys.argv[1]])
+    store = sys.argv[2] if len(sys.argv) == 3 else "zk"
+    if len(sys.argv) not in (2, 3) or sys.argv[1] not in SCENARIOS or \
+            (store != "zk" and (sys.argv[1] not in ON_SQL or store not in ("mariadb", "postgres"))):
+        sys.exit(f"usage: {sys.argv[0]} {'|'.join(SCENARIOS)} [mariadb|postgres: "
+                 f"{'|'.join(sorted(ON_SQL))}]")
+    suffix = "" if store == "zk" else f"_{store}"
+    main(f"tasks_{sys.argv[1]}{suffix}", lambda t: SCENARIOS[sys.argv[1]](t, store)
+         if store != "zk" else SCENARIOS[sys.argv[1]](t))

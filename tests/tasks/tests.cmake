@@ -14,6 +14,15 @@ if(TARGET reign_cli)
   reign_zk_test(NAME tasks_kill_worker_guardian
     COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py kill_worker_guardian
     TIMEOUT 120 LABELS e2e tasks guardian)
+  # The same submits through a resetting proxy, to the shared SQL servers (tests/sql/tests.cmake).
+  if(COMMAND reign_mariadb_test)
+    reign_mariadb_test(NAME tasks_submit_cutoff_mariadb
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py submit_cutoff mariadb
+      TIMEOUT 300 LABELS e2e tasks)
+    reign_pg_test(NAME tasks_submit_cutoff_postgres
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py submit_cutoff postgres
+      TIMEOUT 300 LABELS e2e tasks)
+  endif()
   reign_fault_test(NAME tasks_zk_restart
     COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py zk_restart
     TIMEOUT 300 LABELS e2e tasks)

@@ -21,6 +21,7 @@
 #include "tasks_internal.h"
 
 #define RETRY_MS      1000 /* a submit whose answer was lost is sent again this often */
+#define SUBMIT_TRIES  10   /* ... this many times, then its error is the answer */
 #define WAIT_CHECK_MS 5000 /* a wait reads its task at least this often */
 
 /* What travels to the worker and back. */
@@ -91,6 +92,7 @@ typedef struct req {
     bool reading;   /* a call is out */
     bool again;     /* WAIT: told of a change meanwhile: read once more after it */
     bool listening; /* WAIT: subscribed to the queue's notices */
+    int tries;      /* SUBMIT: sends whose answer was lost */
     reign__timer timer;
 } req;
 
@@ -189,8 +191,11 @@ static void on_call(void *owner, void *arg, const reign__sqlw_result *res)
     if (rc < 0 && rc != REIGN_ENOENT)
         reign__log(reign__client_log(q->client), REIGN_LOG_DEBUG, "tasks of queue %s: %s",
                    q->r.queue, res->err);
-    if (q->r.kind == REIGN__TASKS_SQL_SUBMIT && lost(rc)) {
+    if (q->r.kind == REIGN__TASKS_SQL_SUBMIT && lost(rc) && ++q->tries <= SUBMIT_TRIES) {
         /* Landed or not: the same statement, sent again, finds the row if it did. */
+        reign__log(reign__client_log(q->client), REIGN_LOG_INFO,
+                   "tasks %s: submit's answer lost (%s); sending guid %s again", q->r.queue,
+                   reign_strerror(rc), q->guid);
         later(q, RETRY_MS);
         return;
     }

@@ -30,7 +30,8 @@ typedef struct call {
     char *queue;
     char task[REIGN_TASKS_TASK_MAX + 1];
     char guid[17];
-    const void *data; /* SUBMIT: the request's copy (it outlives the call) */
+    void *data; /* SUBMIT: a copy of its own (the request may go first: the worker still runs
+                   a call whose owner has forgotten it) */
     size_t len;
     reign__task_row row;   /* SUBMIT, STATUS, WAIT */
     reign__task_rows rows; /* LIST */
@@ -42,6 +43,7 @@ static void call_free(void *p)
     call *c = p;
     reign__task_row_clear(&c->row);
     reign__task_rows_free(&c->rows);
+    reign__free(c->data);
     reign__free(c->queue);
     reign__free(c);
 }
@@ -235,14 +237,15 @@ static int send_call(req *q)
             reign__sqlw_submit(q->w, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
     }
     call *c = reign__calloc(1, sizeof(*c));
-    if (!c || !(c->queue = reign__strdup(q->r.queue))) {
-        reign__free(c);
+    if (!c || !(c->queue = reign__strdup(q->r.queue)) ||
+        (q->r.len && !(c->data = reign__memdup(q->r.data, q->r.len)))) {
+        if (c)
+            call_free(c);
         return REIGN_ENOMEM;
     }
     c->kind = q->r.kind;
     snprintf(c->task, sizeof(c->task), "%s", q->r.task ? q->r.task : "");
     memcpy(c->guid, q->guid, sizeof(c->guid));
-    c->data = q->r.data;
     c->len = q->r.len;
     int rc = reign__sqlw_call(q->w, "tasks", run_call, c, call_free, q, on_call, NULL);
     if (rc < 0) {

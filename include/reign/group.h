@@ -9,6 +9,20 @@
  * is Tera's /tera/ts list of tablet servers and the ZooKeeper book's
  * workers.
  *
+ * Every store has groups.  ZooKeeper: a registration is an ephemeral node
+ * of the client's session.  SQL stores (SQLite, PostgreSQL, MariaDB): a
+ * registration is a row of the table "<lease table>_members" that lives in
+ * the client's session, a row of "<lease table>_sessions" the client
+ * renews with one statement per renewal period (docs/sql-leases.md).  A
+ * session is lost, as ZooKeeper's expires, when its client cannot renew it
+ * within its lease (counted on the client's monotonic clock from the send
+ * of its last renewal, minus a margin); a dead process's guardian deletes
+ * its session and members at once; a dead host's session is deleted by
+ * the first watcher that has seen its beat stand still for a whole lease
+ * on its own monotonic clock.  Watchers read the group again when the
+ * store tells of a change (PostgreSQL NOTIFY, SQLite's file), or every
+ * poll_ms (MariaDB).
+ *
  * Layout (ZooKeeper): each registration is an ephemeral sequential node
  * /reign/group/GROUP/m_<guid>_<seq> holding a record (id=, guid= and the
  * payload).  The sequence orders registrations: the same id may be
@@ -16,13 +30,13 @@
  * session still lives), and a watcher may keep only the newest
  * registration of each id (what Tera does per address).  The random guid
  * lets a registration retried after a connection loss find its own node
- * instead of standing twice.
+ * instead of standing twice.  On SQL stores the row carries the same guid
+ * and seq, and its node is named alike ("m_<guid>_<seq>").
  *
  * All callbacks run inside reign_client_process() on the loop thread (see
  * <reign/client.h>).  From a callback you may call any function here,
  * including the *_free() function of the object calling back.  A call that
- * fails never calls back.  Groups need ZooKeeper: on a client of another
- * store every function here returns REIGN_ENOTSUP.
+ * fails never calls back.
  */
 #ifndef REIGN_GROUP_H
 #define REIGN_GROUP_H
@@ -44,9 +58,10 @@ typedef struct reign_member {
     const char *id;   /* the member's id */
     const void *data; /* its payload */
     size_t data_len;
-    const char *node;  /* the store's key for this registration (a znode name) */
+    const char *node;  /* the store's key for this registration: "m_<guid>_<seq>" (ZooKeeper:
+                          the znode's name) */
     uint64_t seq;      /* registration order within the group (larger: later) */
-    int64_t joined_ms; /* Unix ms, by the store's clock */
+    int64_t joined_ms; /* Unix ms, by the store's clock (for display only) */
     int64_t version;   /* grows with each change of the payload */
 } reign_member;
 
@@ -177,7 +192,10 @@ typedef struct reign_group_watch_options {
  * again.  A member that came and went between two listings is never seen,
  * which is all ZooKeeper can tell; every change to a view that lasts is
  * reported.  After a session expiry the watch re-reads everything by itself
- * and reports the difference.
+ * and reports the difference.  On a SQL store a watch reads the whole group
+ * whenever the store may have changed (it subscribes before its first
+ * read), so the same holds; it also deletes the sessions of dead hosts it
+ * sees (see the top of this file).
  */
 REIGN_EXPORT int reign_group_watch_start(reign_group_watch **ret, reign_client *client,
                                          const char *name, const reign_group_watch_options *opts);
@@ -206,7 +224,10 @@ typedef void reign_group_list_cb(reign_client *client, int err, const reign_memb
 
 /*
  * Reads the members of group `name` once.  REIGN_ENOENT (through the
- * callback) if the group does not exist.  Pending listings complete with
+ * callback) if the group does not exist.  On a SQL store it shows the
+ * members of a dead host until a watcher or the host's own guardian
+ * deletes its session (a listing does not wait a lease to judge it), as
+ * ZooKeeper shows a dead client's nodes until its session expires.  Pending listings complete with
  * REIGN_ECLOSED when the client closes.
  */
 REIGN_EXPORT int reign_group_list(reign_client *client, const char *name, reign_group_list_cb *cb,

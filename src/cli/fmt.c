@@ -27,8 +27,8 @@ int fmt_group_refused(cli *c, int err, const char *group, const char *id, size_t
                   data_len > REIGN_MEMBER_DATA_MAX ? "at least " : "", data_len,
                   REIGN_MEMBER_DATA_MAX);
         break;
-    case REIGN_ENOTSUP:
-        cli_error(c, "groups need a ZooKeeper store (a zk:// URI)");
+    case REIGN_EFOREIGN:
+        cli_error(c, "group '%s' holds data reign did not write", qg);
         break;
     case REIGN_ENOENT:
         cli_error(c, "no such group '%s'", qg);

@@ -181,11 +181,13 @@ int cli_members_main(cli *c, int argc, char **argv)
         err = reign_group_watch_start(&s.w, c->client, s.name, &wo);
         if (err < 0)
             return fmt_group_refused(c, err, s.name, NULL, 0);
-    } else if ((err = reign_group_list(c->client, s.name, on_list, c)) < 0) {
-        return fmt_group_refused(c, err, s.name, NULL, 0);
     }
     if ((rc = cli_connect(c)))
         return rc;
+    /* Once connected: what the listing logs (a foreign table named) comes before its error,
+     * not held with the connection's warnings. */
+    if (!s.watch && (err = reign_group_list(c->client, s.name, on_list, c)) < 0)
+        return fmt_group_refused(c, err, s.name, NULL, 0);
     c->on_signal = on_signal;
     rc = cli_run(c);
     s.w = reign_group_watch_free(s.w);

@@ -26,7 +26,8 @@ struct reign_client {
     int wake_fd;
     int epoll_fd; /* with a guardian: the descriptor the loop polls (wake_fd and its socket) */
     reign__guardian *guardian;
-    char *zk_hosts; /* for the guardian */
+    char *zk_hosts;           /* for the guardian */
+    char guarded_session[65]; /* the SQL session the guardian was told of (sql_session.h) */
     reign__timers timers;
     reign__zk *zk;    /* zk:// */
     reign__sqlw *sql; /* sqlite://, mysql://, postgres:// */
@@ -790,6 +791,15 @@ void reign__client_guard_lease(reign_client *c, bool add, const char *name, cons
 {
     if (c->guardian)
         reign__guardian_lease(c->guardian, add, name, owner, guid);
+}
+
+void reign__client_guard_session(reign_client *c, const char *guid)
+{
+    if (c->guarded_session[0])
+        reign__client_guard_lease(c, false, REIGN__GUARDIAN_SESSION, "-", c->guarded_session);
+    reign__strlcpy(c->guarded_session, guid ? guid : "", sizeof c->guarded_session);
+    if (guid)
+        reign__client_guard_lease(c, true, REIGN__GUARDIAN_SESSION, "-", guid);
 }
 
 void *reign_client_userdata(const reign_client *c)

@@ -71,6 +71,9 @@ bool reign__client_closing(const reign_client *c);
  * if the process dies, the guardian releases it when it still carries owner and guid. */
 void reign__client_guard_lease(reign_client *c, bool add, const char *name, const char *owner,
                                const char *guid);
+/* Tells the guardian (if any) of the client's SQL session (sql_session.h), guid, or of none
+ * (NULL): if the process dies, the guardian deletes the session and its rows. */
+void reign__client_guard_session(reign_client *c, const char *guid);
 /* Makes the loop run process() soon (after a state change outside it). */
 void reign__client_wake(reign_client *c);
 /* Whether reign_client_process() is running (a call from a callback). */

@@ -144,20 +144,30 @@
 #define REIGN__SQL_RUNS_SUFFIX   "runs"   /* {R}: the runs above */
 #define REIGN__SQL_VALUES_SUFFIX "values" /* {V}: values (src/sql/values.c) */
 #define REIGN__SQL_CANDIDATES_SUFFIX                                                               \
-    "candidates" /* {C}: listed candidates (src/sql/candidates.c) */
-#define REIGN__SQL_TASKS_SUFFIX "tasks" /* {K}: task queues (src/sql/tasks.c) */
+    "candidates"                              /* {C}: listed candidates (src/sql/candidates.c) */
+#define REIGN__SQL_SESSIONS_SUFFIX "sessions" /* {S}: client sessions (src/sql/sessions.c) */
+#define REIGN__SQL_MEMBERS_SUFFIX  "members"  /* {M}: group members (src/sql/members.c) */
+#define REIGN__SQL_TASKS_SUFFIX    "tasks"    /* {K}: task queues (src/sql/tasks.c) */
 
 /* The columns a values table must have to be used. */
 #define REIGN__VALUES_REQUIRED_COLUMNS                                                             \
     "data_center", "value_key", "version", "data", "czxid", "mzxid", "created_ms", "modified_ms"
 /* The columns a tasks table must have to be used. */
 #define REIGN__TASKS_REQUIRED_COLUMNS                                                              \
-    "id", "data_center", "queue_name", "guid", "state", "worker", "worker_guid", "term",          \
+    "id", "data_center", "queue_name", "guid", "state", "worker", "worker_guid", "term",           \
         "requeued", "data", "exit_code", "exit_signal", "output", "submitted_ms", "assigned_ms",   \
         "done_ms"
 /* The columns a candidates table must have to be used. */
 #define REIGN__CANDIDATES_REQUIRED_COLUMNS                                                         \
     "data_center", "lock_name", "guid", "owner", "payload", "joined_ms", "expires_ms"
+
+/* The columns a sessions table must have to be used. */
+#define REIGN__SESSIONS_REQUIRED_COLUMNS                                                           \
+    "data_center", "guid", "owner", "lease_ms", "beat", "created_ms", "modified_ms"
+/* The columns a members table must have to be used. */
+#define REIGN__MEMBERS_REQUIRED_COLUMNS                                                            \
+    "data_center", "group_name", "guid", "seq", "member_id", "session_guid", "payload", "version", \
+        "joined_ms"
 
 /* ---- names ------------------------------------------------------------------------------- */
 

@@ -65,7 +65,10 @@ void reign__guardian_zk(reign__guardian *g, const char *hosts, int64_t session,
 /* The SQL store whose leases it releases. */
 void reign__guardian_sql(reign__guardian *g, const reign__sql_target *t, const char *dc,
                          int lease_ms);
-/* A lease the client may hold (add), or no longer (remove). */
+/* A lease the client may hold (add), or no longer (remove).  The name REIGN__GUARDIAN_SESSION
+ * (never an election's: it has a '/') stands for the client's SQL session (sessions.h), guid
+ * its id: the guardian deletes it, and every row that lives in it. */
+#define REIGN__GUARDIAN_SESSION "/session"
 void reign__guardian_lease(reign__guardian *g, bool add, const char *name, const char *owner,
                            const char *guid);
 /* A process group to kill first.  0, or REIGN_ENOMEM. */

@@ -41,10 +41,12 @@
 
 #include <reign/process.h>
 
+#include "guardian.h"
 #include "proto.h"
 #include "common/toollog.h"
 #include "layout.h"
 #include "sql/candidates.h"
+#include "sql/sessions.h"
 #include "sql/sql.h"
 #include "zk/zk.h"
 
@@ -211,11 +213,20 @@ static void end_leases(char *report, size_t len)
         snprintf(report + used, len - used, "cannot release leases: %s; ", err);
         return;
     }
+    const char *dc = g.sql.dc ? g.sql.dc : "default";
     for (reign__glease *l = g.set.leases; l; l = l->next) {
-        reign__lease_claim cl = {.dc = g.sql.dc ? g.sql.dc : "default",
-                                 .name = l->name,
-                                 .owner = l->owner,
-                                 .owner_guid = l->guid};
+        if (!strcmp(l->name, REIGN__GUARDIAN_SESSION)) {
+            /* The client's session: its group members go with it, in one transaction. */
+            rc = reign__sessions_end(c, dc, l->guid, -1, err, sizeof(err));
+            used = strlen(report);
+            if (rc == 1)
+                snprintf(report + used, len - used, "ended session %s; ", l->guid);
+            else if (rc < 0)
+                snprintf(report + used, len - used, "cannot end session %s: %s; ", l->guid, err);
+            continue;
+        }
+        reign__lease_claim cl = {
+            .dc = dc, .name = l->name, .owner = l->owner, .owner_guid = l->guid};
         uint64_t term = 0;
         rc = reign__sql_lease_release_ours(c, &cl, &term, err, sizeof(err));
         used = strlen(report);
@@ -234,8 +245,8 @@ static void end_leases(char *report, size_t len)
         cols.n_rows > 0;
     reign__sql_rows_free(&cols);
     for (reign__glease *l = g.set.leases; listed && l; l = l->next)
-        (void)reign__candidates_leave(c, g.sql.dc ? g.sql.dc : "default", l->name, l->guid, err,
-                                      sizeof(err));
+        if (strcmp(l->name, REIGN__GUARDIAN_SESSION))
+            (void)reign__candidates_leave(c, dc, l->name, l->guid, err, sizeof(err));
     reign__sql_close(c);
 }
 

@@ -9,7 +9,8 @@
  *   op=sql    kind (sqlite|mariadb|postgres), path | host, port, database, user,
  *             password; table, dc, params (the client library's), connect_ms,
  *             statement_ms, timeout_ms (the lease): the lease store
- *   op=lease  name, owner, guid: a lease the client may hold in that store
+ *   op=lease  name, owner, guid: a lease the client may hold in that store; the name
+ *             "/session" (guardian.h's REIGN__GUARDIAN_SESSION) is the client's session
  *   op=unlease  name, guid
  *   op=pgid   pgid: a process group to kill first
  *   op=unpgid pgid

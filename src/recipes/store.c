@@ -11,10 +11,12 @@
  * fails if somebody joined meanwhile: the node's version, and for an election one multi that
  * deletes its term and itself (ZooKeeper refuses to delete a node that has children).
  *
- * SQL: one CALL on the worker thread lists the rows and reads each lease, then the values; a
- * removal reads the lease and the listed candidates (candidates.h), clears the row only at the
- * term it read expired and no candidate listed (catalog.c: the row, and its term, stay, so
- * that tokens never go back), then deletes the election's rows in the candidates table.
+ * SQL: one CALL on the worker thread lists the rows and reads each lease, then the values, then
+ * the groups (members.h) and their members; a removal of an election reads the lease and the
+ * listed candidates (candidates.h), clears the row only at the term it read expired and no
+ * candidate listed (catalog.c: the row, and its term, stay, so that tokens never go back), then
+ * deletes the election's rows in the candidates table; a removal of a group deletes its rows
+ * only if no member lives (members.c decides in the transaction that deletes).
  */
 #include <reign/store.h>
 
@@ -25,6 +27,7 @@
 
 #include "client/client_internal.h"
 #include "sql/candidates.h"
+#include "sql/members.h"
 #include "sql/runs.h"
 #include "sql/values.h"
 #include "election/election_base.h"
@@ -443,6 +446,7 @@ typedef struct sql_ctx {
     size_t n;
     char owner[REIGN_ID_MAX + 1]; /* remove: the live lease's holder */
     reign__candidate_rows cands;  /* remove: the listed candidates standing */
+    reign__member_rows members;   /* remove: a group's members */
 } sql_ctx;
 
 static void ctx_free(void *p)
@@ -454,6 +458,7 @@ static void ctx_free(void *p)
     }
     reign__free(x->v);
     reign__candidate_rows_free(&x->cands);
+    reign__member_rows_free(&x->members);
     reign__free(x->prefix);
     reign__free(x->name);
     reign__free(x);
@@ -518,6 +523,33 @@ static int list_values(reign__sqlconn *c, const char *dc, sql_ctx *x, char *err,
     return rc < 0 ? rc : 1;
 }
 
+/* The groups, each with its members counted as standing. */
+static int list_groups(reign__sqlconn *c, const char *dc, sql_ctx *x, char *err, size_t errlen)
+{
+    reign__sql_rows names;
+    int rc = reign__members_groups(c, dc, &names, err, errlen);
+    if (rc < 0)
+        return rc;
+    size_t pl = strlen(x->prefix), cap = x->n;
+    for (size_t i = 0; rc >= 0 && i < names.n_rows; i++) {
+        const char *name = reign__sql_cell(&names, i, 0);
+        if (!name || strncmp(name, x->prefix, pl) ||
+            (rc = add_entry(x, &cap, REIGN_ENTRY_GROUP, name, strlen(name))) < 0)
+            continue;
+        ent *e = &x->v[x->n - 1];
+        reign__member_rows m;
+        if (reign__group_name_check(name) < 0)
+            e->foreign = true;
+        else if ((rc = reign__members_read(c, dc, name, &m, err, errlen)) == 0) {
+            e->standing = m.n;
+            e->gone = !m.group_exists;
+            reign__member_rows_free(&m);
+        }
+    }
+    reign__sql_rows_free(&names);
+    return rc < 0 ? rc : 1;
+}
+
 static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_t errlen)
 {
     sql_ctx *x = p;
@@ -558,7 +590,9 @@ static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_
         reign__lease_clear(&l);
     }
     reign__sql_rows_free(&rows);
-    return rc < 0 ? rc : list_values(c, dc, x, err, errlen);
+    if (rc >= 0)
+        rc = list_values(c, dc, x, err, errlen);
+    return rc < 0 ? rc : list_groups(c, dc, x, err, errlen);
 }
 
 static void on_sql_list(void *owner, void *arg, const reign__sqlw_result *r)
@@ -586,6 +620,12 @@ static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, siz
     if (x->kind == REIGN_ENTRY_VALUE) { /* a value is never in use: at whatever version */
         int64_t version;
         return reign__values_delete(c, dc, x->name, REIGN_VALUE_ANY, &version, err, errlen);
+    }
+    if (x->kind == REIGN_ENTRY_GROUP) {
+        int rc = reign__members_remove_group(c, dc, x->name, err, errlen);
+        if (rc == REIGN_EBUSY && reign__members_read(c, dc, x->name, &x->members, err, errlen) < 0)
+            memset(&x->members, 0, sizeof x->members); /* in use, by whom is unknown */
+        return rc == 0 ? REIGN_ENOENT : rc;
     }
     reign__lease l = {0};
     int rc = reign__sql_lease_read(c, dc, x->name, &l, err, errlen);
@@ -628,7 +668,13 @@ static void on_sql_remove(void *owner, void *arg, const reign__sqlw_result *r)
     store_op *o = owner;
     sql_ctx *x = r->ctx;
     const char *who[1] = {x->owner};
-    if (r->rc == REIGN_EBUSY && x->cands.n) {
+    if (r->rc == REIGN_EBUSY && x->kind == REIGN_ENTRY_GROUP) {
+        const char **ids = reign__calloc(x->members.n ? x->members.n : 1, sizeof(*ids));
+        for (size_t i = 0; ids && i < x->members.n; i++)
+            ids[i] = x->members.v[i].id;
+        finish_remove(o, ids ? REIGN_EBUSY : REIGN_ENOMEM, ids, ids ? x->members.n : 0);
+        reign__free(ids);
+    } else if (r->rc == REIGN_EBUSY && x->cands.n) {
         const char **ids = reign__calloc(x->cands.n, sizeof(*ids));
         for (size_t i = 0; ids && i < x->cands.n; i++)
             ids[i] = x->cands.v[i].owner;
@@ -982,7 +1028,7 @@ int reign_store_remove(reign_client *client, reign_entry_kind kind, const char *
         op_free(o);
         return REIGN_ENOMEM;
     }
-    int rc = o->sql && kind != REIGN_ENTRY_ELECTION && kind != REIGN_ENTRY_VALUE ? REIGN_ENOENT : 0;
+    int rc = o->sql && kind == REIGN_ENTRY_QUEUE ? REIGN_ENOENT : 0;
     if (rc == 0) {
         reign__client_attach(client, &o->recipe);
         rc = o->sql ? sql_start(o, false)

@@ -1,23 +1,27 @@
 /*
- * contract_group.c - what <reign/group.h> promises, on the stores that have groups.
+ * contract_group.c - what <reign/group.h> promises, on every store.
  *
  * One program, run once per store (contract_group_zk, _sqlite, _postgres, _mariadb: see
- * tests/contract/tests.cmake).  Groups need ZooKeeper: on the SQL stores the entry proves
- * the refusal the header documents (reign_group_register(), reign_group_watch_start() and
- * reign_group_list() return REIGN_ENOTSUP and never call back), prints "contract_group:
- * <store>: not supported (groups need zk)" and reports Skipped.  Where groups exist:
+ * tests/contract/tests.cmake).  A store that lacked groups would prove the refusal the header
+ * documents (REIGN_ENOTSUP, never a callback) and report Skipped.  The cases:
  *
  *   members   a watch started before anyone registers reports READY with no member; two
  *             members register with payloads (REGISTERED, is_registered); the watch reports
  *             each ADDED once, with its id and payload, in registration order, and its view
  *             and a one-shot list say the same; a new payload is reported as CHANGED with the
  *             old one beside it; a member that leaves is REMOVED, and the list follows
+ *   closed    a member whose client is freed without leaving is REMOVED (its session goes
+ *             with the client)
+ *   same id   a member restarted with the same id while the old registration counts: both
+ *             are listed, in registration order; a newest_per_id watch keeps the newest (the
+ *             old one REMOVED when the new one is ADDED, in one change)
  *   refusals  illegal group names (REIGN_ENAME), ids (REIGN_EINVAL) and payloads
  *             (REIGN_E2BIG) are refused and never call back; listing a group that does not
  *             exist answers REIGN_ENOENT
  *
- * ZooKeeper's own (bursts, session expiry, newest_per_id, deleted nodes) stay in
- * tests/integration/it_group.c.  Every wait is for an event, bounded by H_WAIT_MS.
+ * ZooKeeper's own (bursts, session expiry, deleted nodes) stay in tests/integration/it_group.c;
+ * the SQL stores' faults (a killed or stopped member, the database restarted) are
+ * tests/e2e_sql/test_group_faults.py.  Every wait is for an event, bounded by H_WAIT_MS.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,6 +247,74 @@ static void case_members(void)
     h_cand_close(a);
 }
 
+static void case_closed(void)
+{
+    h_log("---- closed");
+    char group[128];
+    h_unique_name(group, sizeof(group), "group");
+    h_cand *a = h_cand_new("a", h_uri(NULL), NULL, NULL, NULL);
+    h_cand *o = h_cand_new("watcher", h_uri(NULL), NULL, NULL, NULL);
+    static gwatch x;
+    reign_group_watch_options wo = {.size = sizeof(wo), .cb = on_members, .userdata = &x};
+    H_OK(reign_group_watch_start(&x.w, o->client, group, &wo));
+    expect(&x, 1, REIGN_MEMBERS_READY, NULL, NULL);
+    reg ra = {0};
+    join(&ra, a, group, "ts-a", "10.0.0.1:2200");
+    expect(&x, 2, REIGN_MEMBER_ADDED, "ts-a", "10.0.0.1:2200");
+    h_cand_close(a); /* frees the group with the client: no reign_group_free() */
+    expect(&x, 3, REIGN_MEMBER_REMOVED, "ts-a", "10.0.0.1:2200");
+    listing l = list(o, group);
+    H_CHECKF(l.err == 0 && !strcmp(l.ids, ""), "listed '%s' (%s)", l.ids, reign_err_name(l.err));
+    x.w = reign_group_watch_free(x.w);
+    h_cand_close(o);
+}
+
+static void case_same_id(void)
+{
+    h_log("---- same id");
+    char group[128];
+    h_unique_name(group, sizeof(group), "group");
+    h_cand *old = h_cand_new("old", h_uri(NULL), NULL, NULL, NULL);
+    h_cand *restarted = h_cand_new("restarted", h_uri(NULL), NULL, NULL, NULL);
+    h_cand *o = h_cand_new("watcher", h_uri(NULL), NULL, NULL, NULL);
+    static gwatch all, newest;
+    reign_group_watch_options wo = {.size = sizeof(wo), .cb = on_members, .userdata = &all};
+    H_OK(reign_group_watch_start(&all.w, o->client, group, &wo));
+    wo.newest_per_id = 1;
+    wo.userdata = &newest;
+    H_OK(reign_group_watch_start(&newest.w, o->client, group, &wo));
+    expect(&all, 1, REIGN_MEMBERS_READY, NULL, NULL);
+    expect(&newest, 1, REIGN_MEMBERS_READY, NULL, NULL);
+
+    reg r1 = {0}, r2 = {0};
+    join(&r1, old, group, "ts-1", "old");
+    expect(&all, 2, REIGN_MEMBER_ADDED, "ts-1", "old");
+    expect(&newest, 2, REIGN_MEMBER_ADDED, "ts-1", "old");
+    join(&r2, restarted, group, "ts-1", "new");
+    expect(&all, 3, REIGN_MEMBER_ADDED, "ts-1", "new");
+    expect(&newest, 3, REIGN_MEMBER_REMOVED, "ts-1", "old");
+    expect(&newest, 4, REIGN_MEMBER_ADDED, "ts-1", "new");
+    listing l = list(o, group);
+    H_CHECKF(l.err == 0 && !strcmp(l.ids, "ts-1=old ts-1=new"), "listed '%s'", l.ids);
+    const reign_member *m;
+    size_t n;
+    reign_group_watch_members(newest.w, &m, &n);
+    H_CHECK(n == 1 && m[0].data_len == 3 && !memcmp(m[0].data, "new", 3));
+
+    /* The old one goes at last: the newest view does not change. */
+    r1.g = reign_group_free(r1.g);
+    expect(&all, 4, REIGN_MEMBER_REMOVED, "ts-1", "old");
+    l = list(o, group);
+    H_CHECKF(l.err == 0 && !strcmp(l.ids, "ts-1=new"), "listed '%s'", l.ids);
+    H_CHECKF(newest.n == 4, "the newest_per_id watch reported %zu events", newest.n);
+    r2.g = reign_group_free(r2.g);
+    all.w = reign_group_watch_free(all.w);
+    newest.w = reign_group_watch_free(newest.w);
+    h_cand_close(o);
+    h_cand_close(restarted);
+    h_cand_close(old);
+}
+
 static void case_refusals(void)
 {
     h_log("---- refusals");
@@ -276,6 +348,8 @@ int main(void)
 {
     h_contract_init("contract_group", refused);
     case_members();
+    case_closed();
+    case_same_id();
     case_refusals();
     return h_finish();
 }

@@ -21,7 +21,10 @@ never a password in any output:
     (connect_timeout_ms=1000: reign gives up on its own, within a generous bound);
   * a table of foreign layout (one lacking a seed column; on the servers also one whose
     gmt_modified has no milliseconds), made by the administrator and pointed at with table=:
-    the error names the column, and the table is left exactly as it was.
+    the error names the column, and the table is left exactly as it was.  Groups too: a
+    "<table>_members" of another shape (register and members name it and the column it
+    lacks, and no sessions table is made beside it), and a row reign could not have written
+    (members names the table).
 
 Nothing may be created by a refused command: no SQLite file, no table, no file in the working
 directory, and no message may give "object is closing" (the client's state) in place of the
@@ -272,6 +275,51 @@ def foreign_cases(t, c, store):
         log(f"ok: {store.kind}: {table} left as it was: {before[0]}")
 
 
+def table_exists(store, table):
+    if store.kind == "sqlite":
+        q = f"SELECT count(*) FROM sqlite_master WHERE name = '{table}'"
+    elif store.kind == "mariadb":
+        q = ("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'reign' AND "
+             f"table_name = '{table}'")
+    else:
+        q = f"SELECT count(*) FROM pg_tables WHERE tablename = '{table}'"
+    return store.sql(q)[0][0] != "0"
+
+
+def foreign_group_cases(t, c, store):
+    """Groups: a members table of another shape is refused, naming it and the column it lacks,
+    and nothing is made beside it; a row reign could not have written makes a listing fail,
+    naming the table."""
+    base = sqle.table_name("fgroup")
+    members = base + "_members"
+    store.sql(f"CREATE TABLE {store.quoted(members)} (data_center varchar(128), "
+              "group_name varchar(200))")
+    store.grant(members)
+    before = store.table_layout(members)
+    u = store.uri(table=base)
+    for args in (["register", "g1", "--id", "m1"], ["members", "g1"]):
+        c.expect(f"{store.kind}: foreign members table - {args[0]}", ["--uri", u, *args],
+                 ["guid", members])
+    check(store.table_layout(members) == before, f"{store.kind}: {members} changed")
+    check(not table_exists(store, base + "_sessions"),
+          f"{store.kind}: a sessions table was made beside a foreign members table")
+    log(f"ok: {store.kind}: {members} left as it was, nothing made beside it")
+
+    base = sqle.table_name("frow")
+    u = store.uri(table=base)
+    p = t.spawn(f"{store.kind}-frow", [t.cli, "--uri", u, "register", "g1", "--id", "m1"])
+    sqle.wait_alive(lambda: p.lines(), f"{store.kind}: a member registered", [p])
+    # A session that lives (its holder is the member above) with a row of a negative seq.
+    guid = store.sql(f"SELECT guid FROM {store.quoted(base + '_sessions')}")[0][0]
+    store.sql(f"INSERT INTO {store.quoted(base + '_members')} (data_center, group_name, guid, "
+              "seq, member_id, session_guid, payload, version, joined_ms) VALUES ('default', "
+              f"'g1', 'forged', -3, 'x', '{guid}', NULL, 0, 0)")
+    c.expect(f"{store.kind}: a foreign row - members", ["--uri", u, "members", "g1"],
+             [base + "_members", "did not write"])
+    p.send(signal.SIGTERM)
+    check(p.wait() == 0, f"{store.kind}: the member did not exit 0")
+
+
 def password_in_uri(t, store):
     """A campaign with the password in its URI, logging everything, leads: the password shows
     nowhere in its output, nor in status's."""
@@ -308,10 +356,13 @@ def body(t):
     silent.listen(8)
 
     sqlite_cases(t, c, cwd)
-    foreign_cases(t, c, sqle.Store(t, "sqlite", file=os.path.join(t.dir, "foreign.db")))
+    lite = sqle.Store(t, "sqlite", file=os.path.join(t.dir, "foreign.db"))
+    foreign_cases(t, c, lite)
+    foreign_group_cases(t, c, lite)
     for store in servers:
         server_cases(t, c, store, closed.getsockname()[1], silent.getsockname()[1])
         foreign_cases(t, c, store)
+        foreign_group_cases(t, c, store)
         password_in_uri(t, store)
     closed.close()
     silent.close()

@@ -41,6 +41,9 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     reign_e2e_sql(${store} e2e_sql_cede_${store} test_cede.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_watch_${store} test_watch.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_ls_rm_${store} test_ls_rm.py ARGS ${store})
+    # Group members: a killed one removed by its guardian, a stopped one reaped a lease later.
+    reign_e2e_sql(${store} e2e_sql_group_kill_stop_${store} test_group_faults.py
+      ARGS kill_stop ${store} LABELS guardian)
     # The guardian releases a killed leader's lease after killing its command's group, and
     # never a lease another took meanwhile.
     foreach(scenario run_kill stop_kill)
@@ -61,6 +64,10 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     TIMEOUT 300)
   reign_e2e_sql(fault e2e_sql_server_restart_postgres test_server_restart.py ARGS postgres
     TIMEOUT 300)
+  foreach(store mariadb postgres)
+    reign_e2e_sql(fault e2e_sql_group_restart_${store} test_group_faults.py ARGS restart ${store}
+      TIMEOUT 300)
+  endforeach()
   # TLS to a server of the test's own, the client libraries' password sources, the guardian.
   foreach(store mariadb postgres)
     reign_e2e_sql(fault e2e_sql_tls_${store} test_tls.py ARGS ${store} LABELS guardian)

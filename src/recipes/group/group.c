@@ -1,9 +1,10 @@
 /*
- * group.c - group membership (<reign/group.h>): the part every store shares,
- * pure: names, ordering of members, the newest registration per id, the
- * difference between two views, the event names.  A member's registration
- * on ZooKeeper is group_member_zk.c, a watch of the members
- * group_watch_zk.c (group_internal.h has the layout).
+ * group.c - group membership (<reign/group.h>): the part every store shares, pure: names,
+ * ordering of members, the newest registration per id, the difference between two views, the
+ * event names; and the head every member starts with.  The public functions are group_api.c;
+ * a member's registration is group_member_zk.c or group_member_sql.c, a watch of the members
+ * group_watch_zk.c or group_watch_sql.c (group_internal.h has the ZooKeeper layout,
+ * src/sql/members.h the SQL one).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,4 +130,102 @@ const char *reign_group_watch_event_name(reign_group_watch_event_type t)
         return "error";
     }
     return "unknown";
+}
+
+/* ---- the head of a member (group_internal.h) ---------------------------------------------- */
+
+int reign__group_head_init(reign_group *g, const reign__group_ops *ops, const char *name,
+                           const reign_group_options *o)
+{
+    g->ops = ops;
+    g->retry_delay_ms = o->retry_delay_ms ? o->retry_delay_ms : 1000;
+    g->cb = o->cb;
+    g->userdata = o->userdata;
+    int rc = (g->name = reign__strdup(name)) ? 0 : REIGN_ENOMEM;
+    if (rc == 0)
+        rc =
+            o->id ? ((g->id = reign__strdup(o->id)) ? 0 : REIGN_ENOMEM) : reign__default_id(&g->id);
+    if (rc == 0)
+        rc = reign__group_head_data(g, o->data, o->data_len);
+    if (rc < 0)
+        reign__group_head_clear(g);
+    return rc;
+}
+
+void reign__group_head_clear(reign_group *g)
+{
+    reign__free(g->name);
+    reign__free(g->id);
+    reign__free(g->data);
+    g->name = g->id = NULL;
+    g->data = NULL;
+}
+
+int reign__group_head_data(reign_group *g, const void *data, size_t len)
+{
+    void *copy = NULL;
+    if (len && !(copy = reign__memdup(data, len)))
+        return REIGN_ENOMEM;
+    reign__free(g->data);
+    g->data = copy;
+    g->data_len = len;
+    return 0;
+}
+
+void reign__group_emit(reign_group *g, reign_group_event *ev)
+{
+    if (!reign__life_live(&g->life) || !g->cb)
+        return;
+    ev->at_ns = reign__now_ns();
+    reign__life_enter(&g->life);
+    g->cb(g, ev, g->userdata);
+    (void)reign__life_leave(&g->life);
+}
+
+/* ---- reporting a watch's views ------------------------------------------------------------ */
+
+void reign__group_watch_emit(reign_group_watch *w, reign__life *life, reign_group_watch_cb *cb,
+                             reign_group_watch_event *ev)
+{
+    if (!reign__life_live(life) || !cb)
+        return;
+    ev->at_ns = reign__now_ns();
+    reign__life_enter(life);
+    cb(w, ev, w->userdata);
+    (void)reign__life_leave(life);
+}
+
+typedef struct reporting {
+    reign_group_watch *w;
+    reign__life *life;
+    reign_group_watch_cb *cb;
+} reporting;
+
+static void report_change(void *arg, reign__member_change kind, const reign_member *now,
+                          const reign_member *before)
+{
+    reporting *r = arg;
+    reign_group_watch_event ev = {.member = now, .old = before};
+    ev.type = kind == REIGN__MEMBER_REMOVED   ? REIGN_MEMBER_REMOVED
+              : kind == REIGN__MEMBER_CHANGED ? REIGN_MEMBER_CHANGED
+                                              : REIGN_MEMBER_ADDED;
+    reign__group_watch_emit(r->w, r->life, r->cb, &ev);
+}
+
+void reign__group_watch_report(reign_group_watch *w, reign__life *life, reign_group_watch_cb *cb,
+                               const reign_member *old_view, size_t n_old, bool was_known,
+                               bool known, bool *ready_sent)
+{
+    reporting r = {w, life, cb};
+    reign__members_diff(old_view, n_old, w->view, w->n_view, report_change, &r,
+                        &life->free_requested);
+    if (was_known && !known) {
+        reign_group_watch_event ev = {.type = REIGN_MEMBERS_GROUP_DELETED};
+        reign__group_watch_emit(w, life, cb, &ev);
+    }
+    if (!*ready_sent) {
+        *ready_sent = true;
+        reign_group_watch_event ev = {.type = REIGN_MEMBERS_READY};
+        reign__group_watch_emit(w, life, cb, &ev);
+    }
 }

@@ -17,6 +17,8 @@
 #include "recipes/life.h"
 #include "record.h"
 
+static void g_free(reign_group *base);
+
 typedef enum gstate {
     G_NOSESSION = 1,
     G_CREATING,
@@ -26,22 +28,14 @@ typedef enum gstate {
     G_FAILED
 } gstate;
 
-struct reign_group {
-    reign__recipe recipe; /* first: the client calls us through it */
+typedef struct zgroup {
+    struct reign_group head; /* first: name, id, payload, callback */
     reign_client *client;
     reign__zk *zk;
     const reign__logger *log;
-    char *name;
     char *dir;
-    char *id;
-    void *data;
-    size_t data_len;
-    int retry_delay_ms;
-    reign_group_cb *cb;
-    void *userdata;
 
     gstate state;
-    reign__life life; /* the epoch bumped per attempt: older answers are ignored */
     char guid[2 * REIGN__GROUP_GUID_BYTES + 1];
     reign__buf record; /* what our node holds (id, guid, payload) */
     char *my_node;     /* full path, once registered */
@@ -49,50 +43,40 @@ struct reign_group {
     bool own_watched;
     int setup_tries;
     reign__timer timer;
-};
+} zgroup;
 
-#define EPOCH_ARG(g)  REIGN__LIFE_ARG(&(g)->life, 0, 0)
-#define G_STALE(g, a) reign__life_stale(&(g)->life, (a), 0)
+#define EPOCH_ARG(g)  REIGN__LIFE_ARG(&(g)->head.life, 0, 0)
+#define G_STALE(g, a) reign__life_stale(&(g)->head.life, (a), 0)
 
-static void g_create(reign_group *g);
+static void g_create(zgroup *g);
 
-static void g_emit(reign_group *g, reign_group_event *ev)
+static void g_leave(zgroup *g)
 {
-    if (!reign__life_live(&g->life) || !g->cb)
-        return;
-    ev->at_ns = reign__now_ns();
-    reign__life_enter(&g->life);
-    g->cb(g, ev, g->userdata);
-    (void)reign__life_leave(&g->life);
+    if (reign__life_leave(&g->head.life))
+        g_free(&g->head);
 }
 
-static void g_leave(reign_group *g)
-{
-    if (reign__life_leave(&g->life))
-        reign_group_free(g);
-}
-
-static void g_fail(reign_group *g, int err, const char *what)
+static void g_fail(zgroup *g, int err, const char *what)
 {
     char msg[512];
-    snprintf(msg, sizeof(msg), "group '%s': %s: %s", g->name, what, reign_strerror(err));
-    reign__life_bump(&g->life);
+    snprintf(msg, sizeof(msg), "group '%s': %s: %s", g->head.name, what, reign_strerror(err));
+    reign__life_bump(&g->head.life);
     g->state = G_FAILED;
     reign__timer_stop(reign__client_timers(g->client), &g->timer);
     reign_group_event ev = {.type = REIGN_GROUP_ERROR, .error = err, .message = msg};
-    g_emit(g, &ev);
+    reign__group_emit(&g->head, &ev);
 }
 
 /* Tries again later from the top, unless the session is gone (a new one
  * registers by itself). */
-static void g_retry(reign_group *g, int err, const char *what)
+static void g_retry(zgroup *g, int err, const char *what)
 {
-    reign__life_bump(&g->life);
+    reign__life_bump(&g->head.life);
     if (err == REIGN_ESESSION || err == REIGN_ECLOSED) {
         g->state = G_NOSESSION;
         return;
     }
-    reign__log(g->log, REIGN_LOG_WARN, "group %s: %s: %s; retrying", g->name, what,
+    reign__log(g->log, REIGN_LOG_WARN, "group %s: %s: %s; retrying", g->head.name, what,
                reign_strerror(err));
     g->state = G_PAUSED;
     reign__timer_start(reign__client_timers(g->client), &g->timer,
@@ -101,8 +85,8 @@ static void g_retry(reign_group *g, int err, const char *what)
 
 static void g_timer_cb(reign__timer *t, void *arg)
 {
-    reign_group *g = arg;
-    reign__life_enter(&g->life);
+    zgroup *g = arg;
+    reign__life_enter(&g->head.life);
     if (g->state == G_PAUSED)
         g_create(g);
     g_leave(g);
@@ -110,29 +94,29 @@ static void g_timer_cb(reign__timer *t, void *arg)
 
 /* Our node is gone while the session lives (an operator, `zkCli delete`):
  * register again after the delay, so a deliberate removal is visible. */
-static void g_node_gone(reign_group *g)
+static void g_node_gone(zgroup *g)
 {
-    reign__log(g->log, REIGN_LOG_NOTICE, "group %s: our node %s was deleted", g->name,
+    reign__log(g->log, REIGN_LOG_NOTICE, "group %s: our node %s was deleted", g->head.name,
                g->my_node ? g->my_node : "?");
-    reign__life_bump(&g->life);
+    reign__life_bump(&g->head.life);
     reign__free(g->my_node);
     g->my_node = NULL;
     g->own_watched = false;
     g->state = G_PAUSED;
     reign__timer_start(reign__client_timers(g->client), &g->timer,
-                       reign__now_ns() + (int64_t)g->retry_delay_ms * REIGN__NS_PER_MS);
+                       reign__now_ns() + (int64_t)g->head.retry_delay_ms * REIGN__NS_PER_MS);
     if (g->announced) {
         g->announced = false;
         reign_group_event ev = {.type = REIGN_GROUP_UNREGISTERED,
                                 .reason = REIGN_GROUP_NODE_DELETED};
-        g_emit(g, &ev);
+        reign__group_emit(&g->head, &ev);
     }
 }
 
 static void g_on_probe(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_group *g = owner;
-    reign__life_enter(&g->life);
+    zgroup *g = owner;
+    reign__life_enter(&g->head.life);
     if (G_STALE(g, arg) || g->state != G_PROBING)
         ; /* a new session or attempt took over */
     else if (r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED)
@@ -148,9 +132,9 @@ static void g_on_probe(void *owner, void *arg, const reign__zk_result *r)
  * before the expiry itself: ask the server something on this session first,
  * so the loss is reported with its true reason.
  */
-static void g_probe(reign_group *g)
+static void g_probe(zgroup *g)
 {
-    reign__life_bump(&g->life);
+    reign__life_bump(&g->head.life);
     g->own_watched = false;
     g->state = G_PROBING;
     if (reign__zk_exists(g->zk, g->dir, NULL, REIGN__ZK_RETRY, g, g_on_probe, EPOCH_ARG(g)) < 0)
@@ -161,8 +145,8 @@ static void g_on_own_event(void *owner, void *arg, reign__zk_event ev, const cha
 
 static void g_on_own_exists(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_group *g = owner;
-    reign__life_enter(&g->life);
+    zgroup *g = owner;
+    reign__life_enter(&g->head.life);
     if (r->rc != 0 && r->rc != REIGN_ENOENT)
         g->own_watched = false;
     if (r->rc == REIGN_ENOENT && !G_STALE(g, arg) && g->state == G_REGISTERED)
@@ -170,7 +154,7 @@ static void g_on_own_exists(void *owner, void *arg, const reign__zk_result *r)
     g_leave(g);
 }
 
-static void g_watch_own(reign_group *g)
+static void g_watch_own(zgroup *g)
 {
     if (g->own_watched || !g->my_node)
         return;
@@ -182,8 +166,8 @@ static void g_watch_own(reign_group *g)
 
 static void g_on_own_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
-    reign_group *g = owner;
-    reign__life_enter(&g->life);
+    zgroup *g = owner;
+    reign__life_enter(&g->head.life);
     if (g->my_node && !strcmp(path, g->my_node) && g->state == G_REGISTERED) {
         g->own_watched = false;
         if (ev == REIGN__ZK_DELETED)
@@ -194,7 +178,7 @@ static void g_on_own_event(void *owner, void *arg, reign__zk_event ev, const cha
     g_leave(g);
 }
 
-static void g_registered(reign_group *g, const char *path)
+static void g_registered(zgroup *g, const char *path)
 {
     reign__free(g->my_node);
     g->my_node = reign__strdup(path);
@@ -205,16 +189,17 @@ static void g_registered(reign_group *g, const char *path)
     g->state = G_REGISTERED;
     g->announced = true;
     g->setup_tries = 0;
-    reign__log(g->log, REIGN_LOG_INFO, "group %s: %s registered as %s", g->name, g->id, path);
+    reign__log(g->log, REIGN_LOG_INFO, "group %s: %s registered as %s", g->head.name, g->head.id,
+               path);
     g_watch_own(g);
     reign_group_event ev = {.type = REIGN_GROUP_REGISTERED, .node = reign__group_basename(path)};
-    g_emit(g, &ev);
+    reign__group_emit(&g->head, &ev);
 }
 
 static void g_on_find_own(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_group *g = owner;
-    reign__life_enter(&g->life);
+    zgroup *g = owner;
+    reign__life_enter(&g->head.life);
     if (G_STALE(g, arg) || g->state != G_CREATING)
         goto out;
     if (r->rc != 0) {
@@ -239,7 +224,7 @@ out:
     g_leave(g);
 }
 
-static void g_make_path(reign_group *g)
+static void g_make_path(zgroup *g)
 {
     /* Parents first, each tolerating EEXIST; the create that follows on
      * the same session finds them. */
@@ -260,8 +245,8 @@ static void g_make_path(reign_group *g)
 
 static void g_on_created(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_group *g = owner;
-    reign__life_enter(&g->life);
+    zgroup *g = owner;
+    reign__life_enter(&g->head.life);
     if (G_STALE(g, arg) || g->state != G_CREATING)
         goto out;
     switch (r->rc) {
@@ -295,16 +280,16 @@ out:
     g_leave(g);
 }
 
-static int g_build_record(reign_group *g)
+static int g_build_record(zgroup *g)
 {
     reign__buf_reset(&g->record);
-    const char *kv[] = {REIGN__K_ID, g->id, REIGN__K_GUID, g->guid};
-    return reign__record_build(&g->record, kv, 4, g->data, g->data_len);
+    const char *kv[] = {REIGN__K_ID, g->head.id, REIGN__K_GUID, g->guid};
+    return reign__record_build(&g->record, kv, 4, g->head.data, g->head.data_len);
 }
 
-static void g_create(reign_group *g)
+static void g_create(zgroup *g)
 {
-    reign__life_bump(&g->life);
+    reign__life_bump(&g->head.life);
     g->state = G_CREATING;
     /* A fresh guid per attempt, known before the create is sent, so that a
      * lost answer can be told apart from a node of an earlier attempt. */
@@ -332,13 +317,13 @@ static void g_create(reign_group *g)
 
 static void g_conn(reign__recipe *rp, reign_conn_state st)
 {
-    reign_group *g = (reign_group *)rp;
-    reign__life_enter(&g->life);
+    zgroup *g = (zgroup *)rp;
+    reign__life_enter(&g->head.life);
     if (st == REIGN_CONN_CONNECTED && g->state != G_FAILED) {
         /* A new session: our old node went with the old one. */
         bool was = g->announced;
         g->announced = false;
-        reign__life_bump(&g->life);
+        reign__life_bump(&g->head.life);
         reign__free(g->my_node);
         g->my_node = NULL;
         g->own_watched = false;
@@ -346,9 +331,9 @@ static void g_conn(reign__recipe *rp, reign_conn_state st)
         if (was) {
             reign_group_event ev = {.type = REIGN_GROUP_UNREGISTERED,
                                     .reason = REIGN_GROUP_SESSION_LOST};
-            g_emit(g, &ev);
+            reign__group_emit(&g->head, &ev);
         }
-        if (reign__life_live(&g->life))
+        if (reign__life_live(&g->head.life))
             g_create(g);
     } else if (st == REIGN_CONN_RECONNECTED && g->state == G_NOSESSION) {
         g_create(g);
@@ -358,97 +343,31 @@ static void g_conn(reign__recipe *rp, reign_conn_state st)
     g_leave(g);
 }
 
-static void g_destroy(reign_group *g)
+static void g_destroy(zgroup *g)
 {
     reign__timer_stop(reign__client_timers(g->client), &g->timer);
     reign__zk_forget(g->zk, g);
-    reign__client_detach(g->client, &g->recipe);
+    reign__client_detach(g->client, &g->head.recipe);
     reign__buf_free(&g->record);
-    reign__free(g->name);
+    reign__group_head_clear(&g->head);
     reign__free(g->dir);
-    reign__free(g->id);
-    reign__free(g->data);
     reign__free(g->my_node);
     reign__free(g);
 }
 
 static void g_on_destroy(reign__recipe *rp)
 {
-    g_destroy((reign_group *)rp);
+    g_destroy((zgroup *)rp);
 }
 
 static const reign__recipe_ops group_ops = {.conn = g_conn, .destroy = g_on_destroy};
 
-int reign_group_register(reign_group **ret, reign_client *client, const char *name,
-                         const reign_group_options *opts)
+static int g_set_data(reign_group *base, const void *data, size_t len)
 {
-    if (!ret || !client)
-        return REIGN_EINVAL;
-    *ret = NULL;
-    reign_group_options o = {0};
-    if (opts)
-        memcpy(&o, opts, opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o));
-    int rc = reign__group_name_check(name);
-    if (rc < 0)
-        return rc;
-    if ((o.id && !reign__id_ok(o.id, REIGN_MEMBER_ID_MAX)) || (o.data_len && !o.data) ||
-        o.retry_delay_ms < 0)
-        return REIGN_EINVAL;
-    if (o.data_len > REIGN_MEMBER_DATA_MAX)
-        return REIGN_E2BIG;
-    if (!reign__client_zk(client))
-        return REIGN_ENOTSUP; /* membership needs ZooKeeper's ephemeral nodes */
-    if (reign__client_closing(client))
-        return REIGN_ECLOSED;
-    reign_group *g = reign__calloc(1, sizeof(*g));
-    if (!g)
-        return REIGN_ENOMEM;
-    g->recipe.ops = &group_ops;
-    g->client = client;
-    g->zk = reign__client_zk(client);
-    g->log = reign__client_log(client);
-    g->retry_delay_ms = o.retry_delay_ms ? o.retry_delay_ms : 1000;
-    g->cb = o.cb;
-    g->userdata = o.userdata;
-    reign__timer_init(&g->timer, g_timer_cb, g);
-    reign__buf_init(&g->record);
-    g->name = reign__strdup(name);
-    g->dir = reign__group_path(name, NULL);
-    rc = o.id ? ((g->id = reign__strdup(o.id)) ? 0 : REIGN_ENOMEM) : reign__default_id(&g->id);
-    if (rc == 0 && o.data_len && !(g->data = reign__memdup(o.data, o.data_len)))
-        rc = REIGN_ENOMEM;
-    g->data_len = o.data_len;
-    if (rc == 0 && (!g->name || !g->dir))
-        rc = REIGN_ENOMEM;
-    if (rc < 0) {
-        reign__free(g->name);
-        reign__free(g->dir);
-        reign__free(g->id);
-        reign__free(g->data);
-        reign__free(g);
-        return rc;
-    }
-    reign__client_attach(client, &g->recipe);
-    g->state = G_NOSESSION;
-    if (reign__zk_connected(g->zk))
-        g_create(g);
-    *ret = g;
-    return 0;
-}
-
-int reign_group_set_data(reign_group *g, const void *data, size_t len)
-{
-    if (!g || (len && !data))
-        return REIGN_EINVAL;
-    if (len > REIGN_MEMBER_DATA_MAX)
-        return REIGN_E2BIG;
-    void *copy = NULL;
-    if (len && !(copy = reign__memdup(data, len)))
-        return REIGN_ENOMEM;
-    reign__free(g->data);
-    g->data = copy;
-    g->data_len = len;
-    int rc = g_build_record(g);
+    zgroup *g = (zgroup *)base;
+    int rc = reign__group_head_data(base, data, len);
+    if (rc == 0)
+        rc = g_build_record(g);
     if (rc < 0 || g->state != G_REGISTERED || !g->my_node)
         return rc; /* the next registration carries it */
     /* No callback: if the node is gone meanwhile, its re-creation carries
@@ -457,42 +376,58 @@ int reign_group_set_data(reign_group *g, const void *data, size_t len)
                          NULL, NULL, NULL);
 }
 
-int reign_group_is_registered(const reign_group *g)
+static int g_is_registered(const reign_group *base)
 {
-    return g && g->state == G_REGISTERED;
+    return ((const zgroup *)base)->state == G_REGISTERED;
 }
 
-const char *reign_group_node(const reign_group *g)
+static const char *g_node(const reign_group *base)
 {
-    return g && g->state == G_REGISTERED && g->my_node ? reign__group_basename(g->my_node) : NULL;
+    const zgroup *g = (const zgroup *)base;
+    return g->state == G_REGISTERED && g->my_node ? reign__group_basename(g->my_node) : NULL;
 }
 
-const char *reign_group_name(const reign_group *g)
+static void g_free(reign_group *base)
 {
-    return g->name;
-}
-
-const char *reign_group_id(const reign_group *g)
-{
-    return g->id;
-}
-
-void *reign_group_userdata(const reign_group *g)
-{
-    return g->userdata;
-}
-
-reign_group *reign_group_free(reign_group *g)
-{
-    if (!g)
-        return NULL;
-    if (reign__life_request_free(&g->life)) {
+    zgroup *g = (zgroup *)base;
+    if (reign__life_request_free(&g->head.life)) {
         if (g->my_node)
             reign__zk_delete(g->zk, g->my_node, -1, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__zk_forget(g->zk, g);
     }
-    if (reign__life_busy(&g->life))
-        return NULL; /* inside one of our callbacks: freed when it returns */
+    if (reign__life_busy(&g->head.life))
+        return; /* inside one of our callbacks: freed when it returns */
     g_destroy(g);
-    return NULL;
+}
+
+static const reign__group_ops zk_ops = {
+    .set_data = g_set_data, .is_registered = g_is_registered, .node = g_node, .free = g_free};
+
+int reign__group_zk_register(reign_group **ret, reign_client *client, const char *name,
+                             const reign_group_options *o)
+{
+    zgroup *g = reign__calloc(1, sizeof(*g));
+    if (!g)
+        return REIGN_ENOMEM;
+    int rc = reign__group_head_init(&g->head, &zk_ops, name, o);
+    if (rc == 0 && !(g->dir = reign__group_path(name, NULL))) {
+        reign__group_head_clear(&g->head);
+        rc = REIGN_ENOMEM;
+    }
+    if (rc < 0) {
+        reign__free(g);
+        return rc;
+    }
+    g->head.recipe.ops = &group_ops;
+    g->client = client;
+    g->zk = reign__client_zk(client);
+    g->log = reign__client_log(client);
+    reign__timer_init(&g->timer, g_timer_cb, g);
+    reign__buf_init(&g->record);
+    reign__client_attach(client, &g->head.recipe);
+    g->state = G_NOSESSION;
+    if (reign__zk_connected(g->zk))
+        g_create(g);
+    *ret = &g->head;
+    return 0;
 }

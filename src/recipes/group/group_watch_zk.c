@@ -23,6 +23,8 @@
 
 /* What the cache knows of one child node.  Immutable once published,
  * except for the watch flags (never shown to users). */
+static void w_free(reign_group_watch *base);
+
 typedef struct entry {
     reign_member m; /* m.node, m.id, m.data point into this entry's allocations */
     bool member;    /* an ephemeral node holding a reign record; else ignored */
@@ -39,17 +41,15 @@ typedef struct slot {
     bool read;   /* a read is in flight */
 } slot;
 
-struct reign_group_watch {
-    reign__recipe recipe; /* first: the client calls us through it */
+typedef struct zwatch {
+    struct reign_group_watch head; /* first: name, userdata, the view */
     reign_client *client;
     reign__zk *zk;
     const reign__logger *log;
-    char *name;
     char *dir;
     bool newest_per_id;
     reign_group_watch_cb *cb;
     reign_group_list_cb *list_cb; /* a one-shot listing (no watches) */
-    void *userdata;
 
     reign__life life; /* the epoch bumped per session: older answers are ignored */
     bool children_watched;
@@ -65,9 +65,7 @@ struct reign_group_watch {
 
     entry **cache; /* by seq */
     size_t n_cache;
-    reign_member *view; /* published, by seq */
-    size_t n_view;
-};
+} zwatch;
 
 /* A request's arg: epoch, slot index and whether it carries a watch. */
 #define SLOT_BITS       24
@@ -76,7 +74,7 @@ struct reign_group_watch {
 #define W_SLOT(a)       (reign__life_low((a), SLOT_BITS + 1) >> 1)
 #define W_STALE(w, a)   reign__life_stale(&(w)->life, (a), SLOT_BITS + 1)
 
-static void kick(reign_group_watch *w);
+static void kick(zwatch *w);
 
 static void entry_free(entry *e)
 {
@@ -88,23 +86,18 @@ static void entry_free(entry *e)
     reign__free(e);
 }
 
-static void w_leave(reign_group_watch *w)
+static void w_leave(zwatch *w)
 {
     if (reign__life_leave(&w->life))
-        reign_group_watch_free(w);
+        w_free(&w->head);
 }
 
-static void w_emit(reign_group_watch *w, reign_group_watch_event *ev)
+static void w_emit(zwatch *w, reign_group_watch_event *ev)
 {
-    if (!reign__life_live(&w->life) || !w->cb)
-        return;
-    ev->at_ns = reign__now_ns();
-    reign__life_enter(&w->life);
-    w->cb(w, ev, w->userdata);
-    (void)reign__life_leave(&w->life);
+    reign__group_watch_emit(&w->head, &w->life, w->cb, ev);
 }
 
-static void clear_slots(reign_group_watch *w)
+static void clear_slots(zwatch *w)
 {
     for (size_t i = 0; i < w->n_slots; i++) {
         reign__free(w->slots[i].node);
@@ -116,20 +109,20 @@ static void clear_slots(reign_group_watch *w)
     w->n_slots = w->pending = 0;
 }
 
-static void finish_list(reign_group_watch *w, int err)
+static void finish_list(zwatch *w, int err)
 {
     if (w->list_cb && reign__life_live(&w->life)) {
         reign__life_enter(&w->life);
-        w->list_cb(w->client, err, err == 0 ? w->view : NULL, err == 0 ? w->n_view : 0,
-                   w->userdata);
+        w->list_cb(w->client, err, err == 0 ? w->head.view : NULL, err == 0 ? w->head.n_view : 0,
+                   w->head.userdata);
         (void)reign__life_leave(&w->life);
     }
     w->list_cb = NULL;
-    reign_group_watch_free(w);
+    w_free(&w->head);
 }
 
 /* A round failed: report it and try again later (or, for a listing, end). */
-static void round_failed(reign_group_watch *w, int err, const char *what)
+static void round_failed(zwatch *w, int err, const char *what)
 {
     w->round_active = false;
     clear_slots(w);
@@ -140,7 +133,8 @@ static void round_failed(reign_group_watch *w, int err, const char *what)
     if (err == REIGN_ESESSION || err == REIGN_ECLOSED)
         return; /* a new session (CONNECTED) starts a round */
     char msg[512];
-    snprintf(msg, sizeof(msg), "group '%s': %s: %s; retrying", w->name, what, reign_strerror(err));
+    snprintf(msg, sizeof(msg), "group '%s': %s: %s; retrying", w->head.name, what,
+             reign_strerror(err));
     reign__log(w->log, REIGN_LOG_WARN, "%s", msg);
     reign_group_watch_event ev = {.type = REIGN_MEMBERS_ERROR, .error = err, .message = msg};
     w_emit(w, &ev);
@@ -149,20 +143,9 @@ static void round_failed(reign_group_watch *w, int err, const char *what)
                            reign__now_ns() + REIGN__GROUP_RETRY_NS);
 }
 
-static void report_change(void *arg, reign__member_change kind, const reign_member *now,
-                          const reign_member *before)
-{
-    reign_group_watch *w = arg;
-    reign_group_watch_event ev = {.member = now, .old = before};
-    ev.type = kind == REIGN__MEMBER_REMOVED   ? REIGN_MEMBER_REMOVED
-              : kind == REIGN__MEMBER_CHANGED ? REIGN_MEMBER_CHANGED
-                                              : REIGN_MEMBER_ADDED;
-    w_emit(w, &ev);
-}
-
 /* Every slot is settled: the new cache and view replace the old, and the
  * difference is reported. */
-static void complete_round(reign_group_watch *w, bool dir_exists)
+static void complete_round(zwatch *w, bool dir_exists)
 {
     size_t n = 0;
     entry **cache = reign__calloc(w->n_slots ? w->n_slots : 1, sizeof(*cache));
@@ -187,14 +170,14 @@ static void complete_round(reign_group_watch *w, bool dir_exists)
      * over: the REMOVED and CHANGED events point into them. */
     entry **old_cache = w->cache;
     size_t n_old_cache = w->n_cache;
-    reign_member *old_view = w->view;
-    size_t n_old_view = w->n_view;
+    reign_member *old_view = w->head.view;
+    size_t n_old_view = w->head.n_view;
     for (size_t i = 0; i < w->n_slots; i++)
         w->slots[i].next = w->slots[i].old; /* owned by the new cache now */
     w->cache = cache;
     w->n_cache = n;
-    w->view = view;
-    w->n_view = nv;
+    w->head.view = view;
+    w->head.n_view = nv;
     clear_slots(w);
     w->round_active = false;
     bool was_known = w->dir_known;
@@ -204,17 +187,8 @@ static void complete_round(reign_group_watch *w, bool dir_exists)
     if (w->list_cb) {
         finish_list(w, dir_exists ? 0 : REIGN_ENOENT);
     } else {
-        reign__members_diff(old_view, n_old_view, view, nv, report_change, w,
-                            &w->life.free_requested);
-        if (was_known && !dir_exists) {
-            reign_group_watch_event ev = {.type = REIGN_MEMBERS_GROUP_DELETED};
-            w_emit(w, &ev);
-        }
-        if (!w->ready_sent) {
-            w->ready_sent = true;
-            reign_group_watch_event ev = {.type = REIGN_MEMBERS_READY};
-            w_emit(w, &ev);
-        }
+        reign__group_watch_report(&w->head, &w->life, w->cb, old_view, n_old_view, was_known,
+                                  dir_exists, &w->ready_sent);
     }
     for (size_t i = 0; i < n_old_cache; i++) {
         bool kept = false;
@@ -230,7 +204,7 @@ static void complete_round(reign_group_watch *w, bool dir_exists)
     w_leave(w);
 }
 
-static void settle_slot(reign_group_watch *w)
+static void settle_slot(zwatch *w)
 {
     if (--w->pending == 0)
         complete_round(w, true);
@@ -266,7 +240,7 @@ static entry *entry_from(const char *node, uint64_t seq, const reign__zk_result 
 
 static void on_data_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
-    reign_group_watch *w = owner;
+    zwatch *w = owner;
     reign__life_enter(&w->life);
     const char *node = reign__group_basename(path);
     /* The entry may be in the cache, or just read by the round under way. */
@@ -286,7 +260,7 @@ static void on_data_event(void *owner, void *arg, reign__zk_event ev, const char
 
 static void on_member_read(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_group_watch *w = owner;
+    zwatch *w = owner;
     reign__life_enter(&w->life);
     if (W_STALE(w, arg) || !w->round_active || W_SLOT(arg) >= w->n_slots)
         goto out;
@@ -312,7 +286,7 @@ out:
 
 static void on_dir_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
-    reign_group_watch *w = owner;
+    zwatch *w = owner;
     reign__life_enter(&w->life);
     w->dir_watched = false;
     kick(w);
@@ -321,7 +295,7 @@ static void on_dir_event(void *owner, void *arg, reign__zk_event ev, const char 
 
 static void on_dir_exists(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_group_watch *w = owner;
+    zwatch *w = owner;
     reign__life_enter(&w->life);
     if (W_WATCH(arg) && r->rc != 0 && r->rc != REIGN_ENOENT)
         w->dir_watched = false;
@@ -332,7 +306,7 @@ static void on_dir_exists(void *owner, void *arg, const reign__zk_result *r)
 
 static void on_children_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
-    reign_group_watch *w = owner;
+    zwatch *w = owner;
     reign__life_enter(&w->life);
     w->children_watched = false;
     kick(w);
@@ -340,7 +314,7 @@ static void on_children_event(void *owner, void *arg, reign__zk_event ev, const 
 }
 
 /* Reads slot i's data, arming its data watch with the read unless armed. */
-static int read_slot(reign_group_watch *w, size_t i)
+static int read_slot(zwatch *w, size_t i)
 {
     slot *s = &w->slots[i];
     bool watch = !w->list_cb && !(s->old && s->old->watched);
@@ -357,7 +331,7 @@ static int read_slot(reign_group_watch *w, size_t i)
     return rc;
 }
 
-static entry *cache_find(const reign_group_watch *w, const char *node)
+static entry *cache_find(const zwatch *w, const char *node)
 {
     for (size_t i = 0; i < w->n_cache; i++)
         if (!strcmp(w->cache[i]->m.node, node))
@@ -373,7 +347,7 @@ static int slot_cmp(const void *a, const void *b)
 
 static void on_children(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_group_watch *w = owner;
+    zwatch *w = owner;
     reign__life_enter(&w->life);
     if (W_WATCH(arg) && r->rc != 0)
         w->children_watched = false;
@@ -439,7 +413,7 @@ out:
 
 /* Starts a round, or marks one under way dirty.  A negative code if the
  * listing could not be sent (the caller reports it). */
-static int start_round(reign_group_watch *w)
+static int start_round(zwatch *w)
 {
     if (!reign__life_live(&w->life))
         return 0;
@@ -463,7 +437,7 @@ static int start_round(reign_group_watch *w)
     return rc;
 }
 
-static void kick(reign_group_watch *w)
+static void kick(zwatch *w)
 {
     int rc = start_round(w);
     if (rc < 0)
@@ -472,7 +446,7 @@ static void kick(reign_group_watch *w)
 
 static void w_retry_cb(reign__timer *t, void *arg)
 {
-    reign_group_watch *w = arg;
+    zwatch *w = arg;
     reign__life_enter(&w->life);
     kick(w);
     w_leave(w);
@@ -480,7 +454,7 @@ static void w_retry_cb(reign__timer *t, void *arg)
 
 static void w_conn(reign__recipe *rp, reign_conn_state st)
 {
-    reign_group_watch *w = (reign_group_watch *)rp;
+    zwatch *w = (zwatch *)rp;
     reign__life_enter(&w->life);
     if (st == REIGN_CONN_CONNECTED) {
         /* A new session: none of our watches survived; read everything. */
@@ -503,113 +477,69 @@ static void w_conn(reign__recipe *rp, reign_conn_state st)
     w_leave(w);
 }
 
-static void w_destroy(reign_group_watch *w)
+static void w_destroy(zwatch *w)
 {
     reign__timer_stop(reign__client_timers(w->client), &w->retry);
     reign__zk_forget(w->zk, w);
-    reign__client_detach(w->client, &w->recipe);
+    reign__client_detach(w->client, &w->head.recipe);
     clear_slots(w);
     for (size_t i = 0; i < w->n_cache; i++)
         entry_free(w->cache[i]);
     reign__free(w->cache);
-    reign__free(w->view);
-    reign__free(w->name);
+    reign__free(w->head.view);
+    reign__free(w->head.name);
     reign__free(w->dir);
     reign__free(w);
 }
 
 static void w_on_destroy(reign__recipe *rp)
 {
-    w_destroy((reign_group_watch *)rp);
+    w_destroy((zwatch *)rp);
 }
 
 static const reign__recipe_ops watch_ops = {.conn = w_conn, .destroy = w_on_destroy};
 
-static int watch_new(reign_group_watch **ret, reign_client *client, const char *name,
-                     const reign_group_watch_options *o, reign_group_list_cb *list_cb,
-                     void *userdata)
+static void w_free(reign_group_watch *base)
 {
-    if (!ret || !client)
-        return REIGN_EINVAL;
-    *ret = NULL;
-    int rc = reign__group_name_check(name);
-    if (rc < 0)
-        return rc;
-    if (!reign__client_zk(client))
-        return REIGN_ENOTSUP;
-    if (reign__client_closing(client))
-        return REIGN_ECLOSED;
-    reign_group_watch *w = reign__calloc(1, sizeof(*w));
+    zwatch *w = (zwatch *)base;
+    (void)reign__life_request_free(&w->life);
+    reign__zk_forget(w->zk, w);
+    if (reign__life_busy(&w->life))
+        return; /* inside one of our callbacks: freed when it returns */
+    w_destroy(w);
+}
+
+int reign__group_watch_zk(reign_group_watch **ret, reign_client *client, const char *name,
+                          const reign_group_watch_options *o, reign_group_list_cb *list_cb,
+                          void *userdata)
+{
+    zwatch *w = reign__calloc(1, sizeof(*w));
     if (!w)
         return REIGN_ENOMEM;
-    w->recipe.ops = &watch_ops;
+    w->head.recipe.ops = &watch_ops;
+    w->head.free = w_free;
     w->client = client;
     w->zk = reign__client_zk(client);
     w->log = reign__client_log(client);
     w->newest_per_id = o && o->newest_per_id;
     w->cb = o ? o->cb : NULL;
     w->list_cb = list_cb;
-    w->userdata = o ? o->userdata : userdata;
+    w->head.userdata = o ? o->userdata : userdata;
     reign__timer_init(&w->retry, w_retry_cb, w);
-    w->name = reign__strdup(name);
+    w->head.name = reign__strdup(name);
     w->dir = reign__group_path(name, NULL);
-    if (!w->name || !w->dir) {
-        reign__free(w->name);
+    if (!w->head.name || !w->dir) {
+        reign__free(w->head.name);
         reign__free(w->dir);
         reign__free(w);
         return REIGN_ENOMEM;
     }
-    reign__client_attach(client, &w->recipe);
+    reign__client_attach(client, &w->head.recipe);
+    int rc;
     if (reign__zk_connected(w->zk) && (rc = start_round(w)) < 0) {
         w_destroy(w);
         return rc;
     }
-    *ret = w;
+    *ret = &w->head;
     return 0;
-}
-
-int reign_group_watch_start(reign_group_watch **ret, reign_client *client, const char *name,
-                            const reign_group_watch_options *opts)
-{
-    reign_group_watch_options o = {0};
-    if (opts)
-        memcpy(&o, opts, opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o));
-    return watch_new(ret, client, name, &o, NULL, NULL);
-}
-
-int reign_group_list(reign_client *client, const char *name, reign_group_list_cb *cb,
-                     void *userdata)
-{
-    if (!cb)
-        return REIGN_EINVAL;
-    reign_group_watch *w;
-    return watch_new(&w, client, name, NULL, cb, userdata);
-}
-
-void reign_group_watch_members(const reign_group_watch *w, const reign_member **members, size_t *n)
-{
-    *members = w ? w->view : NULL;
-    *n = w ? w->n_view : 0;
-}
-
-const char *reign_group_watch_name(const reign_group_watch *w)
-{
-    return w->name;
-}
-
-void *reign_group_watch_userdata(const reign_group_watch *w)
-{
-    return w->userdata;
-}
-
-reign_group_watch *reign_group_watch_free(reign_group_watch *w)
-{
-    if (!w)
-        return NULL;
-    (void)reign__life_request_free(&w->life);
-    reign__zk_forget(w->zk, w);
-    if (reign__life_busy(&w->life))
-        return NULL; /* inside one of our callbacks: freed when it returns */
-    w_destroy(w);
-    return NULL;
 }

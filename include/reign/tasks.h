@@ -31,9 +31,9 @@
  * On a SQL store (SQLite, PostgreSQL, MariaDB) a queue is one table beside the
  * lease table, "<table>_tasks", one row per task (docs/tasks.md, "On a SQL
  * store"): submit, status, wait, list and delete work there, with the same
- * promises; the master and the worker need ZooKeeper still (they stand on
- * group membership): reign_tasks_master_start() and reign_tasks_worker_start()
- * return REIGN_ENOTSUP on a client of another store.
+ * promises; the master and the worker are not built there yet:
+ * reign_tasks_master_start() and reign_tasks_worker_start() return
+ * REIGN_ENOTSUP on a client of another store than ZooKeeper.
  */
 #ifndef REIGN_TASKS_H
 #define REIGN_TASKS_H

@@ -16,6 +16,7 @@
 
 #include "dialect.h"
 #include "layout.h"
+#include "side.h"
 
 void reign__task_row_clear(reign__task_row *r)
 {
@@ -53,82 +54,38 @@ bool reign__tasks_sql_name_parse(const char *name, char guid[17], int64_t *id)
 
 static const char *const required[] = {REIGN__TASKS_REQUIRED_COLUMNS};
 
-static int create_table(reign__sqlconn *c, char *err, size_t errlen)
-{
-    int rc = reign__sql_query(c, "creating the tasks table",
-                              "CREATE TABLE IF NOT EXISTS {K} ("
-                              "{ID}, "
-                              "data_center varchar(128) NOT NULL, "
-                              "queue_name varchar(180) NOT NULL, "
-                              "guid varchar(16) NOT NULL, "
-                              "state int NOT NULL, "
-                              "worker varchar(200), "
-                              "worker_guid varchar(64), "
-                              "term bigint, "
-                              "requeued int NOT NULL DEFAULT 0, "
-                              "data {BLOB}, "
-                              "exit_code int, "
-                              "exit_signal int, "
-                              "output {BLOB}, "
-                              "submitted_ms bigint NOT NULL, "
-                              "assigned_ms bigint, "
-                              "done_ms bigint, "
-                              "UNIQUE (data_center, queue_name, guid), "
-                              "UNIQUE (data_center, queue_name, state, id))"
-                              "{TABLE_OPTIONS}",
-                              NULL, 0, NULL, err, errlen);
-    if (rc >= 0)
-        reign__log(c->log, REIGN_LOG_INFO, "%s: made the tasks table of %s", c->store, c->table);
-    return rc < 0 ? rc : 0;
-}
-
-/* Checks an existing table's layout: 0 (usable, or *missing: no table), or REIGN_EFOREIGN. */
-static int check_layout(reign__sqlconn *c, bool *missing, char *err, size_t errlen)
-{
-    reign__sql_rows cols;
-    int rc = reign__sql_side_columns(c, REIGN__SQL_TASKS_SUFFIX, &cols, err, errlen);
-    if (rc < 0)
-        return rc;
-    *missing = cols.n_rows == 0;
-    for (size_t i = 0; !*missing && i < sizeof required / sizeof required[0]; i++) {
-        if (!reign__sql_has_column(&cols, required[i])) {
-            char name[REIGN__SQL_TABLE_MAX + 16];
-            reign__sql_side_table(c, REIGN__SQL_TASKS_SUFFIX, name, sizeof name, NULL, 0);
-            rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
-                                "table %s has no column %s: not a tasks table reign can use", name,
-                                required[i]);
-            break;
-        }
-    }
-    reign__sql_rows_free(&cols);
-    return rc;
-}
+#define CREATE                                                                                     \
+    "CREATE TABLE IF NOT EXISTS {K} ("                                                             \
+    "{ID}, "                                                                                       \
+    "data_center varchar(128) NOT NULL, "                                                          \
+    "queue_name varchar(180) NOT NULL, "                                                           \
+    "guid varchar(16) NOT NULL, "                                                                  \
+    "state int NOT NULL, "                                                                         \
+    "worker varchar(200), "                                                                        \
+    "worker_guid varchar(64), "                                                                    \
+    "term bigint, "                                                                                \
+    "requeued int NOT NULL DEFAULT 0, "                                                            \
+    "data {BLOB}, "                                                                                \
+    "exit_code int, "                                                                              \
+    "exit_signal int, "                                                                            \
+    "output {BLOB}, "                                                                              \
+    "submitted_ms bigint NOT NULL, "                                                               \
+    "assigned_ms bigint, "                                                                         \
+    "done_ms bigint, "                                                                             \
+    "UNIQUE (data_center, queue_name, guid), "                                                     \
+    "UNIQUE (data_center, queue_name, state, id))"                                                 \
+    "{TABLE_OPTIONS}"
 
 /* Makes or checks the table (once per connection).  *absent (may be NULL): there is none, and
  * make was false. */
 static int ensure(reign__sqlconn *c, bool make, bool *absent, char *err, size_t errlen)
 {
+    int rc = reign__sql_side_ensure(c, REIGN__SQL_TASKS_SUFFIX, "tasks", required,
+                                    sizeof required / sizeof required[0], make ? CREATE : NULL,
+                                    &c->tasks_ready, err, errlen);
     if (absent)
-        *absent = false;
-    if (c->tasks_ready)
-        return 0;
-    bool missing;
-    int rc = check_layout(c, &missing, err, errlen);
-    if (rc < 0)
-        return rc;
-    if (missing && !make) {
-        if (absent)
-            *absent = true;
-        return 0;
-    }
-    if (missing && (rc = create_table(c, err, errlen)) < 0) {
-        /* Another process may have made it at the same moment: look again. */
-        char ignored[256];
-        if (check_layout(c, &missing, ignored, sizeof ignored) < 0 || missing)
-            return rc;
-    }
-    c->tasks_ready = true;
-    return 0;
+        *absent = rc == 0 && !c->tasks_ready;
+    return rc;
 }
 
 /* ---- rows ------------------------------------------------------------------------------------ */

@@ -67,6 +67,41 @@ void reign__tasks_wait_stop(reign__tasks_wait *w);
  * requests that follow on the same session find them).  In tasks_bucket_zk.c. */
 void reign__tasks_make_dirs(reign__zk *zk, const char *queue);
 
+/* ---- the public master and worker: a head that either store's object starts with ------- */
+
+/* What tasks_api.c hands a worker's backend: options checked, concurrency and prefetch set. */
+typedef struct reign__tasks_worker_ops {
+    /* Arguments checked (task non-NULL, codes in range). */
+    int (*done)(reign_tasks_worker *w, const char *task, int exit_code, int signal,
+                const void *output, size_t output_len);
+    size_t (*running)(const reign_tasks_worker *w);
+    int64_t (*valid_until)(const reign_tasks_worker *w);
+    void (*free)(reign_tasks_worker *w); /* the whole of reign_tasks_worker_free() */
+} reign__tasks_worker_ops;
+
+struct reign_tasks_worker {
+    reign__recipe recipe; /* first: the client calls us through it */
+    const reign__tasks_worker_ops *ops;
+};
+
+typedef struct reign__tasks_master_ops {
+    int (*is_active)(const reign_tasks_master *m);
+    void (*free)(reign_tasks_master *m); /* the whole of reign_tasks_master_free() */
+} reign__tasks_master_ops;
+
+struct reign_tasks_master {
+    reign__recipe recipe; /* first: the client calls us through it */
+    const reign__tasks_master_ops *ops;
+};
+
+/* Each backend's constructor (tasks_worker_zk.c, tasks_master_zk.c): the queue's name and the
+ * options checked, o->concurrency and o->prefetch given their defaults, the client of its store and
+ * not closing. */
+int reign__tasks_worker_zk(reign_tasks_worker **ret, reign_client *client, const char *queue,
+                           const reign_tasks_worker_options *o);
+int reign__tasks_master_zk(reign_tasks_master **ret, reign_client *client, const char *queue,
+                           const reign_tasks_master_options *o);
+
 /* ---- the one-shot requests on a SQL store (tasks_sql.c) ---------------------------------- */
 
 typedef enum reign__tasks_sql_kind {

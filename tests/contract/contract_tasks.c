@@ -529,23 +529,9 @@ static void case_refusals(void)
     h_cand_close(c);
 }
 
-/* A store without masters and workers refuses them at once. */
-static void refused(void)
-{
-    h_cand *c = h_cand_new("refused", h_uri(NULL), NULL, NULL, NULL);
-    reign_tasks_master *m = NULL;
-    reign_tasks_master_options mo = {.size = sizeof(mo)};
-    H_RC(reign_tasks_master_start(&m, c->client, "q", &mo), REIGN_ENOTSUP);
-    reign_tasks_worker *w = NULL;
-    reign_tasks_worker_options wo = {.size = sizeof(wo), .id = "w"};
-    H_RC(reign_tasks_worker_start(&w, c->client, "q", &wo), REIGN_ENOTSUP);
-    H_CHECK(calls_back == 0);
-    h_cand_close(c);
-}
-
 int main(void)
 {
-    h_contract_init("contract_tasks", refused);
+    h_contract_init("contract_tasks", NULL);
     case_refusals();
     case_ops();
     case_burst();

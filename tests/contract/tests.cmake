@@ -70,6 +70,6 @@ endfunction()
 reign_contract(election STORES zk sqlite postgres mariadb)
 reign_contract(value STORES zk sqlite postgres mariadb)
 reign_contract(group STORES zk sqlite postgres mariadb)
-reign_contract(tasks STORES zk GAP "task masters and workers need zk")
+reign_contract(tasks STORES zk sqlite postgres mariadb)
 # Next, from their ZooKeeper tests: priority and designation (tests/integration/it_designate.c),
 # a line like group's until the SQL stores have them.

@@ -1,4 +1,4 @@
-# The task queue (issue 5): end-to-end scenarios driving `reign tasks` (test_tasks.py) and C
+# The task queue: end-to-end scenarios driving `reign tasks` (test_tasks.py) and C
 # integration tests that inject a lost reply into a submit (it_tasks_submit_connloss.c) and
 # into a move (it_tasks_move_connloss.c), through tests/integration/zk_fault.c.
 # Registered with the helpers of tests/integration/tests.cmake.
@@ -21,6 +21,16 @@ if(TARGET reign_cli)
       TIMEOUT 300 LABELS e2e tasks)
     reign_pg_test(NAME tasks_submit_cutoff_postgres
       COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py submit_cutoff postgres
+      TIMEOUT 300 LABELS e2e tasks)
+    # Masters and workers on each SQL store, through SIGKILLs and SIGSTOPs.
+    reign_sqlite_test(NAME tasks_faults_sqlite
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py faults sqlite
+      TIMEOUT 300 LABELS e2e tasks)
+    reign_mariadb_test(NAME tasks_faults_mariadb
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py faults mariadb
+      TIMEOUT 300 LABELS e2e tasks)
+    reign_pg_test(NAME tasks_faults_postgres
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py faults postgres
       TIMEOUT 300 LABELS e2e tasks)
   endif()
   reign_fault_test(NAME tasks_zk_restart

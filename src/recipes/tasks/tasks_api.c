@@ -1,7 +1,7 @@
 /*
  * tasks_api.c - the task queue's master and worker, public functions (<reign/tasks.h>): each
  * checks its arguments, then hands the request to the client's store (tasks_master_zk.c,
- * tasks_worker_zk.c; REIGN_ENOTSUP on the SQL stores for now), or to the object's own through
+ * tasks_master_sql.c, tasks_worker_zk.c, tasks_worker_sql.c), or to the object's own through
  * the head it starts with (tasks_internal.h).  Above the backends: they never call here.
  */
 #include <string.h>
@@ -26,7 +26,7 @@ int reign_tasks_master_start(reign_tasks_master **ret, reign_client *client, con
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
     return reign__client_zk(client) ? reign__tasks_master_zk(ret, client, queue, &o)
-                                    : REIGN_ENOTSUP;
+                                    : reign__tasks_master_sql(ret, client, queue, &o);
 }
 
 int reign_tasks_master_is_active(const reign_tasks_master *m)
@@ -64,7 +64,7 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
     return reign__client_zk(client) ? reign__tasks_worker_zk(ret, client, queue, &o)
-                                    : REIGN_ENOTSUP;
+                                    : reign__tasks_worker_sql(ret, client, queue, &o);
 }
 
 int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_code, int signal,

@@ -1,11 +1,15 @@
 /*
- * tasks_internal.h - what the task queue's files share: the one-shot requests (tasks_zk.c), the
- * master (tasks_master_zk.c), the worker (tasks_worker_zk.c), the client's payload buckets and the
- * queue's directories (tasks_bucket_zk.c) and the map of task names (tasks_map.c).  The queue's
- * tree, names, paths and records are in src/core/layout.h, with every other recipe's.
+ * tasks_internal.h - what the task queue's files share: the one-shot requests (tasks_zk.c,
+ * tasks_sql.c), the master and the worker's public functions (tasks_api.c) and each store's
+ * (tasks_master_zk.c, tasks_worker_zk.c, tasks_master_sql.c, tasks_worker_sql.c), the client's
+ * payload buckets and the queue's directories (tasks_bucket_zk.c) and the map of task names
+ * (tasks_map.c).  The queue's tree, names, paths and records are in src/core/layout.h, with every
+ * other recipe's; its SQL table in src/sql/tasks.h.
  *
- * Who calls whom, with no circle: tasks_zk.c, tasks_master_zk.c and tasks_worker_zk.c call
- * tasks_bucket_zk.c and tasks_map.c; those two call only layout.c and the layers below.
+ * Who calls whom, with no circle: tasks_api.c calls the four backends; tasks_zk.c,
+ * tasks_master_zk.c and tasks_worker_zk.c call tasks_bucket_zk.c and tasks_map.c; the SQL
+ * master and worker call tasks_map.c and src/sql/tasks.c; tasks_bucket_zk.c and tasks_map.c
+ * call only layout.c and the layers below.
  */
 #ifndef REIGN_TASKS_INTERNAL_H
 #define REIGN_TASKS_INTERNAL_H
@@ -94,13 +98,17 @@ struct reign_tasks_master {
     const reign__tasks_master_ops *ops;
 };
 
-/* Each backend's constructor (tasks_worker_zk.c, tasks_master_zk.c): the queue's name and the
- * options checked, o->concurrency and o->prefetch given their defaults, the client of its store and
- * not closing. */
+/* Each backend's constructor (tasks_worker_zk.c, tasks_worker_sql.c, tasks_master_zk.c,
+ * tasks_master_sql.c): the queue's name and the options checked, o->concurrency and o->prefetch
+ * given their defaults, the client of its store and not closing. */
 int reign__tasks_worker_zk(reign_tasks_worker **ret, reign_client *client, const char *queue,
                            const reign_tasks_worker_options *o);
+int reign__tasks_worker_sql(reign_tasks_worker **ret, reign_client *client, const char *queue,
+                            const reign_tasks_worker_options *o);
 int reign__tasks_master_zk(reign_tasks_master **ret, reign_client *client, const char *queue,
                            const reign_tasks_master_options *o);
+int reign__tasks_master_sql(reign_tasks_master **ret, reign_client *client, const char *queue,
+                            const reign_tasks_master_options *o);
 
 /* ---- the one-shot requests on a SQL store (tasks_sql.c) ---------------------------------- */
 

@@ -263,8 +263,11 @@ static void on_round(void *owner, void *arg, const reign__sqlw_result *res)
         if (e && !e->worker)
             e->worker = reign__strdup(c->taken[i].worker);
     }
+    if (res->rc == REIGN_ECLOSED)
+        goto out; /* the client is closing */
     if (res->rc < 0 && !c->deposed) {
-        report(m, res->rc, "assigning");
+        if (res->rc != REIGN_ECONNLOSS && res->rc != REIGN_ETIMEDOUT)
+            report(m, res->rc, "assigning"); /* a lost answer: the next round settles it */
         if (reign__life_live(&m->life))
             later(m, RETRY_MS);
         goto out;

@@ -267,6 +267,8 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *res)
         read_mine(w); /* about a registration of ours that is gone */
         goto out;
     }
+    if (res->rc == REIGN_ECLOSED)
+        goto out; /* the client is closing: nothing more to read */
     if (res->rc < 0) {
         if (!lost(res->rc))
             report(w, res->rc, "reading our tasks");
@@ -416,6 +418,8 @@ static void on_finished(void *owner, void *arg, const reign__sqlw_result *res)
         }
         goto out;
     }
+    if (rc == REIGN_ECLOSED)
+        goto out; /* the client is closing: the master gives the task to another worker */
     /* Landed or not: the same statement, sent again, finds the result if it did. */
     if (!lost(rc))
         report(w, rc, "recording a result");

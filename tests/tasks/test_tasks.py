@@ -369,6 +369,13 @@ while not os.path.exists(os.environ["RELEASE"]):
 """
 
 
+def sql_queue(t, store, **kw):
+    """A queue on a SQL store (tests/e2e_sql/sqle.py's: its shared server, or a SQLite file in
+    the test's directory) with the short lease; and the store."""
+    s = sqle.Store(t, store, table=sqle.table_name("tq"))
+    return Queue(t, None, uri=s.uri(), session_ms=sqle.LEASE["lease_ms"], **kw), s
+
+
 def stop_worker(t):
     q = Queue(t, t.shared_hosts(), session_ms=2000)
     stamps, release = os.path.join(t.dir, "stamps"), os.path.join(t.dir, "release")
@@ -501,9 +508,8 @@ def submit_cutoff(t, store="zk"):
 
 
 def faults(t, store):
-    s = sqle.Store(t, store, table=sqle.table_name("tq"))
     lease_s = sqle.LEASE["lease_ms"] / 1000
-    q = Queue(t, None, uri=s.uri(), session_ms=sqle.LEASE["lease_ms"], delay="0.05")
+    q = sql_queue(t, store, delay="0.05")[0]
     n = 60 if store == "sqlite" else 200
     ms = [q.master(f"m{i}") for i in range(2)]
     ws = [q.worker(f"w{i}") for i in range(4)]

@@ -23,15 +23,17 @@ if(TARGET reign_cli)
       COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py submit_cutoff postgres
       TIMEOUT 300 LABELS e2e tasks)
     # Masters and workers on each SQL store, through SIGKILLs and SIGSTOPs.
-    reign_sqlite_test(NAME tasks_faults_sqlite
-      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py faults sqlite
-      TIMEOUT 300 LABELS e2e tasks)
-    reign_mariadb_test(NAME tasks_faults_mariadb
-      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py faults mariadb
-      TIMEOUT 300 LABELS e2e tasks)
-    reign_pg_test(NAME tasks_faults_postgres
-      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py faults postgres
-      TIMEOUT 300 LABELS e2e tasks)
+    foreach(scenario faults)
+      reign_sqlite_test(NAME tasks_${scenario}_sqlite
+        COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario} sqlite
+        TIMEOUT 300 LABELS e2e tasks)
+      reign_mariadb_test(NAME tasks_${scenario}_mariadb
+        COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario} mariadb
+        TIMEOUT 300 LABELS e2e tasks)
+      reign_pg_test(NAME tasks_${scenario}_postgres
+        COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario} postgres
+        TIMEOUT 300 LABELS e2e tasks)
+    endforeach()
   endif()
   reign_fault_test(NAME tasks_zk_restart
     COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py zk_restart

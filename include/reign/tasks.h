@@ -1,6 +1,6 @@
 /*
- * reign/tasks.h - a master-worker task queue on ZooKeeper (the ZooKeeper
- * book's master-worker example made a job queue; docs/tasks.md).
+ * reign/tasks.h - a master-worker task queue on ZooKeeper and the SQL stores
+ * (the ZooKeeper book's master-worker example made a job queue; docs/tasks.md).
  *
  * Clients submit tasks (an opaque payload) to a named queue.  One master,
  * elected among any number of standby masters, assigns each task to one live
@@ -26,8 +26,15 @@
  * All callbacks run inside reign_client_process() on the loop thread (see
  * <reign/client.h>).  From a callback you may call any function here,
  * including the *_free() function of the object calling back.  A call that
- * fails never calls back.  Task queues need ZooKeeper: on a client of another
- * store every function here returns REIGN_ENOTSUP.
+ * fails never calls back.
+ *
+ * On a SQL store (SQLite, PostgreSQL, MariaDB) a queue is one table beside the
+ * lease table, "<table>_tasks", one row per task (docs/tasks.md, "On a SQL
+ * store"), with the same functions and promises: the master is the lease
+ * election "tasks.Q" and each of its writes is fenced by its lease (its term);
+ * a worker is a registration in the group "tasks.Q" and its result is written
+ * only while the task's row names that registration.  Where this file speaks
+ * of ZooKeeper's nodes and multis, the SQL store has the row and one UPDATE.
  */
 #ifndef REIGN_TASKS_H
 #define REIGN_TASKS_H
@@ -280,7 +287,10 @@ REIGN_EXPORT size_t reign_tasks_worker_running(const reign_tasks_worker *worker)
  * five times per session timeout (as a leader does), so in normal operation this stays more
  * than half a session timeout ahead; when it passes with the connection suspended, running
  * tasks get CANCEL.  0 until the worker's first write on a session has been answered, and
- * from the moment the session may be lost until it is proven again.  Read it again every turn
+ * from the moment the session may be lost until it is proven again.  On a SQL store it is the
+ * client's SQL session's bound (the send of its last renewal, plus the lease, minus the
+ * margin), 0 while the worker is not registered: its registration's row, which the master
+ * waits for to be gone, outlives that bound.  Read it again every turn
  * of the loop: it moves on by itself.
  */
 REIGN_EXPORT int64_t reign_tasks_worker_valid_until_ns(const reign_tasks_worker *worker);

@@ -72,8 +72,6 @@ static int refused(cli *c, int err, const char *what, const char *value)
     cli_quote(value ? value : "", q, sizeof(q));
     if (err == REIGN_ENAME && !strcmp(what, "task id"))
         cli_error(c, "illegal task id '%s' (ids look like t_<16 hex digits>_<10 digits>)", q);
-    else if (err == REIGN_ENOTSUP)
-        cli_error(c, "task queues need ZooKeeper: give a zk:// URI (--uri or REIGN_URI)");
     else if (err == REIGN_ENAME)
         cli_error(c, "illegal %s '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -, not '.' or '..')",
                   what, q,

@@ -351,3 +351,9 @@ void reign__sql_session_leave(reign_client *c, reign__sql_session_user *u)
             break;
         }
 }
+
+int64_t reign__sql_session_valid_until(reign_client *c)
+{
+    keeper *k = (keeper *)reign__client_find(c, &keeper_ops);
+    return k && k->state == K_LIVE ? k->valid_until : 0;
+}

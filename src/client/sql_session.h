@@ -42,4 +42,9 @@ int reign__sql_session_join(reign_client *c, reign__sql_session_user *u);
 /* No call to u after this.  NULL-safe in u. */
 void reign__sql_session_leave(reign_client *c, reign__sql_session_user *u);
 
+/* Until when (CLOCK_MONOTONIC) the client's session cannot be lost on the server, nor
+ * anything that lives in it deleted: the send of its last successful open or renewal + lease -
+ * margin (a reaper waits a whole lease from the last beat it saw).  0 while no session is up. */
+int64_t reign__sql_session_valid_until(reign_client *c);
+
 #endif

@@ -1,7 +1,7 @@
 /*
  * layout.h - what reign stores, in one place: the ZooKeeper tree, the names of its nodes, the
  * keys of its records (record.h has their text form) and the names and columns of its SQL side
- * tables (runs, values, candidates, beside the lease table), as
+ * tables (runs, values, candidates, tasks, beside the lease table), as
  * named constants, with the parsers of names and records beside them (layout.c).  Every recipe
  * and backend writes and reads through these; a change here is a change of the stored format,
  * which CHANGELOG.md records and, once released, keeps readable.
@@ -147,10 +147,16 @@
     "candidates"                              /* {C}: listed candidates (src/sql/candidates.c) */
 #define REIGN__SQL_SESSIONS_SUFFIX "sessions" /* {S}: client sessions (src/sql/sessions.c) */
 #define REIGN__SQL_MEMBERS_SUFFIX  "members"  /* {M}: group members (src/sql/members.c) */
+#define REIGN__SQL_TASKS_SUFFIX    "tasks"    /* {K}: task queues (src/sql/tasks.c) */
 
 /* The columns a values table must have to be used. */
 #define REIGN__VALUES_REQUIRED_COLUMNS                                                             \
     "data_center", "value_key", "version", "data", "czxid", "mzxid", "created_ms", "modified_ms"
+/* The columns a tasks table must have to be used. */
+#define REIGN__TASKS_REQUIRED_COLUMNS                                                              \
+    "id", "data_center", "queue_name", "guid", "state", "worker", "worker_guid", "term",           \
+        "requeued", "data", "exit_code", "exit_signal", "output", "submitted_ms", "assigned_ms",   \
+        "done_ms"
 /* The columns a candidates table must have to be used. */
 #define REIGN__CANDIDATES_REQUIRED_COLUMNS                                                         \
     "data_center", "lock_name", "guid", "owner", "payload", "joined_ms", "expires_ms"

@@ -66,6 +66,8 @@ struct reign__sqlconn {
     bool candidates_ready;
     /* The sessions and members tables were checked or made (sessions.c, members.c). */
     bool sessions_ready, members_ready;
+    /* The tasks table was checked or made (tasks.c). */
+    bool tasks_ready;
 };
 
 /*

@@ -643,13 +643,14 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
             p += 3;
             continue;
         }
-        if (p[0] == '{' && p[1] && strchr("RVCSM", p[1]) && p[2] == '}') {
+        if (p[0] == '{' && p[1] && strchr("RVCSMK", p[1]) && p[2] == '}') {
             /* A side table's name, made (and checked) only where a statement names it. */
             char side[REIGN__SQL_TABLE_MAX + 16];
             const char *suffix = p[1] == 'R'   ? REIGN__SQL_RUNS_SUFFIX
                                  : p[1] == 'V' ? REIGN__SQL_VALUES_SUFFIX
                                  : p[1] == 'C' ? REIGN__SQL_CANDIDATES_SUFFIX
                                  : p[1] == 'S' ? REIGN__SQL_SESSIONS_SUFFIX
+                                 : p[1] == 'K' ? REIGN__SQL_TASKS_SUFFIX
                                                : REIGN__SQL_MEMBERS_SUFFIX;
             if ((rc = reign__sql_side_table(c, suffix, side, sizeof side, err, errlen))) {
                 reign__buf_free(&b);

@@ -335,7 +335,8 @@ int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size
  *   {V}  the values table, "<lease table>_values"
  *   {C}  the candidates table, "<lease table>_candidates"
  *   {S}  the sessions table, "<lease table>_sessions"
- *   {M}  the members table, "<lease table>_members" (all quoted)
+ *   {M}  the members table, "<lease table>_members"
+ *   {K}  the tasks table, "<lease table>_tasks" (all quoted)
  *   {1}..{9}  parameter N of args  {NOW}  the database's clock as Unix ms (a bigint)
  *   {BEGIN}  the start of a writing transaction   {FOR_UPDATE}  a row lock, where needed
  *   {ON_CONFLICT}  ", skip a duplicate key" (at the end of an INSERT), where needed

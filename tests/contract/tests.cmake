@@ -76,5 +76,4 @@ reign_contract(election TITLE "Elections: leader, observers, cede, fencing token
 reign_contract(value TITLE "Watched values with compare-and-set" STORES zk sqlite postgres mariadb)
 reign_contract(group TITLE "Group membership, members watched" STORES zk sqlite postgres mariadb)
 reign_contract(designation TITLE "Priorities, preemption, designation" STORES zk sqlite postgres mariadb)
-# Next, from its ZooKeeper tests: tasks (tests/tasks/), a line like group's until the SQL stores
-# have it.
+reign_contract(tasks TITLE "Task queue: master, workers, exactly-once results" STORES zk sqlite postgres mariadb)

@@ -27,6 +27,8 @@
  *            (its client freed with no guardian) is gone once its row expired, one lease later;
  *            reign rm refuses the election while they stand, and once all have left removes
  *            its lease row with all its candidates rows, expired ones too
+ *   tasks    the task queue's statements (src/sql/tasks.h, sql_tasks.c has the list)
+ *   tasks_api  submit, status, wait, list and delete through the public API (sql_tasks.c)
  *
  * What every store promises (the values' operations, refusals, payloads, bursts and races; the
  * elections' listing order and payloads, resign and cede hand-overs, ...) is
@@ -47,6 +49,7 @@
 
 #include "client/config.h"
 #include "harness.h"
+#include "recipes.h"
 #include "sql.h"
 
 /* Clients without a guardian, as before the harness: the candidates scenario's child must die
@@ -64,8 +67,7 @@ static h_cand *client_new(const char *label, const char *dc)
 
 /* ---- rows behind reign's back ---------------------------------------------------------------- */
 
-/* A connection to the store and table of h_uri(), as reign's clients read that URI. */
-static reign__sqlconn *raw_connect(void)
+reign__sqlconn *raw_connect(void)
 {
     reign__client_config cfg;
     char err[512] = "";
@@ -490,7 +492,7 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "listed-child"))
         listed_child(argv[2], argv[3]);
     if (argc != 2) {
-        fprintf(stderr, "usage: %s ops|foreign|watch|candidates\n", argv[0]);
+        fprintf(stderr, "usage: %s ops|foreign|watch|candidates|tasks|tasks_api\n", argv[0]);
         return 2;
     }
     const char *scenario = argv[1];
@@ -509,6 +511,10 @@ int main(int argc, char **argv)
         scenario_foreign();
     else if (!strcmp(scenario, "candidates"))
         scenario_candidates(exe);
+    else if (!strcmp(scenario, "tasks"))
+        scenario_tasks();
+    else if (!strcmp(scenario, "tasks_api"))
+        scenario_tasks_api();
     else {
         fprintf(stderr, "unknown scenario %s\n", scenario);
         return 2;

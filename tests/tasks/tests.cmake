@@ -1,4 +1,4 @@
-# The task queue (issue 5): end-to-end scenarios driving `reign tasks` (test_tasks.py) and C
+# The task queue: end-to-end scenarios driving `reign tasks` (test_tasks.py) and C
 # integration tests that inject a lost reply into a submit (it_tasks_submit_connloss.c) and
 # into a move (it_tasks_move_connloss.c), through tests/integration/zk_fault.c.
 # Registered with the helpers of tests/integration/tests.cmake.
@@ -14,6 +14,27 @@ if(TARGET reign_cli)
   reign_zk_test(NAME tasks_kill_worker_guardian
     COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py kill_worker_guardian
     TIMEOUT 120 LABELS e2e tasks guardian)
+  # The same submits through a resetting proxy, to the shared SQL servers (tests/sql/tests.cmake).
+  if(COMMAND reign_mariadb_test)
+    reign_mariadb_test(NAME tasks_submit_cutoff_mariadb
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py submit_cutoff mariadb
+      TIMEOUT 300 LABELS e2e tasks)
+    reign_pg_test(NAME tasks_submit_cutoff_postgres
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py submit_cutoff postgres
+      TIMEOUT 300 LABELS e2e tasks)
+    # Masters and workers on each SQL store, through SIGKILLs and SIGSTOPs.
+    foreach(scenario faults)
+      reign_sqlite_test(NAME tasks_${scenario}_sqlite
+        COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario} sqlite
+        TIMEOUT 300 LABELS e2e tasks)
+      reign_mariadb_test(NAME tasks_${scenario}_mariadb
+        COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario} mariadb
+        TIMEOUT 300 LABELS e2e tasks)
+      reign_pg_test(NAME tasks_${scenario}_postgres
+        COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario} postgres
+        TIMEOUT 300 LABELS e2e tasks)
+    endforeach()
+  endif()
   reign_fault_test(NAME tasks_zk_restart
     COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py zk_restart
     TIMEOUT 300 LABELS e2e tasks)

@@ -1,11 +1,15 @@
 /*
- * tasks_internal.h - what the task queue's files share: the one-shot requests (tasks_zk.c), the
- * master (tasks_master_zk.c), the worker (tasks_worker_zk.c), the client's payload buckets and the
- * queue's directories (tasks_bucket_zk.c) and the map of task names (tasks_map.c).  The queue's
- * tree, names, paths and records are in src/core/layout.h, with every other recipe's.
+ * tasks_internal.h - what the task queue's files share: the one-shot requests (tasks_zk.c,
+ * tasks_sql.c), the master and the worker's public functions (tasks_api.c) and each store's
+ * (tasks_master_zk.c, tasks_worker_zk.c, tasks_master_sql.c, tasks_worker_sql.c), the client's
+ * payload buckets and the queue's directories (tasks_bucket_zk.c) and the map of task names
+ * (tasks_map.c).  The queue's tree, names, paths and records are in src/core/layout.h, with every
+ * other recipe's; its SQL table in src/sql/tasks.h.
  *
- * Who calls whom, with no circle: tasks_zk.c, tasks_master_zk.c and tasks_worker_zk.c call
- * tasks_bucket_zk.c and tasks_map.c; those two call only layout.c and the layers below.
+ * Who calls whom, with no circle: tasks_api.c calls the four backends; tasks_zk.c,
+ * tasks_master_zk.c and tasks_worker_zk.c call tasks_bucket_zk.c and tasks_map.c; the SQL
+ * master and worker call tasks_map.c and src/sql/tasks.c; tasks_bucket_zk.c and tasks_map.c
+ * call only layout.c and the layers below.
  */
 #ifndef REIGN_TASKS_INTERNAL_H
 #define REIGN_TASKS_INTERNAL_H
@@ -66,6 +70,77 @@ void reign__tasks_wait_stop(reign__tasks_wait *w);
 /* Creates the queue's directories if they are missing (no callback; the
  * requests that follow on the same session find them).  In tasks_bucket_zk.c. */
 void reign__tasks_make_dirs(reign__zk *zk, const char *queue);
+
+/* ---- the public master and worker: a head that either store's object starts with ------- */
+
+/* What tasks_api.c hands a worker's backend: options checked, concurrency and prefetch set. */
+typedef struct reign__tasks_worker_ops {
+    /* Arguments checked (task non-NULL, codes in range). */
+    int (*done)(reign_tasks_worker *w, const char *task, int exit_code, int signal,
+                const void *output, size_t output_len);
+    size_t (*running)(const reign_tasks_worker *w);
+    int64_t (*valid_until)(const reign_tasks_worker *w);
+    void (*free)(reign_tasks_worker *w); /* the whole of reign_tasks_worker_free() */
+} reign__tasks_worker_ops;
+
+struct reign_tasks_worker {
+    reign__recipe recipe; /* first: the client calls us through it */
+    const reign__tasks_worker_ops *ops;
+};
+
+typedef struct reign__tasks_master_ops {
+    int (*is_active)(const reign_tasks_master *m);
+    void (*free)(reign_tasks_master *m); /* the whole of reign_tasks_master_free() */
+} reign__tasks_master_ops;
+
+struct reign_tasks_master {
+    reign__recipe recipe; /* first: the client calls us through it */
+    const reign__tasks_master_ops *ops;
+};
+
+/* Each backend's constructor (tasks_worker_zk.c, tasks_worker_sql.c, tasks_master_zk.c,
+ * tasks_master_sql.c): the queue's name and the options checked, o->concurrency and o->prefetch
+ * given their defaults, the client of its store and not closing. */
+int reign__tasks_worker_zk(reign_tasks_worker **ret, reign_client *client, const char *queue,
+                           const reign_tasks_worker_options *o);
+int reign__tasks_worker_sql(reign_tasks_worker **ret, reign_client *client, const char *queue,
+                            const reign_tasks_worker_options *o);
+int reign__tasks_master_zk(reign_tasks_master **ret, reign_client *client, const char *queue,
+                           const reign_tasks_master_options *o);
+int reign__tasks_master_sql(reign_tasks_master **ret, reign_client *client, const char *queue,
+                            const reign_tasks_master_options *o);
+
+/* ---- the one-shot requests on a SQL store (tasks_sql.c) ---------------------------------- */
+
+typedef enum reign__tasks_sql_kind {
+    REIGN__TASKS_SQL_SUBMIT = 1,
+    REIGN__TASKS_SQL_STATUS,
+    REIGN__TASKS_SQL_WAIT,
+    REIGN__TASKS_SQL_LIST,
+    REIGN__TASKS_SQL_DELETE
+} reign__tasks_sql_kind;
+
+/* A public entry point's request, its arguments checked but for the names (copied). */
+typedef struct reign__tasks_sql_req {
+    reign__tasks_sql_kind kind;
+    const char *queue;
+    const char *task; /* STATUS, WAIT, DELETE */
+    const void *data; /* SUBMIT */
+    size_t len;
+    reign_tasks_submit_cb *submit_cb;
+    reign_tasks_info_cb *info_cb; /* STATUS, WAIT */
+    reign_tasks_list_cb *list_cb;
+    reign_tasks_done_cb *done_cb; /* DELETE */
+    void *userdata;
+} reign__tasks_sql_req;
+
+/* Starts a request on the SQL client `client`: 0 (it calls back once), or a negative code (it
+ * never calls back): REIGN_ENAME, REIGN_ECLOSED, REIGN_ENOMEM. */
+int reign__tasks_sql_request(reign_client *client, const reign__tasks_sql_req *r);
+
+/* A task's row of a SQL store (src/sql/tasks.h) as <reign/tasks.h>'s info, borrowing from it. */
+struct reign__task_row;
+void reign__tasks_sql_info(const struct reign__task_row *r, reign_task_info *info);
 
 /* ---- a small map from task names, for the master and the worker (tasks_map.c) ---------- */
 

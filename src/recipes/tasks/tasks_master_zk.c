@@ -44,8 +44,8 @@ typedef struct worker {
     bool listing, dirty; /* a listing of assign/W in flight; W changed since the last one */
 } worker;
 
-struct reign_tasks_master {
-    reign__recipe recipe; /* first: the client calls us through it */
+typedef struct zmaster {
+    reign_tasks_master head; /* first: the client calls us through it; tasks_api.c too */
     reign_client *client;
     reign__zk *zk;
     const reign__logger *log;
@@ -70,12 +70,12 @@ struct reign_tasks_master {
     int recovering;     /* outstanding reads of the recovery */
     reign__timer timer; /* retention sweep */
     struct targ *args;  /* the arguments of requests in flight */
-};
+} zmaster;
 
 #define ARG(m)      REIGN__LIFE_ARG(&(m)->life, 0, 0)
 #define STALE(m, a) (reign__life_stale(&(m)->life, (a), 0) || !(m)->leading)
 
-static void master_destroy(reign_tasks_master *m);
+static void master_destroy(zmaster *m);
 
 /*
  * Arguments of requests in flight are linked into the master, because
@@ -88,7 +88,7 @@ typedef struct targ {
     uintptr_t epoch;
 } targ;
 
-static void *targ_new(reign_tasks_master *m, size_t n, void (*dtor)(void *p))
+static void *targ_new(zmaster *m, size_t n, void (*dtor)(void *p))
 {
     targ *h = reign__calloc(1, sizeof(targ) + n);
     if (!h)
@@ -107,7 +107,7 @@ static uintptr_t targ_epoch(void *p)
     return ((targ *)p - 1)->epoch;
 }
 
-static void targ_free(reign_tasks_master *m, void *p)
+static void targ_free(zmaster *m, void *p)
 {
     if (!p)
         return;
@@ -123,34 +123,34 @@ static void targ_free(reign_tasks_master *m, void *p)
     reign__free(h);
 }
 
-static void targ_free_all(reign_tasks_master *m)
+static void targ_free_all(zmaster *m)
 {
     while (m->args)
         targ_free(m, m->args + 1);
 }
 
-static void assign_more(reign_tasks_master *m);
-static void list_tasks(reign_tasks_master *m);
-static void refresh_worker(reign_tasks_master *m, worker *w);
+static void assign_more(zmaster *m);
+static void list_tasks(zmaster *m);
+static void refresh_worker(zmaster *m, worker *w);
 
-static void enter(reign_tasks_master *m)
+static void enter(zmaster *m)
 {
     reign__life_enter(&m->life);
 }
 
-static void leave(reign_tasks_master *m)
+static void leave(zmaster *m)
 {
     if (reign__life_leave(&m->life))
         master_destroy(m);
 }
 
-static void emit(reign_tasks_master *m, reign_tasks_event *ev)
+static void emit(zmaster *m, reign_tasks_event *ev)
 {
     if (m->cb && reign__life_live(&m->life))
-        m->cb(m, ev, m->userdata);
+        m->cb(&m->head, ev, m->userdata);
 }
 
-static void report(reign_tasks_master *m, int err, const char *what)
+static void report(zmaster *m, int err, const char *what)
 {
     reign__log(m->log, REIGN_LOG_WARN, "tasks %s: %s: %s", m->queue, what, reign_strerror(err));
     reign_tasks_event ev = {.type = REIGN_TASKS_ERROR, .error = err, .message = what};
@@ -159,7 +159,7 @@ static void report(reign_tasks_master *m, int err, const char *what)
 
 /* ---- workers -------------------------------------------------------------- */
 
-static worker *find_worker(reign_tasks_master *m, const char *id)
+static worker *find_worker(zmaster *m, const char *id)
 {
     for (size_t i = 0; i < m->n_workers; i++)
         if (!strcmp(m->workers[i].id, id))
@@ -167,7 +167,7 @@ static worker *find_worker(reign_tasks_master *m, const char *id)
     return NULL;
 }
 
-static worker *add_worker(reign_tasks_master *m, const char *id)
+static worker *add_worker(zmaster *m, const char *id)
 {
     worker *w = find_worker(m, id);
     if (w)
@@ -186,7 +186,7 @@ static worker *add_worker(reign_tasks_master *m, const char *id)
     return w;
 }
 
-static void clear_state(reign_tasks_master *m)
+static void clear_state(zmaster *m)
 {
     for (size_t i = 0; i < m->n_workers; i++)
         reign__free(m->workers[i].id);
@@ -208,7 +208,7 @@ static void clear_state(reign_tasks_master *m)
 }
 
 /* The worker for the next task, or NULL if every live one is full. */
-static worker *choose(reign_tasks_master *m)
+static worker *choose(zmaster *m)
 {
     worker *best = NULL;
     size_t n_free = 0;
@@ -256,13 +256,13 @@ static void move_dtor(void *p)
 #define move_free(mv)   targ_free(m, (mv))
 #define MV_STALE(m, mv) (!reign__life_current(&(m)->life, targ_epoch(mv)) || !(m)->leading)
 
-static void unhold(reign_tasks_master *m, const char *task);
+static void unhold(zmaster *m, const char *task);
 
-static void hold(reign_tasks_master *m, const char *task, const char *wid, int flags);
+static void hold(zmaster *m, const char *task, const char *wid, int flags);
 
 /* Gives up a move whose task is gone or not ours to move: it is no longer held (a pending
  * task that is still there is offered again by the next listing). */
-static void drop_move(reign_tasks_master *m, move *mv)
+static void drop_move(zmaster *m, move *mv)
 {
     unhold(m, mv->task);
     move_free(mv);
@@ -270,7 +270,7 @@ static void drop_move(reign_tasks_master *m, move *mv)
 
 /* Gives up a move after an error: the task stays where it is, a dead worker's task held
  * on that worker again (moved on the next change), a pending one unheld (next listing). */
-static void abandon_move(reign_tasks_master *m, move *mv)
+static void abandon_move(zmaster *m, move *mv)
 {
     if (mv->from)
         hold(m, mv->task, mv->from, 0);
@@ -279,7 +279,7 @@ static void abandon_move(reign_tasks_master *m, move *mv)
     move_free(mv);
 }
 
-static void unhold(reign_tasks_master *m, const char *task)
+static void unhold(zmaster *m, const char *task)
 {
     reign__tmap_entry *e = reign__tmap_get(&m->held, task);
     if (!e)
@@ -290,7 +290,7 @@ static void unhold(reign_tasks_master *m, const char *task)
     reign__tmap_del(&m->held, e);
 }
 
-static void hold(reign_tasks_master *m, const char *task, const char *wid, int flags)
+static void hold(zmaster *m, const char *task, const char *wid, int flags)
 {
     reign__tmap_entry *e = reign__tmap_put(&m->held, task);
     if (!e)
@@ -309,7 +309,7 @@ static void hold(reign_tasks_master *m, const char *task, const char *wid, int f
 }
 
 /* The move happened (its multi was answered, or found done after a lost answer). */
-static void moved(reign_tasks_master *m, move *mv)
+static void moved(zmaster *m, move *mv)
 {
     reign__tmap_entry *e = reign__tmap_get(&m->held, mv->task);
     if (e && e->worker && !strcmp(e->worker, mv->to)) {
@@ -331,14 +331,14 @@ static void moved(reign_tasks_master *m, move *mv)
 
 /* The source is gone and the move did not happen: the task was finished by the worker we
  * took it for dead, or deleted.  Nothing to assign. */
-static void source_gone(reign_tasks_master *m, move *mv)
+static void source_gone(zmaster *m, move *mv)
 {
     drop_move(m, mv);
     if (reign__life_live(&m->life))
         assign_more(m);
 }
 
-static void send_move(reign_tasks_master *m, move *mv);
+static void send_move(zmaster *m, move *mv);
 
 /*
  * The multi's answer was lost: did it happen?  Its source is deleted by it and by nothing
@@ -350,7 +350,7 @@ static void send_move(reign_tasks_master *m, move *mv);
  */
 static void on_source_checked(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     move *mv = arg;
     enter(m);
     if (MV_STALE(m, mv)) {
@@ -373,7 +373,7 @@ static void on_source_checked(void *owner, void *arg, const reign__zk_result *r)
 
 static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     move *mv = arg;
     enter(m);
     if (MV_STALE(m, mv)) {
@@ -419,7 +419,7 @@ out:
  * never reads the task: the multi checks that the payload is there instead.  A dead worker's
  * task is moved the same way (its payload stays where it is).
  */
-static void send_move(reign_tasks_master *m, move *mv)
+static void send_move(zmaster *m, move *mv)
 {
     reign__zk_mop ops[4] = {{.type = REIGN__ZK_MCHECK, .path = m->check_path, .version = -1}};
     size_t n = 1;
@@ -434,7 +434,7 @@ static void send_move(reign_tasks_master *m, move *mv)
 }
 
 /* Starts moving `task` from tasks/ (from == NULL) or from dead worker `from` to w. */
-static bool start_move(reign_tasks_master *m, const char *task, const char *from, worker *w)
+static bool start_move(zmaster *m, const char *task, const char *from, worker *w)
 {
     move *mv = targ_new(m, sizeof(*mv), move_dtor);
     if (!mv)
@@ -461,7 +461,7 @@ static bool start_move(reign_tasks_master *m, const char *task, const char *from
  * while some live worker has room. */
 /* Whether some task is held by a worker that is gone (or unknown): only then is the whole
  * map scanned, not at every assignment. */
-static bool someone_to_move(const reign_tasks_master *m)
+static bool someone_to_move(const zmaster *m)
 {
     size_t counted = 0;
     for (size_t i = 0; i < m->n_workers; i++) {
@@ -472,7 +472,7 @@ static bool someone_to_move(const reign_tasks_master *m)
     return counted < m->held.n; /* held on a worker we do not know (hold() counts known ones) */
 }
 
-static void assign_more(reign_tasks_master *m)
+static void assign_more(zmaster *m)
 {
     if (!m->active)
         return;
@@ -521,7 +521,7 @@ static void assign_more(reign_tasks_master *m)
 
 static void on_tasks_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     (void)ev;
     (void)path;
     if (STALE(m, arg))
@@ -537,7 +537,7 @@ static void on_tasks_event(void *owner, void *arg, reign__zk_event ev, const cha
 
 static void on_tasks_listed(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     enter(m);
     if (STALE(m, arg))
         goto out;
@@ -574,7 +574,7 @@ out:
     leave(m);
 }
 
-static void list_tasks(reign_tasks_master *m)
+static void list_tasks(zmaster *m)
 {
     if (m->tasks_listing)
         return; /* tasks_dirty: again after this one */
@@ -619,13 +619,13 @@ static void dref_dtor(void *p)
     reign__free(((dref *)p)->worker);
 }
 
-static void list_worker(reign_tasks_master *m, worker *w);
+static void list_worker(zmaster *m, worker *w);
 
 /* Lists W if its count may be out of date and that matters now: W holds as many tasks as it
  * runs at once, so it may soon have room that we do not see, or W is gone and holds tasks to
  * move.  Waiting until W looks full would leave it idle for the round trips between its
  * finishing and our next assignment. */
-static void refresh_worker(reign_tasks_master *m, worker *w)
+static void refresh_worker(zmaster *m, worker *w)
 {
     if (m->active && w->dirty && !w->listing && (w->load >= w->run || (!w->live && w->load)))
         list_worker(m, w);
@@ -633,7 +633,7 @@ static void refresh_worker(reign_tasks_master *m, worker *w)
 
 static void on_worker_dir_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     (void)arg; /* the listing's argument, freed by now */
     (void)ev;
     const char *slash = path ? strrchr(path, '/') : NULL;
@@ -658,7 +658,7 @@ static bool listed(char *const *names, size_t n, const char *task)
 
 static void on_worker_listed(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     dref *d = arg;
     enter(m);
     worker *w = MV_STALE(m, d) || !reign__life_live(&m->life) ? NULL : find_worker(m, d->worker);
@@ -696,7 +696,7 @@ out:
     leave(m);
 }
 
-static void list_worker(reign_tasks_master *m, worker *w)
+static void list_worker(zmaster *m, worker *w)
 {
     dref *d = targ_new(m, sizeof(*d), dref_dtor);
     char *p = reign__tasks_path(m->queue, REIGN__N_ASSIGN, w->id, NULL);
@@ -718,7 +718,7 @@ static void list_worker(reign_tasks_master *m, worker *w)
 
 /* ---- the workers' group ------------------------------------------------------ */
 
-static void recompute_live(reign_tasks_master *m)
+static void recompute_live(zmaster *m)
 {
     const reign_member *v;
     size_t n;
@@ -736,11 +736,11 @@ static void recompute_live(reign_tasks_master *m)
     }
 }
 
-static void start_recovery(reign_tasks_master *m);
+static void start_recovery(zmaster *m);
 
 static void on_members(reign_group_watch *gw, const reign_group_watch_event *ev, void *ud)
 {
-    reign_tasks_master *m = ud;
+    zmaster *m = ud;
     (void)gw;
     enter(m);
     if (!m->leading || !reign__life_live(&m->life))
@@ -761,7 +761,7 @@ out:
 
 /* ---- recovery -------------------------------------------------------------- */
 
-static void recovery_step(reign_tasks_master *m);
+static void recovery_step(zmaster *m);
 
 static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r);
 
@@ -775,7 +775,7 @@ static void rread_dtor(void *p)
     reign__free(((rread *)p)->worker);
 }
 
-static int recovery_list(reign_tasks_master *m, const char *wid)
+static int recovery_list(zmaster *m, const char *wid)
 {
     rread *a = targ_new(m, sizeof(*a), rread_dtor);
     char *p = reign__tasks_path(m->queue, REIGN__N_ASSIGN, wid, NULL);
@@ -792,7 +792,7 @@ static int recovery_list(reign_tasks_master *m, const char *wid)
     return 0;
 }
 
-static void recovery_failed(reign_tasks_master *m, int rc)
+static void recovery_failed(zmaster *m, int rc)
 {
     report(m, rc, "recovering the queue; standing again");
     reign_election_cede(m->election, 1000);
@@ -800,7 +800,7 @@ static void recovery_failed(reign_tasks_master *m, int rc)
 
 static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     rread *a = arg;
     enter(m);
     if (!reign__life_current(&m->life, targ_epoch(a)) || !m->leading || !reign__life_live(&m->life))
@@ -827,7 +827,7 @@ out:
     leave(m);
 }
 
-static void recovery_step(reign_tasks_master *m)
+static void recovery_step(zmaster *m)
 {
     m->active = true;
     reign__log(m->log, REIGN_LOG_NOTICE, "tasks %s: recovered: %zu assigned", m->queue, m->held.n);
@@ -843,7 +843,7 @@ static void recovery_step(reign_tasks_master *m)
     }
 }
 
-static void start_recovery(reign_tasks_master *m)
+static void start_recovery(zmaster *m)
 {
     m->recovering = 0;
     if (recovery_list(m, NULL) < 0)
@@ -854,7 +854,7 @@ static void start_recovery(reign_tasks_master *m)
 
 static void on_result_stat(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     wref *ref = arg; /* id: the status node's path */
     if (r->rc == 0 && m->leading && r->stat.ctime_ms + m->retention_ms < reign__wall_ms())
         reign__zk_delete(m->zk, ref->id, -1, 0, NULL, NULL, NULL);
@@ -863,7 +863,7 @@ static void on_result_stat(void *owner, void *arg, const reign__zk_result *r)
 
 static void on_results_listed(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     if (STALE(m, arg) || r->rc < 0)
         return;
     for (size_t i = 0; i < r->n_children; i++) {
@@ -881,7 +881,7 @@ static void on_results_listed(void *owner, void *arg, const reign__zk_result *r)
 
 static void retention_cb(reign__timer *t, void *arg)
 {
-    reign_tasks_master *m = arg;
+    zmaster *m = arg;
     (void)t;
     if (!m->active)
         return;
@@ -902,7 +902,7 @@ static void retention_cb(reign__timer *t, void *arg)
 
 static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_master *m = owner;
+    zmaster *m = owner;
     enter(m);
     if (STALE(m, arg))
         goto out;
@@ -935,7 +935,7 @@ out:
 
 static void on_election(reign_election *e, const reign_election_event *ev, void *ud)
 {
-    reign_tasks_master *m = ud;
+    zmaster *m = ud;
     (void)e;
     enter(m);
     if (ev->type == REIGN_ELECTION_ELECTED) {
@@ -969,13 +969,13 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
 
 /* ---- the object --------------------------------------------------------------- */
 
-static void master_destroy(reign_tasks_master *m)
+static void master_destroy(zmaster *m)
 {
     reign__zk_forget(m->zk, m);
     targ_free_all(m);
     clear_state(m);
     m->election = reign_election_free(m->election);
-    reign__client_detach(m->client, &m->recipe);
+    reign__client_detach(m->client, &m->head.recipe);
     reign__free(m->queue);
     reign__free(m->gname);
     reign__free(m->id);
@@ -984,7 +984,7 @@ static void master_destroy(reign_tasks_master *m)
 
 static void master_on_destroy(reign__recipe *rp)
 {
-    reign_tasks_master *m = (reign_tasks_master *)rp;
+    zmaster *m = (zmaster *)rp;
     /* The client frees its recipes (the election and the watch among them)
      * itself: forget ours so that we do not free them twice. */
     m->election = NULL;
@@ -1000,29 +1000,33 @@ static void master_on_destroy(reign__recipe *rp)
 
 static const reign__recipe_ops master_ops = {.destroy = master_on_destroy};
 
-int reign_tasks_master_start(reign_tasks_master **ret, reign_client *client, const char *queue,
-                             const reign_tasks_master_options *opts)
+static int master_is_active(const reign_tasks_master *base)
 {
-    if (!ret || !client)
-        return REIGN_EINVAL;
-    *ret = NULL;
-    reign_tasks_master_options o = {0};
-    if (opts)
-        memcpy(&o, opts, opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o));
-    int rc = reign__tasks_queue_check(queue);
-    if (rc < 0)
-        return rc;
-    if ((o.strategy != REIGN_TASKS_LEAST_LOADED && o.strategy != REIGN_TASKS_RANDOM) ||
-        o.retention_ms < 0)
-        return REIGN_EINVAL;
-    if (!reign__client_zk(client))
-        return REIGN_ENOTSUP;
-    if (reign__client_closing(client))
-        return REIGN_ECLOSED;
-    reign_tasks_master *m = reign__calloc(1, sizeof(*m));
+    return ((const zmaster *)base)->active;
+}
+
+static void master_free(reign_tasks_master *base)
+{
+    zmaster *m = (zmaster *)base;
+    if (!reign__life_request_free(&m->life))
+        return;
+    m->cb = NULL;
+    if (!reign__life_busy(&m->life))
+        master_destroy(m);
+}
+
+static const reign__tasks_master_ops zk_ops = {.is_active = master_is_active, .free = master_free};
+
+int reign__tasks_master_zk(reign_tasks_master **ret, reign_client *client, const char *queue,
+                           const reign_tasks_master_options *opts)
+{
+    const reign_tasks_master_options o = *opts;
+    int rc;
+    zmaster *m = reign__calloc(1, sizeof(*m));
     if (!m)
         return REIGN_ENOMEM;
-    m->recipe.ops = &master_ops;
+    m->head.recipe.ops = &master_ops;
+    m->head.ops = &zk_ops;
     m->client = client;
     m->zk = reign__client_zk(client);
     m->log = reign__client_log(client);
@@ -1043,28 +1047,13 @@ int reign_tasks_master_start(reign_tasks_master **ret, reign_client *client, con
         reign__free(m);
         return rc;
     }
-    reign__client_attach(client, &m->recipe);
+    reign__client_attach(client, &m->head.recipe);
     reign_election_options eo = {.size = sizeof(eo), .id = m->id, .cb = on_election, .userdata = m};
     rc = reign_election_join(&m->election, client, m->gname, &eo);
     if (rc < 0) {
         master_destroy(m);
         return rc;
     }
-    *ret = m;
+    *ret = &m->head;
     return 0;
-}
-
-int reign_tasks_master_is_active(const reign_tasks_master *m)
-{
-    return m && m->active;
-}
-
-reign_tasks_master *reign_tasks_master_free(reign_tasks_master *m)
-{
-    if (!m || !reign__life_request_free(&m->life))
-        return NULL;
-    m->cb = NULL;
-    if (!reign__life_busy(&m->life))
-        master_destroy(m);
-    return NULL;
 }

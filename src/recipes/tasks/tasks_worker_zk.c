@@ -37,7 +37,7 @@
 
 typedef struct pend {
     struct pend *prev, *next;
-    struct reign_tasks_worker *w;
+    struct zworker *w;
     uintptr_t epoch;
     char *task;
     reign__buf rec;     /* T_READY: the payload; T_RECORDING: the status record */
@@ -47,8 +47,8 @@ typedef struct pend {
     bool checked;       /* ... and a later send found the assignment gone */
 } pend;
 
-struct reign_tasks_worker {
-    reign__recipe recipe; /* first: the client calls us through it */
+typedef struct zworker {
+    reign_tasks_worker head; /* first: the client calls us through it; tasks_api.c too */
     reign_client *client;
     reign__zk *zk;
     const reign__logger *log;
@@ -68,30 +68,30 @@ struct reign_tasks_worker {
     pend *pends;       /* arguments of requests in flight (freed on forget) */
     reign__timer kick; /* start_more() on the loop, after reign_tasks_worker_done() */
     bool holding;      /* holds the client's validity (reign__client_hold_validity) */
-};
+} zworker;
 
-static void worker_destroy(reign_tasks_worker *w);
-static void list_mine(reign_tasks_worker *w);
-static void start_more(reign_tasks_worker *w);
+static void worker_destroy(zworker *w);
+static void list_mine(zworker *w);
+static void start_more(zworker *w);
 
-static void enter(reign_tasks_worker *w)
+static void enter(zworker *w)
 {
     reign__life_enter(&w->life);
 }
 
-static void leave(reign_tasks_worker *w)
+static void leave(zworker *w)
 {
     if (reign__life_leave(&w->life))
         worker_destroy(w);
 }
 
-static void emit(reign_tasks_worker *w, reign_tasks_event *ev)
+static void emit(zworker *w, reign_tasks_event *ev)
 {
     if (w->cb && reign__life_live(&w->life))
-        w->cb(w, ev, w->userdata);
+        w->cb(&w->head, ev, w->userdata);
 }
 
-static void report(reign_tasks_worker *w, int err, const char *what)
+static void report(zworker *w, int err, const char *what)
 {
     reign__log(w->log, REIGN_LOG_WARN, "tasks %s: worker %s: %s: %s", w->queue, w->id, what,
                reign_strerror(err));
@@ -99,7 +99,7 @@ static void report(reign_tasks_worker *w, int err, const char *what)
     emit(w, &ev);
 }
 
-static pend *pend_new(reign_tasks_worker *w, const char *task)
+static pend *pend_new(zworker *w, const char *task)
 {
     pend *p = reign__calloc(1, sizeof(*p));
     if (!p || !(p->task = reign__strdup(task))) {
@@ -116,7 +116,7 @@ static pend *pend_new(reign_tasks_worker *w, const char *task)
     return p;
 }
 
-static void pend_free(reign_tasks_worker *w, pend *p)
+static void pend_free(zworker *w, pend *p)
 {
     if (p->prev)
         p->prev->next = p->next;
@@ -129,7 +129,7 @@ static void pend_free(reign_tasks_worker *w, pend *p)
     reign__free(p);
 }
 
-static void unready(reign_tasks_worker *w, pend *p)
+static void unready(zworker *w, pend *p)
 {
     pend **pp = &w->ready;
     while (*pp && *pp != p)
@@ -141,7 +141,7 @@ static void unready(reign_tasks_worker *w, pend *p)
     p->rnext = NULL;
 }
 
-static void forget_task(reign_tasks_worker *w, const char *task)
+static void forget_task(zworker *w, const char *task)
 {
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, task);
     if (!e)
@@ -159,8 +159,8 @@ static void forget_task(reign_tasks_worker *w, const char *task)
 }
 
 /* Gives the task RUN: a slot is free. */
-static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *task,
-                     const void *data, size_t len)
+static void run_task(zworker *w, reign__tmap_entry *e, const char *task, const void *data,
+                     size_t len)
 {
     if ((e->flags & (T_READING | T_READY)) && w->ahead)
         w->ahead--;
@@ -171,7 +171,7 @@ static void run_task(reign_tasks_worker *w, reign__tmap_entry *e, const char *ta
     emit(w, &ev);
 }
 
-static char *task_path(reign_tasks_worker *w, const char *dir, const char *task)
+static char *task_path(zworker *w, const char *dir, const char *task)
 {
     return dir ? reign__tasks_path(w->queue, dir, task, NULL)
                : reign__tasks_path(w->queue, REIGN__N_ASSIGN, w->id, task);
@@ -181,7 +181,7 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r);
 
 /* Reads a task's payload from data/<tag>/<guid>, where it stays from submit until our
  * result. */
-static int read_task(reign_tasks_worker *w, pend *p)
+static int read_task(zworker *w, pend *p)
 {
     char *path = reign__tasks_payload_path(w->queue, p->task);
     int rc =
@@ -194,7 +194,7 @@ static int read_task(reign_tasks_worker *w, pend *p)
 
 static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_worker *w = owner;
+    zworker *w = owner;
     pend *p = arg;
     enter(w);
     if (!reign__life_current(&w->life, p->epoch))
@@ -235,7 +235,7 @@ out:
     leave(w);
 }
 
-static void start_task(reign_tasks_worker *w, const char *task)
+static void start_task(zworker *w, const char *task)
 {
     reign__tmap_entry *e = reign__tmap_put(&w->tasks, task);
     pend *p = e ? pend_new(w, task) : NULL;
@@ -254,7 +254,7 @@ static void start_task(reign_tasks_worker *w, const char *task)
 
 /* Whether a new listing could give us something to do: there is room to read ahead and every
  * name of the last listing has been taken up. */
-static bool want_listing(const reign_tasks_worker *w)
+static bool want_listing(const zworker *w)
 {
     if (w->ahead >= (size_t)w->concurrency)
         return false;
@@ -265,7 +265,7 @@ static bool want_listing(const reign_tasks_worker *w)
 }
 
 /* Runs the tasks read while slots are free, then reads ahead as many as may run at once. */
-static void start_more(reign_tasks_worker *w)
+static void start_more(zworker *w)
 {
     while (w->ready && w->slots < (size_t)w->concurrency && reign__life_live(&w->life)) {
         pend *p = w->ready;
@@ -294,7 +294,7 @@ static void start_more(reign_tasks_worker *w)
 
 static void on_mine_event(void *owner, void *arg, reign__zk_event ev, const char *path)
 {
-    reign_tasks_worker *w = owner;
+    zworker *w = owner;
     (void)ev;
     (void)path;
     if (reign__life_stale(&w->life, arg, 0))
@@ -309,7 +309,7 @@ static void on_mine_event(void *owner, void *arg, reign__zk_event ev, const char
 
 static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_worker *w = owner;
+    zworker *w = owner;
     enter(w);
     if (reign__life_stale(&w->life, arg, 0))
         goto out;
@@ -366,7 +366,7 @@ out:
     leave(w);
 }
 
-static void list_mine(reign_tasks_worker *w)
+static void list_mine(zworker *w)
 {
     if (w->listing)
         return; /* dirty: again after this one, if wanted */
@@ -378,9 +378,9 @@ static void list_mine(reign_tasks_worker *w)
 
 /* ---- recording a result -------------------------------------------------------- */
 
-static void send_result(reign_tasks_worker *w, pend *p);
+static void send_result(zworker *w, pend *p);
 
-static void recorded(reign_tasks_worker *w, pend *p)
+static void recorded(zworker *w, pend *p)
 {
     forget_task(w, p->task);
     reign_tasks_event ev = {.type = REIGN_TASKS_RECORDED, .task = p->task};
@@ -391,7 +391,7 @@ static void recorded(reign_tasks_worker *w, pend *p)
 }
 
 /* The task is not ours any more (the master gave it to another worker): no result of ours. */
-static void taken_away(reign_tasks_worker *w, pend *p)
+static void taken_away(zworker *w, pend *p)
 {
     reign__log(w->log, REIGN_LOG_NOTICE,
                "tasks %s: worker %s: %s was taken away; its result is dropped", w->queue, w->id,
@@ -409,7 +409,7 @@ static void taken_away(reign_tasks_worker *w, pend *p)
  */
 static void on_status_read(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_worker *w = owner;
+    zworker *w = owner;
     pend *p = arg;
     enter(w);
     if (r->rc == 0) {
@@ -434,7 +434,7 @@ static void on_status_read(void *owner, void *arg, const reign__zk_result *r)
     leave(w);
 }
 
-static void read_status(reign_tasks_worker *w, pend *p)
+static void read_status(zworker *w, pend *p)
 {
     char *path = task_path(w, REIGN__N_STATUS, p->task);
     if (!path || reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_status_read, p) < 0) {
@@ -446,7 +446,7 @@ static void read_status(reign_tasks_worker *w, pend *p)
 
 static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_worker *w = owner;
+    zworker *w = owner;
     pend *p = arg;
     enter(w);
     /* The parts: 0 check the assignment, 1 create the status, 2 delete the assignment,
@@ -488,7 +488,7 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
  * or nothing: the task is never both assigned and done, and its payload goes exactly when
  * it is done.
  */
-static void send_result(reign_tasks_worker *w, pend *p)
+static void send_result(zworker *w, pend *p)
 {
     char *assignment = task_path(w, NULL, p->task),
          *status = task_path(w, REIGN__N_STATUS, p->task);
@@ -517,12 +517,10 @@ static void send_result(reign_tasks_worker *w, pend *p)
     }
 }
 
-int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_code, int signal,
-                            const void *output, size_t output_len)
+static int worker_done(reign_tasks_worker *base, const char *task, int exit_code, int signal,
+                       const void *output, size_t output_len)
 {
-    if (!w || !task || (output_len && !output) || exit_code < -1 || exit_code > 255 || signal < 0 ||
-        signal > 255)
-        return REIGN_EINVAL;
+    zworker *w = (zworker *)base;
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, task);
     if (!e || !(e->flags & T_RUNNING))
         return REIGN_ENOENT;
@@ -556,7 +554,7 @@ int reign_tasks_worker_done(reign_tasks_worker *w, const char *task, int exit_co
 
 static void on_kick(reign__timer *t, void *arg)
 {
-    reign_tasks_worker *w = arg;
+    zworker *w = arg;
     (void)t;
     enter(w);
     if (reign__life_live(&w->life))
@@ -564,21 +562,22 @@ static void on_kick(reign__timer *t, void *arg)
     leave(w);
 }
 
-size_t reign_tasks_worker_running(const reign_tasks_worker *w)
+static size_t worker_running(const reign_tasks_worker *base)
 {
-    return w ? w->slots : 0;
+    return ((const zworker *)base)->slots;
 }
 
-int64_t reign_tasks_worker_valid_until_ns(const reign_tasks_worker *w)
+static int64_t worker_valid_until(const reign_tasks_worker *base)
 {
-    return w && w->holding ? reign__client_valid_until(w->client) : 0;
+    const zworker *w = (const zworker *)base;
+    return w->holding ? reign__client_valid_until(w->client) : 0;
 }
 
 /* ---- sessions and the object ----------------------------------------------------- */
 
 static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
 {
-    reign_tasks_worker *w = ud;
+    zworker *w = ud;
     (void)g;
     enter(w);
     if (ev->type == REIGN_GROUP_REGISTERED) {
@@ -591,7 +590,7 @@ static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
 }
 
 /* Holds the client's validity, or lets it go. */
-static void hold(reign_tasks_worker *w, bool on)
+static void hold(zworker *w, bool on)
 {
     if (w->holding == on)
         return;
@@ -604,14 +603,14 @@ static void hold(reign_tasks_worker *w, bool on)
  * order).  Held on a later answer, the bound would be unknown (0) meanwhile. */
 static void on_dir_made(void *owner, void *arg, const reign__zk_result *r)
 {
-    reign_tasks_worker *w = owner;
+    zworker *w = owner;
     (void)r;
     if (!reign__life_stale(&w->life, arg, 0))
         hold(w, true);
 }
 
 /* A new session: start over. */
-static void new_session(reign_tasks_worker *w)
+static void new_session(zworker *w)
 {
     reign__life_bump(&w->life);
     hold(w, false);
@@ -630,7 +629,7 @@ static void new_session(reign_tasks_worker *w)
 
 static void worker_conn(reign__recipe *rp, reign_conn_state st)
 {
-    reign_tasks_worker *w = (reign_tasks_worker *)rp;
+    zworker *w = (zworker *)rp;
     enter(w);
     if (st == REIGN_CONN_LOST || st == REIGN_CONN_CLOSED)
         hold(w, false); /* no proof to come, until a reconnection */
@@ -655,7 +654,7 @@ static void worker_conn(reign__recipe *rp, reign_conn_state st)
     leave(w);
 }
 
-static void worker_free_fields(reign_tasks_worker *w)
+static void worker_free_fields(zworker *w)
 {
     reign__timer_stop(reign__client_timers(w->client), &w->kick);
     while (w->pends)
@@ -671,57 +670,46 @@ static void worker_free_fields(reign_tasks_worker *w)
     reign__free(w);
 }
 
-static void worker_destroy(reign_tasks_worker *w)
+static void worker_destroy(zworker *w)
 {
     hold(w, false);
     reign__zk_forget(w->zk, w);
     reign_group_free(w->group);
-    reign__client_detach(w->client, &w->recipe);
+    reign__client_detach(w->client, &w->head.recipe);
     worker_free_fields(w);
 }
 
 static void worker_on_destroy(reign__recipe *rp)
 {
-    reign_tasks_worker *w = (reign_tasks_worker *)rp;
+    zworker *w = (zworker *)rp;
     reign__zk_forget(w->zk, w);
     worker_free_fields(w); /* the client frees the group itself */
 }
 
 static const reign__recipe_ops worker_ops = {.conn = worker_conn, .destroy = worker_on_destroy};
 
-int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, const char *queue,
-                             const reign_tasks_worker_options *opts)
+static void worker_free(reign_tasks_worker *base);
+
+static const reign__tasks_worker_ops zk_ops = {.done = worker_done,
+                                               .running = worker_running,
+                                               .valid_until = worker_valid_until,
+                                               .free = worker_free};
+
+int reign__tasks_worker_zk(reign_tasks_worker **ret, reign_client *client, const char *queue,
+                           const reign_tasks_worker_options *opts)
 {
-    if (!ret || !client)
-        return REIGN_EINVAL;
-    *ret = NULL;
-    reign_tasks_worker_options o = {0};
-    if (opts)
-        memcpy(&o, opts, opts->size && opts->size < sizeof(o) ? opts->size : sizeof(o));
-    int rc = reign__tasks_queue_check(queue);
-    if (rc == 0)
-        rc = reign__tasks_worker_check(o.id);
-    if (rc < 0)
-        return rc;
-    int concurrency = o.concurrency ? o.concurrency : 1;
-    int prefetch = o.prefetch ? o.prefetch : 4 * concurrency;
-    if (o.concurrency < 0 || o.concurrency > 10000 || o.prefetch < 0 || o.prefetch > 40000 ||
-        prefetch < concurrency)
-        return REIGN_EINVAL;
-    if (!reign__client_zk(client))
-        return REIGN_ENOTSUP;
-    if (reign__client_closing(client))
-        return REIGN_ECLOSED;
-    reign_tasks_worker *w = reign__calloc(1, sizeof(*w));
+    const reign_tasks_worker_options o = *opts;
+    zworker *w = reign__calloc(1, sizeof(*w));
     if (!w)
         return REIGN_ENOMEM;
     reign__timer_init(&w->kick, on_kick, w);
-    w->recipe.ops = &worker_ops;
+    w->head.recipe.ops = &worker_ops;
+    w->head.ops = &zk_ops;
     w->client = client;
     w->zk = reign__client_zk(client);
     w->log = reign__client_log(client);
-    w->concurrency = concurrency;
-    w->prefetch = prefetch;
+    w->concurrency = o.concurrency;
+    w->prefetch = o.prefetch;
     w->ready_tail = &w->ready;
     w->cb = o.cb;
     w->userdata = o.userdata;
@@ -733,7 +721,7 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
         worker_free_fields(w);
         return REIGN_ENOMEM;
     }
-    reign__client_attach(client, &w->recipe);
+    reign__client_attach(client, &w->head.recipe);
     /* The directory before the registration (the book's order), so the
      * master never sees a worker it cannot assign to. */
     if (reign__zk_connected(w->zk))
@@ -746,21 +734,21 @@ int reign_tasks_worker_start(reign_tasks_worker **ret, reign_client *client, con
                               .data_len = n,
                               .cb = on_group,
                               .userdata = w};
-    rc = reign_group_register(&w->group, client, w->gname, &go);
+    int rc = reign_group_register(&w->group, client, w->gname, &go);
     if (rc < 0) {
         worker_destroy(w);
         return rc;
     }
-    *ret = w;
+    *ret = &w->head;
     return 0;
 }
 
-reign_tasks_worker *reign_tasks_worker_free(reign_tasks_worker *w)
+static void worker_free(reign_tasks_worker *base)
 {
-    if (!w || !reign__life_request_free(&w->life))
-        return NULL;
+    zworker *w = (zworker *)base;
+    if (!reign__life_request_free(&w->life))
+        return;
     w->cb = NULL;
     if (!reign__life_busy(&w->life))
         worker_destroy(w);
-    return NULL;
 }

@@ -703,6 +703,14 @@ int reign_tasks_submit(reign_client *client, const char *queue, const void *data
         return REIGN_EINVAL;
     if (len > REIGN_TASK_DATA_MAX)
         return REIGN_E2BIG;
+    if (client && reign__client_sql(client))
+        return reign__tasks_sql_request(client,
+                                        &(reign__tasks_sql_req){.kind = REIGN__TASKS_SQL_SUBMIT,
+                                                                .queue = queue,
+                                                                .data = data,
+                                                                .len = len,
+                                                                .submit_cb = cb,
+                                                                .userdata = userdata});
     req *q;
     int rc = req_new(&q, client, REQ_SUBMIT, queue, NULL, userdata);
     if (rc < 0)
@@ -738,6 +746,14 @@ int reign_tasks_submit(reign_client *client, const char *queue, const void *data
 static int info_start(reign_client *client, req_kind kind, const char *queue, const char *task,
                       reign_tasks_info_cb *cb, void *userdata)
 {
+    if (client && reign__client_sql(client))
+        return reign__tasks_sql_request(
+            client, &(reign__tasks_sql_req){.kind = kind == REQ_WAIT ? REIGN__TASKS_SQL_WAIT
+                                                                     : REIGN__TASKS_SQL_STATUS,
+                                            .queue = queue,
+                                            .task = task,
+                                            .info_cb = cb,
+                                            .userdata = userdata});
     req *q;
     int rc = req_new(&q, client, kind, queue, task, userdata);
     if (rc < 0)
@@ -776,6 +792,12 @@ int reign_tasks_wait(reign_client *client, const char *queue, const char *task,
 int reign_tasks_list(reign_client *client, const char *queue, reign_tasks_list_cb *cb,
                      void *userdata)
 {
+    if (client && reign__client_sql(client))
+        return reign__tasks_sql_request(client,
+                                        &(reign__tasks_sql_req){.kind = REIGN__TASKS_SQL_LIST,
+                                                                .queue = queue,
+                                                                .list_cb = cb,
+                                                                .userdata = userdata});
     req *q;
     int rc = req_new(&q, client, REQ_LIST, queue, NULL, userdata);
     if (rc < 0)
@@ -788,6 +810,13 @@ int reign_tasks_list(reign_client *client, const char *queue, reign_tasks_list_c
 int reign_tasks_delete(reign_client *client, const char *queue, const char *task,
                        reign_tasks_done_cb *cb, void *userdata)
 {
+    if (client && reign__client_sql(client))
+        return reign__tasks_sql_request(client,
+                                        &(reign__tasks_sql_req){.kind = REIGN__TASKS_SQL_DELETE,
+                                                                .queue = queue,
+                                                                .task = task,
+                                                                .done_cb = cb,
+                                                                .userdata = userdata});
     req *q;
     int rc = req_new(&q, client, REQ_DELETE, queue, task, userdata);
     if (rc < 0)

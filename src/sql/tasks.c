@@ -1,0 +1,630 @@
+/*
+ * tasks.c - reign's task queues in a SQL store (tasks.h): the table and the statements,
+ * written once for the three dialects through reign__sql_query().
+ *
+ * Every write is one transaction.  A state change is an UPDATE that names, in its WHERE
+ * clause, the state it moves from (and for a result, the worker's registration), so that of
+ * two racing writers exactly one changes the row.  The master's writes first lock the lease
+ * row of its election and check its guid, term and duration under that lock, as runs.c fences
+ * slot records: the lock holds to COMMIT, so no take can come between the check and the write.
+ */
+#include "tasks.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dialect.h"
+#include "layout.h"
+#include "side.h"
+
+void reign__task_row_clear(reign__task_row *r)
+{
+    if (!r)
+        return;
+    reign__free(r->data);
+    reign__free(r->output);
+    memset(r, 0, sizeof *r);
+}
+
+void reign__task_rows_free(reign__task_rows *rows)
+{
+    if (!rows)
+        return;
+    for (size_t i = 0; i < rows->n; i++)
+        reign__task_row_clear(&rows->v[i]);
+    reign__free(rows->v);
+    memset(rows, 0, sizeof *rows);
+}
+
+bool reign__tasks_sql_name_parse(const char *name, char guid[17], int64_t *id)
+{
+    char g[17];
+    uint64_t seq;
+    if (!reign__task_name_parse(name, g, &seq) || seq == 0 || seq > INT64_MAX)
+        return false;
+    if (guid)
+        memcpy(guid, g, sizeof g);
+    if (id)
+        *id = (int64_t)seq;
+    return true;
+}
+
+/* ---- the table ------------------------------------------------------------------------------- */
+
+static const char *const required[] = {REIGN__TASKS_REQUIRED_COLUMNS};
+
+#define CREATE                                                                                     \
+    "CREATE TABLE IF NOT EXISTS {K} ("                                                             \
+    "{ID}, "                                                                                       \
+    "data_center varchar(128) NOT NULL, "                                                          \
+    "queue_name varchar(180) NOT NULL, "                                                           \
+    "guid varchar(16) NOT NULL, "                                                                  \
+    "state int NOT NULL, "                                                                         \
+    "worker varchar(200), "                                                                        \
+    "worker_guid varchar(64), "                                                                    \
+    "term bigint, "                                                                                \
+    "requeued int NOT NULL DEFAULT 0, "                                                            \
+    "data {BLOB}, "                                                                                \
+    "exit_code int, "                                                                              \
+    "exit_signal int, "                                                                            \
+    "output {BLOB}, "                                                                              \
+    "submitted_ms bigint NOT NULL, "                                                               \
+    "assigned_ms bigint, "                                                                         \
+    "done_ms bigint, "                                                                             \
+    "UNIQUE (data_center, queue_name, guid), "                                                     \
+    "UNIQUE (data_center, queue_name, state, id))"                                                 \
+    "{TABLE_OPTIONS}"
+
+/* Makes or checks the table (once per connection).  *absent (may be NULL): there is none, and
+ * make was false. */
+static int ensure(reign__sqlconn *c, bool make, bool *absent, char *err, size_t errlen)
+{
+    int rc = reign__sql_side_ensure(c, REIGN__SQL_TASKS_SUFFIX, "tasks", required,
+                                    sizeof required / sizeof required[0], make ? CREATE : NULL,
+                                    &c->tasks_ready, err, errlen);
+    if (absent)
+        *absent = rc == 0 && !c->tasks_ready;
+    return rc;
+}
+
+/* ---- rows ------------------------------------------------------------------------------------ */
+
+/* The columns a task is read with, in this order; the payload last (selected as NULL when it is
+ * not wanted). */
+#define ROW_COLUMNS                                                                                \
+    "id, guid, state, worker, worker_guid, term, requeued, exit_code, exit_signal, submitted_ms, " \
+    "assigned_ms, done_ms, output"
+#define COL_DATA 13
+
+static bool hex16(const char *s)
+{
+    if (!s || strlen(s) != 16)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return false;
+    return true;
+}
+
+static bool num(const reign__sql_rows *rs, size_t i, size_t col, int64_t *out)
+{
+    const char *s = reign__sql_cell(rs, i, col);
+    *out = 0;
+    return !s || reign__sql_parse_i64(s, out);
+}
+
+static bool copy_text(char *out, size_t n, const char *s)
+{
+    if (!s) {
+        out[0] = '\0';
+        return true;
+    }
+    size_t len = strlen(s);
+    if (len >= n)
+        return false;
+    memcpy(out, s, len + 1);
+    return true;
+}
+
+static int copy_blob(const reign__sql_rows *rs, size_t i, size_t col, size_t max, void **out,
+                     size_t *len)
+{
+    *len = reign__sql_cell_len(rs, i, col);
+    if (*len > max)
+        return REIGN_EFOREIGN;
+    if (*len && !(*out = reign__memdup(reign__sql_cell(rs, i, col), *len)))
+        return REIGN_ENOMEM;
+    return 0;
+}
+
+/* Row i of a result of ROW_COLUMNS (and the payload, if selected): 0, REIGN_EFOREIGN (a row
+ * reign could not have written; out names the reason in `why`), or REIGN_ENOMEM. */
+static int parse_row(const reign__sql_rows *rs, size_t i, reign__task_row *out, const char **why)
+{
+    memset(out, 0, sizeof *out);
+    int64_t v[12];
+    for (size_t k = 0; k < 12; k++) {
+        if (k == 1 || k == 3 || k == 4)
+            continue;
+        if (!num(rs, i, k, &v[k]))
+            return *why = "a number that is not one", REIGN_EFOREIGN;
+    }
+    const char *guid = reign__sql_cell(rs, i, 1);
+    if (v[0] <= 0 || v[0] > 9999999999 || !hex16(guid))
+        return *why = "an id or a guid", REIGN_EFOREIGN;
+    if (v[2] < REIGN_TASK_PENDING || v[2] > REIGN_TASK_DONE)
+        return *why = "a state", REIGN_EFOREIGN;
+    out->id = v[0];
+    memcpy(out->guid, guid, 17);
+    snprintf(out->name, sizeof out->name, REIGN__N_TASK "%s_%010lld", guid, (long long)v[0]);
+    out->state = (reign_task_state)v[2];
+    if (!copy_text(out->worker, sizeof out->worker, reign__sql_cell(rs, i, 3)) ||
+        !copy_text(out->worker_guid, sizeof out->worker_guid, reign__sql_cell(rs, i, 4)))
+        return *why = "a worker", REIGN_EFOREIGN;
+    if (out->state != REIGN_TASK_PENDING && (!out->worker[0] || !out->worker_guid[0]))
+        return *why = "an assigned task without its worker", REIGN_EFOREIGN;
+    if (v[7] < -1 || v[7] > 255 || v[8] < 0 || v[8] > 255 || v[6] < 0 || v[6] > INT32_MAX ||
+        v[5] < 0)
+        return *why = "a result or a term", REIGN_EFOREIGN;
+    out->term = (uint64_t)v[5];
+    out->requeued = (int)v[6];
+    out->exit_code = (int)v[7];
+    out->exit_signal = (int)v[8];
+    out->submitted_ms = v[9];
+    out->assigned_ms = v[10];
+    out->done_ms = v[11];
+    int rc = copy_blob(rs, i, 12, REIGN_TASK_OUTPUT_MAX, &out->output, &out->output_len);
+    if (rc == 0 && rs->n_cols > COL_DATA)
+        rc = copy_blob(rs, i, COL_DATA, REIGN_TASK_DATA_MAX, &out->data, &out->data_len);
+    if (rc == REIGN_EFOREIGN)
+        *why = "a payload or an output larger than reign writes";
+    if (rc < 0)
+        reign__task_row_clear(out);
+    return rc;
+}
+
+/* Every row of rs into out; a foreign row is skipped when skip_foreign, else refused. */
+static int parse_rows(reign__sqlconn *c, const char *queue, const reign__sql_rows *rs,
+                      bool skip_foreign, reign__task_rows *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!rs->n_rows)
+        return 0;
+    if (!(out->v = reign__calloc(rs->n_rows, sizeof *out->v)))
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    for (size_t i = 0; i < rs->n_rows; i++) {
+        const char *why = NULL;
+        int rc = parse_row(rs, i, &out->v[out->n], &why);
+        if (rc == REIGN_EFOREIGN && skip_foreign)
+            continue;
+        if (rc < 0) {
+            reign__task_rows_free(out);
+            if (rc == REIGN_ENOMEM)
+                return reign__sql_err(c, err, errlen, rc, "out of memory");
+            return reign__sql_err(c, err, errlen, rc,
+                                  "a row of queue %s in the tasks table of %s holds %s reign did "
+                                  "not write",
+                                  queue, c->table, why);
+        }
+        out->n++;
+    }
+    return 0;
+}
+
+/* ---- transactions ---------------------------------------------------------------------------- */
+
+static int begin(reign__sqlconn *c, char *err, size_t errlen)
+{
+    int rc = reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen);
+    return rc < 0 ? rc : 0;
+}
+
+/* The watchers of the queue are told (PostgreSQL: on commit), then COMMIT; rolled back on
+ * failure. */
+static int commit(reign__sqlconn *c, const char *dc, const char *queue, char *err, size_t errlen)
+{
+    char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
+    snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s", queue);
+    int rc = reign__sql_notify(c, dc, name, err, errlen);
+    if (rc >= 0)
+        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
+    if (rc < 0) {
+        reign__sql_rollback(c);
+        return rc;
+    }
+    return 0;
+}
+
+/*
+ * Inside a writing transaction: locks the lease row of the master's election and says whether
+ * it still names the master (1: its owner and term, neither released nor deposed) or not (0:
+ * another leadership began, or this one ended).  The lock holds until the transaction ends.
+ */
+static int fence_holds(reign__sqlconn *c, const char *dc, const reign__tasks_fence *f, char *err,
+                       size_t errlen)
+{
+    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(f->name)};
+    reign__sql_rows rs;
+    int rc = reign__sql_query(c, "locking the master's lease",
+                              "SELECT owner, owner_guid, term, duration FROM {T} WHERE "
+                              "data_center = {1} AND lock_name = {2}{FOR_UPDATE}",
+                              args, 2, &rs, err, errlen);
+    if (rc < 0)
+        return rc;
+    const char *owner = reign__sql_cell(&rs, 0, 0), *guid = reign__sql_cell(&rs, 0, 1);
+    int64_t term, duration;
+    bool ok = rs.n_rows == 1 && owner && !strcmp(owner, f->owner) && guid &&
+              strcmp(guid, REIGN__SQL_DEPOSED) &&
+              reign__sql_parse_i64(reign__sql_cell(&rs, 0, 2), &term) &&
+              (uint64_t)term == f->term &&
+              reign__sql_parse_i64(reign__sql_cell(&rs, 0, 3), &duration) && duration > 0;
+    reign__sql_rows_free(&rs);
+    return ok;
+}
+
+/* BEGIN, then the fence: 0 with the transaction open, REIGN__TASKS_DEPOSED or a negative code
+ * with it rolled back. */
+static int begin_fenced(reign__sqlconn *c, const char *dc, const reign__tasks_fence *f, char *err,
+                        size_t errlen)
+{
+    int rc = ensure(c, true, NULL, err, errlen);
+    if (rc == 0)
+        rc = begin(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    if ((rc = fence_holds(c, dc, f, err, errlen)) == 1)
+        return 0;
+    reign__sql_rollback(c);
+    return rc < 0 ? rc : REIGN__TASKS_DEPOSED;
+}
+
+/*
+ * The rows of a SELECT of ROW_COLUMNS (foreign ones skipped); none before the table exists.
+ * Readers are woken by change notices, and on SQLite a notice comes before the write is
+ * visible: there the read waits for the writer's lock (and writes nothing).
+ */
+static int read_rows(reign__sqlconn *c, const char *queue, const char *what, const char *sql,
+                     const reign__sqlv *args, size_t n, reign__task_rows *out, char *err,
+                     size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    bool absent;
+    int rc = ensure(c, false, &absent, err, errlen);
+    if (rc < 0 || absent)
+        return rc;
+    bool locked = c->d->read_under_lock;
+    if (locked && (rc = begin(c, err, errlen)) < 0)
+        return rc;
+    reign__sql_rows rs;
+    rc = reign__sql_query(c, what, sql, args, n, &rs, err, errlen);
+    if (locked)
+        reign__sql_rollback(c);
+    if (rc < 0)
+        return rc;
+    rc = parse_rows(c, queue, &rs, true, out, err, errlen);
+    reign__sql_rows_free(&rs);
+    return rc;
+}
+
+/* ---- submitting and reading ------------------------------------------------------------------ */
+
+/* The row of (dc, queue, id, guid), with the payload if with_data: 0 (out->id 0: none). */
+static int select_one(reign__sqlconn *c, const char *dc, const char *queue, const char *guid,
+                      int64_t id, bool with_data, reign__task_row *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue), REIGN__SQLV_S(guid),
+                           REIGN__SQLV_I(id)};
+    reign__sql_rows rs;
+    int rc = reign__sql_query(c, "reading a task",
+                              with_data ? "SELECT " ROW_COLUMNS ", data FROM {K} WHERE "
+                                          "data_center = {1} AND queue_name = {2} AND guid = {3} "
+                                          "AND (id = {4} OR {4} = 0)"
+                                        : "SELECT " ROW_COLUMNS " FROM {K} WHERE data_center = "
+                                          "{1} AND queue_name = {2} AND guid = {3} AND (id = {4} "
+                                          "OR {4} = 0)",
+                              args, 4, &rs, err, errlen);
+    if (rc < 0)
+        return rc;
+    reign__task_rows rows;
+    rc = parse_rows(c, queue, &rs, false, &rows, err, errlen);
+    reign__sql_rows_free(&rs);
+    if (rc < 0)
+        return rc;
+    if (rows.n) {
+        *out = rows.v[0];
+        memset(&rows.v[0], 0, sizeof rows.v[0]);
+    }
+    reign__task_rows_free(&rows);
+    return 0;
+}
+
+int reign__tasks_submit(reign__sqlconn *c, const char *dc, const char *queue, const char *guid,
+                        const void *data, size_t len, reign__task_row *out, bool *made, char *err,
+                        size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    *made = false;
+    if (!hex16(guid) || len > REIGN_TASK_DATA_MAX)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "a task guid or payload out of range");
+    int rc = ensure(c, true, NULL, err, errlen);
+    if (rc == 0)
+        rc = begin(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue), REIGN__SQLV_S(guid),
+                           REIGN__SQLV_B(data, len)};
+    /* A duplicate guid is no error (0 rows): the row a former submit made is the answer. */
+    rc = reign__sql_query(c, "submitting a task",
+                          "INSERT INTO {K} (data_center, queue_name, guid, state, data, "
+                          "submitted_ms) VALUES ({1}, {2}, {3}, 1, {4}, {NOW}){ON_CONFLICT}",
+                          args, 4, NULL, err, errlen);
+    if (rc >= 0) {
+        *made = rc > 0;
+        rc = select_one(c, dc, queue, guid, 0, false, out, err, errlen);
+    }
+    if (rc >= 0 && !out->id)
+        rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                            "the task of guid %s in queue %s cannot be made", guid, queue);
+    if (rc < 0) {
+        reign__sql_rollback(c);
+        reign__task_row_clear(out);
+        *made = false;
+        return rc;
+    }
+    if ((rc = commit(c, dc, queue, err, errlen)) < 0) {
+        reign__task_row_clear(out);
+        *made = false;
+    }
+    return rc;
+}
+
+/* The guid and id of task `name`, in a table that exists: 0, REIGN_ENOENT (not a task name, or
+ * no table yet), or a negative code. */
+static int find(reign__sqlconn *c, const char *name, char guid[17], int64_t *id, char *err,
+                size_t errlen)
+{
+    if (!reign__tasks_sql_name_parse(name, guid, id))
+        return REIGN_ENOENT;
+    bool absent;
+    int rc = ensure(c, false, &absent, err, errlen);
+    return rc < 0 ? rc : absent ? REIGN_ENOENT : 0;
+}
+
+int reign__tasks_read(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
+                      bool with_data, reign__task_row *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    char guid[17];
+    int64_t id;
+    int rc = find(c, name, guid, &id, err, errlen);
+    if (rc < 0)
+        return rc;
+    /* A reader woken by a change notice: on SQLite that comes before the write is visible, so
+     * the read waits for the writer's lock (nothing is written). */
+    bool locked = c->d->read_under_lock;
+    if (locked && (rc = begin(c, err, errlen)) < 0)
+        return rc;
+    rc = select_one(c, dc, queue, guid, id, with_data, out, err, errlen);
+    if (locked)
+        reign__sql_rollback(c);
+    if (rc < 0)
+        return rc;
+    return out->id ? 0 : REIGN_ENOENT;
+}
+
+int reign__tasks_list(reign__sqlconn *c, const char *dc, const char *queue, reign__task_rows *out,
+                      char *err, size_t errlen)
+{
+    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue)};
+    return read_rows(c, queue, "listing the tasks",
+                     "SELECT " ROW_COLUMNS " FROM {K} WHERE data_center = {1} AND queue_name = {2} "
+                     "ORDER BY state, id",
+                     args, 2, out, err, errlen);
+}
+
+int reign__tasks_delete(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
+                        char *err, size_t errlen)
+{
+    char guid[17];
+    int64_t id;
+    int rc = find(c, name, guid, &id, err, errlen);
+    if (rc < 0 || (rc = begin(c, err, errlen)) < 0)
+        return rc;
+    reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue), REIGN__SQLV_S(guid),
+                           REIGN__SQLV_I(id)};
+    rc = reign__sql_query(c, "deleting a result",
+                          "DELETE FROM {K} WHERE data_center = {1} AND queue_name = {2} AND "
+                          "guid = {3} AND id = {4} AND state = 3",
+                          args, 4, NULL, err, errlen);
+    if (rc <= 0) {
+        reign__sql_rollback(c);
+        return rc < 0 ? rc : REIGN_ENOENT;
+    }
+    return commit(c, dc, queue, err, errlen);
+}
+
+/* ---- the master ------------------------------------------------------------------------------ */
+
+/* The oldest pending rows.  PostgreSQL and MariaDB skip the rows another transaction holds
+ * (SKIP LOCKED), so that two pickers never wait for each other; SQLite's writers take turns
+ * (BEGIN IMMEDIATE) and hold no row locks. */
+#define PICK                                                                                       \
+    "SELECT id, guid FROM {K} WHERE data_center = {1} AND queue_name = {2} AND state = 1 ORDER "   \
+    "BY id LIMIT {3}"
+
+int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
+                        const reign__tasks_fence *f, const char *worker, const char *worker_guid,
+                        size_t max, reign__task_rows *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!max)
+        return 0;
+    int rc = begin_fenced(c, dc, f, err, errlen);
+    if (rc)
+        return rc;
+    reign__sqlv args[7] = {
+        REIGN__SQLV_S(dc),     REIGN__SQLV_S(queue),       REIGN__SQLV_I((int64_t)max),
+        REIGN__SQLV_S(worker), REIGN__SQLV_S(worker_guid), REIGN__SQLV_I((int64_t)f->term),
+        REIGN__SQLV_I(0)};
+    reign__sql_rows ids;
+    rc = reign__sql_query(c, "picking pending tasks",
+                          c->d->for_update[0] ? PICK " FOR UPDATE SKIP LOCKED" : PICK, args, 3,
+                          &ids, err, errlen);
+    if (rc >= 0 && ids.n_rows && !(out->v = reign__calloc(ids.n_rows, sizeof *out->v)))
+        rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    for (size_t i = 0; rc >= 0 && i < ids.n_rows; i++) {
+        const char *guid = reign__sql_cell(&ids, i, 1);
+        if (!reign__sql_parse_i64(reign__sql_cell(&ids, i, 0), &args[6].i) || !hex16(guid))
+            continue; /* a row reign did not write: never acted on */
+        rc = reign__sql_query(c, "assigning a task",
+                              "UPDATE {K} SET state = 2, worker = {4}, worker_guid = {5}, term = "
+                              "{6}, assigned_ms = {NOW} WHERE data_center = {1} AND queue_name = "
+                              "{2} AND id = {7} AND state = 1",
+                              args, 7, NULL, err, errlen);
+        if (rc == 1) {
+            reign__task_row *r = &out->v[out->n++];
+            r->id = args[6].i;
+            memcpy(r->guid, guid, 17);
+            snprintf(r->name, sizeof r->name, REIGN__N_TASK "%s_%010lld", guid, (long long)r->id);
+            r->state = REIGN_TASK_ASSIGNED;
+            snprintf(r->worker, sizeof r->worker, "%s", worker);
+            snprintf(r->worker_guid, sizeof r->worker_guid, "%s", worker_guid);
+            r->term = f->term;
+        }
+    }
+    reign__sql_rows_free(&ids);
+    if (rc < 0) {
+        reign__sql_rollback(c);
+        reign__task_rows_free(out);
+        return rc;
+    }
+    if ((rc = commit(c, dc, queue, err, errlen)) < 0)
+        reign__task_rows_free(out);
+    return rc;
+}
+
+/* One statement fenced by the master's lease (begin_fenced), on the queue's rows: {1} data
+ * center, {2} queue, {3} arg.  The rows changed, or a negative code; *deposed set when the
+ * fence refused (nothing changed). */
+static int fenced_write(reign__sqlconn *c, const char *dc, const char *queue,
+                        const reign__tasks_fence *f, const char *what, const char *sql,
+                        reign__sqlv arg, bool *deposed, char *err, size_t errlen)
+{
+    *deposed = false;
+    int rc = begin_fenced(c, dc, f, err, errlen);
+    if (rc == REIGN__TASKS_DEPOSED)
+        *deposed = true;
+    if (rc)
+        return rc < 0 ? rc : 0;
+    reign__sqlv args[3] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue), arg};
+    int n = reign__sql_query(c, what, sql, args, 3, NULL, err, errlen);
+    if (n < 0) {
+        reign__sql_rollback(c);
+        return n;
+    }
+    rc = commit(c, dc, queue, err, errlen);
+    return rc < 0 ? rc : n;
+}
+
+int reign__tasks_requeue(reign__sqlconn *c, const char *dc, const char *queue,
+                         const reign__tasks_fence *f, const char *worker_guid, bool *deposed,
+                         char *err, size_t errlen)
+{
+    /* Only rows still assigned to that registration: taken back once, and never a task its
+     * worker finished meanwhile. */
+    return fenced_write(c, dc, queue, f, "taking back the tasks of a worker gone",
+                        "UPDATE {K} SET state = 1, worker = NULL, worker_guid = NULL, term = NULL, "
+                        "assigned_ms = NULL, requeued = requeued + 1 WHERE data_center = {1} AND "
+                        "queue_name = {2} AND state = 2 AND worker_guid = {3}",
+                        REIGN__SQLV_S(worker_guid), deposed, err, errlen);
+}
+
+int reign__tasks_sweep(reign__sqlconn *c, const char *dc, const char *queue,
+                       const reign__tasks_fence *f, int64_t retention_ms, bool *deposed, char *err,
+                       size_t errlen)
+{
+    return fenced_write(c, dc, queue, f, "deleting old results",
+                        "DELETE FROM {K} WHERE data_center = {1} AND queue_name = {2} AND state = "
+                        "3 AND done_ms < {NOW} - {3}",
+                        REIGN__SQLV_I(retention_ms), deposed, err, errlen);
+}
+
+int reign__tasks_load(reign__sqlconn *c, const char *dc, const char *queue, reign__sql_rows *out,
+                      char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    bool absent;
+    int rc = ensure(c, false, &absent, err, errlen);
+    if (rc < 0 || absent)
+        return rc;
+    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue)};
+    rc = reign__sql_query(c, "counting the tasks assigned",
+                          "SELECT worker_guid, COUNT(*) FROM {K} WHERE data_center = {1} AND "
+                          "queue_name = {2} AND state = 2 GROUP BY worker_guid ORDER BY "
+                          "worker_guid",
+                          args, 2, out, err, errlen);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- the worker ------------------------------------------------------------------------------ */
+
+int reign__tasks_assigned(reign__sqlconn *c, const char *dc, const char *queue,
+                          const char *worker_guid, reign__task_rows *out, char *err, size_t errlen)
+{
+    reign__sqlv args[3] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue), REIGN__SQLV_S(worker_guid)};
+    return read_rows(c, queue, "reading the tasks assigned to a worker",
+                     "SELECT " ROW_COLUMNS ", data FROM {K} WHERE data_center = {1} AND "
+                     "queue_name = {2} AND state = 2 AND worker_guid = {3} ORDER BY id",
+                     args, 3, out, err, errlen);
+}
+
+int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
+                        const char *worker_guid, int exit_code, int exit_signal, const void *output,
+                        size_t output_len, char *err, size_t errlen)
+{
+    char guid[17];
+    int64_t id;
+    if (!reign__tasks_sql_name_parse(name, guid, &id))
+        return REIGN_ENOENT;
+    if (output_len > REIGN_TASK_OUTPUT_MAX)
+        output_len = REIGN_TASK_OUTPUT_MAX;
+    int rc = ensure(c, true, NULL, err, errlen);
+    if (rc == 0)
+        rc = begin(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    reign__sqlv args[8] = {REIGN__SQLV_S(dc),          REIGN__SQLV_S(queue),
+                           REIGN__SQLV_S(guid),        REIGN__SQLV_I(id),
+                           REIGN__SQLV_S(worker_guid), REIGN__SQLV_I(exit_code),
+                           REIGN__SQLV_I(exit_signal), REIGN__SQLV_B(output, output_len)};
+    /* Only while the row is still assigned to this registration: a task taken back from a
+     * worker taken for dead, or done already, is not changed. */
+    rc = reign__sql_query(c, "recording a result",
+                          "UPDATE {K} SET state = 3, exit_code = {6}, exit_signal = {7}, output = "
+                          "{8}, data = NULL, done_ms = {NOW} WHERE data_center = {1} AND "
+                          "queue_name = {2} AND guid = {3} AND id = {4} AND state = 2 AND "
+                          "worker_guid = {5}",
+                          args, 8, NULL, err, errlen);
+    if (rc == 0) {
+        /* Not changed: ours already (an earlier call whose answer was lost), or not ours. */
+        reign__sql_rows rs;
+        rc = reign__sql_query(c, "reading a result",
+                              "SELECT state FROM {K} WHERE data_center = {1} AND queue_name = {2} "
+                              "AND guid = {3} AND id = {4} AND worker_guid = {5}",
+                              args, 5, &rs, err, errlen);
+        if (rc >= 0) {
+            const char *state = reign__sql_cell(&rs, 0, 0);
+            rc = rs.n_rows == 1 && state && !strcmp(state, "3") ? 1 : REIGN_ENOENT;
+            reign__sql_rows_free(&rs);
+        }
+        reign__sql_rollback(c);
+        return rc;
+    }
+    if (rc < 0) {
+        reign__sql_rollback(c);
+        return rc;
+    }
+    return commit(c, dc, queue, err, errlen);
+}

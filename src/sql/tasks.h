@@ -1,0 +1,168 @@
+/*
+ * tasks.h - reign's task queues (<reign/tasks.h>) in a SQL store: the table
+ * "<lease table>_tasks", one row per task, beside the lease table whose row "tasks.Q" elects
+ * the queue's master.
+ *
+ *   id            the task's number: an auto-increment key, growing in submission order
+ *   data_center   as in the lease table
+ *   queue_name    the queue (<reign/tasks.h>: [A-Za-z0-9._:-]{1,180})
+ *   guid          16 hex digits drawn by the submitter before it sends the submit; UNIQUE per
+ *                 (data_center, queue_name): a submit sent again after a lost answer finds the
+ *                 row the first one made, never makes a second
+ *   state         1 pending, 2 assigned, 3 done (reign_task_state)
+ *   worker, worker_guid   assigned, done: the worker's id and its registration's guid in the
+ *                 group "tasks.Q" (the worker's token: its result is written only while the
+ *                 row still names it)
+ *   term          assigned, done: the term of the master's lease that assigned it
+ *   requeued      how many times the task was taken back from a worker that was gone
+ *   data          the payload, while pending or assigned (NULL once done)
+ *   exit_code, exit_signal, output   done: the result
+ *   submitted_ms, assigned_ms, done_ms   the database's clock, Unix ms: for people only
+ *   UNIQUE (data_center, queue_name, guid), UNIQUE (data_center, queue_name, state, id) (the
+ *   second is an index for the master's pick and for listings, declared as a constraint so that
+ *   CREATE TABLE makes it in every dialect; id alone is unique already)
+ *
+ * A task's name is "t_<guid>_<id, 10 digits>", as on ZooKeeper, and a row is found by both.
+ *
+ * Exactly once rests on one rule: every change of a row's state is one UPDATE whose WHERE
+ * clause names the state (and the worker) it expects, so of two writers racing for a row one
+ * changes it and the other changes nothing.  The master's writes (assign, requeue, sweep) are
+ * also fenced by its lease: each runs in a transaction that first locks the lease row of
+ * "tasks.Q" and checks that it still names the master and its term and is neither released
+ * nor deposed (runs.c's fence), so a deposed master changes nothing, however late its statement
+ * comes. The worker's result is fenced by its registration guid: a worker taken for dead had its
+ * rows re-queued (worker_guid cleared) and its late result changes nothing.
+ *
+ * PostgreSQL and MariaDB pick pending rows with FOR UPDATE SKIP LOCKED, so that a pick never
+ * waits for a row another transaction holds; SQLite has one writer at a time (BEGIN IMMEDIATE)
+ * and needs no row locks.  Every write sends, in its transaction, a NOTIFY (PostgreSQL) on the
+ * queue's name REIGN__TASKS_LISTEN "/Q"; SQLite's file change and MariaDB's poll do the rest.
+ *
+ * The table is made on first use; one of a foreign layout is refused (REIGN_EFOREIGN), never
+ * changed.  A row reign could not have written (a state out of range, a guid that is not 16
+ * hex digits, a payload or output over the limits) reads as REIGN_EFOREIGN and is skipped by
+ * listings.  Everything here blocks: it runs on the SQL client's worker thread.  Private.
+ */
+#ifndef REIGN_SQL_TASKS_H
+#define REIGN_SQL_TASKS_H
+
+#include <reign/limits.h>
+#include <reign/tasks.h>
+
+#include "sql.h"
+
+/* Prefix of the name a queue's writes notify and its watchers listen on: "reign/tasks/Q" (a
+ * '/', so never an election's name). */
+#define REIGN__TASKS_LISTEN "reign/tasks/"
+
+/* A fenced write refused: the lease no longer names this master (see above). */
+#define REIGN__TASKS_DEPOSED 2
+
+/* The master's token: its lease in the lease table, by name ("tasks.Q").  A term names one
+ * leadership (every take adds one); the owner is checked too, and the lease must be neither
+ * released nor deposed (owner_guid REIGN__SQL_DEPOSED, by `reign cede`). */
+typedef struct reign__tasks_fence {
+    const char *name;  /* the lease's lock_name */
+    const char *owner; /* its owner: the master's candidate id */
+    uint64_t term;     /* its term */
+} reign__tasks_fence;
+
+typedef struct reign__task_row {
+    int64_t id;
+    char guid[17];
+    char name[REIGN_TASKS_TASK_MAX + 1]; /* t_<guid>_<id> */
+    reign_task_state state;
+    char worker[REIGN_TASKS_WORKER_MAX + 1];
+    char worker_guid[65];
+    uint64_t term;
+    int requeued;
+    void *data; /* allocated (reign__free), NULL when data_len is 0 */
+    size_t data_len;
+    int exit_code, exit_signal;
+    void *output; /* allocated, NULL when output_len is 0 */
+    size_t output_len;
+    int64_t submitted_ms, assigned_ms, done_ms;
+} reign__task_row;
+
+typedef struct reign__task_rows {
+    size_t n;
+    reign__task_row *v;
+} reign__task_rows;
+
+void reign__task_row_clear(reign__task_row *r);
+void reign__task_rows_free(reign__task_rows *rows);
+
+/* A task name's guid and id; false if it is not one ("t_" + 16 hex + "_" + 10 digits). */
+bool reign__tasks_sql_name_parse(const char *name, char guid[17], int64_t *id);
+
+/*
+ * Submits: inserts the row of `guid` unless one exists.  0 and *out (id, name, state: the new
+ * row, or the one a former submit of the same guid made), or a negative code.  *made says
+ * whether this call made it.
+ */
+int reign__tasks_submit(reign__sqlconn *c, const char *dc, const char *queue, const char *guid,
+                        const void *data, size_t len, reign__task_row *out, bool *made, char *err,
+                        size_t errlen);
+
+/* Reads the task `name` (with its result; with its payload if with_data).  0, REIGN_ENOENT
+ * (no such task), REIGN_EFOREIGN or another negative code. */
+int reign__tasks_read(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
+                      bool with_data, reign__task_row *out, char *err, size_t errlen);
+
+/* Every task of the queue, pending then assigned then done, each in id order, without their
+ * payloads (foreign rows skipped).  0 or a negative code. */
+int reign__tasks_list(reign__sqlconn *c, const char *dc, const char *queue, reign__task_rows *out,
+                      char *err, size_t errlen);
+
+/* Deletes the result of a done task.  0, REIGN_ENOENT (unknown, or not done), or a negative
+ * code. */
+int reign__tasks_delete(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
+                        char *err, size_t errlen);
+
+/* ---- the master: fenced by its lease -------------------------------------------------------- */
+
+/*
+ * Assigns up to `max` pending tasks, oldest first, to the worker (id, registration guid), in
+ * one transaction fenced by `f`.  0 and *out (the rows assigned, without payloads; may be
+ * none), REIGN__TASKS_DEPOSED, or a negative code.
+ */
+int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
+                        const reign__tasks_fence *f, const char *worker, const char *worker_guid,
+                        size_t max, reign__task_rows *out, char *err, size_t errlen);
+
+/* Takes back every task assigned to the registration `worker_guid` (a worker gone), fenced by
+ * `f`: they are pending again.  The number taken back (0: none, or taken back already), or a
+ * negative code; *deposed set (and nothing changed) when the fence refused. */
+int reign__tasks_requeue(reign__sqlconn *c, const char *dc, const char *queue,
+                         const reign__tasks_fence *f, const char *worker_guid, bool *deposed,
+                         char *err, size_t errlen);
+
+/* The assigned tasks per registration guid: rows of (worker_guid, count).  0 or a negative
+ * code. */
+int reign__tasks_load(reign__sqlconn *c, const char *dc, const char *queue, reign__sql_rows *out,
+                      char *err, size_t errlen);
+
+/* Deletes the results older than retention_ms by the database's clock, fenced by `f`.  The
+ * number deleted, or a negative code; *deposed set when the fence refused. */
+int reign__tasks_sweep(reign__sqlconn *c, const char *dc, const char *queue,
+                       const reign__tasks_fence *f, int64_t retention_ms, bool *deposed, char *err,
+                       size_t errlen);
+
+/* ---- the worker: fenced by its registration ------------------------------------------------- */
+
+/* The tasks assigned to the registration `worker_guid`, in id order, with their payloads.
+ * 0 or a negative code. */
+int reign__tasks_assigned(reign__sqlconn *c, const char *dc, const char *queue,
+                          const char *worker_guid, reign__task_rows *out, char *err, size_t errlen);
+
+/*
+ * Records the result of task `name`, if it is still assigned to `worker_guid`: 0 (recorded
+ * now), 1 (recorded already, by this registration: an earlier call whose answer was lost),
+ * REIGN_ENOENT (not ours: taken back, or gone), or a negative code.  Output over
+ * REIGN_TASK_OUTPUT_MAX is cut.
+ */
+int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
+                        const char *worker_guid, int exit_code, int exit_signal, const void *output,
+                        size_t output_len, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,373 @@
+/*
+ * sql_tasks.c - the task queue on a real SQL store, scenarios of test_sql_recipes.
+ *
+ * `tasks_api`: the one-shot requests through the public API (scenario_tasks_api() says what).
+ *
+ * `tasks`: the statements (src/sql/tasks.h), through connections behind reign's back (one per
+ * actor: submitter, masters, workers):
+ *
+ *   - before the table exists a task reads as unknown and a queue lists empty;
+ *   - a submit sent again with the same guid (its answer lost) finds the first row, never makes
+ *     a second; a payload over REIGN_TASK_DATA_MAX is refused;
+ *   - the master assigns the oldest pending tasks, at most as many as asked, under its lease;
+ *     a master whose lease moved on (another owner, another term, deposed, taken over)
+ *     assigns, takes back and sweeps nothing;
+ *   - a result is written once, and only by the registration the row names: another
+ *     registration's is refused, a second one changes nothing (and says "ours already");
+ *   - a worker gone has its tasks taken back once, by the leading master only, and its late
+ *     result changes nothing;
+ *   - delete removes only done tasks; a sweep removes old results;
+ *   - a row reign could not have written is skipped by listings and refused by reads;
+ *   - PostgreSQL and MariaDB: a pick skips a pending row another transaction holds, rather
+ *     than waiting for it (the statement timeout would end the wait with an error).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "recipes.h"
+#include "tasks.h"
+
+#define DC     "dc1"
+#define QUEUE  "jobs"
+#define MASTER "tasks.jobs"
+
+static char err[512];
+
+static reign__tasks_fence lead(reign__sqlconn *c, const char *guid, uint64_t expected_term)
+{
+    reign__lease_claim cl = {
+        .dc = DC, .name = MASTER, .owner = guid, .owner_guid = guid, .duration_ms = 60000};
+    uint64_t term = 1;
+    if (expected_term == 0)
+        H_CHECKF(reign__sql_lease_insert(c, &cl, err, sizeof err) == 1, "%s", err);
+    else
+        H_CHECKF(reign__sql_lease_take(c, &cl, expected_term, &term, err, sizeof err) == 1, "%s",
+                 err);
+    reign__tasks_fence f = {.name = MASTER, .owner = guid, .term = term};
+    return f;
+}
+
+static reign__task_row submit(reign__sqlconn *c, const char *guid, const char *data, bool want_made)
+{
+    reign__task_row r;
+    bool made;
+    H_CHECKF(reign__tasks_submit(c, DC, QUEUE, guid, data, strlen(data), &r, &made, err,
+                                 sizeof err) == 0,
+             "submit: %s", err);
+    H_CHECK(made == want_made);
+    H_CHECK(r.id > 0 && r.state == REIGN_TASK_PENDING && !strcmp(r.guid, guid));
+    return r;
+}
+
+static reign__task_row read_task(reign__sqlconn *c, const char *name, int want)
+{
+    reign__task_row r;
+    H_RC(reign__tasks_read(c, DC, QUEUE, name, true, &r, err, sizeof err), want);
+    return r;
+}
+
+/* Assigns up to max to (worker, wguid): the number assigned, or -1 if deposed. */
+static int assign(reign__sqlconn *c, const reign__tasks_fence *f, const char *worker,
+                  const char *wguid, size_t max, reign__task_rows *out)
+{
+    int rc = reign__tasks_assign(c, DC, QUEUE, f, worker, wguid, max, out, err, sizeof err);
+    H_CHECKF(rc == 0 || rc == REIGN__TASKS_DEPOSED, "assign: %s", err);
+    return rc == REIGN__TASKS_DEPOSED ? -1 : (int)out->n;
+}
+
+static int requeue(reign__sqlconn *c, const reign__tasks_fence *f, const char *wguid)
+{
+    bool deposed;
+    int n = reign__tasks_requeue(c, DC, QUEUE, f, wguid, &deposed, err, sizeof err);
+    H_CHECKF(n >= 0, "requeue: %s", err);
+    return deposed ? -1 : n;
+}
+
+static int finish(reign__sqlconn *c, const char *name, const char *wguid, const char *out)
+{
+    return reign__tasks_finish(c, DC, QUEUE, name, wguid, 3, 0, out, strlen(out), err, sizeof err);
+}
+
+static void test_deposed(reign__sqlconn *c, const reign__tasks_fence *f)
+{
+    reign__tasks_fence other = *f;
+    reign__task_rows rows;
+    other.term = f->term + 1;
+    H_CHECK(assign(c, &other, "w9", "g9", 5, &rows) == -1);
+    other = *f;
+    other.owner = "someone-else";
+    H_CHECK(assign(c, &other, "w9", "g9", 5, &rows) == -1);
+    H_CHECK(requeue(c, &other, "wg1") == -1);
+    bool deposed;
+    H_CHECK(reign__tasks_sweep(c, DC, QUEUE, &other, -100000, &deposed, err, sizeof err) == 0 &&
+            deposed);
+}
+
+static void test_skip_locked(reign__sqlconn *sub, reign__sqlconn *m, const reign__tasks_fence *f)
+{
+    reign__task_row a = submit(sub, "00000000000000a1", "held", true);
+    reign__task_row b = submit(sub, "00000000000000a2", "free", true);
+    reign__sqlconn *holder = raw_connect();
+    reign__sqlv args[1] = {REIGN__SQLV_I(a.id)};
+    H_CHECKF(reign__sql_query(holder, "begin", "{BEGIN}", NULL, 0, NULL, err, sizeof err) >= 0,
+             "%s", err);
+    H_CHECKF(reign__sql_query(holder, "holding a row",
+                              "SELECT id FROM {K} WHERE id = {1} FOR UPDATE", args, 1, NULL, err,
+                              sizeof err) >= 0,
+             "%s", err);
+    reign__task_rows rows;
+    H_CHECK(assign(m, f, "w3", "wg3", 1, &rows) == 1);
+    H_CHECK(rows.v[0].id == b.id); /* the held one skipped, not waited for */
+    reign__task_rows_free(&rows);
+    reign__sql_rollback(holder);
+    reign__sql_close(holder);
+    H_CHECK(assign(m, f, "w3", "wg3", 1, &rows) == 1 && rows.v[0].id == a.id);
+    reign__task_rows_free(&rows);
+    H_CHECK(finish(m, a.name, "wg3", "") == 0 && finish(m, b.name, "wg3", "") == 0);
+    reign__task_row_clear(&a);
+    reign__task_row_clear(&b);
+}
+
+void scenario_tasks(void)
+{
+    reign__sqlconn *sub = raw_connect(), *m1 = raw_connect(), *m2 = raw_connect(),
+                   *w = raw_connect();
+    H_CHECKF(reign__sql_ensure_schema(m1, err, sizeof err) == 0, "%s", err);
+
+    /* Before the table exists. */
+    reign__task_rows rows;
+    H_RC(reign__tasks_list(sub, DC, QUEUE, &rows, err, sizeof err), 0);
+    H_CHECK(rows.n == 0);
+    read_task(sub, "t_0123456789abcdef_0000000001", REIGN_ENOENT);
+    H_RC(reign__tasks_delete(sub, DC, QUEUE, "t_0123456789abcdef_0000000001", err, sizeof err),
+         REIGN_ENOENT);
+
+    /* Submit, and a submit sent again: one row. */
+    reign__task_row t1 = submit(sub, "0000000000000001", "one", true);
+    reign__task_row again = submit(sub, "0000000000000001", "one", false);
+    H_CHECK(again.id == t1.id && !strcmp(again.name, t1.name));
+    reign__task_row t2 = submit(sub, "0000000000000002", "two", true);
+    reign__task_row t3 = submit(sub, "0000000000000003", "three", true);
+    H_CHECK(t1.id < t2.id && t2.id < t3.id);
+    char *big = calloc(1, REIGN_TASK_DATA_MAX + 1);
+    bool made;
+    H_RC(reign__tasks_submit(sub, DC, QUEUE, "0000000000000004", big, REIGN_TASK_DATA_MAX + 1,
+                             &again, &made, err, sizeof err),
+         REIGN_EINVAL);
+    free(big);
+    H_RC(reign__tasks_list(sub, DC, QUEUE, &rows, err, sizeof err), 0);
+    H_CHECK(rows.n == 3 && rows.v[0].id == t1.id && rows.v[2].id == t3.id);
+    reign__task_rows_free(&rows);
+    reign__task_row r = read_task(sub, t2.name, 0);
+    H_CHECK(r.state == REIGN_TASK_PENDING && r.data_len == 3 && !memcmp(r.data, "two", 3));
+    reign__task_row_clear(&r);
+
+    /* The master assigns the oldest, as many as asked; a stale fence assigns nothing. */
+    reign__tasks_fence f1 = lead(m1, "guid-m1", 0);
+    test_deposed(m1, &f1);
+    H_CHECK(assign(m1, &f1, "w1", "wg1", 2, &rows) == 2);
+    H_CHECK(rows.v[0].id == t1.id && rows.v[1].id == t2.id && !strcmp(rows.v[0].name, t1.name));
+    reign__task_rows_free(&rows);
+    r = read_task(w, t1.name, 0);
+    H_CHECK(r.state == REIGN_TASK_ASSIGNED && !strcmp(r.worker, "w1") && r.term == f1.term);
+    reign__task_row_clear(&r);
+
+    /* Another master takes over: the first one can no longer assign nor take back. */
+    reign__tasks_fence f2 = lead(m2, "guid-m2", f1.term);
+    H_CHECK(assign(m1, &f1, "w1", "wg1", 5, &rows) == -1);
+    H_CHECK(requeue(m1, &f1, "wg1") == -1);
+    test_deposed(m2, &f2);
+
+    /* The worker's results: once, and only by the registration the row names. */
+    H_CHECKF(reign__tasks_assigned(w, DC, QUEUE, "wg1", &rows, err, sizeof err) == 0, "%s", err);
+    H_CHECK(rows.n == 2 && rows.v[1].data_len == 3 && !memcmp(rows.v[1].data, "two", 3));
+    reign__task_rows_free(&rows);
+    H_RC(finish(w, t1.name, "wg-other", "no"), REIGN_ENOENT);
+    H_RC(finish(w, t1.name, "wg1", "out1"), 0);
+    H_RC(finish(w, t1.name, "wg1", "out2"), 1);
+    r = read_task(sub, t1.name, 0);
+    H_CHECK(r.state == REIGN_TASK_DONE && r.exit_code == 3 && r.output_len == 4 &&
+            !memcmp(r.output, "out1", 4) && r.data_len == 0 && r.done_ms > 0);
+    reign__task_row_clear(&r);
+
+    /* The worker is gone: its other task is taken back, once. */
+    H_CHECK(requeue(m2, &f2, "wg1") == 1);
+    H_CHECK(requeue(m2, &f2, "wg1") == 0);
+    H_RC(finish(w, t2.name, "wg1", "late"), REIGN_ENOENT);
+    r = read_task(sub, t2.name, 0);
+    H_CHECK(r.state == REIGN_TASK_PENDING && r.requeued == 1 && !r.worker[0]);
+    reign__task_row_clear(&r);
+    H_CHECK(assign(m2, &f2, "w2", "wg2", 5, &rows) == 2);
+    H_CHECK(rows.v[0].id == t2.id && rows.v[1].id == t3.id);
+    reign__task_rows_free(&rows);
+    reign__sql_rows load;
+    H_CHECKF(reign__tasks_load(m2, DC, QUEUE, &load, err, sizeof err) == 0, "%s", err);
+    H_CHECK(load.n_rows == 1 && !strcmp(reign__sql_cell(&load, 0, 0), "wg2") &&
+            !strcmp(reign__sql_cell(&load, 0, 1), "2"));
+    reign__sql_rows_free(&load);
+
+    /* Delete: done tasks only. */
+    H_RC(reign__tasks_delete(sub, DC, QUEUE, t2.name, err, sizeof err), REIGN_ENOENT);
+    H_RC(reign__tasks_delete(sub, DC, QUEUE, t1.name, err, sizeof err), 0);
+    read_task(sub, t1.name, REIGN_ENOENT);
+    H_RC(finish(w, t2.name, "wg2", ""), 0);
+    H_RC(finish(w, t3.name, "wg2", ""), 0);
+
+    if (reign__sql_kind_of(m2) != REIGN__SQL_SQLITE)
+        test_skip_locked(sub, m2, &f2);
+
+    /* A sweep removes old results (here: all, by a retention in the future). */
+    bool deposed;
+    H_CHECK(reign__tasks_sweep(m2, DC, QUEUE, &f2, -100000, &deposed, err, sizeof err) >= 2 &&
+            !deposed);
+    H_RC(reign__tasks_list(sub, DC, QUEUE, &rows, err, sizeof err), 0);
+    H_CHECK(rows.n == 0);
+
+    /* Deposed (`reign cede`): the lease keeps its owner and term, and fences all the same. */
+    H_CHECKF(reign__sql_lease_depose(m1, DC, MASTER, f2.term, err, sizeof err) == 1, "%s", err);
+    reign__task_row t5 = submit(sub, "0000000000000005", "five", true);
+    H_CHECK(assign(m2, &f2, "w2", "wg2", 5, &rows) == -1);
+
+    /* A row reign could not have written. */
+    reign__sqlv args[3] = {REIGN__SQLV_S(DC), REIGN__SQLV_S(QUEUE),
+                           REIGN__SQLV_S("00000000000000f1")};
+    H_CHECKF(reign__sql_query(sub, "a foreign row",
+                              "INSERT INTO {K} (data_center, queue_name, guid, state, "
+                              "submitted_ms) VALUES ({1}, {2}, {3}, 7, 0)",
+                              args, 3, NULL, err, sizeof err) == 1,
+             "%s", err);
+    H_RC(reign__tasks_list(sub, DC, QUEUE, &rows, err, sizeof err), 0);
+    H_CHECK(rows.n == 1 && rows.v[0].id == t5.id); /* the foreign row skipped */
+    reign__task_rows_free(&rows);
+    reign__sql_rows ids;
+    H_CHECKF(reign__sql_query(sub, "its id", "SELECT id FROM {K} WHERE guid = {3}", args, 3, &ids,
+                              err, sizeof err) >= 0,
+             "%s", err);
+    char name[64];
+    snprintf(name, sizeof name, "t_00000000000000f1_%010lld", atoll(reign__sql_cell(&ids, 0, 0)));
+    reign__sql_rows_free(&ids);
+    read_task(sub, name, REIGN_EFOREIGN);
+
+    reign__task_row_clear(&t1);
+    reign__task_row_clear(&t2);
+    reign__task_row_clear(&t3);
+    reign__task_row_clear(&again);
+    reign__task_row_clear(&t5);
+    reign__sql_close(sub);
+    reign__sql_close(m1);
+    reign__sql_close(m2);
+    reign__sql_close(w);
+}
+
+/* ---- through the public API ------------------------------------------------------------------ */
+
+typedef struct answer {
+    int done, err;
+    char task[REIGN_TASKS_TASK_MAX + 1];
+    reign_task_state state;
+    int exit_code;
+    char output[32];
+    size_t n;
+} answer;
+
+static int pred_answered(void *arg)
+{
+    return ((answer *)arg)->done;
+}
+
+static void on_submitted(reign_client *c, int e, const char *task, void *ud)
+{
+    answer *a = ud;
+    (void)c;
+    a->done++;
+    a->err = e;
+    snprintf(a->task, sizeof a->task, "%s", task ? task : "");
+}
+
+static void on_info(reign_client *c, int e, const reign_task_info *info, void *ud)
+{
+    answer *a = ud;
+    (void)c;
+    a->done++;
+    a->err = e;
+    if (info) {
+        a->state = info->state;
+        a->exit_code = info->exit_code;
+        snprintf(a->output, sizeof a->output, "%.*s", (int)info->output_len,
+                 (const char *)info->output);
+    }
+}
+
+static void on_listed(reign_client *c, int e, const reign_task_info *v, size_t n, void *ud)
+{
+    answer *a = ud;
+    (void)c;
+    (void)v;
+    a->done++;
+    a->err = e;
+    a->n = n;
+}
+
+static void on_deleted(reign_client *c, int e, void *ud)
+{
+    answer *a = ud;
+    (void)c;
+    a->done++;
+    a->err = e;
+}
+
+/*
+ * Submit, status, wait, list and delete on a client of the store, the master's and the
+ * worker's part played behind its back: a wait from another client is called back once the
+ * result is written (woken by the store's notice, or its poll), once; a wait for a task done
+ * already returns at once; a deleted task is unknown.
+ */
+void scenario_tasks_api(void)
+{
+    h_cand *s = h_cand_new("submitter", h_uri("data_center=" DC), NULL, NULL, NULL);
+    h_cand *o = h_cand_new("waiter", h_uri("data_center=" DC), NULL, NULL, NULL);
+    answer t = {0}, t2 = {0}, st = {0}, wait = {0}, l = {0};
+    H_OK(reign_tasks_submit(s->client, QUEUE, "payload", 7, on_submitted, &t));
+    H_OK(reign_tasks_submit(s->client, QUEUE, "second", 6, on_submitted, &t2));
+    H_WAIT(pred_answered, &t, "submit");
+    H_WAIT(pred_answered, &t2, "second submit");
+    H_CHECK(t.err == 0 && t2.err == 0 && strcmp(t.task, t2.task));
+    H_OK(reign_tasks_status(o->client, QUEUE, t.task, on_info, &st));
+    H_WAIT(pred_answered, &st, "status");
+    H_CHECK(st.err == 0 && st.state == REIGN_TASK_PENDING);
+    H_OK(reign_tasks_wait(o->client, QUEUE, t.task, on_info, &wait));
+    H_OK(reign_tasks_list(o->client, QUEUE, on_listed, &l));
+    H_WAIT(pred_answered, &l, "list");
+    H_CHECK(l.err == 0 && l.n == 2 && !wait.done);
+
+    /* The master's and the worker's writes, behind the clients' back. */
+    reign__sqlconn *c = raw_connect();
+    H_CHECKF(reign__sql_ensure_schema(c, err, sizeof err) == 0, "%s", err);
+    reign__tasks_fence f = lead(c, "m", 0);
+    reign__task_rows rows;
+    H_CHECK(assign(c, &f, "w", "wg", 1, &rows) == 1 && !strcmp(rows.v[0].name, t.task));
+    reign__task_rows_free(&rows);
+    H_RC(finish(c, t.task, "wg", "done!"), 0);
+    reign__sql_close(c);
+
+    H_WAIT(pred_answered, &wait, "the wait");
+    H_CHECK(wait.done == 1 && wait.err == 0 && wait.state == REIGN_TASK_DONE &&
+            wait.exit_code == 3 && !strcmp(wait.output, "done!"));
+    answer again = {0}, del = {0}, gone = {0};
+    H_OK(reign_tasks_wait(s->client, QUEUE, t.task, on_info, &again));
+    H_WAIT(pred_answered, &again, "a wait for a task done");
+    H_CHECK(again.err == 0 && again.state == REIGN_TASK_DONE);
+    H_OK(reign_tasks_delete(s->client, QUEUE, t.task, on_deleted, &del));
+    H_WAIT(pred_answered, &del, "delete");
+    H_OK(del.err);
+    H_OK(reign_tasks_status(s->client, QUEUE, t.task, on_info, &gone));
+    H_WAIT(pred_answered, &gone, "status after the delete");
+    H_RC(gone.err, REIGN_ENOENT);
+    h_run_until(NULL, NULL, 0);
+    H_CHECK(wait.done == 1 && t.done == 1);
+    h_cand_close(o);
+    h_cand_close(s);
+}

@@ -439,11 +439,14 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
     int server_ms = c->statement_timeout_ms * 4 / 5; /* at most an hour: no overflow */
     if (server_ms < 1)
         server_ms = 1; /* 0 would mean no limit */
-    char init[160];
+    /* A transaction left open by a client that stops between two of its statements is ended
+     * by the server after two statement timeouts (whole seconds here), as on PostgreSQL. */
+    int idle_s = (c->statement_timeout_ms * 2 + 999) / 1000;
+    char init[224];
     snprintf(init, sizeof init,
              "SET time_zone = '+00:00', max_statement_time = %d.%03d, "
-             "innodb_lock_wait_timeout = %d",
-             server_ms / 1000, server_ms % 1000, server_ms >= 2000 ? server_ms / 1000 : 1);
+             "innodb_lock_wait_timeout = %d, idle_transaction_timeout = %d",
+             server_ms / 1000, server_ms % 1000, server_ms >= 2000 ? server_ms / 1000 : 1, idle_s);
     /* The URI's first: reign's own settings below come after them. */
     int prc = set_params(m, t);
     if (prc)

@@ -352,13 +352,20 @@ static int pg_conn_param(const char *key, const char *value, char *err, size_t e
 static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen)
 {
     pg_conn *p = (pg_conn *)c;
-    char port[16], connect_s[16], options[160];
+    char port[16], connect_s[16], options[224];
     snprintf(port, sizeof port, "%d", t->port ? t->port : 5432);
     /* libpq's own timeout only serves its blocking calls; ours is the poll() deadline below. */
     snprintf(connect_s, sizeof connect_s, "%d", (c->connect_timeout_ms + 999) / 1000);
+    /* A transaction left open by a client that stops (SIGSTOP, a debugger) between two of its
+     * statements would hold its row locks for as long as it stays stopped: a reaper of its
+     * session, a master taking its tasks back would wait on them.  The server ends such a
+     * session after two statement timeouts (a renew period) idle in a transaction; ours never
+     * idle that long between the statements of one. */
     snprintf(options, sizeof options,
-             "-c statement_timeout=%d -c TimeZone=UTC -c client_min_messages=warning",
-             c->statement_timeout_ms * 4 / 5 > 0 ? c->statement_timeout_ms * 4 / 5 : 1);
+             "-c statement_timeout=%d -c idle_in_transaction_session_timeout=%d -c TimeZone=UTC "
+             "-c client_min_messages=warning",
+             c->statement_timeout_ms * 4 / 5 > 0 ? c->statement_timeout_ms * 4 / 5 : 1,
+             c->statement_timeout_ms * 2);
     const char *pairs[][2] = {
         {"host", t->host},
         {"port", port},

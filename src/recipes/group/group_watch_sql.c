@@ -252,11 +252,14 @@ static void on_reaped(void *owner, void *arg, const reign__sqlw_result *r)
         reign__log(w->log, REIGN_LOG_NOTICE,
                    "group %s: reaped session %s (its beat stood at %lld for a whole lease)",
                    w->head.name, c->session, (long long)c->beat);
-    else if (r->rc < 0) {
+    else if (r->rc < 0)
         reign__log(w->log, REIGN_LOG_WARN, "group %s: reaping session %s: %s", w->head.name,
                    c->session, r->err);
-        w->n_seen = 0; /* counted again from the next read, which is never too early */
-    }
+    /* Whatever came of it, every session is counted again from the next read, which is never
+     * too early: a session the reap did not delete (it beat meanwhile, or the statement failed)
+     * must not keep the "once" mark of reap_due(), or it would never be reaped. */
+    if (r->rc <= 0)
+        w->n_seen = 0;
     if (reign__life_live(&w->life))
         wread(w); /* what is left, or what moved meanwhile */
     w_leave(w);

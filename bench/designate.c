@@ -251,8 +251,10 @@ static int stand_all(bench *b)
 {
     for (int i = 0; i < b->n; i++) {
         cand *c = &b->c[i];
+        /* Listed: on a SQL store only listed candidates can be designated (on ZooKeeper every
+         * candidate can, and listing changes nothing). */
         reign_election_options o = {
-            .size = sizeof(o), .id = c->id, .cb = on_election, .userdata = c};
+            .size = sizeof(o), .id = c->id, .cb = on_election, .userdata = c, .listed = 1};
         int r = reign_election_join(&c->election, c->client, b->name, &o);
         if (r < 0) {
             fprintf(stderr, "designate-latency: cannot join '%s': %s\n", b->name,

@@ -217,6 +217,8 @@ def render(run):
                 "%.0f%%" % (100.0 * rates[0] / floor) if floor else "-"))
     if refusals:
         lines += ["", "Not measured, with the store's own refusal:", ""] + refusals
+    for note in run.get("notes", []):  # findings kept in the JSON (--render keeps them)
+        lines += ["", note]
     lines += ["", "Command: `%s`.  Machine: %s.  Stores: %s.  reign at %s; %s." % (
         run["command"], run["machine"],
         ", ".join("%s %s" % (NAMES[r["store"]], r.get("version", "?")) for r in run["stores"]),

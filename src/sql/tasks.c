@@ -220,13 +220,15 @@ static int begin(reign__sqlconn *c, char *err, size_t errlen)
     return rc < 0 ? rc : 0;
 }
 
-/* The watchers of the queue are told (PostgreSQL: on commit), then COMMIT; rolled back on
- * failure. */
-static int commit(reign__sqlconn *c, const char *dc, const char *queue, char *err, size_t errlen)
+/* The watchers of the queue are told (PostgreSQL: on commit) if the transaction changed a row,
+ * then COMMIT; rolled back on failure.  Only a change is told: the master listens to the queue
+ * too, and a round that changed nothing would otherwise wake it for another, without end. */
+static int commit(reign__sqlconn *c, const char *dc, const char *queue, bool changed, char *err,
+                  size_t errlen)
 {
     char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
     snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s", queue);
-    int rc = reign__sql_notify(c, dc, name, err, errlen);
+    int rc = changed ? reign__sql_notify(c, dc, name, err, errlen) : 0;
     if (rc >= 0)
         rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
     if (rc < 0) {
@@ -373,7 +375,7 @@ int reign__tasks_submit(reign__sqlconn *c, const char *dc, const char *queue, co
         *made = false;
         return rc;
     }
-    if ((rc = commit(c, dc, queue, err, errlen)) < 0) {
+    if ((rc = commit(c, dc, queue, *made, err, errlen)) < 0) {
         reign__task_row_clear(out);
         *made = false;
     }
@@ -442,7 +444,7 @@ int reign__tasks_delete(reign__sqlconn *c, const char *dc, const char *queue, co
         reign__sql_rollback(c);
         return rc < 0 ? rc : REIGN_ENOENT;
     }
-    return commit(c, dc, queue, err, errlen);
+    return commit(c, dc, queue, true, err, errlen);
 }
 
 /* ---- the master ------------------------------------------------------------------------------ */
@@ -500,7 +502,7 @@ int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
         reign__task_rows_free(out);
         return rc;
     }
-    if ((rc = commit(c, dc, queue, err, errlen)) < 0)
+    if ((rc = commit(c, dc, queue, out->n > 0, err, errlen)) < 0)
         reign__task_rows_free(out);
     return rc;
 }
@@ -524,7 +526,7 @@ static int fenced_write(reign__sqlconn *c, const char *dc, const char *queue,
         reign__sql_rollback(c);
         return n;
     }
-    rc = commit(c, dc, queue, err, errlen);
+    rc = commit(c, dc, queue, n > 0, err, errlen);
     return rc < 0 ? rc : n;
 }
 
@@ -626,5 +628,5 @@ int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, co
         reign__sql_rollback(c);
         return rc;
     }
-    return commit(c, dc, queue, err, errlen);
+    return commit(c, dc, queue, true, err, errlen);
 }

@@ -231,11 +231,13 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     apply(w, &c->rows);
     if (!reign__life_live(&w->life))
         goto out;
+    /* Reaping does not wait for the group to be quiet: a watch kept reading by a stream of
+     * notices must still reap a dead host's session once its lease has run out. */
+    reap_due(w);
     if (w->again) {
         w->again = false;
         wread(w);
     } else {
-        reap_due(w);
         rearm(w);
     }
 out:

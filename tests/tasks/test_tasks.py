@@ -21,7 +21,8 @@ ran to completion exactly once (its id is in the file once):
                with a child of its own: the worker's guardian kills both commands' groups and
                closes the session, and the master moves both tasks to the other worker at once,
                long before the session could have expired; each runs to completion once, there.
-  stop_worker  SIGSTOP a worker (2 s session) while its task's command runs: the command is
+  stop_worker  SIGSTOP a worker (2 s session or lease; also on MariaDB and PostgreSQL) while its
+               task's command runs: the command is
                killed by the worker's leash before the session could expire, so before the
                master can give the task to the other worker - its stamps (CLOCK_MONOTONIC,
                every 5 ms) end before the other's command's start; SIGCONT later.
@@ -376,8 +377,8 @@ def sql_queue(t, store, **kw):
     return Queue(t, None, uri=s.uri(), session_ms=sqle.LEASE["lease_ms"], **kw), s
 
 
-def stop_worker(t):
-    q = Queue(t, t.shared_hosts(), session_ms=2000)
+def stop_worker(t, store="zk"):
+    q = Queue(t, t.shared_hosts(), session_ms=2000) if store == "zk" else sql_queue(t, store)[0]
     stamps, release = os.path.join(t.dir, "stamps"), os.path.join(t.dir, "release")
     open(stamps, "w").close()
     q.env.update(STAMPS=stamps, RELEASE=release)
@@ -572,7 +573,10 @@ SCENARIOS = {f.__name__: f for f in (basic, kill_worker, kill_master, kill_worke
                                       stop_worker, zk_restart, submit_cutoff, faults)}
 
 # The scenarios that run on a SQL store (a second argument), and on which; faults only there.
-ON_SQL = {"submit_cutoff": ("mariadb", "postgres"), "faults": ("sqlite", "mariadb", "postgres")}
+# stop_worker not on SQLite: a worker stopped while it holds the file's write lock stalls every
+# writer (docs/sql-leases.md), which is not what the scenario is about.
+ON_SQL = {"submit_cutoff": ("mariadb", "postgres"), "faults": ("sqlite", "mariadb", "postgres"),
+          "stop_worker": ("mariadb", "postgres")}
 
 if __name__ == "__main__":
     store = sys.argv[2] if len(sys.argv) == 3 else "zk"

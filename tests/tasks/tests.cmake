@@ -22,6 +22,14 @@ if(TARGET reign_cli)
     reign_pg_test(NAME tasks_submit_cutoff_postgres
       COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py submit_cutoff postgres
       TIMEOUT 300 LABELS e2e tasks)
+    # A worker stopped while its task's command runs: the leash kills the command before the
+    # master can move the task (not on SQLite: see test_tasks.py's ON_SQL).
+    reign_mariadb_test(NAME tasks_stop_worker_mariadb
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py stop_worker mariadb
+      TIMEOUT 300 LABELS e2e tasks fault)
+    reign_pg_test(NAME tasks_stop_worker_postgres
+      COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py stop_worker postgres
+      TIMEOUT 300 LABELS e2e tasks fault)
     # Masters and workers on each SQL store, through SIGKILLs and SIGSTOPs.
     foreach(scenario faults)
       reign_sqlite_test(NAME tasks_${scenario}_sqlite

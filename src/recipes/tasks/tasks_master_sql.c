@@ -210,7 +210,9 @@ static int run_round(reign__sqlconn *conn, const char *dc, void *ctx, char *err,
     bool more = true;
     while (rc >= 0 && more && !c->deposed) {
         more = false;
-        if (c->strategy == REIGN_TASKS_RANDOM)
+        if (c->n < 2)
+            ; /* no member (c->v is NULL: qsort must not see it), or nothing to order */
+        else if (c->strategy == REIGN_TASKS_RANDOM)
             shuffle(c->v, c->n);
         else
             qsort(c->v, c->n, sizeof(*c->v), by_load);

@@ -13,7 +13,8 @@ fi
 
 # pick_ports K: print K distinct free TCP ports on 127.0.0.1, one per line.  They are taken
 # below the kernel's ephemeral range, so no outgoing connection can grab one between this
-# check and the server's bind; all K stay bound until all are found, so they differ.
+# check and the server's bind, and from 15000 up: the ports below are the tests' own daemons'
+# (tests/reignd), so the two never race; all K stay bound until all are found, so they differ.
 pick_ports() {
     python3 - "$1" <<'EOF'
 import random, socket, sys

@@ -73,6 +73,7 @@ No assertion on how long anything took: every wait is for an event, bounded gene
 """
 
 import base64
+import fcntl
 import hashlib
 import hmac
 import json
@@ -85,6 +86,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -111,28 +113,38 @@ SIGINT_IGNORED = [sys.executable, "-c", "import os, signal, sys; "
                   "signal.signal(signal.SIGINT, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])"]
 
 
-def _ephemeral_low():
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
-            return int(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
 _HANDED_OUT = set()  # every port free_port() gave: a test's nodes take theirs one by one
+_PORT_LOCKS = None  # the file whose byte N this process holds while port N is promised
+
+
+def _reserve(port):
+    """Take byte `port` of one lock file shared by every test of this user: a test running
+    beside may have found the same port free and not bound it yet.  The lock lasts as long as
+    this process (the kernel drops it when the test ends, however it ends)."""
+    global _PORT_LOCKS
+    if _PORT_LOCKS is None:
+        path = os.path.join(tempfile.gettempdir(), f"reign-test-ports-{os.getuid()}.lock")
+        _PORT_LOCKS = open(os.open(path, os.O_RDWR | os.O_CREAT, 0o600), "r+b")
+    try:
+        fcntl.lockf(_PORT_LOCKS, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, port)
+        return True
+    except OSError:
+        return False
 
 
 def free_port():
-    """A loopback port free now, drawn below the kernel's ephemeral range: a port from bind(0)
-    comes from that range, and once released it may be taken by any outgoing connection
-    (ZooKeeper sessions, health checks, peer requests of the tests running beside) before the
-    daemon binds it.  Never the same port twice in one test: the nodes of a cluster draw all
-    their ports before the first of them binds one."""
-    top = _ephemeral_low()
+    """A loopback port free now, promised to this test alone.  It is drawn below the range the
+    server scripts draw from (15000 up to the kernel's ephemeral range: a port from bind(0)
+    may be taken by any outgoing connection before the daemon binds it), and reserved in a
+    lock file that every test's free_port() honours, so two tests running beside cannot both
+    promise it.  Never the same port twice in one test: the nodes of a cluster draw all their
+    ports before the first of them binds one."""
     for _ in range(200):
-        port = random.randrange(10000, top)
+        port = random.randrange(10000, 15000)
         if port in _HANDED_OUT:
             continue  # free now, but promised to a daemon or dummy not started yet
+        if not _reserve(port):
+            continue  # promised by a test running beside
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))

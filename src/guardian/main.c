@@ -79,6 +79,8 @@ static struct {
      * key stretching: tens of milliseconds).  NULL until then, or while it cannot be made. */
     reign__sqlconn *ahead;
     int64_t ahead_tried_ns; /* when it was last tried: at most once per AHEAD_RETRY_NS */
+    /* The tables the connection ahead has read once (see warm_ahead()). */
+    bool warm_sessions, warm_leases;
     bool bye;
 } g;
 
@@ -124,6 +126,28 @@ static void connect_ahead(void)
     char err[512];
     if (sql_connect(&g.ahead, err, sizeof(err)) < 0)
         g.ahead = NULL; /* connected at death instead */
+    g.warm_sessions = g.warm_leases = false;
+}
+
+/* Reads, on the connection ahead, the tables a death will write, changing nothing: a
+ * PostgreSQL backend loads each table's description on its first use, and the first
+ * statement of a connection costs a few milliseconds more again, which would otherwise be
+ * paid after the death, before the watchers hear of it.  Once per kind of table. */
+static void warm_ahead(void)
+{
+    char err[512];
+    const char *dc = g.sql.dc ? g.sql.dc : "default";
+    for (reign__glease *l = g.set.leases; g.ahead && l; l = l->next) {
+        if (!strcmp(l->name, REIGN__GUARDIAN_SESSION)) {
+            if (!g.warm_sessions)
+                g.warm_sessions = reign__sessions_warm(g.ahead, dc, l->guid, err, sizeof(err)) == 0;
+        } else if (!g.warm_leases) {
+            reign__lease lease = {0};
+            g.warm_leases =
+                reign__sql_lease_read(g.ahead, dc, l->name, &lease, err, sizeof(err)) == 0;
+            reign__lease_clear(&lease);
+        }
+    }
 }
 
 static void apply(reign__gmsg *m)
@@ -156,8 +180,10 @@ static void apply(reign__gmsg *m)
     case REIGN__GMSG_UNLEASE:
         if (reign__gset_lease(&g.set, m->op == REIGN__GMSG_LEASE, m->name, m->owner, m->guid) < 0)
             say("out of memory: lease %s forgotten", m->name);
-        if (m->op == REIGN__GMSG_LEASE)
+        if (m->op == REIGN__GMSG_LEASE) {
             connect_ahead();
+            warm_ahead();
+        }
         break;
     case REIGN__GMSG_PGID:
     case REIGN__GMSG_UNPGID:
@@ -272,6 +298,7 @@ static void end_leases(char *report, size_t len)
         if (!strcmp(l->name, REIGN__GUARDIAN_SESSION)) {
             /* The client's session: its group members go with it, in one transaction. */
             rc = reign__sessions_end(c, dc, l->guid, -1, err, sizeof(err));
+            reign_trace("guardian.ended", "session %s %d", l->guid, rc);
             used = strlen(report);
             if (rc == 1)
                 snprintf(report + used, len - used, "ended session %s; ", l->guid);
@@ -307,6 +334,7 @@ static void end_leases(char *report, size_t len)
 static int act(int64_t died_ns)
 {
     char report[2048] = "";
+    reign_trace("guardian.died", "%d", (int)g.client_pid);
     bool gone = kill_groups(report, sizeof(report));
     if (gone && g.hosts && g.session)
         end_zk(report, sizeof(report));

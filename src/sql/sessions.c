@@ -90,3 +90,17 @@ int reign__sessions_end(reign__sqlconn *c, const char *dc, const char *guid, int
     }
     return n > 0;
 }
+
+int reign__sessions_warm(reign__sqlconn *c, const char *dc, const char *guid, char *err,
+                         size_t errlen)
+{
+    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(guid)};
+    int rc = reign__sql_query(c, "reading a session",
+                              "SELECT beat FROM {S} WHERE data_center = {1} AND guid = {2}", args,
+                              2, NULL, err, errlen);
+    if (rc >= 0)
+        rc = reign__sql_query(c, "reading a session's members",
+                              "SELECT seq FROM {M} WHERE data_center = {1} AND session_guid = {2}",
+                              args, 2, NULL, err, errlen);
+    return rc < 0 ? rc : 0;
+}

@@ -50,4 +50,12 @@ int reign__sessions_beat(reign__sqlconn *c, const char *dc, const char *guid, ch
 int reign__sessions_end(reign__sqlconn *c, const char *dc, const char *guid, int64_t beat,
                         char *err, size_t errlen);
 
+/*
+ * Reads what reign__sessions_end() of session guid will write, and changes nothing: the
+ * guardian's connection made ahead does this once, so that the server has its per-connection
+ * caches of both tables built before a death.  0 or a negative code.
+ */
+int reign__sessions_warm(reign__sqlconn *c, const char *dc, const char *guid, char *err,
+                         size_t errlen);
+
 #endif

@@ -248,6 +248,7 @@ static int round_once(bench *b, const char *self, int i, sample *s, int gap_ms)
     int64_t never = 0;
     turn_until(b, &never, -1, NULL, NULL, 0, NULL, settle);
     int64_t t1 = now_ns();
+    reign_trace("bench.kill", "%d", (int)pid);
     kill(pid, SIGKILL);
     if (turn_until(b, &b->removed_at, -1, NULL, NULL, 0, NULL, deadline) < 0) {
         fprintf(stderr, "members-latency: member %s: no REMOVED\n", b->want);

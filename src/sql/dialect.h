@@ -125,6 +125,8 @@ struct reign__sql_dialect {
     /* Reads that follow a change notice take the write lock first (SQLite: the inotify event
      * comes as the writer's frames are written, a moment before its commit is visible). */
     bool read_under_lock;
+    /* One change may come as several events a moment apart (reign__sql_notices_burst()). */
+    bool notices_burst;
 };
 
 extern const reign__sql_dialect reign__sql_sqlite;

@@ -289,6 +289,10 @@ int reign__sql_listen(reign__sqlconn *c, const char *dc, const char *name, char 
                       size_t errlen);
 int reign__sql_listen_fd(const reign__sqlconn *c);
 int reign__sql_drain_notify(reign__sqlconn *c);
+/* True where one change may come as several readings of the descriptor, a moment apart
+ * (SQLite: a commit writes the -wal file more than once); false where each is whole
+ * (PostgreSQL: a transaction's notifications come together, at its commit). */
+bool reign__sql_notices_burst(const reign__sqlconn *c);
 int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err,
                       size_t errlen);
 

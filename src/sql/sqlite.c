@@ -960,6 +960,7 @@ const reign__sql_dialect reign__sql_sqlite = {
     .now_ms = NOW_MS,
     .begin = "BEGIN IMMEDIATE",
     .read_under_lock = true,
+    .notices_burst = true,
     .for_update = "",
     .on_conflict = " ON CONFLICT DO NOTHING",
     .id_column = "id INTEGER PRIMARY KEY",

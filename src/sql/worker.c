@@ -347,6 +347,7 @@ static void execute(reign__sqlw *w, item *it)
 {
     char err[512] = "";
     int rc;
+    bool changed = false;
     if (!w->conn) {
         if (it->op == REIGN__SQLW_LISTEN) {
             rc = add_listened(w, it->name); /* done when the connection is back */
@@ -359,17 +360,18 @@ static void execute(reign__sqlw *w, item *it)
     } else {
         uint64_t before = reign__sql_statements(w->conn);
         it->res.sent_ns = reign__now_ns();
+        reign_trace("sql.send", "%s %s", op_names[it->op], it->name);
         rc = run_statement(w, it, err, sizeof(err));
         it->res.done_ns = reign__now_ns();
+        reign_trace("sql.answer", "%s %s %d", op_names[it->op], it->name, rc);
         count_from(w, before);
         if (is_conn_error(rc)) {
             conn_lost(w, rc, err); /* at once (or, gone, after a period), then every period */
         } else if (reign__sql_listen_fd(w->conn) >= 0) {
             /* libpq keeps what arrived during the statement: look after each one. */
             int any = reign__sql_drain_notify(w->conn);
-            if (any > 0)
-                post_changed(w);
-            else if (any < 0 && reign__sql_gone(w->conn))
+            changed = any > 0;
+            if (any < 0 && reign__sql_gone(w->conn))
                 conn_lost(w, any, NULL); /* told before this answer */
         }
     }
@@ -389,6 +391,11 @@ static void execute(reign__sqlw *w, item *it)
                     ? reign__strdup(it->name)
                     : NULL;
     hand_back(w, it);
+    /* A change told during the statement goes back after its answer: the recipe that asked
+     * acts on its answer first (an election's own preemption, say, known before the row it
+     * changed is seen released). */
+    if (changed)
+        post_changed(w);
     if (won && w->conn)
         notify(w, won);
     reign__free(won);
@@ -417,10 +424,12 @@ static void idle_wait(reign__sqlw *w)
     }
     if (p[1].fd >= 0 && p[1].revents) {
         int any = reign__sql_drain_notify(w->conn);
+        reign_trace("sql.notice", "%d", any);
         /* One write can come as several events (SQLite: a commit writes the -wal file more
          * than once): take what follows within a moment as the same change, so that followers
-         * read once per change. */
-        for (int i = 0; any > 0 && i < 8; i++) {
+         * read once per change.  Where a change comes whole, nobody waits for more. */
+        bool burst = reign__sql_notices_burst(w->conn);
+        for (int i = 0; burst && any > 0 && i < 8; i++) {
             struct pollfd q = {.fd = p[1].fd, .events = POLLIN};
             if (poll(&q, 1, NOTICE_COALESCE_MS) <= 0)
                 break;

@@ -190,6 +190,7 @@ void reign__group_watch_emit(reign_group_watch *w, reign__life *life, reign_grou
     if (!reign__life_live(life) || !cb)
         return;
     ev->at_ns = reign__now_ns();
+    reign_trace("group.event", "%s %d", w->name, (int)ev->type);
     reign__life_enter(life);
     cb(w, ev, w->userdata);
     (void)reign__life_leave(life);

@@ -691,6 +691,8 @@ static int submit_take(lease_election *e)
     k->from = e->claim_from;
     k->renewals = e->claim_renewals;
     k->released = e->claim_released;
+    reign__strlcpy(k->prev_guid, e->prev_guid, sizeof(k->prev_guid));
+    k->self_designated = e->self_designated;
     int rc = reign__sqlw_call(e->w, e->base.name, reign__rank_take, k, reign__rank_call_free, e,
                               on_claimed, REIGN__LIFE_ARG(&e->base.life, 0, 0));
     if (rc < 0)

@@ -63,9 +63,40 @@ static bool outranked(const reign__rank_call *k, const reign__candidate_rows *cs
 }
 
 /* A take, unless a live candidate ranks above us (then REIGN__OUTRANKED: it will take it). */
+/* A take on a notice: the row as it is now, for the ranks and the take to act on.  1: take it
+ * (k updated), 0: not ours to take (it moved on, or is not released), or a negative code. */
+static int reread(reign__sqlconn *conn, const char *dc, reign__rank_call *k, char *err,
+                  size_t errlen)
+{
+    reign__lease l = {0};
+    int rc = reign__sql_lease_read(conn, dc, k->name, &l, err, errlen);
+    if (rc < 0)
+        return rc;
+    const char *to = reign__lease_designee(&l);
+    rc = l.exists && l.released && l.term == k->from;
+    if (rc) {
+        reign__strlcpy(k->holder_owner, l.owner, sizeof(k->holder_owner));
+        reign__strlcpy(k->holder_guid, l.owner_guid, sizeof(k->holder_guid));
+    }
+    if (rc && to && (!strcmp(to, k->guid) || (k->prev_guid[0] && !strcmp(to, k->prev_guid)))) {
+        /* Handed to us: taken as the read would have it, at the version seen. */
+        k->designee = true;
+        k->chosen = k->self_designated != l.term;
+        k->released = false;
+        k->renewals = l.term_duration;
+    }
+    reign__lease_clear(&l);
+    return rc;
+}
+
 int reign__rank_take(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
 {
     reign__rank_call *k = ctx;
+    if (k->released && !k->designee) {
+        int rc = reread(conn, dc, k, err, errlen);
+        if (rc <= 0)
+            return rc;
+    }
     if (!k->designee) {
         reign__candidate_rows cs;
         int rc = reign__candidates_list(conn, dc, k->name, &cs, err, errlen);

@@ -32,7 +32,9 @@ typedef struct reign__rank_call {
     bool now;                /* PREEMPT: the delay is over: designate ourselves */
     int64_t duration_ms;     /* TAKE: the claim */
     uint64_t from, renewals; /* TAKE: the version taken over; PREEMPT: the leader's term */
-    bool released;
+    bool released;           /* TAKE: only a released row: a take on a notice, without a read */
+    char prev_guid[REIGN__RANK_GUID]; /* TAKE on a notice: our standing before this one */
+    uint64_t self_designated;         /* ... the term our own preemption designated us for */
     uint64_t new_term;
 } reign__rank_call;
 
@@ -44,7 +46,9 @@ void reign__rank_call_free(void *p);
 /* A take (sql.h's reign__sql_lease_take(), k->new_term set), unless a live listed candidate
  * ranks above us: REIGN__OUTRANKED.  A designee (k->designee) defers to no one; an operator's
  * (k->chosen) first records the term it is to win in its candidates row, so that whoever sees
- * it lead sees that too.  A reign__sqlw_fn. */
+ * it lead sees that too.  A take on a notice (k->released) first reads the row, as what the
+ * candidate last read of it may be a handover ago: 0 if it moved on from k->from or is not
+ * released; designated to us, it is taken as a designee.  A reign__sqlw_fn. */
 int reign__rank_take(reign__sqlconn *c, const char *dc, void *ctx, char *err, size_t errlen);
 
 /* Preemption: designates us over the leader (k->holder_guid at term k->from) if it ranks below

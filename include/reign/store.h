@@ -12,8 +12,12 @@
  * by its whole key ("app/config"), the nodes above it that hold nothing are
  * not listed.  A SQL store holds elections (one lease row each, in the URI's
  * table and data_center; a row cleared by reign_store_remove() is no
- * election) and values (rows of "<table>_values", listed by key); its
- * followers are invisible, so "who stands" there is the lease holder alone,
+ * election), values (rows of "<table>_values", listed by key), groups (rows
+ * of "<table>_members") and task queues: a queue NAME is listed once while it
+ * has rows in "<table>_tasks" or its workers' group or its masters' election
+ * "tasks.NAME" exists (those two are entries of their own, as on ZooKeeper,
+ * where the queue's node is made by whichever comes first).  Its followers
+ * are invisible, so "who stands" in a SQL election is the lease holder alone,
  * and the candidates that asked to be listed (reign_election_options.listed).
  */
 #ifndef REIGN_STORE_H
@@ -81,11 +85,17 @@ typedef void reign_store_remove_cb(reign_client *client, int err, const char *co
  * in the candidates table go), a group without members, a value (`name` is its whole key, as
  * listed; on ZooKeeper, as reign_value_delete() at the version read, which also removes the
  * nodes above it left holding nothing), a task queue without workers or masters (its group
- * and election "tasks.NAME"; ZooKeeper only).  Safe against somebody joining meanwhile:
- * ZooKeeper deletes the node only if it has no child but the election's term, in one multi;
- * SQL clears the row only at the term it read expired.  A queue's subtree (its tasks,
- * payloads, assignments and results) is deleted deepest first: a task submitted meanwhile
- * makes the removal fail with REIGN_EBUSY, with part of the queue gone.
+ * and election "tasks.NAME"; REIGN_EBUSY names who stands).  Safe against somebody joining
+ * meanwhile: ZooKeeper deletes the node only if it has no child but the election's term, in
+ * one multi; SQL clears the row only at the term it read expired.  On ZooKeeper a queue's
+ * subtree (its tasks, payloads, assignments and results) is deleted deepest first: a task
+ * submitted meanwhile makes the removal fail with REIGN_EBUSY, with part of the queue gone;
+ * its group and election stay, entries of their own.  On SQL one transaction deletes its
+ * task rows and its group's rows and clears its election's lease row (at the term read
+ * expired, as an election's), deciding under the group's lock that no worker of a live
+ * session stands: a worker that registers, or a master that takes the lease, before it
+ * commits makes it change nothing (REIGN_EBUSY); a task submitted after it begins the queue
+ * anew.  A queue with a task row reign could not have written is REIGN_EFOREIGN.
  *
  * Fencing tokens never go back for a name: ZooKeeper's tokens are the store's transaction
  * ids, which only grow; on SQL the election's lease row is not deleted but cleared (no

@@ -22,9 +22,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "Usage: reign [GLOBAL OPTIONS] ls [PREFIX] [OPTIONS]\n"
                "\n"
-               "List what the store holds: elections, groups, values (by key) and task queues\n"
-               "(a SQL store: elections and values), those whose name starts with PREFIX, one\n"
-               "per line:\n"
+               "List what the store holds: elections, groups, values (by key) and task queues,\n"
+               "those whose name starts with PREFIX, one per line:\n"
                "  KIND NAME standing=N [leader=ID] [slots=N] [used-by=PROGRAM] [foreign]\n"
                "standing: candidates of an election (SQL: 1 while a lease is held), members\n"
                "of a group.  slots: slots of `reign run --slot|--every` on record (`reign\n"

@@ -12,11 +12,14 @@
  * deletes its term and itself (ZooKeeper refuses to delete a node that has children).
  *
  * SQL: one CALL on the worker thread lists the rows and reads each lease, then the values, then
- * the groups (members.h) and their members; a removal of an election reads the lease and the
- * listed candidates (candidates.h), clears the row only at the term it read expired and no
- * candidate listed (catalog.c: the row, and its term, stay, so that tokens never go back), then
- * deletes the election's rows in the candidates table; a removal of a group deletes its rows
- * only if no member lives (members.c decides in the transaction that deletes).
+ * the groups (members.h) and their members, then the queues (tasks.h: those with task rows, and
+ * those whose group or election "tasks.NAME" exists); a removal of an election reads the lease
+ * and the listed candidates (candidates.h), clears the row only at the term it read expired and
+ * no candidate listed (catalog.c: the row, and its term, stay, so that tokens never go back),
+ * then deletes the election's rows in the candidates table; a removal of a group deletes its
+ * rows only if no member lives (members.c decides in the transaction that deletes); a removal
+ * of a queue judges its masters' election as an election's removal does, then tasks.c deletes
+ * its tasks and its workers' group and clears that election's row in one transaction.
  */
 #include <reign/store.h>
 
@@ -29,6 +32,7 @@
 #include "sql/candidates.h"
 #include "sql/members.h"
 #include "sql/runs.h"
+#include "sql/tasks.h"
 #include "sql/values.h"
 #include "election/election_base.h"
 #include "group/group_internal.h"
@@ -441,12 +445,12 @@ static void on_dir(void *owner, void *arg, const reign__zk_result *r)
 typedef struct sql_ctx {
     char *prefix;          /* list */
     char *name;            /* remove */
-    reign_entry_kind kind; /* remove: an election or a value */
+    reign_entry_kind kind; /* remove */
     ent *v;
     size_t n;
     char owner[REIGN_ID_MAX + 1]; /* remove: the live lease's holder */
     reign__candidate_rows cands;  /* remove: the listed candidates standing */
-    reign__member_rows members;   /* remove: a group's members */
+    reign__member_rows members;   /* remove: a group's members, a queue's workers */
 } sql_ctx;
 
 static void ctx_free(void *p)
@@ -550,6 +554,46 @@ static int list_groups(reign__sqlconn *c, const char *dc, sql_ctx *x, char *err,
     return rc < 0 ? rc : 1;
 }
 
+/*
+ * The queues, each listed once: those with rows in the tasks table, and those whose workers'
+ * group or masters' election ("tasks.NAME", entries of their own as on ZooKeeper) exists, as a
+ * ZooKeeper queue's node is made by whichever of them comes first.  A name reign would not
+ * give a queue is foreign.
+ */
+static int list_queues(reign__sqlconn *c, const char *dc, sql_ctx *x, char *err, size_t errlen)
+{
+    reign__sql_rows rows[3] = {{0}};
+    int rc = reign__tasks_queues(c, dc, &rows[0], err, errlen);
+    if (rc >= 0)
+        rc = reign__members_groups(c, dc, &rows[1], err, errlen);
+    if (rc >= 0)
+        rc = reign__sql_catalog_list(c, dc, &rows[2], err, errlen);
+    size_t pl = strlen(x->prefix), tl = strlen(REIGN__TASKS_PREFIX), cap = x->n;
+    for (size_t k = 0; rc >= 0 && k < 3; k++)
+        for (size_t i = 0; rc >= 0 && i < rows[k].n_rows; i++) {
+            const char *full = reign__sql_cell(&rows[k], i, 0), *name = full;
+            if (k && full && strncmp(full, REIGN__TASKS_PREFIX, tl))
+                continue;
+            if (!name || strncmp(name += k ? tl : 0, x->prefix, pl))
+                continue;
+            reign__lease l = {0};
+            if (k == 2 && reign__name_check(full) == 0 &&
+                (rc = reign__sql_lease_read(c, dc, full, &l, err, errlen)) >= 0 &&
+                (!l.exists || reign__sql_lease_removed(&l))) {
+                reign__lease_clear(&l);
+                continue; /* cleared by `reign rm`: no election */
+            }
+            reign__lease_clear(&l);
+            size_t n = x->n;
+            if (rc >= 0 && (rc = add_entry(x, &cap, REIGN_ENTRY_QUEUE, name, strlen(name))) == 0 &&
+                x->n > n)
+                x->v[n].foreign = reign__tasks_queue_check(name) < 0;
+        }
+    for (size_t k = 0; k < 3; k++)
+        reign__sql_rows_free(&rows[k]);
+    return rc < 0 ? rc : 1;
+}
+
 static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_t errlen)
 {
     sql_ctx *x = p;
@@ -592,7 +636,9 @@ static int sql_list(reign__sqlconn *c, const char *dc, void *p, char *err, size_
     reign__sql_rows_free(&rows);
     if (rc >= 0)
         rc = list_values(c, dc, x, err, errlen);
-    return rc < 0 ? rc : list_groups(c, dc, x, err, errlen);
+    if (rc >= 0)
+        rc = list_groups(c, dc, x, err, errlen);
+    return rc < 0 ? rc : list_queues(c, dc, x, err, errlen);
 }
 
 static void on_sql_list(void *owner, void *arg, const reign__sqlw_result *r)
@@ -614,6 +660,72 @@ static void on_sql_list(void *owner, void *arg, const reign__sqlw_result *r)
 /* The longest lease `reign rm` waits out to see whether its holder is alive. */
 #define RM_WAIT_MAX_MS 60000
 
+/*
+ * Whether somebody stands in election `name`, whose lease it reads into *l: 0 (nobody; *l is
+ * the row as read, which may be none, or one cleared by `reign rm`), REIGN_EBUSY (x->owner
+ * holds the lease, or x->cands stand listed), or a negative code.
+ */
+static int lease_in_use(reign__sqlconn *c, const char *dc, const char *name, reign__lease *l,
+                        sql_ctx *x, char *err, size_t errlen)
+{
+    int rc = reign__sql_lease_read(c, dc, name, l, err, errlen);
+    if (rc < 0 || !l->exists || reign__sql_lease_removed(l))
+        return rc < 0 ? rc : 0;
+    if (!l->released && l->owner[0] &&
+        (!l->db_expired ||
+         (rc = reign__sql_lease_still(c, dc, name, l, RM_WAIT_MAX_MS, err, errlen)) <= 0)) {
+        /* Held: in use while the database's clock says it has not run out, and, when it says
+         * it has, unless it stands still for a whole lease on our own clock (no wall clock
+         * decides who leads: a stepped database clock must not let rm clear a live lease). */
+        if (rc < 0)
+            return rc;
+        reign__strlcpy(x->owner, l->owner, sizeof(x->owner));
+        return REIGN_EBUSY;
+    }
+    if ((rc = reign__candidates_list(c, dc, name, &x->cands, err, errlen)) < 0)
+        return rc;
+    return x->cands.n ? REIGN_EBUSY : 0; /* listed candidates stand, about to claim the lease */
+}
+
+/* After a removal refused because the lease moved since it was read: who holds it now. */
+static int lease_taken(reign__sqlconn *c, const char *dc, const char *name, sql_ctx *x, char *err,
+                       size_t errlen)
+{
+    reign__lease l = {0};
+    int rc = reign__sql_lease_read(c, dc, name, &l, err, errlen);
+    if (rc >= 0)
+        reign__strlcpy(x->owner, l.exists ? l.owner : "", sizeof(x->owner));
+    reign__lease_clear(&l);
+    return rc < 0 ? rc : REIGN_EBUSY;
+}
+
+/* A queue: nobody masters it (its election "tasks.NAME" is free), then, in one transaction
+ * (tasks.h), nobody works for it (its group "tasks.NAME"), and its rows go. */
+static int sql_remove_queue(reign__sqlconn *c, const char *dc, sql_ctx *x, char *err, size_t errlen)
+{
+    char *gname = reign__tasks_group_name(x->name);
+    if (!gname)
+        return REIGN_ENOMEM;
+    reign__lease l = {0};
+    int rc = reign__tasks_queue_check(x->name) < 0 ? REIGN_EFOREIGN
+                                                   : lease_in_use(c, dc, gname, &l, x, err, errlen);
+    bool held = l.exists && !reign__sql_lease_removed(&l);
+    if (rc == 0)
+        rc = reign__tasks_remove_queue(c, dc, x->name, held ? &l : NULL, err, errlen);
+    if (rc > 0 && held && /* the lease row is cleared: its candidates' rows go */
+        (rc = reign__candidates_remove(c, dc, gname, err, errlen)) == 0)
+        rc = 1;
+    if (rc == REIGN_EBUSY) { /* name the workers too, and the master that took the lease */
+        if (reign__members_read(c, dc, gname, &x->members, err, errlen) < 0)
+            memset(&x->members, 0, sizeof x->members); /* by whom is unknown */
+        if (!x->members.n && !x->owner[0] && !x->cands.n && held)
+            rc = lease_taken(c, dc, gname, x, err, errlen);
+    }
+    reign__lease_clear(&l);
+    reign__free(gname);
+    return rc == 0 ? REIGN_ENOENT : rc;
+}
+
 static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, size_t errlen)
 {
     sql_ctx *x = p;
@@ -621,6 +733,8 @@ static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, siz
         int64_t version;
         return reign__values_delete(c, dc, x->name, REIGN_VALUE_ANY, &version, err, errlen);
     }
+    if (x->kind == REIGN_ENTRY_QUEUE)
+        return sql_remove_queue(c, dc, x, err, errlen);
     if (x->kind == REIGN_ENTRY_GROUP) {
         int rc = reign__members_remove_group(c, dc, x->name, err, errlen);
         if (rc == REIGN_EBUSY && reign__members_read(c, dc, x->name, &x->members, err, errlen) < 0)
@@ -628,36 +742,15 @@ static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, siz
         return rc == 0 ? REIGN_ENOENT : rc;
     }
     reign__lease l = {0};
-    int rc = reign__sql_lease_read(c, dc, x->name, &l, err, errlen);
-    if (rc < 0)
-        return rc;
-    if (!l.exists || reign__sql_lease_removed(&l))
+    int rc = lease_in_use(c, dc, x->name, &l, x, err, errlen);
+    if (rc == 0 && (!l.exists || reign__sql_lease_removed(&l)))
         rc = REIGN_ENOENT;
-    else if (!l.released && l.owner[0] &&
-             (!l.db_expired || (rc = reign__sql_lease_still(c, dc, x->name, &l, RM_WAIT_MAX_MS, err,
-                                                            errlen)) <= 0)) {
-        /* Held: in use while the database's clock says it has not run out, and, when it says
-         * it has, unless it stands still for a whole lease on our own clock (no wall clock
-         * decides who leads: a stepped database clock must not let rm clear a live lease). */
-        if (rc >= 0) {
-            reign__strlcpy(x->owner, l.owner, sizeof(x->owner));
-            rc = REIGN_EBUSY;
-        }
-    } else if ((rc = reign__candidates_list(c, dc, x->name, &x->cands, err, errlen)) == 0 &&
-               x->cands.n) {
-        rc = REIGN_EBUSY; /* listed candidates stand, about to claim the lease */
-    } else if (rc == 0) {
+    else if (rc == 0) {
         rc = reign__sql_catalog_clear(c, dc, &l, x->name, err, errlen);
         if (rc > 0) /* the lease row is cleared: the rows of candidates that stood in it go */
             rc = reign__candidates_remove(c, dc, x->name, err, errlen);
-        else if (rc == 0) { /* taken over since the read */
-            reign__lease_clear(&l);
-            rc = reign__sql_lease_read(c, dc, x->name, &l, err, errlen);
-            if (rc >= 0) {
-                reign__strlcpy(x->owner, l.exists ? l.owner : "", sizeof(x->owner));
-                rc = REIGN_EBUSY;
-            }
-        }
+        else if (rc == 0) /* taken over since the read */
+            rc = lease_taken(c, dc, x->name, x, err, errlen);
     }
     reign__lease_clear(&l);
     return rc;
@@ -667,23 +760,23 @@ static void on_sql_remove(void *owner, void *arg, const reign__sqlw_result *r)
 {
     store_op *o = owner;
     sql_ctx *x = r->ctx;
-    const char *who[1] = {x->owner};
-    if (r->rc == REIGN_EBUSY && x->kind == REIGN_ENTRY_GROUP) {
-        const char **ids = reign__calloc(x->members.n ? x->members.n : 1, sizeof(*ids));
-        for (size_t i = 0; ids && i < x->members.n; i++)
-            ids[i] = x->members.v[i].id;
-        finish_remove(o, ids ? REIGN_EBUSY : REIGN_ENOMEM, ids, ids ? x->members.n : 0);
-        reign__free(ids);
-    } else if (r->rc == REIGN_EBUSY && x->cands.n) {
-        const char **ids = reign__calloc(x->cands.n, sizeof(*ids));
-        for (size_t i = 0; ids && i < x->cands.n; i++)
-            ids[i] = x->cands.v[i].owner;
-        finish_remove(o, ids ? REIGN_EBUSY : REIGN_ENOMEM, ids, ids ? x->cands.n : 0);
-        reign__free(ids);
-    } else if (r->rc == REIGN_EBUSY)
-        finish_remove(o, REIGN_EBUSY, who, x->owner[0] ? 1 : 0);
-    else
+    (void)arg;
+    if (r->rc != REIGN_EBUSY) {
         finish_remove(o, r->rc < 0 ? r->rc : 0, NULL, 0);
+        return;
+    }
+    /* Who stands: a group's or a queue's members, an election's listed candidates, or else
+     * the holder of its lease (a queue: its master). */
+    size_t n = 0, cap = x->members.n + (x->cands.n ? x->cands.n : 1);
+    const char **ids = reign__calloc(cap, sizeof(*ids));
+    for (size_t i = 0; ids && i < x->members.n; i++)
+        ids[n++] = x->members.v[i].id;
+    for (size_t i = 0; ids && i < x->cands.n; i++)
+        ids[n++] = x->cands.v[i].owner;
+    if (ids && !x->cands.n && x->owner[0])
+        ids[n++] = x->owner;
+    finish_remove(o, ids ? REIGN_EBUSY : REIGN_ENOMEM, ids, n);
+    reign__free(ids);
 }
 
 static int sql_start(store_op *o, bool list)
@@ -1028,12 +1121,9 @@ int reign_store_remove(reign_client *client, reign_entry_kind kind, const char *
         op_free(o);
         return REIGN_ENOMEM;
     }
-    int rc = o->sql && kind == REIGN_ENTRY_QUEUE ? REIGN_ENOENT : 0;
-    if (rc == 0) {
-        reign__client_attach(client, &o->recipe);
-        rc = o->sql ? sql_start(o, false)
+    reign__client_attach(client, &o->recipe);
+    int rc = o->sql ? sql_start(o, false)
                     : reign__zk_get(o->zk, o->path, NULL, REIGN__ZK_RETRY, o, on_node, NULL);
-    }
     if (rc < 0) {
         o->done = true;
         op_free(o);

@@ -312,27 +312,33 @@ static int removable(reign__sqlconn *c, const reign__sqlv *args, char *err, size
     return n == 0 ? 1 : REIGN_EBUSY;
 }
 
+int reign__members_drop_group(reign__sqlconn *c, const char *dc, const char *name, char *err,
+                              size_t errlen)
+{
+    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name)};
+    int ok = removable(c, args, err, errlen); /* no table: REIGN_ENOENT, no group */
+    if (ok <= 0)
+        return ok == REIGN_ENOENT ? 0 : ok;
+    /* The rows of dead sessions nobody reaped go too: they are no members. */
+    int rc = reign__sql_query(c, "removing a group",
+                              "DELETE FROM {M} WHERE data_center = {1} AND group_name = {2}", args,
+                              2, NULL, err, errlen);
+    if (rc >= 0)
+        rc = reign__sql_notify(c, dc, REIGN__MEMBERS_LISTEN, err, errlen);
+    return rc < 0 ? rc : 1;
+}
+
 int reign__members_remove_group(reign__sqlconn *c, const char *dc, const char *name, char *err,
                                 size_t errlen)
 {
-    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name)};
     int rc = reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen);
     if (rc < 0)
         return rc;
-    int ok = removable(c, args, err, errlen); /* no table: REIGN_ENOENT, no group */
-    rc = ok;
-    /* The rows of dead sessions nobody reaped go too: they are no members. */
-    if (ok > 0)
-        rc = reign__sql_query(c, "removing a group",
-                              "DELETE FROM {M} WHERE data_center = {1} AND group_name = {2}", args,
-                              2, NULL, err, errlen);
-    if (ok > 0 && rc >= 0)
-        rc = reign__sql_notify(c, dc, REIGN__MEMBERS_LISTEN, err, errlen);
-    if (ok > 0 && rc >= 0)
-        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
+    int ok = reign__members_drop_group(c, dc, name, err, errlen);
+    rc = ok > 0 ? reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen) : ok;
     if (ok <= 0 || rc < 0) {
         reign__sql_rollback(c);
-        return ok <= 0 ? (ok == REIGN_ENOENT ? 0 : ok) : rc;
+        return rc;
     }
     return 1;
 }

@@ -99,5 +99,10 @@ int reign__members_groups(reign__sqlconn *c, const char *dc, reign__sql_rows *na
  * of dead sessions go with it): 1, 0 (no such group), REIGN_EBUSY, or a negative code. */
 int reign__members_remove_group(reign__sqlconn *c, const char *dc, const char *name, char *err,
                                 size_t errlen);
+/* The same inside a transaction the caller opened (and commits, or rolls back on anything but
+ * 1), with the others of that transaction: `reign rm` of a task queue drops its workers' group
+ * "tasks.Q" with its tasks.  The group's row stays locked to the end of the transaction. */
+int reign__members_drop_group(reign__sqlconn *c, const char *dc, const char *name, char *err,
+                              size_t errlen);
 
 #endif

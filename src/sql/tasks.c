@@ -16,6 +16,7 @@
 
 #include "dialect.h"
 #include "layout.h"
+#include "members.h"
 #include "side.h"
 
 void reign__task_row_clear(reign__task_row *r)
@@ -212,6 +213,21 @@ static int parse_rows(reign__sqlconn *c, const char *queue, const reign__sql_row
     return 0;
 }
 
+/* The rows of a SELECT of ROW_COLUMNS, parsed as parse_rows() does. */
+static int query_rows(reign__sqlconn *c, const char *queue, const char *what, const char *sql,
+                      const reign__sqlv *args, size_t n, bool skip_foreign, reign__task_rows *out,
+                      char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    reign__sql_rows rs;
+    int rc = reign__sql_query(c, what, sql, args, n, &rs, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = parse_rows(c, queue, &rs, skip_foreign, out, err, errlen);
+    reign__sql_rows_free(&rs);
+    return rc;
+}
+
 /* ---- transactions ---------------------------------------------------------------------------- */
 
 static int begin(reign__sqlconn *c, char *err, size_t errlen)
@@ -298,14 +314,9 @@ static int read_rows(reign__sqlconn *c, const char *queue, const char *what, con
     bool locked = c->d->read_under_lock;
     if (locked && (rc = begin(c, err, errlen)) < 0)
         return rc;
-    reign__sql_rows rs;
-    rc = reign__sql_query(c, what, sql, args, n, &rs, err, errlen);
+    rc = query_rows(c, queue, what, sql, args, n, true, out, err, errlen);
     if (locked)
         reign__sql_rollback(c);
-    if (rc < 0)
-        return rc;
-    rc = parse_rows(c, queue, &rs, true, out, err, errlen);
-    reign__sql_rows_free(&rs);
     return rc;
 }
 
@@ -318,20 +329,15 @@ static int select_one(reign__sqlconn *c, const char *dc, const char *queue, cons
     memset(out, 0, sizeof *out);
     reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue), REIGN__SQLV_S(guid),
                            REIGN__SQLV_I(id)};
-    reign__sql_rows rs;
-    int rc = reign__sql_query(c, "reading a task",
-                              with_data ? "SELECT " ROW_COLUMNS ", data FROM {K} WHERE "
-                                          "data_center = {1} AND queue_name = {2} AND guid = {3} "
-                                          "AND (id = {4} OR {4} = 0)"
-                                        : "SELECT " ROW_COLUMNS " FROM {K} WHERE data_center = "
-                                          "{1} AND queue_name = {2} AND guid = {3} AND (id = {4} "
-                                          "OR {4} = 0)",
-                              args, 4, &rs, err, errlen);
-    if (rc < 0)
-        return rc;
     reign__task_rows rows;
-    rc = parse_rows(c, queue, &rs, false, &rows, err, errlen);
-    reign__sql_rows_free(&rs);
+    int rc = query_rows(c, queue, "reading a task",
+                        with_data ? "SELECT " ROW_COLUMNS ", data FROM {K} WHERE "
+                                    "data_center = {1} AND queue_name = {2} AND guid = {3} "
+                                    "AND (id = {4} OR {4} = 0)"
+                                  : "SELECT " ROW_COLUMNS " FROM {K} WHERE data_center = "
+                                    "{1} AND queue_name = {2} AND guid = {3} AND (id = {4} "
+                                    "OR {4} = 0)",
+                        args, 4, false, &rows, err, errlen);
     if (rc < 0)
         return rc;
     if (rows.n) {
@@ -629,4 +635,79 @@ int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, co
         return rc;
     }
     return commit(c, dc, queue, true, err, errlen);
+}
+
+/* ---- `reign ls` and `reign rm` --------------------------------------------------------------- */
+
+int reign__tasks_queues(reign__sqlconn *c, const char *dc, reign__sql_rows *names, char *err,
+                        size_t errlen)
+{
+    memset(names, 0, sizeof *names);
+    bool absent;
+    int rc = ensure(c, false, &absent, err, errlen);
+    if (rc < 0 || absent)
+        return rc;
+    reign__sqlv arg = REIGN__SQLV_S(dc);
+    rc = reign__sql_query(c, "listing the queues",
+                          "SELECT DISTINCT queue_name FROM {K} WHERE data_center = {1} ORDER BY "
+                          "queue_name",
+                          &arg, 1, names, err, errlen);
+    return rc < 0 ? rc : 0;
+}
+
+/* In the removal's transaction: locks the queue's rows and refuses (REIGN_EFOREIGN) if one of
+ * them is not reign's, then deletes them.  The rows deleted, or a negative code. */
+static int drop_tasks(reign__sqlconn *c, const char *queue, const reign__sqlv *args, char *err,
+                      size_t errlen)
+{
+    reign__task_rows rows;
+    int rc = query_rows(c, queue, "locking the tasks of a queue",
+                        "SELECT " ROW_COLUMNS " FROM {K} WHERE data_center = {1} AND queue_name = "
+                        "{2}{FOR_UPDATE}",
+                        args, 2, false, &rows, err, errlen);
+    reign__task_rows_free(&rows);
+    if (rc < 0)
+        return rc;
+    return reign__sql_query(c, "removing a queue",
+                            "DELETE FROM {K} WHERE data_center = {1} AND queue_name = {2}", args, 2,
+                            NULL, err, errlen);
+}
+
+int reign__tasks_remove_queue(reign__sqlconn *c, const char *dc, const char *queue,
+                              const reign__lease *master, char *err, size_t errlen)
+{
+    char group[sizeof REIGN__TASKS_PREFIX + REIGN_TASKS_QUEUE_MAX];
+    if (strlen(queue) > REIGN_TASKS_QUEUE_MAX)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "a queue name over the limit");
+    snprintf(group, sizeof group, REIGN__TASKS_PREFIX "%s", queue);
+    bool absent;
+    int rc = ensure(c, false, &absent, err, errlen);
+    if (rc == 0) /* whether there is a members table: a statement that fails aborts the whole
+                  * transaction on PostgreSQL, so none is sent to a table that is not there */
+        rc = reign__members_check(c, err, errlen);
+    if (rc == 0)
+        rc = begin(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    /* The group's row first, as a registration locks it, then the lease row, then the tasks,
+     * as the master's fenced writes lock its lease before the tasks: an order no writer takes
+     * the other way round. */
+    int found = c->members_ready ? reign__members_drop_group(c, dc, group, err, errlen) : 0;
+    rc = found;
+    if (rc >= 0 && master) {
+        /* At the version read: a master that took or renewed it since makes this change
+         * nothing, and the removal is refused. */
+        rc = reign__sql_catalog_clear(c, dc, master, group, err, errlen);
+        rc = rc == 0 ? REIGN_EBUSY : rc;
+        found = 1;
+    }
+    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue)};
+    if (rc >= 0 && !absent && (rc = drop_tasks(c, queue, args, err, errlen)) > 0)
+        found = 1;
+    if (rc < 0 || !found) {
+        reign__sql_rollback(c);
+        return rc < 0 ? rc : 0;
+    }
+    rc = commit(c, dc, queue, true, err, errlen);
+    return rc < 0 ? rc : 1;
 }

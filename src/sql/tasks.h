@@ -165,4 +165,26 @@ int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, co
                         const char *worker_guid, int exit_code, int exit_signal, const void *output,
                         size_t output_len, char *err, size_t errlen);
 
+/* ---- `reign ls` and `reign rm` (<reign/store.h>) -------------------------------------------- */
+
+/* The queues that have rows in data center dc, sorted, one a row (no table: none).  0 or a
+ * negative code. */
+int reign__tasks_queues(reign__sqlconn *c, const char *dc, reign__sql_rows *names, char *err,
+                        size_t errlen);
+
+/*
+ * Removes queue `queue` in one transaction: its workers' group "tasks.Q" (only if no member of
+ * a live session stands in it: members.h), its master's lease row "tasks.Q" (if `master`, the
+ * row as read, in which nobody stands: cleared at that version, its term kept, as
+ * reign__sql_catalog_clear() clears an election) and its tasks (none of them foreign).
+ * Decided in the transaction that deletes: a worker that registers, or a master that takes the
+ * lease, before it commits makes it change nothing.  A task submitted meanwhile is deleted with
+ * the others if its insert came first, and begins the queue anew if it came after.  1
+ * (removed), 0 (no such queue: no row of any), REIGN_EBUSY (a worker stands, or the lease moved
+ * since it was read), REIGN_EFOREIGN (a task row reign could not have written), or another
+ * negative code; nothing is changed unless 1.
+ */
+int reign__tasks_remove_queue(reign__sqlconn *c, const char *dc, const char *queue,
+                              const reign__lease *master, char *err, size_t errlen);
+
 #endif

@@ -16,6 +16,12 @@
  *             the other is elected, recovers and assigns the tasks submitted since
  *   freed     a worker freed while it runs a task: the task goes to another worker, once (one
  *             ASSIGNED with the freed worker as `from`), and gets exactly one result
+ *   removal   `reign ls` and `reign rm` of a queue (<reign/store.h>): a queue with tasks is listed
+ *             once, as a queue; its removal is refused while a worker stands (naming it, its
+ *             tasks left), then while a master stands (naming it); once both have gone it is
+ *             removed with its tasks (listed no more, a second removal finds none), and a
+ *             master of the queue made again leads with a term above the removed one's: the
+ *             fencing tokens of its election never go back
  *   refusals  bad queue names (REIGN_ENAME), bad task names (REIGN_ENAME), a payload over
  *             REIGN_TASK_DATA_MAX (REIGN_E2BIG), bad worker options (REIGN_EINVAL): refused at
  *             once, and a refused call never calls back
@@ -49,6 +55,7 @@ typedef struct seen {
 static seen logv[MAX_LOG];
 static size_t n_log;
 static int elected[2], recovered[2], registered;
+static uint64_t term[2]; /* the term of each master's last ELECTED */
 
 static void note(reign_tasks_event_type type, const reign_tasks_event *ev, const char *who,
                  int master)
@@ -79,14 +86,16 @@ static void on_master(reign_tasks_master *m, const reign_tasks_event *ev, void *
 {
     int i = (int)(intptr_t)ud;
     (void)m;
-    if (ev->type == REIGN_TASKS_ELECTED)
+    if (ev->type == REIGN_TASKS_ELECTED) {
         elected[i]++;
-    else if (ev->type == REIGN_TASKS_RECOVERED)
+        term[i] = ev->term;
+    } else if (ev->type == REIGN_TASKS_RECOVERED) {
         recovered[i]++;
-    else if (ev->type == REIGN_TASKS_ASSIGNED)
+    } else if (ev->type == REIGN_TASKS_ASSIGNED) {
         note(ev->type, ev, ev->worker, i);
-    else if (ev->type == REIGN_TASKS_ERROR)
+    } else if (ev->type == REIGN_TASKS_ERROR) {
         h_log("master %d: %s (%s)", i, ev->message ? ev->message : "?", reign_strerror(ev->error));
+    }
 }
 
 /* A worker: its id, and whether it answers RUN at once (or holds the task). */
@@ -481,6 +490,130 @@ static void case_freed(void)
     h_cand_close(s);
 }
 
+/* ---- removal: reign_store_list() and reign_store_remove() ----------------------------------- */
+
+typedef struct store_answer {
+    int done, err;
+    size_t n;
+    reign_entry_kind kind;
+    char name[REIGN_TASKS_QUEUE_MAX + 1];
+    size_t standing;
+    int foreign;
+    char who[4][32];
+} store_answer;
+
+static void on_store_list(reign_client *c, int err, const reign_entry *v, size_t n, void *ud)
+{
+    store_answer *a = ud;
+    (void)c;
+    a->done++;
+    a->err = err;
+    a->n = n;
+    if (n) {
+        a->kind = v[0].kind;
+        snprintf(a->name, sizeof(a->name), "%s", v[0].name);
+        a->standing = v[0].standing;
+        a->foreign = v[0].foreign;
+    }
+}
+
+static void on_store_removed(reign_client *c, int err, const char *const *who, size_t n, void *ud)
+{
+    store_answer *a = ud;
+    (void)c;
+    a->done++;
+    a->err = err;
+    a->n = n;
+    for (size_t i = 0; i < n && i < 4; i++)
+        snprintf(a->who[i], sizeof(a->who[i]), "%s", who[i]);
+}
+
+/* The entries whose name starts with the queue's: the queue's own, as its workers' group and
+ * masters' election are named "tasks.<queue>". */
+static store_answer do_ls(h_cand *c, const char *queue)
+{
+    store_answer a = {0};
+    H_OK(reign_store_list(c->client, queue, on_store_list, &a));
+    H_WAIT(pred_done, &a, "ls");
+    H_OK(a.err);
+    return a;
+}
+
+static store_answer do_rm(h_cand *c, const char *queue)
+{
+    store_answer a = {0};
+    H_OK(reign_store_remove(c->client, REIGN_ENTRY_QUEUE, queue, on_store_removed, &a));
+    H_WAIT(pred_done, &a, "rm");
+    return a;
+}
+
+static int pred_elected(void *arg)
+{
+    return elected[*(int *)arg] > 0;
+}
+
+static void case_removal(void)
+{
+    h_log("---- removal");
+    reset_log();
+    char queue[128];
+    h_unique_name(queue, sizeof(queue), "removal");
+    h_cand *s = h_cand_new("submitter", h_uri(NULL), NULL, NULL, NULL);
+    do_submit(s, queue, "a");
+    do_submit(s, queue, "b");
+    store_answer ls = do_ls(s, queue);
+    H_CHECKF(ls.n == 1 && ls.kind == REIGN_ENTRY_QUEUE && !strcmp(ls.name, queue) &&
+                 ls.standing == 0 && !ls.foreign,
+             "ls: %zu entries, the first %s '%s' standing=%zu foreign=%d", ls.n,
+             reign_entry_kind_name(ls.kind), ls.name, ls.standing, ls.foreign);
+
+    worker w;
+    worker_start(&w, queue, "w-busy", 1);
+    int one = 1;
+    H_WAIT(pred_registered, &one, "the worker registered");
+    store_answer rm = do_rm(s, queue);
+    H_CHECKF(rm.err == REIGN_EBUSY && rm.n == 1 && !strcmp(rm.who[0], "w-busy"),
+             "rm with a worker: %s, %zu named, the first '%s'", reign_err_name(rm.err), rm.n,
+             rm.who[0]);
+    H_CHECK(do_list(s, queue).n_pending == 2);
+    worker_stop(&w);
+
+    /* A master and no worker: the tasks stay pending, the master stands. */
+    h_cand *mc = h_cand_new("master", h_uri(NULL), NULL, NULL, NULL);
+    reign_tasks_master *m = master_start(mc, queue, "m-busy", 0);
+    int first = 0;
+    H_WAIT(pred_elected, &first, "the master elected");
+    uint64_t before = term[0];
+    rm = do_rm(s, queue);
+    H_CHECKF(rm.err == REIGN_EBUSY && rm.n == 1 && !strcmp(rm.who[0], "m-busy"),
+             "rm with a master: %s, %zu named, the first '%s'", reign_err_name(rm.err), rm.n,
+             rm.who[0]);
+    H_CHECK(do_list(s, queue).n_pending == 2);
+    reign_tasks_master_free(m);
+    h_cand_close(mc); /* its release reaches the store before the client is gone */
+
+    rm = do_rm(s, queue);
+    H_CHECKF(rm.err == 0, "rm once nobody stands: %s", reign_err_name(rm.err));
+    H_CHECKF(do_ls(s, queue).n == 0, "the queue is listed after its removal");
+    answer l = {0};
+    H_OK(reign_tasks_list(s->client, queue, on_list, &l));
+    H_WAIT(pred_done, &l, "list");
+    H_CHECKF((l.err == 0 || l.err == REIGN_ENOENT) && l.n == 0, "list after rm: %s, %zu tasks",
+             reign_err_name(l.err), l.n);
+    H_RC(do_rm(s, queue).err, REIGN_ENOENT);
+
+    /* Made again: its master's election goes on from the removed queue's term. */
+    elected[0] = 0;
+    mc = h_cand_new("master-again", h_uri(NULL), NULL, NULL, NULL);
+    m = master_start(mc, queue, "m-again", 0);
+    H_WAIT(pred_elected, &first, "the master of the queue made again elected");
+    H_CHECKF(term[0] > before, "term %llu after the removal, %llu before",
+             (unsigned long long)term[0], (unsigned long long)before);
+    reign_tasks_master_free(m);
+    h_cand_close(mc);
+    h_cand_close(s);
+}
+
 static int calls_back;
 
 static void counting_submit(reign_client *c, int err, const char *task, void *ud)
@@ -537,5 +670,6 @@ int main(void)
     case_burst();
     case_masters();
     case_freed();
+    case_removal();
     return h_finish();
 }

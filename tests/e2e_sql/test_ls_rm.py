@@ -9,8 +9,8 @@
     election (reignd/svc/layout): ls lists el-1 with leader=a, el-2 with nobody, sl-1 with
     slots=2, the foreign row marked foreign, the values by key (app/x, not its first segment),
     reignd's with used-by=reignd and not foreign; a PREFIX filters; --json.
-  * rm el-1 while a holds the lease exits 1 naming a, and leaves the row; rm of a group (a
-    SQL store has none) or of a value with no row is "no such"; rm of a name with no row says
+  * rm el-1 while a holds the lease exits 1 naming a, and leaves the row; rm of a group or of
+    a value with no row of that name is "no such"; rm of a name with no row says
     so; rm cfg removes the value; rm app/x (found by ls) and rm --kind value app/y remove
     values whose key has a '/'.
   * rm el-2 (released) clears its row, keeping its term; once a has resigned, rm el-1 clears
@@ -21,6 +21,16 @@
     --slot` (tokens growing), rm tk, a campaign in tk is elected with a token above the
     three, and a fourth slot is recorded with a token above that: the slot record's tokens
     keep growing across the removal.
+  * a group: rm gr-1 exits 1 naming its member m1; once m1 has left, rm removes it.
+  * task queues, as on ZooKeeper: two tasks submitted to qu-1, worker w1 and master m1 running:
+    ls lists queue qu-1 once, beside its workers' group and masters' election tasks.qu-1
+    (entries of their own); rm qu-1 exits 1 naming w1 and m1, then, once w1 has stopped,
+    naming m1, its tasks left; once m1 has stopped, rm qu-1 removes the queue: its tasks'
+    rows and its group's go, its election's row is cleared (term kept), ls lists none of
+    them, rm again says there is no such queue, and a master of qu-1 made again is elected at
+    a term above m1's.  Rows reign did not write: a task row of a state reign never writes
+    (queue qf) is listed as queue qf and never removed (rm exits 1, "not reign's", the row
+    stays); a queue name reign would not give ("bad name") is listed as foreign.
 """
 import json
 import os
@@ -139,6 +149,8 @@ def body(t, kind):
     check(c.wait() == 0, "c did not exit 0")
 
     tokens_never_go_back(t, uri, reign)
+    groups(t, uri, reign)
+    queues(t, store, uri, reign)
 
 
 def slot_tokens(reign, name):
@@ -169,6 +181,101 @@ def tokens_never_go_back(t, uri, reign):
     after = slot_tokens(reign, "tk")
     check(after["k4"] > ev.token > after["k3"], f"slot record after rm: {after}")
     log(f"tokens {before} then {ev.token} (campaign) and {after['k4']} (slot k4) after rm")
+
+
+def groups(t, uri, reign):
+    m = t.spawn("gr-m1", [t.cli, "--uri", uri, "register", "gr-1", "--id", "m1"])
+    sqle.wait_alive(lambda: "group gr-1 standing=1" in " ".join(reign("ls", "gr-")[1].split()),
+                    "m1 registered in gr-1", [m])
+    rc, _, err = reign("rm", "gr-1")
+    check(rc == 1 and "'m1' is its member" in err, f"rm gr-1 while m1 is in: {rc} {err!r}")
+    m.send(signal.SIGTERM)
+    check(m.wait() == 0, "m1 did not exit 0")
+    rc, out, err = reign("rm", "gr-1")
+    check(rc == 0 and out.strip() == "removed group gr-1", f"rm gr-1: {rc} {out!r} {err!r}")
+    rc, out, _ = reign("ls", "gr-")
+    check(rc == 0 and out == "", f"ls gr- after rm: {out!r}")
+    log("a group: refused while m1 is its member, removed once it left")
+
+
+def master_terms(proc):
+    """The terms of a `reign tasks master`'s "elected term=N" lines."""
+    return [int(ln.split("=")[1]) for ln in proc.lines() if ln.startswith("elected term=")]
+
+
+def queue_lines(reign):
+    rc, out, err = reign("ls")
+    check(rc == 0, f"ls: {rc} {err!r}")
+    return [ln.split() for ln in out.splitlines() if "qu-1" in ln or ln.startswith("queue")]
+
+
+def queues(t, store, uri, reign):
+    for i in range(2):
+        rc, _, err = reign("tasks", "submit", "qu-1", f"payload {i}")
+        check(rc == 0, f"tasks submit qu-1: {err}")
+    rc, out, _ = reign("ls", "qu-")
+    check(out.split() == ["queue", "qu-1", "standing=0"], f"ls qu- with tasks only: {out!r}")
+    # A worker whose command never ends: its tasks stay assigned to it while it stands.
+    w = t.spawn("w1", [t.cli, "--uri", uri, "tasks", "worker", "qu-1", "--id", "w1", "--",
+                       "sleep", "1000"])
+    m = t.spawn("m1", [t.cli, "--uri", uri, "tasks", "master", "qu-1", "--id", "m1"])
+    sqle.wait_alive(lambda: master_terms(m), "m1 elected", [w, m])
+    sqle.wait_alive(lambda: ["group", "tasks.qu-1", "standing=1"] in queue_lines(reign),
+                    "w1 registered", [w, m])
+    check(queue_lines(reign) == [["election", "tasks.qu-1", "standing=1", "leader=m1"],
+                                 ["group", "tasks.qu-1", "standing=1"],
+                                 ["queue", "qu-1", "standing=0"]],
+          f"ls with w1 and m1: {queue_lines(reign)}")
+
+    rc, _, err = reign("rm", "qu-1")
+    check(rc == 1 and "'w1', 'm1' work or master for it" in err, f"rm qu-1: {rc} {err!r}")
+    w.send(signal.SIGTERM)
+    check(w.wait() == 0, "w1 did not exit 0")
+    rc, _, err = reign("rm", "qu-1")
+    check(rc == 1 and "'m1' works or masters for it" in err, f"rm qu-1 with m1: {rc} {err!r}")
+    rc, out, _ = reign("tasks", "list", "qu-1")
+    check(rc == 0 and len(out.splitlines()) == 2, f"qu-1's tasks after the refusals: {out!r}")
+    m.send(signal.SIGTERM)
+    check(m.wait() == 0, "m1 did not exit 0")
+    term = store.lease_row("tasks.qu-1").term
+    log("refused while w1, then m1, stood; nothing removed")
+
+    rc, out, err = reign("rm", "qu-1")
+    check(rc == 0 and out.strip() == "removed queue qu-1", f"rm qu-1: {rc} {out!r} {err!r}")
+    check(queue_lines(reign) == [], f"ls after rm qu-1: {queue_lines(reign)}")
+    tasks = store.quoted(store.table + "_tasks")
+    members = store.quoted(store.table + "_members")
+    left = store.sql(f"SELECT COUNT(*) FROM {tasks} WHERE queue_name = 'qu-1'")[0][0]
+    check(left == "0", f"qu-1's task rows after rm: {left}")
+    left = store.sql(f"SELECT COUNT(*) FROM {members} WHERE group_name = 'tasks.qu-1'")[0][0]
+    check(left == "0", f"tasks.qu-1's group rows after rm: {left}")
+    row = store.lease_row("tasks.qu-1")
+    check(row is not None and row.owner == "" and row.term == term,
+          f"tasks.qu-1's lease row after rm: {row} (want kept at term {term}, with no owner)")
+    rc, _, err = reign("rm", "qu-1")
+    check(rc == 1 and "no election, group, value or queue 'qu-1'" in err,
+          f"rm qu-1 again: {rc} {err!r}")
+    m = t.spawn("m2", [t.cli, "--uri", uri, "tasks", "master", "qu-1", "--id", "m2"])
+    sqle.wait_alive(lambda: master_terms(m), "m2 elected", [m])
+    check(master_terms(m)[0] > term, f"m2's term {master_terms(m)} is not above {term}")
+    m.send(signal.SIGTERM)
+    check(m.wait() == 0, "m2 did not exit 0")
+    log(f"qu-1 removed; its master made again leads at term {master_terms(m)[0]} > {term}")
+
+    for queue, state in (("qf", 9), ("bad name", 1)):
+        store.sql(f"INSERT INTO {tasks} (data_center, queue_name, guid, state, submitted_ms) "
+                  f"VALUES ('default', '{queue}', '0123456789abcdef', {state}, 0)")
+    rc, out, err = reign("ls")
+    lines = [ln.split() for ln in out.splitlines() if ln.startswith("queue")]
+    # qu-1 again too: m2 stood in its election.
+    check(rc == 0 and lines == [["queue", "bad", "name", "standing=0", "foreign"],
+                                ["queue", "qf", "standing=0"], ["queue", "qu-1", "standing=0"]],
+          f"ls with foreign rows: {out!r}")
+    rc, _, err = reign("rm", "qf")
+    check(rc == 1 and "not reign's" in err, f"rm of a queue with a foreign row: {rc} {err!r}")
+    left = store.sql(f"SELECT COUNT(*) FROM {tasks} WHERE queue_name = 'qf'")[0][0]
+    check(left == "1", f"qf's foreign row after rm: {left}")
+    log("rows reign did not write: listed, never removed")
 
 
 if __name__ == "__main__":

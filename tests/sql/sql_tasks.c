@@ -19,7 +19,12 @@
  *   - delete removes only done tasks; a sweep removes old results;
  *   - a row reign could not have written is skipped by listings and refused by reads;
  *   - PostgreSQL and MariaDB: a pick skips a pending row another transaction holds, rather
- *     than waiting for it (the statement timeout would end the wait with an error).
+ *     than waiting for it (the statement timeout would end the wait with an error);
+ *   - `reign rm` of the queue (reign__tasks_remove_queue()) changes nothing while a row is
+ *     foreign, while the master's lease moved since it was read (a master took it), or while a
+ *     worker of a live session is registered; then it deletes the tasks and the group and
+ *     clears the lease row, keeping its term (a master that takes it again leads at a term
+ *     above), and a second removal finds no queue.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +32,9 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "members.h"
 #include "recipes.h"
+#include "sessions.h"
 #include "tasks.h"
 
 #define DC     "dc1"
@@ -129,6 +136,75 @@ static void test_skip_locked(reign__sqlconn *sub, reign__sqlconn *m, const reign
     H_CHECK(finish(m, a.name, "wg3", "") == 0 && finish(m, b.name, "wg3", "") == 0);
     reign__task_row_clear(&a);
     reign__task_row_clear(&b);
+}
+
+static reign__lease read_master(reign__sqlconn *c)
+{
+    reign__lease l = {0};
+    H_CHECKF(reign__sql_lease_read(c, DC, MASTER, &l, err, sizeof err) >= 0 && l.exists, "%s", err);
+    return l;
+}
+
+static size_t pending(reign__sqlconn *c)
+{
+    reign__task_rows rows;
+    H_RC(reign__tasks_list(c, DC, QUEUE, &rows, err, sizeof err), 0);
+    size_t n = rows.n;
+    reign__task_rows_free(&rows);
+    return n;
+}
+
+/* `reign rm` of the queue, which holds one reign task and one foreign row, its lease held by
+ * guid-m2 (deposed). */
+static void test_remove(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *w)
+{
+    reign__lease l = read_master(sub);
+    H_RC(reign__tasks_remove_queue(sub, DC, QUEUE, &l, err, sizeof err), REIGN_EFOREIGN);
+    reign__sqlv args[2] = {REIGN__SQLV_S(DC), REIGN__SQLV_S("00000000000000f1")};
+    H_CHECKF(reign__sql_query(sub, "the foreign row goes", "DELETE FROM {K} WHERE guid = {2}", args,
+                              2, NULL, err, sizeof err) == 1,
+             "%s", err);
+
+    /* Read, then a master takes the lease: the removal, at the version read, changes nothing. */
+    reign__lease_clear(&l);
+    l = read_master(sub);
+    reign__tasks_fence f = lead(m, "guid-m3", l.term);
+    H_RC(reign__tasks_remove_queue(sub, DC, QUEUE, &l, err, sizeof err), REIGN_EBUSY);
+    H_CHECK(pending(sub) == 1);
+
+    /* A worker of a live session: nothing changes either. */
+    reign__lease_clear(&l);
+    l = read_master(sub);
+    uint64_t seq;
+    H_CHECKF(reign__sessions_ensure(w, err, sizeof err) == 0 &&
+                 reign__sessions_open(w, DC, "sess-w", "w", 60000, err, sizeof err) == 0 &&
+                 reign__members_register(w, DC, MASTER, "reg-w", "w", "sess-w", NULL, 0, &seq, err,
+                                         sizeof err) == 1,
+             "%s", err);
+    H_RC(reign__tasks_remove_queue(sub, DC, QUEUE, &l, err, sizeof err), REIGN_EBUSY);
+    H_CHECK(pending(sub) == 1);
+    reign__lease kept = read_master(sub);
+    H_CHECK(!reign__sql_lease_removed(&kept) && kept.term == f.term);
+    reign__lease_clear(&kept);
+
+    /* Nobody stands: the tasks and the group go, the lease row is cleared at its term. */
+    H_CHECKF(reign__members_leave(w, DC, MASTER, "reg-w", err, sizeof err) == 0, "%s", err);
+    H_RC(reign__tasks_remove_queue(sub, DC, QUEUE, &l, err, sizeof err), 1);
+    H_CHECK(pending(sub) == 0);
+    reign__member_rows members;
+    H_RC(reign__members_read(sub, DC, MASTER, &members, err, sizeof err), 0);
+    H_CHECK(!members.group_exists && members.n == 0);
+    reign__member_rows_free(&members);
+    reign__lease cleared = read_master(sub);
+    H_CHECK(reign__sql_lease_removed(&cleared) && cleared.term == f.term);
+    reign__lease_clear(&cleared);
+    H_RC(reign__tasks_remove_queue(sub, DC, QUEUE, NULL, err, sizeof err), 0);
+
+    /* Tokens never go back: the next master leads above the removed term. */
+    reign__tasks_fence again = lead(m, "guid-m4", f.term);
+    H_CHECK(again.term > f.term);
+    reign__lease_clear(&l);
+    H_CHECKF(reign__sessions_end(w, DC, "sess-w", -1, err, sizeof err) >= 0, "%s", err);
 }
 
 void scenario_tasks(void)
@@ -250,6 +326,8 @@ void scenario_tasks(void)
     snprintf(name, sizeof name, "t_00000000000000f1_%010lld", atoll(reign__sql_cell(&ids, 0, 0)));
     reign__sql_rows_free(&ids);
     read_task(sub, name, REIGN_EFOREIGN);
+
+    test_remove(sub, m1, w);
 
     reign__task_row_clear(&t1);
     reign__task_row_clear(&t2);

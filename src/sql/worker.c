@@ -43,6 +43,7 @@ typedef struct item {
     reign__sqlw_result res;
     /* call */
     reign__sqlw_fn *fn;
+    reign__sqlw_batch_fn *batch; /* or a call that may run with others (worker.h) */
     void (*ctx_free)(void *);
     /* state */
     reign__sqlw_state st;
@@ -63,7 +64,8 @@ struct reign__sqlw {
     int efd; /* wakes the worker */
     pthread_mutex_t mu;
     queue requests, done;
-    item *running; /* the request the worker executes now */
+    item *running; /* the request the worker executes now (a batch: the first, the rest
+                      linked by next) */
     bool closing;
     _Atomic uint64_t statements;
 
@@ -122,7 +124,7 @@ static void hand_back(reign__sqlw *w, item *it)
 {
     pthread_mutex_lock(&w->mu);
     if (w->running == it)
-        w->running = NULL;
+        w->running = it->next; /* the rest of a batch, or NULL */
     push(&w->done, it);
     pthread_mutex_unlock(&w->mu);
     wake(w->cfg.wake_fd);
@@ -340,6 +342,23 @@ static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
     return REIGN_EINVAL;
 }
 
+/* After a statement that returned rc: a connection lost is handled; true if a change was
+ * told meanwhile (to go back after the answer). */
+static bool after_statement(reign__sqlw *w, int rc, char *err)
+{
+    if (is_conn_error(rc)) {
+        conn_lost(w, rc, err); /* at once (or, gone, after a period), then every period */
+        return false;
+    }
+    if (reign__sql_listen_fd(w->conn) < 0)
+        return false;
+    /* libpq keeps what arrived during the statement: look after each one. */
+    int any = reign__sql_drain_notify(w->conn);
+    if (any < 0 && reign__sql_gone(w->conn))
+        conn_lost(w, any, NULL); /* told before this answer */
+    return any > 0;
+}
+
 static const char *const op_names[] = {"?",       "read",   "insert", "take", "renew",
                                        "release", "depose", "listen", "call"};
 
@@ -365,15 +384,7 @@ static void execute(reign__sqlw *w, item *it)
         it->res.done_ns = reign__now_ns();
         reign_trace("sql.answer", "%s %s %d", op_names[it->op], it->name, rc);
         count_from(w, before);
-        if (is_conn_error(rc)) {
-            conn_lost(w, rc, err); /* at once (or, gone, after a period), then every period */
-        } else if (reign__sql_listen_fd(w->conn) >= 0) {
-            /* libpq keeps what arrived during the statement: look after each one. */
-            int any = reign__sql_drain_notify(w->conn);
-            changed = any > 0;
-            if (any < 0 && reign__sql_gone(w->conn))
-                conn_lost(w, any, NULL); /* told before this answer */
-        }
+        changed = after_statement(w, rc, err);
     }
     if (w->conn || it->op != REIGN__SQLW_LISTEN)
         reign__log(w->cfg.log, REIGN_LOG_DEBUG, "sql: %s %s term=%llu -> %d (%.1f ms)",
@@ -399,6 +410,54 @@ static void execute(reign__sqlw *w, item *it)
     if (won && w->conn)
         notify(w, won);
     reign__free(won);
+}
+
+/* Runs a batch (the items linked by next, all of one batch fn) as one call. */
+static void execute_batch(reign__sqlw *w, item *first)
+{
+    void *ctxs[REIGN__SQLW_BATCH_MAX];
+    int rcs[REIGN__SQLW_BATCH_MAX];
+    size_t n = 0;
+    for (item *it = first; it; it = it->next) {
+        ctxs[n] = it->res.ctx;
+        rcs[n++] = 0;
+    }
+    char err[512] = "";
+    int rc;
+    bool changed = false;
+    int64_t sent = 0, done = 0;
+    if (!w->conn) {
+        rc = w->fatal ? REIGN_ECLOSED : REIGN_ECONNLOSS;
+        snprintf(err, sizeof(err), "%s: %s", w->store,
+                 w->fatal ? "the client stopped on an error" : "not connected");
+    } else {
+        uint64_t before = reign__sql_statements(w->conn);
+        sent = reign__now_ns();
+        reign_trace("sql.send", "call %s x%zu", first->name, n);
+        rc = first->batch(w->conn, w->dc, ctxs, rcs, n, err, sizeof(err));
+        done = reign__now_ns();
+        reign_trace("sql.answer", "call %s x%zu %d", first->name, n, rc);
+        count_from(w, before);
+        changed = after_statement(w, rc, err);
+    }
+    reign__log(w->cfg.log, REIGN_LOG_DEBUG, "sql: call %s x%zu -> %d (%.1f ms)", first->name, n, rc,
+               sent ? (double)(reign__now_ns() - sent) / 1e6 : 0.0);
+    size_t i = 0;
+    for (item *it = first, *next; it; it = next, i++) {
+        next = it->next;
+        it->res.op = REIGN__SQLW_CALL;
+        it->res.rc = rc < 0 ? rc : rcs[i];
+        it->res.sent_ns = sent;
+        it->res.done_ns = done;
+        if (it->res.rc < 0) {
+            reign__strlcpy(it->msg, rc < 0 && err[0] ? err : reign_strerror(it->res.rc),
+                           sizeof(it->msg));
+            it->res.err = it->msg;
+        }
+        hand_back(w, it);
+    }
+    if (changed)
+        post_changed(w);
 }
 
 /* How long events after a first one count as the same change. */
@@ -454,14 +513,28 @@ static void *worker_main(void *arg)
         pthread_mutex_lock(&w->mu);
         bool closing = w->closing;
         item *it = pop(&w->requests);
-        if (it)
+        if (it) {
+            it->next = NULL;
+            /* A batch takes the calls of its kind queued right behind it. */
+            item *last = it;
+            for (size_t n = 1; it->batch && n < REIGN__SQLW_BATCH_MAX && w->requests.head &&
+                               w->requests.head->batch == it->batch;
+                 n++) {
+                last->next = pop(&w->requests);
+                last = last->next;
+                last->next = NULL;
+            }
             w->running = it;
+        }
         pthread_mutex_unlock(&w->mu);
         if (!w->conn && !w->fatal && !closing && reign__now_ns() >= w->next_connect_ns) {
             try_connect(w);
         }
         if (it) {
-            execute(w, it);
+            if (it->batch)
+                execute_batch(w, it);
+            else
+                execute(w, it);
             continue;
         }
         if (closing)
@@ -622,6 +695,25 @@ int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void 
     return enqueue(w, it);
 }
 
+int reign__sqlw_call_batch(reign__sqlw *w, const char *what, reign__sqlw_batch_fn *fn, void *ctx,
+                           void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg)
+{
+    item *it = reign__calloc(1, sizeof(*it));
+    if (!it || !(it->name = reign__strdup(what))) {
+        reign__free(it);
+        return REIGN_ENOMEM;
+    }
+    it->kind = ITEM_REQUEST;
+    it->op = REIGN__SQLW_CALL;
+    it->batch = fn;
+    it->res.ctx = ctx;
+    it->ctx_free = ctx_free;
+    it->owner = owner;
+    it->cb = cb;
+    it->arg = arg;
+    return enqueue(w, it);
+}
+
 static void forget_in(queue *q, void *owner)
 {
     for (item *it = q->head; it; it = it->next)
@@ -634,8 +726,9 @@ void reign__sqlw_forget(reign__sqlw *w, void *owner)
     pthread_mutex_lock(&w->mu);
     forget_in(&w->requests, owner);
     forget_in(&w->done, owner);
-    if (w->running && w->running->owner == owner)
-        w->running->cb = NULL;
+    for (item *it = w->running; it; it = it->next)
+        if (it->owner == owner)
+            it->cb = NULL;
     pthread_mutex_unlock(&w->mu);
 }
 

@@ -107,6 +107,21 @@ typedef int reign__sqlw_fn(reign__sqlconn *c, const char *dc, void *ctx, char *e
 int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void *ctx,
                      void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg);
 
+/*
+ * A call that may run together with others of its kind: the worker takes, with it, the calls
+ * of the same `fn` queued right behind it (at most REIGN__SQLW_BATCH_MAX, none from behind
+ * another request, so that the order of requests holds) and runs fn once on all their ctxs,
+ * say in one transaction.  fn sets rcs[i], the result of call i (1, 0 or a negative code, as
+ * reign__sqlw_call()'s fn returns), and returns 0; or a negative code (with err), which
+ * becomes the result of every call of the batch.  Each call's callback runs as for
+ * reign__sqlw_call(), in the order of the calls.
+ */
+#define REIGN__SQLW_BATCH_MAX 64
+typedef int reign__sqlw_batch_fn(reign__sqlconn *c, const char *dc, void *const *ctxs, int *rcs,
+                                 size_t n, char *err, size_t errlen);
+int reign__sqlw_call_batch(reign__sqlw *w, const char *what, reign__sqlw_batch_fn *fn, void *ctx,
+                           void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg);
+
 /* No callback of `owner` runs after this (queued requests still execute). */
 void reign__sqlw_forget(reign__sqlw *w, void *owner);
 

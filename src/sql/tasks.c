@@ -239,12 +239,18 @@ static int begin(reign__sqlconn *c, char *err, size_t errlen)
 /* The watchers of the queue are told (PostgreSQL: on commit) if the transaction changed a row,
  * then COMMIT; rolled back on failure.  Only a change is told: the master listens to the queue
  * too, and a round that changed nothing would otherwise wake it for another, without end. */
-static int commit(reign__sqlconn *c, const char *dc, const char *queue, bool changed, char *err,
-                  size_t errlen)
+static int notify_queue(reign__sqlconn *c, const char *dc, const char *queue, char *err,
+                        size_t errlen)
 {
     char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
     snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s", queue);
-    int rc = changed ? reign__sql_notify(c, dc, name, err, errlen) : 0;
+    return reign__sql_notify(c, dc, name, err, errlen);
+}
+
+static int commit(reign__sqlconn *c, const char *dc, const char *queue, bool changed, char *err,
+                  size_t errlen)
+{
+    int rc = changed ? notify_queue(c, dc, queue, err, errlen) : 0;
     if (rc >= 0)
         rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
     if (rc < 0) {
@@ -348,44 +354,84 @@ static int select_one(reign__sqlconn *c, const char *dc, const char *queue, cons
     return 0;
 }
 
+/* Submission v: its row inserted unless one of its guid exists, then read.  0 (v->row set), a
+ * negative code of its own (REIGN_EINVAL, REIGN_EFOREIGN: the others go on), or the error of a
+ * statement (*fatal: the transaction is lost). */
+static int submit_one(reign__sqlconn *c, const char *dc, reign__tasks_submission *v, bool *fatal,
+                      char *err, size_t errlen)
+{
+    *fatal = false;
+    if (!hex16(v->guid) || v->len > REIGN_TASK_DATA_MAX)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "a task guid or payload out of range");
+    reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(v->queue), REIGN__SQLV_S(v->guid),
+                           REIGN__SQLV_B(v->data, v->len)};
+    /* A duplicate guid is no error (0 rows): the row a former submit made is the answer. */
+    int rc = reign__sql_query(c, "submitting a task",
+                              "INSERT INTO {K} (data_center, queue_name, guid, state, data, "
+                              "submitted_ms) VALUES ({1}, {2}, {3}, 1, {4}, {NOW}){ON_CONFLICT}",
+                              args, 4, NULL, err, errlen);
+    if (rc >= 0) {
+        v->made = rc > 0;
+        rc = select_one(c, dc, v->queue, v->guid, 0, false, &v->row, err, errlen);
+    }
+    *fatal = rc < 0;
+    if (rc >= 0 && !v->row.id)
+        rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                            "the task of guid %s in queue %s cannot be made", v->guid, v->queue);
+    return rc < 0 ? rc : 0;
+}
+
+int reign__tasks_submit_batch(reign__sqlconn *c, const char *dc, reign__tasks_submission *const *v,
+                              int *rcs, size_t n, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < n; i++) {
+        memset(&v[i]->row, 0, sizeof v[i]->row);
+        v[i]->made = false;
+        rcs[i] = 0;
+    }
+    int rc = ensure(c, true, NULL, err, errlen);
+    if (rc < 0 || (rc = begin(c, err, errlen)) < 0)
+        return rc;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        bool fatal;
+        int one = submit_one(c, dc, v[i], &fatal, err, errlen);
+        if (fatal)
+            rc = one;
+        else
+            rcs[i] = one;
+    }
+    /* Each queue that gained a task is told once, at the commit. */
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        bool told = !v[i]->made;
+        for (size_t j = 0; !told && j < i; j++)
+            told = v[j]->made && !strcmp(v[j]->queue, v[i]->queue);
+        if (!told)
+            rc = notify_queue(c, dc, v[i]->queue, err, errlen);
+    }
+    if (rc >= 0)
+        rc = commit(c, dc, NULL, false, err, errlen);
+    else
+        reign__sql_rollback(c);
+    for (size_t i = 0; i < n; i++) {
+        if (rc < 0 || rcs[i] < 0) {
+            reign__task_row_clear(&v[i]->row);
+            v[i]->made = false;
+        }
+    }
+    return rc < 0 ? rc : 0;
+}
+
 int reign__tasks_submit(reign__sqlconn *c, const char *dc, const char *queue, const char *guid,
                         const void *data, size_t len, reign__task_row *out, bool *made, char *err,
                         size_t errlen)
 {
-    memset(out, 0, sizeof *out);
-    *made = false;
-    if (!hex16(guid) || len > REIGN_TASK_DATA_MAX)
-        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "a task guid or payload out of range");
-    int rc = ensure(c, true, NULL, err, errlen);
-    if (rc == 0)
-        rc = begin(c, err, errlen);
-    if (rc < 0)
-        return rc;
-    reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue), REIGN__SQLV_S(guid),
-                           REIGN__SQLV_B(data, len)};
-    /* A duplicate guid is no error (0 rows): the row a former submit made is the answer. */
-    rc = reign__sql_query(c, "submitting a task",
-                          "INSERT INTO {K} (data_center, queue_name, guid, state, data, "
-                          "submitted_ms) VALUES ({1}, {2}, {3}, 1, {4}, {NOW}){ON_CONFLICT}",
-                          args, 4, NULL, err, errlen);
-    if (rc >= 0) {
-        *made = rc > 0;
-        rc = select_one(c, dc, queue, guid, 0, false, out, err, errlen);
-    }
-    if (rc >= 0 && !out->id)
-        rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
-                            "the task of guid %s in queue %s cannot be made", guid, queue);
-    if (rc < 0) {
-        reign__sql_rollback(c);
-        reign__task_row_clear(out);
-        *made = false;
-        return rc;
-    }
-    if ((rc = commit(c, dc, queue, *made, err, errlen)) < 0) {
-        reign__task_row_clear(out);
-        *made = false;
-    }
-    return rc;
+    reign__tasks_submission v = {.queue = queue, .guid = guid, .data = data, .len = len};
+    reign__tasks_submission *one = &v;
+    int rc1 = 0;
+    int rc = reign__tasks_submit_batch(c, dc, &one, &rc1, 1, err, errlen);
+    *out = v.row;
+    *made = v.made;
+    return rc < 0 ? rc : rc1;
 }
 
 /* The guid and id of task `name`, in a table that exists: 0, REIGN_ENOENT (not a task name, or
@@ -420,6 +466,91 @@ int reign__tasks_read(reign__sqlconn *c, const char *dc, const char *queue, cons
     if (rc < 0)
         return rc;
     return out->id ? 0 : REIGN_ENOENT;
+}
+
+typedef struct waited {
+    int64_t id;
+    char guid[17];
+} waited;
+
+static int by_id(const void *a, const void *b)
+{
+    const waited *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Appends to out the done rows among w[0..n) (ids ascending, distinct): one SELECT, its ids
+ * written into the statement (numbers this code formats, never text it was given). */
+static int read_done(reign__sqlconn *c, const char *dc, const char *queue, const waited *w,
+                     size_t n, reign__task_rows *out, char *err, size_t errlen)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__buf_puts(&b, "SELECT " ROW_COLUMNS " FROM {K} WHERE data_center = {1} AND queue_name = "
+                        "{2} AND state = 3 AND id IN (");
+    for (size_t i = 0; i < n; i++)
+        reign__buf_printf(&b, "%s%lld", i ? ", " : "", (long long)w[i].id);
+    reign__buf_puts(&b, ")");
+    if (b.oom) {
+        reign__buf_free(&b);
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    }
+    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue)};
+    reign__task_rows rows;
+    int rc = query_rows(c, queue, "reading which tasks are done", b.data, args, 2, true, &rows, err,
+                        errlen);
+    reign__buf_free(&b);
+    if (rc < 0)
+        return rc;
+    reign__task_row *v = rows.n ? reign__realloc(out->v, (out->n + rows.n) * sizeof *v) : out->v;
+    if (rows.n && !v) {
+        reign__task_rows_free(&rows);
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    }
+    out->v = v;
+    for (size_t i = 0; i < rows.n; i++) {
+        waited key = {.id = rows.v[i].id};
+        const waited *at = bsearch(&key, w, n, sizeof *w, by_id);
+        if (at && !strcmp(at->guid, rows.v[i].guid)) {
+            out->v[out->n++] = rows.v[i];
+            memset(&rows.v[i], 0, sizeof rows.v[i]);
+        }
+    }
+    reign__task_rows_free(&rows);
+    return 0;
+}
+
+int reign__tasks_done(reign__sqlconn *c, const char *dc, const char *queue, char *const *names,
+                      size_t n, reign__task_rows *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    waited *w = n ? reign__calloc(n, sizeof *w) : NULL;
+    if (n && !w)
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (reign__tasks_sql_name_parse(names[i], w[m].guid, &w[m].id))
+            m++;
+    qsort(w, m, sizeof *w, by_id);
+    /* One id waited for twice (the same name, or one whose guid is wrong) is asked once. */
+    size_t k = 0;
+    for (size_t i = 0; i < m; i++)
+        if (!k || w[k - 1].id != w[i].id)
+            w[k++] = w[i];
+    bool absent = true, locked = c->d->read_under_lock;
+    int rc = k ? ensure(c, false, &absent, err, errlen) : 0;
+    if (rc >= 0 && !absent && locked)
+        rc = begin(c, err, errlen);
+    for (size_t lo = 0; rc >= 0 && !absent && lo < k; lo += REIGN__TASKS_DONE_CHUNK) {
+        size_t len = k - lo < REIGN__TASKS_DONE_CHUNK ? k - lo : REIGN__TASKS_DONE_CHUNK;
+        rc = read_done(c, dc, queue, w + lo, len, out, err, errlen);
+    }
+    if (!absent && locked && k)
+        reign__sql_rollback(c);
+    reign__free(w);
+    if (rc < 0)
+        reign__task_rows_free(out);
+    return rc < 0 ? rc : 0;
 }
 
 int reign__tasks_list(reign__sqlconn *c, const char *dc, const char *queue, reign__task_rows *out,
@@ -462,6 +593,23 @@ int reign__tasks_delete(reign__sqlconn *c, const char *dc, const char *queue, co
     "SELECT id, guid FROM {K} WHERE data_center = {1} AND queue_name = {2} AND state = 1 ORDER "   \
     "BY id LIMIT {3}"
 
+/* Appends to b " IN (id, ...)" of the rows of `ids` reign wrote (kept[i] says which), and counts
+ * them: numbers this code formats, never text it was given. */
+static size_t id_list(reign__buf *b, const reign__sql_rows *ids, bool *kept)
+{
+    size_t n = 0;
+    reign__buf_puts(b, " IN (");
+    for (size_t i = 0; i < ids->n_rows; i++) {
+        int64_t id;
+        kept[i] = reign__sql_parse_i64(reign__sql_cell(ids, i, 0), &id) && id > 0 &&
+                  hex16(reign__sql_cell(ids, i, 1));
+        if (kept[i]) /* else a row reign did not write: never acted on */
+            reign__buf_printf(b, "%s%lld", n++ ? ", " : "", (long long)id);
+    }
+    reign__buf_puts(b, ")");
+    return n;
+}
+
 int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
                         const reign__tasks_fence *f, const char *worker, const char *worker_guid,
                         size_t max, reign__task_rows *out, char *err, size_t errlen)
@@ -472,36 +620,62 @@ int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
     int rc = begin_fenced(c, dc, f, err, errlen);
     if (rc)
         return rc;
-    reign__sqlv args[7] = {
-        REIGN__SQLV_S(dc),     REIGN__SQLV_S(queue),       REIGN__SQLV_I((int64_t)max),
-        REIGN__SQLV_S(worker), REIGN__SQLV_S(worker_guid), REIGN__SQLV_I((int64_t)f->term),
-        REIGN__SQLV_I(0)};
-    reign__sql_rows ids;
+    reign__sqlv args[6] = {REIGN__SQLV_S(dc),           REIGN__SQLV_S(queue),
+                           REIGN__SQLV_I((int64_t)max), REIGN__SQLV_S(worker),
+                           REIGN__SQLV_S(worker_guid),  REIGN__SQLV_I((int64_t)f->term)};
+    reign__sql_rows ids = {0};
     rc = reign__sql_query(c, "picking pending tasks",
                           c->d->for_update[0] ? PICK " FOR UPDATE SKIP LOCKED" : PICK, args, 3,
                           &ids, err, errlen);
-    if (rc >= 0 && ids.n_rows && !(out->v = reign__calloc(ids.n_rows, sizeof *out->v)))
+    bool *kept = rc >= 0 && ids.n_rows ? reign__calloc(ids.n_rows, sizeof *kept) : NULL;
+    if (rc >= 0 && ids.n_rows && (!kept || !(out->v = reign__calloc(ids.n_rows, sizeof *out->v))))
         rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-    for (size_t i = 0; rc >= 0 && i < ids.n_rows; i++) {
-        const char *guid = reign__sql_cell(&ids, i, 1);
-        if (!reign__sql_parse_i64(reign__sql_cell(&ids, i, 0), &args[6].i) || !hex16(guid))
-            continue; /* a row reign did not write: never acted on */
-        rc = reign__sql_query(c, "assigning a task",
-                              "UPDATE {K} SET state = 2, worker = {4}, worker_guid = {5}, term = "
-                              "{6}, assigned_ms = {NOW} WHERE data_center = {1} AND queue_name = "
-                              "{2} AND id = {7} AND state = 1",
-                              args, 7, NULL, err, errlen);
-        if (rc == 1) {
-            reign__task_row *r = &out->v[out->n++];
-            r->id = args[6].i;
-            memcpy(r->guid, guid, 17);
-            snprintf(r->name, sizeof r->name, REIGN__N_TASK "%s_%010lld", guid, (long long)r->id);
-            r->state = REIGN_TASK_ASSIGNED;
-            snprintf(r->worker, sizeof r->worker, "%s", worker);
-            snprintf(r->worker_guid, sizeof r->worker_guid, "%s", worker_guid);
-            r->term = f->term;
-        }
+    /* One UPDATE for the rows picked: they are locked (SKIP LOCKED's FOR UPDATE; SQLite's one
+     * writer), so each is still pending and all change; a count short of that would mean a
+     * row changed meanwhile, and then only the rows that now name us are ours. */
+    reign__buf in, b;
+    reign__buf_init(&in);
+    reign__buf_init(&b);
+    size_t n = rc >= 0 && ids.n_rows ? id_list(&in, &ids, kept) : 0;
+    reign__buf_puts(&b, "UPDATE {K} SET state = 2, worker = {4}, worker_guid = {5}, term = {6}, "
+                        "assigned_ms = {NOW} WHERE data_center = {1} AND queue_name = {2} AND "
+                        "state = 1 AND id");
+    reign__buf_puts(&b, in.data ? in.data : "");
+    if (n && (b.oom || in.oom))
+        rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    if (rc >= 0 && n)
+        rc = reign__sql_query(c, "assigning tasks", b.data, args, 6, NULL, err, errlen);
+    bool all = rc >= 0 && (size_t)rc == n;
+    if (rc >= 0 && n && !all) {
+        /* Those of the rows asked for that name us now (a row of ours from an earlier round
+         * is no concern of this one's). */
+        reign__buf_reset(&b);
+        reign__buf_puts(&b, "SELECT id, guid FROM {K} WHERE data_center = {1} AND queue_name = "
+                            "{2} AND state = 2 AND worker_guid = {5} AND term = {6} AND id");
+        reign__buf_puts(&b, in.data);
+        reign__sql_rows_free(&ids);
+        rc = b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+                   : reign__sql_query(c, "reading the tasks assigned", b.data, args, 6, &ids, err,
+                                      errlen);
     }
+    for (size_t i = 0; rc >= 0 && i < ids.n_rows; i++) {
+        int64_t id;
+        const char *guid = reign__sql_cell(&ids, i, 1);
+        if ((all && !kept[i]) || !reign__sql_parse_i64(reign__sql_cell(&ids, i, 0), &id) ||
+            !hex16(guid))
+            continue;
+        reign__task_row *r = &out->v[out->n++];
+        r->id = id;
+        memcpy(r->guid, guid, 17);
+        snprintf(r->name, sizeof r->name, REIGN__N_TASK "%s_%010lld", guid, (long long)r->id);
+        r->state = REIGN_TASK_ASSIGNED;
+        snprintf(r->worker, sizeof r->worker, "%s", worker);
+        snprintf(r->worker_guid, sizeof r->worker_guid, "%s", worker_guid);
+        r->term = f->term;
+    }
+    reign__buf_free(&in);
+    reign__buf_free(&b);
+    reign__free(kept);
     reign__sql_rows_free(&ids);
     if (rc < 0) {
         reign__sql_rollback(c);
@@ -588,33 +762,34 @@ int reign__tasks_assigned(reign__sqlconn *c, const char *dc, const char *queue,
                      args, 3, out, err, errlen);
 }
 
-int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
-                        const char *worker_guid, int exit_code, int exit_signal, const void *output,
-                        size_t output_len, char *err, size_t errlen)
+/* Result v, inside the batch's transaction: 0 (recorded now), 1 (recorded already, by this
+ * registration), REIGN_ENOENT (not ours), or a statement's negative code (*fatal). */
+static int finish_one(reign__sqlconn *c, const char *dc, const reign__tasks_result *v, bool *fatal,
+                      char *err, size_t errlen)
 {
     char guid[17];
     int64_t id;
-    if (!reign__tasks_sql_name_parse(name, guid, &id))
+    *fatal = false;
+    if (!reign__tasks_sql_name_parse(v->name, guid, &id))
         return REIGN_ENOENT;
-    if (output_len > REIGN_TASK_OUTPUT_MAX)
-        output_len = REIGN_TASK_OUTPUT_MAX;
-    int rc = ensure(c, true, NULL, err, errlen);
-    if (rc == 0)
-        rc = begin(c, err, errlen);
-    if (rc < 0)
-        return rc;
-    reign__sqlv args[8] = {REIGN__SQLV_S(dc),          REIGN__SQLV_S(queue),
-                           REIGN__SQLV_S(guid),        REIGN__SQLV_I(id),
-                           REIGN__SQLV_S(worker_guid), REIGN__SQLV_I(exit_code),
-                           REIGN__SQLV_I(exit_signal), REIGN__SQLV_B(output, output_len)};
+    size_t output_len =
+        v->output_len > REIGN_TASK_OUTPUT_MAX ? REIGN_TASK_OUTPUT_MAX : v->output_len;
+    reign__sqlv args[8] = {REIGN__SQLV_S(dc),
+                           REIGN__SQLV_S(v->queue),
+                           REIGN__SQLV_S(guid),
+                           REIGN__SQLV_I(id),
+                           REIGN__SQLV_S(v->worker_guid),
+                           REIGN__SQLV_I(v->exit_code),
+                           REIGN__SQLV_I(v->exit_signal),
+                           REIGN__SQLV_B(v->output, output_len)};
     /* Only while the row is still assigned to this registration: a task taken back from a
      * worker taken for dead, or done already, is not changed. */
-    rc = reign__sql_query(c, "recording a result",
-                          "UPDATE {K} SET state = 3, exit_code = {6}, exit_signal = {7}, output = "
-                          "{8}, data = NULL, done_ms = {NOW} WHERE data_center = {1} AND "
-                          "queue_name = {2} AND guid = {3} AND id = {4} AND state = 2 AND "
-                          "worker_guid = {5}",
-                          args, 8, NULL, err, errlen);
+    int rc = reign__sql_query(c, "recording a result",
+                              "UPDATE {K} SET state = 3, exit_code = {6}, exit_signal = {7}, "
+                              "output = {8}, data = NULL, done_ms = {NOW} WHERE data_center = {1} "
+                              "AND queue_name = {2} AND guid = {3} AND id = {4} AND state = 2 AND "
+                              "worker_guid = {5}",
+                              args, 8, NULL, err, errlen);
     if (rc == 0) {
         /* Not changed: ours already (an earlier call whose answer was lost), or not ours. */
         reign__sql_rows rs;
@@ -626,15 +801,64 @@ int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, co
             const char *state = reign__sql_cell(&rs, 0, 0);
             rc = rs.n_rows == 1 && state && !strcmp(state, "3") ? 1 : REIGN_ENOENT;
             reign__sql_rows_free(&rs);
+            return rc;
         }
-        reign__sql_rollback(c);
+    } else if (rc > 0) {
+        return 0;
+    }
+    *fatal = true;
+    return rc;
+}
+
+int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
+                              const reign__tasks_result *const *v, int *rcs, size_t n, char *err,
+                              size_t errlen)
+{
+    int rc = ensure(c, true, NULL, err, errlen);
+    if (rc < 0 || (rc = begin(c, err, errlen)) < 0)
         return rc;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        bool fatal;
+        rcs[i] = finish_one(c, dc, v[i], &fatal, err, errlen);
+        if (fatal)
+            rc = rcs[i];
+    }
+    /* Each queue with a result recorded now is told once, at the commit. */
+    bool any = false;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        bool told = rcs[i] != 0;
+        for (size_t j = 0; !told && j < i; j++)
+            told = rcs[j] == 0 && !strcmp(v[j]->queue, v[i]->queue);
+        if (!told)
+            rc = notify_queue(c, dc, v[i]->queue, err, errlen);
+        any = any || rcs[i] == 0;
     }
     if (rc < 0) {
         reign__sql_rollback(c);
         return rc;
     }
-    return commit(c, dc, queue, true, err, errlen);
+    if (!any) {
+        reign__sql_rollback(c); /* nothing written */
+        return 0;
+    }
+    return commit(c, dc, NULL, false, err, errlen);
+}
+
+int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
+                        const char *worker_guid, int exit_code, int exit_signal, const void *output,
+                        size_t output_len, char *err, size_t errlen)
+{
+    const reign__tasks_result v = {.queue = queue,
+                                   .name = name,
+                                   .worker_guid = worker_guid,
+                                   .exit_code = exit_code,
+                                   .exit_signal = exit_signal,
+                                   .output = output,
+                                   .output_len = output_len};
+    const reign__tasks_result *one = &v;
+    int rc1 = 0;
+    int rc = reign__tasks_finish_batch(c, dc, &one, &rc1, 1, err, errlen);
+    return rc < 0 ? rc : rc1;
 }
 
 /* ---- `reign ls` and `reign rm` --------------------------------------------------------------- */

@@ -104,6 +104,35 @@ int reign__tasks_submit(reign__sqlconn *c, const char *dc, const char *queue, co
                         const void *data, size_t len, reign__task_row *out, bool *made, char *err,
                         size_t errlen);
 
+/* One submission of a batch: what to submit, and what it made or found (as above). */
+typedef struct reign__tasks_submission {
+    const char *queue, *guid;
+    const void *data;
+    size_t len;
+    reign__task_row row; /* out */
+    bool made;           /* out */
+} reign__tasks_submission;
+
+/*
+ * Submits v[0..n) in one transaction, each as reign__tasks_submit() would (and each queue that
+ * gained a task notified once): rcs[i] is submission i's result, 0 or its own negative code
+ * (REIGN_EINVAL, REIGN_EFOREIGN); returns 0, or the negative code of a statement that failed,
+ * after which nothing was submitted.  A reign__sqlw_batch_fn's core.
+ */
+int reign__tasks_submit_batch(reign__sqlconn *c, const char *dc, reign__tasks_submission *const *v,
+                              int *rcs, size_t n, char *err, size_t errlen);
+
+/*
+ * The tasks among names[0..n) (task names, any order) that are done, with their results, into
+ * out (allocated; reign__task_rows_free()): what a client's waits on one queue read at each
+ * change.  One SELECT per REIGN__TASKS_DONE_CHUNK names, whatever their number.  A name that
+ * is not a task's, or a task not there (or not reign's), is simply not done.  0 or a negative
+ * code.
+ */
+#define REIGN__TASKS_DONE_CHUNK 256
+int reign__tasks_done(reign__sqlconn *c, const char *dc, const char *queue, char *const *names,
+                      size_t n, reign__task_rows *out, char *err, size_t errlen);
+
 /* Reads the task `name` (with its result; with its payload if with_data).  0, REIGN_ENOENT
  * (no such task), REIGN_EFOREIGN or another negative code. */
 int reign__tasks_read(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
@@ -164,6 +193,24 @@ int reign__tasks_assigned(reign__sqlconn *c, const char *dc, const char *queue,
 int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
                         const char *worker_guid, int exit_code, int exit_signal, const void *output,
                         size_t output_len, char *err, size_t errlen);
+
+/* One result of a batch (as reign__tasks_finish()'s arguments). */
+typedef struct reign__tasks_result {
+    const char *queue, *name, *worker_guid;
+    int exit_code, exit_signal;
+    const void *output;
+    size_t output_len;
+} reign__tasks_result;
+
+/*
+ * Records v[0..n) in one transaction, each as reign__tasks_finish() would (each queue with a
+ * result recorded notified once): rcs[i] is result i's answer (0, 1 or REIGN_ENOENT, as
+ * above); returns 0, or the negative code of a statement that failed, after which nothing was
+ * recorded.  A reign__sqlw_batch_fn's core.
+ */
+int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
+                              const reign__tasks_result *const *v, int *rcs, size_t n, char *err,
+                              size_t errlen);
 
 /* ---- `reign ls` and `reign rm` (<reign/store.h>) -------------------------------------------- */
 

@@ -7,11 +7,14 @@
  * Submit: the guid is drawn before the statement is sent, and the INSERT finds the row of an
  * earlier submit of the same guid rather than make a second; so an answer lost with the
  * connection is settled by sending the same statement again once connected, never by a
- * search.  Wait: the task's row is read again whenever the store may have changed it (a
- * NOTIFY on the queue's channel, sent by every write in its transaction, on PostgreSQL; a
- * change of the file on SQLite; every poll period on MariaDB) and, whatever the store, every
- * WAIT_CHECK_MS in case a notice was lost.  It subscribes before its first read, on the same
- * worker, so that a result written after that read is always told of.
+ * search.  Wait: the task's row is read once; if it is not done, the wait joins its client's
+ * other waits on that queue (one `hub` per client, one `wqueue` per queue waited on), which
+ * read together whenever the store may have changed (a NOTIFY on the queue's channel, sent by
+ * every write in its transaction, on PostgreSQL; a change of the file on SQLite; every poll
+ * period on MariaDB) and, whatever the store, every WAIT_CHECK_MS in case a notice was lost:
+ * one call per queue and change, which asks which of the waited tasks are done and reads
+ * those (sql/tasks.h's reign__tasks_done()), however many wait.  A wait subscribes before its
+ * first read, on the same worker, so that a result written after that read is always told of.
  */
 #include <stdio.h>
 #include <string.h>
@@ -53,10 +56,10 @@ static int run_call(reign__sqlconn *conn, const char *dc, void *ctx, char *err, 
     call *c = ctx;
     switch (c->kind) {
     case REIGN__TASKS_SQL_SUBMIT:
-        return reign__tasks_submit(conn, dc, c->queue, c->guid, c->data, c->len, &c->row, &c->made,
-                                   err, errlen);
-    case REIGN__TASKS_SQL_STATUS:
+        break; /* run_submits() */
     case REIGN__TASKS_SQL_WAIT:
+        break; /* run_waits() */
+    case REIGN__TASKS_SQL_STATUS:
         return reign__tasks_read(conn, dc, c->queue, c->task, false, &c->row, err, errlen);
     case REIGN__TASKS_SQL_LIST:
         return reign__tasks_list(conn, dc, c->queue, &c->rows, err, errlen);
@@ -64,6 +67,33 @@ static int run_call(reign__sqlconn *conn, const char *dc, void *ctx, char *err, 
         return reign__tasks_delete(conn, dc, c->queue, c->task, err, errlen);
     }
     return REIGN_EINVAL;
+}
+
+/* The submits queued together on the worker, in one transaction (a client that submits many
+ * at once pays one commit for them). */
+static int run_submits(reign__sqlconn *conn, const char *dc, void *const *ctxs, int *rcs, size_t n,
+                       char *err, size_t errlen)
+{
+    reign__tasks_submission *s = reign__calloc(n, sizeof(*s));
+    reign__tasks_submission **v = reign__calloc(n, sizeof(*v));
+    int rc = REIGN_ENOMEM;
+    if (s && v) {
+        for (size_t i = 0; i < n; i++) {
+            const call *c = ctxs[i];
+            s[i] = (reign__tasks_submission){
+                .queue = c->queue, .guid = c->guid, .data = c->data, .len = c->len};
+            v[i] = &s[i];
+        }
+        rc = reign__tasks_submit_batch(conn, dc, v, rcs, n, err, errlen);
+        for (size_t i = 0; i < n; i++) {
+            call *c = ctxs[i];
+            c->row = s[i].row;
+            c->made = s[i].made;
+        }
+    }
+    reign__free(v);
+    reign__free(s);
+    return rc;
 }
 
 void reign__tasks_sql_info(const reign__task_row *r, reign_task_info *info)
@@ -91,12 +121,16 @@ typedef struct req {
     reign__tasks_sql_req r; /* its strings and payload our own copies */
     char guid[17];
     bool done;
-    bool reading;   /* a call is out */
-    bool again;     /* WAIT: told of a change meanwhile: read once more after it */
-    bool listening; /* WAIT: subscribed to the queue's notices */
-    int tries;      /* SUBMIT: sends whose answer was lost */
+    bool reading; /* a call is out */
+    int tries;    /* SUBMIT: sends whose answer was lost */
     reign__timer timer;
+    struct wqueue *wq;          /* WAIT: the shared reads it is in */
+    struct req *wprev, *wnext;  /* ... among wq's waits, or in a list of waits ended */
+    const reign__task_row *row; /* WAIT: its row, while an ended wait is called back */
 } req;
+
+static void wq_leave(req *q);
+static int wq_join(req *q);
 
 static int send_call(req *q);
 static void resend(req *q);
@@ -109,6 +143,7 @@ static reign__timers *timers(req *q)
 /* Stops whatever may still call q back, and detaches it from the client. */
 static void stop(req *q)
 {
+    wq_leave(q);
     reign__timer_stop(timers(q), &q->timer);
     reign__sqlw_forget(q->w, q);
     reign__client_detach(q->client, &q->recipe);
@@ -201,41 +236,16 @@ static void on_call(void *owner, void *arg, const reign__sqlw_result *res)
         later(q, RETRY_MS);
         return;
     }
-    if (q->r.kind != REIGN__TASKS_SQL_WAIT) {
-        finish(q, rc, &c->row, &c->rows);
-        return;
-    }
-    if (rc == 0 && c->row.state == REIGN_TASK_DONE) {
-        finish(q, 0, &c->row, NULL);
-        return;
-    }
-    /* Not done yet (or not there yet, or the store out of reach): read again when told, and at
-     * the latest after a poll period or WAIT_CHECK_MS. */
-    if (q->again) {
-        q->again = false;
-        resend(q);
-        return;
-    }
-    int ms = reign__sqlw_notifies(q->w) ? WAIT_CHECK_MS : reign__client_lease(q->client)->poll_ms;
-    later(q, rc < 0 && !lost(rc) ? RETRY_MS : ms);
+    finish(q, rc, &c->row, &c->rows);
 }
 
-/* Sends the request's call: 0 (or a call already out, to be followed by another), or the
- * error of a call that could not be sent. */
+/* Sends the request's call (not a wait's: the shared reads do those): 0 (or a call already
+ * out), or the error of a call that could not be sent. */
 static int send_call(req *q)
 {
-    if (q->reading) {
-        q->again = true;
+    if (q->reading)
         return 0;
-    }
     reign__timer_stop(timers(q), &q->timer);
-    if (q->r.kind == REIGN__TASKS_SQL_WAIT && !q->listening && reign__sqlw_notifies(q->w)) {
-        /* Before the read, on the same worker: a result written after it is told of. */
-        char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
-        snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", q->r.queue);
-        q->listening =
-            reign__sqlw_submit(q->w, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
-    }
     call *c = reign__calloc(1, sizeof(*c));
     if (!c || !(c->queue = reign__strdup(q->r.queue)) ||
         (q->r.len && !(c->data = reign__memdup(q->r.data, q->r.len)))) {
@@ -247,7 +257,10 @@ static int send_call(req *q)
     snprintf(c->task, sizeof(c->task), "%s", q->r.task ? q->r.task : "");
     memcpy(c->guid, q->guid, sizeof(c->guid));
     c->len = q->r.len;
-    int rc = reign__sqlw_call(q->w, "tasks", run_call, c, call_free, q, on_call, NULL);
+    int rc = c->kind == REIGN__TASKS_SQL_SUBMIT
+                 ? reign__sqlw_call_batch(q->w, "tasks submit", run_submits, c, call_free, q,
+                                          on_call, NULL)
+                 : reign__sqlw_call(q->w, "tasks", run_call, c, call_free, q, on_call, NULL);
     if (rc < 0) {
         call_free(c);
         return rc;
@@ -279,15 +292,8 @@ static void req_conn(reign__recipe *rp, reign_conn_state st)
     if (st == REIGN_CONN_CLOSED)
         finish(q, REIGN_ECLOSED, NULL, NULL);
     else if ((st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED) && !q->reading &&
-             (q->r.kind == REIGN__TASKS_SQL_WAIT || q->r.kind == REIGN__TASKS_SQL_SUBMIT))
-        resend(q); /* connected (again): a lost answer is settled, a wait reads */
-}
-
-static void req_changed(reign__recipe *rp)
-{
-    req *q = (req *)rp;
-    if (q->r.kind == REIGN__TASKS_SQL_WAIT)
-        resend(q);
+             q->r.kind == REIGN__TASKS_SQL_SUBMIT)
+        resend(q); /* connected (again): a lost answer is settled */
 }
 
 static void req_destroy(reign__recipe *rp)
@@ -295,8 +301,245 @@ static void req_destroy(reign__recipe *rp)
     req_free((req *)rp);
 }
 
-static const reign__recipe_ops req_ops = {
-    .conn = req_conn, .destroy = req_destroy, .changed = req_changed};
+static const reign__recipe_ops req_ops = {.conn = req_conn, .destroy = req_destroy};
+
+/* ---- waits: one read per queue and change ---------------------------------------------------- */
+
+typedef struct hub hub;
+
+typedef struct wqueue {
+    struct wqueue *next;
+    hub *hub;
+    char *queue;
+    req *waits;   /* after their first read, not done then */
+    bool reading; /* a read of them is out */
+    bool again;   /* told of a change meanwhile: read once more after it */
+} wqueue;
+
+struct hub {
+    reign__recipe recipe; /* first: one per client, found by its ops */
+    reign_client *client;
+    reign__sqlw *w;
+    wqueue *queues;
+    reign__timer timer; /* every queue is read at least this often */
+};
+
+typedef struct wcall {
+    char *queue;
+    char **names;
+    size_t n;
+    reign__task_rows rows; /* the done ones */
+} wcall;
+
+static void wcall_free(void *p)
+{
+    wcall *c = p;
+    for (size_t i = 0; i < c->n; i++)
+        reign__free(c->names[i]);
+    reign__free(c->names);
+    reign__free(c->queue);
+    reign__task_rows_free(&c->rows);
+    reign__free(c);
+}
+
+static int run_waits(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
+{
+    wcall *c = ctx;
+    return reign__tasks_done(conn, dc, c->queue, c->names, c->n, &c->rows, err, errlen);
+}
+
+static void on_waits(void *owner, void *arg, const reign__sqlw_result *res);
+
+/* Reads which waits of wq are over: one call (or, one out, one more after it). */
+static void wq_read(wqueue *wq)
+{
+    if (wq->reading) {
+        wq->again = true;
+        return;
+    }
+    wq->again = false;
+    wcall *c = reign__calloc(1, sizeof(*c));
+    size_t n = 0;
+    for (req *q = wq->waits; q; q = q->wnext)
+        n++;
+    if (!c || !(c->queue = reign__strdup(wq->queue)) ||
+        !(c->names = reign__calloc(n ? n : 1, sizeof(*c->names)))) {
+        if (c)
+            wcall_free(c);
+        return; /* the hub's timer tries again */
+    }
+    for (req *q = wq->waits; q; q = q->wnext)
+        if ((c->names[c->n] = reign__strdup(q->r.task)))
+            c->n++;
+    if (reign__sqlw_call(wq->hub->w, "tasks wait", run_waits, c, wcall_free, wq, on_waits, NULL) <
+        0) {
+        wcall_free(c);
+        return;
+    }
+    wq->reading = true;
+}
+
+static void wq_free(wqueue *wq)
+{
+    hub *h = wq->hub;
+    for (wqueue **p = &h->queues; *p; p = &(*p)->next) {
+        if (*p == wq) {
+            *p = wq->next;
+            break;
+        }
+    }
+    reign__sqlw_forget(h->w, wq);
+    reign__free(wq->queue);
+    reign__free(wq);
+}
+
+static void on_waits(void *owner, void *arg, const reign__sqlw_result *res)
+{
+    wqueue *wq = owner;
+    wcall *c = res->ctx;
+    (void)arg;
+    if (res->rc < 0)
+        reign__log(reign__client_log(wq->hub->client), REIGN_LOG_DEBUG,
+                   "tasks of queue %s: reading the waits: %s", wq->queue, res->err);
+    /* The waits this read ends leave the queue's list, and their client, before any is
+     * called back: a callback may close the client, which ends the others.  (The queue stays
+     * while `reading`, however many leave.) */
+    req *ended = NULL;
+    for (size_t i = 0; i < c->rows.n; i++) {
+        for (req *q = wq->waits, *next; q; q = next) {
+            next = q->wnext;
+            if (strcmp(q->r.task, c->rows.v[i].name))
+                continue;
+            stop(q);
+            q->row = &c->rows.v[i];
+            q->wnext = ended;
+            ended = q;
+        }
+    }
+    wq->reading = false;
+    if (wq->again && wq->waits)
+        wq_read(wq);
+    if (!wq->waits && !wq->reading)
+        wq_free(wq);
+    while (ended) {
+        req *q = ended;
+        ended = q->wnext;
+        finish(q, 0, q->row, NULL);
+    }
+}
+
+static void hub_read_all(hub *h)
+{
+    for (wqueue *wq = h->queues; wq; wq = wq->next)
+        wq_read(wq);
+}
+
+/* The next read of every queue, at the latest: a poll period where nothing is notified. */
+static void hub_arm(hub *h)
+{
+    int ms = reign__sqlw_notifies(h->w) ? WAIT_CHECK_MS : reign__client_lease(h->client)->poll_ms;
+    reign__timer_start(reign__client_timers(h->client), &h->timer,
+                       reign__now_ns() + (int64_t)ms * REIGN__NS_PER_MS);
+}
+
+static void hub_timer(reign__timer *t, void *arg)
+{
+    hub *h = arg;
+    (void)t;
+    if (!h->queues)
+        return;
+    hub_read_all(h);
+    hub_arm(h);
+}
+
+static void hub_conn(reign__recipe *rp, reign_conn_state st)
+{
+    if (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED)
+        hub_read_all((hub *)rp);
+}
+
+static void hub_changed(reign__recipe *rp)
+{
+    hub_read_all((hub *)rp);
+}
+
+/* With the client: the waits still in its lists are freed as recipes of their own. */
+static void hub_destroy(reign__recipe *rp)
+{
+    hub *h = (hub *)rp;
+    reign__timer_stop(reign__client_timers(h->client), &h->timer);
+    while (h->queues) {
+        for (req *q = h->queues->waits; q; q = q->wnext)
+            q->wq = NULL;
+        wq_free(h->queues);
+    }
+    reign__client_detach(h->client, &h->recipe);
+    reign__free(h);
+}
+
+static const reign__recipe_ops hub_ops = {
+    .conn = hub_conn, .destroy = hub_destroy, .changed = hub_changed};
+
+/* Puts wait q in its client's shared reads of its queue and has them read: 0, or
+ * REIGN_ENOMEM. */
+static int wq_join(req *q)
+{
+    hub *h = (hub *)reign__client_find(q->client, &hub_ops);
+    if (!h) {
+        if (!(h = reign__calloc(1, sizeof(*h))))
+            return REIGN_ENOMEM;
+        h->recipe.ops = &hub_ops;
+        h->client = q->client;
+        h->w = q->w;
+        reign__timer_init(&h->timer, hub_timer, h);
+        reign__client_attach(q->client, &h->recipe);
+    }
+    wqueue *wq = h->queues;
+    while (wq && strcmp(wq->queue, q->r.queue))
+        wq = wq->next;
+    if (!wq) {
+        if (!(wq = reign__calloc(1, sizeof(*wq))) || !(wq->queue = reign__strdup(q->r.queue))) {
+            reign__free(wq);
+            return REIGN_ENOMEM;
+        }
+        wq->hub = h;
+        wq->next = h->queues;
+        h->queues = wq;
+        if (reign__sqlw_notifies(h->w)) {
+            /* Before its first read, on the same worker: a result written after it is told. */
+            char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
+            snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", wq->queue);
+            (void)reign__sqlw_submit(h->w, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL);
+        }
+    }
+    if (!reign__timer_armed(&h->timer))
+        hub_arm(h);
+    q->wq = wq;
+    q->wprev = NULL;
+    q->wnext = wq->waits;
+    if (wq->waits)
+        wq->waits->wprev = q;
+    wq->waits = q;
+    wq_read(wq); /* done already, maybe: or after the read out now, which may predate q */
+    return 0;
+}
+
+static void wq_leave(req *q)
+{
+    wqueue *wq = q->wq;
+    if (!wq)
+        return;
+    if (q->wprev)
+        q->wprev->wnext = q->wnext;
+    else
+        wq->waits = q->wnext;
+    if (q->wnext)
+        q->wnext->wprev = q->wprev;
+    q->wq = NULL;
+    q->wprev = q->wnext = NULL;
+    if (!wq->waits && !wq->reading)
+        wq_free(wq);
+}
 
 int reign__tasks_sql_request(reign_client *client, const reign__tasks_sql_req *r)
 {
@@ -323,7 +566,7 @@ int reign__tasks_sql_request(reign_client *client, const reign__tasks_sql_req *r
         rc = reign__random_hex(q->guid, REIGN__TASKS_GUID_BYTES);
     reign__client_attach(client, &q->recipe);
     if (rc == 0)
-        rc = send_call(q);
+        rc = r->kind == REIGN__TASKS_SQL_WAIT ? wq_join(q) : send_call(q);
     if (rc < 0)
         req_free(q); /* a call that fails never calls back */
     return rc;

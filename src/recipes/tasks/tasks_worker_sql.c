@@ -370,11 +370,25 @@ static void fcall_free(void *p)
     reign__free(c);
 }
 
-static int run_finish(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
+/* The results queued together on the worker, in one transaction (a worker that finishes many
+ * tasks at once pays one commit for them). */
+static int run_finishes(reign__sqlconn *conn, const char *dc, void *const *ctxs, int *rcs, size_t n,
+                        char *err, size_t errlen)
 {
-    fcall *c = ctx;
-    return reign__tasks_finish(conn, dc, c->queue, c->task, c->token, c->exit_code, c->signal,
-                               c->output, c->output_len, err, errlen);
+    reign__tasks_result r[REIGN__SQLW_BATCH_MAX];
+    const reign__tasks_result *v[REIGN__SQLW_BATCH_MAX];
+    for (size_t i = 0; i < n; i++) {
+        const fcall *c = ctxs[i];
+        r[i] = (reign__tasks_result){.queue = c->queue,
+                                     .name = c->task,
+                                     .worker_guid = c->token,
+                                     .exit_code = c->exit_code,
+                                     .exit_signal = c->signal,
+                                     .output = c->output,
+                                     .output_len = c->output_len};
+        v[i] = &r[i];
+    }
+    return reign__tasks_finish_batch(conn, dc, v, rcs, n, err, errlen);
 }
 
 static void pend_free(sworker *w, pend *p)
@@ -438,7 +452,8 @@ static void send_result(sworker *w, pend *p)
         c->exit_code = p->exit_code;
         c->signal = p->signal;
         c->output_len = p->output_len;
-        if (reign__sqlw_call(w->sw, "tasks", run_finish, c, fcall_free, w, on_finished, p) == 0)
+        if (reign__sqlw_call_batch(w->sw, "tasks result", run_finishes, c, fcall_free, w,
+                                   on_finished, p) == 0)
             return;
     }
     if (c)

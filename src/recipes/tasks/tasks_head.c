@@ -98,7 +98,8 @@ void reign__tasks_master_report(reign_tasks_master *m, int err, const char *what
     reign__tasks_master_emit(m, &ev);
 }
 
-int reign__tasks_worker_register(reign_tasks_worker *w, reign_group_cb *cb, void *userdata)
+int reign__tasks_worker_register(reign_tasks_worker *w, reign_group_cb *cb, void *userdata,
+                                 reign_tasks_worker **ret)
 {
     char payload[REIGN__TASKS_LIMITS_MAX];
     size_t n = reign__tasks_limits_build(payload, w->concurrency, w->prefetch);
@@ -108,12 +109,37 @@ int reign__tasks_worker_register(reign_tasks_worker *w, reign_group_cb *cb, void
                               .data_len = n,
                               .cb = cb,
                               .userdata = userdata};
-    return reign_group_register(&w->group, w->base.client, w->base.gname, &go);
+    int rc = reign_group_register(&w->group, w->base.client, w->base.gname, &go);
+    if (rc < 0) {
+        w->ops->destroy(w);
+        return rc;
+    }
+    *ret = w;
+    return 0;
 }
 
-int reign__tasks_master_join(reign_tasks_master *m, reign_election_cb *cb, void *userdata)
+int reign__tasks_master_join(reign_tasks_master *m, reign_election_cb *cb, void *userdata,
+                             reign_tasks_master **ret)
 {
     reign_election_options eo = {
         .size = sizeof(eo), .id = m->base.id, .cb = cb, .userdata = userdata};
-    return reign_election_join(&m->election, m->base.client, m->base.gname, &eo);
+    int rc = reign_election_join(&m->election, m->base.client, m->base.gname, &eo);
+    if (rc < 0) {
+        m->ops->destroy(m);
+        return rc;
+    }
+    *ret = m;
+    return 0;
+}
+
+void reign__tasks_worker_detach(reign_tasks_worker *w)
+{
+    w->group = reign_group_free(w->group);
+    reign__client_detach(w->base.client, &w->base.recipe);
+}
+
+void reign__tasks_master_detach(reign_tasks_master *m)
+{
+    m->election = reign_election_free(m->election);
+    reign__client_detach(m->base.client, &m->base.recipe);
 }

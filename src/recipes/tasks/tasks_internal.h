@@ -150,12 +150,22 @@ void reign__tasks_master_emit(reign_tasks_master *m, const reign_tasks_event *ev
 void reign__tasks_worker_report(reign_tasks_worker *w, int err, const char *what);
 void reign__tasks_master_report(reign_tasks_master *m, int err, const char *what);
 
-/* Registers the worker in the group "tasks.Q" (w->group) with its concurrency and prefetch as
- * payload, so that the master gives it at most `prefetch` tasks: reign_group_register()'s code. */
-int reign__tasks_worker_register(reign_tasks_worker *w, reign_group_cb *cb, void *userdata);
-/* Joins the master to the election "tasks.Q" (m->election) under its id, the leader the one
- * that assigns: reign_election_join()'s code. */
-int reign__tasks_master_join(reign_tasks_master *m, reign_election_cb *cb, void *userdata);
+/*
+ * The last step of a backend's constructor, the object attached to its client.  A worker
+ * registers in the group "tasks.Q" (w->group) with its concurrency and prefetch as payload, so
+ * that the master gives it at most `prefetch` tasks; a master joins the election "tasks.Q"
+ * (m->election) under its id, the leader the one that assigns.  0 with *ret set, or the
+ * registration's (the join's) error with the object destroyed (ops->destroy).
+ */
+int reign__tasks_worker_register(reign_tasks_worker *w, reign_group_cb *cb, void *userdata,
+                                 reign_tasks_worker **ret);
+int reign__tasks_master_join(reign_tasks_master *m, reign_election_cb *cb, void *userdata,
+                             reign_tasks_master **ret);
+
+/* A destroy's part on the client, once the backend's own requests are forgotten: the group (the
+ * election) freed, the object detached. */
+void reign__tasks_worker_detach(reign_tasks_worker *w);
+void reign__tasks_master_detach(reign_tasks_master *m);
 
 /* Each backend's constructor (tasks_worker_zk.c, tasks_worker_sql.c, tasks_master_zk.c,
  * tasks_master_sql.c): the queue's name and the options checked, o->concurrency and o->prefetch

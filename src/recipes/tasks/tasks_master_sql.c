@@ -446,8 +446,7 @@ static void master_destroy(reign_tasks_master *head)
     smaster *m = (smaster *)head;
     reign__sqlw_forget(m->sw, m);
     m->watch = reign_group_watch_free(m->watch);
-    m->head.election = reign_election_free(m->head.election);
-    reign__client_detach(m->head.base.client, &m->head.base.recipe);
+    reign__tasks_master_detach(&m->head);
     master_free_fields(m);
 }
 
@@ -486,11 +485,5 @@ int reign__tasks_master_sql(reign_tasks_master **ret, reign_client *client, cons
         return rc;
     }
     reign__client_attach(client, &m->head.base.recipe);
-    rc = reign__tasks_master_join(&m->head, on_election, m);
-    if (rc < 0) {
-        master_destroy(&m->head);
-        return rc;
-    }
-    *ret = &m->head;
-    return 0;
+    return reign__tasks_master_join(&m->head, on_election, m, ret);
 }

@@ -951,8 +951,7 @@ static void master_destroy(reign_tasks_master *head)
     reign__zk_forget(m->zk, m);
     targ_free_all(m);
     clear_state(m);
-    m->head.election = reign_election_free(m->head.election);
-    reign__client_detach(m->head.base.client, &m->head.base.recipe);
+    reign__tasks_master_detach(&m->head);
     reign__tasks_base_clear(&m->head.base);
     reign__free(m);
 }
@@ -985,7 +984,6 @@ int reign__tasks_master_zk(reign_tasks_master **ret, reign_client *client, const
                            const reign_tasks_master_options *opts)
 {
     const reign_tasks_master_options o = *opts;
-    int rc;
     zmaster *m = reign__calloc(1, sizeof(*m));
     if (!m)
         return REIGN_ENOMEM;
@@ -993,18 +991,12 @@ int reign__tasks_master_zk(reign_tasks_master **ret, reign_client *client, const
     m->strategy = o.strategy;
     m->retention_ms = o.retention_ms;
     reign__timer_init(&m->timer, retention_cb, m);
-    rc = reign__tasks_master_init(&m->head, &zk_ops, &master_ops, client, queue, &o);
+    int rc = reign__tasks_master_init(&m->head, &zk_ops, &master_ops, client, queue, &o);
     if (rc < 0) {
         reign__tasks_base_clear(&m->head.base);
         reign__free(m);
         return rc;
     }
     reign__client_attach(client, &m->head.base.recipe);
-    rc = reign__tasks_master_join(&m->head, on_election, m);
-    if (rc < 0) {
-        master_destroy(&m->head);
-        return rc;
-    }
-    *ret = &m->head;
-    return 0;
+    return reign__tasks_master_join(&m->head, on_election, m, ret);
 }

@@ -542,8 +542,7 @@ static void worker_destroy(reign_tasks_worker *head)
 {
     sworker *w = (sworker *)head;
     reign__sqlw_forget(w->sw, w);
-    reign_group_free(w->head.group);
-    reign__client_detach(w->head.base.client, &w->head.base.recipe);
+    reign__tasks_worker_detach(&w->head);
     worker_free_fields(w);
 }
 
@@ -577,11 +576,5 @@ int reign__tasks_worker_sql(reign_tasks_worker **ret, reign_client *client, cons
         return rc;
     }
     reign__client_attach(client, &w->head.base.recipe);
-    rc = reign__tasks_worker_register(&w->head, on_group, w);
-    if (rc < 0) {
-        worker_destroy(&w->head);
-        return rc;
-    }
-    *ret = &w->head;
-    return 0;
+    return reign__tasks_worker_register(&w->head, on_group, w, ret);
 }

@@ -648,8 +648,7 @@ static void worker_destroy(reign_tasks_worker *head)
     zworker *w = (zworker *)head;
     hold(w, false);
     reign__zk_forget(w->zk, w);
-    reign_group_free(w->head.group);
-    reign__client_detach(w->head.base.client, &w->head.base.recipe);
+    reign__tasks_worker_detach(&w->head);
     worker_free_fields(w);
 }
 
@@ -689,11 +688,5 @@ int reign__tasks_worker_zk(reign_tasks_worker **ret, reign_client *client, const
      * master never sees a worker it cannot assign to. */
     if (reign__zk_connected(w->zk))
         new_session(w);
-    rc = reign__tasks_worker_register(&w->head, on_group, w);
-    if (rc < 0) {
-        worker_destroy(&w->head);
-        return rc;
-    }
-    *ret = &w->head;
-    return 0;
+    return reign__tasks_worker_register(&w->head, on_group, w, ret);
 }

@@ -129,14 +129,12 @@ int reign__members_register(reign__sqlconn *c, const char *dc, const char *group
     if ((rc = reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen)) < 0)
         return rc;
     int done = register_tx(c, args, seq, err, errlen);
-    rc = done > 0 ? reign__sql_notify(c, dc, REIGN__MEMBERS_LISTEN, err, errlen) : done;
-    if (done > 0 && rc >= 0)
-        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
-    if (done <= 0 || rc < 0) {
+    if (done <= 0) {
         reign__sql_rollback(c);
-        return done <= 0 ? done : rc;
+        return done;
     }
-    return 1;
+    rc = reign__sql_side_commit(c, dc, REIGN__MEMBERS_LISTEN, err, errlen);
+    return rc < 0 ? rc : 1;
 }
 
 int reign__members_set_data(reign__sqlconn *c, const char *dc, const char *group, const char *guid,

@@ -48,6 +48,19 @@ int reign__sql_side_ensure(reign__sqlconn *c, const char *suffix, const char *wh
     return 0;
 }
 
+int reign__sql_side_commit(reign__sqlconn *c, const char *dc, const char *listen, char *err,
+                           size_t errlen)
+{
+    int rc = reign__sql_notify(c, dc, listen, err, errlen);
+    if (rc >= 0)
+        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
+    if (rc < 0) {
+        reign__sql_rollback(c);
+        return rc;
+    }
+    return 0;
+}
+
 int reign__sql_side_write(reign__sqlconn *c, const char *dc, const char *listen, const char *what,
                           const char *tmpl, const reign__sqlv *args, size_t n_args, char *err,
                           size_t errlen)
@@ -56,14 +69,12 @@ int reign__sql_side_write(reign__sqlconn *c, const char *dc, const char *listen,
     if (rc < 0)
         return rc;
     int n = reign__sql_query(c, what, tmpl, args, n_args, NULL, err, errlen);
-    rc = n < 0 ? n : reign__sql_notify(c, dc, listen, err, errlen);
-    if (rc >= 0)
-        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
-    if (rc < 0) {
+    if (n < 0) {
         reign__sql_rollback(c);
-        return rc;
+        return n;
     }
-    return n;
+    rc = reign__sql_side_commit(c, dc, listen, err, errlen);
+    return rc < 0 ? rc : n;
 }
 
 int reign__sql_side_read(reign__sqlconn *c, const char *what, const char *tmpl,

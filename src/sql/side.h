@@ -1,6 +1,7 @@
 /*
  * side.h - the steps the side tables of the lease table ("<table>_<suffix>") share: making or
- * checking one on first use (sessions.c, members.c), a write that watchers hear of, and the
+ * checking one on first use (sessions.c, members.c), a write that watchers hear of (those and
+ * values.c), and the
  * reads of rows that may be foreign (members.c, values.c).  A table that exists but lacks one
  * of the required columns is refused (REIGN_EFOREIGN, naming it), never changed; one made at
  * the same moment by another process is looked at again.  Blocks (the worker's CALL).
@@ -17,8 +18,13 @@ int reign__sql_side_ensure(reign__sqlconn *c, const char *suffix, const char *wh
                            const char *const *required, size_t n_required, const char *create,
                            bool *ready, char *err, size_t errlen);
 
-/* BEGIN, the statement, a notice of `listen` to watchers (PostgreSQL: sent on commit), COMMIT:
- * a write that watchers hear of.  Rows changed, or a negative code (rolled back). */
+/* The end of a write that watchers hear of, its transaction open: a notice of `listen` to them
+ * (PostgreSQL: sent on commit), then COMMIT.  0, or a negative code (rolled back). */
+int reign__sql_side_commit(reign__sqlconn *c, const char *dc, const char *listen, char *err,
+                           size_t errlen);
+
+/* BEGIN, the statement, then reign__sql_side_commit(): a write that watchers hear of.  Rows
+ * changed, or a negative code (rolled back). */
 int reign__sql_side_write(reign__sqlconn *c, const char *dc, const char *listen, const char *what,
                           const char *tmpl, const reign__sqlv *args, size_t n_args, char *err,
                           size_t errlen);

@@ -252,19 +252,6 @@ static int tx_open(reign__sqlconn *c, const char *dc, const char *key, current *
     return 0;
 }
 
-/* The write is done: the watchers are told (PostgreSQL: on commit), then COMMIT. */
-static int tx_commit(reign__sqlconn *c, const char *dc, char *err, size_t errlen)
-{
-    int rc = reign__sql_notify(c, dc, REIGN__VALUES_LISTEN, err, errlen);
-    if (rc >= 0)
-        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
-    if (rc < 0) {
-        reign__sql_rollback(c);
-        return rc;
-    }
-    return 0;
-}
-
 int reign__values_set(reign__sqlconn *c, const char *dc, const char *key, const void *data,
                       size_t len, int64_t version, reign__value_row *out, char *err, size_t errlen)
 {
@@ -308,7 +295,7 @@ int reign__values_set(reign__sqlconn *c, const char *dc, const char *key, const 
         reign__sql_rollback(c);
         return rc;
     }
-    if ((rc = tx_commit(c, dc, err, errlen)) < 0)
+    if ((rc = reign__sql_side_commit(c, dc, REIGN__VALUES_LISTEN, err, errlen)) < 0)
         return rc;
     out->exists = true;
     out->version = r->exists ? r->version + 1 : 0;
@@ -344,7 +331,7 @@ int reign__values_delete(reign__sqlconn *c, const char *dc, const char *key, int
         reign__sql_rollback(c);
         return rc;
     }
-    if ((rc = tx_commit(c, dc, err, errlen)) < 0)
+    if ((rc = reign__sql_side_commit(c, dc, REIGN__VALUES_LISTEN, err, errlen)) < 0)
         return rc;
     *version_out = cur.row.version;
     return 0;

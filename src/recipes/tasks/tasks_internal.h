@@ -10,8 +10,8 @@
  * Who calls whom, with no circle: tasks_api.c calls the four backends; the four call
  * tasks_head.c (which calls no other file of the queue); tasks_zk.c, tasks_master_zk.c and
  * tasks_worker_zk.c call tasks_bucket_zk.c and tasks_map.c; the SQL master and worker call
- * tasks_map.c and src/sql/tasks.c; tasks_bucket_zk.c and tasks_map.c call only layout.c and the
- * layers below.
+ * tasks_sql.c (which calls neither), tasks_map.c and src/sql/tasks.c; tasks_bucket_zk.c and
+ * tasks_map.c call only layout.c and the layers below.
  */
 #ifndef REIGN_TASKS_INTERNAL_H
 #define REIGN_TASKS_INTERNAL_H
@@ -206,6 +206,21 @@ typedef struct reign__tasks_sql_req {
 /* Starts a request on the SQL client `client`: 0 (it calls back once), or a negative code (it
  * never calls back): REIGN_ENAME, REIGN_ECLOSED, REIGN_ENOMEM. */
 int reign__tasks_sql_request(reign_client *client, const reign__tasks_sql_req *r);
+
+/*
+ * What every reader of a queue on a SQL store does alike (a wait there, the master, the
+ * worker): it reads again whenever the store may have changed the queue (a NOTIFY on the
+ * queue's channel, sent by every write in its transaction, on PostgreSQL; a change of the file
+ * on SQLite; every poll period on MariaDB) and, whatever the store, every
+ * REIGN__TASKS_SQL_CHECK_MS in case a notice was lost.  _listen subscribes the client's worker
+ * sw to the queue's notices, where the store has them: true once sent (sent before a read on
+ * the same worker, a change after that read is told of).  _idle_ms: how long until the next
+ * read when nothing was told.
+ */
+#define REIGN__TASKS_SQL_CHECK_MS 5000
+struct reign__sqlw;
+bool reign__tasks_sql_listen(struct reign__sqlw *sw, const char *queue);
+int reign__tasks_sql_idle_ms(reign_client *client);
 
 /* A task's row of a SQL store (src/sql/tasks.h) as <reign/tasks.h>'s info, borrowing from it. */
 struct reign__task_row;

@@ -15,9 +15,10 @@
  * load (least loaded first, or in random order), a concurrency's worth per member and pass.  The
  * first round after ELECTED is the recovery (RECOVERED); a round follows every change of the
  * members, every notice of the queue (PostgreSQL's NOTIFY, SQLite's file; MariaDB every poll
- * period) and CHECK_MS at the latest.  Results older than the retention are swept with a round
- * now and then, as on ZooKeeper.  A registration appears in a view only after the lease was
- * taken, and a view is read after that, so one holding tasks but absent from the view is gone.
+ * period) and REIGN__TASKS_SQL_CHECK_MS at the latest.  Results older than the retention are swept
+ * with a round now and then, as on ZooKeeper.  A registration appears in a view only after the
+ * lease was taken, and a view is read after that, so one holding tasks but absent from the view is
+ * gone.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,6 @@
 #include "tasks_internal.h"
 
 #define RETRY_MS  1000
-#define CHECK_MS  5000
 #define TOKEN_MAX 96
 
 typedef struct mem {
@@ -272,8 +272,7 @@ static void on_round(void *owner, void *arg, const reign__sqlw_result *res)
         m->again = false;
         round_start(m);
     } else {
-        later(m, reign__sqlw_notifies(m->sw) ? CHECK_MS
-                                             : reign__client_lease(m->head.base.client)->poll_ms);
+        later(m, reign__tasks_sql_idle_ms(m->head.base.client));
     }
 out:
     reign__tasks_master_leave(&m->head);
@@ -288,12 +287,8 @@ static void round_start(smaster *m)
         return;
     }
     reign__timer_stop(timers(m), &m->poll);
-    if (!m->listening && reign__sqlw_notifies(m->sw)) {
-        char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
-        snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", m->head.base.queue);
-        m->listening =
-            reign__sqlw_submit(m->sw, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
-    }
+    if (!m->listening)
+        m->listening = reign__tasks_sql_listen(m->sw, m->head.base.queue);
     const reign_member *v;
     size_t n;
     reign_group_watch_members(m->watch, &v, &n);

@@ -7,11 +7,10 @@
  * Submit: the guid is drawn before the statement is sent, and the INSERT finds the row of an
  * earlier submit of the same guid rather than make a second; so an answer lost with the
  * connection is settled by sending the same statement again once connected, never by a
- * search.  Wait: the task's row is read again whenever the store may have changed it (a
- * NOTIFY on the queue's channel, sent by every write in its transaction, on PostgreSQL; a
- * change of the file on SQLite; every poll period on MariaDB) and, whatever the store, every
- * WAIT_CHECK_MS in case a notice was lost.  It subscribes before its first read, on the same
- * worker, so that a result written after that read is always told of.
+ * search.  Wait: the task's row is read again whenever the store may have changed it, as the
+ * master and the worker read theirs (reign__tasks_sql_listen() and _idle_ms(), here too).  It
+ * subscribes before its first read, on the same worker, so that a result written after that
+ * read is always told of.
  */
 #include <stdio.h>
 #include <string.h>
@@ -20,9 +19,8 @@
 #include "sql/worker.h"
 #include "tasks_internal.h"
 
-#define RETRY_MS      1000 /* a submit whose answer was lost is sent again this often */
-#define SUBMIT_TRIES  10   /* ... this many times, then its error is the answer */
-#define WAIT_CHECK_MS 5000 /* a wait reads its task at least this often */
+#define RETRY_MS     1000 /* a submit whose answer was lost is sent again this often */
+#define SUBMIT_TRIES 10   /* ... this many times, then its error is the answer */
 
 /* What travels to the worker and back. */
 typedef struct call {
@@ -64,6 +62,21 @@ static int run_call(reign__sqlconn *conn, const char *dc, void *ctx, char *err, 
         return reign__tasks_delete(conn, dc, c->queue, c->task, err, errlen);
     }
     return REIGN_EINVAL;
+}
+
+bool reign__tasks_sql_listen(reign__sqlw *sw, const char *queue)
+{
+    if (!reign__sqlw_notifies(sw))
+        return false;
+    char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
+    snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", queue);
+    return reign__sqlw_submit(sw, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
+}
+
+int reign__tasks_sql_idle_ms(reign_client *client)
+{
+    return reign__sqlw_notifies(reign__client_sql(client)) ? REIGN__TASKS_SQL_CHECK_MS
+                                                           : reign__client_lease(client)->poll_ms;
 }
 
 void reign__tasks_sql_info(const reign__task_row *r, reign_task_info *info)
@@ -210,14 +223,13 @@ static void on_call(void *owner, void *arg, const reign__sqlw_result *res)
         return;
     }
     /* Not done yet (or not there yet, or the store out of reach): read again when told, and at
-     * the latest after a poll period or WAIT_CHECK_MS. */
+     * the latest after a poll period or REIGN__TASKS_SQL_CHECK_MS. */
     if (q->again) {
         q->again = false;
         resend(q);
         return;
     }
-    int ms = reign__sqlw_notifies(q->w) ? WAIT_CHECK_MS : reign__client_lease(q->client)->poll_ms;
-    later(q, rc < 0 && !lost(rc) ? RETRY_MS : ms);
+    later(q, rc < 0 && !lost(rc) ? RETRY_MS : reign__tasks_sql_idle_ms(q->client));
 }
 
 /* Sends the request's call: 0 (or a call already out, to be followed by another), or the
@@ -229,13 +241,8 @@ static int send_call(req *q)
         return 0;
     }
     reign__timer_stop(timers(q), &q->timer);
-    if (q->r.kind == REIGN__TASKS_SQL_WAIT && !q->listening && reign__sqlw_notifies(q->w)) {
-        /* Before the read, on the same worker: a result written after it is told of. */
-        char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
-        snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", q->r.queue);
-        q->listening =
-            reign__sqlw_submit(q->w, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
-    }
+    if (q->r.kind == REIGN__TASKS_SQL_WAIT && !q->listening)
+        q->listening = reign__tasks_sql_listen(q->w, q->r.queue);
     call *c = reign__calloc(1, sizeof(*c));
     if (!c || !(c->queue = reign__strdup(q->r.queue)) ||
         (q->r.len && !(c->data = reign__memdup(q->r.data, q->r.len)))) {

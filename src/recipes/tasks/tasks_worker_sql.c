@@ -12,9 +12,9 @@
  *
  * The worker reads the rows assigned to its token whenever the store may have changed them (a
  * NOTIFY on the queue's channel on PostgreSQL, the file's change on SQLite, every poll period
- * on MariaDB, and every CHECK_MS anyway), keeps up to `concurrency` running (RUN) and the rest
- * ready.  A running task no longer assigned to the token was taken back: CANCEL.  When the
- * registration goes (UNREGISTERED: the session was lost or the row deleted) the tasks of the
+ * on MariaDB, and every REIGN__TASKS_SQL_CHECK_MS anyway), keeps up to `concurrency` running (RUN)
+ * and the rest ready.  A running task no longer assigned to the token was taken back: CANCEL.  When
+ * the registration goes (UNREGISTERED: the session was lost or the row deleted) the tasks of the
  * old token are no longer ours: running ones get CANCEL, the rest are forgotten, and the new
  * registration's token is read afresh.  A result being written keeps the token it ran under.
  *
@@ -38,7 +38,6 @@
 #define T_RECORDING 4 /* the result is being written */
 
 #define RETRY_MS 1000 /* a failed read or write is tried again after this long */
-#define CHECK_MS 5000 /* the assigned rows are read at least this often */
 
 #define TOKEN_MAX 96
 
@@ -250,8 +249,7 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *res)
         w->again = false;
         read_mine(w);
     } else {
-        later(w, reign__sqlw_notifies(w->sw) ? CHECK_MS
-                                             : reign__client_lease(w->head.base.client)->poll_ms);
+        later(w, reign__tasks_sql_idle_ms(w->head.base.client));
     }
 out:
     reign__tasks_worker_leave(&w->head);
@@ -266,13 +264,9 @@ static void read_mine(sworker *w)
         return;
     }
     reign__timer_stop(timers(w), &w->poll);
-    if (!w->listening && reign__sqlw_notifies(w->sw)) {
-        /* Before the read, on the same worker: an assignment after it is told of. */
-        char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
-        snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", w->head.base.queue);
-        w->listening =
-            reign__sqlw_submit(w->sw, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
-    }
+    /* Before the read, on the same worker: an assignment after it is told of. */
+    if (!w->listening)
+        w->listening = reign__tasks_sql_listen(w->sw, w->head.base.queue);
     rcall *c = reign__calloc(1, sizeof(*c));
     if (!c || !(c->queue = reign__strdup(w->head.base.queue))) {
         reign__free(c);

@@ -35,8 +35,8 @@ int reign_tasks_master_is_active(const reign_tasks_master *m)
     return m && m->ops->is_active(m);
 }
 
-/* The memory goes at once, or when the last callback of ours on the stack returns (its
- * backend's leave); the application is never called back after this. */
+/* The memory goes at once, or when the last callback of ours on the stack returns
+ * (reign__tasks_master_leave()); the application is never called back after this. */
 reign_tasks_master *reign_tasks_master_free(reign_tasks_master *m)
 {
     if (m && reign__life_request_free(&m->base.life) && !reign__life_busy(&m->base.life))

@@ -129,14 +129,12 @@ int reign__members_register(reign__sqlconn *c, const char *dc, const char *group
     if ((rc = reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen)) < 0)
         return rc;
     int done = register_tx(c, args, seq, err, errlen);
-    rc = done > 0 ? reign__sql_notify(c, dc, REIGN__MEMBERS_LISTEN, err, errlen) : done;
-    if (done > 0 && rc >= 0)
-        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
-    if (done <= 0 || rc < 0) {
+    if (done <= 0) {
         reign__sql_rollback(c);
-        return done <= 0 ? done : rc;
+        return done;
     }
-    return 1;
+    rc = reign__sql_side_commit(c, dc, REIGN__MEMBERS_LISTEN, err, errlen);
+    return rc < 0 ? rc : 1;
 }
 
 int reign__members_set_data(reign__sqlconn *c, const char *dc, const char *group, const char *guid,
@@ -213,27 +211,13 @@ int reign__members_read(reign__sqlconn *c, const char *dc, const char *group,
     memset(out, 0, sizeof *out);
     reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(group)};
     reign__sql_rows rs;
-    /* Read when the store says something changed; on SQLite that is before the write is
-     * visible, so the read waits for the writer's lock (as values.c's). */
-    bool locked = c->d->read_under_lock;
-    int rc = locked ? reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen) : 0;
-    if (rc >= 0)
-        rc = reign__sql_query(c, "reading a group",
-                              "SELECT " ROW_COLUMNS " FROM {M} m LEFT JOIN {S} s ON "
-                              "s.data_center = m.data_center AND s.guid = m.session_guid WHERE "
-                              "m.data_center = {1} AND m.group_name = {2} ORDER BY m.seq",
-                              args, 2, &rs, err, errlen);
-    if (locked)
-        reign__sql_rollback(c);
-    if (rc < 0 && !c->members_ready && !c->broken && rc != REIGN_ECONNLOSS &&
-        rc != REIGN_ETIMEDOUT) {
-        /* Say so if the statement failed on a table of another layout. */
-        char why[512];
-        if (reign__members_check(c, why, sizeof why) == REIGN_EFOREIGN) {
-            reign__strlcpy(err, why, errlen); /* names the store already */
-            return REIGN_EFOREIGN;
-        }
-    }
+    /* Read when the store says something changed. */
+    int rc =
+        reign__sql_side_read(c, "reading a group",
+                             "SELECT " ROW_COLUMNS " FROM {M} m LEFT JOIN {S} s ON "
+                             "s.data_center = m.data_center AND s.guid = m.session_guid "
+                             "WHERE m.data_center = {1} AND m.group_name = {2} ORDER BY m.seq",
+                             args, 2, &rs, c->members_ready, reign__members_check, err, errlen);
     if (rc == REIGN_ENOENT)
         return 0; /* no table yet: no group */
     if (rc < 0)
@@ -275,15 +259,10 @@ int reign__members_of_session(reign__sqlconn *c, const char *dc, const char *ses
 int reign__members_groups(reign__sqlconn *c, const char *dc, reign__sql_rows *names, char *err,
                           size_t errlen)
 {
-    memset(names, 0, sizeof *names);
-    reign__sqlv arg = REIGN__SQLV_S(dc);
-    int rc = reign__sql_query(c, "listing the groups",
-                              "SELECT group_name FROM {M} WHERE data_center = {1} AND guid = '' "
-                              "ORDER BY group_name",
-                              &arg, 1, names, err, errlen);
-    if (rc == REIGN_ENOENT)
-        return 0; /* no table yet: no group */
-    return rc < 0 ? rc : 0;
+    return reign__sql_side_list(c, dc, "listing the groups",
+                                "SELECT group_name FROM {M} WHERE data_center = {1} AND guid = '' "
+                                "ORDER BY group_name",
+                                names, err, errlen);
 }
 
 /* In the removal's transaction: 1 (the group's row, now locked, exists and no member of a

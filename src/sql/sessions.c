@@ -81,13 +81,11 @@ int reign__sessions_end(reign__sqlconn *c, const char *dc, const char *guid, int
                               "DELETE FROM {M} WHERE data_center = {1} AND session_guid = {2}",
                               args, 2, NULL, err, errlen);
     if (rc >= 0)
-        rc = reign__sql_notify(c, dc, REIGN__MEMBERS_LISTEN, err, errlen);
-    if (rc >= 0)
-        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
-    if (rc < 0) {
+        rc = reign__sql_side_commit(c, dc, REIGN__MEMBERS_LISTEN, err, errlen);
+    else
         reign__sql_rollback(c);
+    if (rc < 0)
         return rc == REIGN_ENOENT ? 0 : rc; /* no tables: no session */
-    }
     return n > 0;
 }
 

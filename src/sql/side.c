@@ -4,6 +4,8 @@
  */
 #include "side.h"
 
+#include <string.h>
+
 #include "dialect.h"
 
 int reign__sql_side_ensure(reign__sqlconn *c, const char *suffix, const char *what,
@@ -46,6 +48,19 @@ int reign__sql_side_ensure(reign__sqlconn *c, const char *suffix, const char *wh
     return 0;
 }
 
+int reign__sql_side_commit(reign__sqlconn *c, const char *dc, const char *listen, char *err,
+                           size_t errlen)
+{
+    int rc = reign__sql_notify(c, dc, listen, err, errlen);
+    if (rc >= 0)
+        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
+    if (rc < 0) {
+        reign__sql_rollback(c);
+        return rc;
+    }
+    return 0;
+}
+
 int reign__sql_side_write(reign__sqlconn *c, const char *dc, const char *listen, const char *what,
                           const char *tmpl, const reign__sqlv *args, size_t n_args, char *err,
                           size_t errlen)
@@ -54,12 +69,42 @@ int reign__sql_side_write(reign__sqlconn *c, const char *dc, const char *listen,
     if (rc < 0)
         return rc;
     int n = reign__sql_query(c, what, tmpl, args, n_args, NULL, err, errlen);
-    rc = n < 0 ? n : reign__sql_notify(c, dc, listen, err, errlen);
-    if (rc >= 0)
-        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
-    if (rc < 0) {
+    if (n < 0) {
         reign__sql_rollback(c);
-        return rc;
+        return n;
     }
-    return n;
+    rc = reign__sql_side_commit(c, dc, listen, err, errlen);
+    return rc < 0 ? rc : n;
+}
+
+int reign__sql_side_read(reign__sqlconn *c, const char *what, const char *tmpl,
+                         const reign__sqlv *args, size_t n_args, reign__sql_rows *rows, bool ready,
+                         int (*check)(reign__sqlconn *c, char *err, size_t errlen), char *err,
+                         size_t errlen)
+{
+    bool locked = c->d->read_under_lock;
+    int rc = locked ? reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen) : 0;
+    if (rc >= 0)
+        rc = reign__sql_query(c, what, tmpl, args, n_args, rows, err, errlen);
+    if (locked)
+        reign__sql_rollback(c);
+    if (rc < 0 && !ready && !c->broken && rc != REIGN_ECONNLOSS && rc != REIGN_ETIMEDOUT) {
+        char why[512];
+        if (check(c, why, sizeof why) == REIGN_EFOREIGN) {
+            reign__strlcpy(err, why, errlen); /* names the store already */
+            return REIGN_EFOREIGN;
+        }
+    }
+    return rc;
+}
+
+int reign__sql_side_list(reign__sqlconn *c, const char *dc, const char *what, const char *tmpl,
+                         reign__sql_rows *rows, char *err, size_t errlen)
+{
+    memset(rows, 0, sizeof *rows);
+    reign__sqlv arg = REIGN__SQLV_S(dc);
+    int rc = reign__sql_query(c, what, tmpl, &arg, 1, rows, err, errlen);
+    if (rc == REIGN_ENOENT)
+        return 0; /* no table yet: nothing in it */
+    return rc < 0 ? rc : 0;
 }

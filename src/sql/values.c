@@ -18,6 +18,7 @@
 
 #include "dialect.h"
 #include "layout.h"
+#include "side.h"
 
 void reign__value_row_clear(reign__value_row *r)
 {
@@ -85,6 +86,13 @@ static int check_layout(reign__sqlconn *c, bool *missing, char *err, size_t errl
     }
     reign__sql_rows_free(&cols);
     return rc;
+}
+
+/* check_layout() for a read (side.h): only a foreign table's REIGN_EFOREIGN matters there. */
+static int check_table(reign__sqlconn *c, char *err, size_t errlen)
+{
+    bool missing;
+    return check_layout(c, &missing, err, errlen);
 }
 
 /* Makes, checks or upgrades the table, and the data center's counter (once per connection). */
@@ -166,27 +174,13 @@ int reign__values_read(reign__sqlconn *c, const char *dc, const char *key, reign
     memset(out, 0, sizeof *out);
     reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(key)};
     reign__sql_rows rs;
-    /* A watch reads when the store says something changed; on SQLite that is before the write
-     * is visible, so the read waits for the writer's lock (nothing is written). */
-    bool locked = c->d->read_under_lock;
-    int rc = locked ? reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen) : 0;
-    if (rc >= 0)
-        rc = reign__sql_query(c, "reading a value",
-                              "SELECT " ROW_COLUMNS " FROM {V} WHERE data_center = {1} AND "
-                              "value_key = {2}",
-                              args, 2, &rs, err, errlen);
-    if (locked)
-        reign__sql_rollback(c);
+    /* A watch reads when the store says something changed. */
+    int rc = reign__sql_side_read(c, "reading a value",
+                                  "SELECT " ROW_COLUMNS " FROM {V} WHERE data_center = {1} AND "
+                                  "value_key = {2}",
+                                  args, 2, &rs, c->values_ready, check_table, err, errlen);
     if (rc == REIGN_ENOENT)
         return 0; /* no table yet: no value */
-    if (rc < 0 && !c->values_ready && !c->broken && rc != REIGN_ECONNLOSS &&
-        rc != REIGN_ETIMEDOUT) {
-        /* Say so if the statement failed on a table of another layout. */
-        bool missing;
-        char why[256];
-        if (check_layout(c, &missing, why, sizeof why) == REIGN_EFOREIGN)
-            return reign__sql_err(c, err, errlen, REIGN_EFOREIGN, "%s", why);
-    }
     if (rc < 0)
         return rc;
     rc = rs.n_rows ? parse_row(c, key, &rs, 0, 0, true, out, err, errlen) : 0;
@@ -258,19 +252,6 @@ static int tx_open(reign__sqlconn *c, const char *dc, const char *key, current *
     return 0;
 }
 
-/* The write is done: the watchers are told (PostgreSQL: on commit), then COMMIT. */
-static int tx_commit(reign__sqlconn *c, const char *dc, char *err, size_t errlen)
-{
-    int rc = reign__sql_notify(c, dc, REIGN__VALUES_LISTEN, err, errlen);
-    if (rc >= 0)
-        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
-    if (rc < 0) {
-        reign__sql_rollback(c);
-        return rc;
-    }
-    return 0;
-}
-
 int reign__values_set(reign__sqlconn *c, const char *dc, const char *key, const void *data,
                       size_t len, int64_t version, reign__value_row *out, char *err, size_t errlen)
 {
@@ -314,7 +295,7 @@ int reign__values_set(reign__sqlconn *c, const char *dc, const char *key, const 
         reign__sql_rollback(c);
         return rc;
     }
-    if ((rc = tx_commit(c, dc, err, errlen)) < 0)
+    if ((rc = reign__sql_side_commit(c, dc, REIGN__VALUES_LISTEN, err, errlen)) < 0)
         return rc;
     out->exists = true;
     out->version = r->exists ? r->version + 1 : 0;
@@ -350,7 +331,7 @@ int reign__values_delete(reign__sqlconn *c, const char *dc, const char *key, int
         reign__sql_rollback(c);
         return rc;
     }
-    if ((rc = tx_commit(c, dc, err, errlen)) < 0)
+    if ((rc = reign__sql_side_commit(c, dc, REIGN__VALUES_LISTEN, err, errlen)) < 0)
         return rc;
     *version_out = cur.row.version;
     return 0;
@@ -359,14 +340,9 @@ int reign__values_delete(reign__sqlconn *c, const char *dc, const char *key, int
 int reign__values_keys(reign__sqlconn *c, const char *dc, reign__sql_rows *keys, char *err,
                        size_t errlen)
 {
-    memset(keys, 0, sizeof *keys);
-    reign__sqlv arg = REIGN__SQLV_S(dc);
     /* The counter's row has the empty key: it is no value. */
-    int rc = reign__sql_query(c, "listing the values",
-                              "SELECT value_key FROM {V} WHERE data_center = {1} AND value_key <> "
-                              "'' ORDER BY value_key",
-                              &arg, 1, keys, err, errlen);
-    if (rc == REIGN_ENOENT)
-        return 0; /* no table yet: no value */
-    return rc < 0 ? rc : 0;
+    return reign__sql_side_list(c, dc, "listing the values",
+                                "SELECT value_key FROM {V} WHERE data_center = {1} AND value_key "
+                                "<> '' ORDER BY value_key",
+                                keys, err, errlen);
 }

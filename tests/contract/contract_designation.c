@@ -31,31 +31,6 @@
 
 #include "harness.h"
 
-typedef struct done {
-    int called, err;
-} done;
-
-static void on_done(reign_client *client, int err, void *userdata)
-{
-    (void)client;
-    done *d = userdata;
-    d->called = 1;
-    d->err = err;
-}
-
-static int pred_done(void *arg)
-{
-    return ((done *)arg)->called;
-}
-
-static int designate(h_cand *op, const char *name, const char *id)
-{
-    done d = {0};
-    H_OK(reign_election_designate(op->client, name, id, on_done, &d));
-    H_WAIT(pred_done, &d, "the designation to be written");
-    return d.err;
-}
-
 typedef struct listing {
     h_cand *asker;
     const char *name, *id;
@@ -77,19 +52,6 @@ static void wait_listed(h_cand *op, const char *name, const char *id)
 {
     listing l = {op, name, id};
     H_WAIT(pred_listed, &l, "the candidate to stand");
-}
-
-/* new_ took over from old_ by a handoff: old_ demoted first, new_ in a later term. */
-static void check_handoff(h_cand *old_, h_cand *new_)
-{
-    const h_event *d = h_last(old_, REIGN_ELECTION_DEMOTED);
-    const h_event *oe = h_last(old_, REIGN_ELECTION_ELECTED);
-    const h_event *ne = h_last(new_, REIGN_ELECTION_ELECTED);
-    H_CHECK(d && oe && ne);
-    H_CHECKF(d->reason == REIGN_DEMOTE_HANDOFF, "%s demoted with %s", old_->id,
-             reign_demote_reason_name(d->reason));
-    H_CHECKF(d->at_ns < ne->at_ns, "%s elected before %s stepped down", new_->id, old_->id);
-    H_CHECK(ne->term > oe->term && ne->token > oe->token);
 }
 
 static reign_election_options opts(int priority, int no_preempt, int delay_ms)
@@ -124,25 +86,25 @@ static void case_designation(void)
     wait_listed(op, name, "c");
 
     h_log("designating c");
-    H_OK(designate(op, name, "c"));
+    H_OK(h_designate(op, name, "c"));
     H_WAIT(h_pred_leader, c, "c to take over");
-    check_handoff(a, c);
+    h_check_handoff(a, c);
 
     h_log("designating an id that does not stand");
     size_t before = h_count(c, REIGN_ELECTION_DEMOTED);
-    int rc = designate(op, name, "nobody");
+    int rc = h_designate(op, name, "nobody");
     H_CHECKF(rc == REIGN_ENOENT, "designating nobody: %s", reign_err_name(rc));
     h_log("designating a candidate that has gone");
     h_cand *gone = stand("gone", name, 0, 0, 0);
     wait_listed(op, name, "gone");
     h_cand_close(gone);
-    rc = designate(op, name, "gone");
+    rc = h_designate(op, name, "gone");
     H_CHECKF(rc == REIGN_ENOENT, "designating a candidate that has gone: %s", reign_err_name(rc));
     h_run_for(500);
     H_CHECK(h_is_leader(c) && h_count(c, REIGN_ELECTION_DEMOTED) == before);
 
     h_log("designating the leader itself changes nothing");
-    H_OK(designate(op, name, "c"));
+    H_OK(h_designate(op, name, "c"));
     h_run_for(500);
     H_CHECK(h_is_leader(c) && h_count(c, REIGN_ELECTION_DEMOTED) == before);
 
@@ -155,16 +117,16 @@ static void case_designation(void)
 
     h_log("a second designation: %s", other->id);
     wait_listed(op, name, other->id);
-    H_OK(designate(op, name, other->id));
+    H_OK(h_designate(op, name, other->id));
     H_WAIT(h_pred_leader, other, "the second designee to take over");
-    check_handoff(next, other);
+    h_check_handoff(next, other);
 
     h_log("twenty designations in a row");
     h_cand *pair[2] = {next, other};
     for (int i = 0; i < 20; i++) {
         h_cand *to = pair[i % 2];
         wait_listed(op, name, to->id);
-        H_OK(designate(op, name, to->id));
+        H_OK(h_designate(op, name, to->id));
         H_WAIT(h_pred_leader, to, "the designee to take over");
     }
     h_cand_close(a); /* h_leader() looks at every open candidate */
@@ -182,12 +144,12 @@ static void case_preemption(void)
     h_log("a candidate of higher priority joins and takes over");
     h_cand *high = stand("high", name, 10, 0, 0);
     H_WAIT(h_pred_leader, high, "high to take over");
-    check_handoff(low, high);
+    h_check_handoff(low, high);
 
     h_log("one that took over by preemption is preempted in turn by a higher one");
     h_cand *top = stand("top", name, 20, 0, 0);
     H_WAIT(h_pred_leader, top, "top to take over");
-    check_handoff(high, top);
+    h_check_handoff(high, top);
     h_cand_close(top);
     H_WAIT(h_pred_leader, high, "high to lead again when top leaves");
 
@@ -225,9 +187,9 @@ static void case_designated(void)
     H_WAIT(h_pred_leader, top, "top to lead");
     h_cand *small = stand("small", name, 1, 0, 0);
     wait_listed(op, name, "small");
-    H_OK(designate(op, name, "small"));
+    H_OK(h_designate(op, name, "small"));
     H_WAIT(h_pred_leader, small, "small to take over");
-    check_handoff(top, small);
+    h_check_handoff(top, small);
     wait_listed(op, name, "top");
     h_run_for(1500);
     H_CHECKF(h_is_leader(small), "the designee of low priority was preempted");
@@ -264,7 +226,7 @@ static void case_delay(void)
     H_WAIT(h_pred_ready, q, "q to stand");
     int64_t joined = h_last(q, REIGN_ELECTION_READY)->at_ns;
     H_WAIT(h_pred_leader, q, "q to take over after its delay");
-    check_handoff(p, q);
+    h_check_handoff(p, q);
     /* A lower bound set by a timer, not a performance figure. */
     int64_t waited_ms = (h_last(q, REIGN_ELECTION_ELECTED)->at_ns - joined) / 1000000;
     H_CHECKF(waited_ms >= 1400, "q took over %lld ms after it stood (delay 1500 ms)",

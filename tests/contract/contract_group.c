@@ -137,6 +137,16 @@ static const gev *expect(gwatch *x, size_t n, reign_group_watch_event_type type,
     return e;
 }
 
+/* Starts x watching `group` on o's client (every registration, or the newest per id) and
+ * waits for its READY. */
+static void watch(gwatch *x, h_cand *o, const char *group, int newest_per_id)
+{
+    reign_group_watch_options wo = {
+        .size = sizeof(wo), .newest_per_id = newest_per_id, .cb = on_members, .userdata = x};
+    H_OK(reign_group_watch_start(&x->w, o->client, group, &wo));
+    expect(x, 1, REIGN_MEMBERS_READY, NULL, NULL);
+}
+
 typedef struct reg {
     reign_group *g;
     int registered;
@@ -213,9 +223,7 @@ static void case_members(void)
     h_cand *b = h_cand_new("b", h_uri(NULL), NULL, NULL, NULL);
     h_cand *o = h_cand_new("watcher", h_uri(NULL), NULL, NULL, NULL);
     static gwatch x;
-    reign_group_watch_options wo = {.size = sizeof(wo), .cb = on_members, .userdata = &x};
-    H_OK(reign_group_watch_start(&x.w, o->client, group, &wo));
-    expect(&x, 1, REIGN_MEMBERS_READY, NULL, NULL);
+    watch(&x, o, group, 0);
 
     reg ra = {0}, rb = {0};
     join(&ra, a, group, "ts-a", "10.0.0.1:2200");
@@ -255,9 +263,7 @@ static void case_closed(void)
     h_cand *a = h_cand_new("a", h_uri(NULL), NULL, NULL, NULL);
     h_cand *o = h_cand_new("watcher", h_uri(NULL), NULL, NULL, NULL);
     static gwatch x;
-    reign_group_watch_options wo = {.size = sizeof(wo), .cb = on_members, .userdata = &x};
-    H_OK(reign_group_watch_start(&x.w, o->client, group, &wo));
-    expect(&x, 1, REIGN_MEMBERS_READY, NULL, NULL);
+    watch(&x, o, group, 0);
     reg ra = {0};
     join(&ra, a, group, "ts-a", "10.0.0.1:2200");
     expect(&x, 2, REIGN_MEMBER_ADDED, "ts-a", "10.0.0.1:2200");
@@ -278,13 +284,8 @@ static void case_same_id(void)
     h_cand *restarted = h_cand_new("restarted", h_uri(NULL), NULL, NULL, NULL);
     h_cand *o = h_cand_new("watcher", h_uri(NULL), NULL, NULL, NULL);
     static gwatch all, newest;
-    reign_group_watch_options wo = {.size = sizeof(wo), .cb = on_members, .userdata = &all};
-    H_OK(reign_group_watch_start(&all.w, o->client, group, &wo));
-    wo.newest_per_id = 1;
-    wo.userdata = &newest;
-    H_OK(reign_group_watch_start(&newest.w, o->client, group, &wo));
-    expect(&all, 1, REIGN_MEMBERS_READY, NULL, NULL);
-    expect(&newest, 1, REIGN_MEMBERS_READY, NULL, NULL);
+    watch(&all, o, group, 0);
+    watch(&newest, o, group, 1);
 
     reg r1 = {0}, r2 = {0};
     join(&r1, old, group, "ts-1", "old");

@@ -1,8 +1,8 @@
 /*
  * harness.c - the C integration tests' harness (see harness.h): the store of
  * the run and its URI, candidates that record their events, one poll loop
- * over all of them, snapshots, one-shot and watched values, the leadership
- * checker, and raw ZooKeeper handles.
+ * over all of them, snapshots, designation and handoffs, one-shot and watched
+ * values, the leadership checker, and raw ZooKeeper handles.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -541,6 +541,45 @@ void h_query(h_cand *c, const char *name, h_view *out)
     H_CHECK(!c->closed);
     H_OK(reign_election_query(c->client, name, on_query, &q));
     H_WAIT(pred_done, &q, "the answer to a query");
+}
+
+/* ---- designation and handoffs ------------------------------------------- */
+
+typedef struct done_state {
+    int called, err;
+} done_state;
+
+static void on_done(reign_client *client, int err, void *userdata)
+{
+    done_state *d = userdata;
+    (void)client;
+    d->called = 1;
+    d->err = err;
+}
+
+static int pred_called(void *arg)
+{
+    return ((done_state *)arg)->called;
+}
+
+int h_designate(h_cand *op, const char *name, const char *id)
+{
+    done_state d = {0};
+    H_OK(reign_election_designate(op->client, name, id, on_done, &d));
+    H_WAIT(pred_called, &d, "the designation to be written");
+    return d.err;
+}
+
+void h_check_handoff(const h_cand *old_, const h_cand *new_)
+{
+    const h_event *d = h_last(old_, REIGN_ELECTION_DEMOTED);
+    const h_event *oe = h_last(old_, REIGN_ELECTION_ELECTED);
+    const h_event *ne = h_last(new_, REIGN_ELECTION_ELECTED);
+    H_CHECK(d && oe && ne);
+    H_CHECKF(d->reason == REIGN_DEMOTE_HANDOFF, "%s demoted with %s", old_->id,
+             reign_demote_reason_name(d->reason));
+    H_CHECKF(d->at_ns < ne->at_ns, "%s elected before %s stepped down", new_->id, old_->id);
+    H_CHECK(ne->term > oe->term && ne->token > oe->token);
 }
 
 /* ---- one-shot values ---------------------------------------------------- */

@@ -240,6 +240,17 @@ typedef struct h_view {
 /* Queries `name` through c's client, turning every loop until the answer. */
 void h_query(h_cand *c, const char *name, h_view *out);
 
+/* ---- designation and handoffs ------------------------------------------- */
+
+/* reign_election_designate(name, id) on op's client, its answer waited for: returns the
+ * answer's error (0, or REIGN_ENOENT when no such candidate stands); fails the test if the call
+ * is refused. */
+int h_designate(h_cand *op, const char *name, const char *id);
+
+/* Checks that new_ took over from old_ by a handoff: old_'s last DEMOTED (reason handoff) came
+ * before new_'s last ELECTED, whose term and token are greater than old_'s last. */
+void h_check_handoff(const h_cand *old_, const h_cand *new_);
+
 /* ---- one-shot values (<reign/value.h>) ---------------------------------- */
 
 /* The answer to a reign_value_get/set/delete(): zero-initialise it, pass h_vans_cb with it as

@@ -16,43 +16,6 @@
 
 #include "harness.h"
 
-typedef struct done {
-    int called, err;
-} done;
-
-static void on_done(reign_client *client, int err, void *userdata)
-{
-    done *d = userdata;
-    d->called = 1;
-    d->err = err;
-}
-
-static int pred_done(void *arg)
-{
-    return ((done *)arg)->called;
-}
-
-static int designate(h_cand *op, const char *name, const char *id)
-{
-    done d = {0};
-    H_OK(reign_election_designate(op->client, name, id, on_done, &d));
-    H_WAIT(pred_done, &d, "the designation to be written");
-    return d.err;
-}
-
-/* new_ took over from old_ by a handoff: old_ demoted first, new_ in a later term. */
-static void check_handoff(h_cand *old_, h_cand *new_)
-{
-    const h_event *d = h_last(old_, REIGN_ELECTION_DEMOTED);
-    const h_event *oe = h_last(old_, REIGN_ELECTION_ELECTED);
-    const h_event *ne = h_last(new_, REIGN_ELECTION_ELECTED);
-    H_CHECK(d && oe && ne);
-    H_CHECKF(d->reason == REIGN_DEMOTE_HANDOFF, "%s demoted with %s", old_->id,
-             reign_demote_reason_name(d->reason));
-    H_CHECKF(d->at_ns < ne->at_ns, "%s elected before %s stepped down", new_->id, old_->id);
-    H_CHECK(ne->term > oe->term && ne->token > oe->token);
-}
-
 static reign_election_options prio(int p, int no_preempt, int delay_ms)
 {
     reign_election_options o = {.size = sizeof(o)};
@@ -75,18 +38,18 @@ static void designation(const char *uri)
     H_WAIT(h_pred_ready, c, "c to stand");
 
     h_log("designating c");
-    H_OK(designate(op, name, "c"));
+    H_OK(h_designate(op, name, "c"));
     H_WAIT(h_pred_leader, c, "c to take over");
-    check_handoff(a, c);
+    h_check_handoff(a, c);
 
     h_log("designating an id that does not stand");
     size_t before = h_count(c, REIGN_ELECTION_DEMOTED);
-    H_CHECK(designate(op, name, "nobody") == REIGN_ENOENT);
+    H_CHECK(h_designate(op, name, "nobody") == REIGN_ENOENT);
     h_run_for(500);
     H_CHECK(h_is_leader(c) && h_count(c, REIGN_ELECTION_DEMOTED) == before);
 
     h_log("designating the leader itself changes nothing");
-    H_OK(designate(op, name, "c"));
+    H_OK(h_designate(op, name, "c"));
     h_run_for(500);
     H_CHECK(h_is_leader(c) && h_count(c, REIGN_ELECTION_DEMOTED) == before);
 
@@ -98,15 +61,15 @@ static void designation(const char *uri)
     h_cand *other = next == a ? b : a;
 
     h_log("a second designation: %s", other->id);
-    H_OK(designate(op, name, other->id));
+    H_OK(h_designate(op, name, other->id));
     H_WAIT(h_pred_leader, other, "the second designee to take over");
-    check_handoff(next, other);
+    h_check_handoff(next, other);
 
     h_log("twenty designations in a row: no node renamed, no priority kept");
     h_cand *pair[2] = {next, other};
     for (int i = 0; i < 20; i++) {
         h_cand *to = pair[i % 2];
-        H_OK(designate(op, name, to->id));
+        H_OK(h_designate(op, name, to->id));
         H_WAIT(h_pred_leader, to, "the designee to take over");
     }
     h_view v;
@@ -130,7 +93,7 @@ static void preemption(const char *uri)
     h_log("a candidate of higher priority joins and takes over");
     h_cand *high = h_cand_new("high", uri, NULL, name, &hi);
     H_WAIT(h_pred_leader, high, "high to take over");
-    check_handoff(low, high);
+    h_check_handoff(low, high);
 
     h_log("equal priorities keep first-come order, and do not preempt a higher one");
     h_cand *m1 = h_cand_new("mid1", uri, NULL, name, &mid);
@@ -177,7 +140,7 @@ static void preempt_delay(const char *uri)
     H_WAIT(h_pred_ready, q, "q to stand");
     joined = h_last(q, REIGN_ELECTION_READY)->at_ns;
     H_WAIT(h_pred_leader, q, "q to take over after its delay");
-    check_handoff(p, q);
+    h_check_handoff(p, q);
     /* A lower bound set by a timer, not a performance figure. */
     int64_t waited_ms = (h_last(q, REIGN_ELECTION_ELECTED)->at_ns - joined) / 1000000;
     H_CHECKF(waited_ms >= 1400, "q took over %lld ms after it stood (delay 1500 ms)",

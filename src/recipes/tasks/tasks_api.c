@@ -2,7 +2,8 @@
  * tasks_api.c - the task queue's master and worker, public functions (<reign/tasks.h>): each
  * checks its arguments, then hands the request to the client's store (tasks_master_zk.c,
  * tasks_master_sql.c, tasks_worker_zk.c, tasks_worker_sql.c), or to the object's own through
- * the head it starts with (tasks_internal.h).  Above the backends: they never call here.
+ * the head it starts with (tasks_internal.h, tasks_head.c), whose lifecycle makes a free asked
+ * in a callback wait for it to return.  Above the backends: they never call here.
  */
 #include <string.h>
 
@@ -34,10 +35,12 @@ int reign_tasks_master_is_active(const reign_tasks_master *m)
     return m && m->ops->is_active(m);
 }
 
+/* The memory goes at once, or when the last callback of ours on the stack returns
+ * (reign__tasks_master_leave()); the application is never called back after this. */
 reign_tasks_master *reign_tasks_master_free(reign_tasks_master *m)
 {
-    if (m)
-        m->ops->free(m);
+    if (m && reign__life_request_free(&m->base.life) && !reign__life_busy(&m->base.life))
+        m->ops->destroy(m);
     return NULL;
 }
 
@@ -86,9 +89,10 @@ int64_t reign_tasks_worker_valid_until_ns(const reign_tasks_worker *w)
     return w ? w->ops->valid_until(w) : 0;
 }
 
+/* As reign_tasks_master_free(). */
 reign_tasks_worker *reign_tasks_worker_free(reign_tasks_worker *w)
 {
-    if (w)
-        w->ops->free(w);
+    if (w && reign__life_request_free(&w->base.life) && !reign__life_busy(&w->base.life))
+        w->ops->destroy(w);
     return NULL;
 }

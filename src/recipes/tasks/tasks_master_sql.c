@@ -15,9 +15,10 @@
  * load (least loaded first, or in random order), a concurrency's worth per member and pass.  The
  * first round after ELECTED is the recovery (RECOVERED); a round follows every change of the
  * members, every notice of the queue (PostgreSQL's NOTIFY, SQLite's file; MariaDB every poll
- * period) and CHECK_MS at the latest.  Results older than the retention are swept with a round
- * now and then, as on ZooKeeper.  A registration appears in a view only after the lease was
- * taken, and a view is read after that, so one holding tasks but absent from the view is gone.
+ * period) and REIGN__TASKS_SQL_CHECK_MS at the latest.  Results older than the retention are swept
+ * with a round now and then, as on ZooKeeper.  A registration appears in a view only after the
+ * lease was taken, and a view is read after that, so one holding tasks but absent from the view is
+ * gone.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +32,6 @@
 #include "tasks_internal.h"
 
 #define RETRY_MS  1000
-#define CHECK_MS  5000
 #define TOKEN_MAX 96
 
 typedef struct mem {
@@ -61,18 +61,13 @@ typedef struct rcall {
 } rcall;
 
 typedef struct smaster {
-    reign_tasks_master head; /* first: the client calls us through it; tasks_api.c too */
-    reign_client *client;
+    /* First: the client calls us through it; tasks_api.c too.  Its life's epoch is bumped at
+     * each election and demotion: older answers drop. */
+    reign_tasks_master head;
     reign__sqlw *sw;
-    const reign__logger *log;
-    char *queue, *gname, *id;
     reign_tasks_strategy strategy;
     int64_t retention_ms;
-    reign_tasks_master_cb *cb;
-    void *userdata;
-    reign_election *election;
     reign_group_watch *watch;
-    reign__life life; /* bumped at each election and demotion: older answers drop */
     bool leading, ready, active;
     uint64_t term;
     bool busy, again, listening, sweep_due;
@@ -80,37 +75,11 @@ typedef struct smaster {
     reign__timer poll, sweep;
 } smaster;
 
-static void master_destroy(smaster *m);
 static void round_start(smaster *m);
-
-static void enter(smaster *m)
-{
-    reign__life_enter(&m->life);
-}
-
-static void leave(smaster *m)
-{
-    if (reign__life_leave(&m->life))
-        master_destroy(m);
-}
-
-static void emit(smaster *m, reign_tasks_event *ev)
-{
-    if (m->cb && reign__life_live(&m->life))
-        m->cb(&m->head, ev, m->userdata);
-}
-
-static void report(smaster *m, int err, const char *what)
-{
-    reign__log(m->log, REIGN_LOG_WARN, "tasks %s: master %s: %s: %s", m->queue, m->id, what,
-               reign_strerror(err));
-    reign_tasks_event ev = {.type = REIGN_TASKS_ERROR, .error = err, .message = what};
-    emit(m, &ev);
-}
 
 static reign__timers *timers(smaster *m)
 {
-    return reign__client_timers(m->client);
+    return reign__client_timers(m->head.base.client);
 }
 
 static void later(smaster *m, int ms)
@@ -256,8 +225,8 @@ static void on_round(void *owner, void *arg, const reign__sqlw_result *res)
 {
     smaster *m = owner;
     rcall *c = res->ctx;
-    enter(m);
-    if (reign__life_stale(&m->life, arg, 0) || !m->leading)
+    reign__life_enter(&m->head.base.life);
+    if (reign__life_stale(&m->head.base.life, arg, 0) || !m->leading)
         goto out;
     m->busy = false;
     for (size_t i = 0; i < c->n_taken; i++) {
@@ -268,44 +237,45 @@ static void on_round(void *owner, void *arg, const reign__sqlw_result *res)
     if (res->rc == REIGN_ECLOSED)
         goto out; /* the client is closing */
     if (res->rc < 0 && !c->deposed) {
+        /* A lost answer is not reported: the next round settles it. */
         if (res->rc != REIGN_ECONNLOSS && res->rc != REIGN_ETIMEDOUT)
-            report(m, res->rc, "assigning"); /* a lost answer: the next round settles it */
-        if (reign__life_live(&m->life))
+            reign__tasks_master_report(&m->head, res->rc, "assigning");
+        if (reign__life_live(&m->head.base.life))
             later(m, RETRY_MS);
         goto out;
     }
     if (c->deposed) {
         /* The election tells DEMOTED once it sees the lease gone; until then, nothing lands. */
-        report(m, REIGN_ESTATE, "our lease moved on: nothing assigned");
-        if (reign__life_live(&m->life))
+        reign__tasks_master_report(&m->head, REIGN_ESTATE, "our lease moved on: nothing assigned");
+        if (reign__life_live(&m->head.base.life))
             later(m, RETRY_MS);
         goto out;
     }
     if (!m->active) {
         m->active = true;
         reign_tasks_event te = {.type = REIGN_TASKS_RECOVERED, .term = m->term};
-        emit(m, &te);
+        reign__tasks_master_emit(&m->head, &te);
     }
-    for (size_t i = 0; i < c->n_given && reign__life_live(&m->life) && m->leading; i++) {
+    for (size_t i = 0; i < c->n_given && reign__life_live(&m->head.base.life) && m->leading; i++) {
         reign__tmap_entry *e = reign__tmap_get(&m->from, c->given[i].task);
         reign_tasks_event te = {.type = REIGN_TASKS_ASSIGNED,
                                 .task = c->given[i].task,
                                 .worker = c->given[i].worker,
                                 .from = e ? e->worker : NULL};
-        emit(m, &te);
+        reign__tasks_master_emit(&m->head, &te);
         if ((e = reign__tmap_get(&m->from, c->given[i].task)))
             reign__tmap_del(&m->from, e);
     }
-    if (!reign__life_live(&m->life) || !m->leading)
+    if (!reign__life_live(&m->head.base.life) || !m->leading)
         goto out;
     if (m->again || c->n_given) {
         m->again = false;
         round_start(m);
     } else {
-        later(m, reign__sqlw_notifies(m->sw) ? CHECK_MS : reign__client_lease(m->client)->poll_ms);
+        later(m, reign__tasks_sql_idle_ms(m->head.base.client));
     }
 out:
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static void round_start(smaster *m)
@@ -317,18 +287,16 @@ static void round_start(smaster *m)
         return;
     }
     reign__timer_stop(timers(m), &m->poll);
-    if (!m->listening && reign__sqlw_notifies(m->sw)) {
-        char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
-        snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", m->queue);
-        m->listening =
-            reign__sqlw_submit(m->sw, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
-    }
+    if (!m->listening)
+        m->listening = reign__tasks_sql_listen(m->sw, m->head.base.queue);
     const reign_member *v;
     size_t n;
     reign_group_watch_members(m->watch, &v, &n);
     rcall *c = reign__calloc(1, sizeof(*c));
-    if (c && (!(c->queue = reign__strdup(m->queue)) || !(c->name = reign__strdup(m->gname)) ||
-              !(c->owner = reign__strdup(m->id)) || (n && !(c->v = reign__calloc(n, sizeof(mem))))))
+    if (c && (!(c->queue = reign__strdup(m->head.base.queue)) ||
+              !(c->name = reign__strdup(m->head.base.gname)) ||
+              !(c->owner = reign__strdup(m->head.base.id)) ||
+              (n && !(c->v = reign__calloc(n, sizeof(mem))))))
         goto fail;
     if (!c)
         goto fail;
@@ -347,7 +315,7 @@ static void round_start(smaster *m)
         c->sweep_ms = m->retention_ms;
     m->sweep_due = false;
     if (reign__sqlw_call(m->sw, "tasks", run_round, c, rcall_free, m, on_round,
-                         REIGN__LIFE_ARG(&m->life, 0, 0)) < 0)
+                         REIGN__LIFE_ARG(&m->head.base.life, 0, 0)) < 0)
         goto fail;
     m->busy = true;
     return;
@@ -361,24 +329,24 @@ static void on_poll(reign__timer *t, void *arg)
 {
     smaster *m = arg;
     (void)t;
-    enter(m);
-    if (reign__life_live(&m->life))
+    reign__life_enter(&m->head.base.life);
+    if (reign__life_live(&m->head.base.life))
         round_start(m);
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static void on_sweep(reign__timer *t, void *arg)
 {
     smaster *m = arg;
-    enter(m);
-    if (m->active && reign__life_live(&m->life)) {
+    reign__life_enter(&m->head.base.life);
+    if (m->active && reign__life_live(&m->head.base.life)) {
         m->sweep_due = true;
         round_start(m);
         int64_t every = m->retention_ms / 4;
         every = every < 1000 ? 1000 : every > 60000 ? 60000 : every;
         reign__timer_start(timers(m), t, reign__now_ns() + every * REIGN__NS_PER_MS);
     }
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 /* ---- the election and the workers -------------------------------------------------------- */
@@ -387,19 +355,19 @@ static void on_members(reign_group_watch *gw, const reign_group_watch_event *ev,
 {
     smaster *m = ud;
     (void)gw;
-    enter(m);
-    if (m->leading && reign__life_live(&m->life) && ev->type != REIGN_MEMBERS_ERROR) {
+    reign__life_enter(&m->head.base.life);
+    if (m->leading && reign__life_live(&m->head.base.life) && ev->type != REIGN_MEMBERS_ERROR) {
         if (ev->type == REIGN_MEMBERS_READY)
             m->ready = true;
         round_start(m);
     }
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 /* Back to standing: nothing of a leadership stays. */
 static void step_down(smaster *m)
 {
-    reign__life_bump(&m->life);
+    reign__life_bump(&m->head.base.life);
     m->leading = m->ready = m->active = m->busy = m->again = m->sweep_due = false;
     m->watch = reign_group_watch_free(m->watch);
     reign__tmap_clear(&m->from);
@@ -411,20 +379,21 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
 {
     smaster *m = ud;
     (void)e;
-    enter(m);
+    reign__life_enter(&m->head.base.life);
     if (ev->type == REIGN_ELECTION_ELECTED) {
         step_down(m);
         m->leading = true;
         m->term = ev->term;
         reign_tasks_event te = {.type = REIGN_TASKS_ELECTED, .term = ev->term};
-        emit(m, &te);
+        reign__tasks_master_emit(&m->head, &te);
         reign_group_watch_options wo = {.size = sizeof(wo), .cb = on_members, .userdata = m};
-        int rc = reign__life_live(&m->life)
-                     ? reign_group_watch_start(&m->watch, m->client, m->gname, &wo)
-                     : 0;
+        int rc =
+            reign__life_live(&m->head.base.life)
+                ? reign_group_watch_start(&m->watch, m->head.base.client, m->head.base.gname, &wo)
+                : 0;
         if (rc < 0) {
-            report(m, rc, "watching the workers");
-            reign_election_cede(m->election, 1000);
+            reign__tasks_master_report(&m->head, rc, "watching the workers");
+            reign_election_cede(m->head.election, 1000);
         } else if (m->retention_ms > 0) {
             reign__timer_start(timers(m), &m->sweep, reign__now_ns());
         }
@@ -432,11 +401,11 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
         step_down(m);
         reign_tasks_event te = {
             .type = REIGN_TASKS_DEMOTED, .term = ev->term, .reason = ev->reason};
-        emit(m, &te);
+        reign__tasks_master_emit(&m->head, &te);
     } else if (ev->type == REIGN_ELECTION_ERROR) {
-        report(m, ev->error, ev->message ? ev->message : "election");
+        reign__tasks_master_report(&m->head, ev->error, ev->message ? ev->message : "election");
     }
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static void master_conn(reign__recipe *rp, reign_conn_state st)
@@ -449,10 +418,10 @@ static void master_conn(reign__recipe *rp, reign_conn_state st)
 static void master_changed(reign__recipe *rp)
 {
     smaster *m = (smaster *)rp;
-    enter(m);
-    if (reign__life_live(&m->life))
+    reign__life_enter(&m->head.base.life);
+    if (reign__life_live(&m->head.base.life))
         round_start(m);
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 /* ---- the object -------------------------------------------------------------------------- */
@@ -462,18 +431,17 @@ static void master_free_fields(smaster *m)
     reign__tmap_clear(&m->from);
     reign__timer_stop(timers(m), &m->poll);
     reign__timer_stop(timers(m), &m->sweep);
-    reign__free(m->queue);
-    reign__free(m->gname);
-    reign__free(m->id);
+    reign__tasks_base_clear(&m->head.base);
     reign__free(m);
 }
 
-static void master_destroy(smaster *m)
+/* The whole of a free (tasks_api.c), or of a failed start. */
+static void master_destroy(reign_tasks_master *head)
 {
+    smaster *m = (smaster *)head;
     reign__sqlw_forget(m->sw, m);
     m->watch = reign_group_watch_free(m->watch);
-    m->election = reign_election_free(m->election);
-    reign__client_detach(m->client, &m->head.recipe);
+    reign__tasks_master_detach(&m->head);
     master_free_fields(m);
 }
 
@@ -489,20 +457,11 @@ static int master_is_active(const reign_tasks_master *base)
     return ((const smaster *)base)->active;
 }
 
-static void master_free(reign_tasks_master *base)
-{
-    smaster *m = (smaster *)base;
-    if (!reign__life_request_free(&m->life))
-        return;
-    m->cb = NULL;
-    if (!reign__life_busy(&m->life))
-        master_destroy(m);
-}
-
 static const reign__recipe_ops master_ops = {
     .conn = master_conn, .destroy = master_on_destroy, .changed = master_changed};
 
-static const reign__tasks_master_ops sql_ops = {.is_active = master_is_active, .free = master_free};
+static const reign__tasks_master_ops sql_ops = {.is_active = master_is_active,
+                                                .destroy = master_destroy};
 
 int reign__tasks_master_sql(reign_tasks_master **ret, reign_client *client, const char *queue,
                             const reign_tasks_master_options *o)
@@ -510,34 +469,16 @@ int reign__tasks_master_sql(reign_tasks_master **ret, reign_client *client, cons
     smaster *m = reign__calloc(1, sizeof(*m));
     if (!m)
         return REIGN_ENOMEM;
-    m->head.recipe.ops = &master_ops;
-    m->head.ops = &sql_ops;
-    m->client = client;
     m->sw = reign__client_sql(client);
-    m->log = reign__client_log(client);
     m->strategy = o->strategy;
     m->retention_ms = o->retention_ms;
-    m->cb = o->cb;
-    m->userdata = o->userdata;
     reign__timer_init(&m->poll, on_poll, m);
     reign__timer_init(&m->sweep, on_sweep, m);
-    m->queue = reign__strdup(queue);
-    m->gname = reign__tasks_group_name(queue);
-    int rc =
-        o->id ? ((m->id = reign__strdup(o->id)) ? 0 : REIGN_ENOMEM) : reign__default_id(&m->id);
-    if (rc == 0 && (!m->queue || !m->gname))
-        rc = REIGN_ENOMEM;
+    int rc = reign__tasks_master_init(&m->head, &sql_ops, &master_ops, client, queue, o);
     if (rc < 0) {
         master_free_fields(m);
         return rc;
     }
-    reign__client_attach(client, &m->head.recipe);
-    reign_election_options eo = {.size = sizeof(eo), .id = m->id, .cb = on_election, .userdata = m};
-    rc = reign_election_join(&m->election, client, m->gname, &eo);
-    if (rc < 0) {
-        master_destroy(m);
-        return rc;
-    }
-    *ret = &m->head;
-    return 0;
+    reign__client_attach(client, &m->head.base.recipe);
+    return reign__tasks_master_join(&m->head, on_election, m, ret);
 }

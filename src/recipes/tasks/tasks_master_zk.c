@@ -45,18 +45,13 @@ typedef struct worker {
 } worker;
 
 typedef struct zmaster {
-    reign_tasks_master head; /* first: the client calls us through it; tasks_api.c too */
-    reign_client *client;
+    /* First: the client calls us through it; tasks_api.c too.  Its life's epoch is bumped at
+     * each election and demotion: older answers drop. */
+    reign_tasks_master head;
     reign__zk *zk;
-    const reign__logger *log;
-    char *queue, *gname, *id;
     reign_tasks_strategy strategy;
     int64_t retention_ms;
-    reign_tasks_master_cb *cb;
-    void *userdata;
-    reign_election *election;
     reign_group_watch *watch;
-    reign__life life; /* the epoch bumped at each election and demotion: older answers drop */
     bool leading, active;
     uint64_t term, token;
     char *check_path; /* our election node */
@@ -72,10 +67,8 @@ typedef struct zmaster {
     struct targ *args;  /* the arguments of requests in flight */
 } zmaster;
 
-#define ARG(m)      REIGN__LIFE_ARG(&(m)->life, 0, 0)
-#define STALE(m, a) (reign__life_stale(&(m)->life, (a), 0) || !(m)->leading)
-
-static void master_destroy(zmaster *m);
+#define ARG(m)      REIGN__LIFE_ARG(&(m)->head.base.life, 0, 0)
+#define STALE(m, a) (reign__life_stale(&(m)->head.base.life, (a), 0) || !(m)->leading)
 
 /*
  * Arguments of requests in flight are linked into the master, because
@@ -94,7 +87,7 @@ static void *targ_new(zmaster *m, size_t n, void (*dtor)(void *p))
     if (!h)
         return NULL;
     h->dtor = dtor;
-    h->epoch = m->life.epoch;
+    h->epoch = m->head.base.life.epoch;
     h->next = m->args;
     if (h->next)
         h->next->prev = h;
@@ -132,30 +125,6 @@ static void targ_free_all(zmaster *m)
 static void assign_more(zmaster *m);
 static void list_tasks(zmaster *m);
 static void refresh_worker(zmaster *m, worker *w);
-
-static void enter(zmaster *m)
-{
-    reign__life_enter(&m->life);
-}
-
-static void leave(zmaster *m)
-{
-    if (reign__life_leave(&m->life))
-        master_destroy(m);
-}
-
-static void emit(zmaster *m, reign_tasks_event *ev)
-{
-    if (m->cb && reign__life_live(&m->life))
-        m->cb(&m->head, ev, m->userdata);
-}
-
-static void report(zmaster *m, int err, const char *what)
-{
-    reign__log(m->log, REIGN_LOG_WARN, "tasks %s: %s: %s", m->queue, what, reign_strerror(err));
-    reign_tasks_event ev = {.type = REIGN_TASKS_ERROR, .error = err, .message = what};
-    emit(m, &ev);
-}
 
 /* ---- workers -------------------------------------------------------------- */
 
@@ -204,7 +173,7 @@ static void clear_state(zmaster *m)
     reign__free(m->check_path);
     m->check_path = NULL;
     m->watch = reign_group_watch_free(m->watch);
-    reign__timer_stop(reign__client_timers(m->client), &m->timer);
+    reign__timer_stop(reign__client_timers(m->head.base.client), &m->timer);
 }
 
 /* The worker for the next task, or NULL if every live one is full. */
@@ -253,8 +222,9 @@ static void move_dtor(void *p)
     reign__free(mv->payload);
 }
 
-#define move_free(mv)   targ_free(m, (mv))
-#define MV_STALE(m, mv) (!reign__life_current(&(m)->life, targ_epoch(mv)) || !(m)->leading)
+#define move_free(mv) targ_free(m, (mv))
+#define MV_STALE(m, mv)                                                                            \
+    (!reign__life_current(&(m)->head.base.life, targ_epoch(mv)) || !(m)->leading)
 
 static void unhold(zmaster *m, const char *task);
 
@@ -323,9 +293,9 @@ static void moved(zmaster *m, move *mv)
     }
     reign_tasks_event ev = {
         .type = REIGN_TASKS_ASSIGNED, .task = mv->task, .worker = mv->to, .from = mv->from};
-    emit(m, &ev);
+    reign__tasks_master_emit(&m->head, &ev);
     move_free(mv);
-    if (reign__life_live(&m->life))
+    if (reign__life_live(&m->head.base.life))
         assign_more(m);
 }
 
@@ -334,7 +304,7 @@ static void moved(zmaster *m, move *mv)
 static void source_gone(zmaster *m, move *mv)
 {
     drop_move(m, mv);
-    if (reign__life_live(&m->life))
+    if (reign__life_live(&m->head.base.life))
         assign_more(m);
 }
 
@@ -352,7 +322,7 @@ static void on_source_checked(void *owner, void *arg, const reign__zk_result *r)
 {
     zmaster *m = owner;
     move *mv = arg;
-    enter(m);
+    reign__life_enter(&m->head.base.life);
     if (MV_STALE(m, mv)) {
         move_free(mv);
     } else if (r->rc == 0) {
@@ -365,17 +335,18 @@ static void on_source_checked(void *owner, void *arg, const reign__zk_result *r)
             w->dirty = true;
         moved(m, mv);
     } else {
-        report(m, r->rc, "checking an assignment after a connection loss");
+        reign__tasks_master_report(&m->head, r->rc,
+                                   "checking an assignment after a connection loss");
         abandon_move(m, mv);
     }
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
 {
     zmaster *m = owner;
     move *mv = arg;
-    enter(m);
+    reign__life_enter(&m->head.base.life);
     if (MV_STALE(m, mv)) {
         move_free(mv);
         goto out;
@@ -391,7 +362,7 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
     } else if (r->rc == REIGN_ENOENT && r->failed_op == create) {
         /* The worker's directory is missing (made by the worker, but we may
          * be first): make it, then again. */
-        char *dir = reign__tasks_path(m->queue, REIGN__N_ASSIGN, mv->to, NULL);
+        char *dir = reign__tasks_path(m->head.base.queue, REIGN__N_ASSIGN, mv->to, NULL);
         if (dir)
             reign__zk_create(m->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__free(dir);
@@ -405,11 +376,11 @@ static void on_move_written(void *owner, void *arg, const reign__zk_result *r)
     } else if (r->rc == REIGN_ENOENT && r->failed_op == 0) {
         drop_move(m, mv); /* our election node is gone: we are deposed (DEMOTED follows) */
     } else {
-        report(m, r->rc, "assigning a task");
+        reign__tasks_master_report(&m->head, r->rc, "assigning a task");
         abandon_move(m, mv); /* tried again later */
     }
 out:
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 /*
@@ -442,10 +413,10 @@ static bool start_move(zmaster *m, const char *task, const char *from, worker *w
     mv->task = reign__strdup(task);
     mv->to = reign__strdup(w->id);
     mv->from = from ? reign__strdup(from) : NULL;
-    mv->src = from ? reign__tasks_path(m->queue, REIGN__N_ASSIGN, from, task)
-                   : reign__tasks_path(m->queue, REIGN__N_TASKS, task, NULL);
-    mv->dst = reign__tasks_path(m->queue, REIGN__N_ASSIGN, w->id, task);
-    mv->payload = from ? NULL : reign__tasks_payload_path(m->queue, task);
+    mv->src = from ? reign__tasks_path(m->head.base.queue, REIGN__N_ASSIGN, from, task)
+                   : reign__tasks_path(m->head.base.queue, REIGN__N_TASKS, task, NULL);
+    mv->dst = reign__tasks_path(m->head.base.queue, REIGN__N_ASSIGN, w->id, task);
+    mv->payload = from ? NULL : reign__tasks_payload_path(m->head.base.queue, task);
     if (!(mv->task && mv->to && (from ? !!mv->from : !!mv->payload) && mv->src && mv->dst)) {
         move_free(mv);
         return false;
@@ -526,25 +497,25 @@ static void on_tasks_event(void *owner, void *arg, reign__zk_event ev, const cha
     (void)path;
     if (STALE(m, arg))
         return;
-    enter(m);
+    reign__life_enter(&m->head.base.life);
     /* Listed again once the names we hold are used up: until then there is nothing
      * new to do, and each listing costs the server all the pending names. */
     m->tasks_dirty = true;
     if (m->next_pending >= m->n_pending)
         list_tasks(m);
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static void on_tasks_listed(void *owner, void *arg, const reign__zk_result *r)
 {
     zmaster *m = owner;
-    enter(m);
+    reign__life_enter(&m->head.base.life);
     if (STALE(m, arg))
         goto out;
     m->tasks_listing = false;
     if (r->rc < 0) {
         if (r->rc != REIGN_ESESSION)
-            report(m, r->rc, "listing the tasks");
+            reign__tasks_master_report(&m->head, r->rc, "listing the tasks");
         m->tasks_dirty = true; /* the watch may not be armed: list again below */
     } else {
         for (size_t i = 0; i < m->n_pending; i++)
@@ -571,7 +542,7 @@ static void on_tasks_listed(void *owner, void *arg, const reign__zk_result *r)
     if (m->tasks_dirty && m->leading && m->next_pending >= m->n_pending)
         list_tasks(m);
 out:
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static void list_tasks(zmaster *m)
@@ -579,7 +550,7 @@ static void list_tasks(zmaster *m)
     if (m->tasks_listing)
         return; /* tasks_dirty: again after this one */
     m->tasks_dirty = false;
-    char *p = reign__tasks_path(m->queue, REIGN__N_TASKS, NULL, NULL);
+    char *p = reign__tasks_path(m->head.base.queue, REIGN__N_TASKS, NULL, NULL);
     if (p && reign__zk_children(m->zk, p, on_tasks_event, REIGN__ZK_RETRY, m, on_tasks_listed,
                                 ARG(m)) == 0)
         m->tasks_listing = true;
@@ -637,15 +608,15 @@ static void on_worker_dir_event(void *owner, void *arg, reign__zk_event ev, cons
     (void)arg; /* the listing's argument, freed by now */
     (void)ev;
     const char *slash = path ? strrchr(path, '/') : NULL;
-    if (!m->leading || !reign__life_live(&m->life) || !slash)
+    if (!m->leading || !reign__life_live(&m->head.base.life) || !slash)
         return;
-    enter(m);
+    reign__life_enter(&m->head.base.life);
     worker *w = find_worker(m, slash + 1); /* path: .../assign/W */
     if (w) {
         w->dirty = true;
         refresh_worker(m, w);
     }
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static bool listed(char *const *names, size_t n, const char *task)
@@ -660,14 +631,15 @@ static void on_worker_listed(void *owner, void *arg, const reign__zk_result *r)
 {
     zmaster *m = owner;
     dref *d = arg;
-    enter(m);
-    worker *w = MV_STALE(m, d) || !reign__life_live(&m->life) ? NULL : find_worker(m, d->worker);
+    reign__life_enter(&m->head.base.life);
+    worker *w =
+        MV_STALE(m, d) || !reign__life_live(&m->head.base.life) ? NULL : find_worker(m, d->worker);
     if (!w)
         goto out;
     w->listing = false;
     if (r->rc < 0 && r->rc != REIGN_ENOENT) {
         if (r->rc != REIGN_ESESSION)
-            report(m, r->rc, "listing a worker's tasks");
+            reign__tasks_master_report(&m->head, r->rc, "listing a worker's tasks");
         w->dirty = true; /* the watch may not be armed */
     } else {
         /* ENOENT: the directory is gone, and every task in it (an operator removed it). */
@@ -693,13 +665,13 @@ static void on_worker_listed(void *owner, void *arg, const reign__zk_result *r)
     assign_more(m);
 out:
     targ_free(m, d);
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static void list_worker(zmaster *m, worker *w)
 {
     dref *d = targ_new(m, sizeof(*d), dref_dtor);
-    char *p = reign__tasks_path(m->queue, REIGN__N_ASSIGN, w->id, NULL);
+    char *p = reign__tasks_path(m->head.base.queue, REIGN__N_ASSIGN, w->id, NULL);
     int rc = REIGN_ENOMEM;
     if (d && p && (d->worker = reign__strdup(w->id))) {
         d->gen = ++m->gen;
@@ -709,7 +681,7 @@ static void list_worker(zmaster *m, worker *w)
     reign__free(p);
     if (rc < 0) {
         targ_free(m, d);
-        report(m, rc, "listing a worker's tasks");
+        reign__tasks_master_report(&m->head, rc, "listing a worker's tasks");
         return;
     }
     w->listing = true;
@@ -742,8 +714,8 @@ static void on_members(reign_group_watch *gw, const reign_group_watch_event *ev,
 {
     zmaster *m = ud;
     (void)gw;
-    enter(m);
-    if (!m->leading || !reign__life_live(&m->life))
+    reign__life_enter(&m->head.base.life);
+    if (!m->leading || !reign__life_live(&m->head.base.life))
         goto out;
     if (ev->type == REIGN_MEMBERS_READY) {
         recompute_live(m);
@@ -756,7 +728,7 @@ static void on_members(reign_group_watch *gw, const reign_group_watch_event *ev,
             assign_more(m);
     }
 out:
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 /* ---- recovery -------------------------------------------------------------- */
@@ -778,7 +750,7 @@ static void rread_dtor(void *p)
 static int recovery_list(zmaster *m, const char *wid)
 {
     rread *a = targ_new(m, sizeof(*a), rread_dtor);
-    char *p = reign__tasks_path(m->queue, REIGN__N_ASSIGN, wid, NULL);
+    char *p = reign__tasks_path(m->head.base.queue, REIGN__N_ASSIGN, wid, NULL);
     int rc = REIGN_ENOMEM;
     if (a && p && (!wid || (a->worker = reign__strdup(wid)))) {
         rc = reign__zk_children(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_recovery_list, a);
@@ -794,16 +766,17 @@ static int recovery_list(zmaster *m, const char *wid)
 
 static void recovery_failed(zmaster *m, int rc)
 {
-    report(m, rc, "recovering the queue; standing again");
-    reign_election_cede(m->election, 1000);
+    reign__tasks_master_report(&m->head, rc, "recovering the queue; standing again");
+    reign_election_cede(m->head.election, 1000);
 }
 
 static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r)
 {
     zmaster *m = owner;
     rread *a = arg;
-    enter(m);
-    if (!reign__life_current(&m->life, targ_epoch(a)) || !m->leading || !reign__life_live(&m->life))
+    reign__life_enter(&m->head.base.life);
+    if (!reign__life_current(&m->head.base.life, targ_epoch(a)) || !m->leading ||
+        !reign__life_live(&m->head.base.life))
         goto out;
     m->recovering--;
     if (r->rc < 0 && r->rc != REIGN_ENOENT) {
@@ -824,21 +797,22 @@ static void on_recovery_list(void *owner, void *arg, const reign__zk_result *r)
         recovery_step(m);
 out:
     targ_free(m, a);
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static void recovery_step(zmaster *m)
 {
     m->active = true;
-    reign__log(m->log, REIGN_LOG_NOTICE, "tasks %s: recovered: %zu assigned", m->queue, m->held.n);
+    reign__log(m->head.base.log, REIGN_LOG_NOTICE, "tasks %s: recovered: %zu assigned",
+               m->head.base.queue, m->held.n);
     reign_tasks_event ev = {.type = REIGN_TASKS_RECOVERED, .term = m->term};
-    emit(m, &ev);
-    if (!reign__life_live(&m->life) || !m->leading)
+    reign__tasks_master_emit(&m->head, &ev);
+    if (!reign__life_live(&m->head.base.life) || !m->leading)
         return;
     recompute_live(m); /* the members as they are now, not as at READY */
     list_tasks(m);     /* assigns what is pending */
     if (m->retention_ms > 0) {
-        reign__timers *ts = reign__client_timers(m->client);
+        reign__timers *ts = reign__client_timers(m->head.base.client);
         reign__timer_start(ts, &m->timer, reign__now_ns());
     }
 }
@@ -872,7 +846,7 @@ static void on_results_listed(void *owner, void *arg, const reign__zk_result *r)
         wref *ref = targ_new(m, sizeof(*ref), wref_dtor);
         if (!ref)
             break;
-        ref->id = reign__tasks_path(m->queue, REIGN__N_STATUS, r->children[i], NULL);
+        ref->id = reign__tasks_path(m->head.base.queue, REIGN__N_STATUS, r->children[i], NULL);
         if (!ref->id ||
             reign__zk_exists(m->zk, ref->id, NULL, REIGN__ZK_RETRY, m, on_result_stat, ref) < 0)
             targ_free(m, ref);
@@ -885,7 +859,7 @@ static void retention_cb(reign__timer *t, void *arg)
     (void)t;
     if (!m->active)
         return;
-    char *p = reign__tasks_path(m->queue, REIGN__N_STATUS, NULL, NULL);
+    char *p = reign__tasks_path(m->head.base.queue, REIGN__N_STATUS, NULL, NULL);
     if (p)
         reign__zk_children(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_results_listed, ARG(m));
     reign__free(p);
@@ -894,7 +868,7 @@ static void retention_cb(reign__timer *t, void *arg)
         every = 1000;
     if (every > 60000)
         every = 60000;
-    reign__timer_start(reign__client_timers(m->client), t,
+    reign__timer_start(reign__client_timers(m->head.base.client), t,
                        reign__now_ns() + every * REIGN__NS_PER_MS);
 }
 
@@ -903,7 +877,7 @@ static void retention_cb(reign__timer *t, void *arg)
 static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
 {
     zmaster *m = owner;
-    enter(m);
+    reign__life_enter(&m->head.base.life);
     if (STALE(m, arg))
         goto out;
     reign__record rec;
@@ -913,46 +887,47 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
     if (ok) {
         node = reign__record_get(&rec, REIGN__K_NODE);
         if (node && node[0] && !strchr(node, '/'))
-            m->check_path = reign__strf("%s/%s/%s", REIGN__ELECTION_DIR, m->gname, node);
+            m->check_path = reign__strf("%s/%s/%s", REIGN__ELECTION_DIR, m->head.base.gname, node);
         reign__record_clear(&rec);
     }
     if (!m->check_path) {
         /* The term moved on already (we are being demoted) or is unreadable. */
-        report(m, r->rc < 0 ? r->rc : REIGN_EFOREIGN, "finding our election node");
-        reign_election_cede(m->election, 1000);
+        reign__tasks_master_report(&m->head, r->rc < 0 ? r->rc : REIGN_EFOREIGN,
+                                   "finding our election node");
+        reign_election_cede(m->head.election, 1000);
         goto out;
     }
-    reign__tasks_make_dirs(m->zk, m->queue);
+    reign__tasks_make_dirs(m->zk, m->head.base.queue);
     reign_group_watch_options wo = {.size = sizeof(wo), .cb = on_members, .userdata = m};
-    int rc = reign_group_watch_start(&m->watch, m->client, m->gname, &wo);
+    int rc = reign_group_watch_start(&m->watch, m->head.base.client, m->head.base.gname, &wo);
     if (rc < 0) {
-        report(m, rc, "watching the workers");
-        reign_election_cede(m->election, 1000);
+        reign__tasks_master_report(&m->head, rc, "watching the workers");
+        reign_election_cede(m->head.election, 1000);
     }
 out:
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 static void on_election(reign_election *e, const reign_election_event *ev, void *ud)
 {
     zmaster *m = ud;
     (void)e;
-    enter(m);
+    reign__life_enter(&m->head.base.life);
     if (ev->type == REIGN_ELECTION_ELECTED) {
-        reign__life_bump(&m->life);
+        reign__life_bump(&m->head.base.life);
         clear_state(m);
         m->leading = true;
         m->term = ev->term;
         m->token = ev->token;
         reign_tasks_event te = {.type = REIGN_TASKS_ELECTED, .term = ev->term};
-        emit(m, &te);
+        reign__tasks_master_emit(&m->head, &te);
         /* The term node names the winner's node: ours, if its version is our term. */
-        char *p = reign__strf("%s/%s/" REIGN__N_TERM, REIGN__ELECTION_DIR, m->gname);
+        char *p = reign__strf("%s/%s/" REIGN__N_TERM, REIGN__ELECTION_DIR, m->head.base.gname);
         if (!p || reign__zk_get(m->zk, p, NULL, REIGN__ZK_RETRY, m, on_term_read, ARG(m)) < 0)
-            report(m, REIGN_ENOMEM, "reading the term");
+            reign__tasks_master_report(&m->head, REIGN_ENOMEM, "reading the term");
         reign__free(p);
     } else if (ev->type == REIGN_ELECTION_DEMOTED) {
-        reign__life_bump(&m->life);
+        reign__life_bump(&m->head.base.life);
         m->leading = false;
         m->active = false;
         reign__zk_forget(m->zk, m);
@@ -960,25 +935,24 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
         clear_state(m);
         reign_tasks_event te = {
             .type = REIGN_TASKS_DEMOTED, .term = ev->term, .reason = ev->reason};
-        emit(m, &te);
+        reign__tasks_master_emit(&m->head, &te);
     } else if (ev->type == REIGN_ELECTION_ERROR) {
-        report(m, ev->error, ev->message ? ev->message : "election");
+        reign__tasks_master_report(&m->head, ev->error, ev->message ? ev->message : "election");
     }
-    leave(m);
+    reign__tasks_master_leave(&m->head);
 }
 
 /* ---- the object --------------------------------------------------------------- */
 
-static void master_destroy(zmaster *m)
+/* The whole of a free (tasks_api.c), or of a failed start. */
+static void master_destroy(reign_tasks_master *head)
 {
+    zmaster *m = (zmaster *)head;
     reign__zk_forget(m->zk, m);
     targ_free_all(m);
     clear_state(m);
-    m->election = reign_election_free(m->election);
-    reign__client_detach(m->client, &m->head.recipe);
-    reign__free(m->queue);
-    reign__free(m->gname);
-    reign__free(m->id);
+    reign__tasks_master_detach(&m->head);
+    reign__tasks_base_clear(&m->head.base);
     reign__free(m);
 }
 
@@ -987,14 +961,12 @@ static void master_on_destroy(reign__recipe *rp)
     zmaster *m = (zmaster *)rp;
     /* The client frees its recipes (the election and the watch among them)
      * itself: forget ours so that we do not free them twice. */
-    m->election = NULL;
+    m->head.election = NULL;
     m->watch = NULL;
     reign__zk_forget(m->zk, m);
     targ_free_all(m);
     clear_state(m);
-    reign__free(m->queue);
-    reign__free(m->gname);
-    reign__free(m->id);
+    reign__tasks_base_clear(&m->head.base);
     reign__free(m);
 }
 
@@ -1005,55 +977,26 @@ static int master_is_active(const reign_tasks_master *base)
     return ((const zmaster *)base)->active;
 }
 
-static void master_free(reign_tasks_master *base)
-{
-    zmaster *m = (zmaster *)base;
-    if (!reign__life_request_free(&m->life))
-        return;
-    m->cb = NULL;
-    if (!reign__life_busy(&m->life))
-        master_destroy(m);
-}
-
-static const reign__tasks_master_ops zk_ops = {.is_active = master_is_active, .free = master_free};
+static const reign__tasks_master_ops zk_ops = {.is_active = master_is_active,
+                                               .destroy = master_destroy};
 
 int reign__tasks_master_zk(reign_tasks_master **ret, reign_client *client, const char *queue,
                            const reign_tasks_master_options *opts)
 {
     const reign_tasks_master_options o = *opts;
-    int rc;
     zmaster *m = reign__calloc(1, sizeof(*m));
     if (!m)
         return REIGN_ENOMEM;
-    m->head.recipe.ops = &master_ops;
-    m->head.ops = &zk_ops;
-    m->client = client;
     m->zk = reign__client_zk(client);
-    m->log = reign__client_log(client);
     m->strategy = o.strategy;
     m->retention_ms = o.retention_ms;
-    m->cb = o.cb;
-    m->userdata = o.userdata;
     reign__timer_init(&m->timer, retention_cb, m);
-    m->queue = reign__strdup(queue);
-    m->gname = reign__tasks_group_name(queue);
-    rc = o.id ? ((m->id = reign__strdup(o.id)) ? 0 : REIGN_ENOMEM) : reign__default_id(&m->id);
-    if (rc == 0 && (!m->queue || !m->gname))
-        rc = REIGN_ENOMEM;
+    int rc = reign__tasks_master_init(&m->head, &zk_ops, &master_ops, client, queue, &o);
     if (rc < 0) {
-        reign__free(m->queue);
-        reign__free(m->gname);
-        reign__free(m->id);
+        reign__tasks_base_clear(&m->head.base);
         reign__free(m);
         return rc;
     }
-    reign__client_attach(client, &m->head.recipe);
-    reign_election_options eo = {.size = sizeof(eo), .id = m->id, .cb = on_election, .userdata = m};
-    rc = reign_election_join(&m->election, client, m->gname, &eo);
-    if (rc < 0) {
-        master_destroy(m);
-        return rc;
-    }
-    *ret = &m->head;
-    return 0;
+    reign__client_attach(client, &m->head.base.recipe);
+    return reign__tasks_master_join(&m->head, on_election, m, ret);
 }

@@ -7,14 +7,15 @@
  * Submit: the guid is drawn before the statement is sent, and the INSERT finds the row of an
  * earlier submit of the same guid rather than make a second; so an answer lost with the
  * connection is settled by sending the same statement again once connected, never by a
- * search.  Wait: the task's row is read once; if it is not done, the wait joins its client's
- * other waits on that queue (one `hub` per client, one `wqueue` per queue waited on), which
- * read together whenever the store may have changed (a NOTIFY on the queue's channel, sent by
- * every write in its transaction, on PostgreSQL; a change of the file on SQLite; every poll
- * period on MariaDB) and, whatever the store, every WAIT_CHECK_MS in case a notice was lost:
- * one call per queue and change, which asks which of the waited tasks are done and reads
- * those (sql/tasks.h's reign__tasks_done()), however many wait.  A wait subscribes before its
- * first read, on the same worker, so that a result written after that read is always told of.
+ * search.  Wait: a wait joins its client's other waits on that queue (one `hub` per client,
+ * one `wqueue` per queue waited on), which read together at once (a task done already is
+ * answered then), whenever the store may have changed (a NOTIFY on the queue's channel, sent
+ * by every write in its transaction, on PostgreSQL; a change of the file on SQLite; every poll
+ * period on MariaDB) and, whatever the store, every REIGN__TASKS_SQL_CHECK_MS in case a notice
+ * was lost: one call per queue and change, which asks which of the waited tasks are done and
+ * reads those (sql/tasks.h's reign__tasks_done()), however many wait.  The client subscribes
+ * before the first read, on the same worker, so that a result written after a read is always
+ * told of.
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,9 +24,8 @@
 #include "sql/worker.h"
 #include "tasks_internal.h"
 
-#define RETRY_MS      1000 /* a submit whose answer was lost is sent again this often */
-#define SUBMIT_TRIES  10   /* ... this many times, then its error is the answer */
-#define WAIT_CHECK_MS 5000 /* a wait reads its task at least this often */
+#define RETRY_MS     1000 /* a submit whose answer was lost is sent again this often */
+#define SUBMIT_TRIES 10   /* ... this many times, then its error is the answer */
 
 /* What travels to the worker and back. */
 typedef struct call {
@@ -94,6 +94,21 @@ static int run_submits(reign__sqlconn *conn, const char *dc, void *const *ctxs, 
     reign__free(v);
     reign__free(s);
     return rc;
+}
+
+bool reign__tasks_sql_listen(reign__sqlw *sw, const char *queue)
+{
+    if (!reign__sqlw_notifies(sw))
+        return false;
+    char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
+    snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", queue);
+    return reign__sqlw_submit(sw, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
+}
+
+int reign__tasks_sql_idle_ms(reign_client *client)
+{
+    return reign__sqlw_notifies(reign__client_sql(client)) ? REIGN__TASKS_SQL_CHECK_MS
+                                                           : reign__client_lease(client)->poll_ms;
 }
 
 void reign__tasks_sql_info(const reign__task_row *r, reign_task_info *info)
@@ -437,7 +452,7 @@ static void hub_read_all(hub *h)
 /* The next read of every queue, at the latest: a poll period where nothing is notified. */
 static void hub_arm(hub *h)
 {
-    int ms = reign__sqlw_notifies(h->w) ? WAIT_CHECK_MS : reign__client_lease(h->client)->poll_ms;
+    int ms = reign__tasks_sql_idle_ms(h->client);
     reign__timer_start(reign__client_timers(h->client), &h->timer,
                        reign__now_ns() + (int64_t)ms * REIGN__NS_PER_MS);
 }
@@ -505,12 +520,8 @@ static int wq_join(req *q)
         wq->hub = h;
         wq->next = h->queues;
         h->queues = wq;
-        if (reign__sqlw_notifies(h->w)) {
-            /* Before its first read, on the same worker: a result written after it is told. */
-            char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
-            snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", wq->queue);
-            (void)reign__sqlw_submit(h->w, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL);
-        }
+        /* Before its first read, on the same worker: a result written after it is told. */
+        (void)reign__tasks_sql_listen(h->w, wq->queue);
     }
     if (!reign__timer_armed(&h->timer))
         hub_arm(h);

@@ -12,9 +12,9 @@
  *
  * The worker reads the rows assigned to its token whenever the store may have changed them (a
  * NOTIFY on the queue's channel on PostgreSQL, the file's change on SQLite, every poll period
- * on MariaDB, and every CHECK_MS anyway), keeps up to `concurrency` running (RUN) and the rest
- * ready.  A running task no longer assigned to the token was taken back: CANCEL.  When the
- * registration goes (UNREGISTERED: the session was lost or the row deleted) the tasks of the
+ * on MariaDB, and every REIGN__TASKS_SQL_CHECK_MS anyway), keeps up to `concurrency` running (RUN)
+ * and the rest ready.  A running task no longer assigned to the token was taken back: CANCEL.  When
+ * the registration goes (UNREGISTERED: the session was lost or the row deleted) the tasks of the
  * old token are no longer ours: running ones get CANCEL, the rest are forgotten, and the new
  * registration's token is read afresh.  A result being written keeps the token it ran under.
  *
@@ -38,7 +38,6 @@
 #define T_RECORDING 4 /* the result is being written */
 
 #define RETRY_MS 1000 /* a failed read or write is tried again after this long */
-#define CHECK_MS 5000 /* the assigned rows are read at least this often */
 
 #define TOKEN_MAX 96
 
@@ -63,15 +62,7 @@ typedef struct pend {
 
 typedef struct sworker {
     reign_tasks_worker head; /* first: the client calls us through it; tasks_api.c too */
-    reign_client *client;
     reign__sqlw *sw;
-    const reign__logger *log;
-    char *queue, *gname, *id;
-    int concurrency, prefetch;
-    reign_tasks_worker_cb *cb;
-    void *userdata;
-    reign_group *group;
-    reign__life life;
     char token[TOKEN_MAX]; /* our registration's node; "" while not registered */
     reign__tmap tasks;     /* every task we hold: T_* flags */
     ritem *ready;          /* T_READY tasks, oldest first */
@@ -98,38 +89,12 @@ typedef struct fcall {
     size_t output_len;
 } fcall;
 
-static void worker_destroy(sworker *w);
 static void read_mine(sworker *w);
 static void start_more(sworker *w);
 
-static void enter(sworker *w)
-{
-    reign__life_enter(&w->life);
-}
-
-static void leave(sworker *w)
-{
-    if (reign__life_leave(&w->life))
-        worker_destroy(w);
-}
-
-static void emit(sworker *w, reign_tasks_event *ev)
-{
-    if (w->cb && reign__life_live(&w->life))
-        w->cb(&w->head, ev, w->userdata);
-}
-
-static void report(sworker *w, int err, const char *what)
-{
-    reign__log(w->log, REIGN_LOG_WARN, "tasks %s: worker %s: %s: %s", w->queue, w->id, what,
-               reign_strerror(err));
-    reign_tasks_event ev = {.type = REIGN_TASKS_ERROR, .error = err, .message = what};
-    emit(w, &ev);
-}
-
 static reign__timers *timers(sworker *w)
 {
-    return reign__client_timers(w->client);
+    return reign__client_timers(w->head.base.client);
 }
 
 static bool lost(int rc)
@@ -165,7 +130,7 @@ static void drop_all(sworker *w)
         w->ready = r->next;
         ritem_free(r);
     }
-    for (size_t i = 0; i < w->tasks.cap && reign__life_live(&w->life); i++) {
+    for (size_t i = 0; i < w->tasks.cap && reign__life_live(&w->head.base.life); i++) {
         if (!reign__tmap_live(&w->tasks, i) || (w->tasks.v[i].flags & T_RECORDING))
             continue;
         char *t = reign__strdup(w->tasks.v[i].key);
@@ -175,7 +140,7 @@ static void drop_all(sworker *w)
             w->slots--;
         reign_tasks_event ev = {.type = REIGN_TASKS_CANCEL, .task = t};
         if (t && running)
-            emit(w, &ev);
+            reign__tasks_worker_emit(&w->head, &ev);
         reign__free(t);
     }
 }
@@ -231,7 +196,7 @@ static void reconcile(sworker *w, reign__task_rows *rows)
         *tail = it;
         tail = &it->next;
     }
-    for (size_t i = 0; i < w->tasks.cap && reign__life_live(&w->life); i++) {
+    for (size_t i = 0; i < w->tasks.cap && reign__life_live(&w->head.base.life); i++) {
         if (!reign__tmap_live(&w->tasks, i) || (w->tasks.v[i].flags & T_RECORDING) ||
             reign__tmap_get(&seen, w->tasks.v[i].key))
             continue;
@@ -246,7 +211,7 @@ static void reconcile(sworker *w, reign__task_rows *rows)
             if (w->slots)
                 w->slots--;
             reign_tasks_event ev = {.type = REIGN_TASKS_CANCEL, .task = t};
-            emit(w, &ev);
+            reign__tasks_worker_emit(&w->head, &ev);
         }
         reign__free(t);
     }
@@ -258,8 +223,8 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *res)
 {
     sworker *w = owner;
     rcall *c = res->ctx;
-    enter(w);
-    if (reign__life_stale(&w->life, arg, 0))
+    reign__life_enter(&w->head.base.life);
+    if (reign__life_stale(&w->head.base.life, arg, 0))
         goto out;
     w->reading = false;
     if (strcmp(c->token, w->token) != 0) {
@@ -271,23 +236,23 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *res)
         goto out; /* the client is closing: nothing more to read */
     if (res->rc < 0) {
         if (!lost(res->rc))
-            report(w, res->rc, "reading our tasks");
+            reign__tasks_worker_report(&w->head, res->rc, "reading our tasks");
         later(w, RETRY_MS);
         goto out;
     }
     reconcile(w, &c->rows);
-    if (reign__life_live(&w->life))
+    if (reign__life_live(&w->head.base.life))
         start_more(w);
-    if (!reign__life_live(&w->life))
+    if (!reign__life_live(&w->head.base.life))
         goto out;
     if (w->again) {
         w->again = false;
         read_mine(w);
     } else {
-        later(w, reign__sqlw_notifies(w->sw) ? CHECK_MS : reign__client_lease(w->client)->poll_ms);
+        later(w, reign__tasks_sql_idle_ms(w->head.base.client));
     }
 out:
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void read_mine(sworker *w)
@@ -299,22 +264,18 @@ static void read_mine(sworker *w)
         return;
     }
     reign__timer_stop(timers(w), &w->poll);
-    if (!w->listening && reign__sqlw_notifies(w->sw)) {
-        /* Before the read, on the same worker: an assignment after it is told of. */
-        char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
-        snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", w->queue);
-        w->listening =
-            reign__sqlw_submit(w->sw, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
-    }
+    /* Before the read, on the same worker: an assignment after it is told of. */
+    if (!w->listening)
+        w->listening = reign__tasks_sql_listen(w->sw, w->head.base.queue);
     rcall *c = reign__calloc(1, sizeof(*c));
-    if (!c || !(c->queue = reign__strdup(w->queue))) {
+    if (!c || !(c->queue = reign__strdup(w->head.base.queue))) {
         reign__free(c);
         later(w, RETRY_MS);
         return;
     }
     memcpy(c->token, w->token, sizeof c->token);
     if (reign__sqlw_call(w->sw, "tasks", run_read, c, rcall_free, w, on_read,
-                         REIGN__LIFE_ARG(&w->life, 0, 0)) < 0) {
+                         REIGN__LIFE_ARG(&w->head.base.life, 0, 0)) < 0) {
         rcall_free(c);
         later(w, RETRY_MS);
         return;
@@ -325,7 +286,8 @@ static void read_mine(sworker *w)
 /* Gives RUN to ready tasks while a slot is free. */
 static void start_more(sworker *w)
 {
-    while (w->slots < (size_t)w->concurrency && w->ready && reign__life_live(&w->life)) {
+    while (w->slots < (size_t)w->head.concurrency && w->ready &&
+           reign__life_live(&w->head.base.life)) {
         ritem *it = w->ready;
         w->ready = it->next;
         reign__tmap_entry *e = reign__tmap_get(&w->tasks, it->task);
@@ -334,7 +296,7 @@ static void start_more(sworker *w)
             w->slots++;
             reign_tasks_event ev = {
                 .type = REIGN_TASKS_RUN, .task = it->task, .data = it->data, .data_len = it->len};
-            emit(w, &ev);
+            reign__tasks_worker_emit(&w->head, &ev);
         }
         ritem_free(it);
     }
@@ -344,20 +306,20 @@ static void on_kick(reign__timer *t, void *arg)
 {
     sworker *w = arg;
     (void)t;
-    enter(w);
-    if (reign__life_live(&w->life))
+    reign__life_enter(&w->head.base.life);
+    if (reign__life_live(&w->head.base.life))
         start_more(w);
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void on_poll(reign__timer *t, void *arg)
 {
     sworker *w = arg;
     (void)t;
-    enter(w);
-    if (reign__life_live(&w->life))
+    reign__life_enter(&w->head.base.life);
+    if (reign__life_live(&w->head.base.life))
         read_mine(w);
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 /* ---- recording results ------------------------------------------------------------------- */
@@ -410,8 +372,8 @@ static void on_finished(void *owner, void *arg, const reign__sqlw_result *res)
 {
     sworker *w = owner;
     pend *p = arg;
-    enter(w);
-    if (!reign__life_live(&w->life))
+    reign__life_enter(&w->head.base.life);
+    if (!reign__life_live(&w->head.base.life))
         goto out;
     int rc = res->rc;
     if (rc >= 0 || rc == REIGN_ENOENT) {
@@ -423,12 +385,12 @@ static void on_finished(void *owner, void *arg, const reign__sqlw_result *res)
         memcpy(task, p->task, sizeof task);
         pend_free(w, p);
         if (rc == REIGN_ENOENT) {
-            reign__log(w->log, REIGN_LOG_INFO,
-                       "tasks %s: worker %s: %s was taken back; its result is dropped", w->queue,
-                       w->id, task);
+            reign__log(w->head.base.log, REIGN_LOG_INFO,
+                       "tasks %s: worker %s: %s was taken back; its result is dropped",
+                       w->head.base.queue, w->head.base.id, task);
         } else {
             reign_tasks_event ev = {.type = REIGN_TASKS_RECORDED, .task = task};
-            emit(w, &ev);
+            reign__tasks_worker_emit(&w->head, &ev);
         }
         goto out;
     }
@@ -436,16 +398,16 @@ static void on_finished(void *owner, void *arg, const reign__sqlw_result *res)
         goto out; /* the client is closing: the master gives the task to another worker */
     /* Landed or not: the same statement, sent again, finds the result if it did. */
     if (!lost(rc))
-        report(w, rc, "recording a result");
+        reign__tasks_worker_report(&w->head, rc, "recording a result");
     reign__timer_start(timers(w), &p->timer, reign__now_ns() + RETRY_MS * REIGN__NS_PER_MS);
 out:
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void send_result(sworker *w, pend *p)
 {
     fcall *c = reign__calloc(1, sizeof(*c));
-    if (c && (c->queue = reign__strdup(w->queue)) &&
+    if (c && (c->queue = reign__strdup(w->head.base.queue)) &&
         (!p->output_len || (c->output = reign__memdup(p->output, p->output_len)))) {
         memcpy(c->task, p->task, sizeof c->task);
         memcpy(c->token, p->token, sizeof c->token);
@@ -466,10 +428,10 @@ static void on_pend_timer(reign__timer *t, void *arg)
     pend *p = arg;
     sworker *w = p->w;
     (void)t;
-    enter(w);
-    if (reign__life_live(&w->life))
+    reign__life_enter(&w->head.base.life);
+    if (reign__life_live(&w->head.base.life))
         send_result(w, p);
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static int worker_done(reign_tasks_worker *base, const char *task, int exit_code, int signal,
@@ -503,8 +465,9 @@ static int worker_done(reign_tasks_worker *base, const char *task, int exit_code
     if (w->slots)
         w->slots--;
     send_result(w, p);
-    if (reign__timer_start(timers(w), &w->kick, 0) == 0 && !reign__client_processing(w->client))
-        reign__client_wake(w->client);
+    if (reign__timer_start(timers(w), &w->kick, 0) == 0 &&
+        !reign__client_processing(w->head.base.client))
+        reign__client_wake(w->head.base.client);
     return 0;
 }
 
@@ -516,7 +479,7 @@ static size_t worker_running(const reign_tasks_worker *base)
 static int64_t worker_valid_until(const reign_tasks_worker *base)
 {
     const sworker *w = (const sworker *)base;
-    return w->token[0] ? reign__sql_session_valid_until(w->client) : 0;
+    return w->token[0] ? reign__sql_session_valid_until(w->head.base.client) : 0;
 }
 
 /* ---- the registration and the object ----------------------------------------------------- */
@@ -525,45 +488,46 @@ static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
 {
     sworker *w = ud;
     (void)g;
-    enter(w);
+    reign__life_enter(&w->head.base.life);
     if (ev->type == REIGN_GROUP_REGISTERED && ev->node && strcmp(ev->node, w->token) != 0) {
         /* A new token: whatever the old one held is the master's to take back. */
         drop_all(w);
         snprintf(w->token, sizeof w->token, "%s", ev->node);
         reign_tasks_event te = {.type = REIGN_TASKS_REGISTERED};
-        emit(w, &te);
-        if (reign__life_live(&w->life))
+        reign__tasks_worker_emit(&w->head, &te);
+        if (reign__life_live(&w->head.base.life))
             read_mine(w);
     } else if (ev->type == REIGN_GROUP_UNREGISTERED) {
         w->token[0] = '\0';
         drop_all(w);
     } else if (ev->type == REIGN_GROUP_ERROR) {
-        report(w, ev->error, ev->message ? ev->message : "registering");
+        reign__tasks_worker_report(&w->head, ev->error, ev->message ? ev->message : "registering");
     }
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void worker_conn(reign__recipe *rp, reign_conn_state st)
 {
     sworker *w = (sworker *)rp;
-    enter(w);
+    reign__life_enter(&w->head.base.life);
     if (st == REIGN_CONN_CONNECTED) {
         w->listening = false;
         w->reading = false; /* a read of the old connection answers no more */
-        reign__life_bump(&w->life);
+        reign__life_bump(&w->head.base.life);
     }
-    if ((st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED) && reign__life_live(&w->life))
+    if ((st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED) &&
+        reign__life_live(&w->head.base.life))
         read_mine(w);
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void worker_changed(reign__recipe *rp)
 {
     sworker *w = (sworker *)rp;
-    enter(w);
-    if (reign__life_live(&w->life))
+    reign__life_enter(&w->head.base.life);
+    if (reign__life_live(&w->head.base.life))
         read_mine(w);
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void worker_free_fields(sworker *w)
@@ -578,17 +542,16 @@ static void worker_free_fields(sworker *w)
         ritem_free(r);
     }
     reign__tmap_clear(&w->tasks);
-    reign__free(w->queue);
-    reign__free(w->gname);
-    reign__free(w->id);
+    reign__tasks_base_clear(&w->head.base);
     reign__free(w);
 }
 
-static void worker_destroy(sworker *w)
+/* The whole of a free (tasks_api.c), or of a failed start. */
+static void worker_destroy(reign_tasks_worker *head)
 {
+    sworker *w = (sworker *)head;
     reign__sqlw_forget(w->sw, w);
-    reign_group_free(w->group);
-    reign__client_detach(w->client, &w->head.recipe);
+    reign__tasks_worker_detach(&w->head);
     worker_free_fields(w);
 }
 
@@ -599,23 +562,13 @@ static void worker_on_destroy(reign__recipe *rp)
     worker_free_fields(w); /* the client frees the group itself */
 }
 
-static void worker_free(reign_tasks_worker *base)
-{
-    sworker *w = (sworker *)base;
-    if (!reign__life_request_free(&w->life))
-        return;
-    w->cb = NULL;
-    if (!reign__life_busy(&w->life))
-        worker_destroy(w);
-}
-
 static const reign__recipe_ops worker_ops = {
     .conn = worker_conn, .destroy = worker_on_destroy, .changed = worker_changed};
 
 static const reign__tasks_worker_ops sql_ops = {.done = worker_done,
                                                 .running = worker_running,
                                                 .valid_until = worker_valid_until,
-                                                .free = worker_free};
+                                                .destroy = worker_destroy};
 
 int reign__tasks_worker_sql(reign_tasks_worker **ret, reign_client *client, const char *queue,
                             const reign_tasks_worker_options *o)
@@ -625,36 +578,12 @@ int reign__tasks_worker_sql(reign_tasks_worker **ret, reign_client *client, cons
         return REIGN_ENOMEM;
     reign__timer_init(&w->kick, on_kick, w);
     reign__timer_init(&w->poll, on_poll, w);
-    w->head.recipe.ops = &worker_ops;
-    w->head.ops = &sql_ops;
-    w->client = client;
     w->sw = reign__client_sql(client);
-    w->log = reign__client_log(client);
-    w->concurrency = o->concurrency;
-    w->prefetch = o->prefetch;
-    w->cb = o->cb;
-    w->userdata = o->userdata;
-    w->queue = reign__strdup(queue);
-    w->gname = reign__tasks_group_name(queue);
-    w->id = reign__strdup(o->id);
-    if (!w->queue || !w->gname || !w->id) {
-        worker_free_fields(w);
-        return REIGN_ENOMEM;
-    }
-    reign__client_attach(client, &w->head.recipe);
-    char payload[REIGN__TASKS_LIMITS_MAX];
-    size_t n = reign__tasks_limits_build(payload, w->concurrency, w->prefetch);
-    reign_group_options go = {.size = sizeof(go),
-                              .id = w->id,
-                              .data = payload,
-                              .data_len = n,
-                              .cb = on_group,
-                              .userdata = w};
-    int rc = reign_group_register(&w->group, client, w->gname, &go);
+    int rc = reign__tasks_worker_init(&w->head, &sql_ops, &worker_ops, client, queue, o);
     if (rc < 0) {
-        worker_destroy(w);
+        worker_free_fields(w);
         return rc;
     }
-    *ret = &w->head;
-    return 0;
+    reign__client_attach(client, &w->head.base.recipe);
+    return reign__tasks_worker_register(&w->head, on_group, w, ret);
 }

@@ -48,16 +48,11 @@ typedef struct pend {
 } pend;
 
 typedef struct zworker {
-    reign_tasks_worker head; /* first: the client calls us through it; tasks_api.c too */
-    reign_client *client;
+    /* First: the client calls us through it; tasks_api.c too.  Its life's epoch is bumped per
+     * session: answers of an older one are dropped. */
+    reign_tasks_worker head;
     reign__zk *zk;
-    const reign__logger *log;
-    char *queue, *gname, *id, *dir;
-    int concurrency, prefetch;
-    reign_tasks_worker_cb *cb;
-    void *userdata;
-    reign_group *group;
-    reign__life life; /* the epoch bumped per session: answers of an older one are dropped */
+    char *dir;
     reign__tmap tasks;
     size_t slots; /* tasks running: RUN given, done not yet called */
     size_t ahead; /* tasks read ahead: being read (T_READING) or waiting for a slot (T_READY) */
@@ -70,34 +65,8 @@ typedef struct zworker {
     bool holding;      /* holds the client's validity (reign__client_hold_validity) */
 } zworker;
 
-static void worker_destroy(zworker *w);
 static void list_mine(zworker *w);
 static void start_more(zworker *w);
-
-static void enter(zworker *w)
-{
-    reign__life_enter(&w->life);
-}
-
-static void leave(zworker *w)
-{
-    if (reign__life_leave(&w->life))
-        worker_destroy(w);
-}
-
-static void emit(zworker *w, reign_tasks_event *ev)
-{
-    if (w->cb && reign__life_live(&w->life))
-        w->cb(&w->head, ev, w->userdata);
-}
-
-static void report(zworker *w, int err, const char *what)
-{
-    reign__log(w->log, REIGN_LOG_WARN, "tasks %s: worker %s: %s: %s", w->queue, w->id, what,
-               reign_strerror(err));
-    reign_tasks_event ev = {.type = REIGN_TASKS_ERROR, .error = err, .message = what};
-    emit(w, &ev);
-}
 
 static pend *pend_new(zworker *w, const char *task)
 {
@@ -107,7 +76,7 @@ static pend *pend_new(zworker *w, const char *task)
         return NULL;
     }
     p->w = w;
-    p->epoch = w->life.epoch;
+    p->epoch = w->head.base.life.epoch;
     reign__buf_init(&p->rec);
     p->next = w->pends;
     if (p->next)
@@ -168,13 +137,13 @@ static void run_task(zworker *w, reign__tmap_entry *e, const char *task, const v
     e->ptr = NULL;
     w->slots++;
     reign_tasks_event ev = {.type = REIGN_TASKS_RUN, .task = task, .data = data, .data_len = len};
-    emit(w, &ev);
+    reign__tasks_worker_emit(&w->head, &ev);
 }
 
 static char *task_path(zworker *w, const char *dir, const char *task)
 {
-    return dir ? reign__tasks_path(w->queue, dir, task, NULL)
-               : reign__tasks_path(w->queue, REIGN__N_ASSIGN, w->id, task);
+    return dir ? reign__tasks_path(w->head.base.queue, dir, task, NULL)
+               : reign__tasks_path(w->head.base.queue, REIGN__N_ASSIGN, w->head.base.id, task);
 }
 
 static void on_task_read(void *owner, void *arg, const reign__zk_result *r);
@@ -183,7 +152,7 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r);
  * result. */
 static int read_task(zworker *w, pend *p)
 {
-    char *path = reign__tasks_payload_path(w->queue, p->task);
+    char *path = reign__tasks_payload_path(w->head.base.queue, p->task);
     int rc =
         path ? reign__zk_get(w->zk, path, NULL, REIGN__ZK_RETRY, w, on_task_read, p) : REIGN_ENOMEM;
     reign__free(path);
@@ -196,8 +165,8 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
 {
     zworker *w = owner;
     pend *p = arg;
-    enter(w);
-    if (!reign__life_current(&w->life, p->epoch))
+    reign__life_enter(&w->head.base.life);
+    if (!reign__life_current(&w->head.base.life, p->epoch))
         goto out;
     reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
     if (!e || !(e->flags & T_READING))
@@ -214,25 +183,26 @@ static void on_task_read(void *owner, void *arg, const reign__zk_result *r)
             *w->ready_tail = p;
             w->ready_tail = &p->rnext;
             start_more(w);
-            leave(w);
+            reign__tasks_worker_leave(&w->head);
             return;
         }
-        report(w, rc, "keeping a task's payload until a slot is free");
+        reign__tasks_worker_report(&w->head, rc, "keeping a task's payload until a slot is free");
         forget_task(w, p->task);
         start_more(w);
     } else {
         /* ENOENT: moved away or finished elsewhere meanwhile; foreign data: never run */
         if (r->rc == 0)
-            report(w, REIGN_EFOREIGN, "a task's node holds foreign data; not run");
+            reign__tasks_worker_report(&w->head, REIGN_EFOREIGN,
+                                       "a task's node holds foreign data; not run");
         else if (r->rc != REIGN_ENOENT)
-            report(w, r->rc, "reading a task");
+            reign__tasks_worker_report(&w->head, r->rc, "reading a task");
         forget_task(w, p->task);
-        if (reign__life_live(&w->life))
+        if (reign__life_live(&w->head.base.life))
             start_more(w);
     }
 out:
     pend_free(w, p);
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void start_task(zworker *w, const char *task)
@@ -256,7 +226,7 @@ static void start_task(zworker *w, const char *task)
  * name of the last listing has been taken up. */
 static bool want_listing(const zworker *w)
 {
-    if (w->ahead >= (size_t)w->concurrency)
+    if (w->ahead >= (size_t)w->head.concurrency)
         return false;
     for (size_t i = 0; i < w->n_listed; i++)
         if (w->listed[i])
@@ -267,7 +237,8 @@ static bool want_listing(const zworker *w)
 /* Runs the tasks read while slots are free, then reads ahead as many as may run at once. */
 static void start_more(zworker *w)
 {
-    while (w->ready && w->slots < (size_t)w->concurrency && reign__life_live(&w->life)) {
+    while (w->ready && w->slots < (size_t)w->head.concurrency &&
+           reign__life_live(&w->head.base.life)) {
         pend *p = w->ready;
         unready(w, p);
         reign__tmap_entry *e = reign__tmap_get(&w->tasks, p->task);
@@ -275,9 +246,9 @@ static void start_more(zworker *w)
             run_task(w, e, p->task, p->rec.data, p->rec.len);
         pend_free(w, p);
     }
-    if (!reign__life_live(&w->life))
+    if (!reign__life_live(&w->head.base.life))
         return;
-    for (size_t i = 0; i < w->n_listed && w->ahead < (size_t)w->concurrency; i++) {
+    for (size_t i = 0; i < w->n_listed && w->ahead < (size_t)w->head.concurrency; i++) {
         char *t = w->listed[i];
         if (!t)
             continue;
@@ -297,21 +268,21 @@ static void on_mine_event(void *owner, void *arg, reign__zk_event ev, const char
     zworker *w = owner;
     (void)ev;
     (void)path;
-    if (reign__life_stale(&w->life, arg, 0))
+    if (reign__life_stale(&w->head.base.life, arg, 0))
         return;
-    enter(w);
+    reign__life_enter(&w->head.base.life);
     /* Listed again when that could give us work (see want_listing). */
     w->dirty = true;
     if (want_listing(w))
         list_mine(w);
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
 {
     zworker *w = owner;
-    enter(w);
-    if (reign__life_stale(&w->life, arg, 0))
+    reign__life_enter(&w->head.base.life);
+    if (reign__life_stale(&w->head.base.life, arg, 0))
         goto out;
     w->listing = false;
     if (r->rc == 0) {
@@ -343,27 +314,27 @@ static void on_mine_listed(void *owner, void *arg, const reign__zk_result *r)
             forget_task(w, t ? t : "");
             reign_tasks_event ev = {.type = REIGN_TASKS_CANCEL, .task = t};
             if (t)
-                emit(w, &ev);
+                reign__tasks_worker_emit(&w->head, &ev);
             reign__free(t);
-            if (!reign__life_live(&w->life))
+            if (!reign__life_live(&w->head.base.life))
                 goto out;
         }
         start_more(w);
     } else if (r->rc == REIGN_ENOENT) {
         /* Our directory is gone (an operator?): make it again. */
-        char *dir = reign__tasks_path(w->queue, REIGN__N_ASSIGN, w->id, NULL);
+        char *dir = reign__tasks_path(w->head.base.queue, REIGN__N_ASSIGN, w->head.base.id, NULL);
         if (dir)
             reign__zk_create(w->zk, dir, NULL, 0, REIGN__ZK_RETRY, NULL, NULL, NULL);
         reign__free(dir);
         w->dirty = true;
     } else if (r->rc != REIGN_ESESSION) {
-        report(w, r->rc, "listing our tasks");
+        reign__tasks_worker_report(&w->head, r->rc, "listing our tasks");
         w->dirty = true;
     }
     if (w->dirty && want_listing(w))
         list_mine(w);
 out:
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void list_mine(zworker *w)
@@ -372,7 +343,7 @@ static void list_mine(zworker *w)
         return; /* dirty: again after this one, if wanted */
     w->dirty = false;
     if (reign__zk_children(w->zk, w->dir, on_mine_event, REIGN__ZK_RETRY, w, on_mine_listed,
-                           REIGN__LIFE_ARG(&w->life, 0, 0)) == 0)
+                           REIGN__LIFE_ARG(&w->head.base.life, 0, 0)) == 0)
         w->listing = true;
 }
 
@@ -384,18 +355,18 @@ static void recorded(zworker *w, pend *p)
 {
     forget_task(w, p->task);
     reign_tasks_event ev = {.type = REIGN_TASKS_RECORDED, .task = p->task};
-    emit(w, &ev);
+    reign__tasks_worker_emit(&w->head, &ev);
     pend_free(w, p);
-    if (reign__life_live(&w->life))
+    if (reign__life_live(&w->head.base.life))
         start_more(w);
 }
 
 /* The task is not ours any more (the master gave it to another worker): no result of ours. */
 static void taken_away(zworker *w, pend *p)
 {
-    reign__log(w->log, REIGN_LOG_NOTICE,
-               "tasks %s: worker %s: %s was taken away; its result is dropped", w->queue, w->id,
-               p->task);
+    reign__log(w->head.base.log, REIGN_LOG_NOTICE,
+               "tasks %s: worker %s: %s was taken away; its result is dropped", w->head.base.queue,
+               w->head.base.id, p->task);
     forget_task(w, p->task);
     pend_free(w, p);
     start_more(w);
@@ -411,13 +382,13 @@ static void on_status_read(void *owner, void *arg, const reign__zk_result *r)
 {
     zworker *w = owner;
     pend *p = arg;
-    enter(w);
+    reign__life_enter(&w->head.base.life);
     if (r->rc == 0) {
         reign__record rec;
         reign_task_info info = {0};
         bool ours =
             reign__tasks_status_parse(r->value, r->value_len, r->stat.ctime_ms, &rec, &info) == 0;
-        ours = ours && !strcmp(info.worker, w->id);
+        ours = ours && !strcmp(info.worker, w->head.base.id);
         if (info.worker)
             reign__record_clear(&rec);
         if (ours)
@@ -428,10 +399,11 @@ static void on_status_read(void *owner, void *arg, const reign__zk_result *r)
         taken_away(w, p); /* the assignment is gone and no result of ours exists */
     } else {
         if (r->rc != REIGN_ENOENT)
-            report(w, r->rc, "checking a result after a connection loss; sending it again");
+            reign__tasks_worker_report(
+                &w->head, r->rc, "checking a result after a connection loss; sending it again");
         send_result(w, p);
     }
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void read_status(zworker *w, pend *p)
@@ -448,7 +420,7 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
 {
     zworker *w = owner;
     pend *p = arg;
-    enter(w);
+    reign__life_enter(&w->head.base.life);
     /* The parts: 0 check the assignment, 1 create the status, 2 delete the assignment,
      * [3 delete the payload]. */
     if (r->rc == 0) {
@@ -474,12 +446,12 @@ static void on_result_written(void *owner, void *arg, const reign__zk_result *r)
         p->lost = true;
         read_status(w, p);
     } else {
-        report(w, r->rc, "recording a result");
+        reign__tasks_worker_report(&w->head, r->rc, "recording a result");
         forget_task(w, p->task);
         pend_free(w, p);
         start_more(w);
     }
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 /*
@@ -492,7 +464,7 @@ static void send_result(zworker *w, pend *p)
 {
     char *assignment = task_path(w, NULL, p->task),
          *status = task_path(w, REIGN__N_STATUS, p->task);
-    char *payload = p->no_payload ? NULL : reign__tasks_payload_path(w->queue, p->task);
+    char *payload = p->no_payload ? NULL : reign__tasks_payload_path(w->head.base.queue, p->task);
     int rc = REIGN_ENOMEM;
     if (assignment && status && (p->no_payload || payload)) {
         const reign__zk_mop ops[4] = {
@@ -511,7 +483,7 @@ static void send_result(zworker *w, pend *p)
     reign__free(status);
     reign__free(payload);
     if (rc < 0) {
-        report(w, rc, "recording a result");
+        reign__tasks_worker_report(&w->head, rc, "recording a result");
         forget_task(w, p->task);
         pend_free(w, p);
     }
@@ -527,7 +499,8 @@ static int worker_done(reign_tasks_worker *base, const char *task, int exit_code
     pend *p = pend_new(w, task);
     if (!p)
         return REIGN_ENOMEM;
-    int rc = reign__tasks_status_build(&p->rec, w->id, exit_code, signal, output, output_len);
+    int rc =
+        reign__tasks_status_build(&p->rec, w->head.base.id, exit_code, signal, output, output_len);
     if (rc < 0) {
         pend_free(w, p);
         return rc;
@@ -537,18 +510,19 @@ static int worker_done(reign_tasks_worker *base, const char *task, int exit_code
     e->flags = T_RECORDING;
     if (w->slots)
         w->slots--;
-    enter(w); /* send_result may report an error, whose callback may free us */
+    /* send_result may report an error, whose callback may free us */
+    reign__life_enter(&w->head.base.life);
     send_result(w, p);
     /* The next task's RUN comes from the loop, not from inside this call: a caller that
      * answers RUN at once (or fails to start it) would otherwise nest a RUN per task read
      * ahead.  Due at 0, it runs in this turn when we are called from a callback. */
-    if (reign__life_live(&w->life)) {
-        if (reign__timer_start(reign__client_timers(w->client), &w->kick, 0) < 0)
+    if (reign__life_live(&w->head.base.life)) {
+        if (reign__timer_start(reign__client_timers(w->head.base.client), &w->kick, 0) < 0)
             start_more(w);
-        else if (!reign__client_processing(w->client))
-            reign__client_wake(w->client);
+        else if (!reign__client_processing(w->head.base.client))
+            reign__client_wake(w->head.base.client);
     }
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
     return 0;
 }
 
@@ -556,10 +530,10 @@ static void on_kick(reign__timer *t, void *arg)
 {
     zworker *w = arg;
     (void)t;
-    enter(w);
-    if (reign__life_live(&w->life))
+    reign__life_enter(&w->head.base.life);
+    if (reign__life_live(&w->head.base.life))
         start_more(w);
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static size_t worker_running(const reign_tasks_worker *base)
@@ -570,7 +544,7 @@ static size_t worker_running(const reign_tasks_worker *base)
 static int64_t worker_valid_until(const reign_tasks_worker *base)
 {
     const zworker *w = (const zworker *)base;
-    return w->holding ? reign__client_valid_until(w->client) : 0;
+    return w->holding ? reign__client_valid_until(w->head.base.client) : 0;
 }
 
 /* ---- sessions and the object ----------------------------------------------------- */
@@ -579,14 +553,14 @@ static void on_group(reign_group *g, const reign_group_event *ev, void *ud)
 {
     zworker *w = ud;
     (void)g;
-    enter(w);
+    reign__life_enter(&w->head.base.life);
     if (ev->type == REIGN_GROUP_REGISTERED) {
         reign_tasks_event te = {.type = REIGN_TASKS_REGISTERED};
-        emit(w, &te);
+        reign__tasks_worker_emit(&w->head, &te);
     } else if (ev->type == REIGN_GROUP_ERROR) {
-        report(w, ev->error, ev->message ? ev->message : "registering");
+        reign__tasks_worker_report(&w->head, ev->error, ev->message ? ev->message : "registering");
     }
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 /* Holds the client's validity, or lets it go. */
@@ -595,7 +569,7 @@ static void hold(zworker *w, bool on)
     if (w->holding == on)
         return;
     w->holding = on;
-    reign__client_hold_validity(w->client, on ? +1 : -1);
+    reign__client_hold_validity(w->head.base.client, on ? +1 : -1);
 }
 
 /* Our directory is made on this session: its answer is the first proof the validity counts
@@ -605,14 +579,14 @@ static void on_dir_made(void *owner, void *arg, const reign__zk_result *r)
 {
     zworker *w = owner;
     (void)r;
-    if (!reign__life_stale(&w->life, arg, 0))
+    if (!reign__life_stale(&w->head.base.life, arg, 0))
         hold(w, true);
 }
 
 /* A new session: start over. */
 static void new_session(zworker *w)
 {
-    reign__life_bump(&w->life);
+    reign__life_bump(&w->head.base.life);
     hold(w, false);
     w->listing = false;
     /* Read ahead on the old session: read again on this one. */
@@ -621,23 +595,23 @@ static void new_session(zworker *w)
             forget_task(w, w->tasks.v[i].key);
     /* Results being recorded stay: their writes fail with the old session
      * and are looked for, then sent again, on this one. */
-    reign__tasks_make_dirs(w->zk, w->queue);
+    reign__tasks_make_dirs(w->zk, w->head.base.queue);
     reign__zk_create(w->zk, w->dir, NULL, 0, REIGN__ZK_RETRY, w, on_dir_made,
-                     REIGN__LIFE_ARG(&w->life, 0, 0));
+                     REIGN__LIFE_ARG(&w->head.base.life, 0, 0));
     list_mine(w);
 }
 
 static void worker_conn(reign__recipe *rp, reign_conn_state st)
 {
     zworker *w = (zworker *)rp;
-    enter(w);
+    reign__life_enter(&w->head.base.life);
     if (st == REIGN_CONN_LOST || st == REIGN_CONN_CLOSED)
         hold(w, false); /* no proof to come, until a reconnection */
     else if (st == REIGN_CONN_RECONNECTED)
         hold(w, true); /* the same session: the client proves it again at once */
     if (st == REIGN_CONN_LOST) {
         /* The master may give our tasks to others: stop them. */
-        for (size_t i = 0; i < w->tasks.cap && reign__life_live(&w->life); i++) {
+        for (size_t i = 0; i < w->tasks.cap && reign__life_live(&w->head.base.life); i++) {
             if (!reign__tmap_live(&w->tasks, i) || (w->tasks.v[i].flags & T_RECORDING))
                 continue;
             char *t = reign__strdup(w->tasks.v[i].key);
@@ -645,37 +619,36 @@ static void worker_conn(reign__recipe *rp, reign_conn_state st)
             forget_task(w, t ? t : "");
             reign_tasks_event ev = {.type = REIGN_TASKS_CANCEL, .task = t};
             if (t && running)
-                emit(w, &ev);
+                reign__tasks_worker_emit(&w->head, &ev);
             reign__free(t);
         }
-    } else if (st == REIGN_CONN_CONNECTED && reign__life_live(&w->life)) {
+    } else if (st == REIGN_CONN_CONNECTED && reign__life_live(&w->head.base.life)) {
         new_session(w);
     }
-    leave(w);
+    reign__tasks_worker_leave(&w->head);
 }
 
 static void worker_free_fields(zworker *w)
 {
-    reign__timer_stop(reign__client_timers(w->client), &w->kick);
+    reign__timer_stop(reign__client_timers(w->head.base.client), &w->kick);
     while (w->pends)
         pend_free(w, w->pends);
     reign__tmap_clear(&w->tasks);
     for (size_t i = 0; i < w->n_listed; i++)
         reign__free(w->listed[i]);
     reign__free(w->listed);
-    reign__free(w->queue);
-    reign__free(w->gname);
-    reign__free(w->id);
+    reign__tasks_base_clear(&w->head.base);
     reign__free(w->dir);
     reign__free(w);
 }
 
-static void worker_destroy(zworker *w)
+/* The whole of a free (tasks_api.c), or of a failed start. */
+static void worker_destroy(reign_tasks_worker *head)
 {
+    zworker *w = (zworker *)head;
     hold(w, false);
     reign__zk_forget(w->zk, w);
-    reign_group_free(w->group);
-    reign__client_detach(w->client, &w->head.recipe);
+    reign__tasks_worker_detach(&w->head);
     worker_free_fields(w);
 }
 
@@ -688,12 +661,10 @@ static void worker_on_destroy(reign__recipe *rp)
 
 static const reign__recipe_ops worker_ops = {.conn = worker_conn, .destroy = worker_on_destroy};
 
-static void worker_free(reign_tasks_worker *base);
-
 static const reign__tasks_worker_ops zk_ops = {.done = worker_done,
                                                .running = worker_running,
                                                .valid_until = worker_valid_until,
-                                               .free = worker_free};
+                                               .destroy = worker_destroy};
 
 int reign__tasks_worker_zk(reign_tasks_worker **ret, reign_client *client, const char *queue,
                            const reign_tasks_worker_options *opts)
@@ -703,52 +674,19 @@ int reign__tasks_worker_zk(reign_tasks_worker **ret, reign_client *client, const
     if (!w)
         return REIGN_ENOMEM;
     reign__timer_init(&w->kick, on_kick, w);
-    w->head.recipe.ops = &worker_ops;
-    w->head.ops = &zk_ops;
-    w->client = client;
     w->zk = reign__client_zk(client);
-    w->log = reign__client_log(client);
-    w->concurrency = o.concurrency;
-    w->prefetch = o.prefetch;
     w->ready_tail = &w->ready;
-    w->cb = o.cb;
-    w->userdata = o.userdata;
-    w->queue = reign__strdup(queue);
-    w->gname = reign__tasks_group_name(queue);
-    w->id = reign__strdup(o.id);
-    w->dir = reign__tasks_path(queue, REIGN__N_ASSIGN, o.id, NULL);
-    if (!w->queue || !w->gname || !w->id || !w->dir) {
+    int rc = reign__tasks_worker_init(&w->head, &zk_ops, &worker_ops, client, queue, &o);
+    if (rc == 0 && !(w->dir = reign__tasks_path(queue, REIGN__N_ASSIGN, o.id, NULL)))
+        rc = REIGN_ENOMEM;
+    if (rc < 0) {
         worker_free_fields(w);
-        return REIGN_ENOMEM;
+        return rc;
     }
-    reign__client_attach(client, &w->head.recipe);
+    reign__client_attach(client, &w->head.base.recipe);
     /* The directory before the registration (the book's order), so the
      * master never sees a worker it cannot assign to. */
     if (reign__zk_connected(w->zk))
         new_session(w);
-    char payload[REIGN__TASKS_LIMITS_MAX];
-    size_t n = reign__tasks_limits_build(payload, w->concurrency, w->prefetch);
-    reign_group_options go = {.size = sizeof(go),
-                              .id = w->id,
-                              .data = payload,
-                              .data_len = n,
-                              .cb = on_group,
-                              .userdata = w};
-    int rc = reign_group_register(&w->group, client, w->gname, &go);
-    if (rc < 0) {
-        worker_destroy(w);
-        return rc;
-    }
-    *ret = &w->head;
-    return 0;
-}
-
-static void worker_free(reign_tasks_worker *base)
-{
-    zworker *w = (zworker *)base;
-    if (!reign__life_request_free(&w->life))
-        return;
-    w->cb = NULL;
-    if (!reign__life_busy(&w->life))
-        worker_destroy(w);
+    return reign__tasks_worker_register(&w->head, on_group, w, ret);
 }

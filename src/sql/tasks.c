@@ -236,21 +236,34 @@ static int begin(reign__sqlconn *c, char *err, size_t errlen)
     return rc < 0 ? rc : 0;
 }
 
-/* The watchers of the queue are told (PostgreSQL: on commit) if the transaction changed a row,
- * then COMMIT; rolled back on failure.  Only a change is told: the master listens to the queue
- * too, and a round that changed nothing would otherwise wake it for another, without end. */
-static int notify_queue(reign__sqlconn *c, const char *dc, const char *queue, char *err,
+/* Who a change concerns (tasks.h): the queue's master and waiters, its workers. */
+#define TOLD_QUEUE   1
+#define TOLD_WORKERS 2
+
+/* The watchers a change concerns are told (PostgreSQL: on commit). */
+static int notify_queue(reign__sqlconn *c, const char *dc, const char *queue, int told, char *err,
                         size_t errlen)
 {
-    char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
-    snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s", queue);
-    return reign__sql_notify(c, dc, name, err, errlen);
+    char name[REIGN__TASKS_LISTEN_MAX];
+    int rc = 0;
+    if (told & TOLD_QUEUE) {
+        snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s", queue);
+        rc = reign__sql_notify(c, dc, name, err, errlen);
+    }
+    if (rc >= 0 && (told & TOLD_WORKERS)) {
+        snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s" REIGN__TASKS_WORKERS, queue);
+        rc = reign__sql_notify(c, dc, name, err, errlen);
+    }
+    return rc;
 }
 
-static int commit(reign__sqlconn *c, const char *dc, const char *queue, bool changed, char *err,
+/* Those the transaction's change concerns are told (`told`, TOLD_*; 0: nothing changed), then
+ * COMMIT; rolled back on failure.  Only a change is told: the master listens to the queue too,
+ * and a round that changed nothing would otherwise wake it for another, without end. */
+static int commit(reign__sqlconn *c, const char *dc, const char *queue, int told, char *err,
                   size_t errlen)
 {
-    int rc = changed ? notify_queue(c, dc, queue, err, errlen) : 0;
+    int rc = told ? notify_queue(c, dc, queue, told, err, errlen) : 0;
     if (rc >= 0)
         rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
     if (rc < 0) {
@@ -406,10 +419,10 @@ int reign__tasks_submit_batch(reign__sqlconn *c, const char *dc, reign__tasks_su
         for (size_t j = 0; !told && j < i; j++)
             told = v[j]->made && !strcmp(v[j]->queue, v[i]->queue);
         if (!told)
-            rc = notify_queue(c, dc, v[i]->queue, err, errlen);
+            rc = notify_queue(c, dc, v[i]->queue, TOLD_QUEUE, err, errlen);
     }
     if (rc >= 0)
-        rc = commit(c, dc, NULL, false, err, errlen);
+        rc = commit(c, dc, NULL, 0, err, errlen);
     else
         reign__sql_rollback(c);
     for (size_t i = 0; i < n; i++) {
@@ -581,7 +594,7 @@ int reign__tasks_delete(reign__sqlconn *c, const char *dc, const char *queue, co
         reign__sql_rollback(c);
         return rc < 0 ? rc : REIGN_ENOENT;
     }
-    return commit(c, dc, queue, true, err, errlen);
+    return commit(c, dc, queue, TOLD_QUEUE, err, errlen);
 }
 
 /* ---- the master ------------------------------------------------------------------------------ */
@@ -682,17 +695,17 @@ int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
         reign__task_rows_free(out);
         return rc;
     }
-    if ((rc = commit(c, dc, queue, out->n > 0, err, errlen)) < 0)
+    if ((rc = commit(c, dc, queue, out->n > 0 ? TOLD_WORKERS : 0, err, errlen)) < 0)
         reign__task_rows_free(out);
     return rc;
 }
 
 /* One statement fenced by the master's lease (begin_fenced), on the queue's rows: {1} data
- * center, {2} queue, {3} arg.  The rows changed, or a negative code; *deposed set when the
- * fence refused (nothing changed). */
+ * center, {2} queue, {3} arg; `told` as commit()'s.  The rows changed, or a negative code;
+ * *deposed set when the fence refused (nothing changed). */
 static int fenced_write(reign__sqlconn *c, const char *dc, const char *queue,
                         const reign__tasks_fence *f, const char *what, const char *sql,
-                        reign__sqlv arg, bool *deposed, char *err, size_t errlen)
+                        reign__sqlv arg, int told, bool *deposed, char *err, size_t errlen)
 {
     *deposed = false;
     int rc = begin_fenced(c, dc, f, err, errlen);
@@ -706,7 +719,7 @@ static int fenced_write(reign__sqlconn *c, const char *dc, const char *queue,
         reign__sql_rollback(c);
         return n;
     }
-    rc = commit(c, dc, queue, n > 0, err, errlen);
+    rc = commit(c, dc, queue, n > 0 ? told : 0, err, errlen);
     return rc < 0 ? rc : n;
 }
 
@@ -720,7 +733,8 @@ int reign__tasks_requeue(reign__sqlconn *c, const char *dc, const char *queue,
                         "UPDATE {K} SET state = 1, worker = NULL, worker_guid = NULL, term = NULL, "
                         "assigned_ms = NULL, requeued = requeued + 1 WHERE data_center = {1} AND "
                         "queue_name = {2} AND state = 2 AND worker_guid = {3}",
-                        REIGN__SQLV_S(worker_guid), deposed, err, errlen);
+                        REIGN__SQLV_S(worker_guid), TOLD_QUEUE | TOLD_WORKERS, deposed, err,
+                        errlen);
 }
 
 int reign__tasks_sweep(reign__sqlconn *c, const char *dc, const char *queue,
@@ -730,7 +744,7 @@ int reign__tasks_sweep(reign__sqlconn *c, const char *dc, const char *queue,
     return fenced_write(c, dc, queue, f, "deleting old results",
                         "DELETE FROM {K} WHERE data_center = {1} AND queue_name = {2} AND state = "
                         "3 AND done_ms < {NOW} - {3}",
-                        REIGN__SQLV_I(retention_ms), deposed, err, errlen);
+                        REIGN__SQLV_I(retention_ms), TOLD_QUEUE, deposed, err, errlen);
 }
 
 int reign__tasks_load(reign__sqlconn *c, const char *dc, const char *queue, reign__sql_rows *out,
@@ -830,7 +844,7 @@ int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
         for (size_t j = 0; !told && j < i; j++)
             told = rcs[j] == 0 && !strcmp(v[j]->queue, v[i]->queue);
         if (!told)
-            rc = notify_queue(c, dc, v[i]->queue, err, errlen);
+            rc = notify_queue(c, dc, v[i]->queue, TOLD_QUEUE, err, errlen);
         any = any || rcs[i] == 0;
     }
     if (rc < 0) {
@@ -841,7 +855,7 @@ int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
         reign__sql_rollback(c); /* nothing written */
         return 0;
     }
-    return commit(c, dc, NULL, false, err, errlen);
+    return commit(c, dc, NULL, 0, err, errlen);
 }
 
 int reign__tasks_finish(reign__sqlconn *c, const char *dc, const char *queue, const char *name,
@@ -932,6 +946,6 @@ int reign__tasks_remove_queue(reign__sqlconn *c, const char *dc, const char *que
         reign__sql_rollback(c);
         return rc < 0 ? rc : 0;
     }
-    rc = commit(c, dc, queue, true, err, errlen);
+    rc = commit(c, dc, queue, TOLD_QUEUE | TOLD_WORKERS, err, errlen);
     return rc < 0 ? rc : 1;
 }

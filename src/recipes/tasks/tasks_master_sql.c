@@ -288,7 +288,7 @@ static void round_start(smaster *m)
     }
     reign__timer_stop(timers(m), &m->poll);
     if (!m->listening)
-        m->listening = reign__tasks_sql_listen(m->sw, m->head.base.queue);
+        m->listening = reign__tasks_sql_listen(m->sw, m->head.base.queue, false);
     const reign_member *v;
     size_t n;
     reign_group_watch_members(m->watch, &v, &n);

@@ -96,12 +96,13 @@ static int run_submits(reign__sqlconn *conn, const char *dc, void *const *ctxs, 
     return rc;
 }
 
-bool reign__tasks_sql_listen(reign__sqlw *sw, const char *queue)
+bool reign__tasks_sql_listen(reign__sqlw *sw, const char *queue, bool worker)
 {
     if (!reign__sqlw_notifies(sw))
         return false;
-    char name[sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX];
-    snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s", queue);
+    char name[REIGN__TASKS_LISTEN_MAX];
+    snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s%s", queue,
+             worker ? REIGN__TASKS_WORKERS : "");
     return reign__sqlw_submit(sw, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
 }
 
@@ -521,7 +522,7 @@ static int wq_join(req *q)
         wq->next = h->queues;
         h->queues = wq;
         /* Before its first read, on the same worker: a result written after it is told. */
-        (void)reign__tasks_sql_listen(h->w, wq->queue);
+        (void)reign__tasks_sql_listen(h->w, wq->queue, false);
     }
     if (!reign__timer_armed(&h->timer))
         hub_arm(h);

@@ -127,13 +127,20 @@ def pg_commit_floor(store, workdir):
     """Transactions per second of one connection, each one single-row INSERT (pgbench)."""
     script = Path(workdir) / "insert.sql"
     script.write_text("INSERT INTO bench_floor (v) VALUES ('0123456789');\n")
-    store.sql("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, v text)")
     uri = store.base_uri
     m = re.match(r"postgres(?:ql)?://([^@/]+)@([^:/]+):(\d+)/([^?]+)", uri)
     if not m:
         raise BenchError("cannot read %s" % uri)
     user, host, port, db = m.groups()
     env = dict(os.environ, PGPASSWORD=(store.dir / "state" / "password").read_text().strip())
+    # Made by the user that inserts, as reign's tables are (the server script's `sql` is the
+    # superuser's, whose table the user could not write).
+    r = subprocess.run(["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", host, "-p", port,
+                        "-U", user, "-c", "CREATE TABLE IF NOT EXISTS bench_floor "
+                        "(id bigserial PRIMARY KEY, v text)", db], env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    if r.returncode != 0:
+        raise BenchError("psql: " + r.stderr.strip())
     runs = []
     for _ in range(3):
         r = subprocess.run(["pgbench", "-n", "-c", "1", "-T", "5", "-f", str(script), "-h", host,
@@ -249,7 +256,7 @@ def main(argv):
         workdir = Path(args.workdir) if args.workdir else Path(
             subprocess.check_output(["mktemp", "-d", "/tmp/parity.XXXX"], text=True).strip())
         t0 = time.monotonic()
-        run = {"command": "bench/parity.py " + " ".join(argv), "machine": machine(),
+        run = {"command": " ".join(["bench/parity.py"] + argv), "machine": machine(),
                "commit": bl.source_state(None),
                "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "stores": []}
         for kind in args.stores.split(","):

@@ -54,13 +54,21 @@ char *cli_child_resolve(const char *name)
 static void handle_closed(uv_handle_t *h)
 {
     cli_child *ch = h->data;
-    /* Both handles are closed together; the timer's callback comes last. */
-    if (h != (uv_handle_t *)&ch->group_timer)
+    /* Both handles are closed together; whichever's callback comes last reports (libuv runs
+     * them last closed first, and on_exit may free the memory that holds ch). */
+    if (--ch->closing > 0)
         return;
     close(ch->pidfd);
     ch->pidfd = -1;
     ch->pid = 0;
     ch->on_exit(ch, ch->status);
+}
+
+static void close_handles(cli_child *ch)
+{
+    ch->closing = 2;
+    uv_close((uv_handle_t *)&ch->exit_watch, handle_closed);
+    uv_close((uv_handle_t *)&ch->group_timer, handle_closed);
 }
 
 static void on_group_timer(uv_timer_t *t);
@@ -81,8 +89,7 @@ static void finish(cli_child *ch)
     if (ch->c->client)
         reign_client_unguard_pgid(ch->c->client, ch->pid);
     cli_leash_unguard(ch->c->leash, ch->pid);
-    uv_close((uv_handle_t *)&ch->exit_watch, handle_closed);
-    uv_close((uv_handle_t *)&ch->group_timer, handle_closed);
+    close_handles(ch);
 }
 
 static void on_group_timer(uv_timer_t *t)
@@ -214,8 +221,7 @@ void cli_child_close(cli_child *ch)
         return;
     cli_child_signal(ch, SIGKILL);
     ch->status = -1;
-    uv_close((uv_handle_t *)&ch->exit_watch, handle_closed);
-    uv_close((uv_handle_t *)&ch->group_timer, handle_closed);
+    close_handles(ch);
 }
 
 void cli_child_signal(cli_child *ch, int sig)

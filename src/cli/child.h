@@ -41,6 +41,7 @@ struct cli_child {
     uv_poll_t exit_watch;
     uv_timer_t group_timer; /* while the rest of the group dies */
     int64_t group_wait_ms;
+    int closing; /* handles closed whose callback has not run yet */
     cli_child_exit_fn *on_exit;
     void *data;
 };

@@ -130,10 +130,10 @@ REIGN_EXPORT const char *reign_log_level_name(reign_log_level level);
  * on the client library's thread and as the loop takes it, each SQL
  * statement sent and answered and each change notice (sql.send, sql.answer,
  * sql.notice), a claim sent and ELECTED emitted, each group event, and a
- * guardian's acting on a death (guardian.died, guardian.ended).  Several processes may share one file (each line is one
- * write(2) to a file opened with O_APPEND).  Without REIGN_TRACE, nothing is
- * written and a step costs one branch.  Names and paths appear in the file;
- * credentials never do.
+ * guardian's acting on a death (guardian.died, guardian.ended).  Several
+ * processes may share one file (each line is one write(2) to a file opened
+ * with O_APPEND).  Without REIGN_TRACE, nothing is written and a step costs
+ * one branch.  Names and paths appear in the file; credentials never do.
  */
 
 /* True when REIGN_TRACE is set and its file could be opened. */

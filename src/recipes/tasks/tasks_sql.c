@@ -327,7 +327,7 @@ typedef struct wqueue {
     struct wqueue *next;
     hub *hub;
     char *queue;
-    req *waits;   /* after their first read, not done then */
+    req *waits;   /* not answered yet */
     bool reading; /* a read of them is out */
     bool again;   /* told of a change meanwhile: read once more after it */
 } wqueue;

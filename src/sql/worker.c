@@ -676,8 +676,10 @@ int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
     return enqueue(w, it);
 }
 
-int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void *ctx,
-                     void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg)
+/* A CALL of fn, or of the batch function batch (one of them). */
+static int call_item(reign__sqlw *w, const char *what, reign__sqlw_fn *fn,
+                     reign__sqlw_batch_fn *batch, void *ctx, void (*ctx_free)(void *), void *owner,
+                     reign__sqlw_cb *cb, void *arg)
 {
     item *it = reign__calloc(1, sizeof(*it));
     if (!it || !(it->name = reign__strdup(what))) {
@@ -687,6 +689,7 @@ int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void 
     it->kind = ITEM_REQUEST;
     it->op = REIGN__SQLW_CALL;
     it->fn = fn;
+    it->batch = batch;
     it->res.ctx = ctx;
     it->ctx_free = ctx_free;
     it->owner = owner;
@@ -695,23 +698,16 @@ int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void 
     return enqueue(w, it);
 }
 
+int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void *ctx,
+                     void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg)
+{
+    return call_item(w, what, fn, NULL, ctx, ctx_free, owner, cb, arg);
+}
+
 int reign__sqlw_call_batch(reign__sqlw *w, const char *what, reign__sqlw_batch_fn *fn, void *ctx,
                            void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg)
 {
-    item *it = reign__calloc(1, sizeof(*it));
-    if (!it || !(it->name = reign__strdup(what))) {
-        reign__free(it);
-        return REIGN_ENOMEM;
-    }
-    it->kind = ITEM_REQUEST;
-    it->op = REIGN__SQLW_CALL;
-    it->batch = fn;
-    it->res.ctx = ctx;
-    it->ctx_free = ctx_free;
-    it->owner = owner;
-    it->cb = cb;
-    it->arg = arg;
-    return enqueue(w, it);
+    return call_item(w, what, NULL, fn, ctx, ctx_free, owner, cb, arg);
 }
 
 static void forget_in(queue *q, void *owner)

@@ -1004,7 +1004,9 @@ static int my_query(reign__sqlconn *c, const char *what, const char *sql, const 
     }
     reign__sql_rows got = {.n_cols = ncols};
     if (maria.mysql_stmt_bind_result(st, rb) || maria.mysql_stmt_store_result(st)) {
-        rc = stmt_error(m, st, what, started, err, errlen);
+        /* An INSERT ... RETURNING meets a duplicate key here: nothing written, no row. */
+        unsigned e = maria.mysql_stmt_errno(st);
+        rc = e == ER_DUP_ENTRY ? 0 : stmt_error(m, st, what, started, err, errlen);
     } else {
         int f;
         while (rc == 0 && (f = maria.mysql_stmt_fetch(st)) != MYSQL_NO_DATA) {

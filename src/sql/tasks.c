@@ -73,7 +73,7 @@ static const char *const required[] = {REIGN__TASKS_REQUIRED_COLUMNS};
     "submitted_ms bigint NOT NULL, "                                                               \
     "assigned_ms bigint, "                                                                         \
     "done_ms bigint, "                                                                             \
-    "UNIQUE (data_center, queue_name, guid), "                                                     \
+    "UNIQUE (guid, data_center, queue_name), "                                                     \
     "UNIQUE (data_center, queue_name, state, id))"                                                 \
     "{TABLE_OPTIONS}"
 
@@ -91,12 +91,23 @@ static int ensure(reign__sqlconn *c, bool make, bool *absent, char *err, size_t 
 
 /* ---- rows ------------------------------------------------------------------------------------ */
 
-/* The columns a task is read with, in this order; the payload last (selected as NULL when it is
- * not wanted). */
+/*
+ * The columns a task is read with, in this order; the payload last (not selected when it is not
+ * wanted).  The queue's own columns come back too, for the reads by key.
+ *
+ * Which index a statement uses must not depend on the planner's statistics: a table made a
+ * minute ago has none, and PostgreSQL then picks among the indexes that match the statement's
+ * equalities by chance.  So a statement names the queue's columns only together with the state
+ * (the index on data_center, queue_name, state, id serves it; the guid's index leads with the
+ * guid), and a read or write of known rows names them by id alone (the primary key) and checks
+ * the queue here.  Either way no statement reads the queue's other tasks.
+ */
 #define ROW_COLUMNS                                                                                \
     "id, guid, state, worker, worker_guid, term, requeued, exit_code, exit_signal, submitted_ms, " \
-    "assigned_ms, done_ms, output"
-#define COL_DATA 13
+    "assigned_ms, done_ms, output, data_center, queue_name"
+#define COL_DC    13
+#define COL_QUEUE 14
+#define COL_DATA  15
 
 static bool hex16(const char *s)
 {
@@ -183,6 +194,14 @@ static int parse_row(const reign__sql_rows *rs, size_t i, reign__task_row *out, 
     if (rc < 0)
         reign__task_row_clear(out);
     return rc;
+}
+
+/* Whether row i of a result of ROW_COLUMNS is a task of (dc, queue). */
+static bool in_queue(const reign__sql_rows *rs, size_t i, const char *dc, const char *queue)
+{
+    const char *row_dc = reign__sql_cell(rs, i, COL_DC);
+    const char *row_queue = reign__sql_cell(rs, i, COL_QUEUE);
+    return row_dc && row_queue && !strcmp(row_dc, dc) && !strcmp(row_queue, queue);
 }
 
 /* Every row of rs into out; a foreign row is skipped when skip_foreign, else refused. */
@@ -341,30 +360,40 @@ static int read_rows(reign__sqlconn *c, const char *queue, const char *what, con
 
 /* ---- submitting and reading ------------------------------------------------------------------ */
 
-/* The row of (dc, queue, id, guid), with the payload if with_data: 0 (out->id 0: none). */
+/* The row of (dc, queue, id, guid), with the payload if with_data: 0 (out->id 0: none).  Looked
+ * up by id, or by guid when the id is 0 (see ROW_COLUMNS). */
 static int select_one(reign__sqlconn *c, const char *dc, const char *queue, const char *guid,
                       int64_t id, bool with_data, reign__task_row *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue), REIGN__SQLV_S(guid),
-                           REIGN__SQLV_I(id)};
-    reign__task_rows rows;
-    int rc = query_rows(c, queue, "reading a task",
-                        with_data ? "SELECT " ROW_COLUMNS ", data FROM {K} WHERE "
-                                    "data_center = {1} AND queue_name = {2} AND guid = {3} "
-                                    "AND (id = {4} OR {4} = 0)"
-                                  : "SELECT " ROW_COLUMNS " FROM {K} WHERE data_center = "
-                                    "{1} AND queue_name = {2} AND guid = {3} AND (id = {4} "
-                                    "OR {4} = 0)",
-                        args, 4, false, &rows, err, errlen);
+    reign__sqlv args[2] = {REIGN__SQLV_S(guid), REIGN__SQLV_I(id)};
+    reign__sql_rows rs;
+    int rc = reign__sql_query(c, "reading a task",
+                              id ? (with_data ? "SELECT " ROW_COLUMNS ", data FROM {K} WHERE id = "
+                                                "{2} AND guid = {1}"
+                                              : "SELECT " ROW_COLUMNS " FROM {K} WHERE id = {2} "
+                                                "AND guid = {1}")
+                                 : (with_data ? "SELECT " ROW_COLUMNS ", data FROM {K} WHERE guid "
+                                                "= {1}"
+                                              : "SELECT " ROW_COLUMNS " FROM {K} WHERE guid = {1}"),
+                              args, id ? 2 : 1, &rs, err, errlen);
     if (rc < 0)
         return rc;
-    if (rows.n) {
-        *out = rows.v[0];
-        memset(&rows.v[0], 0, sizeof rows.v[0]);
+    for (size_t i = 0; rc >= 0 && i < rs.n_rows && !out->id; i++) {
+        const char *why = NULL;
+        if (!in_queue(&rs, i, dc, queue))
+            continue;
+        rc = parse_row(&rs, i, out, &why);
+        if (rc == REIGN_ENOMEM)
+            rc = reign__sql_err(c, err, errlen, rc, "out of memory");
+        else if (rc < 0)
+            rc = reign__sql_err(c, err, errlen, rc,
+                                "a row of queue %s in the tasks table of %s holds %s reign did "
+                                "not write",
+                                queue, c->table, why);
     }
-    reign__task_rows_free(&rows);
-    return 0;
+    reign__sql_rows_free(&rs);
+    return rc < 0 ? rc : 0;
 }
 
 /* Submission v: its row inserted unless one of its guid exists, then read.  0 (v->row set), a
@@ -378,15 +407,26 @@ static int submit_one(reign__sqlconn *c, const char *dc, reign__tasks_submission
         return reign__sql_err(c, err, errlen, REIGN_EINVAL, "a task guid or payload out of range");
     reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(v->queue), REIGN__SQLV_S(v->guid),
                            REIGN__SQLV_B(v->data, v->len)};
-    /* A duplicate guid is no error (0 rows): the row a former submit made is the answer. */
+    /* The new row comes back; a duplicate guid is no error (no row): the row a former submit
+     * made is the answer. */
+    reign__sql_rows rs;
     int rc = reign__sql_query(c, "submitting a task",
                               "INSERT INTO {K} (data_center, queue_name, guid, state, data, "
-                              "submitted_ms) VALUES ({1}, {2}, {3}, 1, {4}, {NOW}){ON_CONFLICT}",
-                              args, 4, NULL, err, errlen);
-    if (rc >= 0) {
-        v->made = rc > 0;
+                              "submitted_ms) VALUES ({1}, {2}, {3}, 1, {4}, {NOW}){ON_CONFLICT} "
+                              "RETURNING " ROW_COLUMNS,
+                              args, 4, &rs, err, errlen);
+    if (rc >= 0 && rs.n_rows == 1) {
+        const char *why = NULL;
+        v->made = true;
+        if ((rc = parse_row(&rs, 0, &v->row, &why)) == REIGN_ENOMEM)
+            rc = reign__sql_err(c, err, errlen, rc, "out of memory");
+        else if (rc < 0) /* a default or a trigger of someone else's */
+            rc = reign__sql_err(c, err, errlen, rc, "the task of guid %s in queue %s holds %s",
+                                v->guid, v->queue, why);
+    } else if (rc >= 0) {
         rc = select_one(c, dc, v->queue, v->guid, 0, false, &v->row, err, errlen);
     }
+    reign__sql_rows_free(&rs);
     *fatal = rc < 0;
     if (rc >= 0 && !v->row.id)
         rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
@@ -492,15 +532,15 @@ static int by_id(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Appends to out the done rows among w[0..n) (ids ascending, distinct): one SELECT, its ids
- * written into the statement (numbers this code formats, never text it was given). */
+/* Appends to out the done rows among w[0..n) (ids ascending, distinct): one SELECT by id (see
+ * ROW_COLUMNS), its ids written into the statement (numbers this code formats, never text it
+ * was given). */
 static int read_done(reign__sqlconn *c, const char *dc, const char *queue, const waited *w,
                      size_t n, reign__task_rows *out, char *err, size_t errlen)
 {
     reign__buf b;
     reign__buf_init(&b);
-    reign__buf_puts(&b, "SELECT " ROW_COLUMNS " FROM {K} WHERE data_center = {1} AND queue_name = "
-                        "{2} AND state = 3 AND id IN (");
+    reign__buf_puts(&b, "SELECT " ROW_COLUMNS " FROM {K} WHERE state = 3 AND id IN (");
     for (size_t i = 0; i < n; i++)
         reign__buf_printf(&b, "%s%lld", i ? ", " : "", (long long)w[i].id);
     reign__buf_puts(&b, ")");
@@ -508,29 +548,37 @@ static int read_done(reign__sqlconn *c, const char *dc, const char *queue, const
         reign__buf_free(&b);
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     }
-    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue)};
-    reign__task_rows rows;
-    int rc = query_rows(c, queue, "reading which tasks are done", b.data, args, 2, true, &rows, err,
-                        errlen);
+    reign__sql_rows rs;
+    int rc = reign__sql_query(c, "reading which tasks are done", b.data, NULL, 0, &rs, err, errlen);
     reign__buf_free(&b);
     if (rc < 0)
         return rc;
-    reign__task_row *v = rows.n ? reign__realloc(out->v, (out->n + rows.n) * sizeof *v) : out->v;
-    if (rows.n && !v) {
-        reign__task_rows_free(&rows);
+    reign__task_row *v =
+        rs.n_rows ? reign__realloc(out->v, (out->n + rs.n_rows) * sizeof *v) : out->v;
+    if (rs.n_rows && !v) {
+        reign__sql_rows_free(&rs);
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     }
     out->v = v;
-    for (size_t i = 0; i < rows.n; i++) {
-        waited key = {.id = rows.v[i].id};
+    for (size_t i = 0; rc >= 0 && i < rs.n_rows; i++) {
+        reign__task_row r;
+        const char *why = NULL;
+        if (!in_queue(&rs, i, dc, queue))
+            continue; /* a task of another queue: not the one waited for */
+        int one = parse_row(&rs, i, &r, &why);
+        if (one == REIGN_ENOMEM)
+            rc = reign__sql_err(c, err, errlen, one, "out of memory");
+        if (one < 0)
+            continue; /* a foreign row: skipped, as every reader of many rows does */
+        waited key = {.id = r.id};
         const waited *at = bsearch(&key, w, n, sizeof *w, by_id);
-        if (at && !strcmp(at->guid, rows.v[i].guid)) {
-            out->v[out->n++] = rows.v[i];
-            memset(&rows.v[i], 0, sizeof rows.v[i]);
-        }
+        if (at && !strcmp(at->guid, r.guid))
+            out->v[out->n++] = r;
+        else
+            reign__task_row_clear(&r);
     }
-    reign__task_rows_free(&rows);
-    return 0;
+    reign__sql_rows_free(&rs);
+    return rc;
 }
 
 int reign__tasks_done(reign__sqlconn *c, const char *dc, const char *queue, char *const *names,
@@ -643,16 +691,16 @@ int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
     bool *kept = rc >= 0 && ids.n_rows ? reign__calloc(ids.n_rows, sizeof *kept) : NULL;
     if (rc >= 0 && ids.n_rows && (!kept || !(out->v = reign__calloc(ids.n_rows, sizeof *out->v))))
         rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-    /* One UPDATE for the rows picked: they are locked (SKIP LOCKED's FOR UPDATE; SQLite's one
-     * writer), so each is still pending and all change; a count short of that would mean a
-     * row changed meanwhile, and then only the rows that now name us are ours. */
+    /* One UPDATE for the rows picked, by id (see ROW_COLUMNS): they are locked (SKIP LOCKED's
+     * FOR UPDATE; SQLite's one writer), so each is still pending and all change; a count short
+     * of that would mean a row changed meanwhile, and then only the rows that now name us are
+     * ours. */
     reign__buf in, b;
     reign__buf_init(&in);
     reign__buf_init(&b);
     size_t n = rc >= 0 && ids.n_rows ? id_list(&in, &ids, kept) : 0;
     reign__buf_puts(&b, "UPDATE {K} SET state = 2, worker = {4}, worker_guid = {5}, term = {6}, "
-                        "assigned_ms = {NOW} WHERE data_center = {1} AND queue_name = {2} AND "
-                        "state = 1 AND id");
+                        "assigned_ms = {NOW} WHERE state = 1 AND id");
     reign__buf_puts(&b, in.data ? in.data : "");
     if (n && (b.oom || in.oom))
         rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
@@ -663,8 +711,8 @@ int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
         /* Those of the rows asked for that name us now (a row of ours from an earlier round
          * is no concern of this one's). */
         reign__buf_reset(&b);
-        reign__buf_puts(&b, "SELECT id, guid FROM {K} WHERE data_center = {1} AND queue_name = "
-                            "{2} AND state = 2 AND worker_guid = {5} AND term = {6} AND id");
+        reign__buf_puts(&b, "SELECT id, guid FROM {K} WHERE state = 2 AND worker_guid = {5} AND "
+                            "term = {6} AND id");
         reign__buf_puts(&b, in.data);
         reign__sql_rows_free(&ids);
         rc = b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
@@ -808,12 +856,14 @@ static int finish_one(reign__sqlconn *c, const char *dc, const reign__tasks_resu
         /* Not changed: ours already (an earlier call whose answer was lost), or not ours. */
         reign__sql_rows rs;
         rc = reign__sql_query(c, "reading a result",
-                              "SELECT state FROM {K} WHERE data_center = {1} AND queue_name = {2} "
-                              "AND guid = {3} AND id = {4} AND worker_guid = {5}",
+                              "SELECT " ROW_COLUMNS " FROM {K} WHERE id = {4} AND guid = {3} AND "
+                              "worker_guid = {5}",
                               args, 5, &rs, err, errlen);
         if (rc >= 0) {
-            const char *state = reign__sql_cell(&rs, 0, 0);
-            rc = rs.n_rows == 1 && state && !strcmp(state, "3") ? 1 : REIGN_ENOENT;
+            const char *state = reign__sql_cell(&rs, 0, 2);
+            rc = rs.n_rows == 1 && in_queue(&rs, 0, dc, v->queue) && state && !strcmp(state, "3")
+                     ? 1
+                     : REIGN_ENOENT;
             reign__sql_rows_free(&rs);
             return rc;
         }

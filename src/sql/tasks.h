@@ -18,9 +18,11 @@
  *   data          the payload, while pending or assigned (NULL once done)
  *   exit_code, exit_signal, output   done: the result
  *   submitted_ms, assigned_ms, done_ms   the database's clock, Unix ms: for people only
- *   UNIQUE (data_center, queue_name, guid), UNIQUE (data_center, queue_name, state, id) (the
+ *   UNIQUE (guid, data_center, queue_name), UNIQUE (data_center, queue_name, state, id) (the
  *   second is an index for the master's pick and for listings, declared as a constraint so that
- *   CREATE TABLE makes it in every dialect; id alone is unique already)
+ *   CREATE TABLE makes it in every dialect; id alone is unique already).  Only the second
+ *   starts with the queue's columns, and statements name those only with the state: rows
+ *   known by id are read and written by id alone, whatever the planner's statistics say.
  *
  * A task's name is "t_<guid>_<id, 10 digits>", as on ZooKeeper, and a row is found by both.
  *

@@ -38,26 +38,28 @@ const char *reign__sql_gone(const reign__sqlconn *c)
     return c ? c->gone : NULL;
 }
 
-int reign__sql_splice(char *out, size_t n, const char *tmpl, const char *table)
+char *reign__sql_splice(const char *tmpl, const char *table)
 {
-    size_t tl = strlen(table), o = 0;
+    size_t tl = strlen(table), n = 1;
+    for (const char *p = tmpl; *p; p++) {
+        bool name = !strncmp(p, "{T}", 3);
+        n += name ? tl : 1;
+        p += name ? 2 : 0;
+    }
+    char *out = reign__malloc(n), *o = out;
+    if (!out)
+        return NULL;
     for (const char *p = tmpl; *p;) {
-        const char *src = p;
-        size_t len = 1;
         if (!strncmp(p, "{T}", 3)) {
-            src = table;
-            len = tl;
+            memcpy(o, table, tl);
+            o += tl;
             p += 3;
         } else {
-            p++;
+            *o++ = *p++;
         }
-        if (o + len >= n)
-            return -1;
-        memcpy(out + o, src, len);
-        o += len;
     }
-    out[o] = '\0';
-    return 0;
+    *o = '\0';
+    return out;
 }
 
 int64_t reign__sql_deadline(int ms)

@@ -134,10 +134,12 @@ extern const reign__sql_dialect reign__sql_mariadb;
 extern const reign__sql_dialect reign__sql_postgres;
 
 /*
- * Copies the statement template tmpl into out with every "{T}" replaced by the table name (the
- * one thing spliced into SQL; the template quotes it).  0, or -1 if out is too small.
+ * The statement template tmpl with every "{T}" replaced by the table name (the one thing
+ * spliced into SQL; the template quotes it), allocated (reign__free() it); NULL: out of memory.
+ * As long as it needs: a statement over many rows (ids written into it) has no length limit
+ * but the server's.
  */
-int reign__sql_splice(char *out, size_t n, const char *tmpl, const char *table);
+char *reign__sql_splice(const char *tmpl, const char *table);
 
 /* Writes "<store>: <message>" into err and returns code. */
 int reign__sql_err(const reign__sqlconn *c, char *err, size_t errlen, int code, const char *fmt,

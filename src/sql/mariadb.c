@@ -212,14 +212,16 @@ static int stmt_error(maria_conn *m, MYSQL_STMT *st, const char *what, int64_t s
 static int prepare_sql(maria_conn *m, const char *tmpl, MYSQL_STMT **out, const char *what,
                        char *err, size_t errlen)
 {
-    char sql[2048];
-    if (reign__sql_splice(sql, sizeof sql, tmpl, m->base.table))
-        return reign__sql_err(&m->base, err, errlen, REIGN_EINVAL, "statement too long");
-    MYSQL_STMT *st = maria.mysql_stmt_init(m->my);
-    if (!st)
+    char *sql = reign__sql_splice(tmpl, m->base.table);
+    MYSQL_STMT *st = sql ? maria.mysql_stmt_init(m->my) : NULL;
+    if (!st) {
+        reign__free(sql);
         return reign__sql_err(&m->base, err, errlen, REIGN_ENOMEM, "out of memory");
+    }
     int64_t started = reign__now_ns();
-    if (maria.mysql_stmt_prepare(st, sql, strlen(sql))) {
+    int failed = maria.mysql_stmt_prepare(st, sql, strlen(sql));
+    reign__free(sql);
+    if (failed) {
         int rc = stmt_error(m, st, what, started, err, errlen);
         maria.mysql_stmt_close(st);
         return rc;
@@ -918,7 +920,6 @@ static int my_notify(reign__sqlconn *c, const char *dc, const char *name, char *
 
 /* ---- other statements ------------------------------------------------------------------------ */
 
-#define QUERY_ARGS_MAX 16
 #define QUERY_COLS_MAX 16
 #define QUERY_CELL     2048
 
@@ -942,15 +943,15 @@ static int my_query(reign__sqlconn *c, const char *what, const char *sql, const 
                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
 {
     maria_conn *m = (maria_conn *)c;
-    if (n_args > QUERY_ARGS_MAX)
+    if (n_args > REIGN__SQL_ARGS_MAX)
         return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
     MYSQL_STMT *st;
     int rc = prepare_sql(m, sql, &st, what, err, errlen);
     if (rc)
         return rc;
-    MYSQL_BIND pb[QUERY_ARGS_MAX];
-    unsigned long plen[QUERY_ARGS_MAX];
-    int64_t ints[QUERY_ARGS_MAX];
+    MYSQL_BIND pb[REIGN__SQL_ARGS_MAX];
+    unsigned long plen[REIGN__SQL_ARGS_MAX];
+    int64_t ints[REIGN__SQL_ARGS_MAX];
     memset(pb, 0, sizeof pb);
     for (size_t i = 0; i < n_args; i++) {
         if (args[i].kind == REIGN__SQLV_INT) {

@@ -213,13 +213,14 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
                PGresult **out, char *err, size_t errlen)
 {
     reign__sqlconn *c = &p->base;
-    char sql[2048];
     *out = NULL;
-    if (reign__sql_splice(sql, sizeof sql, tmpl, c->table))
-        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "statement too long");
+    char *sql = reign__sql_splice(tmpl, c->table);
+    if (!sql)
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     int64_t deadline = reign__sql_deadline(c->statement_timeout_ms);
-
-    if (!pq.PQsendQueryParams(p->pg, sql, nparams, types, values, lengths, formats, binary)) {
+    int sent = pq.PQsendQueryParams(p->pg, sql, nparams, types, values, lengths, formats, binary);
+    reign__free(sql);
+    if (!sent) {
         if (pq.PQstatus(p->pg) == CONNECTION_BAD)
             return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
         char line[256];
@@ -946,8 +947,6 @@ static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, char *
 
 /* ---- other statements ------------------------------------------------------------------------ */
 
-#define QUERY_ARGS_MAX 16
-
 static int hex_digit(char ch)
 {
     return ch >= '0' && ch <= '9'   ? ch - '0'
@@ -989,12 +988,12 @@ static int pg_query(reign__sqlconn *c, const char *what, const char *sql, const 
                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
 {
     pg_conn *p = (pg_conn *)c;
-    if (n_args > QUERY_ARGS_MAX)
+    if (n_args > REIGN__SQL_ARGS_MAX)
         return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
-    Oid types[QUERY_ARGS_MAX];
-    const char *vals[QUERY_ARGS_MAX];
-    int lens[QUERY_ARGS_MAX], fmts[QUERY_ARGS_MAX];
-    char ints[QUERY_ARGS_MAX][24];
+    Oid types[REIGN__SQL_ARGS_MAX];
+    const char *vals[REIGN__SQL_ARGS_MAX];
+    int lens[REIGN__SQL_ARGS_MAX], fmts[REIGN__SQL_ARGS_MAX];
+    char ints[REIGN__SQL_ARGS_MAX][24];
     for (size_t i = 0; i < n_args; i++) {
         types[i] = args[i].kind == REIGN__SQLV_INT    ? INT8OID
                    : args[i].kind == REIGN__SQLV_BLOB ? BYTEAOID

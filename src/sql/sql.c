@@ -601,8 +601,6 @@ int reign__sql_runs_table(const reign__sqlconn *c, char *out, size_t outlen, cha
     return reign__sql_side_table(c, REIGN__SQL_RUNS_SUFFIX, out, outlen, err, errlen);
 }
 
-#define QUERY_ARGS_MAX 16
-
 int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, const reign__sqlv *args,
                      size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
 {
@@ -612,7 +610,11 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
     const reign__sql_dialect *d = c->d;
     reign__buf b;
     reign__buf_init(&b);
-    reign__sqlv ordered[QUERY_ARGS_MAX];
+    if (n_args > REIGN__SQL_ARGS_MAX)
+        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
+    reign__sqlv *ordered = reign__malloc(REIGN__SQL_ARGS_MAX * sizeof *ordered);
+    if (!ordered)
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     size_t n_ordered = 0;
     for (const char *p = tmpl; *p;) {
         static const struct {
@@ -628,19 +630,22 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
             {"{BLOB}", offsetof(reign__sql_dialect, blob_type)},
         };
         bool done = false;
-        if (*p == '{' && p[1] >= '1' && p[1] <= '9' && p[2] == '}') {
-            size_t k = (size_t)(p[1] - '1');
-            if (k >= n_args || n_ordered == QUERY_ARGS_MAX) {
+        size_t digits = 0, k = 0;
+        while (*p == '{' && p[1 + digits] >= '0' && p[1 + digits] <= '9' && digits < 4)
+            k = k * 10 + (size_t)(p[1 + digits++] - '0');
+        if (digits && p[1 + digits] == '}' && k > 0) {
+            if (k > n_args || n_ordered == REIGN__SQL_ARGS_MAX) {
                 reign__buf_free(&b);
+                reign__free(ordered);
                 return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: parameter %zu missing",
-                                      what, k + 1);
+                                      what, k);
             }
             if (d->placeholder)
-                reign__buf_printf(&b, "%c%zu", d->placeholder, k + 1);
+                reign__buf_printf(&b, "%c%zu", d->placeholder, k);
             else
                 reign__buf_puts(&b, "?");
-            ordered[n_ordered++] = args[k];
-            p += 3;
+            ordered[n_ordered++] = args[k - 1];
+            p += 2 + digits;
             continue;
         }
         if (!strncmp(p, "{T}", 3)) {
@@ -659,6 +664,7 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
                                                : REIGN__SQL_MEMBERS_SUFFIX;
             if ((rc = reign__sql_side_table(c, suffix, side, sizeof side, err, errlen))) {
                 reign__buf_free(&b);
+                reign__free(ordered);
                 return rc;
             }
             reign__buf_printf(&b, "%c%s%c", d->quote, side, d->quote);
@@ -678,6 +684,7 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
     }
     if (b.oom) {
         reign__buf_free(&b);
+        reign__free(ordered);
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     }
     /* With numbered placeholders the arguments keep their numbers; bare '?' take them in order
@@ -691,5 +698,6 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
     if (rc < 0 && rows)
         reign__sql_rows_free(rows);
     reign__buf_free(&b);
+    reign__free(ordered);
     return rc;
 }

@@ -341,7 +341,8 @@ int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size
  *   {S}  the sessions table, "<lease table>_sessions"
  *   {M}  the members table, "<lease table>_members"
  *   {K}  the tasks table, "<lease table>_tasks" (all quoted)
- *   {1}..{9}  parameter N of args  {NOW}  the database's clock as Unix ms (a bigint)
+ *   {1}, {2}, ...  parameter N of args (up to REIGN__SQL_ARGS_MAX, each as often as needed)
+ *   {NOW}  the database's clock as Unix ms (a bigint)
  *   {BEGIN}  the start of a writing transaction   {FOR_UPDATE}  a row lock, where needed
  *   {ON_CONFLICT}  ", skip a duplicate key" (at the end of an INSERT), where needed
  *   {ID}  an auto-increment primary key column's definition
@@ -352,6 +353,9 @@ int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size
  */
 int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, const reign__sqlv *args,
                      size_t n_args, reign__sql_rows *rows, char *err, size_t errlen);
+/* The most parameters a statement may have, and the most places they may take in it: enough
+ * for a statement that writes a batch's rows (REIGN__SQLW_BATCH_MAX) with three each. */
+#define REIGN__SQL_ARGS_MAX 256
 
 /* A side table's name, "<table>_<suffix>" (runs, values, candidates); REIGN_EINVAL (err says
  * why) if that is too long for the store. */

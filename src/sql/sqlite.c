@@ -264,15 +264,18 @@ static bool busy_retry(sqlite_conn *s)
 static int prepare(sqlite_conn *s, int which, sqlite3_stmt **out, char *err, size_t errlen)
 {
     if (!s->st[which]) {
-        char sql[2048];
-        if (reign__sql_splice(sql, sizeof sql, statement_sql[which], s->base.table))
-            return reign__sql_err(&s->base, err, errlen, REIGN_EINVAL, "statement too long");
+        char *sql = reign__sql_splice(statement_sql[which], s->base.table);
+        if (!sql)
+            return reign__sql_err(&s->base, err, errlen, REIGN_ENOMEM, "out of memory");
         int rc;
         while ((rc = lite.sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT,
                                              &s->st[which], NULL)) != SQLITE_OK) {
-            if (!is_busy(rc) || !busy_retry(s))
+            if (!is_busy(rc) || !busy_retry(s)) {
+                reign__free(sql);
                 return map_error(s, rc, "prepare", err, errlen);
+            }
         }
+        reign__free(sql);
     }
     lite.sqlite3_reset(s->st[which]);
     lite.sqlite3_clear_bindings(s->st[which]);
@@ -543,10 +546,12 @@ static int has_unique_key(sqlite_conn *s, bool *ok, char *err, size_t errlen)
 
 static int exec_ddl(sqlite_conn *s, const char *tmpl, char *err, size_t errlen)
 {
-    char sql[2048];
-    if (reign__sql_splice(sql, sizeof sql, tmpl, s->base.table))
-        return reign__sql_err(&s->base, err, errlen, REIGN_EINVAL, "statement too long");
-    return exec_text(s, sql, NULL, 0, err, errlen);
+    char *sql = reign__sql_splice(tmpl, s->base.table);
+    if (!sql)
+        return reign__sql_err(&s->base, err, errlen, REIGN_ENOMEM, "out of memory");
+    int rc = exec_text(s, sql, NULL, 0, err, errlen);
+    reign__free(sql);
+    return rc;
 }
 
 static int schema_in_tx(sqlite_conn *s, char *err, size_t errlen)

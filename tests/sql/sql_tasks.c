@@ -16,6 +16,8 @@
  *     registration's is refused, a second one changes nothing (and says "ours already");
  *   - a worker gone has its tasks taken back once, by the leading master only, and its late
  *     result changes nothing;
+ *   - which of many waited tasks are done is read in a few statements, each as long as its
+ *     ids make it, and a task is done only in its own queue;
  *   - delete removes only done tasks; a sweep removes old results;
  *   - a row reign could not have written is skipped by listings and refused by reads;
  *   - PostgreSQL and MariaDB: a pick skips a pending row another transaction holds, rather
@@ -291,6 +293,23 @@ void scenario_tasks(void)
     read_task(sub, t1.name, REIGN_ENOENT);
     H_RC(finish(w, t2.name, "wg2", ""), 0);
     H_RC(finish(w, t3.name, "wg2", ""), 0);
+
+    /* Which of many waited tasks are done: ten-digit ids over several statements (none has a
+     * length limit), and a task is done only in its own queue. */
+    enum { N_WAITED = 2 * REIGN__TASKS_DONE_CHUNK + 1 };
+    static char names[N_WAITED][64];
+    char *waited[N_WAITED];
+    for (int i = 0; i < N_WAITED - 1; i++) {
+        snprintf(names[i], sizeof names[i], "t_%016x_%010lld", i + 1, 9999990000LL + i);
+        waited[i] = names[i];
+    }
+    snprintf(names[N_WAITED - 1], sizeof names[0], "%s", t2.name);
+    waited[N_WAITED - 1] = names[N_WAITED - 1];
+    H_RC(reign__tasks_done(sub, DC, QUEUE, waited, N_WAITED, &rows, err, sizeof err), 0);
+    H_CHECK(rows.n == 1 && rows.v[0].id == t2.id && rows.v[0].state == REIGN_TASK_DONE);
+    reign__task_rows_free(&rows);
+    H_RC(reign__tasks_done(sub, DC, "elsewhere", waited, N_WAITED, &rows, err, sizeof err), 0);
+    H_CHECK(rows.n == 0);
 
     if (reign__sql_kind_of(m2) != REIGN__SQL_SQLITE)
         test_skip_locked(sub, m2, &f2);

@@ -1434,10 +1434,19 @@ static void test_helpers(void)
     CHECK(strcmp(b, d));
 
     /* Only the table name is spliced into statements. */
-    char out[64];
-    CHECK(reign__sql_splice(out, sizeof out, "SELECT * FROM \"{T}\" WHERE {T}.x", "tab") == 0);
-    CHECK(!strcmp(out, "SELECT * FROM \"tab\" WHERE tab.x"));
-    CHECK(reign__sql_splice(out, 10, "SELECT * FROM {T}", "tab") == -1);
+    char *out = reign__sql_splice("SELECT * FROM \"{T}\" WHERE {T}.x", "tab");
+    CHECK(out && !strcmp(out, "SELECT * FROM \"tab\" WHERE tab.x"));
+    reign__free(out);
+    out = reign__sql_splice("{T", "tab"); /* a brace that names no table stays */
+    CHECK(out && !strcmp(out, "{T"));
+    reign__free(out);
+    /* As long as it needs: a statement over many rows has no fixed limit. */
+    char big[8192];
+    memset(big, 'x', sizeof big - 4);
+    memcpy(big + sizeof big - 4, "{T}", 4);
+    out = reign__sql_splice(big, "tab");
+    CHECK(out && strlen(out) == sizeof big - 4 + 3 && !strcmp(out + sizeof big - 4, "tab"));
+    reign__free(out);
 
     /* Unique keys that make (data_center, lock_name) unique, and those that do not. */
     const char *k1[] = {"data_center", "lock_name"};

@@ -396,42 +396,93 @@ static int select_one(reign__sqlconn *c, const char *dc, const char *queue, cons
     return rc < 0 ? rc : 0;
 }
 
-/* Submission v: its row inserted unless one of its guid exists, then read.  0 (v->row set), a
- * negative code of its own (REIGN_EINVAL, REIGN_EFOREIGN: the others go on), or the error of a
- * statement (*fatal: the transaction is lost). */
-static int submit_one(reign__sqlconn *c, const char *dc, reign__tasks_submission *v, bool *fatal,
-                      char *err, size_t errlen)
+#define INSERT_TASK                                                                                \
+    "INSERT INTO {K} (data_center, queue_name, guid, state, data, submitted_ms) VALUES "
+
+/* Rows per INSERT of many rows, at most (three parameters each), and their payloads' bytes
+ * (one larger payload goes alone): well under MariaDB's max_allowed_packet. */
+#define INSERT_ROWS_MAX  64
+#define INSERT_BYTES_MAX (1 << 20)
+_Static_assert(1 + 3 * INSERT_ROWS_MAX <= REIGN__SQL_ARGS_MAX, "an INSERT's parameters");
+
+/*
+ * Submissions v[0..n) (valid ones) inserted by one INSERT of many rows: those it made are
+ * made, with the row it hands back (RETURNING); the others are left as they were.  A duplicate
+ * guid is no error: PostgreSQL and SQLite skip that row (ON CONFLICT DO NOTHING), MariaDB the
+ * whole statement (a duplicate key is 0 rows).  0, or the error of the statement (the
+ * transaction is lost).
+ */
+static int insert_rows(reign__sqlconn *c, const char *dc, reign__tasks_submission *const *v,
+                       size_t n, char *err, size_t errlen)
 {
-    *fatal = false;
-    if (!hex16(v->guid) || v->len > REIGN_TASK_DATA_MAX)
-        return reign__sql_err(c, err, errlen, REIGN_EINVAL, "a task guid or payload out of range");
-    reign__sqlv args[4] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(v->queue), REIGN__SQLV_S(v->guid),
-                           REIGN__SQLV_B(v->data, v->len)};
-    /* The new row comes back; a duplicate guid is no error (no row): the row a former submit
-     * made is the answer. */
+    reign__sqlv args[1 + 3 * INSERT_ROWS_MAX];
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__buf_puts(&b, INSERT_TASK);
+    args[0] = (reign__sqlv)REIGN__SQLV_S(dc);
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 1 + 3 * i;
+        args[k] = (reign__sqlv)REIGN__SQLV_S(v[i]->queue);
+        args[k + 1] = (reign__sqlv)REIGN__SQLV_S(v[i]->guid);
+        args[k + 2] = (reign__sqlv)REIGN__SQLV_B(v[i]->data, v[i]->len);
+        reign__buf_printf(&b, "%s({1}, {%zu}, {%zu}, 1, {%zu}, {NOW})", i ? ", " : "", k + 1, k + 2,
+                          k + 3);
+    }
+    reign__buf_puts(&b, "{ON_CONFLICT} RETURNING " ROW_COLUMNS);
     reign__sql_rows rs;
-    int rc = reign__sql_query(c, "submitting a task",
-                              "INSERT INTO {K} (data_center, queue_name, guid, state, data, "
-                              "submitted_ms) VALUES ({1}, {2}, {3}, 1, {4}, {NOW}){ON_CONFLICT} "
-                              "RETURNING " ROW_COLUMNS,
-                              args, 4, &rs, err, errlen);
-    if (rc >= 0 && rs.n_rows == 1) {
+    int rc =
+        b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+              : reign__sql_query(c, "submitting tasks", b.data, args, 1 + 3 * n, &rs, err, errlen);
+    reign__buf_free(&b);
+    for (size_t r = 0; rc >= 0 && r < rs.n_rows; r++) {
+        reign__task_row row;
         const char *why = NULL;
-        v->made = true;
-        if ((rc = parse_row(&rs, 0, &v->row, &why)) == REIGN_ENOMEM)
-            rc = reign__sql_err(c, err, errlen, rc, "out of memory");
-        else if (rc < 0) /* a default or a trigger of someone else's */
-            rc = reign__sql_err(c, err, errlen, rc, "the task of guid %s in queue %s holds %s",
-                                v->guid, v->queue, why);
-    } else if (rc >= 0) {
-        rc = select_one(c, dc, v->queue, v->guid, 0, false, &v->row, err, errlen);
+        int one = parse_row(&rs, r, &row, &why);
+        if (one == REIGN_ENOMEM)
+            rc = reign__sql_err(c, err, errlen, one, "out of memory");
+        else if (one < 0) /* a default or a trigger of someone else's */
+            rc = reign__sql_err(c, err, errlen, one,
+                                "a task submitted to the tasks table of %s "
+                                "holds %s",
+                                c->table, why);
+        for (size_t i = 0; one == 0 && i < n; i++) {
+            if (!v[i]->made && !strcmp(v[i]->guid, row.guid) && in_queue(&rs, r, dc, v[i]->queue)) {
+                v[i]->row = row;
+                v[i]->made = true;
+                one = 1;
+            }
+        }
+        if (one == 0)
+            reign__task_row_clear(&row); /* not asked for: cannot be */
     }
     reign__sql_rows_free(&rs);
-    *fatal = rc < 0;
-    if (rc >= 0 && !v->row.id)
-        rc = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
-                            "the task of guid %s in queue %s cannot be made", v->guid, v->queue);
     return rc < 0 ? rc : 0;
+}
+
+/*
+ * Submissions v[0..n) not made by insert_rows(): the row of the guid found (a former submit's),
+ * or inserted alone (MariaDB, where a duplicate in the batch's INSERT made none of its rows).
+ * 0, or the error of a statement (the transaction is lost); rcs[i] REIGN_EFOREIGN when the
+ * task can be neither found nor made.
+ */
+static int find_or_insert(reign__sqlconn *c, const char *dc, reign__tasks_submission *const *v,
+                          int *rcs, size_t n, char *err, size_t errlen)
+{
+    int rc = 0;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        if (v[i]->made || rcs[i] < 0)
+            continue;
+        rc = select_one(c, dc, v[i]->queue, v[i]->guid, 0, false, &v[i]->row, err, errlen);
+        if (rc >= 0 && !v[i]->row.id)
+            rc = insert_rows(c, dc, &v[i], 1, err, errlen);
+        if (rc >= 0 && !v[i]->made && !v[i]->row.id)
+            rc = select_one(c, dc, v[i]->queue, v[i]->guid, 0, false, &v[i]->row, err, errlen);
+        if (rc >= 0 && !v[i]->row.id)
+            rcs[i] = reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                                    "the task of guid %s in queue %s cannot be made", v[i]->guid,
+                                    v[i]->queue);
+    }
+    return rc;
 }
 
 int reign__tasks_submit_batch(reign__sqlconn *c, const char *dc, reign__tasks_submission *const *v,
@@ -440,19 +491,30 @@ int reign__tasks_submit_batch(reign__sqlconn *c, const char *dc, reign__tasks_su
     for (size_t i = 0; i < n; i++) {
         memset(&v[i]->row, 0, sizeof v[i]->row);
         v[i]->made = false;
-        rcs[i] = 0;
+        rcs[i] = !hex16(v[i]->guid) || v[i]->len > REIGN_TASK_DATA_MAX
+                     ? reign__sql_err(c, err, errlen, REIGN_EINVAL,
+                                      "a task guid or payload out of range")
+                     : 0;
     }
     int rc = ensure(c, true, NULL, err, errlen);
     if (rc < 0 || (rc = begin(c, err, errlen)) < 0)
         return rc;
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
-        bool fatal;
-        int one = submit_one(c, dc, v[i], &fatal, err, errlen);
-        if (fatal)
-            rc = one;
-        else
-            rcs[i] = one;
+    /* The valid ones in INSERTs of many rows, as many as the payloads' bytes allow each. */
+    reign__tasks_submission *rows[INSERT_ROWS_MAX];
+    size_t m = 0, bytes = 0;
+    for (size_t i = 0; rc >= 0 && i <= n; i++) {
+        bool full = i == n || m == INSERT_ROWS_MAX || (m && bytes + v[i]->len > INSERT_BYTES_MAX);
+        if (full && m) {
+            rc = insert_rows(c, dc, rows, m, err, errlen);
+            m = bytes = 0;
+        }
+        if (i < n && rcs[i] == 0) {
+            rows[m++] = v[i];
+            bytes += v[i]->len;
+        }
     }
+    if (rc >= 0)
+        rc = find_or_insert(c, dc, v, rcs, n, err, errlen);
     /* Each queue that gained a task is told once, at the commit. */
     for (size_t i = 0; rc >= 0 && i < n; i++) {
         bool told = !v[i]->made;
@@ -824,54 +886,101 @@ int reign__tasks_assigned(reign__sqlconn *c, const char *dc, const char *queue,
                      args, 3, out, err, errlen);
 }
 
-/* Result v, inside the batch's transaction: 0 (recorded now), 1 (recorded already, by this
- * registration), REIGN_ENOENT (not ours), or a statement's negative code (*fatal). */
-static int finish_one(reign__sqlconn *c, const char *dc, const reign__tasks_result *v, bool *fatal,
-                      char *err, size_t errlen)
+/* Results per UPDATE, at most (two parameters each), and their outputs' bytes (one larger
+ * output goes alone), as for submits. */
+#define FINISH_ROWS_MAX 64
+_Static_assert(3 + 2 * FINISH_ROWS_MAX <= REIGN__SQL_ARGS_MAX, "an UPDATE's parameters");
+
+/*
+ * Results v[0..n) of one queue and one registration, inside the batch's transaction, in one
+ * UPDATE: each row changes only while it is still assigned to that registration (a task taken
+ * back from a worker taken for dead, or done already, is not changed).  rcs[i]: 0 (recorded
+ * now), 1 (recorded, by this registration: when not all changed, an earlier call whose answer
+ * was lost may have written it), REIGN_ENOENT (not ours).  *changed: some row changed.  0, or
+ * a statement's negative code (the transaction is lost).
+ */
+static int finish_rows(reign__sqlconn *c, const char *dc, const reign__tasks_result *const *v,
+                       int *rcs, size_t n, bool *changed, char *err, size_t errlen)
 {
-    char guid[17];
-    int64_t id;
-    *fatal = false;
-    if (!reign__tasks_sql_name_parse(v->name, guid, &id))
-        return REIGN_ENOENT;
-    size_t output_len =
-        v->output_len > REIGN_TASK_OUTPUT_MAX ? REIGN_TASK_OUTPUT_MAX : v->output_len;
-    reign__sqlv args[8] = {REIGN__SQLV_S(dc),
-                           REIGN__SQLV_S(v->queue),
-                           REIGN__SQLV_S(guid),
-                           REIGN__SQLV_I(id),
-                           REIGN__SQLV_S(v->worker_guid),
-                           REIGN__SQLV_I(v->exit_code),
-                           REIGN__SQLV_I(v->exit_signal),
-                           REIGN__SQLV_B(v->output, output_len)};
-    /* Only while the row is still assigned to this registration: a task taken back from a
-     * worker taken for dead, or done already, is not changed. */
-    int rc = reign__sql_query(c, "recording a result",
-                              "UPDATE {K} SET state = 3, exit_code = {6}, exit_signal = {7}, "
-                              "output = {8}, data = NULL, done_ms = {NOW} WHERE data_center = {1} "
-                              "AND queue_name = {2} AND guid = {3} AND id = {4} AND state = 2 AND "
-                              "worker_guid = {5}",
-                              args, 8, NULL, err, errlen);
-    if (rc == 0) {
-        /* Not changed: ours already (an earlier call whose answer was lost), or not ours. */
-        reign__sql_rows rs;
-        rc = reign__sql_query(c, "reading a result",
-                              "SELECT " ROW_COLUMNS " FROM {K} WHERE id = {4} AND guid = {3} AND "
-                              "worker_guid = {5}",
-                              args, 5, &rs, err, errlen);
-        if (rc >= 0) {
-            const char *state = reign__sql_cell(&rs, 0, 2);
-            rc = rs.n_rows == 1 && in_queue(&rs, 0, dc, v->queue) && state && !strcmp(state, "3")
-                     ? 1
-                     : REIGN_ENOENT;
-            reign__sql_rows_free(&rs);
-            return rc;
-        }
-    } else if (rc > 0) {
-        return 0;
+    char guids[FINISH_ROWS_MAX][17];
+    int64_t ids[FINISH_ROWS_MAX];
+    bool named[FINISH_ROWS_MAX];
+    reign__sqlv args[3 + 2 * FINISH_ROWS_MAX] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(v[0]->queue),
+                                                 REIGN__SQLV_S(v[0]->worker_guid)};
+    size_t n_args = 3, m = 0;
+    /* The statement's parts: the numbers are this code's own, formatted into it; text goes as
+     * parameters. */
+    reign__buf in, code, signal, output, guid;
+    reign__buf_init(&in);
+    reign__buf_init(&code);
+    reign__buf_init(&signal);
+    reign__buf_init(&output);
+    reign__buf_init(&guid);
+    for (size_t i = 0; i < n; i++) {
+        rcs[i] = REIGN_ENOENT; /* a name that is no task's is not ours */
+        if (!(named[i] = reign__tasks_sql_name_parse(v[i]->name, guids[i], &ids[i])))
+            continue;
+        size_t output_len =
+            v[i]->output_len > REIGN_TASK_OUTPUT_MAX ? REIGN_TASK_OUTPUT_MAX : v[i]->output_len;
+        args[n_args] = (reign__sqlv)REIGN__SQLV_S(guids[i]);
+        args[n_args + 1] = (reign__sqlv)REIGN__SQLV_B(v[i]->output, output_len);
+        long long id = (long long)ids[i];
+        reign__buf_printf(&in, "%s%lld", m++ ? ", " : "", id);
+        reign__buf_printf(&code, " WHEN %lld THEN %d", id, v[i]->exit_code);
+        reign__buf_printf(&signal, " WHEN %lld THEN %d", id, v[i]->exit_signal);
+        reign__buf_printf(&guid, " WHEN %lld THEN {%zu}", id, n_args + 1);
+        reign__buf_printf(&output, " WHEN %lld THEN {%zu}", id, n_args + 2);
+        n_args += 2;
     }
-    *fatal = true;
-    return rc;
+    *changed = false;
+    if (!m)
+        return 0;
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__buf_printf(&b,
+                      "UPDATE {K} SET state = 3, exit_code = CASE id%s END, exit_signal = CASE "
+                      "id%s END, output = CASE id%s END, data = NULL, done_ms = {NOW} WHERE "
+                      "data_center = {1} AND queue_name = {2} AND state = 2 AND worker_guid = {3} "
+                      "AND id IN (%s) AND guid = CASE id%s END",
+                      code.data, signal.data, output.data, in.data, guid.data);
+    bool oom = b.oom || in.oom || code.oom || signal.oom || output.oom || guid.oom;
+    int rc =
+        oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+            : reign__sql_query(c, "recording results", b.data, args, n_args, NULL, err, errlen);
+    *changed = rc > 0;
+    if (rc >= 0 && (size_t)rc == m) {
+        for (size_t i = 0; i < n; i++)
+            if (named[i])
+                rcs[i] = 0;
+    } else if (rc >= 0) {
+        /* Not all changed: a row done by this registration is ours (now, or by an earlier
+         * call whose answer was lost); any other is not ours. */
+        reign__sql_rows rs;
+        reign__buf_reset(&b);
+        reign__buf_printf(&b, "SELECT " ROW_COLUMNS " FROM {K} WHERE id IN (%s)", in.data);
+        rc = b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+                   : reign__sql_query(c, "reading results", b.data, NULL, 0, &rs, err, errlen);
+        for (size_t r = 0; rc >= 0 && r < rs.n_rows; r++) {
+            const char *state = reign__sql_cell(&rs, r, 2), *row_guid = reign__sql_cell(&rs, r, 1);
+            const char *worker_guid = reign__sql_cell(&rs, r, 4);
+            int64_t id;
+            if (!in_queue(&rs, r, dc, v[0]->queue) || !state || strcmp(state, "3") || !row_guid ||
+                !worker_guid || strcmp(worker_guid, v[0]->worker_guid) ||
+                !reign__sql_parse_i64(reign__sql_cell(&rs, r, 0), &id))
+                continue;
+            for (size_t i = 0; i < n; i++)
+                if (named[i] && ids[i] == id && !strcmp(guids[i], row_guid))
+                    rcs[i] = 1;
+        }
+        reign__sql_rows_free(&rs);
+    }
+    reign__buf_free(&b);
+    reign__buf_free(&in);
+    reign__buf_free(&code);
+    reign__buf_free(&signal);
+    reign__buf_free(&output);
+    reign__buf_free(&guid);
+    return rc < 0 ? rc : 0;
 }
 
 int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
@@ -881,22 +990,43 @@ int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
     int rc = ensure(c, true, NULL, err, errlen);
     if (rc < 0 || (rc = begin(c, err, errlen)) < 0)
         return rc;
-    for (size_t i = 0; rc >= 0 && i < n; i++) {
-        bool fatal;
-        rcs[i] = finish_one(c, dc, v[i], &fatal, err, errlen);
-        if (fatal)
-            rc = rcs[i];
-    }
-    /* Each queue with a result recorded now is told once, at the commit. */
+    /* One UPDATE per queue and registration (a worker's results: usually one for the batch),
+     * as many results as the outputs' bytes allow each; each queue with a result recorded now
+     * is told once, at the commit.  taken[i]: result i is in an UPDATE; told[i]: the UPDATE
+     * that result i began told its queue. */
+    bool *taken = reign__calloc(2 * n + 1, sizeof *taken), *told = taken + n;
     bool any = false;
+    if (!taken)
+        rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     for (size_t i = 0; rc >= 0 && i < n; i++) {
-        bool told = rcs[i] != 0;
-        for (size_t j = 0; !told && j < i; j++)
-            told = rcs[j] == 0 && !strcmp(v[j]->queue, v[i]->queue);
-        if (!told)
+        if (taken[i])
+            continue;
+        const reign__tasks_result *group[FINISH_ROWS_MAX] = {v[i]};
+        size_t at[FINISH_ROWS_MAX], m = 0, bytes = 0;
+        int got[FINISH_ROWS_MAX];
+        for (size_t j = i; j < n && m < FINISH_ROWS_MAX; j++) {
+            if (taken[j] || strcmp(v[j]->queue, v[i]->queue) ||
+                strcmp(v[j]->worker_guid, v[i]->worker_guid) ||
+                (m && bytes + v[j]->output_len > INSERT_BYTES_MAX))
+                continue;
+            taken[j] = true;
+            bytes += v[j]->output_len;
+            at[m] = j;
+            group[m++] = v[j];
+        }
+        bool changed, before = false;
+        rc = finish_rows(c, dc, group, got, m, &changed, err, errlen);
+        for (size_t k = 0; rc >= 0 && k < m; k++)
+            rcs[at[k]] = got[k];
+        for (size_t j = 0; j < i && !before; j++)
+            before = told[j] && !strcmp(v[j]->queue, v[i]->queue);
+        if (rc >= 0 && changed && !before) {
             rc = notify_queue(c, dc, v[i]->queue, TOLD_QUEUE, err, errlen);
-        any = any || rcs[i] == 0;
+            told[i] = true;
+        }
+        any = any || changed;
     }
+    reign__free(taken);
     if (rc < 0) {
         reign__sql_rollback(c);
         return rc;

@@ -125,10 +125,10 @@ typedef struct reign__tasks_submission {
 } reign__tasks_submission;
 
 /*
- * Submits v[0..n) in one transaction, each as reign__tasks_submit() would (and each queue that
- * gained a task notified once): rcs[i] is submission i's result, 0 or its own negative code
- * (REIGN_EINVAL, REIGN_EFOREIGN); returns 0, or the negative code of a statement that failed,
- * after which nothing was submitted.  A reign__sqlw_batch_fn's core.
+ * Submits v[0..n) in one transaction, each as reign__tasks_submit() would, in INSERTs of many
+ * rows (and each queue that gained a task notified once): rcs[i] is submission i's result, 0
+ * or its own negative code (REIGN_EINVAL, REIGN_EFOREIGN); returns 0, or the negative code of
+ * a statement that failed, after which nothing was submitted.  A reign__sqlw_batch_fn's core.
  */
 int reign__tasks_submit_batch(reign__sqlconn *c, const char *dc, reign__tasks_submission *const *v,
                               int *rcs, size_t n, char *err, size_t errlen);
@@ -214,10 +214,11 @@ typedef struct reign__tasks_result {
 } reign__tasks_result;
 
 /*
- * Records v[0..n) in one transaction, each as reign__tasks_finish() would (each queue with a
- * result recorded notified once): rcs[i] is result i's answer (0, 1 or REIGN_ENOENT, as
- * above); returns 0, or the negative code of a statement that failed, after which nothing was
- * recorded.  A reign__sqlw_batch_fn's core.
+ * Records v[0..n) in one transaction, each as reign__tasks_finish() would, one UPDATE for the
+ * results of one queue and registration (each queue with a result recorded notified once):
+ * rcs[i] is result i's answer (0, 1 or REIGN_ENOENT, as above; when not all of an UPDATE's
+ * rows changed, those recorded answer 1, now or before); returns 0, or the negative code of a
+ * statement that failed, after which nothing was recorded.  A reign__sqlw_batch_fn's core.
  */
 int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
                               const reign__tasks_result *const *v, int *rcs, size_t n, char *err,

@@ -18,6 +18,8 @@
  *     result changes nothing;
  *   - which of many waited tasks are done is read in a few statements, each as long as its
  *     ids make it, and a task is done only in its own queue;
+ *   - submits and results in batches answer each row as one at a time would: a guid sent twice
+ *     or made before finds its row, a result of another registration is refused;
  *   - delete removes only done tasks; a sweep removes old results;
  *   - a row reign could not have written is skipped by listings and refused by reads;
  *   - PostgreSQL and MariaDB: a pick skips a pending row another transaction holds, rather
@@ -209,6 +211,72 @@ static void test_remove(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *
     H_CHECKF(reign__sessions_end(w, DC, "sess-w", -1, err, sizeof err) >= 0, "%s", err);
 }
 
+/* Submits and results in batches (one statement for many rows): the same answers, row by row,
+ * as one at a time.  t2 is done by "wg2". */
+static void test_batches(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *w,
+                         const reign__tasks_fence *f, const reign__task_row *t2)
+{
+    reign__tasks_submission s[5] = {
+        {.queue = QUEUE, .guid = "0000000000000006", .data = "six", .len = 3},
+        {.queue = QUEUE, .guid = "0000000000000007", .data = "seven", .len = 5},
+        {.queue = QUEUE, .guid = "0000000000000006", .data = "six", .len = 3}, /* sent twice */
+        {.queue = QUEUE, .guid = t2->guid, .data = "two", .len = 3},           /* made before */
+        {.queue = QUEUE, .guid = "not-a-guid", .data = "", .len = 0},
+    };
+    reign__tasks_submission *sv[5] = {&s[0], &s[1], &s[2], &s[3], &s[4]};
+    int rcs[5];
+    H_RC(reign__tasks_submit_batch(sub, DC, sv, rcs, 5, err, sizeof err), 0);
+    H_CHECK(rcs[0] == 0 && rcs[1] == 0 && rcs[2] == 0 && rcs[3] == 0 && rcs[4] == REIGN_EINVAL);
+    H_CHECK(s[0].made && s[1].made && !s[2].made && !s[3].made);
+    H_CHECK(s[2].row.id == s[0].row.id && s[3].row.id == t2->id && s[1].row.id > s[0].row.id);
+    H_CHECK(s[0].row.state == REIGN_TASK_PENDING && !strcmp(s[1].row.guid, s[1].guid));
+    reign__task_rows rows;
+    H_CHECK(assign(m, f, "w2", "wg2", 5, &rows) == 2);
+    reign__task_rows_free(&rows);
+
+    /* One batch: a result of wg2's, one it recorded before, one of a registration the row does
+     * not name, and a name that is no task's. */
+    reign__tasks_result r[4] = {
+        {.queue = QUEUE,
+         .name = s[0].row.name,
+         .worker_guid = "wg2",
+         .exit_code = 6,
+         .output = "r6",
+         .output_len = 2},
+        {.queue = QUEUE,
+         .name = t2->name,
+         .worker_guid = "wg2",
+         .output = "again",
+         .output_len = 5},
+        {.queue = QUEUE,
+         .name = s[1].row.name,
+         .worker_guid = "wg-other",
+         .output = "no",
+         .output_len = 2},
+        {.queue = QUEUE, .name = "t_nonsense", .worker_guid = "wg2"},
+    };
+    const reign__tasks_result *rv[4] = {&r[0], &r[1], &r[2], &r[3]};
+    H_RC(reign__tasks_finish_batch(w, DC, rv, rcs, 4, err, sizeof err), 0);
+    /* Not all of wg2's changed, so its recorded ones answer 1 (now or before: both recorded). */
+    H_CHECK(rcs[0] == 1 && rcs[1] == 1 && rcs[2] == REIGN_ENOENT && rcs[3] == REIGN_ENOENT);
+    reign__task_row t = read_task(sub, s[0].row.name, 0);
+    H_CHECK(t.state == REIGN_TASK_DONE && t.exit_code == 6 && t.output_len == 2 &&
+            !memcmp(t.output, "r6", 2));
+    reign__task_row_clear(&t);
+    t = read_task(sub, s[1].row.name, 0);
+    H_CHECK(t.state == REIGN_TASK_ASSIGNED && !strcmp(t.worker_guid, "wg2"));
+    reign__task_row_clear(&t);
+    t = read_task(sub, t2->name, 0);
+    H_CHECK(t.output_len == 0); /* the first result stands */
+    reign__task_row_clear(&t);
+    /* All changed: 0. */
+    r[2].worker_guid = "wg2";
+    H_RC(reign__tasks_finish_batch(w, DC, &rv[2], rcs, 1, err, sizeof err), 0);
+    H_CHECK(rcs[0] == 0);
+    for (int i = 0; i < 5; i++)
+        reign__task_row_clear(&s[i].row);
+}
+
 void scenario_tasks(void)
 {
     reign__sqlconn *sub = raw_connect(), *m1 = raw_connect(), *m2 = raw_connect(),
@@ -293,6 +361,7 @@ void scenario_tasks(void)
     read_task(sub, t1.name, REIGN_ENOENT);
     H_RC(finish(w, t2.name, "wg2", ""), 0);
     H_RC(finish(w, t3.name, "wg2", ""), 0);
+    test_batches(sub, m2, w, &f2, &t2);
 
     /* Which of many waited tasks are done: ten-digit ids over several statements (none has a
      * length limit), and a task is done only in its own queue. */

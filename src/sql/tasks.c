@@ -258,6 +258,7 @@ static int begin(reign__sqlconn *c, char *err, size_t errlen)
 /* Who a change concerns (tasks.h): the queue's master and waiters, its workers. */
 #define TOLD_QUEUE   1
 #define TOLD_WORKERS 2
+#define TOLD_MASTER  4 /* alone: submits */
 
 /* The watchers a change concerns are told (PostgreSQL: on commit). */
 static int notify_queue(reign__sqlconn *c, const char *dc, const char *queue, int told, char *err,
@@ -271,6 +272,10 @@ static int notify_queue(reign__sqlconn *c, const char *dc, const char *queue, in
     }
     if (rc >= 0 && (told & TOLD_WORKERS)) {
         snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s" REIGN__TASKS_WORKERS, queue);
+        rc = reign__sql_notify(c, dc, name, err, errlen);
+    }
+    if (rc >= 0 && (told & TOLD_MASTER)) {
+        snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s" REIGN__TASKS_SUBMITTED, queue);
         rc = reign__sql_notify(c, dc, name, err, errlen);
     }
     return rc;
@@ -521,7 +526,7 @@ int reign__tasks_submit_batch(reign__sqlconn *c, const char *dc, reign__tasks_su
         for (size_t j = 0; !told && j < i; j++)
             told = v[j]->made && !strcmp(v[j]->queue, v[i]->queue);
         if (!told)
-            rc = notify_queue(c, dc, v[i]->queue, TOLD_QUEUE, err, errlen);
+            rc = notify_queue(c, dc, v[i]->queue, TOLD_MASTER, err, errlen);
     }
     if (rc >= 0)
         rc = commit(c, dc, NULL, 0, err, errlen);

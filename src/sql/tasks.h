@@ -38,11 +38,12 @@
  * PostgreSQL and MariaDB pick pending rows with FOR UPDATE SKIP LOCKED, so that a pick never
  * waits for a row another transaction holds; SQLite has one writer at a time (BEGIN IMMEDIATE)
  * and needs no row locks.  Every write sends, in its transaction, a NOTIFY (PostgreSQL) to those
- * it concerns: submits, results and deletions to the queue's name REIGN__TASKS_LISTEN "Q" (its
- * master and its waiters); assignments to REIGN__TASKS_LISTEN "Q" REIGN__TASKS_WORKERS (its
- * workers, who need hear of nothing else); a take-back to both.  A worker of a busy queue is so
- * not woken by every submit and every other worker's result.  SQLite's file change and
- * MariaDB's poll do the rest (they wake everyone).
+ * it concerns: results and deletions to the queue's name REIGN__TASKS_LISTEN "Q" (its master
+ * and its waiters); submits to REIGN__TASKS_LISTEN "Q" REIGN__TASKS_SUBMITTED (its master
+ * alone); assignments to REIGN__TASKS_LISTEN "Q" REIGN__TASKS_WORKERS (its workers, who need
+ * hear of nothing else); a take-back to the queue's name and the workers'.  A worker of a busy
+ * queue is so not woken by every submit and every other worker's result, nor a waiting client
+ * by every submit.  SQLite's file change and MariaDB's poll do the rest (they wake everyone).
  *
  * The table is made on first use; one of a foreign layout is refused (REIGN_EFOREIGN), never
  * changed.  A row reign could not have written (a state out of range, a guid that is not 16
@@ -60,11 +61,13 @@
 /* Prefix of the name a queue's writes notify and its watchers listen on: "reign/tasks/Q" (a
  * '/', so never an election's name). */
 #define REIGN__TASKS_LISTEN "reign/tasks/"
-/* Appended to the queue's name for the notices its workers listen to (assignments). */
-#define REIGN__TASKS_WORKERS "/assigned"
+/* Appended to the queue's name for the notices its workers listen to (assignments), and for
+ * those its master listens to besides the queue's own (submits). */
+#define REIGN__TASKS_WORKERS   "/assigned"
+#define REIGN__TASKS_SUBMITTED "/submitted"
 /* The longest name a queue's notices go to, with its NUL. */
 #define REIGN__TASKS_LISTEN_MAX                                                                    \
-    (sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX + sizeof REIGN__TASKS_WORKERS)
+    (sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX + sizeof REIGN__TASKS_SUBMITTED)
 
 /* A fenced write refused: the lease no longer names this master (see above). */
 #define REIGN__TASKS_DEPOSED 2

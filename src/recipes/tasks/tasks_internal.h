@@ -213,13 +213,15 @@ int reign__tasks_sql_request(reign_client *client, const reign__tasks_sql_req *r
  * queue's channel, sent by every write in its transaction, on PostgreSQL; a change of the file
  * on SQLite; every poll period on MariaDB) and, whatever the store, every
  * REIGN__TASKS_SQL_CHECK_MS in case a notice was lost.  _listen subscribes the client's worker
- * sw to the queue's notices (a task worker's: those of its workers, src/sql/tasks.h), where
- * the store has them: true once sent (sent before a read on the same worker, a change after
- * that read is told of).  _idle_ms: how long until the next read when nothing was told.
+ * sw to the queue's notices ("": the queue's own, those of results; or those of a suffix of
+ * src/sql/tasks.h: REIGN__TASKS_WORKERS, a task worker's; REIGN__TASKS_SUBMITTED, the master's
+ * besides the queue's), where the store has them: true once sent (sent before a read on the
+ * same worker, a change after that read is told of).  _idle_ms: how long until the next read
+ * when nothing was told.
  */
 #define REIGN__TASKS_SQL_CHECK_MS 5000
 struct reign__sqlw;
-bool reign__tasks_sql_listen(struct reign__sqlw *sw, const char *queue, bool worker);
+bool reign__tasks_sql_listen(struct reign__sqlw *sw, const char *queue, const char *suffix);
 int reign__tasks_sql_idle_ms(reign_client *client);
 
 /* A task's row of a SQL store (src/sql/tasks.h) as <reign/tasks.h>'s info, borrowing from it. */

@@ -287,8 +287,10 @@ static void round_start(smaster *m)
         return;
     }
     reign__timer_stop(timers(m), &m->poll);
+    /* Results free a worker's room (the queue's own notices), submits bring tasks. */
     if (!m->listening)
-        m->listening = reign__tasks_sql_listen(m->sw, m->head.base.queue, false);
+        m->listening = reign__tasks_sql_listen(m->sw, m->head.base.queue, "") &&
+                       reign__tasks_sql_listen(m->sw, m->head.base.queue, REIGN__TASKS_SUBMITTED);
     const reign_member *v;
     size_t n;
     reign_group_watch_members(m->watch, &v, &n);

@@ -96,13 +96,12 @@ static int run_submits(reign__sqlconn *conn, const char *dc, void *const *ctxs, 
     return rc;
 }
 
-bool reign__tasks_sql_listen(reign__sqlw *sw, const char *queue, bool worker)
+bool reign__tasks_sql_listen(reign__sqlw *sw, const char *queue, const char *suffix)
 {
     if (!reign__sqlw_notifies(sw))
         return false;
     char name[REIGN__TASKS_LISTEN_MAX];
-    snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s%s", queue,
-             worker ? REIGN__TASKS_WORKERS : "");
+    snprintf(name, sizeof(name), REIGN__TASKS_LISTEN "%s%s", queue, suffix);
     return reign__sqlw_submit(sw, REIGN__SQLW_LISTEN, name, NULL, 0, NULL, NULL, NULL) == 0;
 }
 
@@ -522,7 +521,7 @@ static int wq_join(req *q)
         wq->next = h->queues;
         h->queues = wq;
         /* Before its first read, on the same worker: a result written after it is told. */
-        (void)reign__tasks_sql_listen(h->w, wq->queue, false);
+        (void)reign__tasks_sql_listen(h->w, wq->queue, "");
     }
     if (!reign__timer_armed(&h->timer))
         hub_arm(h);

@@ -266,7 +266,7 @@ static void read_mine(sworker *w)
     reign__timer_stop(timers(w), &w->poll);
     /* Before the read, on the same worker: an assignment after it is told of. */
     if (!w->listening)
-        w->listening = reign__tasks_sql_listen(w->sw, w->head.base.queue, true);
+        w->listening = reign__tasks_sql_listen(w->sw, w->head.base.queue, REIGN__TASKS_WORKERS);
     rcall *c = reign__calloc(1, sizeof(*c));
     if (!c || !(c->queue = reign__strdup(w->head.base.queue))) {
         reign__free(c);

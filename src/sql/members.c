@@ -160,24 +160,19 @@ int reign__members_leave(reign__sqlconn *c, const char *dc, const char *group, c
     return rc == REIGN_ENOENT || rc >= 0 ? 0 : rc; /* no table: nothing to delete */
 }
 
-static int foreign(reign__sqlconn *c, const char *group, const char *what, char *err, size_t errlen)
-{
-    char name[REIGN__SQL_TABLE_MAX + 16];
-    reign__sql_side_table(c, REIGN__SQL_MEMBERS_SUFFIX, name, sizeof name, NULL, 0);
-    return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
-                          "a row of group '%s' in table %s holds %s reign did not write", group,
-                          name, what);
-}
-
 /* The columns a registration is read with, in this order. */
 #define ROW_COLUMNS                                                                                \
     "m.guid, m.seq, m.member_id, m.session_guid, m.version, m.joined_ms, s.beat, s.lease_ms, "     \
     "m.payload"
 
-/* Row i of a read into *m: 1, 0 (its session is gone: no member), or a negative code. */
-static int parse_member(reign__sqlconn *c, const char *group, const reign__sql_rows *rs, size_t i,
-                        reign__member_row *m, char *err, size_t errlen)
+/*
+ * Row i of a read into *m (cleared first): 1, 0 (its session is gone: no member),
+ * REIGN_EFOREIGN (a row reign could not have written, *why saying what it holds; nothing is
+ * kept of it), or REIGN_ENOMEM (m->id may be allocated).
+ */
+static int parse_member(const reign__sql_rows *rs, size_t i, reign__member_row *m, const char **why)
 {
+    memset(m, 0, sizeof *m);
     const char *guid = reign__sql_cell(rs, i, 0), *id = reign__sql_cell(rs, i, 2);
     const char *session = reign__sql_cell(rs, i, 3);
     int64_t seq;
@@ -185,24 +180,64 @@ static int parse_member(reign__sqlconn *c, const char *group, const reign__sql_r
         return 0;
     if (!guid || strlen(guid) >= sizeof m->guid || !session ||
         strlen(session) >= sizeof m->session || !id || !reign__id_ok(id, REIGN_MEMBER_ID_MAX))
-        return foreign(c, group, "an id", err, errlen);
+        return *why = "an id that is no member id", REIGN_EFOREIGN;
     if (!reign__sql_parse_i64(reign__sql_cell(rs, i, 1), &seq) || seq <= 0 ||
         !reign__sql_parse_i64(reign__sql_cell(rs, i, 4), &m->version) || m->version < 0 ||
         !reign__sql_parse_i64(reign__sql_cell(rs, i, 5), &m->joined_ms) ||
         !reign__sql_parse_i64(reign__sql_cell(rs, i, 6), &m->beat) ||
         !reign__sql_parse_i64(reign__sql_cell(rs, i, 7), &m->lease_ms) || m->lease_ms <= 0)
-        return foreign(c, group, "numbers", err, errlen);
+        return *why = "numbers out of range", REIGN_EFOREIGN;
     size_t len = reign__sql_cell_len(rs, i, 8);
     if (len > REIGN_MEMBER_DATA_MAX)
-        return foreign(c, group, "a payload larger than", err, errlen);
+        return *why = "a payload larger than reign writes", REIGN_EFOREIGN;
     m->seq = (uint64_t)seq;
     reign__strlcpy(m->guid, guid, sizeof m->guid);
     reign__strlcpy(m->session, session, sizeof m->session);
     if (!(m->id = reign__strdup(id)) ||
         (len && !(m->data = reign__memdup(reign__sql_cell(rs, i, 8), len))))
-        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+        return REIGN_ENOMEM;
     m->data_len = len;
     return 1;
+}
+
+/*
+ * Every row of rs into out (members.h).  A row reign could not have written is skipped, as a
+ * ZooKeeper group watch skips a child that is no member's node: one such row must not hide the
+ * members beside it.  It is counted, and out->foreign names the table and what the first holds
+ * (never its payload), for the one warning a watch logs.
+ */
+static int parse_rows(reign__sqlconn *c, const reign__sql_rows *rs, reign__member_rows *out,
+                      char *err, size_t errlen)
+{
+    if (rs->n_rows && !(out->v = reign__calloc(rs->n_rows, sizeof *out->v)))
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    const char *first = NULL;
+    for (size_t i = 0; i < rs->n_rows; i++) {
+        const char *guid = reign__sql_cell(rs, i, 0), *why = NULL;
+        if (guid && !*guid) {
+            out->group_exists = true; /* the group's own row */
+            continue;
+        }
+        int rc = parse_member(rs, i, &out->v[out->n], &why);
+        if (rc == REIGN_EFOREIGN && !out->n_foreign++)
+            first = why;
+        if (rc == REIGN_ENOMEM) {
+            out->n++; /* the one that failed half-way is freed too */
+            reign__member_rows_free(out);
+            return reign__sql_err(c, err, errlen, rc, "out of memory");
+        }
+        if (rc > 0) /* else no member: foreign, or its session is gone (its reaper takes it) */
+            out->n++;
+    }
+    if (out->n_foreign) {
+        char name[REIGN__SQL_TABLE_MAX + 16];
+        reign__sql_side_table(c, REIGN__SQL_MEMBERS_SUFFIX, name, sizeof name, NULL, 0);
+        (void)reign__sql_err(c, out->foreign, sizeof out->foreign, 0,
+                             "%zu row(s) of table %s that reign did not write (the first "
+                             "holds %s): skipped, they are no members",
+                             out->n_foreign, name, first);
+    }
+    return 0;
 }
 
 int reign__members_read(reign__sqlconn *c, const char *dc, const char *group,
@@ -222,24 +257,9 @@ int reign__members_read(reign__sqlconn *c, const char *dc, const char *group,
         return 0; /* no table yet: no group */
     if (rc < 0)
         return rc;
-    if (rs.n_rows && !(out->v = reign__calloc(rs.n_rows, sizeof *out->v)))
-        rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-    for (size_t i = 0; rc >= 0 && i < rs.n_rows; i++) {
-        const char *guid = reign__sql_cell(&rs, i, 0);
-        if (guid && !*guid) {
-            out->group_exists = true; /* the group's own row */
-            continue;
-        }
-        rc = parse_member(c, group, &rs, i, &out->v[out->n], err, errlen);
-        if (rc > 0) /* else its session is gone: no member; the row goes with its reaper */
-            out->n++;
-    }
-    if (rc < 0 && out->v) {
-        out->n++; /* the one that failed half-way is freed too */
-        reign__member_rows_free(out);
-    }
+    rc = parse_rows(c, &rs, out, err, errlen);
     reign__sql_rows_free(&rs);
-    return rc < 0 ? rc : 0;
+    return rc;
 }
 
 int reign__members_of_session(reign__sqlconn *c, const char *dc, const char *session,

@@ -53,6 +53,10 @@ typedef struct reign__member_rows {
     bool group_exists;
     reign__member_row *v; /* by seq */
     size_t n;
+    /* The rows skipped as no registration reign could have written, and ("" when none) a line
+     * naming the store, the table and what the first of them holds, never its payload. */
+    size_t n_foreign;
+    char foreign[448];
 } reign__member_rows;
 
 void reign__member_rows_free(reign__member_rows *r);
@@ -81,13 +85,17 @@ int reign__members_leave(reign__sqlconn *c, const char *dc, const char *group, c
 
 /*
  * The registrations of `group` by seq, each with its session's beat (a registration whose
- * session row is gone is none), and whether the group exists.  0 or a negative code
- * (REIGN_EFOREIGN for a row reign could not have written, naming the table).
+ * session row is gone is none), and whether the group exists.  A row reign could not have
+ * written (an id that is no member id, numbers out of range, an oversized payload) is no
+ * registration: skipped and counted in out->n_foreign, as a ZooKeeper group's child that is no
+ * member's node, so that it never hides the members beside it.  0 or a negative code
+ * (REIGN_EFOREIGN for a members table of a foreign layout, naming it).
  */
 int reign__members_read(reign__sqlconn *c, const char *dc, const char *group,
                         reign__member_rows *out, char *err, size_t errlen);
 
-/* The guids of the registrations of session `session`, one a row.  0 or a negative code. */
+/* The guids of the registrations of session `session`, one a row (a foreign row's among them:
+ * each caller looks for its own guid, so one more is harmless).  0 or a negative code. */
 int reign__members_of_session(reign__sqlconn *c, const char *dc, const char *session,
                               reign__sql_rows *guids, char *err, size_t errlen);
 

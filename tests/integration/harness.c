@@ -67,6 +67,8 @@ static void lib_log(reign_log_level level, const char *msg, void *userdata)
     char who[H_ID_MAX + 16];
     snprintf(who, sizeof(who), "%s/%s", c ? c->id : "reign", reign_log_level_name(level));
     fprintf(stderr, "[%8.3f] %s: %s\n", (double)(now_ns() - t0_ns) / 1e9, who, msg);
+    if (c && c->on_log)
+        c->on_log(c, level, msg);
 }
 
 void h_init(const char *name)

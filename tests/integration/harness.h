@@ -161,6 +161,8 @@ typedef struct h_cand {
     size_t n_ev, cap_ev;
     /* optional hook, called after each event is recorded */
     void (*on_event)(struct h_cand *c, const h_event *ev);
+    /* optional hook, called with each line the library logs through this client */
+    void (*on_log)(struct h_cand *c, reign_log_level level, const char *msg);
     void *userdata;
 } h_cand;
 

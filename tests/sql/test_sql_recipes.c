@@ -29,6 +29,9 @@
  *            its lease row with all its candidates rows, expired ones too
  *   tasks    the task queue's statements (src/sql/tasks.h, sql_tasks.c has the list)
  *   tasks_api  submit, status, wait, list and delete through the public API (sql_tasks.c)
+ *   group_foreign  rows of the members table reign did not write are no members: a group's
+ *            watch and listing show the real ones and hear their joins and leaves, the rows
+ *            stay (sql_groups.c)
  *
  * What every store promises (the values' operations, refusals, payloads, bursts and races; the
  * elections' listing order and payloads, resign and cede hand-overs, ...) is
@@ -79,13 +82,19 @@ reign__sqlconn *raw_connect(void)
     return c;
 }
 
-static void raw_sql(const char *what, const char *sql, const reign__sqlv *args, size_t n)
+void raw_query(const char *what, const char *sql, const reign__sqlv *args, size_t n,
+               reign__sql_rows *rows)
 {
     reign__sqlconn *c = raw_connect();
     char err[512] = "";
-    H_CHECKF(reign__sql_query(c, what, sql, args, n, NULL, err, sizeof(err)) >= 0, "%s: %s", what,
+    H_CHECKF(reign__sql_query(c, what, sql, args, n, rows, err, sizeof(err)) >= 0, "%s: %s", what,
              err);
     reign__sql_close(c);
+}
+
+static void raw_sql(const char *what, const char *sql, const reign__sqlv *args, size_t n)
+{
+    raw_query(what, sql, args, n, NULL);
 }
 
 /* ---- ops ------------------------------------------------------------------------------------- */
@@ -492,7 +501,8 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "listed-child"))
         listed_child(argv[2], argv[3]);
     if (argc != 2) {
-        fprintf(stderr, "usage: %s ops|foreign|watch|candidates|tasks|tasks_api\n", argv[0]);
+        fprintf(stderr, "usage: %s ops|foreign|watch|candidates|tasks|tasks_api|group_foreign\n",
+                argv[0]);
         return 2;
     }
     const char *scenario = argv[1];
@@ -515,6 +525,8 @@ int main(int argc, char **argv)
         scenario_tasks();
     else if (!strcmp(scenario, "tasks_api"))
         scenario_tasks_api();
+    else if (!strcmp(scenario, "group_foreign"))
+        scenario_group_foreign();
     else {
         fprintf(stderr, "unknown scenario %s\n", scenario);
         return 2;

@@ -14,6 +14,9 @@
  * first showed it.  A session whose beat stood still for its whole lease on our clock is
  * deleted, its members with it, in one compare-and-set on that beat, and the group read
  * again.  A one-shot listing reaps nothing: it shows what the table holds.
+ *
+ * A row reign could not have written is no member (members.h): the read skips it, as a
+ * ZooKeeper watch skips a child that is no member's node, and the watch says so once, at WARN.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +42,8 @@ typedef struct swatch {
 
     reign__life life;
     bool reading, again, listening, ready_sent, group_known, failed;
-    bool foreign;              /* the last read found data reign did not write (reported once) */
+    bool foreign;              /* the last read failed on a foreign table (reported once) */
+    bool foreign_rows_told;    /* rows reign did not write were skipped, and logged (once) */
     reign__member_rows rows;   /* what the view points into */
     char **nodes;              /* the view's node names, by row */
     reign__seen_session *seen; /* the sessions of the members read, and since when */
@@ -226,6 +230,11 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
         goto out;
     }
     w->foreign = false;
+    /* Skipped, never reported as members (members.h); said once a watch, not at every read. */
+    if (c->rows.n_foreign && !w->foreign_rows_told) {
+        w->foreign_rows_told = true;
+        reign__log(w->log, REIGN_LOG_WARN, "group '%s': %s", w->head.name, c->rows.foreign);
+    }
     if (!w->list_cb && count_sessions(w, &c->rows, r->done_ns) < 0)
         w->failed = true;
     apply(w, &c->rows);

@@ -379,6 +379,7 @@ void scenario_tasks(void)
     reign__task_rows_free(&rows);
     H_RC(reign__tasks_done(sub, DC, "elsewhere", waited, N_WAITED, &rows, err, sizeof err), 0);
     H_CHECK(rows.n == 0);
+    reign__task_rows_free(&rows);
 
     if (reign__sql_kind_of(m2) != REIGN__SQL_SQLITE)
         test_skip_locked(sub, m2, &f2);

@@ -51,7 +51,7 @@ int reign__sql_side_ensure(reign__sqlconn *c, const char *suffix, const char *wh
 int reign__sql_side_commit(reign__sqlconn *c, const char *dc, const char *listen, char *err,
                            size_t errlen)
 {
-    int rc = reign__sql_notify(c, dc, listen, err, errlen);
+    int rc = listen ? reign__sql_notify(c, dc, listen, err, errlen) : 0;
     if (rc >= 0)
         rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
     if (rc < 0) {

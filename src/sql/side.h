@@ -19,7 +19,8 @@ int reign__sql_side_ensure(reign__sqlconn *c, const char *suffix, const char *wh
                            bool *ready, char *err, size_t errlen);
 
 /* The end of a write that watchers hear of, its transaction open: a notice of `listen` to them
- * (PostgreSQL: sent on commit), then COMMIT.  0, or a negative code (rolled back). */
+ * (PostgreSQL: sent on commit; none when NULL: told already), then COMMIT.  0, or a negative
+ * code (rolled back). */
 int reign__sql_side_commit(reign__sqlconn *c, const char *dc, const char *listen, char *err,
                            size_t errlen);
 

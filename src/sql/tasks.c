@@ -288,13 +288,11 @@ static int commit(reign__sqlconn *c, const char *dc, const char *queue, int told
                   size_t errlen)
 {
     int rc = told ? notify_queue(c, dc, queue, told, err, errlen) : 0;
-    if (rc >= 0)
-        rc = reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, errlen);
     if (rc < 0) {
         reign__sql_rollback(c);
         return rc;
     }
-    return 0;
+    return reign__sql_side_commit(c, dc, NULL, err, errlen);
 }
 
 /*
@@ -446,10 +444,9 @@ static int insert_rows(reign__sqlconn *c, const char *dc, reign__tasks_submissio
         if (one == REIGN_ENOMEM)
             rc = reign__sql_err(c, err, errlen, one, "out of memory");
         else if (one < 0) /* a default or a trigger of someone else's */
-            rc = reign__sql_err(c, err, errlen, one,
-                                "a task submitted to the tasks table of %s "
-                                "holds %s",
-                                c->table, why);
+            rc =
+                reign__sql_err(c, err, errlen, one,
+                               "a task submitted to the tasks table of %s holds %s", c->table, why);
         for (size_t i = 0; one == 0 && i < n; i++) {
             if (!v[i]->made && !strcmp(v[i]->guid, row.guid) && in_queue(&rs, r, dc, v[i]->queue)) {
                 v[i]->row = row;

@@ -718,97 +718,136 @@ int reign__tasks_delete(reign__sqlconn *c, const char *dc, const char *queue, co
     "SELECT id, guid FROM {K} WHERE data_center = {1} AND queue_name = {2} AND state = 1 ORDER "   \
     "BY id LIMIT {3}"
 
-/* Appends to b " IN (id, ...)" of the rows of `ids` reign wrote (kept[i] says which), and counts
- * them: numbers this code formats, never text it was given. */
-static size_t id_list(reign__buf *b, const reign__sql_rows *ids, bool *kept)
+/*
+ * Gives g the rows ids[from..to) of a pick (those reign wrote; ids checked by the caller), in
+ * the master's open transaction: one UPDATE by id (see ROW_COLUMNS).  They are locked (SKIP
+ * LOCKED's FOR UPDATE; SQLite's one writer), so each is still pending and all change; a count
+ * short of that would mean a row changed meanwhile, and then only the rows that now name the
+ * worker are its own.  0 (g->rows set), or a statement's negative code.
+ */
+static int give(reign__sqlconn *c, const reign__tasks_fence *f, reign__tasks_give *g,
+                const int64_t *ids, const char (*guids)[17], size_t n, char *err, size_t errlen)
 {
-    size_t n = 0;
-    reign__buf_puts(b, " IN (");
-    for (size_t i = 0; i < ids->n_rows; i++) {
-        int64_t id;
-        kept[i] = reign__sql_parse_i64(reign__sql_cell(ids, i, 0), &id) && id > 0 &&
-                  hex16(reign__sql_cell(ids, i, 1));
-        if (kept[i]) /* else a row reign did not write: never acted on */
-            reign__buf_printf(b, "%s%lld", n++ ? ", " : "", (long long)id);
+    if (!n)
+        return 0;
+    if (!(g->rows.v = reign__calloc(n, sizeof *g->rows.v)))
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    reign__sqlv args[3] = {REIGN__SQLV_S(g->worker), REIGN__SQLV_S(g->worker_guid),
+                           REIGN__SQLV_I((int64_t)f->term)};
+    /* The ids are numbers this code formats, never text it was given. */
+    reign__buf in, b;
+    reign__buf_init(&in);
+    reign__buf_init(&b);
+    for (size_t i = 0; i < n; i++)
+        reign__buf_printf(&in, "%s%lld", i ? ", " : "", (long long)ids[i]);
+    reign__buf_printf(&b,
+                      "UPDATE {K} SET state = 2, worker = {1}, worker_guid = {2}, term = {3}, "
+                      "assigned_ms = {NOW} WHERE state = 1 AND id IN (%s)",
+                      in.data);
+    int rc = b.oom || in.oom
+                 ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+                 : reign__sql_query(c, "assigning tasks", b.data, args, 3, NULL, err, errlen);
+    bool all = rc >= 0 && (size_t)rc == n;
+    bool *mine = rc >= 0 ? reign__calloc(n, sizeof *mine) : NULL;
+    if (rc >= 0 && !mine)
+        rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    for (size_t i = 0; rc >= 0 && all && i < n; i++)
+        mine[i] = true;
+    if (rc >= 0 && !all) {
+        /* Those of the rows asked for that name the worker now (a row of its own from an earlier
+         * round is no concern of this one's). */
+        reign__sql_rows rs;
+        reign__buf_reset(&b);
+        reign__buf_printf(&b,
+                          "SELECT id FROM {K} WHERE state = 2 AND worker_guid = {2} AND term = "
+                          "{3} AND id IN (%s)",
+                          in.data);
+        rc = b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+                   : reign__sql_query(c, "reading the tasks assigned", b.data, args, 3, &rs, err,
+                                      errlen);
+        for (size_t r = 0; rc >= 0 && r < rs.n_rows; r++) {
+            int64_t id;
+            for (size_t i = 0; reign__sql_parse_i64(reign__sql_cell(&rs, r, 0), &id) && i < n; i++)
+                mine[i] = mine[i] || ids[i] == id;
+        }
+        reign__sql_rows_free(&rs);
     }
-    reign__buf_puts(b, ")");
-    return n;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        if (!mine[i])
+            continue;
+        reign__task_row *r = &g->rows.v[g->rows.n++];
+        r->id = ids[i];
+        memcpy(r->guid, guids[i], 17);
+        snprintf(r->name, sizeof r->name, REIGN__N_TASK "%s_%010lld", guids[i], (long long)r->id);
+        r->state = REIGN_TASK_ASSIGNED;
+        snprintf(r->worker, sizeof r->worker, "%s", g->worker);
+        snprintf(r->worker_guid, sizeof r->worker_guid, "%s", g->worker_guid);
+        r->term = f->term;
+    }
+    reign__free(mine);
+    reign__buf_free(&in);
+    reign__buf_free(&b);
+    return rc < 0 ? rc : 0;
+}
+
+int reign__tasks_assign_many(reign__sqlconn *c, const char *dc, const char *queue,
+                             const reign__tasks_fence *f, reign__tasks_give *g, size_t n, char *err,
+                             size_t errlen)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        memset(&g[i].rows, 0, sizeof g[i].rows);
+        total += g[i].max;
+    }
+    if (!total)
+        return 0;
+    int rc = begin_fenced(c, dc, f, err, errlen);
+    if (rc)
+        return rc;
+    reign__sqlv args[3] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(queue), REIGN__SQLV_I((int64_t)total)};
+    reign__sql_rows rs = {0};
+    rc = reign__sql_query(c, "picking pending tasks",
+                          c->d->for_update[0] ? PICK " FOR UPDATE SKIP LOCKED" : PICK, args, 3, &rs,
+                          err, errlen);
+    /* The oldest rows picked, in order, those reign wrote (any other is never acted on). */
+    int64_t *ids = rc >= 0 && rs.n_rows ? reign__calloc(rs.n_rows, sizeof *ids) : NULL;
+    char(*guids)[17] = ids ? reign__calloc(rs.n_rows, sizeof *guids) : NULL;
+    if (rc >= 0 && rs.n_rows && !guids)
+        rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    size_t kept = 0;
+    for (size_t r = 0; rc >= 0 && r < rs.n_rows; r++) {
+        const char *guid = reign__sql_cell(&rs, r, 1);
+        if (reign__sql_parse_i64(reign__sql_cell(&rs, r, 0), &ids[kept]) && ids[kept] > 0 &&
+            hex16(guid))
+            memcpy(guids[kept++], guid, 17);
+    }
+    reign__sql_rows_free(&rs);
+    /* Each worker its share, in the order given: the first the oldest. */
+    bool any = false;
+    for (size_t i = 0, from = 0; rc >= 0 && i < n && from < kept; i++) {
+        size_t k = kept - from < g[i].max ? kept - from : g[i].max;
+        rc = give(c, f, &g[i], ids + from, guids + from, k, err, errlen);
+        any = any || g[i].rows.n;
+        from += k;
+    }
+    reign__free(ids);
+    reign__free(guids);
+    if (rc >= 0)
+        rc = commit(c, dc, queue, any ? TOLD_WORKERS : 0, err, errlen);
+    else
+        reign__sql_rollback(c);
+    for (size_t i = 0; rc < 0 && i < n; i++)
+        reign__task_rows_free(&g[i].rows);
+    return rc;
 }
 
 int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
                         const reign__tasks_fence *f, const char *worker, const char *worker_guid,
                         size_t max, reign__task_rows *out, char *err, size_t errlen)
 {
-    memset(out, 0, sizeof *out);
-    if (!max)
-        return 0;
-    int rc = begin_fenced(c, dc, f, err, errlen);
-    if (rc)
-        return rc;
-    reign__sqlv args[6] = {REIGN__SQLV_S(dc),           REIGN__SQLV_S(queue),
-                           REIGN__SQLV_I((int64_t)max), REIGN__SQLV_S(worker),
-                           REIGN__SQLV_S(worker_guid),  REIGN__SQLV_I((int64_t)f->term)};
-    reign__sql_rows ids = {0};
-    rc = reign__sql_query(c, "picking pending tasks",
-                          c->d->for_update[0] ? PICK " FOR UPDATE SKIP LOCKED" : PICK, args, 3,
-                          &ids, err, errlen);
-    bool *kept = rc >= 0 && ids.n_rows ? reign__calloc(ids.n_rows, sizeof *kept) : NULL;
-    if (rc >= 0 && ids.n_rows && (!kept || !(out->v = reign__calloc(ids.n_rows, sizeof *out->v))))
-        rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-    /* One UPDATE for the rows picked, by id (see ROW_COLUMNS): they are locked (SKIP LOCKED's
-     * FOR UPDATE; SQLite's one writer), so each is still pending and all change; a count short
-     * of that would mean a row changed meanwhile, and then only the rows that now name us are
-     * ours. */
-    reign__buf in, b;
-    reign__buf_init(&in);
-    reign__buf_init(&b);
-    size_t n = rc >= 0 && ids.n_rows ? id_list(&in, &ids, kept) : 0;
-    reign__buf_puts(&b, "UPDATE {K} SET state = 2, worker = {4}, worker_guid = {5}, term = {6}, "
-                        "assigned_ms = {NOW} WHERE state = 1 AND id");
-    reign__buf_puts(&b, in.data ? in.data : "");
-    if (n && (b.oom || in.oom))
-        rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-    if (rc >= 0 && n)
-        rc = reign__sql_query(c, "assigning tasks", b.data, args, 6, NULL, err, errlen);
-    bool all = rc >= 0 && (size_t)rc == n;
-    if (rc >= 0 && n && !all) {
-        /* Those of the rows asked for that name us now (a row of ours from an earlier round
-         * is no concern of this one's). */
-        reign__buf_reset(&b);
-        reign__buf_puts(&b, "SELECT id, guid FROM {K} WHERE state = 2 AND worker_guid = {5} AND "
-                            "term = {6} AND id");
-        reign__buf_puts(&b, in.data);
-        reign__sql_rows_free(&ids);
-        rc = b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
-                   : reign__sql_query(c, "reading the tasks assigned", b.data, args, 6, &ids, err,
-                                      errlen);
-    }
-    for (size_t i = 0; rc >= 0 && i < ids.n_rows; i++) {
-        int64_t id;
-        const char *guid = reign__sql_cell(&ids, i, 1);
-        if ((all && !kept[i]) || !reign__sql_parse_i64(reign__sql_cell(&ids, i, 0), &id) ||
-            !hex16(guid))
-            continue;
-        reign__task_row *r = &out->v[out->n++];
-        r->id = id;
-        memcpy(r->guid, guid, 17);
-        snprintf(r->name, sizeof r->name, REIGN__N_TASK "%s_%010lld", guid, (long long)r->id);
-        r->state = REIGN_TASK_ASSIGNED;
-        snprintf(r->worker, sizeof r->worker, "%s", worker);
-        snprintf(r->worker_guid, sizeof r->worker_guid, "%s", worker_guid);
-        r->term = f->term;
-    }
-    reign__buf_free(&in);
-    reign__buf_free(&b);
-    reign__free(kept);
-    reign__sql_rows_free(&ids);
-    if (rc < 0) {
-        reign__sql_rollback(c);
-        reign__task_rows_free(out);
-        return rc;
-    }
-    if ((rc = commit(c, dc, queue, out->n > 0 ? TOLD_WORKERS : 0, err, errlen)) < 0)
-        reign__task_rows_free(out);
+    reign__tasks_give g = {.worker = worker, .worker_guid = worker_guid, .max = max};
+    int rc = reign__tasks_assign_many(c, dc, queue, f, &g, 1, err, errlen);
+    *out = g.rows;
     return rc;
 }
 

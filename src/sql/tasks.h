@@ -173,6 +173,24 @@ int reign__tasks_assign(reign__sqlconn *c, const char *dc, const char *queue,
                         const reign__tasks_fence *f, const char *worker, const char *worker_guid,
                         size_t max, reign__task_rows *out, char *err, size_t errlen);
 
+/* One worker's share of a round: who (id, registration guid) and how many at most (in), the
+ * rows given (out: without payloads; may be none). */
+typedef struct reign__tasks_give {
+    const char *worker, *worker_guid;
+    size_t max;
+    reign__task_rows rows;
+} reign__tasks_give;
+
+/*
+ * As reign__tasks_assign() for several workers in one transaction fenced by `f`: one pick of
+ * the oldest pending tasks for all of them, then each worker its share in the order given (the
+ * first the oldest), one UPDATE each, and one notice for all.  0 (each g[i].rows set; fewer
+ * than asked in all: nothing else pending), REIGN__TASKS_DEPOSED, or a negative code (no rows).
+ */
+int reign__tasks_assign_many(reign__sqlconn *c, const char *dc, const char *queue,
+                             const reign__tasks_fence *f, reign__tasks_give *g, size_t n, char *err,
+                             size_t errlen);
+
 /* Takes back every task assigned to the registration `worker_guid` (a worker gone), fenced by
  * `f`: they are pending again.  The number taken back (0: none, or taken back already), or a
  * negative code; *deposed set (and nothing changed) when the fence refused. */

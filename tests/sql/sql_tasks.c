@@ -19,7 +19,8 @@
  *   - which of many waited tasks are done is read in a few statements, each as long as its
  *     ids make it, and a task is done only in its own queue;
  *   - submits and results in batches answer each row as one at a time would: a guid sent twice
- *     or made before finds its row, a result of another registration is refused;
+ *     or made before finds its row, a result of another registration is refused; a round gives
+ *     several workers their shares in one transaction, the first the oldest;
  *   - delete removes only done tasks; a sweep removes old results;
  *   - a row reign could not have written is skipped by listings and refused by reads;
  *   - PostgreSQL and MariaDB: a pick skips a pending row another transaction holds, rather
@@ -273,6 +274,31 @@ static void test_batches(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn 
     r[2].worker_guid = "wg2";
     H_RC(reign__tasks_finish_batch(w, DC, &rv[2], rcs, 1, err, sizeof err), 0);
     H_CHECK(rcs[0] == 0);
+
+    /* Several workers in one round: each its share in the order given, the first the oldest;
+     * fewer than asked when no more is pending. */
+    reign__task_row p[3];
+    p[0] = submit(sub, "0000000000000008", "8", true);
+    p[1] = submit(sub, "0000000000000009", "9", true);
+    p[2] = submit(sub, "000000000000000a", "a", true);
+    reign__tasks_give g[2] = {{.worker = "w3", .worker_guid = "wg3", .max = 2},
+                              {.worker = "w4", .worker_guid = "wg4", .max = 5}};
+    H_RC(reign__tasks_assign_many(m, DC, QUEUE, f, g, 2, err, sizeof err), 0);
+    H_CHECK(g[0].rows.n == 2 && g[0].rows.v[0].id == p[0].id && g[0].rows.v[1].id == p[1].id);
+    H_CHECK(g[1].rows.n == 1 && g[1].rows.v[0].id == p[2].id);
+    H_CHECK(!strcmp(g[1].rows.v[0].worker_guid, "wg4") && g[1].rows.v[0].term == f->term);
+    t = read_task(sub, p[1].name, 0);
+    H_CHECK(t.state == REIGN_TASK_ASSIGNED && !strcmp(t.worker, "w3"));
+    reign__task_row_clear(&t);
+    reign__task_rows_free(&g[0].rows);
+    reign__task_rows_free(&g[1].rows);
+    H_RC(reign__tasks_assign_many(m, DC, QUEUE, f, g, 2, err, sizeof err), 0);
+    H_CHECK(g[0].rows.n == 0 && g[1].rows.n == 0);
+    H_RC(finish(w, p[0].name, "wg3", ""), 0);
+    H_RC(finish(w, p[1].name, "wg3", ""), 0);
+    H_RC(finish(w, p[2].name, "wg4", ""), 0);
+    for (int i = 0; i < 3; i++)
+        reign__task_row_clear(&p[i]);
     for (int i = 0; i < 5; i++)
         reign__task_row_clear(&s[i].row);
 }

@@ -12,7 +12,8 @@
  * registration holding tasks; take back the tasks of a registration that is not a current
  * member (a worker gone: its row deleted with its session, or by its free) and note where they
  * came from; then give pending tasks, oldest first, to members by their prefetch minus their
- * load (least loaded first, or in random order), a concurrency's worth per member and pass.  The
+ * load (least loaded first, or in random order), a concurrency's worth per member and pass,
+ * each pass one transaction for all members (reign__tasks_assign_many()).  The
  * first round after ELECTED is the recovery (RECOVERED); a round follows every change of the
  * members, every notice of the queue (PostgreSQL's NOTIFY, SQLite's file; MariaDB every poll
  * period) and REIGN__TASKS_SQL_CHECK_MS at the latest.  Results older than the retention are swept
@@ -185,32 +186,43 @@ static int run_round(reign__sqlconn *conn, const char *dc, void *ctx, char *err,
             shuffle(c->v, c->n);
         else
             qsort(c->v, c->n, sizeof(*c->v), by_load);
-        for (size_t i = 0; rc >= 0 && i < c->n && !c->deposed; i++) {
+        /* One transaction per pass: each member with room its share, least loaded (or the
+         * random order's first) the oldest. */
+        reign__tasks_give *g = c->n ? reign__calloc(c->n, sizeof *g) : NULL;
+        mem **to = c->n ? reign__calloc(c->n, sizeof *to) : NULL;
+        size_t n = 0, asked = 0, given = 0;
+        if (c->n && (!g || !to)) {
+            snprintf(err, errlen, "out of memory");
+            rc = REIGN_ENOMEM;
+        }
+        for (size_t i = 0; rc >= 0 && i < c->n; i++) {
             mem *mb = &c->v[i];
             if (mb->load >= mb->cap)
                 continue;
             size_t k = mb->cap - mb->load;
             if (k > mb->run)
                 k = mb->run ? mb->run : 1;
-            reign__task_rows got = {0};
-            rc =
-                reign__tasks_assign(conn, dc, c->queue, &f, mb->id, mb->node, k, &got, err, errlen);
-            if (rc == REIGN__TASKS_DEPOSED) {
-                c->deposed = true;
-                rc = 0;
-            }
-            for (size_t j = 0; rc >= 0 && j < got.n; j++)
-                rc = note(&c->given, &c->n_given, &c->cap_given, got.v[j].name, mb->id);
-            mb->load += got.n;
-            if (got.n < k) {
-                reign__task_rows_free(&got);
-                goto swept; /* nothing pending any more */
-            }
-            reign__task_rows_free(&got);
-            more = true;
+            g[n] = (reign__tasks_give){.worker = mb->id, .worker_guid = mb->node, .max = k};
+            to[n++] = mb;
+            asked += k;
         }
+        if (rc >= 0 && n)
+            rc = reign__tasks_assign_many(conn, dc, c->queue, &f, g, n, err, errlen);
+        if (rc == REIGN__TASKS_DEPOSED) {
+            c->deposed = true;
+            rc = 0;
+        }
+        for (size_t i = 0; i < n; i++) {
+            for (size_t j = 0; rc >= 0 && j < g[i].rows.n; j++)
+                rc = note(&c->given, &c->n_given, &c->cap_given, g[i].rows.v[j].name, to[i]->id);
+            to[i]->load += g[i].rows.n;
+            given += g[i].rows.n;
+            reign__task_rows_free(&g[i].rows);
+        }
+        reign__free(g);
+        reign__free(to);
+        more = rc >= 0 && n && given == asked; /* else nothing pending any more */
     }
-swept:
     if (rc >= 0 && !c->deposed && c->sweep_ms > 0) {
         int n = reign__tasks_sweep(conn, dc, c->queue, &f, c->sweep_ms, &c->deposed, err, errlen);
         if (n < 0)

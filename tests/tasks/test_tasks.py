@@ -570,6 +570,7 @@ def faults(t, store):
         killed = set(re.findall(r"leash: SIGKILL to process group (\d+)", w.err()))
         runs = {x[2][len("pid="):]: x[1] for x in lines_of(w, "run") if len(x) > 2}
         by_signal = {x[1] for x in lines_of(w, "done") if "signal=9" in x}
+        by_signal &= {x[1] for x in lines_of(w, "recorded")}  # its result, not another's
         leashed |= {runs[pid] for pid in killed if runs.get(pid) in by_signal}
     tasks = check_once(q, ids, unrecorded=unrecorded, leashed=leashed)
     recorded = collections.Counter(x[1] for w in ws for x in lines_of(w, "recorded"))

@@ -56,7 +56,9 @@
     X(t, PQresultErrorField)                                                                       \
     X(t, PQresultErrorMessage)                                                                     \
     X(t, PQresultStatus)                                                                           \
+    X(t, PQsendPrepare)                                                                            \
     X(t, PQsendQueryParams)                                                                        \
+    X(t, PQsendQueryPrepared)                                                                      \
     X(t, PQsetErrorVerbosity)                                                                      \
     X(t, PQsetNoticeProcessor)                                                                     \
     X(t, PQsetnonblocking)                                                                         \
@@ -82,12 +84,37 @@ REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres
 #define NOW_DOWN   "date_trunc('milliseconds', n.now)"
 #define MAX_LISTEN 32
 
+/*
+ * A statement's text (with its parameters' types after it) seen on this connection, prepared
+ * on the server from its second use on: the server then parses, analyses and plans it once per
+ * connection instead of at every call.  Most of reign's statements repeat thousands of times (a
+ * renewal, a batch of task results), and for the long ones, a batch of 64 submits, the parse
+ * and plan cost more than the rows.  A statement seen once (a schema check, a LISTEN) is never
+ * prepared.  The plans are generic (plan_cache_mode, set when connecting): made without the
+ * parameters' values, so the same for every call, and every statement has one index that
+ * serves it.  Bounded, since each plan holds memory in the server's backend: at most 64
+ * statements and 256 KiB of their text per connection (a queue's submitter, the largest, then
+ * holds about 10 MB more there); later statements simply go unprepared.
+ */
+#define PREPARED_MAX   64
+#define PREPARED_BYTES (256 << 10)
+
+typedef struct pg_prepared {
+    uint64_t hash;
+    char *key; /* the text, a NUL, the parameters' types */
+    size_t key_len;
+    bool ready; /* prepared on the server, as "reign_<index>" */
+} pg_prepared;
+
 typedef struct pg_conn {
     reign__sqlconn base;
     PGconn *pg;
     bool connected;
     char channels[MAX_LISTEN][64];
     size_t n_channels;
+    pg_prepared prepared[PREPARED_MAX];
+    size_t n_prepared, prepared_bytes;
+    char sqlstate[6]; /* of the last error the server sent */
 } pg_conn;
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -173,6 +200,7 @@ static int result_error(pg_conn *p, PGresult *r, const char *what, char *err, si
 {
     const char *st = pq.PQresultErrorField(r, PG_DIAG_SQLSTATE);
     const char *msg = pq.PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    reign__strlcpy(p->sqlstate, st ? st : "", sizeof p->sqlstate);
     if (pq.PQstatus(p->pg) == CONNECTION_BAD)
         return lost(p, what, msg ? msg : pq.PQerrorMessage(p->pg), err, errlen);
     int code = st ? code_of_sqlstate(st) : REIGN_EBACKEND;
@@ -205,28 +233,13 @@ static int wait_socket(PGconn *pg, short events, int64_t deadline)
 }
 
 /*
- * Sends a statement with parameters and waits for its result until the statement deadline.
- * Returns 0 with *out set (a PGRES_COMMAND_OK or PGRES_TUPLES_OK result), or a negative code.
+ * Waits, until the deadline, for the answer to what was just sent: 0 with *out set (a
+ * PGRES_COMMAND_OK or PGRES_TUPLES_OK result), or a negative code.
  */
-static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, const Oid *types,
-               const char *const *values, const int *lengths, const int *formats, int binary,
-               PGresult **out, char *err, size_t errlen)
+static int answer(pg_conn *p, const char *what, int64_t deadline, PGresult **out, char *err,
+                  size_t errlen)
 {
     reign__sqlconn *c = &p->base;
-    *out = NULL;
-    char *sql = reign__sql_splice(tmpl, c->table);
-    if (!sql)
-        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-    int64_t deadline = reign__sql_deadline(c->statement_timeout_ms);
-    int sent = pq.PQsendQueryParams(p->pg, sql, nparams, types, values, lengths, formats, binary);
-    reign__free(sql);
-    if (!sent) {
-        if (pq.PQstatus(p->pg) == CONNECTION_BAD)
-            return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
-        char line[256];
-        message_line(pq.PQerrorMessage(p->pg), line, sizeof line);
-        return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: %s", what, line);
-    }
     int f;
     while ((f = pq.PQflush(p->pg)) == 1) {
         int w = wait_socket(p->pg, POLLOUT | POLLIN, deadline);
@@ -280,6 +293,114 @@ timed_out:
     return reign__sql_err(c, err, errlen, REIGN_ETIMEDOUT,
                           "%s: no answer within %d ms; connection abandoned", what,
                           c->statement_timeout_ms);
+}
+
+/* Whether libpq took what was to be sent: 0, or the error. */
+static int sent_ok(pg_conn *p, int sent, const char *what, char *err, size_t errlen)
+{
+    if (sent)
+        return 0;
+    if (pq.PQstatus(p->pg) == CONNECTION_BAD)
+        return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
+    char line[256];
+    message_line(pq.PQerrorMessage(p->pg), line, sizeof line);
+    return reign__sql_err(&p->base, err, errlen, REIGN_EBACKEND, "%s: %s", what, line);
+}
+
+/* FNV-1a. */
+static uint64_t hash_bytes(const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+/*
+ * The cache entry of a statement (its text and its parameters' types), made on its first use;
+ * NULL when the cache is full or memory is short (the statement then simply goes unprepared).
+ * *first: this is its first use.
+ */
+static pg_prepared *prepared_of(pg_conn *p, const char *sql, int nparams, const Oid *types,
+                                bool *first)
+{
+    size_t text = strlen(sql) + 1, tlen = types ? (size_t)nparams * sizeof *types : 0;
+    size_t len = text + tlen;
+    uint64_t h = hash_bytes(sql, text);
+    if (tlen)
+        h ^= hash_bytes(types, tlen) * 31;
+    *first = false;
+    for (size_t i = 0; i < p->n_prepared; i++) {
+        pg_prepared *e = &p->prepared[i];
+        if (e->hash == h && e->key_len == len && !memcmp(e->key, sql, text) &&
+            (!tlen || !memcmp(e->key + text, types, tlen)))
+            return e;
+    }
+    if (p->n_prepared == PREPARED_MAX || p->prepared_bytes + len > PREPARED_BYTES)
+        return NULL;
+    char *key = reign__malloc(len);
+    if (!key)
+        return NULL;
+    memcpy(key, sql, text);
+    if (tlen)
+        memcpy(key + text, types, tlen);
+    pg_prepared *e = &p->prepared[p->n_prepared++];
+    *e = (pg_prepared){.hash = h, .key = key, .key_len = len};
+    p->prepared_bytes += len;
+    *first = true;
+    return e;
+}
+
+/*
+ * Sends a statement with parameters and waits for its result until the statement deadline
+ * (answer()).  From its second use on this connection, the statement is prepared (once) and
+ * then only executed.
+ */
+static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, const Oid *types,
+               const char *const *values, const int *lengths, const int *formats, int binary,
+               PGresult **out, char *err, size_t errlen)
+{
+    reign__sqlconn *c = &p->base;
+    *out = NULL;
+    p->sqlstate[0] = '\0';
+    char *sql = reign__sql_splice(tmpl, c->table);
+    if (!sql)
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    int64_t deadline = reign__sql_deadline(c->statement_timeout_ms);
+    bool first;
+    pg_prepared *e = prepared_of(p, sql, nparams, types, &first);
+    char name[32];
+    if (e) {
+        snprintf(name, sizeof name, "reign_%zu", (size_t)(e - p->prepared));
+        if (!e->ready && !first) {
+            int rc =
+                sent_ok(p, pq.PQsendPrepare(p->pg, name, sql, nparams, types), what, err, errlen);
+            PGresult *r = NULL;
+            if (!rc)
+                rc = answer(p, what, deadline, &r, err, errlen);
+            pq.PQclear(r);
+            if (rc) {
+                reign__free(sql);
+                return rc;
+            }
+            e->ready = true;
+        }
+    }
+    int sent =
+        e && e->ready
+            ? pq.PQsendQueryPrepared(p->pg, name, nparams, values, lengths, formats, binary)
+            : pq.PQsendQueryParams(p->pg, sql, nparams, types, values, lengths, formats, binary);
+    reign__free(sql);
+    int rc = sent_ok(p, sent, what, err, errlen);
+    if (!rc)
+        rc = answer(p, what, deadline, out, err, errlen);
+    /* Our prepared statements gone (something ran DISCARD ALL on the session): this one
+     * failed; the next ones are prepared again. */
+    if (rc == REIGN_EBACKEND && e && e->ready && !strcmp(p->sqlstate, "26000"))
+        for (size_t i = 0; i < p->n_prepared; i++)
+            p->prepared[i].ready = false;
+    return rc;
 }
 
 /* A statement whose result is only its status; returns the rows it affected. */
@@ -361,10 +482,10 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
      * statements would hold its row locks for as long as it stays stopped: a reaper of its
      * session, a master taking its tasks back would wait on them.  The server ends such a
      * session after two statement timeouts (a renew period) idle in a transaction; ours never
-     * idle that long between the statements of one. */
+     * idle that long between the statements of one.  Generic plans: see pg_prepared. */
     snprintf(options, sizeof options,
              "-c statement_timeout=%d -c idle_in_transaction_session_timeout=%d -c TimeZone=UTC "
-             "-c client_min_messages=warning",
+             "-c client_min_messages=warning -c plan_cache_mode=force_generic_plan",
              c->statement_timeout_ms * 4 / 5 > 0 ? c->statement_timeout_ms * 4 / 5 : 1,
              c->statement_timeout_ms * 2);
     const char *pairs[][2] = {
@@ -455,6 +576,9 @@ static void pg_close(reign__sqlconn *c)
     pg_conn *p = (pg_conn *)c;
     if (p->pg)
         pq.PQfinish(p->pg);
+    for (size_t i = 0; i < p->n_prepared; i++)
+        reign__free(p->prepared[i].key);
+    p->n_prepared = 0;
 }
 
 /* ---- schema --------------------------------------------------------------------------------- */

@@ -309,6 +309,33 @@ static void read_ok(reign__sqlconn *c, const char *name, reign__lease *l)
     CHECK_RC(reign__sql_lease_read(c, "dc1", name, l, err, sizeof err), 0);
 }
 
+/*
+ * PostgreSQL prepares a statement on its second use on a connection.  Prepared statements
+ * discarded under it (DISCARD ALL, as a pooler may run): the one statement that finds its
+ * statement gone fails, the following ones are prepared again and work.
+ */
+static void test_prepared_discarded(reign__sqlconn *c)
+{
+    reign__lease_claim a = claim("prepared", "p1", "gp1", 60000);
+    CHECK_RC(reign__sql_lease_insert(c, &a, err, sizeof err), 1);
+    reign__lease l = {0};
+    for (int i = 0; i < 3; i++) { /* unprepared, then prepared, then prepared already */
+        read_ok(c, "prepared", &l);
+        CHECK(l.exists && !strcmp(l.owner, "p1"));
+        reign__lease_clear(&l);
+    }
+    CHECK_RC(reign__sql_query(c, "discarding", "DISCARD ALL", NULL, 0, NULL, err, sizeof err), 0);
+    CHECK_RC(reign__sql_lease_read(c, "dc1", "prepared", &l, err, sizeof err), REIGN_EBACKEND);
+    CHECK(strstr(err, "26000") != NULL);
+    for (int i = 0; i < 3; i++) {
+        read_ok(c, "prepared", &l);
+        CHECK(l.exists && !strcmp(l.owner, "p1"));
+        reign__lease_clear(&l);
+    }
+    say("%s: prepared statements discarded under the connection: one error, then prepared again",
+        "postgres");
+}
+
 /* Polls the lease until the database says it expired. */
 static void wait_expired(reign__sqlconn *c, const char *name)
 {
@@ -1605,6 +1632,8 @@ static int run_backend(reign__sql_kind kind)
     test_depose(c, b.name);
     test_designate(c, b.name);
     test_runs(c, b.name);
+    if (kind == REIGN__SQL_POSTGRES)
+        test_prepared_discarded(c);
     reign__sql_close(c);
     test_notify(&b, main_table);
     if (kind == REIGN__SQL_SQLITE)

@@ -943,16 +943,24 @@ static int my_query(reign__sqlconn *c, const char *what, const char *sql, const 
                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
 {
     maria_conn *m = (maria_conn *)c;
-    if (n_args > REIGN__SQL_ARGS_MAX)
+    /* n_args: one per place (bare '?'). */
+    if (n_args > REIGN__SQL_PLACES_MAX)
         return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
     MYSQL_STMT *st;
     int rc = prepare_sql(m, sql, &st, what, err, errlen);
     if (rc)
         return rc;
-    MYSQL_BIND pb[REIGN__SQL_ARGS_MAX];
-    unsigned long plen[REIGN__SQL_ARGS_MAX];
-    int64_t ints[REIGN__SQL_ARGS_MAX];
-    memset(pb, 0, sizeof pb);
+    /* On the heap: a batch's statement binds up to a thousand places. */
+    MYSQL_BIND *pb = reign__calloc(n_args + 1, sizeof *pb);
+    unsigned long *plen = reign__calloc(n_args + 1, sizeof *plen);
+    int64_t *ints = reign__calloc(n_args + 1, sizeof *ints);
+    if (!pb || !plen || !ints) {
+        reign__free(pb);
+        reign__free(plen);
+        reign__free(ints);
+        maria.mysql_stmt_close(st);
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    }
     for (size_t i = 0; i < n_args; i++) {
         if (args[i].kind == REIGN__SQLV_INT) {
             ints[i] = args[i].i;
@@ -970,7 +978,11 @@ static int my_query(reign__sqlconn *c, const char *what, const char *sql, const 
         }
     }
     int64_t started = reign__now_ns();
-    if ((n_args && maria.mysql_stmt_bind_param(st, pb)) || maria.mysql_stmt_execute(st)) {
+    bool failed = (n_args && maria.mysql_stmt_bind_param(st, pb)) || maria.mysql_stmt_execute(st);
+    reign__free(pb); /* the parameters are sent */
+    reign__free(plen);
+    reign__free(ints);
+    if (failed) {
         unsigned e = maria.mysql_stmt_errno(st);
         rc = e == ER_DUP_ENTRY ? 0 : stmt_error(m, st, what, started, err, errlen);
         maria.mysql_stmt_close(st);

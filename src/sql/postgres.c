@@ -85,19 +85,23 @@ REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres
 #define MAX_LISTEN 32
 
 /*
- * A statement's text (with its parameters' types after it) seen on this connection, prepared
- * on the server from its second use on: the server then parses, analyses and plans it once per
+ * A statement's text (with its parameters' types after it) sent twice on this connection is
+ * prepared there on its second use: the server then parses, analyses and plans it once per
  * connection instead of at every call.  Most of reign's statements repeat thousands of times (a
  * renewal, a batch of task results), and for the long ones, a batch of 64 submits, the parse
- * and plan cost more than the rows.  A statement seen once (a schema check, a LISTEN) is never
- * prepared.  The plans are generic (plan_cache_mode, set when connecting): made without the
- * parameters' values, so the same for every call, and every statement has one index that
- * serves it.  Bounded, since each plan holds memory in the server's backend: at most 64
- * statements and 256 KiB of their text per connection (a queue's submitter, the largest, then
- * holds about 10 MB more there); later statements simply go unprepared.
+ * and plan cost more than the rows.  A text seen once (a schema check, a LISTEN) is only
+ * remembered by its hash among the last PREPARED_SEEN ones, so one-off texts never take a
+ * place.  The plan is still made at every call, for the parameters' values and the table's
+ * size then (plan_cache_mode = force_custom_plan, set when connecting): a generic plan is made
+ * once, and one made while a queue's table was empty scanned a whole index for ever after
+ * (`state = 3 AND id IN (...)` read every done row through the state index, since a scan of
+ * an empty index costs less than 64 probes of the primary key).  Bounded, since each prepared
+ * statement holds memory in the server's backend: at most PREPARED_MAX statements and
+ * PREPARED_BYTES of their text per connection; later statements simply go unprepared.
  */
 #define PREPARED_MAX   64
 #define PREPARED_BYTES (256 << 10)
+#define PREPARED_SEEN  64
 
 typedef struct pg_prepared {
     uint64_t hash;
@@ -114,6 +118,8 @@ typedef struct pg_conn {
     size_t n_channels;
     pg_prepared prepared[PREPARED_MAX];
     size_t n_prepared, prepared_bytes;
+    uint64_t seen[PREPARED_SEEN]; /* hashes of texts sent once, a ring */
+    size_t n_seen;
     char sqlstate[6]; /* of the last error the server sent */
 } pg_conn;
 
@@ -318,19 +324,17 @@ static uint64_t hash_bytes(const void *data, size_t n)
 }
 
 /*
- * The cache entry of a statement (its text and its parameters' types), made on its first use;
- * NULL when the cache is full or memory is short (the statement then simply goes unprepared).
- * *first: this is its first use.
+ * The cache entry of a statement (its text and its parameters' types): found, or made (not
+ * ready yet) on its second use.  NULL on its first use, when the cache is full or when memory
+ * is short: the statement then simply goes unprepared.
  */
-static pg_prepared *prepared_of(pg_conn *p, const char *sql, int nparams, const Oid *types,
-                                bool *first)
+static pg_prepared *prepared_of(pg_conn *p, const char *sql, int nparams, const Oid *types)
 {
     size_t text = strlen(sql) + 1, tlen = types ? (size_t)nparams * sizeof *types : 0;
     size_t len = text + tlen;
     uint64_t h = hash_bytes(sql, text);
     if (tlen)
         h ^= hash_bytes(types, tlen) * 31;
-    *first = false;
     for (size_t i = 0; i < p->n_prepared; i++) {
         pg_prepared *e = &p->prepared[i];
         if (e->hash == h && e->key_len == len && !memcmp(e->key, sql, text) &&
@@ -339,6 +343,13 @@ static pg_prepared *prepared_of(pg_conn *p, const char *sql, int nparams, const 
     }
     if (p->n_prepared == PREPARED_MAX || p->prepared_bytes + len > PREPARED_BYTES)
         return NULL;
+    bool again = false;
+    for (size_t i = 0; i < PREPARED_SEEN && !again; i++)
+        again = p->seen[i] == h && h;
+    if (!again) {
+        p->seen[p->n_seen++ % PREPARED_SEEN] = h;
+        return NULL;
+    }
     char *key = reign__malloc(len);
     if (!key)
         return NULL;
@@ -348,7 +359,6 @@ static pg_prepared *prepared_of(pg_conn *p, const char *sql, int nparams, const 
     pg_prepared *e = &p->prepared[p->n_prepared++];
     *e = (pg_prepared){.hash = h, .key = key, .key_len = len};
     p->prepared_bytes += len;
-    *first = true;
     return e;
 }
 
@@ -368,12 +378,11 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
     if (!sql)
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     int64_t deadline = reign__sql_deadline(c->statement_timeout_ms);
-    bool first;
-    pg_prepared *e = prepared_of(p, sql, nparams, types, &first);
+    pg_prepared *e = prepared_of(p, sql, nparams, types);
     char name[32];
     if (e) {
         snprintf(name, sizeof name, "reign_%zu", (size_t)(e - p->prepared));
-        if (!e->ready && !first) {
+        if (!e->ready) {
             int rc =
                 sent_ok(p, pq.PQsendPrepare(p->pg, name, sql, nparams, types), what, err, errlen);
             PGresult *r = NULL;
@@ -482,10 +491,10 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
      * statements would hold its row locks for as long as it stays stopped: a reaper of its
      * session, a master taking its tasks back would wait on them.  The server ends such a
      * session after two statement timeouts (a renew period) idle in a transaction; ours never
-     * idle that long between the statements of one.  Generic plans: see pg_prepared. */
+     * idle that long between the statements of one.  Custom plans: see pg_prepared. */
     snprintf(options, sizeof options,
              "-c statement_timeout=%d -c idle_in_transaction_session_timeout=%d -c TimeZone=UTC "
-             "-c client_min_messages=warning -c plan_cache_mode=force_generic_plan",
+             "-c client_min_messages=warning -c plan_cache_mode=force_custom_plan",
              c->statement_timeout_ms * 4 / 5 > 0 ? c->statement_timeout_ms * 4 / 5 : 1,
              c->statement_timeout_ms * 2);
     const char *pairs[][2] = {

@@ -612,7 +612,7 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
     reign__buf_init(&b);
     if (n_args > REIGN__SQL_ARGS_MAX)
         return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
-    reign__sqlv *ordered = reign__malloc(REIGN__SQL_ARGS_MAX * sizeof *ordered);
+    reign__sqlv *ordered = reign__malloc(REIGN__SQL_PLACES_MAX * sizeof *ordered);
     if (!ordered)
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     size_t n_ordered = 0;
@@ -634,7 +634,7 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
         while (*p == '{' && p[1 + digits] >= '0' && p[1 + digits] <= '9' && digits < 4)
             k = k * 10 + (size_t)(p[1 + digits++] - '0');
         if (digits && p[1 + digits] == '}' && k > 0) {
-            if (k > n_args || n_ordered == REIGN__SQL_ARGS_MAX) {
+            if (k > n_args || n_ordered == REIGN__SQL_PLACES_MAX) {
                 reign__buf_free(&b);
                 reign__free(ordered);
                 return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: parameter %zu missing",

@@ -353,9 +353,12 @@ int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size
  */
 int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, const reign__sqlv *args,
                      size_t n_args, reign__sql_rows *rows, char *err, size_t errlen);
-/* The most parameters a statement may have, and the most places they may take in it: enough
- * for a statement that writes a batch's rows (REIGN__SQLW_BATCH_MAX) with three each. */
-#define REIGN__SQL_ARGS_MAX 256
+/* The most parameters a statement may have, and the most places they may take in it (a
+ * dialect with bare '?' placeholders, MariaDB, binds a parameter once per place): enough for a
+ * statement that writes a batch's results (REIGN__SQLW_BATCH_MAX) with five parameters each,
+ * each row's id in five places. */
+#define REIGN__SQL_ARGS_MAX   512
+#define REIGN__SQL_PLACES_MAX 1024
 
 /* A side table's name, "<table>_<suffix>" (runs, values, candidates); REIGN_EINVAL (err says
  * why) if that is too long for the store. */

@@ -596,24 +596,47 @@ static int by_id(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Appends to out the done rows among w[0..n) (ids ascending, distinct): one SELECT by id (see
- * ROW_COLUMNS), its ids written into the statement (numbers this code formats, never text it
- * was given). */
+/*
+ * Lists of ids go into statements as parameters, as many places as n rounded up to a power of
+ * two, the last id repeated in the rest (a repeat changes nothing: IN matches a row once, and
+ * of two WHENs of one id the first decides).  A statement's text then depends only on that
+ * bucket, not on the ids or their number, so the few texts repeat and PostgreSQL prepares them
+ * (postgres.c).  Writes "{first}, {first + 1}, ..." into b and the ids into args[first - 1 ..]:
+ * returns the number of places.
+ */
+static size_t id_list(reign__buf *b, reign__sqlv *args, size_t first, const int64_t *ids, size_t n)
+{
+    size_t places = 1;
+    while (places < n)
+        places <<= 1;
+    for (size_t i = 0; i < places; i++) {
+        args[first - 1 + i] = (reign__sqlv)REIGN__SQLV_I(ids[i < n ? i : n - 1]);
+        reign__buf_printf(b, "%s{%zu}", i ? ", " : "", first + i);
+    }
+    return places;
+}
+
+/* Appends to out the done rows among w[0..n) (ids ascending, distinct; n at most
+ * REIGN__TASKS_DONE_CHUNK): one SELECT by id (see ROW_COLUMNS and id_list()). */
 static int read_done(reign__sqlconn *c, const char *dc, const char *queue, const waited *w,
                      size_t n, reign__task_rows *out, char *err, size_t errlen)
 {
+    int64_t ids[REIGN__TASKS_DONE_CHUNK];
+    reign__sqlv args[REIGN__TASKS_DONE_CHUNK];
+    for (size_t i = 0; i < n; i++)
+        ids[i] = w[i].id;
     reign__buf b;
     reign__buf_init(&b);
     reign__buf_puts(&b, "SELECT " ROW_COLUMNS " FROM {K} WHERE state = 3 AND id IN (");
-    for (size_t i = 0; i < n; i++)
-        reign__buf_printf(&b, "%s%lld", i ? ", " : "", (long long)w[i].id);
+    size_t places = id_list(&b, args, 1, ids, n);
     reign__buf_puts(&b, ")");
     if (b.oom) {
         reign__buf_free(&b);
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     }
     reign__sql_rows rs;
-    int rc = reign__sql_query(c, "reading which tasks are done", b.data, NULL, 0, &rs, err, errlen);
+    int rc =
+        reign__sql_query(c, "reading which tasks are done", b.data, args, places, &rs, err, errlen);
     reign__buf_free(&b);
     if (rc < 0)
         return rc;
@@ -718,35 +741,34 @@ int reign__tasks_delete(reign__sqlconn *c, const char *dc, const char *queue, co
     "SELECT id, guid FROM {K} WHERE data_center = {1} AND queue_name = {2} AND state = 1 ORDER "   \
     "BY id LIMIT {3}"
 
+/* Ids per UPDATE of give(), at most (a power of two: see id_list()). */
+#define GIVE_IDS_MAX 128
+_Static_assert(3 + GIVE_IDS_MAX <= REIGN__SQL_ARGS_MAX, "an assignment's parameters");
+
 /*
- * Gives g the rows ids[from..to) of a pick (those reign wrote; ids checked by the caller), in
- * the master's open transaction: one UPDATE by id (see ROW_COLUMNS).  They are locked (SKIP
- * LOCKED's FOR UPDATE; SQLite's one writer), so each is still pending and all change; a count
- * short of that would mean a row changed meanwhile, and then only the rows that now name the
- * worker are its own.  0 (g->rows set), or a statement's negative code.
+ * Gives g the rows ids[0..n) of a pick (n at most GIVE_IDS_MAX; those reign wrote, ids checked
+ * by the caller), in the master's open transaction: one UPDATE by id (see ROW_COLUMNS).  They
+ * are locked (SKIP LOCKED's FOR UPDATE; SQLite's one writer), so each is still pending and all
+ * change; a count short of that would mean a row changed meanwhile, and then only the rows that
+ * now name the worker are its own.  Appends them to g->rows; 0, or a statement's negative code.
  */
-static int give(reign__sqlconn *c, const reign__tasks_fence *f, reign__tasks_give *g,
-                const int64_t *ids, const char (*guids)[17], size_t n, char *err, size_t errlen)
+static int give_some(reign__sqlconn *c, const reign__tasks_fence *f, reign__tasks_give *g,
+                     const int64_t *ids, const char (*guids)[17], size_t n, char *err,
+                     size_t errlen)
 {
-    if (!n)
-        return 0;
-    if (!(g->rows.v = reign__calloc(n, sizeof *g->rows.v)))
-        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-    reign__sqlv args[3] = {REIGN__SQLV_S(g->worker), REIGN__SQLV_S(g->worker_guid),
-                           REIGN__SQLV_I((int64_t)f->term)};
-    /* The ids are numbers this code formats, never text it was given. */
+    reign__sqlv args[3 + GIVE_IDS_MAX] = {REIGN__SQLV_S(g->worker), REIGN__SQLV_S(g->worker_guid),
+                                          REIGN__SQLV_I((int64_t)f->term)};
     reign__buf in, b;
     reign__buf_init(&in);
     reign__buf_init(&b);
-    for (size_t i = 0; i < n; i++)
-        reign__buf_printf(&in, "%s%lld", i ? ", " : "", (long long)ids[i]);
+    size_t places = id_list(&in, args, 4, ids, n);
     reign__buf_printf(&b,
                       "UPDATE {K} SET state = 2, worker = {1}, worker_guid = {2}, term = {3}, "
                       "assigned_ms = {NOW} WHERE state = 1 AND id IN (%s)",
                       in.data);
-    int rc = b.oom || in.oom
-                 ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
-                 : reign__sql_query(c, "assigning tasks", b.data, args, 3, NULL, err, errlen);
+    int rc = b.oom || in.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+                             : reign__sql_query(c, "assigning tasks", b.data, args, 3 + places,
+                                                NULL, err, errlen);
     bool all = rc >= 0 && (size_t)rc == n;
     bool *mine = rc >= 0 ? reign__calloc(n, sizeof *mine) : NULL;
     if (rc >= 0 && !mine)
@@ -763,8 +785,8 @@ static int give(reign__sqlconn *c, const reign__tasks_fence *f, reign__tasks_giv
                           "{3} AND id IN (%s)",
                           in.data);
         rc = b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
-                   : reign__sql_query(c, "reading the tasks assigned", b.data, args, 3, &rs, err,
-                                      errlen);
+                   : reign__sql_query(c, "reading the tasks assigned", b.data, args, 3 + places,
+                                      &rs, err, errlen);
         for (size_t r = 0; rc >= 0 && r < rs.n_rows; r++) {
             int64_t id;
             for (size_t i = 0; reign__sql_parse_i64(reign__sql_cell(&rs, r, 0), &id) && i < n; i++)
@@ -788,6 +810,22 @@ static int give(reign__sqlconn *c, const reign__tasks_fence *f, reign__tasks_giv
     reign__buf_free(&in);
     reign__buf_free(&b);
     return rc < 0 ? rc : 0;
+}
+
+/* Gives g the rows ids[0..n) of a pick, GIVE_IDS_MAX at a time (give_some()): 0 (g->rows
+ * set), or a statement's negative code. */
+static int give(reign__sqlconn *c, const reign__tasks_fence *f, reign__tasks_give *g,
+                const int64_t *ids, const char (*guids)[17], size_t n, char *err, size_t errlen)
+{
+    if (!n)
+        return 0;
+    if (!(g->rows.v = reign__calloc(n, sizeof *g->rows.v)))
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    int rc = 0;
+    for (size_t lo = 0; rc >= 0 && lo < n; lo += GIVE_IDS_MAX)
+        rc = give_some(c, f, g, ids + lo, guids + lo, n - lo < GIVE_IDS_MAX ? n - lo : GIVE_IDS_MAX,
+                       err, errlen);
+    return rc;
 }
 
 int reign__tasks_assign_many(reign__sqlconn *c, const char *dc, const char *queue,
@@ -927,10 +965,11 @@ int reign__tasks_assigned(reign__sqlconn *c, const char *dc, const char *queue,
                      args, 3, out, err, errlen);
 }
 
-/* Results per UPDATE, at most (two parameters each), and their outputs' bytes (one larger
- * output goes alone), as for submits. */
+/* Results per UPDATE, at most (a power of two: see id_list(); five parameters each, the id in
+ * five places), and their outputs' bytes (one larger output goes alone), as for submits. */
 #define FINISH_ROWS_MAX 64
-_Static_assert(3 + 2 * FINISH_ROWS_MAX <= REIGN__SQL_ARGS_MAX, "an UPDATE's parameters");
+_Static_assert(3 + 5 * FINISH_ROWS_MAX <= REIGN__SQL_ARGS_MAX, "an UPDATE's parameters");
+_Static_assert(3 + 9 * FINISH_ROWS_MAX <= REIGN__SQL_PLACES_MAX, "an UPDATE's places");
 
 /*
  * Results v[0..n) of one queue and one registration, inside the batch's transaction, in one
@@ -946,36 +985,45 @@ static int finish_rows(reign__sqlconn *c, const char *dc, const reign__tasks_res
     char guids[FINISH_ROWS_MAX][17];
     int64_t ids[FINISH_ROWS_MAX];
     bool named[FINISH_ROWS_MAX];
-    reign__sqlv args[3 + 2 * FINISH_ROWS_MAX] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(v[0]->queue),
+    /* {1} {2} {3}: the queue and the registration; then the ids (id_list()), then each row's
+     * exit code, signal, guid and output; a row repeated to fill the places has its own
+     * parameters, which no WHEN reaches. */
+    reign__sqlv args[3 + 5 * FINISH_ROWS_MAX] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(v[0]->queue),
                                                  REIGN__SQLV_S(v[0]->worker_guid)};
-    size_t n_args = 3, m = 0;
-    /* The statement's parts: the numbers are this code's own, formatted into it; text goes as
-     * parameters. */
+    const reign__tasks_result *row[FINISH_ROWS_MAX];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        rcs[i] = REIGN_ENOENT; /* a name that is no task's is not ours */
+        if ((named[i] = reign__tasks_sql_name_parse(v[i]->name, guids[i], &ids[i]))) {
+            ids[m] = ids[i];
+            memcpy(guids[m], guids[i], sizeof guids[m]);
+            row[m++] = v[i];
+        }
+    }
+    *changed = false;
+    if (!m)
+        return 0;
     reign__buf in, code, signal, output, guid;
     reign__buf_init(&in);
     reign__buf_init(&code);
     reign__buf_init(&signal);
     reign__buf_init(&output);
     reign__buf_init(&guid);
-    for (size_t i = 0; i < n; i++) {
-        rcs[i] = REIGN_ENOENT; /* a name that is no task's is not ours */
-        if (!(named[i] = reign__tasks_sql_name_parse(v[i]->name, guids[i], &ids[i])))
-            continue;
-        size_t output_len =
-            v[i]->output_len > REIGN_TASK_OUTPUT_MAX ? REIGN_TASK_OUTPUT_MAX : v[i]->output_len;
-        args[n_args] = (reign__sqlv)REIGN__SQLV_S(guids[i]);
-        args[n_args + 1] = (reign__sqlv)REIGN__SQLV_B(v[i]->output, output_len);
-        long long id = (long long)ids[i];
-        reign__buf_printf(&in, "%s%lld", m++ ? ", " : "", id);
-        reign__buf_printf(&code, " WHEN %lld THEN %d", id, v[i]->exit_code);
-        reign__buf_printf(&signal, " WHEN %lld THEN %d", id, v[i]->exit_signal);
-        reign__buf_printf(&guid, " WHEN %lld THEN {%zu}", id, n_args + 1);
-        reign__buf_printf(&output, " WHEN %lld THEN {%zu}", id, n_args + 2);
-        n_args += 2;
+    size_t places = id_list(&in, args, 4, ids, m), k = 4 + places;
+    for (size_t i = 0; i < places; i++, k += 4) {
+        const reign__tasks_result *r = i < m ? row[i] : NULL;
+        size_t output_len = !r                                      ? 0
+                            : r->output_len > REIGN_TASK_OUTPUT_MAX ? REIGN_TASK_OUTPUT_MAX
+                                                                    : r->output_len;
+        args[k - 1] = (reign__sqlv)REIGN__SQLV_I(r ? r->exit_code : 0);
+        args[k] = (reign__sqlv)REIGN__SQLV_I(r ? r->exit_signal : 0);
+        args[k + 1] = (reign__sqlv)REIGN__SQLV_S(r ? guids[i] : "");
+        args[k + 2] = (reign__sqlv)REIGN__SQLV_B(r ? r->output : NULL, output_len);
+        reign__buf_printf(&code, " WHEN {%zu} THEN {%zu}", 4 + i, k);
+        reign__buf_printf(&signal, " WHEN {%zu} THEN {%zu}", 4 + i, k + 1);
+        reign__buf_printf(&guid, " WHEN {%zu} THEN {%zu}", 4 + i, k + 2);
+        reign__buf_printf(&output, " WHEN {%zu} THEN {%zu}", 4 + i, k + 3);
     }
-    *changed = false;
-    if (!m)
-        return 0;
     reign__buf b;
     reign__buf_init(&b);
     reign__buf_printf(&b,
@@ -985,9 +1033,8 @@ static int finish_rows(reign__sqlconn *c, const char *dc, const reign__tasks_res
                       "AND id IN (%s) AND guid = CASE id%s END",
                       code.data, signal.data, output.data, in.data, guid.data);
     bool oom = b.oom || in.oom || code.oom || signal.oom || output.oom || guid.oom;
-    int rc =
-        oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
-            : reign__sql_query(c, "recording results", b.data, args, n_args, NULL, err, errlen);
+    int rc = oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+                 : reign__sql_query(c, "recording results", b.data, args, k - 1, NULL, err, errlen);
     *changed = rc > 0;
     if (rc >= 0 && (size_t)rc == m) {
         for (size_t i = 0; i < n; i++)
@@ -998,9 +1045,12 @@ static int finish_rows(reign__sqlconn *c, const char *dc, const reign__tasks_res
          * call whose answer was lost); any other is not ours. */
         reign__sql_rows rs;
         reign__buf_reset(&b);
+        reign__buf_reset(&in);
+        places = id_list(&in, args, 1, ids, m);
         reign__buf_printf(&b, "SELECT " ROW_COLUMNS " FROM {K} WHERE id IN (%s)", in.data);
-        rc = b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
-                   : reign__sql_query(c, "reading results", b.data, NULL, 0, &rs, err, errlen);
+        rc = b.oom || in.oom
+                 ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+                 : reign__sql_query(c, "reading results", b.data, args, places, &rs, err, errlen);
         for (size_t r = 0; rc >= 0 && r < rs.n_rows; r++) {
             const char *state = reign__sql_cell(&rs, r, 2), *row_guid = reign__sql_cell(&rs, r, 1);
             const char *worker_guid = reign__sql_cell(&rs, r, 4);
@@ -1009,9 +1059,13 @@ static int finish_rows(reign__sqlconn *c, const char *dc, const reign__tasks_res
                 !worker_guid || strcmp(worker_guid, v[0]->worker_guid) ||
                 !reign__sql_parse_i64(reign__sql_cell(&rs, r, 0), &id))
                 continue;
-            for (size_t i = 0; i < n; i++)
-                if (named[i] && ids[i] == id && !strcmp(guids[i], row_guid))
+            for (size_t i = 0; i < n; i++) {
+                char g[17];
+                int64_t vid;
+                if (named[i] && reign__tasks_sql_name_parse(v[i]->name, g, &vid) && vid == id &&
+                    !strcmp(g, row_guid))
                     rcs[i] = 1;
+            }
         }
         reign__sql_rows_free(&rs);
     }

@@ -103,6 +103,67 @@ static int finish(reign__sqlconn *c, const char *name, const char *wguid, const 
     return reign__tasks_finish(c, DC, QUEUE, name, wguid, 3, 0, out, strlen(out), err, sizeof err);
 }
 
+/*
+ * Lists longer than one statement takes: one worker's share of 150 (two UPDATEs of ids),
+ * results in batches of 64 (the most rows an UPDATE takes, and on MariaDB the most places, 579),
+ * the last batch of 22 (ids repeated to fill 32 places), and one done read of them all.
+ */
+static void test_many(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *w,
+                      const reign__tasks_fence *f)
+{
+    enum { MANY = 150 };
+    reign__task_row *v = calloc(MANY, sizeof *v);
+    H_CHECK(v != NULL);
+    for (int i = 0; i < MANY; i++) {
+        char guid[17];
+        snprintf(guid, sizeof guid, "0000000000001%03x", i);
+        v[i] = submit(sub, guid, "many", true);
+    }
+    reign__tasks_give g = {.worker = "w5", .worker_guid = "wg5", .max = MANY};
+    H_RC(reign__tasks_assign_many(m, DC, QUEUE, f, &g, 1, err, sizeof err), 0);
+    H_CHECK(g.rows.n == MANY);
+    for (int i = 0; i < MANY && (size_t)i < g.rows.n; i++)
+        H_CHECK(g.rows.v[i].id == v[i].id && !strcmp(g.rows.v[i].worker_guid, "wg5"));
+    reign__task_rows_free(&g.rows);
+    char out[MANY][8];
+    reign__tasks_result r[MANY];
+    const reign__tasks_result *rv[MANY];
+    int rcs[MANY];
+    for (int i = 0; i < MANY; i++) {
+        snprintf(out[i], sizeof out[i], "o%d", i);
+        r[i] = (reign__tasks_result){.queue = QUEUE,
+                                     .name = v[i].name,
+                                     .worker_guid = "wg5",
+                                     .exit_code = i % 7,
+                                     .exit_signal = 0,
+                                     .output = out[i],
+                                     .output_len = strlen(out[i])};
+        rv[i] = &r[i];
+    }
+    for (int lo = 0; lo < MANY; lo += 64) {
+        int n = MANY - lo < 64 ? MANY - lo : 64;
+        H_RC(reign__tasks_finish_batch(w, DC, rv + lo, rcs + lo, (size_t)n, err, sizeof err), 0);
+        for (int i = lo; i < lo + n; i++)
+            H_CHECK(rcs[i] == 0);
+    }
+    char *names[MANY];
+    for (int i = 0; i < MANY; i++)
+        names[i] = v[i].name;
+    reign__task_rows done;
+    H_RC(reign__tasks_done(sub, DC, QUEUE, names, MANY, &done, err, sizeof err), 0);
+    H_CHECK(done.n == MANY);
+    for (size_t k = 0; k < done.n; k++) {
+        int i = (int)(done.v[k].id - v[0].id);
+        H_CHECK(i >= 0 && i < MANY && done.v[k].exit_code == i % 7 &&
+                done.v[k].output_len == strlen(out[i]) &&
+                !memcmp(done.v[k].output, out[i], done.v[k].output_len));
+    }
+    reign__task_rows_free(&done);
+    for (int i = 0; i < MANY; i++)
+        reign__task_row_clear(&v[i]);
+    free(v);
+}
+
 static void test_deposed(reign__sqlconn *c, const reign__tasks_fence *f)
 {
     reign__tasks_fence other = *f;
@@ -299,6 +360,7 @@ static void test_batches(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn 
     H_RC(finish(w, p[2].name, "wg4", ""), 0);
     for (int i = 0; i < 3; i++)
         reign__task_row_clear(&p[i]);
+    test_many(sub, m, w, f);
     for (int i = 0; i < 5; i++)
         reign__task_row_clear(&s[i].row);
 }

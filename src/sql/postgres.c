@@ -40,7 +40,9 @@
     X(t, PQconndefaults)                                                                           \
     X(t, PQconninfoFree)                                                                           \
     X(t, PQconsumeInput)                                                                           \
+    X(t, PQenterPipelineMode)                                                                      \
     X(t, PQerrorMessage)                                                                           \
+    X(t, PQexitPipelineMode)                                                                       \
     X(t, PQfinish)                                                                                 \
     X(t, PQflush)                                                                                  \
     X(t, PQfreemem)                                                                                \
@@ -53,6 +55,7 @@
     X(t, PQisBusy)                                                                                 \
     X(t, PQnotifies)                                                                               \
     X(t, PQntuples)                                                                                \
+    X(t, PQpipelineSync)                                                                           \
     X(t, PQresultErrorField)                                                                       \
     X(t, PQresultErrorMessage)                                                                     \
     X(t, PQresultStatus)                                                                           \
@@ -102,6 +105,7 @@ REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres
 #define PREPARED_MAX   64
 #define PREPARED_BYTES (256 << 10)
 #define PREPARED_SEEN  64
+#define NOTES_MAX      8
 
 typedef struct pg_prepared {
     uint64_t hash;
@@ -120,6 +124,14 @@ typedef struct pg_conn {
     size_t n_prepared, prepared_bytes;
     uint64_t seen[PREPARED_SEEN]; /* hashes of texts sent once, a ring */
     size_t n_seen;
+    /* A transaction's first and last round trips, saved (see run()): a BEGIN not sent yet, the
+     * transaction open on the server, the notices it sends at its COMMIT. */
+    bool begin_pending, in_tx;
+    struct {
+        char channel[64];
+        char *payload;
+    } notes[NOTES_MAX];
+    size_t n_notes;
     char sqlstate[6]; /* of the last error the server sent */
 } pg_conn;
 
@@ -301,6 +313,86 @@ timed_out:
                           c->statement_timeout_ms);
 }
 
+/*
+ * Waits, until the deadline, for the answers to the n statements just sent in pipeline mode and
+ * its sync: 0 with *out set to the last one's result, or the first error (the statements after
+ * a failed one were not run).  Leaves pipeline mode.
+ */
+static int answers(pg_conn *p, const char *what, int64_t deadline, size_t n, PGresult **out,
+                   char *err, size_t errlen)
+{
+    reign__sqlconn *c = &p->base;
+    int f, rc = 0;
+    while ((f = pq.PQflush(p->pg)) == 1) {
+        int w = wait_socket(p->pg, POLLOUT | POLLIN, deadline);
+        if (w <= 0)
+            goto timed_out;
+        if (!pq.PQconsumeInput(p->pg))
+            return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
+    }
+    if (f < 0)
+        return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
+    PGresult *last = NULL;
+    /* n statements, each its result and a NULL, then the sync. */
+    for (size_t i = 0; i <= n;) {
+        while (pq.PQisBusy(p->pg)) {
+            int w = wait_socket(p->pg, POLLIN, deadline);
+            if (w <= 0) {
+                pq.PQclear(last);
+                goto timed_out;
+            }
+            if (!pq.PQconsumeInput(p->pg)) {
+                pq.PQclear(last);
+                return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
+            }
+        }
+        PGresult *r = pq.PQgetResult(p->pg);
+        if (!r) {
+            if (pq.PQstatus(p->pg) == CONNECTION_BAD) {
+                pq.PQclear(last);
+                return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
+            }
+            i++; /* the end of statement i's results */
+            continue;
+        }
+        ExecStatusType st = pq.PQresultStatus(r);
+        if (st == PGRES_PIPELINE_SYNC) {
+            pq.PQclear(r);
+            break;
+        }
+        if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+            if (i == n - 1 && !rc) {
+                pq.PQclear(last);
+                last = r;
+            } else {
+                pq.PQclear(r);
+            }
+        } else {
+            if (!rc && st != PGRES_PIPELINE_ABORTED)
+                rc = result_error(p, r, what, err, errlen);
+            pq.PQclear(r);
+        }
+    }
+    if (!pq.PQexitPipelineMode(p->pg)) {
+        pq.PQclear(last);
+        return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
+    }
+    if (!rc && !last)
+        rc = reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: no result", what);
+    if (rc) {
+        pq.PQclear(last);
+        return rc;
+    }
+    *out = last;
+    return 0;
+
+timed_out:
+    c->broken = true;
+    return reign__sql_err(c, err, errlen, REIGN_ETIMEDOUT,
+                          "%s: no answer within %d ms; connection abandoned", what,
+                          c->statement_timeout_ms);
+}
+
 /* Whether libpq took what was to be sent: 0, or the error. */
 static int sent_ok(pg_conn *p, int sent, const char *what, char *err, size_t errlen)
 {
@@ -362,10 +454,25 @@ static pg_prepared *prepared_of(pg_conn *p, const char *sql, int nparams, const 
     return e;
 }
 
+/* Forgets the notices a transaction was to send. */
+static void notes_drop(pg_conn *p)
+{
+    for (size_t i = 0; i < p->n_notes; i++)
+        reign__free(p->notes[i].payload);
+    p->n_notes = 0;
+}
+
 /*
  * Sends a statement with parameters and waits for its result until the statement deadline
  * (answer()).  From its second use on this connection, the statement is prepared (once) and
  * then only executed.
+ *
+ * A transaction costs two round trips fewer than its statements: its BEGIN waits (pg_query())
+ * and goes with its first statement, and its notices (pg_notify()), which the server sends at
+ * the commit anyway, go with its COMMIT, each group in one flight (libpq's pipeline mode).
+ * Nothing changes on the server but the number of round trips: the statements run in the same
+ * order, the transaction opens no sooner than its first statement arrives, and an error in
+ * one skips the rest of its group, as the caller stopping there would.
  */
 static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, const Oid *types,
                const char *const *values, const int *lengths, const int *formats, int binary,
@@ -378,6 +485,8 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
     if (!sql)
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     int64_t deadline = reign__sql_deadline(c->statement_timeout_ms);
+    bool begin = !strcmp(sql, "BEGIN"), commit = !strcmp(sql, "COMMIT");
+    bool end = commit || !strcmp(sql, "ROLLBACK");
     pg_prepared *e = prepared_of(p, sql, nparams, types);
     char name[32];
     if (e) {
@@ -396,14 +505,48 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
             e->ready = true;
         }
     }
-    int sent =
-        e && e->ready
-            ? pq.PQsendQueryPrepared(p->pg, name, nparams, values, lengths, formats, binary)
-            : pq.PQsendQueryParams(p->pg, sql, nparams, types, values, lengths, formats, binary);
+    /* What goes before it in the same flight: the BEGIN held back, the notices of a COMMIT. */
+    bool with_begin = p->begin_pending && !begin;
+    size_t notes = commit ? p->n_notes : 0, ahead = with_begin + notes;
+    int rc = 0;
+    if (ahead && !pq.PQenterPipelineMode(p->pg))
+        rc = sent_ok(p, 0, what, err, errlen);
+    if (!rc && with_begin)
+        rc = sent_ok(p, pq.PQsendQueryParams(p->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0), what,
+                     err, errlen);
+    for (size_t i = 0; !rc && i < notes; i++) {
+        const Oid text2[2] = {TEXTOID, TEXTOID};
+        const char *v[2] = {p->notes[i].channel, p->notes[i].payload};
+        rc = sent_ok(
+            p, pq.PQsendQueryParams(p->pg, "SELECT pg_notify($1, $2)", 2, text2, v, NULL, NULL, 0),
+            what, err, errlen);
+    }
+    if (!rc) {
+        int sent = e && e->ready ? pq.PQsendQueryPrepared(p->pg, name, nparams, values, lengths,
+                                                          formats, binary)
+                                 : pq.PQsendQueryParams(p->pg, sql, nparams, types, values, lengths,
+                                                        formats, binary);
+        rc = sent_ok(p, sent, what, err, errlen);
+    }
+    if (!rc && ahead && !pq.PQpipelineSync(p->pg))
+        rc = sent_ok(p, 0, what, err, errlen);
     reign__free(sql);
-    int rc = sent_ok(p, sent, what, err, errlen);
     if (!rc)
-        rc = answer(p, what, deadline, out, err, errlen);
+        rc = ahead ? answers(p, what, deadline, ahead + 1, out, err, errlen)
+                   : answer(p, what, deadline, out, err, errlen);
+    if (with_begin) {
+        p->begin_pending = false;
+        p->in_tx = !c->broken; /* open, aborted if a statement failed: ROLLBACK ends it */
+    }
+    if (begin && !rc)
+        p->in_tx = true;
+    if (end) {
+        notes_drop(p);
+        /* A COMMIT skipped for a notice that failed leaves the transaction open (aborted):
+         * the caller's ROLLBACK ends it. */
+        if (!rc || !commit)
+            p->in_tx = false;
+    }
     /* Our prepared statements gone (something ran DISCARD ALL on the session): this one
      * failed; the next ones are prepared again. */
     if (rc == REIGN_EBACKEND && e && e->ready && !strcmp(p->sqlstate, "26000"))
@@ -588,6 +731,7 @@ static void pg_close(reign__sqlconn *c)
     for (size_t i = 0; i < p->n_prepared; i++)
         reign__free(p->prepared[i].key);
     p->n_prepared = 0;
+    notes_drop(p);
 }
 
 /* ---- schema --------------------------------------------------------------------------------- */
@@ -1067,6 +1211,15 @@ static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, char *
     pg_conn *p = (pg_conn *)c;
     char chan[64];
     reign__sql_channel(chan, c->table, dc, name);
+    /* In a transaction: sent with its COMMIT (run()), when the server would send it anyway. */
+    if ((p->begin_pending || p->in_tx) && p->n_notes < NOTES_MAX) {
+        char *payload = reign__strdup(name);
+        if (!payload)
+            return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+        memcpy(p->notes[p->n_notes].channel, chan, sizeof chan);
+        p->notes[p->n_notes++].payload = payload;
+        return 0;
+    }
     const Oid types[2] = {TEXTOID, TEXTOID};
     const char *vals[2] = {chan, name};
     PGresult *r;
@@ -1123,6 +1276,22 @@ static int pg_query(reign__sqlconn *c, const char *what, const char *sql, const 
     pg_conn *p = (pg_conn *)c;
     if (n_args > REIGN__SQL_ARGS_MAX)
         return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
+    /* A BEGIN waits for the transaction's first statement (run()); a transaction that sent
+     * nothing has nothing to end. */
+    if (!n_args && !strcmp(sql, "BEGIN") && !p->begin_pending && !p->in_tx) {
+        p->begin_pending = true;
+        return 0;
+    }
+    if (!n_args && p->begin_pending && !p->n_notes &&
+        (!strcmp(sql, "COMMIT") || !strcmp(sql, "ROLLBACK"))) {
+        p->begin_pending = false;
+        return 0;
+    }
+    if (!n_args && p->begin_pending && !strcmp(sql, "ROLLBACK")) {
+        p->begin_pending = false;
+        notes_drop(p);
+        return 0;
+    }
     Oid types[REIGN__SQL_ARGS_MAX];
     const char *vals[REIGN__SQL_ARGS_MAX];
     int lens[REIGN__SQL_ARGS_MAX], fmts[REIGN__SQL_ARGS_MAX];

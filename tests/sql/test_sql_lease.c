@@ -1162,6 +1162,40 @@ static void test_notify(const backend *b, const char *table)
             CHECK(got >= 0);
         }
         CHECK(got == 1);
+
+        /* A transaction's BEGIN goes with its first statement and its notices with its
+         * COMMIT (one flight each): a notice of a transaction rolled back is never sent, one
+         * of a committed transaction is; a statement that fails leaves the transaction to
+         * its ROLLBACK, and the connection works on; an empty transaction costs nothing. */
+        while (fd_readable(fd, 0))
+            CHECK(reign__sql_drain_notify(listener) >= 0);
+        CHECK_RC(reign__sql_query(writer, "begin", "{BEGIN}", NULL, 0, NULL, err, sizeof err), 0);
+        CHECK_RC(reign__sql_notify(writer, "dc1", name, err, sizeof err), 0);
+        reign__sql_rollback(writer);
+        CHECK_RC(reign__sql_query(writer, "begin", "{BEGIN}", NULL, 0, NULL, err, sizeof err), 0);
+        reign__lease l = {0};
+        CHECK_RC(reign__sql_lease_read(writer, "dc1", name, &l, err, sizeof err), 0);
+        reign__lease_clear(&l);
+        CHECK_RC(reign__sql_notify(writer, "dc1", name, err, sizeof err), 0);
+        reign__sql_rollback(writer);
+        CHECK(!fd_readable(fd, 300));
+        CHECK_RC(reign__sql_query(writer, "begin", "{BEGIN}", NULL, 0, NULL, err, sizeof err), 0);
+        CHECK_RC(reign__sql_notify(writer, "dc1", name, err, sizeof err), 0);
+        CHECK_RC(reign__sql_query(writer, "commit", "COMMIT", NULL, 0, NULL, err, sizeof err), 0);
+        if (!fd_readable(fd, WAIT_MS))
+            fail(__FILE__, __LINE__, "no notification of a commit within %d ms", WAIT_MS);
+        CHECK_RC(reign__sql_drain_notify(listener), 1);
+        CHECK_RC(reign__sql_query(writer, "begin", "{BEGIN}", NULL, 0, NULL, err, sizeof err), 0);
+        CHECK(reign__sql_query(writer, "failing", "SELECT 1 / (id - id) FROM {T}", NULL, 0, NULL,
+                               err, sizeof err) == REIGN_EBACKEND);
+        reign__sql_rollback(writer);
+        reign__sql_rows rows;
+        CHECK_RC(reign__sql_query(writer, "after", "SELECT 1", NULL, 0, &rows, err, sizeof err), 0);
+        CHECK(rows.n_rows == 1);
+        reign__sql_rows_free(&rows);
+        CHECK_RC(reign__sql_query(writer, "begin", "{BEGIN}", NULL, 0, NULL, err, sizeof err), 0);
+        CHECK_RC(reign__sql_query(writer, "commit", "COMMIT", NULL, 0, NULL, err, sizeof err), 0);
+        CHECK(!fd_readable(fd, 100));
     }
     reign__sql_close(writer);
     reign__sql_close(listener);

@@ -251,75 +251,13 @@ static int wait_socket(PGconn *pg, short events, int64_t deadline)
 }
 
 /*
- * Waits, until the deadline, for the answer to what was just sent: 0 with *out set (a
- * PGRES_COMMAND_OK or PGRES_TUPLES_OK result), or a negative code.
+ * Waits, until the deadline, for the answers to the n statements just sent (in pipeline mode,
+ * with its sync, when `pipelined`: then leaves that mode).  0 with *out set to the last
+ * statement's result (PGRES_COMMAND_OK or PGRES_TUPLES_OK), or the first error (in a pipeline
+ * the statements after a failed one were not run), or a negative code.
  */
-static int answer(pg_conn *p, const char *what, int64_t deadline, PGresult **out, char *err,
-                  size_t errlen)
-{
-    reign__sqlconn *c = &p->base;
-    int f;
-    while ((f = pq.PQflush(p->pg)) == 1) {
-        int w = wait_socket(p->pg, POLLOUT | POLLIN, deadline);
-        if (w <= 0)
-            goto timed_out;
-        if (!pq.PQconsumeInput(p->pg))
-            return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
-    }
-    if (f < 0)
-        return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
-
-    PGresult *first = NULL;
-    for (;;) {
-        while (pq.PQisBusy(p->pg)) {
-            int w = wait_socket(p->pg, POLLIN, deadline);
-            if (w <= 0) {
-                pq.PQclear(first);
-                goto timed_out;
-            }
-            if (!pq.PQconsumeInput(p->pg)) {
-                pq.PQclear(first);
-                return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
-            }
-        }
-        PGresult *r = pq.PQgetResult(p->pg);
-        if (!r)
-            break;
-        if (!first)
-            first = r;
-        else
-            pq.PQclear(r);
-    }
-    if (!first) {
-        if (pq.PQstatus(p->pg) == CONNECTION_BAD)
-            return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
-        return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: no result", what);
-    }
-    ExecStatusType st = pq.PQresultStatus(first);
-    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        int rc = result_error(p, first, what, err, errlen);
-        pq.PQclear(first);
-        return rc;
-    }
-    *out = first;
-    return 0;
-
-timed_out:
-    /* The answer may still come, in the middle of the next statement's: give the connection
-     * up rather than read it out of step. */
-    c->broken = true;
-    return reign__sql_err(c, err, errlen, REIGN_ETIMEDOUT,
-                          "%s: no answer within %d ms; connection abandoned", what,
-                          c->statement_timeout_ms);
-}
-
-/*
- * Waits, until the deadline, for the answers to the n statements just sent in pipeline mode and
- * its sync: 0 with *out set to the last one's result, or the first error (the statements after
- * a failed one were not run).  Leaves pipeline mode.
- */
-static int answers(pg_conn *p, const char *what, int64_t deadline, size_t n, PGresult **out,
-                   char *err, size_t errlen)
+static int answers(pg_conn *p, const char *what, int64_t deadline, size_t n, bool pipelined,
+                   PGresult **out, char *err, size_t errlen)
 {
     reign__sqlconn *c = &p->base;
     int f, rc = 0;
@@ -333,8 +271,9 @@ static int answers(pg_conn *p, const char *what, int64_t deadline, size_t n, PGr
     if (f < 0)
         return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
     PGresult *last = NULL;
-    /* n statements, each its result and a NULL, then the sync. */
-    for (size_t i = 0; i <= n;) {
+    bool got = false; /* statement i has given its (first) result */
+    /* Each statement's results, then a NULL; in a pipeline, then the sync. */
+    for (size_t i = 0; i < n + pipelined;) {
         while (pq.PQisBusy(p->pg)) {
             int w = wait_socket(p->pg, POLLIN, deadline);
             if (w <= 0) {
@@ -348,11 +287,15 @@ static int answers(pg_conn *p, const char *what, int64_t deadline, size_t n, PGr
         }
         PGresult *r = pq.PQgetResult(p->pg);
         if (!r) {
-            if (pq.PQstatus(p->pg) == CONNECTION_BAD) {
-                pq.PQclear(last);
-                return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
+            if (i < n && !got && !rc) {
+                if (pq.PQstatus(p->pg) == CONNECTION_BAD) {
+                    pq.PQclear(last);
+                    return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
+                }
+                rc = reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: no result", what);
             }
-            i++; /* the end of statement i's results */
+            got = false;
+            i++;
             continue;
         }
         ExecStatusType st = pq.PQresultStatus(r);
@@ -360,25 +303,23 @@ static int answers(pg_conn *p, const char *what, int64_t deadline, size_t n, PGr
             pq.PQclear(r);
             break;
         }
+        bool first = !got;
+        got = true;
         if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
-            if (i == n - 1 && !rc) {
+            if (first && i == n - 1 && !rc) {
                 pq.PQclear(last);
                 last = r;
-            } else {
-                pq.PQclear(r);
+                continue;
             }
-        } else {
-            if (!rc && st != PGRES_PIPELINE_ABORTED)
-                rc = result_error(p, r, what, err, errlen);
-            pq.PQclear(r);
+        } else if (!rc && st != PGRES_PIPELINE_ABORTED) {
+            rc = result_error(p, r, what, err, errlen);
         }
+        pq.PQclear(r);
     }
-    if (!pq.PQexitPipelineMode(p->pg)) {
+    if (pipelined && !pq.PQexitPipelineMode(p->pg)) {
         pq.PQclear(last);
         return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
     }
-    if (!rc && !last)
-        rc = reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: no result", what);
     if (rc) {
         pq.PQclear(last);
         return rc;
@@ -387,10 +328,19 @@ static int answers(pg_conn *p, const char *what, int64_t deadline, size_t n, PGr
     return 0;
 
 timed_out:
+    /* The answer may still come, in the middle of the next statement's: give the connection
+     * up rather than read it out of step. */
     c->broken = true;
     return reign__sql_err(c, err, errlen, REIGN_ETIMEDOUT,
                           "%s: no answer within %d ms; connection abandoned", what,
                           c->statement_timeout_ms);
+}
+
+/* The answer to the one statement just sent (answers()). */
+static int answer(pg_conn *p, const char *what, int64_t deadline, PGresult **out, char *err,
+                  size_t errlen)
+{
+    return answers(p, what, deadline, 1, false, out, err, errlen);
 }
 
 /* Whether libpq took what was to be sent: 0, or the error. */
@@ -532,8 +482,7 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
         rc = sent_ok(p, 0, what, err, errlen);
     reign__free(sql);
     if (!rc)
-        rc = ahead ? answers(p, what, deadline, ahead + 1, out, err, errlen)
-                   : answer(p, what, deadline, out, err, errlen);
+        rc = answers(p, what, deadline, ahead + 1, ahead > 0, out, err, errlen);
     if (with_begin) {
         p->begin_pending = false;
         p->in_tx = !c->broken; /* open, aborted if a statement failed: ROLLBACK ends it */

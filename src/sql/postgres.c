@@ -480,6 +480,9 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
     }
     if (!rc && ahead && !pq.PQpipelineSync(p->pg))
         rc = sent_ok(p, 0, what, err, errlen);
+    /* A flight sent in part cannot be read in step: the connection is given up. */
+    if (rc && ahead)
+        c->broken = true;
     reign__free(sql);
     if (!rc)
         rc = answers(p, what, deadline, ahead + 1, ahead > 0, out, err, errlen);

@@ -29,6 +29,7 @@
 
 #include "dialect.h"
 #include "dl.h"
+#include "stmt_cache.h"
 
 /* The functions of libpq this dialect calls: through a table that dl.c fills
  * when the first postgres:// client is made (dl.h). */
@@ -89,30 +90,17 @@ REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres
 
 /*
  * A statement's text (with its parameters' types after it) sent twice on this connection is
- * prepared there on its second use: the server then parses, analyses and plans it once per
- * connection instead of at every call.  Most of reign's statements repeat thousands of times (a
- * renewal, a batch of task results), and for the long ones, a batch of 64 submits, the parse
- * and plan cost more than the rows.  A text seen once (a schema check, a LISTEN) is only
- * remembered by its hash among the last PREPARED_SEEN ones, so one-off texts never take a
- * place.  The plan is still made at every call, for the parameters' values and the table's
- * size then (plan_cache_mode = force_custom_plan, set when connecting): a generic plan is made
- * once, and one made while a queue's table was empty scanned a whole index for ever after
- * (`state = 3 AND id IN (...)` read every done row through the state index, since a scan of
- * an empty index costs less than 64 probes of the primary key).  Bounded, since each prepared
- * statement holds memory in the server's backend: at most PREPARED_MAX statements and
- * PREPARED_BYTES of their text per connection; later statements simply go unprepared.
+ * prepared there on its second use (stmt_cache.h), as "reign_<its index>": the server then
+ * parses and analyses it once per connection instead of at every call.  Most of reign's
+ * statements repeat thousands of times (a renewal, a batch of task results), and for the long
+ * ones, a batch of 64 submits, the parse costs more than the rows.  The plan is still made at
+ * every call, for the parameters' values and the table's size then (plan_cache_mode =
+ * force_custom_plan, set when connecting): a generic plan is made once, and one made while a
+ * queue's table was empty scanned a whole index for ever after (`state = 3 AND id IN (...)`
+ * read every done row through the state index, since a scan of an empty index costs less than
+ * 64 probes of the primary key).
  */
-#define PREPARED_MAX   64
-#define PREPARED_BYTES (256 << 10)
-#define PREPARED_SEEN  64
-#define NOTES_MAX      8
-
-typedef struct pg_prepared {
-    uint64_t hash;
-    char *key; /* the text, a NUL, the parameters' types */
-    size_t key_len;
-    bool ready; /* prepared on the server, as "reign_<index>" */
-} pg_prepared;
+#define NOTES_MAX 8
 
 typedef struct pg_conn {
     reign__sqlconn base;
@@ -120,10 +108,7 @@ typedef struct pg_conn {
     bool connected;
     char channels[MAX_LISTEN][64];
     size_t n_channels;
-    pg_prepared prepared[PREPARED_MAX];
-    size_t n_prepared, prepared_bytes;
-    uint64_t seen[PREPARED_SEEN]; /* hashes of texts sent once, a ring */
-    size_t n_seen;
+    reign__stmt_cache prepared;
     /* A transaction's first and last round trips, saved (see run()): a BEGIN not sent yet, the
      * transaction open on the server, the notices it sends at its COMMIT. */
     bool begin_pending, in_tx;
@@ -355,55 +340,6 @@ static int sent_ok(pg_conn *p, int sent, const char *what, char *err, size_t err
     return reign__sql_err(&p->base, err, errlen, REIGN_EBACKEND, "%s: %s", what, line);
 }
 
-/* FNV-1a. */
-static uint64_t hash_bytes(const void *data, size_t n)
-{
-    const unsigned char *b = data;
-    uint64_t h = 14695981039346656037ULL;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ULL;
-    return h;
-}
-
-/*
- * The cache entry of a statement (its text and its parameters' types): found, or made (not
- * ready yet) on its second use.  NULL on its first use, when the cache is full or when memory
- * is short: the statement then simply goes unprepared.
- */
-static pg_prepared *prepared_of(pg_conn *p, const char *sql, int nparams, const Oid *types)
-{
-    size_t text = strlen(sql) + 1, tlen = types ? (size_t)nparams * sizeof *types : 0;
-    size_t len = text + tlen;
-    uint64_t h = hash_bytes(sql, text);
-    if (tlen)
-        h ^= hash_bytes(types, tlen) * 31;
-    for (size_t i = 0; i < p->n_prepared; i++) {
-        pg_prepared *e = &p->prepared[i];
-        if (e->hash == h && e->key_len == len && !memcmp(e->key, sql, text) &&
-            (!tlen || !memcmp(e->key + text, types, tlen)))
-            return e;
-    }
-    if (p->n_prepared == PREPARED_MAX || p->prepared_bytes + len > PREPARED_BYTES)
-        return NULL;
-    bool again = false;
-    for (size_t i = 0; i < PREPARED_SEEN && !again; i++)
-        again = p->seen[i] == h && h;
-    if (!again) {
-        p->seen[p->n_seen++ % PREPARED_SEEN] = h;
-        return NULL;
-    }
-    char *key = reign__malloc(len);
-    if (!key)
-        return NULL;
-    memcpy(key, sql, text);
-    if (tlen)
-        memcpy(key + text, types, tlen);
-    pg_prepared *e = &p->prepared[p->n_prepared++];
-    *e = (pg_prepared){.hash = h, .key = key, .key_len = len};
-    p->prepared_bytes += len;
-    return e;
-}
-
 /* Forgets the notices a transaction was to send. */
 static void notes_drop(pg_conn *p)
 {
@@ -437,10 +373,11 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
     int64_t deadline = reign__sql_deadline(c->statement_timeout_ms);
     bool begin = !strcmp(sql, "BEGIN"), commit = !strcmp(sql, "COMMIT");
     bool end = commit || !strcmp(sql, "ROLLBACK");
-    pg_prepared *e = prepared_of(p, sql, nparams, types);
+    reign__stmt *e =
+        reign__stmt_find(&p->prepared, sql, types, types ? (size_t)nparams * sizeof *types : 0);
     char name[32];
     if (e) {
-        snprintf(name, sizeof name, "reign_%zu", (size_t)(e - p->prepared));
+        snprintf(name, sizeof name, "reign_%zu", (size_t)(e - p->prepared.v));
         if (!e->ready) {
             int rc =
                 sent_ok(p, pq.PQsendPrepare(p->pg, name, sql, nparams, types), what, err, errlen);
@@ -502,8 +439,7 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
     /* Our prepared statements gone (something ran DISCARD ALL on the session): this one
      * failed; the next ones are prepared again. */
     if (rc == REIGN_EBACKEND && e && e->ready && !strcmp(p->sqlstate, "26000"))
-        for (size_t i = 0; i < p->n_prepared; i++)
-            p->prepared[i].ready = false;
+        reign__stmt_unready(&p->prepared);
     return rc;
 }
 
@@ -586,7 +522,7 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
      * statements would hold its row locks for as long as it stays stopped: a reaper of its
      * session, a master taking its tasks back would wait on them.  The server ends such a
      * session after two statement timeouts (a renew period) idle in a transaction; ours never
-     * idle that long between the statements of one.  Custom plans: see pg_prepared. */
+     * idle that long between the statements of one.  Custom plans: see above pg_conn. */
     snprintf(options, sizeof options,
              "-c statement_timeout=%d -c idle_in_transaction_session_timeout=%d -c TimeZone=UTC "
              "-c client_min_messages=warning -c plan_cache_mode=force_custom_plan",
@@ -680,9 +616,7 @@ static void pg_close(reign__sqlconn *c)
     pg_conn *p = (pg_conn *)c;
     if (p->pg)
         pq.PQfinish(p->pg);
-    for (size_t i = 0; i < p->n_prepared; i++)
-        reign__free(p->prepared[i].key);
-    p->n_prepared = 0;
+    reign__stmt_cache_free(&p->prepared);
     notes_drop(p);
 }
 

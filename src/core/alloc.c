@@ -75,3 +75,50 @@ char *reign__strdup(const char *s)
 {
     return s ? reign__memdup(s, strlen(s)) : NULL;
 }
+
+struct reign__held {
+    reign__held *prev, *next;
+    void (*dtor)(void *p);
+    uintptr_t tag;
+};
+
+void *reign__held_new(reign__held **list, size_t n, void (*dtor)(void *p), uintptr_t tag)
+{
+    reign__held *h = reign__calloc(1, sizeof(*h) + n);
+    if (!h)
+        return NULL;
+    h->dtor = dtor;
+    h->tag = tag;
+    h->next = *list;
+    if (h->next)
+        h->next->prev = h;
+    *list = h;
+    return h + 1;
+}
+
+uintptr_t reign__held_tag(const void *p)
+{
+    return ((const reign__held *)p - 1)->tag;
+}
+
+void reign__held_free(reign__held **list, void *p)
+{
+    if (!p)
+        return;
+    reign__held *h = (reign__held *)p - 1;
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        *list = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    if (h->dtor)
+        h->dtor(p);
+    reign__free(h);
+}
+
+void reign__held_free_all(reign__held **list)
+{
+    while (*list)
+        reign__held_free(list, *list + 1);
+}

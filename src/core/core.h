@@ -30,6 +30,20 @@ char *reign__strdup(const char *s);
 char *reign__strndup(const char *s, size_t n);
 void *reign__memdup(const void *p, size_t n);
 
+/*
+ * Held allocations: the arguments of requests in flight whose callbacks an
+ * owner may drop (reign__zk_forget) before they run, which would otherwise
+ * have freed them.  The owner keeps them in a list and frees what is left
+ * when it forgets.  `tag` is the caller's (a life epoch, say).
+ */
+typedef struct reign__held reign__held;
+/* n zeroed bytes linked into *list; dtor (may be NULL) runs on free. */
+void *reign__held_new(reign__held **list, size_t n, void (*dtor)(void *p), uintptr_t tag);
+uintptr_t reign__held_tag(const void *p);
+/* Unlinks p (NULL: nothing), runs its dtor and frees it. */
+void reign__held_free(reign__held **list, void *p);
+void reign__held_free_all(reign__held **list);
+
 /* ---- logging (log.c) ---------------------------------------------------- */
 typedef struct reign__logger {
     reign_log_fn *fn; /* NULL: the process-wide sink */

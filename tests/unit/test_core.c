@@ -132,6 +132,38 @@ static void *counting_realloc(void *p, size_t n)
     return fail_after-- > 0 ? realloc(p, n) : NULL;
 }
 
+static int g_dtors;
+static void count_dtor(void *p)
+{
+    (void)p;
+    g_dtors++;
+}
+
+/* Held allocations: freed one by one from the middle, the head and the
+ * tail, or all at once; each dtor runs exactly once. */
+static void test_held(void **state)
+{
+    (void)state;
+    reign__held *list = NULL;
+    int *p[4];
+    for (int i = 0; i < 4; i++) {
+        p[i] = reign__held_new(&list, sizeof(int), count_dtor, (uintptr_t)i + 10);
+        assert_non_null(p[i]);
+        assert_int_equal(*p[i], 0);
+        assert_int_equal(reign__held_tag(p[i]), i + 10);
+    }
+    g_dtors = 0;
+    reign__held_free(&list, p[1]);
+    reign__held_free(&list, p[3]); /* the newest: the list's head */
+    reign__held_free(&list, NULL);
+    assert_int_equal(g_dtors, 2);
+    reign__held_free_all(&list);
+    assert_int_equal(g_dtors, 4);
+    assert_null(list);
+    reign__held_free_all(&list);
+    assert_int_equal(g_dtors, 4);
+}
+
 static void test_allocator_hook(void **state)
 {
     assert_int_equal(reign_set_allocator(counting_malloc, NULL, free), REIGN_EINVAL);
@@ -151,11 +183,9 @@ static void test_allocator_hook(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_timer_order),
-        cmocka_unit_test(test_timer_rearm_from_callback),
-        cmocka_unit_test(test_buf),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_allocator_hook),
+        cmocka_unit_test(test_timer_order), cmocka_unit_test(test_timer_rearm_from_callback),
+        cmocka_unit_test(test_buf),         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_held),        cmocka_unit_test(test_allocator_hook),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

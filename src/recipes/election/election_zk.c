@@ -160,6 +160,7 @@ static void destroy(zk_election *e)
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->preempt);
     reign__zk_forget(e->zk, e);
+    reign__held_free_all(&e->views);
     reign__client_detach(e->base.client, &e->base.recipe);
     if (e->base.leader) {
         e->base.leader = false;
@@ -344,7 +345,7 @@ static reign_election *zk_free(reign_election *pub)
             };
             reign__zk_multi(e->zk, ops, 2, NULL, NULL, NULL);
         }
-        reign__zk_forget(e->zk, e);
+        reign__zk_forget(e->zk, e); /* destroy() frees the views it held */
     }
     if (reign__life_busy(&e->base.life))
         return NULL; /* inside one of our callbacks: LEAVE frees it */

@@ -79,8 +79,9 @@ typedef struct zk_election {
     char *dir;
     char *term_path;
     char *lock_path;
-    char *leader_path; /* queue: the node the leader holds */
-    reign__buf record; /* what our node holds */
+    char *leader_path;  /* queue: the node the leader holds */
+    reign__buf record;  /* what our node holds */
+    reign__held *views; /* leader views read, while their node is checked */
     reign_strategy strategy;
     unsigned cfg_prio; /* as configured */
     bool no_preempt;

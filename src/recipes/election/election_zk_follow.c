@@ -24,14 +24,17 @@ static void publish_leader(zk_election *e, reign__leader_view *nv)
     reign__election_view(&e->base, !same);
 }
 
+static void view_dtor(void *p)
+{
+    reign__leader_view_clear(p);
+}
+
 static void on_leader_exists(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     reign__leader_view *nv = arg;
     ENTER(e);
-    if (!reign__life_live(&e->base.life) || r->rc == REIGN_ESESSION || r->rc == REIGN_ECLOSED) {
-        reign__leader_view_clear(nv);
-    } else {
+    if (reign__life_live(&e->base.life) && r->rc != REIGN_ESESSION && r->rc != REIGN_ECLOSED) {
         if (!EXISTS_REGISTERED(r) && e->watch.leader_node && nv->node &&
             !strcmp(e->watch.leader_node, nv->node))
             set_str(&e->watch.leader_node, NULL);
@@ -39,10 +42,8 @@ static void on_leader_exists(void *owner, void *arg, const reign__zk_result *r)
             reign__leader_view_clear(nv); /* the named leader is gone: no one leads yet */
         if (r->rc == 0 || r->rc == REIGN_ENOENT)
             publish_leader(e, nv);
-        else
-            reign__leader_view_clear(nv);
     }
-    reign__free(nv);
+    reign__held_free(&e->views, nv); /* clears what publish_leader() did not take */
     LEAVE(e);
 }
 
@@ -58,7 +59,8 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
         await_term(e);
     if (HAD_WATCH(arg) && r->rc != 0)
         e->watch.term = false; /* get() registers only on success */
-    reign__leader_view *nv = reign__calloc(1, sizeof(*nv));
+    /* Held by the election: forgetting it drops on_leader_exists(). */
+    reign__leader_view *nv = reign__held_new(&e->views, sizeof(*nv), view_dtor, 0);
     if (!nv)
         goto out;
     reign__record rec;
@@ -82,13 +84,12 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
                    e->base.name, e->term_path);
     }
     if (nv->known && (!nv->id || !nv->node || (nv->data_len && !nv->data))) {
-        reign__leader_view_clear(nv);
-        reign__free(nv);
+        reign__held_free(&e->views, nv);
         goto out;
     }
     if (!nv->known) {
         publish_leader(e, nv);
-        reign__free(nv);
+        reign__held_free(&e->views, nv);
         goto out;
     }
     /* Is that leader still there?  Watch its node, once. */
@@ -100,10 +101,8 @@ static void on_term_read(void *owner, void *arg, const reign__zk_result *r)
                    : reign__zk_exists(e->zk, path, watch ? on_leader_node_event : NULL,
                                       REIGN__ZK_RETRY, e, on_leader_exists, nv);
     reign__free(path);
-    if (rc < 0) {
-        reign__leader_view_clear(nv);
-        reign__free(nv);
-    }
+    if (rc < 0)
+        reign__held_free(&e->views, nv);
 out:
     LEAVE(e);
 }

@@ -64,63 +64,21 @@ typedef struct zmaster {
     bool tasks_listing, tasks_dirty;
     int recovering;     /* outstanding reads of the recovery */
     reign__timer timer; /* retention sweep */
-    struct targ *args;  /* the arguments of requests in flight */
+    reign__held *args;  /* the arguments of requests in flight */
 } zmaster;
 
 #define ARG(m)      REIGN__LIFE_ARG(&(m)->head.base.life, 0, 0)
 #define STALE(m, a) (reign__life_stale(&(m)->head.base.life, (a), 0) || !(m)->leading)
 
 /*
- * Arguments of requests in flight are linked into the master, because
+ * Arguments of requests in flight are held by the master, because
  * reign__zk_forget() (on demotion and on free) drops their callbacks, which
  * would otherwise have freed them.
  */
-typedef struct targ {
-    struct targ *prev, *next;
-    void (*dtor)(void *p);
-    uintptr_t epoch;
-} targ;
-
-static void *targ_new(zmaster *m, size_t n, void (*dtor)(void *p))
-{
-    targ *h = reign__calloc(1, sizeof(targ) + n);
-    if (!h)
-        return NULL;
-    h->dtor = dtor;
-    h->epoch = m->head.base.life.epoch;
-    h->next = m->args;
-    if (h->next)
-        h->next->prev = h;
-    m->args = h;
-    return h + 1;
-}
-
-static uintptr_t targ_epoch(void *p)
-{
-    return ((targ *)p - 1)->epoch;
-}
-
-static void targ_free(zmaster *m, void *p)
-{
-    if (!p)
-        return;
-    targ *h = (targ *)p - 1;
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        m->args = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
-    if (h->dtor)
-        h->dtor(p);
-    reign__free(h);
-}
-
-static void targ_free_all(zmaster *m)
-{
-    while (m->args)
-        targ_free(m, m->args + 1);
-}
+#define targ_new(m, n, dtor) reign__held_new(&(m)->args, (n), (dtor), (m)->head.base.life.epoch)
+#define targ_epoch(p)        reign__held_tag(p)
+#define targ_free(m, p)      reign__held_free(&(m)->args, (p))
+#define targ_free_all(m)     reign__held_free_all(&(m)->args)
 
 static void assign_more(zmaster *m);
 static void list_tasks(zmaster *m);

@@ -67,6 +67,11 @@ struct reign__sqlw {
     item *running; /* the request the worker executes now (a batch: the first, the rest
                       linked by next) */
     bool closing;
+    /* Each side writes the other's eventfd only when the other may sleep: the worker waits
+     * (worker_idle) or the loop has taken every result (!loop_told).  A syscall each way per
+     * statement cost more than the statement's rows on a busy queue. */
+    bool worker_idle;
+    bool loop_told;
     _Atomic uint64_t statements;
 
     /* worker thread only */
@@ -126,8 +131,11 @@ static void hand_back(reign__sqlw *w, item *it)
     if (w->running == it)
         w->running = it->next; /* the rest of a batch, or NULL */
     push(&w->done, it);
+    bool tell = !w->loop_told;
+    w->loop_told = true;
     pthread_mutex_unlock(&w->mu);
-    wake(w->cfg.wake_fd);
+    if (tell)
+        wake(w->cfg.wake_fd);
 }
 
 static void post_state(reign__sqlw *w, reign__sqlw_state st, int err, const char *msg)
@@ -526,6 +534,7 @@ static void *worker_main(void *arg)
             }
             w->running = it;
         }
+        w->worker_idle = !it; /* from here until the next pop, a request must wake us */
         pthread_mutex_unlock(&w->mu);
         if (!w->conn && !w->fatal && !closing && reign__now_ns() >= w->next_connect_ns) {
             try_connect(w);
@@ -632,16 +641,18 @@ int reign__sqlw_new(reign__sqlw **ret, const reign__sqlw_config *cfg, char *err,
 static int enqueue(reign__sqlw *w, item *it)
 {
     pthread_mutex_lock(&w->mu);
-    bool closing = w->closing;
+    bool closing = w->closing, tell = w->worker_idle;
     if (!closing)
         push(&w->requests, it);
+    w->worker_idle = false;
     pthread_mutex_unlock(&w->mu);
     if (closing) {
         it->res.ctx = NULL;
         item_free(it);
         return REIGN_ECLOSED;
     }
-    wake(w->efd);
+    if (tell)
+        wake(w->efd);
     return 0;
 }
 
@@ -735,6 +746,7 @@ void reign__sqlw_dispatch(reign__sqlw *w)
     for (;;) {
         pthread_mutex_lock(&w->mu);
         item *it = pop(&w->done);
+        w->loop_told = false; /* what comes after this pop wakes the loop again */
         pthread_mutex_unlock(&w->mu);
         if (!it)
             return;

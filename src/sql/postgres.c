@@ -100,7 +100,7 @@ REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres
  * read every done row through the state index, since a scan of an empty index costs less than
  * 64 probes of the primary key).
  */
-#define NOTES_MAX 8
+#define NOTES_MAX 16
 
 typedef struct pg_conn {
     reign__sqlconn base;

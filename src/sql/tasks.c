@@ -281,6 +281,29 @@ static int notify_queue(reign__sqlconn *c, const char *dc, const char *queue, in
     return rc;
 }
 
+/* The workers a round gave tasks to are told, each on its own name, so that the others do not
+ * read their rows for nothing: with many workers, a round often serves only the few whose
+ * results freed room.  Beyond a few, all are told at once (most of them were given tasks). */
+static int tell_workers(reign__sqlconn *c, const char *dc, const char *queue,
+                        const reign__tasks_give *g, size_t n, char *err, size_t errlen)
+{
+    size_t given = 0;
+    for (size_t i = 0; i < n; i++)
+        given += g[i].rows.n > 0;
+    if (given > REIGN__TASKS_TELL_EACH_MAX)
+        return notify_queue(c, dc, queue, TOLD_WORKERS, err, errlen);
+    int rc = 0;
+    for (size_t i = 0; rc >= 0 && i < n; i++) {
+        char name[REIGN__TASKS_LISTEN_MAX];
+        if (!g[i].rows.n)
+            continue;
+        snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s" REIGN__TASKS_WORKERS "/%s", queue,
+                 g[i].worker);
+        rc = reign__sql_notify(c, dc, name, err, errlen);
+    }
+    return rc;
+}
+
 /* Those the transaction's change concerns are told (`told`, TOLD_*; 0: nothing changed), then
  * COMMIT; rolled back on failure.  Only a change is told: the master listens to the queue too,
  * and a round that changed nothing would otherwise wake it for another, without end. */
@@ -870,8 +893,10 @@ int reign__tasks_assign_many(reign__sqlconn *c, const char *dc, const char *queu
     }
     reign__free(ids);
     reign__free(guids);
+    if (rc >= 0 && any)
+        rc = tell_workers(c, dc, queue, g, n, err, errlen);
     if (rc >= 0)
-        rc = commit(c, dc, queue, any ? TOLD_WORKERS : 0, err, errlen);
+        rc = commit(c, dc, queue, 0, err, errlen);
     else
         reign__sql_rollback(c);
     for (size_t i = 0; rc < 0 && i < n; i++)

@@ -40,10 +40,12 @@
  * and needs no row locks.  Every write sends, in its transaction, a NOTIFY (PostgreSQL) to those
  * it concerns: results and deletions to the queue's name REIGN__TASKS_LISTEN "Q" (its master
  * and its waiters); submits to REIGN__TASKS_LISTEN "Q" REIGN__TASKS_SUBMITTED (its master
- * alone); assignments to REIGN__TASKS_LISTEN "Q" REIGN__TASKS_WORKERS (its workers, who need
- * hear of nothing else); a take-back to the queue's name and the workers'.  A worker of a busy
- * queue is so not woken by every submit and every other worker's result, nor a waiting client
- * by every submit.  SQLite's file change and MariaDB's poll do the rest (they wake everyone).
+ * alone); assignments to each worker given tasks, REIGN__TASKS_LISTEN "Q" REIGN__TASKS_WORKERS
+ * "/" its id, or to all of them, REIGN__TASKS_LISTEN "Q" REIGN__TASKS_WORKERS, when a round
+ * gives to more than a few; a take-back to the queue's name and all the workers'.  A worker of
+ * a busy queue is so not woken by every submit, every other worker's result or assignment, nor
+ * a waiting client by every submit.  SQLite's file change and MariaDB's poll do the rest (they wake
+ * everyone).
  *
  * The table is made on first use; one of a foreign layout is refused (REIGN_EFOREIGN), never
  * changed.  A row reign could not have written (a state out of range, a guid that is not 16
@@ -65,9 +67,12 @@
  * those its master listens to besides the queue's own (submits). */
 #define REIGN__TASKS_WORKERS   "/assigned"
 #define REIGN__TASKS_SUBMITTED "/submitted"
-/* The longest name a queue's notices go to, with its NUL. */
+/* The longest name a queue's notices go to, with its NUL: one worker's. */
 #define REIGN__TASKS_LISTEN_MAX                                                                    \
-    (sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX + sizeof REIGN__TASKS_SUBMITTED)
+    (sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX + sizeof REIGN__TASKS_WORKERS +            \
+     REIGN_TASKS_WORKER_MAX + 1)
+/* Workers given tasks in one round, at most, that are told one by one. */
+#define REIGN__TASKS_TELL_EACH_MAX 8
 
 /* A fenced write refused: the lease no longer names this master (see above). */
 #define REIGN__TASKS_DEPOSED 2
@@ -184,7 +189,8 @@ typedef struct reign__tasks_give {
 /*
  * As reign__tasks_assign() for several workers in one transaction fenced by `f`: one pick of
  * the oldest pending tasks for all of them, then each worker its share in the order given (the
- * first the oldest), one UPDATE each, and one notice for all.  0 (each g[i].rows set; fewer
+ * first the oldest), one UPDATE each, and a notice to each worker given tasks (to all, when
+ * more than REIGN__TASKS_TELL_EACH_MAX are).  0 (each g[i].rows set; fewer
  * than asked in all: nothing else pending), REIGN__TASKS_DEPOSED, or a negative code (no rows).
  */
 int reign__tasks_assign_many(reign__sqlconn *c, const char *dc, const char *queue,

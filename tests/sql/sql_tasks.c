@@ -25,12 +25,17 @@
  *   - a row reign could not have written is skipped by listings and refused by reads;
  *   - PostgreSQL and MariaDB: a pick skips a pending row another transaction holds, rather
  *     than waiting for it (the statement timeout would end the wait with an error);
+ *   - PostgreSQL: a round tells each worker it gave tasks to on that worker's own name, and
+ *     no other worker; one that gives to more than REIGN__TASKS_TELL_EACH_MAX tells them all
+ *     on the workers' common name;
  *   - `reign rm` of the queue (reign__tasks_remove_queue()) changes nothing while a row is
  *     foreign, while the master's lease moved since it was read (a master took it), or while a
  *     worker of a live session is registered; then it deletes the tasks and the group and
  *     clears the lease row, keeping its term (a master that takes it again leads at a term
  *     above), and a second removal finds no queue.
  */
+#include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +280,8 @@ static void test_remove(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *
 
 /* Submits and results in batches (one statement for many rows): the same answers, row by row,
  * as one at a time.  t2 is done by "wg2". */
+static void test_tell_workers(reign__sqlconn *sub, reign__sqlconn *m, const reign__tasks_fence *f);
+
 static void test_batches(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *w,
                          const reign__tasks_fence *f, const reign__task_row *t2)
 {
@@ -361,8 +368,91 @@ static void test_batches(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn 
     for (int i = 0; i < 3; i++)
         reign__task_row_clear(&p[i]);
     test_many(sub, m, w, f);
+    if (h_store() == H_STORE_POSTGRES)
+        test_tell_workers(sub, m, f);
     for (int i = 0; i < 5; i++)
         reign__task_row_clear(&s[i].row);
+}
+
+/* A connection that listens on the notices of `suffix` (tasks.h's names for QUEUE), with
+ * nothing pending. */
+static reign__sqlconn *listener(const char *suffix)
+{
+    reign__sqlconn *c = raw_connect();
+    char name[REIGN__TASKS_LISTEN_MAX];
+    snprintf(name, sizeof name, REIGN__TASKS_LISTEN QUEUE "%s", suffix);
+    H_RC(reign__sql_listen(c, DC, name, err, sizeof err), 0);
+    H_CHECK(reign__sql_drain_notify(c) >= 0);
+    return c;
+}
+
+/* The notices c hears in one drain, once it hears any (bounded by H_WAIT_MS: only a hang
+ * reaches it). */
+static int heard(reign__sqlconn *c)
+{
+    struct pollfd p = {.fd = reign__sql_listen_fd(c), .events = POLLIN};
+    int got = 0;
+    for (int waited = 0; !got && waited < H_WAIT_MS; waited += 1000) {
+        if (poll(&p, 1, 1000) < 0 && errno != EINTR)
+            break;
+        got = reign__sql_drain_notify(c);
+        H_CHECK(got >= 0);
+    }
+    H_CHECKF(got > 0, "no notice within %d ms", H_WAIT_MS);
+    return got;
+}
+
+/* PostgreSQL's notices of a round (see the list at the top).  A worker not given tasks hears
+ * only the probe sent after the round: notices come in commit order, one of the round would
+ * have come first, with it. */
+static void test_tell_workers(reign__sqlconn *sub, reign__sqlconn *m, const reign__tasks_fence *f)
+{
+    reign__sqlconn *own3 = listener(REIGN__TASKS_WORKERS "/w3"),
+                   *own5 = listener(REIGN__TASKS_WORKERS "/w5"),
+                   *all = listener(REIGN__TASKS_WORKERS);
+    enum { MANY = REIGN__TASKS_TELL_EACH_MAX + 2 }; /* the first round gives one of them */
+    reign__task_row p[MANY];
+    for (int i = 0; i < MANY; i++) {
+        char guid[17];
+        snprintf(guid, sizeof guid, "00000000000001%02x", i);
+        p[i] = submit(sub, guid, "t", true);
+    }
+    reign__tasks_give g[MANY];
+    char ids[MANY][8], guids[MANY][8];
+    for (int i = 0; i < MANY; i++) {
+        snprintf(ids[i], sizeof ids[i], "w%d", i + 3);
+        snprintf(guids[i], sizeof guids[i], "wg%d", i + 3);
+        g[i] = (reign__tasks_give){.worker = ids[i], .worker_guid = guids[i], .max = i == 0};
+    }
+    /* One worker given a task: w3 hears it, w5 and the common name do not. */
+    H_RC(reign__tasks_assign_many(m, DC, QUEUE, f, g, MANY, err, sizeof err), 0);
+    H_CHECK(g[0].rows.n == 1 && g[1].rows.n == 0);
+    H_CHECK(heard(own3) == 1);
+    H_RC(reign__sql_notify(sub, DC, REIGN__TASKS_LISTEN QUEUE REIGN__TASKS_WORKERS "/w5", err,
+                           sizeof err),
+         0);
+    H_RC(
+        reign__sql_notify(sub, DC, REIGN__TASKS_LISTEN QUEUE REIGN__TASKS_WORKERS, err, sizeof err),
+        0);
+    H_CHECK(heard(own5) == 1);
+    H_CHECK(heard(all) == 1);
+    for (int i = 0; i < MANY; i++) {
+        reign__task_rows_free(&g[i].rows);
+        g[i].max = 1;
+    }
+    /* More than REIGN__TASKS_TELL_EACH_MAX given tasks: all are told at once. */
+    H_RC(reign__tasks_assign_many(m, DC, QUEUE, f, g, MANY, err, sizeof err), 0);
+    H_CHECK(g[0].rows.n == 1 && g[MANY - 2].rows.n == 1 && g[MANY - 1].rows.n == 0);
+    H_CHECK(g[0].rows.v[0].id == p[1].id);
+    H_CHECK(heard(all) == 1);
+    for (int i = 0; i < MANY; i++) {
+        H_RC(finish(m, p[i].name, guids[i == 0 ? 0 : i - 1], ""), 0);
+        reign__task_rows_free(&g[i].rows);
+        reign__task_row_clear(&p[i]);
+    }
+    reign__sql_close(own3);
+    reign__sql_close(own5);
+    reign__sql_close(all);
 }
 
 void scenario_tasks(void)

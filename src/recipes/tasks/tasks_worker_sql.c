@@ -265,8 +265,13 @@ static void read_mine(sworker *w)
     }
     reign__timer_stop(timers(w), &w->poll);
     /* Before the read, on the same worker: an assignment after it is told of. */
-    if (!w->listening)
-        w->listening = reign__tasks_sql_listen(w->sw, w->head.base.queue, REIGN__TASKS_WORKERS);
+    if (!w->listening) {
+        /* Our own assignments, and those of rounds that tell every worker. */
+        char own[sizeof REIGN__TASKS_WORKERS + REIGN_TASKS_WORKER_MAX + 1];
+        snprintf(own, sizeof own, REIGN__TASKS_WORKERS "/%s", w->head.base.id);
+        w->listening = reign__tasks_sql_listen(w->sw, w->head.base.queue, REIGN__TASKS_WORKERS) &&
+                       reign__tasks_sql_listen(w->sw, w->head.base.queue, own);
+    }
     rcall *c = reign__calloc(1, sizeof(*c));
     if (!c || !(c->queue = reign__strdup(w->head.base.queue))) {
         reign__free(c);

@@ -599,6 +599,8 @@ int reign_client_process(reign_client *c)
     uint64_t v;
     ssize_t n = read(c->wake_fd, &v, sizeof(v)); /* an eventfd's read takes its whole count */
     (void)n;
+    reign__sqlw_hold(c->sql); /* what this turn asks for: one wake-up, at its end (a nested
+                                 turn's end wakes for what came before it too) */
     if (c->guardian)
         reign__guardian_check(c->guardian); /* its hello, its end, or its socket closed by others */
     int64_t now = reign__now_ns();
@@ -615,6 +617,8 @@ int reign_client_process(reign_client *c)
     run_deadlines(c, reign__now_ns());
     if (c->zk)
         reign__zk_flush(c->zk); /* what this turn batched: one request */
+    else
+        reign__sqlw_flush(c->sql);
     c->depth--;
     if (c->depth == 0 && c->free_requested) {
         really_free(c);

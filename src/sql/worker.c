@@ -72,6 +72,8 @@ struct reign__sqlw {
      * statement cost more than the statement's rows on a busy queue. */
     bool worker_idle;
     bool loop_told;
+    /* loop thread only: a turn is on (reign__sqlw_hold), and a request of it owes a wake-up */
+    bool holding, wake_owed;
     _Atomic uint64_t statements;
 
     /* worker thread only */
@@ -651,9 +653,28 @@ static int enqueue(reign__sqlw *w, item *it)
         item_free(it);
         return REIGN_ECLOSED;
     }
-    if (tell)
+    if (tell && w->holding)
+        w->wake_owed = true;
+    else if (tell)
         wake(w->efd);
     return 0;
+}
+
+void reign__sqlw_hold(reign__sqlw *w)
+{
+    if (w)
+        w->holding = true;
+}
+
+void reign__sqlw_flush(reign__sqlw *w)
+{
+    if (!w)
+        return;
+    w->holding = false;
+    if (w->wake_owed) {
+        w->wake_owed = false;
+        wake(w->efd);
+    }
 }
 
 int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
@@ -775,6 +796,7 @@ void reign__sqlw_close(reign__sqlw *w)
     pthread_mutex_lock(&w->mu);
     w->closing = true;
     pthread_mutex_unlock(&w->mu);
+    w->holding = w->wake_owed = false;
     wake(w->efd);
     pthread_join(w->thread, NULL);
     w->joined = true;

@@ -129,6 +129,15 @@ void reign__sqlw_forget(reign__sqlw *w, void *owner);
 void reign__sqlw_dispatch(reign__sqlw *w);
 
 /*
+ * Between hold and flush (one turn of the client's loop), requests wait in the queue without
+ * waking the worker, and flush wakes it once: what the turn asked for goes as one batch where
+ * it can (reign__sqlw_call_batch), as ZooKeeper's multis do (zk.h's flush).  Without it, a
+ * worker woken by the turn's first request would often take that one alone.  Loop thread.
+ */
+void reign__sqlw_hold(reign__sqlw *w);
+void reign__sqlw_flush(reign__sqlw *w);
+
+/*
  * Lets the worker finish what is queued (a release must still reach the
  * store), without reconnecting, then stops and joins it: at most about one
  * statement timeout per queued request when the store is slow, immediately

@@ -103,13 +103,14 @@ if [[ ${REIGN_SKIP_ASAN:-0} != 1 ]]; then
     run_suite "asan+ubsan" "$BUILD_ASAN" -DREIGN_SANITIZE=ON
 fi
 
-# ThreadSanitizer over the C programs that drive the ZooKeeper thread hand-off (the unit and
-# C integration tests; the python e2e tests exercise the same code through the CLI).
+# ThreadSanitizer over the C programs that drive the thread hand-offs: ZooKeeper's completion
+# thread and each SQL client's worker thread (the unit, C integration and SQL tests; the
+# python e2e tests exercise the same code through the CLI).
 if [[ ${REIGN_SKIP_TSAN:-0} != 1 ]]; then
     unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS
     export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
     CTEST_EXTRA_SAVED=("${CTEST_EXTRA[@]}")
-    CTEST_EXTRA=(-L "unit|integration" -LE "e2e|fault|tools" "${CTEST_EXTRA_SAVED[@]}")
+    CTEST_EXTRA=(-L "unit|integration|sql" -LE "e2e|fault|tools" "${CTEST_EXTRA_SAVED[@]}")
     run_suite "tsan" "$BUILD_TSAN" -DREIGN_TSAN=ON -DREIGN_BUILD_BENCH=OFF
     CTEST_EXTRA=("${CTEST_EXTRA_SAVED[@]}")
 fi

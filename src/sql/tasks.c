@@ -297,7 +297,7 @@ static int tell_workers(reign__sqlconn *c, const char *dc, const char *queue,
         char name[REIGN__TASKS_LISTEN_MAX];
         if (!g[i].rows.n)
             continue;
-        snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s" REIGN__TASKS_WORKERS "/%s", queue,
+        snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s" REIGN__TASKS_WORKER_OWN, queue,
                  g[i].worker);
         rc = reign__sql_notify(c, dc, name, err, errlen);
     }

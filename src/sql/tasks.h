@@ -67,6 +67,8 @@
  * those its master listens to besides the queue's own (submits). */
 #define REIGN__TASKS_WORKERS   "/assigned"
 #define REIGN__TASKS_SUBMITTED "/submitted"
+/* Appended to the queue's name for one worker's own assignments, with its id for the %s. */
+#define REIGN__TASKS_WORKER_OWN REIGN__TASKS_WORKERS "/%s"
 /* The longest name a queue's notices go to, with its NUL: one worker's. */
 #define REIGN__TASKS_LISTEN_MAX                                                                    \
     (sizeof REIGN__TASKS_LISTEN + REIGN_TASKS_QUEUE_MAX + sizeof REIGN__TASKS_WORKERS +            \

@@ -268,7 +268,7 @@ static void read_mine(sworker *w)
     if (!w->listening) {
         /* Our own assignments, and those of rounds that tell every worker. */
         char own[sizeof REIGN__TASKS_WORKERS + REIGN_TASKS_WORKER_MAX + 1];
-        snprintf(own, sizeof own, REIGN__TASKS_WORKERS "/%s", w->head.base.id);
+        snprintf(own, sizeof own, REIGN__TASKS_WORKER_OWN, w->head.base.id);
         w->listening = reign__tasks_sql_listen(w->sw, w->head.base.queue, REIGN__TASKS_WORKERS) &&
                        reign__tasks_sql_listen(w->sw, w->head.base.queue, own);
     }

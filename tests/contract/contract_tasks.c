@@ -472,6 +472,9 @@ static void case_freed(void)
     H_CHECKF(d.err == 0 && d.state == REIGN_TASK_DONE && !strcmp(d.output, "taker"),
              "wait: %s, state %d, output '%s'", reign_err_name(d.err), d.state, d.output);
     wait_seen(REIGN_TASKS_RECORDED, t.task, "taker", 1, "RECORDED by the taker");
+    /* The master reports the move when its own write answers, on its own client: that can come
+     * after the taker ran the task and recorded it, whose clients are other ones. */
+    wait_seen(REIGN_TASKS_ASSIGNED, t.task, "taker", 1, "the master's ASSIGNED to the taker");
     size_t moved = 0;
     for (size_t i = 0; i < n_log; i++)
         if (logv[i].type == REIGN_TASKS_ASSIGNED && !strcmp(logv[i].task, t.task) &&

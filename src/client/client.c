@@ -358,15 +358,15 @@ static void on_zk_state(void *arg, reign__zk_state st)
     }
 }
 
-static void call_changed(reign__recipe *r, void *arg)
+static void call_changed(reign__recipe *r, void *heard)
 {
     if (r->ops->changed)
-        r->ops->changed(r);
+        r->ops->changed(r, heard);
 }
 
-static void on_sql_change(void *arg)
+static void on_sql_change(void *arg, const reign__sql_heard *heard)
 {
-    for_each_recipe(arg, call_changed, NULL);
+    for_each_recipe(arg, call_changed, (void *)heard);
 }
 
 static void on_sql_state(void *arg, reign__sqlw_state st, int err, const char *msg)

@@ -23,8 +23,10 @@ typedef struct reign__recipe_ops {
     void (*deadline)(reign__recipe *r, int64_t now);
     /* The client is being freed: free without calling back. */
     void (*destroy)(reign__recipe *r);
-    /* The SQL store says something changed (a release, a renewal): look again. */
-    void (*changed)(reign__recipe *r);
+    /* The SQL store says something changed (a release, a renewal): look again.  `heard` says
+     * what, where the store tells it (sql.h's reign__sql_heard: `all`, or the names notified);
+     * most recipes look again at all they follow. */
+    void (*changed)(reign__recipe *r, const reign__sql_heard *heard);
 } reign__recipe_ops;
 
 struct reign__recipe {

@@ -291,8 +291,9 @@ static void k_conn(reign__recipe *rp, reign_conn_state st)
     }
 }
 
-static void k_changed(reign__recipe *rp)
+static void k_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
+    (void)heard; /* looks again at all it follows */
     ((keeper *)rp)->check = true;
 }
 

@@ -68,6 +68,8 @@ struct reign__sqlconn {
     bool sessions_ready, members_ready;
     /* The tasks table was checked or made (tasks.c). */
     bool tasks_ready;
+    /* What the drains heard (reign__sql_heard_take()). */
+    reign__sql_heard heard;
 };
 
 /*
@@ -102,7 +104,9 @@ struct reign__sql_dialect {
     int (*listen)(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen);
     int (*listen_fd)(const reign__sqlconn *c);
     int (*drain_notify)(reign__sqlconn *c);
-    int (*notify)(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen);
+    /* hint: NULL, or what changed (reign__sql_notify_hint()); a dialect may ignore it. */
+    int (*notify)(reign__sqlconn *c, const char *dc, const char *name, const char *hint, char *err,
+                  size_t errlen);
     /*
      * Any other statement (the runs table of slots, src/sql/runs.c): `sql` is final, with the
      * dialect's placeholders (reign__sql_query() builds it), and args are in the order of the
@@ -127,6 +131,8 @@ struct reign__sql_dialect {
     bool read_under_lock;
     /* One change may come as several events a moment apart (reign__sql_notices_burst()). */
     bool notices_burst;
+    /* The drain names what it heard (reign__sql_heard_add()); else every notice is `all`. */
+    bool notices_named;
 };
 
 extern const reign__sql_dialect reign__sql_sqlite;

@@ -913,7 +913,8 @@ static int my_drain_notify(reign__sqlconn *c)
     return 0;
 }
 
-static int my_notify(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+static int my_notify(reign__sqlconn *c, const char *dc, const char *name, const char *hint,
+                     char *err, size_t errlen)
 {
     return 0;
 }

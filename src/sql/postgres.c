@@ -1083,37 +1083,51 @@ static int pg_drain_notify(reign__sqlconn *c)
     int any = 0;
     PGnotify *n;
     while ((n = pq.PQnotifies(p->pg))) {
-        for (size_t i = 0; i < p->n_channels; i++) {
-            if (!strcmp(n->relname, p->channels[i]))
-                any = 1;
+        bool ours = false;
+        for (size_t i = 0; i < p->n_channels && !ours; i++)
+            ours = !strcmp(n->relname, p->channels[i]);
+        if (ours) {
+            any = 1;
+            /* The payload is the name notified (reign__sql_notify()), a hint after it maybe;
+             * one of another writer's tells nothing. */
+            reign__sql_heard_add(c, n->extra && n->extra[0] ? n->extra : NULL);
         }
         pq.PQfreemem(n);
     }
     return any;
 }
 
-static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, const char *hint,
+                     char *err, size_t errlen)
 {
     pg_conn *p = (pg_conn *)c;
     char chan[64];
     reign__sql_channel(chan, c->table, dc, name);
+    /* The payload: the name, and the hint after a newline (names hold none). */
+    reign__buf pl;
+    reign__buf_init(&pl);
+    reign__buf_puts(&pl, name);
+    if (hint)
+        reign__buf_printf(&pl, "\n%s", hint);
+    if (pl.oom) {
+        reign__buf_free(&pl);
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    }
     /* In a transaction: sent with its COMMIT (run()), when the server would send it anyway. */
     if ((p->begin_pending || p->in_tx) && p->n_notes < NOTES_MAX) {
-        char *payload = reign__strdup(name);
-        if (!payload)
-            return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
         memcpy(p->notes[p->n_notes].channel, chan, sizeof chan);
-        p->notes[p->n_notes++].payload = payload;
+        p->notes[p->n_notes++].payload = pl.data; /* the buffer's, now the note's */
         return 0;
     }
     const Oid types[2] = {TEXTOID, TEXTOID};
-    const char *vals[2] = {chan, name};
+    const char *vals[2] = {chan, pl.data};
     PGresult *r;
     c->statements++;
     int rc = run(p, "notify", "SELECT pg_notify($1, $2)", 2, types, vals, NULL, NULL, 0, &r, err,
                  errlen);
     if (!rc)
         pq.PQclear(r);
+    reign__buf_free(&pl);
     return rc;
 }
 
@@ -1266,6 +1280,7 @@ const reign__sql_dialect reign__sql_postgres = {
     .listen_fd = pg_listen_fd,
     .drain_notify = pg_drain_notify,
     .notify = pg_notify,
+    .notices_named = true,
     .release_ours = pg_release_ours,
     .query = pg_query,
     .now_ms = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",

@@ -276,6 +276,7 @@ void reign__sql_close(reign__sqlconn *c)
     if (!c)
         return;
     c->d->close(c);
+    reign__sql_heard_free(&c->heard);
     reign__free(c);
 }
 
@@ -524,17 +525,57 @@ int reign__sql_drain_notify(reign__sqlconn *c)
         return REIGN_EINVAL;
     if (c->broken)
         return REIGN_ECONNLOSS;
-    return c->d->drain_notify(c);
+    int any = c->d->drain_notify(c);
+    if (any > 0 && !c->d->notices_named)
+        c->heard.all = true;
+    return any;
 }
 
-int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+void reign__sql_heard_add(reign__sqlconn *c, const char *payload)
+{
+    reign__sql_heard *h = &c->heard;
+    char *p = payload && h->n < REIGN__SQL_HEARD_MAX ? reign__strdup(payload) : NULL;
+    char **v = p ? reign__realloc(h->v, (h->n + 1) * sizeof *v) : NULL;
+    if (!v) {
+        reign__free(p);
+        h->all = true; /* told nothing, too many, or out of memory: read everything */
+        return;
+    }
+    h->v = v;
+    h->v[h->n++] = p;
+}
+
+void reign__sql_heard_take(reign__sqlconn *c, reign__sql_heard *out)
+{
+    *out = c->heard;
+    memset(&c->heard, 0, sizeof c->heard);
+}
+
+void reign__sql_heard_free(reign__sql_heard *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        reign__free(h->v[i]);
+    reign__free(h->v);
+    memset(h, 0, sizeof *h);
+}
+
+int reign__sql_notify_hint(reign__sqlconn *c, const char *dc, const char *name, const char *hint,
+                           char *err, size_t errlen)
 {
     int rc = check_conn(c, err, errlen);
     if (!rc)
         rc = check_key(c, dc, name, err, errlen);
+    if (!rc && hint && (strlen(hint) > REIGN__SQL_HINT_MAX || strchr(hint, '\n')))
+        rc = reign__sql_err(c, err, errlen, REIGN_EINVAL, "notify: a hint of %zu bytes",
+                            strlen(hint));
     if (rc)
         return rc;
-    return c->d->notify(c, dc, name, err, errlen);
+    return c->d->notify(c, dc, name, hint, err, errlen);
+}
+
+int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    return reign__sql_notify_hint(c, dc, name, NULL, err, errlen);
 }
 
 uint64_t reign__sql_statements(const reign__sqlconn *c)

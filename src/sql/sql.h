@@ -289,12 +289,36 @@ int reign__sql_listen(reign__sqlconn *c, const char *dc, const char *name, char 
                       size_t errlen);
 int reign__sql_listen_fd(const reign__sqlconn *c);
 int reign__sql_drain_notify(reign__sqlconn *c);
+/*
+ * What the drains heard since the last take, for readers that can narrow what they read by it:
+ * the names notified on this connection's channels, each as its writer sent it, "name" or
+ * "name\nhint" (reign__sql_notify_hint(): a result's task ids).  `all` says a change came that
+ * the names do not tell (SQLite's file, MariaDB's poll, more notices than REIGN__SQL_HEARD_MAX):
+ * then every reader reads all it follows.  reign__sql_heard_take() moves them to *out (the
+ * connection's list starts again empty); reign__sql_heard_free() frees a taken one.
+ */
+typedef struct reign__sql_heard {
+    char **v;
+    size_t n;
+    bool all;
+} reign__sql_heard;
+#define REIGN__SQL_HEARD_MAX 256
+void reign__sql_heard_take(reign__sqlconn *c, reign__sql_heard *out);
+void reign__sql_heard_free(reign__sql_heard *h);
+/* For a dialect's drain: one notice heard (its payload), or one that says nothing (NULL). */
+void reign__sql_heard_add(reign__sqlconn *c, const char *payload);
 /* True where one change may come as several readings of the descriptor, a moment apart
  * (SQLite: a commit writes the -wal file more than once); false where each is whole
  * (PostgreSQL: a transaction's notifications come together, at its commit). */
 bool reign__sql_notices_burst(const reign__sqlconn *c);
 int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err,
                       size_t errlen);
+/* The same, telling what changed besides (`hint`: no '\n', at most REIGN__SQL_HINT_MAX bytes),
+ * where the store carries it (PostgreSQL: the notice's payload, "name\nhint"); the others
+ * tell that something changed, as reign__sql_notify(). */
+#define REIGN__SQL_HINT_MAX 4000
+int reign__sql_notify_hint(reign__sqlconn *c, const char *dc, const char *name, const char *hint,
+                           char *err, size_t errlen);
 
 /* ---- other statements: the runs table of slots (runs.c), values (values.c) -------------- */
 

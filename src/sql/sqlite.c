@@ -849,7 +849,8 @@ static int sq_drain_notify(reign__sqlconn *c)
     return any;
 }
 
-static int sq_notify(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+static int sq_notify(reign__sqlconn *c, const char *dc, const char *name, const char *hint,
+                     char *err, size_t errlen)
 {
     return 0; /* the write to the file is the signal */
 }

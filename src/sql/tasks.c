@@ -10,6 +10,7 @@
  */
 #include "tasks.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -454,7 +455,11 @@ static int insert_rows(reign__sqlconn *c, const char *dc, reign__tasks_submissio
         reign__buf_printf(&b, "%s({1}, {%zu}, {%zu}, 1, {%zu}, {NOW})", i ? ", " : "", k + 1, k + 2,
                           k + 3);
     }
-    reign__buf_puts(&b, "{ON_CONFLICT} RETURNING " ROW_COLUMNS);
+    /* Only the guid's key can clash (the id is drawn, and the state index holds it): named,
+     * PostgreSQL checks that index alone before each row, not every unique one. */
+    reign__buf_puts(&b, c->d->on_conflict[0] ? " ON CONFLICT (guid, data_center, queue_name) DO "
+                                               "NOTHING RETURNING " ROW_COLUMNS
+                                             : " RETURNING " ROW_COLUMNS);
     reign__sql_rows rs;
     int rc =
         b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
@@ -1103,6 +1108,25 @@ static int finish_rows(reign__sqlconn *c, const char *dc, const reign__tasks_res
     return rc < 0 ? rc : 0;
 }
 
+/* The queue told of the results of one UPDATE (got[k] >= 0: recorded), with their ids as
+ * the hint ("12,15,16"). */
+static int tell_done(reign__sqlconn *c, const char *dc, const char *queue,
+                     const reign__tasks_result *const *v, const int *got, size_t n, char *err,
+                     size_t errlen)
+{
+    char name[REIGN__TASKS_LISTEN_MAX], hint[FINISH_ROWS_MAX * 21 + 1];
+    size_t len = 0;
+    for (size_t k = 0; k < n; k++) {
+        char guid[17];
+        int64_t id;
+        if (got[k] >= 0 && reign__tasks_sql_name_parse(v[k]->name, guid, &id))
+            len +=
+                (size_t)snprintf(hint + len, sizeof hint - len, "%s%" PRId64, len ? "," : "", id);
+    }
+    snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s", queue);
+    return reign__sql_notify_hint(c, dc, name, len ? hint : NULL, err, errlen);
+}
+
 int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
                               const reign__tasks_result *const *v, int *rcs, size_t n, char *err,
                               size_t errlen)
@@ -1111,10 +1135,10 @@ int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
     if (rc < 0 || (rc = begin(c, err, errlen)) < 0)
         return rc;
     /* One UPDATE per queue and registration (a worker's results: usually one for the batch),
-     * as many results as the outputs' bytes allow each; each queue with a result recorded now
-     * is told once, at the commit.  taken[i]: result i is in an UPDATE; told[i]: the UPDATE
-     * that result i began told its queue. */
-    bool *taken = reign__calloc(2 * n + 1, sizeof *taken), *told = taken + n;
+     * as many results as the outputs' bytes allow each; each UPDATE that recorded a result
+     * tells its queue at the commit, naming the tasks it recorded (a hint: a waiter reads
+     * those of its tasks alone, not all it waits for).  taken[i]: result i is in an UPDATE. */
+    bool *taken = reign__calloc(n + 1, sizeof *taken);
     bool any = false;
     if (!taken)
         rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
@@ -1134,16 +1158,12 @@ int reign__tasks_finish_batch(reign__sqlconn *c, const char *dc,
             at[m] = j;
             group[m++] = v[j];
         }
-        bool changed, before = false;
+        bool changed;
         rc = finish_rows(c, dc, group, got, m, &changed, err, errlen);
         for (size_t k = 0; rc >= 0 && k < m; k++)
             rcs[at[k]] = got[k];
-        for (size_t j = 0; j < i && !before; j++)
-            before = told[j] && !strcmp(v[j]->queue, v[i]->queue);
-        if (rc >= 0 && changed && !before) {
-            rc = notify_queue(c, dc, v[i]->queue, TOLD_QUEUE, err, errlen);
-            told[i] = true;
-        }
+        if (rc >= 0 && changed)
+            rc = tell_done(c, dc, v[i]->queue, group, got, m, err, errlen);
         any = any || changed;
     }
     reign__free(taken);

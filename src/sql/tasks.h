@@ -42,10 +42,12 @@
  * and its waiters); submits to REIGN__TASKS_LISTEN "Q" REIGN__TASKS_SUBMITTED (its master
  * alone); assignments to each worker given tasks, REIGN__TASKS_LISTEN "Q" REIGN__TASKS_WORKERS
  * "/" its id, or to all of them, REIGN__TASKS_LISTEN "Q" REIGN__TASKS_WORKERS, when a round
- * gives to more than a few; a take-back to the queue's name and all the workers'.  A worker of
- * a busy queue is so not woken by every submit, every other worker's result or assignment, nor
- * a waiting client by every submit.  SQLite's file change and MariaDB's poll do the rest (they wake
- * everyone).
+ * gives to more than a few; a take-back to the queue's name and all the workers'.  A result's
+ * notice names the tasks it finished (its hint, reign__sql_notify_hint(): "12,15,16"), so that
+ * a waiter reads those of its tasks alone, not every task it waits for, at every result.  A
+ * worker of a busy queue is so not woken by every submit, every other worker's result or
+ * assignment, nor a waiting client by every submit.  SQLite's file change and MariaDB's poll do
+ * the rest (they wake everyone, who read all they follow).
  *
  * The table is made on first use; one of a foreign layout is refused (REIGN_EFOREIGN), never
  * changed.  A row reign could not have written (a state out of range, a guid that is not 16

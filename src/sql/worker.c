@@ -48,6 +48,8 @@ typedef struct item {
     /* state */
     reign__sqlw_state st;
     char msg[512];
+    /* changed */
+    reign__sql_heard heard;
 } item;
 
 typedef struct queue {
@@ -114,6 +116,7 @@ static void item_free(item *it)
     reign__free(it->owner_guid);
     reign__free(it->payload);
     reign__lease_clear(&it->res.lease);
+    reign__sql_heard_free(&it->heard);
     if (it->ctx_free && it->res.ctx)
         it->ctx_free(it->res.ctx);
     reign__free(it);
@@ -159,6 +162,10 @@ static void post_changed(reign__sqlw *w)
     if (!it)
         return;
     it->kind = ITEM_CHANGED;
+    if (w->conn)
+        reign__sql_heard_take(w->conn, &it->heard);
+    else
+        it->heard.all = true;
     hand_back(w, it);
 }
 
@@ -782,7 +789,7 @@ void reign__sqlw_dispatch(reign__sqlw *w)
             break;
         case ITEM_CHANGED:
             if (w->cfg.on_change)
-                w->cfg.on_change(w->cfg.arg);
+                w->cfg.on_change(w->cfg.arg, &it->heard);
             break;
         }
         item_free(it);

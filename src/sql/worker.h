@@ -63,8 +63,9 @@ typedef struct reign__sqlw_config {
     const reign__logger *log;
     /* Called from dispatch, on the loop thread.  err and msg for SUSPENDED, LOST and FATAL. */
     void (*on_state)(void *arg, reign__sqlw_state st, int err, const char *msg);
-    /* A notification may concern some election of this client. */
-    void (*on_change)(void *arg);
+    /* A notification may concern some election of this client: `heard` says which (sql.h's
+     * reign__sql_heard; borrowed for the call). */
+    void (*on_change)(void *arg, const reign__sql_heard *heard);
     void *arg;
 } reign__sqlw_config;
 

@@ -35,6 +35,7 @@
  *     above), and a second removal finds no queue.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,6 +282,8 @@ static void test_remove(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *
 /* Submits and results in batches (one statement for many rows): the same answers, row by row,
  * as one at a time.  t2 is done by "wg2". */
 static void test_tell_workers(reign__sqlconn *sub, reign__sqlconn *m, const reign__tasks_fence *f);
+static void test_tell_done(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *w,
+                           const reign__tasks_fence *f);
 
 static void test_batches(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *w,
                          const reign__tasks_fence *f, const reign__task_row *t2)
@@ -370,6 +373,8 @@ static void test_batches(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn 
     test_many(sub, m, w, f);
     if (h_store() == H_STORE_POSTGRES)
         test_tell_workers(sub, m, f);
+    if (h_store() != H_STORE_MARIADB) /* MariaDB tells nothing: its readers poll */
+        test_tell_done(sub, m, w, f);
     for (int i = 0; i < 5; i++)
         reign__task_row_clear(&s[i].row);
 }
@@ -453,6 +458,52 @@ static void test_tell_workers(reign__sqlconn *sub, reign__sqlconn *m, const reig
     reign__sql_close(own3);
     reign__sql_close(own5);
     reign__sql_close(all);
+}
+
+/* A batch of results tells its queue which tasks it finished (PostgreSQL: "name\nid,id" in
+ * the notice, which waiters read alone); SQLite's file change tells only that something
+ * changed (`all`).  A hint with a newline in it, or too long, is refused. */
+static void test_tell_done(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *w,
+                           const reign__tasks_fence *f)
+{
+    reign__sqlconn *waiter = listener("");
+    reign__task_row p[2] = {submit(sub, "0000000000000201", "a", true),
+                            submit(sub, "0000000000000202", "b", true)};
+    reign__task_rows rows;
+    H_CHECK(assign(m, f, "w9", "wg9", 2, &rows) == 2);
+    reign__task_rows_free(&rows);
+    reign__sql_heard h;
+    H_CHECK(reign__sql_drain_notify(waiter) >= 0); /* SQLite: the submits and the round */
+    reign__sql_heard_take(waiter, &h);
+    reign__sql_heard_free(&h);
+    reign__tasks_result r[2] = {{.queue = QUEUE, .name = p[0].name, .worker_guid = "wg9"},
+                                {.queue = QUEUE, .name = p[1].name, .worker_guid = "wg9"}};
+    const reign__tasks_result *rv[2] = {&r[0], &r[1]};
+    int rcs[2];
+    H_RC(reign__tasks_finish_batch(w, DC, rv, rcs, 2, err, sizeof err), 0);
+    H_CHECK(rcs[0] == 0 && rcs[1] == 0);
+    H_CHECK(heard(waiter) == 1);
+    reign__sql_heard_take(waiter, &h);
+    if (h_store() == H_STORE_POSTGRES) {
+        char want[256];
+        snprintf(want, sizeof want, REIGN__TASKS_LISTEN QUEUE "\n%" PRId64 ",%" PRId64, p[0].id,
+                 p[1].id);
+        H_CHECKF(!h.all && h.n == 1 && !strcmp(h.v[0], want), "heard %zu: %s", h.n,
+                 h.n ? h.v[0] : "-");
+    } else {
+        H_CHECK(h.all);
+    }
+    reign__sql_heard_free(&h);
+    char hint[REIGN__SQL_HINT_MAX + 2];
+    memset(hint, '1', sizeof hint - 1);
+    hint[sizeof hint - 1] = '\0';
+    H_RC(reign__sql_notify_hint(sub, DC, REIGN__TASKS_LISTEN QUEUE, hint, err, sizeof err),
+         REIGN_EINVAL);
+    H_RC(reign__sql_notify_hint(sub, DC, REIGN__TASKS_LISTEN QUEUE, "1\n2", err, sizeof err),
+         REIGN_EINVAL);
+    for (int i = 0; i < 2; i++)
+        reign__task_row_clear(&p[i]);
+    reign__sql_close(waiter);
 }
 
 void scenario_tasks(void)

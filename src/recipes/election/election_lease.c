@@ -982,8 +982,9 @@ static void on_deadline(reign__recipe *rp, int64_t now)
     LEAVE(e);
 }
 
-static void on_changed(reign__recipe *rp)
+static void on_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
+    (void)heard; /* looks again at all it follows */
     lease_election *e = (lease_election *)rp;
     if (e->state == L_LEADER) {
         ENTER(e);

@@ -352,8 +352,9 @@ static void w_conn(reign__recipe *rp, reign_conn_state st)
     w_leave(w);
 }
 
-static void w_changed(reign__recipe *rp)
+static void w_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
+    (void)heard; /* looks again at all it follows */
     swatch *w = (swatch *)rp;
     reign__life_enter(&w->life);
     if (!w->list_cb)

@@ -429,8 +429,9 @@ static void master_conn(reign__recipe *rp, reign_conn_state st)
         m->listening = false;
 }
 
-static void master_changed(reign__recipe *rp)
+static void master_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
+    (void)heard; /* looks again at all it follows */
     smaster *m = (smaster *)rp;
     reign__life_enter(&m->head.base.life);
     if (reign__life_live(&m->head.base.life))

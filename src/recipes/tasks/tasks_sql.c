@@ -18,6 +18,7 @@
  * told of.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sql/tasks.h"
@@ -141,6 +142,8 @@ typedef struct req {
     reign__timer timer;
     struct wqueue *wq;          /* WAIT: the shared reads it is in */
     struct req *wprev, *wnext;  /* ... among wq's waits, or in a list of waits ended */
+    int64_t id;                 /* WAIT: its task's id (0: a name of no id) */
+    bool due;                   /* WAIT: to be named by the queue's next read */
     const reign__task_row *row; /* WAIT: its row, while an ended wait is called back */
 } req;
 
@@ -328,7 +331,7 @@ typedef struct wqueue {
     char *queue;
     req *waits;   /* not answered yet */
     bool reading; /* a read of them is out */
-    bool again;   /* told of a change meanwhile: read once more after it */
+    bool again;   /* some were marked due meanwhile: read once more after it */
 } wqueue;
 
 struct hub {
@@ -365,7 +368,15 @@ static int run_waits(reign__sqlconn *conn, const char *dc, void *ctx, char *err,
 
 static void on_waits(void *owner, void *arg, const reign__sqlw_result *res);
 
-/* Reads which waits of wq are over: one call (or, one out, one more after it). */
+static void wq_all_due(wqueue *wq)
+{
+    for (req *q = wq->waits; q; q = q->wnext)
+        q->due = true;
+}
+
+/* Reads which of wq's waits marked due are over: one call, naming those (or, one out, one more
+ * after it).  A wait is due when it begins, when a change tells of its task, and when a change
+ * tells of the queue without saying which tasks (or at the hub's timer, or a reconnection). */
 static void wq_read(wqueue *wq)
 {
     if (wq->reading) {
@@ -373,21 +384,27 @@ static void wq_read(wqueue *wq)
         return;
     }
     wq->again = false;
-    wcall *c = reign__calloc(1, sizeof(*c));
     size_t n = 0;
     for (req *q = wq->waits; q; q = q->wnext)
-        n++;
+        n += q->due;
+    if (!n)
+        return;
+    wcall *c = reign__calloc(1, sizeof(*c));
     if (!c || !(c->queue = reign__strdup(wq->queue)) ||
-        !(c->names = reign__calloc(n ? n : 1, sizeof(*c->names)))) {
+        !(c->names = reign__calloc(n, sizeof(*c->names)))) {
         if (c)
             wcall_free(c);
         return; /* the hub's timer tries again */
     }
-    for (req *q = wq->waits; q; q = q->wnext)
-        if ((c->names[c->n] = reign__strdup(q->r.task)))
+    for (req *q = wq->waits; q; q = q->wnext) {
+        if (q->due && (c->names[c->n] = reign__strdup(q->r.task))) {
             c->n++;
+            q->due = false;
+        }
+    }
     if (reign__sqlw_call(wq->hub->w, "tasks wait", run_waits, c, wcall_free, wq, on_waits, NULL) <
         0) {
+        wq_all_due(wq); /* at the hub's timer */
         wcall_free(c);
         return;
     }
@@ -413,9 +430,11 @@ static void on_waits(void *owner, void *arg, const reign__sqlw_result *res)
     wqueue *wq = owner;
     wcall *c = res->ctx;
     (void)arg;
-    if (res->rc < 0)
+    if (res->rc < 0) {
         reign__log(reign__client_log(wq->hub->client), REIGN_LOG_DEBUG,
                    "tasks of queue %s: reading the waits: %s", wq->queue, res->err);
+        wq_all_due(wq); /* read again at the next change, or the hub's timer */
+    }
     /* The waits this read ends leave the queue's list, and their client, before any is
      * called back: a callback may close the client, which ends the others.  (The queue stays
      * while `reading`, however many leave.) */
@@ -445,8 +464,48 @@ static void on_waits(void *owner, void *arg, const reign__sqlw_result *res)
 
 static void hub_read_all(hub *h)
 {
-    for (wqueue *wq = h->queues; wq; wq = wq->next)
+    for (wqueue *wq = h->queues; wq; wq = wq->next) {
+        wq_all_due(wq);
         wq_read(wq);
+    }
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Marks due the waits of wq that a change tells of: `hint` the ids of the tasks it finished
+ * ("12,15,16", tasks.h), or NULL (it does not say: all of them). */
+static void wq_mark(wqueue *wq, const char *hint)
+{
+    size_t n = 1;
+    for (const char *p = hint; p && *p; p++)
+        n += *p == ',';
+    int64_t *ids = hint ? reign__calloc(n, sizeof *ids) : NULL;
+    size_t m = 0;
+    for (const char *p = hint; ids && *p; p++) {
+        char *end;
+        long long id = strtoll(p, &end, 10);
+        if (end == p || (*end && *end != ',')) {
+            reign__free(ids); /* not ours to read: as if it said nothing */
+            ids = NULL;
+            break;
+        }
+        ids[m++] = id;
+        if (!*(p = end))
+            break;
+    }
+    if (!ids) {
+        wq_all_due(wq);
+        return;
+    }
+    qsort(ids, m, sizeof *ids, cmp_id);
+    for (req *q = wq->waits; q; q = q->wnext)
+        if (q->id && bsearch(&q->id, ids, m, sizeof *ids, cmp_id))
+            q->due = true;
+    reign__free(ids);
 }
 
 /* The next read of every queue, at the latest: a poll period where nothing is notified. */
@@ -473,9 +532,27 @@ static void hub_conn(reign__recipe *rp, reign_conn_state st)
         hub_read_all((hub *)rp);
 }
 
-static void hub_changed(reign__recipe *rp)
+/* A change read by the waits it tells of alone, where it says (PostgreSQL's notices: a
+ * result's names the tasks it finished); one that says nothing, by all. */
+static void hub_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
-    hub_read_all((hub *)rp);
+    hub *h = (hub *)rp;
+    if (heard->all) {
+        hub_read_all(h);
+        return;
+    }
+    const size_t pre = sizeof REIGN__TASKS_LISTEN - 1;
+    for (size_t i = 0; i < heard->n; i++) {
+        const char *note = heard->v[i], *nl = strchr(note, '\n');
+        size_t len = nl ? (size_t)(nl - note) : strlen(note);
+        if (len <= pre || strncmp(note, REIGN__TASKS_LISTEN, pre))
+            continue;
+        for (wqueue *wq = h->queues; wq; wq = wq->next)
+            if (strlen(wq->queue) == len - pre && !strncmp(note + pre, wq->queue, len - pre))
+                wq_mark(wq, nl ? nl + 1 : NULL);
+    }
+    for (wqueue *wq = h->queues; wq; wq = wq->next)
+        wq_read(wq);
 }
 
 /* With the client: the waits still in its lists are freed as recipes of their own. */
@@ -525,12 +602,16 @@ static int wq_join(req *q)
     }
     if (!reign__timer_armed(&h->timer))
         hub_arm(h);
+    char guid[17];
+    if (!reign__tasks_sql_name_parse(q->r.task, guid, &q->id))
+        q->id = 0; /* no task of this store: never done (tasks.h) */
     q->wq = wq;
     q->wprev = NULL;
     q->wnext = wq->waits;
     if (wq->waits)
         wq->waits->wprev = q;
     wq->waits = q;
+    q->due = true;
     wq_read(wq); /* done already, maybe: or after the read out now, which may predate q */
     return 0;
 }

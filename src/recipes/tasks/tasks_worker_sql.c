@@ -526,8 +526,9 @@ static void worker_conn(reign__recipe *rp, reign_conn_state st)
     reign__tasks_worker_leave(&w->head);
 }
 
-static void worker_changed(reign__recipe *rp)
+static void worker_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
+    (void)heard; /* looks again at all it follows */
     sworker *w = (sworker *)rp;
     reign__life_enter(&w->head.base.life);
     if (reign__life_live(&w->head.base.life))

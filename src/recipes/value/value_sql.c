@@ -282,8 +282,9 @@ static void watch_conn(reign__recipe *rp, reign_conn_state st)
     reign__value_watch_leave(&w->base);
 }
 
-static void watch_changed(reign__recipe *rp)
+static void watch_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
+    (void)heard; /* looks again at all it follows */
     sql_watch *w = (sql_watch *)rp;
     reign__life_enter(&w->base.life);
     wread(w);

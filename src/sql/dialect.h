@@ -116,6 +116,8 @@ struct reign__sql_dialect {
      */
     int (*query)(reign__sqlconn *c, const char *what, const char *sql, const reign__sqlv *args,
                  size_t n_args, reign__sql_rows *rows, char *err, size_t errlen);
+    /* Optional: reign__sql_plan_once().  NULL: every plan is as good as any. */
+    void (*plan_once)(reign__sqlconn *c);
     /* Fragments of statement text that differ (see reign__sql_query()). */
     const char *now_ms;        /* the database's clock, Unix ms, one instant per statement */
     const char *begin;         /* a transaction that writes: takes the write lock first */

@@ -112,6 +112,10 @@ typedef struct pg_conn {
     /* A transaction's first and last round trips, saved (see run()): a BEGIN not sent yet, the
      * transaction open on the server, the notices it sends at its COMMIT. */
     bool begin_pending, in_tx;
+    /* reign__sql_plan_once(): the next statement, in a transaction, goes after a SET LOCAL of
+     * plan_cache_mode to force_generic_plan (plan_generic), and the one after it after a SET
+     * LOCAL back to force_custom_plan (plan_custom_owed), each in the statement's flight. */
+    bool plan_generic, plan_custom_owed;
     struct {
         char channel[64];
         char *payload;
@@ -392,15 +396,27 @@ static int run(pg_conn *p, const char *what, const char *tmpl, int nparams, cons
             e->ready = true;
         }
     }
-    /* What goes before it in the same flight: the BEGIN held back, the notices of a COMMIT. */
+    /* What goes before it in the same flight: the BEGIN held back, the plan mode of
+     * reign__sql_plan_once() (in a transaction: SET LOCAL ends with it), the notices of a
+     * COMMIT. */
     bool with_begin = p->begin_pending && !begin;
-    size_t notes = commit ? p->n_notes : 0, ahead = with_begin + notes;
+    bool tx = (p->begin_pending || p->in_tx) && !begin && !end;
+    const char *mode = !tx                   ? NULL
+                       : p->plan_generic     ? "SET LOCAL plan_cache_mode = force_generic_plan"
+                       : p->plan_custom_owed ? "SET LOCAL plan_cache_mode = force_custom_plan"
+                                             : NULL;
+    p->plan_custom_owed = tx && p->plan_generic;
+    p->plan_generic = false;
+    size_t notes = commit ? p->n_notes : 0, ahead = with_begin + (mode != NULL) + notes;
     int rc = 0;
     if (ahead && !pq.PQenterPipelineMode(p->pg))
         rc = sent_ok(p, 0, what, err, errlen);
     if (!rc && with_begin)
         rc = sent_ok(p, pq.PQsendQueryParams(p->pg, "BEGIN", 0, NULL, NULL, NULL, NULL, 0), what,
                      err, errlen);
+    if (!rc && mode)
+        rc = sent_ok(p, pq.PQsendQueryParams(p->pg, mode, 0, NULL, NULL, NULL, NULL, 0), what, err,
+                     errlen);
     for (size_t i = 0; !rc && i < notes; i++) {
         const Oid text2[2] = {TEXTOID, TEXTOID};
         const char *v[2] = {p->notes[i].channel, p->notes[i].payload};
@@ -1170,10 +1186,18 @@ static int unhex(reign__sqlconn *c, const char *what, const char *s, size_t n, c
     return 0;
 }
 
+static void pg_plan_once(reign__sqlconn *c)
+{
+    ((pg_conn *)c)->plan_generic = true;
+}
+
 static int pg_query(reign__sqlconn *c, const char *what, const char *sql, const reign__sqlv *args,
                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
 {
     pg_conn *p = (pg_conn *)c;
+    /* reign__sql_plan_once() is this statement's alone, run or not. */
+    bool generic = p->plan_generic;
+    p->plan_generic = false;
     if (n_args > REIGN__SQL_ARGS_MAX)
         return reign__sql_err(c, err, errlen, REIGN_EINVAL, "%s: too many parameters", what);
     /* A BEGIN waits for the transaction's first statement (run()); a transaction that sent
@@ -1218,6 +1242,7 @@ static int pg_query(reign__sqlconn *c, const char *what, const char *sql, const 
     }
     PGresult *r;
     /* run() splices {T} again: the text holds none any more. */
+    p->plan_generic = generic;
     int rc = run(p, what, sql, (int)n_args, types, vals, lens, fmts, 0, &r, err, errlen);
     if (rc)
         return rc;
@@ -1281,6 +1306,7 @@ const reign__sql_dialect reign__sql_postgres = {
     .drain_notify = pg_drain_notify,
     .notify = pg_notify,
     .notices_named = true,
+    .plan_once = pg_plan_once,
     .release_ours = pg_release_ours,
     .query = pg_query,
     .now_ms = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint",

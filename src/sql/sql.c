@@ -578,6 +578,12 @@ int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char 
     return reign__sql_notify_hint(c, dc, name, NULL, err, errlen);
 }
 
+void reign__sql_plan_once(reign__sqlconn *c)
+{
+    if (c && c->d->plan_once)
+        c->d->plan_once(c);
+}
+
 uint64_t reign__sql_statements(const reign__sqlconn *c)
 {
     return c ? c->statements : 0;

@@ -377,6 +377,14 @@ int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size
  */
 int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, const reign__sqlv *args,
                      size_t n_args, reign__sql_rows *rows, char *err, size_t errlen);
+/*
+ * The next reign__sql_query() of the current transaction may keep one plan for every value of
+ * its parameters: a statement whose plan cannot depend on the table's contents (an INSERT of
+ * values), so that PostgreSQL plans it once per connection, not at every call (its sessions
+ * plan every other statement for its values: postgres.c).  Outside a transaction, or on the
+ * other stores, nothing changes.
+ */
+void reign__sql_plan_once(reign__sqlconn *c);
 /* The most parameters a statement may have, and the most places they may take in it (a
  * dialect with bare '?' placeholders, MariaDB, binds a parameter once per place): enough for a
  * statement that writes a batch's results (REIGN__SQLW_BATCH_MAX) with five parameters each,

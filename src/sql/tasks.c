@@ -447,11 +447,21 @@ static int insert_rows(reign__sqlconn *c, const char *dc, reign__tasks_submissio
     reign__buf_init(&b);
     reign__buf_puts(&b, INSERT_TASK);
     args[0] = (reign__sqlv)REIGN__SQLV_S(dc);
-    for (size_t i = 0; i < n; i++) {
-        size_t k = 1 + 3 * i;
-        args[k] = (reign__sqlv)REIGN__SQLV_S(v[i]->queue);
-        args[k + 1] = (reign__sqlv)REIGN__SQLV_S(v[i]->guid);
-        args[k + 2] = (reign__sqlv)REIGN__SQLV_B(v[i]->data, v[i]->len);
+    /* Where a duplicate guid is skipped, the rows are as many as n rounded up to a power of two,
+     * the smallest one repeated (skipped as a duplicate): the statement's text then depends only
+     * on that bucket, so the few texts repeat, and PostgreSQL prepares and plans each once
+     * (reign__sql_plan_once(): an INSERT of values has one plan). */
+    size_t places = n, small = 0;
+    while (c->d->on_conflict[0] && (places & (places - 1)))
+        places++;
+    for (size_t i = 1; i < n; i++)
+        if (v[i]->len < v[small]->len)
+            small = i;
+    for (size_t i = 0; i < places; i++) {
+        size_t k = 1 + 3 * i, j = i < n ? i : small;
+        args[k] = (reign__sqlv)REIGN__SQLV_S(v[j]->queue);
+        args[k + 1] = (reign__sqlv)REIGN__SQLV_S(v[j]->guid);
+        args[k + 2] = (reign__sqlv)REIGN__SQLV_B(v[j]->data, v[j]->len);
         reign__buf_printf(&b, "%s({1}, {%zu}, {%zu}, 1, {%zu}, {NOW})", i ? ", " : "", k + 1, k + 2,
                           k + 3);
     }
@@ -461,9 +471,9 @@ static int insert_rows(reign__sqlconn *c, const char *dc, reign__tasks_submissio
                                                "NOTHING RETURNING " ROW_COLUMNS
                                              : " RETURNING " ROW_COLUMNS);
     reign__sql_rows rs;
-    int rc =
-        b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
-              : reign__sql_query(c, "submitting tasks", b.data, args, 1 + 3 * n, &rs, err, errlen);
+    int rc = b.oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")
+                   : (reign__sql_plan_once(c), reign__sql_query(c, "submitting tasks", b.data, args,
+                                                                1 + 3 * places, &rs, err, errlen));
     reign__buf_free(&b);
     for (size_t r = 0; rc >= 0 && r < rs.n_rows; r++) {
         reign__task_row row;

@@ -284,6 +284,7 @@ static void test_remove(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *
 static void test_tell_workers(reign__sqlconn *sub, reign__sqlconn *m, const reign__tasks_fence *f);
 static void test_tell_done(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *w,
                            const reign__tasks_fence *f);
+static void test_plan_once(reign__sqlconn *c);
 
 static void test_batches(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn *w,
                          const reign__tasks_fence *f, const reign__task_row *t2)
@@ -375,6 +376,8 @@ static void test_batches(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlconn 
         test_tell_workers(sub, m, f);
     if (h_store() != H_STORE_MARIADB) /* MariaDB tells nothing: its readers poll */
         test_tell_done(sub, m, w, f);
+    if (h_store() == H_STORE_POSTGRES)
+        test_plan_once(sub);
     for (int i = 0; i < 5; i++)
         reign__task_row_clear(&s[i].row);
 }
@@ -504,6 +507,38 @@ static void test_tell_done(reign__sqlconn *sub, reign__sqlconn *m, reign__sqlcon
     for (int i = 0; i < 2; i++)
         reign__task_row_clear(&p[i]);
     reign__sql_close(waiter);
+}
+
+/* The plan mode a statement on c runs under. */
+static void want_plan_mode(reign__sqlconn *c, const char *want)
+{
+    reign__sql_rows rs;
+    H_RC(reign__sql_query(c, "plan mode", "SELECT current_setting('plan_cache_mode')", NULL, 0, &rs,
+                          err, sizeof err),
+         0);
+    H_CHECKF(rs.n_rows == 1 && !strcmp(rs.cells[0] ? rs.cells[0] : "", want),
+             "plan mode %s, want %s", rs.n_rows && rs.cells[0] ? rs.cells[0] : "-", want);
+    reign__sql_rows_free(&rs);
+}
+
+/* PostgreSQL: reign__sql_plan_once() lets the next statement of a transaction keep one plan,
+ * and that statement alone: the one after it, and every one outside a transaction, is planned
+ * for its values (a submit's INSERTs use it, sent twice here: the text prepared on its second
+ * use). */
+static void test_plan_once(reign__sqlconn *c)
+{
+    for (int i = 0; i < 2; i++) {
+        H_RC(reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, sizeof err), 0);
+        reign__sql_plan_once(c);
+        want_plan_mode(c, "force_generic_plan");
+        want_plan_mode(c, "force_custom_plan");
+        reign__sql_plan_once(c);
+        H_RC(reign__sql_query(c, "commit", "COMMIT", NULL, 0, NULL, err, sizeof err), 0);
+        want_plan_mode(c, "force_custom_plan");
+    }
+    reign__sql_plan_once(c); /* outside a transaction: nothing changes, now or after */
+    want_plan_mode(c, "force_custom_plan");
+    want_plan_mode(c, "force_custom_plan");
 }
 
 void scenario_tasks(void)

@@ -1025,11 +1025,12 @@ static int finish_rows(reign__sqlconn *c, const char *dc, const reign__tasks_res
     char guids[FINISH_ROWS_MAX][17];
     int64_t ids[FINISH_ROWS_MAX];
     bool named[FINISH_ROWS_MAX];
-    /* {1} {2} {3}: the queue and the registration; then the ids (id_list()), then each row's
-     * exit code, signal, guid and output; a row repeated to fill the places has its own
-     * parameters, which no WHEN reaches. */
-    reign__sqlv args[3 + 5 * FINISH_ROWS_MAX] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(v[0]->queue),
-                                                 REIGN__SQLV_S(v[0]->worker_guid)};
+    /* {1}: the registration; then the ids (id_list()), then each row's exit code, signal, guid
+     * and output; a row repeated to fill the places has its own parameters, which no WHEN
+     * reaches.  The rows are found by id alone (see the top of tasks.h): named with the queue's
+     * columns and the state, the UPDATE was planned as a scan of every task assigned in the
+     * queue, all workers', filtered, which cost more than the rows' changes themselves. */
+    reign__sqlv args[3 + 5 * FINISH_ROWS_MAX] = {REIGN__SQLV_S(v[0]->worker_guid)};
     const reign__tasks_result *row[FINISH_ROWS_MAX];
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1049,7 +1050,7 @@ static int finish_rows(reign__sqlconn *c, const char *dc, const reign__tasks_res
     reign__buf_init(&signal);
     reign__buf_init(&output);
     reign__buf_init(&guid);
-    size_t places = id_list(&in, args, 4, ids, m), k = 4 + places;
+    size_t places = id_list(&in, args, 2, ids, m), k = 2 + places;
     for (size_t i = 0; i < places; i++, k += 4) {
         const reign__tasks_result *r = i < m ? row[i] : NULL;
         size_t output_len = !r                                      ? 0
@@ -1059,18 +1060,17 @@ static int finish_rows(reign__sqlconn *c, const char *dc, const reign__tasks_res
         args[k] = (reign__sqlv)REIGN__SQLV_I(r ? r->exit_signal : 0);
         args[k + 1] = (reign__sqlv)REIGN__SQLV_S(r ? guids[i] : "");
         args[k + 2] = (reign__sqlv)REIGN__SQLV_B(r ? r->output : NULL, output_len);
-        reign__buf_printf(&code, " WHEN {%zu} THEN {%zu}", 4 + i, k);
-        reign__buf_printf(&signal, " WHEN {%zu} THEN {%zu}", 4 + i, k + 1);
-        reign__buf_printf(&guid, " WHEN {%zu} THEN {%zu}", 4 + i, k + 2);
-        reign__buf_printf(&output, " WHEN {%zu} THEN {%zu}", 4 + i, k + 3);
+        reign__buf_printf(&code, " WHEN {%zu} THEN {%zu}", 2 + i, k);
+        reign__buf_printf(&signal, " WHEN {%zu} THEN {%zu}", 2 + i, k + 1);
+        reign__buf_printf(&guid, " WHEN {%zu} THEN {%zu}", 2 + i, k + 2);
+        reign__buf_printf(&output, " WHEN {%zu} THEN {%zu}", 2 + i, k + 3);
     }
     reign__buf b;
     reign__buf_init(&b);
     reign__buf_printf(&b,
                       "UPDATE {K} SET state = 3, exit_code = CASE id%s END, exit_signal = CASE "
                       "id%s END, output = CASE id%s END, data = NULL, done_ms = {NOW} WHERE "
-                      "data_center = {1} AND queue_name = {2} AND state = 2 AND worker_guid = {3} "
-                      "AND id IN (%s) AND guid = CASE id%s END",
+                      "state = 2 AND worker_guid = {1} AND id IN (%s) AND guid = CASE id%s END",
                       code.data, signal.data, output.data, in.data, guid.data);
     bool oom = b.oom || in.oom || code.oom || signal.oom || output.oom || guid.oom;
     int rc = oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory")

@@ -1,7 +1,8 @@
 /*
  * dialect.c - what the SQL dialects (sqlite.c, mariadb.c, postgres.c) share, below both them and
  * sql.c, which calls them: error messages naming the store, deadlines, the check of a table's
- * layout, the PostgreSQL channel names, and the rows of a result (dialect.h).
+ * layout, the PostgreSQL channel names, the rows of a result (dialect.h), and the list of what a
+ * connection's drains heard (sql.h).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -315,4 +316,34 @@ bool reign__sql_parse_i64(const char *s, int64_t *out)
         return false;
     *out = v;
     return true;
+}
+
+/* ---- what the drains heard (sql.h) ----------------------------------------------------------- */
+
+void reign__sql_heard_add(reign__sqlconn *c, const char *payload)
+{
+    reign__sql_heard *h = &c->heard;
+    char *p = payload && h->n < REIGN__SQL_HEARD_MAX ? reign__strdup(payload) : NULL;
+    char **v = p ? reign__realloc(h->v, (h->n + 1) * sizeof *v) : NULL;
+    if (!v) {
+        reign__free(p);
+        h->all = true; /* told nothing, too many, or out of memory: read everything */
+        return;
+    }
+    h->v = v;
+    h->v[h->n++] = p;
+}
+
+void reign__sql_heard_take(reign__sqlconn *c, reign__sql_heard *out)
+{
+    *out = c->heard;
+    memset(&c->heard, 0, sizeof c->heard);
+}
+
+void reign__sql_heard_free(reign__sql_heard *h)
+{
+    for (size_t i = 0; i < h->n; i++)
+        reign__free(h->v[i]);
+    reign__free(h->v);
+    memset(h, 0, sizeof *h);
 }

@@ -137,6 +137,10 @@ struct reign__sql_dialect {
     bool notices_named;
 };
 
+/* For a dialect's drain: one notice heard on its channels (its payload), or one that says
+ * nothing of what changed (NULL): reign__sql_heard_take() hands them on. */
+void reign__sql_heard_add(reign__sqlconn *c, const char *payload);
+
 extern const reign__sql_dialect reign__sql_sqlite;
 extern const reign__sql_dialect reign__sql_mariadb;
 extern const reign__sql_dialect reign__sql_postgres;

@@ -531,34 +531,6 @@ int reign__sql_drain_notify(reign__sqlconn *c)
     return any;
 }
 
-void reign__sql_heard_add(reign__sqlconn *c, const char *payload)
-{
-    reign__sql_heard *h = &c->heard;
-    char *p = payload && h->n < REIGN__SQL_HEARD_MAX ? reign__strdup(payload) : NULL;
-    char **v = p ? reign__realloc(h->v, (h->n + 1) * sizeof *v) : NULL;
-    if (!v) {
-        reign__free(p);
-        h->all = true; /* told nothing, too many, or out of memory: read everything */
-        return;
-    }
-    h->v = v;
-    h->v[h->n++] = p;
-}
-
-void reign__sql_heard_take(reign__sqlconn *c, reign__sql_heard *out)
-{
-    *out = c->heard;
-    memset(&c->heard, 0, sizeof c->heard);
-}
-
-void reign__sql_heard_free(reign__sql_heard *h)
-{
-    for (size_t i = 0; i < h->n; i++)
-        reign__free(h->v[i]);
-    reign__free(h->v);
-    memset(h, 0, sizeof *h);
-}
-
 int reign__sql_notify_hint(reign__sqlconn *c, const char *dc, const char *name, const char *hint,
                            char *err, size_t errlen)
 {

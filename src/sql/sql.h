@@ -305,8 +305,6 @@ typedef struct reign__sql_heard {
 #define REIGN__SQL_HEARD_MAX 256
 void reign__sql_heard_take(reign__sqlconn *c, reign__sql_heard *out);
 void reign__sql_heard_free(reign__sql_heard *h);
-/* For a dialect's drain: one notice heard (its payload), or one that says nothing (NULL). */
-void reign__sql_heard_add(reign__sqlconn *c, const char *payload);
 /* True where one change may come as several readings of the descriptor, a moment apart
  * (SQLite: a commit writes the -wal file more than once); false where each is whole
  * (PostgreSQL: a transaction's notifications come together, at its commit). */

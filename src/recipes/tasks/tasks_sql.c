@@ -497,7 +497,8 @@ static void wq_mark(wqueue *wq, const char *hint)
         if (!*(p = end))
             break;
     }
-    if (!ids) {
+    if (!ids || !m) {
+        reign__free(ids);
         wq_all_due(wq);
         return;
     }

@@ -29,6 +29,7 @@
 
 #include "dialect.h"
 #include "dl.h"
+#include "postgres_text.h"
 #include "stmt_cache.h"
 
 /* The functions of libpq this dialect calls: through a table that dl.c fills
@@ -126,79 +127,12 @@ typedef struct pg_conn {
 
 /* ---- errors --------------------------------------------------------------------------------- */
 
-/* The SQLSTATE in a verbose libpq message ("FATAL:  28P01: password ..."), or "". */
-static void sqlstate_of_message(const char *msg, char out[6])
-{
-    out[0] = '\0';
-    const char *p = strstr(msg, "FATAL:");
-    if (!p)
-        p = strstr(msg, "ERROR:");
-    if (!p)
-        return;
-    p += 6;
-    while (*p == ' ')
-        p++;
-    for (int i = 0; i < 5; i++) {
-        if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'A' && p[i] <= 'Z')))
-            return;
-    }
-    if (p[5] != ':')
-        return;
-    memcpy(out, p, 5);
-    out[5] = '\0';
-}
-
-static int code_of_sqlstate(const char *s)
-{
-    if (!strcmp(s, "28P01") || !strcmp(s, "28000"))
-        return REIGN_EAUTH;
-    if (!strcmp(s, "3D000") || !strcmp(s, "42P01"))
-        return REIGN_ENOENT;
-    if (!strcmp(s, "42501"))
-        return REIGN_EACCES;
-    if (!strcmp(s, "57014") || !strcmp(s, "55P03"))
-        return REIGN_ETIMEDOUT; /* statement_timeout, lock_timeout */
-    if (!strcmp(s, "53300") || !strcmp(s, "57P03"))
-        return REIGN_ECONNECT; /* too many connections, starting up or shutting down */
-    if (!strncmp(s, "08", 2) || !strcmp(s, "57P01") || !strcmp(s, "57P02"))
-        return REIGN_ECONNLOSS;
-    return REIGN_EBACKEND;
-}
-
-/*
- * The first line of a libpq message, from the server's own words on: "connection to server
- * at ... failed: FATAL:  28P01: password authentication failed ..." gives "password
- * authentication failed ..." (the store, named in front of every message, says where).
- */
-static void message_line(const char *msg, char *out, size_t n)
-{
-    const char *p = msg;
-    size_t first = strcspn(msg, "\n");
-    static const char *const severities[] = {"FATAL:  ", "ERROR:  ", "PANIC:  "};
-    for (size_t i = 0; i < sizeof severities / sizeof severities[0]; i++) {
-        const char *sev = strstr(msg, severities[i]);
-        if (sev && (size_t)(sev - msg) < first) {
-            p = sev + strlen(severities[i]);
-            break;
-        }
-    }
-    if (strspn(p, "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ") >= 5 && p[5] == ':')
-        p += 6; /* the SQLSTATE of a verbose message */
-    while (*p == ' ')
-        p++;
-    size_t len = strcspn(p, "\n");
-    if (len >= n)
-        len = n - 1;
-    memcpy(out, p, len);
-    out[len] = '\0';
-}
-
 /* The connection is gone (or was given up): mark it and say so. */
 static int lost(pg_conn *p, const char *what, const char *why, char *err, size_t errlen)
 {
     p->base.broken = true;
     char line[256];
-    message_line(why, line, sizeof line);
+    reign__pg_message_line(why, line, sizeof line);
     return reign__sql_err(&p->base, err, errlen, REIGN_ECONNLOSS,
                           "%s: connection lost, outcome unknown: %s", what, line);
 }
@@ -210,11 +144,11 @@ static int result_error(pg_conn *p, PGresult *r, const char *what, char *err, si
     reign__strlcpy(p->sqlstate, st ? st : "", sizeof p->sqlstate);
     if (pq.PQstatus(p->pg) == CONNECTION_BAD)
         return lost(p, what, msg ? msg : pq.PQerrorMessage(p->pg), err, errlen);
-    int code = st ? code_of_sqlstate(st) : REIGN_EBACKEND;
+    int code = st ? reign__pg_code_of_sqlstate(st) : REIGN_EBACKEND;
     if (code == REIGN_ECONNLOSS)
         p->base.broken = true;
     char line[256];
-    message_line(msg ? msg : pq.PQresultErrorMessage(r), line, sizeof line);
+    reign__pg_message_line(msg ? msg : pq.PQresultErrorMessage(r), line, sizeof line);
     return reign__sql_err(&p->base, err, errlen, code, "%s: %s (%s)", what, line,
                           st ? st : "no SQLSTATE");
 }
@@ -340,7 +274,7 @@ static int sent_ok(pg_conn *p, int sent, const char *what, char *err, size_t err
     if (pq.PQstatus(p->pg) == CONNECTION_BAD)
         return lost(p, what, pq.PQerrorMessage(p->pg), err, errlen);
     char line[256];
-    message_line(pq.PQerrorMessage(p->pg), line, sizeof line);
+    reign__pg_message_line(pq.PQerrorMessage(p->pg), line, sizeof line);
     return reign__sql_err(&p->base, err, errlen, REIGN_EBACKEND, "%s: %s", what, line);
 }
 
@@ -480,7 +414,7 @@ static void notice_processor(void *arg, const char *message)
 {
     pg_conn *p = arg;
     char line[256];
-    message_line(message, line, sizeof line);
+    reign__pg_message_line(message, line, sizeof line);
     /* The library never writes to stderr, which is where libpq would put this. */
     reign__log(p->base.log, REIGN_LOG_DEBUG, "%s: server notice: %s", p->base.store, line);
 }
@@ -599,9 +533,9 @@ static int pg_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
     if (pq.PQstatus(p->pg) != CONNECTION_OK) {
         const char *msg = pq.PQerrorMessage(p->pg);
         char st[6], line[256];
-        sqlstate_of_message(msg, st);
-        message_line(msg, line, sizeof line);
-        int code = st[0] ? code_of_sqlstate(st) : REIGN_ECONNECT;
+        reign__pg_sqlstate_of_message(msg, st);
+        reign__pg_message_line(msg, line, sizeof line);
+        int code = st[0] ? reign__pg_code_of_sqlstate(st) : REIGN_ECONNECT;
         /* libpq's own refusals, with no SQLSTATE: the server's certificate (or a TLS file, or
          * TLS required of a server without it), or no password at all.  Trying again will not
          * help: say so at once, as for a wrong password. */
@@ -640,19 +574,6 @@ static void pg_close(reign__sqlconn *c)
 
 #define MAX_COLS 64
 
-static reign__sql_coltype kind_of(const char *type, int typmod)
-{
-    if (!strcmp(type, "int2") || !strcmp(type, "int4") || !strcmp(type, "int8"))
-        return REIGN__COL_INT;
-    if (!strcmp(type, "varchar") || !strcmp(type, "bpchar") || !strcmp(type, "text"))
-        return REIGN__COL_TEXT;
-    if (!strcmp(type, "bytea"))
-        return REIGN__COL_BLOB;
-    if (!strcmp(type, "timestamptz") || !strcmp(type, "timestamp"))
-        return typmod < 0 || typmod >= 3 ? REIGN__COL_TIME : REIGN__COL_TIME_COARSE;
-    return REIGN__COL_OTHER;
-}
-
 static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
 {
     reign__sqlconn *c = &p->base;
@@ -679,7 +600,7 @@ static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
     for (int i = 0; i < pq.PQntuples(r) && n < MAX_COLS; i++, n++) {
         reign__strlcpy(cols[n].name, pq.PQgetvalue(r, i, 0), sizeof cols[n].name);
         reign__strlcpy(cols[n].type, pq.PQgetvalue(r, i, 3), sizeof cols[n].type);
-        cols[n].kind = kind_of(pq.PQgetvalue(r, i, 1), atoi(pq.PQgetvalue(r, i, 2)));
+        cols[n].kind = reign__pg_kind_of(pq.PQgetvalue(r, i, 1), atoi(pq.PQgetvalue(r, i, 2)));
     }
     pq.PQclear(r);
 
@@ -799,7 +720,7 @@ static int schema_ready(pg_conn *p, char *err, size_t errlen)
                 continue;
             reign__strlcpy(cols[n].name, pq.PQgetvalue(r, i, 1), sizeof cols[n].name);
             reign__strlcpy(cols[n].type, pq.PQgetvalue(r, i, 4), sizeof cols[n].type);
-            cols[n].kind = kind_of(pq.PQgetvalue(r, i, 2), atoi(pq.PQgetvalue(r, i, 3)));
+            cols[n].kind = reign__pg_kind_of(pq.PQgetvalue(r, i, 2), atoi(pq.PQgetvalue(r, i, 3)));
             n++;
             continue;
         }
@@ -1149,43 +1070,6 @@ static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, const 
 
 /* ---- other statements ------------------------------------------------------------------------ */
 
-static int hex_digit(char ch)
-{
-    return ch >= '0' && ch <= '9'   ? ch - '0'
-           : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
-                                    : -1;
-}
-
-/* A bytea in text form (\x and hex digits, PostgreSQL's bytea_output = hex, the default)
- * into *out (allocated, with a NUL after the bytes). */
-static int unhex(reign__sqlconn *c, const char *what, const char *s, size_t n, char **out,
-                 size_t *outlen, char *err, size_t errlen)
-{
-    if (n < 2 || s[0] != '\\' || s[1] != 'x' || n % 2)
-        return reign__sql_err(c, err, errlen, REIGN_EBACKEND,
-                              "%s: a byte string not in hex form (is bytea_output 'escape'? "
-                              "reign needs 'hex', the default)",
-                              what);
-    size_t len = (n - 2) / 2;
-    char *b = reign__malloc(len + 1);
-    if (!b)
-        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-    for (size_t i = 0; i < len; i++) {
-        int hi = hex_digit(s[2 + 2 * i]), lo = hex_digit(s[3 + 2 * i]);
-        if (hi < 0 || lo < 0) {
-            reign__free(b);
-            return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "%s: a malformed byte string",
-                                  what);
-        }
-        b[i] = (char)(hi << 4 | lo);
-    }
-    b[len] = '\0';
-    *out = b;
-    *outlen = len;
-    return 0;
-}
-
 static void pg_plan_once(reign__sqlconn *c)
 {
     ((pg_conn *)c)->plan_generic = true;
@@ -1262,8 +1146,8 @@ static int pg_query(reign__sqlconn *c, const char *what, const char *sql, const 
                 lens_out[k] = null ? 0 : (size_t)pq.PQgetlength(r, i, (int)k);
                 /* Text results: a byte string comes as \x and hex digits. */
                 if (!null && pq.PQftype(r, (int)k) == BYTEAOID) {
-                    rc =
-                        unhex(c, what, cells[k], lens_out[k], &bytes[k], &lens_out[k], err, errlen);
+                    rc = reign__pg_unhex(c, what, cells[k], lens_out[k], &bytes[k], &lens_out[k],
+                                         err, errlen);
                     cells[k] = bytes[k];
                 }
             }

@@ -179,7 +179,8 @@ else()
     ${PROJECT_SOURCE_DIR}/src/sql/sql.c
     ${PROJECT_SOURCE_DIR}/src/sql/sqlite.c
     ${PROJECT_SOURCE_DIR}/src/sql/mariadb.c
-    ${PROJECT_SOURCE_DIR}/src/sql/postgres.c)
+    ${PROJECT_SOURCE_DIR}/src/sql/postgres.c
+    ${PROJECT_SOURCE_DIR}/src/sql/postgres_text.c)
   target_include_directories(reign_sql_layer PUBLIC ${PROJECT_SOURCE_DIR}/include
     ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/src/core ${PROJECT_SOURCE_DIR}/src/sql)
   target_compile_options(reign_sql_layer PRIVATE ${REIGN_WARNINGS})

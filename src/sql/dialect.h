@@ -103,6 +103,8 @@ struct reign__sql_dialect {
                         size_t errlen);
     int (*listen)(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen);
     int (*listen_fd)(const reign__sqlconn *c);
+    /* Optional: reign__sql_wakes_followers().  NULL: they are. */
+    bool (*wakes_followers)(const reign__sql_target *t);
     int (*drain_notify)(reign__sqlconn *c);
     /* hint: NULL, or what changed (reign__sql_notify_hint()); a dialect may ignore it. */
     int (*notify)(reign__sqlconn *c, const char *dc, const char *name, const char *hint, char *err,

@@ -28,7 +28,9 @@
  * as rows matched (CLIENT_FOUND_ROWS), so an update that writes the same
  * values still says 1.
  *
- * MariaDB has no notification: listen_fd() is -1, followers poll.
+ * MariaDB has no notification.  Followers of a lease poll, and are also woken when its leader
+ * lets go of it: a named lock held while leading, waited for on connections of their own
+ * (mariadb_wake.h; `wakeup=poll` in the URI turns it off).  Other watchers poll.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -42,6 +44,8 @@
 
 #include "dialect.h"
 #include "dl.h"
+#include "layout.h"
+#include "mariadb_wake.h"
 
 /* The functions of MariaDB Connector/C this dialect calls: through a table that dl.c fills
  * when the first mysql:// client is made (dl.h). mysql_library_init() is
@@ -49,10 +53,16 @@
 #define MARIADB_FUNCTIONS(X, t)                                                                    \
     X(t, mysql_close)                                                                              \
     X(t, mysql_errno)                                                                              \
+    X(t, mysql_fetch_row)                                                                          \
+    X(t, mysql_free_result)                                                                        \
+    X(t, mysql_get_socket)                                                                         \
     X(t, mysql_error)                                                                              \
     X(t, mysql_init)                                                                               \
     X(t, mysql_optionsv)                                                                           \
     X(t, mysql_real_connect)                                                                       \
+    X(t, mysql_real_query)                                                                         \
+    X(t, mysql_real_query_cont)                                                                    \
+    X(t, mysql_real_query_start)                                                                   \
     X(t, mysql_server_init)                                                                        \
     X(t, mysql_stmt_affected_rows)                                                                 \
     X(t, mysql_stmt_bind_param)                                                                    \
@@ -67,7 +77,10 @@
     X(t, mysql_stmt_free_result)                                                                   \
     X(t, mysql_stmt_init)                                                                          \
     X(t, mysql_stmt_prepare)                                                                       \
-    X(t, mysql_stmt_store_result)
+    X(t, mysql_stmt_store_result)                                                                  \
+    X(t, mysql_store_result)                                                                       \
+    X(t, mysql_store_result_cont)                                                                  \
+    X(t, mysql_store_result_start)
 
 REIGN__SQL_DL_LIBRARY(maria, MARIADB_FUNCTIONS, reign__sql_mariadb_lib, "mysql://",
                       "libmariadb.so.3", "libmariadb3", "REIGN_TEST_LIBMARIADB");
@@ -83,6 +96,10 @@ REIGN__SQL_DL_LIBRARY(maria, MARIADB_FUNCTIONS, reign__sql_mariadb_lib, "mysql:/
 #define EXPIRED  "TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) >= duration * 1000"
 
 enum { ST_READ, ST_INSERT, ST_TAKE, ST_RENEW, ST_RELEASE, ST_DEPOSE, ST_COUNT };
+
+/* How long a new leader waits for its lease's wake-up lock (seconds): its followers' waits,
+ * woken by the last leader, each hold it for a moment. */
+#define LOCK_WAIT_CLAIM "0.05"
 
 /* Parameters in order of their '?': see the bind_* call of each statement below. */
 static const char *const statement_sql[ST_COUNT] = {
@@ -116,12 +133,24 @@ static const char *const statement_sql[ST_COUNT] = {
                   "data_center = ? AND lock_name = ? AND term = ? AND duration > 0",
 };
 
+/* Leases one connection holds the wake-up lock of at once (mariadb_wake.h); a leader of more
+ * leads the rest without one, and their followers find them at their polls. */
+#define HELD_MAX 64
+
 typedef struct maria_conn {
     reign__sqlconn base;
     MYSQL *my;
     MYSQL_STMT *st[ST_COUNT];
     unsigned read_timeout_s;
     bool connected;
+    const reign__sql_target *target; /* for the waiters' connections: the worker's, lives on */
+    bool wake_off;                   /* wakeup=poll, or the server refused the lock */
+    reign__mywake *wake;             /* the follower's waits, made at the first listen */
+    struct {
+        char lock[64];
+        uint64_t term;
+    } held[HELD_MAX]; /* the wake-up locks held, each with the term of its lease */
+    size_t n_held;
 } maria_conn;
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -384,6 +413,13 @@ static int my_conn_param(const char *key, const char *value, char *err, size_t e
                     key);
         return REIGN_EURI;
     }
+    if (!strcmp(key, "wakeup")) { /* reign's own: mariadb_wake.h */
+        if (strcmp(value, "lock") && strcmp(value, "poll")) {
+            reign__errf(err, errlen, "parameter wakeup='%.64s': want lock or poll", value);
+            return REIGN_EURI;
+        }
+        return 1;
+    }
     const my_param *p = my_param_of(key);
     if (!p)
         return 0;
@@ -399,7 +435,7 @@ static int my_conn_param(const char *key, const char *value, char *err, size_t e
 }
 
 /* The URI's connection parameters (checked by my_conn_param()). */
-static int set_params(maria_conn *m, const reign__sql_target *t)
+static int set_params(MYSQL *my, const reign__sql_target *t)
 {
     const char *keys[32], *vals[32];
     char *params = t->params ? reign__strdup(t->params) : NULL;
@@ -414,13 +450,39 @@ static int set_params(maria_conn *m, const reign__sql_target *t)
             continue;
         my_bool b = boolean_of(vals[i]) > 0;
         files |= p->opt == MYSQL_READ_DEFAULT_FILE || p->opt == MYSQL_READ_DEFAULT_GROUP;
-        if (maria.mysql_optionsv(m->my, p->opt, p->boolean ? (const void *)&b : vals[i]))
+        if (maria.mysql_optionsv(my, p->opt, p->boolean ? (const void *)&b : vals[i]))
             rc = REIGN_EBACKEND;
     }
-    if (!rc && !files && maria.mysql_optionsv(m->my, MYSQL_READ_DEFAULT_GROUP, "reign"))
+    if (!rc && !files && maria.mysql_optionsv(my, MYSQL_READ_DEFAULT_GROUP, "reign"))
         rc = REIGN_EBACKEND;
     reign__free(params);
     return rc;
+}
+
+/* The options of every connection: the URI's first, reign's own after them.  0 or a code. */
+static int common_options(MYSQL *my, const reign__sql_target *t, int connect_timeout_ms)
+{
+    int prc = set_params(my, t);
+    if (prc)
+        return prc;
+    unsigned connect_s = seconds_up(connect_timeout_ms), tcp = MYSQL_PROTOCOL_TCP;
+    my_bool off = 0;
+    if (maria.mysql_optionsv(my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s) ||
+        maria.mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
+        maria.mysql_optionsv(my, MYSQL_OPT_RECONNECT, &off) ||
+        maria.mysql_optionsv(my, MYSQL_OPT_LOCAL_INFILE, &off) ||
+        (t->host[0] != '/' && maria.mysql_optionsv(my, MYSQL_OPT_PROTOCOL, &tcp)))
+        return REIGN_EBACKEND;
+    return 0;
+}
+
+/* A host that is a path is the server's Unix socket, as in libpq. */
+static bool real_connect(MYSQL *my, const reign__sql_target *t)
+{
+    bool socket = t->host[0] == '/';
+    return maria.mysql_real_connect(my, socket ? "localhost" : t->host, t->user, t->password,
+                                    t->database, (unsigned)t->port, socket ? t->host : NULL,
+                                    CLIENT_FOUND_ROWS) != NULL;
 }
 
 static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen)
@@ -431,12 +493,9 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
         return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "cannot initialise the client");
     if (!(m->my = maria.mysql_init(NULL)))
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
-
-    unsigned connect_s = seconds_up(c->connect_timeout_ms);
+    m->target = t;
+    m->wake_off = reign__mywake_off(t->params);
     m->read_timeout_s = seconds_up(c->statement_timeout_ms);
-    my_bool off = 0;
-    unsigned tcp = MYSQL_PROTOCOL_TCP;
-    bool socket = t->host[0] == '/';
     /* The server gives up on a statement (and keeps the connection) before the client does. */
     int server_ms = c->statement_timeout_ms * 4 / 5; /* at most an hour: no overflow */
     if (server_ms < 1)
@@ -449,26 +508,16 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
              "SET time_zone = '+00:00', max_statement_time = %d.%03d, "
              "innodb_lock_wait_timeout = %d, idle_transaction_timeout = %d",
              server_ms / 1000, server_ms % 1000, server_ms >= 2000 ? server_ms / 1000 : 1, idle_s);
-    /* The URI's first: reign's own settings below come after them. */
-    int prc = set_params(m, t);
+    int prc = common_options(m->my, t, c->connect_timeout_ms);
     if (prc)
         return reign__sql_err(c, err, errlen, prc,
                               prc == REIGN_ENOMEM ? "out of memory"
                                                   : "cannot set the URI's connection parameters");
-    if (maria.mysql_optionsv(m->my, MYSQL_OPT_CONNECT_TIMEOUT, &connect_s) ||
-        maria.mysql_optionsv(m->my, MYSQL_OPT_READ_TIMEOUT, &m->read_timeout_s) ||
+    if (maria.mysql_optionsv(m->my, MYSQL_OPT_READ_TIMEOUT, &m->read_timeout_s) ||
         maria.mysql_optionsv(m->my, MYSQL_OPT_WRITE_TIMEOUT, &m->read_timeout_s) ||
-        maria.mysql_optionsv(m->my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
-        maria.mysql_optionsv(m->my, MYSQL_OPT_RECONNECT, &off) ||
-        maria.mysql_optionsv(m->my, MYSQL_OPT_LOCAL_INFILE, &off) ||
-        maria.mysql_optionsv(m->my, MYSQL_INIT_COMMAND, init) ||
-        (!socket && maria.mysql_optionsv(m->my, MYSQL_OPT_PROTOCOL, &tcp)))
+        maria.mysql_optionsv(m->my, MYSQL_INIT_COMMAND, init))
         return reign__sql_err(c, err, errlen, REIGN_EBACKEND, "cannot set client options");
-
-    /* A host that is a path is the server's Unix socket, as in libpq. */
-    if (!maria.mysql_real_connect(m->my, socket ? "localhost" : t->host, t->user, t->password,
-                                  t->database, (unsigned)t->port, socket ? t->host : NULL,
-                                  CLIENT_FOUND_ROWS)) {
+    if (!real_connect(m->my, t)) {
         /* "Unknown database 'x'" says neither which server nor plainly what is missing. */
         if (maria.mysql_errno(m->my) == ER_BAD_DB_ERROR)
             return reign__sql_err(c, err, errlen, REIGN_ENOENT,
@@ -484,6 +533,7 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
 static void my_close(reign__sqlconn *c)
 {
     maria_conn *m = (maria_conn *)c;
+    reign__mywake_free(m->wake);
     for (int i = 0; i < ST_COUNT; i++) {
         if (m->st[i])
             maria.mysql_stmt_close(m->st[i]);
@@ -724,10 +774,155 @@ static int my_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
     return rc;
 }
 
+/* ---- the wake-up lock (mariadb_wake.h) ------------------------------------------------------ */
+
+static bool my_wakes_followers(const reign__sql_target *t)
+{
+    return !reign__mywake_off(t->params);
+}
+
+/* One row, one integer column, of a text statement on the leader's connection: 1 or 0, or -1
+ * (NULL, or an error: a refusal turns the wake-up off, a lost connection is the next
+ * statement's to find). */
+static int lock_query(maria_conn *m, const char *sql)
+{
+    m->base.statements++;
+    if (maria.mysql_real_query(m->my, sql, strlen(sql))) {
+        unsigned e = maria.mysql_errno(m->my);
+        if (!is_conn_error(e)) {
+            reign__log(m->base.log, REIGN_LOG_WARN,
+                       "%s: the server refused the wake-up lock (%u: %s); followers poll instead",
+                       m->base.store, e, maria.mysql_error(m->my));
+            m->wake_off = true;
+            reign__mywake_free(m->wake); /* its waits would be refused too */
+            m->wake = NULL;
+        }
+        return -1;
+    }
+    MYSQL_RES *res = maria.mysql_store_result(m->my);
+    MYSQL_ROW row = res ? maria.mysql_fetch_row(res) : NULL;
+    int v = row && row[0] ? atoi(row[0]) : -1;
+    if (res)
+        maria.mysql_free_result(res);
+    return v;
+}
+
+static int held_at(const maria_conn *m, const char *lock)
+{
+    for (size_t i = 0; i < m->n_held; i++)
+        if (!strcmp(m->held[i].lock, lock))
+            return (int)i;
+    return -1;
+}
+
+/* The lease (dc, name) is ours at `term`: hold its lock, waiting `wait` (seconds, text) for a
+ * follower's wait to give it back.  Best effort: without it followers poll. */
+static void hold(maria_conn *m, const char *dc, const char *name, uint64_t term, const char *wait)
+{
+    char lock[64], sql[160];
+    reign__sql_channel(lock, m->base.table, dc, name);
+    int i = held_at(m, lock);
+    if (i >= 0) {
+        m->held[i].term = term;
+        return;
+    }
+    m->wake_off |= reign__mywake_refused(m->wake); /* said once: by the waits */
+    if (m->wake_off || m->n_held == HELD_MAX)
+        return;
+    snprintf(sql, sizeof sql, "SELECT %s('%s', %s)", reign__mywake_get_lock(), lock, wait);
+    if (lock_query(m, sql) == 1) {
+        memcpy(m->held[m->n_held].lock, lock, sizeof lock);
+        m->held[m->n_held++].term = term;
+    }
+}
+
+/* The lease (dc, name) is no longer ours (any term, or another than `term`): its followers
+ * waiting for the lock get it. */
+static void let_go(maria_conn *m, const char *dc, const char *name, bool any, uint64_t term)
+{
+    char lock[64], sql[160];
+    reign__sql_channel(lock, m->base.table, dc, name);
+    int i = held_at(m, lock);
+    if (i < 0 || (!any && m->held[i].term == term))
+        return;
+    m->held[i] = m->held[--m->n_held];
+    snprintf(sql, sizeof sql, "SELECT RELEASE_LOCK('%s')", lock);
+    lock_query(m, sql);
+}
+
+/* For the waits' connections (mariadb_wake.h): non-blocking, with no read timeout and no
+ * statement time limit, since a wait lasts minutes. */
+static MYSQL *open_waiter(void *ctx, char *err, size_t errlen)
+{
+    maria_conn *m = ctx;
+    MYSQL *my = maria.mysql_init(NULL);
+    if (!my) {
+        reign__errf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (common_options(my, m->target, m->base.connect_timeout_ms) ||
+        maria.mysql_optionsv(my, MYSQL_INIT_COMMAND, "SET max_statement_time = 0") ||
+        maria.mysql_optionsv(my, MYSQL_OPT_NONBLOCK, 0)) {
+        reign__errf(err, errlen, "cannot set client options");
+        maria.mysql_close(my);
+        return NULL;
+    }
+    if (!real_connect(my, m->target)) {
+        reign__errf(err, errlen, "%s (%u)", maria.mysql_error(my), maria.mysql_errno(my));
+        maria.mysql_close(my);
+        return NULL;
+    }
+    return my;
+}
+
+/* A lease's followers listen on its name: they wait for its lock.  The other names (groups,
+ * values, queues) have nothing to wait for here: their watchers poll. */
+static int my_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+{
+    maria_conn *m = (maria_conn *)c;
+    if (m->wake_off || reign__name_check(name) != 0)
+        return 0;
+    if (!m->wake) {
+        reign__mywake_io io = {
+            .query_start = maria.mysql_real_query_start,
+            .query_cont = maria.mysql_real_query_cont,
+            .store_start = maria.mysql_store_result_start,
+            .store_cont = maria.mysql_store_result_cont,
+            .fetch_row = maria.mysql_fetch_row,
+            .free_result = maria.mysql_free_result,
+            .get_socket = maria.mysql_get_socket,
+            .close = maria.mysql_close,
+            .error = maria.mysql_error,
+            .errnum = maria.mysql_errno,
+            .open = open_waiter,
+            .ctx = m,
+        };
+        if (!(m->wake = reign__mywake_new(&io, c->log, c->store)))
+            return 0; /* followers poll */
+    }
+    char lock[64], why[256] = "";
+    reign__sql_channel(lock, c->table, dc, name);
+    int rc = reign__mywake_arm(m->wake, lock, why, sizeof why);
+    if (rc < 0)
+        reign__log(c->log, REIGN_LOG_DEBUG, "%s: no wake-up for %s (%s): its followers poll",
+                   c->store, name, why);
+    return 0; /* never an error: polling is the backstop */
+}
+
+static int my_listen_fd(const reign__sqlconn *c)
+{
+    return reign__mywake_fd(((const maria_conn *)c)->wake);
+}
+
+static int my_drain_notify(reign__sqlconn *c)
+{
+    return reign__mywake_drain(((maria_conn *)c)->wake);
+}
+
 /* ---- the lease ------------------------------------------------------------------------------ */
 
-static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
-                   char *err, size_t errlen)
+static int read_row(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
+                    char *err, size_t errlen)
 {
     maria_conn *m = (maria_conn *)c;
     MYSQL_STMT *st;
@@ -814,6 +1009,17 @@ static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     return 0;
 }
 
+/* A leader that lost its lease without a statement telling it (its deadline passed) reads its
+ * row again as a follower: then it lets go of the lock. */
+static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
+                   char *err, size_t errlen)
+{
+    int rc = read_row(c, dc, name, out, err, errlen);
+    if (rc == 0 && ((maria_conn *)c)->n_held)
+        let_go((maria_conn *)c, dc, name, !out->exists, out->term);
+    return rc;
+}
+
 static int my_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err, size_t errlen)
 {
     MYSQL_BIND b[6];
@@ -827,6 +1033,8 @@ static int my_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err,
     bind_payload(&b[4], cl, &len[4]);
     bind_int(&b[5], &duration, false);
     int rc = exec_write((maria_conn *)c, ST_INSERT, b, "insert", err, errlen);
+    if (rc > 0)
+        hold((maria_conn *)c, cl->dc, cl->name, 1, LOCK_WAIT_CLAIM);
     return rc < 0 ? rc : rc > 0;
 }
 
@@ -849,6 +1057,8 @@ static int my_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t exp
     bind_int(&b[8], &renewals, true);
     bind_int(&b[9], &released, false);
     int rc = exec_write((maria_conn *)c, ST_TAKE, b, "take", err, errlen);
+    if (rc > 0)
+        hold((maria_conn *)c, cl->dc, cl->name, expected_term + 1, LOCK_WAIT_CLAIM);
     return rc < 0 ? rc : rc > 0;
 }
 
@@ -869,16 +1079,26 @@ static int owner_write(reign__sqlconn *c, int which, const reign__lease_claim *c
     return rc < 0 ? rc : rc > 0;
 }
 
+/* A renewal holds the lock if the claim could not (a follower's wait had it, or the
+ * connection is new); a refused one lets it go. */
 static int my_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
                     size_t errlen)
 {
-    return owner_write(c, ST_RENEW, cl, term, "renew", err, errlen);
+    int rc = owner_write(c, ST_RENEW, cl, term, "renew", err, errlen);
+    if (rc > 0)
+        hold((maria_conn *)c, cl->dc, cl->name, term, "0");
+    else if (rc == 0)
+        let_go((maria_conn *)c, cl->dc, cl->name, true, 0);
+    return rc;
 }
 
 static int my_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t term, char *err,
                       size_t errlen)
 {
-    return owner_write(c, ST_RELEASE, cl, term, "release", err, errlen);
+    int rc = owner_write(c, ST_RELEASE, cl, term, "release", err, errlen);
+    if (rc >= 0) /* after the row: woken, the followers find it released */
+        let_go((maria_conn *)c, cl->dc, cl->name, true, 0);
+    return rc;
 }
 
 static int my_depose(reign__sqlconn *c, const char *dc, const char *name, uint64_t term, char *err,
@@ -896,22 +1116,7 @@ static int my_depose(reign__sqlconn *c, const char *dc, const char *name, uint64
     return rc < 0 ? rc : rc > 0;
 }
 
-/* ---- notification: none --------------------------------------------------------------------- */
-
-static int my_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
-{
-    return 0; /* nothing to listen to: listen_fd() stays -1 and followers poll */
-}
-
-static int my_listen_fd(const reign__sqlconn *c)
-{
-    return -1;
-}
-
-static int my_drain_notify(reign__sqlconn *c)
-{
-    return 0;
-}
+/* ---- notification: the lock is the signal -------------------------------------------------- */
 
 static int my_notify(reign__sqlconn *c, const char *dc, const char *name, const char *hint,
                      char *err, size_t errlen)
@@ -1072,6 +1277,7 @@ const reign__sql_dialect reign__sql_mariadb = {
     .depose = my_depose,
     .listen = my_listen,
     .listen_fd = my_listen_fd,
+    .wakes_followers = my_wakes_followers,
     .drain_notify = my_drain_notify,
     .notify = my_notify,
     .query = my_query,

@@ -190,6 +190,12 @@ int reign__sql_conn_param(reign__sql_kind kind, const char *key, const char *val
     return rc < 0 ? rc : d->conn_param(key, value, err, errlen);
 }
 
+bool reign__sql_wakes_followers(const reign__sql_target *t)
+{
+    const reign__sql_dialect *d = dialect_of(t->kind);
+    return d && (!d->wakes_followers || d->wakes_followers(t));
+}
+
 int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *err, size_t errlen)
 {
     if (err && errlen)

@@ -278,9 +278,10 @@ int reign__sql_lease_depose(reign__sqlconn *c, const char *dc, const char *name,
 /*
  * Change notification, where the store can give it (PostgreSQL
  * LISTEN/NOTIFY; SQLite: an inotify descriptor on the database file and its
- * -wal file; MariaDB: none, so -1).  reign__sql_notify() is sent by a
- * releasing leader (PostgreSQL: NOTIFY on a channel derived from the table
- * and name; others: nothing, the file change is the signal).
+ * -wal file; MariaDB: a lease's followers only, woken when its leader lets
+ * go of it, mariadb_wake.h, and -1 while none waits).  reign__sql_notify() is
+ * sent by a releasing leader (PostgreSQL: NOTIFY on a channel derived from the
+ * table and name; others: nothing, the file change or the lock is the signal).
  * reign__sql_listen_fd() is a descriptor that becomes readable on a change;
  * reign__sql_drain_notify() consumes what is pending and says whether
  * anything concerned (dc, name) - or might have, for SQLite.
@@ -289,6 +290,10 @@ int reign__sql_listen(reign__sqlconn *c, const char *dc, const char *name, char 
                       size_t errlen);
 int reign__sql_listen_fd(const reign__sqlconn *c);
 int reign__sql_drain_notify(reign__sqlconn *c);
+/* Whether a lease's followers on t are woken when it is let go (PostgreSQL and SQLite: always;
+ * MariaDB: unless its URI says wakeup=poll).  Its other watchers are woken only where
+ * reign__sqlw_notifies() says so. */
+bool reign__sql_wakes_followers(const reign__sql_target *t);
 /*
  * What the drains heard since the last take, for readers that can narrow what they read by it:
  * the names notified on this connection's channels, each as its writer sent it, "name" or

@@ -855,6 +855,11 @@ bool reign__sqlw_notifies(const reign__sqlw *w)
     return w->cfg.target.kind != REIGN__SQL_MARIADB;
 }
 
+bool reign__sqlw_wakes_followers(const reign__sqlw *w)
+{
+    return reign__sql_wakes_followers(&w->cfg.target);
+}
+
 bool reign__sqlw_notifies_renewals(const reign__sqlw *w)
 {
     return w->cfg.target.kind == REIGN__SQL_SQLITE;

@@ -159,5 +159,8 @@ uint64_t reign__sqlw_statements(const reign__sqlw *w);
  * are among them (SQLite: every write is; PostgreSQL: releases, takes and inserts only). */
 bool reign__sqlw_notifies(const reign__sqlw *w);
 bool reign__sqlw_notifies_renewals(const reign__sqlw *w);
+/* Whether a lease's followers are woken when its leader lets go (reign__sql_wakes_followers():
+ * MariaDB's too, through its leader's lock). */
+bool reign__sqlw_wakes_followers(const reign__sqlw *w);
 
 #endif

@@ -59,6 +59,9 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
   foreach(store mariadb postgres)
     reign_e2e_sql(fault e2e_sql_clock_step_${store} test_clock_step.py ARGS ${store})
   endforeach()
+  # MariaDB's wake-up lock: it wakes followers; held by another, refused or off, the polls work.
+  reign_e2e_sql(mariadb e2e_sql_wakeup_mariadb test_wakeup.py ARGS mariadb TIMEOUT 180
+    LABELS fault guardian)
   reign_e2e_sql(sqlite e2e_sql_sqlite_crowd test_sqlite_crowd.py)
   reign_e2e_sql(sqlite e2e_sql_sqlite_file_replaced test_sqlite_file_replaced.py)
   reign_e2e_sql(sqlite e2e_sql_default_store test_default_store.py)

@@ -1115,6 +1115,106 @@ static bool fd_readable(int fd, int ms)
     return n > 0;
 }
 
+/* Waits until the listener waits for the wake-up lock of (dc1, name) (its waits move on only
+ * when it drains them), asking the server through c. */
+static void await_waiter(reign__sqlconn *c, reign__sqlconn *listener, const char *table,
+                         const char *name)
+{
+    char lock[64], like[80];
+    reign__sql_channel(lock, table, "dc1", name);
+    snprintf(like, sizeof like, "%%GET_LOCK('%s'%%", lock);
+    reign__sqlv args[1] = {REIGN__SQLV_S(like)};
+    for (int64_t until = now_ms() + WAIT_MS;;) {
+        reign__sql_rows rows;
+        CHECK_RC(reign__sql_query(c, "waiters",
+                                  "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE "
+                                  "STATE = 'User lock' AND INFO LIKE {1}",
+                                  args, 1, &rows, err, sizeof err),
+                 0);
+        bool waits = rows.n_rows == 1 && strcmp(reign__sql_cell(&rows, 0, 0), "0") != 0;
+        reign__sql_rows_free(&rows);
+        if (waits)
+            return;
+        if (now_ms() > until)
+            fail(__FILE__, __LINE__, "no wait for the lock of %s within %d ms", name, WAIT_MS);
+        if (fd_readable(reign__sql_listen_fd(listener), 10))
+            CHECK(reign__sql_drain_notify(listener) >= 0);
+    }
+}
+
+/* Reads what is pending and expects a wake-up (or none) within ms. */
+static void expect_wake(reign__sqlconn *listener, bool wake, int ms)
+{
+    int fd = reign__sql_listen_fd(listener), got = 0;
+    CHECK(fd >= 0);
+    for (int64_t until = now_ms() + ms; !got && now_ms() < until;)
+        if (fd_readable(fd, 50))
+            got = reign__sql_drain_notify(listener);
+    CHECK(got == (wake ? 1 : 0));
+}
+
+/*
+ * MariaDB has no notification: a lease's followers wait for the lock its leader holds
+ * (mariadb_wake.h).  Its release, and its connection's end (a process killed), wake them; a
+ * renewal, a lock nobody holds, and a leader that stays, do not; wakeup=poll turns it off.
+ */
+static void test_wake(const backend *b, const char *table, reign__sqlconn *writer,
+                      reign__sqlconn *listener, const char *name)
+{
+    CHECK(reign__sql_listen_fd(listener) >= 0); /* a wait, though nobody holds the lock yet */
+    expect_wake(listener, false, 300);
+
+    reign__lease_claim cl = claim(name, "grace", "guid-wake-1", LONG_MS);
+    CHECK_RC(reign__sql_lease_insert(writer, &cl, err, sizeof err), 1);
+    await_waiter(writer, listener, table, name);
+    CHECK_RC(reign__sql_lease_renew(writer, &cl, 1, err, sizeof err), 1);
+    expect_wake(listener, false, 300);
+    CHECK_RC(reign__sql_lease_release(writer, &cl, 1, err, sizeof err), 1);
+    expect_wake(listener, true, WAIT_MS);
+
+    /* The holder's connection ends (its process killed): the server lets the lock go.  The
+     * waits that follow, finding nobody holds it, tell again for a moment (the guardian's
+     * release comes a moment later). */
+    reign__sql_target t = target(b, table, NULL);
+    reign__sqlconn *other = connect_ok(&t);
+    cl.owner_guid = "guid-wake-2";
+    cl.take_released = true;
+    uint64_t term = 0;
+    CHECK_RC(reign__sql_lease_take(other, &cl, 1, &term, err, sizeof err), 1);
+    CHECK(term == 2);
+    cl.take_released = false;
+    await_waiter(writer, listener, table, name);
+    expect_wake(listener, false, 200);
+    reign__sql_close(other);
+    expect_wake(listener, true, WAIT_MS);
+    expect_wake(listener, true, WAIT_MS);
+
+    /* A leader deposed lets go of the lock at its refused renewal. */
+    cl.owner_guid = "guid-wake-3";
+    CHECK_RC(reign__sql_lease_take(writer, &cl, 2, &term, err, sizeof err), 1);
+    CHECK(term == 3);
+    await_waiter(writer, listener, table, name);
+    reign__sqlconn *third = connect_ok(&t);
+    CHECK_RC(reign__sql_lease_depose(third, "dc1", name, 3, err, sizeof err), 1);
+    expect_wake(listener, false, 200);
+    CHECK_RC(reign__sql_lease_renew(writer, &cl, 3, err, sizeof err), 0);
+    expect_wake(listener, true, WAIT_MS);
+    reign__sql_close(third);
+
+    /* wakeup=poll: no waits. */
+    reign__sql_target polls = target(b, table, NULL);
+    polls.params = "wakeup=poll";
+    reign__sqlconn *p = connect_ok(&polls);
+    CHECK_RC(reign__sql_listen(p, "dc1", name, err, sizeof err), 0);
+    CHECK(reign__sql_listen_fd(p) == -1);
+    CHECK_RC(reign__sql_drain_notify(p), 0);
+    reign__sql_close(p);
+    CHECK(reign__sql_conn_param(REIGN__SQL_MARIADB, "wakeup", "sometimes", err, sizeof err) ==
+          REIGN_EURI);
+    CHECK(strstr(err, "want lock or poll") != NULL);
+    say("notification: MariaDB's followers woken by the leader's lock");
+}
+
 static void test_notify(const backend *b, const char *table)
 {
     reign__sql_target t = target(b, table, NULL);
@@ -1127,10 +1227,7 @@ static void test_notify(const backend *b, const char *table)
     CHECK_RC(reign__sql_listen(listener, "dc1", name, err, sizeof err), 0);
     int fd = reign__sql_listen_fd(listener);
     if (b->kind == REIGN__SQL_MARIADB) {
-        CHECK(fd == -1);
-        CHECK_RC(reign__sql_drain_notify(listener), 0);
-        CHECK_RC(reign__sql_notify(writer, "dc1", name, err, sizeof err), 0);
-        say("notification: none on MariaDB, as documented");
+        test_wake(b, table, writer, listener, name);
         reign__sql_close(writer);
         reign__sql_close(listener);
         return;

@@ -179,6 +179,7 @@ else()
     ${PROJECT_SOURCE_DIR}/src/sql/sql.c
     ${PROJECT_SOURCE_DIR}/src/sql/sqlite.c
     ${PROJECT_SOURCE_DIR}/src/sql/mariadb.c
+    ${PROJECT_SOURCE_DIR}/src/sql/mariadb_wake.c
     ${PROJECT_SOURCE_DIR}/src/sql/postgres.c
     ${PROJECT_SOURCE_DIR}/src/sql/postgres_text.c)
   target_include_directories(reign_sql_layer PUBLIC ${PROJECT_SOURCE_DIR}/include

@@ -858,7 +858,7 @@ static void stand_fresh(lease_election *e)
      * released by its guardian (and its candidates row deleted). */
     guard(e, true);
     list_follow(e); /* the row of the old standing goes, this one's is made */
-    if (!e->listening && reign__sqlw_notifies(e->w))
+    if (!e->listening && reign__sqlw_wakes_followers(e->w))
         e->listening = reign__sqlw_submit(e->w, REIGN__SQLW_LISTEN, e->base.name, NULL, 0, NULL,
                                           NULL, NULL) == 0;
     look(e);

@@ -105,6 +105,8 @@ struct reign__sql_dialect {
     int (*listen_fd)(const reign__sqlconn *c);
     /* Optional: reign__sql_wakes_followers().  NULL: they are. */
     bool (*wakes_followers)(const reign__sql_target *t);
+    /* Optional: reign__sql_settle(). */
+    void (*settle)(reign__sqlconn *c);
     int (*drain_notify)(reign__sqlconn *c);
     /* hint: NULL, or what changed (reign__sql_notify_hint()); a dialect may ignore it. */
     int (*notify)(reign__sqlconn *c, const char *dc, const char *name, const char *hint, char *err,

@@ -97,10 +97,6 @@ REIGN__SQL_DL_LIBRARY(maria, MARIADB_FUNCTIONS, reign__sql_mariadb_lib, "mysql:/
 
 enum { ST_READ, ST_INSERT, ST_TAKE, ST_RENEW, ST_RELEASE, ST_DEPOSE, ST_COUNT };
 
-/* How long a new leader waits for its lease's wake-up lock (seconds): its followers' waits,
- * woken by the last leader, each hold it for a moment. */
-#define LOCK_WAIT_CLAIM "0.05"
-
 /* Parameters in order of their '?': see the bind_* call of each statement below. */
 static const char *const statement_sql[ST_COUNT] = {
     [ST_READ] = "SELECT owner, owner_guid, payload, term, term_duration, duration, " MS_OF(
@@ -133,24 +129,15 @@ static const char *const statement_sql[ST_COUNT] = {
                   "data_center = ? AND lock_name = ? AND term = ? AND duration > 0",
 };
 
-/* Leases one connection holds the wake-up lock of at once (mariadb_wake.h); a leader of more
- * leads the rest without one, and their followers find them at their polls. */
-#define HELD_MAX 64
-
 typedef struct maria_conn {
     reign__sqlconn base;
     MYSQL *my;
     MYSQL_STMT *st[ST_COUNT];
     unsigned read_timeout_s;
     bool connected;
-    const reign__sql_target *target; /* for the waiters' connections: the worker's, lives on */
-    bool wake_off;                   /* wakeup=poll, or the server refused the lock */
-    reign__mywake *wake;             /* the follower's waits, made at the first listen */
-    struct {
-        char lock[64];
-        uint64_t term;
-    } held[HELD_MAX]; /* the wake-up locks held, each with the term of its lease */
-    size_t n_held;
+    const reign__sql_target *target; /* for the waits' connections: the worker's, lives on */
+    bool wake_off;                   /* wakeup=poll */
+    reign__mywake *wake;             /* the leader's locks and the followers' waits */
 } maria_conn;
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -485,6 +472,8 @@ static bool real_connect(MYSQL *my, const reign__sql_target *t)
                                     CLIENT_FOUND_ROWS) != NULL;
 }
 
+static void wake_make(maria_conn *m);
+
 static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, size_t errlen)
 {
     maria_conn *m = (maria_conn *)c;
@@ -527,6 +516,8 @@ static int my_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
                          reign__now_ns(), err, errlen);
     }
     m->connected = true;
+    if (!m->wake_off)
+        wake_make(m);
     return 0;
 }
 
@@ -776,80 +767,6 @@ static int my_ensure_schema(reign__sqlconn *c, char *err, size_t errlen)
 
 /* ---- the wake-up lock (mariadb_wake.h) ------------------------------------------------------ */
 
-static bool my_wakes_followers(const reign__sql_target *t)
-{
-    return !reign__mywake_off(t->params);
-}
-
-/* One row, one integer column, of a text statement on the leader's connection: 1 or 0, or -1
- * (NULL, or an error: a refusal turns the wake-up off, a lost connection is the next
- * statement's to find). */
-static int lock_query(maria_conn *m, const char *sql)
-{
-    m->base.statements++;
-    if (maria.mysql_real_query(m->my, sql, strlen(sql))) {
-        unsigned e = maria.mysql_errno(m->my);
-        if (!is_conn_error(e)) {
-            reign__log(m->base.log, REIGN_LOG_WARN,
-                       "%s: the server refused the wake-up lock (%u: %s); followers poll instead",
-                       m->base.store, e, maria.mysql_error(m->my));
-            m->wake_off = true;
-            reign__mywake_free(m->wake); /* its waits would be refused too */
-            m->wake = NULL;
-        }
-        return -1;
-    }
-    MYSQL_RES *res = maria.mysql_store_result(m->my);
-    MYSQL_ROW row = res ? maria.mysql_fetch_row(res) : NULL;
-    int v = row && row[0] ? atoi(row[0]) : -1;
-    if (res)
-        maria.mysql_free_result(res);
-    return v;
-}
-
-static int held_at(const maria_conn *m, const char *lock)
-{
-    for (size_t i = 0; i < m->n_held; i++)
-        if (!strcmp(m->held[i].lock, lock))
-            return (int)i;
-    return -1;
-}
-
-/* The lease (dc, name) is ours at `term`: hold its lock, waiting `wait` (seconds, text) for a
- * follower's wait to give it back.  Best effort: without it followers poll. */
-static void hold(maria_conn *m, const char *dc, const char *name, uint64_t term, const char *wait)
-{
-    char lock[64], sql[160];
-    reign__sql_channel(lock, m->base.table, dc, name);
-    int i = held_at(m, lock);
-    if (i >= 0) {
-        m->held[i].term = term;
-        return;
-    }
-    m->wake_off |= reign__mywake_refused(m->wake); /* said once: by the waits */
-    if (m->wake_off || m->n_held == HELD_MAX)
-        return;
-    snprintf(sql, sizeof sql, "SELECT %s('%s', %s)", reign__mywake_get_lock(), lock, wait);
-    if (lock_query(m, sql) == 1) {
-        memcpy(m->held[m->n_held].lock, lock, sizeof lock);
-        m->held[m->n_held++].term = term;
-    }
-}
-
-/* The lease (dc, name) is no longer ours (any term, or another than `term`): its followers
- * waiting for the lock get it. */
-static void let_go(maria_conn *m, const char *dc, const char *name, bool any, uint64_t term)
-{
-    char lock[64], sql[160];
-    reign__sql_channel(lock, m->base.table, dc, name);
-    int i = held_at(m, lock);
-    if (i < 0 || (!any && m->held[i].term == term))
-        return;
-    m->held[i] = m->held[--m->n_held];
-    snprintf(sql, sizeof sql, "SELECT RELEASE_LOCK('%s')", lock);
-    lock_query(m, sql);
-}
-
 /* For the waits' connections (mariadb_wake.h): non-blocking, with no read timeout and no
  * statement time limit, since a wait lasts minutes. */
 static MYSQL *open_waiter(void *ctx, char *err, size_t errlen)
@@ -880,30 +797,9 @@ static MYSQL *open_waiter(void *ctx, char *err, size_t errlen)
 static int my_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
 {
     maria_conn *m = (maria_conn *)c;
-    if (m->wake_off || reign__name_check(name) != 0)
-        return 0;
-    if (!m->wake) {
-        reign__mywake_io io = {
-            .query_start = maria.mysql_real_query_start,
-            .query_cont = maria.mysql_real_query_cont,
-            .store_start = maria.mysql_store_result_start,
-            .store_cont = maria.mysql_store_result_cont,
-            .fetch_row = maria.mysql_fetch_row,
-            .free_result = maria.mysql_free_result,
-            .get_socket = maria.mysql_get_socket,
-            .close = maria.mysql_close,
-            .error = maria.mysql_error,
-            .errnum = maria.mysql_errno,
-            .open = open_waiter,
-            .ctx = m,
-        };
-        if (!(m->wake = reign__mywake_new(&io, c->log, c->store)))
-            return 0; /* followers poll */
-    }
-    char lock[64], why[256] = "";
-    reign__sql_channel(lock, c->table, dc, name);
-    int rc = reign__mywake_arm(m->wake, lock, why, sizeof why);
-    if (rc < 0)
+    char why[256] = "";
+    if (m->wake && reign__name_check(name) == 0 &&
+        reign__mywake_listen(m->wake, dc, name, why, sizeof why) < 0)
         reign__log(c->log, REIGN_LOG_DEBUG, "%s: no wake-up for %s (%s): its followers poll",
                    c->store, name, why);
     return 0; /* never an error: polling is the backstop */
@@ -917,6 +813,35 @@ static int my_listen_fd(const reign__sqlconn *c)
 static int my_drain_notify(reign__sqlconn *c)
 {
     return reign__mywake_drain(((maria_conn *)c)->wake);
+}
+
+static bool my_wakes_followers(const reign__sql_target *t)
+{
+    return !reign__mywake_off(t->params);
+}
+
+/* The leader's locks and the followers' waits of this connection; without them (out of
+ * memory), followers poll. */
+static void wake_make(maria_conn *m)
+{
+    reign__sqlconn *c = &m->base;
+    reign__mywake_io io = {
+        .query = maria.mysql_real_query,
+        .store = maria.mysql_store_result,
+        .query_start = maria.mysql_real_query_start,
+        .query_cont = maria.mysql_real_query_cont,
+        .store_start = maria.mysql_store_result_start,
+        .store_cont = maria.mysql_store_result_cont,
+        .fetch_row = maria.mysql_fetch_row,
+        .free_result = maria.mysql_free_result,
+        .get_socket = maria.mysql_get_socket,
+        .close = maria.mysql_close,
+        .error = maria.mysql_error,
+        .errnum = maria.mysql_errno,
+        .open = open_waiter,
+        .ctx = m,
+    };
+    m->wake = reign__mywake_new(&io, m->my, c->table, &c->statements, c->log, c->store);
 }
 
 /* ---- the lease ------------------------------------------------------------------------------ */
@@ -1015,8 +940,8 @@ static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
                    char *err, size_t errlen)
 {
     int rc = read_row(c, dc, name, out, err, errlen);
-    if (rc == 0 && ((maria_conn *)c)->n_held)
-        let_go((maria_conn *)c, dc, name, !out->exists, out->term);
+    if (rc == 0)
+        reign__mywake_let_go(((maria_conn *)c)->wake, dc, name, !out->exists, out->term);
     return rc;
 }
 
@@ -1034,7 +959,7 @@ static int my_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err,
     bind_int(&b[5], &duration, false);
     int rc = exec_write((maria_conn *)c, ST_INSERT, b, "insert", err, errlen);
     if (rc > 0)
-        hold((maria_conn *)c, cl->dc, cl->name, 1, LOCK_WAIT_CLAIM);
+        reign__mywake_won(((maria_conn *)c)->wake, cl->dc, cl->name, 1);
     return rc < 0 ? rc : rc > 0;
 }
 
@@ -1058,7 +983,7 @@ static int my_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t exp
     bind_int(&b[9], &released, false);
     int rc = exec_write((maria_conn *)c, ST_TAKE, b, "take", err, errlen);
     if (rc > 0)
-        hold((maria_conn *)c, cl->dc, cl->name, expected_term + 1, LOCK_WAIT_CLAIM);
+        reign__mywake_won(((maria_conn *)c)->wake, cl->dc, cl->name, expected_term + 1);
     return rc < 0 ? rc : rc > 0;
 }
 
@@ -1086,9 +1011,9 @@ static int my_renew(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t te
 {
     int rc = owner_write(c, ST_RENEW, cl, term, "renew", err, errlen);
     if (rc > 0)
-        hold((maria_conn *)c, cl->dc, cl->name, term, "0");
+        reign__mywake_hold(((maria_conn *)c)->wake, cl->dc, cl->name, term, "0");
     else if (rc == 0)
-        let_go((maria_conn *)c, cl->dc, cl->name, true, 0);
+        reign__mywake_let_go(((maria_conn *)c)->wake, cl->dc, cl->name, true, 0);
     return rc;
 }
 
@@ -1097,7 +1022,7 @@ static int my_release(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t 
 {
     int rc = owner_write(c, ST_RELEASE, cl, term, "release", err, errlen);
     if (rc >= 0) /* after the row: woken, the followers find it released */
-        let_go((maria_conn *)c, cl->dc, cl->name, true, 0);
+        reign__mywake_let_go(((maria_conn *)c)->wake, cl->dc, cl->name, true, 0);
     return rc;
 }
 
@@ -1122,6 +1047,13 @@ static int my_notify(reign__sqlconn *c, const char *dc, const char *name, const 
                      char *err, size_t errlen)
 {
     return 0;
+}
+
+/* Once the winner of a lease has its answer: its lock. */
+static void my_settle(reign__sqlconn *c)
+{
+    if (!c->broken)
+        reign__mywake_settle(((maria_conn *)c)->wake);
 }
 
 /* ---- other statements ------------------------------------------------------------------------ */
@@ -1278,6 +1210,7 @@ const reign__sql_dialect reign__sql_mariadb = {
     .listen = my_listen,
     .listen_fd = my_listen_fd,
     .wakes_followers = my_wakes_followers,
+    .settle = my_settle,
     .drain_notify = my_drain_notify,
     .notify = my_notify,
     .query = my_query,

@@ -12,9 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <errmsg.h>
+#include <mysqld_error.h>
 
-#include "sql.h"
+#include "dialect.h"
 
 /* The sleeps when no one holds the lock: from the first, doubled each time, up to the last;
  * after a holder let go, those up to TELL_MS tell. */
@@ -41,10 +41,22 @@ typedef struct waiter {
 
 struct reign__mywake {
     reign__mywake_io io;
+    MYSQL *my; /* the leader's connection */
+    const char *table;
+    uint64_t *statements;
     const reign__logger *log;
     const char *store;
-    int epfd;
-    bool refused; /* the server refused a lock: nothing waits any more */
+    bool refused; /* the server refused a lock (said once): no lock, no wait any more */
+    struct {
+        char lock[64];
+        uint64_t term;
+    } held[REIGN__MYWAKE_HELD_MAX]; /* the locks held, each with the term of its lease */
+    size_t n_held;
+    struct {
+        char dc[256], name[REIGN_NAME_MAX + 1];
+        uint64_t term; /* 0: none */
+    } won;             /* a lease just won, whose lock settle() takes */
+    int epfd;          /* of the waits' sockets; -1 until the first */
     waiter v[REIGN__MYWAKE_MAX];
     size_t n;
 };
@@ -67,20 +79,19 @@ const char *reign__mywake_get_lock(void)
     return refuse && !strcmp(refuse, "1") ? "REIGN_TEST_NO_GET_LOCK" : "GET_LOCK";
 }
 
-reign__mywake *reign__mywake_new(const reign__mywake_io *io, const reign__logger *log,
-                                 const char *store)
+reign__mywake *reign__mywake_new(const reign__mywake_io *io, MYSQL *my, const char *table,
+                                 uint64_t *statements, const reign__logger *log, const char *store)
 {
     reign__mywake *w = reign__calloc(1, sizeof *w);
     if (!w)
         return NULL;
-    w->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (w->epfd < 0) {
-        reign__free(w);
-        return NULL;
-    }
     w->io = *io;
+    w->my = my;
+    w->table = table;
+    w->statements = statements;
     w->log = log;
     w->store = store;
+    w->epfd = -1;
     return w;
 }
 
@@ -106,9 +117,116 @@ void reign__mywake_free(reign__mywake *w)
         return;
     for (size_t i = 0; i < w->n; i++)
         drop(w, &w->v[i]);
-    close(w->epfd);
+    if (w->epfd >= 0)
+        close(w->epfd);
     reign__free(w);
 }
+
+/* The server refused a lock, error e: said once; no lock is taken and nothing waits from now
+ * on. */
+static void refuse(reign__mywake *w, unsigned e, const char *msg)
+{
+    reign__log(w->log, REIGN_LOG_WARN,
+               "%s: the server refused the wake-up lock (%u: %s); followers poll instead", w->store,
+               e, msg);
+    w->refused = true;
+    for (size_t i = 0; i < w->n; i++)
+        drop(w, &w->v[i]);
+    w->n = 0;
+}
+
+/* ---- the leader's locks -------------------------------------------------------------------- */
+
+/* How long a new leader waits for its lease's lock (seconds): its followers' waits, woken by the
+ * last leader, each hold it for a moment. */
+#define WAIT_CLAIM "0.05"
+
+/* One row, one integer column, of a text statement on the leader's connection: 1 or 0, or -1
+ * (NULL, or an error: a refusal ends the wake-ups, a lost connection is the next statement's
+ * to find). */
+static int lock_query(reign__mywake *w, const char *sql)
+{
+    (*w->statements)++;
+    if (w->io.query(w->my, sql, strlen(sql))) {
+        unsigned e = w->io.errnum(w->my);
+        if (reign__mywake_refusal(e))
+            refuse(w, e, w->io.error(w->my));
+        return -1;
+    }
+    MYSQL_RES *res = w->io.store(w->my);
+    MYSQL_ROW row = res ? w->io.fetch_row(res) : NULL;
+    int v = row && row[0] ? atoi(row[0]) : -1;
+    if (res)
+        w->io.free_result(res);
+    return v;
+}
+
+static int held_at(const reign__mywake *w, const char *lock)
+{
+    for (size_t i = 0; i < w->n_held; i++)
+        if (!strcmp(w->held[i].lock, lock))
+            return (int)i;
+    return -1;
+}
+
+void reign__mywake_hold(reign__mywake *w, const char *dc, const char *name, uint64_t term,
+                        const char *wait)
+{
+    char lock[64], sql[160];
+    if (!w)
+        return;
+    reign__sql_channel(lock, w->table, dc, name);
+    int i = held_at(w, lock);
+    if (i >= 0) {
+        w->held[i].term = term;
+        return;
+    }
+    if (w->refused || w->n_held == REIGN__MYWAKE_HELD_MAX)
+        return;
+    snprintf(sql, sizeof sql, "SELECT %s('%s', %s)", reign__mywake_get_lock(), lock, wait);
+    int64_t t0 = reign__now_ns();
+    int got = lock_query(w, sql);
+    reign__log(w->log, REIGN_LOG_DEBUG, "wake-up lock %s: %s in %.1f ms", lock,
+               got == 1 ? "taken" : "held elsewhere", (double)(reign__now_ns() - t0) / 1e6);
+    if (got == 1) {
+        memcpy(w->held[w->n_held].lock, lock, sizeof lock);
+        w->held[w->n_held++].term = term;
+    }
+}
+
+void reign__mywake_won(reign__mywake *w, const char *dc, const char *name, uint64_t term)
+{
+    if (!w || strlen(dc) >= sizeof w->won.dc || strlen(name) >= sizeof w->won.name)
+        return; /* longer than any lease's: no lock, the followers poll */
+    memcpy(w->won.dc, dc, strlen(dc) + 1);
+    memcpy(w->won.name, name, strlen(name) + 1);
+    w->won.term = term;
+}
+
+void reign__mywake_settle(reign__mywake *w)
+{
+    if (!w || !w->won.term)
+        return;
+    reign__mywake_hold(w, w->won.dc, w->won.name, w->won.term, WAIT_CLAIM);
+    w->won.term = 0;
+}
+
+void reign__mywake_let_go(reign__mywake *w, const char *dc, const char *name, bool any,
+                          uint64_t term)
+{
+    char lock[64], sql[160];
+    if (!w || !w->n_held)
+        return;
+    reign__sql_channel(lock, w->table, dc, name);
+    int i = held_at(w, lock);
+    if (i < 0 || (!any && w->held[i].term == term))
+        return;
+    w->held[i] = w->held[--w->n_held];
+    snprintf(sql, sizeof sql, "SELECT RELEASE_LOCK('%s')", lock);
+    lock_query(w, sql);
+}
+
+/* ---- the followers' waits ------------------------------------------------------------------ */
 
 static uint32_t events_of(int status)
 {
@@ -130,30 +248,25 @@ static void watch(reign__mywake *w, waiter *x)
     epoll_ctl(w->epfd, EPOLL_CTL_MOD, x->fd, &ev);
 }
 
-static bool is_conn_error(unsigned e)
+bool reign__mywake_refusal(unsigned e)
 {
-    return e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_CONNECTION_ERROR ||
-           e == CR_CONN_HOST_ERROR || e == CR_SERVER_LOST_EXTENDED || e == 0;
+    /* The server's own errors (1000-1999; the client's are 2000 and up, and 0 is none). */
+    return e >= 1000 && e < 2000 && e != ER_SERVER_SHUTDOWN && e != ER_CONNECTION_KILLED &&
+           e != ER_QUERY_INTERRUPTED && e != ER_STATEMENT_TIMEOUT && e != ER_LOCK_DEADLOCK;
 }
 
-/* A statement failed: a lost connection is opened again later; anything else is the server
- * refusing the lock (Galera, a proxy), and ends every wait. */
+/* A statement failed: the server refusing the lock (Galera) ends every wait; anything else (a
+ * lost connection, a wait killed) has the wait's connection opened again a second later. */
 static void failed(reign__mywake *w, waiter *x)
 {
     unsigned e = w->io.errnum(x->my);
-    if (is_conn_error(e)) {
+    if (!reign__mywake_refusal(e)) {
         reign__log(w->log, REIGN_LOG_DEBUG, "%s: wake-up wait on %s lost its connection: %s",
                    w->store, x->lock, w->io.error(x->my));
         drop(w, x);
         return;
     }
-    reign__log(w->log, REIGN_LOG_WARN,
-               "%s: the server refused the wake-up lock (%u: %s); followers poll instead", w->store,
-               e, w->io.error(x->my));
-    w->refused = true;
-    for (size_t i = 0; i < w->n; i++)
-        drop(w, &w->v[i]);
-    w->n = 0;
+    refuse(w, e, w->io.error(x->my));
 }
 
 /* Sends the waiter's statement; false if it failed at once (handled). */
@@ -203,8 +316,17 @@ static bool open_waiter(reign__mywake *w, waiter *x, char *err, size_t errlen)
     return send_wait(w, x);
 }
 
-int reign__mywake_arm(reign__mywake *w, const char *lock, char *err, size_t errlen)
+int reign__mywake_listen(reign__mywake *w, const char *dc, const char *name, char *err,
+                         size_t errlen)
 {
+    char lock[64];
+    if (!w)
+        return 0;
+    reign__sql_channel(lock, w->table, dc, name);
+    if (w->epfd < 0 && (w->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0) {
+        snprintf(err, errlen, "epoll: %s", strerror(errno));
+        return REIGN_EBACKEND;
+    }
     if (w->refused) {
         snprintf(err, errlen, "the server refused the wake-up lock");
         return REIGN_EBACKEND;
@@ -216,19 +338,12 @@ int reign__mywake_arm(reign__mywake *w, const char *lock, char *err, size_t errl
         snprintf(err, errlen, "already waiting on %d locks", REIGN__MYWAKE_MAX);
         return REIGN_EBUSY;
     }
-    if (strlen(lock) >= sizeof w->v[0].lock)
-        return REIGN_EINVAL;
     waiter *x = &w->v[w->n++];
     memset(x, 0, sizeof *x);
     memcpy(x->lock, lock, strlen(lock) + 1);
     if (!open_waiter(w, x, err, errlen) && !w->refused)
         return x->my ? 0 : REIGN_ECONNLOSS; /* opened again later */
     return w->refused ? REIGN_EBACKEND : 0;
-}
-
-bool reign__mywake_refused(const reign__mywake *w)
-{
-    return w && w->refused;
 }
 
 int reign__mywake_fd(const reign__mywake *w)

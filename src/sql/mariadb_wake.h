@@ -2,12 +2,13 @@
  * mariadb_wake.h - MariaDB's followers woken when a leader lets go of its lease.
  *
  * MariaDB has no LISTEN/NOTIFY.  What it has is the named lock of a session, GET_LOCK(): held
- * until its session releases it or ends.  So a leader holds a lock named after its lease for as
- * long as it leads (mariadb.c: taken after a claim, let go after a release, a lost renewal, or
- * a read that shows the row is no longer its own), and a follower waits for that lock on a
- * connection of its own.  When the leader releases the row, or its process dies and the
- * server ends its session, the waiter gets the lock, gives it back in the same statement, and
- * the follower reads the row at once instead of at its next poll.
+ * until its session releases it or ends.  So a leader holds a lock named after its lease
+ * (reign__sql_channel()) for as long as it leads (taken once its claim's answer is back, or
+ * at a renewal if it could not be then; let go after its release, a refused renewal, or a read
+ * that shows another term), and a follower waits for that lock on a connection of its own.  When
+ * the leader releases the row, or its process dies and the server ends its session, the waiter gets
+ * the lock, gives it back in the same statement, and the follower reads the row at once instead of
+ * at its next poll.
  *
  * A wake-up only: the lease row decides who leads, followers still poll every period, and a
  * lock that nobody holds, that a stopped process holds for ever, or that the server refuses
@@ -38,10 +39,15 @@
 
 /* Leases one connection waits on at once; a follower of more polls for the rest. */
 #define REIGN__MYWAKE_MAX 8
+/* Leases one connection holds the lock of at once; a leader of more leads the rest without
+ * one, and their followers find them at their polls. */
+#define REIGN__MYWAKE_HELD_MAX 64
 
-/* What the waiters call: Connector/C's functions (mariadb.c loads the library), and a way to
- * open a connection with MYSQL_OPT_NONBLOCK set. */
+/* What the locks and waits call: Connector/C's functions (mariadb.c loads the library), and a
+ * way to open a connection for waits, with MYSQL_OPT_NONBLOCK set. */
 typedef struct reign__mywake_io {
+    __typeof__(mysql_real_query) *query;
+    __typeof__(mysql_store_result) *store;
     __typeof__(mysql_real_query_start) *query_start;
     __typeof__(mysql_real_query_cont) *query_cont;
     __typeof__(mysql_store_result_start) *store_start;
@@ -67,18 +73,38 @@ bool reign__mywake_off(const char *params);
  * refuses them both, as Galera refuses GET_LOCK. */
 const char *reign__mywake_get_lock(void);
 
-/* NULL: out of memory (or no epoll descriptor). */
-reign__mywake *reign__mywake_new(const reign__mywake_io *io, const reign__logger *log,
-                                 const char *store);
+/* Whether error e of a statement that takes or waits for a lock is the server refusing the
+ * lock (then it always will: Galera's "not supported", a function it lacks), rather than the
+ * connection's or the statement's trouble (lost, killed, interrupted, a deadlock). */
+bool reign__mywake_refusal(unsigned e);
+
+/*
+ * The locks of the leases claimed on connection `my` (blocking; its table's name, its count
+ * of statements), and the waits of its followers.  NULL: out of memory.  Every function below
+ * takes NULL as "nothing to do".
+ */
+reign__mywake *reign__mywake_new(const reign__mywake_io *io, MYSQL *my, const char *table,
+                                 uint64_t *statements, const reign__logger *log, const char *store);
 void reign__mywake_free(reign__mywake *w);
 
-/* Waits for `lock` (a name of [A-Za-z0-9_], under 64 characters) from now on.  0, or
- * REIGN_EBUSY (REIGN__MYWAKE_MAX waits already), REIGN_EBACKEND (the server refused the lock
- * before: nothing waits any more), or a connection's error (err says it). */
-int reign__mywake_arm(reign__mywake *w, const char *lock, char *err, size_t errlen);
+/* The leader's side, on `my`.  won(): a claim of (dc, name) won `term`; settle() takes its
+ * lock, once the claim's answer is back with its caller (taking it may wait a moment for the
+ * followers' waits to give it back).  hold(): the lease is ours at `term`: its lock, waiting
+ * `wait` seconds (text) for it.  let_go(): the lease is no longer ours (any: whatever the
+ * term; else unless it still is at `term`): its lock goes.  None fails: without a lock the
+ * followers poll. */
+void reign__mywake_won(reign__mywake *w, const char *dc, const char *name, uint64_t term);
+void reign__mywake_settle(reign__mywake *w);
+void reign__mywake_hold(reign__mywake *w, const char *dc, const char *name, uint64_t term,
+                        const char *wait);
+void reign__mywake_let_go(reign__mywake *w, const char *dc, const char *name, bool any,
+                          uint64_t term);
 
-/* Whether the server refused the lock to a wait (then nothing waits any more). */
-bool reign__mywake_refused(const reign__mywake *w);
+/* The followers' side: waits for the lock of (dc, name) from now on.  0, or REIGN_EBUSY
+ * (REIGN__MYWAKE_MAX waits already), REIGN_EBACKEND (the server refused the lock: nothing
+ * waits any more), or a connection's error (err says it). */
+int reign__mywake_listen(reign__mywake *w, const char *dc, const char *name, char *err,
+                         size_t errlen);
 
 /* Readable when a wait has news; -1 while nothing waits. */
 int reign__mywake_fd(const reign__mywake *w);

@@ -196,6 +196,12 @@ bool reign__sql_wakes_followers(const reign__sql_target *t)
     return d && (!d->wakes_followers || d->wakes_followers(t));
 }
 
+void reign__sql_settle(reign__sqlconn *c)
+{
+    if (c && c->d->settle)
+        c->d->settle(c);
+}
+
 int reign__sql_connect(reign__sqlconn **ret, const reign__sql_target *t, char *err, size_t errlen)
 {
     if (err && errlen)

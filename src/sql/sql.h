@@ -294,6 +294,10 @@ int reign__sql_drain_notify(reign__sqlconn *c);
  * MariaDB: unless its URI says wakeup=poll).  Its other watchers are woken only where
  * reign__sqlw_notifies() says so. */
 bool reign__sql_wakes_followers(const reign__sql_target *t);
+/* What a connection defers until a statement's answer has gone back to its caller (MariaDB: the
+ * wake-up lock of a lease just won, which may wait a moment).  The worker calls it after each
+ * answer; any caller may. */
+void reign__sql_settle(reign__sqlconn *c);
 /*
  * What the drains heard since the last take, for readers that can narrow what they read by it:
  * the names notified on this connection's channels, each as its writer sent it, "name" or

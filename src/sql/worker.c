@@ -427,6 +427,7 @@ static void execute(reign__sqlw *w, item *it)
     if (won && w->conn)
         notify(w, won);
     reign__free(won);
+    reign__sql_settle(w->conn);
 }
 
 /* Runs a batch (the items linked by next, all of one batch fn) as one call. */
@@ -475,6 +476,7 @@ static void execute_batch(reign__sqlw *w, item *first)
     }
     if (changed)
         post_changed(w);
+    reign__sql_settle(w->conn);
 }
 
 /* How long events after a first one count as the same change. */

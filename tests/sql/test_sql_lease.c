@@ -1166,6 +1166,7 @@ static void test_wake(const backend *b, const char *table, reign__sqlconn *write
 
     reign__lease_claim cl = claim(name, "grace", "guid-wake-1", LONG_MS);
     CHECK_RC(reign__sql_lease_insert(writer, &cl, err, sizeof err), 1);
+    reign__sql_settle(writer); /* the lock is taken once the claim's answer is back */
     await_waiter(writer, listener, table, name);
     CHECK_RC(reign__sql_lease_renew(writer, &cl, 1, err, sizeof err), 1);
     expect_wake(listener, false, 300);
@@ -1182,6 +1183,7 @@ static void test_wake(const backend *b, const char *table, reign__sqlconn *write
     uint64_t term = 0;
     CHECK_RC(reign__sql_lease_take(other, &cl, 1, &term, err, sizeof err), 1);
     CHECK(term == 2);
+    reign__sql_settle(other);
     cl.take_released = false;
     await_waiter(writer, listener, table, name);
     expect_wake(listener, false, 200);
@@ -1193,6 +1195,7 @@ static void test_wake(const backend *b, const char *table, reign__sqlconn *write
     cl.owner_guid = "guid-wake-3";
     CHECK_RC(reign__sql_lease_take(writer, &cl, 2, &term, err, sizeof err), 1);
     CHECK(term == 3);
+    reign__sql_settle(writer);
     await_waiter(writer, listener, table, name);
     reign__sqlconn *third = connect_ok(&t);
     CHECK_RC(reign__sql_lease_depose(third, "dc1", name, 3, err, sizeof err), 1);

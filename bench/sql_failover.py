@@ -10,8 +10,11 @@ processes in one election and measures:
              (MariaDB `Questions`, PostgreSQL `xact_commit`) on a server used by nothing else
   graceful   SIGTERM to the leader until another candidate's `elected` line; and the library's
              part, the old leader's `demoted` time to the new leader's `elected` time
-  crash      SIGKILL to the leader until another candidate's `elected` line, with the default
-             lease and with a short one (separate candidates), against lease + one poll period
+  crash      SIGKILL to the leader until another candidate's `elected` line: with the default
+             lease and the candidates' guardians (the default: the guardian releases the dead
+             leader's lease at once), and with a short lease and no guardian
+             (REIGN_GUARDIAN=off: a dead host's case, taken over after the lease), against
+             lease + one poll period
   memory     resident memory of a `reign campaign` process
 
 and, as the reference point, reign on ZooKeeper in the same run, through bench/failover.py's
@@ -48,7 +51,8 @@ BACKENDS = ("sqlite", "mariadb", "postgres")
 LABEL = {"sqlite": "SQLite", "mariadb": "MariaDB", "postgres": "PostgreSQL",
          "zk": "ZooKeeper (reference)"}
 SCRIPT = {"mariadb": "mariadb.sh", "postgres": "pg.sh"}
-NOTIFIES = ("sqlite", "postgres")  # followers are told of a release (inotify, LISTEN/NOTIFY)
+# Followers are told of a release: inotify, LISTEN/NOTIFY, MariaDB's wake-up lock.
+NOTIFIES = ("sqlite", "postgres", "mariadb")
 
 SQL_RE = re.compile(r"\bsql: (read|insert|take|renew|release|depose|listen) (\S+) "
                     r"term=(\d+) -> (-?\d+) \(([\d.]+) ms\)")
@@ -136,10 +140,11 @@ class SqlFleet(bl.Fleet):
     what differs is how a candidate is known to stand (its READY log line, not a ZooKeeper
     node) and that every candidate's SQL statements are recorded from its debug log."""
 
-    def __init__(self, args, store, uri, n, label, workdir):
+    def __init__(self, args, store, uri, n, label, workdir, env=None):
         # Not Fleet.__init__: there is no ZooKeeper here; these are the fields Fleet's own
         # methods use.
         self.args, self.store, self.uri, self.n, self.label = args, store, uri, n, label
+        self.env = env  # the candidates' whole environment (None: this process's)
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.election = "bench-%s-%d-%s-%d" % (store.kind, n, label, os.getpid())
@@ -161,7 +166,8 @@ class SqlFleet(bl.Fleet):
         self.stmts[cid] = []
         argv = [self.args.reign, "--uri", self.uri, "--log-level", "debug", "campaign",
                 self.election, "--id", cid]
-        c = bl.Candidate(self, cid, argv, self.workdir / (cid + ".err"), self.on_err_line)
+        c = bl.Candidate(self, cid, argv, self.workdir / (cid + ".err"), self.on_err_line,
+                         env=self.env)
         self.cands.append(c)
         return c
 
@@ -286,12 +292,12 @@ def smaps_by_file(pid):
 
 def settle(fleet, rng, args):
     """Everyone standing, then a pause of random length, so that a kill falls at no fixed point
-    of the followers' timers.  Where followers learn of a release only by polling (MariaDB),
-    the pause spans a whole poll period: a trial takes about that long, so a shorter pause
-    would kill at much the same point of their polls every time."""
+    of the followers' timers.  Where followers learn of a release only by polling (MariaDB with
+    wakeup=poll), the pause spans a whole poll period: a trial takes about that long, so a
+    shorter pause would kill at much the same point of their polls every time."""
     fleet.wait_settled()
     spread = args.settle_s
-    if fleet.store.kind not in NOTIFIES:
+    if fleet.store.kind not in NOTIFIES or "wakeup=poll" in fleet.uri:
         spread = fleet.settings["poll_ms"] / 1000.0
     time.sleep(args.settle_s + rng.uniform(0, spread))
     fleet.drain()
@@ -375,10 +381,10 @@ def op_latencies(fleet):
             for op, v in by.items()}
 
 
-def run_fleet(store, n, label, params, plan, args, workdir, res, rng):
+def run_fleet(store, n, label, params, plan, args, workdir, res, rng, env=None):
     """One fleet: start, then the phases in plan: ("rest",), ("graceful", k), ("crash", k)."""
     fleet = SqlFleet(args, store, store.uri("%d-%s" % (n, label), params), n, label,
-                     workdir / ("%s-%d-%s" % (store.kind, n, label)))
+                     workdir / ("%s-%d-%s" % (store.kind, n, label)), env)
     ph = {"params": params}
     res["fleets"][label] = ph
     try:
@@ -444,7 +450,8 @@ def run_backend(kind, args, workdir, rng):
                       args, workdir, res, rng)
             if args.crash_short:
                 run_fleet(store, n, "short", {"lease_ms": args.short_lease},
-                          [("crash", args.crash_short)], args, workdir, res, rng)
+                          [("crash", args.crash_short)], args, workdir, res, rng,
+                          env=dict(os.environ, REIGN_GUARDIAN="off"))
     finally:
         store.stop()
     return {"version": store.version, "counter_overhead": store.counter_overhead}, results
@@ -585,8 +592,9 @@ def render(run):
     w("Lease settings, as the candidates reported them: default lease %s ms (renew every %s ms, "
       "followers poll every %s ms); short lease `lease_ms=%s` (renew %s ms, poll %s ms, the "
       "defaults that follow from it).  Trials per set of candidates: %d graceful (after %d "
-      "discarded warm-up trials) and %d crash with the default lease; %d crash with the short "
-      "lease; %.0f s at rest.  Candidates started within %s poll period(s) of each other.  "
+      "discarded warm-up trials) and %d crash with the default lease, the candidates' guardians "
+      "on (the default); %d crash with the short lease and no guardians (`REIGN_GUARDIAN=off`); "
+      "%.0f s at rest.  Candidates started within %s poll period(s) of each other.  "
       "ZooKeeper: the same graceful trials with 30 s sessions, %d crash trials with %d ms "
       "sessions." % (
           s0.get("lease_ms", "?"), s0.get("renew_ms", "?"), s0.get("poll_ms", "?"),
@@ -609,16 +617,21 @@ def render(run):
     for b in backends:
         for n in counts:
             p50 = get(b, n, "graceful_default", "handoff", "p50")
-            poll = settings(b, n, "default").get("poll_ms")
-            if b == "mariadb":
-                lim, text = poll, "graceful hand-off p50 <= one poll period (%s ms)" % fmt(poll)
-            else:
-                lim, text = 10, "graceful hand-off p50 <= 10 ms"
-            ok = None if p50 is None or lim is None else p50 <= lim
+            lim, text = 10, "graceful hand-off p50 <= 10 ms"
+            ok = None if p50 is None else p50 <= lim
             w("| %s | %s | %d | p50 %s ms (SIGTERM to elected: p50 %s ms) | %s |" % (
                 text, LABEL[b], n, fmt(p50),
                 fmt(get(b, n, "graceful_default", "latency", "p50")), yes(ok)))
-    for label in ("default", "short"):
+    for b in backends:
+        for n in counts:
+            p50 = get(b, n, "crash_default", "latency", "p50")
+            if p50 is not None:
+                w("| crash takeover, guardian, p50 <= 10 ms | %s | %d | p50 %s ms, p99 %s ms, "
+                  "max %s ms | %s |" % (LABEL[b], n, fmt(p50),
+                                        fmt(get(b, n, "crash_default", "latency", "p99")),
+                                        fmt(get(b, n, "crash_default", "latency", "max")),
+                                        yes(p50 <= 10)))
+    for label in ("short",):
         for b in backends:
             for n in counts:
                 st = settings(b, n, label)
@@ -628,8 +641,8 @@ def render(run):
                 if not st or p50 is None:
                     continue
                 lim = st["lease_ms"] + st["poll_ms"]
-                w("| crash takeover <= lease + one poll (%d + %d ms) | %s | %d | p50 %s ms, max "
-                  "%s ms | %s |" % (st["lease_ms"], st["poll_ms"], LABEL[b], n, fmt(p50, 0),
+                w("| crash takeover, no guardian, <= lease + one poll (%d + %d ms) | %s | %d | "
+                  "p50 %s ms, max %s ms | %s |" % (st["lease_ms"], st["poll_ms"], LABEL[b], n, fmt(p50, 0),
                                     fmt(mx, 0), yes(mx <= lim) if p50 <= lim else yes(False)))
     for b in backends:
         for n in counts:
@@ -645,7 +658,8 @@ def render(run):
                           (r["follower_per_s_median"] or 0) * st["poll_ms"] / 1000.0,
                           yes(lead <= 1.02 and fol <= 1.02)))
     w("")
-    w("Crash takeover is met when the median and the maximum are within the bound.  At rest, "
+    w("Crash takeover without a guardian is met when the median and the maximum are within the "
+      "bound.  At rest, "
       "each candidate's rate is its statements in the window from its first to its last, "
       "(k - 1) / span, times the period; up to 2% over one is taken as one (timers fire a "
       "little late, never early).")
@@ -702,14 +716,16 @@ def render(run):
     w("")
     w("### Crash takeover")
     w("")
-    w("Milliseconds from SIGKILL to the leader until another candidate's `elected` line: "
-      "p50 / max, then the bound lease + one poll period.  The last column is the new leader's "
-      "`elected` stamp minus (the moment the harness read the dead leader's last successful "
-      "renewal + the lease), p50: roughly how long after the lease ran out the takeover came "
-      "(a little more than that, as the renewal ran before its log line was read).")
+    w("Milliseconds from SIGKILL to the leader until another candidate's `elected` line.  With "
+      "the guardians (the default; default lease): p50 / p90 / p99, the dead leader's guardian "
+      "releasing its lease.  Without them (`REIGN_GUARDIAN=off`, a dead host's case; short "
+      "lease): p50 / max, the bound lease + one poll period, and the new leader's `elected` "
+      "stamp minus (the moment the harness read the dead leader's last successful renewal + the "
+      "lease), p50: roughly how long after the lease ran out the takeover came (a little more "
+      "than that, as the renewal ran before its log line was read).")
     for label in ("default", "short"):
         key = "crash_" + label
-        header("%s lease" % label)
+        header("guardian, default lease" if label == "default" else "no guardian, short lease")
         for b in backends:
             cells = []
             for n in counts:
@@ -717,10 +733,14 @@ def render(run):
                 p50 = get(b, n, key, "latency", "p50")
                 if p50 is None or not st:
                     cells.append("not run")
-                    continue
-                cells.append("%s / %s (bound %d); +%s after the lease" % (
-                    fmt(p50, 0), fmt(get(b, n, key, "latency", "max"), 0),
-                    st["lease_ms"] + st["poll_ms"], fmt(get(b, n, key, "after_lease", "p50"), 0)))
+                elif label == "default":
+                    cells.append(" / ".join(fmt(get(b, n, key, "latency", p))
+                                            for p in ("p50", "p90", "p99")))
+                else:
+                    cells.append("%s / %s (bound %d); +%s after the lease" % (
+                        fmt(p50, 0), fmt(get(b, n, key, "latency", "max"), 0),
+                        st["lease_ms"] + st["poll_ms"],
+                        fmt(get(b, n, key, "after_lease", "p50"), 0)))
             w("| %s | %s |" % (LABEL[b], " | ".join(cells)))
         if label == "short" and zk:
             w("| %s, %d ms sessions | %s |" % (LABEL["zk"], a["short_lease"], " | ".join(
@@ -914,22 +934,19 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget, old):
                      "the library (coalesce change notices over a few milliseconds, or let a "
                      "follower that has just read a live lease ignore changes for a moment).")
         out.append(text)
-    for n in counts:
-        p50 = get("mariadb", n, "graceful_default", "handoff", "p50")
-        poll = settings("mariadb", n, "default").get("poll_ms")
-        if p50 is not None and poll:
-            out.append(
-                "MariaDB's graceful hand-off is bounded by polling (MariaDB has no notification): "
-                "with %d candidates the first of %d followers to poll after the release takes "
-                "over, p50 %.0f ms for a %d ms poll period (p90 %.0f ms)." % (
-                    n, n - 1, p50, poll, get("mariadb", n, "graceful_default", "handoff", "p90")))
-    if any(get("mariadb", n, "graceful_default", "handoff", "p50") is not None for n in counts):
+    mg = [(n, get("mariadb", n, "graceful_default", "handoff", "p50"),
+           get("mariadb", n, "crash_default", "latency", "p50")) for n in counts]
+    mg = [x for x in mg if x[1] is not None]
+    if mg:
         out.append(
-            "MariaDB followers' first poll of a standing comes at a random point of the "
-            "period, so candidates started together do not poll together from then on (before "
-            "that, with all 20 started at once, an earlier run of this harness measured p50 537 "
-            "ms and every poll was a burst of 19 reads at the server; `--start-spread 0` "
-            "starts them together).")
+            "MariaDB has no notification; its followers wait for the named lock their leader "
+            "holds (`GET_LOCK`, docs/sql-leases.md) and are woken when the leader gives it "
+            "back after its release, or when the server ends a killed leader's session: "
+            "graceful hand-off p50 %s ms, crash takeover with the guardian p50 %s ms (at %s "
+            "candidates), where a follower's next poll (up to one poll period) was the bound "
+            "before (p50 96 to 794 ms on the graceful hand-off, 2 s poll period)." % (
+                "/".join(fmt(x[1]) for x in mg), "/".join(fmt(x[2]) for x in mg),
+                "/".join(str(x[0]) for x in mg)))
     n = counts[-1]
     herd = []
     for b in backends:
@@ -938,13 +955,11 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget, old):
             herd.append("%s %.0f (%s)" % (LABEL[b], g["statements"], ", ".join(
                 "%.1f %ss" % (v, op) for op, v in sorted(g["ops_mean"].items()))))
     if herd and n > 3:
-        out.append("A release wakes every follower where the store notifies (SQLite, "
-                   "PostgreSQL): each reads (PostgreSQL: tries to take the lease it saw at once), "
-                   "those that see the lease expired race to take it, the losers read again.  Statements per graceful failover with %d candidates, "
-                   "median (mean per kind): %s.  On MariaDB the followers' polls are spread, so "
-                   "the first to poll takes over alone." % (n, "; ".join(herd)))
-    lag = [get(b, n, key, "after_lease", "p50") for b in backends for n in counts
-           for key in ("crash_default", "crash_short")]
+        out.append("A release wakes every follower: each reads (PostgreSQL and MariaDB: tries "
+                   "to take the lease it saw at once), those that see the lease expired race to "
+                   "take it, the losers read again.  Statements per graceful failover with %d "
+                   "candidates, median (mean per kind): %s." % (n, "; ".join(herd)))
+    lag = [get(b, n, "crash_short", "after_lease", "p50") for b in backends for n in counts]
     lag = [x for x in lag if x is not None]
     if lag:
         out.append("Crash takeover comes a few milliseconds after the dead leader's lease runs "
@@ -1004,15 +1019,15 @@ candidate's first poll over the period)
 (MariaDB and PostgreSQL: the password from a file named in the URI, `password_file=`; SQLite: a
 new database file) and waits until each has logged that it stands and one has printed
 `elected`.  One set with the default lease serves the memory reading, the window at rest, the
-graceful trials and then the default-lease crash trials; a second set with `lease_ms` set short
-serves the short-lease crash trials.  Only one set runs at a time, and only one store's server
+graceful trials and then the crash trials with the guardians (each candidate's, the default); a
+second set with `lease_ms` set short and `REIGN_GUARDIAN=off` serves the crash trials without
+them.  Only one set runs at a time, and only one store's server
 is up at a time.
 
 **A trial.** Wait until every candidate stands and a leader is known, then a random pause
-(`--settle-s` plus up to as much again; on MariaDB, whose followers only poll, plus up to one
-poll period, since a trial there lasts about a period and a pause of fixed length would kill at
-much the same point of the followers' polls every time), so that a kill falls at no fixed point
-of the followers' timers; send SIGTERM or SIGKILL to the leader and wait for another
+(`--settle-s` plus up to as much again; on MariaDB with `wakeup=poll`, whose followers only
+poll, plus up to one poll period), so that a kill falls at no fixed point of the followers'
+timers; send SIGTERM or SIGKILL to the leader and wait for another
 candidate's `elected` line, then for the old leader's exit.  The latency is that line's own
 CLOCK_MONOTONIC stamp minus the time of the kill; the hand-off is the same stamp minus the old
 leader's `demoted` stamp.  Then a new candidate replaces the old leader (it joins as a follower),
@@ -1052,10 +1067,10 @@ def parse_args(argv):
     ap.add_argument("--graceful", type=int, default=30, help="graceful trials (default 30)")
     ap.add_argument("--warmup", type=int, default=3,
                     help="graceful warm-up trials discarded (default 3)")
-    ap.add_argument("--crash", type=int, default=3,
-                    help="crash trials with the default lease (default 3)")
+    ap.add_argument("--crash", type=int, default=20,
+                    help="crash trials with the default lease, guardians on (default 20)")
     ap.add_argument("--crash-short", type=int, default=5,
-                    help="crash trials with the short lease (default 5; 0: none)")
+                    help="crash trials with the short lease, no guardian (default 5; 0: none)")
     ap.add_argument("--short-lease", type=int, default=2000,
                     help="the short lease, ms (default 2000; also ZooKeeper's crash session)")
     ap.add_argument("--zk-crash", type=int, default=5,
@@ -1063,8 +1078,7 @@ def parse_args(argv):
     ap.add_argument("--rest-s", type=float, default=20.0,
                     help="window at rest, seconds (default 20)")
     ap.add_argument("--settle-s", type=float, default=0.3,
-                    help="pause before a kill: between this and twice this; on MariaDB "
-                         "this plus up to one poll period (default 0.3)")
+                    help="pause before a kill: between this and twice this (default 0.3)")
     ap.add_argument("--tail-s", type=float, default=0.3,
                     help="statements of a failover are counted until this long after the "
                          "election (default 0.3)")

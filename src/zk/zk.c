@@ -109,6 +109,7 @@ static int open_handle(reign__zk *zk)
     h->it.kind = ITEM_STATE;
     h->zk = zk;
     h->gen = ++zk->gen;
+    zk->batch_out = 0; /* what the last handle had out never answers here */
     zk->sweep = true;
     zk->connected = false;
     zk->had_session = false;
@@ -179,8 +180,14 @@ int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_
 {
     *ret = NULL;
     reign__zk *zk = reign__calloc(1, sizeof(*zk));
-    if (!zk)
+    if (zk) {
+        zk->owners_bits = 6; /* grows with what is owned */
+        zk->owners = reign__calloc((size_t)1 << zk->owners_bits, sizeof(*zk->owners));
+    }
+    if (!zk || !zk->owners) {
+        reign__free(zk);
         return REIGN_ENOMEM;
+    }
     zk->cfg = *cfg;
     zk->log = cfg->log;
     pthread_mutex_init(&zk->mu, NULL);
@@ -432,11 +439,13 @@ void reign__zk_dispatch(reign__zk *zk)
                                                                        : REIGN__ZK_CHILD;
                 reign__zk_watch_cb *cb = w->cb;
                 w->cb = NULL;
-                cb(w->owner, w->arg, ev, w->path);
+                cb(w->own.owner, w->arg, ev, w->path);
             }
             reign__zki_free_watch(zk, w);
             break;
         }
+        case ITEM_WAITER: /* never queued */
+            break;
         case ITEM_STATE: {
             handle_ctx *h = (handle_ctx *)it;
             for (;;) {
@@ -519,6 +528,8 @@ void reign__zk_free(reign__zk *zk)
     zk->cfg.on_state = NULL;
     reign__zk_dispatch(zk);
     zk->batch = NULL; /* freed with the rest below */
+    zk->batch_parts = 0;
+    reign__zki_free_waiters(zk);
     while (zk->ops) { /* parked and batched ones */
         reign__timer_stop(zk->cfg.timers, &zk->ops->retry_timer);
         reign__zki_free_op(zk, zk->ops);
@@ -535,6 +546,7 @@ void reign__zk_free(reign__zk *zk)
     }
     reign__free(zk->hosts);
     reign__free(zk->root_hosts);
+    reign__free(zk->owners);
     reign__free(zk);
 }
 

@@ -183,7 +183,21 @@ int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *own
  */
 int reign__zk_multi_batched(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
                             reign__zk_cb *cb, void *arg);
-/* Sends the batched multis. */
+/*
+ * Waits for room in the batch: cb(owner, arg, 0) runs on the loop thread, from
+ * reign__zk_flush(), when the owner's batched multi would go out at once (it then calls
+ * reign__zk_multi_batched(), or nothing); cb(owner, arg, REIGN_ESESSION or REIGN_ECLOSED) if
+ * the session ends first.  Owners are called in the order they asked, never after
+ * reign__zk_forget().  What waits costs a few words, where a batched multi holds its parts:
+ * thousands of elections joined at once build their multis only as the server takes them.
+ */
+typedef void reign__zk_ready_cb(void *owner, void *arg, int rc);
+int reign__zk_batch_wait(reign__zk *zk, void *owner, reign__zk_ready_cb *cb, void *arg);
+/*
+ * Sends the batched multis, as carriers of up to 512 parts, a few at a time: the rest wait
+ * for an answer to make room (a server handed a hundred thousand multis at once holds them
+ * all, and a client all their copies).
+ */
 void reign__zk_flush(reign__zk *zk);
 /*
  * Atomically: `check_path` exists (any version), then set `path` to data at

@@ -27,7 +27,18 @@
 /* An operation of the chroot's preparation (beside the REIGN__ZK_* flags). */
 #define PREP_OP 0x100
 
-enum item_kind { ITEM_OP = 1, ITEM_WATCH, ITEM_STATE };
+enum item_kind { ITEM_OP = 1, ITEM_WATCH, ITEM_STATE, ITEM_WAITER };
+
+/*
+ * What an owner has in the backend (an operation, a watch, a waiter), chained in the bucket of
+ * zk->owners its owner hashes to: reign__zk_forget() looks at one owner's things, not at all
+ * of them (freeing each of 100,000 elections used to walk 100,000 watches).
+ */
+typedef struct owned {
+    struct owned *prev, *next;
+    void *owner;
+    enum item_kind kind;
+} owned;
 
 typedef struct item {
     struct item *next;
@@ -47,7 +58,7 @@ typedef struct zk_op {
     char *data;
     size_t len;
     int version;
-    void *owner;
+    owned own;
     reign__zk_cb *cb; /* NULL once forgotten */
     void *arg;
     reign__zk_watch_cb *wcb;
@@ -73,6 +84,7 @@ typedef struct zk_op {
     struct zk_multi *multi; /* OP_MULTI */
     bool batched;           /* a batched multi: waits in zk->batch until the flush */
     bool carried;           /* ... sent inside a carrier, which owns the attempt */
+    bool flow;              /* sent by a flush: counted in zk->batch_out until freed */
     struct zk_op *bnext;    /* zk->batch */
 } zk_op;
 
@@ -98,7 +110,7 @@ struct zk_watch {
     item it; /* queued when it fires (it fires at most once) */
     reign__zk *zk;
     uint64_t gen;
-    void *owner;
+    owned own;
     reign__zk_watch_cb *cb; /* NULL once forgotten */
     void *arg;
     char *path;
@@ -107,6 +119,14 @@ struct zk_watch {
     bool op_pending; /* still referenced by the request that registers it */
     zk_watch *prev, *next;
 };
+
+/* An owner waiting for room in the batch (reign__zk_batch_wait()). */
+typedef struct zk_waiter {
+    struct zk_waiter *next;
+    owned own;
+    reign__zk_ready_cb *cb; /* NULL once forgotten */
+    void *arg;
+} zk_waiter;
 
 /* One per ZooKeeper handle: the global watcher's context. */
 #define STATE_RING 16
@@ -145,8 +165,14 @@ struct reign__zk {
     pthread_mutex_t mu;
     item *q_head, *q_tail;
     zk_op *ops;
-    zk_op *batch, **batch_tail; /* batched multis not sent yet, in order */
+    zk_op *batch, **batch_tail;         /* batched multis not sent yet, in order */
+    size_t batch_parts;                 /* ... their parts */
+    int batch_out;                      /* flushed requests of this handle not answered yet */
+    zk_waiter *waiters, **waiters_tail; /* owners waiting for room in the batch, in order */
     zk_watch *watches;
+    owned **owners; /* buckets of what owners have, by owner (at most one thing each on average) */
+    unsigned owners_bits;
+    size_t n_owned;
     handle_ctx *dead_ctx; /* closed handle whose context awaits the drain */
     reign__timer reinit_timer;
     struct ACL acl_entries[2];
@@ -179,5 +205,8 @@ void reign__zki_free_op(reign__zk *zk, zk_op *op);
 void reign__zki_finish_op(reign__zk *zk, zk_op *op);
 void reign__zki_resend_parked(reign__zk *zk);
 void reign__zki_fail_parked(reign__zk *zk);
+void reign__zki_free_waiters(reign__zk *zk);
+void reign__zki_own(reign__zk *zk, owned *o, void *owner, enum item_kind kind);
+void reign__zki_disown(reign__zk *zk, owned *o);
 
 #endif

@@ -7,6 +7,7 @@
  * loop turn go out as one request.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,10 +93,10 @@ static zk_watch *new_watch(reign__zk *zk, zk_op *op)
     w->it.kind = ITEM_WATCH;
     w->zk = zk;
     w->gen = zk->gen;
-    w->owner = op->owner;
     w->cb = op->wcb;
     w->arg = op->arg;
     w->op_pending = true;
+    reign__zki_own(zk, &w->own, op->own.owner, ITEM_WATCH);
     w->next = zk->watches;
     if (w->next)
         w->next->prev = w;
@@ -105,6 +106,7 @@ static zk_watch *new_watch(reign__zk *zk, zk_op *op)
 
 void reign__zki_free_watch(reign__zk *zk, zk_watch *w)
 {
+    reign__zki_disown(zk, &w->own);
     if (w->prev)
         w->prev->next = w->next;
     else
@@ -290,7 +292,7 @@ static zk_op *new_op(reign__zk *zk, enum op_type type, const char *path, void *o
     op->zk = zk;
     op->type = type;
     op->version = -1;
-    op->owner = owner;
+    op->own.owner = owner;
     op->cb = cb;
     op->arg = arg;
     op->failed_op = -1;
@@ -301,6 +303,7 @@ static zk_op *new_op(reign__zk *zk, enum op_type type, const char *path, void *o
 /* Into zk->ops, the operations not yet delivered (what forget() and close look at). */
 static void link_op(reign__zk *zk, zk_op *op)
 {
+    reign__zki_own(zk, &op->own, op->own.owner, ITEM_OP);
     op->next = zk->ops;
     if (op->next)
         op->next->prev = op;
@@ -479,6 +482,10 @@ int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *own
  */
 #define CARRIER_MAX_OPS   512
 #define CARRIER_MAX_BYTES (256 * 1024)
+/* Flushed requests out at once (each up to 512 writes): the server always has the next ones
+ * read while it applies one, and neither side holds more than about 1,600 new elections'
+ * multis.  All at once, 100,000 joins held 500 MB here and more than the server's heap. */
+#define BATCH_OUT_MAX 16
 
 static size_t multi_bytes(const zk_multi *m)
 {
@@ -486,6 +493,14 @@ static size_t multi_bytes(const zk_multi *m)
     for (size_t i = 0; i < m->n; i++)
         b += strlen(m->ops[i].path) + m->ops[i].len + 64; /* + header, ACL, version */
     return b;
+}
+
+/* Wakes the loop for the flush (a call from outside it, maybe: make sure a turn comes). */
+static void wake(reign__zk *zk)
+{
+    uint64_t one = 1;
+    ssize_t w = write(zk->cfg.wake_fd, &one, sizeof(one));
+    (void)w;
 }
 
 int reign__zk_multi_batched(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
@@ -508,14 +523,58 @@ int reign__zk_multi_batched(reign__zk *zk, const reign__zk_mop *ops, size_t n, v
     link_op(zk, op);
     if (!zk->batch) {
         zk->batch_tail = &zk->batch;
-        /* Called outside the loop, maybe: make sure a turn comes to flush it. */
-        uint64_t one = 1;
-        ssize_t w = write(zk->cfg.wake_fd, &one, sizeof(one));
-        (void)w;
+        wake(zk);
     }
     *zk->batch_tail = op;
     zk->batch_tail = &op->bnext;
+    zk->batch_parts += n;
     return 0;
+}
+
+int reign__zk_batch_wait(reign__zk *zk, void *owner, reign__zk_ready_cb *cb, void *arg)
+{
+    if (zk->closed)
+        return REIGN_ECLOSED;
+    zk_waiter *w = reign__calloc(1, sizeof(*w));
+    if (!w)
+        return REIGN_ENOMEM;
+    w->cb = cb;
+    w->arg = arg;
+    reign__zki_own(zk, &w->own, owner, ITEM_WAITER);
+    if (!zk->waiters) {
+        zk->waiters_tail = &zk->waiters;
+        wake(zk);
+    }
+    *zk->waiters_tail = w;
+    zk->waiters_tail = &w->next;
+    return 0;
+}
+
+static zk_waiter *waiter_pop(reign__zk *zk)
+{
+    zk_waiter *w = zk->waiters;
+    if (w) {
+        zk->waiters = w->next;
+        reign__zki_disown(zk, &w->own);
+    }
+    return w;
+}
+
+/* Lets waiters add their multis until one carrier is full (forgotten ones are dropped). */
+static void admit_waiters(reign__zk *zk)
+{
+    zk_waiter *w;
+    while (zk->batch_parts < CARRIER_MAX_OPS && !zk->closed && (w = waiter_pop(zk))) {
+        if (w->cb)
+            w->cb(w->own.owner, w->arg, 0);
+        reign__free(w);
+    }
+}
+
+void reign__zki_free_waiters(reign__zk *zk)
+{
+    for (zk_waiter *w; (w = waiter_pop(zk));)
+        reign__free(w);
 }
 
 static zk_op *batch_pop(reign__zk *zk)
@@ -524,6 +583,7 @@ static zk_op *batch_pop(reign__zk *zk)
     if (op) {
         zk->batch = op->bnext;
         op->bnext = NULL;
+        zk->batch_parts -= op->multi->n;
     }
     return op;
 }
@@ -537,11 +597,23 @@ static void batch_push(reign__zk *zk, zk_op *op)
         zk->batch_tail = &zk->batch;
     *zk->batch_tail = op;
     zk->batch_tail = &op->bnext;
+    zk->batch_parts += op->multi->n;
+}
+
+/* Sends what flush() takes out: counted until it is freed (answered or failed). */
+static void issue_flow(reign__zk *zk, zk_op *op)
+{
+    op->flow = true;
+    zk->batch_out++;
+    issue(zk, op);
 }
 
 void reign__zk_flush(reign__zk *zk)
 {
-    while (zk->batch) {
+    while (zk->batch_out < BATCH_OUT_MAX) {
+        admit_waiters(zk);
+        if (!zk->batch)
+            return;
         /* Who goes in this carrier: forgotten ones are dropped here. */
         size_t members = 0, parts = 0, bytes = 0;
         zk_op *last = NULL;
@@ -574,7 +646,7 @@ void reign__zk_flush(reign__zk *zk)
                 cm->members[j++] = op;
             } else {
                 op->batched = false;
-                issue(zk, op);
+                issue_flow(zk, op);
             }
             if (end || !last)
                 break;
@@ -583,7 +655,7 @@ void reign__zk_flush(reign__zk *zk)
             continue;
         c->multi = cm;
         link_op(zk, c);
-        issue(zk, c);
+        issue_flow(zk, c);
     }
 }
 
@@ -660,26 +732,91 @@ void reign__zk_heartbeat(reign__zk *zk)
     start_op(zk, OP_SYNC, "/", NULL, NULL, 0, -1, 0, NULL, zk, NULL, NULL);
 }
 
+/* ---- owners: what each has, for forget() ---- */
+
+static size_t owner_bucket(const reign__zk *zk, const void *owner)
+{
+    return (size_t)(((uint64_t)(uintptr_t)owner * 0x9E3779B97F4A7C15u) >> (64 - zk->owners_bits));
+}
+
+static void bucket_link(reign__zk *zk, owned *o)
+{
+    owned **head = &zk->owners[owner_bucket(zk, o->owner)];
+    o->prev = NULL;
+    o->next = *head;
+    if (o->next)
+        o->next->prev = o;
+    *head = o;
+}
+
+/* Doubles the buckets; without memory the chains just grow longer. */
+static void owners_grow(reign__zk *zk)
+{
+    owned **old = zk->owners;
+    size_t n = (size_t)1 << zk->owners_bits;
+    owned **b = reign__calloc(2 * n, sizeof(*b));
+    if (!b)
+        return;
+    zk->owners = b;
+    zk->owners_bits++;
+    for (size_t i = 0; i < n; i++)
+        for (owned *o = old[i], *next; o; o = next) {
+            next = o->next;
+            bucket_link(zk, o);
+        }
+    reign__free(old);
+}
+
+void reign__zki_own(reign__zk *zk, owned *o, void *owner, enum item_kind kind)
+{
+    o->owner = owner;
+    o->kind = kind;
+    if (zk->n_owned >= (size_t)1 << zk->owners_bits)
+        owners_grow(zk);
+    zk->n_owned++;
+    bucket_link(zk, o);
+}
+
+void reign__zki_disown(reign__zk *zk, owned *o)
+{
+    if (o->prev)
+        o->prev->next = o->next;
+    else
+        zk->owners[owner_bucket(zk, o->owner)] = o->next;
+    if (o->next)
+        o->next->prev = o->prev;
+    zk->n_owned--;
+}
+
+#define OWNER_OF(o, type) ((type *)(void *)((char *)(o)-offsetof(type, own)))
+
 void reign__zk_forget(reign__zk *zk, void *owner)
 {
-    for (zk_op *op = zk->ops, *next; op; op = next) {
-        next = op->next;
-        if (op->owner != owner)
+    for (owned *o = zk->owners[owner_bucket(zk, owner)], *next; o; o = next) {
+        next = o->next;
+        if (o->owner != owner)
             continue;
-        op->cb = NULL;
-        op->wcb = NULL;
-        if (op->parked) { /* not in the C client's hands: free it now */
-            reign__timer_stop(zk->cfg.timers, &op->retry_timer);
-            reign__zki_free_op(zk, op);
+        if (o->kind == ITEM_WATCH) {
+            OWNER_OF(o, zk_watch)->cb = NULL;
+        } else if (o->kind == ITEM_WAITER) {
+            OWNER_OF(o, zk_waiter)->cb = NULL;
+        } else {
+            zk_op *op = OWNER_OF(o, zk_op);
+            op->cb = NULL;
+            op->wcb = NULL;
+            if (op->parked) { /* not in the C client's hands: free it now */
+                reign__timer_stop(zk->cfg.timers, &op->retry_timer);
+                reign__zki_free_op(zk, op);
+            }
         }
     }
-    for (zk_watch *w = zk->watches; w; w = w->next)
-        if (w->owner == owner)
-            w->cb = NULL;
 }
 
 void reign__zki_free_op(reign__zk *zk, zk_op *op)
 {
+    reign__zki_disown(zk, &op->own);
+    if (op->flow && op->gen == zk->gen)
+        zk->batch_out--; /* room for the next flush */
     if (op->prev)
         op->prev->next = op->next;
     else
@@ -737,7 +874,7 @@ static void deliver(reign__zk *zk, zk_op *op, int rc)
     r.children = op->children;
     r.n_children = op->n_children;
     reign__zk_cb *cb = op->cb;
-    void *owner = op->owner, *arg = op->arg;
+    void *owner = op->own.owner, *arg = op->arg;
     /* Unlink before calling back: the callback may forget its owner. */
     op->cb = NULL;
     if (cb)
@@ -820,9 +957,19 @@ void reign__zki_fail_parked(reign__zk *zk)
 {
     /* Batched ones not sent yet belong to the session that ends: never let
      * them make (ephemeral) nodes in the next one. */
+    int rc = zk->closed ? REIGN_ECLOSED : REIGN_ESESSION;
     for (zk_op *op; (op = batch_pop(zk));) {
         op->batched = false;
-        deliver(zk, op, zk->closed ? REIGN_ECLOSED : REIGN_ESESSION);
+        deliver(zk, op, rc);
+    }
+    /* Those waiting now: one that waits again from its callback waits for the next session. */
+    size_t n = 0;
+    for (zk_waiter *w = zk->waiters; w; w = w->next)
+        n++;
+    for (zk_waiter *w; n-- && (w = waiter_pop(zk));) {
+        if (w->cb)
+            w->cb(w->own.owner, w->arg, rc);
+        reign__free(w);
     }
     for (zk_op *op = zk->ops, *next; op; op = next) {
         next = op->next;

@@ -424,10 +424,9 @@ out:
     LEAVE(e);
 }
 
-/* The table's COLD: the new election's one multi. */
-void reign__zke_send_cold(zk_election *e)
+/* The new election's one multi, batched; 0 or a negative code. */
+static int send_cold_multi(zk_election *e, void *arg)
 {
-    e->setup.cold_tries++;
     reign__buf rec, cand, node, t, l;
     reign__buf_init(&rec);
     reign__buf_init(&cand);
@@ -468,7 +467,7 @@ void reign__zke_send_cold(zk_election *e)
              .len = t.len,
              .version = -1},
         };
-        rc = reign__zk_multi_batched(e->zk, ops, 5, e, on_cold_made, EPOCH_ARG(e));
+        rc = reign__zk_multi_batched(e->zk, ops, 5, e, on_cold_made, arg);
         if (rc == 0) {
             reign__buf_printf(&cand, COLD_SEQ);
             set_str(&e->setup.cold_node, cand.oom ? NULL : cand.data);
@@ -479,6 +478,37 @@ void reign__zke_send_cold(zk_election *e)
     reign__buf_free(&node);
     reign__buf_free(&t);
     reign__buf_free(&l);
+    return rc;
+}
+
+/* The batch has room for our multi (or the session ended first). */
+static void on_cold_turn(void *owner, void *arg, int rc)
+{
+    zk_election *e = owner;
+    if (rc == 0 && !STALE(e, arg) && e->state == ST_SETUP) {
+        rc = send_cold_multi(e, arg);
+        if (rc == 0)
+            return;
+        ENTER(e);
+        e->own.creating = false;
+        reign__zke_issue_failed(e, rc, "creating the election");
+        LEAVE(e);
+        return;
+    }
+    /* Given up meanwhile, or no session: as if the multi had been sent and canceled. */
+    reign__zk_result r = {.rc = rc < 0 ? rc : REIGN_ECANCELED, .failed_op = -1};
+    on_cold_made(owner, arg, &r);
+}
+
+/*
+ * The table's COLD: the new election's one multi.  It waits for room in the batch before it
+ * is built: an election joined with a hundred thousand others holds no copy of its records
+ * meanwhile, and the server gets them a few carriers at a time.
+ */
+void reign__zke_send_cold(zk_election *e)
+{
+    e->setup.cold_tries++;
+    int rc = reign__zk_batch_wait(e->zk, e, on_cold_turn, EPOCH_ARG(e));
     if (rc == 0)
         e->own.creating = true;
     else

@@ -267,9 +267,10 @@ REIGN_EXPORT const char *reign_client_backend(const reign_client *client);
 /*
  * The worst case, in ms, from a leader's crash until another candidate can
  * be elected with this client's settings: the session timeout on
- * ZooKeeper; on SQL the lease plus a poll period plus two statements (a
- * follower sees the leader's last renewal within a poll period, counts a
- * whole lease from then on its own monotonic clock, then reads and takes).
+ * ZooKeeper; on SQL the lease plus a poll period plus three statements (a
+ * follower sees the leader's session's last beat within a poll period, counts
+ * a whole lease from then on its own monotonic clock, then reaps the session,
+ * reads and takes; with leases=row two: no session to reap).
  * A leader that resigns is replaced at once.
  */
 REIGN_EXPORT int64_t reign_client_takeover_ms(const reign_client *client);

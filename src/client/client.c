@@ -42,6 +42,9 @@ struct reign_client {
     reign__timer heartbeat_timer;
     reign__timer deadline_timer;
     reign__recipe *recipes;
+    /* The last recipes found by kind (reign__client_find()): a client in 10,000 elections
+     * asks for its one session keeper at every turn, and must not walk them all. */
+    reign__recipe *found[4];
     unsigned visit; /* marks recipes already called in one sweep */
     bool recipes_changed;
     int depth; /* nesting of process() */
@@ -112,15 +115,25 @@ void reign__client_attach(reign_client *c, reign__recipe *r)
 
 reign__recipe *reign__client_find(reign_client *c, const reign__recipe_ops *ops)
 {
+    size_t n = sizeof c->found / sizeof c->found[0];
+    for (size_t i = 0; i < n; i++)
+        if (c->found[i] && c->found[i]->ops == ops)
+            return c->found[i];
     for (reign__recipe *r = c->recipes; r; r = r->next)
-        if (r->ops == ops)
+        if (r->ops == ops) {
+            memmove(c->found + 1, c->found, (n - 1) * sizeof c->found[0]);
+            c->found[0] = r;
             return r;
+        }
     return NULL;
 }
 
 void reign__client_detach(reign_client *c, reign__recipe *r)
 {
     c->recipes_changed = true;
+    for (size_t i = 0; i < sizeof c->found / sizeof c->found[0]; i++)
+        if (c->found[i] == r)
+            c->found[i] = NULL;
     if (r->prev)
         r->prev->next = r->next;
     else if (c->recipes == r)
@@ -763,10 +776,12 @@ int64_t reign_client_takeover_ms(const reign_client *c)
         int t = reign__zk_session_timeout_ms(c->zk);
         return t > 0 ? t : c->session_timeout_ms;
     }
-    /* A follower sees the dead leader's last version within a poll period (or at once, where
-     * renewals are notified), counts a whole lease from then on its own clock, reads again and
-     * takes it: two statements. */
-    return (int64_t)c->lease.lease_ms + c->lease.poll_ms + 2 * c->lease.statement_timeout_ms;
+    /* A follower sees the dead leader's last beat (or, leases=row, version) within a poll
+     * period, counts a whole lease from then on its own clock, then reaps the session, reads
+     * the row again and takes it: three statements (leases=row: no reaping, two). */
+    int statements = c->lease.own_rows ? 2 : 3;
+    return (int64_t)c->lease.lease_ms + c->lease.poll_ms +
+           statements * (int64_t)c->lease.statement_timeout_ms;
 }
 
 pid_t reign_client_guardian_pid(const reign_client *c)

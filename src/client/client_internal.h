@@ -48,6 +48,9 @@ reign__sqlw *reign__client_sql(reign_client *c);
  */
 typedef struct reign__lease_settings {
     int lease_ms, margin_ms, renew_ms, poll_ms, statement_timeout_ms;
+    /* leases=row: each lease renews its own row (SOFARegistry's way, gmt_modified kept
+     * current); else leases live in the client's session (sql_session.h). */
+    bool own_rows;
 } reign__lease_settings;
 const reign__lease_settings *reign__client_lease(const reign_client *c);
 

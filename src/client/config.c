@@ -217,9 +217,9 @@ static int configure_zk(reign__client_config *cfg, const reign__uri *u, char *er
 }
 
 static const char *const sql_params[] = {
-    "lease_ms",           "renew_ms",        "poll_ms",  "statement_timeout_ms",
-    "connect_timeout_ms", "retry_period_ms", "table",    "data_center",
-    "suspend_policy",     "password_file",   "guardian", NULL};
+    "lease_ms",        "renew_ms", "poll_ms",     "statement_timeout_ms", "connect_timeout_ms",
+    "retry_period_ms", "table",    "data_center", "suspend_policy",       "password_file",
+    "guardian",        "leases",   NULL};
 
 /* The store and its address, from the scheme, hosts and path. */
 static int sql_target(const reign__uri *u, reign__sql_target *t, char *err, size_t errlen)
@@ -332,7 +332,7 @@ static int sql_conn_params(const reign__uri *u, char **params, char *err, size_t
             reign__errf(err, errlen,
                         "unknown parameter '%s' (reign's: lease_ms, renew_ms, poll_ms, "
                         "statement_timeout_ms, connect_timeout_ms, retry_period_ms, table, "
-                        "data_center, suspend_policy, password_file, guardian%s)",
+                        "data_center, suspend_policy, password_file, guardian, leases%s)",
                         kv->key,
                         kind == REIGN__SQL_POSTGRES  ? "; and libpq's: sslmode, sslrootcert, ..."
                         : kind == REIGN__SQL_MARIADB ? "; and ssl, ssl_ca, ssl_cert, ssl_key, "
@@ -384,6 +384,12 @@ static int configure_sql(reign__client_config *cfg, const reign__uri *u, char *e
     }
     if ((r = parse_policy(cfg, u, err, errlen)) < 0)
         return r;
+    const char *leases = reign__uri_param(u, "leases");
+    if (leases && strcmp(leases, "session") && strcmp(leases, "row")) {
+        reign__errf(err, errlen, "leases=%s: want session (the default) or row", leases);
+        return REIGN_EURI;
+    }
+    cfg->lease.own_rows = leases && !strcmp(leases, "row");
     const char *lib_env = sc->target.kind == REIGN__SQL_POSTGRES  ? "PGPASSWORD"
                           : sc->target.kind == REIGN__SQL_MARIADB ? "MYSQL_PWD"
                                                                   : NULL;

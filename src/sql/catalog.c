@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sessions.h"
 #include "sql.h"
 
 int reign__sql_catalog_list(reign__sqlconn *c, const char *dc, reign__sql_rows *names, char *err,
@@ -34,6 +35,13 @@ int reign__sql_lease_still(reign__sqlconn *c, const char *dc, const char *name, 
     if (l->duration_ms <= 0 || l->duration_ms > max_wait_ms)
         return l->duration_ms <= 0; /* released: free; too long: in use as far as we know */
     uint64_t term = l->term, renewals = l->term_duration;
+    /* Held in a session: renewed by the session's beat, which must stand still too. */
+    char session[sizeof l->session];
+    memcpy(session, l->session, sizeof session);
+    int64_t beat = 0, beat2 = 0;
+    int had = session[0] ? reign__sessions_state(c, dc, session, &beat, NULL, err, errlen) : 0;
+    if (had < 0)
+        return had;
     /* Counted from just after the first read returned (the caller's), as a follower counts. */
     int64_t until = reign__now_ns() + l->duration_ms * REIGN__NS_PER_MS;
     for (int64_t left; (left = until - reign__now_ns()) > 0;) {
@@ -44,7 +52,11 @@ int reign__sql_lease_still(reign__sqlconn *c, const char *dc, const char *name, 
     int rc = reign__sql_lease_read(c, dc, name, l, err, errlen);
     if (rc < 0)
         return rc;
-    return l->exists && !l->released && l->term == term && l->term_duration == renewals;
+    int has = had ? reign__sessions_state(c, dc, session, &beat2, NULL, err, errlen) : 0;
+    if (has < 0)
+        return has;
+    return l->exists && !l->released && l->term == term && l->term_duration == renewals &&
+           (!has || beat2 == beat);
 }
 
 int reign__sql_catalog_clear(reign__sqlconn *c, const char *dc, const reign__lease *l,

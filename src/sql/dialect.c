@@ -163,8 +163,8 @@ static bool kind_fits(reign__sql_coltype have, reign__sql_coltype want, bool coa
 }
 
 int reign__sql_check_columns(const reign__sqlconn *c, const reign__sql_column *cols, size_t n,
-                             bool fold, bool *need_guid, bool *need_payload, char *err,
-                             size_t errlen)
+                             bool fold, bool *need_guid, bool *need_payload, bool *need_session,
+                             char *err, size_t errlen)
 {
     for (size_t i = 0; i < sizeof seed_columns / sizeof seed_columns[0]; i++) {
         const reign__sql_column *col = find_column(cols, n, seed_columns[i].name, fold);
@@ -187,8 +187,14 @@ int reign__sql_check_columns(const reign__sqlconn *c, const reign__sql_column *c
         return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                               "column %s.%s is of type %s; reign needs %s", c->table, payload->name,
                               payload->type, coltype_words(REIGN__COL_BLOB));
+    const reign__sql_column *session = find_column(cols, n, "session_guid", fold);
+    if (session && session->kind != REIGN__COL_TEXT)
+        return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
+                              "column %s.%s is of type %s; reign needs %s", c->table, session->name,
+                              session->type, coltype_words(REIGN__COL_TEXT));
     *need_guid = !guid;
     *need_payload = !payload;
+    *need_session = !session;
     return 0;
 }
 

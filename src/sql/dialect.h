@@ -187,12 +187,12 @@ typedef struct reign__sql_column {
 /*
  * Checks the columns of an existing table: every seed column present with a usable type, and
  * reign's own (owner_guid, payload) usable if present.  Names are compared case-insensitively
- * when fold is set (MariaDB, SQLite).  Returns 0 and sets *need_guid / *need_payload to say
- * which of reign's columns are missing; or REIGN_EFOREIGN naming the column.
+ * when fold is set (MariaDB, SQLite).  Returns 0 and sets *need_guid / *need_payload /
+ * *need_session to say which of reign's columns are missing; or REIGN_EFOREIGN naming the column.
  */
 int reign__sql_check_columns(const reign__sqlconn *c, const reign__sql_column *cols, size_t n,
-                             bool fold, bool *need_guid, bool *need_payload, char *err,
-                             size_t errlen);
+                             bool fold, bool *need_guid, bool *need_payload, bool *need_session,
+                             char *err, size_t errlen);
 
 /*
  * A unique index makes the row of (data_center, lock_name) unique - the whole of mutual

@@ -102,17 +102,17 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_READ] = "SELECT owner, owner_guid, payload, term, term_duration, duration, " MS_OF(
         "gmt_create") ", " MS_OF("gmt_modified") ", CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS "
                                                  "SIGNED), " EXPIRED
-                                                 " FROM `{T}` WHERE data_center = ? AND lock_name "
-                                                 "= ?",
+                                                 ", session_guid FROM `{T}` WHERE data_center = ? "
+                                                 "AND lock_name = ?",
     /* A duplicate key (the row exists) is an error, read as "0 rows": ON DUPLICATE KEY UPDATE
      * would count 1 for a row it left alone, with CLIENT_FOUND_ROWS. */
     [ST_INSERT] = "INSERT INTO `{T}` (data_center, lock_name, owner, owner_guid, payload, "
-                  "duration, term, term_duration, gmt_create, gmt_modified) VALUES (?, ?, ?, ?, "
-                  "?, ?, 1, 0, " NOW_UP ", " NOW_UP ")",
+                  "duration, session_guid, term, term_duration, gmt_create, gmt_modified) VALUES "
+                  "(?, ?, ?, ?, ?, ?, ?, 1, 0, " NOW_UP ", " NOW_UP ")",
     /* duration too: the lease must run by the new holder's length, which its own deadline
      * (demote before the lease can lapse) is computed from.  The version, not a clock: sql.h. */
     [ST_TAKE] =
-        "UPDATE `{T}` SET owner = ?, owner_guid = ?, payload = ?, duration = ?, "
+        "UPDATE `{T}` SET owner = ?, owner_guid = ?, payload = ?, duration = ?, session_guid = ?, "
         "term = term + 1, term_duration = 0, gmt_modified = " NOW_UP " WHERE data_center = ? "
         "AND lock_name = ? AND term = ? AND ((? = 0 AND term_duration = ?) OR (? = 1 AND "
         "duration <= 0 AND owner_guid NOT LIKE '>%'))",
@@ -700,17 +700,19 @@ static int schema_locked(maria_conn *m, char *err, size_t errlen)
                       "gmt_modified timestamp(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), "
                       "owner_guid varchar(64) COLLATE utf8mb4_bin NOT NULL DEFAULT '', "
                       "payload mediumblob NULL, "
+                      "session_guid varchar(64) COLLATE utf8mb4_bin NOT NULL DEFAULT '', "
                       "UNIQUE KEY uk_data_center_lock (data_center, lock_name(640)), "
-                      "KEY idx_lock_owner (owner)"
+                      "KEY idx_lock_owner (owner), "
+                      "KEY idx_lock_session (data_center, session_guid)"
                       ") ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin",
                       err, errlen);
         if (!rc)
             reign__log(c->log, REIGN_LOG_INFO, "%s: created table %s", c->store, c->table);
         return rc;
     }
-    bool need_guid, need_payload;
-    if ((rc = reign__sql_check_columns(c, cs.col, cs.n, true, &need_guid, &need_payload, err,
-                                       errlen)))
+    bool need_guid, need_payload, need_session;
+    if ((rc = reign__sql_check_columns(c, cs.col, cs.n, true, &need_guid, &need_payload,
+                                       &need_session, err, errlen)))
         return rc;
     uniques u = {.n = 0, .ok = false};
     rc = query_rows(m,
@@ -734,7 +736,14 @@ static int schema_locked(maria_conn *m, char *err, size_t errlen)
         (rc = exec_ddl(m, "ALTER TABLE `{T}` ADD COLUMN IF NOT EXISTS payload mediumblob NULL", err,
                        errlen)))
         return rc;
-    if (need_guid || need_payload)
+    if (need_session && (rc = exec_ddl(m,
+                                       "ALTER TABLE `{T}` ADD COLUMN IF NOT EXISTS session_guid "
+                                       "varchar(64) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT "
+                                       "NULL DEFAULT '', ADD INDEX IF NOT EXISTS idx_lock_session "
+                                       "(data_center, session_guid)",
+                                       err, errlen)))
+        return rc;
+    if (need_guid || need_payload || need_session)
         reign__log(c->log, REIGN_LOG_INFO, "%s: added reign's columns to table %s", c->store,
                    c->table);
     return 0;
@@ -854,15 +863,15 @@ static int read_row(reign__sqlconn *c, const char *dc, const char *name, reign__
     int rc = prepare(m, ST_READ, &st, "read", err, errlen);
     if (rc)
         return rc;
-    MYSQL_BIND pb[2], rb[10];
-    unsigned long plen[2], rlen[10];
-    my_bool rnull[10], rerr[10];
+    MYSQL_BIND pb[2], rb[11];
+    unsigned long plen[2], rlen[11];
+    my_bool rnull[11], rerr[11];
     memset(pb, 0, sizeof pb);
     memset(rb, 0, sizeof rb);
     bind_text(&pb[0], dc, &plen[0]);
     bind_text(&pb[1], name, &plen[1]);
 
-    char owner[REIGN_ID_MAX + 1], guid[REIGN__SQL_GUID_MAX + 1];
+    char owner[REIGN_ID_MAX + 1], guid[REIGN__SQL_GUID_MAX + 1], session[REIGN__SQL_GUID_MAX + 1];
     int64_t v[7];
     rb[0].buffer_type = MYSQL_TYPE_STRING;
     rb[0].buffer = owner;
@@ -873,7 +882,10 @@ static int read_row(reign__sqlconn *c, const char *dc, const char *name, reign__
     rb[2].buffer_type = MYSQL_TYPE_BLOB; /* no buffer: fetched by length below */
     for (int i = 0; i < 7; i++)
         bind_int(&rb[3 + i], &v[i], i < 2);
-    for (int i = 0; i < 10; i++) {
+    rb[10].buffer_type = MYSQL_TYPE_STRING;
+    rb[10].buffer = session;
+    rb[10].buffer_length = sizeof session;
+    for (int i = 0; i < 11; i++) {
         rb[i].length = &rlen[i];
         rb[i].is_null = &rnull[i];
         rb[i].error = &rerr[i];
@@ -894,7 +906,7 @@ static int read_row(reign__sqlconn *c, const char *dc, const char *name, reign__
         return rc;
     }
     if (rnull[0] || rlen[0] > REIGN_ID_MAX || (!rnull[1] && rlen[1] > REIGN__SQL_GUID_MAX) ||
-        rnull[7] || rnull[9]) {
+        (!rnull[10] && rlen[10] > REIGN__SQL_GUID_MAX) || rnull[7] || rnull[9]) {
         maria.mysql_stmt_free_result(st);
         return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                               "the row of (%s, %s) in %s has an owner, guid or gmt_modified "
@@ -907,6 +919,10 @@ static int read_row(reign__sqlconn *c, const char *dc, const char *name, reign__
     if (!rnull[1]) {
         memcpy(out->owner_guid, guid, rlen[1]);
         out->owner_guid[rlen[1]] = '\0';
+    }
+    if (!rnull[10]) {
+        memcpy(out->session, session, rlen[10]);
+        out->session[rlen[10]] = '\0';
     }
     if (!rnull[2] && rlen[2] > 0) {
         MYSQL_BIND pbind;
@@ -947,8 +963,8 @@ static int my_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
 
 static int my_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err, size_t errlen)
 {
-    MYSQL_BIND b[6];
-    unsigned long len[6];
+    MYSQL_BIND b[7];
+    unsigned long len[7];
     int64_t duration = cl->duration_ms;
     memset(b, 0, sizeof b);
     bind_text(&b[0], cl->dc, &len[0]);
@@ -957,6 +973,7 @@ static int my_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err,
     bind_text(&b[3], cl->owner_guid, &len[3]);
     bind_payload(&b[4], cl, &len[4]);
     bind_int(&b[5], &duration, false);
+    bind_text(&b[6], cl->session ? cl->session : "", &len[6]);
     int rc = exec_write((maria_conn *)c, ST_INSERT, b, "insert", err, errlen);
     if (rc > 0)
         reign__mywake_won(((maria_conn *)c)->wake, cl->dc, cl->name, 1);
@@ -966,8 +983,8 @@ static int my_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err,
 static int my_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t expected_term,
                    char *err, size_t errlen)
 {
-    MYSQL_BIND b[10];
-    unsigned long len[10];
+    MYSQL_BIND b[11];
+    unsigned long len[11];
     int64_t duration = cl->duration_ms, term = (int64_t)expected_term;
     int64_t renewals = (int64_t)cl->expect_renewals, released = cl->take_released;
     memset(b, 0, sizeof b);
@@ -975,12 +992,13 @@ static int my_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t exp
     bind_text(&b[1], cl->owner_guid, &len[1]);
     bind_payload(&b[2], cl, &len[2]);
     bind_int(&b[3], &duration, false);
-    bind_text(&b[4], cl->dc, &len[4]);
-    bind_text(&b[5], cl->name, &len[5]);
-    bind_int(&b[6], &term, true);
-    bind_int(&b[7], &released, false);
-    bind_int(&b[8], &renewals, true);
-    bind_int(&b[9], &released, false);
+    bind_text(&b[4], cl->session ? cl->session : "", &len[4]);
+    bind_text(&b[5], cl->dc, &len[5]);
+    bind_text(&b[6], cl->name, &len[6]);
+    bind_int(&b[7], &term, true);
+    bind_int(&b[8], &released, false);
+    bind_int(&b[9], &renewals, true);
+    bind_int(&b[10], &released, false);
     int rc = exec_write((maria_conn *)c, ST_TAKE, b, "take", err, errlen);
     if (rc > 0)
         reign__mywake_won(((maria_conn *)c)->wake, cl->dc, cl->name, expected_term + 1);

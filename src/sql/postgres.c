@@ -84,7 +84,10 @@ REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres
  * rounded to whole milliseconds up (a lease never looks renewed before it was) or, for a
  * release, down (expired at once to the seed's readers, whose test is now >= gmt_modified +
  * duration).  For people and those readers only: no clock decides (sql.h). */
-#define NOW_FROM   "(SELECT clock_timestamp() AS now) n"
+#define NOW_FROM "(SELECT clock_timestamp() AS now) n"
+/* The leases a session holds, read by its keeper (sessions.h). */
+#define SESSION_INDEX                                                                              \
+    "CREATE INDEX IF NOT EXISTS \"idx_{T}_session\" ON \"{T}\" (data_center, session_guid)"
 #define NOW_UP     "date_trunc('milliseconds', n.now + interval '999 microseconds')"
 #define NOW_DOWN   "date_trunc('milliseconds', n.now)"
 #define MAX_LISTEN 32
@@ -574,6 +577,16 @@ static void pg_close(reign__sqlconn *c)
 
 #define MAX_COLS 64
 
+/* A statement of the schema, whose result is not read. */
+static int ddl(pg_conn *p, const char *what, const char *sql, char *err, size_t errlen)
+{
+    PGresult *r;
+    int rc = run(p, what, sql, 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
+    if (!rc)
+        pq.PQclear(r);
+    return rc;
+}
+
 static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
 {
     reign__sqlconn *c = &p->base;
@@ -618,23 +631,24 @@ static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
                  "gmt_modified timestamptz(3) NOT NULL DEFAULT clock_timestamp(), "
                  "owner_guid varchar(64) NOT NULL DEFAULT '', "
                  "payload bytea, "
+                 "session_guid varchar(64) NOT NULL DEFAULT '', "
                  "UNIQUE (data_center, lock_name))",
                  0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
         if (rc)
             return rc;
         pq.PQclear(r);
-        rc = run(p, "creating the owner index",
-                 "CREATE INDEX IF NOT EXISTS \"idx_{T}_owner\" ON \"{T}\" (owner)", 0, NULL, NULL,
-                 NULL, NULL, 0, &r, err, errlen);
-        if (rc)
+        if ((rc = ddl(p, "creating the owner index",
+                      "CREATE INDEX IF NOT EXISTS \"idx_{T}_owner\" ON \"{T}\" (owner)", err,
+                      errlen)) ||
+            (rc = ddl(p, "creating the session index", SESSION_INDEX, err, errlen)))
             return rc;
-        pq.PQclear(r);
         reign__log(c->log, REIGN_LOG_INFO, "%s: created table %s", c->store, c->table);
         return 0;
     }
 
-    bool need_guid, need_payload;
-    if ((rc = reign__sql_check_columns(c, cols, n, false, &need_guid, &need_payload, err, errlen)))
+    bool need_guid, need_payload, need_session;
+    if ((rc = reign__sql_check_columns(c, cols, n, false, &need_guid, &need_payload, &need_session,
+                                       err, errlen)))
         return rc;
     rc = run(p, "reading the table's indexes",
              "SELECT i.indexrelid::text, a.attname::text FROM pg_index i LEFT JOIN pg_attribute "
@@ -662,23 +676,22 @@ static int schema_in_tx(pg_conn *p, char *err, size_t errlen)
     if (!unique)
         return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                               "table %s has no unique key on (data_center, lock_name)", c->table);
-    if (need_guid) {
-        rc = run(p, "adding owner_guid",
-                 "ALTER TABLE \"{T}\" ADD COLUMN IF NOT EXISTS owner_guid varchar(64) NOT NULL "
-                 "DEFAULT ''",
-                 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
-        if (rc)
-            return rc;
-        pq.PQclear(r);
-    }
-    if (need_payload) {
-        rc = run(p, "adding payload", "ALTER TABLE \"{T}\" ADD COLUMN IF NOT EXISTS payload bytea",
-                 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
-        if (rc)
-            return rc;
-        pq.PQclear(r);
-    }
-    if (need_guid || need_payload)
+    if (need_guid && (rc = ddl(p, "adding owner_guid",
+                               "ALTER TABLE \"{T}\" ADD COLUMN IF NOT EXISTS owner_guid "
+                               "varchar(64) NOT NULL DEFAULT ''",
+                               err, errlen)))
+        return rc;
+    if (need_payload &&
+        (rc = ddl(p, "adding payload", "ALTER TABLE \"{T}\" ADD COLUMN IF NOT EXISTS payload bytea",
+                  err, errlen)))
+        return rc;
+    if (need_session && ((rc = ddl(p, "adding session_guid",
+                                   "ALTER TABLE \"{T}\" ADD COLUMN IF NOT EXISTS session_guid "
+                                   "varchar(64) NOT NULL DEFAULT ''",
+                                   err, errlen)) ||
+                         (rc = ddl(p, "creating the session index", SESSION_INDEX, err, errlen))))
+        return rc;
+    if (need_guid || need_payload || need_session)
         reign__log(c->log, REIGN_LOG_INFO, "%s: added reign's columns to table %s", c->store,
                    c->table);
     return 0;
@@ -733,12 +746,12 @@ static int schema_ready(pg_conn *p, char *err, size_t errlen)
             k = 0;
         }
     }
-    bool need_guid = true, need_payload = true;
+    bool need_guid = true, need_payload = true, need_session = true;
     char ignored[256];
     bool ok = n > 0 && unique &&
-              reign__sql_check_columns(c, cols, n, false, &need_guid, &need_payload, ignored,
-                                       sizeof ignored) == 0 &&
-              !need_guid && !need_payload;
+              reign__sql_check_columns(c, cols, n, false, &need_guid, &need_payload, &need_session,
+                                       ignored, sizeof ignored) == 0 &&
+              !need_guid && !need_payload && !need_session;
     pq.PQclear(r);
     return ok;
 }
@@ -792,8 +805,8 @@ static int pg_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
                  "SELECT owner::text, owner_guid::text, payload, term::bigint, "
                  "term_duration::bigint, duration::bigint, " MS_OF("gmt_create") ", " MS_OF(
                      "gmt_modified") ", floor(extract(epoch FROM n.now) * 1000)::bigint, n.now "
-                                     ">= gmt_modified + " INTERVAL " FROM \"{T}\", " NOW_FROM
-                                     " WHERE data_center = $1 AND "
+                                     ">= gmt_modified + " INTERVAL ", session_guid::text FROM "
+                                     "\"{T}\", " NOW_FROM " WHERE data_center = $1 AND "
                                      "lock_name = $2",
                  2, types, vals, NULL, NULL, 1, &r, err, errlen);
     if (rc)
@@ -809,8 +822,9 @@ static int pg_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
         }
     }
     int olen = pq.PQgetlength(r, 0, 0), glen = pq.PQgetlength(r, 0, 1);
+    int slen = pq.PQgetlength(r, 0, 10);
     if (pq.PQgetisnull(r, 0, 0) || olen > REIGN_ID_MAX || glen > REIGN__SQL_GUID_MAX ||
-        pq.PQgetisnull(r, 0, 7) || pq.PQgetisnull(r, 0, 9)) {
+        slen > REIGN__SQL_GUID_MAX || pq.PQgetisnull(r, 0, 7) || pq.PQgetisnull(r, 0, 9)) {
         pq.PQclear(r);
         return reign__sql_err(c, err, errlen, REIGN_EFOREIGN,
                               "the row of (%s, %s) in %s has an owner, guid or gmt_modified "
@@ -822,6 +836,8 @@ static int pg_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
     out->owner[olen] = '\0';
     memcpy(out->owner_guid, pq.PQgetvalue(r, 0, 1), (size_t)glen);
     out->owner_guid[glen] = '\0';
+    memcpy(out->session, pq.PQgetvalue(r, 0, 10), (size_t)slen);
+    out->session[slen] = '\0';
     int plen = pq.PQgetisnull(r, 0, 2) ? 0 : pq.PQgetlength(r, 0, 2);
     if (plen > 0) {
         if (!(out->payload = reign__memdup(pq.PQgetvalue(r, 0, 2), (size_t)plen))) {
@@ -842,35 +858,37 @@ static int pg_read(reign__sqlconn *c, const char *dc, const char *name, reign__l
 }
 
 /*
- * The claim as parameters $1..$8: data_center, lock_name, owner, owner_guid, payload (binary),
- * duration, term, term_duration (take's expected version), take_released (0 or 1); each statement
+ * The claim as parameters $1..$10: data_center, lock_name, owner, owner_guid, payload (binary),
+ * duration, term, term_duration (take's expected version), take_released (0 or 1), session_guid;
+ * each statement
  * uses those it needs (their types are given, so unused ones are no trouble).
  */
 typedef struct claim_params {
-    Oid types[9];
-    const char *vals[9];
-    int lens[9];
-    int fmts[9];
+    Oid types[10];
+    const char *vals[10];
+    int lens[10];
+    int fmts[10];
     char duration[24], term[24], renewals[24];
 } claim_params;
 
 static void claim_params_init(claim_params *cp, const reign__lease_claim *cl, uint64_t term)
 {
-    static const Oid types[9] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BYTEAOID,
-                                 INT8OID, INT8OID, INT8OID, INT8OID};
+    static const Oid types[10] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BYTEAOID,
+                                  INT8OID, INT8OID, INT8OID, INT8OID, TEXTOID};
     memcpy(cp->types, types, sizeof types);
     snprintf(cp->duration, sizeof cp->duration, "%" PRId64, cl->duration_ms);
     snprintf(cp->term, sizeof cp->term, "%" PRIu64, term);
     snprintf(cp->renewals, sizeof cp->renewals, "%" PRIu64, cl->expect_renewals);
-    const char *vals[9] = {cl->dc,
-                           cl->name,
-                           cl->owner,
-                           cl->owner_guid,
-                           cl->payload_len ? cl->payload : NULL, /* empty: NULL */
-                           cp->duration,
-                           cp->term,
-                           cp->renewals,
-                           cl->take_released ? "1" : "0"};
+    const char *vals[10] = {cl->dc,
+                            cl->name,
+                            cl->owner,
+                            cl->owner_guid,
+                            cl->payload_len ? cl->payload : NULL, /* empty: NULL */
+                            cp->duration,
+                            cp->term,
+                            cp->renewals,
+                            cl->take_released ? "1" : "0",
+                            cl->session ? cl->session : ""};
     memcpy(cp->vals, vals, sizeof vals);
     memset(cp->lens, 0, sizeof cp->lens);
     memset(cp->fmts, 0, sizeof cp->fmts);
@@ -883,7 +901,7 @@ static int claim_write(pg_conn *p, const char *what, const char *tmpl, const rei
 {
     claim_params cp;
     claim_params_init(&cp, cl, term);
-    int rc = run_count(p, what, tmpl, 9, cp.types, cp.vals, cp.lens, cp.fmts, err, errlen);
+    int rc = run_count(p, what, tmpl, 10, cp.types, cp.vals, cp.lens, cp.fmts, err, errlen);
     return rc < 0 ? rc : rc > 0;
 }
 
@@ -891,8 +909,9 @@ static int pg_insert(reign__sqlconn *c, const reign__lease_claim *cl, char *err,
 {
     return claim_write((pg_conn *)c, "insert",
                        "INSERT INTO \"{T}\" (data_center, lock_name, owner, owner_guid, payload, "
-                       "duration, term, term_duration, gmt_create, gmt_modified) SELECT $1, $2, "
-                       "$3, $4, $5, $6, 1, 0, " NOW_UP ", " NOW_UP " FROM " NOW_FROM " "
+                       "duration, session_guid, term, term_duration, gmt_create, gmt_modified) "
+                       "SELECT $1, $2, $3, $4, $5, $6, $10, 1, 0, " NOW_UP ", " NOW_UP
+                       " FROM " NOW_FROM " "
                        "ON CONFLICT DO NOTHING",
                        cl, 0, err, errlen);
 }
@@ -905,8 +924,8 @@ static int pg_take(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t exp
     return claim_write(
         (pg_conn *)c, "take",
         "UPDATE \"{T}\" SET owner = $3, owner_guid = $4, payload = $5, duration = "
-        "$6, term = term + 1, term_duration = 0, gmt_modified = " NOW_UP " FROM " NOW_FROM
-        " WHERE data_center = $1 AND lock_name = $2 AND term = $7 AND (($9 = 0 "
+        "$6, session_guid = $10, term = term + 1, term_duration = 0, gmt_modified = " NOW_UP
+        " FROM " NOW_FROM " WHERE data_center = $1 AND lock_name = $2 AND term = $7 AND (($9 = 0 "
         "AND term_duration = $8) OR ($9 = 1 AND duration <= 0 AND owner_guid NOT LIKE "
         "'>%'))",
         cl, expected_term, err, errlen);

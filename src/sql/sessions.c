@@ -4,6 +4,8 @@
  */
 #include "sessions.h"
 
+#include <stdlib.h>
+
 #include "dialect.h"
 #include "layout.h"
 #include "members.h"
@@ -101,4 +103,86 @@ int reign__sessions_warm(reign__sqlconn *c, const char *dc, const char *guid, ch
                               "SELECT seq FROM {M} WHERE data_center = {1} AND session_guid = {2}",
                               args, 2, NULL, err, errlen);
     return rc < 0 ? rc : 0;
+}
+
+int reign__sessions_look(reign__sqlconn *c, const char *dc, const char *own,
+                         const char *const *watched, size_t n, bool rows, reign__sql_rows *out,
+                         char *err, size_t errlen)
+{
+    int rc = reign__sessions_ensure(c, err, errlen);
+    if (rc < 0)
+        return rc;
+    reign__sqlv args[2 + REIGN__SESSIONS_LOOK_MAX];
+    args[0] = REIGN__SQLV_S(dc);
+    args[1] = REIGN__SQLV_S(own ? own : "");
+    size_t named = n <= REIGN__SESSIONS_LOOK_MAX ? n : 0;
+    for (size_t i = 0; i < named; i++)
+        args[2 + i] = REIGN__SQLV_S(watched[i]);
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__buf_puts(&b, "SELECT 'b', guid, beat, lease_ms, NULL FROM {S} WHERE data_center = {1}");
+    if (rows && n) {
+        /* Released under a watched session: the take that follows writes its own session, so
+         * a row comes back only until someone takes it. */
+        reign__buf_puts(&b,
+                        " UNION ALL SELECT 'r', session_guid, term, 0, lock_name FROM {T} WHERE "
+                        "data_center = {1} AND duration <= 0 AND session_guid ");
+        if (!named)
+            reign__buf_puts(&b, "<> ''");
+        for (size_t i = 0; i < named; i++)
+            reign__buf_printf(&b, "%s{%zu}", i ? ", " : "IN (", i + 3);
+        if (named)
+            reign__buf_puts(&b, ")");
+        /* How many rows each still has: a take away from it (of a row released between two
+         * looks, or by an operator) changes the count, and its followers read again. */
+        reign__buf_puts(&b, " UNION ALL SELECT 'c', session_guid, COUNT(*), 0, NULL FROM {T} WHERE "
+                            "data_center = {1} AND session_guid ");
+        if (!named)
+            reign__buf_puts(&b, "<> ''");
+        for (size_t i = 0; i < named; i++)
+            reign__buf_printf(&b, "%s{%zu}", i ? ", " : "IN (", i + 3);
+        reign__buf_puts(&b, named ? ") GROUP BY session_guid" : " GROUP BY session_guid");
+    }
+    if (rows && own && *own)
+        reign__buf_puts(&b, " UNION ALL SELECT 'm', session_guid, 0, 0, lock_name FROM {T} WHERE "
+                            "data_center = {1} AND session_guid = {2} AND duration > 0 AND "
+                            "(owner_guid LIKE '>%' OR owner_guid = '" REIGN__SQL_DEPOSED "')");
+    if (b.oom) {
+        reign__buf_free(&b);
+        return REIGN_ENOMEM;
+    }
+    /* SQLite: under the write lock, as a lease is read (sqlite.c): a change is told as its
+     * writer writes, a moment before a reader without the lock would see it. */
+    bool lock = reign__sql_kind_of(c) == REIGN__SQL_SQLITE;
+    if (lock && (rc = reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen)) < 0) {
+        reign__buf_free(&b);
+        return rc;
+    }
+    rc = reign__sql_query(c, "looking at the sessions", b.data, args, 2 + named, out, err, errlen);
+    if (lock)
+        reign__sql_rollback(c);
+    reign__buf_free(&b);
+    return rc < 0 ? rc : 0;
+}
+
+int reign__sessions_state(reign__sqlconn *c, const char *dc, const char *guid, int64_t *beat,
+                          bool *live, char *err, size_t errlen)
+{
+    reign__sqlv args[2] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(guid)};
+    reign__sql_rows rows;
+    int rc = reign__sql_query(c, "reading a session",
+                              "SELECT beat, CASE WHEN {NOW} < modified_ms + lease_ms THEN 1 ELSE 0 "
+                              "END FROM {S} WHERE data_center = {1} AND guid = {2}",
+                              args, 2, &rows, err, errlen);
+    if (rc == REIGN_ENOENT)
+        return 0; /* no sessions table: no session */
+    if (rc < 0)
+        return rc;
+    const char *b = reign__sql_cell(&rows, 0, 0), *l = reign__sql_cell(&rows, 0, 1);
+    if (b && beat)
+        *beat = strtoll(b, NULL, 10);
+    if (live)
+        *live = l && l[0] == '1';
+    reign__sql_rows_free(&rows);
+    return b != NULL;
 }

@@ -58,4 +58,30 @@ int reign__sessions_end(reign__sqlconn *c, const char *dc, const char *guid, int
 int reign__sessions_warm(reign__sqlconn *c, const char *dc, const char *guid, char *err,
                          size_t errlen);
 
+/*
+ * A session keeper's look at the store, in one statement (sql_session.h).  Rows of five
+ * columns (kind, session guid, beat, lease_ms, lock_name):
+ *   'b'  every session of dc, with its beat and lease (lock_name NULL);
+ * and with `rows` (the stores whose notices do not name the row that changed):
+ *   'r'  each released lease still under one of the sessions watched[0..n) (its holder let go
+ *        of it, or its guardian did), with its term in the beat's column: its followers read
+ *        their row;
+ *   'c'  how many leases each of the sessions watched[0..n) has, held or released (in the
+ *        beat's column; none: no row);
+ *   'm'  each held lease of session `own` that carries a designation or the deposed mark: its
+ *        holder reads its row (and hands over or lets in).
+ * At most REIGN__SESSIONS_LOOK_MAX watched sessions are named; with more, the released leases
+ * of every session come back and the caller picks.  0 or a negative code.
+ */
+#define REIGN__SESSIONS_LOOK_MAX 200
+int reign__sessions_look(reign__sqlconn *c, const char *dc, const char *own,
+                         const char *const *watched, size_t n, bool rows, reign__sql_rows *out,
+                         char *err, size_t errlen);
+
+/* Session guid as it stands: its beat, and whether it is live by the database's clock (its
+ * last beat + its lease: for people, reign status, never a decision).  1 (each given one set),
+ * 0 (no such session), or a negative code. */
+int reign__sessions_state(reign__sqlconn *c, const char *dc, const char *guid, int64_t *beat,
+                          bool *live, char *err, size_t errlen);
+
 #endif

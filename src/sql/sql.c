@@ -508,7 +508,12 @@ int reign__sql_lease_depose(reign__sqlconn *c, const char *dc, const char *name,
     if (rc)
         return rc;
     c->statements++;
-    return c->d->depose(c, dc, name, term, err, errlen);
+    rc = c->d->depose(c, dc, name, term, err, errlen);
+    if (rc == 1) {
+        char nerr[256]; /* wakes the holder: a lease held in a session renews no row of its own */
+        (void)reign__sql_notify(c, dc, name, nerr, sizeof nerr);
+    }
+    return rc;
 }
 
 /* ---- notifications -------------------------------------------------------------------------- */

@@ -133,6 +133,7 @@ typedef struct reign__lease {
     int64_t db_now_ms;   /* the database's clock at the read */
     bool db_expired;     /* the database clock's view: for display only, never a decision */
     bool released;       /* duration <= 0: given back, anyone may take it at once */
+    char session[65];    /* the holder's session (sessions.h), "" for a lease of its own */
 } reign__lease;
 
 void reign__lease_clear(reign__lease *l);
@@ -203,6 +204,7 @@ typedef struct reign__lease_claim {
     int64_t duration_ms;
     uint64_t expect_renewals; /* take: the term_duration of the version it takes over */
     bool take_released;       /* take: only if released (at any term_duration) */
+    const char *session;      /* insert, take: the claimant's session, NULL or "" for none */
 } reign__lease_claim;
 
 /*

@@ -111,7 +111,7 @@ enum {
 /*
  * Parameters, by number, the same in every statement: ?1 data_center, ?2 lock_name, ?3 owner,
  * ?4 owner_guid, ?5 payload, ?6 duration, ?7 term, ?8 term_duration, ?9
- * take_released.  {T} is the table name.
+ * take_released, ?10 session_guid.  {T} is the table name.
  */
 static const char *const statement_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
@@ -120,17 +120,19 @@ static const char *const statement_sql[ST_COUNT] = {
     [ST_READ] = "SELECT owner, owner_guid, payload, term, term_duration, duration, " MS_OF(
         "gmt_create") ", " MS_OF("gmt_modified") ", " NOW_MS ", " NOW_MS
                                                  " >= " MS_OF(
-                                                     "gmt_modified") " + duration FROM \"{T}\" "
+                                                     "gmt_modified") " + duration, session_guid "
+                                                                     "FROM \"{T}\" "
                                                                      "WHERE data_center = ?1 AND "
                                                                      "lock_name = ?2",
-    [ST_INSERT] = "INSERT INTO \"{T}\" (data_center, lock_name, owner, owner_guid, payload, "
-                  "duration, term, term_duration, gmt_create, gmt_modified) VALUES (?1, ?2, ?3, "
-                  "?4, ?5, ?6, 1, 0, " NOW_TEXT ", " NOW_TEXT ") ON CONFLICT DO NOTHING",
+    [ST_INSERT] =
+        "INSERT INTO \"{T}\" (data_center, lock_name, owner, owner_guid, payload, "
+        "duration, session_guid, term, term_duration, gmt_create, gmt_modified) VALUES "
+        "(?1, ?2, ?3, ?4, ?5, ?6, ?10, 1, 0, " NOW_TEXT ", " NOW_TEXT ") ON CONFLICT DO NOTHING",
     /* duration too: the lease must run by the new holder's length, which its own deadline
      * (demote before the lease can lapse) is computed from.  The version, not a clock: sql.h. */
     [ST_TAKE] =
         "UPDATE \"{T}\" SET owner = ?3, owner_guid = ?4, payload = ?5, duration = ?6, "
-        "term = term + 1, term_duration = 0, gmt_modified = " NOW_TEXT
+        "session_guid = ?10, term = term + 1, term_duration = 0, gmt_modified = " NOW_TEXT
         " WHERE data_center = ?1 AND lock_name = ?2 AND term = ?7 AND ((?9 = 0 AND term_duration "
         "= ?8) OR (?9 = 1 AND duration <= 0 AND owner_guid NOT LIKE '>%'))",
     [ST_RENEW] = "UPDATE \"{T}\" SET term_duration = term_duration + 1, gmt_modified = " NOW_TEXT
@@ -315,6 +317,8 @@ static int bind_claim(sqlite3_stmt *st, const reign__lease_claim *cl, uint64_t t
         rc = lite.sqlite3_bind_int64(st, 8, (sqlite3_int64)cl->expect_renewals);
     if (!rc && lite.sqlite3_bind_parameter_count(st) >= 9)
         rc = lite.sqlite3_bind_int64(st, 9, cl->take_released);
+    if (!rc && lite.sqlite3_bind_parameter_count(st) >= 10)
+        rc = lite.sqlite3_bind_text(st, 10, cl->session ? cl->session : "", -1, SQLITE_STATIC);
     return rc;
 }
 
@@ -554,6 +558,10 @@ static int exec_ddl(sqlite_conn *s, const char *tmpl, char *err, size_t errlen)
     return rc;
 }
 
+/* The leases a session holds, read by its keeper (sessions.h). */
+#define SESSION_INDEX                                                                              \
+    "CREATE INDEX IF NOT EXISTS \"idx_{T}_session\" ON \"{T}\" (data_center, session_guid)"
+
 static int schema_in_tx(sqlite_conn *s, char *err, size_t errlen)
 {
     reign__sqlconn *c = &s->base;
@@ -576,17 +584,21 @@ static int schema_in_tx(sqlite_conn *s, char *err, size_t errlen)
                       "gmt_modified text NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), "
                       "owner_guid varchar(64) NOT NULL DEFAULT '', "
                       "payload blob, "
+                      "session_guid varchar(64) NOT NULL DEFAULT '', "
                       "UNIQUE (data_center, lock_name))",
                       err, errlen);
         if (!rc)
             rc = exec_ddl(s, "CREATE INDEX IF NOT EXISTS \"idx_{T}_owner\" ON \"{T}\" (owner)", err,
                           errlen);
         if (!rc)
+            rc = exec_ddl(s, SESSION_INDEX, err, errlen);
+        if (!rc)
             reign__log(c->log, REIGN_LOG_INFO, "%s: created table %s", c->store, c->table);
         return rc;
     }
-    bool need_guid, need_payload, unique;
-    if ((rc = reign__sql_check_columns(c, cols, n, true, &need_guid, &need_payload, err, errlen)))
+    bool need_guid, need_payload, need_session, unique;
+    if ((rc = reign__sql_check_columns(c, cols, n, true, &need_guid, &need_payload, &need_session,
+                                       err, errlen)))
         return rc;
     if ((rc = has_unique_key(s, &unique, err, errlen)))
         return rc;
@@ -601,7 +613,14 @@ static int schema_in_tx(sqlite_conn *s, char *err, size_t errlen)
     if (need_payload &&
         (rc = exec_ddl(s, "ALTER TABLE \"{T}\" ADD COLUMN payload blob", err, errlen)))
         return rc;
-    if (need_guid || need_payload)
+    if (need_session &&
+        ((rc = exec_ddl(s,
+                        "ALTER TABLE \"{T}\" ADD COLUMN session_guid varchar(64) NOT NULL "
+                        "DEFAULT ''",
+                        err, errlen)) ||
+         (rc = exec_ddl(s, SESSION_INDEX, err, errlen))))
+        return rc;
+    if (need_guid || need_payload || need_session)
         reign__log(c->log, REIGN_LOG_INFO, "%s: added reign's columns to table %s", c->store,
                    c->table);
     return 0;
@@ -653,7 +672,9 @@ static int read_row(sqlite_conn *s, const char *dc, const char *name, reign__lea
 
     const char *owner = (const char *)lite.sqlite3_column_text(st, 0);
     const char *guid = (const char *)lite.sqlite3_column_text(st, 1);
+    const char *session = (const char *)lite.sqlite3_column_text(st, 10);
     if (!owner || strlen(owner) > REIGN_ID_MAX || (guid && strlen(guid) > REIGN__SQL_GUID_MAX) ||
+        (session && strlen(session) > REIGN__SQL_GUID_MAX) ||
         lite.sqlite3_column_type(st, 7) == SQLITE_NULL ||
         lite.sqlite3_column_type(st, 9) == SQLITE_NULL) {
         lite.sqlite3_reset(st);
@@ -665,6 +686,7 @@ static int read_row(sqlite_conn *s, const char *dc, const char *name, reign__lea
     out->exists = true;
     reign__strlcpy(out->owner, owner, sizeof out->owner);
     reign__strlcpy(out->owner_guid, guid ? guid : "", sizeof out->owner_guid);
+    reign__strlcpy(out->session, session ? session : "", sizeof out->session);
     int plen = lite.sqlite3_column_bytes(st, 2);
     const void *p = lite.sqlite3_column_blob(st, 2);
     if (p && plen > 0) {

@@ -30,7 +30,7 @@ typedef struct item {
     /* request */
     reign__sqlw_op op;
     char *name;
-    char *owner_id, *owner_guid;
+    char *owner_id, *owner_guid, *session;
     void *payload;
     size_t payload_len;
     int64_t duration_ms;
@@ -47,7 +47,7 @@ typedef struct item {
     void (*ctx_free)(void *);
     /* state */
     reign__sqlw_state st;
-    char msg[512];
+    char *msg; /* an error's words (allocated: most items have none, and 10,000 may queue) */
     /* changed */
     reign__sql_heard heard;
 } item;
@@ -114,8 +114,13 @@ static void item_free(item *it)
     reign__free(it->name);
     reign__free(it->owner_id);
     reign__free(it->owner_guid);
+    reign__free(it->session);
+    reign__free(it->msg);
     reign__free(it->payload);
-    reign__lease_clear(&it->res.lease);
+    if (it->res.lease) {
+        reign__lease_clear(it->res.lease);
+        reign__free(it->res.lease);
+    }
     reign__sql_heard_free(&it->heard);
     if (it->ctx_free && it->res.ctx)
         it->ctx_free(it->res.ctx);
@@ -143,6 +148,14 @@ static void hand_back(reign__sqlw *w, item *it)
         wake(w->cfg.wake_fd);
 }
 
+/* Gives the item the words of its error (res.err points at them). */
+static void set_msg(item *it, const char *m)
+{
+    reign__free(it->msg);
+    it->msg = reign__strdup(m);
+    it->res.err = it->msg ? it->msg : "out of memory";
+}
+
 static void post_state(reign__sqlw *w, reign__sqlw_state st, int err, const char *msg)
 {
     item *it = reign__calloc(1, sizeof(*it));
@@ -151,7 +164,7 @@ static void post_state(reign__sqlw *w, reign__sqlw_state st, int err, const char
     it->kind = ITEM_STATE;
     it->st = st;
     it->res.rc = err;
-    reign__strlcpy(it->msg, msg ? msg : "", sizeof(it->msg));
+    set_msg(it, msg ? msg : "");
     hand_back(w, it);
 }
 
@@ -327,11 +340,15 @@ static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
         .duration_ms = it->duration_ms,
         .expect_renewals = it->expect_renewals,
         .take_released = it->take_released,
+        .session = it->session,
     };
     int rc;
     switch (it->op) {
     case REIGN__SQLW_READ:
-        return reign__sql_lease_read(w->conn, w->dc, it->name, &it->res.lease, err, errlen);
+        /* Made as the read runs: an item waiting in the queue stays small (10,000 may). */
+        if (!it->res.lease && !(it->res.lease = reign__calloc(1, sizeof(*it->res.lease))))
+            return REIGN_ENOMEM;
+        return reign__sql_lease_read(w->conn, w->dc, it->name, it->res.lease, err, errlen);
     case REIGN__SQLW_INSERT:
         rc = reign__sql_lease_insert(w->conn, &cl, err, errlen);
         if (rc == 1)
@@ -410,8 +427,7 @@ static void execute(reign__sqlw *w, item *it)
     it->res.op = it->op;
     it->res.rc = rc;
     if (rc < 0) {
-        reign__strlcpy(it->msg, err[0] ? err : reign_strerror(rc), sizeof(it->msg));
-        it->res.err = it->msg;
+        set_msg(it, err[0] ? err : reign_strerror(rc));
     }
     /* A new leader: observers hear of it at once, but the winner first (its answer goes back
      * before the NOTIFY is sent, so that it is elected a round trip sooner). */
@@ -468,9 +484,7 @@ static void execute_batch(reign__sqlw *w, item *first)
         it->res.sent_ns = sent;
         it->res.done_ns = done;
         if (it->res.rc < 0) {
-            reign__strlcpy(it->msg, rc < 0 && err[0] ? err : reign_strerror(it->res.rc),
-                           sizeof(it->msg));
-            it->res.err = it->msg;
+            set_msg(it, rc < 0 && err[0] ? err : reign_strerror(it->res.rc));
         }
         hand_back(w, it);
     }
@@ -703,6 +717,7 @@ int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
     if (cl) {
         it->owner_id = dup_or_null(cl->owner, &oom);
         it->owner_guid = dup_or_null(cl->owner_guid, &oom);
+        it->session = dup_or_null(cl->session, &oom);
         it->duration_ms = cl->duration_ms;
         it->expect_renewals = cl->expect_renewals;
         it->take_released = cl->take_released;
@@ -787,7 +802,7 @@ void reign__sqlw_dispatch(reign__sqlw *w)
             break;
         case ITEM_STATE:
             if (w->cfg.on_state)
-                w->cfg.on_state(w->cfg.arg, it->st, it->res.rc, it->msg);
+                w->cfg.on_state(w->cfg.arg, it->st, it->res.rc, it->res.err);
             break;
         case ITEM_CHANGED:
             if (w->cfg.on_change)
@@ -860,6 +875,11 @@ bool reign__sqlw_notifies(const reign__sqlw *w)
 bool reign__sqlw_wakes_followers(const reign__sqlw *w)
 {
     return reign__sql_wakes_followers(&w->cfg.target);
+}
+
+bool reign__sqlw_names_changes(const reign__sqlw *w)
+{
+    return w->cfg.target.kind == REIGN__SQL_POSTGRES;
 }
 
 bool reign__sqlw_notifies_renewals(const reign__sqlw *w)

@@ -71,13 +71,13 @@ typedef struct reign__sqlw_config {
 
 typedef struct reign__sqlw_result {
     reign__sqlw_op op;
-    int rc;             /* 1 (done) or 0 (compare-and-set did not match), or a negative code */
-    uint64_t term;      /* TAKE: the new term */
-    reign__lease lease; /* READ: the row (borrowed for the callback) */
-    int64_t sent_ns;    /* CLOCK_MONOTONIC just before the statement was sent */
-    int64_t done_ns;    /* ... just after its answer came: READ's row was so at or before it */
-    const char *err;    /* rc < 0: one line, never a password */
-    void *ctx;          /* CALL: the context given (freed after the callback) */
+    int rc;              /* 1 (done) or 0 (compare-and-set did not match), or a negative code */
+    uint64_t term;       /* TAKE: the new term */
+    reign__lease *lease; /* READ: the row (borrowed for the callback); NULL if rc < 0 */
+    int64_t sent_ns;     /* CLOCK_MONOTONIC just before the statement was sent */
+    int64_t done_ns;     /* ... just after its answer came: READ's row was so at or before it */
+    const char *err;     /* rc < 0: one line, never a password */
+    void *ctx;           /* CALL: the context given (freed after the callback) */
 } reign__sqlw_result;
 
 typedef void reign__sqlw_cb(void *owner, void *arg, const reign__sqlw_result *r);
@@ -159,6 +159,9 @@ uint64_t reign__sqlw_statements(const reign__sqlw *w);
  * are among them (SQLite: every write is; PostgreSQL: releases, takes and inserts only). */
 bool reign__sqlw_notifies(const reign__sqlw *w);
 bool reign__sqlw_notifies_renewals(const reign__sqlw *w);
+/* Whether a notice names the row that changed (PostgreSQL's channel per name), so that only
+ * its readers need to read. */
+bool reign__sqlw_names_changes(const reign__sqlw *w);
 /* Whether a lease's followers are woken when its leader lets go (reign__sql_wakes_followers():
  * MariaDB's too, through its leader's lock). */
 bool reign__sqlw_wakes_followers(const reign__sqlw *w);

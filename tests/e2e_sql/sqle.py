@@ -145,18 +145,25 @@ class Store:
         than the moment the database read its clock); None if there is no row."""
         n = safe_name(name)
         t = self.quoted()
+        st = self.quoted(self.table + "_sessions")
         where = f"WHERE data_center = 'default' AND lock_name = '{n}'"
         if self.kind == "sqlite":
             ms = "CAST(round((julianday({}) - 2440587.5) * 86400000.0) AS INTEGER)"
-            q = (f"SELECT term, owner, ({ms.format('gmt_modified')} + duration - "
-                 f"{ms.format(repr('now'))}) * 1000 FROM {t} {where}")
+            now, own = ms.format(repr('now')), f"({ms.format('gmt_modified')} + duration - {{now}})"
         elif self.kind == "mariadb":
-            q = (f"SELECT term, owner, duration * 1000 - "
-                 f"TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) FROM {t} {where}")
+            now = "CAST(FLOOR(UNIX_TIMESTAMP(NOW(6)) * 1000) AS SIGNED)"
+            own = "(duration - TIMESTAMPDIFF(MICROSECOND, gmt_modified, NOW(6)) / 1000)"
         else:
-            q = (f"SELECT term, owner, floor(extract(epoch FROM (gmt_modified + duration * "
-                 f"interval '1 millisecond' - clock_timestamp())) * 1000000)::bigint "
-                 f"FROM {t} {where}")
+            now = "floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+            own = ("(extract(epoch FROM (gmt_modified + duration * interval '1 millisecond' - "
+                   "clock_timestamp())) * 1000)")
+        own = own.replace("{now}", now)
+        # A lease held in a session is renewed by the session's beats, not in its row: it runs
+        # by the session's row (its last beat + its lease), and has run out once that is gone.
+        q = (f"SELECT term, owner, floor(CASE WHEN session_guid <> '' AND duration > 0 THEN "
+             f"COALESCE((SELECT s.modified_ms + s.lease_ms - {now} FROM {st} s WHERE "
+             f"s.data_center = l.data_center AND s.guid = l.session_guid), -1) ELSE {own} END "
+             f"* 1000) FROM {t} l {where}")
         read_ns = time.monotonic_ns()
         rows = self.sql(q)
         if not rows:

@@ -212,7 +212,11 @@ const char *h_uri(const char *query)
         server_base(base, sizeof(base), "mysql", "REIGN_TEST_MARIADB_DIR");
         break;
     }
-    snprintf(uri, sizeof(uri), "%stable=%s&poll_ms=100%s%s", base, h_table(), query ? "&" : "",
+    /* $REIGN_TEST_URI_EXTRA: more parameters for every SQL URI (a variant of a store, such as
+     * leases=row). */
+    const char *extra = getenv("REIGN_TEST_URI_EXTRA");
+    snprintf(uri, sizeof(uri), "%stable=%s&poll_ms=100%s%s%s%s", base, h_table(),
+             extra && *extra ? "&" : "", extra && *extra ? extra : "", query ? "&" : "",
              query ? query : "");
     return uri;
 }

@@ -57,6 +57,7 @@
 
 #include "election_base.h"
 #include "election_lease_fsm.h"
+#include "client/sql_session.h"
 #include "election_lease_rank.h"
 #include "sql/candidates.h"
 
@@ -101,7 +102,7 @@ typedef struct lease_election {
     bool refused;  /* ... and a renewal was refused: not ours any more, whatever it says */
     char hand_guid[ROW_GUID];           /* HAND_OVER, LET_IN: the guid to release under */
     bool claim_designee;                /* TAKE: the row is designated to us: no rank to look at */
-    char seen_owner[REIGN_ID_MAX + 1];  /* the holder of the lease we last read */
+    char *seen_owner;                   /* the holder of the lease we last read (NULL: none) */
     char seen_guid[ROW_GUID];           /* ... and its guid (or a mark) */
     uint64_t preempt_term;              /* the leader's term we looked at to preempt */
     int64_t preempt_at;                 /* ... when its delay ends */
@@ -118,6 +119,18 @@ typedef struct lease_election {
 
     reign__timer timer;    /* poll, renew, retry, pause: one purpose per state */
     reign__timer deadline; /* the leader's bound */
+
+    /* Leases in the session (sql_session.h): we claim under our client's session, and follow
+     * a lease held in another's by watching that session, not the row. */
+    reign__sql_session_user su;
+    bool in_session;                    /* su joined */
+    bool holding;                       /* counted in the keeper's holders */
+    char session[2 * GUID_BYTES + 1];   /* our client's session, "" while none is up */
+    reign__sql_session_watch sw;        /* the holder's session we follow */
+    char following[2 * GUID_BYTES + 1]; /* ... its guid */
+    char gone[2 * GUID_BYTES + 1];      /* the last session the keeper saw go */
+    uint64_t released_read;             /* the term of the released row last read */
+    bool claim_session;                 /* CLAIMING: the claim is made under session */
 } lease_election;
 
 static const reign__recipe_ops lease_recipe_ops;
@@ -197,6 +210,7 @@ static void claim_of(const lease_election *e, reign__lease_claim *cl, const char
     cl->duration_ms = e->ls->lease_ms;
     cl->expect_renewals = e->claim_renewals;
     cl->take_released = e->claim_released;
+    cl->session = e->session;
 }
 
 static int submit(lease_election *e, reign__sqlw_op op, const char *guid, uint64_t term,
@@ -222,73 +236,32 @@ static void release(lease_election *e, const char *guid, uint64_t term)
 /* ---- the candidates row (listed candidates) ---------------------------------------------------
  */
 
-typedef enum list_op { LIST_JOIN, LIST_REFRESH, LIST_LEAVE, LIST_RENAME } list_op;
-
-/* What a candidates statement takes to the worker. */
-typedef struct list_call {
-    list_op op;
-    char *name, *owner;
-    char guid[2 * GUID_BYTES + 1];
-    void *payload;
-    size_t payload_len;
-    int64_t ttl_ms;
-    int priority;
-    char from[2 * GUID_BYTES + 1]; /* LIST_RENAME: the standing whose row it was */
-} list_call;
-
-static void list_call_free(void *p)
-{
-    list_call *c = p;
-    reign__free(c->name);
-    reign__free(c->owner);
-    reign__free(c->payload);
-    reign__free(c);
-}
-
-static int run_list_call(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
-{
-    list_call *c = ctx;
-    switch (c->op) {
-    case LIST_JOIN:
-        return reign__candidates_join(conn, dc, c->name, c->guid, c->owner, c->payload,
-                                      c->payload_len, c->priority, c->ttl_ms, err, errlen);
-    case LIST_RENAME:
-        return reign__candidates_rename(conn, dc, c->name, c->from, c->guid, c->ttl_ms, err,
-                                        errlen);
-    case LIST_REFRESH:
-        return reign__candidates_refresh(conn, dc, c->name, c->guid, c->ttl_ms, err, errlen);
-    case LIST_LEAVE:
-        return reign__candidates_leave(conn, dc, c->name, c->guid, err, errlen);
-    }
-    return REIGN_EINVAL;
-}
-
 static void on_listed(void *owner, void *arg, const reign__sqlw_result *r);
 
-/* Sends one statement on our row (the guid given; LIST_RENAME: from the listed one); no answer
- * is awaited but a refresh's or a rename's. */
-static void list_send(lease_election *e, list_op op, const char *guid)
+/* Sends one statement on our row (the guid given; REIGN__LIST_RENAME: from the listed one); no
+ * answer is awaited but a refresh's or a rename's. */
+static void list_send(lease_election *e, reign__list_op op, const char *guid)
 {
-    bool answered = op != LIST_LEAVE;
-    list_call *c = reign__calloc(1, sizeof(*c));
+    bool answered = op != REIGN__LIST_LEAVE;
+    reign__list_call *c = reign__calloc(1, sizeof(*c));
     bool ok =
         c && (c->name = reign__strdup(e->base.name)) && (c->owner = reign__strdup(e->base.id));
-    if (ok && op == LIST_JOIN && e->base.data_len)
+    if (ok && op == REIGN__LIST_JOIN && e->base.data_len)
         ok = (c->payload = reign__memdup(e->base.data, e->base.data_len)) != NULL;
     int rc = REIGN_ENOMEM;
     if (ok) {
         c->op = op;
         reign__strlcpy(c->guid, guid, sizeof(c->guid));
-        c->payload_len = op == LIST_JOIN ? e->base.data_len : 0;
+        c->payload_len = op == REIGN__LIST_JOIN ? e->base.data_len : 0;
         c->ttl_ms = e->ls->lease_ms;
         c->priority = e->priority;
         reign__strlcpy(c->from, e->listed_guid, sizeof(c->from));
-        rc = reign__sqlw_call(e->w, "candidate", run_list_call, c, list_call_free,
+        rc = reign__sqlw_call(e->w, "candidate", reign__list_run, c, reign__list_call_free,
                               answered ? e : NULL, answered ? on_listed : NULL, NULL);
     }
     if (rc < 0) {
         if (c)
-            list_call_free(c);
+            reign__list_call_free(c);
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: cannot list the candidate: %s",
                    e->base.name, reign_strerror(rc));
     }
@@ -299,13 +272,13 @@ static void list_send(lease_election *e, list_op op, const char *guid)
 static void on_listed(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
-    list_call *c = r->ctx;
+    reign__list_call *c = r->ctx;
     if (r->rc < 0)
         reign__log(e->base.log, REIGN_LOG_INFO, "election %s: the candidates row: %s", e->base.name,
                    r->err);
-    else if ((c->op == LIST_REFRESH || c->op == LIST_RENAME) && r->rc == 0 &&
+    else if ((c->op == REIGN__LIST_REFRESH || c->op == REIGN__LIST_RENAME) && r->rc == 0 &&
              !strcmp(c->guid, e->listed_guid))
-        list_send(e, LIST_JOIN, e->listed_guid);
+        list_send(e, REIGN__LIST_JOIN, e->listed_guid);
 }
 
 static void list_timer_cb(reign__timer *t, void *arg)
@@ -313,7 +286,7 @@ static void list_timer_cb(reign__timer *t, void *arg)
     lease_election *e = arg;
     if (!e->listed_guid[0])
         return;
-    list_send(e, LIST_REFRESH, e->listed_guid);
+    list_send(e, REIGN__LIST_REFRESH, e->listed_guid);
     reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
 }
 
@@ -338,19 +311,19 @@ static void list_follow(lease_election *e)
     bool want = e->base.listed && !e->base.observer &&
                 (standing(e->state) || (e->state == L_PAUSED && e->handing)) && e->guid[0];
     if (want && e->listed_guid[0] && strcmp(e->listed_guid, e->guid)) {
-        list_send(e, LIST_RENAME, e->guid); /* from listed_guid */
+        list_send(e, REIGN__LIST_RENAME, e->guid); /* from listed_guid */
         reign__strlcpy(e->listed_guid, e->guid, sizeof(e->listed_guid));
         reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
         return;
     }
     if (e->listed_guid[0] && !want) {
         reign__timer_stop(timers(e), &e->list_timer);
-        list_send(e, LIST_LEAVE, e->listed_guid);
+        list_send(e, REIGN__LIST_LEAVE, e->listed_guid);
         e->listed_guid[0] = '\0';
     }
     if (want && !e->listed_guid[0]) {
         reign__strlcpy(e->listed_guid, e->guid, sizeof(e->listed_guid));
-        list_send(e, LIST_JOIN, e->listed_guid);
+        list_send(e, REIGN__LIST_JOIN, e->listed_guid);
         reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
     }
 }
@@ -371,8 +344,9 @@ static reign__rank_call *rank_call_new(lease_election *e)
     }
     k->payload_len = e->base.data_len;
     reign__strlcpy(k->guid, e->guid, sizeof(k->guid));
+    reign__strlcpy(k->session, e->session, sizeof(k->session));
     k->priority = e->priority;
-    reign__strlcpy(k->holder_owner, e->seen_owner, sizeof(k->holder_owner));
+    reign__strlcpy(k->holder_owner, e->seen_owner ? e->seen_owner : "", sizeof(k->holder_owner));
     reign__strlcpy(k->holder_guid, e->seen_guid, sizeof(k->holder_guid));
     k->duration_ms = e->ls->lease_ms;
     return k;
@@ -446,6 +420,9 @@ static void demote(lease_election *e, reign_demote_reason reason, bool owed)
     e->valid_until = 0;
     e->renewing = false;
     reign__timer_stop(timers(e), &e->deadline);
+    if (e->holding)
+        reign__sql_session_hold(e->base.client, -1);
+    e->holding = false;
     reign__election_demote(&e->base, reason, bound, owed);
 }
 
@@ -465,6 +442,12 @@ static void lease_left(reign_election *pub, int err)
 /* Past the bound: demote, give the row back if it is still ours, and stand anew. */
 static bool check_bound(lease_election *e, int64_t now)
 {
+    if (e->base.leader && e->holding) {
+        /* Renewed by the session's beats: its bound is ours (0 once it is lost). */
+        e->valid_until = reign__sql_session_valid_until(e->base.client);
+        if (now < e->valid_until)
+            reign__timer_start(timers(e), &e->deadline, e->valid_until);
+    }
     if (!e->base.leader || now < e->valid_until)
         return false;
     bool down = reign_client_state(e->base.client) == REIGN_CONN_SUSPENDED;
@@ -486,6 +469,8 @@ static void deadline_cb(reign__timer *t, void *arg)
 static void extend(lease_election *e, int64_t sent_ns)
 {
     int64_t until = sent_ns + ms(e->ls->lease_ms - e->ls->margin_ms);
+    if (e->holding)
+        until = reign__sql_session_valid_until(e->base.client); /* see check_bound() */
     if (until > e->valid_until)
         e->valid_until = until;
     reign__timer_start(timers(e), &e->deadline, e->valid_until);
@@ -500,8 +485,13 @@ static void act_elect(reign_election *pub, const reign__election_news *n)
     int64_t sent_ns = n->until - ms(e->ls->lease_ms - e->ls->margin_ms);
     reign__election_lead(&e->base, n->term, n->token);
     e->valid_until = 0;
+    if (e->claim_session && !e->holding) {
+        e->holding = true; /* renewed by the session: no statement of our own */
+        reign__sql_session_hold(e->base.client, 1);
+    }
     extend(e, sent_ns);
-    reign__timer_start(timers(e), &e->timer, sent_ns + ms(e->ls->renew_ms));
+    if (!e->holding)
+        reign__timer_start(timers(e), &e->timer, sent_ns + ms(e->ls->renew_ms));
     reign__election_elected(&e->base, n->at, e->valid_until);
     if (e->base.leader && reign__life_live(&e->base.life))
         publish_self(e);
@@ -534,6 +524,11 @@ static void become_leader(lease_election *e, uint64_t term, int64_t sent_ns)
 {
     reign__election_news n = {.term = term, .token = term, .at = reign__now_ns()};
     n.until = sent_ns + ms(e->ls->lease_ms - e->ls->margin_ms);
+    if (e->claim_session) {
+        /* Held in the session, valid while it is: never past its bound. */
+        int64_t until = reign__sql_session_valid_until(e->base.client);
+        n.until = until < n.until ? until : n.until;
+    }
     n.fresh = n.until > n.at;
     step(e, IN(CLAIMED), &n); /* too late to lead on (a stall): given back, stand again */
 }
@@ -553,7 +548,7 @@ static void on_checked(void *owner, void *arg, const reign__sqlw_result *r)
     ENTER(e);
     flush_deferred(e);
     e->checking = false;
-    const reign__lease *l = &r->lease;
+    const reign__lease *l = r->lease;
     bool ours = r->rc == 0 && l->exists && !l->released && l->term == e->base.term &&
                 !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
     if (e->base.leader && e->refused && ours) {
@@ -615,7 +610,7 @@ static void renew_cb(reign__timer *t, void *arg)
         return;
     ENTER(e);
     flush_deferred(e);
-    if (!check_bound(e, reign__now_ns()) && e->base.leader) {
+    if (!check_bound(e, reign__now_ns()) && e->base.leader && !e->holding) {
         if (!e->renewing) {
             int rc = submit(e, REIGN__SQLW_RENEW, e->guid, e->base.term, on_renewed);
             e->renewing = rc == 0;
@@ -672,6 +667,8 @@ static void abandon_claim(lease_election *e)
 static void claim(lease_election *e, reign__sqlw_op op, uint64_t term, uint64_t renewals,
                   bool released)
 {
+    if (e->in_session && !e->session[0])
+        return; /* claims are made under the session: its opening looks again (on_session) */
     e->claim_renewals = renewals;
     e->claim_released = released;
     e->claim_term = op == REIGN__SQLW_INSERT ? 1 : op == REIGN__SQLW_TAKE ? term + 1 : term;
@@ -703,6 +700,7 @@ static int submit_take(lease_election *e)
 /* The table's CLAIM. */
 static void send_claim(lease_election *e)
 {
+    e->claim_session = e->session[0] != '\0';
     if (e->claim_op == REIGN__SQLW_RENEW)
         e->base.term = e->claim_from; /* the term we hold, should the renewal succeed */
     int rc = e->claim_op == REIGN__SQLW_TAKE
@@ -736,6 +734,94 @@ static int64_t next_read(lease_election *e, int64_t free_at)
     return free_at < at ? free_at : at;
 }
 
+/* ---- leases in the session ------------------------------------------------------------ */
+
+#define OF(p, field) ((lease_election *)((char *)(p)-offsetof(lease_election, field)))
+
+/* The keeper saw the session we follow go (then sw watches nothing), or a lease released
+ * under it: read the row. */
+static void on_wake(reign__sql_session_watch *w)
+{
+    lease_election *e = OF(w, sw);
+    if (!w->entry)
+        reign__strlcpy(e->gone, e->following, sizeof(e->gone));
+    else if (w->released == e->released_read)
+        return; /* read released already, and left (an observer, outranked): nothing new */
+    if (e->state != L_LOOKING)
+        return;
+    ENTER(e);
+    if (e->reading)
+        e->again = true;
+    else
+        look(e);
+    LEAVE(e);
+}
+
+static void follow(lease_election *e, const char *session)
+{
+    if (e->sw.entry && !strcmp(e->following, session))
+        return;
+    reign__strlcpy(e->following, session, sizeof(e->following));
+    e->sw.name = e->base.name;
+    e->sw.wake = on_wake;
+    if (reign__sql_session_follow(e->base.client, &e->sw, e->following) < 0)
+        reign__log(e->base.log, REIGN_LOG_WARN, "election %s: cannot follow session %s",
+                   e->base.name, session);
+}
+
+/* Our client's session is up (guid) or lost (NULL). */
+static void on_session(reign__sql_session_user *u, const char *guid)
+{
+    lease_election *e = OF(u, su);
+    ENTER(e);
+    if (guid) {
+        reign__strlcpy(e->session, guid, sizeof(e->session));
+        reign_conn_state st = reign_client_state(e->base.client);
+        if (e->state == L_IDLE && (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED))
+            stand(e);
+        else if (e->state == L_LOOKING && !e->reading)
+            look(e); /* a claim waited for it */
+    } else {
+        e->session[0] = '\0';
+        if (standing(e->state)) {
+            /* What we hold or claim in it is gone with it: stand again in the next. */
+            abandon_claim(e);
+            reign__election_news n = {.term = e->base.term};
+            step(e, IN(SESSION_LOST), &n); /* demoted if leading; IDLE */
+        }
+    }
+    LEAVE(e);
+}
+
+static void on_session_fail(reign__sql_session_user *u, int err, const char *msg)
+{
+    lease_election *e = OF(u, su);
+    ENTER(e);
+    emit_error(e, err, "session", msg);
+    LEAVE(e);
+}
+
+/* A designation or deposal of a lease of our session (stores whose notices name no row). */
+static void on_marked(reign__sql_session_user *u, const char *name)
+{
+    lease_election *e = OF(u, su);
+    if (e->state != L_LEADER || strcmp(name, e->base.name))
+        return;
+    ENTER(e);
+    check_row(e, false);
+    LEAVE(e);
+}
+
+static void join_session(lease_election *e)
+{
+    if (e->in_session || e->base.observer || e->ls->own_rows)
+        return;
+    e->su.on_session = on_session;
+    e->su.on_fail = on_session_fail;
+    e->su.on_marked = on_marked;
+    e->in_session = reign__sql_session_join(e->base.client, &e->su) == 0;
+}
+
 static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_election *e = owner;
@@ -755,7 +841,7 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
         LEAVE(e);
         return;
     }
-    const reign__lease *l = &r->lease;
+    const reign__lease *l = r->lease;
     int64_t now = reign__now_ns();
     const char *to = reign__lease_designee(l);
     /* Designated to us, or to our standing before this one (a designation that found our row
@@ -763,6 +849,16 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     bool ours_now = to && (!strcmp(to, e->guid) || (e->prev_guid[0] && !strcmp(to, e->prev_guid)));
     int64_t free_at = reign__lease_free_for(&e->seen, l, r->done_ns, ours_now ? to : e->guid,
                                             ms(e->ls->lease_ms));
+    /* Held in a session: free once the session is gone, whatever the time (the keeper
+     * watches it, and tells us).  Released under one: still watched, for the next release. */
+    bool in_session = l->exists && l->session[0] && !l->released;
+    e->released_read = l->exists && l->released ? l->term : 0;
+    if (l->exists && l->session[0] && strcmp(e->gone, l->session))
+        follow(e, l->session);
+    else
+        reign__sql_session_unfollow(e->base.client, &e->sw);
+    if (in_session)
+        free_at = strcmp(e->gone, l->session) ? INT64_MAX : r->done_ns;
     bool free = free_at <= now;
     reign__log(e->base.log, REIGN_LOG_DEBUG,
                "election %s: row %s: owner '%s' term %llu renewals %llu, %s", e->base.name,
@@ -774,7 +870,11 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
                              : "live");
     bool mine = l->exists && !strcmp(l->owner, e->base.id) && !strcmp(l->owner_guid, e->guid);
     e->seen_term = l->exists && !free && !mine ? l->term : 0;
-    reign__strlcpy(e->seen_owner, l->owner, sizeof(e->seen_owner));
+    if (l->owner[0] ? !e->seen_owner || strcmp(e->seen_owner, l->owner) : e->seen_owner != NULL) {
+        /* Kept on the heap, as rarely as it changes: 10,000 elections must stay small. */
+        reign__free(e->seen_owner);
+        e->seen_owner = l->owner[0] ? reign__strdup(l->owner) : NULL;
+    }
     reign__strlcpy(e->seen_guid, l->owner_guid, sizeof(e->seen_guid));
     publish(e, mine || free || l->released ? NULL : l); /* released: no one leads */
     if (!reign__life_live(&e->base.life) || e->state != L_LOOKING) {
@@ -793,12 +893,16 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     else if (e->again)
         look(e);
     else {
-        int64_t at = next_read(e, free_at);
+        /* In a session, nothing to read on a clock: the keeper or a notice wakes us. */
+        int64_t at = in_session ? INT64_MAX : next_read(e, free_at);
         /* A live leader of another, not being handed over: a candidate of higher priority
          * may preempt it (and reads again when its delay is over). */
         int64_t p = l->exists && !l->released && !to && !mine ? consider_preempt(e, l->term, now)
                                                               : INT64_MAX;
-        reign__timer_start(timers(e), &e->timer, p < at ? p : at);
+        if (p < at || at < INT64_MAX)
+            reign__timer_start(timers(e), &e->timer, p < at ? p : at);
+        else
+            reign__timer_stop(timers(e), &e->timer);
     }
     LEAVE(e);
 }
@@ -842,6 +946,7 @@ static void stand_fresh(lease_election *e)
     e->renewing = false;
     e->checking = e->refused = false;
     reign__timer_stop(timers(e), &e->timer);
+    join_session(e);
     e->seen_term = 0;
     e->seen = (reign__lease_seen){0};
     e->spread = true;
@@ -982,10 +1087,30 @@ static void on_deadline(reign__recipe *rp, int64_t now)
     LEAVE(e);
 }
 
+/* Whether a notice may concern our row: PostgreSQL's name it; the others tell nothing. */
+static bool heard_us(const lease_election *e, const reign__sql_heard *h)
+{
+    if (!h || h->all)
+        return true;
+    size_t n = strlen(e->base.name);
+    for (size_t i = 0; i < h->n; i++)
+        if (!strncmp(h->v[i], e->base.name, n) && (!h->v[i][n] || h->v[i][n] == '\n'))
+            return true;
+    return false;
+}
+
 static void on_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
-    (void)heard; /* looks again at all it follows */
     lease_election *e = (lease_election *)rp;
+    if (!heard_us(e, heard))
+        return;
+    /* SQLite tells of every write, every session's beats included: what concerns a lease in a
+     * session, the keeper's one look finds (a release under the session we follow, a mark on
+     * a lease we hold), rather than a read of every row. */
+    bool keeper_looks = reign__sqlw_notifies_renewals(e->w) && (!heard || heard->all);
+    if (keeper_looks &&
+        ((e->state == L_LEADER && e->holding) || (e->state == L_LOOKING && e->sw.entry)))
+        return;
     if (e->state == L_LEADER) {
         ENTER(e);
         check_row(e, false); /* a designation, maybe: the sooner handed over, the better */
@@ -1017,8 +1142,14 @@ static void destroy(lease_election *e)
     reign__timer_stop(ts, &e->list_timer);
     reign__sqlw_forget(e->w, e);
     guard(e, false);
+    reign__sql_session_unfollow(e->base.client, &e->sw);
+    if (e->holding)
+        reign__sql_session_hold(e->base.client, -1);
+    if (e->in_session)
+        reign__sql_session_leave(e->base.client, &e->su);
     reign__client_detach(e->base.client, &e->base.recipe);
     reign__election_base_free(&e->base);
+    reign__free(e->seen_owner);
     reign__free(e);
 }
 
@@ -1126,7 +1257,9 @@ static int lease_cede(reign_election *pub, int delay_ms)
 
 static int64_t lease_valid_until(const reign_election *pub)
 {
-    return ((const lease_election *)pub)->valid_until;
+    const lease_election *e = (const lease_election *)pub;
+    /* Held in the session: renewed by its beats, demoted when it is lost (on_session()). */
+    return e->holding ? reign__sql_session_valid_until(e->base.client) : e->valid_until;
 }
 
 static reign_election *lease_free(reign_election *pub)

@@ -11,6 +11,7 @@
 
 #include "election_base.h"
 #include "sql/candidates.h"
+#include "sql/sessions.h"
 
 typedef struct lease_query {
     reign__recipe recipe;
@@ -61,6 +62,7 @@ static void on_deposed(void *owner, void *arg, const reign__sqlw_result *r)
 typedef struct snapshot {
     char *name;
     reign__lease lease;
+    int session_live; /* a lease held in a session: whether the session is, by the db clock */
     reign__candidate_rows cands;
 } snapshot;
 
@@ -77,6 +79,15 @@ static int read_snapshot(reign__sqlconn *conn, const char *dc, void *ctx, char *
 {
     snapshot *sn = ctx;
     int rc = reign__sql_lease_read(conn, dc, sn->name, &sn->lease, err, errlen);
+    if (rc == 0 && sn->lease.exists && sn->lease.session[0]) {
+        /* Renewed by its session's beats, not in its row. */
+        bool live = false;
+        rc = reign__sessions_state(conn, dc, sn->lease.session, NULL, &live, err, errlen);
+        if (rc < 0)
+            return rc;
+        sn->session_live = live;
+        rc = 0;
+    }
     if (rc == 0)
         rc = reign__candidates_list(conn, dc, sn->name, &sn->cands, err, errlen);
     return rc;
@@ -85,7 +96,7 @@ static int read_snapshot(reign__sqlconn *conn, const char *dc, void *ctx, char *
 static void on_query_read(void *owner, void *arg, const reign__sqlw_result *r)
 {
     lease_query *q = owner;
-    const reign__lease *l = &r->lease;
+    const reign__lease *l = r->lease;
     if (r->rc < 0) {
         query_finish(q, r->rc, NULL);
         return;
@@ -109,7 +120,7 @@ static void on_snapshot(void *owner, void *arg, const reign__sqlw_result *r)
     }
     /* For people: whether it has run out is the database clock's view here (nothing is
      * decided by it; a follower counts on its own clock). */
-    bool live = l->exists && !l->released && !l->db_expired;
+    bool live = l->exists && !l->released && (l->session[0] ? sn->session_live : !l->db_expired);
     if ((!l->exists || reign__sql_lease_removed(l)) && !sn->cands.n) {
         query_finish(q, REIGN_ENOENT, NULL);
         return;
@@ -156,7 +167,9 @@ static void on_snapshot(void *owner, void *arg, const reign__sqlw_result *r)
      * long gets by default (renew/2, poll = renew = lease/5; <= 5 s). */
     if (l->exists && l->duration_ms > 0 && l->duration_ms <= 365LL * 86400000) {
         int64_t statement = l->duration_ms / 5 / 2 < 5000 ? l->duration_ms / 5 / 2 : 5000;
-        view.takeover_ms = l->duration_ms + l->duration_ms / 5 + 2 * statement;
+        /* In a session: the session reaped, then the row read and taken. */
+        view.takeover_ms =
+            l->duration_ms + l->duration_ms / 5 + (l->session[0] ? 3 : 2) * statement;
         view.takeover_from = REIGN_TAKEOVER_LEASE;
     }
     if (live) {

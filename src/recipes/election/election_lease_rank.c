@@ -120,7 +120,8 @@ int reign__rank_take(reign__sqlconn *conn, const char *dc, void *ctx, char *err,
                              .payload_len = k->payload_len,
                              .duration_ms = k->duration_ms,
                              .expect_renewals = k->renewals,
-                             .take_released = k->released};
+                             .take_released = k->released,
+                             .session = k->session};
     return reign__sql_lease_take(conn, &cl, k->from, &k->new_term, err, errlen);
 }
 
@@ -147,4 +148,31 @@ int reign__rank_preempt(reign__sqlconn *conn, const char *dc, void *ctx, char *e
                     : REIGN__OUTRANKED;
     reign__candidate_rows_free(&cs);
     return rc;
+}
+
+void reign__list_call_free(void *p)
+{
+    reign__list_call *c = p;
+    reign__free(c->name);
+    reign__free(c->owner);
+    reign__free(c->payload);
+    reign__free(c);
+}
+
+int reign__list_run(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
+{
+    reign__list_call *c = ctx;
+    switch (c->op) {
+    case REIGN__LIST_JOIN:
+        return reign__candidates_join(conn, dc, c->name, c->guid, c->owner, c->payload,
+                                      c->payload_len, c->priority, c->ttl_ms, err, errlen);
+    case REIGN__LIST_RENAME:
+        return reign__candidates_rename(conn, dc, c->name, c->from, c->guid, c->ttl_ms, err,
+                                        errlen);
+    case REIGN__LIST_REFRESH:
+        return reign__candidates_refresh(conn, dc, c->name, c->guid, c->ttl_ms, err, errlen);
+    case REIGN__LIST_LEAVE:
+        return reign__candidates_leave(conn, dc, c->name, c->guid, err, errlen);
+    }
+    return REIGN_EINVAL;
 }

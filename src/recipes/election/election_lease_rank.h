@@ -23,7 +23,8 @@ typedef struct reign__rank_call {
     char *name, *owner;
     void *payload;
     size_t payload_len;
-    char guid[REIGN__RANK_GUID]; /* ours */
+    char guid[REIGN__RANK_GUID];    /* ours */
+    char session[REIGN__RANK_GUID]; /* TAKE: our client's session (sessions.h) */
     int priority;
     char holder_owner[REIGN_ID_MAX + 1],
         holder_guid[sizeof(((reign__lease *)0)->owner_guid)]; /* the row, as read */
@@ -55,5 +56,28 @@ int reign__rank_take(reign__sqlconn *c, const char *dc, void *ctx, char *err, si
  * us and nobody else above us, once k->now; REIGN__OUTRANKED: it would, but not yet.  1 done, 0
  * nothing to do.  A reign__sqlw_fn. */
 int reign__rank_preempt(reign__sqlconn *c, const char *dc, void *ctx, char *err, size_t errlen);
+
+/* A statement on a listed candidate's row (sql/candidates.h), for the worker. */
+typedef enum reign__list_op {
+    REIGN__LIST_JOIN,
+    REIGN__LIST_REFRESH,
+    REIGN__LIST_LEAVE,
+    REIGN__LIST_RENAME
+} reign__list_op;
+
+typedef struct reign__list_call {
+    reign__list_op op;
+    char *name, *owner;
+    char guid[REIGN__RANK_GUID];
+    void *payload;
+    size_t payload_len;
+    int64_t ttl_ms;
+    int priority;
+    char from[REIGN__RANK_GUID]; /* RENAME: the standing whose row it was */
+} reign__list_call;
+
+void reign__list_call_free(void *p);
+/* Runs it: a reign__sqlw_fn. */
+int reign__list_run(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen);
 
 #endif

@@ -54,7 +54,11 @@ SCRIPT = {"mariadb": "mariadb.sh", "postgres": "pg.sh"}
 # Followers are told of a release: inotify, LISTEN/NOTIFY, MariaDB's wake-up lock.
 NOTIFIES = ("sqlite", "postgres", "mariadb")
 
-SQL_RE = re.compile(r"\bsql: (read|insert|take|renew|release|depose|listen) (\S+) "
+# "call" lines are the worker's calls: a session's beat ("session"), its keeper's look at the
+# sessions ("session look"), a candidates row ("candidate"), a rank read before a take (the
+# election's name); each counts as one statement (a SQLite look is three: BEGIN IMMEDIATE,
+# SELECT, ROLLBACK, on the local file).
+SQL_RE = re.compile(r"\bsql: (read|insert|take|renew|release|depose|listen|call) (.+?) "
                     r"term=(\d+) -> (-?\d+) \(([\d.]+) ms\)")
 SETTINGS_RE = re.compile(r"\(lease (\d+) ms, renew every (\d+) ms, poll every (\d+) ms, "
                          r"worst-case takeover after a crash (\d+) ms\)")

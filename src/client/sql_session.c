@@ -39,6 +39,7 @@ typedef struct keeper {
     reign__sqlw *w;
     const reign__logger *log;
     reign__sql_session_user *users;
+    int row_users;      /* users with on_rows (group members): the renewal reads their rows */
     struct iter *iters; /* the tellings under way (tell_all()) */
     char *owner;
     kstate state;
@@ -54,6 +55,7 @@ typedef struct keeper {
     /* Other sessions, watched for the leases they hold (sql_session.h). */
     watched *watched;
     int holders;     /* users leading on a lease in our session */
+    int watches;     /* watches of other sessions, in all */
     unsigned looks;  /* looks sent */
     bool looking;    /* a look is out */
     bool look_again; /* ... and another is wanted as soon as it is back */
@@ -175,7 +177,7 @@ static int send_call(keeper *k, int kind, reign__sqlw_cb *cb)
     c->beat = -1;
     memcpy(c->guid, k->guid, sizeof c->guid);
     c->lease_ms = settings(k)->lease_ms;
-    if (kind == 'b' && k->check) {
+    if (kind == 'b' && k->check && k->row_users) { /* no member: no rows to read */
         c->check = true;
         k->check = false;
         k->beats_unchecked = 0;
@@ -252,7 +254,8 @@ static void k_beat(keeper *k)
     if (k->state == K_LIVE && !k->out) {
         /* MariaDB tells of no change: read the rows once a lease all the same. */
         const reign__lease_settings *s = settings(k);
-        if (!reign__sqlw_notifies(k->w) && ++k->beats_unchecked * s->renew_ms >= s->lease_ms)
+        if (!reign__sqlw_notifies(k->w) && k->row_users &&
+            ++k->beats_unchecked * s->renew_ms >= s->lease_ms)
             k->check = true;
         k->out = send_call(k, 'b', on_beat) == 0;
     }
@@ -481,8 +484,10 @@ static void watched_gone(keeper *k, watched *x)
     reign__log(k->log, REIGN_LOG_DEBUG, "session %s is gone: its leases are free", x->guid);
     reign__sql_session_watch *ws = x->watches;
     x->watches = NULL;
-    for (reign__sql_session_watch *w = ws; w; w = w->next)
+    for (reign__sql_session_watch *w = ws; w; w = w->next) {
         w->entry = NULL;
+        k->watches--;
+    }
     drop_watched(k, x);
     while (ws) {
         reign__sql_session_watch *w = ws;
@@ -597,13 +602,20 @@ static void on_look(void *owner, void *arg, const reign__sqlw_result *r)
     next_look(k);
 }
 
+/* Whether so many leases are followed or held here that a change of the SQLite file is better
+ * looked at once by the keeper than read by each election (sql_session.h). */
+static bool crowded(const keeper *k)
+{
+    return k->watches + k->holders > REIGN__SQL_SESSION_FEW;
+}
+
 static void k_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
     (void)heard; /* looks again at all it follows */
     keeper *k = (keeper *)rp;
     k->check = true;
-    /* SQLite: one look for every lease followed, rather than a read of each row. */
-    if (looks_at_rows(k) && wants_looks(k))
+    /* SQLite, many leases: one look for them all, rather than a read of each row. */
+    if (reign__sqlw_notifies_renewals(k->w) && crowded(k) && wants_looks(k))
         look_now(k);
 }
 
@@ -663,6 +675,7 @@ int reign__sql_session_join(reign_client *c, reign__sql_session_user *u)
     keeper *k = keeper_of(c);
     if (!k)
         return REIGN_ENOMEM;
+    k->row_users += u->on_rows != NULL;
     u->prev = NULL;
     u->next = k->users;
     if (k->users)
@@ -681,6 +694,7 @@ void reign__sql_session_leave(reign_client *c, reign__sql_session_user *u)
     keeper *k = u ? (keeper *)reign__client_find(c, &keeper_ops) : NULL;
     if (!k || (!u->prev && k->users != u))
         return; /* not joined */
+    k->row_users -= u->on_rows != NULL;
     for (struct iter *it = k->iters; it; it = it->up)
         if (it->next == u)
             it->next = u->next;
@@ -723,6 +737,7 @@ int reign__sql_session_follow(reign_client *c, reign__sql_session_watch *w, cons
         else
             k->look_again = true;
     }
+    k->watches++;
     w->entry = x;
     w->prev = NULL;
     w->next = x->watches;
@@ -746,6 +761,8 @@ void reign__sql_session_unfollow(reign_client *c, reign__sql_session_watch *w)
     w->next = w->prev = NULL;
     w->entry = NULL;
     keeper *k = (keeper *)reign__client_find(c, &keeper_ops);
+    if (k)
+        k->watches--;
     if (k && !x->watches && !x->reaping)
         drop_watched(k, x);
 }
@@ -760,4 +777,10 @@ void reign__sql_session_hold(reign_client *c, int delta)
     if (!before && wants_looks(k) && !k->looking)
         reign__timer_start(timers(k), &k->look,
                            reign__now_ns() + (int64_t)settings(k)->poll_ms * REIGN__NS_PER_MS);
+}
+
+bool reign__sql_session_crowded(reign_client *c)
+{
+    keeper *k = (keeper *)reign__client_find(c, &keeper_ops);
+    return k && crowded(k);
 }

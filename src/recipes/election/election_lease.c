@@ -1107,7 +1107,8 @@ static void on_changed(reign__recipe *rp, const reign__sql_heard *heard)
     /* SQLite tells of every write, every session's beats included: what concerns a lease in a
      * session, the keeper's one look finds (a release under the session we follow, a mark on
      * a lease we hold), rather than a read of every row. */
-    bool keeper_looks = reign__sqlw_notifies_renewals(e->w) && (!heard || heard->all);
+    bool keeper_looks = reign__sqlw_notifies_renewals(e->w) && (!heard || heard->all) &&
+                        reign__sql_session_crowded(e->base.client);
     if (keeper_looks &&
         ((e->state == L_LEADER && e->holding) || (e->state == L_LOOKING && e->sw.entry)))
         return;

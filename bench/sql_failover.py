@@ -930,19 +930,14 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget, old):
                     LABEL[b], "/".join("%.2f" % x for _, x in per),
                     "/".join(str(n) for n, _ in per)))
         if b == "sqlite":
-            text += (" Followers read whenever the database file changes (inotify), and every "
-                     "renewal is such a change: that alone is one read per renewal, i.e. per "
-                     "poll period with the default settings, and no more than the target.  The "
-                     "excess comes from one commit reaching a follower as two inotify events "
-                     "(the WAL append is more than one write(); with a watch on the -wal file "
-                     "two IN_MODIFY events about 0.4 ms apart were seen for one renewal): a "
-                     "follower that has drained the first before the second arrives reads "
-                     "twice (the second time because a change came during its read), and more "
-                     "often the busier the machine, hence the growth with the number of "
-                     "candidates; now and then its own poll timer, restarted at each read, "
-                     "fires just before the next renewal and adds a third.  A fix belongs in "
-                     "the library (coalesce change notices over a few milliseconds, or let a "
-                     "follower that has just read a live lease ignore changes for a moment).")
+            text += (" With leases in the session every client's beat writes the file, and a "
+                     "client with few leases has each election read its row at every change "
+                     "(a crowded one's keeper looks once): with N candidate processes, N reads "
+                     "per period each, where one process renewing its lease made one.")
+        else:
+            text += (" A follower sends its own session's beat and its keeper's look at the "
+                     "leader's session, one each per period, where the leader sends its beat "
+                     "alone.")
         out.append(text)
     srv = []
     for b in backends:
@@ -956,15 +951,15 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget, old):
     sq = [x for x in sq if x[1] is not None]
     if srv or sq:
         out.append(
-            "At rest a candidate sends more than one statement per period: it lists itself (the "
-            "row `reign status` and designation read, `<table>_candidates`) and refreshes that "
-            "row every third of the lease, 0.3 statements a second at the default lease, which "
-            "the library's lease lines (leader, followers) do not include and the server counts "
-            "(%s per candidate a second, server / lease lines).  On SQLite every write changes "
-            "the file, and every candidate reads at each change (the leader too, to hear of a "
-            "designation at once): the refreshes of %s candidates make each read %s times a "
-            "second.  One statement per client per period, the listing folded into the client's "
-            "session renewal, is still to do." % (
+            "At rest a candidate sends its session's beat every renew period, its keeper's look "
+            "at the sessions it watches every poll period while it follows a lease held in "
+            "another's, and, listed (the row `reign status` and designation read, "
+            "`<table>_candidates`), a refresh of that row every third of the lease, 0.3 "
+            "statements a second at the default lease (%s per candidate a second, server / "
+            "library lines).  On SQLite every write changes the file, every client's beat is "
+            "one, and a candidate with few leases reads its row at each change: %s candidates "
+            "make each read %s times a second.  The listing folded into the session, so that "
+            "a listed candidate too sends one beat and one look per period, is still to do." % (
                 ", ".join("%s %d: %.2f / %.2f" % x for x in srv) or "-",
                 "/".join(str(n) for n, _ in sq), "/".join("%.1f" % v for _, v in sq)))
     mg = [(n, get("mariadb", n, "graceful_default", "handoff", "p50"),
@@ -995,12 +990,11 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget, old):
     lag = [get(b, n, "crash_short", "after_lease", "p50") for b in backends for n in counts]
     lag = [x for x in lag if x is not None]
     if lag:
-        out.append("Crash takeover comes a few milliseconds after the dead leader's lease runs "
-                   "out (p50 %.0f to %.0f ms after it): followers schedule their read for the "
-                   "moment the lease expires by the database's clock instead of waiting for "
-                   "their next poll, so every takeover was well within lease + one poll, and "
-                   "shorter than the lease itself by however long ago the leader had last "
-                   "renewed." % (min(lag), max(lag)))
+        out.append("Without a guardian, takeover comes once the dead leader's session has run "
+                   "out (p50 %.0f to %.0f ms after the lease ran out by the database's clock): "
+                   "a follower's keeper that has seen the session's beat stand still for a whole "
+                   "lease reaps it at its next look, and the followers read and take, so every "
+                   "takeover was within lease + one poll." % (min(lag), max(lag)))
     ratios = []
     for b in ("sqlite", "postgres"):
         for n in counts:

@@ -252,6 +252,8 @@ def argv_of(name, bins, json_path, args):
     if name == "many":
         return [str(h / "many_elections.py"), "--binary", bins["many"],
                 "--counts", args.many_counts, "--runs", str(args.many_runs),
+                # ZooKeeper only, no window at rest: what this comparison has always measured
+                "--stores", "zk", "--rest-s", "0", "--zk-counts", "",
                 "--output", "-", "--json", json_path]
     if name == "designate":
         return [str(h / "designate.py"), "--binary", bins["designate"],

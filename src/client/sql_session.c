@@ -450,11 +450,10 @@ static void next_look(keeper *k)
                            reign__now_ns() + (int64_t)settings(k)->poll_ms * REIGN__NS_PER_MS);
 }
 
-/* Wakes the watchers of x (all, or those of lease `name`), each from the head of the list: a
- * wake may unwatch (and free) any watch. */
-static void wake_watchers(keeper *k, watched *x, const char *name, uint64_t term)
+/* Wakes the watchers of x (all, or those of lease `name`).  A wake may unwatch its own watch,
+ * no other (the next one is taken before the call). */
+static void wake_watchers(watched *x, const char *name, uint64_t term)
 {
-    (void)k;
     reign__sql_session_watch *w = x->watches;
     while (w) {
         reign__sql_session_watch *next = w->next;
@@ -583,7 +582,7 @@ static void on_look(void *owner, void *arg, const reign__sqlw_result *r)
         bool moved = n != x->leases;
         x->leases = n;
         if (moved)
-            wake_watchers(k, x, NULL, UINT64_MAX);
+            wake_watchers(x, NULL, UINT64_MAX);
     }
     for (size_t i = 0; i < rows->n_rows; i++) {
         const char *kind = reign__sql_cell(rows, i, 0), *g = reign__sql_cell(rows, i, 1);
@@ -595,7 +594,7 @@ static void on_look(void *owner, void *arg, const reign__sqlw_result *r)
             x = NULL;
         const char *term = reign__sql_cell(rows, i, 2);
         if (x && term)
-            wake_watchers(k, x, name, strtoull(term, NULL, 10));
+            wake_watchers(x, name, strtoull(term, NULL, 10));
         else if (kind[0] == 'm' && k->state == K_LIVE && !strcmp(g, k->guid))
             tell_marked(k, name);
     }
@@ -645,12 +644,18 @@ static void k_destroy(reign__recipe *rp)
 static const reign__recipe_ops keeper_ops = {
     .conn = k_conn, .destroy = k_destroy, .changed = k_changed};
 
+/* The client's keeper, or NULL while none was made. */
+static keeper *keeper_find(reign_client *c)
+{
+    return (keeper *)reign__client_find(c, &keeper_ops);
+}
+
 static void look_cb(reign__timer *t, void *arg);
 
 /* The client's keeper, made on first use; NULL: out of memory. */
 static keeper *keeper_of(reign_client *c)
 {
-    keeper *k = (keeper *)reign__client_find(c, &keeper_ops);
+    keeper *k = keeper_find(c);
     if (k)
         return k;
     if (!(k = reign__calloc(1, sizeof(*k))))
@@ -691,7 +696,7 @@ int reign__sql_session_join(reign_client *c, reign__sql_session_user *u)
 
 void reign__sql_session_leave(reign_client *c, reign__sql_session_user *u)
 {
-    keeper *k = u ? (keeper *)reign__client_find(c, &keeper_ops) : NULL;
+    keeper *k = u ? keeper_find(c) : NULL;
     if (!k || (!u->prev && k->users != u))
         return; /* not joined */
     k->row_users -= u->on_rows != NULL;
@@ -709,7 +714,7 @@ void reign__sql_session_leave(reign_client *c, reign__sql_session_user *u)
 
 int64_t reign__sql_session_valid_until(reign_client *c)
 {
-    keeper *k = (keeper *)reign__client_find(c, &keeper_ops);
+    keeper *k = keeper_find(c);
     return k && k->state == K_LIVE ? k->valid_until : 0;
 }
 
@@ -760,7 +765,7 @@ void reign__sql_session_unfollow(reign_client *c, reign__sql_session_watch *w)
         w->next->prev = w->prev;
     w->next = w->prev = NULL;
     w->entry = NULL;
-    keeper *k = (keeper *)reign__client_find(c, &keeper_ops);
+    keeper *k = keeper_find(c);
     if (k)
         k->watches--;
     if (k && !x->watches && !x->reaping)
@@ -769,7 +774,7 @@ void reign__sql_session_unfollow(reign_client *c, reign__sql_session_watch *w)
 
 void reign__sql_session_hold(reign_client *c, int delta)
 {
-    keeper *k = (keeper *)reign__client_find(c, &keeper_ops);
+    keeper *k = keeper_find(c);
     if (!k)
         return;
     bool before = wants_looks(k);
@@ -781,6 +786,6 @@ void reign__sql_session_hold(reign_client *c, int delta)
 
 bool reign__sql_session_crowded(reign_client *c)
 {
-    keeper *k = (keeper *)reign__client_find(c, &keeper_ops);
+    keeper *k = keeper_find(c);
     return k && crowded(k);
 }

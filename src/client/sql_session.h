@@ -63,7 +63,8 @@ int64_t reign__sql_session_valid_until(reign_client *c);
  *     session is released.
  * A session that the follower's read showed and that a later look does not is gone for good:
  * a session's guid is drawn once, and its row is made before anything is held under it.
- * Loop thread only.  The keeper keeps w until unwatched; wake may unwatch and free it.
+ * Loop thread only.  The keeper keeps w until unwatched; wake may unwatch (and free) w, and no
+ * other watch.
  */
 typedef struct reign__sql_session_watch reign__sql_session_watch;
 struct reign__sql_session_watch {

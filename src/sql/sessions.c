@@ -105,6 +105,19 @@ int reign__sessions_warm(reign__sqlconn *c, const char *dc, const char *guid, ch
     return rc < 0 ? rc : 0;
 }
 
+/* The condition on session_guid of a look: the `named` watched sessions, parameters {3}...;
+ * none named (too many to name), any session. */
+static void put_watched(reign__buf *b, size_t named)
+{
+    if (!named) {
+        reign__buf_puts(b, "session_guid <> ''");
+        return;
+    }
+    for (size_t i = 0; i < named; i++)
+        reign__buf_printf(b, "%s{%zu}", i ? ", " : "session_guid IN (", i + 3);
+    reign__buf_puts(b, ")");
+}
+
 int reign__sessions_look(reign__sqlconn *c, const char *dc, const char *own,
                          const char *const *watched, size_t n, bool rows, reign__sql_rows *out,
                          char *err, size_t errlen)
@@ -126,22 +139,14 @@ int reign__sessions_look(reign__sqlconn *c, const char *dc, const char *own,
          * a row comes back only until someone takes it. */
         reign__buf_puts(&b,
                         " UNION ALL SELECT 'r', session_guid, term, 0, lock_name FROM {T} WHERE "
-                        "data_center = {1} AND duration <= 0 AND session_guid ");
-        if (!named)
-            reign__buf_puts(&b, "<> ''");
-        for (size_t i = 0; i < named; i++)
-            reign__buf_printf(&b, "%s{%zu}", i ? ", " : "IN (", i + 3);
-        if (named)
-            reign__buf_puts(&b, ")");
+                        "data_center = {1} AND duration <= 0 AND ");
+        put_watched(&b, named);
         /* How many rows each still has: a take away from it (of a row released between two
          * looks, or by an operator) changes the count, and its followers read again. */
         reign__buf_puts(&b, " UNION ALL SELECT 'c', session_guid, COUNT(*), 0, NULL FROM {T} WHERE "
-                            "data_center = {1} AND session_guid ");
-        if (!named)
-            reign__buf_puts(&b, "<> ''");
-        for (size_t i = 0; i < named; i++)
-            reign__buf_printf(&b, "%s{%zu}", i ? ", " : "IN (", i + 3);
-        reign__buf_puts(&b, named ? ") GROUP BY session_guid" : " GROUP BY session_guid");
+                            "data_center = {1} AND ");
+        put_watched(&b, named);
+        reign__buf_puts(&b, " GROUP BY session_guid");
     }
     if (rows && own && *own)
         reign__buf_puts(&b, " UNION ALL SELECT 'm', session_guid, 0, 0, lock_name FROM {T} WHERE "

@@ -335,7 +335,7 @@ REIGN_EXPORT void *reign_client_userdata(const reign_client *client);
  *                                                (SQL on MariaDB: up to one
  *                                                poll_ms, followers poll)
  *   process died, no guardian                    the session timeout (ZooKeeper)
- *   process stopped (SIGSTOP), host died,        or lease + poll + two statements
+ *   process stopped (SIGSTOP), host died,        or lease + poll + 3 statements
  *   host cut off from the store                  (SQL): reign_client_takeover_ms()
  *
  * Which clients run one: reign_client_options.guardian sets the program's

@@ -262,7 +262,7 @@ typedef enum reign_takeover_source {
                                    were not written by reign */
     REIGN_TAKEOVER_LEADER,      /* ZooKeeper: the session timeout the leader was granted */
     REIGN_TAKEOVER_CANDIDATES,  /* ZooKeeper, no leader: the longest of the candidates' */
-    REIGN_TAKEOVER_LEASE        /* SQL: the lease row's length, a poll, two statements */
+    REIGN_TAKEOVER_LEASE        /* SQL: the lease row's length, a poll, 2 or 3 statements */
 } reign_takeover_source;
 
 /* A snapshot of an election. */
@@ -278,9 +278,10 @@ typedef struct reign_election_view {
      * can be elected, for the election's own settings rather than the
      * reader's (reign_client_takeover_ms()): on ZooKeeper the session
      * timeout the leader's server granted it, which each candidate writes in
-     * its node; on SQL the lease length in the row plus a poll period and two
-     * statements at their defaults for that lease (lease/5 and lease/10, at most
-     * 5 s).  0 when
+     * its node; on SQL the lease length in the row plus a poll period and three
+     * statements (a lease held in a session: the session reaped, the row read and
+     * taken; two for a lease in its own row) at their defaults for that lease
+     * (lease/5 and lease/10, at most 5 s).  0 when
      * unknown (takeover_from says which).
      */
     int64_t takeover_ms;

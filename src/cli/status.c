@@ -121,7 +121,8 @@ static int64_t takeover_ms(const reign_client *client, const reign_election_view
     static const char *const names[] = {
         [REIGN_TAKEOVER_LEADER] = "the leader's session timeout",
         [REIGN_TAKEOVER_CANDIDATES] = "the longest session timeout of the candidates",
-        [REIGN_TAKEOVER_LEASE] = "the lease in the row, plus a poll and the statements of a takeover",
+        [REIGN_TAKEOVER_LEASE] =
+            "the lease in the row, plus a poll and the statements of a takeover",
     };
     if (v->takeover_ms > 0 && v->takeover_from > REIGN_TAKEOVER_UNKNOWN &&
         v->takeover_from <= REIGN_TAKEOVER_LEASE) {

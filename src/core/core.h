@@ -89,6 +89,20 @@ int reign__buf_append(reign__buf *b, const void *p, size_t n);
 int reign__buf_puts(reign__buf *b, const char *s);
 int reign__buf_printf(reign__buf *b, const char *fmt, ...) REIGN__PRINTF(2, 3);
 
+/* ---- a set of strings (strset.c) --------------------------------------- */
+/* Zeroed is empty.  v[0..n-1] are the strings (copies), in the order they were added. */
+typedef struct reign__strset {
+    char **v;
+    size_t n;
+    size_t *slots; /* cap of them: 0 empty, else an index into v plus one */
+    size_t cap;
+} reign__strset;
+
+/* 1 if s was added, 0 if it was there, REIGN_ENOMEM. */
+int reign__strset_add(reign__strset *set, const char *s);
+bool reign__strset_has(const reign__strset *set, const char *s);
+void reign__strset_free(reign__strset *set);
+
 /* "dir/name", allocated; NULL on OOM. */
 char *reign__path_join(const char *dir, const char *name);
 

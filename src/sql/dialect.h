@@ -101,7 +101,8 @@ struct reign__sql_dialect {
      * guardian's release, timed by a successor).  NULL: read, then release, then notify. */
     int (*release_ours)(reign__sqlconn *c, const reign__lease_claim *cl, uint64_t *term, char *err,
                         size_t errlen);
-    int (*listen)(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen);
+    int (*listen)(reign__sqlconn *c, const char *dc, const char *const *names, size_t n, char *err,
+                  size_t errlen);
     int (*listen_fd)(const reign__sqlconn *c);
     /* Optional: reign__sql_wakes_followers().  NULL: they are. */
     bool (*wakes_followers)(const reign__sql_target *t);

@@ -803,14 +803,17 @@ static MYSQL *open_waiter(void *ctx, char *err, size_t errlen)
 
 /* A lease's followers listen on its name: they wait for its lock.  The other names (groups,
  * values, queues) have nothing to wait for here: their watchers poll. */
-static int my_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+static int my_listen(reign__sqlconn *c, const char *dc, const char *const *names, size_t n,
+                     char *err, size_t errlen)
 {
     maria_conn *m = (maria_conn *)c;
-    char why[256] = "";
-    if (m->wake && reign__name_check(name) == 0 &&
-        reign__mywake_listen(m->wake, dc, name, why, sizeof why) < 0)
-        reign__log(c->log, REIGN_LOG_DEBUG, "%s: no wake-up for %s (%s): its followers poll",
-                   c->store, name, why);
+    for (size_t i = 0; m->wake && i < n; i++) {
+        char why[256] = "";
+        if (reign__name_check(names[i]) == 0 &&
+            reign__mywake_listen(m->wake, dc, names[i], why, sizeof why) < 0)
+            reign__log(c->log, REIGN_LOG_DEBUG, "%s: no wake-up for %s (%s): its followers poll",
+                       c->store, names[i], why);
+    }
     return 0; /* never an error: polling is the backstop */
 }
 

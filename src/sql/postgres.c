@@ -62,6 +62,7 @@
     X(t, PQresultErrorMessage)                                                                     \
     X(t, PQresultStatus)                                                                           \
     X(t, PQsendPrepare)                                                                            \
+    X(t, PQsendQuery)                                                                              \
     X(t, PQsendQueryParams)                                                                        \
     X(t, PQsendQueryPrepared)                                                                      \
     X(t, PQsetErrorVerbosity)                                                                      \
@@ -88,9 +89,10 @@ REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres
 /* The leases a session holds, read by its keeper (sessions.h). */
 #define SESSION_INDEX                                                                              \
     "CREATE INDEX IF NOT EXISTS \"idx_{T}_session\" ON \"{T}\" (data_center, session_guid)"
-#define NOW_UP     "date_trunc('milliseconds', n.now + interval '999 microseconds')"
-#define NOW_DOWN   "date_trunc('milliseconds', n.now)"
-#define MAX_LISTEN 32
+#define NOW_UP   "date_trunc('milliseconds', n.now + interval '999 microseconds')"
+#define NOW_DOWN "date_trunc('milliseconds', n.now)"
+/* LISTENs sent in one statement, at most. */
+#define LISTEN_BATCH 512
 
 /*
  * A statement's text (with its parameters' types after it) sent twice on this connection is
@@ -110,8 +112,7 @@ typedef struct pg_conn {
     reign__sqlconn base;
     PGconn *pg;
     bool connected;
-    char channels[MAX_LISTEN][64];
-    size_t n_channels;
+    reign__strset channels; /* listened to */
     reign__stmt_cache prepared;
     /* A transaction's first and last round trips, saved (see run()): a BEGIN not sent yet, the
      * transaction open on the server, the notices it sends at its COMMIT. */
@@ -570,6 +571,7 @@ static void pg_close(reign__sqlconn *c)
     if (p->pg)
         pq.PQfinish(p->pg);
     reign__stmt_cache_free(&p->prepared);
+    reign__strset_free(&p->channels);
     notes_drop(p);
 }
 
@@ -997,36 +999,66 @@ static int pg_depose(reign__sqlconn *c, const char *dc, const char *name, uint64
 
 /* ---- notification --------------------------------------------------------------------------- */
 
-static int pg_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+/* LISTENs for up to LISTEN_BATCH channels, in one statement; then they are ours. */
+static int listen_batch(pg_conn *p, char (*chans)[64], size_t n, char *err, size_t errlen)
+{
+    reign__sqlconn *c = &p->base;
+    /* LISTEN takes no parameter: the channels are spliced, as the table is, and are made of
+     * nothing but [A-Za-z0-9_] (reign__sql_channel()).  Several statements in one text go by
+     * the simple protocol, in one transaction: they all take effect at its commit, before
+     * the reads that follow them. */
+    reign__buf b;
+    reign__buf_init(&b);
+    for (size_t i = 0; i < n; i++)
+        reign__buf_printf(&b, "%sLISTEN \"%s\"", i ? ";" : "", chans[i]);
+    if (b.oom) {
+        reign__buf_free(&b);
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    }
+    c->statements++;
+    p->sqlstate[0] = '\0';
+    int64_t deadline = reign__sql_deadline(c->statement_timeout_ms);
+    PGresult *r = NULL;
+    int rc = sent_ok(p, pq.PQsendQuery(p->pg, b.data), "listen", err, errlen);
+    reign__buf_free(&b);
+    if (!rc)
+        rc = answer(p, "listen", deadline, &r, err, errlen);
+    pq.PQclear(r);
+    for (size_t i = 0; !rc && i < n; i++)
+        if (reign__strset_add(&p->channels, chans[i]) < 0)
+            rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    return rc;
+}
+
+static int pg_listen(reign__sqlconn *c, const char *dc, const char *const *names, size_t n,
+                     char *err, size_t errlen)
 {
     pg_conn *p = (pg_conn *)c;
-    char chan[64];
-    reign__sql_channel(chan, c->table, dc, name);
-    for (size_t i = 0; i < p->n_channels; i++) {
-        if (!strcmp(p->channels[i], chan))
-            return 0;
+    char(*chans)[64] = reign__malloc((n < LISTEN_BATCH ? n : LISTEN_BATCH) * sizeof(*chans));
+    if (!chans)
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+    size_t k = 0;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        reign__sql_channel(chans[k], c->table, dc, names[i]);
+        bool again = reign__strset_has(&p->channels, chans[k]);
+        for (size_t j = 0; j < k && !again; j++)
+            again = !strcmp(chans[j], chans[k]);
+        if (!again && ++k == LISTEN_BATCH) {
+            rc = listen_batch(p, chans, k, err, errlen);
+            k = 0;
+        }
     }
-    if (p->n_channels == MAX_LISTEN)
-        return reign__sql_err(c, err, errlen, REIGN_EBUSY, "listen: already on %d channels",
-                              MAX_LISTEN);
-    /* LISTEN takes no parameter: the channel is spliced, as the table is, and is made of
-     * nothing but [A-Za-z0-9_] (reign__sql_channel()). */
-    char tmpl[96];
-    snprintf(tmpl, sizeof tmpl, "LISTEN \"%s\"", chan);
-    PGresult *r;
-    c->statements++;
-    int rc = run(p, "listen", tmpl, 0, NULL, NULL, NULL, NULL, 0, &r, err, errlen);
-    if (rc)
-        return rc;
-    pq.PQclear(r);
-    memcpy(p->channels[p->n_channels++], chan, sizeof chan);
-    return 0;
+    if (!rc && k)
+        rc = listen_batch(p, chans, k, err, errlen);
+    reign__free(chans);
+    return rc;
 }
 
 static int pg_listen_fd(const reign__sqlconn *c)
 {
     const pg_conn *p = (const pg_conn *)c;
-    return p->n_channels ? pq.PQsocket(p->pg) : -1;
+    return p->channels.n ? pq.PQsocket(p->pg) : -1;
 }
 
 static int pg_drain_notify(reign__sqlconn *c)
@@ -1039,10 +1071,7 @@ static int pg_drain_notify(reign__sqlconn *c)
     int any = 0;
     PGnotify *n;
     while ((n = pq.PQnotifies(p->pg))) {
-        bool ours = false;
-        for (size_t i = 0; i < p->n_channels && !ours; i++)
-            ours = !strcmp(n->relname, p->channels[i]);
-        if (ours) {
+        if (reign__strset_has(&p->channels, n->relname)) {
             any = 1;
             /* The payload is the name notified (reign__sql_notify()), a hint after it maybe;
              * one of another writer's tells nothing. */

@@ -520,10 +520,16 @@ int reign__sql_lease_depose(reign__sqlconn *c, const char *dc, const char *name,
 
 int reign__sql_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
 {
+    return reign__sql_listen_many(c, dc, &name, 1, err, errlen);
+}
+
+int reign__sql_listen_many(reign__sqlconn *c, const char *dc, const char *const *names, size_t n,
+                           char *err, size_t errlen)
+{
     int rc = check_conn(c, err, errlen);
-    if (!rc)
-        rc = check_key(c, dc, name, err, errlen);
-    return rc ? rc : c->d->listen(c, dc, name, err, errlen);
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = check_key(c, dc, names[i], err, errlen);
+    return rc ? rc : n ? c->d->listen(c, dc, names, n, err, errlen) : 0;
 }
 
 int reign__sql_listen_fd(const reign__sqlconn *c)

@@ -290,6 +290,10 @@ int reign__sql_lease_depose(reign__sqlconn *c, const char *dc, const char *name,
  */
 int reign__sql_listen(reign__sqlconn *c, const char *dc, const char *name, char *err,
                       size_t errlen);
+/* The same for n names at once (PostgreSQL: one statement for them all); no limit on how many
+ * a connection listens to. */
+int reign__sql_listen_many(reign__sqlconn *c, const char *dc, const char *const *names, size_t n,
+                           char *err, size_t errlen);
 int reign__sql_listen_fd(const reign__sqlconn *c);
 int reign__sql_drain_notify(reign__sqlconn *c);
 /* Whether a lease's followers on t are woken when it is let go (PostgreSQL and SQLite: always;

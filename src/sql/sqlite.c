@@ -799,7 +799,8 @@ static void watch_wal(sqlite_conn *s)
     reign__buf_free(&b);
 }
 
-static int sq_listen(reign__sqlconn *c, const char *dc, const char *name, char *err, size_t errlen)
+static int sq_listen(reign__sqlconn *c, const char *dc, const char *const *names, size_t n,
+                     char *err, size_t errlen)
 {
     sqlite_conn *s = (sqlite_conn *)c;
     if (s->ino_fd >= 0)

@@ -82,8 +82,7 @@ struct reign__sqlw {
     reign__sqlconn *conn;
     bool ever_connected, fatal;
     int64_t next_connect_ns;
-    char **listened; /* names to LISTEN on, again after a reconnect */
-    size_t n_listened;
+    reign__strset listened; /* names to LISTEN on, again after a reconnect */
 };
 
 static void push(queue *q, item *it)
@@ -234,12 +233,8 @@ static void conn_lost(reign__sqlw *w, int rc, const char *err)
 
 static int listen_all(reign__sqlw *w, char *err, size_t errlen)
 {
-    for (size_t i = 0; i < w->n_listened; i++) {
-        int rc = reign__sql_listen(w->conn, w->dc, w->listened[i], err, errlen);
-        if (rc < 0)
-            return rc;
-    }
-    return 0;
+    return reign__sql_listen_many(w->conn, w->dc, (const char *const *)w->listened.v, w->listened.n,
+                                  err, errlen);
 }
 
 /*
@@ -304,21 +299,6 @@ static void try_connect(reign__sqlw *w)
     }
 }
 
-static int add_listened(reign__sqlw *w, const char *name)
-{
-    for (size_t i = 0; i < w->n_listened; i++)
-        if (!strcmp(w->listened[i], name))
-            return 0;
-    char **v = reign__realloc(w->listened, (w->n_listened + 1) * sizeof(*v));
-    if (!v)
-        return REIGN_ENOMEM;
-    w->listened = v;
-    if (!(v[w->n_listened] = reign__strdup(name)))
-        return REIGN_ENOMEM;
-    w->n_listened++;
-    return 1;
-}
-
 /* Tells the followers of `name` that its row changed, where the store needs telling
  * (PostgreSQL; SQLite's followers watch the file, MariaDB's poll). */
 static void notify(reign__sqlw *w, const char *name)
@@ -365,11 +345,8 @@ static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
         return rc;
     case REIGN__SQLW_DEPOSE:
         return reign__sql_lease_depose(w->conn, w->dc, it->name, it->term, err, errlen);
-    case REIGN__SQLW_LISTEN:
-        rc = add_listened(w, it->name);
-        if (rc == 1)
-            rc = reign__sql_listen(w->conn, w->dc, it->name, err, errlen);
-        return rc;
+    case REIGN__SQLW_LISTEN: /* execute_listens() */
+        break;
     case REIGN__SQLW_CALL:
         return it->fn(w->conn, w->dc, it->res.ctx, err, errlen);
     }
@@ -402,14 +379,9 @@ static void execute(reign__sqlw *w, item *it)
     int rc;
     bool changed = false;
     if (!w->conn) {
-        if (it->op == REIGN__SQLW_LISTEN) {
-            rc = add_listened(w, it->name); /* done when the connection is back */
-            rc = rc < 0 ? rc : 0;
-        } else {
-            rc = w->fatal ? REIGN_ECLOSED : REIGN_ECONNLOSS;
-            snprintf(err, sizeof(err), "%s: %s", w->store,
-                     w->fatal ? "the client stopped on an error" : "not connected");
-        }
+        rc = w->fatal ? REIGN_ECLOSED : REIGN_ECONNLOSS;
+        snprintf(err, sizeof(err), "%s: %s", w->store,
+                 w->fatal ? "the client stopped on an error" : "not connected");
     } else {
         uint64_t before = reign__sql_statements(w->conn);
         it->res.sent_ns = reign__now_ns();
@@ -420,10 +392,9 @@ static void execute(reign__sqlw *w, item *it)
         count_from(w, before);
         changed = after_statement(w, rc, err);
     }
-    if (w->conn || it->op != REIGN__SQLW_LISTEN)
-        reign__log(w->cfg.log, REIGN_LOG_DEBUG, "sql: %s %s term=%llu -> %d (%.1f ms)",
-                   op_names[it->op], it->name, (unsigned long long)it->term, rc,
-                   it->res.sent_ns ? (double)(reign__now_ns() - it->res.sent_ns) / 1e6 : 0.0);
+    reign__log(w->cfg.log, REIGN_LOG_DEBUG, "sql: %s %s term=%llu -> %d (%.1f ms)",
+               op_names[it->op], it->name, (unsigned long long)it->term, rc,
+               it->res.sent_ns ? (double)(reign__now_ns() - it->res.sent_ns) / 1e6 : 0.0);
     it->res.op = it->op;
     it->res.rc = rc;
     if (rc < 0) {
@@ -444,6 +415,69 @@ static void execute(reign__sqlw *w, item *it)
         notify(w, won);
     reign__free(won);
     reign__sql_settle(w->conn);
+}
+
+/*
+ * LISTENs (the items linked by next): the names new to the connection in one call, which
+ * PostgreSQL sends as one statement.  Not connected, they are listened to when it is back.
+ */
+static void execute_listens(reign__sqlw *w, item *first)
+{
+    char err[512] = "";
+    size_t n = 0, k = 0;
+    for (item *it = first; it; it = it->next)
+        n++;
+    const char **fresh = reign__malloc(n * sizeof(*fresh));
+    int rc = fresh ? 0 : REIGN_ENOMEM;
+    for (item *it = first; it && !rc; it = it->next) {
+        int added = reign__strset_add(&w->listened, it->name);
+        if (added < 0)
+            rc = added;
+        else if (added)
+            fresh[k++] = it->name;
+    }
+    bool changed = false;
+    if (!rc && k && w->conn) {
+        uint64_t before = reign__sql_statements(w->conn);
+        rc = reign__sql_listen_many(w->conn, w->dc, fresh, k, err, sizeof(err));
+        count_from(w, before);
+        changed = after_statement(w, rc, err);
+        reign__log(w->cfg.log, REIGN_LOG_DEBUG, "sql: listen to %zu names -> %d", k, rc);
+    }
+    reign__free(fresh);
+    for (item *it = first, *next; it; it = next) {
+        next = it->next;
+        it->res.op = it->op;
+        it->res.rc = rc;
+        if (rc < 0)
+            set_msg(it, err[0] ? err : reign_strerror(rc));
+        hand_back(w, it);
+    }
+    if (changed)
+        post_changed(w);
+}
+
+/* Moves every LISTEN queued behind first to its chain: listening sooner than asked harms
+ * nobody, and 10,000 elections joined at once then cost one statement, not 10,000. */
+static void take_listens(queue *q, item *first)
+{
+    item *last = first, *prev = NULL;
+    for (item *it = q->head, *next; it; it = next) {
+        next = it->next;
+        if (it->op != REIGN__SQLW_LISTEN) {
+            prev = it;
+            continue;
+        }
+        if (prev)
+            prev->next = next;
+        else
+            q->head = next;
+        if (q->tail == it)
+            q->tail = prev;
+        it->next = NULL;
+        last->next = it;
+        last = it;
+    }
 }
 
 /* Runs a batch (the items linked by next, all of one batch fn) as one call. */
@@ -548,6 +582,8 @@ static void *worker_main(void *arg)
         item *it = pop(&w->requests);
         if (it) {
             it->next = NULL;
+            if (it->op == REIGN__SQLW_LISTEN)
+                take_listens(&w->requests, it);
             /* A batch takes the calls of its kind queued right behind it. */
             item *last = it;
             for (size_t n = 1; it->batch && n < REIGN__SQLW_BATCH_MAX && w->requests.head &&
@@ -567,6 +603,8 @@ static void *worker_main(void *arg)
         if (it) {
             if (it->batch)
                 execute_batch(w, it);
+            else if (it->op == REIGN__SQLW_LISTEN)
+                execute_listens(w, it);
             else
                 execute(w, it);
             continue;
@@ -839,9 +877,7 @@ void reign__sqlw_free(reign__sqlw *w)
         item_free(it);
     while ((it = pop(&w->done)))
         item_free(it);
-    for (size_t i = 0; i < w->n_listened; i++)
-        reign__free(w->listened[i]);
-    reign__free(w->listened);
+    reign__strset_free(&w->listened);
     if (w->efd >= 0)
         close(w->efd);
     if (w->password)

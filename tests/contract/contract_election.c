@@ -24,6 +24,10 @@
  *   depose      from a client outside the election: without a callback REIGN_EINVAL; the
  *               leader is DEMOTED (node_deleted) and a later leadership follows; an election
  *               nobody leads answers REIGN_ENOENT
+ *   many        one client leads MANY elections and another follows them all: a resignation
+ *               of any one of them (the first, one in the middle, the last) is taken over
+ *               by the follower while the leader's client lives on, i.e. the store tells a
+ *               follower of its release however many elections its client watches
  *   names       illegal election names (REIGN_ENAME), ids (REIGN_EINVAL) and payloads
  *               (REIGN_E2BIG) are refused by join, and the refused calls never call back;
  *               query refuses an illegal name, and answers REIGN_ENOENT for an election that
@@ -503,6 +507,94 @@ static void case_depose(void)
     group_end(&g);
 }
 
+/* ---- many elections on one client ---- */
+
+#define MANY 100
+
+typedef struct many_side {
+    reign_election *e[MANY];
+    int ready[MANY], leads[MANY];
+} many_side;
+
+static void many_cb(reign_election *e, const reign_election_event *ev, void *userdata)
+{
+    many_side *s = userdata;
+    for (int i = 0; i < MANY; i++) {
+        if (s->e[i] != e)
+            continue;
+        if (ev->type == REIGN_ELECTION_READY)
+            s->ready[i] = 1;
+        if (ev->type == REIGN_ELECTION_ELECTED)
+            s->leads[i] = 1;
+        if (ev->type == REIGN_ELECTION_DEMOTED)
+            s->leads[i] = 0;
+        H_CHECKF(ev->type != REIGN_ELECTION_ERROR, "election %d: %s", i,
+                 ev->message ? ev->message : reign_err_name(ev->error));
+    }
+}
+
+static int many_all(const int *v)
+{
+    for (int i = 0; i < MANY; i++)
+        if (!v[i])
+            return 0;
+    return 1;
+}
+
+static int pred_many_lead(void *s)
+{
+    return many_all(((many_side *)s)->leads);
+}
+
+static int pred_many_ready(void *s)
+{
+    return many_all(((many_side *)s)->ready);
+}
+
+static int many_at;
+
+static int pred_many_took(void *s)
+{
+    return ((many_side *)s)->leads[many_at];
+}
+
+static void many_join(h_cand *c, many_side *s, const char *prefix, const char *id)
+{
+    for (int i = 0; i < MANY; i++) {
+        char name[160];
+        snprintf(name, sizeof(name), "%s-%d", prefix, i);
+        reign_election_options eo = {.size = sizeof(eo), .id = id, .cb = many_cb, .userdata = s};
+        H_OK(reign_election_join(&s->e[i], c->client, name, &eo));
+    }
+}
+
+static void case_many(void)
+{
+    h_log("---- many");
+    static many_side a, b;
+    char prefix[128];
+    h_unique_name(prefix, sizeof(prefix), "many");
+    h_cand *ca = h_cand_new("many-a", h_uri(NULL), NULL, NULL, NULL);
+    h_cand *cb = h_cand_new("many-b", h_uri(NULL), NULL, NULL, NULL);
+    many_join(ca, &a, prefix, "a");
+    H_WAIT(pred_many_lead, &a, "a to lead every election");
+    many_join(cb, &b, prefix, "b");
+    H_WAIT(pred_many_ready, &b, "b ready in every election");
+    static const int which[] = {0, MANY / 2, MANY - 1};
+    for (size_t k = 0; k < sizeof(which) / sizeof(which[0]); k++) {
+        many_at = which[k];
+        H_OK(reign_election_resign(a.e[many_at]));
+        H_WAIT(pred_many_took, &b, "b to take over an election the other resigned");
+        H_CHECK(a.leads[many_at] == 0);
+    }
+    for (int i = 0; i < MANY; i++) {
+        reign_election_free(a.e[i]);
+        reign_election_free(b.e[i]);
+    }
+    h_cand_close(ca);
+    h_cand_close(cb);
+}
+
 static int calls_back;
 
 static void counting_cb(reign_election *e, const reign_election_event *ev, void *userdata)
@@ -579,6 +671,7 @@ int main(void)
     case_close();
     case_cede();
     case_depose();
+    case_many();
     case_names();
     return h_finish();
 }

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,6 +108,34 @@ static void test_buf(void **state)
     assert_string_equal(small, "abc");
 }
 
+static void test_strset(void **state)
+{
+    (void)state;
+    reign__strset set = {0};
+    assert_false(reign__strset_has(&set, "a"));
+    char s[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(s, sizeof(s), "name-%d", i);
+        assert_int_equal(reign__strset_add(&set, s), 1);
+    }
+    for (int i = 0; i < 5000; i += 7) {
+        snprintf(s, sizeof(s), "name-%d", i);
+        assert_int_equal(reign__strset_add(&set, s), 0); /* there already */
+    }
+    assert_int_equal(set.n, 5000);
+    for (int i = 0; i < 6000; i++) {
+        snprintf(s, sizeof(s), "name-%d", i);
+        assert_int_equal(reign__strset_has(&set, s), i < 5000);
+    }
+    assert_string_equal(set.v[0], "name-0"); /* in the order added */
+    assert_string_equal(set.v[4999], "name-4999");
+    assert_int_equal(reign__strset_add(&set, ""), 1);
+    assert_true(reign__strset_has(&set, ""));
+    reign__strset_free(&set);
+    assert_int_equal(set.n, 0);
+    assert_false(reign__strset_has(&set, "name-1"));
+}
+
 static void test_errors(void **state)
 {
     assert_string_equal(reign_strerror(REIGN_EURI), "malformed URI");
@@ -186,6 +215,7 @@ int main(void)
         cmocka_unit_test(test_timer_order), cmocka_unit_test(test_timer_rearm_from_callback),
         cmocka_unit_test(test_buf),         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_held),        cmocka_unit_test(test_allocator_hook),
+        cmocka_unit_test(test_strset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

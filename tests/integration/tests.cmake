@@ -119,6 +119,24 @@ set_tests_properties(tools_no_cycles PROPERTIES LABELS tools TIMEOUT 60)
 reign_zk_test(NAME tools_tcpproxy
   COMMAND ${REIGN_PYTHON} ${REIGN_TOOLS_DIR}/test_tcpproxy.py $<TARGET_FILE:reign_tcpproxy>
   TIMEOUT 180 LABELS tools)
+# scripts/etcd.sh tests itself: one member and a three-member cluster of its own, put and get
+# through etcdctl and the JSON gateway (curl), the leader killed, a member paused, the watchdog.
+# Registered only where Debian's etcd-server, etcd-client and curl are installed (deps.sh).
+find_program(REIGN_ETCD_PROGRAM etcd)
+find_program(REIGN_ETCDCTL_PROGRAM etcdctl)
+find_program(REIGN_CURL_PROGRAM curl)
+if(REIGN_ETCD_PROGRAM AND REIGN_ETCDCTL_PROGRAM AND REIGN_CURL_PROGRAM)
+  add_test(NAME tools_etcd_servers
+    COMMAND ${REIGN_PYTHON} ${REIGN_TOOLS_DIR}/test_etcd_servers.py)
+  # Never beside the etcd fault tests (the same lock): it kills and pauses members too.
+  set(_reign_etcd_selftest_env REIGN_SCRIPTS=${PROJECT_SOURCE_DIR}/scripts
+    REIGN_TEST_STATE_DIR=${CMAKE_BINARY_DIR}/test-state/tools_etcd_servers)
+  set_tests_properties(tools_etcd_servers PROPERTIES LABELS "etcd;tools" TIMEOUT 120
+    RESOURCE_LOCK etcd_fault ENVIRONMENT "${_reign_etcd_selftest_env}")
+else()
+  message(STATUS "etcd, etcdctl or curl not found: tools_etcd_servers not registered "
+    "(scripts/deps.sh installs them)")
+endif()
 
 # integration tests below
 

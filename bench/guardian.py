@@ -979,7 +979,7 @@ def render(run):
       "(for ZooKeeper, closeSession answered; for SQL, the lease released and the connection "
       "closed).  The rest of SIGKILL-to-elected is before it (the kernel ends the killed "
       "process, the guardian is scheduled) and after it (the store tells the successor: a "
-      "watch, a NOTIFY, an inotify event or the next poll; the successor claims).  p50 / p90 / "
+      "watch, a NOTIFY, a line in SQLite's notice file or the next poll; the successor claims).  p50 / p90 / "
       "p99, ms.")
     header("", ["candidates", "SIGKILL to elected", "guardian's (X ms)", "the rest",
                 "guardian lines / failed"])

@@ -51,7 +51,7 @@ BACKENDS = ("sqlite", "mariadb", "postgres")
 LABEL = {"sqlite": "SQLite", "mariadb": "MariaDB", "postgres": "PostgreSQL",
          "zk": "ZooKeeper (reference)"}
 SCRIPT = {"mariadb": "mariadb.sh", "postgres": "pg.sh"}
-# Followers are told of a release: inotify, LISTEN/NOTIFY, MariaDB's wake-up lock.
+# Followers are told of a release: the notice file, LISTEN/NOTIFY, MariaDB's wake-up lock.
 NOTIFIES = ("sqlite", "postgres", "mariadb")
 
 # "call" lines are the worker's calls: a session's beat ("session"), its keeper's look at the
@@ -791,9 +791,9 @@ def render(run):
             cells.append(fmt(per_renewal(fleet(b, n, "default").get("rest"))))
         parts.append("%s %s" % (LABEL[b], "/".join(cells)))
     w("Follower statements per leader renewal at rest (the followers' median rate / the leader's "
-      "rate), at %s candidates: %s.  One follower read per "
-      "renewal is one per poll period with these settings; where followers read on every change "
-      "of the database file (SQLite's inotify), each renewal is such a change." % (
+      "rate), at %s candidates: %s.  One follower statement per "
+      "renewal is one per poll period with these settings (a session's beat or its keeper's "
+      "look); no store tells of renewals." % (
           "/".join(str(n) for n in counts), "; ".join(parts)))
     w("")
     w("What the followers sent at rest, by kind (all followers, whole window): " + "; ".join(

@@ -58,12 +58,13 @@
  *                       the options sets it too)
  *   renew_ms            a leader renews its lease this often (default
  *                       lease/5)
- *   poll_ms             MariaDB followers read the lease this often
+ *   poll_ms             followers read the lease (or, while it is held in
+ *                       a session, the session keeper looks) this often
  *                       (default renew_ms; the first poll at a random
  *                       point of the period, to spread candidates); on
- *                       SQLite and PostgreSQL, which tell followers of every
- *                       change (a watch on the file, LISTEN/NOTIFY), they
- *                       read when told and when the lease could expire
+ *                       SQLite and PostgreSQL, which tell followers of a
+ *                       release or a takeover (a notice file beside the
+ *                       database, LISTEN/NOTIFY), they also read when told
  *   statement_timeout_ms  (default renew/2, at most 5000)
  *   connect_timeout_ms, retry_period_ms (between reconnections),
  *   suspend_policy, password_file, guardian   as for ZooKeeper

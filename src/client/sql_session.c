@@ -601,21 +601,11 @@ static void on_look(void *owner, void *arg, const reign__sqlw_result *r)
     next_look(k);
 }
 
-/* Whether so many leases are followed or held here that a change of the SQLite file is better
- * looked at once by the keeper than read by each election (sql_session.h). */
-static bool crowded(const keeper *k)
-{
-    return k->watches + k->holders > REIGN__SQL_SESSION_FEW;
-}
-
 static void k_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
     (void)heard; /* looks again at all it follows */
     keeper *k = (keeper *)rp;
     k->check = true;
-    /* SQLite, many leases: one look for them all, rather than a read of each row. */
-    if (reign__sqlw_notifies_renewals(k->w) && crowded(k) && wants_looks(k))
-        look_now(k);
 }
 
 static void k_destroy(reign__recipe *rp)
@@ -782,10 +772,4 @@ void reign__sql_session_hold(reign_client *c, int delta)
     if (!before && wants_looks(k) && !k->looking)
         reign__timer_start(timers(k), &k->look,
                            reign__now_ns() + (int64_t)settings(k)->poll_ms * REIGN__NS_PER_MS);
-}
-
-bool reign__sql_session_crowded(reign_client *c)
-{
-    keeper *k = keeper_find(c);
-    return k && crowded(k);
 }

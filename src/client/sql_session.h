@@ -82,13 +82,4 @@ void reign__sql_session_unfollow(reign_client *c, reign__sql_session_watch *w);
  * where notices do not name rows, the keeper then looks for designations and deposals. */
 void reign__sql_session_hold(reign_client *c, int delta);
 
-/*
- * Whether this client follows or holds more than REIGN__SQL_SESSION_FEW leases in sessions.  On
- * SQLite, whose file tells of every write (every session's beat among them) without naming the
- * row, a crowded client's keeper looks once per change and wakes only the elections concerned;
- * one with few leaves each election to read its own row at each change, one statement sooner.
- */
-#define REIGN__SQL_SESSION_FEW 16
-bool reign__sql_session_crowded(reign_client *c);
-
 #endif

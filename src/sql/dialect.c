@@ -224,6 +224,16 @@ void reign__sql_channel(char out[64], const char *table, const char *dc, const c
     snprintf(out, 64, "reign_%.32s_%016llx", table, (unsigned long long)h);
 }
 
+int reign__sql_notice_payload(reign__sqlconn *c, reign__buf *pl, const char *name, const char *hint,
+                              char *err, size_t errlen)
+{
+    reign__buf_init(pl);
+    reign__buf_puts(pl, name);
+    if (hint)
+        reign__buf_printf(pl, "\n%s", hint);
+    return pl->oom ? reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory") : 0;
+}
+
 size_t reign__sql_split_params(char *params, const char **keys, const char **vals, size_t max)
 {
     size_t n = 0;

@@ -133,11 +133,6 @@ struct reign__sql_dialect {
     const char *blob_type;     /* a byte string of up to REIGN_VALUE_DATA_MAX bytes */
     char quote;                /* around table names: '"' or '`' */
     char placeholder;          /* '?': "?N" (SQLite), '$': "$N" (PostgreSQL), 0: bare '?' */
-    /* Reads that follow a change notice take the write lock first (SQLite: the inotify event
-     * comes as the writer's frames are written, a moment before its commit is visible). */
-    bool read_under_lock;
-    /* One change may come as several events a moment apart (reign__sql_notices_burst()). */
-    bool notices_burst;
     /* The drain names what it heard (reign__sql_heard_add()); else every notice is `all`. */
     bool notices_named;
 };
@@ -203,11 +198,16 @@ int reign__sql_check_columns(const reign__sqlconn *c, const reign__sql_column *c
 bool reign__sql_unique_ok(const char *const *cols, size_t n, bool fold);
 
 /*
- * The PostgreSQL channel of (dc, name): "reign_" + the table (at most 32 characters) + "_" +
- * 16 hex digits of a 64-bit FNV-1a hash of dc NUL name - an identifier (at most 55
- * characters of [A-Za-z0-9_]) however long or strange dc and name are.
+ * The notice channel of (dc, name), PostgreSQL's and SQLite's: "reign_" + the table (at most 32
+ * characters) + "_" + 16 hex digits of a 64-bit FNV-1a hash of dc NUL name - an identifier (at most
+ * 55 characters of [A-Za-z0-9_]) however long or strange dc and name are.
  */
 void reign__sql_channel(char out[64], const char *table, const char *dc, const char *name);
+
+/* A notice's payload into pl (initialized here; the caller frees it): the name, and the hint
+ * after a newline (names hold none).  0, or REIGN_ENOMEM with err set. */
+int reign__sql_notice_payload(reign__sqlconn *c, reign__buf *pl, const char *name, const char *hint,
+                              char *err, size_t errlen);
 
 /* Replaces every occurrence of secret in s by "***" (in place); for messages of clients. */
 void reign__sql_scrub(char *s, const char *secret);

@@ -1088,15 +1088,10 @@ static int pg_notify(reign__sqlconn *c, const char *dc, const char *name, const 
     pg_conn *p = (pg_conn *)c;
     char chan[64];
     reign__sql_channel(chan, c->table, dc, name);
-    /* The payload: the name, and the hint after a newline (names hold none). */
     reign__buf pl;
-    reign__buf_init(&pl);
-    reign__buf_puts(&pl, name);
-    if (hint)
-        reign__buf_printf(&pl, "\n%s", hint);
-    if (pl.oom) {
+    if (reign__sql_notice_payload(c, &pl, name, hint, err, errlen) < 0) {
         reign__buf_free(&pl);
-        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
+        return REIGN_ENOMEM;
     }
     /* In a transaction: sent with its COMMIT (run()), when the server would send it anyway. */
     if ((p->begin_pending || p->in_tx) && p->n_notes < NOTES_MAX) {

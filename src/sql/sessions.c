@@ -156,16 +156,7 @@ int reign__sessions_look(reign__sqlconn *c, const char *dc, const char *own,
         reign__buf_free(&b);
         return REIGN_ENOMEM;
     }
-    /* SQLite: under the write lock, as a lease is read (sqlite.c): a change is told as its
-     * writer writes, a moment before a reader without the lock would see it. */
-    bool lock = reign__sql_kind_of(c) == REIGN__SQL_SQLITE;
-    if (lock && (rc = reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen)) < 0) {
-        reign__buf_free(&b);
-        return rc;
-    }
     rc = reign__sql_query(c, "looking at the sessions", b.data, args, 2 + named, out, err, errlen);
-    if (lock)
-        reign__sql_rollback(c);
     reign__buf_free(&b);
     return rc < 0 ? rc : 0;
 }

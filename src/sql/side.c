@@ -82,12 +82,7 @@ int reign__sql_side_read(reign__sqlconn *c, const char *what, const char *tmpl,
                          int (*check)(reign__sqlconn *c, char *err, size_t errlen), char *err,
                          size_t errlen)
 {
-    bool locked = c->d->read_under_lock;
-    int rc = locked ? reign__sql_query(c, "begin", "{BEGIN}", NULL, 0, NULL, err, errlen) : 0;
-    if (rc >= 0)
-        rc = reign__sql_query(c, what, tmpl, args, n_args, rows, err, errlen);
-    if (locked)
-        reign__sql_rollback(c);
+    int rc = reign__sql_query(c, what, tmpl, args, n_args, rows, err, errlen);
     if (rc < 0 && !ready && !c->broken && rc != REIGN_ECONNLOSS && rc != REIGN_ETIMEDOUT) {
         char why[512];
         if (check(c, why, sizeof why) == REIGN_EFOREIGN) {

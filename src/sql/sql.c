@@ -537,11 +537,6 @@ int reign__sql_listen_fd(const reign__sqlconn *c)
     return c && !c->broken ? c->d->listen_fd(c) : -1;
 }
 
-bool reign__sql_notices_burst(const reign__sqlconn *c)
-{
-    return c && c->d->notices_burst;
-}
-
 int reign__sql_drain_notify(reign__sqlconn *c)
 {
     if (!c)

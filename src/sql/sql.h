@@ -279,14 +279,15 @@ int reign__sql_lease_depose(reign__sqlconn *c, const char *dc, const char *name,
 
 /*
  * Change notification, where the store can give it (PostgreSQL
- * LISTEN/NOTIFY; SQLite: an inotify descriptor on the database file and its
- * -wal file; MariaDB: a lease's followers only, woken when its leader lets
- * go of it, mariadb_wake.h, and -1 while none waits).  reign__sql_notify() is
- * sent by a releasing leader (PostgreSQL: NOTIFY on a channel derived from the
- * table and name; others: nothing, the file change or the lock is the signal).
+ * LISTEN/NOTIFY; SQLite: its notice file, sqlite_notices.h; MariaDB: a
+ * lease's followers only, woken when its leader lets go of it,
+ * mariadb_wake.h, and -1 while none waits).  reign__sql_notify() is sent by
+ * a writer after a change others wait for (PostgreSQL: NOTIFY on a channel
+ * derived from the table and name; SQLite: a line in the notice file on
+ * that channel; MariaDB: nothing, the lock is the signal).
  * reign__sql_listen_fd() is a descriptor that becomes readable on a change;
  * reign__sql_drain_notify() consumes what is pending and says whether
- * anything concerned (dc, name) - or might have, for SQLite.
+ * anything concerned the names listened to.
  */
 int reign__sql_listen(reign__sqlconn *c, const char *dc, const char *name, char *err,
                       size_t errlen);
@@ -320,10 +321,6 @@ typedef struct reign__sql_heard {
 #define REIGN__SQL_HEARD_MAX 256
 void reign__sql_heard_take(reign__sqlconn *c, reign__sql_heard *out);
 void reign__sql_heard_free(reign__sql_heard *h);
-/* True where one change may come as several readings of the descriptor, a moment apart
- * (SQLite: a commit writes the -wal file more than once); false where each is whole
- * (PostgreSQL: a transaction's notifications come together, at its commit). */
-bool reign__sql_notices_burst(const reign__sqlconn *c);
 int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err,
                       size_t errlen);
 /* The same, telling what changed besides (`hint`: no '\n', at most REIGN__SQL_HINT_MAX bytes),

@@ -17,9 +17,9 @@
  * text 'YYYY-MM-DD HH:MM:SS.SSS' in UTC, and compared as integer Unix
  * milliseconds computed from julianday(), exact for millisecond values.
  *
- * Notification: an inotify descriptor on the database file and its -wal
- * file; a commit by any process writes the -wal file, so the descriptor
- * becomes readable (our own writes wake it too: "might have concerned").
+ * Notification: the notice file beside the database (sqlite_notices.h),
+ * appended to after the commits that concern others, and watched with an
+ * inotify descriptor, which also watches the database file for a move.
  *
  * The file itself: a connection holds the file it opened, not its path.
  * Deleted (rm), or replaced (mv of a copy over it, a restore from backup),
@@ -50,6 +50,7 @@
 
 #include "dialect.h"
 #include "dl.h"
+#include "sqlite_notices.h"
 
 /* The functions of SQLite this dialect calls: through a table that dl.c fills
  * when the first sqlite:// client is made (dl.h). */
@@ -76,12 +77,14 @@
     X(t, sqlite3_extended_result_codes)                                                            \
     X(t, sqlite3_file_control)                                                                     \
     X(t, sqlite3_finalize)                                                                         \
+    X(t, sqlite3_get_autocommit)                                                                   \
     X(t, sqlite3_open_v2)                                                                          \
     X(t, sqlite3_prepare_v2)                                                                       \
     X(t, sqlite3_prepare_v3)                                                                       \
     X(t, sqlite3_reset)                                                                            \
     X(t, sqlite3_step)                                                                             \
-    X(t, sqlite3_system_errno)
+    X(t, sqlite3_system_errno)                                                                     \
+    X(t, sqlite3_total_changes)
 
 REIGN__SQL_DL_LIBRARY(lite, SQLITE_FUNCTIONS, reign__sql_sqlite_lib, "sqlite://", "libsqlite3.so.0",
                       "libsqlite3-0", "REIGN_TEST_LIBSQLITE3");
@@ -154,7 +157,9 @@ typedef struct sqlite_conn {
     sqlite3_stmt *st[ST_COUNT];
     int64_t deadline_ns; /* of the call in progress: the busy handler waits until then */
     int ino_fd;          /* inotify, -1 until listen() */
-    int wd_wal;          /* watch on the -wal file, -1 if none */
+    int wd_notes;        /* its watch on the notice file, -1 if none */
+    bool notes_failed;   /* the notice file could not be opened (said once) */
+    reign__notices notes;
 } sqlite_conn;
 
 /* ---- errors and waiting --------------------------------------------------------------------- */
@@ -422,7 +427,8 @@ static int sq_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
 {
     sqlite_conn *s = (sqlite_conn *)c;
     s->ino_fd = -1;
-    s->wd_wal = -1;
+    s->wd_notes = -1;
+    s->notes.fd = -1;
     if (!(s->path = reign__strdup(t->path)))
         return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     int rc = lite.sqlite3_open_v2(
@@ -434,6 +440,9 @@ static int sq_connect(reign__sqlconn *c, const reign__sql_target *t, char *err, 
         return e ? e : map_error(s, rc, "open", err, errlen);
     }
     lite.sqlite3_extended_result_codes(s->db, 1);
+    struct stat st;
+    if (reign__notices_init(&s->notes, t->path, stat(t->path, &st) == 0 ? st.st_mode : 0644) < 0)
+        return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     s->deadline_ns = reign__sql_deadline(c->connect_timeout_ms);
     lite.sqlite3_busy_handler(s->db, busy_handler, s);
 
@@ -460,6 +469,7 @@ static void sq_close(reign__sqlconn *c)
     lite.sqlite3_close_v2(s->db);
     if (s->ino_fd >= 0)
         close(s->ino_fd);
+    reign__notices_free(&s->notes);
     reign__free(s->path);
 }
 
@@ -707,31 +717,16 @@ static int read_row(sqlite_conn *s, const char *dc, const char *name, reign__lea
     return 0;
 }
 
-/*
- * Reads under the write lock (BEGIN IMMEDIATE, then ROLLBACK: nothing is written).  Followers
- * read when inotify says the -wal file changed, and that event comes as a writer's frames are
- * written, a moment before its commit is visible to readers without the lock: a plain read
- * then could still see a released lease live.  Once we hold the lock, the writer is done.
- */
+/* A plain read: a notice is written after the commit it tells of, so a reader it wakes sees
+ * the change without waiting for the write lock. */
 static int sq_read(reign__sqlconn *c, const char *dc, const char *name, reign__lease *out,
                    char *err, size_t errlen)
 {
     sqlite_conn *s = (sqlite_conn *)c;
     s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
-    sqlite3_stmt *begin, *rollback;
     int rc = check_file(s, err, errlen);
     if (!rc)
-        rc = prepare(s, ST_BEGIN, &begin, err, errlen);
-    if (!rc)
-        rc = prepare(s, ST_ROLLBACK, &rollback, err, errlen);
-    if (rc)
-        return rc;
-    while ((rc = step_done(begin)) != SQLITE_DONE) {
-        if (!(is_busy(rc) && busy_retry(s)))
-            return map_error(s, rc, "read", err, errlen);
-    }
-    rc = read_row(s, dc, name, out, err, errlen);
-    step_done(rollback);
+        rc = read_row(s, dc, name, out, err, errlen);
     /* A row read from a file that moved meanwhile is no one's any more. */
     return rc ? rc : check_file(s, err, errlen);
 }
@@ -786,47 +781,49 @@ static int sq_depose(reign__sqlconn *c, const char *dc, const char *name, uint64
 
 /* ---- notification --------------------------------------------------------------------------- */
 
-/* IN_ATTRIB: an unlink of the file, or a rename over it, changes its link count. */
-#define WATCH_MASK (IN_MODIFY | IN_CLOSE_WRITE | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB)
+/* The database file: an unlink, or a rename over it, changes its link count (IN_ATTRIB).  Its
+ * writes wake nobody: the notice file tells of the changes that concern listeners. */
+#define FILE_MASK  (IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB)
+#define NOTES_MASK (IN_MODIFY | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB)
 
-/* Watches the -wal file if it exists (it does while any connection, ours included, is open). */
-static void watch_wal(sqlite_conn *s)
+/* Watches the notice file (opened by reign__notices_listen()); -1 if it cannot be. */
+static void watch_notes(sqlite_conn *s)
 {
-    reign__buf b;
-    reign__buf_init(&b);
-    if (!reign__buf_printf(&b, "%s-wal", s->path))
-        s->wd_wal = inotify_add_watch(s->ino_fd, b.data, WATCH_MASK);
-    reign__buf_free(&b);
+    s->wd_notes = inotify_add_watch(s->ino_fd, s->notes.path, NOTES_MASK);
 }
 
 static int sq_listen(reign__sqlconn *c, const char *dc, const char *const *names, size_t n,
                      char *err, size_t errlen)
 {
     sqlite_conn *s = (sqlite_conn *)c;
-    if (s->ino_fd >= 0)
-        return 0; /* the file's changes concern every name */
-    s->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (s->ino_fd < 0)
-        return reign__sql_err(c, err, errlen,
-                              -errno == REIGN_ENOMEM ? REIGN_ENOMEM : REIGN_EBACKEND, "inotify: %s",
-                              strerror(errno));
-    if (inotify_add_watch(s->ino_fd, s->path, WATCH_MASK) < 0) {
-        int e = errno;
-        close(s->ino_fd);
-        s->ino_fd = -1;
-        return reign__sql_err(c, err, errlen, e == ENOENT ? REIGN_ENOENT : REIGN_EBACKEND,
-                              "watching the file: %s", strerror(e));
+    if (s->ino_fd < 0) {
+        s->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (s->ino_fd < 0)
+            return reign__sql_err(c, err, errlen,
+                                  -errno == REIGN_ENOMEM ? REIGN_ENOMEM : REIGN_EBACKEND,
+                                  "inotify: %s", strerror(errno));
+        if (inotify_add_watch(s->ino_fd, s->path, FILE_MASK) < 0) {
+            int e = errno;
+            close(s->ino_fd);
+            s->ino_fd = -1;
+            return reign__sql_err(c, err, errlen, e == ENOENT ? REIGN_ENOENT : REIGN_EBACKEND,
+                                  "watching the file: %s", strerror(e));
+        }
     }
-    /* The -wal file appears with the first read in WAL mode: make sure there was one. */
-    watch_wal(s);
-    if (s->wd_wal < 0) {
-        s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
-        exec_text(s, "SELECT count(*) FROM sqlite_master", NULL, 0, NULL, 0);
-        watch_wal(s);
+    for (size_t i = 0; i < n; i++) {
+        char chan[1][64];
+        reign__sql_channel(chan[0], c->table, dc, names[i]);
+        char why[256] = "";
+        int rc = reign__notices_listen(&s->notes, (const char(*)[64])chan, 1, why, sizeof why);
+        if (rc == REIGN_ENOMEM)
+            return reign__sql_err(c, err, errlen, rc, "out of memory");
+        if (rc < 0 && !s->notes_failed) {
+            s->notes_failed = true;
+            reign__log(c->log, REIGN_LOG_WARN, "%s: %s: followers here poll", c->store, why);
+        }
     }
-    if (s->wd_wal < 0)
-        reign__log(c->log, REIGN_LOG_DEBUG, "%s: no -wal file to watch; watching the file only",
-                   c->store);
+    if (s->wd_notes < 0 && s->notes.listening)
+        watch_notes(s);
     return 0;
 }
 
@@ -835,13 +832,17 @@ static int sq_listen_fd(const reign__sqlconn *c)
     return ((const sqlite_conn *)c)->ino_fd;
 }
 
+static void heard(void *arg, const char *payload)
+{
+    reign__sql_heard_add(arg, payload);
+}
+
 static int sq_drain_notify(reign__sqlconn *c)
 {
     sqlite_conn *s = (sqlite_conn *)c;
     if (s->ino_fd < 0)
         return 0;
-    int any = 0;
-    bool lost_wal = false;
+    bool file = false, notes = false, renew = false;
     for (;;) {
         char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
         ssize_t n = read(s->ino_fd, buf, sizeof buf);
@@ -854,20 +855,33 @@ static int sq_drain_notify(reign__sqlconn *c)
         }
         for (char *p = buf; p < buf + n;) {
             const struct inotify_event *ev = (const struct inotify_event *)p;
-            if (ev->wd == s->wd_wal && (ev->mask & IN_IGNORED))
-                lost_wal = true;
-            any = 1;
+            if (ev->wd == s->wd_notes) {
+                notes = true;
+                renew |= (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) != 0;
+            } else {
+                file = true;
+            }
             p += sizeof *ev + ev->len;
         }
     }
-    /* An unlink or a rename over the file changes its link count (IN_ATTRIB): the path may
-     * name another file now. */
-    if (any && check_file(s, NULL, 0) < 0)
+    /* The database's path may name another file now. */
+    if (file && check_file(s, NULL, 0) < 0)
         return REIGN_ECONNLOSS;
-    if (lost_wal) {
-        /* The -wal file was removed (every connection closed at some point): watch the next. */
-        s->wd_wal = -1;
-        watch_wal(s);
+    int any = 0;
+    if (renew) {
+        /* The notice file was removed or replaced: the one the path names now, from its start;
+         * whatever was told meanwhile, we missed. */
+        inotify_rm_watch(s->ino_fd, s->wd_notes);
+        reign__notices_reopen(&s->notes);
+        s->notes.gen = 0;
+        s->notes.off = 0;
+        watch_notes(s);
+        reign__sql_heard_add(c, NULL);
+        any = 1;
+    }
+    if (notes) {
+        int r = reign__notices_read(&s->notes, heard, c);
+        any |= r != 0; /* unreadable: heard as "something changed" */
     }
     return any;
 }
@@ -875,7 +889,17 @@ static int sq_drain_notify(reign__sqlconn *c)
 static int sq_notify(reign__sqlconn *c, const char *dc, const char *name, const char *hint,
                      char *err, size_t errlen)
 {
-    return 0; /* the write to the file is the signal */
+    sqlite_conn *s = (sqlite_conn *)c;
+    char chan[64];
+    reign__sql_channel(chan, c->table, dc, name);
+    reign__buf pl;
+    int rc = reign__sql_notice_payload(c, &pl, name, hint, err, errlen);
+    /* In a transaction: appended at its COMMIT (sq_query()), when readers can see it. */
+    if (!rc)
+        rc = reign__notices_post(&s->notes, chan, pl.data, !lite.sqlite3_get_autocommit(s->db), err,
+                                 errlen);
+    reign__buf_free(&pl);
+    return rc;
 }
 
 /* ---- other statements ------------------------------------------------------------------------ */
@@ -883,7 +907,9 @@ static int sq_notify(reign__sqlconn *c, const char *dc, const char *name, const 
 static int bind_args(sqlite3_stmt *st, const reign__sqlv *args, size_t n)
 {
     int rc = SQLITE_OK;
-    for (size_t i = 0; i < n && rc == SQLITE_OK; i++) {
+    /* "?N" names an argument by its number: one the text does not use is not bound. */
+    size_t used = (size_t)lite.sqlite3_bind_parameter_count(st);
+    for (size_t i = 0; i < n && i < used && rc == SQLITE_OK; i++) {
         int at = (int)i + 1;
         switch (args[i].kind) {
         case REIGN__SQLV_INT:
@@ -905,12 +931,30 @@ static int bind_args(sqlite3_stmt *st, const reign__sqlv *args, size_t n)
     return rc;
 }
 
+static int run_query(sqlite_conn *s, const char *what, const char *sql, const reign__sqlv *args,
+                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen);
+
 /* One statement, retried on SQLITE_BUSY until the statement deadline (a write outside a
  * transaction can meet a busy snapshot, which no busy handler waits out). */
 static int sq_query(reign__sqlconn *c, const char *what, const char *sql, const reign__sqlv *args,
                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
 {
     sqlite_conn *s = (sqlite_conn *)c;
+    int rc = run_query(s, what, sql, args, n_args, rows, err, errlen);
+    /* The end of a transaction: its notices go now, or never. */
+    if (s->notes.held.len && lite.sqlite3_get_autocommit(s->db)) {
+        char nerr[256];
+        bool committed = rc >= 0 && !strncasecmp(sql, "COMMIT", 6);
+        if (reign__notices_commit(&s->notes, committed, nerr, sizeof nerr) < 0)
+            reign__log(c->log, REIGN_LOG_DEBUG, "%s: %s", c->store, nerr);
+    }
+    return rc;
+}
+
+static int run_query(sqlite_conn *s, const char *what, const char *sql, const reign__sqlv *args,
+                     size_t n_args, reign__sql_rows *rows, char *err, size_t errlen)
+{
+    reign__sqlconn *c = &s->base;
     s->deadline_ns = reign__sql_deadline(c->statement_timeout_ms);
     int gone = check_file(s, err, errlen);
     if (gone)
@@ -923,6 +967,9 @@ static int sq_query(reign__sqlconn *c, const char *what, const char *sql, const 
         reign__sql_rows got = {0};
         if (rc == SQLITE_OK)
             got.n_cols = (size_t)lite.sqlite3_column_count(st);
+        /* What this statement changed (sqlite3_changes() is the last write's, whatever ran
+         * since: a BEGIN would return it). */
+        int before = lite.sqlite3_total_changes(s->db);
         while (rc == SQLITE_OK || rc == SQLITE_ROW) {
             rc = lite.sqlite3_step(st);
             if (rc != SQLITE_ROW || !rows)
@@ -945,7 +992,7 @@ static int sq_query(reign__sqlconn *c, const char *what, const char *sql, const 
                 return reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
             }
         }
-        int changes = lite.sqlite3_changes(s->db);
+        int changes = lite.sqlite3_total_changes(s->db) - before;
         if (rc == SQLITE_DONE) {
             lite.sqlite3_finalize(st);
             /* As for the lease: what was read from or written to a dead file does not count. */
@@ -988,8 +1035,7 @@ const reign__sql_dialect reign__sql_sqlite = {
     .query = sq_query,
     .now_ms = NOW_MS,
     .begin = "BEGIN IMMEDIATE",
-    .read_under_lock = true,
-    .notices_burst = true,
+    .notices_named = true,
     .for_update = "",
     .on_conflict = " ON CONFLICT DO NOTHING",
     .id_column = "id INTEGER PRIMARY KEY",

@@ -376,13 +376,7 @@ static int read_rows(reign__sqlconn *c, const char *queue, const char *what, con
     int rc = ensure(c, false, &absent, err, errlen);
     if (rc < 0 || absent)
         return rc;
-    bool locked = c->d->read_under_lock;
-    if (locked && (rc = begin(c, err, errlen)) < 0)
-        return rc;
-    rc = query_rows(c, queue, what, sql, args, n, true, out, err, errlen);
-    if (locked)
-        reign__sql_rollback(c);
-    return rc;
+    return query_rows(c, queue, what, sql, args, n, true, out, err, errlen);
 }
 
 /* ---- submitting and reading ------------------------------------------------------------------ */
@@ -610,14 +604,7 @@ int reign__tasks_read(reign__sqlconn *c, const char *dc, const char *queue, cons
     int rc = find(c, name, guid, &id, err, errlen);
     if (rc < 0)
         return rc;
-    /* A reader woken by a change notice: on SQLite that comes before the write is visible, so
-     * the read waits for the writer's lock (nothing is written). */
-    bool locked = c->d->read_under_lock;
-    if (locked && (rc = begin(c, err, errlen)) < 0)
-        return rc;
     rc = select_one(c, dc, queue, guid, id, with_data, out, err, errlen);
-    if (locked)
-        reign__sql_rollback(c);
     if (rc < 0)
         return rc;
     return out->id ? 0 : REIGN_ENOENT;
@@ -723,16 +710,12 @@ int reign__tasks_done(reign__sqlconn *c, const char *dc, const char *queue, char
     for (size_t i = 0; i < m; i++)
         if (!k || w[k - 1].id != w[i].id)
             w[k++] = w[i];
-    bool absent = true, locked = c->d->read_under_lock;
+    bool absent = true;
     int rc = k ? ensure(c, false, &absent, err, errlen) : 0;
-    if (rc >= 0 && !absent && locked)
-        rc = begin(c, err, errlen);
     for (size_t lo = 0; rc >= 0 && !absent && lo < k; lo += REIGN__TASKS_DONE_CHUNK) {
         size_t len = k - lo < REIGN__TASKS_DONE_CHUNK ? k - lo : REIGN__TASKS_DONE_CHUNK;
         rc = read_done(c, dc, queue, w + lo, len, out, err, errlen);
     }
-    if (!absent && locked && k)
-        reign__sql_rollback(c);
     reign__free(w);
     if (rc < 0)
         reign__task_rows_free(out);

@@ -44,6 +44,7 @@ typedef struct item {
     /* call */
     reign__sqlw_fn *fn;
     reign__sqlw_batch_fn *batch; /* or a call that may run with others (worker.h) */
+    bool claims;                 /* reign__sqlw_call_claim(): 1 is a lease won */
     void (*ctx_free)(void *);
     /* state */
     reign__sqlw_state st;
@@ -402,9 +403,10 @@ static void execute(reign__sqlw *w, item *it)
     }
     /* A new leader: observers hear of it at once, but the winner first (its answer goes back
      * before the NOTIFY is sent, so that it is elected a round trip sooner). */
-    char *won = rc == 1 && (it->op == REIGN__SQLW_TAKE || it->op == REIGN__SQLW_INSERT)
-                    ? reign__strdup(it->name)
-                    : NULL;
+    char *won =
+        rc == 1 && (it->op == REIGN__SQLW_TAKE || it->op == REIGN__SQLW_INSERT || it->claims)
+            ? reign__strdup(it->name)
+            : NULL;
     hand_back(w, it);
     /* A change told during the statement goes back after its answer: the recipe that asked
      * acts on its answer first (an election's own preemption, say, known before the row it
@@ -527,9 +529,6 @@ static void execute_batch(reign__sqlw *w, item *first)
     reign__sql_settle(w->conn);
 }
 
-/* How long events after a first one count as the same change. */
-#define NOTICE_COALESCE_MS 2
-
 static void idle_wait(reign__sqlw *w)
 {
     struct pollfd p[2] = {{.fd = w->efd, .events = POLLIN}, {.fd = -1, .events = POLLIN}};
@@ -551,21 +550,6 @@ static void idle_wait(reign__sqlw *w)
     if (p[1].fd >= 0 && p[1].revents) {
         int any = reign__sql_drain_notify(w->conn);
         reign_trace("sql.notice", "%d", any);
-        /* One write can come as several events (SQLite: a commit writes the -wal file more
-         * than once): take what follows within a moment as the same change, so that followers
-         * read once per change.  Where a change comes whole, nobody waits for more. */
-        bool burst = reign__sql_notices_burst(w->conn);
-        for (int i = 0; burst && any > 0 && i < 8; i++) {
-            struct pollfd q = {.fd = p[1].fd, .events = POLLIN};
-            if (poll(&q, 1, NOTICE_COALESCE_MS) <= 0)
-                break;
-            int more = reign__sql_drain_notify(w->conn);
-            if (more < 0) {
-                if (reign__sql_gone(w->conn))
-                    any = more; /* a SQLite file replaced: lost at once */
-                break;          /* else the next statement sees the broken connection */
-            }
-        }
         if (any > 0)
             post_changed(w);
         else if (any < 0)
@@ -772,8 +756,8 @@ int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
 
 /* A CALL of fn, or of the batch function batch (one of them). */
 static int call_item(reign__sqlw *w, const char *what, reign__sqlw_fn *fn,
-                     reign__sqlw_batch_fn *batch, void *ctx, void (*ctx_free)(void *), void *owner,
-                     reign__sqlw_cb *cb, void *arg)
+                     reign__sqlw_batch_fn *batch, bool claims, void *ctx, void (*ctx_free)(void *),
+                     void *owner, reign__sqlw_cb *cb, void *arg)
 {
     item *it = reign__calloc(1, sizeof(*it));
     if (!it || !(it->name = reign__strdup(what))) {
@@ -784,6 +768,7 @@ static int call_item(reign__sqlw *w, const char *what, reign__sqlw_fn *fn,
     it->op = REIGN__SQLW_CALL;
     it->fn = fn;
     it->batch = batch;
+    it->claims = claims;
     it->res.ctx = ctx;
     it->ctx_free = ctx_free;
     it->owner = owner;
@@ -795,13 +780,19 @@ static int call_item(reign__sqlw *w, const char *what, reign__sqlw_fn *fn,
 int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void *ctx,
                      void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg)
 {
-    return call_item(w, what, fn, NULL, ctx, ctx_free, owner, cb, arg);
+    return call_item(w, what, fn, NULL, false, ctx, ctx_free, owner, cb, arg);
+}
+
+int reign__sqlw_call_claim(reign__sqlw *w, const char *name, reign__sqlw_fn *fn, void *ctx,
+                           void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg)
+{
+    return call_item(w, name, fn, NULL, true, ctx, ctx_free, owner, cb, arg);
 }
 
 int reign__sqlw_call_batch(reign__sqlw *w, const char *what, reign__sqlw_batch_fn *fn, void *ctx,
                            void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg)
 {
-    return call_item(w, what, NULL, fn, ctx, ctx_free, owner, cb, arg);
+    return call_item(w, what, NULL, fn, false, ctx, ctx_free, owner, cb, arg);
 }
 
 static void forget_in(queue *q, void *owner)
@@ -915,10 +906,5 @@ bool reign__sqlw_wakes_followers(const reign__sqlw *w)
 
 bool reign__sqlw_names_changes(const reign__sqlw *w)
 {
-    return w->cfg.target.kind == REIGN__SQL_POSTGRES;
-}
-
-bool reign__sqlw_notifies_renewals(const reign__sqlw *w)
-{
-    return w->cfg.target.kind == REIGN__SQL_SQLITE;
+    return w->cfg.target.kind != REIGN__SQL_MARIADB;
 }

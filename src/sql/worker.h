@@ -107,6 +107,10 @@ int reign__sqlw_submit(reign__sqlw *w, reign__sqlw_op op, const char *name,
 typedef int reign__sqlw_fn(reign__sqlconn *c, const char *dc, void *ctx, char *err, size_t errlen);
 int reign__sqlw_call(reign__sqlw *w, const char *what, reign__sqlw_fn *fn, void *ctx,
                      void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg);
+/* A CALL that may win the lease of `name` (fn returns 1 then): a win is notified on `name`
+ * once the answer is back, as a TAKE's, so that observers learn of the new leader. */
+int reign__sqlw_call_claim(reign__sqlw *w, const char *name, reign__sqlw_fn *fn, void *ctx,
+                           void (*ctx_free)(void *), void *owner, reign__sqlw_cb *cb, void *arg);
 
 /*
  * A call that may run together with others of its kind: the worker takes, with it, the calls
@@ -155,12 +159,11 @@ const char *reign__sqlw_store(const reign__sqlw *w);
 /* Statements sent so far (for the benchmark's statements per second). */
 uint64_t reign__sqlw_statements(const reign__sqlw *w);
 
-/* Whether the store notifies followers of changes (PostgreSQL, SQLite), and whether renewals
- * are among them (SQLite: every write is; PostgreSQL: releases, takes and inserts only). */
+/* Whether the store notifies followers of changes: PostgreSQL (NOTIFY) and SQLite (its notice
+ * file, sqlite_notices.h) tell of releases, takes and inserts, not of renewals. */
 bool reign__sqlw_notifies(const reign__sqlw *w);
-bool reign__sqlw_notifies_renewals(const reign__sqlw *w);
-/* Whether a notice names the row that changed (PostgreSQL's channel per name), so that only
- * its readers need to read. */
+/* Whether a notice names the row that changed (a channel per name), so that only its readers
+ * need to read. */
 bool reign__sqlw_names_changes(const reign__sqlw *w);
 /* Whether a lease's followers are woken when its leader lets go (reign__sql_wakes_followers():
  * MariaDB's too, through its leader's lock). */

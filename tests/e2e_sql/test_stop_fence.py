@@ -19,7 +19,8 @@ should its connection have been judged lost meanwhile) at once, dated no later t
 election; the test ends the escaped writer itself.  check_leadership.py proves
 from both processes' leadership lines that they never overlapped.  b then resigns on SIGTERM
 (its command exits 0, so does reign); a, standing again, is elected with a still higher
-term and its writes are accepted.
+term and its writes are accepted.  An observer (`reign watch`) reports each of the three
+leaderships, b's too, which began with a take of a lease that ran out (no release told of it).
 """
 import os
 import signal
@@ -28,6 +29,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import sqle  # noqa: E402
 from sqle import check, log, wait_for  # noqa: E402
+
+seen = sqle.e2e_module("test_watch").seen
 
 FENCE_CLIENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fence_client.py")
 
@@ -79,6 +82,13 @@ def body(t, kind):
                                ident, "--grace", "5", "--", sys.executable, FENCE_CLIENT],
                        dict(env, FENCE_ESCAPE="1" if escape else "0"))
 
+    w = t.watch("watch", name, uri)
+    sqle.wait_alive(lambda: seen(w), "the observer's first line", [w])
+
+    def observer_reports(ev):
+        return wait_for(lambda: seen(w) and seen(w)[-1] == (ev.ident, ev.term, ev.token),
+                        f"the observer to report {ev.ident} term {ev.term}")
+
     a = runner("a", escape=True)
     start_a = sqle.wait_alive(lambda: records("start", "a"), "a's command to start", [a])[0]
     a_pid, a_token = int(start_a[4]), int(start_a[3])
@@ -94,6 +104,7 @@ def body(t, kind):
     b_ev = sqle.wait_alive(lambda: [e for e in sqle.run_events(b) if e.kind == "elected"],
                            "b elected while a is stopped", [a, b])[0]
     check(b_ev.term > a_ev.term and b_ev.token > a_ev.token, f"{a_ev} then {b_ev}")
+    observer_reports(b_ev)
     start_b = wait_for(lambda: records("start", "b"), "b's command to start")[0]
     t.extra_pids.append(int(start_b[4]))
     check(int(start_b[3]) == b_ev.token, f"b's command got token {start_b[3]}, want {b_ev}")
@@ -128,6 +139,7 @@ def body(t, kind):
     a_again = sqle.wait_alive(lambda: [e for e in sqle.run_events(a) if e.kind == "elected"][1:],
                               "a elected again", [a])[0]
     check(a_again.term > b_ev.term, f"a's new term {a_again.term} after b's {b_ev.term}")
+    observer_reports(a_again)
     start_a2 = wait_for(lambda: records("start", "a")[1:], "a's command to start again")[0]
     t.extra_pids.append(int(start_a2[4]))
     wait_for(lambda: [r for r in records("accepted", "a") if int(r[2]) == a_again.token],

@@ -1248,9 +1248,9 @@ static void test_notify(const backend *b, const char *table)
         fail(__FILE__, __LINE__, "no notification within %d ms", WAIT_MS);
     CHECK_RC(reign__sql_drain_notify(listener), 1);
 
-    if (b->kind == REIGN__SQL_POSTGRES) {
-        /* A notification for another name is not ours: it is not even delivered, and a second
-         * listen on the same name is a no-op. */
+    {
+        /* A notification for another name is not ours (PostgreSQL does not even deliver it;
+         * SQLite's reader skips its line), and a second listen on the same name is a no-op. */
         CHECK_RC(reign__sql_listen(listener, "dc1", name, err, sizeof err), 0);
         CHECK_RC(reign__sql_notify(writer, "dc1", "some-other-name", err, sizeof err), 0);
         CHECK_RC(reign__sql_notify(writer, "dc1", name, err, sizeof err), 0);
@@ -1286,8 +1286,8 @@ static void test_notify(const backend *b, const char *table)
             fail(__FILE__, __LINE__, "no notification of a commit within %d ms", WAIT_MS);
         CHECK_RC(reign__sql_drain_notify(listener), 1);
         CHECK_RC(reign__sql_query(writer, "begin", "{BEGIN}", NULL, 0, NULL, err, sizeof err), 0);
-        CHECK(reign__sql_query(writer, "failing", "SELECT 1 / (id - id) FROM {T}", NULL, 0, NULL,
-                               err, sizeof err) == REIGN_EBACKEND);
+        CHECK(reign__sql_query(writer, "failing", "SELECT no_such_column FROM {T}", NULL, 0, NULL,
+                               err, sizeof err) < 0);
         reign__sql_rollback(writer);
         reign__sql_rows rows;
         CHECK_RC(reign__sql_query(writer, "after", "SELECT 1", NULL, 0, &rows, err, sizeof err), 0);

@@ -9,6 +9,7 @@ set(REIGN_UNIT_TESTS
   test_group_unit
   test_guardian_proto
   test_slot_unit
+  test_sqlite_notices
 )
 
 foreach(name IN LISTS REIGN_UNIT_TESTS)

@@ -690,8 +690,8 @@ static int submit_take(lease_election *e)
     k->released = e->claim_released;
     reign__strlcpy(k->prev_guid, e->prev_guid, sizeof(k->prev_guid));
     k->self_designated = e->self_designated;
-    int rc = reign__sqlw_call(e->w, e->base.name, reign__rank_take, k, reign__rank_call_free, e,
-                              on_claimed, REIGN__LIFE_ARG(&e->base.life, 0, 0));
+    int rc = reign__sqlw_call_claim(e->w, e->base.name, reign__rank_take, k, reign__rank_call_free,
+                                    e, on_claimed, REIGN__LIFE_ARG(&e->base.life, 0, 0));
     if (rc < 0)
         reign__rank_call_free(k);
     return rc;
@@ -711,18 +711,16 @@ static void send_claim(lease_election *e)
 }
 
 /*
- * When to read again.  Where the store notifies every change, renewals included (SQLite), a
- * follower needs to look only when the lease could run out: a renewal, a release or a takeover
- * wakes it before, so at rest it reads once per renewal at most.  Where renewals are not
- * notified (PostgreSQL notifies releases and takeovers only; MariaDB nothing), every poll
- * period: a follower counts a lease's duration from when it first SAW its last version, so it
- * must see each version within a poll period of its writing for a dead host's lease to be
- * taken over within lease + poll.  The first poll of a standing comes at a random point of the
- * period, so that candidates started together do not read together from then on.
+ * When to read again: every poll period, since no store tells of renewals (PostgreSQL and
+ * SQLite notify releases and takeovers; MariaDB wakes followers at releases): a follower
+ * counts a lease's duration from when it first SAW its last version, so it must see each
+ * version within a poll period of its writing for a dead host's lease to be taken over within
+ * lease + poll.  The first poll of a standing comes at a random point of the period, so that
+ * candidates started together do not read together from then on.
  */
 static int64_t next_read(lease_election *e, int64_t free_at)
 {
-    int64_t wait = reign__sqlw_notifies_renewals(e->w) ? ms(e->ls->lease_ms) : ms(e->ls->poll_ms);
+    int64_t wait = ms(e->ls->poll_ms);
     if (e->spread) {
         uint32_t r = 0;
         reign__random_bytes(&r, sizeof(r));
@@ -1104,14 +1102,6 @@ static void on_changed(reign__recipe *rp, const reign__sql_heard *heard)
     lease_election *e = (lease_election *)rp;
     if (!heard_us(e, heard))
         return;
-    /* SQLite tells of every write, every session's beats included: what concerns a lease in a
-     * session, the keeper's one look finds (a release under the session we follow, a mark on
-     * a lease we hold), rather than a read of every row. */
-    bool keeper_looks = reign__sqlw_notifies_renewals(e->w) && (!heard || heard->all) &&
-                        reign__sql_session_crowded(e->base.client);
-    if (keeper_looks &&
-        ((e->state == L_LEADER && e->holding) || (e->state == L_LOOKING && e->sw.entry)))
-        return;
     if (e->state == L_LEADER) {
         ENTER(e);
         check_row(e, false); /* a designation, maybe: the sooner handed over, the better */
@@ -1123,10 +1113,12 @@ static void on_changed(reign__recipe *rp, const reign__sql_heard *heard)
     ENTER(e);
     if (e->reading)
         e->again = true;
-    else if (e->seen_term && !e->base.observer && !reign__sqlw_notifies_renewals(e->w))
-    /* PostgreSQL notifies releases and takeovers only: try the lease we saw at once, one
-     * round trip sooner than read-then-take, if it is released; it fails harmlessly if it
-     * was a takeover. */
+    else if (e->seen_term && !e->base.observer &&
+             ((heard && !heard->all) || !reign__sqlw_names_changes(e->w)))
+    /* A notice of our row (or MariaDB's wake-up) is a release or a takeover: try the lease we
+     * saw at once, one round trip sooner than read-then-take, if it is released; it fails
+     * harmlessly if it was a takeover.  A notice that names nothing (the notice file cut, say)
+     * is read first: it concerns every election of the client. */
     {
         e->claim_designee = false;
         claim(e, REIGN__SQLW_TAKE, e->seen_term, 0, true);

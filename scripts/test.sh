@@ -28,7 +28,7 @@ read -r -a CTEST_EXTRA <<<"${REIGN_CTEST_ARGS:-}"
 # Stops every server a test may have left under a build directory.
 stop_servers_under() {
     local s
-    for s in zk.sh mariadb.sh pg.sh; do
+    for s in zk.sh mariadb.sh pg.sh etcd.sh; do
         bash "$ROOT/scripts/$s" stop-all-under "$1" || true
     done
 }

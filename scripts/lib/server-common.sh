@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# server-common.sh - helpers shared by zk.sh, mariadb.sh and pg.sh (sourced; each script sets
-# PROG, SELF, STATE_MARKER (its marker file in a state dir), WATCH_CMD (its watchdog's hidden
+# server-common.sh - helpers shared by zk.sh, etcd.sh, mariadb.sh and pg.sh (sourced; each script
+# sets PROG, SELF, STATE_MARKER (its marker file in a state dir), WATCH_CMD (its watchdog's hidden
 # command) and OWNER_ENV (the name of its owner-pid variable), and defines usage and
 # stop_state, which these call).
 

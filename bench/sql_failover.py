@@ -929,15 +929,9 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget, old):
                 "(at %s candidates), where one read per poll period was the aim." % (
                     LABEL[b], "/".join("%.2f" % x for _, x in per),
                     "/".join(str(n) for n, _ in per)))
-        if b == "sqlite":
-            text += (" With leases in the session every client's beat writes the file, and a "
-                     "client with few leases has each election read its row at every change "
-                     "(a crowded one's keeper looks once): with N candidate processes, N reads "
-                     "per period each, where one process renewing its lease made one.")
-        else:
-            text += (" A follower sends its own session's beat and its keeper's look at the "
-                     "leader's session, one each per period, where the leader sends its beat "
-                     "alone.")
+        text += (" A follower sends its own session's beat and its keeper's look at the "
+                 "leader's session, one each per period, where the leader sends its beat alone: "
+                 "the look cannot ride on the beat in one statement on every store.")
         out.append(text)
     srv = []
     for b in backends:
@@ -946,22 +940,15 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget, old):
             if r and st and "server_count" in r:
                 srv.append((LABEL[b], n, r["server_count"] / r["window_s"] / n,
                             r["total_per_s"] / n))
-    sq = [(n, (fleet("sqlite", n, "default").get("rest") or {}).get("follower_per_s_median"))
-          for n in counts]
-    sq = [x for x in sq if x[1] is not None]
-    if srv or sq:
+    if srv:
         out.append(
-            "At rest a candidate sends its session's beat every renew period, its keeper's look "
-            "at the sessions it watches every poll period while it follows a lease held in "
-            "another's, and, listed (the row `reign status` and designation read, "
-            "`<table>_candidates`), a refresh of that row every third of the lease, 0.3 "
-            "statements a second at the default lease (%s per candidate a second, server / "
-            "library lines).  On SQLite every write changes the file, every client's beat is "
-            "one, and a candidate with few leases reads its row at each change: %s candidates "
-            "make each read %s times a second.  The listing folded into the session, so that "
-            "a listed candidate too sends one beat and one look per period, is still to do." % (
-                ", ".join("%s %d: %.2f / %.2f" % x for x in srv) or "-",
-                "/".join(str(n) for n, _ in sq), "/".join("%.1f" % v for _, v in sq)))
+            "At rest a candidate sends its session's beat every renew period and, while it "
+            "follows a lease held in another's session, its keeper's look every poll period; "
+            "listed (the row `reign status` and designation read, `<table>_candidates`), its "
+            "row lives in its session and costs nothing more (%s per candidate a second, "
+            "server / library lines).  No store tells of a beat: SQLite's followers hear only "
+            "the notices reign's writers append beside the file." % (
+                ", ".join("%s %d: %.2f / %.2f" % x for x in srv) or "-"))
     mg = [(n, get("mariadb", n, "graceful_default", "handoff", "p50"),
            get("mariadb", n, "crash_default", "latency", "p50")) for n in counts]
     mg = [x for x in mg if x[1] is not None]

@@ -187,11 +187,13 @@ typedef struct reign_election_options {
     int preempt_delay_ms;
     /*
      * SQL stores: keep a row for this candidate in the candidates table
-     * ("<lease table>_candidates") while it stands, refreshed every lease/3,
-     * so that reign_election_query() lists it beside the leader, with its id,
+     * ("<lease table>_candidates") while it stands, so that
+     * reign_election_query() lists it beside the leader, with its id,
      * payload and when it joined (ZooKeeper lists every candidate anyway).
-     * Costs one statement per lease/3; a process that dies has its row
-     * removed by its guardian, or it expires one lease later.  Ignored by
+     * The row lives as long as the client's session beats (with leases=row,
+     * it is refreshed every lease/3, one statement each); a process that
+     * dies has its row removed by its guardian, or it stops counting one
+     * lease later.  Ignored by
      * observers and on ZooKeeper.  Only a listed candidate can be designated
      * (reign_election_designate()); one with a priority is always listed.
      */

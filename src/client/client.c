@@ -46,6 +46,10 @@ struct reign_client {
      * asks for its one session keeper at every turn, and must not walk them all. */
     reign__recipe *found[4];
     unsigned visit; /* marks recipes already called in one sweep */
+    /* Every recipe by its notice_name ("" for none): chains through same_next, nbuckets a power
+     * of two (0: no index, every notice goes to every recipe). */
+    reign__recipe **buckets;
+    size_t nbuckets, indexed;
     bool recipes_changed;
     int depth; /* nesting of process() */
     bool stop;
@@ -102,6 +106,55 @@ const reign__logger *reign__client_log(const reign_client *c)
     return &c->log;
 }
 
+/* ---- the index of recipes by the name their notices carry ------------------------------------ */
+
+static size_t bucket_of(const reign_client *c, const char *name)
+{
+    return (size_t)reign__hash_str(name ? name : "") & (c->nbuckets - 1);
+}
+
+static void index_add(reign_client *c, reign__recipe *r)
+{
+    if (c->indexed + 1 > c->nbuckets) {
+        /* Twice the buckets, every recipe placed again (all are indexed: the list has them).
+         * Out of memory, chains grow longer, or (no index yet) notices go to every recipe. */
+        size_t n = c->nbuckets ? c->nbuckets * 2 : 64;
+        reign__recipe **b = reign__calloc(n, sizeof(*b));
+        if (b || !c->buckets) {
+            reign__free(c->buckets);
+            c->buckets = b;
+            c->nbuckets = b ? n : 0;
+            c->indexed = 0;
+            for (reign__recipe *x = c->recipes; b && x; x = x->next)
+                if (x != r) {
+                    size_t i = bucket_of(c, x->notice_name);
+                    x->same_next = c->buckets[i];
+                    c->buckets[i] = x;
+                    c->indexed++;
+                }
+        }
+    }
+    if (!c->buckets)
+        return;
+    size_t i = bucket_of(c, r->notice_name);
+    r->same_next = c->buckets[i];
+    c->buckets[i] = r;
+    c->indexed++;
+}
+
+static void index_remove(reign_client *c, reign__recipe *r)
+{
+    if (!c->buckets)
+        return;
+    for (reign__recipe **p = &c->buckets[bucket_of(c, r->notice_name)]; *p; p = &(*p)->same_next)
+        if (*p == r) {
+            *p = r->same_next;
+            c->indexed--;
+            break;
+        }
+    r->same_next = NULL;
+}
+
 void reign__client_attach(reign_client *c, reign__recipe *r)
 {
     c->recipes_changed = true;
@@ -111,6 +164,15 @@ void reign__client_attach(reign_client *c, reign__recipe *r)
     if (r->next)
         r->next->prev = r;
     c->recipes = r;
+    r->notice_name = NULL;
+    index_add(c, r);
+}
+
+void reign__client_name_recipe(reign_client *c, reign__recipe *r, const char *name)
+{
+    index_remove(c, r);
+    r->notice_name = name;
+    index_add(c, r);
 }
 
 reign__recipe *reign__client_find(reign_client *c, const reign__recipe_ops *ops)
@@ -131,6 +193,7 @@ reign__recipe *reign__client_find(reign_client *c, const reign__recipe_ops *ops)
 void reign__client_detach(reign_client *c, reign__recipe *r)
 {
     c->recipes_changed = true;
+    index_remove(c, r);
     for (size_t i = 0; i < sizeof c->found / sizeof c->found[0]; i++)
         if (c->found[i] == r)
             c->found[i] = NULL;
@@ -377,9 +440,54 @@ static void call_changed(reign__recipe *r, void *heard)
         r->ops->changed(r, heard);
 }
 
+/* The recipes of `key` ("": those that hear every notice) not called yet in this sweep: true
+ * if the recipes changed meanwhile (the sweep starts again; those called are marked). */
+static bool changed_by_name(reign_client *c, const char *key, unsigned mark,
+                            const reign__sql_heard *heard)
+{
+    for (reign__recipe *r = c->buckets[bucket_of(c, key)]; r; r = r->same_next) {
+        if (r->visit == mark || strcmp(r->notice_name ? r->notice_name : "", key))
+            continue;
+        r->visit = mark;
+        call_changed(r, (void *)heard);
+        if (c->recipes_changed)
+            return true;
+    }
+    return false;
+}
+
+/* A change: to the recipes it may concern - all, where it names nothing; else those that hear
+ * every notice and those of the names it tells (10,000 elections of one client, each won with
+ * a notice, would otherwise make 10,000 x 10,000 calls). */
 static void on_sql_change(void *arg, const reign__sql_heard *heard)
 {
-    for_each_recipe(arg, call_changed, (void *)heard);
+    reign_client *c = arg;
+    if (!heard || heard->all || !c->buckets) {
+        for_each_recipe(c, call_changed, (void *)heard);
+        return;
+    }
+    unsigned mark = ++c->visit;
+again:
+    c->recipes_changed = false;
+    if (changed_by_name(c, "", mark, heard))
+        goto again;
+    for (size_t i = 0; i < heard->names.n; i++)
+        if (changed_by_name(c, heard->names.v[i], mark, heard))
+            goto again;
+    for (size_t i = 0; i < heard->won.n; i++)
+        if (changed_by_name(c, heard->won.v[i], mark, heard))
+            goto again;
+    for (size_t i = 0; i < heard->n; i++) {
+        char name[REIGN_NAME_MAX + 64];
+        const char *nl = strchr(heard->v[i], '\n');
+        size_t len = nl ? (size_t)(nl - heard->v[i]) : strlen(heard->v[i]);
+        if (len >= sizeof name)
+            continue;
+        memcpy(name, heard->v[i], len);
+        name[len] = '\0';
+        if (changed_by_name(c, name, mark, heard))
+            goto again;
+    }
 }
 
 static void on_sql_state(void *arg, reign__sqlw_state st, int err, const char *msg)
@@ -717,6 +825,7 @@ static void really_free(reign_client *c)
     }
     reign__zk_free(c->zk);
     reign__sqlw_free(c->sql);
+    reign__free(c->buckets);
     reign__timers_free(&c->timers);
     if (c->epoll_fd >= 0)
         close(c->epoll_fd);

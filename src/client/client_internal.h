@@ -33,6 +33,10 @@ struct reign__recipe {
     const reign__recipe_ops *ops;
     reign__recipe *prev, *next;
     unsigned visit; /* the client's sweep mark */
+    /* The name SQL notices about it carry (an election's: reign__client_name_recipe()), NULL for
+     * one that hears every notice; and the next of its bucket in the client's index by it. */
+    const char *notice_name;
+    reign__recipe *same_next;
 };
 
 /* The backend: exactly one of these is not NULL. */
@@ -59,6 +63,10 @@ const reign__logger *reign__client_log(const reign_client *c);
 void reign__client_attach(reign_client *c, reign__recipe *r);
 void reign__client_detach(reign_client *c, reign__recipe *r);
 /* The first attached recipe whose ops are `ops` (a kind with one object per client), or NULL. */
+/* Says that SQL notices concern r only when they name `name` (which must outlive r's
+ * attachment): a change told of other names is not handed to it, so that a notice costs what
+ * it concerns, not every recipe of the client. */
+void reign__client_name_recipe(reign_client *c, reign__recipe *r, const char *name);
 reign__recipe *reign__client_find(reign_client *c, const reign__recipe_ops *ops);
 
 /*

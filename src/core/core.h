@@ -98,10 +98,26 @@ typedef struct reign__strset {
     size_t cap;
 } reign__strset;
 
+/* FNV-1a, 64 bits, of a string (without its NUL). */
+uint64_t reign__hash_str(const char *s);
+
 /* 1 if s was added, 0 if it was there, REIGN_ENOMEM. */
 int reign__strset_add(reign__strset *set, const char *s);
 bool reign__strset_has(const reign__strset *set, const char *s);
 void reign__strset_free(reign__strset *set);
+
+/* A set of 64-bit keys (strset.c), 8 bytes a key at most twice over: for many small keys, such
+ * as hashes.  Zeroed is empty. */
+typedef struct reign__u64set {
+    uint64_t *slots; /* cap of them: 0 empty, else the key + 1 (a key of UINT64_MAX: 0) */
+    size_t n, cap;
+    bool has_max; /* UINT64_MAX, which has no slot */
+} reign__u64set;
+
+/* 1 if k was added, 0 if it was there, REIGN_ENOMEM. */
+int reign__u64set_add(reign__u64set *set, uint64_t k);
+bool reign__u64set_has(const reign__u64set *set, uint64_t k);
+void reign__u64set_free(reign__u64set *set);
 
 /* "dir/name", allocated; NULL on OOM. */
 char *reign__path_join(const char *dir, const char *name);

@@ -9,6 +9,15 @@
 
 #include "dialect.h"
 #include "layout.h"
+#include "sessions.h"
+
+/* Whether a row counts: its time to live not over, or its standing's session alive - beating,
+ * by the database's clock, within its lease (a row made in a session is not refreshed: the
+ * session's beat keeps it, as a ZooKeeper session keeps its ephemeral nodes). */
+#define LISTED                                                                                     \
+    "({C}.expires_ms > {NOW} OR ({C}.session_guid <> '' AND EXISTS (SELECT 1 FROM {S} s WHERE "    \
+    "s.data_center = {C}.data_center AND s.guid = {C}.session_guid AND s.modified_ms + "           \
+    "s.lease_ms > {NOW})))"
 
 void reign__candidate_rows_free(reign__candidate_rows *r)
 {
@@ -26,13 +35,17 @@ static const char *const required[] = {REIGN__CANDIDATES_REQUIRED_COLUMNS};
 static const char *const added[][2] = {
     {"priority", "ALTER TABLE {C} ADD COLUMN priority int NOT NULL DEFAULT 0"},
     {"designated", "ALTER TABLE {C} ADD COLUMN designated bigint NOT NULL DEFAULT 0"},
+    {"session_guid", "ALTER TABLE {C} ADD COLUMN session_guid varchar(64) NOT NULL DEFAULT ''"},
 };
 
-/* Makes or checks the table (once per connection). */
+/* Makes or checks the table (once per connection), and the sessions table its rows name. */
 static int ensure(reign__sqlconn *c, char *err, size_t errlen)
 {
     if (c->candidates_ready)
         return 0;
+    int sr = reign__sessions_ensure(c, err, errlen);
+    if (sr < 0)
+        return sr;
     for (int attempt = 0;; attempt++) {
         reign__sql_rows cols;
         int rc = reign__sql_side_columns(c, REIGN__SQL_CANDIDATES_SUFFIX, &cols, err, errlen);
@@ -80,6 +93,7 @@ static int ensure(reign__sqlconn *c, char *err, size_t errlen)
                               "expires_ms bigint NOT NULL, "
                               "priority int NOT NULL DEFAULT 0, "
                               "designated bigint NOT NULL DEFAULT 0, "
+                              "session_guid varchar(64) NOT NULL DEFAULT '', "
                               "PRIMARY KEY (data_center, lock_name, guid))"
                               "{TABLE_OPTIONS}",
                               NULL, 0, NULL, err, errlen);
@@ -96,25 +110,25 @@ static int ensure(reign__sqlconn *c, char *err, size_t errlen)
 
 int reign__candidates_join(reign__sqlconn *c, const char *dc, const char *name, const char *guid,
                            const char *owner, const void *payload, size_t len, int priority,
-                           int64_t ttl_ms, char *err, size_t errlen)
+                           int64_t ttl_ms, const char *session, char *err, size_t errlen)
 {
     int rc = ensure(c, err, errlen);
     if (rc < 0)
         return rc;
-    reign__sqlv args[7] = {REIGN__SQLV_S(dc),           REIGN__SQLV_S(name),
+    reign__sqlv args[8] = {REIGN__SQLV_S(dc),           REIGN__SQLV_S(name),
                            REIGN__SQLV_S(guid),         REIGN__SQLV_S(owner),
                            REIGN__SQLV_B(payload, len), REIGN__SQLV_I(ttl_ms),
-                           REIGN__SQLV_I(priority)};
+                           REIGN__SQLV_I(priority),     REIGN__SQLV_S(session ? session : "")};
     rc = reign__sql_query(c, "forgetting expired candidates",
                           "DELETE FROM {C} WHERE data_center = {1} AND lock_name = {2} AND "
-                          "expires_ms < {NOW}",
+                          "NOT " LISTED,
                           args, 2, NULL, err, errlen);
     if (rc >= 0)
         rc = reign__sql_query(c, "listing a candidate",
                               "INSERT INTO {C} (data_center, lock_name, guid, owner, payload, "
-                              "joined_ms, expires_ms, priority) VALUES ({1}, {2}, {3}, {4}, {5}, "
-                              "{NOW}, {NOW} + {6}, {7}){ON_CONFLICT}",
-                              args, 7, NULL, err, errlen);
+                              "joined_ms, expires_ms, priority, session_guid) VALUES ({1}, {2}, "
+                              "{3}, {4}, {5}, {NOW}, {NOW} + {6}, {7}, {8}){ON_CONFLICT}",
+                              args, 8, NULL, err, errlen);
     return rc < 0 ? rc : 0;
 }
 
@@ -134,17 +148,19 @@ int reign__candidates_refresh(reign__sqlconn *c, const char *dc, const char *nam
 }
 
 int reign__candidates_rename(reign__sqlconn *c, const char *dc, const char *name, const char *from,
-                             const char *to, int64_t ttl_ms, char *err, size_t errlen)
+                             const char *to, int64_t ttl_ms, const char *session, char *err,
+                             size_t errlen)
 {
     int rc = ensure(c, err, errlen);
     if (rc < 0)
         return rc;
-    reign__sqlv args[5] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name), REIGN__SQLV_S(from),
-                           REIGN__SQLV_S(to), REIGN__SQLV_I(ttl_ms)};
+    reign__sqlv args[6] = {REIGN__SQLV_S(dc), REIGN__SQLV_S(name),   REIGN__SQLV_S(from),
+                           REIGN__SQLV_S(to), REIGN__SQLV_I(ttl_ms), REIGN__SQLV_S(session)};
     rc = reign__sql_query(c, "renaming a candidate",
-                          "UPDATE {C} SET guid = {4}, designated = 0, expires_ms = {NOW} + {5} "
-                          "WHERE data_center = {1} AND lock_name = {2} AND guid = {3}",
-                          args, 5, NULL, err, errlen);
+                          "UPDATE {C} SET guid = {4}, designated = 0, expires_ms = {NOW} + {5}, "
+                          "session_guid = {6} WHERE data_center = {1} AND lock_name = {2} AND "
+                          "guid = {3}",
+                          args, 6, NULL, err, errlen);
     return rc < 0 ? rc : rc > 0;
 }
 
@@ -192,9 +208,8 @@ int reign__candidates_list(reign__sqlconn *c, const char *dc, const char *name,
     reign__sql_rows rs;
     int rc = reign__sql_query(c, "listing the candidates",
                               "SELECT owner, guid, joined_ms, payload, priority, designated "
-                              "FROM {C} WHERE data_center "
-                              "= {1} AND lock_name = {2} AND expires_ms > {NOW} ORDER BY "
-                              "joined_ms, guid",
+                              "FROM {C} WHERE data_center = {1} AND lock_name = {2} AND " LISTED
+                              " ORDER BY joined_ms, guid",
                               args, 2, &rs, err, errlen);
     if (rc == REIGN_ENOENT)
         return 0; /* no table yet: nobody listed */

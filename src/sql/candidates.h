@@ -17,10 +17,16 @@
  *                outranks every candidate, so none preempts it (added when missing)
  *   PRIMARY KEY (data_center, lock_name, guid)
  *
- * A listed candidate refreshes its row every lease/3 with a time to live of one lease, and
- * deletes it when it stops standing; a process that dies has its rows deleted by its guardian
- * (with its leases), or they expire after one lease, as a dead ZooKeeper candidate's node goes
- * with its session.  Whoever joins deletes the expired rows of its election.
+ *   session_guid the client's session (sessions.h) the row was made in, '' if none
+ *                (added when missing)
+ *
+ * A row made in a session counts for as long as that session beats (within its lease, by the
+ * database's clock) or its time to live lasts, and is never refreshed: the session's one beat
+ * keeps every row of its client, as a ZooKeeper session keeps its ephemeral nodes.  One made
+ * outside a session (leases=row, or before the session opened) is refreshed every lease/3 with
+ * a time to live of one lease.  A candidate deletes its row when it stops standing; a process
+ * that dies has its rows deleted by its guardian (with its leases), or they stop counting a
+ * lease later.  Whoever joins deletes the rows of its election that no longer count.
  *
  * Made on first use like the lease table's other side tables; before it exists an election has
  * no listed candidates.  Everything here blocks (the worker's CALL); private to the library.
@@ -47,17 +53,19 @@ typedef struct reign__candidate_rows {
 
 void reign__candidate_rows_free(reign__candidate_rows *r);
 
-/* Lists the candidate (guid) with the payload, for ttl_ms from now; the election's expired
- * rows go.  0 or a negative code. */
+/* Lists the candidate (guid) with the payload, for ttl_ms from now and, with a session (NULL or
+ * "": none), for as long as that session beats; the election's rows that no longer count go.
+ * 0 or a negative code. */
 int reign__candidates_join(reign__sqlconn *c, const char *dc, const char *name, const char *guid,
                            const char *owner, const void *payload, size_t len, int priority,
-                           int64_t ttl_ms, char *err, size_t errlen);
+                           int64_t ttl_ms, const char *session, char *err, size_t errlen);
 
 /* Gives the row of standing `from` to standing `to` (a candidate that stands again keeps its
  * place: joined_ms, priority), for ttl_ms from now: 1, 0 (no such row: join), or a negative
  * code.  One statement, so the candidate is listed throughout. */
 int reign__candidates_rename(reign__sqlconn *c, const char *dc, const char *name, const char *from,
-                             const char *to, int64_t ttl_ms, char *err, size_t errlen);
+                             const char *to, int64_t ttl_ms, const char *session, char *err,
+                             size_t errlen);
 
 /* Records that the standing guid leads term `term` by a designation: 1, 0 (no row), or a
  * negative code. */

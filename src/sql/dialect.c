@@ -339,15 +339,46 @@ bool reign__sql_parse_i64(const char *s, int64_t *out)
 void reign__sql_heard_add(reign__sqlconn *c, const char *payload)
 {
     reign__sql_heard *h = &c->heard;
-    char *p = payload && h->n < REIGN__SQL_HEARD_MAX ? reign__strdup(payload) : NULL;
-    char **v = p ? reign__realloc(h->v, (h->n + 1) * sizeof *v) : NULL;
-    if (!v) {
-        reign__free(p);
-        h->all = true; /* told nothing, too many, or out of memory: read everything */
-        return;
+    if (h->all)
+        return; /* everybody reads anyway */
+    const char *nl = payload ? strchr(payload, '\n') : NULL;
+    size_t len = nl ? (size_t)(nl - payload) : payload ? strlen(payload) : 0;
+    char name[REIGN_NAME_MAX + 64];
+    bool ok = payload && len && len < sizeof name && h->names.n + h->won.n < REIGN__SQL_HEARD_NAMES;
+    if (ok) {
+        memcpy(name, payload, len);
+        name[len] = '\0';
+        bool won = nl && !strcmp(nl + 1, REIGN__SQL_HEARD_WON);
+        if (won || !nl)
+            ok = reign__strset_add(won ? &h->won : &h->names, name) >= 0;
+        else {
+            /* A hint: kept whole, for the readers that narrow by it. */
+            char *p = h->n < REIGN__SQL_HEARD_MAX ? reign__strdup(payload) : NULL;
+            char **v = p ? reign__realloc(h->v, (h->n + 1) * sizeof *v) : NULL;
+            ok = v != NULL;
+            if (ok) {
+                h->v = v;
+                h->v[h->n++] = p;
+            } else {
+                reign__free(p);
+            }
+        }
     }
-    h->v = v;
-    h->v[h->n++] = p;
+    if (!ok) {
+        reign__sql_heard_free(h);
+        h->all = true; /* told nothing, too many, or out of memory: read everything */
+    }
+}
+
+bool reign__sql_heard_has(const reign__sql_heard *h, const char *name)
+{
+    if (!h || h->all || reign__strset_has(&h->names, name) || reign__strset_has(&h->won, name))
+        return true;
+    size_t n = strlen(name);
+    for (size_t i = 0; i < h->n; i++)
+        if (!strncmp(h->v[i], name, n) && h->v[i][n] == '\n')
+            return true;
+    return false;
 }
 
 void reign__sql_heard_take(reign__sqlconn *c, reign__sql_heard *out)
@@ -361,5 +392,7 @@ void reign__sql_heard_free(reign__sql_heard *h)
     for (size_t i = 0; i < h->n; i++)
         reign__free(h->v[i]);
     reign__free(h->v);
+    reign__strset_free(&h->names);
+    reign__strset_free(&h->won);
     memset(h, 0, sizeof *h);
 }

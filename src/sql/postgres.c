@@ -112,7 +112,7 @@ typedef struct pg_conn {
     reign__sqlconn base;
     PGconn *pg;
     bool connected;
-    reign__strset channels; /* listened to */
+    reign__u64set channels; /* listened to, by reign__hash_str() (8 bytes a channel) */
     reign__stmt_cache prepared;
     /* A transaction's first and last round trips, saved (see run()): a BEGIN not sent yet, the
      * transaction open on the server, the notices it sends at its COMMIT. */
@@ -571,7 +571,7 @@ static void pg_close(reign__sqlconn *c)
     if (p->pg)
         pq.PQfinish(p->pg);
     reign__stmt_cache_free(&p->prepared);
-    reign__strset_free(&p->channels);
+    reign__u64set_free(&p->channels);
     notes_drop(p);
 }
 
@@ -1025,7 +1025,7 @@ static int listen_batch(pg_conn *p, char (*chans)[64], size_t n, char *err, size
         rc = answer(p, "listen", deadline, &r, err, errlen);
     pq.PQclear(r);
     for (size_t i = 0; !rc && i < n; i++)
-        if (reign__strset_add(&p->channels, chans[i]) < 0)
+        if (reign__u64set_add(&p->channels, reign__hash_str(chans[i])) < 0)
             rc = reign__sql_err(c, err, errlen, REIGN_ENOMEM, "out of memory");
     return rc;
 }
@@ -1041,7 +1041,7 @@ static int pg_listen(reign__sqlconn *c, const char *dc, const char *const *names
     int rc = 0;
     for (size_t i = 0; !rc && i < n; i++) {
         reign__sql_channel(chans[k], c->table, dc, names[i]);
-        bool again = reign__strset_has(&p->channels, chans[k]);
+        bool again = reign__u64set_has(&p->channels, reign__hash_str(chans[k]));
         for (size_t j = 0; j < k && !again; j++)
             again = !strcmp(chans[j], chans[k]);
         if (!again && ++k == LISTEN_BATCH) {
@@ -1071,7 +1071,7 @@ static int pg_drain_notify(reign__sqlconn *c)
     int any = 0;
     PGnotify *n;
     while ((n = pq.PQnotifies(p->pg))) {
-        if (reign__strset_has(&p->channels, n->relname)) {
+        if (reign__u64set_has(&p->channels, reign__hash_str(n->relname))) {
             any = 1;
             /* The payload is the name notified (reign__sql_notify()), a hint after it maybe;
              * one of another writer's tells nothing. */

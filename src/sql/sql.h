@@ -307,18 +307,27 @@ bool reign__sql_wakes_followers(const reign__sql_target *t);
 void reign__sql_settle(reign__sqlconn *c);
 /*
  * What the drains heard since the last take, for readers that can narrow what they read by it:
- * the names notified on this connection's channels, each as its writer sent it, "name" or
- * "name\nhint" (reign__sql_notify_hint(): a result's task ids).  `all` says a change came that
- * the names do not tell (SQLite's file, MariaDB's poll, more notices than REIGN__SQL_HEARD_MAX):
- * then every reader reads all it follows.  reign__sql_heard_take() moves them to *out (the
- * connection's list starts again empty); reign__sql_heard_free() frees a taken one.
+ * the names notified on this connection's channels without a hint, once each however often
+ * (`names`); those told of as a lease won (the hint REIGN__SQL_HEARD_WON, sent by the worker
+ * after a take or an insert: `won`, so that the winner need not read its row again); and the
+ * notices that carry another hint, as their writer sent them, "name\nhint"
+ * (reign__sql_notify_hint(): a result's task ids; at most REIGN__SQL_HEARD_MAX).  `all` says a
+ * change came that the names do not tell (MariaDB's wake-up, a notice without a name, more than
+ * REIGN__SQL_HEARD_NAMES names): then every reader reads all it follows.  reign__sql_heard_take()
+ * moves them to *out (the connection's starts again empty); reign__sql_heard_free() frees a taken
+ * one.
  */
 typedef struct reign__sql_heard {
     char **v;
     size_t n;
+    reign__strset names, won;
     bool all;
 } reign__sql_heard;
-#define REIGN__SQL_HEARD_MAX 256
+#define REIGN__SQL_HEARD_MAX   256
+#define REIGN__SQL_HEARD_NAMES 65536
+#define REIGN__SQL_HEARD_WON   "won"
+/* Whether h may concern `name`: all, or the name told of (a win included). */
+bool reign__sql_heard_has(const reign__sql_heard *h, const char *name);
 void reign__sql_heard_take(reign__sqlconn *c, reign__sql_heard *out);
 void reign__sql_heard_free(reign__sql_heard *h);
 int reign__sql_notify(reign__sqlconn *c, const char *dc, const char *name, char *err,

@@ -857,7 +857,9 @@ static int sq_drain_notify(reign__sqlconn *c)
             const struct inotify_event *ev = (const struct inotify_event *)p;
             if (ev->wd == s->wd_notes) {
                 notes = true;
-                renew |= (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) != 0;
+                /* An unlink while we hold the file open says IN_ATTRIB (its link count). */
+                renew |= (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_ATTRIB)) &&
+                         reign__notices_moved(&s->notes);
             } else {
                 file = true;
             }
@@ -872,9 +874,7 @@ static int sq_drain_notify(reign__sqlconn *c)
         /* The notice file was removed or replaced: the one the path names now, from its start;
          * whatever was told meanwhile, we missed. */
         inotify_rm_watch(s->ino_fd, s->wd_notes);
-        reign__notices_reopen(&s->notes);
-        s->notes.gen = 0;
-        s->notes.off = 0;
+        (void)reign__notices_reopen(&s->notes); /* unreadable: the read below says so */
         watch_notes(s);
         reign__sql_heard_add(c, NULL);
         any = 1;

@@ -33,17 +33,31 @@ void reign__notices_free(reign__notices *n)
     if (n->fd >= 0)
         close(n->fd);
     reign__free(n->path);
-    reign__strset_free(&n->chans);
+    reign__u64set_free(&n->chans);
     reign__buf_free(&n->held);
     n->fd = -1;
     n->path = NULL;
 }
 
-void reign__notices_reopen(reign__notices *n)
+static int open_file(reign__notices *n, char *err, size_t errlen);
+
+int reign__notices_reopen(reign__notices *n)
 {
     if (n->fd >= 0)
         close(n->fd);
     n->fd = -1;
+    n->gen = 0;
+    n->off = 0;
+    return open_file(n, NULL, 0);
+}
+
+bool reign__notices_moved(const reign__notices *n)
+{
+    struct stat fst, pst;
+    if (n->fd < 0 || fstat(n->fd, &fst) < 0)
+        return false;
+    return fst.st_nlink == 0 || stat(n->path, &pst) < 0 || pst.st_ino != fst.st_ino ||
+           pst.st_dev != fst.st_dev;
 }
 
 static int sys_err(const char *what, const char *path, char *err, size_t errlen)
@@ -131,9 +145,11 @@ static int append(reign__notices *n, const char *lines, size_t len, char *err, s
             rc = sys_err("reading", n->path, err, errlen);
             break;
         }
-        if (st.st_nlink == 0 && attempt == 0) {
-            /* Removed under us: append to the file the path names now. */
-            reign__notices_reopen(n);
+        if (attempt == 0 && reign__notices_moved(n)) {
+            /* Removed or replaced under us: append to the file the path names now. */
+            if (n->fd >= 0)
+                close(n->fd);
+            n->fd = -1;
             if ((rc = open_file(n, err, errlen)) < 0)
                 return rc;
             continue;
@@ -211,7 +227,7 @@ int reign__notices_listen(reign__notices *n, const char (*chans)[64], size_t k, 
                           size_t errlen)
 {
     for (size_t i = 0; i < k; i++)
-        if (reign__strset_add(&n->chans, chans[i]) < 0)
+        if (reign__u64set_add(&n->chans, reign__hash_str(chans[i])) < 0)
             return REIGN_ENOMEM;
     if (n->listening)
         return 0;
@@ -234,8 +250,8 @@ static int take_line(reign__notices *n, char *line, void (*heard)(void *, const 
     if (!sp)
         return 0;
     *sp = '\0';
-    if (!reign__strset_has(&n->chans, line))
-        return 0;
+    if (!reign__u64set_has(&n->chans, reign__hash_str(line)))
+        return 0; /* another's (a hash that matches by chance: a needless read, no more) */
     char *w = sp + 1;
     for (const char *r = sp + 1; *r; r++) {
         if (*r == '\\' && r[1]) {

@@ -44,14 +44,14 @@
 #define REIGN__NOTICES_CAP (1 << 20)
 
 typedef struct reign__notices {
-    char *path;     /* the notice file's */
-    mode_t mode;    /* a new notice file's: the database file's */
-    int fd;         /* -1 until opened */
-    uint64_t gen;   /* the generation read up to off */
-    off_t off;      /* the next byte to read */
-    bool listening; /* off is where this listener has read to */
-    reign__strset chans;
-    reign__buf held; /* notices of the transaction in progress: appended at its COMMIT */
+    char *path;          /* the notice file's */
+    mode_t mode;         /* a new notice file's: the database file's */
+    int fd;              /* -1 until opened */
+    uint64_t gen;        /* the generation read up to off */
+    off_t off;           /* the next byte to read */
+    bool listening;      /* off is where this listener has read to */
+    reign__u64set chans; /* the channels listened to, by reign__hash_str() */
+    reign__buf held;     /* notices of the transaction in progress: appended at its COMMIT */
 } reign__notices;
 
 /* The notice file of the database at db_path, whose file mode new notice files get. */
@@ -78,7 +78,10 @@ int reign__notices_commit(reign__notices *n, bool committed, char *err, size_t e
 int reign__notices_read(reign__notices *n, void (*heard)(void *arg, const char *payload),
                         void *arg);
 
-/* Closes the file (removed or replaced under us): the next call opens the path again. */
-void reign__notices_reopen(reign__notices *n);
+/* Whether the path no longer names the file we have open (removed, or another moved over it). */
+bool reign__notices_moved(const reign__notices *n);
+/* Opens the file the path names now (made if missing), to be read from its start: after
+ * reign__notices_moved().  0, or a negative code. */
+int reign__notices_reopen(reign__notices *n);
 
 #endif

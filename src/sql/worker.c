@@ -300,12 +300,13 @@ static void try_connect(reign__sqlw *w)
     }
 }
 
-/* Tells the followers of `name` that its row changed, where the store needs telling
- * (PostgreSQL; SQLite's followers watch the file, MariaDB's poll). */
-static void notify(reign__sqlw *w, const char *name)
+/* Tells the followers of `name` that its row changed, where the store can (PostgreSQL, SQLite;
+ * MariaDB's are woken by the leader's lock): released, or (won) taken or made. */
+static void notify(reign__sqlw *w, const char *name, bool won)
 {
     char err[256];
-    if (reign__sql_notify(w->conn, w->dc, name, err, sizeof(err)) < 0)
+    if (reign__sql_notify_hint(w->conn, w->dc, name, won ? REIGN__SQL_HEARD_WON : NULL, err,
+                               sizeof(err)) < 0)
         reign__log(w->cfg.log, REIGN_LOG_DEBUG, "%s", err); /* they read at expiry anyway */
 }
 
@@ -342,7 +343,7 @@ static int run_statement(reign__sqlw *w, item *it, char *err, size_t errlen)
     case REIGN__SQLW_RELEASE:
         rc = reign__sql_lease_release(w->conn, &cl, it->term, err, errlen);
         if (rc == 1)
-            notify(w, it->name);
+            notify(w, it->name, false);
         return rc;
     case REIGN__SQLW_DEPOSE:
         return reign__sql_lease_depose(w->conn, w->dc, it->name, it->term, err, errlen);
@@ -414,7 +415,7 @@ static void execute(reign__sqlw *w, item *it)
     if (changed)
         post_changed(w);
     if (won && w->conn)
-        notify(w, won);
+        notify(w, won, true);
     reign__free(won);
     reign__sql_settle(w->conn);
 }

@@ -136,6 +136,26 @@ static void test_strset(void **state)
     assert_false(reign__strset_has(&set, "name-1"));
 }
 
+static void test_u64set(void **state)
+{
+    (void)state;
+    reign__u64set set = {0};
+    assert_false(reign__u64set_has(&set, 0));
+    for (uint64_t k = 0; k < 3000; k++)
+        assert_int_equal(reign__u64set_add(&set, k * 0x100000001ULL), 1);
+    assert_int_equal(reign__u64set_add(&set, 7 * 0x100000001ULL), 0);
+    assert_int_equal(reign__u64set_add(&set, UINT64_MAX), 1); /* the key without a slot */
+    assert_int_equal(reign__u64set_add(&set, UINT64_MAX), 0);
+    assert_int_equal(set.n, 3001);
+    for (uint64_t k = 0; k < 4000; k++)
+        assert_int_equal(reign__u64set_has(&set, k * 0x100000001ULL), k < 3000);
+    assert_true(reign__u64set_has(&set, UINT64_MAX));
+    assert_false(reign__u64set_has(&set, UINT64_MAX - 1));
+    assert_true(reign__hash_str("a") != reign__hash_str("b"));
+    reign__u64set_free(&set);
+    assert_false(reign__u64set_has(&set, 0));
+}
+
 static void test_errors(void **state)
 {
     assert_string_equal(reign_strerror(REIGN_EURI), "malformed URI");
@@ -215,7 +235,7 @@ int main(void)
         cmocka_unit_test(test_timer_order), cmocka_unit_test(test_timer_rearm_from_callback),
         cmocka_unit_test(test_buf),         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_held),        cmocka_unit_test(test_allocator_hook),
-        cmocka_unit_test(test_strset),
+        cmocka_unit_test(test_strset),      cmocka_unit_test(test_u64set),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

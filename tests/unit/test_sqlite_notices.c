@@ -157,11 +157,13 @@ static void test_cut_and_removed(void **state)
     assert_int_equal(h.n, 1);
     assert_string_equal(h.v[0], "late");
 
-    /* Removed under the writer: it appends to the file the path names now. */
+    /* Removed under the writer: it appends to the file the path names now, where a reader
+     * that finds its file moved reads from the start. */
+    assert_false(reign__notices_moved(&r));
     unlink(w.path);
-    reign__notices_reopen(&r);
-    r.gen = 0;
-    r.off = 0;
+    assert_true(reign__notices_moved(&r));
+    assert_int_equal(reign__notices_reopen(&r), 0);
+    assert_false(reign__notices_moved(&r));
     assert_int_equal(reign__notices_post(&w, CH_A, "new file", false, NULL, 0), 0);
     h = read_all(&r);
     assert_int_equal(h.n, 1);

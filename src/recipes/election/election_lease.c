@@ -116,6 +116,7 @@ typedef struct lease_election {
 
     char listed_guid[2 * GUID_BYTES + 1]; /* the standing our candidates row is of ("": none) */
     reign__timer list_timer;              /* the row's next refresh */
+    bool listed_in_session;               /* the row was made in our session: no refresh */
 
     reign__timer timer;    /* poll, renew, retry, pause: one purpose per state */
     reign__timer deadline; /* the leader's bound */
@@ -236,6 +237,16 @@ static void release(lease_election *e, const char *guid, uint64_t term)
 /* ---- the candidates row (listed candidates) ---------------------------------------------------
  */
 
+/* A row made outside a session is refreshed every lease/3; one made in a session lives as long
+ * as the session beats, and needs nothing (candidates.h). */
+static void list_refresh_later(lease_election *e)
+{
+    if (e->listed_in_session)
+        reign__timer_stop(timers(e), &e->list_timer);
+    else
+        reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+}
+
 static void on_listed(void *owner, void *arg, const reign__sqlw_result *r);
 
 /* Sends one statement on our row (the guid given; REIGN__LIST_RENAME: from the listed one); no
@@ -256,6 +267,9 @@ static void list_send(lease_election *e, reign__list_op op, const char *guid)
         c->ttl_ms = e->ls->lease_ms;
         c->priority = e->priority;
         reign__strlcpy(c->from, e->listed_guid, sizeof(c->from));
+        reign__strlcpy(c->session, e->session, sizeof(c->session));
+        if (op == REIGN__LIST_JOIN || op == REIGN__LIST_RENAME)
+            e->listed_in_session = e->session[0] != '\0';
         rc = reign__sqlw_call(e->w, "candidate", reign__list_run, c, reign__list_call_free,
                               answered ? e : NULL, answered ? on_listed : NULL, NULL);
     }
@@ -287,7 +301,7 @@ static void list_timer_cb(reign__timer *t, void *arg)
     if (!e->listed_guid[0])
         return;
     list_send(e, REIGN__LIST_REFRESH, e->listed_guid);
-    reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+    list_refresh_later(e);
 }
 
 /* Whether a candidate in state `s` stands: it looks, claims or leads.  Paused (ceded, deposed),
@@ -313,7 +327,7 @@ static void list_follow(lease_election *e)
     if (want && e->listed_guid[0] && strcmp(e->listed_guid, e->guid)) {
         list_send(e, REIGN__LIST_RENAME, e->guid); /* from listed_guid */
         reign__strlcpy(e->listed_guid, e->guid, sizeof(e->listed_guid));
-        reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+        list_refresh_later(e);
         return;
     }
     if (e->listed_guid[0] && !want) {
@@ -324,7 +338,7 @@ static void list_follow(lease_election *e)
     if (want && !e->listed_guid[0]) {
         reign__strlcpy(e->listed_guid, e->guid, sizeof(e->listed_guid));
         list_send(e, REIGN__LIST_JOIN, e->listed_guid);
-        reign__timer_start(timers(e), &e->list_timer, reign__now_ns() + ms(e->ls->lease_ms / 3));
+        list_refresh_later(e);
     }
 }
 
@@ -891,8 +905,10 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     else if (e->again)
         look(e);
     else {
-        /* In a session, nothing to read on a clock: the keeper or a notice wakes us. */
-        int64_t at = in_session ? INT64_MAX : next_read(e, free_at);
+        /* In a live session, nothing to read on a clock: the keeper or a notice wakes us.  In
+         * one gone (an observer's view of a lease nobody took yet), the poll finds the next
+         * holder where no notice tells of it (MariaDB). */
+        int64_t at = in_session && !free ? INT64_MAX : next_read(e, free_at);
         /* A live leader of another, not being handed over: a candidate of higher priority
          * may preempt it (and reads again when its delay is over). */
         int64_t p = l->exists && !l->released && !to && !mine ? consider_preempt(e, l->term, now)
@@ -1085,22 +1101,16 @@ static void on_deadline(reign__recipe *rp, int64_t now)
     LEAVE(e);
 }
 
-/* Whether a notice may concern our row: PostgreSQL's name it; the others tell nothing. */
-static bool heard_us(const lease_election *e, const reign__sql_heard *h)
-{
-    if (!h || h->all)
-        return true;
-    size_t n = strlen(e->base.name);
-    for (size_t i = 0; i < h->n; i++)
-        if (!strncmp(h->v[i], e->base.name, n) && (!h->v[i][n] || h->v[i][n] == '\n'))
-            return true;
-    return false;
-}
-
 static void on_changed(reign__recipe *rp, const reign__sql_heard *heard)
 {
     lease_election *e = (lease_election *)rp;
-    if (!heard_us(e, heard))
+    if (!reign__sql_heard_has(heard, e->base.name))
+        return;
+    /* A leader told only that the lease was won: its own win (another's, after ours ran out,
+     * is for our own deadline to find, not for a notice). */
+    bool won_only = heard && !heard->all && reign__strset_has(&heard->won, e->base.name) &&
+                    !reign__strset_has(&heard->names, e->base.name);
+    if (e->state == L_LEADER && won_only)
         return;
     if (e->state == L_LEADER) {
         ENTER(e);
@@ -1188,6 +1198,7 @@ int reign__lease_election_join(reign_election **ret, reign_client *client, const
     reign__timer_init(&e->deadline, deadline_cb, e);
     reign__timer_init(&e->list_timer, list_timer_cb, e);
     reign__client_attach(client, &e->base.recipe);
+    reign__client_name_recipe(client, &e->base.recipe, e->base.name);
     reign_conn_state st = reign_client_state(client);
     if (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED || st == REIGN_CONN_SUSPENDED)
         stand(e);

@@ -165,10 +165,11 @@ int reign__list_run(reign__sqlconn *conn, const char *dc, void *ctx, char *err, 
     switch (c->op) {
     case REIGN__LIST_JOIN:
         return reign__candidates_join(conn, dc, c->name, c->guid, c->owner, c->payload,
-                                      c->payload_len, c->priority, c->ttl_ms, err, errlen);
+                                      c->payload_len, c->priority, c->ttl_ms, c->session, err,
+                                      errlen);
     case REIGN__LIST_RENAME:
-        return reign__candidates_rename(conn, dc, c->name, c->from, c->guid, c->ttl_ms, err,
-                                        errlen);
+        return reign__candidates_rename(conn, dc, c->name, c->from, c->guid, c->ttl_ms, c->session,
+                                        err, errlen);
     case REIGN__LIST_REFRESH:
         return reign__candidates_refresh(conn, dc, c->name, c->guid, c->ttl_ms, err, errlen);
     case REIGN__LIST_LEAVE:

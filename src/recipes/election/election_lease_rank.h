@@ -73,7 +73,8 @@ typedef struct reign__list_call {
     size_t payload_len;
     int64_t ttl_ms;
     int priority;
-    char from[REIGN__RANK_GUID]; /* RENAME: the standing whose row it was */
+    char from[REIGN__RANK_GUID];    /* RENAME: the standing whose row it was */
+    char session[REIGN__RANK_GUID]; /* JOIN, RENAME: the client's session, "" if none */
 } reign__list_call;
 
 void reign__list_call_free(void *p);

@@ -543,6 +543,13 @@ static void hub_changed(reign__recipe *rp, const reign__sql_heard *heard)
         return;
     }
     const size_t pre = sizeof REIGN__TASKS_LISTEN - 1;
+    /* Told of without a hint: everything of that queue. */
+    for (wqueue *wq = h->queues; wq; wq = wq->next) {
+        char name[REIGN__TASKS_LISTEN_MAX];
+        snprintf(name, sizeof name, REIGN__TASKS_LISTEN "%s", wq->queue);
+        if (reign__strset_has(&heard->names, name))
+            wq_mark(wq, NULL);
+    }
     for (size_t i = 0; i < heard->n; i++) {
         const char *note = heard->v[i], *nl = strchr(note, '\n');
         size_t len = nl ? (size_t)(nl - note) : strlen(note);

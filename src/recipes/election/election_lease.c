@@ -788,6 +788,12 @@ static void on_session(reign__sql_session_user *u, const char *guid)
     ENTER(e);
     if (guid) {
         reign__strlcpy(e->session, guid, sizeof(e->session));
+        if (e->listed_guid[0] && !e->listed_in_session) {
+            /* Listed before the session was up: the row moves into it (a rename to itself),
+             * and its refreshes stop. */
+            list_send(e, REIGN__LIST_RENAME, e->listed_guid);
+            list_refresh_later(e);
+        }
         reign_conn_state st = reign_client_state(e->base.client);
         if (e->state == L_IDLE && (st == REIGN_CONN_CONNECTED || st == REIGN_CONN_RECONNECTED))
             stand(e);

@@ -970,9 +970,8 @@ def findings(backends, counts, summ, fleet, settings, zk, get, zget, old):
             herd.append("%s %.0f (%s)" % (LABEL[b], g["statements"], ", ".join(
                 "%.1f %ss" % (v, op) for op, v in sorted(g["ops_mean"].items()))))
     if herd and n > 3:
-        out.append("A release wakes every follower: each reads (PostgreSQL and MariaDB: tries "
-                   "to take the lease it saw at once), those that see the lease expired race to "
-                   "take it, the losers read again.  Statements per graceful failover with %d "
+        out.append("A release wakes every follower: each tries to take the lease it saw at "
+                   "once, the one whose take lands leads, the others read again.  Statements per graceful failover with %d "
                    "candidates, median (mean per kind): %s." % (n, "; ".join(herd)))
     lag = [get(b, n, "crash_short", "after_lease", "p50") for b in backends for n in counts]
     lag = [x for x in lag if x is not None]

@@ -33,6 +33,9 @@ void cli_prefix(const cli *c, const char *level, char *out, size_t outlen)
 }
 
 static void vmessage(cli *c, reign_log_level level, bool logged, const char *fmt, va_list ap)
+    __attribute__((format(printf, 4, 0)));
+
+static void vmessage(cli *c, reign_log_level level, bool logged, const char *fmt, va_list ap)
 {
     char msg[2048], prefix[64];
     vsnprintf(msg, sizeof(msg), fmt, ap);

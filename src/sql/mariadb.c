@@ -125,8 +125,8 @@ static const char *const statement_sql[ST_COUNT] = {
     /* Only the guid.  gmt_modified is assigned its own value because a foreign table may
      * declare it ON UPDATE CURRENT_TIMESTAMP, which would renew the lease: an explicit
      * assignment keeps it.  With CLIENT_FOUND_ROWS a row already deposed still counts 1. */
-    [ST_DEPOSE] = "UPDATE `{T}` SET owner_guid = ?, gmt_modified = gmt_modified WHERE "
-                  "data_center = ? AND lock_name = ? AND term = ? AND duration > 0",
+    [ST_DEPOSE] = ("UPDATE `{T}` SET owner_guid = ?, gmt_modified = gmt_modified WHERE "
+                   "data_center = ? AND lock_name = ? AND term = ? AND duration > 0"),
 };
 
 typedef struct maria_conn {

@@ -146,8 +146,8 @@ static const char *const statement_sql[ST_COUNT] = {
         NOW_MS) " WHERE data_center = ?1 AND lock_name = ?2 AND owner = ?3 AND owner_guid = ?4 "
                 "AND term = ?7",
     /* Only the guid: the version stays, so followers count on from where they were. */
-    [ST_DEPOSE] = "UPDATE \"{T}\" SET owner_guid = ?4 WHERE data_center = ?1 AND lock_name = ?2 "
-                  "AND term = ?7 AND duration > 0",
+    [ST_DEPOSE] = ("UPDATE \"{T}\" SET owner_guid = ?4 WHERE data_center = ?1 AND lock_name = ?2 "
+                   "AND term = ?7 AND duration > 0"),
 };
 
 typedef struct sqlite_conn {

@@ -36,6 +36,8 @@
 static void prep_step(reign__zk *zk, bool recheck);
 static void prep_timer_cb(reign__timer *t, void *arg);
 
+static void seterr(reign__zk *zk, const char *fmt, ...) REIGN__PRINTF(2, 3);
+
 static void seterr(reign__zk *zk, const char *fmt, ...)
 {
     va_list ap;

@@ -32,6 +32,9 @@ static int64_t now_ns(void)
 /* ---- checks and logging -------------------------------------------------- */
 
 static void vlog(const char *who, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+
+static void vlog(const char *who, const char *fmt, va_list ap)
 {
     char msg[2048];
     vsnprintf(msg, sizeof(msg), fmt, ap);

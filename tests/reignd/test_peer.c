@@ -572,11 +572,11 @@ static void test_unsigned_answers(void **state)
     static const char *const answers[] = {
         /* "done" from someone without the secret: must not read as a success */
         "HTTP/1.1 200 OK\r\nContent-Length: 25\r\n\r\n{\"ok\":true,\"result\":null}",
-        "HTTP/1.1 200 OK\r\nX-Reign-Signature: "
-        "0000000000000000000000000000000000000000000000000000000000000000\r\n"
-        "Content-Length: 25\r\n\r\n{\"ok\":true,\"result\":null}",
-        "HTTP/1.1 401 Unauthorized\r\nContent-Length: 59\r\n\r\n"
-        "{\"ok\":false,\"error\":\"REIGN_EAUTH\",\"message\":\"who are you?\"}",
+        ("HTTP/1.1 200 OK\r\nX-Reign-Signature: "
+         "0000000000000000000000000000000000000000000000000000000000000000\r\n"
+         "Content-Length: 25\r\n\r\n{\"ok\":true,\"result\":null}"),
+        ("HTTP/1.1 401 Unauthorized\r\nContent-Length: 59\r\n\r\n"
+         "{\"ok\":false,\"error\":\"REIGN_EAUTH\",\"message\":\"who are you?\"}"),
     };
     for (size_t i = 0; i < sizeof(answers) / sizeof(answers[0]); i++) {
         canned c;

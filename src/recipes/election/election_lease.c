@@ -789,8 +789,7 @@ static void on_session(reign__sql_session_user *u, const char *guid)
     if (guid) {
         reign__strlcpy(e->session, guid, sizeof(e->session));
         if (e->listed_guid[0] && !e->listed_in_session) {
-            /* Listed before the session was up: the row moves into it (a rename to itself),
-             * and its refreshes stop. */
+            /* Listed before the session was up: the row moves in (renamed to itself). */
             list_send(e, REIGN__LIST_RENAME, e->listed_guid);
             list_refresh_later(e);
         }
@@ -911,9 +910,8 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
     else if (e->again)
         look(e);
     else {
-        /* In a live session, nothing to read on a clock: the keeper or a notice wakes us.  In
-         * one gone (an observer's view of a lease nobody took yet), the poll finds the next
-         * holder where no notice tells of it (MariaDB). */
+        /* In a live session the keeper or a notice wakes us; in one gone (a lease nobody took
+         * yet, seen by an observer) the poll finds the next holder (MariaDB tells nobody). */
         int64_t at = in_session && !free ? INT64_MAX : next_read(e, free_at);
         /* A live leader of another, not being handed over: a candidate of higher priority
          * may preempt it (and reads again when its delay is over). */

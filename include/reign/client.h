@@ -262,7 +262,7 @@ REIGN_EXPORT int reign_client_session_timeout_ms(const reign_client *client);
 /* The store's session id (ZooKeeper: the 64-bit session id), 0 if none. */
 REIGN_EXPORT int64_t reign_client_session_id(const reign_client *client);
 
-/* "zookeeper", "sqlite", "mariadb" or "postgres". */
+/* "zookeeper", "etcd", "sqlite", "mariadb" or "postgres". */
 REIGN_EXPORT const char *reign_client_backend(const reign_client *client);
 
 /*

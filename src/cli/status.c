@@ -80,11 +80,11 @@ static const char *show_id(const char *id)
     return id && *id ? id : "(unknown)";
 }
 
-/* "queue" or "lock" on ZooKeeper; a SQL store has one lease row per election. */
+/* "queue" or "lock" on ZooKeeper and etcd; a SQL store has one lease row per election. */
 static const char *strategy_of(const reign_client *client, const reign_election_view *v)
 {
-    return strcmp(reign_client_backend(client), "zookeeper") ? "lease"
-                                                             : reign_strategy_name(v->strategy);
+    const char *b = reign_client_backend(client);
+    return strcmp(b, "zookeeper") && strcmp(b, "etcd") ? "lease" : reign_strategy_name(v->strategy);
 }
 
 /* A number of the slot's JSON form (cli_slot_json() writes them raw, exactly). */

@@ -363,10 +363,13 @@ static void deadline_cb(reign__timer *t, void *arg)
 /* "no ZooKeeper server answered at URI within N ms", or the SQL store's last error. */
 static void no_answer(reign_client *c)
 {
-    if (c->zk)
-        snprintf(c->errmsg, sizeof(c->errmsg), "no ZooKeeper server answered at %s within %d ms",
-                 c->uri_redacted, c->connect_timeout_ms);
-    else if (!c->errmsg[0])
+    if (c->zk) {
+        bool etcd = !strncmp(c->uri_redacted, "etcd", 4);
+        const char *why = etcd ? reign__zk_errmsg(c->zk) : "";
+        snprintf(c->errmsg, sizeof(c->errmsg), "no %s server answered at %s within %d ms%s%s",
+                 etcd ? "etcd" : "ZooKeeper", c->uri_redacted, c->connect_timeout_ms,
+                 *why ? ": " : "", why);
+    } else if (!c->errmsg[0])
         snprintf(c->errmsg, sizeof(c->errmsg), "%s did not answer within %d ms",
                  reign__sqlw_store(c->sql), c->connect_timeout_ms);
 }
@@ -533,16 +536,25 @@ static void on_sql_state(void *arg, reign__sqlw_state st, int err, const char *m
 
 /* ---- construction ------------------------------------------------------- */
 
-/* The client's descriptor becomes an epoll set of the wake-up eventfd and the guardian's socket. */
-static int start_guardian(reign_client *c, char *err, size_t errlen)
+/* The client's descriptor becomes an epoll set of the wake-up eventfd and, as they come, the
+ * guardian's socket and the etcd backend's own epoll set. */
+static int start_epoll(reign_client *c, char *err, size_t errlen)
 {
+    if (c->epoll_fd >= 0)
+        return 0;
     c->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data = {.ptr = NULL}};
     if (c->epoll_fd < 0 || epoll_ctl(c->epoll_fd, EPOLL_CTL_ADD, c->wake_fd, &ev) < 0) {
         reign__errf(err, errlen, "epoll: %s", strerror(errno));
         return -errno;
     }
-    return reign__guardian_new(&c->guardian, c->epoll_fd, &c->log, &c->timers);
+    return 0;
+}
+
+static int start_guardian(reign_client *c, char *err, size_t errlen)
+{
+    int r = start_epoll(c, err, errlen);
+    return r < 0 ? r : reign__guardian_new(&c->guardian, c->epoll_fd, &c->log, &c->timers);
 }
 
 /* Once the configuration is read: the guardian, then the backend. */
@@ -558,8 +570,34 @@ static int start_zk(reign_client *c, reign__client_config *cfg, char *err, size_
     zc->state_arg = c;
     zc->wake_fd = c->wake_fd;
     int r;
-    if (cfg->guarded && (r = start_guardian(c, err, errlen)) < 0)
+    if (zc->etcd_members) {
+        if ((r = start_epoll(c, err, errlen)) < 0)
+            return r;
+        zc->epoll_fd = c->epoll_fd;
+        if (cfg->guarded && (zc->tls || zc->user)) {
+            reign__log(&c->log, REIGN_LOG_INFO,
+                       "client: no guardian with etcd's TLS or users yet: a killed process's "
+                       "lease ends with its TTL");
+        } else if (cfg->guarded) {
+            /* The guardian revokes the lease: "etcd:http://h:p,http://h:p". */
+            reign__free(c->zk_hosts);
+            reign__buf b;
+            reign__buf_init(&b);
+            reign__buf_puts(&b, "etcd:");
+            for (const char *m = zc->etcd_members; *m;) {
+                size_t l = strcspn(m, ",");
+                reign__buf_printf(&b, "%shttp://%.*s", b.len > 5 ? "," : "", (int)l, m);
+                m += l + (m[l] == ',');
+            }
+            c->zk_hosts = b.oom ? NULL : b.data;
+            if (!c->zk_hosts)
+                return REIGN_ENOMEM;
+            if ((r = start_guardian(c, err, errlen)) < 0)
+                return r;
+        }
+    } else if (cfg->guarded && (r = start_guardian(c, err, errlen)) < 0) {
         return r;
+    }
     return reign__zk_new(&c->zk, zc, err, errlen);
 }
 
@@ -872,7 +910,7 @@ const char *reign_client_errmsg(const reign_client *c)
 const char *reign_client_backend(const reign_client *c)
 {
     if (c->zk)
-        return "zookeeper";
+        return reign__zk_is_etcd(c->zk) ? "etcd" : "zookeeper";
     const char *store = reign__sqlw_store(c->sql);
     return !strncmp(store, "sqlite", 6)    ? "sqlite"
            : !strncmp(store, "mariadb", 7) ? "mariadb"

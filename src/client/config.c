@@ -6,9 +6,11 @@
  * reign_client_new() (client.c), so a URI the check accepts is one the client starts with, and
  * each mistake has one message.  Also reign_uri_redact(), the URI as it may be logged.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 
@@ -170,10 +172,79 @@ static const char *const zk_params[] = {
     "retry_period_ms",    "retry_max",          "suspend_policy",
     "password_file",      "guardian",           NULL};
 
+static const char *const etcd_params[] = {"session_timeout_ms",
+                                          "connect_timeout_ms",
+                                          "op_timeout_ms",
+                                          "retry_period_ms",
+                                          "retry_max",
+                                          "suspend_policy",
+                                          "password_file",
+                                          "guardian",
+                                          "cacert",
+                                          "cert",
+                                          "key",
+                                          NULL};
+
+static bool is_etcd_scheme(const char *s)
+{
+    return !strcmp(s, "etcd") || !strcmp(s, "etcds");
+}
+
+/* A TLS file named by the URI: it must be there and readable now, not at the first request. */
+static int tls_file(const reign__uri *u, const char *key, const char **out, char *err,
+                    size_t errlen)
+{
+    const char *v = reign__uri_param(u, key);
+    if (!v)
+        return 0;
+    if (!strcmp(u->scheme, "etcd")) {
+        reign__errf(err, errlen, "parameter '%s' is for etcds:// (TLS), not etcd://", key);
+        return REIGN_EURI;
+    }
+    if (!*v || access(v, R_OK) < 0) {
+        reign__errf(err, errlen, "parameter '%s': cannot read '%s': %s", key, v,
+                    *v ? strerror(errno) : "empty path");
+        return REIGN_EURI;
+    }
+    *out = v;
+    return 0;
+}
+
+static int configure_etcd(reign__client_config *cfg, const reign__uri *u, char *err, size_t errlen)
+{
+    reign__zk_config *zc = &cfg->zk;
+    int r = 0;
+    if ((r = tls_file(u, "cacert", &zc->tls_ca, err, errlen)) < 0 ||
+        (r = tls_file(u, "cert", &zc->tls_cert, err, errlen)) < 0 ||
+        (r = tls_file(u, "key", &zc->tls_key, err, errlen)) < 0)
+        return r;
+    if (!zc->tls_cert != !zc->tls_key) {
+        reign__errf(err, errlen, "a client certificate needs both cert= and key=");
+        return REIGN_EURI;
+    }
+    zc->tls = !strcmp(u->scheme, "etcds");
+    if (u->n_hosts == 0) {
+        reign__errf(err, errlen, "an %s:// URI needs at least one host:port", u->scheme);
+        return REIGN_EURI;
+    }
+    const char *prefix = u->path;
+    size_t pl = strlen(prefix);
+    if (pl > 1 && (prefix[pl - 1] == '/' || strstr(prefix, "//"))) {
+        reign__errf(err, errlen, "bad key prefix '%s': empty path component", prefix);
+        return REIGN_EURI;
+    }
+    if (!(cfg->hosts = reign__uri_hosts_string(u, 2379)))
+        return REIGN_ENOMEM;
+    zc->etcd_members = cfg->hosts;
+    zc->etcd_prefix = pl > 1 ? prefix : "";
+    return 0;
+}
+
 static int configure_zk(reign__client_config *cfg, const reign__uri *u, char *err, size_t errlen)
 {
     reign__zk_config *zc = &cfg->zk;
-    for (size_t i = 0; i < u->n_params; i++) {
+    bool etcd = is_etcd_scheme(u->scheme);
+    for (size_t i = 0; i < u->n_params && !etcd; i++) {
         const char *k = u->params[i].key;
         if (!strncmp(k, "ssl", 3) || !strncmp(k, "tls", 3)) {
             /* Say why rather than "unknown": see reign(1), GLOBAL OPTIONS. */
@@ -184,7 +255,9 @@ static int configure_zk(reign__client_config *cfg, const reign__uri *u, char *er
             return REIGN_ENOTSUP;
         }
     }
-    int r = reign__uri_check_params(u, zk_params, err, errlen);
+    int r = reign__uri_check_params(u, etcd ? etcd_params : zk_params, err, errlen);
+    if (r == 0 && etcd)
+        r = configure_etcd(cfg, u, err, errlen);
     if (r < 0)
         return r;
     int_param p[] = {
@@ -455,10 +528,11 @@ static int parse_uri(const char *uri, const reign_client_options *opts, reign__u
     int r = reign__uri_parse(uri, u, err, errlen);
     if (r < 0)
         return r;
-    if (strcmp((*u)->scheme, "zk") && !is_sql_scheme((*u)->scheme)) {
+    if (strcmp((*u)->scheme, "zk") && !is_etcd_scheme((*u)->scheme) &&
+        !is_sql_scheme((*u)->scheme)) {
         reign__errf(err, errlen,
-                    "unknown URI scheme '%s' (reign speaks zk://, sqlite://, mysql:// and "
-                    "postgres://)",
+                    "unknown URI scheme '%s' (reign speaks zk://, etcd://, etcds://, sqlite://, "
+                    "mysql:// and postgres://)",
                     (*u)->scheme);
         r = REIGN_EURI;
     } else if (opts && (opts->session_timeout_ms < 0 || opts->connect_timeout_ms < 0 ||
@@ -492,10 +566,11 @@ int reign__client_config_read(reign__client_config *cfg, const char *uri,
         return r;
     const reign__uri *u = cfg->uri;
     copy_options(cfg, opts);
-    cfg->is_zk = !strcmp(u->scheme, "zk");
+    cfg->is_zk = !strcmp(u->scheme, "zk") || is_etcd_scheme(u->scheme);
+    cfg->zk.epoll_fd = -1;
     r = want_guardian(cfg, u, &cfg->guarded, err, errlen);
     if (r == 0 && cfg->is_zk) {
-        if ((r = configure_zk(cfg, u, err, errlen)) == 0 &&
+        if ((r = configure_zk(cfg, u, err, errlen)) == 0 && !cfg->zk.etcd_members &&
             !(cfg->hosts = zk_hosts(u, err, errlen)))
             r = err[0] ? REIGN_EURI : REIGN_ENOMEM;
         cfg->zk.hosts = cfg->hosts;

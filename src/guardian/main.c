@@ -263,7 +263,8 @@ static void end_zk(char *report, size_t len)
     size_t used = strlen(report);
     int rc = reign__zk_end_session(g.hosts, g.session, g.passwd, g.timeout_ms, err, sizeof(err));
     if (rc == 1)
-        snprintf(report + used, len - used, "closed ZooKeeper session 0x%llx; ",
+        snprintf(report + used, len - used, "%s 0x%llx; ",
+                 strncmp(g.hosts, "etcd:", 5) ? "closed ZooKeeper session" : "revoked etcd lease",
                  (unsigned long long)g.session);
     else if (rc == 0)
         snprintf(report + used, len - used, "session 0x%llx had expired; ",

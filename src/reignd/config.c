@@ -416,8 +416,8 @@ static int set_ident(parse *p, void *field, const char *value)
  */
 static int set_uri(parse *p, void *field, const char *value)
 {
-    static const char *const schemes[] = {"zk",      "sqlite",   "mysql",
-                                          "mariadb", "postgres", "postgresql"};
+    static const char *const schemes[] = {"zk",    "etcd",    "etcds",    "sqlite",
+                                          "mysql", "mariadb", "postgres", "postgresql"};
     const char *sep = strstr(value, "://");
     size_t slen = sep ? (size_t)(sep - value) : 0;
     bool known = false;
@@ -425,8 +425,8 @@ static int set_uri(parse *p, void *field, const char *value)
         known |= strlen(schemes[i]) == slen && strncmp(value, schemes[i], slen) == 0;
     if (!known)
         return fail_at(p, REIGN_EINVAL, p->line,
-                       "election_uri: not a store URI (zk://, sqlite://, mysql://, mariadb://, "
-                       "postgres://)");
+                       "election_uri: not a store URI (zk://, etcd://, etcds://, sqlite://, "
+                       "mysql://, mariadb://, postgres://)");
     for (const char *c = value; *c; c++)
         if ((unsigned char)*c <= 0x20 || *c == 0x7f)
             return fail_at(p, REIGN_EINVAL, p->line,

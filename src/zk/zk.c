@@ -180,6 +180,20 @@ static void reinit_cb(reign__timer *t, void *arg)
 
 int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_t errlen)
 {
+    if (cfg->etcd_members) {
+        *ret = NULL;
+        reign__zk *zk = reign__calloc(1, sizeof(*zk));
+        if (!zk)
+            return REIGN_ENOMEM;
+        zk->cfg = *cfg;
+        int r = reign__etcd_new(&zk->etcd, cfg, err, errlen);
+        if (r < 0) {
+            reign__free(zk);
+            return r;
+        }
+        *ret = zk;
+        return 0;
+    }
     *ret = NULL;
     reign__zk *zk = reign__calloc(1, sizeof(*zk));
     if (zk) {
@@ -424,6 +438,10 @@ static void handle_state(reign__zk *zk, int state)
 
 void reign__zk_dispatch(reign__zk *zk)
 {
+    if (zk->etcd) {
+        reign__etcd_dispatch(zk->etcd);
+        return;
+    }
     item *it;
     while ((it = reign__zki_pop(zk))) {
         switch (it->kind) {
@@ -501,6 +519,10 @@ void reign__zk_dispatch(reign__zk *zk)
 
 void reign__zk_close(reign__zk *zk)
 {
+    if (zk->etcd) {
+        reign__etcd_close(zk->etcd);
+        return;
+    }
     if (zk->closed)
         return;
     zk->closed = true;
@@ -513,6 +535,11 @@ void reign__zk_close(reign__zk *zk)
 
 void reign__zk_free(reign__zk *zk)
 {
+    if (zk && zk->etcd) {
+        reign__etcd_free(zk->etcd);
+        reign__free(zk);
+        return;
+    }
     if (!zk)
         return;
     if (zk->zh || !zk->closed) {
@@ -554,11 +581,17 @@ void reign__zk_free(reign__zk *zk)
 
 int64_t reign__zk_session_id(const reign__zk *zk)
 {
+    if (zk->etcd)
+        return reign__etcd_session_id(zk->etcd);
     return zk->connected || zk->had_session ? zk->session_id : 0;
 }
 
 int64_t reign__zk_session_credentials(const reign__zk *zk, unsigned char passwd[16])
 {
+    if (zk->etcd) {
+        memset(passwd, 0, 16);
+        return reign__etcd_session_id(zk->etcd); /* a lease needs no password to end */
+    }
     /* The C client's I/O thread writes the id and password before it reports the session, and
      * neither changes while the session lives. */
     const clientid_t *cid = zk->zh ? zoo_client_id(zk->zh) : NULL;
@@ -570,20 +603,33 @@ int64_t reign__zk_session_credentials(const reign__zk *zk, unsigned char passwd[
 
 int reign__zk_session_timeout_ms(const reign__zk *zk)
 {
+    if (zk->etcd)
+        return reign__etcd_session_timeout_ms(zk->etcd);
     return zk->timeout_ms;
 }
 
 bool reign__zk_connected(const reign__zk *zk)
 {
+    if (zk->etcd)
+        return reign__etcd_connected(zk->etcd);
     return zk->connected;
 }
 
 const char *reign__zk_errmsg(const reign__zk *zk)
 {
+    if (zk->etcd)
+        return reign__etcd_errmsg(zk->etcd);
     return zk->errmsg;
+}
+
+bool reign__zk_is_etcd(const reign__zk *zk)
+{
+    return zk->etcd != NULL;
 }
 
 int64_t reign__zk_last_ack_ns(const reign__zk *zk)
 {
+    if (zk->etcd)
+        return reign__etcd_last_ack_ns(zk->etcd);
     return zk->last_ack_ns;
 }

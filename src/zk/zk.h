@@ -10,6 +10,9 @@
  * results and watch events of an older generation (an expired session) are
  * never delivered as if they were current.
  *
+ * The node tree this contract describes is kept on etcd too (src/etcd/etcd.h): a handle made
+ * with cfg.etcd_members passes each call to the etcd backend, and the recipes never know.
+ *
  * Owners: every operation and watch names an owner (the recipe object).
  * reign__zk_forget(owner) guarantees none of its callbacks runs afterwards,
  * which lets recipes be freed with requests in flight.
@@ -51,6 +54,9 @@ typedef struct reign__zk_result {
     int64_t sent_ns;          /* when the (last) attempt was sent */
     int failed_op;            /* multi: the index of the part that failed, else -1 */
     const char *last_created; /* multi: the path made by the last create (value: the first) */
+    /* The version of the node the first create made: 0, but on etcd a multi that deletes a node
+     * and makes it again puts it over the old key, whose version goes on. */
+    int32_t made_version;
 } reign__zk_result;
 
 typedef void reign__zk_cb(void *owner, void *arg, const reign__zk_result *r);
@@ -89,6 +95,13 @@ typedef struct reign__zk_config {
     void (*on_ephemeral)(void *arg);
     void *state_arg;
     int wake_fd; /* eventfd to write when there is work */
+    /* etcd:// (src/etcd/etcd.h keeps this contract on etcd): the members "h:p,h:p", the key
+     * prefix, TLS and its files.  NULL members: ZooKeeper. */
+    const char *etcd_members;
+    const char *etcd_prefix;
+    bool tls;
+    const char *tls_ca, *tls_cert, *tls_key;
+    int epoll_fd; /* etcd: the client's epoll set, which the backend's own joins */
 } reign__zk_config;
 
 int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_t errlen);
@@ -107,6 +120,8 @@ int64_t reign__zk_session_credentials(const reign__zk *zk, unsigned char passwd[
 int reign__zk_session_timeout_ms(const reign__zk *zk);
 bool reign__zk_connected(const reign__zk *zk);
 const char *reign__zk_errmsg(const reign__zk *zk);
+/* Is the tree kept on etcd (else ZooKeeper)? */
+bool reign__zk_is_etcd(const reign__zk *zk);
 
 /*
  * The latest moment the server is known to have heard from this session:

@@ -41,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "etcd/etcd.h"
 #include "zk.h"
 
 #define CLOSE_SESSION     (-11)
@@ -182,6 +183,8 @@ static int end_via(int fd, int64_t session, const unsigned char passwd[16], int 
 int reign__zk_end_session(const char *hosts, int64_t session, const unsigned char passwd[16],
                           int timeout_ms, char *err, size_t errlen)
 {
+    if (!strncmp(hosts, "etcd:", 5)) /* the tree is kept on etcd: its session is a lease */
+        return reign__etcd_end_lease(hosts + 5, session, timeout_ms, err, errlen);
     int64_t until = reign__now_ns() + (int64_t)timeout_ms * REIGN__NS_PER_MS;
     size_t hl = strcspn(hosts, "/"); /* the chroot does not matter to a session */
     char *list = reign__strndup(hosts, hl);

@@ -22,6 +22,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include "etcd/etcd.h"
 #include "zk.h"
 
 /* An operation of the chroot's preparation (beside the REIGN__ZK_* flags). */
@@ -141,6 +142,7 @@ typedef struct handle_ctx {
 
 struct reign__zk {
     reign__zk_config cfg;
+    struct reign__etcd *etcd; /* etcd://: every call goes there (etcd.h) */
     char *hosts;
     char *auth; /* "user:password" or NULL */
     const reign__logger *log;

@@ -354,6 +354,8 @@ static int start_op(reign__zk *zk, enum op_type type, const char *path, zk_multi
 int reign__zk_create(reign__zk *zk, const char *path, const void *data, size_t len, int flags,
                      void *owner, reign__zk_cb *cb, void *arg)
 {
+    if (zk->etcd)
+        return reign__etcd_create(zk->etcd, path, data, len, flags, owner, cb, arg);
     return start_op(zk, OP_CREATE, path, NULL, data ? data : "", len, -1, flags, NULL, owner, cb,
                     arg);
 }
@@ -361,30 +363,40 @@ int reign__zk_create(reign__zk *zk, const char *path, const void *data, size_t l
 int reign__zk_delete(reign__zk *zk, const char *path, int version, int flags, void *owner,
                      reign__zk_cb *cb, void *arg)
 {
+    if (zk->etcd)
+        return reign__etcd_delete(zk->etcd, path, version, flags, owner, cb, arg);
     return start_op(zk, OP_DELETE, path, NULL, NULL, 0, version, flags, NULL, owner, cb, arg);
 }
 
 int reign__zk_exists(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags,
                      void *owner, reign__zk_cb *cb, void *arg)
 {
+    if (zk->etcd)
+        return reign__etcd_exists(zk->etcd, path, wcb, flags, owner, cb, arg);
     return start_op(zk, OP_EXISTS, path, NULL, NULL, 0, -1, flags, wcb, owner, cb, arg);
 }
 
 int reign__zk_get(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags, void *owner,
                   reign__zk_cb *cb, void *arg)
 {
+    if (zk->etcd)
+        return reign__etcd_get(zk->etcd, path, wcb, flags, owner, cb, arg);
     return start_op(zk, OP_GET, path, NULL, NULL, 0, -1, flags, wcb, owner, cb, arg);
 }
 
 int reign__zk_children(reign__zk *zk, const char *path, reign__zk_watch_cb *wcb, int flags,
                        void *owner, reign__zk_cb *cb, void *arg)
 {
+    if (zk->etcd)
+        return reign__etcd_children(zk->etcd, path, wcb, flags, owner, cb, arg);
     return start_op(zk, OP_CHILDREN, path, NULL, NULL, 0, -1, flags, wcb, owner, cb, arg);
 }
 
 int reign__zk_set(reign__zk *zk, const char *path, const void *data, size_t len, int version,
                   int flags, void *owner, reign__zk_cb *cb, void *arg)
 {
+    if (zk->etcd)
+        return reign__etcd_set(zk->etcd, path, data, len, version, flags, owner, cb, arg);
     return start_op(zk, OP_SET, path, NULL, data ? data : "", len, version, flags, NULL, owner, cb,
                     arg);
 }
@@ -463,6 +475,8 @@ static zk_multi *copy_multi(const reign__zk_mop *ops, size_t n)
 int reign__zk_multi(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
                     reign__zk_cb *cb, void *arg)
 {
+    if (zk->etcd)
+        return reign__etcd_multi(zk->etcd, ops, n, owner, cb, arg);
     if (n == 0 || n > REIGN__ZK_MULTI_MAX)
         return REIGN_EINVAL;
     zk_multi *m = copy_multi(ops, n);
@@ -506,6 +520,8 @@ static void wake(reign__zk *zk)
 int reign__zk_multi_batched(reign__zk *zk, const reign__zk_mop *ops, size_t n, void *owner,
                             reign__zk_cb *cb, void *arg)
 {
+    if (zk->etcd) /* a txn each: etcd would judge a batch of them as one */
+        return reign__etcd_multi(zk->etcd, ops, n, owner, cb, arg);
     if (n == 0 || n > REIGN__ZK_MULTI_MAX)
         return REIGN_EINVAL;
     if (zk->closed)
@@ -533,6 +549,8 @@ int reign__zk_multi_batched(reign__zk *zk, const reign__zk_mop *ops, size_t n, v
 
 int reign__zk_batch_wait(reign__zk *zk, void *owner, reign__zk_ready_cb *cb, void *arg)
 {
+    if (zk->etcd)
+        return reign__etcd_batch_wait(zk->etcd, owner, cb, arg);
     if (zk->closed)
         return REIGN_ECLOSED;
     zk_waiter *w = reign__calloc(1, sizeof(*w));
@@ -610,6 +628,10 @@ static void issue_flow(reign__zk *zk, zk_op *op)
 
 void reign__zk_flush(reign__zk *zk)
 {
+    if (zk->etcd) {
+        reign__etcd_flush(zk->etcd);
+        return;
+    }
     while (zk->batch_out < BATCH_OUT_MAX) {
         admit_waiters(zk);
         if (!zk->batch)
@@ -728,6 +750,10 @@ int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *p
 
 void reign__zk_heartbeat(reign__zk *zk)
 {
+    if (zk->etcd) {
+        reign__etcd_heartbeat(zk->etcd);
+        return;
+    }
     /* "/" exists under any chroot the server accepted. */
     start_op(zk, OP_SYNC, "/", NULL, NULL, 0, -1, 0, NULL, zk, NULL, NULL);
 }
@@ -792,6 +818,10 @@ void reign__zki_disown(reign__zk *zk, owned *o)
 
 void reign__zk_forget(reign__zk *zk, void *owner)
 {
+    if (zk->etcd) {
+        reign__etcd_forget(zk->etcd, owner);
+        return;
+    }
     for (owned *o = zk->owners[owner_bucket(zk, owner)], *next; o; o = next) {
         next = o->next;
         if (o->owner != owner)

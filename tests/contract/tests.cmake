@@ -8,7 +8,7 @@
 # supported (<reason>)" and exits 77, which ctest reports as Skipped: a gap shows, it never
 # passes.  The program learns its store from $REIGN_TEST_STORE and its URI from h_uri()
 # (tests/integration/harness.h); the servers are the shared fixtures of
-# tests/integration/tests.cmake (ZooKeeper) and tests/sql/tests.cmake (PostgreSQL, MariaDB).
+# tests/integration/tests.cmake (ZooKeeper, etcd) and tests/sql/tests.cmake (PostgreSQL, MariaDB).
 #
 # To add a capability: write contract_<capability>.c (h_contract_init() first), add a line
 # below.  To add a store: a name in REIGN_CONTRACT_STORES, a branch in reign_store_test() for
@@ -17,7 +17,7 @@
 #
 # Labels: contract, plus the fixture helper's (integration, sql).   ctest -L contract
 
-set(REIGN_CONTRACT_STORES zk sqlite postgres mariadb)
+set(REIGN_CONTRACT_STORES zk etcd sqlite postgres mariadb)
 
 # reign_store_test(<store> NAME <name> COMMAND <cmd> [args...] [TIMEOUT s] [LABELS ...]
 #                  [ENVIRONMENT ...]): a test on the shared server of <store> (none for
@@ -26,6 +26,8 @@ function(reign_store_test store)
   cmake_parse_arguments(S "" "NAME" "" ${ARGN})
   if(store STREQUAL "zk")
     reign_zk_test(${ARGN})
+  elseif(store STREQUAL "etcd")
+    reign_etcd_test(${ARGN})
   elseif(store STREQUAL "sqlite")
     reign_sqlite_test(${ARGN})
   elseif(store STREQUAL "postgres")
@@ -72,11 +74,11 @@ function(reign_contract capability)
 endfunction()
 
 # capability  the stores that claim it
-reign_contract(election TITLE "Elections: leader, observers, cede, fencing tokens" STORES zk sqlite postgres mariadb)
-reign_contract(value TITLE "Watched values with compare-and-set" STORES zk sqlite postgres mariadb)
-reign_contract(group TITLE "Group membership, members watched" STORES zk sqlite postgres mariadb)
-reign_contract(designation TITLE "Priorities, preemption, designation" STORES zk sqlite postgres mariadb)
-reign_contract(tasks TITLE "Task queue: master, workers, exactly-once results" STORES zk sqlite postgres mariadb)
+reign_contract(election TITLE "Elections: leader, observers, cede, fencing tokens" STORES zk etcd sqlite postgres mariadb)
+reign_contract(value TITLE "Watched values with compare-and-set" STORES zk etcd sqlite postgres mariadb)
+reign_contract(group TITLE "Group membership, members watched" STORES zk etcd sqlite postgres mariadb)
+reign_contract(designation TITLE "Priorities, preemption, designation" STORES zk etcd sqlite postgres mariadb)
+reign_contract(tasks TITLE "Task queue: master, workers, exactly-once results" STORES zk etcd sqlite postgres mariadb)
 
 # The election and designation contracts again on each SQL store with leases=row: leases that
 # renew their own rows, as SOFARegistry's do, rather than living in the client's session.

@@ -40,7 +40,8 @@ _T0 = time.monotonic()
 
 ELECTED_RE = re.compile(r"^elected (\S+) term=(\d+) token=(\d+) monotonic_ns=(-?\d+)$")
 DEMOTED_RE = re.compile(r"^demoted (\S+) reason=(\S+) monotonic_ns=(-?\d+)$")
-SESSION_RE = re.compile(r"zk: session 0x([0-9a-f]+) established")
+# A ZooKeeper session, or the etcd lease that is the session on etcd.
+SESSION_RE = re.compile(r"(?:zk: session 0x|etcd: lease )([0-9a-f]+) (?:established|granted)")
 
 
 class Failure(AssertionError):

@@ -204,6 +204,8 @@ def zk_uri(t):
 def zk_ended(proc):
     sid = proc.session_id()
     check(sid, f"{proc.label} logged no session")
+    if "etcd: lease " in proc.err():
+        return f"revoked etcd lease 0x{sid}"
     return f"closed ZooKeeper session 0x{sid}"
 
 

@@ -117,7 +117,7 @@ const char *h_hosts(void)
     return hosts;
 }
 
-static const char *const store_names[] = {"zk", "sqlite", "postgres", "mariadb"};
+static const char *const store_names[] = {"zk", "etcd", "sqlite", "postgres", "mariadb"};
 
 h_store_kind h_store(void)
 {
@@ -127,7 +127,8 @@ h_store_kind h_store(void)
     for (size_t i = 0; i < sizeof(store_names) / sizeof(store_names[0]); i++)
         if (!strcmp(s, store_names[i]))
             return (h_store_kind)i;
-    h_fail(__FILE__, __LINE__, "REIGN_TEST_STORE '%s' is none of zk, sqlite, postgres, mariadb", s);
+    h_fail(__FILE__, __LINE__,
+           "REIGN_TEST_STORE '%s' is none of zk, etcd, sqlite, postgres, mariadb", s);
 }
 
 const char *h_store_name(void)
@@ -137,7 +138,7 @@ const char *h_store_name(void)
 
 int h_store_is_sql(void)
 {
-    return h_store() != H_STORE_ZK;
+    return h_store() != H_STORE_ZK && h_store() != H_STORE_ETCD;
 }
 
 /* A SQL server's URI, from the state dir its script keeps (see tests/sql/tests.cmake). */
@@ -205,6 +206,13 @@ const char *h_uri(const char *query)
     case H_STORE_ZK:
         snprintf(uri, sizeof(uri), "zk://%s%s%s", h_hosts(), query ? "?" : "", query ? query : "");
         return uri;
+    case H_STORE_ETCD: {
+        static char hosts[1024];
+        if (!hosts[0])
+            read_line(need_env("REIGN_TEST_ETCD_FILE"), hosts, sizeof(hosts));
+        snprintf(uri, sizeof(uri), "etcd://%s%s%s", hosts, query ? "?" : "", query ? query : "");
+        return uri;
+    }
     case H_STORE_SQLITE:
         sqlite_base(base, sizeof(base));
         break;

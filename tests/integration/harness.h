@@ -88,6 +88,7 @@ void h_init(const char *test_name);
 /* The stores a test can run on, as $REIGN_TEST_STORE names them. */
 typedef enum h_store_kind {
     H_STORE_ZK,
+    H_STORE_ETCD,
     H_STORE_SQLITE,
     H_STORE_POSTGRES,
     H_STORE_MARIADB

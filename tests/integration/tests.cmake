@@ -138,6 +138,27 @@ else()
     "(scripts/deps.sh installs them)")
 endif()
 
+# The shared etcd member of the tests on the etcd store (the contract tests' etcd column),
+# started and stopped like the shared ZooKeeper server.
+set(REIGN_ETCD_STANDALONE_DIR ${CMAKE_BINARY_DIR}/etcd-standalone)
+add_test(NAME etcd_standalone_up
+  COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/etcd.sh start ${REIGN_ETCD_STANDALONE_DIR} 1)
+set_tests_properties(etcd_standalone_up PROPERTIES
+  FIXTURES_SETUP etcd_standalone LABELS "integration;etcd" TIMEOUT 120
+  ENVIRONMENT REIGN_ETCD_OWNER_PID=parent)
+add_test(NAME etcd_standalone_down
+  COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/etcd.sh stop ${REIGN_ETCD_STANDALONE_DIR})
+set_tests_properties(etcd_standalone_down PROPERTIES
+  FIXTURES_CLEANUP etcd_standalone LABELS "integration;etcd" TIMEOUT 60)
+
+function(reign_etcd_test)
+  _reign_test_args(ARG ${ARGN})
+  list(APPEND ARG_ENVIRONMENT REIGN_TEST_ETCD_FILE=${REIGN_ETCD_STANDALONE_DIR}/connect)
+  list(APPEND ARG_LABELS etcd)
+  _reign_add_test(integration)
+  set_tests_properties(${ARG_NAME} PROPERTIES FIXTURES_REQUIRED etcd_standalone)
+endfunction()
+
 # integration tests below
 
 # ---- the C harness and raw helper (tests/integration/harness.[ch], zkraw.c) ----

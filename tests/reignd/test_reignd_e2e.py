@@ -1,6 +1,7 @@
 """test_reignd_e2e.py SCENARIO [STORE] - reignd end to end, on the shared ZooKeeper server, or
-on a SQL store: STORE is zk (the default), sqlite (a file in the test's directory), mariadb or
-postgres (the shared servers of tests/sql/tests.cmake), the election's tables the test's own.
+on etcd or a SQL store: STORE is zk (the default), etcd (the shared member of
+tests/integration/tests.cmake), sqlite (a file in the test's directory), mariadb or postgres
+(the shared servers of tests/sql/tests.cmake), the election's tables the test's own.
 
 Two or three reignd daemons, each managing a dummy service on loopback (a small Python TCP
 listener: the health check connects to it), for one election.  Every hook and fence command is
@@ -158,13 +159,20 @@ def free_port():
 CLUSTERS = []  # every cluster of the scenario: checked at its end (one_active_at_a_time)
 
 
+def etcd_hosts():
+    """The shared etcd member of tests/integration/tests.cmake (its fixture writes the file)."""
+    with open(os.environ["REIGN_TEST_ETCD_FILE"]) as f:
+        return f.read().strip()
+
+
 class Cluster:
     """The nodes of one election, their shared event file and peer secret."""
 
     def __init__(self, t, election=None, session="2s", hosts=None):
         CLUSTERS.append(self)
         self.t = t
-        self.hosts = hosts or (t.shared_hosts() if STORE == "zk" else None)
+        self.hosts = hosts or (t.shared_hosts() if STORE == "zk" else
+                               etcd_hosts() if STORE == "etcd" else None)
         # Every file a reign.conf line names is in the test's short directory, and so is the
         # hook (linked): the lines stay short wherever the tree is.
         self.dir = t.short_dir()
@@ -174,7 +182,7 @@ class Cluster:
         self.store = None
         if STORE == "sqlite":
             self.store = sqle.Store(t, STORE, file=os.path.join(self.dir, "leases.db"))
-        elif STORE != "zk":
+        elif STORE not in ("zk", "etcd"):
             self.store = sqle.Store(t, STORE)
             short_pw = os.path.join(self.dir, "store.pw")
             shutil.copyfile(self.store.password_file, short_pw)
@@ -196,6 +204,8 @@ class Cluster:
         default (renew/2) on a loaded machine."""
         if self.store:
             return self.store.uri(lease=False, statement_timeout_ms=300)
+        if STORE == "etcd":
+            return f"etcd://{hosts or self.hosts}"
         return f"zk://{hosts or self.hosts}"
 
     def events(self):
@@ -1460,7 +1470,7 @@ if __name__ == "__main__":
     scenarios = {n[len("scenario_"):]: f for n, f in globals().items() if n.startswith("scenario_")}
     which = sys.argv[1] if len(sys.argv) in (2, 3) else None
     STORE = sys.argv[2] if len(sys.argv) == 3 else "zk"
-    if which not in scenarios or STORE not in ("zk", *sqle.BACKENDS):
+    if which not in scenarios or STORE not in ("zk", "etcd", *sqle.BACKENDS):
         sys.exit(f"usage: {sys.argv[0]} {'|'.join(scenarios)} [zk|{'|'.join(sqle.BACKENDS)}]")
     e2elib.main(f"reignd_{which}" + ("" if STORE == "zk" else f"_{STORE}"),
                 checked(scenarios[which]))

@@ -72,6 +72,16 @@ if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
       TIMEOUT 180 LABELS reignd e2e
       ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
   endforeach()
+  # The same on etcd, whose elections are ZooKeeper's kept in keys (docs/etcd.md).
+  if(COMMAND reign_etcd_test)
+    foreach(scenario health kill kill_guardian fence_fail failover cede two_services active_fails
+                     pause pause_stop same_id failover_wait restart)
+      reign_etcd_test(NAME reignd_e2e_etcd_${scenario}
+        COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py ${scenario} etcd
+        TIMEOUT 180 LABELS reignd e2e
+        ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+    endforeach()
+  endif()
   # The same on the SQL stores (the breadcrumb, the pause and the candidates in tables beside
   # the lease table), one entry per scenario and store.
   if(COMMAND reign_pg_test)

@@ -83,7 +83,7 @@ static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
     int term_op = e->strategy == REIGN_STRATEGY_LOCK ? 1 : 2;
     switch (r->rc) {
     case 0:
-        e->leader_version = 0;
+        e->leader_version = r->made_version; /* the leader node, the multi's one create */
         reign__zke_become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
         break;
     case REIGN_EEXIST: /* the leader node: someone leads */
@@ -371,7 +371,7 @@ static void on_taken_over(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     switch (r->rc) {
     case 0:
-        e->leader_version = 0;
+        e->leader_version = r->made_version; /* the leader node, the multi's one create */
         reign__zke_become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
         break;
     case REIGN_ENOENT:

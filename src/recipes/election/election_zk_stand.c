@@ -523,8 +523,10 @@ void reign__zke_setup(zk_election *e)
         return;
     }
     /* The first attempt of a candidate that did not ask for the lock:
-     * perhaps a new election. */
-    if (e->setup.cold_tries == 0 && !e->base.observer && e->strategy != REIGN_STRATEGY_LOCK) {
+     * perhaps a new election.  Not on etcd: the multi creates the term node and sets it, and
+     * etcd writes a key once per txn, so the term would start at 0 there. */
+    if (e->setup.cold_tries == 0 && !e->base.observer && e->strategy != REIGN_STRATEGY_LOCK &&
+        !reign__zk_is_etcd(e->zk)) {
         reign__zke_cold_start(e);
         return;
     }

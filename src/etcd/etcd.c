@@ -1,0 +1,532 @@
+/*
+ * etcd.c - the etcd backend's handle (etcd.h): the lease that is the session, its keepalives,
+ * the states the client hears, and close.
+ *
+ * The session is a lease granted for the session timeout (whole seconds, at least etcd's
+ * minimum, the TTL granted is the one used).  It is kept alive by the client's own loop, one
+ * keepalive every third of the TTL: a loop that stops turning lets its lease, and its
+ * leadership, go.  What the client counts on is the send time of the last keepalive etcd
+ * answered with a TTL (the lease cannot end before that time + TTL); a keepalive answered
+ * without a TTL means the lease is gone, which is the session expired: a new lease is granted,
+ * and nothing of the old one is ever delivered as current.  A keepalive or a request that gets
+ * no answer suspends the session; the next keepalive answered reconnects it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "etcd_internal.h"
+
+#define MIN_TTL_S 2
+
+static void grant(reign__etcd *e);
+static void reauth(reign__etcd *e);
+static void keepalive(reign__etcd *e);
+
+static void tell(reign__etcd *e, reign__zk_state st)
+{
+    if (e->cfg.on_state)
+        e->cfg.on_state(e->cfg.state_arg, st);
+}
+
+static void trouble(reign__etcd *e, size_t m, const char *why)
+{
+    (void)m;
+    if (!e->connected)
+        return;
+    e->connected = false;
+    reign__log(e->log, REIGN_LOG_NOTICE, "etcd: %s; lease %llx suspended", why,
+               (unsigned long long)e->lease);
+    tell(e, REIGN__ZK_SUSPENDED);
+    /* Prove the lease again as soon as another member answers. */
+    if (!e->ka && e->lease)
+        keepalive(e);
+}
+
+static void lease_doubt(reign__etcd *e)
+{
+    if (!e->ka && e->lease)
+        keepalive(e);
+}
+
+static int ka_timeout_ms(const reign__etcd *e)
+{
+    /* A member without a leader holds a keepalive for 7 s: give up well inside the lease. */
+    int t = e->ttl_s * 1000 / 4;
+    return t < 300 ? 300 : t;
+}
+
+static void ka_timer_cb(reign__timer *t, void *arg)
+{
+    (void)t;
+    reign__etcd *e = arg;
+    if (e->closed)
+        return;
+    if (e->lease)
+        keepalive(e);
+    else if (!e->grant)
+        grant(e);
+}
+
+static void schedule(reign__etcd *e, int64_t after_ms)
+{
+    reign__timer_start(e->cfg.timers, &e->ka_timer, reign__now_ns() + after_ms * REIGN__NS_PER_MS);
+}
+
+/* The lease is gone: everything of the session ends, a new one starts. */
+static void expired(reign__etcd *e, const char *why)
+{
+    reign__log(e->log, REIGN_LOG_WARN, "etcd: lease %llx %s; starting a new session",
+               (unsigned long long)e->lease, why);
+    e->lease = 0;
+    e->connected = false;
+    e->last_ack_ns = 0;
+    e->gen++;
+    reign__ew_drop_all(e);
+    reign__eo_fail_all(e, REIGN_ESESSION, true);
+    tell(e, REIGN__ZK_EXPIRED);
+    if (!e->closed && !e->grant)
+        grant(e);
+}
+
+static void on_keepalive(ereq *q, void *arg)
+{
+    reign__etcd *e = arg;
+    int rc;
+    char msg[256];
+    if (q->h) /* a part of the answer: wait for its end */
+        return;
+    e->ka = NULL;
+    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
+    int64_t sent = q->sent_ns;
+    size_t m = q->member;
+    reign__eh_drop(q);
+    if (e->closed || !e->lease) {
+        cJSON_Delete(root);
+        return;
+    }
+    const cJSON *res = root ? cJSON_GetObjectItemCaseSensitive(root, "result") : NULL;
+    if (!root || !res) {
+        if (root) { /* an error line on the stream shape */
+            int code = 0;
+            const char *err = reign__ej_error(root, &code);
+            snprintf(msg, sizeof(msg), "%s", err ? err : "no result");
+            rc = REIGN_ECONNLOSS;
+        }
+        cJSON_Delete(root);
+        reign__log(e->log, REIGN_LOG_INFO, "etcd: keepalive: %s", msg);
+        if (rc == REIGN_ESESSION) {
+            expired(e, "is gone");
+            return;
+        }
+        if (rc == REIGN_EAUTH && e->cfg.user) {
+            reauth(e); /* then the keepalive again */
+            return;
+        }
+        reign__eh_next_member(e, m);
+        trouble(e, m, "keepalive unanswered");
+        int64_t gap = e->ttl_s * 1000 / 10;
+        schedule(e, gap < 100 ? 100 : gap);
+        return;
+    }
+    int64_t ttl = reign__ej_i64(res, "TTL");
+    cJSON_Delete(root);
+    if (ttl <= 0) {
+        expired(e, "expired");
+        return;
+    }
+    if (sent > e->last_ack_ns)
+        e->last_ack_ns = sent;
+    if (!e->connected) {
+        e->connected = true;
+        reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx reconnected",
+                   (unsigned long long)e->lease);
+        tell(e, REIGN__ZK_RECONNECTED);
+        reign__eo_resume(e);
+    }
+    schedule(e, e->ttl_s * 1000 / 3);
+}
+
+static void keepalive(reign__etcd *e)
+{
+    if (e->ka || e->closed)
+        return;
+    ereq *q = reign__eh_new(e, on_keepalive, e);
+    if (!q) {
+        schedule(e, 100);
+        return;
+    }
+    reign__buf_printf(&q->body, "{\"ID\":\"%lld\"}", (long long)e->lease);
+    e->ka = q;
+    if (reign__eh_send(e, q, "/v3/lease/keepalive", ka_timeout_ms(e)) < 0) {
+        e->ka = NULL;
+        reign__eh_drop(q);
+        schedule(e, 100);
+    }
+}
+
+static void on_grant(ereq *q, void *arg)
+{
+    reign__etcd *e = arg;
+    int rc;
+    char msg[256];
+    e->grant = NULL;
+    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
+    int64_t sent = q->sent_ns;
+    size_t m = q->member;
+    reign__eh_drop(q);
+    if (e->closed) {
+        cJSON_Delete(root);
+        return;
+    }
+    int64_t id = root ? reign__ej_i64(root, "ID") : 0, ttl = root ? reign__ej_i64(root, "TTL") : 0;
+    cJSON_Delete(root);
+    if (!id || ttl <= 0) {
+        if (root)
+            snprintf(msg, sizeof(msg), "a grant without a lease");
+        snprintf(e->errmsg, sizeof(e->errmsg), "%s", msg);
+        reign__log(e->log, REIGN_LOG_INFO, "etcd: lease grant: %s", msg);
+        if (rc == REIGN_EAUTH && e->cfg.user && e->token_header) {
+            reauth(e); /* the token expired: a new one, then the grant */
+            return;
+        }
+        if (rc == REIGN_EAUTH || rc == REIGN_EACCES) {
+            if (rc == REIGN_EAUTH && !e->cfg.user)
+                reign__errf(e->errmsg, sizeof(e->errmsg),
+                            "%s (etcd has authentication on: give a user in the URI)", msg);
+            tell(e, REIGN__ZK_FATAL);
+            return;
+        }
+        reign__eh_next_member(e, m);
+        schedule(e, e->n_members > 1 ? 50 : 250);
+        return;
+    }
+    e->lease = id;
+    e->ttl_s = (int)ttl;
+    e->last_ack_ns = sent;
+    e->connected = true;
+    bool first = !e->had_session;
+    e->had_session = true;
+    reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx granted, TTL %d s", (unsigned long long)id,
+               e->ttl_s);
+    if (first)
+        reign__ew_start(e);
+    tell(e, REIGN__ZK_CONNECTED);
+    reign__eo_resume(e);
+    schedule(e, e->ttl_s * 1000 / 3);
+}
+
+/* ---- users: etcd's authentication ------------------------------------------------------------
+ * With a user in the URI, the client asks /v3/auth/authenticate for a token before its first
+ * request and sends it with every one ("Authorization: TOKEN"); a token that expired
+ * ("invalid auth token") is asked for again, and the request that met it tried again.  The
+ * password is kept only in the configuration, never logged. */
+
+static void on_auth(ereq *q, void *arg)
+{
+    reign__etcd *e = arg;
+    int rc;
+    char msg[256];
+    e->auth = NULL;
+    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
+    size_t m = q->member;
+    reign__eh_drop(q);
+    const cJSON *tok = root ? cJSON_GetObjectItemCaseSensitive(root, "token") : NULL;
+    if (e->closed || !cJSON_IsString(tok) || !tok->valuestring) {
+        cJSON_Delete(root);
+        if (e->closed)
+            return;
+        if (rc == REIGN_EAUTH || rc == REIGN_EBACKEND || root) {
+            reign__errf(e->errmsg, sizeof(e->errmsg),
+                        "etcd refused the credentials of user '%s'%s%s", e->cfg.user,
+                        rc == REIGN_EAUTH ? "" : ": ", rc == REIGN_EAUTH ? "" : msg);
+            reign__log(e->log, REIGN_LOG_ERROR, "etcd: %s", e->errmsg);
+            tell(e, REIGN__ZK_FATAL);
+            return;
+        }
+        reign__eh_next_member(e, m);
+        schedule(e, e->n_members > 1 ? 50 : 250);
+        return;
+    }
+    size_t need = strlen(tok->valuestring) + 16;
+    char *h = reign__malloc(need);
+    if (h) {
+        snprintf(h, need, "Authorization: %s", tok->valuestring);
+        if (e->token_header) {
+            explicit_bzero(e->token_header, strlen(e->token_header));
+            reign__free(e->token_header);
+        }
+        e->token_header = h;
+    }
+    cJSON_Delete(root);
+    if (!e->lease && !e->grant)
+        grant(e);
+    else if (e->lease)
+        keepalive(e);
+}
+
+static void authenticate(reign__etcd *e)
+{
+    if (e->auth || e->closed)
+        return;
+    ereq *q = reign__eh_new(e, on_auth, e);
+    if (!q) {
+        schedule(e, 100);
+        return;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "name", e->cfg.user);
+    cJSON_AddStringToObject(o, "password", e->cfg.password ? e->cfg.password : "");
+    char *body = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (body) {
+        reign__buf_puts(&q->body, body);
+        explicit_bzero(body, strlen(body));
+        cJSON_free(body);
+    }
+    e->auth = q;
+    if (!body || reign__eh_send(e, q, "/v3/auth/authenticate", e->cfg.op_timeout_ms) < 0) {
+        e->auth = NULL;
+        reign__eh_drop(q);
+        schedule(e, 100);
+    }
+}
+
+/* A request met an expired token: a new one, unless one is on its way. */
+static void reauth(reign__etcd *e)
+{
+    if (!e->cfg.user)
+        return;
+    if (e->token_header) {
+        explicit_bzero(e->token_header, strlen(e->token_header));
+        reign__free(e->token_header);
+        e->token_header = NULL;
+    }
+    authenticate(e);
+}
+
+static void grant(reign__etcd *e)
+{
+    if (e->cfg.user && !e->token_header) {
+        authenticate(e);
+        return;
+    }
+    ereq *q = reign__eh_new(e, on_grant, e);
+    if (!q) {
+        schedule(e, 100);
+        return;
+    }
+    int ttl = (e->cfg.session_timeout_ms + 999) / 1000;
+    reign__buf_printf(&q->body, "{\"TTL\":\"%d\"}", ttl < MIN_TTL_S ? MIN_TTL_S : ttl);
+    e->grant = q;
+    if (reign__eh_send(e, q, "/v3/lease/grant", e->cfg.op_timeout_ms) < 0) {
+        e->grant = NULL;
+        reign__eh_drop(q);
+        schedule(e, 100);
+    }
+}
+
+/* "h:p,h:p" and the scheme into "http://h:p" each. */
+static int read_members(reign__etcd *e, const char *s, char *err, size_t errlen)
+{
+    const char *scheme = e->cfg.tls ? "https://" : "http://";
+    size_t n = 1;
+    for (const char *p = s; *p; p++)
+        n += *p == ',';
+    e->members = reign__calloc(n, sizeof(char *));
+    if (!e->members)
+        return REIGN_ENOMEM;
+    while (*s) {
+        size_t l = strcspn(s, ",");
+        if (l) {
+            size_t need = strlen(scheme) + l + 1;
+            char *m = reign__malloc(need);
+            if (!m)
+                return REIGN_ENOMEM;
+            snprintf(m, need, "%s%.*s", scheme, (int)l, s);
+            e->members[e->n_members++] = m;
+        }
+        s += l + (s[l] == ',');
+    }
+    if (!e->n_members) {
+        reign__errf(err, errlen, "an etcd:// URI needs at least one host:port");
+        return REIGN_EURI;
+    }
+    return 0;
+}
+
+int reign__etcd_new(reign__etcd **ret, const reign__zk_config *cfg, char *err, size_t errlen)
+{
+    *ret = NULL;
+    reign__etcd *e = reign__calloc(1, sizeof(*e));
+    if (!e)
+        return REIGN_ENOMEM;
+    e->cfg = *cfg;
+    /* The strings of cfg are the caller's until this returns: copies. */
+    e->cfg.etcd_members = e->cfg.etcd_prefix = e->cfg.hosts = NULL;
+    e->cfg.user = e->cfg.password = e->cfg.tls_ca = e->cfg.tls_cert = e->cfg.tls_key = NULL;
+    e->user = cfg->user ? reign__strdup(cfg->user) : NULL;
+    e->password = cfg->password ? reign__strdup(cfg->password) : NULL;
+    e->tls_ca = cfg->tls_ca ? reign__strdup(cfg->tls_ca) : NULL;
+    e->tls_cert = cfg->tls_cert ? reign__strdup(cfg->tls_cert) : NULL;
+    e->tls_key = cfg->tls_key ? reign__strdup(cfg->tls_key) : NULL;
+    e->cfg.user = e->user;
+    e->cfg.password = e->password;
+    e->cfg.tls_ca = e->tls_ca;
+    e->cfg.tls_cert = e->tls_cert;
+    e->cfg.tls_key = e->tls_key;
+    e->log = cfg->log;
+    e->epfd = -1;
+    e->waiters_tail = &e->waiters;
+    e->gen = 1;
+    reign__timer_init(&e->ka_timer, ka_timer_cb, e);
+    /* What the layers below tell this one. */
+    e->trouble = trouble;
+    e->lease_doubt = lease_doubt;
+    e->reauth = reauth;
+    e->caught_up = reign__eo_release;
+    reign__eo_init(e);
+    reign__ew_init(e);
+    const char *pre = cfg->etcd_prefix ? cfg->etcd_prefix : "";
+    e->prefix = reign__strdup(!strcmp(pre, "/") ? "" : pre);
+    bool copied = e->prefix && (!cfg->user || e->user) && (!cfg->password || e->password) &&
+                  (!cfg->tls_ca || e->tls_ca) && (!cfg->tls_cert || e->tls_cert) &&
+                  (!cfg->tls_key || e->tls_key);
+    int rc = copied ? read_members(e, cfg->etcd_members, err, errlen) : REIGN_ENOMEM;
+    if (rc == 0) {
+        e->prefix_len = strlen(e->prefix);
+        rc = reign__eh_init(e, err, errlen);
+    }
+    if (rc < 0) {
+        reign__etcd_free(e);
+        return rc;
+    }
+    grant(e);
+    *ret = e;
+    return 0;
+}
+
+void reign__etcd_dispatch(reign__etcd *e)
+{
+    reign__eh_pump(e);
+}
+
+/* Revokes the lease, waiting up to a second: its keys go at once, as a closed ZooKeeper
+ * session's ephemeral nodes do. */
+static void revoke_lease(reign__etcd *e)
+{
+    if (!e->lease || !e->n_members)
+        return;
+    CURL *h = curl_easy_init();
+    if (!h)
+        return;
+    char url[512], body[64];
+    snprintf(url, sizeof(url), "%s/v3/lease/revoke", e->members[e->cur]);
+    snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)e->lease);
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    if (e->token_header)
+        hd = curl_slist_append(hd, e->token_header);
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, NULL);
+    FILE *sink = fopen("/dev/null", "w");
+    if (sink)
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
+    reign__eh_tls(e, h);
+    CURLcode cc = curl_easy_perform(h);
+    reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx revoked%s%s", (unsigned long long)e->lease,
+               cc == CURLE_OK ? "" : ": ", cc == CURLE_OK ? "" : curl_easy_strerror(cc));
+    if (sink)
+        fclose(sink);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    e->lease = 0;
+}
+
+void reign__etcd_close(reign__etcd *e)
+{
+    if (e->closed)
+        return;
+    e->closed = true;
+    reign__timer_stop(e->cfg.timers, &e->ka_timer);
+    reign__eo_release(e, true);
+    reign__ew_stop(e);
+    reign__eo_fail_all(e, REIGN_ECLOSED, true);
+    if (e->ka)
+        reign__eh_drop(e->ka);
+    if (e->grant)
+        reign__eh_drop(e->grant);
+    if (e->auth)
+        reign__eh_drop(e->auth);
+    e->ka = e->grant = e->auth = NULL;
+    revoke_lease(e);
+    e->connected = false;
+}
+
+void reign__etcd_free(reign__etcd *e)
+{
+    if (!e)
+        return;
+    if (!e->closed) {
+        e->closed = true;
+        reign__eo_fail_all(e, REIGN_ECLOSED, false);
+        revoke_lease(e);
+    }
+    reign__timer_stop(e->cfg.timers, &e->ka_timer);
+    reign__eo_free(e);
+    reign__ew_free(e);
+    e->ka = e->grant = e->auth = NULL;
+    reign__eh_free(e);
+    for (size_t i = 0; i < e->n_members; i++)
+        reign__free(e->members[i]);
+    reign__free(e->members);
+    reign__free(e->prefix);
+    reign__free(e->user);
+    if (e->password) {
+        explicit_bzero(e->password, strlen(e->password));
+        reign__free(e->password);
+    }
+    reign__free(e->tls_ca);
+    reign__free(e->tls_cert);
+    reign__free(e->tls_key);
+    if (e->token_header) {
+        explicit_bzero(e->token_header, strlen(e->token_header));
+        reign__free(e->token_header);
+    }
+    reign__free(e);
+}
+
+int64_t reign__etcd_session_id(const reign__etcd *e)
+{
+    return e->lease;
+}
+
+int reign__etcd_session_timeout_ms(const reign__etcd *e)
+{
+    return e->ttl_s * 1000;
+}
+
+bool reign__etcd_connected(const reign__etcd *e)
+{
+    return e->connected;
+}
+
+const char *reign__etcd_errmsg(const reign__etcd *e)
+{
+    return e->errmsg;
+}
+
+int64_t reign__etcd_last_ack_ns(const reign__etcd *e)
+{
+    return e->last_ack_ns;
+}
+
+void reign__etcd_heartbeat(reign__etcd *e)
+{
+    if (e->lease && !e->ka && !e->closed)
+        keepalive(e);
+}

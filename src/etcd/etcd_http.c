@@ -1,0 +1,407 @@
+/*
+ * etcd_http.c - libcurl's multi interface on the client's loop (etcd_internal.h).  curl tells
+ * which sockets it waits on (they go into the backend's epoll set, itself in the client's) and
+ * when it wants a timeout (one of the client's timers); reign__eh_pump() hands curl what is
+ * ready, then ends the requests curl finished.  A request's done never runs from inside a curl
+ * call, so it may send the next request.
+ *
+ * Unary calls share kept-open connections (curl's cache); a watch stream has its own.  A
+ * request that got no answer, or the gateway's "no leader" or "request timed out", moves the
+ * backend to the next member: a member cut off from the others answers nothing useful.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "etcd_internal.h"
+
+#define MAX_CONNECTIONS_PER_MEMBER 16
+
+static void pump_done(reign__etcd *e);
+
+static int on_socket(CURL *h, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    (void)h;
+    (void)socketp;
+    reign__etcd *e = userp;
+    if (what == CURL_POLL_REMOVE) {
+        epoll_ctl(e->epfd, EPOLL_CTL_DEL, s, NULL);
+        return 0;
+    }
+    struct epoll_event ev = {.events = (what & CURL_POLL_IN ? EPOLLIN : 0) |
+                                       (what & CURL_POLL_OUT ? EPOLLOUT : 0),
+                             .data = {.fd = s}};
+    if (epoll_ctl(e->epfd, EPOLL_CTL_MOD, s, &ev) < 0 && errno == ENOENT)
+        epoll_ctl(e->epfd, EPOLL_CTL_ADD, s, &ev);
+    return 0;
+}
+
+static int on_timer(CURLM *m, long timeout_ms, void *userp)
+{
+    (void)m;
+    reign__etcd *e = userp;
+    if (timeout_ms < 0)
+        reign__timer_stop(e->cfg.timers, &e->curl_timer);
+    else
+        reign__timer_start(e->cfg.timers, &e->curl_timer,
+                           reign__now_ns() + (int64_t)timeout_ms * REIGN__NS_PER_MS);
+    return 0;
+}
+
+static void curl_timer_cb(reign__timer *t, void *arg)
+{
+    (void)t;
+    reign__etcd *e = arg;
+    int running;
+    curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    pump_done(e);
+}
+
+int reign__eh_init(reign__etcd *e, char *err, size_t errlen)
+{
+    static bool global_done;
+    if (!global_done) {
+        /* Idempotent in practice: curl >= 7.84 makes it thread-safe. */
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        global_done = true;
+    }
+    e->epfd = epoll_create1(EPOLL_CLOEXEC);
+    e->multi = curl_multi_init();
+    if (e->epfd < 0 || !e->multi) {
+        reign__errf(err, errlen, "etcd: cannot start libcurl's multi interface");
+        return REIGN_ENOMEM;
+    }
+    reign__timer_init(&e->curl_timer, curl_timer_cb, e);
+    curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+    curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+    curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)MAX_CONNECTIONS_PER_MEMBER);
+    if (e->cfg.epoll_fd >= 0) {
+        struct epoll_event ev = {.events = EPOLLIN, .data = {.ptr = e}};
+        if (epoll_ctl(e->cfg.epoll_fd, EPOLL_CTL_ADD, e->epfd, &ev) < 0) {
+            reign__errf(err, errlen, "etcd: epoll: %s", strerror(errno));
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+void reign__eh_free(reign__etcd *e)
+{
+    while (e->reqs)
+        reign__eh_drop(e->reqs);
+    if (e->multi)
+        curl_multi_cleanup(e->multi);
+    e->multi = NULL;
+    reign__timer_stop(e->cfg.timers, &e->curl_timer);
+    if (e->epfd >= 0) {
+        if (e->cfg.epoll_fd >= 0)
+            epoll_ctl(e->cfg.epoll_fd, EPOLL_CTL_DEL, e->epfd, NULL);
+        close(e->epfd);
+    }
+    e->epfd = -1;
+}
+
+static size_t on_write(char *p, size_t size, size_t n, void *userp)
+{
+    ereq *q = userp;
+    if (reign__buf_append(&q->resp, p, size * n) < 0)
+        return 0; /* out of memory: curl ends the request with an error */
+    q->got_data = true;
+    return size * n;
+}
+
+void reign__eh_tls(const reign__etcd *e, CURL *h)
+{
+    if (e->cfg.tls_ca)
+        curl_easy_setopt(h, CURLOPT_CAINFO, e->cfg.tls_ca);
+    if (e->cfg.tls_cert)
+        curl_easy_setopt(h, CURLOPT_SSLCERT, e->cfg.tls_cert);
+    if (e->cfg.tls_key)
+        curl_easy_setopt(h, CURLOPT_SSLKEY, e->cfg.tls_key);
+}
+
+ereq *reign__eh_new(reign__etcd *e, ereq_done *done, void *arg)
+{
+    ereq *q = reign__calloc(1, sizeof(*q));
+    if (!q)
+        return NULL;
+    q->e = e;
+    q->done = done;
+    q->arg = arg;
+    reign__buf_init(&q->body);
+    reign__buf_init(&q->resp);
+    return q;
+}
+
+static void unlink_req(ereq *q)
+{
+    reign__etcd *e = q->e;
+    if (q->prev)
+        q->prev->next = q->next;
+    else if (e->reqs == q)
+        e->reqs = q->next;
+    if (q->next)
+        q->next->prev = q->prev;
+    q->prev = q->next = NULL;
+}
+
+void reign__eh_drop(ereq *q)
+{
+    if (!q)
+        return;
+    if (q->h) {
+        curl_multi_remove_handle(q->e->multi, q->h);
+        curl_easy_cleanup(q->h);
+    }
+    curl_slist_free_all(q->hdrs);
+    unlink_req(q);
+    reign__buf_free(&q->body);
+    reign__buf_free(&q->resp);
+    reign__free(q);
+}
+
+int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
+{
+    if (q->body.oom)
+        return REIGN_ENOMEM;
+    if (q->h) { /* sent before: a new attempt starts clean */
+        curl_multi_remove_handle(e->multi, q->h);
+        curl_easy_cleanup(q->h);
+        curl_slist_free_all(q->hdrs);
+        q->hdrs = NULL;
+        unlink_req(q);
+    }
+    reign__buf_reset(&q->resp);
+    q->line_at = 0;
+    q->status = 0;
+    q->cc = CURLE_OK;
+    q->curl_err[0] = '\0';
+    q->member = e->cur;
+    char url[512];
+    snprintf(url, sizeof(url), "%s%s", e->members[e->cur], path);
+    q->h = curl_easy_init();
+    if (!q->h)
+        return REIGN_ENOMEM;
+    q->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+    q->hdrs = curl_slist_append(q->hdrs, "Expect:");
+    if (q->stream)
+        /* A member that loses its leader cancels the watch instead of keeping it silent. */
+        q->hdrs = curl_slist_append(q->hdrs, "Grpc-Metadata-hasleader: true");
+    CURL *h = q->h;
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body.data ? q->body.data : "");
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q->body.len);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->hdrs);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
+    curl_easy_setopt(h, CURLOPT_PRIVATE, q);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, q->curl_err);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                     (long)(timeout_ms > 0 && timeout_ms < 2000 ? timeout_ms : 2000));
+    if (timeout_ms > 0)
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    if (q->stream)
+        curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L),
+            curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+    reign__eh_tls(e, h);
+    if (e->token_header)
+        q->hdrs = curl_slist_append(q->hdrs, e->token_header);
+    if (!q->hdrs || curl_multi_add_handle(e->multi, h) != CURLM_OK) {
+        curl_easy_cleanup(h);
+        q->h = NULL;
+        return REIGN_ENOMEM;
+    }
+    q->sent_ns = reign__now_ns();
+    q->next = e->reqs;
+    if (e->reqs)
+        e->reqs->prev = q;
+    e->reqs = q;
+    return 0;
+}
+
+void reign__eh_wake(reign__etcd *e)
+{
+    uint64_t one = 1;
+    ssize_t w = write(e->cfg.wake_fd, &one, sizeof(one));
+    (void)w;
+}
+
+void reign__eh_next_member(reign__etcd *e, size_t m)
+{
+    if (e->n_members > 1 && e->cur == m)
+        e->cur = (m + 1) % e->n_members;
+}
+
+/* Ends what curl finished: each request's done, outside any curl call. */
+static void pump_done(reign__etcd *e)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(e->multi, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        ereq *q = NULL;
+        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+        if (!q)
+            continue;
+        q->cc = msg->data.result;
+        curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &q->status);
+        curl_multi_remove_handle(e->multi, q->h);
+        curl_easy_cleanup(q->h);
+        q->h = NULL;
+        curl_slist_free_all(q->hdrs);
+        q->hdrs = NULL;
+        unlink_req(q);
+        q->done(q, q->arg); /* may free q, send it again, or send others */
+    }
+    /* Streams hand out their lines as they come. */
+    for (ereq *q = e->reqs, *next; q; q = next) {
+        next = q->next;
+        if (q->stream && q->got_data) {
+            q->got_data = false;
+            q->done(q, q->arg); /* h still set: a part, not the end */
+            break;              /* the list may have changed: the next pump looks again */
+        }
+    }
+}
+
+void reign__eh_pump(reign__etcd *e)
+{
+    struct epoll_event evs[32];
+    int n, running;
+    while ((n = epoll_wait(e->epfd, evs, 32, 0)) > 0) {
+        for (int i = 0; i < n; i++) {
+            int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
+                        (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
+                        (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
+            curl_multi_socket_action(e->multi, evs[i].data.fd, flags, &running);
+        }
+        if (n < 32)
+            break;
+    }
+    pump_done(e);
+}
+
+/*
+ * The revision clock.  etcd keeps no time with a key; ZooKeeper's ctime and mtime are
+ * estimated from the revisions this client saw and when it saw them: a revision's time is the
+ * wall clock when the client first learned the store had reached it (an answer's header, a
+ * watch event, which come within a round trip of the change), a revision older than anything
+ * seen that of the oldest sighting kept (a lower bound of the age).
+ */
+#define SEEN_MAX 1024
+
+void reign__eh_saw(reign__etcd *e, int64_t rev)
+{
+    if (rev <= 0 || (e->seen_n && rev <= e->seen_rev[(e->seen_head + e->seen_n - 1) % SEEN_MAX]))
+        return;
+    size_t at = (e->seen_head + e->seen_n) % SEEN_MAX;
+    if (e->seen_n == SEEN_MAX)
+        e->seen_head = (e->seen_head + 1) % SEEN_MAX;
+    else
+        e->seen_n++;
+    e->seen_rev[at] = rev;
+    e->seen_ms[at] = reign__wall_ms();
+}
+
+int64_t reign__eh_time_of(const reign__etcd *e, int64_t rev)
+{
+    if (rev <= 0)
+        return 0;
+    size_t lo = 0, hi = e->seen_n; /* the first sighting at or past rev */
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (e->seen_rev[(e->seen_head + mid) % SEEN_MAX] < rev)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < e->seen_n ? e->seen_ms[(e->seen_head + lo) % SEEN_MAX] : reign__wall_ms();
+}
+
+bool reign__eh_transient(int rc)
+{
+    return rc == REIGN_ECONNLOSS || rc == REIGN_ETIMEDOUT;
+}
+
+/* gRPC's codes, as the gateway names them in "code". */
+enum {
+    G_INVALID = 3,
+    G_NOT_FOUND = 5,
+    G_EXISTS = 6,
+    G_DENIED = 7,
+    G_EXHAUSTED = 8,
+    G_FAILED_PRE = 9,
+    G_OUT_OF_RANGE = 11,
+    G_UNAVAILABLE = 14,
+    G_UNAUTH = 16,
+    G_DEADLINE = 4,
+    G_UNKNOWN = 2
+};
+
+cJSON *reign__eh_answer(ereq *q, int *rc, char *msg, size_t msglen)
+{
+    msg[0] = '\0';
+    if (q->cc != CURLE_OK) {
+        reign__errf(msg, msglen, "%s: %s", q->e->members[q->member],
+                    q->curl_err[0] ? q->curl_err : curl_easy_strerror(q->cc));
+        *rc = q->cc == CURLE_OPERATION_TIMEDOUT ? REIGN_ETIMEDOUT : REIGN_ECONNLOSS;
+        return NULL;
+    }
+    cJSON *root = cJSON_ParseWithLength(q->resp.data ? q->resp.data : "", q->resp.len);
+    if (root && !cJSON_IsObject(root)) { /* "404 page not found" reads as the number 404 */
+        cJSON_Delete(root);
+        root = NULL;
+    }
+    if (!root) {
+        if (q->status == 404)
+            reign__errf(msg, msglen,
+                        "%s answers 404 on /v3/: is etcd's JSON gateway turned off "
+                        "(--enable-grpc-gateway=false)?",
+                        q->e->members[q->member]);
+        else
+            reign__errf(msg, msglen, "%s: HTTP %ld, not etcd's JSON gateway",
+                        q->e->members[q->member], q->status);
+        *rc = REIGN_EBACKEND;
+        return NULL;
+    }
+    int code = 0;
+    const char *err = reign__ej_error(root, &code);
+    if (!err && q->status == 200) {
+        reign__eh_saw(q->e,
+                      reign__ej_i64(cJSON_GetObjectItemCaseSensitive(root, "header"), "revision"));
+        *rc = 0;
+        return root;
+    }
+    reign__errf(msg, msglen, "%s: %s", q->e->members[q->member], err ? err : "HTTP error");
+    if (!err)
+        *rc = REIGN_EBACKEND;
+    else if (code == G_NOT_FOUND && strstr(err, "lease not found"))
+        *rc = REIGN_ESESSION;
+    else if (code == G_INVALID && strstr(err, "too large"))
+        *rc = REIGN_E2BIG;
+    else if (code == G_EXHAUSTED)
+        *rc = REIGN_E2BIG;
+    else if (code == G_DENIED)
+        *rc = REIGN_EACCES;
+    else if (strstr(err, "auth token") || strstr(err, "authentication failed") ||
+             strstr(err, "user name is empty") || strstr(err, "user name not found"))
+        *rc = REIGN_EAUTH;
+    else if (code == G_UNAUTH)
+        *rc = REIGN_EAUTH;
+    else if (code == G_UNAVAILABLE || code == G_DEADLINE ||
+             (code == G_UNKNOWN && strstr(err, "deadline")) || strstr(err, "leader") ||
+             strstr(err, "timed out") || strstr(err, "primary lessor"))
+        *rc = REIGN_ECONNLOSS; /* no leader, not the lessor, timed out: try another member */
+    else
+        *rc = REIGN_EBACKEND;
+    cJSON_Delete(root);
+    return NULL;
+}

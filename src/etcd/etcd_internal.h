@@ -1,0 +1,239 @@
+/*
+ * etcd_internal.h - what the files of the etcd backend share (etcd.h is its face to zk.c, and
+ * zk.h the contract it keeps).  Its files, each calling only the ones below it (what a lower
+ * one must tell a higher one goes through the hooks etcd.c sets in the handle):
+ *
+ *   etcd.c        the handle: the lease that is the session, its keepalives and states, close
+ *   etcd_ops.c    the node operations: order, sending, retries, delivery
+ *   etcd_txn.c    each operation's txn, and its answer read back as ZooKeeper's
+ *   etcd_watch.c  the one watch stream per client and the one-shot watches it serves
+ *   etcd_http.c   libcurl's multi interface on the client's loop: requests, members, errors
+ *   etcd_json.c   the JSON of the gateway: base64 keys, 64-bit numbers as strings
+ *   etcd_end.c    (apart) the guardian's revoke of a dead client's lease
+ *
+ * Everything runs on the loop thread: libcurl's sockets sit in an epoll set of their own, which
+ * is itself in the client's, and its timer is one of the client's timers.  No thread, no lock.
+ *
+ * Private to the library.
+ */
+#ifndef REIGN_ETCD_INTERNAL_H
+#define REIGN_ETCD_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "etcd.h"
+
+/* ---- etcd_json.c ------------------------------------------------------------------------- */
+
+/* Appends "base64 of data" (with the quotes). */
+void reign__ej_b64(reign__buf *b, const void *data, size_t n);
+/* Decodes base64 into a new NUL-terminated block; NULL on bad input or no memory. */
+char *reign__ej_unb64(const char *s, size_t *len);
+/* A 64-bit field that the gateway writes as a string (or a number); 0 when absent. */
+int64_t reign__ej_i64(const cJSON *obj, const char *name);
+/* The decoded key or value of a key-value (NULL when absent: the empty value). */
+char *reign__ej_bytes(const cJSON *kv, const char *name, size_t *len);
+/* The error of an answer, either shape ({"error":"..","code":N} or {"error":{...}}), or NULL
+ * when there is none; *code is gRPC's status code. */
+const char *reign__ej_error(const cJSON *root, int *code);
+/* The end of a prefix range: the prefix with its last byte plus one. */
+void reign__ej_prefix_end(char *key, size_t len);
+
+/* ---- etcd_http.c ------------------------------------------------------------------------- */
+
+typedef struct ereq ereq;
+/* A request's end: status is the HTTP status (0: no answer, cc says why). */
+typedef void ereq_done(ereq *q, void *arg);
+
+struct ereq {
+    reign__etcd *e;
+    CURL *h;
+    struct curl_slist *hdrs;
+    reign__buf body;
+    reign__buf resp;
+    size_t line_at; /* a stream: how much of resp was handed out as lines */
+    bool stream;
+    bool got_data; /* a stream: bytes came since the last look */
+    ereq_done *done;
+    void *arg;
+    long status;
+    CURLcode cc;
+    char curl_err[CURL_ERROR_SIZE];
+    size_t member;
+    int64_t sent_ns;
+    ereq *prev, *next;
+};
+
+int reign__eh_init(reign__etcd *e, char *err, size_t errlen);
+void reign__eh_free(reign__etcd *e);
+/* Sends POST path with q->body to the current member; done runs once (never from inside). */
+int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms);
+/* The TLS files of the URI, on an easy handle. */
+void reign__eh_tls(const reign__etcd *e, CURL *h);
+/* A new request; body empty. */
+ereq *reign__eh_new(reign__etcd *e, ereq_done *done, void *arg);
+/* Stops it (no done) and frees it. */
+void reign__eh_drop(ereq *q);
+/* Makes the client's loop turn soon. */
+void reign__eh_wake(reign__etcd *e);
+/* Moves later requests to the next member (after this one failed on member `m`). */
+void reign__eh_next_member(reign__etcd *e, size_t m);
+/* Handles ready sockets and curl's timer, then every request that ended. */
+void reign__eh_pump(reign__etcd *e);
+/* The JSON of a finished request, or NULL with rc: REIGN_ECONNLOSS (no answer: try another
+ * member), REIGN_ETIMEDOUT, or the store's error mapped (errmsg says it). */
+cJSON *reign__eh_answer(ereq *q, int *rc, char *msg, size_t msglen);
+/* The revision clock: a revision seen now; the wall-clock time (Unix ms) a revision was first
+ * seen at, as a key's ctime or mtime. */
+void reign__eh_saw(reign__etcd *e, int64_t rev);
+int64_t reign__eh_time_of(const reign__etcd *e, int64_t rev);
+/* Is this failure one to try again on another member (no answer, no leader, timed out)? */
+bool reign__eh_transient(int rc);
+
+/* ---- etcd_watch.c ------------------------------------------------------------------------ */
+
+enum ew_kind { EW_EXISTS = 1, EW_DATA, EW_CHILD };
+
+typedef struct ewatch {
+    struct ewatch *hnext; /* bucket chain */
+    struct ewatch *oprev, *onext;
+    void *owner;
+    reign__zk_watch_cb *cb;
+    void *arg;
+    enum ew_kind kind;
+    char *path;
+    int64_t rev; /* the read's revision: only later events fire it */
+    uint64_t gen;
+} ewatch;
+
+/* Registers a one-shot watch made by a read answered at revision rev, sent when the event log
+ * was at log_from: events already logged after rev fire it at once. */
+int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev,
+                  uint64_t log_from, void *owner, reign__zk_watch_cb *cb, void *arg);
+void reign__ew_forget(reign__etcd *e, void *owner);
+void reign__ew_drop_all(reign__etcd *e); /* a session ended: none fires */
+void reign__ew_free(reign__etcd *e);
+/* The stream: its timer made with the handle; started once a session is, kept until close. */
+void reign__ew_init(reign__etcd *e);
+void reign__ew_start(reign__etcd *e);
+void reign__ew_stop(reign__etcd *e);
+/* One line of the stream: its events handed to the watches; false when the stream ends (an
+ * error, a cancel).  Whatever the line holds. */
+bool reign__ew_line(reign__etcd *e, const char *line, size_t n);
+/* Reads watched from now on keep the events that arrive until they are answered. */
+uint64_t reign__ew_read_begin(reign__etcd *e);
+void reign__ew_read_end(reign__etcd *e);
+
+/* ---- etcd_txn.c -------------------------------------------------------------------------- */
+
+enum eop_type { EO_EXISTS = 1, EO_GET, EO_CHILDREN, EO_WRITE };
+
+/* A node operation's txn: what it asks (a read's node, a write's parts), what its plan made. */
+typedef struct etxn {
+    reign__etcd *e;
+    enum eop_type type;
+    char *path;           /* a read's node */
+    reign__zk_mop *parts; /* a write's parts, owned copies */
+    size_t n;
+    int seq_tries;
+    char *made[REIGN__ZK_MULTI_MAX];    /* each create's path, its sequence number added */
+    int put_index[REIGN__ZK_MULTI_MAX]; /* each part's put among the success responses, or -1 */
+    char *value;                        /* a read's data, decoded */
+} etxn;
+
+/* The txn's JSON into b: 0, or a code decided here (*bad the part of a multi it concerns). */
+int reign__et_build(etxn *t, reign__buf *b, size_t *bad);
+/* A read's answer into r (children and value until reign__et_result_free); its revision, and
+ * whether the node is there. */
+int64_t reign__et_read(etxn *t, const cJSON *root, reign__zk_result *r, bool *present);
+void reign__et_result_free(etxn *t, reign__zk_result *r);
+/* A write's answer: done (r), or failed (r says which part and why; true: send it again, a
+ * sequence number was taken meanwhile). */
+void reign__et_write_ok(etxn *t, const cJSON *root, reign__zk_result *r);
+bool reign__et_write_failed(etxn *t, const cJSON *root, reign__zk_result *r);
+void reign__et_seq_free(reign__etcd *e);
+
+/* ---- etcd_ops.c -------------------------------------------------------------------------- */
+
+void reign__eo_fail_all(reign__etcd *e, int rc, bool call);
+void reign__eo_resume(reign__etcd *e); /* a session is there: send what waited */
+void reign__eo_free(reign__etcd *e);
+/* Delivers the writes whose own events the stream has delivered (all: every one held). */
+void reign__eo_release(reign__etcd *e, bool all);
+
+void reign__eo_init(reign__etcd *e);
+
+/* The handle. */
+typedef struct ewait {
+    struct ewait *next;
+    void *owner;
+    reign__zk_ready_cb *cb;
+    void *arg;
+} ewait;
+
+typedef struct eop eop;
+
+struct reign__etcd {
+    reign__zk_config cfg;
+    const reign__logger *log;
+    /* the members and the key space */
+    char **members; /* "http://h:p" or "https://h:p" */
+    size_t n_members, cur;
+    char *prefix;       /* keys are prefix + path; "" or "/x" */
+    char *token_header; /* "Authorization: TOKEN" once authenticated, or NULL */
+    char *user, *password, *tls_ca, *tls_cert, *tls_key; /* copies cfg points to */
+    size_t prefix_len;
+    /* libcurl */
+    CURLM *multi;
+    int epfd;
+    reign__timer curl_timer;
+    ereq *reqs;
+    /* the session: one lease */
+    int64_t lease;
+    int ttl_s;
+    uint64_t gen;
+    bool connected, had_session, closed, ephemeral_told;
+    int64_t last_ack_ns;
+    ereq *ka, *grant, *auth;
+    reign__timer ka_timer;
+    int64_t ka_fail_since;
+    /* operations */
+    eop *ops, *ops_tail; /* every operation not yet delivered, in the order asked */
+    size_t n_blocked;    /* ... of which wait for an earlier one of the same scope */
+    ewait *waiters, **waiters_tail;
+    struct seqc *seqs; /* what each parent's sequence counter was last seen at */
+    /* watches */
+    ewatch **wb;
+    size_t wb_n, n_watches;
+    ewatch *wall; /* every watch, for forget and drop */
+    ereq *stream;
+    bool stream_live; /* created, and delivering */
+    size_t n_held;    /* answers of writes waiting for their events */
+    reign__timer hold_timer;
+    reign__timer stream_timer;
+    int64_t stream_from; /* the next revision the stream must deliver */
+    int64_t floor;       /* a watch of a read older than this may have missed events */
+    int stream_backoff_ms;
+    bool stream_compacted;
+    struct elog *log_v; /* events since the oldest watched read in flight was sent */
+    size_t log_n, log_cap;
+    uint64_t log_base; /* the number of the log's first entry */
+    int reads_watching;
+    /* What the layers below tell etcd.c, which sets these (they never call up by name):
+     * a request got no answer from member m (maybe suspended); the store said the lease is
+     * gone (look now); the stream delivered what held answers waited for. */
+    void (*trouble)(reign__etcd *e, size_t m, const char *why);
+    void (*lease_doubt)(reign__etcd *e);
+    void (*reauth)(reign__etcd *e); /* the token expired */
+    void (*caught_up)(reign__etcd *e, bool all);
+    /* the revision clock (etcd_http.c): revisions seen and when, oldest first, a ring */
+    int64_t seen_rev[1024], seen_ms[1024];
+    size_t seen_head, seen_n;
+    char errmsg[256];
+};
+
+#endif

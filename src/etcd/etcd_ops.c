@@ -1,0 +1,613 @@
+/*
+ * etcd_ops.c - zk.h's node operations on etcd (etcd_internal.h): each one a txn of
+ * etcd_txn.c, sent in its scope's order, tried again on another member when it got no answer
+ * and its caller allowed it, parked while there is no lease, and its result delivered to its
+ * owner's callback once.  A read that watches registers its watch with the revision it was
+ * answered at (etcd_watch.c); a write's answer waits until the watch stream has delivered the
+ * events the write made, so that a client hears of a change before the answer of what it did
+ * next, as ZooKeeper orders them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "etcd_internal.h"
+
+#define HOLD_MAX_NS (500 * REIGN__NS_PER_MS) /* a stream that lags longer is not waited for */
+
+struct eop {
+    etxn t; /* first: the txn's plan (etcd_txn.c) */
+    eop *prev, *next;
+    int flags;
+    void *owner;
+    reign__zk_cb *cb;
+    void *arg;
+    reign__zk_watch_cb *wcb;
+    ereq *q;
+    uint64_t gen;
+    int attempts;
+    bool waiting; /* for a session, or for its retry timer */
+    bool blocked; /* behind an earlier operation of its scope */
+    cJSON *held;  /* answered, its answer waits for the stream to pass held_rev */
+    int64_t held_rev, held_since;
+    reign__timer retry_timer;
+    uint64_t log_from;
+    bool reading_watched;
+};
+
+/* ---- operations: life ----------------------------------------------------------------------- */
+
+static void send_op(eop *op);
+static void unblock(reign__etcd *e);
+static void hold_timer(reign__etcd *e);
+
+/*
+ * Order.  ZooKeeper applies a session's requests in the order they were sent, and the recipes
+ * count on it ("create the parents, then the node": one round trip).  Requests to etcd travel
+ * on several connections at once, so an operation waits until every earlier one of its scope
+ * is answered: the scope of a path is its first four components (/reign/election/NAME), one
+ * election, group, value or queue, and a shorter path's scope holds every longer one under
+ * it.  Operations on different elections go out together, as ZooKeeper would pipeline them.
+ */
+#define SCOPE_DEPTH 4
+
+static size_t scope_len(const char *path)
+{
+    size_t n = 0, i = 0;
+    for (; path[i]; i++)
+        if (path[i] == '/' && ++n > SCOPE_DEPTH)
+            break;
+    return i;
+}
+
+static bool scopes_meet(const char *a, const char *b)
+{
+    size_t al = scope_len(a), bl = scope_len(b), n = al < bl ? al : bl;
+    if (memcmp(a, b, n))
+        return false;
+    return al == bl || (al < bl ? b[al] == '/' || al == 1 : a[bl] == '/' || bl == 1);
+}
+
+static const char *path_at(const eop *op, size_t i)
+{
+    return op->t.type == EO_WRITE ? op->t.parts[i].path : op->t.path;
+}
+
+static bool ops_meet(const eop *x, const eop *y)
+{
+    size_t xn = x->t.type == EO_WRITE ? x->t.n : 1, yn = y->t.type == EO_WRITE ? y->t.n : 1;
+    for (size_t i = 0; i < xn; i++)
+        for (size_t j = 0; j < yn; j++)
+            if (scopes_meet(path_at(x, i), path_at(y, j)))
+                return true;
+    return false;
+}
+
+/* Is an earlier operation of op's scope not answered yet? */
+static bool behind(const eop *op)
+{
+    for (const eop *o = op->prev; o; o = o->prev)
+        if (ops_meet(o, op))
+            return true;
+    return false;
+}
+
+/* Sends op now, or once the earlier ones of its scope are answered. */
+static void go(eop *op)
+{
+    if (behind(op)) {
+        if (!op->blocked)
+            op->t.e->n_blocked++;
+        op->blocked = true;
+        return;
+    }
+    if (op->blocked)
+        op->t.e->n_blocked--;
+    op->blocked = false;
+    send_op(op);
+}
+
+static void unblock(reign__etcd *e)
+{
+    static __thread bool busy; /* a send that fails at once frees, which unblocks: once */
+    if (busy)
+        return;
+    busy = true;
+    bool again = true;
+    while (again && e->n_blocked) {
+        again = false;
+        for (eop *op = e->ops; op; op = op->next)
+            if (op->blocked && !behind(op)) {
+                go(op);
+                again = true; /* sending may have freed others: look from the top */
+                break;
+            }
+    }
+    busy = false;
+}
+
+static void free_op(eop *op)
+{
+    reign__etcd *e = op->t.e;
+    reign__timer_stop(e->cfg.timers, &op->retry_timer);
+    if (op->q)
+        reign__eh_drop(op->q);
+    if (op->reading_watched)
+        reign__ew_read_end(e);
+    if (op->held) {
+        cJSON_Delete(op->held);
+        e->n_held--;
+    }
+    if (op->prev)
+        op->prev->next = op->next;
+    else if (e->ops == op)
+        e->ops = op->next;
+    if (op->next)
+        op->next->prev = op->prev;
+    else if (e->ops_tail == op)
+        e->ops_tail = op->prev;
+    if (op->blocked)
+        e->n_blocked--;
+    for (size_t i = 0; i < op->t.n; i++) {
+        reign__free((char *)op->t.parts[i].path);
+        reign__free((void *)op->t.parts[i].data);
+        reign__free(op->t.made[i]);
+    }
+    reign__free(op->t.parts);
+    reign__free(op->t.path);
+    reign__free(op);
+    if (e->n_blocked)
+        unblock(e);
+}
+
+static void deliver(eop *op, reign__zk_result *r)
+{
+    reign__zk_cb *cb = op->cb;
+    void *owner = op->owner, *arg = op->arg;
+    op->cb = NULL;
+    r->sent_ns = op->q ? op->q->sent_ns : 0;
+    if (cb)
+        cb(owner, arg, r);
+}
+
+static void deliver_rc(eop *op, int rc)
+{
+    reign__zk_result r = {.rc = rc, .failed_op = -1};
+    deliver(op, &r);
+    free_op(op);
+}
+
+static void retry_cb(reign__timer *t, void *arg)
+{
+    (void)t;
+    eop *op = arg;
+    op->waiting = false;
+    send_op(op);
+}
+
+static eop *new_op(reign__etcd *e, enum eop_type type, int flags, void *owner, reign__zk_cb *cb,
+                   void *arg)
+{
+    eop *op = reign__calloc(1, sizeof(*op));
+    if (!op)
+        return NULL;
+    op->t.e = e;
+    op->t.type = type;
+    op->flags = flags;
+    op->owner = owner;
+    op->cb = cb;
+    op->arg = arg;
+    op->gen = e->gen;
+    reign__timer_init(&op->retry_timer, retry_cb, op);
+    for (size_t i = 0; i < REIGN__ZK_MULTI_MAX; i++)
+        op->t.put_index[i] = -1;
+    op->prev = e->ops_tail;
+    if (e->ops_tail)
+        e->ops_tail->next = op;
+    else
+        e->ops = op;
+    e->ops_tail = op;
+    return op;
+}
+
+/* Sends now if a session is there, else when one is. */
+static int start(eop *op)
+{
+    reign__etcd *e = op->t.e;
+    if (e->closed) {
+        free_op(op);
+        return REIGN_ECLOSED;
+    }
+    if (!e->lease) { /* before the first lease, or between an expiry and the next */
+        op->waiting = true;
+        return 0;
+    }
+    go(op);
+    return 0;
+}
+
+void reign__eo_resume(reign__etcd *e)
+{
+    for (eop *op = e->ops; op; op = op->next)
+        if (op->waiting && !op->q && !reign__timer_armed(&op->retry_timer)) {
+            op->waiting = false;
+            op->gen = e->gen;
+            go(op);
+        }
+}
+
+void reign__eo_fail_all(reign__etcd *e, int rc, bool call)
+{
+    /* Those that wait have not been sent: they fail; those out are answered as they come. */
+    for (eop *op = e->ops, *next; op; op = next) {
+        next = op->next;
+        if (!call)
+            op->cb = NULL;
+        if (op->waiting || !call || e->closed) {
+            if (op->q) {
+                reign__eh_drop(op->q);
+                op->q = NULL;
+            }
+            deliver_rc(op, rc);
+        }
+    }
+    for (ewait *w; (w = e->waiters);) {
+        e->waiters = w->next;
+        if (call && w->cb)
+            w->cb(w->owner, w->arg, rc);
+        reign__free(w);
+    }
+    e->waiters_tail = &e->waiters;
+}
+
+void reign__eo_free(reign__etcd *e)
+{
+    reign__timer_stop(e->cfg.timers, &e->hold_timer);
+    while (e->ops) {
+        e->ops->cb = NULL;
+        free_op(e->ops);
+    }
+    for (ewait *w; (w = e->waiters);) {
+        e->waiters = w->next;
+        reign__free(w);
+    }
+    e->waiters_tail = &e->waiters;
+    reign__et_seq_free(e);
+}
+
+/* An attempt got no answer, or one to try elsewhere: again on the next member, or the end. */
+static void failed_attempt(eop *op, int rc, const char *msg)
+{
+    reign__etcd *e = op->t.e;
+    size_t m = op->q ? op->q->member : e->cur;
+    reign__eh_next_member(e, m);
+    e->trouble(e, m, msg);
+    bool again = (op->flags & REIGN__ZK_RETRY) || op->t.type != EO_WRITE;
+    if (again && op->attempts <= e->cfg.retry_max && !e->closed) {
+        /* At once on another member; on the only one, after the retry period. */
+        int64_t wait = e->n_members > 1 && op->attempts < (int)e->n_members
+                           ? 0
+                           : (int64_t)e->cfg.retry_period_ms * REIGN__NS_PER_MS;
+        op->waiting = true;
+        reign__timer_start(e->cfg.timers, &op->retry_timer, reign__now_ns() + wait);
+        return;
+    }
+    deliver_rc(op, rc);
+}
+
+/* ---- sending and answers -------------------------------------------------------------------- */
+
+static void read_done(eop *op, const cJSON *root)
+{
+    reign__etcd *e = op->t.e;
+    reign__zk_result r = {.failed_op = -1};
+    bool present;
+    int64_t rev = reign__et_read(&op->t, root, &r, &present);
+    /* A watch: on a node that is there, or on one to come (exists). */
+    if (op->wcb && op->gen == e->gen && (present || op->t.type == EO_EXISTS) &&
+        (r.rc == 0 || r.rc == REIGN_ENOENT)) {
+        enum ew_kind k = op->t.type == EO_EXISTS ? EW_EXISTS
+                         : op->t.type == EO_GET  ? EW_DATA
+                                                 : EW_CHILD;
+        if (reign__ew_add(e, k, op->t.path, rev, op->log_from, op->owner, op->wcb, op->arg) < 0)
+            r.rc = REIGN_ENOMEM;
+    }
+    deliver(op, &r);
+    reign__et_result_free(&op->t, &r);
+}
+
+static void write_done(eop *op, const cJSON *root)
+{
+    reign__zk_result r;
+    reign__et_write_ok(&op->t, root, &r);
+    deliver(op, &r);
+    free_op(op);
+}
+
+static void on_answer(ereq *q, void *arg)
+{
+    eop *op = arg;
+    reign__etcd *e = op->t.e;
+    int rc;
+    char msg[256];
+    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
+    if (op->reading_watched && !root) {
+        op->reading_watched = false;
+        reign__ew_read_end(e);
+    }
+    if (!root) {
+        reign__log(e->log, REIGN_LOG_DEBUG, "etcd: %s", msg);
+        if (reign__eh_transient(rc)) {
+            failed_attempt(op, rc, msg);
+            return;
+        }
+        if (rc == REIGN_EAUTH && e->cfg.user && op->attempts <= e->cfg.retry_max) {
+            /* An expired token: a new one, and this again once it is there. */
+            e->reauth(e);
+            op->waiting = true;
+            reign__timer_start(e->cfg.timers, &op->retry_timer,
+                               reign__now_ns() + 50 * REIGN__NS_PER_MS);
+            return;
+        }
+        if (rc == REIGN_ESESSION)
+            e->lease_doubt(e);
+        if (rc == REIGN_EBACKEND || rc == REIGN_EAUTH)
+            snprintf(e->errmsg, sizeof(e->errmsg), "%s", msg);
+        deliver_rc(op, rc);
+        return;
+    }
+    if (op->t.type != EO_WRITE) {
+        read_done(op, root);
+        free_op(op);
+    } else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "succeeded"))) {
+        int64_t rev = reign__ej_i64(cJSON_GetObjectItemCaseSensitive(root, "header"), "revision");
+        if (e->stream_live && rev >= e->stream_from) {
+            /* Its own changes' watch events first, as ZooKeeper orders them. */
+            op->held = root;
+            op->held_rev = rev;
+            op->held_since = reign__now_ns();
+            e->n_held++;
+            hold_timer(e);
+            return;
+        }
+        write_done(op, root);
+    } else {
+        reign__zk_result r;
+        if (reign__et_write_failed(&op->t, root, &r)) {
+            send_op(op); /* beaten to a sequence number: the next one */
+        } else {
+            deliver(op, &r);
+            free_op(op);
+        }
+    }
+    cJSON_Delete(root);
+}
+
+static void hold_timer_cb(reign__timer *t, void *arg)
+{
+    (void)t;
+    reign__etcd *e = arg;
+    reign__eo_release(e, false);
+    if (e->n_held)
+        hold_timer(e);
+}
+
+static void hold_timer(reign__etcd *e)
+{
+    if (!reign__timer_armed(&e->hold_timer))
+        reign__timer_start(e->cfg.timers, &e->hold_timer, reign__now_ns() + 100 * REIGN__NS_PER_MS);
+}
+
+void reign__eo_init(reign__etcd *e)
+{
+    reign__timer_init(&e->hold_timer, hold_timer_cb, e);
+}
+
+void reign__eo_release(reign__etcd *e, bool all)
+{
+    int64_t now = reign__now_ns();
+    for (eop *op = e->ops, *next; op && e->n_held; op = next) {
+        next = op->next;
+        if (!op->held)
+            continue;
+        if (!all && op->held_rev >= e->stream_from && now - op->held_since < HOLD_MAX_NS)
+            continue;
+        cJSON *root = op->held;
+        op->held = NULL;
+        e->n_held--;
+        write_done(op, root);
+        cJSON_Delete(root);
+        next = e->ops; /* a callback may have changed the list: from the top */
+    }
+}
+
+static void send_op(eop *op)
+{
+    reign__etcd *e = op->t.e;
+    if (!op->q && !(op->q = reign__eh_new(e, on_answer, op))) {
+        deliver_rc(op, REIGN_ENOMEM);
+        return;
+    }
+    reign__buf_reset(&op->q->body);
+    size_t bad = 0;
+    int rc = 0;
+    rc = reign__et_build(&op->t, &op->q->body, &bad);
+    if (op->t.type != EO_WRITE) {
+        if (op->wcb && !op->reading_watched) {
+            op->reading_watched = true;
+            op->log_from = reign__ew_read_begin(e);
+        }
+    }
+    if (rc == 0 && op->q->body.oom)
+        rc = REIGN_ENOMEM;
+    if (rc < 0) {
+        reign__zk_result r = {.rc = rc, .failed_op = (int)bad};
+        deliver(op, &r);
+        free_op(op);
+        return;
+    }
+    op->attempts++;
+    rc = reign__eh_send(e, op->q, "/v3/kv/txn", e->cfg.op_timeout_ms);
+    if (rc < 0)
+        deliver_rc(op, rc);
+}
+
+/* ---- the calls of zk.h ------------------------------------------------------------------------
+ */
+
+static void tell_ephemeral(reign__etcd *e, int flags)
+{
+    if ((flags & REIGN__ZK_EPHEMERAL) && !e->ephemeral_told) {
+        e->ephemeral_told = true;
+        if (e->cfg.on_ephemeral)
+            e->cfg.on_ephemeral(e->cfg.state_arg);
+    }
+}
+
+static bool path_ok(const char *path)
+{
+    return path && path[0] == '/' && strlen(path) < 1000;
+}
+
+static int write_op(reign__etcd *e, const reign__zk_mop *ops, size_t n, int flags, void *owner,
+                    reign__zk_cb *cb, void *arg);
+
+int reign__etcd_multi(reign__etcd *e, const reign__zk_mop *ops, size_t n, void *owner,
+                      reign__zk_cb *cb, void *arg)
+{
+    return write_op(e, ops, n, 0, owner, cb, arg);
+}
+
+static int write_op(reign__etcd *e, const reign__zk_mop *ops, size_t n, int flags, void *owner,
+                    reign__zk_cb *cb, void *arg)
+{
+    if (n == 0 || n > REIGN__ZK_MULTI_MAX)
+        return REIGN_EINVAL;
+    for (size_t i = 0; i < n; i++)
+        if (!path_ok(ops[i].path))
+            return REIGN_EINVAL;
+    eop *op = new_op(e, EO_WRITE, flags & REIGN__ZK_RETRY, owner, cb, arg);
+    if (!op || !(op->t.parts = reign__calloc(n, sizeof(*op->t.parts)))) {
+        if (op)
+            free_op(op);
+        return REIGN_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        op->t.parts[i] = ops[i];
+        op->t.parts[i].path = reign__strdup(ops[i].path);
+        op->t.parts[i].data = ops[i].len ? reign__memdup(ops[i].data, ops[i].len) : NULL;
+        op->t.n = i + 1;
+        if (!op->t.parts[i].path || (ops[i].len && !op->t.parts[i].data)) {
+            free_op(op);
+            return REIGN_ENOMEM;
+        }
+        if (ops[i].type == REIGN__ZK_MCREATE)
+            tell_ephemeral(e, ops[i].flags);
+    }
+    return start(op);
+}
+
+int reign__etcd_create(reign__etcd *e, const char *path, const void *data, size_t len, int flags,
+                       void *owner, reign__zk_cb *cb, void *arg)
+{
+    reign__zk_mop m = {.type = REIGN__ZK_MCREATE,
+                       .path = path,
+                       .data = data,
+                       .len = len,
+                       .flags = flags & (REIGN__ZK_EPHEMERAL | REIGN__ZK_SEQUENCE)};
+    return write_op(e, &m, 1, flags & REIGN__ZK_SEQUENCE ? 0 : flags, owner, cb, arg);
+}
+
+int reign__etcd_delete(reign__etcd *e, const char *path, int version, int flags, void *owner,
+                       reign__zk_cb *cb, void *arg)
+{
+    reign__zk_mop m = {.type = REIGN__ZK_MDELETE, .path = path, .version = version};
+    return write_op(e, &m, 1, flags, owner, cb, arg);
+}
+
+int reign__etcd_set(reign__etcd *e, const char *path, const void *data, size_t len, int version,
+                    int flags, void *owner, reign__zk_cb *cb, void *arg)
+{
+    reign__zk_mop m = {
+        .type = REIGN__ZK_MSET, .path = path, .data = data, .len = len, .version = version};
+    return write_op(e, &m, 1, flags, owner, cb, arg);
+}
+
+static int read_op(reign__etcd *e, enum eop_type type, const char *path, reign__zk_watch_cb *wcb,
+                   int flags, void *owner, reign__zk_cb *cb, void *arg)
+{
+    if (!path_ok(path))
+        return REIGN_EINVAL;
+    eop *op = new_op(e, type, flags, owner, cb, arg);
+    if (!op || !(op->t.path = reign__strdup(path))) {
+        if (op)
+            free_op(op);
+        return REIGN_ENOMEM;
+    }
+    op->wcb = wcb;
+    return start(op);
+}
+
+int reign__etcd_exists(reign__etcd *e, const char *path, reign__zk_watch_cb *wcb, int flags,
+                       void *owner, reign__zk_cb *cb, void *arg)
+{
+    return read_op(e, EO_EXISTS, path, wcb, flags, owner, cb, arg);
+}
+
+int reign__etcd_get(reign__etcd *e, const char *path, reign__zk_watch_cb *wcb, int flags,
+                    void *owner, reign__zk_cb *cb, void *arg)
+{
+    return read_op(e, EO_GET, path, wcb, flags, owner, cb, arg);
+}
+
+int reign__etcd_children(reign__etcd *e, const char *path, reign__zk_watch_cb *wcb, int flags,
+                         void *owner, reign__zk_cb *cb, void *arg)
+{
+    return read_op(e, EO_CHILDREN, path, wcb, flags, owner, cb, arg);
+}
+
+int reign__etcd_batch_wait(reign__etcd *e, void *owner, reign__zk_ready_cb *cb, void *arg)
+{
+    if (e->closed)
+        return REIGN_ECLOSED;
+    ewait *w = reign__calloc(1, sizeof(*w));
+    if (!w)
+        return REIGN_ENOMEM;
+    w->owner = owner;
+    w->cb = cb;
+    w->arg = arg;
+    if (!e->waiters_tail)
+        e->waiters_tail = &e->waiters;
+    *e->waiters_tail = w;
+    e->waiters_tail = &w->next;
+    reign__eh_wake(e);
+    return 0;
+}
+
+void reign__etcd_flush(reign__etcd *e)
+{
+    /* Each batched multi is a txn of its own: the room is always there. */
+    ewait *list = e->waiters;
+    e->waiters = NULL;
+    e->waiters_tail = &e->waiters;
+    while (list) {
+        ewait *w = list;
+        list = w->next;
+        if (w->cb)
+            w->cb(w->owner, w->arg, e->closed ? REIGN_ECLOSED : 0);
+        reign__free(w);
+    }
+}
+
+void reign__etcd_forget(reign__etcd *e, void *owner)
+{
+    for (eop *op = e->ops; op; op = op->next)
+        if (op->owner == owner) {
+            op->cb = NULL;
+            op->wcb = NULL;
+        }
+    for (ewait *w = e->waiters; w; w = w->next)
+        if (w->owner == owner)
+            w->cb = NULL;
+    reign__ew_forget(e, owner);
+}

@@ -10,6 +10,8 @@ set(REIGN_UNIT_TESTS
   test_guardian_proto
   test_slot_unit
   test_sqlite_notices
+  test_etcd
+  test_etcd_watch
 )
 
 foreach(name IN LISTS REIGN_UNIT_TESTS)

@@ -203,7 +203,9 @@ struct reign__etcd {
     int64_t ka_fail_since;
     /* operations */
     eop *ops, *ops_tail; /* every operation not yet delivered, in the order asked */
-    size_t n_blocked;    /* ... of which wait for an earlier one of the same scope */
+    void *scopes;        /* the lines of operations by scope (etcd_ops.c) */
+    eop *wide_head, *wide_tail;
+    uint64_t op_seq;
     ewait *waiters, **waiters_tail;
     struct seqc *seqs; /* what each parent's sequence counter was last seen at */
     /* watches */

@@ -4,6 +4,7 @@
  * field at its zero value is left out, and errors come in two shapes: {"error":"..","code":N}
  * from a unary call, {"error":{"grpc_code":N,"message":".."}} on a stream.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,12 +50,16 @@ char *reign__ej_unb64(const char *s, size_t *len)
 
 int64_t reign__ej_i64(const cJSON *obj, const char *name)
 {
+    /* A string's digits exactly (strtoll holds what is out of range at the limit); a number,
+     * which the gateway never sends for these fields, kept inside the range. */
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, name);
     if (cJSON_IsString(v) && v->valuestring)
         return strtoll(v->valuestring, NULL, 10);
-    if (cJSON_IsNumber(v))
-        return (int64_t)v->valuedouble;
-    return 0;
+    if (!cJSON_IsNumber(v) || v->valuedouble != v->valuedouble) /* NaN */
+        return 0;
+    return v->valuedouble >= 9.2e18    ? INT64_MAX
+           : v->valuedouble <= -9.2e18 ? INT64_MIN
+                                       : (int64_t)v->valuedouble;
 }
 
 char *reign__ej_bytes(const cJSON *kv, const char *name, size_t *len)

@@ -13,7 +13,8 @@
 
 #include "etcd_internal.h"
 
-#define HOLD_MAX_NS (500 * REIGN__NS_PER_MS) /* a stream that lags longer is not waited for */
+#define SCOPE_BUCKETS 1024
+#define HOLD_MAX_NS   (500 * REIGN__NS_PER_MS) /* a stream that lags longer is not waited for */
 
 struct eop {
     etxn t; /* first: the txn's plan (etcd_txn.c) */
@@ -28,7 +29,11 @@ struct eop {
     int attempts;
     bool waiting; /* for a session, or for its retry timer */
     bool blocked; /* behind an earlier operation of its scope */
-    cJSON *held;  /* answered, its answer waits for the stream to pass held_rev */
+    bool wide;    /* on several scopes, or above one: waits to be the oldest of all */
+    uint64_t seq; /* the order asked in */
+    struct escope *scope;
+    eop *snext;  /* the next in its scope's line (or the wide line) */
+    cJSON *held; /* answered, its answer waits for the stream to pass held_rev */
     int64_t held_rev, held_since;
     reign__timer retry_timer;
     uint64_t log_from;
@@ -38,34 +43,35 @@ struct eop {
 /* ---- operations: life ----------------------------------------------------------------------- */
 
 static void send_op(eop *op);
-static void unblock(reign__etcd *e);
 static void hold_timer(reign__etcd *e);
 
 /*
  * Order.  ZooKeeper applies a session's requests in the order they were sent, and the recipes
  * count on it ("create the parents, then the node": one round trip).  Requests to etcd travel
  * on several connections at once, so an operation waits until every earlier one of its scope
- * is answered: the scope of a path is its first four components (/reign/election/NAME), one
- * election, group, value or queue, and a shorter path's scope holds every longer one under
- * it.  Operations on different elections go out together, as ZooKeeper would pipeline them.
+ * is answered.  The scope of a path is its first four names (/reign/election/NAME): one
+ * election, group, value or queue.  An operation whose paths are all in one scope waits in
+ * that scope's line; one on a shorter path (/reign/election) or on several scopes is wide: it
+ * waits until it is the oldest of all, and everything after it waits for it.  Operations on
+ * different elections go out together, as ZooKeeper would pipeline them, and a line costs
+ * what is in it, not what the client has in flight elsewhere.
  */
 #define SCOPE_DEPTH 4
 
+typedef struct escope {
+    struct escope *next; /* bucket chain */
+    eop *head, *tail;    /* its line, oldest first (eop.snext) */
+    char key[];
+} escope;
+
+/* path's scope: its length, or 0 if the path is shorter than a scope (wide). */
 static size_t scope_len(const char *path)
 {
     size_t n = 0, i = 0;
     for (; path[i]; i++)
         if (path[i] == '/' && ++n > SCOPE_DEPTH)
-            break;
-    return i;
-}
-
-static bool scopes_meet(const char *a, const char *b)
-{
-    size_t al = scope_len(a), bl = scope_len(b), n = al < bl ? al : bl;
-    if (memcmp(a, b, n))
-        return false;
-    return al == bl || (al < bl ? b[al] == '/' || al == 1 : a[bl] == '/' || bl == 1);
+            return i;
+    return n == SCOPE_DEPTH ? i : 0;
 }
 
 static const char *path_at(const eop *op, size_t i)
@@ -73,57 +79,111 @@ static const char *path_at(const eop *op, size_t i)
     return op->t.type == EO_WRITE ? op->t.parts[i].path : op->t.path;
 }
 
-static bool ops_meet(const eop *x, const eop *y)
+static escope **scope_slot(reign__etcd *e, const char *key, size_t len)
 {
-    size_t xn = x->t.type == EO_WRITE ? x->t.n : 1, yn = y->t.type == EO_WRITE ? y->t.n : 1;
-    for (size_t i = 0; i < xn; i++)
-        for (size_t j = 0; j < yn; j++)
-            if (scopes_meet(path_at(x, i), path_at(y, j)))
-                return true;
-    return false;
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)key[i]) * 1099511628211ULL;
+    escope **b = (escope **)e->scopes + (h & (SCOPE_BUCKETS - 1));
+    while (*b && (strncmp((*b)->key, key, len) || (*b)->key[len]))
+        b = &(*b)->next;
+    return b;
 }
 
-/* Is an earlier operation of op's scope not answered yet? */
-static bool behind(const eop *op)
+/* Puts op in its line (its scope's, or the wide one): 0, or REIGN_ENOMEM. */
+static int line_up(eop *op)
 {
-    for (const eop *o = op->prev; o; o = o->prev)
-        if (ops_meet(o, op))
-            return true;
-    return false;
+    reign__etcd *e = op->t.e;
+    op->seq = ++e->op_seq;
+    size_t n = op->t.type == EO_WRITE ? op->t.n : 1, len = scope_len(path_at(op, 0));
+    const char *key = path_at(op, 0);
+    for (size_t i = 1; i < n && len; i++)
+        if (scope_len(path_at(op, i)) != len || strncmp(path_at(op, i), key, len))
+            len = 0;
+    if (!e->scopes && !(e->scopes = reign__calloc(SCOPE_BUCKETS, sizeof(escope *))))
+        return REIGN_ENOMEM;
+    if (!len) {
+        op->wide = true;
+        *(e->wide_tail ? &e->wide_tail->snext : &e->wide_head) = op;
+        e->wide_tail = op;
+        return 0;
+    }
+    escope **slot = scope_slot(e, key, len);
+    if (!*slot) {
+        if (!(*slot = reign__calloc(1, sizeof(escope) + len + 1)))
+            return REIGN_ENOMEM;
+        memcpy((*slot)->key, key, len);
+    }
+    op->scope = *slot;
+    *(op->scope->tail ? &op->scope->tail->snext : &op->scope->head) = op;
+    op->scope->tail = op;
+    return 0;
+}
+
+/* Takes op out of its line (a scope whose line empties goes): the next of its scope's line if
+ * op was its first, else NULL. */
+static eop *line_leave(eop *op)
+{
+    reign__etcd *e = op->t.e;
+    eop **head = op->wide ? &e->wide_head : op->scope ? &op->scope->head : NULL;
+    if (!head)
+        return NULL;
+    eop *prev = NULL;
+    for (eop *o = *head; o && o != op; o = o->snext)
+        prev = o;
+    *(prev ? &prev->snext : head) = op->snext;
+    eop *next = !prev && !op->wide ? op->snext : NULL;
+    if (op->wide && e->wide_tail == op)
+        e->wide_tail = prev;
+    if (op->scope && op->scope->tail == op)
+        op->scope->tail = prev;
+    if (op->scope && !op->scope->head) {
+        escope **slot = scope_slot(e, op->scope->key, strlen(op->scope->key));
+        *slot = op->scope->next;
+        reign__free(op->scope);
+    }
+    op->scope = NULL;
+    op->snext = NULL;
+    return next;
+}
+
+/* May op be sent now: first in its line, and behind no wide one (a wide one: the oldest)? */
+static bool may_go(const eop *op)
+{
+    const reign__etcd *e = op->t.e;
+    if (op->wide)
+        return e->ops == op;
+    return op->scope && op->scope->head == op && (!e->wide_head || e->wide_head->seq > op->seq);
 }
 
 /* Sends op now, or once the earlier ones of its scope are answered. */
 static void go(eop *op)
 {
-    if (behind(op)) {
-        if (!op->blocked)
-            op->t.e->n_blocked++;
+    if (op->t.e->closed || !may_go(op)) {
         op->blocked = true;
         return;
     }
-    if (op->blocked)
-        op->t.e->n_blocked--;
     op->blocked = false;
     send_op(op);
 }
 
-static void unblock(reign__etcd *e)
+/* After an operation left its line: who may go now (next: its scope's new first). */
+static void unblock(reign__etcd *e, eop *next, bool was_wide)
 {
-    static __thread bool busy; /* a send that fails at once frees, which unblocks: once */
-    if (busy)
+    if (e->closed) /* nothing goes out any more: what waits fails where it is */
         return;
-    busy = true;
-    bool again = true;
-    while (again && e->n_blocked) {
-        again = false;
-        for (eop *op = e->ops; op; op = op->next)
-            if (op->blocked && !behind(op)) {
-                go(op);
-                again = true; /* sending may have freed others: look from the top */
-                break;
+    if (next && next->blocked && may_go(next))
+        go(next);
+    if (e->wide_head && e->wide_head->blocked && may_go(e->wide_head))
+        go(e->wide_head);
+    if (was_wide) /* the lines it held back, up to the next wide one */
+        for (eop *o = e->ops, *n; o && (!e->wide_head || o->seq < e->wide_head->seq); o = n) {
+            n = o->next;
+            if (o->blocked && may_go(o)) {
+                go(o); /* may free others: look from the top */
+                n = e->ops;
             }
-    }
-    busy = false;
+        }
 }
 
 static void free_op(eop *op)
@@ -146,18 +206,18 @@ static void free_op(eop *op)
         op->next->prev = op->prev;
     else if (e->ops_tail == op)
         e->ops_tail = op->prev;
-    if (op->blocked)
-        e->n_blocked--;
     for (size_t i = 0; i < op->t.n; i++) {
         reign__free((char *)op->t.parts[i].path);
         reign__free((void *)op->t.parts[i].data);
         reign__free(op->t.made[i]);
     }
+    bool wide = op->wide;
+    eop *next = line_leave(op);
     reign__free(op->t.parts);
     reign__free(op->t.path);
     reign__free(op);
-    if (e->n_blocked)
-        unblock(e);
+    if (next || wide || (e->wide_head && e->wide_head->blocked))
+        unblock(e, next, wide);
 }
 
 static void deliver(eop *op, reign__zk_result *r)
@@ -218,6 +278,10 @@ static int start(eop *op)
         free_op(op);
         return REIGN_ECLOSED;
     }
+    if (line_up(op) < 0) {
+        free_op(op);
+        return REIGN_ENOMEM;
+    }
     if (!e->lease) { /* before the first lease, or between an expiry and the next */
         op->waiting = true;
         return 0;
@@ -273,6 +337,8 @@ void reign__eo_free(reign__etcd *e)
     }
     e->waiters_tail = &e->waiters;
     reign__et_seq_free(e);
+    reign__free(e->scopes); /* every line left with its operations */
+    e->scopes = NULL;
 }
 
 /* An attempt got no answer, or one to try elsewhere: again on the next member, or the end. */

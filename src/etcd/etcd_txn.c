@@ -22,6 +22,7 @@
  * Reads are read-only txns (linearizable): a node and the count of its children, or a node
  * and the keys under it.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -217,7 +218,8 @@ static void fill_stat(const reign__etcd *e, reign__zk_stat *st, const cJSON *kv,
     st->mzxid = reign__ej_i64(kv, "mod_revision");
     st->ctime_ms = reign__eh_time_of(e, st->czxid);
     st->mtime_ms = reign__eh_time_of(e, st->mzxid);
-    st->version = (int32_t)(reign__ej_i64(kv, "version") - 1);
+    int64_t v = reign__ej_i64(kv, "version"); /* ZooKeeper's is etcd's - 1, an int32 */
+    st->version = v < 1 ? -1 : v > INT32_MAX ? INT32_MAX : (int32_t)(v - 1);
     st->ephemeral_owner = reign__ej_i64(kv, "lease");
     st->data_length = (int32_t)len;
 }
@@ -321,9 +323,12 @@ int64_t reign__et_read(etxn *op, const cJSON *root, reign__zk_result *r, bool *p
         r->rc = children_of(op, response(root, at, "response_range"), r);
         r->stat.num_children = (int32_t)r->n_children;
     } else {
-        for (size_t part = 0; part < CHILD_RANGES; part++)
-            r->stat.num_children +=
-                (int32_t)reign__ej_i64(response(root, at + part, "response_range"), "count");
+        int64_t kids = 0;
+        for (size_t part = 0; part < CHILD_RANGES; part++) {
+            int64_t c = reign__ej_i64(response(root, at + part, "response_range"), "count");
+            kids += c < 0 ? 0 : c > INT32_MAX ? INT32_MAX : c; /* never overflows */
+        }
+        r->stat.num_children = kids < 0 ? 0 : kids > INT32_MAX ? INT32_MAX : (int32_t)kids;
         if (op->type == EO_GET) {
             r->value = op->value ? op->value : "";
             r->value_len = vlen;
@@ -705,7 +710,8 @@ void reign__et_write_ok(etxn *op, const cJSON *root, reign__zk_result *out)
                 response(root, (size_t)op->put_index[i], "response_put"), "prev_kv");
             r.has_stat = true;
             fill_stat(op->e, &r.stat, prev, p->len);
-            r.stat.version++;
+            if (r.stat.version < INT32_MAX)
+                r.stat.version++;
             r.stat.mzxid = rev;
             r.stat.mtime_ms = reign__eh_time_of(op->e, rev);
         }

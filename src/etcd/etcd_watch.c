@@ -209,7 +209,7 @@ int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t r
         if (l->rev > rev)
             event(e, l->path, l->type, l->rev);
     }
-    if (rev + 1 < e->floor) /* the stream restarted past it: it may have missed one */
+    if (rev < e->floor - 1) /* the stream restarted past it: it may have missed one */
         fire(e, path, REIGN__ZK_CHANGED, INT64_MAX, false);
     return 0;
 }
@@ -296,6 +296,10 @@ static void on_revision(ereq *q, void *arg)
     }
     int64_t rev = reign__ej_i64(cJSON_GetObjectItemCaseSensitive(root, "header"), "revision");
     cJSON_Delete(root);
+    if (rev < 0 || rev == INT64_MAX) { /* not a revision: read again later */
+        stream_later(e);
+        return;
+    }
     e->stream_from = rev + 1;
     if (e->stream_compacted) {
         e->stream_compacted = false;
@@ -401,7 +405,7 @@ static void stream_event(reign__etcd *e, const cJSON *ev)
     size_t klen;
     char *key = reign__ej_bytes(kv, "key", &klen);
     int64_t rev = reign__ej_i64(kv, "mod_revision");
-    if (rev >= e->stream_from)
+    if (rev >= e->stream_from && rev < INT64_MAX)
         e->stream_from = rev + 1;
     reign__eh_saw(e, rev);
     if (!key)

@@ -145,6 +145,13 @@ typedef struct etxn {
     char *value;                        /* a read's data, decoded */
 } etxn;
 
+/*
+ * A scope is a path's first three names (/reign/election/NAME): one election, group, value or
+ * queue.  The directories above the scopes (/reign, /reign/election) always exist on etcd:
+ * reads find them, creates are told they exist, and no node needs them as a parent.
+ */
+#define REIGN__ETCD_SCOPE_NAMES 3
+bool reign__et_implicit(const char *path);
 /* The txn's JSON into b: 0, or a code decided here (*bad the part of a multi it concerns). */
 int reign__et_build(etxn *t, reign__buf *b, size_t *bad);
 /* A read's answer into r (children and value until reign__et_result_free); its revision, and

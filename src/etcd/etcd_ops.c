@@ -27,10 +27,11 @@ struct eop {
     ereq *q;
     uint64_t gen;
     int attempts;
-    bool waiting; /* for a session, or for its retry timer */
-    bool blocked; /* behind an earlier operation of its scope */
-    bool wide;    /* on several scopes, or above one: waits to be the oldest of all */
-    uint64_t seq; /* the order asked in */
+    bool waiting;             /* for a session, or for its retry timer */
+    bool blocked;             /* behind an earlier operation of its scope */
+    int local_rc, local_part; /* decided without the store (decide()) */
+    bool wide;                /* on several scopes, or above one: waits to be the oldest of all */
+    uint64_t seq;             /* the order asked in */
     struct escope *scope;
     eop *snext;  /* the next in its scope's line (or the wide line) */
     cJSON *held; /* answered, its answer waits for the stream to pass held_rev */
@@ -47,16 +48,14 @@ static void hold_timer(reign__etcd *e);
 
 /*
  * Order.  ZooKeeper applies a session's requests in the order they were sent, and the recipes
- * count on it ("create the parents, then the node": one round trip).  Requests to etcd travel
- * on several connections at once, so an operation waits until every earlier one of its scope
- * is answered.  The scope of a path is its first four names (/reign/election/NAME): one
- * election, group, value or queue.  An operation whose paths are all in one scope waits in
- * that scope's line; one on a shorter path (/reign/election) or on several scopes is wide: it
- * waits until it is the oldest of all, and everything after it waits for it.  Operations on
- * different elections go out together, as ZooKeeper would pipeline them, and a line costs
- * what is in it, not what the client has in flight elsewhere.
+ * count on it ("create the node, then read the line": one round trip).  Requests to etcd
+ * travel on several connections at once, so an operation waits until every earlier one of its
+ * scope (etcd_internal.h: /reign/election/NAME) is answered.  An operation whose paths are all
+ * in one scope waits in that scope's line; a read of a directory above the scopes waits for
+ * nothing (a listing); any other operation is wide: it waits until it is the oldest of all,
+ * and everything after it waits for it.  Operations on different elections go out together, as
+ * ZooKeeper would pipeline them, and a line costs what is in it.
  */
-#define SCOPE_DEPTH 4
 
 typedef struct escope {
     struct escope *next; /* bucket chain */
@@ -64,14 +63,14 @@ typedef struct escope {
     char key[];
 } escope;
 
-/* path's scope: its length, or 0 if the path is shorter than a scope (wide). */
+/* path's scope: its length, or 0 if the path is above the scopes. */
 static size_t scope_len(const char *path)
 {
     size_t n = 0, i = 0;
     for (; path[i]; i++)
-        if (path[i] == '/' && ++n > SCOPE_DEPTH)
+        if (path[i] == '/' && ++n > REIGN__ETCD_SCOPE_NAMES)
             return i;
-    return n == SCOPE_DEPTH ? i : 0;
+    return n == REIGN__ETCD_SCOPE_NAMES ? i : 0;
 }
 
 static const char *path_at(const eop *op, size_t i)
@@ -102,6 +101,9 @@ static int line_up(eop *op)
             len = 0;
     if (!e->scopes && !(e->scopes = reign__calloc(SCOPE_BUCKETS, sizeof(escope *))))
         return REIGN_ENOMEM;
+    if (!len && (op->t.type != EO_WRITE ||
+                 (n == 1 && op->t.parts[0].type == REIGN__ZK_MCREATE && reign__et_implicit(key))))
+        return 0; /* a listing above the scopes, or a create of one (it is there): in no line */
     if (!len) {
         op->wide = true;
         *(e->wide_tail ? &e->wide_tail->snext : &e->wide_head) = op;
@@ -153,6 +155,8 @@ static bool may_go(const eop *op)
     const reign__etcd *e = op->t.e;
     if (op->wide)
         return e->ops == op;
+    if (!op->scope) /* in no line */
+        return !e->wide_head || e->wide_head->seq > op->seq;
     return op->scope && op->scope->head == op && (!e->wide_head || e->wide_head->seq > op->seq);
 }
 
@@ -242,7 +246,22 @@ static void retry_cb(reign__timer *t, void *arg)
     (void)t;
     eop *op = arg;
     op->waiting = false;
+    if (op->local_rc) { /* decided without the store: told from here, never from the call */
+        reign__zk_result r = {.rc = op->local_rc, .failed_op = op->local_part};
+        deliver(op, &r);
+        free_op(op);
+        return;
+    }
     send_op(op);
+}
+
+/* The operation's result is decided here: delivered at the next turn of the loop. */
+static void decide(eop *op, int rc, int part)
+{
+    op->local_rc = rc;
+    op->local_part = part;
+    op->waiting = true;
+    reign__timer_start(op->t.e->cfg.timers, &op->retry_timer, reign__now_ns());
 }
 
 static eop *new_op(reign__etcd *e, enum eop_type type, int flags, void *owner, reign__zk_cb *cb,
@@ -491,7 +510,7 @@ static void send_op(eop *op)
 {
     reign__etcd *e = op->t.e;
     if (!op->q && !(op->q = reign__eh_new(e, on_answer, op))) {
-        deliver_rc(op, REIGN_ENOMEM);
+        decide(op, REIGN_ENOMEM, -1);
         return;
     }
     reign__buf_reset(&op->q->body);
@@ -507,15 +526,13 @@ static void send_op(eop *op)
     if (rc == 0 && op->q->body.oom)
         rc = REIGN_ENOMEM;
     if (rc < 0) {
-        reign__zk_result r = {.rc = rc, .failed_op = (int)bad};
-        deliver(op, &r);
-        free_op(op);
+        decide(op, rc, op->t.type == EO_WRITE ? (int)bad : -1);
         return;
     }
     op->attempts++;
     rc = reign__eh_send(e, op->q, "/v3/kv/txn", e->cfg.op_timeout_ms);
     if (rc < 0)
-        deliver_rc(op, rc);
+        decide(op, rc, -1);
 }
 
 /* ---- the calls of zk.h ------------------------------------------------------------------------

@@ -72,6 +72,14 @@ static bool is_root(const char *path)
     return !strcmp(path, "/");
 }
 
+bool reign__et_implicit(const char *path)
+{
+    size_t names = 0;
+    for (const char *c = path; *c; c++)
+        names += *c == '/' && c[1];
+    return names < REIGN__ETCD_SCOPE_NAMES;
+}
+
 /* path's parent into out ("/" for a top-level node); false if path has none. */
 static bool parent_of(const char *path, char *out, size_t n)
 {
@@ -308,13 +316,13 @@ int64_t reign__et_read(etxn *op, const cJSON *root, reign__zk_result *r, bool *p
     size_t vlen = 0;
     bool root_node = is_root(op->path);
     const cJSON *kv = root_node ? NULL : first_kv(response(root, 0, "response_range"));
-    *present = root_node || kv;
+    *present = kv || reign__et_implicit(op->path);
     if (kv) {
         op->value = reign__ej_bytes(kv, "value", &vlen);
         r->has_stat = true;
         fill_stat(op->e, &r->stat, kv, vlen);
-    } else if (root_node) {
-        r->has_stat = true;
+    } else if (*present) {
+        r->has_stat = true; /* a directory above every scope: there, empty */
     }
     size_t at = root_node ? 0 : 1;
     if (!*present) {
@@ -489,13 +497,13 @@ static int build_write(etxn *op, reign__buf *b, size_t *bad)
                 rc = REIGN_ENOMEM;
                 break;
             }
-            if (self > 0) {
-                rc = REIGN_EEXIST;
+            if (self > 0 || reign__et_implicit(path)) {
+                rc = REIGN_EEXIST; /* made by this multi, or a directory that always is */
                 break;
             }
             if (self == 0)
                 cmp(&cmps, &fc, key, "CREATE", "EQUAL", "create_revision", 0);
-            if (!is_root(parent) && pstate == 0) {
+            if (!reign__et_implicit(parent) && pstate == 0) {
                 if (!(pkey = key_of(e, parent))) {
                     rc = REIGN_ENOMEM;
                     break;
@@ -587,7 +595,7 @@ static int build_write(etxn *op, reign__buf *b, size_t *bad)
             put_key(&fail, "key", key ? key : k2, strlen(key ? key : k2 ? k2 : ""));
             reign__buf_puts(&fail, ",\"keys_only\":true}}");
             reign__free(k2);
-            if (p->type == REIGN__ZK_MCREATE && !is_root(parent)) {
+            if (p->type == REIGN__ZK_MCREATE && !reign__et_implicit(parent)) {
                 char *pk = pkey ? NULL : key_of(e, parent);
                 reign__buf_puts(&fail, ",{\"request_range\":{");
                 put_key(&fail, "key", pkey ? pkey : pk, strlen(pkey ? pkey : pk ? pk : ""));
@@ -793,7 +801,7 @@ bool reign__et_write_failed(etxn *op, const cJSON *root, reign__zk_result *out)
         seen self = seen_at(root, at++);
         switch (p->type) {
         case REIGN__ZK_MCREATE:
-            if (has_parent && !is_root(parent)) {
+            if (has_parent && !reign__et_implicit(parent)) {
                 seen par = seen_at(root, at++);
                 if (!par.there && made_before(op, i, parent) <= 0) {
                     result = REIGN_ENOENT;

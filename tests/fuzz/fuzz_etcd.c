@@ -27,18 +27,18 @@
 
 /* Every part of a multi, some on nodes the multi itself makes or removes first. */
 static const reign__zk_mop parts[] = {
-    {.type = REIGN__ZK_MCHECK, .path = "/a", .version = 0},
-    {.type = REIGN__ZK_MCREATE, .path = "/a/b", .data = "x", .len = 1},
-    {.type = REIGN__ZK_MSET, .path = "/a/b", .data = "yy", .len = 2, .version = 0},
+    {.type = REIGN__ZK_MCHECK, .path = "/s/t/a", .version = 0},
+    {.type = REIGN__ZK_MCREATE, .path = "/s/t/a/b", .data = "x", .len = 1},
+    {.type = REIGN__ZK_MSET, .path = "/s/t/a/b", .data = "yy", .len = 2, .version = 0},
     {.type = REIGN__ZK_MCREATE,
-     .path = "/a/q/n_",
+     .path = "/s/t/a/q/n_",
      .data = "s",
      .len = 1,
      .flags = REIGN__ZK_SEQUENCE | REIGN__ZK_EPHEMERAL},
-    {.type = REIGN__ZK_MDELETE, .path = "/a/d", .version = -1},
-    {.type = REIGN__ZK_MCREATE, .path = "/a/d", .data = "z", .len = 1},
-    {.type = REIGN__ZK_MSET, .path = "/x", .data = "v", .len = 1, .version = 2},
-    {.type = REIGN__ZK_MDELETE, .path = "/y", .version = 3},
+    {.type = REIGN__ZK_MDELETE, .path = "/s/t/a/d", .version = -1},
+    {.type = REIGN__ZK_MCREATE, .path = "/s/t/a/d", .data = "z", .len = 1},
+    {.type = REIGN__ZK_MSET, .path = "/s/t/x", .data = "v", .len = 1, .version = 2},
+    {.type = REIGN__ZK_MDELETE, .path = "/s/t/y", .version = 3},
 };
 #define N_PARTS (sizeof(parts) / sizeof(parts[0]))
 
@@ -118,14 +118,14 @@ static void setup(void)
     size_t bad = 0;
     CHECK(reign__et_build(&plan, &b, &bad) == 0 && !b.oom);
     reign__buf_free(&b);
-    CHECK(plan.made[3] && !strcmp(plan.made[3], "/a/q/n_0000000000"));
+    CHECK(plan.made[3] && !strcmp(plan.made[3], "/s/t/a/q/n_0000000000"));
     reign__et_seq_free(plan_e); /* counters seen: none, at each input */
 }
 
 /* The input as the answer to each read, its watch registered as etcd_ops.c's read_done does. */
 static void reads(run *r, const cJSON *root, uint64_t log_from)
 {
-    static const char *const paths[] = {"/a", "/"};
+    static const char *const paths[] = {"/s/t/a", "/"};
     for (int type = EO_EXISTS; type <= EO_CHILDREN; type++)
         for (size_t p = 0; p < 2; p++) {
             etxn t = {.e = r->e, .type = (enum eop_type)type, .path = (char *)paths[p]};
@@ -173,12 +173,12 @@ static void writes(const cJSON *root)
 static void lines(run *r, const uint8_t *data, size_t size)
 {
     r->e->stream = &stand_in;
-    watch(r, EW_EXISTS, "/a", 0, 0);
-    watch(r, EW_DATA, "/a/b", 5, 0);
-    watch(r, EW_CHILD, "/a", 0, 0);
+    watch(r, EW_EXISTS, "/s/t/a", 0, 0);
+    watch(r, EW_DATA, "/s/t/a/b", 5, 0);
+    watch(r, EW_CHILD, "/s/t/a", 0, 0);
     watch(r, EW_CHILD, "/", 0, 0);
-    watch(r, EW_DATA, "/x", 100, 0);
-    watch(r, EW_EXISTS, "/a/q/n_0000000000", 0, 0);
+    watch(r, EW_DATA, "/s/t/x", 100, 0);
+    watch(r, EW_EXISTS, "/s/t/a/q/n_0000000000", 0, 0);
     for (size_t at = 0; at < size;) {
         const uint8_t *nl = memchr(data + at, '\n', size - at);
         size_t n = nl ? (size_t)(nl - (data + at)) : size - at;
@@ -207,8 +207,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         writes(root);
         cJSON_Delete(root);
     }
-    watch(&r, EW_DATA, "/a", 0, log_from);
-    watch(&r, EW_CHILD, "/a", 0, log_from);
+    watch(&r, EW_DATA, "/s/t/a", 0, log_from);
+    watch(&r, EW_CHILD, "/s/t/a", 0, log_from);
     reign__ew_read_end(r.e);
     reign__ew_drop_all(r.e);
     CHECK(r.e->n_watches == 0);

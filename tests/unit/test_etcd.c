@@ -380,7 +380,8 @@ static void test_i64(void **state)
 static void test_bytes(void **state)
 {
     /* keys_only, or an empty value: no "value" at all. */
-    cJSON *kv = gw("{'key':'L2UvYw==','create_revision':'58','mod_revision':'58','version':'1'}");
+    cJSON *kv =
+        gw("{'key':'L3Ivcy9lL2M=','create_revision':'58','mod_revision':'58','version':'1'}");
     size_t len = 99;
     assert_null(reign__ej_bytes(kv, "value", &len));
     assert_int_equal(len, 0);
@@ -388,8 +389,8 @@ static void test_bytes(void **state)
     assert_null(reign__ej_bytes(NULL, "key", &len)); /* no key-value at all */
     assert_int_equal(len, 0);
     char *k = reign__ej_bytes(kv, "key", &len);
-    assert_string_equal(k, "/e/c");
-    assert_int_equal(len, 4);
+    assert_string_equal(k, "/r/s/e/c");
+    assert_int_equal(len, 8);
     reign__free(k);
     cJSON_Delete(kv);
 }
@@ -435,11 +436,11 @@ static void test_error(void **state)
 
 static void test_prefix_end(void **state)
 {
-    char a[] = "/team/", b[] = "/e/c", c[] = "x";
+    char a[] = "/team/", b[] = "/r/s/e/c", c[] = "x";
     reign__ej_prefix_end(a, strlen(a));
     assert_string_equal(a, "/team0");
     reign__ej_prefix_end(b, strlen(b));
-    assert_string_equal(b, "/e/d");
+    assert_string_equal(b, "/r/s/e/d");
     reign__ej_prefix_end(c, 0); /* nothing to end */
     assert_string_equal(c, "x");
 }
@@ -513,37 +514,37 @@ static void check_create(const char *prefix)
 {
     reign__etcd *e = etcd_new(prefix);
     /* A node under another: absent, its parent there. */
-    reign__zk_mop p[] = {{.type = REIGN__ZK_MCREATE, .path = "/e/c", .data = "x\0y", .len = 3}};
+    reign__zk_mop p[] = {{.type = REIGN__ZK_MCREATE, .path = "/r/s/e/c", .data = "x\0y", .len = 3}};
     etxn t = write_txn(e, p, 1);
     assert_txn(&t, prefix,
-               "{'compare':[{'key':'~/e/c','target':'CREATE','result':'EQUAL',"
-               "'create_revision':'0'},{'key':'~/e','target':'CREATE','result':'GREATER',"
-               "'create_revision':'0'}],'success':[{'request_put':{'key':'~/e/c','value':"
-               "'x<00>y'}}],'failure':[{'request_range':{'key':'~/e/c','keys_only':true}},"
-               "{'request_range':{'key':'~/e','keys_only':true}}]}",
+               "{'compare':[{'key':'~/r/s/e/c','target':'CREATE','result':'EQUAL',"
+               "'create_revision':'0'},{'key':'~/r/s/e','target':'CREATE','result':'GREATER',"
+               "'create_revision':'0'}],'success':[{'request_put':{'key':'~/r/s/e/c','value':"
+               "'x<00>y'}}],'failure':[{'request_range':{'key':'~/r/s/e/c','keys_only':true}},"
+               "{'request_range':{'key':'~/r/s/e','keys_only':true}}]}",
                NULL);
-    assert_string_equal(t.made[0], "/e/c"); /* paths without the prefix */
+    assert_string_equal(t.made[0], "/r/s/e/c"); /* paths without the prefix */
     assert_int_equal(t.put_index[0], 0);
     txn_done(&t);
 
     /* A top-level node: the root is always there, nothing to compare or read back for it;
      * no data: an empty value, still sent. */
-    reign__zk_mop top[] = {mcreate("/e", "", 0)};
+    reign__zk_mop top[] = {mcreate("/r/s/e", "", 0)};
     t = write_txn(e, top, 1);
     assert_txn(&t, prefix,
-               "{'compare':[{'key':'~/e','target':'CREATE','result':'EQUAL','create_revision':"
-               "'0'}],'success':[{'request_put':{'key':'~/e','value':''}}],'failure':["
-               "{'request_range':{'key':'~/e','keys_only':true}}]}",
+               "{'compare':[{'key':'~/r/s/e','target':'CREATE','result':'EQUAL','create_revision':"
+               "'0'}],'success':[{'request_put':{'key':'~/r/s/e','value':''}}],'failure':["
+               "{'request_range':{'key':'~/r/s/e','keys_only':true}}]}",
                NULL);
     txn_done(&t);
 
     /* Ephemeral: on the session's lease, written as a string of every digit. */
-    reign__zk_mop eph[] = {mcreate("/e", "v", REIGN__ZK_EPHEMERAL)};
+    reign__zk_mop eph[] = {mcreate("/r/s/e", "v", REIGN__ZK_EPHEMERAL)};
     t = write_txn(e, eph, 1);
     assert_txn(&t, prefix,
-               "{'compare':[{'key':'~/e','target':'CREATE','result':'EQUAL','create_revision':"
-               "'0'}],'success':[{'request_put':{'key':'~/e','value':'v','lease':"
-               "'8433168612965232141'}}],'failure':[{'request_range':{'key':'~/e',"
+               "{'compare':[{'key':'~/r/s/e','target':'CREATE','result':'EQUAL','create_revision':"
+               "'0'}],'success':[{'request_put':{'key':'~/r/s/e','value':'v','lease':"
+               "'8433168612965232141'}}],'failure':[{'request_range':{'key':'~/r/s/e',"
                "'keys_only':true}}]}",
                NULL);
     txn_done(&t);
@@ -558,7 +559,7 @@ static void test_build_create(void **state)
     /* No session, no ephemeral node: never a lasting node in its place. */
     reign__etcd *e = etcd_new("");
     e->lease = 0;
-    reign__zk_mop p[] = {mcheck("/e", -1), mcreate("/e/c", "v", REIGN__ZK_EPHEMERAL)};
+    reign__zk_mop p[] = {mcheck("/r/s/e", -1), mcreate("/r/s/e/c", "v", REIGN__ZK_EPHEMERAL)};
     etxn t = write_txn(e, p, 2);
     reign__buf b;
     reign__buf_init(&b);
@@ -575,30 +576,31 @@ static void check_sequential(const char *prefix)
     reign__etcd *e = etcd_new(prefix);
     /* The counter at the version last seen (none: 0, as an absent key's), moved to the next
      * number; the failure branch reads it with its value, first. */
-    reign__zk_mop p[] = {mcreate("/e/n_", "d", REIGN__ZK_SEQUENCE | REIGN__ZK_EPHEMERAL)};
+    reign__zk_mop p[] = {mcreate("/r/s/e/n_", "d", REIGN__ZK_SEQUENCE | REIGN__ZK_EPHEMERAL)};
     etxn t = write_txn(e, p, 1);
     assert_txn(&t, prefix,
-               "{'compare':[{'key':'~/e/.','target':'VERSION','result':'EQUAL','version':'0'},"
-               "{'key':'~/e/n_0000000000','target':'CREATE','result':'EQUAL','create_revision':"
-               "'0'},{'key':'~/e','target':'CREATE','result':'GREATER','create_revision':'0'}],"
-               "'success':[{'request_put':{'key':'~/e/n_0000000000','value':'d','lease':"
-               "'8433168612965232141'}},{'request_put':{'key':'~/e/.','value':'1'}}],"
-               "'failure':[{'request_range':{'key':'~/e/.'}},{'request_range':{'key':"
-               "'~/e/n_0000000000','keys_only':true}},{'request_range':{'key':'~/e',"
+               "{'compare':[{'key':'~/r/s/e/.','target':'VERSION','result':'EQUAL','version':'0'},"
+               "{'key':'~/r/s/e/n_0000000000','target':'CREATE','result':'EQUAL','create_revision':"
+               "'0'},{'key':'~/r/s/e','target':'CREATE','result':'GREATER','create_revision':'0'}],"
+               "'success':[{'request_put':{'key':'~/r/s/e/n_0000000000','value':'d','lease':"
+               "'8433168612965232141'}},{'request_put':{'key':'~/r/s/e/.','value':'1'}}],"
+               "'failure':[{'request_range':{'key':'~/r/s/e/.'}},{'request_range':{'key':"
+               "'~/r/s/e/n_0000000000','keys_only':true}},{'request_range':{'key':'~/r/s/e',"
                "'keys_only':true}}]}",
                NULL);
-    assert_string_equal(t.made[0], "/e/n_0000000000");
+    assert_string_equal(t.made[0], "/r/s/e/n_0000000000");
     assert_int_equal(t.put_index[0], 0);
     txn_done(&t);
 
     /* Two of one multi under one parent: numbered in order, one counter moved past both. */
-    reign__zk_mop two[] = {mcreate("/e/n_", "a", REIGN__ZK_SEQUENCE), mcreate("/e/f", "b", 0),
-                           mcreate("/e/n_", "c", REIGN__ZK_SEQUENCE)};
+    reign__zk_mop two[] = {mcreate("/r/s/e/n_", "a", REIGN__ZK_SEQUENCE),
+                           mcreate("/r/s/e/f", "b", 0),
+                           mcreate("/r/s/e/n_", "c", REIGN__ZK_SEQUENCE)};
     t = write_txn(e, two, 3);
     cJSON *j = build_ok(&t);
-    assert_string_equal(t.made[0], "/e/n_0000000000");
-    assert_string_equal(t.made[1], "/e/f");
-    assert_string_equal(t.made[2], "/e/n_0000000002"); /* as ZooKeeper's child count */
+    assert_string_equal(t.made[0], "/r/s/e/n_0000000000");
+    assert_string_equal(t.made[1], "/r/s/e/f");
+    assert_string_equal(t.made[2], "/r/s/e/n_0000000002"); /* as ZooKeeper's child count */
     int counters = 0;
     const cJSON *c;
     cJSON_ArrayForEach(c, field(j, "compare"))
@@ -607,7 +609,7 @@ static void check_sequential(const char *prefix)
     }
     assert_int_equal(counters, 1);
     assert_int_equal(count_of(j, "success"), 4);
-    assert_put(j, 3, pk(prefix, "/e/."), "3");
+    assert_put(j, 3, pk(prefix, "/r/s/e/."), "3");
     for (int i = 0; i < 3; i++)
         assert_int_equal(t.put_index[i], i);
     cJSON_Delete(j);
@@ -625,22 +627,23 @@ static void check_delete(const char *prefix)
 {
     reign__etcd *e = etcd_new(prefix);
     char kp[64];
-    snprintf(kp, sizeof(kp), "%s/e/c/", prefix);
+    snprintf(kp, sizeof(kp), "%s/r/s/e/c/", prefix);
     /* There, and nothing below it but its counter, which goes with it (a key: nothing else can
      * be below); read back: the node, and how many are below. */
-    reign__zk_mop p[] = {mdelete("/e/c", -1)};
+    reign__zk_mop p[] = {mdelete("/r/s/e/c", -1)};
     etxn t = write_txn(e, p, 1);
     cJSON *j;
-    assert_txn(&t, prefix,
-               "{'compare':[{'key':'~/e/c','target':'CREATE','result':'GREATER',"
-               "'create_revision':'0'},{'key':'~/e/c/','range_end':'~/e/c/.','target':'CREATE',"
-               "'result':'EQUAL','create_revision':'0'},{'key':'~/e/c/.<00>','range_end':"
-               "'~/e/c0','target':'CREATE','result':'EQUAL','create_revision':'0'}],'success':["
-               "{'request_delete_range':{'key':'~/e/c'}},{'request_delete_range':{'key':"
-               "'~/e/c/.'}}],'failure':[{'request_range':{'key':'~/e/c','keys_only':true}},"
-               "{'request_range':{'key':'~/e/c/','range_end':'~/e/c/.','count_only':true}},"
-               "{'request_range':{'key':'~/e/c/.<00>','range_end':'~/e/c0','count_only':true}}]}",
-               &j);
+    assert_txn(
+        &t, prefix,
+        "{'compare':[{'key':'~/r/s/e/c','target':'CREATE','result':'GREATER',"
+        "'create_revision':'0'},{'key':'~/r/s/e/c/','range_end':'~/r/s/e/c/.','target':'CREATE',"
+        "'result':'EQUAL','create_revision':'0'},{'key':'~/r/s/e/c/.<00>','range_end':"
+        "'~/r/s/e/c0','target':'CREATE','result':'EQUAL','create_revision':'0'}],'success':["
+        "{'request_delete_range':{'key':'~/r/s/e/c'}},{'request_delete_range':{'key':"
+        "'~/r/s/e/c/.'}}],'failure':[{'request_range':{'key':'~/r/s/e/c','keys_only':true}},"
+        "{'request_range':{'key':'~/r/s/e/c/','range_end':'~/r/s/e/c/.','count_only':true}},"
+        "{'request_range':{'key':'~/r/s/e/c/.<00>','range_end':'~/r/s/e/c0','count_only':true}}]}",
+        &j);
     assert_child_ranges(cJSON_GetArrayItem(field(j, "compare"), 1),
                         cJSON_GetArrayItem(field(j, "compare"), 2), kp);
     assert_child_ranges(item(j, "failure", 1, "request_range"),
@@ -650,11 +653,11 @@ static void check_delete(const char *prefix)
     txn_done(&t);
 
     /* At a version: ZooKeeper's + 1. */
-    reign__zk_mop v[] = {mdelete("/e/c", 3)};
+    reign__zk_mop v[] = {mdelete("/r/s/e/c", 3)};
     t = write_txn(e, v, 1);
     j = build_ok(&t);
     assert_int_equal(count_of(j, "compare"), 4);
-    assert_cmp(j, 1, pk(prefix, "/e/c"), "VERSION", "EQUAL", "version", "4");
+    assert_cmp(j, 1, pk(prefix, "/r/s/e/c"), "VERSION", "EQUAL", "version", "4");
     cJSON_Delete(j);
     txn_done(&t);
     etcd_free(e);
@@ -670,33 +673,36 @@ static void test_build_set(void **state)
 {
     reign__etcd *e = etcd_new("/team");
     /* ignore_lease: an ephemeral node stays one; prev_kv: for the stat. */
-    reign__zk_mop p[] = {mset("/e", "y", 2)};
+    reign__zk_mop p[] = {mset("/r/s/e", "y", 2)};
     etxn t = write_txn(e, p, 1);
-    assert_txn(&t, "/team",
-               "{'compare':[{'key':'~/e','target':'CREATE','result':'GREATER','create_revision':"
-               "'0'},{'key':'~/e','target':'VERSION','result':'EQUAL','version':'3'}],"
-               "'success':[{'request_put':{'key':'~/e','value':'y','ignore_lease':true,"
-               "'prev_kv':true}}],'failure':[{'request_range':{'key':'~/e','keys_only':true}}]}",
-               NULL);
+    assert_txn(
+        &t, "/team",
+        "{'compare':[{'key':'~/r/s/e','target':'CREATE','result':'GREATER','create_revision':"
+        "'0'},{'key':'~/r/s/e','target':'VERSION','result':'EQUAL','version':'3'}],"
+        "'success':[{'request_put':{'key':'~/r/s/e','value':'y','ignore_lease':true,"
+        "'prev_kv':true}}],'failure':[{'request_range':{'key':'~/r/s/e','keys_only':true}}]}",
+        NULL);
     assert_int_equal(t.put_index[0], 0);
     txn_done(&t);
 
     /* Any version: only there.  A check: the same comparisons, nothing written. */
-    reign__zk_mop any[] = {mset("/e", "", -1)};
+    reign__zk_mop any[] = {mset("/r/s/e", "", -1)};
     t = write_txn(e, any, 1);
-    assert_txn(&t, "/team",
-               "{'compare':[{'key':'~/e','target':'CREATE','result':'GREATER','create_revision':"
-               "'0'}],'success':[{'request_put':{'key':'~/e','value':'','ignore_lease':true,"
-               "'prev_kv':true}}],'failure':[{'request_range':{'key':'~/e','keys_only':true}}]}",
-               NULL);
+    assert_txn(
+        &t, "/team",
+        "{'compare':[{'key':'~/r/s/e','target':'CREATE','result':'GREATER','create_revision':"
+        "'0'}],'success':[{'request_put':{'key':'~/r/s/e','value':'','ignore_lease':true,"
+        "'prev_kv':true}}],'failure':[{'request_range':{'key':'~/r/s/e','keys_only':true}}]}",
+        NULL);
     txn_done(&t);
-    reign__zk_mop chk[] = {mcheck("/e", 0)};
+    reign__zk_mop chk[] = {mcheck("/r/s/e", 0)};
     t = write_txn(e, chk, 1);
-    assert_txn(&t, "/team",
-               "{'compare':[{'key':'~/e','target':'CREATE','result':'GREATER','create_revision':"
-               "'0'},{'key':'~/e','target':'VERSION','result':'EQUAL','version':'1'}],"
-               "'success':[],'failure':[{'request_range':{'key':'~/e','keys_only':true}}]}",
-               NULL);
+    assert_txn(
+        &t, "/team",
+        "{'compare':[{'key':'~/r/s/e','target':'CREATE','result':'GREATER','create_revision':"
+        "'0'},{'key':'~/r/s/e','target':'VERSION','result':'EQUAL','version':'1'}],"
+        "'success':[],'failure':[{'request_range':{'key':'~/r/s/e','keys_only':true}}]}",
+        NULL);
     txn_done(&t);
     etcd_free(e);
 }
@@ -705,16 +711,18 @@ static void test_build_multi(void **state)
 {
     reign__etcd *e = etcd_new("");
     /* Made, then set (twice): one put, carrying the last set's data; no compare on the sets. */
-    reign__zk_mop cs[] = {mcreate("/e/c", "x", 0), mset("/e/c", "yy", 0), mset("/e/c", "zzz", 1)};
+    reign__zk_mop cs[] = {mcreate("/r/s/e/c", "x", 0), mset("/r/s/e/c", "yy", 0),
+                          mset("/r/s/e/c", "zzz", 1)};
     etxn t = write_txn(e, cs, 3);
-    assert_txn(&t, "",
-               "{'compare':[{'key':'/e/c','target':'CREATE','result':'EQUAL','create_revision':"
-               "'0'},{'key':'/e','target':'CREATE','result':'GREATER','create_revision':'0'}],"
-               "'success':[{'request_put':{'key':'/e/c','value':'zzz'}}],'failure':["
-               "{'request_range':{'key':'/e/c','keys_only':true}},{'request_range':{'key':'/e',"
-               "'keys_only':true}},{'request_range':{'key':'/e/c','keys_only':true}},"
-               "{'request_range':{'key':'/e/c','keys_only':true}}]}",
-               NULL);
+    assert_txn(
+        &t, "",
+        "{'compare':[{'key':'/r/s/e/c','target':'CREATE','result':'EQUAL','create_revision':"
+        "'0'},{'key':'/r/s/e','target':'CREATE','result':'GREATER','create_revision':'0'}],"
+        "'success':[{'request_put':{'key':'/r/s/e/c','value':'zzz'}}],'failure':["
+        "{'request_range':{'key':'/r/s/e/c','keys_only':true}},{'request_range':{'key':'/r/s/e',"
+        "'keys_only':true}},{'request_range':{'key':'/r/s/e/c','keys_only':true}},"
+        "{'request_range':{'key':'/r/s/e/c','keys_only':true}}]}",
+        NULL);
     assert_int_equal(t.put_index[0], 0);
     assert_int_equal(t.put_index[1], -1);
     assert_int_equal(t.put_index[2], -1);
@@ -722,35 +730,37 @@ static void test_build_multi(void **state)
 
     /* Deleted, then made again: one put over the key (prev_kv: its version), no delete; the
      * node there and without children, not absent, which the delete makes it. */
-    reign__zk_mop dc[] = {mdelete("/e/c", -1), mcreate("/e/c", "z", REIGN__ZK_EPHEMERAL)};
+    reign__zk_mop dc[] = {mdelete("/r/s/e/c", -1), mcreate("/r/s/e/c", "z", REIGN__ZK_EPHEMERAL)};
     t = write_txn(e, dc, 2);
-    assert_txn(&t, "",
-               "{'compare':[{'key':'/e/c','target':'CREATE','result':'GREATER','create_revision':"
-               "'0'},{'key':'/e/c/','range_end':'/e/c/.','target':'CREATE','result':'EQUAL',"
-               "'create_revision':'0'},{'key':'/e/c/.<00>','range_end':'/e/c0','target':"
-               "'CREATE','result':'EQUAL','create_revision':'0'},{'key':'/e','target':'CREATE',"
-               "'result':'GREATER','create_revision':'0'}],'success':[{'request_put':{'key':"
-               "'/e/c','value':'z','lease':'8433168612965232141','prev_kv':true}}],'failure':["
-               "{'request_range':{'key':'/e/c','keys_only':true}},{'request_range':{'key':"
-               "'/e/c/','range_end':'/e/c/.','count_only':true}},{'request_range':{'key':"
-               "'/e/c/.<00>','range_end':'/e/c0','count_only':true}},{'request_range':{'key':"
-               "'/e/c','keys_only':true}},{'request_range':{'key':'/e','keys_only':true}}]}",
-               NULL);
+    assert_txn(
+        &t, "",
+        "{'compare':[{'key':'/r/s/e/c','target':'CREATE','result':'GREATER','create_revision':"
+        "'0'},{'key':'/r/s/e/c/','range_end':'/r/s/e/c/.','target':'CREATE','result':'EQUAL',"
+        "'create_revision':'0'},{'key':'/r/s/e/c/.<00>','range_end':'/r/s/e/c0','target':"
+        "'CREATE','result':'EQUAL','create_revision':'0'},{'key':'/r/s/e','target':'CREATE',"
+        "'result':'GREATER','create_revision':'0'}],'success':[{'request_put':{'key':"
+        "'/r/s/e/c','value':'z','lease':'8433168612965232141','prev_kv':true}}],'failure':["
+        "{'request_range':{'key':'/r/s/e/c','keys_only':true}},{'request_range':{'key':"
+        "'/r/s/e/c/','range_end':'/r/s/e/c/.','count_only':true}},{'request_range':{'key':"
+        "'/r/s/e/c/.<00>','range_end':'/r/s/e/c0','count_only':true}},{'request_range':{'key':"
+        "'/r/s/e/c','keys_only':true}},{'request_range':{'key':'/r/s/e','keys_only':true}}]}",
+        NULL);
     assert_int_equal(t.put_index[0], -1);
     assert_int_equal(t.put_index[1], 0);
     txn_done(&t);
 
     /* A parent made by the multi itself is not compared. */
-    reign__zk_mop pc[] = {mcreate("/e", "", 0), mcreate("/e/c", "", 0)};
+    reign__zk_mop pc[] = {mcreate("/r/s/e", "", 0), mcreate("/r/s/e/c", "", 0)};
     t = write_txn(e, pc, 2);
-    assert_txn(&t, "",
-               "{'compare':[{'key':'/e','target':'CREATE','result':'EQUAL','create_revision':"
-               "'0'},{'key':'/e/c','target':'CREATE','result':'EQUAL','create_revision':'0'}],"
-               "'success':[{'request_put':{'key':'/e','value':''}},{'request_put':{'key':"
-               "'/e/c','value':''}}],'failure':[{'request_range':{'key':'/e','keys_only':true}},"
-               "{'request_range':{'key':'/e/c','keys_only':true}},{'request_range':{'key':'/e',"
-               "'keys_only':true}}]}",
-               NULL);
+    assert_txn(
+        &t, "",
+        "{'compare':[{'key':'/r/s/e','target':'CREATE','result':'EQUAL','create_revision':"
+        "'0'},{'key':'/r/s/e/c','target':'CREATE','result':'EQUAL','create_revision':'0'}],"
+        "'success':[{'request_put':{'key':'/r/s/e','value':''}},{'request_put':{'key':"
+        "'/r/s/e/c','value':''}}],'failure':[{'request_range':{'key':'/r/s/e','keys_only':true}},"
+        "{'request_range':{'key':'/r/s/e/c','keys_only':true}},{'request_range':{'key':'/r/s/e',"
+        "'keys_only':true}}]}",
+        NULL);
     txn_done(&t);
 
     /* What ZooKeeper would refuse on what the multi itself does, refused here. */
@@ -758,14 +768,14 @@ static void test_build_multi(void **state)
         reign__zk_mop p[2];
         int rc;
     } refused[] = {
-        {{mcreate("/e/c", "", 0), mset("/e/c", "v", 1)}, REIGN_EBADVERSION},
-        {{mcreate("/e/c", "", 0), mcheck("/e/c", 2)}, REIGN_EBADVERSION},
-        {{mcreate("/e/c", "", 0), mcreate("/e/c", "", 0)}, REIGN_EEXIST},
-        {{mdelete("/e/c", -1), mset("/e/c", "v", -1)}, REIGN_ENOENT},
-        {{mdelete("/e/c", -1), mdelete("/e/c", -1)}, REIGN_ENOENT},
-        {{mdelete("/e", -1), mcreate("/e/c", "", 0)}, REIGN_ENOENT},
-        {{mcreate("/e/c", "", 0), mdelete("/e/c", -1)}, REIGN_ENOTSUP},
-        {{mcheck("/e", -1), mcreate("e", "", 0)}, REIGN_ENOENT}, /* no parent at all */
+        {{mcreate("/r/s/e/c", "", 0), mset("/r/s/e/c", "v", 1)}, REIGN_EBADVERSION},
+        {{mcreate("/r/s/e/c", "", 0), mcheck("/r/s/e/c", 2)}, REIGN_EBADVERSION},
+        {{mcreate("/r/s/e/c", "", 0), mcreate("/r/s/e/c", "", 0)}, REIGN_EEXIST},
+        {{mdelete("/r/s/e/c", -1), mset("/r/s/e/c", "v", -1)}, REIGN_ENOENT},
+        {{mdelete("/r/s/e/c", -1), mdelete("/r/s/e/c", -1)}, REIGN_ENOENT},
+        {{mdelete("/r/s/e", -1), mcreate("/r/s/e/c", "", 0)}, REIGN_ENOENT},
+        {{mcreate("/r/s/e/c", "", 0), mdelete("/r/s/e/c", -1)}, REIGN_ENOTSUP},
+        {{mcheck("/r/s/e", -1), mcreate("e", "", 0)}, REIGN_ENOENT}, /* no parent at all */
     };
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         t = write_txn(e, refused[i].p, 2);
@@ -787,19 +797,21 @@ static void check_reads(const char *prefix)
     /* Read-only txns (no compare: they succeed, linearizable).  exists: the node, and the
      * count of what is below it but its counter; get: the same with the value. */
     static const char *const want[] = {
-        [EO_EXISTS] = "{'success':[{'request_range':{'key':'~/e/c','keys_only':true}},"
-                      "{'request_range':{'key':'~/e/c/','range_end':'~/e/c/.','count_only':true}},"
-                      "{'request_range':{'key':'~/e/c/.<00>','range_end':'~/e/c0','count_only':"
-                      "true}}]}",
-        [EO_GET] = "{'success':[{'request_range':{'key':'~/e/c'}},{'request_range':{'key':"
-                   "'~/e/c/','range_end':'~/e/c/.','count_only':true}},{'request_range':{'key':"
-                   "'~/e/c/.<00>','range_end':'~/e/c0','count_only':true}}]}",
+        [EO_EXISTS] =
+            "{'success':[{'request_range':{'key':'~/r/s/e/c','keys_only':true}},"
+            "{'request_range':{'key':'~/r/s/e/c/','range_end':'~/r/s/e/c/.','count_only':true}},"
+            "{'request_range':{'key':'~/r/s/e/c/.<00>','range_end':'~/r/s/e/c0','count_only':"
+            "true}}]}",
+        [EO_GET] =
+            "{'success':[{'request_range':{'key':'~/r/s/e/c'}},{'request_range':{'key':"
+            "'~/r/s/e/c/','range_end':'~/r/s/e/c/.','count_only':true}},{'request_range':{'key':"
+            "'~/r/s/e/c/.<00>','range_end':'~/r/s/e/c0','count_only':true}}]}",
         /* the direct children are picked from the keys below on reading */
-        [EO_CHILDREN] = "{'success':[{'request_range':{'key':'~/e/c','keys_only':true}},"
-                        "{'request_range':{'key':'~/e/c/','range_end':'~/e/c0','keys_only':"
+        [EO_CHILDREN] = "{'success':[{'request_range':{'key':'~/r/s/e/c','keys_only':true}},"
+                        "{'request_range':{'key':'~/r/s/e/c/','range_end':'~/r/s/e/c0','keys_only':"
                         "true}}]}"};
     for (int type = EO_EXISTS; type <= EO_CHILDREN; type++) {
-        etxn t = read_txn(e, (enum eop_type)type, "/e/c");
+        etxn t = read_txn(e, (enum eop_type)type, "/r/s/e/c");
         assert_txn(&t, prefix, want[type], NULL);
         txn_done(&t);
     }
@@ -849,13 +861,14 @@ static void test_read_node(void **state)
     reign__zk_result r;
     bool present = false;
     /* get: the value; "count" only where there are keys below. */
-    etxn t = read_txn(e, EO_GET, "/e");
-    assert_true(read_answer(&t,
-                            "{@57,'succeeded':true,'responses':[{'response_range':{@57,'kvs':["
-                            "{'key':'L2U=','create_revision':'50','mod_revision':'55','version':"
-                            "'3','value':'aGVsbG8=','lease':'8433168612965232141'}],'count':'1'}},"
-                            "{'response_range':{@57,'count':'2'}},{'response_range':{@57}}]}",
-                            &r, &present) == 57);
+    etxn t = read_txn(e, EO_GET, "/r/s/e");
+    assert_true(
+        read_answer(&t,
+                    "{@57,'succeeded':true,'responses':[{'response_range':{@57,'kvs':["
+                    "{'key':'L3Ivcy9l','create_revision':'50','mod_revision':'55','version':"
+                    "'3','value':'aGVsbG8=','lease':'8433168612965232141'}],'count':'1'}},"
+                    "{'response_range':{@57,'count':'2'}},{'response_range':{@57}}]}",
+                    &r, &present) == 57);
     assert_true(present);
     assert_int_equal(r.rc, 0);
     assert_true(r.has_stat);
@@ -868,9 +881,9 @@ static void test_read_node(void **state)
 
     /* exists: keys_only, no value; no lease: not ephemeral; nothing below: no count. */
     const char *plain = "{@58,'succeeded':true,'responses':[{'response_range':{@58,'kvs':[{'key':"
-                        "'L2U=','create_revision':'50','mod_revision':'50','version':'1'}],"
+                        "'L3Ivcy9l','create_revision':'50','mod_revision':'50','version':'1'}],"
                         "'count':'1'}},{'response_range':{@58}},{'response_range':{@58}}]}";
-    t = read_txn(e, EO_EXISTS, "/e");
+    t = read_txn(e, EO_EXISTS, "/r/s/e");
     assert_true(read_answer(&t, plain, &r, &present) == 58);
     assert_true(present);
     assert_int_equal(r.rc, 0);
@@ -880,7 +893,7 @@ static void test_read_node(void **state)
     reign__et_result_free(&t, &r);
     txn_done(&t);
     /* get of the same: the empty value, "" and not NULL. */
-    t = read_txn(e, EO_GET, "/e");
+    t = read_txn(e, EO_GET, "/r/s/e");
     read_answer(&t, plain, &r, &present);
     assert_non_null(r.value);
     assert_int_equal(r.value_len, 0);
@@ -890,7 +903,7 @@ static void test_read_node(void **state)
 
     /* Absent: ENOENT, no stat, and the revision all the same (an exists watch needs it). */
     for (int type = EO_EXISTS; type <= EO_CHILDREN; type++) {
-        t = read_txn(e, (enum eop_type)type, "/e");
+        t = read_txn(e, (enum eop_type)type, "/r/s/e");
         present = true;
         assert_true(read_answer(&t,
                                 "{@57,'succeeded':true,'responses':[{'response_range':{@57}},"
@@ -912,22 +925,24 @@ static void test_read_children(void **state)
     reign__etcd *e = etcd_new("");
     reign__zk_result r;
     bool present = false;
-    /* "/e/." is the counter, "/e/a/x" and "/e/a/." are below a child; ".hid" is a name. */
-    etxn t = read_txn(e, EO_CHILDREN, "/e");
+    /* "/r/s/e/." is the counter, "/r/s/e/a/x" and "/r/s/e/a/." are below a child; ".hid" is a name.
+     */
+    etxn t = read_txn(e, EO_CHILDREN, "/r/s/e");
     assert_true(
-        read_answer(&t,
-                    "{@60,'succeeded':true,'responses':[{'response_range':{@60,'kvs':[{'key':"
-                    "'L2U=','create_revision':'50','mod_revision':'55','version':'3'}],'count':"
-                    "'1'}},{'response_range':{@60,'kvs':["
-                    "{'key':'L2UvLg==','create_revision':'51','mod_revision':'59','version':'4'},"
-                    "{'key':'L2UvLmhpZA==','create_revision':'52','mod_revision':'52','version':"
-                    "'1'},{'key':'L2UvYQ==','create_revision':'53','mod_revision':'53','version':"
-                    "'1','lease':'8433168612965232141'},"
-                    "{'key':'L2UvYS8u','create_revision':'54','mod_revision':'54','version':'1'},"
-                    "{'key':'L2UvYS94','create_revision':'56','mod_revision':'56','version':'1'},"
-                    "{'key':'L2UvYg==','create_revision':'58','mod_revision':'58','version':'1'}"
-                    "],'count':'6'}}]}",
-                    &r, &present) == 60);
+        read_answer(
+            &t,
+            "{@60,'succeeded':true,'responses':[{'response_range':{@60,'kvs':[{'key':"
+            "'L3Ivcy9l','create_revision':'50','mod_revision':'55','version':'3'}],'count':"
+            "'1'}},{'response_range':{@60,'kvs':["
+            "{'key':'L3Ivcy9lLy4=','create_revision':'51','mod_revision':'59','version':'4'},"
+            "{'key':'L3Ivcy9lLy5oaWQ=','create_revision':'52','mod_revision':'52','version':"
+            "'1'},{'key':'L3Ivcy9lL2E=','create_revision':'53','mod_revision':'53','version':"
+            "'1','lease':'8433168612965232141'},"
+            "{'key':'L3Ivcy9lL2EvLg==','create_revision':'54','mod_revision':'54','version':'1'},"
+            "{'key':'L3Ivcy9lL2EveA==','create_revision':'56','mod_revision':'56','version':'1'},"
+            "{'key':'L3Ivcy9lL2I=','create_revision':'58','mod_revision':'58','version':'1'}"
+            "],'count':'6'}}]}",
+            &r, &present) == 60);
     assert_true(present);
     assert_int_equal(r.rc, 0);
     assert_true(r.has_stat);
@@ -942,12 +957,13 @@ static void test_read_children(void **state)
     txn_done(&t);
 
     /* A node without children: the range's kvs and count are left out. */
-    t = read_txn(e, EO_CHILDREN, "/e");
-    read_answer(&t,
-                "{@61,'succeeded':true,'responses':[{'response_range':{@61,'kvs':[{'key':'L2U=',"
-                "'create_revision':'50','mod_revision':'55','version':'3'}],'count':'1'}},"
-                "{'response_range':{@61}}]}",
-                &r, &present);
+    t = read_txn(e, EO_CHILDREN, "/r/s/e");
+    read_answer(
+        &t,
+        "{@61,'succeeded':true,'responses':[{'response_range':{@61,'kvs':[{'key':'L3Ivcy9l',"
+        "'create_revision':'50','mod_revision':'55','version':'3'}],'count':'1'}},"
+        "{'response_range':{@61}}]}",
+        &r, &present);
     assert_true(present);
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.n_children, 0);
@@ -977,17 +993,18 @@ static void test_read_children(void **state)
     etcd_free(e);
 }
 
-/* What the failure branch of a txn read: nothing; "/e" at etcd's version 3 or 5; "/e/c" at 1;
- * a count of keys below. */
+/* What the failure branch of a txn read: nothing; "/r/s/e" at etcd's version 3 or 5; "/r/s/e/c" at
+ * 1; a count of keys below. */
 #define NONE "{'response_range':{@62}}"
 #define E_V3                                                                                       \
-    "{'response_range':{@62,'kvs':[{'key':'L2U=','create_revision':'50','mod_revision':'55',"      \
+    "{'response_range':{@62,'kvs':[{'key':'L3Ivcy9l','create_revision':'50','mod_revision':'55',"  \
     "'version':'3'}],'count':'1'}}"
 #define E_V5                                                                                       \
-    "{'response_range':{@62,'kvs':[{'key':'L2U=','create_revision':'50','mod_revision':'60',"      \
+    "{'response_range':{@62,'kvs':[{'key':'L3Ivcy9l','create_revision':'50','mod_revision':'60',"  \
     "'version':'5'}],'count':'1'}}"
 #define C_V1                                                                                       \
-    "{'response_range':{@62,'kvs':[{'key':'L2UvYw==','create_revision':'58','mod_revision':'58',"  \
+    "{'response_range':{@62,'kvs':[{'key':'L3Ivcy9lL2M=','create_revision':'58','mod_revision':'"  \
+    "58',"                                                                                         \
     "'version':'1'}],'count':'1'}}"
 #define COUNT1 "{'response_range':{@62,'count':'1'}}"
 #define COUNT2 "{'response_range':{@62,'count':'2'}}"
@@ -1026,7 +1043,7 @@ static void test_write_failed(void **state)
 {
     reign__etcd *e = etcd_new("");
     reign__zk_result r;
-    reign__zk_mop c[] = {mcreate("/e/c", "x", 0)};
+    reign__zk_mop c[] = {mcreate("/r/s/e/c", "x", 0)};
     etxn t = write_txn(e, c, 1);
     cJSON_Delete(build_ok(&t));
     /* The failure branch read the node and its parent: both absent; the node there. */
@@ -1040,7 +1057,7 @@ static void test_write_failed(void **state)
     txn_done(&t);
 
     /* Which part of a multi: the second; the first when both would fail. */
-    reign__zk_mop m[] = {mcheck("/e", -1), mcreate("/e/c", "x", 0)};
+    reign__zk_mop m[] = {mcheck("/r/s/e", -1), mcreate("/r/s/e/c", "x", 0)};
     t = write_txn(e, m, 2);
     cJSON_Delete(build_ok(&t));
     assert_false(failed(&t, &r, 3, E_V3, C_V1, E_V3));
@@ -1050,7 +1067,7 @@ static void test_write_failed(void **state)
     txn_done(&t);
 
     /* A set at version 2 (etcd's 3): of a node at etcd's 5; of none; at 3 nothing explains. */
-    reign__zk_mop s[] = {mset("/e", "y", 2)};
+    reign__zk_mop s[] = {mset("/r/s/e", "y", 2)};
     t = write_txn(e, s, 1);
     cJSON_Delete(build_ok(&t));
     assert_false(failed(&t, &r, 1, E_V5));
@@ -1062,7 +1079,7 @@ static void test_write_failed(void **state)
     txn_done(&t);
 
     /* A delete: children left in either range; gone; a bad version said before children. */
-    reign__zk_mop d[] = {mdelete("/e", -1)};
+    reign__zk_mop d[] = {mdelete("/r/s/e", -1)};
     t = write_txn(e, d, 1);
     cJSON_Delete(build_ok(&t));
     assert_false(failed(&t, &r, 3, E_V3, NONE, COUNT2));
@@ -1072,7 +1089,7 @@ static void test_write_failed(void **state)
     assert_false(failed(&t, &r, 3, NONE, NONE, NONE));
     assert_failed(&r, REIGN_ENOENT, 0);
     txn_done(&t);
-    reign__zk_mop dv[] = {mdelete("/e", 0)};
+    reign__zk_mop dv[] = {mdelete("/r/s/e", 0)};
     t = write_txn(e, dv, 1);
     cJSON_Delete(build_ok(&t));
     assert_false(failed(&t, &r, 3, E_V3, NONE, COUNT2));
@@ -1081,11 +1098,11 @@ static void test_write_failed(void **state)
     etcd_free(e);
 }
 
-/* The range of the counter "/e/." at `version`, saying `next` (base64) is the next number. */
+/* The range of the counter "/r/s/e/." at `version`, saying `next` (base64) is the next number. */
 static const char *counter_at(char *out, size_t n, int version, const char *next)
 {
     snprintf(out, n,
-             "{'response_range':{@62,'kvs':[{'key':'L2UvLg==','create_revision':'40',"
+             "{'response_range':{@62,'kvs':[{'key':'L3Ivcy9lLy4=','create_revision':'40',"
              "'mod_revision':'59','version':'%d','value':'%s'}],'count':'1'}}",
              version, next);
     return out;
@@ -1096,33 +1113,33 @@ static void test_sequence_counter(void **state)
     reign__etcd *e = etcd_new("");
     reign__zk_result r;
     char ctr[256];
-    reign__zk_mop p[] = {mcreate("/e/n_", "", REIGN__ZK_SEQUENCE)};
+    reign__zk_mop p[] = {mcreate("/r/s/e/n_", "", REIGN__ZK_SEQUENCE)};
     etxn t = write_txn(e, p, 1);
     cJSON *j = build_ok(&t);
-    assert_string_equal(t.made[0], "/e/n_0000000000");
+    assert_string_equal(t.made[0], "/r/s/e/n_0000000000");
     cJSON_Delete(j);
     /* Someone took numbers meanwhile: the counter, at version 4, says 9 ("OQ==") is next. */
     assert_true(failed(&t, &r, 3, counter_at(ctr, sizeof(ctr), 4, "OQ=="), NONE, E_V3));
     j = build_ok(&t);
-    assert_string_equal(t.made[0], "/e/n_0000000009");
-    assert_cmp(j, 0, "/e/.", "VERSION", "EQUAL", "version", "4");
-    assert_put(j, 1, "/e/.", "10");
+    assert_string_equal(t.made[0], "/r/s/e/n_0000000009");
+    assert_cmp(j, 0, "/r/s/e/.", "VERSION", "EQUAL", "version", "4");
+    assert_put(j, 1, "/r/s/e/.", "10");
     cJSON_Delete(j);
     /* Taken: the next create counts from there without asking. */
     j = gw("{@63,'succeeded':true,'responses':[{'response_put':{@63}},{'response_put':{@63}}]}");
     reign__et_write_ok(&t, j, &r);
     cJSON_Delete(j);
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.value, "/e/n_0000000009");
-    assert_string_equal(r.last_created, "/e/n_0000000009");
+    assert_string_equal(r.value, "/r/s/e/n_0000000009");
+    assert_string_equal(r.last_created, "/r/s/e/n_0000000009");
     j = build_ok(&t);
-    assert_string_equal(t.made[0], "/e/n_0000000010");
-    assert_cmp(j, 0, "/e/.", "VERSION", "EQUAL", "version", "5");
-    assert_put(j, 1, "/e/.", "11");
+    assert_string_equal(t.made[0], "/r/s/e/n_0000000010");
+    assert_cmp(j, 0, "/r/s/e/.", "VERSION", "EQUAL", "version", "5");
+    assert_put(j, 1, "/r/s/e/.", "11");
     cJSON_Delete(j);
-    /* The counter as expected, the node there ("/e/n_0000000010"): EEXIST, no second try. */
+    /* The counter as expected, the node there ("/r/s/e/n_0000000010"): EEXIST, no second try. */
     assert_false(failed(&t, &r, 3, counter_at(ctr, sizeof(ctr), 5, "MTA="),
-                        "{'response_range':{@62,'kvs':[{'key':'L2Uvbl8wMDAwMDAwMDEw',"
+                        "{'response_range':{@62,'kvs':[{'key':'L3Ivcy9lL25fMDAwMDAwMDAxMA==',"
                         "'create_revision':'61','mod_revision':'61','version':'1'}],'count':'1'}}",
                         E_V3));
     assert_failed(&r, REIGN_EEXIST, 0);
@@ -1151,15 +1168,15 @@ static void test_write_ok(void **state)
     reign__etcd *e = etcd_new("");
     reign__zk_result r;
     /* A create: its path, and a stat at the txn's revision. */
-    reign__zk_mop c[] = {mcreate("/e/c", "xyz", REIGN__ZK_EPHEMERAL)};
+    reign__zk_mop c[] = {mcreate("/r/s/e/c", "xyz", REIGN__ZK_EPHEMERAL)};
     etxn t = write_txn(e, c, 1);
     cJSON_Delete(build_ok(&t));
     ok(&t, "{@62,'succeeded':true,'responses':[{'response_put':{@62}}]}", &r);
     assert_int_equal(r.rc, 0);
     assert_int_equal(r.failed_op, -1);
-    assert_string_equal(r.value, "/e/c");
-    assert_int_equal(r.value_len, 4);
-    assert_string_equal(r.last_created, "/e/c");
+    assert_string_equal(r.value, "/r/s/e/c");
+    assert_int_equal(r.value_len, 8);
+    assert_string_equal(r.last_created, "/r/s/e/c");
     assert_int_equal(r.made_version, 0);
     assert_true(r.has_stat);
     assert_stat(&r.stat, 62, 62, 0, LEASE, 3, 0);
@@ -1167,11 +1184,11 @@ static void test_write_ok(void **state)
     txn_done(&t);
 
     /* A set: its stat from the key as it was (prev_kv), one version on. */
-    reign__zk_mop s[] = {mset("/e", "y", 2)};
+    reign__zk_mop s[] = {mset("/r/s/e", "y", 2)};
     t = write_txn(e, s, 1);
     cJSON_Delete(build_ok(&t));
     ok(&t,
-       "{@63,'succeeded':true,'responses':[{'response_put':{@63,'prev_kv':{'key':'L2U=',"
+       "{@63,'succeeded':true,'responses':[{'response_put':{@63,'prev_kv':{'key':'L3Ivcy9l',"
        "'create_revision':'50','mod_revision':'55','version':'3','value':'aGVsbG8=',"
        "'lease':'8433168612965232141'}}}]}",
        &r);
@@ -1183,25 +1200,25 @@ static void test_write_ok(void **state)
     txn_done(&t);
 
     /* Made then set in one multi: version 0 (one put), the set's data. */
-    reign__zk_mop cs[] = {mcreate("/e/c", "x", 0), mset("/e/c", "yy", 0)};
+    reign__zk_mop cs[] = {mcreate("/r/s/e/c", "x", 0), mset("/r/s/e/c", "yy", 0)};
     t = write_txn(e, cs, 2);
     cJSON_Delete(build_ok(&t));
     ok(&t, "{@65,'succeeded':true,'responses':[{'response_put':{@65}}]}", &r);
-    assert_string_equal(r.value, "/e/c");
+    assert_string_equal(r.value, "/r/s/e/c");
     assert_true(r.has_stat);
     assert_stat(&r.stat, 65, 65, 0, 0, 2, 0);
     txn_done(&t);
 
     /* Deleted and made again: put over the old key, whose version goes on (made_version). */
-    reign__zk_mop dc[] = {mdelete("/e/c", -1), mcreate("/e/c", "z", 0)};
+    reign__zk_mop dc[] = {mdelete("/r/s/e/c", -1), mcreate("/r/s/e/c", "z", 0)};
     t = write_txn(e, dc, 2);
     cJSON_Delete(build_ok(&t));
     ok(&t,
-       "{@64,'succeeded':true,'responses':[{'response_put':{@64,'prev_kv':{'key':'L2UvYw==',"
+       "{@64,'succeeded':true,'responses':[{'response_put':{@64,'prev_kv':{'key':'L3Ivcy9lL2M=',"
        "'create_revision':'58','mod_revision':'60','version':'4'}}}]}",
        &r);
     assert_int_equal(r.rc, 0);
-    assert_string_equal(r.value, "/e/c");
+    assert_string_equal(r.value, "/r/s/e/c");
     assert_int_equal(r.made_version, 4);
     txn_done(&t);
     etcd_free(e);

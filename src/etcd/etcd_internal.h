@@ -111,9 +111,12 @@ typedef struct ewatch {
 } ewatch;
 
 /* Registers a one-shot watch made by a read answered at revision rev, sent when the event log
- * was at log_from: events already logged after rev fire it at once. */
+ * was at log_from.  Then, once the read's answer is delivered (ZooKeeper tells an answer before
+ * the events after it), reign__ew_replay() fires it for what the log kept after rev. */
 int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev,
                   uint64_t log_from, void *owner, reign__zk_watch_cb *cb, void *arg);
+void reign__ew_replay(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev,
+                      uint64_t log_from);
 void reign__ew_forget(reign__etcd *e, void *owner);
 void reign__ew_drop_all(reign__etcd *e); /* a session ended: none fires */
 void reign__ew_free(reign__etcd *e);

@@ -389,16 +389,22 @@ static void read_done(eop *op, const cJSON *root)
     bool present;
     int64_t rev = reign__et_read(&op->t, root, &r, &present);
     /* A watch: on a node that is there, or on one to come (exists). */
-    if (op->wcb && op->gen == e->gen && (present || op->t.type == EO_EXISTS) &&
-        (r.rc == 0 || r.rc == REIGN_ENOENT)) {
-        enum ew_kind k = op->t.type == EO_EXISTS ? EW_EXISTS
-                         : op->t.type == EO_GET  ? EW_DATA
-                                                 : EW_CHILD;
-        if (reign__ew_add(e, k, op->t.path, rev, op->log_from, op->owner, op->wcb, op->arg) < 0)
-            r.rc = REIGN_ENOMEM;
+    enum ew_kind k = op->t.type == EO_EXISTS ? EW_EXISTS
+                     : op->t.type == EO_GET  ? EW_DATA
+                                             : EW_CHILD;
+    bool watched = op->wcb && op->gen == e->gen && (present || op->t.type == EO_EXISTS) &&
+                   (r.rc == 0 || r.rc == REIGN_ENOENT);
+    if (watched &&
+        reign__ew_add(e, k, op->t.path, rev, op->log_from, op->owner, op->wcb, op->arg) < 0) {
+        r.rc = REIGN_ENOMEM;
+        watched = false;
     }
     deliver(op, &r);
     reign__et_result_free(&op->t, &r);
+    /* The events it missed, after its answer (op and its path live until the caller frees it;
+     * the log until the read ends). */
+    if (watched)
+        reign__ew_replay(e, k, op->t.path, rev, op->log_from);
 }
 
 static void write_done(eop *op, const cJSON *root)

@@ -202,16 +202,32 @@ int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t r
         e->wall->oprev = w;
     e->wall = w;
     e->n_watches++;
-    /* What arrived while the read was out, newer than what it saw. */
+    (void)log_from;
+    return 0;
+}
+
+/* Is `path` the parent of `child`? */
+static bool parent_is(const char *child, const char *path)
+{
+    const char *slash = strrchr(child, '/');
+    size_t pl = strlen(path);
+    return slash && (size_t)(slash - child) == (pl == 1 ? 0 : pl) && !strncmp(child, path, pl);
+}
+
+void reign__ew_replay(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev,
+                      uint64_t log_from)
+{
+    /* What arrived while the read was out, newer than what it saw, of its node (or of a child,
+     * for a children watch): the events a later stream would have brought. */
     size_t from = log_from > e->log_base ? (size_t)(log_from - e->log_base) : 0;
     for (size_t i = from; i < e->log_n; i++) {
         const elog *l = &e->log_v[i];
-        if (l->rev > rev)
+        if (l->rev > rev &&
+            (!strcmp(l->path, path) || (kind == EW_CHILD && parent_is(l->path, path))))
             event(e, l->path, l->type, l->rev);
     }
     if (rev < e->floor - 1) /* the stream restarted past it: it may have missed one */
         fire(e, path, REIGN__ZK_CHANGED, INT64_MAX, false);
-    return 0;
 }
 
 void reign__ew_forget(reign__etcd *e, void *owner)
@@ -435,7 +451,12 @@ bool reign__ew_line(reign__etcd *e, const char *line, size_t n)
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(root, "result");
     bool keep = true;
     if (err) {
+        /* "no leader" (the member lost its cluster), an expired token: another member. */
         reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream ended: %s", err);
+        if (strstr(err, "auth token") && e->reauth)
+            e->reauth(e);
+        else if (e->stream)
+            reign__eh_next_member(e, e->stream->member);
         keep = false;
     } else if (res) {
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "canceled"))) {

@@ -102,6 +102,7 @@ static void watch(run *r, enum ew_kind kind, const char *path, int64_t rev, uint
     t->kind = kind;
     strcpy(t->path, path);
     CHECK(reign__ew_add(r->e, kind, path, rev, log_from, r, on_watch, t) == 0);
+    reign__ew_replay(r->e, kind, path, rev, log_from);
 }
 
 static void setup(void)

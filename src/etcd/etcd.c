@@ -418,32 +418,32 @@ static void revoke_lease(reign__etcd *e)
 {
     if (!e->lease || !e->n_members)
         return;
-    CURL *h = curl_easy_init();
+    CURL *h = reign__cu.curl_easy_init();
     if (!h)
         return;
     char url[512], body[64];
     snprintf(url, sizeof(url), "%s/v3/lease/revoke", e->members[e->cur]);
     snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)e->lease);
-    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    struct curl_slist *hd = reign__cu.curl_slist_append(NULL, "Content-Type: application/json");
     if (e->token_header)
-        hd = curl_slist_append(hd, e->token_header);
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, NULL);
+        hd = reign__cu.curl_slist_append(hd, e->token_header);
+    reign__cu.curl_easy_setopt(h, CURLOPT_URL, url);
+    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    reign__cu.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, NULL);
     FILE *sink = fopen("/dev/null", "w");
     if (sink)
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
+        reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
     reign__eh_tls(e, h);
-    CURLcode cc = curl_easy_perform(h);
+    CURLcode cc = reign__cu.curl_easy_perform(h);
     reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx revoked%s%s", (unsigned long long)e->lease,
-               cc == CURLE_OK ? "" : ": ", cc == CURLE_OK ? "" : curl_easy_strerror(cc));
+               cc == CURLE_OK ? "" : ": ", cc == CURLE_OK ? "" : reign__cu.curl_easy_strerror(cc));
     if (sink)
         fclose(sink);
-    curl_slist_free_all(hd);
-    curl_easy_cleanup(h);
+    reign__cu.curl_slist_free_all(hd);
+    reign__cu.curl_easy_cleanup(h);
     e->lease = 0;
 }
 

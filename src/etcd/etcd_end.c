@@ -12,9 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <curl/curl.h>
-
-#include "etcd.h"
+#include "etcd_internal.h"
 
 typedef struct answer {
     char buf[512];
@@ -39,27 +37,27 @@ static int revoke_at(const char *member, size_t mlen, int64_t lease, int64_t unt
     int64_t left = (until - reign__now_ns()) / REIGN__NS_PER_MS;
     if (left <= 0)
         return -1;
-    CURL *h = curl_easy_init();
+    CURL *h = reign__cu.curl_easy_init();
     if (!h)
         return -1;
     char url[512], body[64];
     snprintf(url, sizeof(url), "%.*s/v3/lease/revoke", (int)mlen, member);
     snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)lease);
-    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    struct curl_slist *hd = reign__cu.curl_slist_append(NULL, "Content-Type: application/json");
     answer a = {.len = 0};
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-    CURLcode cc = curl_easy_perform(h);
+    reign__cu.curl_easy_setopt(h, CURLOPT_URL, url);
+    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    reign__cu.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left);
+    reign__cu.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
+    CURLcode cc = reign__cu.curl_easy_perform(h);
     long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hd);
-    curl_easy_cleanup(h);
+    reign__cu.curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    reign__cu.curl_slist_free_all(hd);
+    reign__cu.curl_easy_cleanup(h);
     if (cc != CURLE_OK)
         return -1;
     if (status == 200)
@@ -72,8 +70,11 @@ static int revoke_at(const char *member, size_t mlen, int64_t lease, int64_t unt
 int reign__etcd_end_lease(const char *members, int64_t lease, int timeout_ms, char *err,
                           size_t errlen)
 {
+    int rc = reign__eh_load(err, errlen);
+    if (rc < 0)
+        return rc;
     int64_t until = reign__now_ns() + (int64_t)timeout_ms * REIGN__NS_PER_MS;
-    int rc = -1;
+    rc = -1;
     for (;;) {
         for (const char *m = members; *m && rc < 0;) {
             size_t l = strcspn(m, ",");

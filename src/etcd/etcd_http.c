@@ -10,6 +10,7 @@
  * backend to the next member: a member cut off from the others answers nothing useful.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -18,6 +19,19 @@
 #include "etcd_internal.h"
 
 #define MAX_CONNECTIONS_PER_MEMBER 16
+
+reign__curl_api reign__cu;
+static const reign__dl_symbol curl_symbols[] = {
+    REIGN__CURL_FUNCTIONS(REIGN__DL_SYMBOL, reign__curl_api)};
+static const reign__dl_library reign__etcd_curl_lib = {
+    .scheme = "etcd://",
+    .soname = "libcurl.so.4",
+    .package = "libcurl4",
+    .test_env = "REIGN_TEST_LIBCURL",
+    .symbols = curl_symbols,
+    .n_symbols = sizeof(curl_symbols) / sizeof(curl_symbols[0]),
+    .table = &reign__cu,
+};
 
 static void pump_done(reign__etcd *e);
 
@@ -55,30 +69,44 @@ static void curl_timer_cb(reign__timer *t, void *arg)
     (void)t;
     reign__etcd *e = arg;
     int running;
-    curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    reign__cu.curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
     pump_done(e);
+}
+
+static pthread_once_t global_once = PTHREAD_ONCE_INIT;
+
+static void global_init(void)
+{
+    reign__cu.curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int reign__eh_load(char *err, size_t errlen)
+{
+    static reign__dl_slot slot = REIGN__DL_SLOT_INIT;
+    int rc = reign__dl_load(&reign__etcd_curl_lib, &slot, err, errlen);
+    if (rc == 0)
+        pthread_once(&global_once, global_init);
+    return rc;
 }
 
 int reign__eh_init(reign__etcd *e, char *err, size_t errlen)
 {
-    static bool global_done;
-    if (!global_done) {
-        /* Idempotent in practice: curl >= 7.84 makes it thread-safe. */
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        global_done = true;
-    }
+    int rc = reign__eh_load(err, errlen);
+    if (rc < 0)
+        return rc;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
-    e->multi = curl_multi_init();
+    e->multi = reign__cu.curl_multi_init();
     if (e->epfd < 0 || !e->multi) {
         reign__errf(err, errlen, "etcd: cannot start libcurl's multi interface");
         return REIGN_ENOMEM;
     }
     reign__timer_init(&e->curl_timer, curl_timer_cb, e);
-    curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
-    curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-    curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
-    curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)MAX_CONNECTIONS_PER_MEMBER);
+    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                                (long)MAX_CONNECTIONS_PER_MEMBER);
     if (e->cfg.epoll_fd >= 0) {
         struct epoll_event ev = {.events = EPOLLIN, .data = {.ptr = e}};
         if (epoll_ctl(e->cfg.epoll_fd, EPOLL_CTL_ADD, e->epfd, &ev) < 0) {
@@ -94,7 +122,7 @@ void reign__eh_free(reign__etcd *e)
     while (e->reqs)
         reign__eh_drop(e->reqs);
     if (e->multi)
-        curl_multi_cleanup(e->multi);
+        reign__cu.curl_multi_cleanup(e->multi);
     e->multi = NULL;
     reign__timer_stop(e->cfg.timers, &e->curl_timer);
     if (e->epfd >= 0) {
@@ -117,11 +145,11 @@ static size_t on_write(char *p, size_t size, size_t n, void *userp)
 void reign__eh_tls(const reign__etcd *e, CURL *h)
 {
     if (e->cfg.tls_ca)
-        curl_easy_setopt(h, CURLOPT_CAINFO, e->cfg.tls_ca);
+        reign__cu.curl_easy_setopt(h, CURLOPT_CAINFO, e->cfg.tls_ca);
     if (e->cfg.tls_cert)
-        curl_easy_setopt(h, CURLOPT_SSLCERT, e->cfg.tls_cert);
+        reign__cu.curl_easy_setopt(h, CURLOPT_SSLCERT, e->cfg.tls_cert);
     if (e->cfg.tls_key)
-        curl_easy_setopt(h, CURLOPT_SSLKEY, e->cfg.tls_key);
+        reign__cu.curl_easy_setopt(h, CURLOPT_SSLKEY, e->cfg.tls_key);
 }
 
 ereq *reign__eh_new(reign__etcd *e, ereq_done *done, void *arg)
@@ -154,10 +182,10 @@ void reign__eh_drop(ereq *q)
     if (!q)
         return;
     if (q->h) {
-        curl_multi_remove_handle(q->e->multi, q->h);
-        curl_easy_cleanup(q->h);
+        reign__cu.curl_multi_remove_handle(q->e->multi, q->h);
+        reign__cu.curl_easy_cleanup(q->h);
     }
-    curl_slist_free_all(q->hdrs);
+    reign__cu.curl_slist_free_all(q->hdrs);
     unlink_req(q);
     reign__buf_free(&q->body);
     reign__buf_free(&q->resp);
@@ -169,9 +197,9 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     if (q->body.oom)
         return REIGN_ENOMEM;
     if (q->h) { /* sent before: a new attempt starts clean */
-        curl_multi_remove_handle(e->multi, q->h);
-        curl_easy_cleanup(q->h);
-        curl_slist_free_all(q->hdrs);
+        reign__cu.curl_multi_remove_handle(e->multi, q->h);
+        reign__cu.curl_easy_cleanup(q->h);
+        reign__cu.curl_slist_free_all(q->hdrs);
         q->hdrs = NULL;
         unlink_req(q);
     }
@@ -183,38 +211,38 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     q->member = e->cur;
     char url[512];
     snprintf(url, sizeof(url), "%s%s", e->members[e->cur], path);
-    q->h = curl_easy_init();
+    q->h = reign__cu.curl_easy_init();
     if (!q->h)
         return REIGN_ENOMEM;
-    q->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-    q->hdrs = curl_slist_append(q->hdrs, "Expect:");
+    q->hdrs = reign__cu.curl_slist_append(NULL, "Content-Type: application/json");
+    q->hdrs = reign__cu.curl_slist_append(q->hdrs, "Expect:");
     if (q->stream)
         /* A member that loses its leader cancels the watch instead of keeping it silent. */
-        q->hdrs = curl_slist_append(q->hdrs, "Grpc-Metadata-hasleader: true");
+        q->hdrs = reign__cu.curl_slist_append(q->hdrs, "Grpc-Metadata-hasleader: true");
     CURL *h = q->h;
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body.data ? q->body.data : "");
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q->body.len);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->hdrs);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
-    curl_easy_setopt(h, CURLOPT_PRIVATE, q);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, q->curl_err);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                     (long)(timeout_ms > 0 && timeout_ms < 2000 ? timeout_ms : 2000));
+    reign__cu.curl_easy_setopt(h, CURLOPT_URL, url);
+    reign__cu.curl_easy_setopt(h, CURLOPT_POST, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body.data ? q->body.data : "");
+    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q->body.len);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->hdrs);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
+    reign__cu.curl_easy_setopt(h, CURLOPT_PRIVATE, q);
+    reign__cu.curl_easy_setopt(h, CURLOPT_ERRORBUFFER, q->curl_err);
+    reign__cu.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                               (long)(timeout_ms > 0 && timeout_ms < 2000 ? timeout_ms : 2000));
     if (timeout_ms > 0)
-        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+        reign__cu.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
     if (q->stream)
-        curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L),
-            curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
+        reign__cu.curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L),
+            reign__cu.curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
     reign__eh_tls(e, h);
     if (e->token_header)
-        q->hdrs = curl_slist_append(q->hdrs, e->token_header);
-    if (!q->hdrs || curl_multi_add_handle(e->multi, h) != CURLM_OK) {
-        curl_easy_cleanup(h);
+        q->hdrs = reign__cu.curl_slist_append(q->hdrs, e->token_header);
+    if (!q->hdrs || reign__cu.curl_multi_add_handle(e->multi, h) != CURLM_OK) {
+        reign__cu.curl_easy_cleanup(h);
         q->h = NULL;
         return REIGN_ENOMEM;
     }
@@ -244,19 +272,19 @@ static void pump_done(reign__etcd *e)
 {
     CURLMsg *msg;
     int left;
-    while ((msg = curl_multi_info_read(e->multi, &left))) {
+    while ((msg = reign__cu.curl_multi_info_read(e->multi, &left))) {
         if (msg->msg != CURLMSG_DONE)
             continue;
         ereq *q = NULL;
-        curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
+        reign__cu.curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
         if (!q)
             continue;
         q->cc = msg->data.result;
-        curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &q->status);
-        curl_multi_remove_handle(e->multi, q->h);
-        curl_easy_cleanup(q->h);
+        reign__cu.curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &q->status);
+        reign__cu.curl_multi_remove_handle(e->multi, q->h);
+        reign__cu.curl_easy_cleanup(q->h);
         q->h = NULL;
-        curl_slist_free_all(q->hdrs);
+        reign__cu.curl_slist_free_all(q->hdrs);
         q->hdrs = NULL;
         unlink_req(q);
         q->done(q, q->arg); /* may free q, send it again, or send others */
@@ -281,7 +309,7 @@ void reign__eh_pump(reign__etcd *e)
             int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
                         (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                         (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
-            curl_multi_socket_action(e->multi, evs[i].data.fd, flags, &running);
+            reign__cu.curl_multi_socket_action(e->multi, evs[i].data.fd, flags, &running);
         }
         if (n < 32)
             break;
@@ -351,7 +379,7 @@ cJSON *reign__eh_answer(ereq *q, int *rc, char *msg, size_t msglen)
     msg[0] = '\0';
     if (q->cc != CURLE_OK) {
         reign__errf(msg, msglen, "%s: %s", q->e->members[q->member],
-                    q->curl_err[0] ? q->curl_err : curl_easy_strerror(q->cc));
+                    q->curl_err[0] ? q->curl_err : reign__cu.curl_easy_strerror(q->cc));
         *rc = q->cc == CURLE_OPERATION_TIMEDOUT ? REIGN_ETIMEDOUT : REIGN_ECONNLOSS;
         return NULL;
     }

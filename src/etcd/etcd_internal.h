@@ -23,9 +23,29 @@
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
+/* Calls go through reign__cu, not to the functions the header's macros would name. */
+#define CURL_DISABLE_TYPECHECK
 #include <curl/curl.h>
 
+#include "dl.h"
 #include "etcd.h"
+
+/*
+ * libcurl is loaded when the first etcd client is made (dl.h), not linked: linked, it and what
+ * it needs (OpenSSL, GnuTLS, Kerberos, LDAP...) were mapped into every reign process, whatever
+ * its store (6 MB resident more).  Every call goes through this table.
+ */
+#define REIGN__CURL_FUNCTIONS(X, t)                                                                \
+    X(t, curl_global_init)                                                                         \
+    X(t, curl_multi_init) X(t, curl_multi_setopt) X(t, curl_multi_cleanup)                         \
+        X(t, curl_multi_add_handle) X(t, curl_multi_remove_handle) X(t, curl_multi_socket_action)  \
+            X(t, curl_multi_info_read) X(t, curl_easy_init) X(t, curl_easy_setopt)                 \
+                X(t, curl_easy_getinfo) X(t, curl_easy_cleanup) X(t, curl_easy_perform)            \
+                    X(t, curl_easy_strerror) X(t, curl_slist_append) X(t, curl_slist_free_all)
+typedef struct reign__curl_api {
+    REIGN__CURL_FUNCTIONS(REIGN__DL_MEMBER, reign__curl_api)
+} reign__curl_api;
+extern reign__curl_api reign__cu;
 
 /* ---- etcd_json.c ------------------------------------------------------------------------- */
 
@@ -68,6 +88,8 @@ struct ereq {
     ereq *prev, *next;
 };
 
+/* Loads libcurl (once per process): 0, or REIGN_ENOTSUP saying which package is missing. */
+int reign__eh_load(char *err, size_t errlen);
 int reign__eh_init(reign__etcd *e, char *err, size_t errlen);
 void reign__eh_free(reign__etcd *e);
 /* Sends POST path with q->body to the current member; done runs once (never from inside). */

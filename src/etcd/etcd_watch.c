@@ -515,7 +515,7 @@ static void stream_done(ereq *q, void *arg)
         return; /* more to come */
     if (q->h == NULL && q->cc != CURLE_OK) {
         reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream: %s",
-                   q->curl_err[0] ? q->curl_err : curl_easy_strerror(q->cc));
+                   q->curl_err[0] ? q->curl_err : reign__cu.curl_easy_strerror(q->cc));
         reign__eh_next_member(e, q->member);
         e->trouble(e, q->member, "watch stream broken");
     }

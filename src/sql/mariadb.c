@@ -82,7 +82,7 @@
     X(t, mysql_store_result_cont)                                                                  \
     X(t, mysql_store_result_start)
 
-REIGN__SQL_DL_LIBRARY(maria, MARIADB_FUNCTIONS, reign__sql_mariadb_lib, "mysql://",
+REIGN__DL_LIBRARY(maria, MARIADB_FUNCTIONS, reign__sql_mariadb_lib, "mysql://",
                       "libmariadb.so.3", "libmariadb3", "REIGN_TEST_LIBMARIADB");
 
 /* Unix ms of a timestamp column, in a UTC session. */

@@ -71,7 +71,7 @@
     X(t, PQsocket)                                                                                 \
     X(t, PQstatus)
 
-REIGN__SQL_DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres://", "libpq.so.5",
+REIGN__DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres://", "libpq.so.5",
                       "libpq5", "REIGN_TEST_LIBPQ");
 
 /* Type OIDs of the parameters (pg_type.h's, stable since forever). */

@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include "dialect.h"
+#include "dl.h"
 #include "layout.h"
 
 /* ---- argument checks ------------------------------------------------------------------------ */
@@ -178,6 +179,20 @@ static const reign__sql_dialect *dialect_of(reign__sql_kind kind)
            : kind == REIGN__SQL_MARIADB  ? &reign__sql_mariadb
            : kind == REIGN__SQL_POSTGRES ? &reign__sql_postgres
                                          : NULL;
+}
+
+int reign__sql_load(reign__sql_kind kind, char *err, size_t errlen)
+{
+    if (kind < REIGN__SQL_SQLITE || kind > REIGN__SQL_POSTGRES) {
+        reign__errf(err, errlen, "unknown kind of store %d", (int)kind);
+        return REIGN_EINVAL;
+    }
+    static reign__dl_slot slots[3] = {REIGN__DL_SLOT_INIT, REIGN__DL_SLOT_INIT,
+                                      REIGN__DL_SLOT_INIT};
+    static const reign__dl_library *const libs[3] = {
+        &reign__sql_sqlite_lib, &reign__sql_mariadb_lib, &reign__sql_postgres_lib};
+    size_t i = (size_t)(kind - REIGN__SQL_SQLITE);
+    return reign__dl_load(libs[i], &slots[i], err, errlen);
 }
 
 int reign__sql_conn_param(reign__sql_kind kind, const char *key, const char *value, char *err,

@@ -89,6 +89,12 @@ typedef struct reign__sqlconn reign__sqlconn;
  */
 int reign__sql_load(reign__sql_kind kind, char *err, size_t errlen);
 
+/* The client libraries, defined by sqlite.c, mariadb.c and postgres.c (core/dl.h). */
+struct reign__dl_library;
+extern const struct reign__dl_library reign__sql_sqlite_lib;
+extern const struct reign__dl_library reign__sql_mariadb_lib;
+extern const struct reign__dl_library reign__sql_postgres_lib;
+
 /*
  * Connects.  Errors (err gets one line naming the store, never the
  * password): REIGN_ECONNECT (unreachable, within the connect timeout),

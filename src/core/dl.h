@@ -1,8 +1,9 @@
 /*
- * dl.h - the SQL client libraries, loaded when a client of their store is
- * made rather than linked into every program.
+ * dl.h - the stores' client libraries (the SQL clients, and libcurl for
+ * etcd), loaded when a client of their store is made rather than linked into
+ * every program.
  *
- * libreign does not link libpq, MariaDB Connector/C or SQLite: linked, they
+ * libreign does not link libpq, MariaDB Connector/C, SQLite or libcurl: linked, they
  * (and OpenSSL, Kerberos, LDAP... behind them) were mapped into every
  * process, so a program that only speaks ZooKeeper paid their resident
  * memory.  Each dialect instead calls its library through a table of
@@ -13,7 +14,7 @@
  * header's declaration (__typeof__), so a table cannot disagree with the
  * library's prototypes.
  *
- * reign__sql_load() (sql.h) loads a store's library, at most once per
+ * reign__dl_load() loads a store's library, at most once per
  * process (pthread_once), and remembers the outcome: a missing library or
  * function is the same error every time, worded for people:
  *   "postgres:// needs libpq.so.5 (Debian package libpq5): <dlerror()>".
@@ -25,48 +26,50 @@
  * soname, so that a test can make a library missing.  It is read with
  * secure_getenv(): a set-user-ID or set-group-ID program ignores it.
  *
- * Private to src/sql/.
+ * Private to the backends.
  */
-#ifndef REIGN_SQL_DL_H
-#define REIGN_SQL_DL_H
+#ifndef REIGN_DL_H
+#define REIGN_DL_H
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* One function of a table: its name in the library and where its pointer sits. */
-typedef struct reign__sql_symbol {
+typedef struct reign__dl_symbol {
     const char *name;
     size_t offset;
-} reign__sql_symbol;
+} reign__dl_symbol;
 
 /* A client library and the table a dialect calls it through. */
-typedef struct reign__sql_library {
+typedef struct reign__dl_library {
     const char *scheme;   /* "postgres://": the URIs that need it, for the message */
     const char *soname;   /* "libpq.so.5" */
     const char *package;  /* "libpq5": the Debian package that ships it */
     const char *test_env; /* "REIGN_TEST_LIBPQ": see the test hook above */
-    const reign__sql_symbol *symbols;
+    const reign__dl_symbol *symbols;
     size_t n_symbols;
     void *table; /* a struct of function pointers, filled by the loader */
-} reign__sql_library;
+} reign__dl_library;
 
 /*
  * A dialect lists its functions once, as X(t, function) items, and defines from that list, with
- * REIGN__SQL_DL_LIBRARY(var, LIST, lib, scheme, soname, package, test_env):
+ * REIGN__DL_LIBRARY(var, LIST, lib, scheme, soname, package, test_env):
  *   - the type var_api: one member per function, named as the function, whose type is
  *     "pointer to the function the header declares";
  *   - the table `var` of that type (static), which the dialect calls through: var.PQclear(r);
  *   - var_symbols, the names and places of its members;
- *   - `lib`, the reign__sql_library that dl.c loads into the table.
+ *   - `lib`, the reign__dl_library that dl.c loads into the table.
  */
-#define REIGN__SQL_DL_MEMBER(t, f) __typeof__(f) *f;
-#define REIGN__SQL_DL_SYMBOL(t, f) {#f, offsetof(t, f)},
-#define REIGN__SQL_DL_LIBRARY(var, LIST, lib, scheme_, soname_, package_, test_env_)               \
+#define REIGN__DL_MEMBER(t, f) __typeof__(f) *f;
+#define REIGN__DL_SYMBOL(t, f) {#f, offsetof(t, f)},
+#define REIGN__DL_LIBRARY(var, LIST, lib, scheme_, soname_, package_, test_env_)                   \
     typedef struct var##_api {                                                                     \
-        LIST(REIGN__SQL_DL_MEMBER, var##_api)                                                      \
+        LIST(REIGN__DL_MEMBER, var##_api)                                                          \
     } var##_api;                                                                                   \
     static var##_api var;                                                                          \
-    static const reign__sql_symbol var##_symbols[] = {LIST(REIGN__SQL_DL_SYMBOL, var##_api)};      \
-    const reign__sql_library lib = {                                                               \
+    static const reign__dl_symbol var##_symbols[] = {LIST(REIGN__DL_SYMBOL, var##_api)};           \
+    const reign__dl_library lib = {                                                                \
         .scheme = scheme_,                                                                         \
         .soname = soname_,                                                                         \
         .package = package_,                                                                       \
@@ -76,9 +79,20 @@ typedef struct reign__sql_library {
         .table = &var,                                                                             \
     }
 
-/* Defined by sqlite.c, mariadb.c and postgres.c. */
-extern const reign__sql_library reign__sql_sqlite_lib;
-extern const reign__sql_library reign__sql_mariadb_lib;
-extern const reign__sql_library reign__sql_postgres_lib;
+/* Where a library's loading is remembered: one per library, its user's (static). */
+typedef struct reign__dl_slot {
+    pthread_mutex_t mu;
+    bool done;
+    int rc;
+    char err[400];
+} reign__dl_slot;
+#define REIGN__DL_SLOT_INIT                                                                        \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER, false, 0, ""                                                    \
+    }
+
+/* Loads lib into its table, once per slot (the same outcome every time): 0, or REIGN_ENOTSUP
+ * with the message "SCHEME needs SONAME (Debian package P): why". */
+int reign__dl_load(const reign__dl_library *lib, reign__dl_slot *slot, char *err, size_t errlen);
 
 #endif

@@ -17,11 +17,14 @@
 #include <unistd.h>
 
 #include "etcd_internal.h"
+#include "layout.h"
 
 #define MIN_TTL_S 2
 
 static void grant(reign__etcd *e);
 static void reauth(reign__etcd *e);
+static void mark_session(reign__etcd *e, int64_t id);
+static void session_ready(reign__etcd *e, int64_t id);
 static void keepalive(reign__etcd *e);
 
 static void tell(reign__etcd *e, reign__zk_state st)
@@ -32,7 +35,9 @@ static void tell(reign__etcd *e, reign__zk_state st)
 
 static void trouble(reign__etcd *e, size_t m, const char *why)
 {
-    (void)m;
+    /* A member that stopped answering (paused, cut off) keeps a watch stream open and silent:
+     * the stream moves too. */
+    reign__ew_leave_member(e, m);
     if (!e->connected)
         return;
     e->connected = false;
@@ -65,6 +70,8 @@ static void ka_timer_cb(reign__timer *t, void *arg)
         return;
     if (e->lease)
         keepalive(e);
+    else if (e->marking && !e->grant)
+        mark_session(e, e->marking);
     else if (!e->grant)
         grant(e);
 }
@@ -80,6 +87,7 @@ static void expired(reign__etcd *e, const char *why)
     reign__log(e->log, REIGN_LOG_WARN, "etcd: lease %llx %s; starting a new session",
                (unsigned long long)e->lease, why);
     e->lease = 0;
+    e->session_key[0] = '\0';
     e->connected = false;
     e->last_ack_ns = 0;
     e->gen++;
@@ -202,9 +210,64 @@ static void on_grant(ereq *q, void *arg)
         schedule(e, e->n_members > 1 ? 50 : 250);
         return;
     }
-    e->lease = id;
     e->ttl_s = (int)ttl;
     e->last_ack_ns = sent;
+    mark_session(e, id);
+}
+
+/* The session's key is on its lease: every write compares it is there (etcd_txn.c). */
+static void on_marked(ereq *q, void *arg)
+{
+    reign__etcd *e = arg;
+    int rc;
+    char msg[256];
+    e->grant = NULL;
+    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
+    size_t m = q->member;
+    reign__eh_drop(q);
+    cJSON_Delete(root);
+    int64_t id = e->marking;
+    e->marking = 0;
+    if (e->closed)
+        return;
+    if (!root) {
+        reign__log(e->log, REIGN_LOG_INFO, "etcd: the session's key: %s", msg);
+        if (rc == REIGN_ESESSION) { /* the lease went meanwhile: another */
+            grant(e);
+            return;
+        }
+        reign__eh_next_member(e, m);
+        e->marking = id;
+        schedule(e, e->n_members > 1 ? 50 : 250);
+        return;
+    }
+    session_ready(e, id);
+}
+
+static void mark_session(reign__etcd *e, int64_t id)
+{
+    ereq *q = reign__eh_new(e, on_marked, e);
+    snprintf(e->session_key, sizeof(e->session_key), "%s%s/./%llx", e->prefix, REIGN__ZK_ROOT,
+             (unsigned long long)id);
+    e->marking = id;
+    if (!q) {
+        schedule(e, 100);
+        return;
+    }
+    reign__buf_puts(&q->body, "{\"key\":");
+    reign__ej_b64(&q->body, e->session_key, strlen(e->session_key));
+    reign__buf_printf(&q->body, ",\"value\":\"\",\"lease\":\"%lld\"}", (long long)id);
+    e->grant = q;
+    if (reign__eh_send(e, q, "/v3/kv/put", e->cfg.op_timeout_ms) < 0) {
+        e->grant = NULL;
+        reign__eh_drop(q);
+        schedule(e, 100);
+    }
+}
+
+static void session_ready(reign__etcd *e, int64_t id)
+{
+    e->lease = id;
     e->connected = true;
     bool first = !e->had_session;
     e->had_session = true;

@@ -37,11 +37,12 @@
  */
 #define REIGN__CURL_FUNCTIONS(X, t)                                                                \
     X(t, curl_global_init)                                                                         \
-    X(t, curl_multi_init) X(t, curl_multi_setopt) X(t, curl_multi_cleanup)                         \
-        X(t, curl_multi_add_handle) X(t, curl_multi_remove_handle) X(t, curl_multi_socket_action)  \
-            X(t, curl_multi_info_read) X(t, curl_easy_init) X(t, curl_easy_setopt)                 \
-                X(t, curl_easy_getinfo) X(t, curl_easy_cleanup) X(t, curl_easy_perform)            \
-                    X(t, curl_easy_strerror) X(t, curl_slist_append) X(t, curl_slist_free_all)
+    X(t, curl_multi_init)                                                                          \
+    X(t, curl_multi_setopt) X(t, curl_multi_cleanup) X(t, curl_multi_add_handle)                   \
+        X(t, curl_multi_remove_handle) X(t, curl_multi_socket_action) X(t, curl_multi_info_read)   \
+            X(t, curl_easy_init) X(t, curl_easy_setopt) X(t, curl_easy_getinfo)                    \
+                X(t, curl_easy_cleanup) X(t, curl_easy_perform) X(t, curl_easy_strerror)           \
+                    X(t, curl_slist_append) X(t, curl_slist_free_all)
 typedef struct reign__curl_api {
     REIGN__CURL_FUNCTIONS(REIGN__DL_MEMBER, reign__curl_api)
 } reign__curl_api;
@@ -144,6 +145,8 @@ void reign__ew_drop_all(reign__etcd *e); /* a session ended: none fires */
 void reign__ew_free(reign__etcd *e);
 /* The stream: its timer made with the handle; started once a session is, kept until close. */
 void reign__ew_init(reign__etcd *e);
+/* Member m stopped answering: a stream on it starts again on the next one. */
+void reign__ew_leave_member(reign__etcd *e, size_t m);
 void reign__ew_start(reign__etcd *e);
 void reign__ew_stop(reign__etcd *e);
 /* One line of the stream: its events handed to the watches; false when the stream ends (an
@@ -226,6 +229,8 @@ struct reign__etcd {
     ereq *reqs;
     /* the session: one lease */
     int64_t lease;
+    int64_t marking;       /* a lease granted, its session key being put */
+    char session_key[160]; /* PREFIX/reign/./LEASE, on the lease: every write requires it */
     int ttl_s;
     uint64_t gen;
     bool connected, had_session, closed, ephemeral_told;

@@ -467,6 +467,8 @@ static void on_answer(ereq *q, void *arg)
         if (reign__et_write_failed(&op->t, root, &r)) {
             send_op(op); /* beaten to a sequence number: the next one */
         } else {
+            if (r.rc == REIGN_ESESSION)
+                e->lease_doubt(e); /* the keepalive says so, and a new session starts */
             deliver(op, &r);
             free_op(op);
         }

@@ -441,6 +441,17 @@ static int build_write(etxn *op, reign__buf *b, size_t *bad)
     reign__buf_init(&fail);
     bool fc = true, fs = true, ff = true;
     int rc = 0, puts = 0;
+    if (op->e->session_key[0]) {
+        /* ZooKeeper refuses every request of an expired session; etcd would take a write of a
+         * client whose lease is gone.  The session's key is on the lease: no key, no write (a
+         * leader stopped past its lease must not delete its successor's leader node). */
+        const char *sk = op->e->session_key;
+        cmp(&cmps, &fc, sk, "CREATE", "GREATER", "create_revision", 0);
+        reign__buf_puts(&fail, "{\"request_range\":{");
+        put_key(&fail, "key", sk, strlen(sk));
+        reign__buf_puts(&fail, ",\"keys_only\":true}}");
+        ff = false;
+    }
     char parent[1024];
     /* Sequence counters moved by this multi: one put each, after its last create. */
     char cparents[REIGN__ZK_MULTI_MAX][1024];
@@ -749,6 +760,10 @@ bool reign__et_write_failed(etxn *op, const cJSON *root, reign__zk_result *out)
 {
     reign__etcd *e = op->e;
     size_t at = 0;
+    if (e->session_key[0] && !seen_at(root, at++).there) {
+        *out = (reign__zk_result){.rc = REIGN_ESESSION, .failed_op = -1};
+        return false; /* the session's lease is gone: nothing of it is written any more */
+    }
     char parent[1024];
     /* The counters come first in the failure branch, in the order of their first create. */
     char cparents[REIGN__ZK_MULTI_MAX][1024];

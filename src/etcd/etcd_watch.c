@@ -403,6 +403,18 @@ void reign__ew_start(reign__etcd *e)
         stream_timer_cb(&e->stream_timer, e);
 }
 
+void reign__ew_leave_member(reign__etcd *e, size_t m)
+{
+    if (!e->stream || e->stream->member != m || e->closed || e->n_members < 2)
+        return;
+    reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream leaves %s", e->members[m]);
+    reign__eh_drop(e->stream);
+    e->stream = NULL;
+    e->stream_live = false;
+    reign__eh_next_member(e, m);
+    stream_timer_cb(&e->stream_timer, e); /* again at once, after what it delivered */
+}
+
 void reign__ew_stop(reign__etcd *e)
 {
     e->stream_live = false;
@@ -429,7 +441,7 @@ static void stream_event(reign__etcd *e, const cJSON *ev)
     const char *path = key + e->prefix_len;
     const char *name = strrchr(key, '/');
     if (klen > e->prefix_len && !memcmp(key, e->prefix, e->prefix_len) && *path == '/' && name &&
-        strcmp(name, "/.") != 0 && strlen(key) == klen) {
+        strcmp(name, "/.") != 0 && !strstr(path, "/./") && strlen(key) == klen) {
         int t = del                                 ? REIGN__ZK_DELETED
                 : reign__ej_i64(kv, "version") == 1 ? REIGN__ZK_CREATED
                                                     : REIGN__ZK_CHANGED;

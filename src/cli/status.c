@@ -232,6 +232,13 @@ oom:
     return CLI_EXIT_FAIL;
 }
 
+/* "tree" on ZooKeeper and etcd (an election is a node), else "lease". */
+static const char *strategy_backend(const cli *c)
+{
+    const char *b = c->client ? reign_client_backend(c->client) : "";
+    return strcmp(b, "zookeeper") && strcmp(b, "etcd") ? "lease" : "tree";
+}
+
 static int query_failed(cli *c, const char *name, int err)
 {
     char q[512];
@@ -243,6 +250,11 @@ static int query_failed(cli *c, const char *name, int err)
                   "illegal election name '%s' (1 to %d characters of A-Z a-z 0-9 . _ : -, "
                   "not '.' or '..')",
                   q, REIGN_NAME_MAX);
+    else if (err == REIGN_EFOREIGN && !strcmp(strategy_backend(c), "tree"))
+        cli_error(c,
+                  "cannot read election '%s': its node /reign/election/%s holds data reign "
+                  "did not write (nothing was changed)",
+                  q, q);
     else
         cli_error(c, "cannot read election '%s': %s", q, reign_strerror(err));
     return CLI_EXIT_FAIL;

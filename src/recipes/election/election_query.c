@@ -475,7 +475,11 @@ static void on_dir(void *owner, void *arg, const reign__zk_result *r)
     }
     q->strategy = REIGN_STRATEGY_QUEUE;
     reign__record rec;
-    if (r->value_len && reign__record_parse(r->value, r->value_len, &rec) == 0) {
+    if (r->value_len && reign__record_parse(r->value, r->value_len, &rec) < 0) {
+        finish(q, REIGN_EFOREIGN); /* not an election of reign's: as a candidate would say */
+        return;
+    }
+    if (r->value_len) {
         int s = reign_strategy_parse(reign__record_get(&rec, REIGN__K_STRATEGY));
         if (s > 0)
             q->strategy = (reign_strategy)s;

@@ -57,5 +57,8 @@ void reign__etcd_forget(reign__etcd *e, void *owner);
  */
 int reign__etcd_end_lease(const char *members, int64_t lease, int timeout_ms, char *err,
                           size_t errlen);
+/* Loads what reign__etcd_end_lease() needs (libcurl) ahead, so that a revoke does not wait for
+ * it: 0, or REIGN_ENOTSUP with err. */
+int reign__etcd_end_prepare(char *err, size_t errlen);
 
 #endif

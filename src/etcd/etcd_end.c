@@ -94,3 +94,8 @@ int reign__etcd_end_lease(const char *members, int64_t lease, int timeout_ms, ch
     }
     return rc;
 }
+
+int reign__etcd_end_prepare(char *err, size_t errlen)
+{
+    return reign__eh_load(err, errlen);
+}

@@ -46,6 +46,7 @@
 
 #include <reign/process.h>
 
+#include "etcd/etcd.h"
 #include "guardian.h"
 #include "proto.h"
 #include "common/toollog.h"
@@ -156,6 +157,12 @@ static void apply(reign__gmsg *m)
     case REIGN__GMSG_ZK:
         reign__free(g.hosts);
         g.hosts = reign__strdup(m->hosts);
+        if (g.hosts && !strncmp(g.hosts, "etcd:", 5)) {
+            /* libcurl loaded now, not in the milliseconds after the client died. */
+            char err[400];
+            if (reign__etcd_end_prepare(err, sizeof(err)) < 0)
+                say("%s", err);
+        }
         g.session = m->session;
         memcpy(g.passwd, m->passwd, sizeof(g.passwd));
         g.timeout_ms = m->timeout_ms;

@@ -5,8 +5,9 @@ the store, and what the process costs the store at rest.
 
 For each store (a SQLite file per run; throwaway PostgreSQL, MariaDB and ZooKeeper servers from
 scripts/pg.sh, scripts/mariadb.sh and scripts/zk.sh, one at a time, each stopped when its part
-is over, also on an error or Ctrl-C), each N (default 1, 1000 and 10,000, and 100,000 on
-ZooKeeper only) and each run (default 3):
+is over, also on an error or Ctrl-C; etcd from scripts/etcd.sh when `--stores` names it, its
+requests from its /metrics, bench/benchlib/etcd.py), each N (default 1, 1000 and 10,000, and
+100,000 on ZooKeeper only) and each run (default 3):
 
   leader    bench/many_elections.c (`many-elections`) joins N new elections as the sole
             candidate of each; the time is from its first reign_election_join() until the loop
@@ -64,9 +65,10 @@ import sql_failover as sqlf  # noqa: E402  (its Store: the throwaway servers and
 
 ROOT = bl.ROOT
 SECTION = "## Many elections on one session"
-STORES = ("sqlite", "postgres", "mariadb", "zk")
+STORES = ("sqlite", "postgres", "mariadb", "zk", "etcd")
+DEFAULT_STORES = ("sqlite", "postgres", "mariadb", "zk")  # etcd: asked for, or etcd_failover.py
 LABEL = {"sqlite": "SQLite", "postgres": "PostgreSQL", "mariadb": "MariaDB",
-         "zk": "ZooKeeper"}
+         "zk": "ZooKeeper", "etcd": "etcd"}
 SESSION_MS = 30000  # ZooKeeper: few pings, so the request counts stay exact
 # The targets (p50 on this machine).
 TARGET_JOIN_MS = 5000           # 10,000 on every SQL store, 100,000 on ZooKeeper
@@ -518,7 +520,64 @@ class SqlStore:
         return out
 
 
+class EtcdStore:
+    """A throwaway etcd member (scripts/etcd.sh), or one the caller started and stops
+    (bench/etcd_failover.py runs its many elections on the member of its failover trials).  The
+    server's count is etcd's /metrics: gRPC calls handled, the JSON gateway's included, with the
+    heartbeat (LeaseKeepAlive) apart; reign's default session (10 s), as for the SQL stores'
+    default lease."""
+    kind = "etcd"
+
+    def __init__(self, workdir, etcd=None):
+        self.owned = etcd is None
+        self.etcd = etcd or bl.Etcd(workdir / "etcd")
+        self.version = None
+        self.shim = None
+
+    def start(self, heap=None):
+        if self.owned:
+            self.etcd.start()
+        self.version = self.etcd.version()
+
+    def stop(self):
+        if self.owned:
+            self.etcd.stop()
+
+    def uri(self, label):
+        return self.etcd.uri
+
+    def env(self, count_file):
+        return None
+
+    def phase_begin(self):
+        return {"sample": bl.etcd_wait_quiet(self.etcd, 0.3), "cpu": self.etcd.cpu_ms()}
+
+    def phase_end(self, b, out, n):
+        cpu1 = self.etcd.cpu_ms()
+        after = bl.etcd_wait_quiet(self.etcd, 0.5)
+        d = bl.etcd_delta(b["sample"], after)
+        out.update(requests=d["requests"], keepalives=d["keepalives"], writes=d["proposals"],
+                   by_method=d["by_method"], revisions=d["revisions"])
+        if b["cpu"] is not None and cpu1 is not None:
+            out["server_cpu_ms"] = cpu1 - b["cpu"]  # from the process's start to its decision
+        for k in ("requests", "writes"):
+            out[k + "_per_join"] = out[k] / float(n)
+        return set()
+
+    def rest(self, procs, seconds):
+        a = self.etcd.sample()
+        time.sleep(seconds)
+        b = self.etcd.sample()
+        d = bl.etcd_delta(a, b)
+        w = d["window_s"]
+        return {"window_s": w, "server_count": d["all"], "server_per_s": d["all"] / w,
+                "requests_per_s": d["requests"] / w, "keepalives_per_s": d["keepalives"] / w,
+                "by_method": d["by_method"]}
+
+
 def make_store(kind, workdir):
+    if kind == "etcd":
+        return EtcdStore(workdir)
     return ZkStore(workdir) if kind == "zk" else SqlStore(kind, workdir)
 
 
@@ -601,8 +660,8 @@ def run_store(kind, args, workdir):
         info["version"] = store.version
         if kind == "zk":
             info["java_opts"] = store.java_opts
-        info["client_count"] = bool(store.shim) if kind != "zk" else None
-        if kind != "zk":
+        info["client_count"] = bool(store.shim) if kind not in ("zk", "etcd") else None
+        if isinstance(store, SqlStore):
             info["counter_overhead"] = store.store.counter_overhead
         log("%s: %s" % (kind, store.version))
         if args.warmup:
@@ -969,8 +1028,9 @@ def parse_args(argv):
     ap = argparse.ArgumentParser(description="Many elections per process, on every store.")
     ap.add_argument("--binary", default=default_binary(),
                     help="the many-elections program (default: build/bench/many-elections)")
-    ap.add_argument("--stores", default=",".join(STORES),
-                    help="comma-separated, of %s (default: all)" % ",".join(STORES))
+    ap.add_argument("--stores", default=",".join(DEFAULT_STORES),
+                    help="comma-separated, of %s (default: %s)" % (",".join(STORES),
+                                                                  ",".join(DEFAULT_STORES)))
     ap.add_argument("--counts", default="1,1000,10000",
                     help="election counts on every store, each also measured at rest "
                          "(default 1,1000,10000)")

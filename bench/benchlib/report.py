@@ -101,7 +101,8 @@ OTHER_SECTIONS = ("## SQL lease elections", "## Many elections on one session",
                   "## Slots: what a late copy costs",
                   "## Graceful handoff: where the time goes",
                   "## Before and after the election tables",
-                  "## Every capability on every store")
+                  "## Every capability on every store",
+                  "## etcd")
 
 
 def write_other_section(path, section, text):

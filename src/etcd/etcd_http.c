@@ -18,7 +18,7 @@
 
 #include "etcd_internal.h"
 
-#define MAX_CONNECTIONS_PER_MEMBER 16
+#define MAX_CONNECTIONS_PER_MEMBER 64
 
 reign__curl_api reign__cu;
 static const reign__dl_symbol curl_symbols[] = {
@@ -177,12 +177,72 @@ static void unlink_req(ereq *q)
     q->prev = q->next = NULL;
 }
 
+/*
+ * Turns.  curl keeps what waits for a connection in a list it walks at every removal, which
+ * made a client joining thousands of elections spend its time inside curl.  At most
+ * ORDINARY_MAX operations are in curl at once; the rest wait here, in order.  The lease's
+ * keepalives, grants and the watch stream never wait behind them.
+ */
+#define ORDINARY_MAX 48
+
+static void backlog_unlink(reign__etcd *e, ereq *q)
+{
+    if (q->bprev)
+        q->bprev->bnext = q->bnext;
+    else
+        e->backlog = q->bnext;
+    if (q->bnext)
+        q->bnext->bprev = q->bprev;
+    else
+        e->backlog_tail = q->bprev;
+    q->bprev = q->bnext = NULL;
+    q->waiting_turn = false;
+}
+
+/* Takes q's handle out of curl (or out of the line): it is not sent any more. */
+static void withdraw(reign__etcd *e, ereq *q)
+{
+    if (q->waiting_turn) {
+        backlog_unlink(e, q);
+    } else if (q->h) {
+        reign__cu.curl_multi_remove_handle(e->multi, q->h);
+        if (q->ordinary)
+            e->in_curl--;
+    }
+}
+
+static int hand_to_curl(reign__etcd *e, ereq *q)
+{
+    if (reign__cu.curl_multi_add_handle(e->multi, q->h) != CURLM_OK)
+        return REIGN_ENOMEM;
+    if (q->ordinary)
+        e->in_curl++;
+    q->sent_ns = reign__now_ns();
+    return 0;
+}
+
+/* Lets waiting operations into curl while there is room. */
+static void admit(reign__etcd *e)
+{
+    while (e->backlog && e->in_curl < ORDINARY_MAX) {
+        ereq *q = e->backlog;
+        backlog_unlink(e, q);
+        if (hand_to_curl(e, q) < 0) { /* ends as if unanswered: its done tries again */
+            q->cc = CURLE_OUT_OF_MEMORY;
+            reign__cu.curl_easy_cleanup(q->h);
+            q->h = NULL;
+            unlink_req(q);
+            q->done(q, q->arg);
+        }
+    }
+}
+
 void reign__eh_drop(ereq *q)
 {
     if (!q)
         return;
     if (q->h) {
-        reign__cu.curl_multi_remove_handle(q->e->multi, q->h);
+        withdraw(q->e, q);
         reign__cu.curl_easy_cleanup(q->h);
     }
     reign__cu.curl_slist_free_all(q->hdrs);
@@ -197,7 +257,7 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     if (q->body.oom)
         return REIGN_ENOMEM;
     if (q->h) { /* sent before: a new attempt starts clean */
-        reign__cu.curl_multi_remove_handle(e->multi, q->h);
+        withdraw(e, q);
         reign__cu.curl_easy_cleanup(q->h);
         reign__cu.curl_slist_free_all(q->hdrs);
         q->hdrs = NULL;
@@ -241,12 +301,21 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     reign__eh_tls(e, h);
     if (e->token_header)
         q->hdrs = reign__cu.curl_slist_append(q->hdrs, e->token_header);
-    if (!q->hdrs || reign__cu.curl_multi_add_handle(e->multi, h) != CURLM_OK) {
+    if (!q->hdrs) {
         reign__cu.curl_easy_cleanup(h);
         q->h = NULL;
         return REIGN_ENOMEM;
     }
-    q->sent_ns = reign__now_ns();
+    if (q->ordinary && (e->backlog || e->in_curl >= ORDINARY_MAX)) {
+        q->waiting_turn = true; /* its turn comes in admit() */
+        q->bprev = e->backlog_tail;
+        *(e->backlog_tail ? &e->backlog_tail->bnext : &e->backlog) = q;
+        e->backlog_tail = q;
+    } else if (hand_to_curl(e, q) < 0) {
+        reign__cu.curl_easy_cleanup(h);
+        q->h = NULL;
+        return REIGN_ENOMEM;
+    }
     q->next = e->reqs;
     if (e->reqs)
         e->reqs->prev = q;
@@ -281,7 +350,7 @@ static void pump_done(reign__etcd *e)
             continue;
         q->cc = msg->data.result;
         reign__cu.curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &q->status);
-        reign__cu.curl_multi_remove_handle(e->multi, q->h);
+        withdraw(e, q);
         reign__cu.curl_easy_cleanup(q->h);
         q->h = NULL;
         reign__cu.curl_slist_free_all(q->hdrs);
@@ -289,14 +358,12 @@ static void pump_done(reign__etcd *e)
         unlink_req(q);
         q->done(q, q->arg); /* may free q, send it again, or send others */
     }
-    /* Streams hand out their lines as they come. */
-    for (ereq *q = e->reqs, *next; q; q = next) {
-        next = q->next;
-        if (q->stream && q->got_data) {
-            q->got_data = false;
-            q->done(q, q->arg); /* h still set: a part, not the end */
-            break;              /* the list may have changed: the next pump looks again */
-        }
+    admit(e);
+    /* The stream hands out its lines as they come. */
+    ereq *q = e->stream;
+    if (q && q->stream && q->got_data && q->h) {
+        q->got_data = false;
+        q->done(q, q->arg); /* h still set: a part, not the end */
     }
 }
 

@@ -38,11 +38,12 @@
 #define REIGN__CURL_FUNCTIONS(X, t)                                                                \
     X(t, curl_global_init)                                                                         \
     X(t, curl_multi_init)                                                                          \
-    X(t, curl_multi_setopt) X(t, curl_multi_cleanup) X(t, curl_multi_add_handle)                   \
-        X(t, curl_multi_remove_handle) X(t, curl_multi_socket_action) X(t, curl_multi_info_read)   \
-            X(t, curl_easy_init) X(t, curl_easy_setopt) X(t, curl_easy_getinfo)                    \
-                X(t, curl_easy_cleanup) X(t, curl_easy_perform) X(t, curl_easy_strerror)           \
-                    X(t, curl_slist_append) X(t, curl_slist_free_all)
+    X(t, curl_multi_setopt)                                                                        \
+    X(t, curl_multi_cleanup)                                                                       \
+    X(t, curl_multi_add_handle) X(t, curl_multi_remove_handle) X(t, curl_multi_socket_action)      \
+        X(t, curl_multi_info_read) X(t, curl_easy_init) X(t, curl_easy_setopt)                     \
+            X(t, curl_easy_getinfo) X(t, curl_easy_cleanup) X(t, curl_easy_perform)                \
+                X(t, curl_easy_strerror) X(t, curl_slist_append) X(t, curl_slist_free_all)
 typedef struct reign__curl_api {
     REIGN__CURL_FUNCTIONS(REIGN__DL_MEMBER, reign__curl_api)
 } reign__curl_api;
@@ -78,7 +79,10 @@ struct ereq {
     reign__buf resp;
     size_t line_at; /* a stream: how much of resp was handed out as lines */
     bool stream;
-    bool got_data; /* a stream: bytes came since the last look */
+    bool got_data;     /* a stream: bytes came since the last look */
+    bool ordinary;     /* an operation: waits its turn when many are out (etcd_http.c) */
+    bool waiting_turn; /* ... and waits now, in e->backlog */
+    ereq *bprev, *bnext;
     ereq_done *done;
     void *arg;
     long status;
@@ -227,6 +231,8 @@ struct reign__etcd {
     int epfd;
     reign__timer curl_timer;
     ereq *reqs;
+    ereq *backlog, *backlog_tail; /* operations waiting for their turn into curl */
+    size_t in_curl;               /* operations in curl */
     /* the session: one lease */
     int64_t lease;
     int64_t marking;       /* a lease granted, its session key being put */
@@ -252,6 +258,7 @@ struct reign__etcd {
     ereq *stream;
     bool stream_live; /* created, and delivering */
     size_t n_held;    /* answers of writes waiting for their events */
+    eop *held, *held_tail;
     reign__timer hold_timer;
     reign__timer stream_timer;
     int64_t stream_from; /* the next revision the stream must deliver */

@@ -36,6 +36,7 @@ struct eop {
     eop *snext;  /* the next in its scope's line (or the wide line) */
     cJSON *held; /* answered, its answer waits for the stream to pass held_rev */
     int64_t held_rev, held_since;
+    eop *hprev, *hnext; /* the held ones, in e->held */
     reign__timer retry_timer;
     uint64_t log_from;
     bool reading_watched;
@@ -45,6 +46,14 @@ struct eop {
 
 static void send_op(eop *op);
 static void hold_timer(reign__etcd *e);
+
+static void unhold(reign__etcd *e, eop *op)
+{
+    *(op->hprev ? &op->hprev->hnext : &e->held) = op->hnext;
+    *(op->hnext ? &op->hnext->hprev : &e->held_tail) = op->hprev;
+    op->hprev = op->hnext = NULL;
+    e->n_held--;
+}
 
 /*
  * Order.  ZooKeeper applies a session's requests in the order they were sent, and the recipes
@@ -200,7 +209,7 @@ static void free_op(eop *op)
         reign__ew_read_end(e);
     if (op->held) {
         cJSON_Delete(op->held);
-        e->n_held--;
+        unhold(e, op);
     }
     if (op->prev)
         op->prev->next = op->next;
@@ -457,6 +466,9 @@ static void on_answer(ereq *q, void *arg)
             op->held = root;
             op->held_rev = rev;
             op->held_since = reign__now_ns();
+            op->hprev = e->held_tail;
+            *(e->held_tail ? &e->held_tail->hnext : &e->held) = op;
+            e->held_tail = op;
             e->n_held++;
             hold_timer(e);
             return;
@@ -499,18 +511,16 @@ void reign__eo_init(reign__etcd *e)
 void reign__eo_release(reign__etcd *e, bool all)
 {
     int64_t now = reign__now_ns();
-    for (eop *op = e->ops, *next; op && e->n_held; op = next) {
-        next = op->next;
-        if (!op->held)
-            continue;
+    for (eop *op = e->held, *next; op; op = next) {
+        next = op->hnext;
         if (!all && op->held_rev >= e->stream_from && now - op->held_since < HOLD_MAX_NS)
             continue;
         cJSON *root = op->held;
         op->held = NULL;
-        e->n_held--;
+        unhold(e, op);
         write_done(op, root);
         cJSON_Delete(root);
-        next = e->ops; /* a callback may have changed the list: from the top */
+        next = e->held; /* a callback may have changed the list: from the top (few are held) */
     }
 }
 
@@ -521,6 +531,7 @@ static void send_op(eop *op)
         decide(op, REIGN_ENOMEM, -1);
         return;
     }
+    op->q->ordinary = true;
     reign__buf_reset(&op->q->body);
     size_t bad = 0;
     int rc = 0;

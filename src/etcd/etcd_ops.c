@@ -527,6 +527,12 @@ void reign__eo_release(reign__etcd *e, bool all)
 static void send_op(eop *op)
 {
     reign__etcd *e = op->t.e;
+    if (op->gen != e->gen) {
+        /* Asked in a session that expired while it waited (its line, a retry): ZooKeeper
+         * fails it, and so does this; sent now it would act in the new session. */
+        decide(op, REIGN_ESESSION, -1);
+        return;
+    }
     if (!op->q && !(op->q = reign__eh_new(e, on_answer, op))) {
         decide(op, REIGN_ENOMEM, -1);
         return;

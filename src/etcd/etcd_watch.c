@@ -525,14 +525,17 @@ static void stream_done(ereq *q, void *arg)
     }
     if (keep && q->h)
         return; /* more to come */
+    /* No longer the stream before anyone hears of the trouble: trouble() moves a stream off a
+     * failing member, and must not drop this one under our feet. */
+    e->stream = NULL;
+    e->stream_live = false;
     if (q->h == NULL && q->cc != CURLE_OK) {
         reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream: %s",
                    q->curl_err[0] ? q->curl_err : reign__cu.curl_easy_strerror(q->cc));
         reign__eh_next_member(e, q->member);
         e->trouble(e, q->member, "watch stream broken");
     }
-    e->stream = NULL;
-    e->stream_live = false;
     reign__eh_drop(q);
-    stream_later(e);
+    if (!e->stream)
+        stream_later(e);
 }

@@ -40,10 +40,19 @@
     X(t, curl_multi_init)                                                                          \
     X(t, curl_multi_setopt)                                                                        \
     X(t, curl_multi_cleanup)                                                                       \
-    X(t, curl_multi_add_handle) X(t, curl_multi_remove_handle) X(t, curl_multi_socket_action)      \
-        X(t, curl_multi_info_read) X(t, curl_easy_init) X(t, curl_easy_setopt)                     \
-            X(t, curl_easy_getinfo) X(t, curl_easy_cleanup) X(t, curl_easy_perform)                \
-                X(t, curl_easy_strerror) X(t, curl_slist_append) X(t, curl_slist_free_all)
+    X(t, curl_multi_add_handle)                                                                    \
+    X(t, curl_multi_remove_handle)                                                                 \
+    X(t, curl_multi_socket_action)                                                                 \
+    X(t, curl_multi_info_read)                                                                     \
+    X(t, curl_easy_init)                                                                           \
+    X(t, curl_easy_setopt)                                                                         \
+    X(t, curl_easy_getinfo)                                                                        \
+    X(t, curl_easy_cleanup)                                                                        \
+    X(t, curl_easy_perform)                                                                        \
+    X(t, curl_easy_strerror)                                                                       \
+    X(t, curl_slist_append)                                                                        \
+    X(t, curl_slist_free_all)
+
 typedef struct reign__curl_api {
     REIGN__CURL_FUNCTIONS(REIGN__DL_MEMBER, reign__curl_api)
 } reign__curl_api;

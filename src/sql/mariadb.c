@@ -82,8 +82,8 @@
     X(t, mysql_store_result_cont)                                                                  \
     X(t, mysql_store_result_start)
 
-REIGN__DL_LIBRARY(maria, MARIADB_FUNCTIONS, reign__sql_mariadb_lib, "mysql://",
-                      "libmariadb.so.3", "libmariadb3", "REIGN_TEST_LIBMARIADB");
+REIGN__DL_LIBRARY(maria, MARIADB_FUNCTIONS, reign__sql_mariadb_lib, "mysql://", "libmariadb.so.3",
+                  "libmariadb3", "REIGN_TEST_LIBMARIADB");
 
 /* Unix ms of a timestamp column, in a UTC session. */
 #define MS_OF(c) "CAST(ROUND(UNIX_TIMESTAMP(" c ") * 1000) AS SIGNED)"

@@ -72,7 +72,7 @@
     X(t, PQstatus)
 
 REIGN__DL_LIBRARY(pq, POSTGRES_FUNCTIONS, reign__sql_postgres_lib, "postgres://", "libpq.so.5",
-                      "libpq5", "REIGN_TEST_LIBPQ");
+                  "libpq5", "REIGN_TEST_LIBPQ");
 
 /* Type OIDs of the parameters (pg_type.h's, stable since forever). */
 #define BYTEAOID 17

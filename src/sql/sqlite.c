@@ -87,7 +87,7 @@
     X(t, sqlite3_total_changes)
 
 REIGN__DL_LIBRARY(lite, SQLITE_FUNCTIONS, reign__sql_sqlite_lib, "sqlite://", "libsqlite3.so.0",
-                      "libsqlite3-0", "REIGN_TEST_LIBSQLITE3");
+                  "libsqlite3-0", "REIGN_TEST_LIBSQLITE3");
 
 /* The database clock as integer Unix ms ('now' is cut to the millisecond, and the same
  * throughout a statement), and Unix ms of a text timestamp. */

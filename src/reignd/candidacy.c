@@ -6,19 +6,96 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "service_internal.h"
 
 /* Cede delay for a leadership deposed from outside (reign cede). */
 #define DEPOSED_DELAY_MS 1000
 
-/* ---- election -------------------------------------------------------------- */
-
 static void check_ids(service *s, int joining);
+
+/* ---- the leader as this node sees it (the metrics) ------------------------------- */
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* A leader named by the election is this daemon (its node id and this run's instance). */
+static int is_us(const service *s, const reign_leader *l)
+{
+    payload p;
+    if (strcmp(l->id, s->cfg->node_id) != 0 || !l->data)
+        return 0;
+    reignd__payload_parse(l->data, l->data_len, &p);
+    return strcmp(p.instance, s->d->instance) == 0;
+}
+
+/*
+ * Opens or closes a stretch without a known leader, after each of the
+ * election's events and when it is left.  A leader is known while we lead,
+ * or while the followed view names another node's leadership; a view that
+ * still names ours after our demotion is of a leadership that ended (the
+ * demotion comes before anyone else could be elected).  Nothing is known of
+ * an election we do not stand in: no stretch is counted then.
+ */
+static void note_leader(service *s)
+{
+    int leaderless = 0;
+    if (s->election && s->observing && !reign_election_is_leader(s->election)) {
+        reign_leader l;
+        leaderless = reign_election_leader(s->election, &l) < 0 || is_us(s, &l);
+    }
+    int64_t now = now_ns();
+    if (leaderless && !s->leaderless_since_ns) {
+        s->leaderless_since_ns = now;
+    } else if (!leaderless && s->leaderless_since_ns) {
+        s->leaderless_ns += now - s->leaderless_since_ns;
+        s->leaderless_since_ns = 0;
+    }
+}
+
+void reignd__leaderless(const service *s, double *now_s, double *total_s)
+{
+    int64_t open = s->leaderless_since_ns ? now_ns() - s->leaderless_since_ns : 0;
+    *now_s = (double)open / 1e9;
+    *total_s = (double)(s->leaderless_ns + open) / 1e9;
+}
+
+/* Counts a change of leadership the event tells of. */
+static void count_change(service *s, const reign_election_event *ev)
+{
+    if (ev->type == REIGN_ELECTION_ELECTED)
+        s->changes[REIGND_CHANGE_ELECTED]++;
+    else if (ev->type == REIGN_ELECTION_DEMOTED)
+        s->changes[reignd_change_of_demotion(ev->reason)]++;
+    else if (ev->type == REIGN_ELECTION_LEADER_CHANGED && ev->leader && !is_us(s, ev->leader))
+        s->changes[REIGND_CHANGE_ELSEWHERE]++;
+}
+
+/* Frees the election (left, or leaving): its leader is no longer followed.  A leadership
+ * freed ends without a DEMOTED: it counts as `why`. */
+static void drop_election(service *s, reignd_change why)
+{
+    if (s->election && reign_election_is_leader(s->election))
+        s->changes[why]++;
+    s->election = reign_election_free(s->election);
+    s->observing = 0;
+    note_leader(s);
+}
+
+/* ---- election -------------------------------------------------------------- */
 
 static void on_election(reign_election *e, const reign_election_event *ev, void *userdata)
 {
     service *s = userdata;
+    if (ev->type == REIGN_ELECTION_READY)
+        s->observing = 1;
+    count_change(s, ev);
+    note_leader(s); /* before the step: it may leave the election */
     switch (ev->type) {
     case REIGN_ELECTION_ELECTED:
         s->term = ev->term;
@@ -35,7 +112,7 @@ static void on_election(reign_election *e, const reign_election_event *ev, void 
     case REIGN_ELECTION_LEFT:
         if (s->leaving) {
             s->leaving = 0;
-            s->election = reign_election_free(s->election);
+            drop_election(s, REIGND_CHANGE_RESIGNED); /* LEFT: no longer leading */
             reignd__maybe_finish(s->d);
         }
         break;
@@ -121,11 +198,11 @@ static void join_now(service *s)
     }
 }
 
-void reignd__leave(service *s)
+void reignd__leave(service *s, reignd_change why)
 {
     s->join_seq++; /* a join still looking for our id will not stand */
     s->id_unsure = 0;
-    s->election = reign_election_free(s->election);
+    drop_election(s, why);
 }
 
 /*
@@ -142,7 +219,7 @@ void reignd__leave_for_good(service *s)
         s->leaving = 1;
         return;
     }
-    s->election = reign_election_free(s->election);
+    drop_election(s, REIGND_CHANGE_RESIGNED);
 }
 
 /* ---- node ids: one live daemon per id ----------------------------------------- */

@@ -317,7 +317,7 @@ static void cede(service *s, int delay_ms, int retry)
      * shorter), or until a failover's target is active. */
     if (!reignd__store_queues(s->st) && delay_ms < (int)s->cfg->session_timeout_ms)
         delay_ms = (int)s->cfg->session_timeout_ms;
-    reignd__leave(s);
+    reignd__leave(s, REIGND_CHANGE_CEDED);
     reignd__timer_stop(&s->cede_timer);
     s->cede_timer =
         reignd__timer_start(s, on_cede_timer, (uint64_t)(delay_ms > 0 ? delay_ms : 0), 0);
@@ -354,7 +354,7 @@ void reignd__run_actions(service *s, unsigned a)
         if (a & REIGND_A_EXIT)
             reignd__leave_for_good(s);
         else
-            reignd__leave(s);
+            reignd__leave(s, REIGND_CHANGE_RESIGNED);
     }
     if (a & REIGND_A_CEDE)
         cede(s, s->cede_delay_ms, 0);

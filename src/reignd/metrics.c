@@ -18,6 +18,28 @@ static const char *const health_states[] = {"initializing", "healthy", "unhealth
                                             "not_responding", "monitor_failed"};
 #define N_HEALTH (sizeof(health_states) / sizeof(health_states[0]))
 
+static const char *const change_names[] = {
+#define REIGND__CH_NAME(name, str) str,
+    REIGND_CHANGES(REIGND__CH_NAME)
+#undef REIGND__CH_NAME
+};
+
+/* The demotion reasons line up with libreign's (metrics.h). */
+_Static_assert(REIGND_CHANGE_RESIGNED == (int)REIGN_DEMOTE_RESIGNED &&
+                   REIGND_CHANGE_HANDOFF == (int)REIGN_DEMOTE_HANDOFF,
+               "REIGND_CHANGES follows reign_demote_reason");
+
+const char *reignd_change_name(reignd_change c)
+{
+    return (unsigned)c < REIGND_CHANGE__COUNT ? change_names[c] : "?";
+}
+
+reignd_change reignd_change_of_demotion(reign_demote_reason reason)
+{
+    return reason >= REIGN_DEMOTE_RESIGNED && reason <= REIGN_DEMOTE_HANDOFF ? (reignd_change)reason
+                                                                             : REIGND_CHANGE_ERROR;
+}
+
 /* A snapshot: copies of what the callback reported, strings included. */
 typedef struct svc_copy {
     reignd_metrics_service s;
@@ -129,32 +151,67 @@ static void family(text *t, const char *name, const char *type, const char *help
     put(t, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* One family with one sample per service, the value picked by `field`. */
-static void per_service(text *t, const reignd_metrics_sink *sink, const char *name,
-                        const char *type, const char *help, size_t offset, int is_int)
-{
-    family(t, name, type, help);
-    for (size_t i = 0; i < sink->n; i++) {
-        const char *base = (const char *)&sink->svcs[i].s;
-        unsigned long long v = is_int ? (unsigned long long)*(const int *)(base + offset) != 0
-                                      : (unsigned long long)*(const uint64_t *)(base + offset);
-        put(t, "%s{service=\"%s\"} %llu\n", name, sink->svcs[i].name, v);
-    }
-}
+/* What a field of reignd_metrics_service holds. */
+typedef enum kind { K_COUNT, K_FLAG, K_SECONDS } kind;
+
+/* A family with one sample per service, its value one field of reignd_metrics_service. */
+typedef struct simple_family {
+    const char *name, *type, *help;
+    size_t offset;
+    kind k;
+} simple_family;
 
 #define FIELD(f) offsetof(reignd_metrics_service, f)
 
+static const simple_family simple_families[] = {
+    {"reignd_service_leader", "gauge", "1 while this node's service is active, else 0.",
+     FIELD(leader), K_FLAG},
+    {"reignd_service_term", "gauge", "This node's election term while it leads, else 0.",
+     FIELD(term), K_COUNT},
+    {"reignd_service_token", "gauge", "This node's fencing token while it leads, else 0.",
+     FIELD(token), K_COUNT},
+    {"reignd_service_paused", "gauge",
+     "1 while the service's election is paused (reign ctl pause), on every node.", FIELD(paused),
+     K_FLAG},
+    {"reignd_failovers_total", "counter", "Times the service became active on this node.",
+     FIELD(failovers), K_COUNT},
+    {"reignd_fence_attempts_total", "counter", "Fence methods tried against an old active.",
+     FIELD(fence_attempts), K_COUNT},
+    {"reignd_election_observed", "gauge",
+     "1 while this node follows the election's leader (it stands in the election).",
+     FIELD(observed), K_FLAG},
+    {"reignd_election_leaderless_seconds", "gauge",
+     "Seconds the election has been without a known leader, now (0: one is known or the "
+     "election is not observed).",
+     FIELD(leaderless_s), K_SECONDS},
+    {"reignd_election_leaderless_seconds_total", "counter",
+     "Seconds this node observed the election without a known leader, in all.",
+     FIELD(leaderless_total_s), K_SECONDS},
+    {"reignd_store_connected", "gauge",
+     "1 while the client of the service's store is connected (0: suspended, session lost, "
+     "closed).",
+     FIELD(store_connected), K_FLAG},
+};
+#define N_SIMPLE (sizeof(simple_families) / sizeof(simple_families[0]))
+
+static void per_service(text *t, const reignd_metrics_sink *sink, const simple_family *f)
+{
+    family(t, f->name, f->type, f->help);
+    for (size_t i = 0; i < sink->n; i++) {
+        const char *base = (const char *)&sink->svcs[i].s + f->offset;
+        if (f->k == K_SECONDS)
+            put(t, "%s{service=\"%s\"} %.3f\n", f->name, sink->svcs[i].name, *(const double *)base);
+        else
+            put(t, "%s{service=\"%s\"} %llu\n", f->name, sink->svcs[i].name,
+                f->k == K_FLAG ? (unsigned long long)(*(const int *)base != 0)
+                               : (unsigned long long)*(const uint64_t *)base);
+    }
+}
+
 static void render_services(text *t, const reignd_metrics_sink *sink)
 {
-    per_service(t, sink, "reignd_service_leader", "gauge",
-                "1 while this node's service is active, else 0.", FIELD(leader), 1);
-    per_service(t, sink, "reignd_service_term", "gauge",
-                "This node's election term while it leads, else 0.", FIELD(term), 0);
-    per_service(t, sink, "reignd_service_token", "gauge",
-                "This node's fencing token while it leads, else 0.", FIELD(token), 0);
-    per_service(t, sink, "reignd_service_paused", "gauge",
-                "1 while the service's election is paused (reign ctl pause), on every node.",
-                FIELD(paused), 1);
+    for (size_t f = 0; f < N_SIMPLE; f++)
+        per_service(t, sink, &simple_families[f]);
     family(t, "reignd_service_health", "gauge", "1 for the service's current health state.");
     for (size_t i = 0; i < sink->n; i++)
         for (size_t h = 0; h < N_HEALTH; h++)
@@ -168,10 +225,6 @@ static void render_services(text *t, const reignd_metrics_sink *sink)
             put(t, "reignd_service_state{service=\"%s\",state=\"%s\"} %d\n", sink->svcs[i].name,
                 name, strcmp(sink->svcs[i].state, name) == 0);
         }
-    per_service(t, sink, "reignd_failovers_total", "counter",
-                "Times the service became active on this node.", FIELD(failovers), 0);
-    per_service(t, sink, "reignd_fence_attempts_total", "counter",
-                "Fence methods tried against an old active.", FIELD(fence_attempts), 0);
     family(t, "reignd_fence_outcomes_total", "counter", "Fence method outcomes.");
     for (size_t i = 0; i < sink->n; i++)
         put(t,
@@ -179,6 +232,15 @@ static void render_services(text *t, const reignd_metrics_sink *sink)
             "reignd_fence_outcomes_total{service=\"%s\",outcome=\"failure\"} %llu\n",
             sink->svcs[i].name, (unsigned long long)sink->svcs[i].s.fence_successes,
             sink->svcs[i].name, (unsigned long long)sink->svcs[i].s.fence_failures);
+    /* Every reason, 0 or more, as for states: a series is there before its first change. */
+    family(t, "reignd_leadership_changes_total", "counter",
+           "Leadership changes this node saw: elected here, demoted here (by libreign's "
+           "reason), or another node elected.");
+    for (size_t i = 0; i < sink->n; i++)
+        for (unsigned c = 0; c < REIGND_CHANGE__COUNT; c++)
+            put(t, "reignd_leadership_changes_total{service=\"%s\",reason=\"%s\"} %llu\n",
+                sink->svcs[i].name, reignd_change_name((reignd_change)c),
+                (unsigned long long)sink->svcs[i].s.changes[c]);
 }
 
 char *reignd_metrics_render(reignd_metrics_snapshot_fn *snapshot, void *ctx, size_t *len)

@@ -14,6 +14,13 @@
  *   reignd_failovers_total         times the service became active here
  *   reignd_fence_attempts_total    fence methods tried against an old active
  *   reignd_fence_outcomes_total{outcome="success"|"failure"}
+ *   reignd_leadership_changes_total{reason=}  changes of leadership this node saw: "elected"
+ *                                  here, demoted here (libreign's demote reasons), or a
+ *                                  leader elected "elsewhere"
+ *   reignd_election_observed       1 while this node follows the election's leader (it stands)
+ *   reignd_election_leaderless_seconds        how long no leader has been known, now (0: one is)
+ *   reignd_election_leaderless_seconds_total  seconds without a known leader, in all
+ *   reignd_store_connected         1 while the client of the service's store is connected
  * and reignd_up 1, reignd_build_info{version=}.
  *
  * Served by libmicrohttpd on the daemon's libuv loop (httpd.h); the snapshot
@@ -29,6 +36,34 @@
 
 #include <reign/reign.h>
 
+/*
+ * Why leadership changed, as one node sees it: elected here, demoted here (the
+ * values of reign_demote_reason, in its order), or another node elected.
+ */
+#define REIGND_CHANGES(XX)                                                                         \
+    XX(ELECTED, "elected")   /* this node was elected */                                           \
+    XX(RESIGNED, "resigned") /* demoted here, reason REIGN_DEMOTE_RESIGNED ... */                  \
+    XX(CEDED, "ceded")                                                                             \
+    XX(SUSPENDED, "suspended")                                                                     \
+    XX(SESSION_LOST, "session_lost")                                                               \
+    XX(NODE_DELETED, "node_deleted")                                                               \
+    XX(STALLED, "stalled")                                                                         \
+    XX(ERROR, "error")                                                                             \
+    XX(HANDOFF, "handoff")     /* ... to REIGN_DEMOTE_HANDOFF */                                   \
+    XX(ELSEWHERE, "elsewhere") /* another node became leader (LEADER_CHANGED) */
+
+typedef enum reignd_change {
+#define REIGND__CH_ENUM(name, str) REIGND_CHANGE_##name,
+    REIGND_CHANGES(REIGND__CH_ENUM)
+#undef REIGND__CH_ENUM
+        REIGND_CHANGE__COUNT
+} reignd_change;
+
+/* The label value of a reason ("elected"), or "?" */
+const char *reignd_change_name(reignd_change c);
+/* The change a demotion with libreign's `reason` counts as (an unknown one: ERROR). */
+reignd_change reignd_change_of_demotion(reign_demote_reason reason);
+
 /* One service as the snapshot callback reports it; strings borrowed for the call. */
 typedef struct reignd_metrics_service {
     const char *name;
@@ -43,6 +78,11 @@ typedef struct reignd_metrics_service {
     uint64_t fence_attempts;
     uint64_t fence_successes;
     uint64_t fence_failures;
+    uint64_t changes[REIGND_CHANGE__COUNT]; /* leadership changes seen, by reason */
+    int observed;                           /* the election's leader is followed */
+    int store_connected;
+    double leaderless_s;       /* without a known leader for this long, now (0: one is known) */
+    double leaderless_total_s; /* without a known leader, in all (the current stretch too) */
 } reignd_metrics_service;
 
 typedef struct reignd_metrics_sink reignd_metrics_sink;

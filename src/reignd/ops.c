@@ -353,7 +353,11 @@ void reignd_daemon_metrics(reignd_metrics_sink *sink, void *ctx)
             /* Per method, as the metric counts them: every method tried failed
              * except the last of each successful fence. */
             .fence_failures = s->fence_attempts - s->fence_ok,
+            .observed = s->observing,
+            .store_connected = s->st->connected,
         };
+        memcpy(m.changes, s->changes, sizeof(m.changes));
+        reignd__leaderless(s, &m.leaderless_s, &m.leaderless_total_s);
         reignd_metrics_add(sink, &m);
     }
 }

@@ -43,6 +43,7 @@ static void on_store_state(reign_client *client, reign_conn_state state, void *u
                    (state == REIGN_CONN_CLOSED && d->shutting_down);
     dlog(d, expected ? REIGN_LOG_INFO : REIGN_LOG_WARN, "store %s: %s", uri,
          reign_conn_state_name(state));
+    st->connected = state == REIGN_CONN_CONNECTED || state == REIGN_CONN_RECONNECTED;
     reignd_event ev;
     switch (state) {
     case REIGN_CONN_CONNECTED:
@@ -197,6 +198,7 @@ int reignd_daemon_prepare(reignd_daemon *d, int check_layout, char *err, size_t 
                      why[0] ? ": " : "", why);
             return e == REIGN_EAUTH ? REIGN_EAUTH : REIGN_ECONNECT;
         }
+        st->connected = 1;
         dlog(d, REIGN_LOG_INFO, "store %s: session established (timeout %d ms)", uri,
              reign_client_session_timeout_ms(st->client));
     }

@@ -54,6 +54,7 @@ struct store {
     reign_client *client;
     reign_uv *uv;
     int closed;
+    int connected; /* the client's last connection state was connected or reconnected */
 };
 
 struct service {
@@ -105,6 +106,11 @@ struct service {
     int stepping;
 
     uint64_t failovers, fence_attempts, fence_ok; /* for the metrics */
+    /* The election as this node follows it, for the metrics (candidacy.c). */
+    uint64_t changes[REIGND_CHANGE__COUNT]; /* leadership changes seen, by reason */
+    int observing;                          /* standing, and READY came: the leader is followed */
+    int64_t leaderless_since_ns;            /* no leader known since (monotonic); 0: one is */
+    int64_t leaderless_ns;                  /* earlier stretches without a leader, summed */
 };
 
 /* A failover from this node under way (ops_failover.c, which says how it goes); the other
@@ -209,12 +215,15 @@ void reignd__payload_parse(const void *data, size_t len, payload *p);
 const char *reignd__own_peer_address(const service *s);
 /* JOIN: stand, once no other live daemon stands with our node id. */
 void reignd__join(service *s);
-/* Leaves the election (RESIGN, CEDE). */
-void reignd__leave(service *s);
+/* Leaves the election (RESIGN, CEDE); a leadership it ends counts as `why` in the metrics. */
+void reignd__leave(service *s, reignd_change why);
 /* Leaves for good (EXIT): the shutdown waits for our election node's delete. */
 void reignd__leave_for_good(service *s);
 /* The periodic look for another live daemon with our node id (data: the service). */
 void reignd__on_id_timer(uv_timer_t *t);
+/* Seconds without a known leader: the current stretch (0 if a leader is known or the election
+ * is not followed) and in all. */
+void reignd__leaderless(const service *s, double *now_s, double *total_s);
 
 /* ---- failover.c ---------------------------------------------------------------- */
 

@@ -22,7 +22,7 @@
 
 /* ---- a parser of the text format ------------------------------------------- */
 
-#define MAX_SAMPLES  256
+#define MAX_SAMPLES  512
 #define MAX_FAMILIES 32
 
 typedef struct sample {
@@ -164,12 +164,20 @@ static void snapshot(reignd_metrics_sink *sink, void *ctx)
         .fence_attempts = 3,
         .fence_successes = 1,
         .fence_failures = 2,
+        .changes = {[REIGND_CHANGE_ELECTED] = 3,
+                    [REIGND_CHANGE_HANDOFF] = 1,
+                    [REIGND_CHANGE_ELSEWHERE] = 4},
+        .observed = 1,
+        .store_connected = 1,
+        .leaderless_total_s = 2.5,
     };
     reignd_metrics_service odd = {
         .name = "a\"b\\c\nd",
         .health = "not_responding",
         .state = NULL,
         .paused = 1,
+        .leaderless_s = 1.25,
+        .leaderless_total_s = 7.75,
     };
     reignd_metrics_add(sink, &web);
     reignd_metrics_add(sink, &odd);
@@ -200,6 +208,16 @@ static void test_render(void **state)
     assert_true(value_of(e, "reignd_fence_outcomes_total", "service=web,outcome=success") == 1);
     assert_true(value_of(e, "reignd_fence_outcomes_total", "service=web,outcome=failure") == 2);
 
+    assert_true(value_of(e, "reignd_store_connected", "service=web") == 1);
+    assert_true(value_of(e, "reignd_election_observed", "service=web") == 1);
+    assert_true(value_of(e, "reignd_election_leaderless_seconds", "service=web") == 0);
+    assert_true(value_of(e, "reignd_election_leaderless_seconds_total", "service=web") == 2.5);
+    assert_true(value_of(e, "reignd_leadership_changes_total", "service=web,reason=elected") == 3);
+    assert_true(value_of(e, "reignd_leadership_changes_total", "service=web,reason=handoff") == 1);
+    assert_true(value_of(e, "reignd_leadership_changes_total", "service=web,reason=elsewhere") ==
+                4);
+    assert_true(value_of(e, "reignd_leadership_changes_total", "service=web,reason=stalled") == 0);
+
     /* The odd name comes back intact through the escaping. */
     const char *odd = "service=a\"b\\c\nd";
     char labels[128];
@@ -209,13 +227,33 @@ static void test_render(void **state)
     assert_true(value_of(e, "reignd_service_health", labels) == 1);
     snprintf(labels, sizeof(labels), "%s,state=healthy", odd);
     assert_true(value_of(e, "reignd_service_health", labels) == 0);
-    int states = 0;
-    for (int i = 0; i < e->n; i++)
+    assert_true(value_of(e, "reignd_store_connected", odd) == 0);
+    assert_true(value_of(e, "reignd_election_observed", odd) == 0);
+    assert_true(value_of(e, "reignd_election_leaderless_seconds", odd) == 1.25);
+    assert_true(value_of(e, "reignd_election_leaderless_seconds_total", odd) == 7.75);
+    int states = 0, changes = 0;
+    for (int i = 0; i < e->n; i++) {
         states += strcmp(e->samples[i].name, "reignd_service_state") == 0;
+        changes += strcmp(e->samples[i].name, "reignd_leadership_changes_total") == 0;
+    }
     /* Every state of the one service with a state, none for the other. */
     assert_int_equal(states, REIGND_ST__COUNT);
+    /* Every reason of both, 0 or more: a series is there before its first change. */
+    assert_int_equal(changes, 2 * REIGND_CHANGE__COUNT);
     free(e);
     free(text);
+}
+
+/* A demotion counts under libreign's own name for its reason. */
+static void test_change_names(void **state)
+{
+    (void)state;
+    for (int r = REIGN_DEMOTE_RESIGNED; r <= REIGN_DEMOTE_HANDOFF; r++)
+        assert_string_equal(reignd_change_name(reignd_change_of_demotion((reign_demote_reason)r)),
+                            reign_demote_reason_name((reign_demote_reason)r));
+    assert_int_equal(reignd_change_of_demotion((reign_demote_reason)99), REIGND_CHANGE_ERROR);
+    assert_string_equal(reignd_change_name(REIGND_CHANGE_ELECTED), "elected");
+    assert_string_equal(reignd_change_name(REIGND_CHANGE__COUNT), "?");
 }
 
 static void test_render_empty(void **state)
@@ -287,6 +325,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_render),
+        cmocka_unit_test(test_change_names),
         cmocka_unit_test(test_render_empty),
         cmocka_unit_test(test_endpoint),
     };

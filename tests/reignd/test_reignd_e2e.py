@@ -506,7 +506,13 @@ def scenario_kill(t):
             'reignd_fence_attempts_total{service="web"}': 2,
             'reignd_fence_outcomes_total{service="web",outcome="success"}': 1,
             'reignd_fence_outcomes_total{service="web",outcome="failure"}': 1,
-            'reignd_service_state{service="web",state="active"}': 1}
+            'reignd_service_state{service="web",state="active"}': 1,
+            # B was elected once, follows its own leadership, and reaches the store.
+            'reignd_leadership_changes_total{service="web",reason="elected"}': 1,
+            'reignd_leadership_changes_total{service="web",reason="session_lost"}': 0,
+            'reignd_election_observed{service="web"}': 1,
+            'reignd_election_leaderless_seconds{service="web"}': 0,
+            'reignd_store_connected{service="web"}': 1}
     check(all(m.get(k) == v for k, v in want.items()),
           f"B's metrics: {[(k, m.get(k)) for k in want]}")
 
@@ -625,6 +631,16 @@ def scenario_cede(t):
     # Out of the election for the delay, and status says so.
     a.wait_state("ceded")
     check("stands again in 30 s" in a.status()["reason"], f"A's status: {a.status()}")
+    # The metrics count A's cede (its leadership freed, no DEMOTED from the library) and B's
+    # election; A no longer follows the election, so it counts no time without a leader.
+    ma, mb = a.metrics(), b.metrics()
+    changes = 'reignd_leadership_changes_total{service="web",reason="%s"}'
+    check(ma.get(changes % "elected") == 1 and ma.get(changes % "ceded") == 1 and
+          ma.get('reignd_election_observed{service="web"}') == 0 and
+          ma.get('reignd_election_leaderless_seconds{service="web"}') == 0,
+          f"A's metrics after its cede: {sorted(k for k, v in ma.items() if v)}")
+    check(mb.get(changes % "elected") == 1 and mb.get(changes % "ceded") == 0,
+          f"B's metrics after A's cede: {sorted(k for k, v in mb.items() if v)}")
     # The pause is the election's: both nodes take it, B keeps its service active.
     r = a.request({"op": "pause", "service": "web"})
     check(r["ok"] and r["result"]["paused"] is True, f"pause: {r}")

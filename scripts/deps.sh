@@ -23,6 +23,7 @@ PACKAGES=(
     dpkg-dev debhelper lintian # the Debian packages (scripts/package.sh) and their check
     bash-completion # the completion test sources its functions, as an interactive shell has them
     faketime # the clock-step tests: a database server's (or the host's) wall clock stepped
+    prometheus # promtool: the alert rules' tests (contrib/prometheus); its server is not run
 )
 
 # One dpkg-query for all: it lists the known ones with their state (unknown ones not at all).
@@ -47,3 +48,16 @@ export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
 "${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
     --no-install-recommends "${missing[@]}"
+
+# prometheus is here for its promtool only.  Its package enables and starts a Prometheus server
+# (port 9090, scraping itself) where an init system runs services (in a container whose
+# policy-rc.d refuses starts, it is not started); one installed by this script is stopped and
+# disabled again, so that it neither runs beside the tests nor starts at the next boot.
+if [[ " ${missing[*]} " == *" prometheus "* ]]; then
+    if [[ -d /run/systemd/system ]]; then
+        "${as_root[@]}" systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+    else
+        "${as_root[@]}" invoke-rc.d prometheus stop >/dev/null 2>&1 || true
+        "${as_root[@]}" update-rc.d prometheus disable >/dev/null 2>&1 || true
+    fi
+fi

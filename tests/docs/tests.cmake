@@ -17,3 +17,9 @@ if(TARGET reign_cli)
     ${PROJECT_SOURCE_DIR}/contrib/bash-completion/reign)
   set_tests_properties(docs_completion PROPERTIES LABELS "unit;docs" TIMEOUT 120)
 endif()
+# The monitoring files of contrib/ (tests/docs/test_monitoring.py): the Prometheus alert rules
+# checked and unit-tested by promtool (Debian's prometheus package), the Grafana dashboard's
+# JSON and queries, and the metric names in both and in the docs against those reignd exports.
+add_test(NAME monitoring COMMAND ${Python3_EXECUTABLE}
+  ${CMAKE_CURRENT_LIST_DIR}/test_monitoring.py ${PROJECT_SOURCE_DIR})
+set_tests_properties(monitoring PROPERTIES LABELS "unit;docs;monitoring" TIMEOUT 60)

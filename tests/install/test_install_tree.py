@@ -75,7 +75,10 @@ def main():
         verify_unit(unit, os.path.join(prefix, "share", "man"), env)
         for path in ("include/reign/reign.h", "include/reign/adapters/libuv.h",
                      "share/man/man1/reign.1", "share/man/man5/reign.conf.5",
-                     "share/man/man8/reignd.8", "share/bash-completion/completions/reign"):
+                     "share/man/man8/reignd.8", "share/bash-completion/completions/reign",
+                     "share/reignd/prometheus/reign-alerts.yml",
+                     "share/reignd/prometheus/reign-alerts.test.yml",
+                     "share/reignd/grafana/reign-dashboard.json"):
             check(os.path.isfile(os.path.join(prefix, path)), f"{path} was not installed")
 
         env = check_tree(prefix, src, os.path.join(tmp, "w1"), env)

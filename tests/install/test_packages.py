@@ -8,6 +8,7 @@
      PKG_CONFIG_PATH, no -rpath) leads on a SQLite file; so does a CMake project's with
      find_package(reign); `reign --help` runs; `reign campaign` runs /usr/libexec's guardian;
      `reignd --check` takes the example configuration from /usr/share/doc/reignd/examples;
+     the alert rules installed in /usr/share/reignd pass their promtool tests there;
      the installed bash completion completes (tests/docs/test_completion.py); the unit
      starts /usr/sbin/reignd;
   4. `apt-get purge` removes them, and their files are gone, all but root's default store
@@ -44,6 +45,10 @@ APT = ["apt-get", "-y", "-q", "-o", "DPkg::Lock::Timeout=120"]
 LOCK_PATH = os.path.join("/run/lock" if os.path.isdir("/run/lock") else tempfile.gettempdir(),
                          "reign-packages-test.lock")
 LOCK_WAIT_S = 300
+# reignd's alert rules, their tests and the dashboard (docs/monitoring.md).
+MONITORING = ["/usr/share/reignd/prometheus/reign-alerts.yml",
+              "/usr/share/reignd/prometheus/reign-alerts.test.yml",
+              "/usr/share/reignd/grafana/reign-dashboard.json"]
 ROOT_STORE_DIR = "/var/lib/reign"
 ROOT_STORE = ROOT_STORE_DIR + "/reign.db"
 SAVED_STORE_DIR = ROOT_STORE_DIR + ".packages-test-saved"
@@ -139,8 +144,11 @@ def main():
                      "/usr/share/doc/reignd/examples/reign.conf",
                      "/usr/share/bash-completion/completions/reign",
                      "/usr/share/man/man1/reign.1.gz", "/usr/share/man/man8/reignd.8.gz",
-                     "/usr/share/man/man5/reign.conf.5.gz", "/usr/include/reign/reign.h"):
+                     "/usr/share/man/man5/reign.conf.5.gz", "/usr/include/reign/reign.h",
+                     *MONITORING):
             check(os.path.exists(path), f"{path} was not installed")
+        # The alert rules pass their tests where they are installed (promtool: scripts/deps.sh).
+        run(["promtool", "test", "rules", MONITORING[1]], env=env)
         with open("/lib/systemd/system/reignd.service", encoding="utf-8") as f:
             check("\nExecStart=/usr/sbin/reignd " in f.read(), "the unit does not start "
                   "/usr/sbin/reignd")
@@ -172,7 +180,7 @@ def main():
         check(not left, f"still installed after the purge: {left}")
         for path in ("/usr/bin/reign", "/usr/sbin/reignd", "/usr/libexec/reign",
                      "/usr/include/reign", "/lib/systemd/system/reignd.service",
-                     "/usr/share/doc/reignd"):
+                     "/usr/share/doc/reignd", "/usr/share/reignd"):
             check(not os.path.exists(path), f"{path} is left after the purge")
         check(os.path.isfile(ROOT_STORE), f"the purge removed {ROOT_STORE}")
         purge_keeps_documented(src)

@@ -49,34 +49,14 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
         cli_print("demoted %s reason=%s monotonic_ns=%lld", reign_election_id(e),
                   reign_demote_reason_name(ev->reason), (long long)ev->at_ns);
         break;
-    case REIGN_ELECTION_LEFT:
-        cli_left(c, ev);
-        break;
-    case REIGN_ELECTION_ERROR:
-        /* the message, when there is one, says more than the code (and
-         * names the election) */
-        if (ev->message)
-            cli_error(c, "%s", ev->message);
-        else
-            cli_error(c, "election '%s': %s", reign_election_name(e), reign_strerror(ev->error));
-        cli_exit(c, CLI_EXIT_FAIL);
-        break;
     case REIGN_ELECTION_READY:
         cli_log(c, REIGN_LOG_INFO, "standing in election '%s' as '%s'", reign_election_name(e),
                 reign_election_id(e));
         break;
     default:
+        cli_election_end(c, e, ev);
         break;
     }
-}
-
-static void on_signal(cli *c, int signum)
-{
-    (void)signum;
-    if (c->leaving) /* a second signal: stop waiting for the delete */
-        cli_exit(c, CLI_EXIT_OK);
-    else
-        cli_leave(c, CLI_EXIT_OK);
 }
 
 int cli_campaign_main(cli *c, int argc, char **argv)
@@ -146,7 +126,7 @@ int cli_campaign_main(cli *c, int argc, char **argv)
         goto out;
     if ((r = cli_connect(c)))
         goto out;
-    c->on_signal = on_signal;
+    c->on_signal = cli_leave_on_signal;
     r = cli_run(c);
 out:
     /* The library copied the payload at join. */

@@ -2,7 +2,7 @@
  * cli.h - what the subcommands of the `reign` tool share.
  *
  * main.c parses the global options into a `cli` and hands it to one subcommand, each in a
- * file of its name (all fourteen are declared at the end).  What they share is split by what it
+ * file of its name (all are declared at the end).  What they share is split by what it
  * is: args.c parses arguments and option values, output.c writes messages, log lines and
  * formatted payloads, times and JSON, client.c sets up the client, the loop and its signal
  * handlers, and resigns before exit.  fmt.h, runs.h, child.h and leash.h are for the few
@@ -220,6 +220,16 @@ void cli_catch_signals(cli *c, const char *doing);
 /* An on_signal for commands that only read: "interrupted", exit 1. */
 void cli_interrupted(cli *c, int signum);
 
+/* An on_signal for commands that stand: cli_leave(c, CLI_EXIT_OK); a second signal exits at
+ * once. */
+void cli_leave_on_signal(cli *c, int signum);
+
+/* An election's ERROR event on stderr: its message, which names the election, else its code. */
+void cli_election_error(cli *c, reign_election *e, const reign_election_event *ev);
+
+/* LEFT (cli_left) and ERROR (cli_election_error, then exit 1); other events are left alone. */
+void cli_election_end(cli *c, reign_election *e, const reign_election_event *ev);
+
 /* "election 'NAME': WHAT" on stderr, then cli_exit(c, CLI_EXIT_FAIL). */
 void cli_election_fail(cli *c, const char *name, const char *what);
 
@@ -307,5 +317,6 @@ cli_main_fn cli_members_main;
 cli_main_fn cli_value_main;
 cli_main_fn cli_tasks_main;
 cli_main_fn cli_ctl_main;
+cli_main_fn cli_check_main;
 
 #endif

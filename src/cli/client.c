@@ -380,6 +380,34 @@ static void follow_query_done(reign_client *client, int err, const reign_electio
         cli_exit(c, CLI_EXIT_FAIL);
 }
 
+void cli_election_error(cli *c, reign_election *e, const reign_election_event *ev)
+{
+    /* the message, when there is one, says more than the code (and names the election) */
+    if (ev->message)
+        cli_error(c, "%s", ev->message);
+    else
+        cli_error(c, "election '%s': %s", reign_election_name(e), reign_strerror(ev->error));
+}
+
+void cli_election_end(cli *c, reign_election *e, const reign_election_event *ev)
+{
+    if (ev->type == REIGN_ELECTION_LEFT) {
+        cli_left(c, ev);
+    } else if (ev->type == REIGN_ELECTION_ERROR) {
+        cli_election_error(c, e, ev);
+        cli_exit(c, CLI_EXIT_FAIL);
+    }
+}
+
+void cli_leave_on_signal(cli *c, int signum)
+{
+    (void)signum;
+    if (c->leaving) /* a second signal: stop waiting for the delete */
+        cli_exit(c, CLI_EXIT_OK);
+    else
+        cli_leave(c, CLI_EXIT_OK);
+}
+
 void cli_interrupted(cli *c, int signum)
 {
     (void)signum;

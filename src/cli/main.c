@@ -33,6 +33,7 @@ static const struct {
     {"ctl", cli_ctl_main, "control a running reignd: status, cede, failover, pause, resume"},
     {"ls", cli_ls_main, "list the elections, groups, values and task queues of the store"},
     {"rm", cli_rm_main, "remove an election, group or value nobody stands in"},
+    {"check", cli_check_main, "prove election safety and measure takeover on a store"},
 };
 
 static void usage(FILE *f)

@@ -435,12 +435,7 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
         cli_left(c, ev);
         break;
     case REIGN_ELECTION_ERROR:
-        /* the message, when there is one, says more than the code (and
-         * names the election) */
-        if (ev->message)
-            cli_error(c, "%s", ev->message);
-        else
-            cli_error(c, "election '%s': %s", reign_election_name(e), reign_strerror(ev->error));
+        cli_election_error(c, e, ev);
         r->fatal = 1;
         r->leading = 0;
         if (r->proc)

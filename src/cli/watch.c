@@ -98,16 +98,8 @@ static void on_event(reign_election *e, const reign_election_event *ev, void *us
     case REIGN_ELECTION_LEADER_CHANGED:
         report(c, e, ev->leader, ev->at_ns);
         break;
-    case REIGN_ELECTION_ERROR:
-        /* the message, when there is one, says more than the code (and
-         * names the election) */
-        if (ev->message)
-            cli_error(c, "%s", ev->message);
-        else
-            cli_error(c, "election '%s': %s", reign_election_name(e), reign_strerror(ev->error));
-        cli_exit(c, CLI_EXIT_FAIL);
-        break;
     default:
+        cli_election_end(c, e, ev);
         break;
     }
 }

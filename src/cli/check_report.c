@@ -4,7 +4,7 @@
  * table or the JSON object, and the advice on the timeout.
  *
  * The advice: a leader renews every fifth of the timeout (ZooKeeper's and etcd's syncs and
- * keepalives, SQL's renew_ms) and demotes itself when it could not for about half of it, so
+ * keepalives, SQL's renew_ms) and demotes itself when it could not for 3/4 of it (9/10 on SQL), so
  * the timeout should hold many round trips: 100 at the p99 seen, and at least 2 s, below
  * which an ordinary stall of the host (a swap storm, a paused VM) demotes a healthy leader.
  * etcd grants whole seconds, 2 at least; ZooKeeper raises anything below 2 x its tickTime.

@@ -75,15 +75,15 @@ def main():
     store = tempfile.TemporaryDirectory()
     os.environ["REIGN_URI"] = f"sqlite://{store.name}/empty.db"
     commands = ["campaign", "run", "runs", "status", "watch", "cede", "designate", "register",
-                "members", "value", "tasks", "ctl"]
+                "members", "value", "tasks", "ctl", "check"]
     expect(completion, [reign, ""], commands)
     expect(completion, [reign, "sta"], ["status"], exact=True)
     expect(completion, [reign, "--"], ["--uri", "--session-timeout", "--log-level", "--help",
                                        "--version"])
     expect(completion, [reign, "--log-level", ""], ["error", "warn", "notice", "info", "debug"],
            exact=True)
-    expect(completion, [reign, "--uri", "zk://127.0.0.1:2181", "c"], ["campaign", "cede", "ctl"],
-           exact=True)
+    expect(completion, [reign, "--uri", "zk://127.0.0.1:2181", "c"],
+           ["campaign", "cede", "ctl", "check"], exact=True)
     expect(completion, [reign, "--uri", "zk://127.0.0.1:2181", "campaign", "x", "--pr"],
            ["--priority", "--preempt-delay"], exact=True)
     expect(completion, [reign, "run", "x", "--s"], ["--strategy", "--slot"])
@@ -93,6 +93,11 @@ def main():
     expect(completion, [reign, "ctl", "failover", "db", "--"], ["--to", "--no-wait", "--socket"])
     expect(completion, [reign, "tasks", "worker", "q", "--con"], ["--concurrency"], exact=True)
     expect(completion, [reign, "value", ""], ["get", "set", "del", "watch"], exact=True)
+    expect(completion, [reign, "check", "--"], ["--candidates", "--rounds", "--json", "--help"],
+           exact=True)
+    expect(completion, [reign, "check", ""], ["zk://", "etcd://", "sqlite:///", "postgres://",
+                                              "mysql://"], exact=True)
+    expect(completion, [reign, "check", "--rounds", ""], [], exact=True)
     expect(completion, [reign, "run", "x", "--", "bas"], ["bash"])
     # An election's name: none from an empty store, and at once.
     expect(completion, [reign, "status", ""], [], exact=True)

@@ -302,6 +302,59 @@ typedef void reign_election_query_cb(reign_client *client, int err, const reign_
 REIGN_EXPORT int reign_election_query(reign_client *client, const char *name,
                                       reign_election_query_cb *cb, void *userdata);
 
+/* ---- history: the leaderships an election has had ---------------------- */
+
+/*
+ * How a leadership ended, as the election's history records it.  The holder writes its end when
+ * it lets go; a leadership that ended without a word from it (its process frozen or its host
+ * gone, so its session or lease ran out) is told by what came after it.  docs/history.md.
+ */
+typedef enum reign_term_end {
+    REIGN_TERM_LEADING = 0, /* not ended: the current leader (or its end is not known yet) */
+    REIGN_TERM_RESIGNED,    /* it let go: reign_election_resign(), free, its program's exit */
+    REIGN_TERM_CEDED,       /* it stepped down for a while: reign_election_cede() */
+    REIGN_TERM_DEPOSED,     /* removed from outside: reign cede, reign_election_depose() */
+    REIGN_TERM_DESIGNATED,  /* handed over to a designated candidate: reign designate */
+    REIGN_TERM_PREEMPTED,   /* handed over to a candidate of higher priority */
+    REIGN_TERM_GUARDIAN,    /* its process died and its guardian ended the leadership */
+    REIGN_TERM_EXPIRED,     /* its session or lease ran out before anyone heard of its end */
+    REIGN_TERM_LOST         /* it demoted itself: connection lost, stalled, or an error */
+} reign_term_end;
+
+/* "leading", "resigned", "ceded", "deposed", "designated", "preempted", "guardian", "expired",
+ * "lost" ("?" for others). */
+REIGN_EXPORT const char *reign_term_end_name(reign_term_end end);
+
+/* One leadership. */
+typedef struct reign_term {
+    uint64_t term;        /* 1, 2, 3, ...; 0 if the history cannot tell (docs/history.md) */
+    uint64_t token;       /* its fencing token */
+    const char *id;       /* the leader's candidate id ("" if unknown) */
+    const void *data;     /* its payload, at most REIGN_HISTORY_DATA_MAX bytes of it */
+    size_t data_len;      /* bytes at data */
+    size_t data_full_len; /* the payload's whole length (more than data_len: it was cut) */
+    int64_t started_ms;   /* when it was elected: Unix ms, by the store's clock */
+    int64_t ended_ms;     /* when it ended, Unix ms by the store's clock; 0: leading */
+    int ended_estimated;  /* ended_ms is an estimate: its session or lease expired unheard, and
+                             ended_ms is when the store last heard of it at the latest */
+    reign_term_end end;
+} reign_term;
+
+/* err is 0 or a negative code; terms (oldest first) are borrowed for the call. */
+typedef void reign_election_history_cb(reign_client *client, int err, const reign_term *terms,
+                                       size_t n, void *userdata);
+
+/*
+ * Reads the history of `name`: its last leaderships (the URI's history=N, 100 by default, are
+ * kept; older ones are dropped by later leaders), oldest first, those that ended at or after
+ * `since_ms` (Unix ms; 0: all).  The gap before a leadership is its started_ms minus the one
+ * before's ended_ms.  Needs only read access.  REIGN_ENOENT if the election does not exist; an
+ * election that never had a leader, or whose leaders ran a reign without history, has none (n =
+ * 0).  Pending reads complete with REIGN_ECLOSED when the client closes.
+ */
+REIGN_EXPORT int reign_election_history(reign_client *client, const char *name, int64_t since_ms,
+                                        reign_election_history_cb *cb, void *userdata);
+
 typedef void reign_election_done_cb(reign_client *client, int err, void *userdata);
 
 /*

@@ -62,6 +62,15 @@
 /* Longest result output kept; more is truncated to this. */
 #define REIGN_TASK_OUTPUT_MAX 900000
 
+/* ---- election history (reign_election_history()) ------------------------ */
+
+/* Leaderships an election's history keeps by default (the URI's history=N). */
+#define REIGN_HISTORY_DEFAULT 100
+/* Most history=N allows. */
+#define REIGN_HISTORY_MAX 100000
+/* Bytes of the leader's payload a history record keeps; more is cut (and said). */
+#define REIGN_HISTORY_DATA_MAX 512
+
 /* ---- slots (<reign/slot.h>) --------------------------------------------- */
 
 /* Longest slot key. */

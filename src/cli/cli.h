@@ -307,6 +307,7 @@ cli_main_fn cli_campaign_main;
 cli_main_fn cli_run_main;
 cli_main_fn cli_runs_main;
 cli_main_fn cli_status_main;
+cli_main_fn cli_history_main;
 cli_main_fn cli_watch_main;
 cli_main_fn cli_cede_main;
 cli_main_fn cli_ls_main;

@@ -23,6 +23,7 @@ static const struct {
     {"run", cli_run_main, "run a command while leading, or once per slot (cron, timers)"},
     {"runs", cli_runs_main, "show the record of a slot's runs: who ran it, when, how it ended"},
     {"status", cli_status_main, "show the leader and the candidates of an election"},
+    {"history", cli_history_main, "show an election's last leaderships and how each ended"},
     {"watch", cli_watch_main, "print a line each time the leader changes"},
     {"cede", cli_cede_main, "make the current leader step down, wait for the next one"},
     {"designate", cli_designate_main, "name the leader: hand over to a standing candidate"},

@@ -35,6 +35,7 @@ struct reign_client {
     reign_conn_state state;
     reign_suspend_policy policy;
     int session_timeout_ms; /* requested */
+    int history_max;        /* history= */
     int connect_timeout_ms;
     int64_t suspended_at_ns;
     int validity_holders;
@@ -210,6 +211,16 @@ static int64_t session_ns(const reign_client *c)
 {
     int t = c->zk ? reign__zk_session_timeout_ms(c->zk) : 0;
     return (int64_t)(t > 0 ? t : c->session_timeout_ms) * REIGN__NS_PER_MS;
+}
+
+int reign__client_history_max(const reign_client *c)
+{
+    return c->history_max;
+}
+
+int reign__client_session_timeout_ms(const reign_client *c)
+{
+    return (int)(session_ns(c) / REIGN__NS_PER_MS);
 }
 
 int64_t reign__client_valid_until(const reign_client *c)
@@ -643,6 +654,7 @@ int reign_client_new(reign_client **ret, const char *uri, const reign_client_opt
     c->opts = cfg.opts;
     c->policy = cfg.policy;
     c->session_timeout_ms = cfg.session_timeout_ms;
+    c->history_max = cfg.history_max;
     c->connect_timeout_ms = cfg.connect_timeout_ms;
     c->lease = cfg.lease;
     c->log.fn = c->opts.log_fn;
@@ -971,4 +983,10 @@ void reign__client_guard_session(reign_client *c, const char *guid)
 void *reign_client_userdata(const reign_client *c)
 {
     return c->opts.userdata;
+}
+
+void reign__client_guard_term(reign_client *c, bool add, const char *path, const void *rec,
+                              size_t len)
+{
+    (void)c, (void)add, (void)path, (void)rec, (void)len; /* the guardian's part follows */
 }

@@ -75,6 +75,10 @@ reign__recipe *reign__client_find(reign_client *c, const reign__recipe_ops *ops)
  * (see client.h for why).  0 if nothing proves the session alive.
  */
 int64_t reign__client_valid_until(const reign_client *c);
+/* Leaderships each election's history keeps (the URI's history=). */
+int reign__client_history_max(const reign_client *c);
+/* The session timeout in force (ZooKeeper: the negotiated one), ms. */
+int reign__client_session_timeout_ms(const reign_client *c);
 /* Leaders count themselves in (+1) and out (-1): while any leads, the
  * client renews the proof (heartbeats) and arms the deadline. */
 void reign__client_hold_validity(reign_client *c, int delta);
@@ -87,6 +91,13 @@ void reign__client_guard_lease(reign_client *c, bool add, const char *name, cons
 /* Tells the guardian (if any) of the client's SQL session (sql_session.h), guid, or of none
  * (NULL): if the process dies, the guardian deletes the session and its rows. */
 void reign__client_guard_session(reign_client *c, const char *guid);
+/*
+ * A leadership's history record (docs/history.md) the guardian ends if the process dies while
+ * it leads: `rec` is the record as the guardian writes it (end=guardian; it adds ended_ms), at
+ * `path`, over the one the claim made (version 0).  add=false when the leadership ends.
+ */
+void reign__client_guard_term(reign_client *c, bool add, const char *path, const void *rec,
+                              size_t len);
 /* Makes the loop run process() soon (after a state change outside it). */
 void reign__client_wake(reign_client *c);
 /* Whether reign_client_process() is running (a call from a callback). */

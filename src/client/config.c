@@ -168,9 +168,8 @@ static int read_int_params(const reign__uri *u, int_param *p, size_t n, char *er
 }
 
 static const char *const zk_params[] = {
-    "session_timeout_ms", "connect_timeout_ms", "op_timeout_ms",
-    "retry_period_ms",    "retry_max",          "suspend_policy",
-    "password_file",      "guardian",           NULL};
+    "session_timeout_ms", "connect_timeout_ms", "op_timeout_ms", "retry_period_ms", "retry_max",
+    "suspend_policy",     "password_file",      "guardian",      "history",         NULL};
 
 static const char *const etcd_params[] = {"session_timeout_ms",
                                           "connect_timeout_ms",
@@ -183,6 +182,7 @@ static const char *const etcd_params[] = {"session_timeout_ms",
                                           "cacert",
                                           "cert",
                                           "key",
+                                          "history",
                                           NULL};
 
 static bool is_etcd_scheme(const char *s)
@@ -289,10 +289,20 @@ static int configure_zk(reign__client_config *cfg, const reign__uri *u, char *er
     return 0;
 }
 
-static const char *const sql_params[] = {
-    "lease_ms",        "renew_ms", "poll_ms",     "statement_timeout_ms", "connect_timeout_ms",
-    "retry_period_ms", "table",    "data_center", "suspend_policy",       "password_file",
-    "guardian",        "leases",   NULL};
+static const char *const sql_params[] = {"lease_ms",
+                                         "renew_ms",
+                                         "poll_ms",
+                                         "statement_timeout_ms",
+                                         "connect_timeout_ms",
+                                         "retry_period_ms",
+                                         "table",
+                                         "data_center",
+                                         "suspend_policy",
+                                         "password_file",
+                                         "guardian",
+                                         "leases",
+                                         "history",
+                                         NULL};
 
 /* The store and its address, from the scheme, hosts and path. */
 static int sql_target(const reign__uri *u, reign__sql_target *t, char *err, size_t errlen)
@@ -405,7 +415,7 @@ static int sql_conn_params(const reign__uri *u, char **params, char *err, size_t
             reign__errf(err, errlen,
                         "unknown parameter '%s' (reign's: lease_ms, renew_ms, poll_ms, "
                         "statement_timeout_ms, connect_timeout_ms, retry_period_ms, table, "
-                        "data_center, suspend_policy, password_file, guardian, leases%s)",
+                        "data_center, suspend_policy, password_file, guardian, leases, history%s)",
                         kv->key,
                         kind == REIGN__SQL_POSTGRES  ? "; and libpq's: sslmode, sslrootcert, ..."
                         : kind == REIGN__SQL_MARIADB ? "; and ssl, ssl_ca, ssl_cert, ssl_key, "
@@ -555,6 +565,15 @@ static void copy_options(reign__client_config *cfg, const reign_client_options *
     cfg->opts.size = sizeof(cfg->opts);
 }
 
+/* How many leaderships each election's history keeps: history=N (docs/history.md). */
+static int history_bound(reign__client_config *cfg, const reign__uri *u, char *err, size_t errlen)
+{
+    int_param p = {"history", 1, REIGN_HISTORY_MAX, 0, 0};
+    int r = read_int_params(u, &p, 1, err, errlen);
+    cfg->history_max = p.have ? (int)p.value : REIGN_HISTORY_DEFAULT;
+    return r < 0 ? r : 0;
+}
+
 /* ---- the configuration ---------------------------------------------------------------------- */
 
 int reign__client_config_read(reign__client_config *cfg, const char *uri,
@@ -569,6 +588,8 @@ int reign__client_config_read(reign__client_config *cfg, const char *uri,
     cfg->is_zk = !strcmp(u->scheme, "zk") || is_etcd_scheme(u->scheme);
     cfg->zk.epoll_fd = -1;
     r = want_guardian(cfg, u, &cfg->guarded, err, errlen);
+    if (r == 0)
+        r = history_bound(cfg, u, err, errlen);
     if (r == 0 && cfg->is_zk) {
         if ((r = configure_zk(cfg, u, err, errlen)) == 0 && !cfg->zk.etcd_members &&
             !(cfg->hosts = zk_hosts(u, err, errlen)))

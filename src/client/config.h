@@ -22,6 +22,7 @@ typedef struct reign__client_config {
     reign_suspend_policy policy;
     int session_timeout_ms; /* ZooKeeper: the one requested; SQL: the lease */
     int connect_timeout_ms;
+    int history_max;             /* leaderships kept in each election's history (history=) */
     reign__lease_settings lease; /* SQL: the lease timing, checked (client_internal.h) */
     /* zk://: hosts with their chroot, timeouts, retries, user and password. */
     reign__zk_config zk;

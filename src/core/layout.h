@@ -62,18 +62,20 @@
 #define REIGN__SLOT_DIR     REIGN__ZK_ROOT "/slot"
 
 /* Node names and their prefixes. */
-#define REIGN__N_MEMBER    "m_"     /* a group's member: m_<guid>_<seq> */
-#define REIGN__N_CANDIDATE "n_"     /* a queue candidate: n_<guid>_[p<prio>_]<seq> */
-#define REIGN__N_LOCK      "lock"   /* a lock election's holder */
-#define REIGN__N_LEADER    "leader" /* an election's leader record */
-#define REIGN__N_TERM      "term"   /* an election's term counter */
-#define REIGN__N_TASK      "t_"     /* a task: t_<guid>_<seq> */
-#define REIGN__N_TASKS     "tasks"  /* a queue's pending tasks */
-#define REIGN__N_DATA      "data"   /* a queue's payload buckets */
-#define REIGN__N_ASSIGN    "assign" /* a queue's assignments, per worker */
-#define REIGN__N_STATUS    "status" /* a queue's results */
-#define REIGN__N_SLOT      "s_"     /* a slot: s_<KEY> */
-#define REIGN__N_CLOCK     "clock"  /* a slot set's clock */
+#define REIGN__N_MEMBER    "m_"      /* a group's member: m_<guid>_<seq> */
+#define REIGN__N_CANDIDATE "n_"      /* a queue candidate: n_<guid>_[p<prio>_]<seq> */
+#define REIGN__N_LOCK      "lock"    /* a lock election's holder */
+#define REIGN__N_LEADER    "leader"  /* an election's leader record */
+#define REIGN__N_TERM      "term"    /* an election's term counter */
+#define REIGN__N_HISTORY   "history" /* an election's leaderships, one record each */
+#define REIGN__N_TERM_REC  "h_"      /* a leadership's record: h_<seq> */
+#define REIGN__N_TASK      "t_"      /* a task: t_<guid>_<seq> */
+#define REIGN__N_TASKS     "tasks"   /* a queue's pending tasks */
+#define REIGN__N_DATA      "data"    /* a queue's payload buckets */
+#define REIGN__N_ASSIGN    "assign"  /* a queue's assignments, per worker */
+#define REIGN__N_STATUS    "status"  /* a queue's results */
+#define REIGN__N_SLOT      "s_"      /* a slot: s_<KEY> */
+#define REIGN__N_CLOCK     "clock"   /* a slot set's clock */
 
 /* reignd's values (src/reignd/breadcrumb.c writes them through <reign/value.h>):
  * "reignd/ELECTION/LEAF", LEAF one of these; `reign ls` tells them apart as reignd's. */
@@ -105,6 +107,13 @@
 #define REIGN__K_HANDOFF_PRIORITY "handoff_priority"
 #define REIGN__K_DESIGNATED       "designated"
 #define REIGN__K_DESIGNATED_TERM  "designated_term"
+/* history records (docs/history.md) */
+#define REIGN__K_TERM       "term"
+#define REIGN__K_TOKEN      "token"
+#define REIGN__K_END        "end"
+#define REIGN__K_STARTED_MS "started_ms"
+#define REIGN__K_ENDED_MS   "ended_ms"
+#define REIGN__K_DATA_LEN   "data_len" /* the payload's whole length, when the record cut it */
 /* tasks */
 #define REIGN__K_SUBMITTED_MS "submitted_ms"
 #define REIGN__K_WORKER       "worker"

@@ -9,7 +9,8 @@
  * reads the node (foreign data is never removed), asks who stands through the recipes' own
  * one-shot reads (reign_election_query, reign_group_list), then deletes with a condition that
  * fails if somebody joined meanwhile: the node's version, and for an election one multi that
- * deletes its term and itself (ZooKeeper refuses to delete a node that has children).
+ * deletes its history, its term and itself (ZooKeeper refuses to delete a node that has
+ * children), after the history's records.
  *
  * SQL: one CALL on the worker thread lists the rows and reads each lease, then the values, then
  * the groups (members.h) and their members, then the queues (tasks.h: those with task rows, and
@@ -832,14 +833,18 @@ int reign_store_list(reign_client *client, const char *prefix, reign_store_list_
 
 /* ---- remove (ZooKeeper) --------------------------------------------------------------------- */
 
+/* What an election's removal deletes besides the election node (arg of on_deleted). */
+enum { DEL_HISTORY = 1, DEL_TERM = 2, DEL_ELECTION = 4 };
+
+static void delete_election(store_op *o, unsigned parts);
+
 static void on_deleted(void *owner, void *arg, const reign__zk_result *r)
 {
     store_op *o = owner;
-    if (r->rc == REIGN_ENOENT && o->kind == REIGN_ENTRY_ELECTION && arg && r->failed_op == 0) {
-        /* No term (an election never led): the node alone. */
-        int rc = reign__zk_delete(o->zk, o->path, o->version, 0, o, on_deleted, NULL);
-        if (rc < 0)
-            finish_remove(o, rc, NULL, 0);
+    unsigned parts = (unsigned)(uintptr_t)arg;
+    if (r->rc == REIGN_ENOENT && (parts & DEL_TERM) &&
+        r->failed_op == ((parts & DEL_HISTORY) ? 1 : 0)) {
+        delete_election(o, parts & ~(unsigned)DEL_TERM); /* no term: an election never led */
         return;
     }
     /* Somebody joined meanwhile, or changed it: refused all the same. */
@@ -847,23 +852,59 @@ static void on_deleted(void *owner, void *arg, const reign__zk_result *r)
     finish_remove(o, rc, NULL, 0);
 }
 
+/* An election: its history node (its records deleted just before), its term and itself, in one
+ * multi that fails if somebody joined meanwhile (ZooKeeper deletes no node with children). */
+static void delete_election(store_op *o, unsigned parts)
+{
+    char *term = reign__path_join(o->path, REIGN__N_TERM);
+    char *history = reign__path_join(o->path, REIGN__N_HISTORY);
+    int rc = REIGN_ENOMEM;
+    if (term && history) {
+        reign__zk_mop ops[3];
+        size_t n = 0;
+        if (parts & DEL_HISTORY)
+            ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MDELETE, .path = history, .version = -1};
+        if (parts & DEL_TERM)
+            ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MDELETE, .path = term, .version = -1};
+        ops[n++] =
+            (reign__zk_mop){.type = REIGN__ZK_MDELETE, .path = o->path, .version = o->version};
+        rc = reign__zk_multi(o->zk, ops, n, o, on_deleted,
+                             (void *)(uintptr_t)(parts | DEL_ELECTION));
+    }
+    reign__free(term);
+    reign__free(history);
+    if (rc < 0)
+        finish_remove(o, rc, NULL, 0);
+}
+
+/* The history's records go first, each on its own (there may be more than one multi takes). */
+static void on_history_listed(void *owner, void *arg, const reign__zk_result *r)
+{
+    store_op *o = owner;
+    if (r->rc != 0 && r->rc != REIGN_ENOENT) {
+        finish_remove(o, r->rc, NULL, 0);
+        return;
+    }
+    char *history = reign__path_join(o->path, REIGN__N_HISTORY);
+    for (size_t i = 0; history && i < r->n_children; i++) {
+        char *rec = reign__path_join(history, r->children[i]);
+        if (rec)
+            reign__zk_delete(o->zk, rec, -1, 0, NULL, NULL, NULL);
+        reign__free(rec);
+    }
+    reign__free(history);
+    delete_election(o, DEL_TERM | (r->rc == 0 ? DEL_HISTORY : 0));
+}
+
 static void delete_node(store_op *o)
 {
     int rc;
     if (o->kind == REIGN_ENTRY_ELECTION) {
-        size_t n = strlen(o->path) + sizeof("/" REIGN__N_TERM);
-        char *term = reign__malloc(n);
-        if (!term) {
-            finish_remove(o, REIGN_ENOMEM, NULL, 0);
-            return;
-        }
-        snprintf(term, n, "%s/" REIGN__N_TERM, o->path);
-        reign__zk_mop ops[2] = {
-            {.type = REIGN__ZK_MDELETE, .path = term, .version = -1},
-            {.type = REIGN__ZK_MDELETE, .path = o->path, .version = o->version},
-        };
-        rc = reign__zk_multi(o->zk, ops, 2, o, on_deleted, o);
-        reign__free(term);
+        char *history = reign__path_join(o->path, REIGN__N_HISTORY);
+        rc = history ? reign__zk_children(o->zk, history, NULL, REIGN__ZK_RETRY, o,
+                                          on_history_listed, NULL)
+                     : REIGN_ENOMEM;
+        reign__free(history);
     } else {
         rc = reign__zk_delete(o->zk, o->path, o->version, 0, o, on_deleted, NULL);
     }

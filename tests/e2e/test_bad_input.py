@@ -160,7 +160,7 @@ def body(t):
     check(rc == FAIL and "'lock'" in err and "'queue'" in err, f"strategy mismatch: {rc} {err!r}")
     check(out == "", f"strategy mismatch printed {out!r}")
     after = sorted(t.children(hosts, f"/reign/election/{lname}"))
-    check(after == before == ["lock", "term"], f"children {before} then {after}")
+    check(after == before == ["history", "lock", "term"], f"children {before} then {after}")
     check(holder.alive() and not holder.demoted(), "the holder was disturbed")
     st = t.status(lname, uri)
     check(st["strategy"] == "lock" and st["leader"]["id"] == "holder", f"{st}")

@@ -172,6 +172,8 @@ static void destroy(zk_election *e)
     reign__free(e->term_path);
     reign__free(e->lock_path);
     reign__free(e->leader_path);
+    reign__free(e->history_path);
+    reign__free(e->hist.path);
     reign__free(e->rank.holder_node);
     reign__free(e->rank.designated);
     reign__free(e->rank.designation_done);
@@ -222,7 +224,8 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
         e->term_path = reign__election_path(name, "/" REIGN__N_TERM);
         e->lock_path = reign__election_path(name, "/" REIGN__N_LOCK);
         e->leader_path = reign__election_path(name, "/" REIGN__N_LEADER);
-        if (!e->dir || !e->term_path || !e->lock_path || !e->leader_path)
+        e->history_path = reign__election_path(name, "/" REIGN__N_HISTORY);
+        if (!e->dir || !e->term_path || !e->lock_path || !e->leader_path || !e->history_path)
             rc = REIGN_ENOMEM;
     }
     if (rc == 0) {
@@ -240,6 +243,7 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
         reign__free(e->term_path);
         reign__free(e->lock_path);
         reign__free(e->leader_path);
+        reign__free(e->history_path);
         reign__free(e);
         return rc;
     }

@@ -80,6 +80,7 @@ typedef struct zk_election {
     char *term_path;
     char *lock_path;
     char *leader_path;  /* queue: the node the leader holds */
+    char *history_path; /* the election's history: a record per leadership */
     reign__buf record;  /* what our node holds */
     reign__held *views; /* leader views read, while their node is checked */
     reign_strategy strategy;
@@ -141,6 +142,14 @@ typedef struct zk_election {
     } handover;
 
     /* What we saw in line. */
+    /* Our leadership's record in the history (docs/history.md), while we lead. */
+    struct {
+        char *path;         /* its node, as the claim's answer named it */
+        bool designated;    /* the handover under way is to a designated candidate */
+        bool made_parent;   /* we made the history node after a claim found it missing */
+        int64_t started_ms; /* our clock when the claim was sent (etcd keys carry no time) */
+    } hist;
+
     char **impostors; /* queue-named nodes that are not ephemeral: never candidates */
     size_t n_impostors;
     char *pred; /* the predecessor last looked at */
@@ -226,6 +235,13 @@ void reign__zke_hand_over(zk_election *e, const char *to);
 void reign__zke_hand_off_if_asked(zk_election *e, const char *to, unsigned asked);
 void reign__zke_handle_node_gone(zk_election *e);
 void reign__zke_designated(zk_election *e, const char *leader, const char *id);
+
+/* ---- election_zk_history.c ---- */
+
+int reign__zke_history_record(zk_election *e, const char *node, reign__buf *h);
+void reign__zke_history_end(zk_election *e, reign_demote_reason reason);
+void reign__zke_history_claimed(zk_election *e, const char *record, uint64_t term, uint64_t token);
+void reign__zke_history_make(zk_election *e);
 
 /* ---- election_zk_line.c ---- */
 

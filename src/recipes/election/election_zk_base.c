@@ -93,6 +93,7 @@ static void demote(zk_election *e, reign_demote_reason reason, bool owed)
         return;
     /* A leadership never outlasts its bound (is_leader() says no past it). */
     int64_t bound = reign__client_valid_until(e->base.client);
+    reign__zke_history_end(e, reason);
     e->valid_until = 0;
     e->rank.prio = e->cfg_prio; /* a designation lasts one leadership */
     reign__client_hold_validity(e->base.client, -1);

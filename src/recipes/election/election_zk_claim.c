@@ -80,10 +80,13 @@ static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
     ENTER(e);
     if (STALE(e, arg) || e->state != ST_CLAIMING)
         goto out;
-    int term_op = e->strategy == REIGN_STRATEGY_LOCK ? 1 : 2;
+    /* The parts: check our node, [make the leader node,] make our history record, set the term. */
+    int history_op = e->strategy == REIGN_STRATEGY_LOCK ? 1 : 2, term_op = history_op + 1;
     switch (r->rc) {
     case 0:
-        e->leader_version = r->made_version; /* the leader node, the multi's one create */
+        e->leader_version = r->made_version; /* the leader node, the multi's first create */
+        reign__zke_history_claimed(e, r->last_created, (uint64_t)r->stat.version,
+                                   (uint64_t)r->stat.mzxid);
         reign__zke_become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
         break;
     case REIGN_EEXIST: /* the leader node: someone leads */
@@ -92,6 +95,10 @@ static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
     case REIGN_ENOENT:
         if (r->failed_op == 0) { /* the check: our node is gone */
             reign__zke_handle_node_gone(e);
+            break;
+        }
+        if (r->failed_op == history_op) { /* an election from before history */
+            reign__zke_history_make(e);
             break;
         }
         if (r->failed_op != term_op) { /* the election node went: look again */
@@ -117,26 +124,34 @@ out:
  * that version first (it names us next). */
 void reign__zke_send_claim(zk_election *e, int32_t takeover)
 {
-    reign__buf t, l;
+    reign__buf t, l, h;
     reign__buf_init(&t);
     reign__buf_init(&l);
+    reign__buf_init(&h);
     bool lock = e->strategy == REIGN_STRATEGY_LOCK;
-    int rc = reign__zke_claim_records(e, basename_of(e->own.node), &t, lock ? NULL : &l);
-    if (rc == 0 && lock) {
-        rc = reign__zk_check_and_set(e->zk, e->own.node, e->term_path, t.data, t.len, -1, e,
-                                     on_claimed, EPOCH_ARG(e));
-    } else if (rc == 0) {
-        reign__zk_mop ops[4];
+    const char *node = basename_of(e->own.node);
+    char *record = reign__path_join(e->history_path, REIGN__N_TERM_REC);
+    int rc = record ? reign__zke_claim_records(e, node, &t, lock ? NULL : &l) : REIGN_ENOMEM;
+    if (rc == 0)
+        rc = reign__zke_history_record(e, node, &h);
+    if (rc == 0) {
+        reign__zk_mop ops[5];
         size_t n = 0;
         ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCHECK, .path = e->own.node, .version = -1};
         if (takeover >= 0)
             ops[n++] = (reign__zk_mop){
                 .type = REIGN__ZK_MDELETE, .path = e->leader_path, .version = takeover};
+        if (!lock)
+            ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCREATE,
+                                       .path = e->leader_path,
+                                       .data = l.data,
+                                       .len = l.len,
+                                       .flags = REIGN__ZK_EPHEMERAL};
         ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MCREATE,
-                                   .path = e->leader_path,
-                                   .data = l.data,
-                                   .len = l.len,
-                                   .flags = REIGN__ZK_EPHEMERAL};
+                                   .path = record,
+                                   .data = h.data,
+                                   .len = h.len,
+                                   .flags = REIGN__ZK_SEQUENCE};
         ops[n++] = (reign__zk_mop){.type = REIGN__ZK_MSET,
                                    .path = e->term_path,
                                    .data = t.data,
@@ -145,8 +160,10 @@ void reign__zke_send_claim(zk_election *e, int32_t takeover)
         rc = reign__zk_multi(e->zk, ops, n, e, takeover >= 0 ? on_taken_over : on_claimed,
                              EPOCH_ARG(e));
     }
+    reign__free(record);
     reign__buf_free(&t);
     reign__buf_free(&l);
+    reign__buf_free(&h);
     if (rc < 0)
         reign__zke_issue_failed(
             e, rc, takeover >= 0 ? "taking over the leader node" : "claiming the term");
@@ -371,7 +388,9 @@ static void on_taken_over(void *owner, void *arg, const reign__zk_result *r)
         goto out;
     switch (r->rc) {
     case 0:
-        e->leader_version = r->made_version; /* the leader node, the multi's one create */
+        e->leader_version = r->made_version; /* the leader node, the multi's first create */
+        reign__zke_history_claimed(e, r->last_created, (uint64_t)r->stat.version,
+                                   (uint64_t)r->stat.mzxid);
         reign__zke_become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
         break;
     case REIGN_ENOENT:
@@ -519,6 +538,7 @@ void reign__zke_hand_off_if_asked(zk_election *e, const char *to, unsigned asked
     reign__log(e->base.log, REIGN_LOG_NOTICE, "election %s: handing over to %s", e->base.name, to);
     reign__life_bump(&e->base.life);
     zk_news n = {.to = to};
+    e->hist.designated = reign__zke_designated; /* how the history says this leadership ended */
     reign__zke_step(e, IN(OUTRANKED), &n); /* demoted, HANDING_OVER: the leader node names `to` */
 }
 

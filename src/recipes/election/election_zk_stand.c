@@ -318,7 +318,9 @@ static void setup_done(zk_election *e, reign_strategy found)
  * made, which we check all the same.  If the election node exists, the
  * multi fails as a whole and we take the ordinary way, reading it first.
  */
-#define COLD_SEQ "0000000002"
+#define COLD_SEQ "0000000003" /* after term, history and leader */
+/* Its history record: named, not sequential (its name is known), the history's first. */
+#define COLD_RECORD REIGN__N_TERM_REC "0000000000"
 
 static void on_cold_parents(void *owner, void *arg, const reign__zk_result *r)
 {
@@ -378,6 +380,9 @@ static void on_cold_made(void *owner, void *arg, const reign__zk_result *r)
             reign__zke_check(e);
             break;
         }
+        char *record = reign__path_join(e->history_path, COLD_RECORD);
+        reign__zke_history_claimed(e, record, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
+        reign__free(record);
         reign__zke_become_leader(e, (uint64_t)r->stat.version, (uint64_t)r->stat.mzxid);
         break;
     }
@@ -427,13 +432,16 @@ out:
 /* The new election's one multi, batched; 0 or a negative code. */
 static int send_cold_multi(zk_election *e, void *arg)
 {
-    reign__buf rec, cand, node, t, l;
+    reign__buf rec, cand, node, t, l, h, hpath;
     reign__buf_init(&rec);
     reign__buf_init(&cand);
     reign__buf_init(&node);
     reign__buf_init(&t);
     reign__buf_init(&l);
+    reign__buf_init(&h);
+    reign__buf_init(&hpath);
     int rc = reign__zke_dir_record(e, &rec);
+    reign__buf_printf(&hpath, "%s/" COLD_RECORD, e->history_path);
     char *prefix = reign__election_path(e->base.name, "/");
     reign__buf_printf(&node, "n_%s_", e->guid);
     if (e->cfg_prio)
@@ -441,21 +449,25 @@ static int send_cold_multi(zk_election *e, void *arg)
     reign__buf_printf(&cand, "%s%s", prefix ? prefix : "", node.data ? node.data : "");
     reign__buf_printf(&node, COLD_SEQ);
     reign__free(prefix);
-    if (rc == 0 && (cand.oom || node.oom || !prefix))
+    if (rc == 0 && (cand.oom || node.oom || hpath.oom || !prefix))
         rc = REIGN_ENOMEM;
     if (rc == 0)
         rc = reign__zke_claim_records(e, node.data, &t, &l);
+    if (rc == 0)
+        rc = reign__zke_history_record(e, node.data, &h);
     if (rc == 0)
         rc = reign__zke_candidate_record(e);
     if (rc == 0) {
         reign__zk_mop ops[] = {
             {.type = REIGN__ZK_MCREATE, .path = e->dir, .data = rec.data, .len = rec.len},
             {.type = REIGN__ZK_MCREATE, .path = e->term_path, .data = "reign 1\n\n", .len = 9},
+            {.type = REIGN__ZK_MCREATE, .path = e->history_path, .data = "reign 1\n\n", .len = 9},
             {.type = REIGN__ZK_MCREATE,
              .path = e->leader_path,
              .data = l.data,
              .len = l.len,
              .flags = REIGN__ZK_EPHEMERAL},
+            {.type = REIGN__ZK_MCREATE, .path = hpath.data, .data = h.data, .len = h.len},
             {.type = REIGN__ZK_MCREATE,
              .path = cand.data,
              .data = e->record.data,
@@ -467,7 +479,7 @@ static int send_cold_multi(zk_election *e, void *arg)
              .len = t.len,
              .version = -1},
         };
-        rc = reign__zk_multi_batched(e->zk, ops, 5, e, on_cold_made, arg);
+        rc = reign__zk_multi_batched(e->zk, ops, 7, e, on_cold_made, arg);
         if (rc == 0) {
             reign__buf_printf(&cand, COLD_SEQ);
             set_str(&e->setup.cold_node, cand.oom ? NULL : cand.data);
@@ -478,6 +490,8 @@ static int send_cold_multi(zk_election *e, void *arg)
     reign__buf_free(&node);
     reign__buf_free(&t);
     reign__buf_free(&l);
+    reign__buf_free(&h);
+    reign__buf_free(&hpath);
     return rc;
 }
 

@@ -788,8 +788,10 @@ static void run_phase(chk *k, chk_phase_id id)
         k->broken = true;
     if (!k->json && ph->result != CHK_NOT_RUN) {
         if (ph->done) {
-            int64_t p50 = chk_percentile(ph->takeover_ns, ph->done, 50);
-            int64_t p99 = chk_percentile(ph->takeover_ns, ph->done, 99);
+            int64_t t[CHK_MAX_ROUNDS]; /* sorted apart: the JSON keeps the order of the rounds */
+            memcpy(t, ph->takeover_ns, sizeof(t));
+            int64_t p50 = chk_percentile(t, ph->done, 50);
+            int64_t p99 = chk_percentile(t, ph->done, 99);
             cli_print("%-16s %d/%d rounds, takeover p50 %.1f ms, p99 %.1f ms%s%s", ph->name,
                       ph->done, ph->rounds, (double)p50 / MS, (double)p99 / MS,
                       ph->result == CHK_OK ? "" : ": ", ph->result == CHK_OK ? "" : ph->reason);

@@ -101,6 +101,15 @@ static bool passed(const chk_report *r)
     return true;
 }
 
+/* Phases left out after a failure (the check stops at the first). */
+static bool stopped_early(const chk_report *r)
+{
+    for (int i = 0; i < CHK_N_PHASES; i++)
+        if (r->phases[i].result == CHK_NOT_RUN)
+            return true;
+    return false;
+}
+
 static const char *result_name(chk_result res)
 {
     switch (res) {
@@ -202,6 +211,8 @@ static void print_table(const chk_report *r, int64_t rtt50, int64_t rtt99, const
         cli_print("error: %s", r->errors[i]);
     if (r->interrupted)
         cli_print("interrupted");
+    else if (stopped_early(r))
+        cli_print("stopped at the first failure: the phases not run were left out");
     if (r->cleanup_note[0])
         cli_print("note: %s", r->cleanup_note);
     if (adv[0])
@@ -265,6 +276,7 @@ static cJSON *report_json(const chk_report *r, int64_t rtt50, int64_t rtt99, con
         cJSON_AddItemToArray(e, cJSON_CreateString(r->errors[i]));
     if (r->interrupted)
         cJSON_AddItemToArray(e, cJSON_CreateString("interrupted"));
+    cJSON_AddBoolToObject(o, "stopped_early", !r->interrupted && stopped_early(r));
     if (r->cleanup_note[0])
         cJSON_AddStringToObject(o, "note", r->cleanup_note);
     cJSON *a = cJSON_AddObjectToObject(o, "advice");

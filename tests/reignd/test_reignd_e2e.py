@@ -591,6 +591,17 @@ def scenario_failover(t):
     check(c.index("A", "become_standby") < c.index("B", "become_active"), f"order: {c.events()}")
     check(not c.lines("B", "fence"), "A ceded cleanly: nothing to fence")
     b.wait_state("active")
+    # The metrics: A's leadership ended once, in a cede (B next in line) or a handoff (B
+    # designated); C, standing all along, saw B elected elsewhere and knows its leader.
+    changes = 'reignd_leadership_changes_total{service="web",reason="%s"}'
+    m = a.metrics()
+    check(m.get(changes % "elected") == 1 and
+          m.get(changes % "ceded") + m.get(changes % "handoff") == 1, f"A's metrics: {m}")
+    wait_for(lambda: n3.metrics().get(changes % "elsewhere", 0) >= 1,
+             "C to count B's election elsewhere")
+    m = n3.metrics()
+    check(m.get(changes % "elected") == 0 and m.get('reignd_election_observed{service="web"}') == 1
+          and m.get('reignd_election_leaderless_seconds{service="web"}') == 0, f"C's metrics: {m}")
 
     # A stands again last in line: it is designated, B hands over and is fenced gracefully
     # (its become-standby runs before A's become-active).

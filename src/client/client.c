@@ -603,11 +603,17 @@ static int start_zk(reign_client *c, reign__client_config *cfg, char *err, size_
             c->zk_hosts = b.oom ? NULL : b.data;
             if (!c->zk_hosts)
                 return REIGN_ENOMEM;
-            if ((r = start_guardian(c, err, errlen)) < 0)
+            if ((r = start_guardian(c, err, errlen)) < 0 ||
+                (r = reign__guardian_zk_tree(c->guardian, zc->etcd_prefix, NULL, NULL)) < 0)
                 return r;
         }
-    } else if (cfg->guarded && (r = start_guardian(c, err, errlen)) < 0) {
-        return r;
+    } else if (cfg->guarded) {
+        /* The history records' paths are under the chroot; nodes made with credentials need
+         * them for a write. */
+        const char *chroot = cfg->hosts + strcspn(cfg->hosts, "/");
+        if ((r = start_guardian(c, err, errlen)) < 0 ||
+            (r = reign__guardian_zk_tree(c->guardian, chroot, zc->user, zc->password)) < 0)
+            return r;
     }
     return reign__zk_new(&c->zk, zc, err, errlen);
 }
@@ -988,5 +994,6 @@ void *reign_client_userdata(const reign_client *c)
 void reign__client_guard_term(reign_client *c, bool add, const char *path, const void *rec,
                               size_t len)
 {
-    (void)c, (void)add, (void)path, (void)rec, (void)len; /* the guardian's part follows */
+    if (c->guardian && c->zk)
+        reign__guardian_term(c->guardian, add, path, rec, len);
 }

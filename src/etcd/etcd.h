@@ -51,12 +51,13 @@ void reign__etcd_flush(reign__etcd *e);
 void reign__etcd_forget(reign__etcd *e, void *owner);
 
 /*
- * Revokes lease `lease` from outside the process that holds it (etcd_end.c), for the guardian:
- * `members` as "http://h:p,http://h:p", each tried in turn until the deadline.  1 if revoked
- * here, 0 if it was gone already, or REIGN_ETIMEDOUT with err.  Blocks up to timeout_ms.
+ * Revokes lease `e->session` from outside the process that holds it (etcd_end.c), for the
+ * guardian: `members` as "http://h:p,http://h:p", each tried in turn until the deadline.  The
+ * writes first, each one txn (the key at version 0 as zk.h counts, the lease alive), within a
+ * small part of the time.  1 if revoked here, 0 if it was gone already, or REIGN_ETIMEDOUT
+ * with err.  Blocks up to timeout_ms.
  */
-int reign__etcd_end_lease(const char *members, int64_t lease, int timeout_ms, char *err,
-                          size_t errlen);
+int reign__etcd_end_lease(const char *members, reign__zk_end *e, char *err, size_t errlen);
 /* Loads what reign__etcd_end_lease() needs (libcurl) ahead, so that a revoke does not wait for
  * it: 0, or REIGN_ENOTSUP with err. */
 int reign__etcd_end_prepare(char *err, size_t errlen);

@@ -53,6 +53,8 @@ struct reign__guardian {
     bool failing;     /* the last start failed (logged once) */
     bool needed;      /* the client holds something: a guardian runs (or is being restarted) */
     reign__buf store; /* the last op=zk or op=sql message: holds secrets */
+    char *zk_root;    /* what history records' paths are under; NULL: none */
+    char *zk_auth;    /* ZooKeeper's digest credentials "user:password" (a secret), or NULL */
     reign__gset set;  /* the leases and groups it was told of */
     reign__buf msg;   /* scratch */
 };
@@ -132,6 +134,9 @@ static void tell_everything(reign__guardian *g)
             send_buf(g, &g->msg);
     for (size_t i = 0; i < g->set.n_pgids && g->sock >= 0; i++)
         if (reign__gmsg_pgid(&g->msg, true, g->set.pgids[i]) == 0)
+            send_buf(g, &g->msg);
+    for (reign__gterm *t = g->set.terms; t && g->sock >= 0; t = t->next)
+        if (reign__gmsg_term(&g->msg, true, t->path, t->rec, t->len) == 0)
             send_buf(g, &g->msg);
 }
 
@@ -347,6 +352,10 @@ void reign__guardian_free(reign__guardian *g)
     if (g->store.data)
         explicit_bzero(g->store.data, g->store.len);
     reign__buf_free(&g->store);
+    if (g->zk_auth)
+        explicit_bzero(g->zk_auth, strlen(g->zk_auth));
+    reign__free(g->zk_auth);
+    reign__free(g->zk_root);
     reign__buf_free(&g->msg);
     reign__free(g);
 }
@@ -362,12 +371,32 @@ static void set_store(reign__guardian *g, reign__buf *fresh)
     send_buf(g, &g->store);
 }
 
+int reign__guardian_zk_tree(reign__guardian *g, const char *root, const char *user,
+                            const char *password)
+{
+    reign__free(g->zk_root);
+    g->zk_root = root && *root ? reign__strdup(root) : NULL;
+    if (root && *root && !g->zk_root)
+        return REIGN_ENOMEM;
+    if (g->zk_auth)
+        explicit_bzero(g->zk_auth, strlen(g->zk_auth));
+    reign__free(g->zk_auth);
+    g->zk_auth = NULL;
+    if (!user)
+        return 0;
+    size_t n = strlen(user) + strlen(password ? password : "") + 2;
+    if (!(g->zk_auth = reign__malloc(n)))
+        return REIGN_ENOMEM;
+    snprintf(g->zk_auth, n, "%s:%s", user, password ? password : "");
+    return 0;
+}
+
 void reign__guardian_zk(reign__guardian *g, const char *hosts, int64_t session,
                         const unsigned char passwd[16], int timeout_ms)
 {
     reign__buf b;
     reign__buf_init(&b);
-    if (reign__gmsg_zk(&b, hosts, session, passwd, timeout_ms) == 0)
+    if (reign__gmsg_zk(&b, hosts, session, passwd, timeout_ms, g->zk_root, g->zk_auth) == 0)
         set_store(g, &b);
     else
         reign__buf_free(&b);
@@ -391,6 +420,14 @@ void reign__guardian_lease(reign__guardian *g, bool add, const char *name, const
         reign__guardian_need(g);
     if (reign__gset_lease(&g->set, add, name, owner, guid) == 1 &&
         reign__gmsg_lease(&g->msg, add, name, owner, guid) == 0)
+        send_buf(g, &g->msg);
+}
+
+void reign__guardian_term(reign__guardian *g, bool add, const char *path, const void *rec,
+                          size_t len)
+{
+    if (reign__gset_term(&g->set, add, path, rec, len) == 1 &&
+        reign__gmsg_term(&g->msg, add, path, rec, len) == 0)
         send_buf(g, &g->msg);
 }
 

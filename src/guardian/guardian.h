@@ -8,8 +8,9 @@
  * The guardian is a small process (reign-guardian, src/guardian/main.c)
  * spawned for one client, which outlives the client's process by design and
  * acts only once that process has exited: it kills the process groups it was
- * given, then ends every leadership at once (it closes the ZooKeeper session,
- * or releases each lease by compare-and-set).
+ * given, then ends every leadership at once (it writes the end of each
+ * leadership's history record and closes the ZooKeeper session, or releases
+ * each lease by compare-and-set).
  *
  * The client keeps it told, over a SOCK_SEQPACKET socket pair (proto.h):
  * the session's id and password, the SQL store and each election joined,
@@ -59,6 +60,14 @@ void reign__guardian_need(reign__guardian *g);
 /* Tells the guardian to leave without acting, and frees.  NULL-safe. */
 void reign__guardian_free(reign__guardian *g);
 
+/*
+ * Where the node tree is, once, before the first reign__guardian_zk(): `root` what the paths of
+ * reign__guardian_term() are under (ZooKeeper's chroot, etcd's key prefix; "" or NULL: none),
+ * and ZooKeeper's digest credentials (user NULL: none), which the nodes reign makes with them
+ * need for a write.  0, or REIGN_ENOMEM.
+ */
+int reign__guardian_zk_tree(reign__guardian *g, const char *root, const char *user,
+                            const char *password);
 /* The ZooKeeper session to close (session 0: none any more). */
 void reign__guardian_zk(reign__guardian *g, const char *hosts, int64_t session,
                         const unsigned char passwd[16], int timeout_ms);
@@ -71,6 +80,10 @@ void reign__guardian_sql(reign__guardian *g, const reign__sql_target *t, const c
 #define REIGN__GUARDIAN_SESSION "/session"
 void reign__guardian_lease(reign__guardian *g, bool add, const char *name, const char *owner,
                            const char *guid);
+/* A leadership's history record to end (add: `rec` as it is to be written, ended_ms added)
+ * before the session if the process dies, or no longer (the leadership ended). */
+void reign__guardian_term(reign__guardian *g, bool add, const char *path, const void *rec,
+                          size_t len);
 /* A process group to kill first.  0, or REIGN_ENOMEM. */
 int reign__guardian_pgid(reign__guardian *g, bool add, pid_t pgid);
 

@@ -14,9 +14,12 @@
  *
  *   1. SIGKILL every process group it was given, and wait until none of their
  *      processes runs;
- *   2. end every leadership: close the ZooKeeper session (its ephemeral nodes
- *      go, the successor's watch fires), or release each lease the client
- *      held, by compare-and-set on owner, guid and term.
+ *   2. end every leadership: write the end of each leadership's history
+ *      record it was given (end=guardian, ended_ms now, at version 0: only if
+ *      the leader has not written its own) and close the ZooKeeper session
+ *      (its ephemeral nodes go, the successor's watch fires), on one
+ *      connection, the writes first; or release each lease the client held,
+ *      by compare-and-set on owner, guid and term.
  *
  * A "bye" (the client resigned, freed its client or exited cleanly) makes it
  * leave without acting.  An end of file alone never makes it act: a client
@@ -71,6 +74,8 @@ static struct {
     int64_t session;
     unsigned char passwd[16];
     int timeout_ms;
+    char *root; /* what the terms' paths are under */
+    char *auth; /* digest credentials "user:password": a secret, never said */
     /* SQL */
     reign__gmsg sql; /* the last op=sql message, kept whole: target points into it */
     bool have_sql;
@@ -166,6 +171,14 @@ static void apply(reign__gmsg *m)
         g.session = m->session;
         memcpy(g.passwd, m->passwd, sizeof(g.passwd));
         g.timeout_ms = m->timeout_ms;
+        reign__free(g.root);
+        g.root = m->root ? reign__strdup(m->root) : NULL;
+        if (g.auth)
+            explicit_bzero(g.auth, strlen(g.auth));
+        reign__free(g.auth);
+        g.auth = m->auth ? reign__strdup(m->auth) : NULL;
+        if (m->auth)
+            explicit_bzero((char *)m->auth, strlen(m->auth));
         break;
     case REIGN__GMSG_SQL:
         if (g.have_sql)
@@ -196,6 +209,11 @@ static void apply(reign__gmsg *m)
     case REIGN__GMSG_UNPGID:
         if (reign__gset_pgid(&g.set, m->op == REIGN__GMSG_PGID, m->pgid) < 0)
             say("out of memory: process group %d forgotten", (int)m->pgid);
+        break;
+    case REIGN__GMSG_TERM:
+    case REIGN__GMSG_UNTERM:
+        if (reign__gset_term(&g.set, m->op == REIGN__GMSG_TERM, m->path, m->data, m->data_len) < 0)
+            say("out of memory: history record %s forgotten", m->path);
         break;
     case REIGN__GMSG_BYE:
         g.bye = true;
@@ -264,11 +282,91 @@ static bool kill_groups(char *report, size_t len)
     return true;
 }
 
+/* Why a history record was not ended, as the guardian's line says it (with the record's path,
+ * never the record itself). */
+static const char *write_failure(int rc)
+{
+    switch (rc) {
+    case 1:
+        return "no answer";
+    case REIGN_EBADVERSION:
+        return "ended already, or the session gone";
+    case REIGN_ENOENT:
+        return "gone";
+    case REIGN_EACCES:
+    case REIGN_EAUTH:
+        return "not allowed";
+    case REIGN_ESESSION:
+        return "the session had expired";
+    default:
+        return reign_err_name(rc);
+    }
+}
+
+/*
+ * The history records of the leaderships the client held, as they are to be written: each
+ * record the client gave, with ended_ms set to now (this host's clock, as the client's own
+ * end would have).  NULL if there are none (or no memory: the session matters more).
+ */
+static reign__zk_end_write *term_writes(reign__buf **bufs, size_t *n)
+{
+    size_t count = 0;
+    for (reign__gterm *t = g.set.terms; t; t = t->next)
+        count++;
+    *n = 0;
+    *bufs = NULL;
+    if (!count)
+        return NULL;
+    reign__zk_end_write *w = reign__calloc(count, sizeof(*w));
+    reign__buf *b = reign__calloc(count, sizeof(*b));
+    if (!w || !b) {
+        reign__free(w);
+        reign__free(b);
+        return NULL;
+    }
+    char now[24];
+    snprintf(now, sizeof(now), "%lld", (long long)reign__wall_ms());
+    for (reign__gterm *t = g.set.terms; t; t = t->next) {
+        reign__record rec;
+        reign__buf_init(&b[*n]);
+        if (reign__record_parse(t->rec, t->len, &rec) < 0)
+            continue; /* checked when told: cannot be */
+        int rc = reign__record_build_with(&b[*n], &rec, REIGN__K_ENDED_MS, now);
+        reign__record_clear(&rec);
+        if (rc < 0 || b[*n].oom) {
+            reign__buf_free(&b[*n]);
+            continue;
+        }
+        w[*n] = (reign__zk_end_write){.path = t->path, .data = b[*n].data, .len = b[*n].len};
+        (*n)++;
+    }
+    *bufs = b;
+    return w;
+}
+
 static void end_zk(char *report, size_t len)
 {
     char err[512] = "";
     size_t used = strlen(report);
-    int rc = reign__zk_end_session(g.hosts, g.session, g.passwd, g.timeout_ms, err, sizeof(err));
+    reign__buf *bufs = NULL;
+    reign__zk_end e = {.hosts = g.hosts,
+                       .session = g.session,
+                       .timeout_ms = g.timeout_ms,
+                       .root = g.root,
+                       .auth = g.auth};
+    memcpy(e.passwd, g.passwd, sizeof(e.passwd));
+    e.writes = term_writes(&bufs, &e.n_writes);
+    int rc = reign__zk_end_session(&e, err, sizeof(err));
+    explicit_bzero(e.passwd, sizeof(e.passwd));
+    size_t ended = 0;
+    for (size_t i = 0; i < e.n_writes; i++) {
+        reign_trace("guardian.term", "%s %d", e.writes[i].path, e.writes[i].rc);
+        ended += e.writes[i].rc == 0;
+    }
+    if (ended)
+        snprintf(report + used, len - used, "ended %zu history record%s; ", ended,
+                 ended == 1 ? "" : "s");
+    used = strlen(report);
     if (rc == 1)
         snprintf(report + used, len - used, "%s 0x%llx; ",
                  strncmp(g.hosts, "etcd:", 5) ? "closed ZooKeeper session" : "revoked etcd lease",
@@ -279,6 +377,17 @@ static void end_zk(char *report, size_t len)
     else
         snprintf(report + used, len - used, "cannot close session 0x%llx: %s; ",
                  (unsigned long long)g.session, err);
+    /* Last, so that a long list cuts nothing else off the line. */
+    for (size_t i = 0; i < e.n_writes; i++) {
+        used = strlen(report);
+        if (e.writes[i].rc != 0)
+            snprintf(report + used, len - used, "history record %s not ended: %s; ",
+                     e.writes[i].path, write_failure(e.writes[i].rc));
+    }
+    for (size_t i = 0; i < e.n_writes; i++)
+        reign__buf_free(&bufs[i]);
+    reign__free(bufs);
+    reign__free(e.writes);
 }
 
 static void end_leases(char *report, size_t len)

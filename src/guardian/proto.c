@@ -7,19 +7,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const op_names[] = {"",     "zk",     "sql", "lease", "unlease",
-                                       "pgid", "unpgid", "bye", "hello"};
+static const char *const op_names[] = {"",       "zk",  "sql",   "lease", "unlease", "pgid",
+                                       "unpgid", "bye", "hello", "term",  "unterm"};
 #define N_OPS (sizeof(op_names) / sizeof(op_names[0]))
 
 /* ---- encoding ----------------------------------------------------------- */
 
-static int build(reign__buf *out, const char *const *kv, size_t n)
+static int build_payload(reign__buf *out, const char *const *kv, size_t n, const void *payload,
+                         size_t len)
 {
     reign__buf_reset(out);
-    int r = reign__record_build(out, kv, n, NULL, 0);
+    int r = reign__record_build(out, kv, n, payload, len);
     if (r == 0 && out->len > REIGN__GMSG_MAX)
         r = REIGN_E2BIG;
     return r;
+}
+
+static int build(reign__buf *out, const char *const *kv, size_t n)
+{
+    return build_payload(out, kv, n, NULL, 0);
 }
 
 static void hex(char *out, const unsigned char *p, size_t n)
@@ -33,15 +39,25 @@ static void hex(char *out, const unsigned char *p, size_t n)
 }
 
 int reign__gmsg_zk(reign__buf *out, const char *hosts, int64_t session,
-                   const unsigned char passwd[16], int timeout_ms)
+                   const unsigned char passwd[16], int timeout_ms, const char *root,
+                   const char *auth)
 {
     char sid[17], pw[33], tmo[16];
     snprintf(sid, sizeof(sid), "%016llx", (unsigned long long)session);
     hex(pw, passwd, 16);
     snprintf(tmo, sizeof(tmo), "%d", timeout_ms);
-    const char *kv[] = {"op", "zk",     "hosts", hosts,        "session",
-                        sid,  "passwd", pw,      "timeout_ms", tmo};
-    int r = build(out, kv, sizeof(kv) / sizeof(kv[0]));
+    const char *kv[14] = {"op", "zk",     "hosts", hosts,        "session",
+                          sid,  "passwd", pw,      "timeout_ms", tmo};
+    size_t n = 10;
+    if (root) { /* absent: not sent */
+        kv[n++] = "root";
+        kv[n++] = root;
+    }
+    if (auth) {
+        kv[n++] = "auth";
+        kv[n++] = auth;
+    }
+    int r = build(out, kv, n);
     explicit_bzero(pw, sizeof(pw));
     return r;
 }
@@ -99,6 +115,14 @@ int reign__gmsg_hello(reign__buf *out, pid_t pid)
     return with_pid(out, "hello", pid);
 }
 
+int reign__gmsg_term(reign__buf *out, bool add, const char *path, const void *rec, size_t len)
+{
+    const char *kv[] = {"op", add ? "term" : "unterm", "path", path};
+    if (add && (!rec || !len))
+        return REIGN_EINVAL;
+    return build_payload(out, kv, 4, add ? rec : NULL, add ? len : 0);
+}
+
 int reign__gmsg_bye(reign__buf *out)
 {
     const char *kv[] = {"op", "bye"};
@@ -144,6 +168,37 @@ static int fail(reign__gmsg *m, char *err, size_t errlen, const char *what)
     return REIGN_EFOREIGN;
 }
 
+/* A node's path: "/" and names, none of them empty ("/" alone is no node of reign's). */
+static bool good_path(const char *p)
+{
+    size_t n = strlen(p);
+    return n >= 2 && p[0] == '/' && p[n - 1] != '/' && !strstr(p, "//");
+}
+
+static int parse_term(reign__gmsg *m, char *err, size_t errlen)
+{
+    m->path = reign__record_get(&m->rec, "path");
+    if (!m->path || !good_path(m->path))
+        return fail(m, err, errlen, "term without a path");
+    if (m->op == REIGN__GMSG_UNTERM)
+        return 0;
+    m->data = m->rec.payload;
+    m->data_len = m->rec.payload_len;
+    if (!m->data_len)
+        return fail(m, err, errlen, "term without its record");
+    /* The record the guardian will rewrite: a reign record, or nothing to do with it. */
+    reign__record rec;
+    int r = reign__record_parse(m->data, m->data_len, &rec);
+    if (r == REIGN_ENOMEM) {
+        reign__gmsg_clear(m);
+        return r;
+    }
+    if (r < 0)
+        return fail(m, err, errlen, "term whose record is not a record");
+    reign__record_clear(&rec);
+    return 0;
+}
+
 static int parse_zk(reign__gmsg *m, char *err, size_t errlen)
 {
     const reign__record *r = &m->rec;
@@ -160,6 +215,12 @@ static int parse_zk(reign__gmsg *m, char *err, size_t errlen)
         return fail(m, err, errlen, "zk with a malformed passwd");
     if (number(r, "timeout_ms", 1, 3600000, &tmo) < 0)
         return fail(m, err, errlen, "zk with a malformed timeout_ms");
+    m->root = reign__record_get(r, "root");
+    if (m->root && *m->root && !good_path(m->root))
+        return fail(m, err, errlen, "zk with a malformed root");
+    m->auth = reign__record_get(r, "auth");
+    if (m->auth && (!*m->auth || !strchr(m->auth, ':')))
+        return fail(m, err, errlen, "zk with malformed credentials");
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
         v = v << 8 | id[i];
@@ -243,6 +304,9 @@ int reign__gmsg_parse(const void *buf, size_t len, reign__gmsg *m, char *err, si
             return fail(m, err, errlen, "malformed pgid");
         m->pgid = (pid_t)pgid;
         return 0;
+    case REIGN__GMSG_TERM:
+    case REIGN__GMSG_UNTERM:
+        return parse_term(m, err, errlen);
     case REIGN__GMSG_BYE:
         return 0;
     }
@@ -319,12 +383,55 @@ int reign__gset_pgid(reign__gset *s, bool add, pid_t pgid)
     return 1;
 }
 
+static void free_term(reign__gterm *t)
+{
+    reign__free(t->path);
+    reign__free(t->rec);
+    reign__free(t);
+}
+
+int reign__gset_term(reign__gset *s, bool add, const char *path, const void *rec, size_t len)
+{
+    reign__gterm **p = &s->terms;
+    while (*p && strcmp((*p)->path, path))
+        p = &(*p)->next;
+    if (!add) {
+        if (!*p)
+            return 0;
+        reign__gterm *t = *p;
+        *p = t->next;
+        free_term(t);
+        return 1;
+    }
+    reign__gterm *t = reign__calloc(1, sizeof(*t));
+    if (!t || !(t->path = reign__strdup(path)) || !(t->rec = reign__malloc(len ? len : 1))) {
+        if (t)
+            free_term(t);
+        return REIGN_ENOMEM;
+    }
+    memcpy(t->rec, rec, len);
+    t->len = len;
+    if (*p) { /* the same record again: the newest wins */
+        reign__gterm *old = *p;
+        *p = old->next;
+        free_term(old);
+    }
+    t->next = s->terms;
+    s->terms = t;
+    return 1;
+}
+
 void reign__gset_free(reign__gset *s)
 {
     while (s->leases) {
         reign__glease *l = s->leases;
         s->leases = l->next;
         free_lease(l);
+    }
+    while (s->terms) {
+        reign__gterm *t = s->terms;
+        s->terms = t->next;
+        free_term(t);
     }
     reign__free(s->pgids);
     memset(s, 0, sizeof(*s));

@@ -5,7 +5,11 @@
  * A message is a record (record.h) with an "op" key:
  *
  *   op=zk     hosts, session (16 hex digits, 0: none), passwd (32 hex digits),
- *             timeout_ms: the ZooKeeper session to close when the client dies
+ *             timeout_ms: the ZooKeeper session to close when the client dies (on etcd,
+ *             hosts "etcd:http://h:p,...", the session a lease to revoke); optional:
+ *             root, what op=term's paths are under (ZooKeeper's chroot, etcd's key
+ *             prefix), and auth, ZooKeeper's digest credentials "user:password"
+ *             (a secret, as passwd) for writing to nodes reign made with them
  *   op=sql    kind (sqlite|mariadb|postgres), path | host, port, database, user,
  *             password; table, dc, params (the client library's), connect_ms,
  *             statement_ms, timeout_ms (the lease): the lease store
@@ -14,6 +18,10 @@
  *   op=unlease  name, guid
  *   op=pgid   pgid: a process group to kill first
  *   op=unpgid pgid
+ *   op=term   path, and the message's payload a reign record: a leadership's history
+ *             record (docs/design.md, the guardian) to rewrite, at version 0, with
+ *             ended_ms added, before the session is ended (op=zk's store only)
+ *   op=unterm path: that leadership ended while the client lived
  *   op=bye    a clean end: leave without acting
  *
  * and one the other way, once, when the guardian is ready:
@@ -23,7 +31,8 @@
  * The guardian trusts nobody but its client, yet parses strictly all the
  * same (the fuzz target tests/fuzz/fuzz_guardian_msg.c): a message that does
  * not parse is dropped with a warning.  Secrets (the session password, the
- * SQL password) travel only on this socket, never in argv or the environment.
+ * ZooKeeper credentials, the SQL password) travel only on this socket, never
+ * in argv or the environment, and are never logged (nor is a term's record).
  */
 #ifndef REIGN_GUARDIAN_PROTO_H
 #define REIGN_GUARDIAN_PROTO_H
@@ -46,10 +55,13 @@ typedef enum reign__gmsg_op {
     REIGN__GMSG_PGID,
     REIGN__GMSG_UNPGID,
     REIGN__GMSG_BYE,
-    REIGN__GMSG_HELLO
+    REIGN__GMSG_HELLO,
+    REIGN__GMSG_TERM,
+    REIGN__GMSG_UNTERM
 } reign__gmsg_op;
 
-/* A parsed message; its strings point into `rec` (valid until reign__gmsg_clear()). */
+/* A parsed message; its strings point into `rec` (valid until reign__gmsg_clear()), a term's
+ * data into the parsed buffer. */
 typedef struct reign__gmsg {
     reign__gmsg_op op;
     reign__record rec;
@@ -57,7 +69,8 @@ typedef struct reign__gmsg {
     const char *hosts;
     int64_t session;
     unsigned char passwd[16];
-    int timeout_ms; /* zk: the session timeout; sql: the lease */
+    int timeout_ms;          /* zk: the session timeout; sql: the lease */
+    const char *root, *auth; /* zk: NULL when absent */
     /* sql: the target's strings point into rec */
     reign__sql_target target;
     const char *dc;
@@ -65,6 +78,10 @@ typedef struct reign__gmsg {
     const char *name, *owner, *guid;
     /* pgid, unpgid; hello: the guardian's pid */
     pid_t pgid;
+    /* term, unterm: the record's path (under root); term: the record (a reign record) */
+    const char *path;
+    const void *data;
+    size_t data_len;
 } reign__gmsg;
 
 /* Parses one datagram.  0, REIGN_EFOREIGN (err says what is wrong), REIGN_ENOMEM. */
@@ -73,26 +90,37 @@ void reign__gmsg_clear(reign__gmsg *m);
 
 /* The encoders append one message to `out` (reset first).  0, REIGN_ENOMEM, REIGN_EINVAL. */
 int reign__gmsg_zk(reign__buf *out, const char *hosts, int64_t session,
-                   const unsigned char passwd[16], int timeout_ms);
+                   const unsigned char passwd[16], int timeout_ms, const char *root,
+                   const char *auth);
 int reign__gmsg_sql(reign__buf *out, const reign__sql_target *t, const char *dc, int lease_ms);
 int reign__gmsg_lease(reign__buf *out, bool add, const char *name, const char *owner,
                       const char *guid);
 int reign__gmsg_pgid(reign__buf *out, bool add, pid_t pgid);
+/* A history record to end (add: op=term, rec its bytes), or no longer (op=unterm). */
+int reign__gmsg_term(reign__buf *out, bool add, const char *path, const void *rec, size_t len);
 int reign__gmsg_bye(reign__buf *out);
 int reign__gmsg_hello(reign__buf *out, pid_t pid);
 
 /*
- * What both ends keep besides the store: the leases the client may hold and
- * the process groups to kill.  The client keeps them to tell a new guardian
- * everything again; the guardian keeps them to act.
+ * What both ends keep besides the store: the leases the client may hold, the
+ * process groups to kill and the history records to end.  The client keeps
+ * them to tell a new guardian everything again; the guardian keeps them to act.
  */
 typedef struct reign__glease {
     struct reign__glease *next;
     char *name, *owner, *guid;
 } reign__glease;
 
+typedef struct reign__gterm {
+    struct reign__gterm *next;
+    char *path;
+    void *rec;
+    size_t len;
+} reign__gterm;
+
 typedef struct reign__gset {
     reign__glease *leases;
+    reign__gterm *terms;
     pid_t *pgids;
     size_t n_pgids, cap_pgids;
 } reign__gset;
@@ -102,6 +130,8 @@ typedef struct reign__gset {
 int reign__gset_lease(reign__gset *s, bool add, const char *name, const char *owner,
                       const char *guid);
 int reign__gset_pgid(reign__gset *s, bool add, pid_t pgid);
+/* A term known by its path is replaced (rec NULL with add=false). */
+int reign__gset_term(reign__gset *s, bool add, const char *path, const void *rec, size_t len);
 void reign__gset_free(reign__gset *s);
 
 #endif

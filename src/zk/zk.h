@@ -227,16 +227,37 @@ int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *p
 /* No callback of `owner` runs after this. */
 void reign__zk_forget(reign__zk *zk, void *owner);
 
+/* A write the end of a session makes first, in the session: data at `path` (under the end's
+ * root), only if the node is at version 0. */
+typedef struct reign__zk_end_write {
+    const char *path;
+    const void *data;
+    size_t len;
+    int rc; /* out: 0 written, a REIGN_E* code (REIGN_EBADVERSION: not at version 0, or the
+               session had expired), or 1: no answer */
+} reign__zk_end_write;
+
+/* A session to end from outside the process that made it. */
+typedef struct reign__zk_end {
+    const char *hosts; /* as for the config ("etcd:http://h:p,..." for etcd's lease) */
+    int64_t session;
+    unsigned char passwd[16];
+    int timeout_ms;
+    const char *root; /* the chroot or key prefix the writes' paths are under; NULL: none */
+    const char *auth; /* ZooKeeper's digest credentials "user:password", or NULL */
+    reign__zk_end_write *writes;
+    size_t n_writes;
+} reign__zk_end;
+
 /*
- * Ends session `session` from outside the process that made it (zk_end.c):
- * attaches with its password and closes it, so that its ephemeral nodes go
- * at once.  `hosts` as for the config (a chroot is ignored).  Blocks up to
- * timeout_ms, trying each server in turn.  1 if it was closed
- * here, 0 if it had expired already, or REIGN_ETIMEDOUT, REIGN_ECONNECT...
- * with err.
+ * Ends session `e->session` from outside the process that made it (zk_end.c):
+ * attaches with its password, makes the writes, and closes it, so that its
+ * ephemeral nodes go at once.  Sent at once, in that order, on one
+ * connection: a write that fails never holds the close back.  Blocks up to
+ * timeout_ms, trying each server in turn.  1 if it was closed here, 0 if it
+ * had expired already, or REIGN_ETIMEDOUT, REIGN_ECONNECT... with err.
  */
-int reign__zk_end_session(const char *hosts, int64_t session, const unsigned char passwd[16],
-                          int timeout_ms, char *err, size_t errlen);
+int reign__zk_end_session(reign__zk_end *e, char *err, size_t errlen);
 
 /* Maps a ZooKeeper return code to a REIGN_E* code. */
 int reign__zk_error(int zrc);

@@ -43,12 +43,31 @@ each; run_kill also on SQL stores, through tests/e2e_sql/test_guardian.py):
                  try starts it ("started again"), and it acts when the leader is killed.
   register_kill  a `reign register` member SIGKILLed leaves `reign members` at once, long
                  before its session could have expired.
+  history        a leading `reign campaign` a is SIGKILLed with b standing: once b is elected,
+                 `reign history --json` says a's leadership ended with end=guardian at a time
+                 written (not estimated), and a's record itself, read raw, carries end=guardian
+                 and ended_ms and was rewritten once (version 1, as zk.h counts).  The guardian
+                 writes the end before it ends the session, so it is there when b is elected.
+  history_credentials  the same under a chroot with digest credentials (zk://alice@...): the
+                 record's ACL lets only alice write, so the guardian authenticates as alice,
+                 told the credentials on its socket only (the password is on no output).
+  history_etcd   the same on etcd (the shared member), under a key prefix: the guardian's end
+                 is a txn at version 0 before it revokes the lease.
+  history_written  a's record is rewritten by someone else while a leads (its version is 1,
+                 as after an end of its own): when a is killed, its guardian's write fails
+                 (version 0 expected), says so, and the session is closed all the same: b is
+                 elected before the session could have expired; the record keeps what was
+                 written, and the history reads no end of the guardian's.
 """
+import base64
+import json
 import os
 import re
 import signal
 import sys
 import time
+import urllib.parse
+import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -539,6 +558,153 @@ def scenario_register_kill(t):
     m2.send(signal.SIGTERM)
     check(m2.wait() == 0, "m2 did not exit 0")
     no_guardian_line([m2])
+
+
+# ---- the election's history ---------------------------------------------------------------
+
+PASSWORD = "hist-9d2e71"
+
+
+def parse_record(data):
+    """A reign record's fields (src/core/record.h), values decoded, or None if it is none."""
+    head, sep, _ = data.partition(b"\n\n")
+    lines = head.decode("utf-8", "replace").split("\n")
+    if not sep or lines[0] != "reign 1":
+        return None
+    return {k: urllib.parse.unquote(v) for k, _, v in (ln.partition("=") for ln in lines[1:])}
+
+
+def zk_records(t, hosts, name):
+    """(fields, version) of each record of election `name`'s history on ZooKeeper (hosts with
+    the chroot), read with reign_it_zkraw (anonymously: the world may read)."""
+    d = f"/reign/election/{name}/history"
+    out = []
+    for kid in t.children(hosts, d) or []:
+        if kid.startswith("h_"):
+            rc, js, err = t.zkraw(hosts, "get", f"{d}/{kid}")
+            check(rc == 0, f"reading {d}/{kid}: {err.strip()}")
+            node = json.loads(js)
+            out.append((parse_record(bytes.fromhex(node["data_hex"])), node["version"]))
+    return out
+
+
+def etcd_records(member, prefix, name):
+    """The same on etcd, through the member's JSON gateway: ZooKeeper's version is etcd's - 1
+    (docs/etcd.md)."""
+    key = f"{prefix}/reign/election/{name}/history/h_".encode()
+    end = key[:-1] + bytes([key[-1] + 1])
+    body = json.dumps({"key": base64.b64encode(key).decode(),
+                       "range_end": base64.b64encode(end).decode()}).encode()
+    req = urllib.request.Request(f"http://{member}/v3/kv/range", data=body,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=e2elib.WAIT) as r:
+        kvs = json.load(r).get("kvs", [])
+    return [(parse_record(base64.b64decode(kv.get("value", ""))), int(kv["version"]) - 1)
+            for kv in kvs]
+
+
+def history_kill(t, name, uri, records):
+    """a leads `name`, b stands; SIGKILL to a: its guardian says it ended a's history record
+    and the session, b is elected, and the history says a's leadership ended by the guardian,
+    as `reign history --json` reads it and as the record itself (records()) holds it."""
+    a = campaign(t, "a", name, uri)
+    wait_for(a.elected, "a elected")
+    b = campaign(t, "b", name, uri)
+    two_candidates(t, name, uri, "b")
+    g = the_guardian_of(a)
+    term = a.elected()[-1].term
+    killed_ns = a.kill9()
+    el = wait_for(b.elected, "b elected")[0]
+    the_guardian_line(a, ["ended 1 history record", zk_ended(a)], guardian=g)
+    before_expiry(el.ns, killed_ns, "b elected")
+
+    rc, out, err = t.reign(["--uri", uri, "history", name, "--json"])
+    check(rc == 0, f"reign history {name} failed ({rc}): {err.strip()}")
+    terms = {h["term"]: h for h in json.loads(out)["terms"]}
+    h = terms.get(term)
+    check(h is not None, f"no term {term} in the history: {out.strip()}")
+    check(h["id"] == "a" and h["end"] == "guardian", f"a's leadership (term {term}): {h}")
+    check(h["ended_ms"] is not None and not h["ended_estimated"],
+          f"a's leadership's end is not the one written: {h}")
+    check(h["ended_ms"] >= h["started_ms"], f"a's leadership ended before it began: {h}")
+    check(terms.get(el.term, {}).get("id") == "b", f"b's leadership (term {el.term}): {terms}")
+    log(f"history: term {term} {h['end']}, held {h['held_ms']} ms")
+
+    mine = [(f, v) for f, v in records() if f and f.get("term") == str(term)]
+    check(len(mine) == 1, f"records of term {term}: {records()}")
+    fields, version = mine[0]
+    check(fields.get("end") == "guardian" and fields.get("id") == "a", f"a's record: {fields}")
+    check(fields.get("ended_ms", "").isdigit(), f"a's record has no ended_ms: {fields}")
+    check(version == 1, f"a's record was written {version} time(s) after its claim, not once")
+
+    b.send(signal.SIGTERM)
+    check(b.wait() == 0, "b did not exit 0")
+    t.check_leadership([a, b], min_leaderships=2)
+    return a, b
+
+
+def scenario_history(t):
+    hosts = t.shared_hosts()
+    name = t.unique("guardian-history")
+    history_kill(t, name, zk_uri(t), lambda: zk_records(t, hosts, name))
+
+
+def scenario_history_credentials(t):
+    hosts = t.shared_hosts()
+    chroot = "/" + t.unique("e2e-hist-cred")
+    rc, _, err = t.zkraw(hosts, "create", chroot, "")
+    check(rc == 0, f"creating the chroot {chroot}: {err.strip()}")
+    zhosts = hosts + chroot
+    uri = t.uri(zhosts, user="alice", session_timeout_ms=HOLD_MS)
+    name = t.unique("guardian-history-cred")
+    os.environ["REIGN_PASSWORD"] = PASSWORD  # for a, b and every `reign` run here
+    a, b = history_kill(t, name, uri, lambda: zk_records(t, zhosts, name))
+    # The control: without the credentials the record could not have been written.
+    d = f"/reign/election/{name}/history"
+    kid = sorted(k for k in t.children(zhosts, d) if k.startswith("h_"))[0]
+    rc, _, err = t.zkraw(zhosts, "set", f"{d}/{kid}", "x")
+    check(rc == 3, f"an anonymous write to {d}/{kid}: rc {rc}, {err.strip()} (want ZNOAUTH)")
+    for p in (a, b):
+        check(PASSWORD not in p.err() and PASSWORD not in "\n".join(p.lines()),
+              f"{p.label}'s output shows the password")
+
+
+def scenario_history_written(t):
+    hosts = t.shared_hosts()
+    uri = zk_uri(t)
+    name = t.unique("guardian-history-written")
+    a, b = leader_and_follower(t, name, uri)
+    g = the_guardian_of(a)
+    d = f"/reign/election/{name}/history"
+    kids = sorted(k for k in t.children(hosts, d) if k.startswith("h_"))
+    check(len(kids) == 1, f"a's history: {kids}")
+    path = f"{d}/{kids[0]}"
+    rc, js, err = t.zkraw(hosts, "get", path)
+    check(rc == 0, f"reading {path}: {err.strip()}")
+    data = json.loads(js)["data_hex"]
+    rc, _, err = t.zkraw(hosts, "set", path, "hex:" + data)  # the same bytes, version 1
+    check(rc == 0, f"rewriting {path}: {err.strip()}")
+
+    killed_ns = a.kill9()
+    el = wait_for(b.elected, "b elected")[0]
+    the_guardian_line(a, [f"history record {path} not ended", zk_ended(a)], guardian=g)
+    before_expiry(el.ns, killed_ns, "b elected")
+    fields, version = zk_records(t, hosts, name)[0]
+    check(version == 1 and "end" not in fields, f"a's record after its guardian: {fields}, "
+          f"version {version}")
+    b.send(signal.SIGTERM)
+    check(b.wait() == 0, "b did not exit 0")
+    t.check_leadership([a, b], min_leaderships=2)
+
+
+def scenario_history_etcd(t):
+    with open(env_path("REIGN_TEST_ETCD_FILE")) as f:
+        hosts = f.read().strip()
+    prefix = "/" + t.unique("e2e-hist")
+    uri = f"etcd://{hosts}{prefix}?session_timeout_ms={HOLD_MS}"
+    name = t.unique("guardian-history")
+    member = hosts.split(",")[0]
+    history_kill(t, name, uri, lambda: etcd_records(member, prefix, name))
 
 
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items()

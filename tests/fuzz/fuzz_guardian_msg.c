@@ -4,10 +4,13 @@
  *
  *   - the parse either refuses it (REIGN_EFOREIGN with a message naming the guardian
  *     message, and nothing left to free) or gives a known op whose fields hold what that op
- *     promises: a zk message has hosts, a timeout in (0, 1 h]; a sql message a known kind with
+ *     promises: a zk message has hosts, a timeout in (0, 1 h], and a root that is "" or a
+ *     path, credentials with a ':' if any; a sql message a known kind with
  *     its address (an absolute path for SQLite); a lease a name, guid (and owner); a pgid, an
  *     unpgid or a hello a process id of at least 2 (never 0, -1 or init's 1: kill(-pgid) of
- *     those would hit far more than the client's group);
+ *     those would hit far more than the client's group); a term or an unterm a path of a
+ *     node ("/a/b": no empty name), a term its record, which parses as a reign record (the
+ *     guardian rewrites it at death) and which the sets keep byte for byte;
  *   - nothing over REIGN__GMSG_MAX bytes is accepted;
  *   - what was accepted, encoded again with the reign__gmsg_* encoder of its op, parses to
  *     the same fields (the encoders and the parser agree).
@@ -30,6 +33,8 @@ static void check_fields(const reign__gmsg *m, size_t size)
     case REIGN__GMSG_ZK:
         CHECK(m->hosts && *m->hosts);
         CHECK(m->timeout_ms >= 1 && m->timeout_ms <= 3600000);
+        CHECK(!m->root || !*m->root || (m->root[0] == '/' && m->root[strlen(m->root) - 1] != '/'));
+        CHECK(!m->auth || strchr(m->auth, ':'));
         break;
     case REIGN__GMSG_SQL:
         CHECK(m->target.kind == REIGN__SQL_SQLITE || m->target.kind == REIGN__SQL_MARIADB ||
@@ -37,7 +42,7 @@ static void check_fields(const reign__gmsg *m, size_t size)
         if (m->target.kind == REIGN__SQL_SQLITE)
             CHECK(m->target.path && m->target.path[0] == '/');
         else
-            CHECK(m->target.host && m->target.database && m->target.user);
+            CHECK(m->target.host && m->target.database); /* no user: the library's default */
         CHECK(m->target.port >= 0 && m->target.port <= 65535);
         CHECK(m->timeout_ms >= 1 && m->timeout_ms <= 3600000);
         CHECK(m->target.connect_timeout_ms >= 0 && m->target.statement_timeout_ms >= 0);
@@ -53,6 +58,27 @@ static void check_fields(const reign__gmsg *m, size_t size)
     case REIGN__GMSG_HELLO:
         CHECK(m->pgid >= 2);
         break;
+    case REIGN__GMSG_TERM:
+    case REIGN__GMSG_UNTERM:
+        CHECK(m->path && m->path[0] == '/' && strlen(m->path) >= 2 && !strstr(m->path, "//"));
+        CHECK(m->path[strlen(m->path) - 1] != '/');
+        if (m->op == REIGN__GMSG_TERM) {
+            reign__record r;
+            CHECK(m->data && m->data_len > 0);
+            int rc = reign__record_parse(m->data, m->data_len, &r);
+            CHECK(rc == 0 || rc == REIGN_ENOMEM);
+            reign__record_clear(&r);
+            /* What the guardian keeps of it, and rewrites. */
+            reign__gset set = {0};
+            if (reign__gset_term(&set, true, m->path, m->data, m->data_len) == 1) {
+                CHECK(set.terms && set.terms->len == m->data_len);
+                CHECK(!memcmp(set.terms->rec, m->data, m->data_len));
+                CHECK(!strcmp(set.terms->path, m->path));
+                CHECK(reign__gset_term(&set, false, m->path, NULL, 0) == 1 && !set.terms);
+            }
+            reign__gset_free(&set);
+        }
+        break;
     case REIGN__GMSG_BYE:
         break;
     default:
@@ -66,7 +92,7 @@ static bool encode(const reign__gmsg *m, reign__buf *b)
     int rc = REIGN_EINVAL;
     switch (m->op) {
     case REIGN__GMSG_ZK:
-        rc = reign__gmsg_zk(b, m->hosts, m->session, m->passwd, m->timeout_ms);
+        rc = reign__gmsg_zk(b, m->hosts, m->session, m->passwd, m->timeout_ms, m->root, m->auth);
         break;
     case REIGN__GMSG_SQL:
         rc = reign__gmsg_sql(b, &m->target, m->dc, m->timeout_ms);
@@ -85,6 +111,10 @@ static bool encode(const reign__gmsg *m, reign__buf *b)
     case REIGN__GMSG_BYE:
         rc = reign__gmsg_bye(b);
         break;
+    case REIGN__GMSG_TERM:
+    case REIGN__GMSG_UNTERM:
+        rc = reign__gmsg_term(b, m->op == REIGN__GMSG_TERM, m->path, m->data, m->data_len);
+        break;
     }
     /* Escaping may make a message longer than the one parsed, so past the limit. */
     CHECK(rc == 0 || rc == REIGN_E2BIG || rc == REIGN_ENOMEM);
@@ -98,6 +128,7 @@ static void check_same(const reign__gmsg *a, const reign__gmsg *b)
     case REIGN__GMSG_ZK:
         CHECK(same(a->hosts, b->hosts) && a->session == b->session);
         CHECK(!memcmp(a->passwd, b->passwd, sizeof(a->passwd)) && a->timeout_ms == b->timeout_ms);
+        CHECK(same(a->root, b->root) && same(a->auth, b->auth));
         break;
     case REIGN__GMSG_SQL:
         CHECK(a->target.kind == b->target.kind && same(a->target.path, b->target.path));
@@ -114,6 +145,11 @@ static void check_same(const reign__gmsg *a, const reign__gmsg *b)
         /* fall through */
     case REIGN__GMSG_UNLEASE:
         CHECK(same(a->name, b->name) && same(a->guid, b->guid));
+        break;
+    case REIGN__GMSG_TERM:
+    case REIGN__GMSG_UNTERM:
+        CHECK(same(a->path, b->path) && a->data_len == b->data_len);
+        CHECK(!a->data_len || !memcmp(a->data, b->data, a->data_len));
         break;
     default:
         CHECK(a->pgid == b->pgid);

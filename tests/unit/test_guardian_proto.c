@@ -1,7 +1,8 @@
 /*
  * test_guardian_proto.c - unit tests of the guardian's messages (src/guardian/proto.c): every
  * encoder's message parses back to what it was given; what the parser refuses (not a record,
- * an unknown op, missing keys, bad hex, numbers out of range or malformed, a message over
+ * an unknown op, missing keys, bad hex, numbers out of range or malformed, a term whose path
+ * is no node's or whose payload is no record, a message over
  * REIGN__GMSG_MAX) is refused with REIGN_EFOREIGN and a message naming what is wrong, and
  * leaves nothing to free; encoders refuse what would not fit; an out-of-memory loop.
  */
@@ -65,9 +66,9 @@ static void test_zk(void **state)
     reign__buf b;
     reign__buf_init(&b);
     reign__gmsg m;
-    assert_int_equal(
-        reign__gmsg_zk(&b, "127.0.0.1:2181,[::1]:2182/chroot", 0x0123456789abcdefLL, passwd, 10000),
-        0);
+    assert_int_equal(reign__gmsg_zk(&b, "127.0.0.1:2181,[::1]:2182/chroot", 0x0123456789abcdefLL,
+                                    passwd, 10000, NULL, NULL),
+                     0);
     assert_true(b.len <= REIGN__GMSG_MAX);
     parse_ok(&b, &m);
     assert_int_equal(m.op, REIGN__GMSG_ZK);
@@ -75,23 +76,35 @@ static void test_zk(void **state)
     assert_true(m.session == 0x0123456789abcdefLL);
     assert_memory_equal(m.passwd, passwd, 16);
     assert_int_equal(m.timeout_ms, 10000);
+    assert_null(m.root); /* absent, not empty */
+    assert_null(m.auth);
+    reign__gmsg_clear(&m);
+
+    /* The tree's root and the digest credentials, which may hold any byte but NUL. */
+    assert_int_equal(reign__gmsg_zk(&b, "h:1/chroot", 7, passwd, 10000, "/chroot", "u:p=w:%\nx"),
+                     0);
+    assert_null(strstr(b.data, "p=w:%\nx")); /* escaped */
+    parse_ok(&b, &m);
+    assert_string_equal(m.root, "/chroot");
+    assert_string_equal(m.auth, "u:p=w:%\nx");
     reign__gmsg_clear(&m);
 
     /* Session 0 (none any more, after an expiry) and the largest id, whose top bit is set. */
-    assert_int_equal(reign__gmsg_zk(&b, "h:1", 0, passwd, 1), 0);
+    assert_int_equal(reign__gmsg_zk(&b, "h:1", 0, passwd, 1, NULL, NULL), 0);
     parse_ok(&b, &m);
     assert_true(m.session == 0);
     assert_int_equal(m.timeout_ms, 1);
     reign__gmsg_clear(&m);
-    assert_int_equal(
-        reign__gmsg_zk(&b, "h:1", (int64_t)UINT64_C(0xfedcba9876543210), passwd, 3600000), 0);
+    assert_int_equal(reign__gmsg_zk(&b, "h:1", (int64_t)UINT64_C(0xfedcba9876543210), passwd,
+                                    3600000, NULL, NULL),
+                     0);
     parse_ok(&b, &m);
     assert_true((uint64_t)m.session == UINT64_C(0xfedcba9876543210));
     assert_int_equal(m.timeout_ms, 3600000);
     reign__gmsg_clear(&m);
 
     /* The password travels as hex, never raw. */
-    assert_int_equal(reign__gmsg_zk(&b, "h:1", 1, passwd, 1000), 0);
+    assert_int_equal(reign__gmsg_zk(&b, "h:1", 1, passwd, 1000, NULL, NULL), 0);
     assert_non_null(strstr(b.data, "passwd=00017f80ff10abcdef123456789abcde\n"));
     reign__buf_free(&b);
 }
@@ -205,6 +218,52 @@ static void test_lease_pgid_bye_hello(void **state)
     assert_int_equal(reign__gmsg_bye(&b), 0);
     assert_string_equal(b.data, "reign 1\nop=bye\n\n");
     reign__buf_free(&b);
+}
+
+/* A leadership's history record: its path, and the record itself as the payload, byte for
+ * byte (a payload of the record's own after its blank line too). */
+static void test_term(void **state)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__gmsg m;
+    static const char rec[] = "reign 1\nid=a\nend=guardian\nterm=7\n\npay\nload\0x";
+    const char *path = "/reign/election/e/history/h_0000000007";
+    assert_int_equal(reign__gmsg_term(&b, true, path, rec, sizeof(rec)), 0);
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_TERM);
+    assert_string_equal(m.path, path);
+    assert_int_equal(m.data_len, sizeof(rec));
+    assert_memory_equal(m.data, rec, sizeof(rec));
+    reign__gmsg_clear(&m);
+
+    assert_int_equal(reign__gmsg_term(&b, false, path, NULL, 0), 0);
+    parse_ok(&b, &m);
+    assert_int_equal(m.op, REIGN__GMSG_UNTERM);
+    assert_string_equal(m.path, path);
+    assert_int_equal(m.data_len, 0);
+    reign__gmsg_clear(&m);
+
+    /* A term without its record is nothing to write. */
+    assert_int_equal(reign__gmsg_term(&b, true, path, NULL, 0), REIGN_EINVAL);
+    reign__buf_free(&b);
+
+    /* The sets: one record per path, the newest kept. */
+    reign__gset set = {0};
+    assert_int_equal(reign__gset_term(&set, true, "/a", "x", 1), 1);
+    assert_int_equal(reign__gset_term(&set, true, "/b", "yy", 2), 1);
+    assert_int_equal(reign__gset_term(&set, true, "/a", "zzz", 3), 1);
+    size_t n = 0;
+    for (reign__gterm *t = set.terms; t; t = t->next, n++)
+        if (!strcmp(t->path, "/a"))
+            assert_memory_equal(t->rec, "zzz", t->len == 3 ? 3 : 0);
+    assert_int_equal(n, 2);
+    assert_int_equal(reign__gset_term(&set, false, "/a", NULL, 0), 1);
+    assert_int_equal(reign__gset_term(&set, false, "/a", NULL, 0), 0);
+    assert_string_equal(set.terms->path, "/b");
+    assert_null(set.terms->next);
+    reign__gset_free(&set);
+    assert_null(set.terms);
 }
 
 /* Keys the parser does not know are left alone (a newer client, an older guardian). */
@@ -361,6 +420,42 @@ static void test_refuse_lease_pgid(void **state)
     refused("reign 1\nop=pgid\n\n", "malformed pgid");
 }
 
+static void test_refuse_term(void **state)
+{
+    refused("reign 1\nop=term\n\nreign 1\n\n", "term without a path");
+    refused("reign 1\nop=term\npath=\n\nreign 1\n\n", "term without a path");
+    refused("reign 1\nop=term\npath=/\n\nreign 1\n\n", "term without a path");
+    refused("reign 1\nop=term\npath=a/b\n\nreign 1\n\n", "term without a path");
+    refused("reign 1\nop=term\npath=/a/\n\nreign 1\n\n", "term without a path");
+    refused("reign 1\nop=term\npath=/a//b\n\nreign 1\n\n", "term without a path");
+    refused("reign 1\nop=unterm\n\n", "term without a path");
+    refused("reign 1\nop=unterm\npath=x\n\n", "term without a path");
+    refused("reign 1\nop=term\npath=/a\n\n", "term without its record");
+    refused("reign 1\nop=term\npath=/a\n\nnot a record", "not a record");
+    refused("reign 1\nop=term\npath=/a\n\nreign 1\nend=x\nend=y\n\n", "not a record");
+    refused("reign 1\nop=term\npath=/a\n\nreign 1\nend=guardian\n", "not a record");
+
+    /* op=zk's root and credentials are checked too. */
+    static const char zk[] = "reign 1\nop=zk\nhosts=h:1\nsession=0123456789abcdef\n"
+                             "passwd=00112233445566778899aabbccddeeff\ntimeout_ms=100\n";
+    char s[512];
+    snprintf(s, sizeof(s), "%sroot=chroot\n\n", zk);
+    refused(s, "malformed root");
+    snprintf(s, sizeof(s), "%sroot=/a/\n\n", zk);
+    refused(s, "malformed root");
+    snprintf(s, sizeof(s), "%sauth=user\n\n", zk);
+    refused(s, "malformed credentials");
+    snprintf(s, sizeof(s), "%sauth=\n\n", zk);
+    refused(s, "malformed credentials");
+    reign__gmsg m;
+    char err[128];
+    snprintf(s, sizeof(s), "%sroot=\nauth=u:\n\n", zk); /* the root itself; an empty password */
+    assert_int_equal(reign__gmsg_parse(s, strlen(s), &m, err, sizeof(err)), 0);
+    assert_string_equal(m.root, "");
+    assert_string_equal(m.auth, "u:");
+    reign__gmsg_clear(&m);
+}
+
 static void test_refuse_oversized(void **state)
 {
     /* The largest message accepted is REIGN__GMSG_MAX bytes; one more is refused before it
@@ -390,7 +485,7 @@ static void test_refuse_oversized(void **state)
     assert_non_null(big);
     memset(big, 'h', REIGN__GMSG_MAX - 1);
     big[REIGN__GMSG_MAX - 1] = '\0';
-    assert_int_equal(reign__gmsg_zk(&b, big, 1, passwd, 1000), REIGN_E2BIG);
+    assert_int_equal(reign__gmsg_zk(&b, big, 1, passwd, 1000, NULL, NULL), REIGN_E2BIG);
     assert_int_equal(reign__gmsg_lease(&b, true, "n", big, "g"), REIGN_E2BIG);
     reign__sql_target t = {.kind = REIGN__SQL_SQLITE, .path = big};
     assert_int_equal(reign__gmsg_sql(&b, &t, NULL, 1000), REIGN_E2BIG);
@@ -434,6 +529,39 @@ static void test_oom(void **state)
     }
     g_fail_at = -1;
     assert_true(built && parsed);
+
+    /* A term: its record is parsed too, and the sets copy it. */
+    static const char rec[] = "reign 1\nid=a\nend=guardian\n\npayload";
+    built = parsed = false;
+    for (long n = 0; n < 200 && !(built && parsed); n++) {
+        g_fail_at = n;
+        g_calls = 0;
+        g_live = 0;
+        reign__buf b;
+        reign__buf_init(&b);
+        int rc = reign__gmsg_term(&b, true, "/r/h_1", rec, sizeof(rec) - 1);
+        assert_true(rc == 0 || rc == REIGN_ENOMEM);
+        built = rc == 0;
+        if (built) {
+            reign__gmsg m;
+            char err[128];
+            rc = reign__gmsg_parse(b.data, b.len, &m, err, sizeof(err));
+            assert_true(rc == 0 || rc == REIGN_ENOMEM);
+            parsed = false;
+            if (rc == 0) {
+                reign__gset set = {0};
+                rc = reign__gset_term(&set, true, m.path, m.data, m.data_len);
+                assert_true(rc == 1 || rc == REIGN_ENOMEM);
+                parsed = rc == 1;
+                reign__gset_free(&set);
+            }
+            reign__gmsg_clear(&m);
+        }
+        reign__buf_free(&b);
+        assert_int_equal(g_live, 0);
+    }
+    g_fail_at = -1;
+    assert_true(built && parsed);
     assert_int_equal(reign_set_allocator(NULL, NULL, NULL), 0);
 }
 
@@ -443,11 +571,13 @@ int main(void)
         cmocka_unit_test(test_zk),
         cmocka_unit_test(test_sql),
         cmocka_unit_test(test_lease_pgid_bye_hello),
+        cmocka_unit_test(test_term),
         cmocka_unit_test(test_unknown_keys),
         cmocka_unit_test(test_refuse_foreign),
         cmocka_unit_test(test_refuse_zk),
         cmocka_unit_test(test_refuse_sql),
         cmocka_unit_test(test_refuse_lease_pgid),
+        cmocka_unit_test(test_refuse_term),
         cmocka_unit_test(test_refuse_oversized),
         cmocka_unit_test(test_oom),
     };

@@ -23,32 +23,39 @@ typedef struct status {
     const char *name;
     int json;
     cJSON *slot; /* the latest slot of `reign run NAME --slot|--every`, or NULL */
+    cJSON *last; /* the last change of leader (history.c's form), or NULL */
 } status;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "Usage: reign [GLOBAL OPTIONS] status NAME [OPTIONS]\n"
-               "\n"
-               "Show the leader of election NAME (id, payload, term, fencing token, since\n"
-               "when) and its candidates in the order in which they would lead (a SQL\n"
-               "lease table knows its leader only).  Also the backend and the worst-case\n"
-               "takeover time after a leader's crash for the election's own settings (the\n"
-               "leader's session timeout, or the lease in the row), and where it comes from.\n"
-               "\n"
-               "Options:\n"
-               "      --json              print one JSON object:\n"
-               "                          {\"election\",\"backend\",\"strategy\",\"takeover_ms\",\n"
-               "                          \"takeover_from\":\"leader\"|\"candidates\"|\"lease\"|\n"
-               "                          \"this client\",\n"
-               "                          \"leader\":{\"id\",\"data\",\"term\",\n"
-               "                          \"token\",\"since_ms\"}|null,\"candidates\":[{\"id\","
-               "\"data\",\n"
-               "                          \"node\",\"joined_ms\",\"priority\"}...],\n"
-               "                          \"slot\":{\"slot\",\"verdict\",\"runs\":[...]}|null}\n"
-               "                          (the latest slot of `reign run --slot|--every`;\n"
-               "                          since_ms, joined_ms: null where the store does not\n"
-               "                          say, as a SQL lease row does not)\n"
-               "  -h, --help              show this help\n");
+    fprintf(
+        f, "Usage: reign [GLOBAL OPTIONS] status NAME [OPTIONS]\n"
+           "\n"
+           "Show the leader of election NAME (id, payload, term, fencing token, since\n"
+           "when) and its candidates in the order in which they would lead (a SQL\n"
+           "lease table knows its leader only).  Also the backend and the worst-case\n"
+           "takeover time after a leader's crash for the election's own settings (the\n"
+           "leader's session timeout, or the lease in the row), and where it comes from.\n"
+           "\n"
+           "Options:\n"
+           "      --json              print one JSON object:\n"
+           "                          {\"election\",\"backend\",\"strategy\",\"takeover_ms\",\n"
+           "                          \"takeover_from\":\"leader\"|\"candidates\"|\"lease\"|\n"
+           "                          \"this client\",\n"
+           "                          \"leader\":{\"id\",\"data\",\"term\",\n"
+           "                          \"token\",\"since_ms\"}|null,\"candidates\":[{\"id\","
+           "\"data\",\n"
+           "                          \"node\",\"joined_ms\",\"priority\"}...],\n"
+           "                          \"slot\":{\"slot\",\"verdict\",\"runs\":[...]}|null,\n"
+           "                          \"last_change\":{\"term\",\"id\",\"started_ms\",\n"
+           "                          \"previous\":{\"id\",\"end\",\"ended_ms\",\"gap_ms\"}|null}\n"
+           "                          |null}\n"
+           "                          (the latest slot of `reign run --slot|--every`;\n"
+           "                          since_ms, joined_ms: null where the store does not\n"
+           "                          say, as a SQL lease row does not; last_change: the\n"
+           "                          newest leadership and how the one before ended,\n"
+           "                          as `reign history` tells them)\n"
+           "  -h, --help              show this help\n");
 }
 
 /* One "label:   value" line, values aligned at column `width`. */
@@ -188,6 +195,25 @@ static void print_text(const reign_client *client, const reign_election_view *v)
     }
 }
 
+/* "term 5 (b) at 2026-...Z; before it a ended (guardian), no leader for 12 ms". */
+static void print_last(int width, const cJSON *last)
+{
+    char t[64], line[512];
+    const cJSON *prev = cJSON_GetObjectItem(last, "previous");
+    int n = snprintf(line, sizeof(line), "term %s (%s) at %s", raw(last, "term"),
+                     cJSON_GetStringValue(cJSON_GetObjectItem(last, "id")),
+                     cli_iso8601(strtoll(raw(last, "started_ms"), NULL, 10), t, sizeof(t)));
+    if (cJSON_IsObject(prev) && n > 0 && (size_t)n < sizeof(line)) {
+        const char *gap = raw(prev, "gap_ms");
+        bool known = strcmp(gap, "?") != 0;
+        snprintf(line + n, sizeof(line) - (size_t)n, "; before it %s ended (%s)%s%s%s",
+                 cJSON_GetStringValue(cJSON_GetObjectItem(prev, "id")),
+                 cJSON_GetStringValue(cJSON_GetObjectItem(prev, "end")),
+                 known ? ", no leader for " : "", known ? gap : "", known ? " ms" : "");
+    }
+    field(width, "last change:", line);
+}
+
 static int print_json(cli *c, const reign_election_view *v)
 {
     cJSON *o = cJSON_CreateObject();
@@ -224,6 +250,12 @@ static int print_json(cli *c, const reign_election_view *v)
         s->slot = NULL;
     } else {
         cJSON_AddNullToObject(o, "slot");
+    }
+    if (s->last) {
+        cJSON_AddItemToObject(o, "last_change", s->last);
+        s->last = NULL;
+    } else {
+        cJSON_AddNullToObject(o, "last_change");
     }
     return cli_json_print(c, o);
 oom:
@@ -275,8 +307,47 @@ static void on_query(reign_client *client, int err, const reign_election_view *v
         print_text(c->client, view);
         if (s->slot)
             print_slot(18, s->slot);
+        if (s->last)
+            print_last(18, s->last);
         cli_exit(c, CLI_EXIT_OK);
     }
+}
+
+/* The newest leadership and the end of the one before (a store without history: none). */
+static cJSON *last_change(const reign_term *t, size_t n)
+{
+    if (!n)
+        return NULL;
+    const reign_term *x = &t[n - 1], *p = n > 1 ? &t[n - 2] : NULL;
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cli_json_add_u64(o, "term", x->term);
+    cJSON_AddStringToObject(o, "id", x->id ? x->id : "");
+    cli_json_add_ms(o, "started_ms", x->started_ms);
+    cJSON *q = p ? cJSON_AddObjectToObject(o, "previous") : cJSON_AddNullToObject(o, "previous");
+    if (p && q) {
+        cJSON_AddStringToObject(q, "id", p->id ? p->id : "");
+        cJSON_AddStringToObject(q, "end", reign_term_end_name(p->end));
+        cli_json_add_ms(q, "ended_ms", p->ended_ms);
+        if (p->ended_ms)
+            cli_json_add_i64(q, "gap_ms", x->started_ms - p->ended_ms);
+        else
+            cJSON_AddNullToObject(q, "gap_ms");
+    }
+    return o;
+}
+
+static void on_terms(reign_client *client, int err, const reign_term *terms, size_t n,
+                     void *userdata)
+{
+    cli *c = userdata;
+    status *s = c->cmd_data;
+    if (err == 0)
+        s->last = last_change(terms, n);
+    int r = reign_election_query(client, s->name, on_query, c);
+    if (r < 0)
+        cli_exit(c, query_failed(c, s->name, r));
 }
 
 /* The latest slot, read before the election (its record outlives the callback as JSON). */
@@ -287,7 +358,9 @@ static void on_history(reign_client *client, int err, const reign_slot_record *s
     status *s = c->cmd_data;
     if (err == 0 && n > 0)
         s->slot = cli_slot_json(&slots[0]);
-    int r = reign_election_query(client, s->name, on_query, c);
+    int r = reign_election_history(client, s->name, 0, on_terms, c);
+    if (r == REIGN_ENOTSUP) /* a store without history */
+        r = reign_election_query(client, s->name, on_query, c);
     if (r < 0)
         cli_exit(c, query_failed(c, s->name, r));
 }
@@ -313,6 +386,7 @@ int cli_status_main(cli *c, int argc, char **argv)
     cli_update(c);
     r = cli_run(c);
     cJSON_Delete(s.slot);
-    s.slot = NULL;
+    cJSON_Delete(s.last);
+    s.slot = s.last = NULL;
     return r;
 }

@@ -676,6 +676,9 @@ def scenario_neutral(t):
     proxy.send(signal.SIGUSR1)
     wait_for(lambda: "frozen" in proxy.err(), "the proxy to freeze")
     wait_for(lambda: a.state() in ("neutral", "neutral_active"), "A to go neutral")
+    # Neutral because its client was suspended: the metrics say the store is unreachable.
+    store = 'reignd_store_connected{service="web"}'
+    check(a.metrics().get(store) == 0, f"A's {store} while cut off: {a.metrics().get(store)}")
     c.wait_line("B", "become_active")
     check(c.index("A", "become_standby") < c.index("B", "become_active"),
           f"A's become_standby must run before B's become_active: {c.events()}")
@@ -687,6 +690,11 @@ def scenario_neutral(t):
     a.wait_state("standby")
     b.wait_state("active")
     check(len(c.lines("A", "become_active")) == 1, f"A active again: {c.events()}")
+    # Standing again on a new session: connected, and its leadership ended as libreign said.
+    m = a.metrics()
+    changes = 'reignd_leadership_changes_total{service="web",reason="%s"}'
+    check(m.get(store) == 1 and m.get(changes % "elected") == 1 and
+          m.get(changes % "suspended") + m.get(changes % "session_lost") == 1, f"A's metrics: {m}")
 
 
 def scenario_credentials(t):

@@ -50,6 +50,12 @@ if(TARGET reign_cli)
   reign_e2e(zk e2e_group_value test_group_value.py)
   reign_e2e(zk e2e_status_takeover test_status_takeover.py)
   reign_e2e(zk e2e_cli_signals test_cli_signals.py)
+  # An election's history through every way a leadership ends, on ZooKeeper and on etcd.
+  reign_e2e(zk e2e_history_zk test_history.py ARGS zk LABELS history)
+  if(COMMAND reign_etcd_test)
+    reign_etcd_test(NAME e2e_history_etcd COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/test_history.py
+      etcd TIMEOUT 180 LABELS e2e history ENVIRONMENT ${REIGN_E2E_ENV})
+  endif()
   # The examples of issue 4 (examples/tera-master, examples/service-masters).
   list(APPEND REIGN_E2E_ENV REIGN_TERA_MASTER=$<TARGET_FILE:reign_example_tera_master>
     REIGN_SERVICE_MASTERS=$<TARGET_FILE:reign_example_service_masters>)

@@ -51,8 +51,13 @@ each; run_kill also on SQL stores, through tests/e2e_sql/test_guardian.py):
   history_credentials  the same under a chroot with digest credentials (zk://alice@...): the
                  record's ACL lets only alice write, so the guardian authenticates as alice,
                  told the credentials on its socket only (the password is on no output).
-  history_etcd   the same on etcd (the shared member), under a key prefix: the guardian's end
-                 is a txn at version 0 before it revokes the lease.
+  history_written_etcd  the same on etcd: the guardian's txn finds the key past its first
+                 version, and the lease is revoked all the same.
+  history_many   one process (examples/service-masters, guardian=on in its URI) masters three
+                 elections on one session; SIGKILLed, its guardian ends all three records,
+                 each with end=guardian, and the other process masters all three.
+  history_etcd   the same as history on etcd (the shared member), under a key prefix: the
+                 guardian's end is a txn at version 0 before it revokes the lease.
   history_written  a's record is rewritten by someone else while a leads (its version is 1,
                  as after an end of its own): when a is killed, its guardian's write fails
                  (version 0 expected), says so, and the session is closed all the same: b is
@@ -588,19 +593,27 @@ def zk_records(t, hosts, name):
     return out
 
 
-def etcd_records(member, prefix, name):
-    """The same on etcd, through the member's JSON gateway: ZooKeeper's version is etcd's - 1
-    (docs/etcd.md)."""
-    key = f"{prefix}/reign/election/{name}/history/h_".encode()
-    end = key[:-1] + bytes([key[-1] + 1])
-    body = json.dumps({"key": base64.b64encode(key).decode(),
-                       "range_end": base64.b64encode(end).decode()}).encode()
-    req = urllib.request.Request(f"http://{member}/v3/kv/range", data=body,
+def etcd_call(member, api, body):
+    """A POST to the member's JSON gateway: the answer's object."""
+    req = urllib.request.Request(f"http://{member}{api}", data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=e2elib.WAIT) as r:
-        kvs = json.load(r).get("kvs", [])
+        return json.load(r)
+
+
+def etcd_history_kvs(member, prefix, name):
+    """The key-values of election `name`'s history records on etcd (keys and values base64)."""
+    key = f"{prefix}/reign/election/{name}/history/h_".encode()
+    end = key[:-1] + bytes([key[-1] + 1])
+    return etcd_call(member, "/v3/kv/range", {"key": base64.b64encode(key).decode(),
+                                              "range_end": base64.b64encode(end).decode()}
+                     ).get("kvs", [])
+
+
+def etcd_records(member, prefix, name):
+    """The same as zk_records on etcd: ZooKeeper's version is etcd's - 1 (docs/etcd.md)."""
     return [(parse_record(base64.b64decode(kv.get("value", ""))), int(kv["version"]) - 1)
-            for kv in kvs]
+            for kv in etcd_history_kvs(member, prefix, name)]
 
 
 def history_kill(t, name, uri, records):
@@ -618,11 +631,9 @@ def history_kill(t, name, uri, records):
     the_guardian_line(a, ["ended 1 history record", zk_ended(a)], guardian=g)
     before_expiry(el.ns, killed_ns, "b elected")
 
-    rc, out, err = t.reign(["--uri", uri, "history", name, "--json"])
-    check(rc == 0, f"reign history {name} failed ({rc}): {err.strip()}")
-    terms = {h["term"]: h for h in json.loads(out)["terms"]}
+    terms = history_of(t, uri, name)
     h = terms.get(term)
-    check(h is not None, f"no term {term} in the history: {out.strip()}")
+    check(h is not None, f"no term {term} in the history: {terms}")
     check(h["id"] == "a" and h["end"] == "guardian", f"a's leadership (term {term}): {h}")
     check(h["ended_ms"] is not None and not h["ended_estimated"],
           f"a's leadership's end is not the one written: {h}")
@@ -669,42 +680,113 @@ def scenario_history_credentials(t):
               f"{p.label}'s output shows the password")
 
 
-def scenario_history_written(t):
-    hosts = t.shared_hosts()
-    uri = zk_uri(t)
-    name = t.unique("guardian-history-written")
+def history_written(t, uri, name, records, rewrite):
+    """a leads, b stands; rewrite() writes a's record again as it is (its version then 1, as
+    after an end of a's own) and returns its path; SIGKILL to a: its guardian's write fails and
+    says so, and the session is ended all the same (b elected before it could have expired);
+    the record keeps what was there."""
     a, b = leader_and_follower(t, name, uri)
     g = the_guardian_of(a)
-    d = f"/reign/election/{name}/history"
-    kids = sorted(k for k in t.children(hosts, d) if k.startswith("h_"))
-    check(len(kids) == 1, f"a's history: {kids}")
-    path = f"{d}/{kids[0]}"
-    rc, js, err = t.zkraw(hosts, "get", path)
-    check(rc == 0, f"reading {path}: {err.strip()}")
-    data = json.loads(js)["data_hex"]
-    rc, _, err = t.zkraw(hosts, "set", path, "hex:" + data)  # the same bytes, version 1
-    check(rc == 0, f"rewriting {path}: {err.strip()}")
-
+    path = rewrite()
     killed_ns = a.kill9()
     el = wait_for(b.elected, "b elected")[0]
     the_guardian_line(a, [f"history record {path} not ended", zk_ended(a)], guardian=g)
     before_expiry(el.ns, killed_ns, "b elected")
-    fields, version = zk_records(t, hosts, name)[0]
-    check(version == 1 and "end" not in fields, f"a's record after its guardian: {fields}, "
-          f"version {version}")
+    mine = [(f, v) for f, v in records() if f and f.get("id") == "a"]
+    check(len(mine) == 1 and mine[0][1] == 1 and "end" not in mine[0][0],
+          f"a's record after its guardian: {mine}")
     b.send(signal.SIGTERM)
     check(b.wait() == 0, "b did not exit 0")
     t.check_leadership([a, b], min_leaderships=2)
 
 
-def scenario_history_etcd(t):
+def scenario_history_written(t):
+    hosts = t.shared_hosts()
+    name = t.unique("guardian-history-written")
+    d = f"/reign/election/{name}/history"
+
+    def rewrite():
+        kids = sorted(k for k in t.children(hosts, d) if k.startswith("h_"))
+        check(len(kids) == 1, f"a's history: {kids}")
+        path = f"{d}/{kids[0]}"
+        rc, js, err = t.zkraw(hosts, "get", path)
+        check(rc == 0, f"reading {path}: {err.strip()}")
+        rc, _, err = t.zkraw(hosts, "set", path, "hex:" + json.loads(js)["data_hex"])
+        check(rc == 0, f"rewriting {path}: {err.strip()}")
+        return path
+
+    history_written(t, zk_uri(t), name, lambda: zk_records(t, hosts, name), rewrite)
+
+
+def history_of(t, uri, name):
+    """`reign history NAME --json`: its terms by term."""
+    rc, out, err = t.reign(["--uri", uri, "history", name, "--json"])
+    check(rc == 0, f"reign history {name} failed ({rc}): {err.strip()}")
+    return {h["term"]: h for h in json.loads(out)["terms"]}
+
+
+def scenario_history_many(t):
+    uri = t.uri(t.shared_hosts(), session_timeout_ms=HOLD_MS, guardian="on")
+    prefix = t.unique("hist") + "."
+    services = ["AccountService:1.0.0", "OrderService:1.0.0", "PayService:2.0.0"]
+    ready_re = re.compile(r"^ready services=3 masters=(\d)$")
+    master_re = re.compile(r"^ismaster (\S+) true term=(\d+) token=\d+$")
+
+    def container(label):
+        return t.spawn(label, [env_path("REIGN_SERVICE_MASTERS"), "--uri", uri, "--id", label,
+                               "--prefix", prefix, "--services", ",".join(services)])
+
+    def ready(p):
+        m = [ready_re.match(line) for line in p.lines()]
+        return next((int(x.group(1)) for x in m if x), None)
+
+    def masterships(p):
+        return {m.group(1): int(m.group(2)) for m in map(master_re.match, p.lines()) if m}
+
+    c1 = container("c1")
+    check(wait_for(lambda: ready(c1), "c1 ready") == 3, f"c1 masters {ready(c1)} of 3")
+    c2 = container("c2")
+    check(wait_for(lambda: ready(c2) is not None, "c2 ready") and ready(c2) == 0,
+          f"c2 masters {ready(c2)} of 3 beside c1")
+    g = the_guardian_of(c1)
+    terms = masterships(c1)
+    check(sorted(terms) == sorted(services), f"c1's masterships: {terms}")
+    c1.kill9()
+    wait_for(lambda: len(masterships(c2)) == 3, "c2 master of every service")
+    the_guardian_line(c1, ["ended 3 history records", "closed ZooKeeper session"], guardian=g)
+    for svc, term in terms.items():
+        h = history_of(t, uri, prefix + svc).get(term)
+        check(h and h["id"] == "c1" and h["end"] == "guardian" and not h["ended_estimated"],
+              f"{svc}: c1's leadership (term {term}): {h}")
+    c2.send(signal.SIGTERM)
+    check(c2.wait() == 0, "c2 did not exit 0")
+
+
+def etcd_store(t):
+    """The shared etcd member, a key prefix of the test's own: (member, prefix, uri)."""
     with open(env_path("REIGN_TEST_ETCD_FILE")) as f:
         hosts = f.read().strip()
     prefix = "/" + t.unique("e2e-hist")
-    uri = f"etcd://{hosts}{prefix}?session_timeout_ms={HOLD_MS}"
+    return hosts.split(",")[0], prefix, f"etcd://{hosts}{prefix}?session_timeout_ms={HOLD_MS}"
+
+
+def scenario_history_etcd(t):
+    member, prefix, uri = etcd_store(t)
     name = t.unique("guardian-history")
-    member = hosts.split(",")[0]
     history_kill(t, name, uri, lambda: etcd_records(member, prefix, name))
+
+
+def scenario_history_written_etcd(t):
+    member, prefix, uri = etcd_store(t)
+    name = t.unique("guardian-history-written")
+
+    def rewrite():
+        kvs = etcd_history_kvs(member, prefix, name)
+        check(len(kvs) == 1, f"a's history: {kvs}")
+        etcd_call(member, "/v3/kv/put", {"key": kvs[0]["key"], "value": kvs[0]["value"]})
+        return base64.b64decode(kvs[0]["key"]).decode()[len(prefix):]
+
+    history_written(t, uri, name, lambda: etcd_records(member, prefix, name), rewrite)
 
 
 SCENARIOS = {name[len("scenario_"):]: f for name, f in globals().items()

@@ -72,15 +72,18 @@ if(TARGET reign_cli)
   list(APPEND REIGN_E2E_ENV REIGN_IT_GUARDIAN_CLIENT=$<TARGET_FILE:reign_it_guardian_client>
     REIGN_GUARDIAN_HELPER=$<TARGET_FILE:reign_guardian>)
   foreach(scenario run_kill run_leftovers stop stop_expired socket_closed guardian_killed
-      group_signals helper_late register_kill history history_credentials history_written)
+      group_signals helper_late register_kill history history_credentials history_written
+      history_many)
     reign_e2e(zk e2e_guardian_${scenario} test_guardian.py ARGS ${scenario} TIMEOUT 120
       LABELS guardian)
   endforeach()
-  # The same end of a history record on etcd, on the shared member (nothing is faulted).
+  # The same ends of history records on etcd, on the shared member (nothing is faulted).
   if(COMMAND reign_etcd_test)
-    reign_etcd_test(NAME e2e_guardian_history_etcd
-      COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/test_guardian.py history_etcd
-      TIMEOUT 120 LABELS e2e guardian ENVIRONMENT ${REIGN_E2E_ENV})
+    foreach(scenario history_etcd history_written_etcd)
+      reign_etcd_test(NAME e2e_guardian_${scenario}
+        COMMAND ${REIGN_PYTHON} ${REIGN_E2E_DIR}/test_guardian.py ${scenario}
+        TIMEOUT 120 LABELS e2e guardian ENVIRONMENT ${REIGN_E2E_ENV})
+    endforeach()
   endif()
   reign_e2e(fault e2e_server_restart_short test_server_restart.py ARGS short)
   reign_e2e(fault e2e_server_restart_long test_server_restart.py ARGS long)

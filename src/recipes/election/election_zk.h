@@ -229,6 +229,7 @@ void reign__zke_follow_leader(zk_election *e);
 /* ---- election_zk_claim.c ---- */
 
 void reign__zke_send_claim(zk_election *e, int32_t takeover);
+void reign__zke_make_for_claim(zk_election *e, const char *path);
 void reign__zke_read_leader(zk_election *e);
 void reign__zke_preempt_cb(reign__timer *t, void *arg);
 void reign__zke_hand_over(zk_election *e, const char *to);

@@ -42,7 +42,8 @@ out:
     LEAVE(e);
 }
 
-static void on_term_created(void *owner, void *arg, const reign__zk_result *r)
+/* A node the claim needs (the term, the history) was missing and is made: claim again. */
+static void on_claim_node_made(void *owner, void *arg, const reign__zk_result *r)
 {
     zk_election *e = owner;
     ENTER(e);
@@ -51,11 +52,18 @@ static void on_term_created(void *owner, void *arg, const reign__zk_result *r)
     if (r->rc == 0 || r->rc == REIGN_EEXIST)
         reign__zke_claim(e);
     else if (r->rc == REIGN_EACCES)
-        reign__zke_fail(e, r->rc, "not allowed to create %s (credentials?)", e->term_path);
+        reign__zke_fail(e, r->rc, "not allowed to create the nodes of %s (credentials?)", e->dir);
     else
-        reign__zke_retry_later(e, r->rc, "creating the term node");
+        reign__zke_retry_later(e, r->rc, "creating a node the claim needs");
 out:
     LEAVE(e);
+}
+
+void reign__zke_make_for_claim(zk_election *e, const char *path)
+{
+    if (reign__zk_create(e->zk, path, "reign 1\n\n", 9, REIGN__ZK_RETRY, e, on_claim_node_made,
+                         EPOCH_ARG(e)) < 0)
+        reign__zke_retry_later(e, REIGN_ENOMEM, "creating a node the claim needs");
 }
 
 /* A claim (or takeover) failed otherwise: a lost answer (did it land?
@@ -106,9 +114,7 @@ static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
             break;
         }
         /* The term node is missing (an operator removed it): make it again. */
-        if (reign__zk_create(e->zk, e->term_path, "reign 1\n\n", 9, 0, e, on_term_created,
-                             EPOCH_ARG(e)) < 0)
-            reign__zke_retry_later(e, REIGN_ENOMEM, "creating the term node");
+        reign__zke_make_for_claim(e, e->term_path);
         break;
     case REIGN_EBADVERSION:
         reign__zke_check(e);

@@ -151,22 +151,6 @@ void reign__zke_history_claimed(zk_election *e, const char *record, uint64_t ter
         reign__zk_children(e->zk, e->history_path, NULL, 0, e, on_listed, NULL);
 }
 
-static void on_made(void *owner, void *arg, const reign__zk_result *r)
-{
-    zk_election *e = owner;
-    ENTER(e);
-    if (STALE(e, arg) || e->state != ST_CLAIMING)
-        goto out;
-    if (r->rc == 0 || r->rc == REIGN_EEXIST)
-        reign__zke_claim(e);
-    else if (r->rc == REIGN_EACCES)
-        reign__zke_fail(e, r->rc, "not allowed to create %s (credentials?)", e->history_path);
-    else
-        reign__zke_retry_later(e, r->rc, "creating the history node");
-out:
-    LEAVE(e);
-}
-
 /* The claim found no history node (an election made before history was kept): make it, once,
  * and claim again. */
 void reign__zke_history_make(zk_election *e)
@@ -176,7 +160,5 @@ void reign__zke_history_make(zk_election *e)
         return;
     }
     e->hist.made_parent = true;
-    if (reign__zk_create(e->zk, e->history_path, "reign 1\n\n", 9, REIGN__ZK_RETRY, e, on_made,
-                         EPOCH_ARG(e)) < 0)
-        reign__zke_retry_later(e, REIGN_ENOMEM, "creating the history node");
+    reign__zke_make_for_claim(e, e->history_path);
 }

@@ -172,6 +172,10 @@ int chk_candidate_main(cli *c)
     static char uri[8192], name[REIGN_NAME_MAX + 1];
     memset(&k, 0, sizeof(k));
     k.c = c;
+    if (isatty(STDIN_FILENO) || fcntl(CHK_REPORT_FD, F_GETFD) < 0) {
+        cli_error(c, "--candidate is for reign check's own use");
+        return CLI_EXIT_USAGE;
+    }
     blocking(STDIN_FILENO);
     blocking(CHK_REPORT_FD);
     if (read_all(STDIN_FILENO, &k.cfg, sizeof(k.cfg)) < 0 || k.cfg.magic != CHK_CONFIG_MAGIC ||

@@ -773,13 +773,20 @@ static void run_phase(chk *k, chk_phase_id id)
             r = round_cut(k, ph);
             break;
         }
-        if (r < 0) {
-            if (!aborting(k) && ph->result != CHK_FAILED && ph->result != CHK_ERROR)
-                phase_fail(k, ph, CHK_ERROR, "round %d: %s", i + 1,
-                           k->r.n_errors ? k->r.errors[k->r.n_errors - 1] : "failed");
+        if (r < 0)
             break;
-        }
         ph->done++;
+    }
+    if (ph->done < ph->rounds) {
+        /* it stopped: say why, unless the round said it */
+        int round = ph->done + 1;
+        if (k->violated)
+            phase_fail(k, ph, CHK_FAILED, "round %d: two leaders at once (below)", round);
+        else if (k->interrupted)
+            phase_fail(k, ph, CHK_ERROR, "round %d: interrupted", round);
+        else
+            phase_fail(k, ph, CHK_ERROR, "round %d: %s", round,
+                       k->r.n_errors ? k->r.errors[k->r.n_errors - 1] : "failed");
     }
     progress(k, NULL, 0);
     if (ph->result == CHK_NOT_RUN && ph->done == ph->rounds)

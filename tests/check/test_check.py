@@ -11,7 +11,9 @@ tests/sql, as the contract tests use them).  MODE:
   json       --json, once passing and once with the fault: one JSON object each, with the
              result, the phases, the round trip and the violations;
   errors     no server: an unreachable store is an error within its connect timeout (exit 1,
-             a message that names it), and usage errors exit 2.
+             a message that names it), and usage errors exit 2;
+  interrupt  SIGINT while a leader killed without its guardian is timing out: exit 1,
+             "interrupted", and no candidate left running.
 
 No timed assertion: a timeout only bounds a run that must end (a correct one takes seconds).
 Passwords reach reign through the URI's password_file, never on a command line.
@@ -19,9 +21,11 @@ Passwords reach reign through the URI's password_file, never on a command line.
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 
 RUN_TIMEOUT = 240  # seconds: the bound of one run; a correct one takes well under a minute
 
@@ -206,9 +210,40 @@ def mode_errors():
             fail(f"reign {' '.join(args)}: exit {rc}, expected 2")
 
 
+def mode_interrupt(store):
+    # The default lease (10 s): the phase after `kill` waits that long for a takeover.
+    uri = store_uri(store).split("?")[0]
+    e = dict(os.environ)
+    e.pop("REIGN_CHECK_TEST_FAULT", None)
+    p = subprocess.Popen([env("REIGN_CLI"), "check", uri], env=e, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+                         start_new_session=True)
+    timer = threading.Timer(RUN_TIMEOUT, lambda: os.killpg(p.pid, 9))
+    timer.start()
+    try:
+        seen = []
+        for line in p.stdout:
+            seen.append(line)
+            if line.startswith("kill "):  # the line of the phase `kill`: the next one runs
+                break
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate()
+    finally:
+        timer.cancel()
+    out = "".join(seen) + out
+    sys.stderr.write(out + err)
+    if p.returncode != 1:
+        fail(f"exit {p.returncode} after SIGINT, expected 1")
+    if "\ninterrupted\n" not in out or "kill-no-guardian round 1: interrupted" not in out:
+        fail("no word of the interrupt")
+    if leftovers(p.pid):
+        fail(f"processes left behind: {leftovers(p.pid)}")
+
+
 def main():
-    if len(sys.argv) != 3 or sys.argv[2] not in ("pass", "fault", "json", "errors"):
-        fail("usage: test_check.py STORE pass|fault|json|errors")
+    modes = ("pass", "fault", "json", "errors", "interrupt")
+    if len(sys.argv) != 3 or sys.argv[2] not in modes:
+        fail(f"usage: test_check.py STORE {'|'.join(modes)}")
     store, mode = sys.argv[1], sys.argv[2]
     if mode == "pass":
         mode_pass(store)
@@ -216,6 +251,8 @@ def main():
         mode_fault(store)
     elif mode == "json":
         mode_json(store)
+    elif mode == "interrupt":
+        mode_interrupt(store)
     else:
         mode_errors()
     print(f"test_check: {store} {mode}: ok", flush=True)

@@ -1,8 +1,9 @@
 # `reign check` against every store (tests/check/test_check.py): the whole check passes with
 # short timeouts in the URI; with the test hook REIGN_CHECK_TEST_FAULT=claim-without-lease (a
 # candidate that says it leads without the lease) it fails with exit 1 and names the overlap;
-# --json; an unreachable store and usage errors.  The shared servers are those of the
-# contract tests (reign_store_test, tests/contract/tests.cmake, which must be included first).
+# --json; SIGINT in the middle; an unreachable store and usage errors.  The shared servers are
+# those of the contract tests (reign_store_test, tests/contract/tests.cmake, which must be
+# included first).
 # Label: check.   ctest -L check
 
 if(TARGET reign_cli AND COMMAND reign_store_test)
@@ -17,6 +18,8 @@ if(TARGET reign_cli AND COMMAND reign_store_test)
   endforeach()
   reign_store_test(sqlite NAME check_json_sqlite
     COMMAND ${REIGN_PYTHON} ${_reign_check_py} sqlite json TIMEOUT 300 LABELS check)
+  reign_store_test(sqlite NAME check_interrupt_sqlite
+    COMMAND ${REIGN_PYTHON} ${_reign_check_py} sqlite interrupt TIMEOUT 300 LABELS check)
   reign_store_test(sqlite NAME check_errors
     COMMAND ${REIGN_PYTHON} ${_reign_check_py} sqlite errors TIMEOUT 120 LABELS check)
 endif()

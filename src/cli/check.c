@@ -653,11 +653,14 @@ static int reap(chk *k, chk_phase *ph, pcand *p)
     return r == WAIT_OK ? 0 : -1;
 }
 
+/* A killed leader leads no later than the moment it is sent SIGKILL: the time is read before
+ * the kill, since the guardian may end its leadership and a successor be elected before this
+ * process runs again after kill(2). */
 static void sigkill(chk *k, pcand *p)
 {
     p->expected_exit = true;
-    kill(p->proc.pid, SIGKILL);
     p->killed_at = reign_now_ns();
+    kill(p->proc.pid, SIGKILL);
     if (p->lead >= 0)
         k->leads[p->lead].killed = p->killed_at;
 }

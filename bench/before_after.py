@@ -76,6 +76,16 @@ TOPICS = {
         "before": "the commit before the move began",
         "merged": "in the comparison",
     },
+    "history": {
+        "section": "## Before and after the election history",
+        "marks": ("<!-- before-after-history: written by bench/before_after.py -->",
+                  "<!-- /before-after-history -->"),
+        "what": "the history of leaderships on ZooKeeper (each claim's multi makes a record "
+                "node, the leader writes its end just before it lets go, every tenth of the "
+                "bound's terms the new leader prunes)",
+        "before": "the commit before the history",
+        "merged": "in the comparison",
+    },
 }
 SECTION = TOPICS["tables"]["section"]
 MARK_BEGIN, MARK_END = TOPICS["tables"]["marks"]

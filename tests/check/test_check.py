@@ -57,7 +57,9 @@ def store_uri(store):
     os.makedirs(state, exist_ok=True)
     table = f"chk_{os.getpid()}"
     if store == "zk":
-        return f"zk://{read(env('REIGN_TEST_ZK_FILE'))}?session_timeout_ms=2000"
+        # The server twice: the cut proxies each host of a list, and the client gets them all.
+        hosts = read(env("REIGN_TEST_ZK_FILE"))
+        return f"zk://{hosts},{hosts}?session_timeout_ms=2000"
     if store == "etcd":
         return f"etcd://{read(env('REIGN_TEST_ETCD_FILE'))}?session_timeout_ms=2000"
     if store == "sqlite":

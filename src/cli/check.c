@@ -10,7 +10,8 @@
  * its ELECTED and DEMOTED and, while it leads, its valid_until, all on its own
  * CLOCK_MONOTONIC; on one host those clocks are one.  A leadership is the interval from its
  * ELECTED to its DEMOTED, or, when it never says (killed, stopped), to the last valid_until it
- * reported: the library promises that nobody else is elected before then.  The check then
+ * reported (the library promises that nobody else is elected before then), or to its SIGKILL
+ * if that came first (a dead process leads nothing).  The check then
  * proves that no two intervals overlap, that terms and tokens strictly grow, and that each
  * round made a new leader; takeover is timed from the moment this process acted (kill, stop,
  * cut) to the successor's ELECTED.  check_report.c prints it all.
@@ -79,8 +80,7 @@ struct chk {
     chk_proxy *proxy;
     char proxy_uri[8192];
     uv_timer_t wake;
-    int64_t deadline_slack; /* added to every takeover bound */
-    int64_t bound;          /* the longest a takeover may take: 2 x the store's bound + slack */
+    int64_t bound; /* the longest a takeover may take: 2 x the store's bound + slack */
     int interrupted;
     bool violated, broken, cleaning, wake_ready;
     int op_done, op_err;

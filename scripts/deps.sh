@@ -24,6 +24,7 @@ PACKAGES=(
     bash-completion # the completion test sources its functions, as an interactive shell has them
     faketime # the clock-step tests: a database server's (or the host's) wall clock stepped
     prometheus # promtool: the alert rules' tests (contrib/prometheus); its server is not run
+    chromium # reignd's status page drawn headless (its DOM and screenshots) by its end-to-end test
 )
 
 # One dpkg-query for all: it lists the known ones with their state (unknown ones not at all).

@@ -138,6 +138,20 @@ typedef struct reignd_ops {
      */
     int (*standby)(void *ctx, reignd_call *call, const char *service, const char *from,
                    uint64_t term);
+
+    /*
+     * The status page's data (page.h), read-only: status's snapshot, and in
+     * each service also "backend", "check" (what the health check looks at:
+     * {"type","target"|null,"interval_ms","rise","fall"}), and what its store
+     * says now: "store" {"leader":{"id","term","token","since_ms"}|null,
+     * "candidates":[{"id","priority","joined_ms","service_address",
+     * "peer_address"}...],"takeover_ms"} and "history" {"total","terms":[
+     * {"term","token","id","started_ms","ended_ms","ended_estimated","end"}
+     * ...]} (the latest 30), either one {"error","unsupported"} when it cannot
+     * be read; and at the top "generated_ms" and "version".  Completed once
+     * every store has answered.
+     */
+    int (*view)(void *ctx, reignd_call *call);
 } reignd_ops;
 
 /* ---- requests (pure; the fuzz target drives this) ------------------------ */

@@ -254,7 +254,8 @@ static int start_servers(servers *sv, const reignd_config *cfg, const reignd_sec
     }
     if (e == 0 && cfg->metrics_listen) {
         reignd_metrics_options mo = {
-            sizeof(mo), cfg->metrics_listen, reignd_daemon_metrics, sv->daemon, log_sink, NULL};
+            sizeof(mo), cfg->metrics_listen,          reignd_daemon_metrics, sv->daemon, log_sink,
+            NULL,       reignd_daemon_ops(sv->daemon)};
         e = reignd_metrics_start(sv->loop, &mo, &sv->metrics, err, sizeof(err));
     }
     if (e == 0)

@@ -13,6 +13,7 @@
 #include "fsm.h"
 #include "httpd.h"
 #include "metrics.h"
+#include "page.h"
 
 static const char *const health_states[] = {"initializing", "healthy", "unhealthy",
                                             "not_responding", "monitor_failed"};
@@ -273,6 +274,7 @@ struct reignd_metrics {
     reignd_httpd *httpd;
     reignd_metrics_snapshot_fn *snapshot;
     void *ctx;
+    reignd_page *page; /* /status and /status.json (page.h); NULL: none */
 };
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -282,6 +284,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     reignd_metrics *m = cls;
     (void)version;
     (void)upload;
+    if (m->page && reignd_page_handles(url) && *con_cls != m) {
+        if (*con_cls && *upload_size) { /* the page reads no body either */
+            *upload_size = 0;
+            return MHD_YES;
+        }
+        return reignd_page_request(m->page, conn, url, method, con_cls);
+    }
     if (!*con_cls) { /* headers only so far */
         *con_cls = m;
         return MHD_YES;
@@ -313,6 +322,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return r;
 }
 
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    reignd_metrics *m = cls;
+    (void)conn;
+    (void)toe;
+    if (*con_cls && *con_cls != m)
+        reignd_page_completed(m->page, *con_cls);
+    *con_cls = NULL;
+}
+
 int reignd_metrics_start(uv_loop_t *loop, const reignd_metrics_options *opts, reignd_metrics **ret,
                          char *err, size_t errlen)
 {
@@ -328,19 +348,29 @@ int reignd_metrics_start(uv_loop_t *loop, const reignd_metrics_options *opts, re
     }
     m->snapshot = opts->snapshot;
     m->ctx = opts->ctx;
+    if (opts->ops && !(m->page = reignd_page_new(loop, opts->ops))) {
+        free(m);
+        snprintf(err, errlen, "out of memory");
+        return REIGN_ENOMEM;
+    }
     reignd_httpd_options ho = {
         .what = "metrics",
         .listen = opts->listen,
         .handler = on_request,
+        .completed = on_completed,
         .cls = m,
+        .suspend = 1,
         .log_fn = opts->log_fn,
         .log_userdata = opts->log_userdata,
     };
     int r = reignd_httpd_start(loop, &ho, &m->httpd, err, errlen);
     if (r < 0) {
+        reignd_page_free(m->page);
         free(m);
         return r;
     }
+    if (m->page)
+        reignd_page_attach(m->page, m->httpd);
     *ret = m;
     return 0;
 }
@@ -354,6 +384,8 @@ void reignd_metrics_close(reignd_metrics *m)
 {
     if (!m)
         return;
+    reignd_page_stop(m->page);
     reignd_httpd_close(m->httpd);
+    reignd_page_free(m->page);
     free(m);
 }

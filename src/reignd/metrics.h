@@ -23,6 +23,10 @@
  *   reignd_store_connected         1 while the client of the service's store is connected
  * and reignd_up 1, reignd_build_info{version=}.
  *
+ * The same server serves the status page (page.h) at /status and
+ * /status.json when given the daemon's operations: as open as /metrics, and
+ * as read-only.
+ *
  * Served by libmicrohttpd on the daemon's libuv loop (httpd.h); the snapshot
  * callback runs on the loop thread.
  */
@@ -35,6 +39,8 @@
 #include <uv.h>
 
 #include <reign/reign.h>
+
+#include "control.h"
 
 /*
  * Why leadership changed, as one node sees it: elected here, demoted here (the
@@ -108,6 +114,9 @@ typedef struct reignd_metrics_options {
     void *ctx;
     reign_log_fn *log_fn; /* errors; NULL: silent */
     void *log_userdata;
+    /* The daemon's operations: with them the same server serves the status page (page.h) at
+     * /status and /status.json, reading through status and view only; NULL: no page. */
+    const reignd_ops *ops;
 } reignd_metrics_options;
 
 /* Starts the endpoint on `loop`.  0 and *ret, or a negative REIGN_E* with err. */

@@ -117,6 +117,7 @@ int reignd_daemon_new(reignd_daemon **ret, const reignd_daemon_options *opts, ch
         .pause = reignd__op_pause,
         .resume = reignd__op_resume,
         .standby = reignd__op_standby,
+        .view = reignd__op_view,
     };
     d->up = (service_upcalls){
         .run_actions = reignd__run_actions,

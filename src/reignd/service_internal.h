@@ -9,6 +9,8 @@
  *                    stores connected and checked, health and connection
  *                    news turned into events; it wires the layers together
  *   ops_failover.c   `reign ctl failover S --to NODE`, a graceful failover
+ *   ops_view.c       the status page's data: the status, and each
+ *                    service's election and history as its store has them
  *   ops.c            the other operations: status, cede, pause and resume
  *                    (and the watch that makes every node obey a pause), a
  *                    peer's graceful fence, the metrics
@@ -249,6 +251,11 @@ int reignd__op_pause(void *ctx, reignd_call *call, const char *name);
 int reignd__op_resume(void *ctx, reignd_call *call, const char *name);
 int reignd__op_standby(void *ctx, reignd_call *call, const char *name, const char *from,
                        uint64_t term);
+
+/* ---- ops_view.c ---------------------------------------------------------------- */
+
+/* The status page's data (reignd_ops.view, control.h). */
+int reignd__op_view(void *ctx, reignd_call *call);
 
 /* ---- ops_failover.c ------------------------------------------------------------ */
 

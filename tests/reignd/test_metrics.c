@@ -3,7 +3,9 @@
  * read back by a parser of the exposition format (HELP and TYPE once per
  * family and before its samples, label values escaped, every value a
  * number), the values per service, and the endpoint over HTTP (200 with the
- * format's content type on /metrics, 404 elsewhere).
+ * format's content type on /metrics, 404 elsewhere); and the status page on
+ * the same server (page.c): its reads of the stores shared, a store that does
+ * not answer not holding it, GET and HEAD only.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -16,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "call.h"
+#include "fake_ops.h"
 #include "fsm.h"
 #include "metrics.h"
 #include "net_client.h"
@@ -321,13 +325,107 @@ static void test_endpoint(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- the status page ------------------------------------------------------------ */
+
+static reignd_call *held; /* the page's read of the stores, held by the test */
+static int views;         /* reads the page started */
+
+static int held_view(void *ctx, reignd_call *call)
+{
+    (void)ctx;
+    views++;
+    held = call;
+    return REIGND_PENDING;
+}
+
+static void send_raw(uv_loop_t *loop, int port, const char *req, net_job *g)
+{
+    memset(g, 0, sizeof(*g));
+    g->tcp_port = port;
+    g->send = req;
+    net_exchange(loop, g);
+}
+
+static void test_page_endpoint(void **state)
+{
+    uv_loop_t loop;
+    reignd_metrics *m;
+    fake_ops f;
+    char err[256];
+    (void)state;
+    uv_loop_init(&loop);
+    fake_ops_init(&f, &loop);
+    f.ops.view = held_view;
+    reignd_metrics_options o;
+    memset(&o, 0, sizeof(o));
+    o.size = sizeof(o);
+    o.listen = "127.0.0.1:0";
+    o.snapshot = snapshot;
+    o.ops = &f.ops;
+    assert_int_equal(reignd_metrics_start(&loop, &o, &m, err, sizeof(err)), 0);
+    int port = reignd_metrics_port(m);
+    net_job *g = calloc(1, sizeof(*g));
+
+    /* The stores do not answer: after a while, this node's own state, and it says so. */
+    http_get(&loop, port, "/status.json", g);
+    assert_memory_equal(g->answer, "HTTP/1.1 200", 12);
+    assert_non_null(strstr(g->answer, "application/json"));
+    assert_non_null(strstr(g->answer, "did not answer within 2 s"));
+    assert_non_null(strstr(g->answer, "\"name\":\"web\""));
+    assert_int_equal(views, 1);
+    /* While that read lasts, a request neither starts another nor waits. */
+    http_get(&loop, port, "/status", g);
+    assert_memory_equal(g->answer, "HTTP/1.1 200", 12);
+    assert_non_null(strstr(g->answer, "text/html"));
+    assert_non_null(strstr(g->answer, "Content-Security-Policy: default-src 'none'"));
+    assert_non_null(strstr(g->answer, "have not answered yet"));
+    assert_int_equal(views, 1);
+
+    /* The read ends: its view is served while fresh, without another read. */
+    cJSON *v = f.ops.status(f.ops.ctx);
+    cJSON *web = cJSON_GetArrayItem(cJSON_GetObjectItem(v, "services"), 0);
+    cJSON *store = cJSON_AddObjectToObject(web, "store");
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(store, "leader"), "id", "n<1>");
+    cJSON_AddArrayToObject(store, "candidates");
+    reignd_call_done(held, 0, NULL, v);
+    held = NULL;
+    http_get(&loop, port, "/status.json", g);
+    assert_memory_equal(g->answer, "HTTP/1.1 200", 12);
+    assert_null(strstr(g->answer, "did not answer"));
+    assert_non_null(strstr(g->answer, "data-leader=\\\"n&lt;1&gt;\\\""));
+    assert_int_equal(views, 1);
+
+    /* Read-only: GET and HEAD only. */
+    send_raw(&loop, port,
+             "POST /status HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+             "Connection: close\r\n\r\n{}",
+             g);
+    assert_memory_equal(g->answer, "HTTP/1.1 405", 12);
+    send_raw(&loop, port, "HEAD /status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", g);
+    assert_memory_equal(g->answer, "HTTP/1.1 200", 12);
+    http_get(&loop, port, "/metrics", g);
+    assert_memory_equal(g->answer, "HTTP/1.1 200", 12);
+
+    /* A view older than a second is read again; the server closed while that read lasts
+     * leaves the read to end alone. */
+    usleep(1100 * 1000);
+    http_get(&loop, port, "/status.json", g);
+    assert_int_equal(views, 2);
+    assert_non_null(held);
+    reignd_metrics_close(m);
+    reignd_call_done(held, 0, NULL, NULL);
+    free(g);
+    while (uv_run(&loop, UV_RUN_NOWAIT))
+        ;
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_render),
-        cmocka_unit_test(test_change_names),
-        cmocka_unit_test(test_render_empty),
-        cmocka_unit_test(test_endpoint),
+        cmocka_unit_test(test_render),        cmocka_unit_test(test_change_names),
+        cmocka_unit_test(test_render_empty),  cmocka_unit_test(test_endpoint),
+        cmocka_unit_test(test_page_endpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

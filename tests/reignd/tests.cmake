@@ -179,3 +179,23 @@ target_link_libraries(reignd_ctl_server PRIVATE reignd_fake_ops)
 add_test(NAME reignd_ctl_e2e COMMAND ${Python3_EXECUTABLE} ${REIGND_TESTS_DIR}/test_ctl.py)
 set_tests_properties(reignd_ctl_e2e PROPERTIES LABELS "reignd;e2e" TIMEOUT 120
   ENVIRONMENT "REIGN=$<TARGET_FILE:reign_cli>;CTL_SERVER=$<TARGET_FILE:reignd_ctl_server>")
+
+# --- the status page (page.c) and the timeline it shares with `reign history --svg` ---
+# page_render.c runs the drawer and the page's renderer on JSON; test_page_render.py checks the
+# XML, the bars and gaps, and that ids which look like markup stay text.
+add_executable(page_render ${REIGND_TESTS_DIR}/page_render.c)
+target_include_directories(page_render PRIVATE ${PROJECT_SOURCE_DIR}/src/common)
+target_compile_options(page_render PRIVATE ${REIGN_WARNINGS})
+target_link_libraries(page_render PRIVATE reignd_core)
+add_test(NAME reignd_page_render COMMAND ${Python3_EXECUTABLE}
+  ${REIGND_TESTS_DIR}/test_page_render.py $<TARGET_FILE:page_render>)
+set_tests_properties(reignd_page_render PROPERTIES LABELS "reignd;unit;page" TIMEOUT 60)
+# The page end to end: three reignd on the shared ZooKeeper server, the page read by headless
+# Chromium (scripts/deps.sh) before and after a failover and a killed active, and
+# `reign history --svg`.
+if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
+  reign_zk_test(NAME reignd_status_page
+    COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_status_page.py
+    TIMEOUT 300 LABELS reignd e2e page
+    ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+endif()

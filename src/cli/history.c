@@ -11,11 +11,13 @@
 #include <time.h>
 
 #include "cli.h"
+#include "timeline_svg.h"
 
 typedef struct history {
     const char *name;
     int json;
     int64_t since_ms;
+    const char *svg; /* --svg FILE */
 } history;
 
 static void usage(FILE *f)
@@ -40,6 +42,9 @@ static void usage(FILE *f)
             "                          \"ended_estimated\",\"end\",\"held_ms\",\"gap_ms\"}...]}\n"
             "                          (ended_ms, held_ms null while leading; gap_ms: without\n"
             "                          a leader after it, null for the last)\n"
+            "      --svg FILE          draw them instead as an SVG timeline in FILE (- for\n"
+            "                          standard output): one lane per leader, the time\n"
+            "                          without one hatched red, details on hover\n"
             "  -h, --help              show this help\n");
 }
 
@@ -195,6 +200,18 @@ oom:
     return CLI_EXIT_FAIL;
 }
 
+/* --svg: the timeline of timeline_svg.h, as reignd's status page draws it. */
+static int write_svg(cli *c, const history *h, const reign_term *t, size_t n)
+{
+    char why[512], title[300];
+    snprintf(title, sizeof(title), "election %s", h->name);
+    timeline_svg_options o = {.now_ms = now_ms(), .title = title};
+    if (timeline_svg_file(h->svg, t, n, &o, why, sizeof(why)) == 0)
+        return CLI_EXIT_OK;
+    cli_error(c, "%s", why);
+    return CLI_EXIT_FAIL;
+}
+
 static int failed(cli *c, const char *name, int err)
 {
     char q[512];
@@ -223,6 +240,10 @@ static void on_history(reign_client *client, int err, const reign_term *terms, s
         cli_exit(c, print_json(c, h, terms, n));
         return;
     }
+    if (h->svg) {
+        cli_exit(c, write_svg(c, h, terms, n));
+        return;
+    }
     print_text(terms, n);
     cli_exit(c, CLI_EXIT_OK);
 }
@@ -232,6 +253,7 @@ int cli_history_main(cli *c, int argc, char **argv)
     static history h;
     static const struct option opts[] = {{"since", required_argument, NULL, 's'},
                                          {"json", no_argument, NULL, 'j'},
+                                         {"svg", required_argument, NULL, 'g'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     int o, r;
@@ -241,6 +263,8 @@ int cli_history_main(cli *c, int argc, char **argv)
             return CLI_EXIT_OK;
         } else if (o == 'j') {
             h.json = 1;
+        } else if (o == 'g') {
+            h.svg = optarg;
         } else if (o == 's') {
             if ((r = parse_since(c, optarg, &h.since_ms)))
                 return r;
@@ -248,6 +272,8 @@ int cli_history_main(cli *c, int argc, char **argv)
             return cli_bad_option(c, o, argv);
         }
     }
+    if (h.json && h.svg)
+        return cli_usage_error(c, "--json and --svg: choose one");
     if ((r = cli_election_name(c, argv, argc, "", &h.name)))
         return r;
     c->cmd_data = &h;

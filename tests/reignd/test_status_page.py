@@ -14,7 +14,8 @@ Chromium (Debian's chromium: scripts/deps.sh) and the page's own script running
      more, A's ended;
   3. B's reignd is killed: its guardian ends its leadership, another node takes over after a
      time without a leader, which the timeline marks (a gap, after B's term);
-  4. screenshots of the page after the failovers at 1280x800 and at a phone's 390x844, kept in
+  4. `reign history NAME --svg FILE` draws the same leaderships: well-formed, one bar each;
+  5. screenshots of the page after the failovers at 1280x800 and at a phone's 390x844, kept in
      the test's directory (and copied to $REIGN_STATUS_PAGE_SHOTS, if set: docs/ has them).
 
 No assertion on how long anything takes: every wait is for an event, bounded generously.
@@ -30,12 +31,16 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_reignd_e2e as rd  # noqa: E402
 import e2elib  # noqa: E402
 from e2elib import Failure, check, log, wait_for  # noqa: E402
+
+SVG = "{http://www.w3.org/2000/svg}"
+
 
 def chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
@@ -205,7 +210,16 @@ def scenario(t):
     check(terms[2]["started_ms"] <= terms[1]["ended_ms"] or 2 in dom.gaps,
           f"the time without a leader after term 2 marked: gaps after {dom.gaps}")
 
-    # 4. The pictures, after the failovers: the new active's page.
+    # 4. reign history --svg: the same leaderships, drawn for any election.
+    path = os.path.join(t.dir, "history.svg")
+    rc, out, err = t.reign(["--uri", c.uri(), "history", c.election, "--svg", path])
+    check(rc == 0, f"reign history --svg failed ({rc}): {err}")
+    root = ET.parse(path).getroot()
+    bars = [g for g in root.iter(f"{SVG}g") if g.get("class") == "term"]
+    check([int(g.get("data-term")) for g in bars] == [x["term"] for x in terms],
+          f"reign history --svg: one bar per leadership: {[g.get('data-term') for g in bars]}")
+
+    # 5. The pictures, after the failovers: the new active's page.
     active = a if new == "A" else n3
     url = f"http://127.0.0.1:{active.metrics_port}/status"
     shots = {}

@@ -16,7 +16,8 @@ Chromium (Debian's chromium: scripts/deps.sh) and the page's own script running
      time without a leader, which the timeline marks (a gap, after B's term);
   4. `reign history NAME --svg FILE` draws the same leaderships: well-formed, one bar each;
   5. screenshots of the page after the failovers at 1280x800 and at a phone's 390x844, kept in
-     the test's directory (and copied to $REIGN_STATUS_PAGE_SHOTS, if set: docs/ has them).
+     the test's directory (and copied to $REIGN_STATUS_PAGE_SHOTS, if set: docs/ has them);
+     a daemon whose page was read stops cleanly on SIGTERM.
 
 No assertion on how long anything takes: every wait is for an event, bounded generously.
 """
@@ -27,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import urllib.error
@@ -232,6 +234,11 @@ def scenario(t):
         for name, path in shots.items():
             shutil.copyfile(path, os.path.join(dest, name))
             log(f"copied {name} to {dest}")
+
+    # A daemon whose page was read stops cleanly (under the sanitizers: nothing leaked).
+    watcher.proc.send(signal.SIGTERM)
+    check(watcher.proc.wait() == 0, f"{watcher.name} exited with {watcher.proc.returncode()}")
+    check("Sanitizer" not in watcher.proc.err(), f"{watcher.name}: {watcher.proc.err()[-2000:]}")
 
 
 if __name__ == "__main__":

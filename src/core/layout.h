@@ -157,6 +157,7 @@
 #define REIGN__SQL_SESSIONS_SUFFIX "sessions" /* {S}: client sessions (src/sql/sessions.c) */
 #define REIGN__SQL_MEMBERS_SUFFIX  "members"  /* {M}: group members (src/sql/members.c) */
 #define REIGN__SQL_TASKS_SUFFIX    "tasks"    /* {K}: task queues (src/sql/tasks.c) */
+#define REIGN__SQL_HISTORY_SUFFIX  "history"  /* {H}: leaderships (src/sql/history.c) */
 
 /* The columns a values table must have to be used. */
 #define REIGN__VALUES_REQUIRED_COLUMNS                                                             \
@@ -169,6 +170,11 @@
 /* The columns a candidates table must have to be used. */
 #define REIGN__CANDIDATES_REQUIRED_COLUMNS                                                         \
     "data_center", "lock_name", "guid", "owner", "payload", "joined_ms", "expires_ms"
+
+/* The columns a history table must have to be used. */
+#define REIGN__HISTORY_REQUIRED_COLUMNS                                                            \
+    "data_center", "lock_name", "term", "owner", "owner_guid", "payload", "data_len",              \
+        "started_ms", "ended_ms", "end_reason", "ended_estimated"
 
 /* The columns a sessions table must have to be used. */
 #define REIGN__SESSIONS_REQUIRED_COLUMNS                                                           \

@@ -115,7 +115,7 @@ static size_t below(const etxn *op, size_t i, const char *kp, reign__buf *b, con
                     const char *tail, bool comma)
 {
     size_t kl = strlen(kp);
-    char *skip[REIGN__ZK_MULTI_MAX + 1];
+    char *skip[2 * REIGN__ZK_MULTI_MAX + 1];
     size_t ns = 0;
     char counter[1100];
     if (kl + 2 > sizeof(counter))
@@ -126,10 +126,17 @@ static size_t below(const etxn *op, size_t i, const char *kp, reign__buf *b, con
         if (op->parts[j].type != REIGN__ZK_MDELETE)
             continue;
         char *k = key_of(op->e, op->parts[j].path);
-        if (k && !strncmp(k, kp, kl) && strcmp(k, counter))
-            skip[ns++] = k;
-        else
+        if (!k || strncmp(k, kp, kl) || !strcmp(k, counter)) {
             reign__free(k);
+            continue;
+        }
+        /* A node deleted before, and its own counter, which its delete takes with it. */
+        char *kc = reign__malloc(strlen(k) + 3);
+        skip[ns++] = k;
+        if (kc) {
+            sprintf(kc, "%s/.", k);
+            skip[ns++] = kc;
+        }
     }
     qsort(skip, ns, sizeof(skip[0]), by_str);
     char lo[1100], hi[1100];

@@ -31,6 +31,7 @@
 
 #include "client/client_internal.h"
 #include "sql/candidates.h"
+#include "sql/history.h"
 #include "sql/members.h"
 #include "sql/runs.h"
 #include "sql/tasks.h"
@@ -748,10 +749,13 @@ static int sql_remove(reign__sqlconn *c, const char *dc, void *p, char *err, siz
         rc = REIGN_ENOENT;
     else if (rc == 0) {
         rc = reign__sql_catalog_clear(c, dc, &l, x->name, err, errlen);
-        if (rc > 0) /* the lease row is cleared: the rows of candidates that stood in it go */
+        if (rc > 0) { /* the lease row is cleared: its candidates' rows and history go */
             rc = reign__candidates_remove(c, dc, x->name, err, errlen);
-        else if (rc == 0) /* taken over since the read */
+            if (rc == 0)
+                rc = reign__history_remove(c, dc, x->name, err, errlen);
+        } else if (rc == 0) { /* taken over since the read */
             rc = lease_taken(c, dc, x->name, x, err, errlen);
+        }
     }
     reign__lease_clear(&l);
     return rc;

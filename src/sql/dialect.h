@@ -68,6 +68,8 @@ struct reign__sqlconn {
     bool sessions_ready, members_ready;
     /* The tasks table was checked or made (tasks.c). */
     bool tasks_ready;
+    /* The history table was checked or made (history.c). */
+    bool history_ready;
     /* What the drains heard (reign__sql_heard_take()). */
     reign__sql_heard heard;
 };

@@ -13,6 +13,7 @@
 
 #include "dialect.h"
 #include "dl.h"
+#include "history.h"
 #include "layout.h"
 
 /* ---- argument checks ------------------------------------------------------------------------ */
@@ -486,6 +487,11 @@ int reign__sql_lease_release_ours(reign__sqlconn *c, const reign__lease_claim *c
         rc = check_key(c, cl->dc, cl->name, err, errlen);
     if (rc)
         return rc;
+    /* The history's end first (history.h), as its holder would have written it before letting
+     * go: only an open row of this standing's leadership changes.  No table, or a failure, must
+     * not keep the lease from being released. */
+    char herr[256];
+    (void)reign__history_guardian(c, cl->dc, cl->name, cl->owner_guid, herr, sizeof herr);
     if (c->d->release_ours)
         return c->d->release_ours(c, cl, term, err, errlen);
     reign__lease l = {0};
@@ -705,7 +711,7 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
             p += 3;
             continue;
         }
-        if (p[0] == '{' && p[1] && strchr("RVCSMK", p[1]) && p[2] == '}') {
+        if (p[0] == '{' && p[1] && strchr("RVCSMKH", p[1]) && p[2] == '}') {
             /* A side table's name, made (and checked) only where a statement names it. */
             char side[REIGN__SQL_TABLE_MAX + 16];
             const char *suffix = p[1] == 'R'   ? REIGN__SQL_RUNS_SUFFIX
@@ -713,6 +719,7 @@ int reign__sql_query(reign__sqlconn *c, const char *what, const char *tmpl, cons
                                  : p[1] == 'C' ? REIGN__SQL_CANDIDATES_SUFFIX
                                  : p[1] == 'S' ? REIGN__SQL_SESSIONS_SUFFIX
                                  : p[1] == 'K' ? REIGN__SQL_TASKS_SUFFIX
+                                 : p[1] == 'H' ? REIGN__SQL_HISTORY_SUFFIX
                                                : REIGN__SQL_MEMBERS_SUFFIX;
             if ((rc = reign__sql_side_table(c, suffix, side, sizeof side, err, errlen))) {
                 reign__buf_free(&b);

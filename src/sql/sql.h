@@ -389,7 +389,8 @@ int reign__sql_rows_add(reign__sql_rows *r, const char *const *cells, const size
  *   {C}  the candidates table, "<lease table>_candidates"
  *   {S}  the sessions table, "<lease table>_sessions"
  *   {M}  the members table, "<lease table>_members"
- *   {K}  the tasks table, "<lease table>_tasks" (all quoted)
+ *   {K}  the tasks table, "<lease table>_tasks"
+ *   {H}  the history table, "<lease table>_history" (all quoted)
  *   {1}, {2}, ...  parameter N of args (up to REIGN__SQL_ARGS_MAX, each as often as needed)
  *   {NOW}  the database's clock as Unix ms (a bigint)
  *   {BEGIN}  the start of a writing transaction   {FOR_UPDATE}  a row lock, where needed

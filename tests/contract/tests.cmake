@@ -79,11 +79,13 @@ reign_contract(value TITLE "Watched values with compare-and-set" STORES zk etcd 
 reign_contract(group TITLE "Group membership, members watched" STORES zk etcd sqlite postgres mariadb)
 reign_contract(designation TITLE "Priorities, preemption, designation" STORES zk etcd sqlite postgres mariadb)
 reign_contract(tasks TITLE "Task queue: master, workers, exactly-once results" STORES zk etcd sqlite postgres mariadb)
+reign_contract(history TITLE "Leadership history: terms, reasons, gaps" STORES zk etcd sqlite postgres mariadb)
 
-# The election and designation contracts again on each SQL store with leases=row: leases that
-# renew their own rows, as SOFARegistry's do, rather than living in the client's session.
+# The election, designation and history contracts again on each SQL store with leases=row:
+# leases that renew their own rows, as SOFARegistry's do, rather than living in the client's
+# session.
 foreach(store sqlite postgres mariadb)
-  foreach(capability election designation)
+  foreach(capability election designation history)
     set(name contract_${capability}_${store}_rows)
     reign_store_test(${store} NAME ${name} COMMAND contract_${capability} TIMEOUT 300
       LABELS contract)

@@ -14,6 +14,7 @@ REIGN_TEST_ETCD_FILE) go through every way a leadership ends, one after the othe
 and `reign history --json` must give exactly those leaderships, in that order: the ids, the
 ends, the terms and tokens each process printed when it was elected, every start at or after
 the previous end and, for the expiry, an end marked estimated.  The text form lists them too.
+Then `reign rm` removes the election, its history with it.
 No timed assertion: every wait is for an event.
 """
 import json
@@ -103,6 +104,11 @@ def body(t, store):
     for p in (c, d):
         p.send(signal.SIGTERM)
         p.wait()
+    # Nobody stands: the election goes, its history with it.
+    rc, out, err = t.reign(["--uri", uri, "rm", name])
+    check(rc == 0, f"rm after the history: {rc} {err.strip()}")
+    rc, out, err = t.reign(["--uri", uri, "history", name])
+    check(rc == 1 and "no such election" in err, f"history after rm: {rc} {out!r} {err.strip()}")
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@
  *   group_foreign  rows of the members table reign did not write are no members: a group's
  *            watch and listing show the real ones and hear their joins and leaves, the rows
  *            stay (sql_groups.c)
+ *   history  the election history's rows reign did not write are left out, reign rm deletes
+ *            it, a history table of a foreign layout is refused (sql_history.c)
  *
  * What every store promises (the values' operations, refusals, payloads, bursts and races; the
  * elections' listing order and payloads, resign and cede hand-overs, ...) is
@@ -383,7 +385,7 @@ static int pred_removed(void *arg)
     return ((removal *)arg)->done;
 }
 
-static int store_rm(h_cand *c, const char *name)
+int store_rm(h_cand *c, const char *name)
 {
     removal r = {.c = c, .name = name};
     H_OK(reign_store_remove(c->client, REIGN_ENTRY_ELECTION, name, on_removed, &r));
@@ -501,7 +503,8 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "listed-child"))
         listed_child(argv[2], argv[3]);
     if (argc != 2) {
-        fprintf(stderr, "usage: %s ops|foreign|watch|candidates|tasks|tasks_api|group_foreign\n",
+        fprintf(stderr,
+                "usage: %s ops|foreign|watch|candidates|tasks|tasks_api|group_foreign|history\n",
                 argv[0]);
         return 2;
     }
@@ -527,6 +530,8 @@ int main(int argc, char **argv)
         scenario_tasks_api();
     else if (!strcmp(scenario, "group_foreign"))
         scenario_group_foreign();
+    else if (!strcmp(scenario, "history"))
+        scenario_history();
     else {
         fprintf(stderr, "unknown scenario %s\n", scenario);
         return 2;

@@ -221,17 +221,18 @@ reign_sqlite_test(NAME sql_dl_missing COMMAND test_sql_dl missing TIMEOUT 120
 
 # ---- values (<reign/value.h>) and listed candidates on the SQL stores ---------------------------
 # (src/sql/values.h, candidates.h; src/recipes/value/, election_lease.c.)  Through the public API,
-# on each store, one scenario per entry (see test_sql_recipes.c); sql_tasks_* and
-# sql_group_foreign_* (rows of the members table reign did not write: src/sql/members.h) too.
+# on each store, one scenario per entry (see test_sql_recipes.c); sql_tasks_*,
+# sql_group_foreign_* (rows of the members table reign did not write: src/sql/members.h) and
+# sql_history_* (the election history's foreign rows and table, reign rm: src/sql/history.h) too.
 add_executable(test_sql_recipes ${REIGN_SQL_DIR}/test_sql_recipes.c ${REIGN_SQL_DIR}/sql_tasks.c
-  ${REIGN_SQL_DIR}/sql_groups.c)
+  ${REIGN_SQL_DIR}/sql_groups.c ${REIGN_SQL_DIR}/sql_history.c)
 target_compile_options(test_sql_recipes PRIVATE ${REIGN_WARNINGS})
 # The C harness (tests/integration/harness.c) for the clients and their loop; libreign's
 # objects for the statements behind its back (src/sql/sql.h) and the URI's reading
 # (src/client/config.h).
 target_link_libraries(test_sql_recipes PRIVATE reign_it_harness reign_internal)
-foreach(scenario ops foreign watch candidates tasks tasks_api group_foreign)
-  if(scenario STREQUAL "candidates" OR scenario MATCHES "^(tasks|group)")
+foreach(scenario ops foreign watch candidates tasks tasks_api group_foreign history)
+  if(scenario STREQUAL "candidates" OR scenario MATCHES "^(tasks|group|history)")
     set(_prefix sql_${scenario})
     set(_suffix "")
   else()

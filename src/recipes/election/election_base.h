@@ -164,6 +164,10 @@ int reign__lease_election_join(reign_election **ret, reign_client *client, const
 int reign__lease_query(reign_client *client, const char *name, bool depose, const char *designee,
                        reign_election_query_cb *qcb, reign_election_done_cb *dcb, void *userdata);
 
+/* The SQL side of reign_election_history() (election_lease_history.c; name checked). */
+int reign__lease_history(reign_client *client, const char *name, int64_t since_ms,
+                         reign_election_history_cb *cb, void *userdata);
+
 /* ---- ZooKeeper ----------------------------------------------------------------------------------
  */
 

@@ -295,8 +295,10 @@ int reign_election_history(reign_client *client, const char *name, int64_t since
         return rc;
     if (reign__client_closing(client))
         return REIGN_ECLOSED;
-    if (!reign__client_zk(client))
-        return REIGN_ENOTSUP; /* SQL stores: docs/history.md */
+    if (!reign__client_zk(client)) /* SQL stores: docs/sql-leases.md, "History" */
+        return reign__client_sql(client)
+                   ? reign__lease_history(client, name, since_ms, cb, userdata)
+                   : REIGN_ENOTSUP;
     hquery *q = reign__calloc(1, sizeof(*q));
     if (!q)
         return REIGN_ENOMEM;

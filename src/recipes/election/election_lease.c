@@ -142,8 +142,7 @@ static void stand(lease_election *e);
 static bool step(lease_election *e, reign__lease_input in, const reign__election_news *n);
 static reign_election *lease_free(reign_election *pub);
 
-/* ---- small helpers ----------------------------------------------------------------------------
- */
+/* ---- small helpers ------------------------------------------------------------------------ */
 
 #define ENTER(e) reign__election_enter(&(e)->base)
 #define LEAVE(e) reign__election_leave(&(e)->base)
@@ -234,8 +233,7 @@ static void release(lease_election *e, const char *guid, uint64_t term)
                    e->base.name, (unsigned long long)term, reign_strerror(rc));
 }
 
-/* ---- the candidates row (listed candidates) ---------------------------------------------------
- */
+/* ---- the candidates row (listed candidates) ----------------------------------------------- */
 
 /* A row made outside a session is refreshed every lease/3; one made in a session lives as long
  * as the session beats, and needs nothing (candidates.h). */
@@ -342,8 +340,7 @@ static void list_follow(lease_election *e)
     }
 }
 
-/* ---- rank: priorities and designation (the worker's side: election_lease_rank.c) ------------
- */
+/* ---- rank: priorities and designation (the worker's side: election_lease_rank.c) -------- */
 
 /* A rank call of ours, on the row as last read. */
 static reign__rank_call *rank_call_new(lease_election *e)
@@ -429,6 +426,7 @@ static void demote(lease_election *e, reign_demote_reason reason, bool owed)
 {
     if (!e->base.leader)
         return;
+    reign__lease_history_end(&e->base, e->guid, reason); /* before any release: in order */
     /* Noticed late (a stall, SIGSTOP), a demotion took effect at the bound. */
     int64_t bound = e->valid_until;
     e->valid_until = 0;
@@ -498,6 +496,7 @@ static void act_elect(reign_election *pub, const reign__election_news *n)
     lease_election *e = (lease_election *)pub;
     int64_t sent_ns = n->until - ms(e->ls->lease_ms - e->ls->margin_ms);
     reign__election_lead(&e->base, n->term, n->token);
+    reign__lease_history_begin(&e->base, e->guid, e->ls->lease_ms); /* after the take landed */
     e->valid_until = 0;
     if (e->claim_session && !e->holding) {
         e->holding = true; /* renewed by the session: no statement of our own */
@@ -518,6 +517,7 @@ static void act_demote(reign_election *pub, reign_demote_reason reason, bool owe
 
 static void act_drop(reign_election *pub)
 {
+    reign__lease_history_end(pub, ((lease_election *)pub)->guid, REIGN_DEMOTE_RESIGNED);
     pub->leader = false;
 }
 

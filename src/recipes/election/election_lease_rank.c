@@ -9,6 +9,7 @@
 
 #include "election_base.h"
 #include "sql/candidates.h"
+#include "sql/history.h"
 
 void reign__rank_call_free(void *p)
 {
@@ -142,10 +143,20 @@ int reign__rank_preempt(reign__sqlconn *conn, const char *dc, void *ctx, char *e
     for (size_t i = 0; i < cs.n; i++)
         if (!strcmp(cs.v[i].guid, k->holder_guid))
             leader = cs.v[i].designated == k->from ? REIGN__DESIGNATED_MIN : cs.v[i].priority;
-    if (leader < k->priority && !outranked(k, &cs))
-        rc = k->now ? reign__sql_lease_designate(conn, dc, k->name, k->from, k->holder_guid,
-                                                 k->guid, err, errlen)
-                    : REIGN__OUTRANKED;
+    bool above = leader < k->priority && !outranked(k, &cs);
+    if (above && k->now) {
+        /* The holder's history is to say "preempted", not "designated" (sql/history.h): the
+         * word goes on its row first, there when the holder hears of the mark; taken back if
+         * the mark did not land. */
+        char herr[256];
+        (void)reign__history_hint(conn, dc, k->name, k->from, "preempted", herr, sizeof(herr));
+        rc = reign__sql_lease_designate(conn, dc, k->name, k->from, k->holder_guid, k->guid, err,
+                                        errlen);
+        if (rc != 1)
+            (void)reign__history_hint(conn, dc, k->name, k->from, NULL, herr, sizeof(herr));
+    } else if (above) {
+        rc = REIGN__OUTRANKED;
+    }
     reign__candidate_rows_free(&cs);
     return rc;
 }

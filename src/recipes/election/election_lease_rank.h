@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <reign/election.h>
+
 #include "sql/sql.h"
 
 #define REIGN__RANK_GUID 17 /* a standing's guid: 16 hex digits */
@@ -80,5 +82,16 @@ typedef struct reign__list_call {
 void reign__list_call_free(void *p);
 /* Runs it: a reign__sqlw_fn. */
 int reign__list_run(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen);
+
+/*
+ * The history (sql/history.h), written by the leader on its worker, never waited for: the row
+ * of a leadership just won (`e`'s term, by standing `guid`), queued once the take has landed;
+ * its end, queued when it is demoted (or freed), before the release that lets a successor in -
+ * requests run in order, so the end lands first.  election_lease_history.c.
+ */
+struct reign_election;
+void reign__lease_history_begin(const struct reign_election *e, const char *guid, int lease_ms);
+void reign__lease_history_end(const struct reign_election *e, const char *guid,
+                              reign_demote_reason reason);
 
 #endif

@@ -400,7 +400,14 @@ static void main_part(markup *m, const cJSON *view, int width, const char *note)
         markup_printf(m, " &middot; node ");
         markup_escape(m, str(cJSON_GetArrayItem(list, 0), "node"));
     }
-    markup_printf(m, " &middot; read %s</p>", clock_time(now, a, sizeof(a)));
+    time_t t = (time_t)(now / 1000);
+    struct tm tm;
+    char zone[16] = "";
+    if (localtime_r(&t, &tm))
+        strftime(zone, sizeof(zone), " %Z", &tm);
+    markup_printf(m, " &middot; read %s", clock_time(now, a, sizeof(a)));
+    markup_escape(m, zone);
+    markup_printf(m, "</p>");
     if (note) {
         markup_printf(m, "<p class=\"err\">");
         markup_escape(m, note);

@@ -1,7 +1,7 @@
-"""test_status_page.py - reignd's status page end to end, seen by a real browser.
+"""test_status_page.py [zk|etcd] - reignd's status page end to end, seen by a real browser.
 
-Three reignd (A, B, C) on one election of the shared ZooKeeper server, as test_reignd_e2e.py
-starts them (its Cluster and Node: dummy services, hooks, fences).  Then, with headless
+Three reignd (A, B, C) on one election of the shared ZooKeeper server (or the shared etcd
+member: the stores that keep a history), as test_reignd_e2e.py starts them (its Cluster and Node: dummy services, hooks, fences).  Then, with headless
 Chromium (Debian's chromium: scripts/deps.sh) and the page's own script running
 (--virtual-time-budget):
 
@@ -242,4 +242,9 @@ def scenario(t):
 
 
 if __name__ == "__main__":
-    e2elib.main("reignd_status_page", rd.checked(scenario))
+    store = sys.argv[1] if len(sys.argv) == 2 else "zk"
+    if len(sys.argv) > 2 or store not in ("zk", "etcd"):
+        sys.exit(f"usage: {sys.argv[0]} [zk|etcd]")
+    rd.STORE = store  # the Cluster's store: the shared ZooKeeper server, or the etcd member
+    e2elib.main("reignd_status_page" + ("" if store == "zk" else f"_{store}"),
+                rd.checked(scenario))

@@ -190,12 +190,18 @@ target_link_libraries(page_render PRIVATE reignd_core)
 add_test(NAME reignd_page_render COMMAND ${Python3_EXECUTABLE}
   ${REIGND_TESTS_DIR}/test_page_render.py $<TARGET_FILE:page_render>)
 set_tests_properties(reignd_page_render PROPERTIES LABELS "reignd;unit;page" TIMEOUT 60)
-# The page end to end: three reignd on the shared ZooKeeper server, the page read by headless
-# Chromium (scripts/deps.sh) before and after a failover and a killed active, and
+# The page end to end: three reignd on the shared ZooKeeper server (and on etcd), the page read
+# by headless Chromium (scripts/deps.sh) before and after a failover and a killed active, and
 # `reign history --svg`.
 if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
   reign_zk_test(NAME reignd_status_page
     COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_status_page.py
     TIMEOUT 300 LABELS reignd e2e page
     ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+  if(COMMAND reign_etcd_test)
+    reign_etcd_test(NAME reignd_status_page_etcd
+      COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_status_page.py etcd
+      TIMEOUT 300 LABELS reignd e2e page
+      ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+  endif()
 endif()

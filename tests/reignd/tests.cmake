@@ -204,4 +204,11 @@ if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
       TIMEOUT 300 LABELS reignd e2e page
       ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
   endif()
+  # On a SQLite file: the page as a SQL store gives it (a store without history says so).
+  if(COMMAND reign_sqlite_test)
+    reign_sqlite_test(NAME reignd_status_page_sqlite
+      COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_status_page.py sqlite
+      TIMEOUT 300 LABELS reignd e2e page
+      ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+  endif()
 endif()

@@ -249,3 +249,22 @@ enum MHD_Result reignd__httpd_reply(struct MHD_Connection *conn, unsigned code, 
     MHD_destroy_response(resp);
     return r;
 }
+
+enum MHD_Result reignd__httpd_reply_taken(struct MHD_Connection *conn, const char *type, char *body,
+                                          size_t len, const char *const *headers)
+{
+    if (!body)
+        return reignd__httpd_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
+                                   "out of memory\n", 14, NULL, NULL);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    for (size_t i = 0; headers && headers[i] && headers[i + 1]; i += 2)
+        MHD_add_response_header(resp, headers[i], headers[i + 1]);
+    enum MHD_Result r = MHD_queue_response(conn, MHD_HTTP_OK, resp);
+    MHD_destroy_response(resp);
+    return r;
+}

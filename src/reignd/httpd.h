@@ -59,4 +59,9 @@ enum MHD_Result reignd__httpd_reply(struct MHD_Connection *conn, unsigned code, 
                                     const char *body, size_t len, const char *header,
                                     const char *value);
 
+/* Queues a 200 answer of `body` (malloc'd: taken, and freed once sent; NULL: a 500 "out of
+ * memory" instead) with its type and the headers `headers` (name, value, ..., NULL; or NULL). */
+enum MHD_Result reignd__httpd_reply_taken(struct MHD_Connection *conn, const char *type, char *body,
+                                          size_t len, const char *const *headers);
+
 #endif

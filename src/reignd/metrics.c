@@ -305,21 +305,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
         return reignd__httpd_reply(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain",
                                    "method not allowed\n", 19, NULL, NULL);
-    size_t len;
+    size_t len = 0;
     char *body = reignd_metrics_render(m->snapshot, m->ctx, &len);
-    if (!body)
-        return reignd__httpd_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
-                                   "out of memory\n", 14, NULL, NULL);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            "text/plain; version=0.0.4; charset=utf-8");
-    enum MHD_Result r = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return r;
+    return reignd__httpd_reply_taken(conn, "text/plain; version=0.0.4; charset=utf-8", body, len,
+                                     NULL);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,

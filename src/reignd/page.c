@@ -624,28 +624,19 @@ static int start_read(reignd_page *p)
 
 static enum MHD_Result answer(page_req *r)
 {
-    struct MHD_Connection *conn = r->conn;
-    if (!r->view)
-        return reignd__httpd_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
-                                   "out of memory\n", 14, NULL, NULL);
-    size_t len;
-    char *body = reignd_page_render(r->view, r->json, r->width, r->note[0] ? r->note : NULL, &len);
-    if (!body)
-        return reignd__httpd_reply(conn, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain",
-                                   "out of memory\n", 14, NULL, NULL);
-    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
-    if (!resp) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            r->json ? "application/json" : "text/html; charset=utf-8");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, "Content-Security-Policy", csp);
-    enum MHD_Result res = MHD_queue_response(conn, MHD_HTTP_OK, resp);
-    MHD_destroy_response(resp);
-    return res;
+    static const char *const headers[] = {MHD_HTTP_HEADER_CACHE_CONTROL,
+                                          "no-store",
+                                          "X-Content-Type-Options",
+                                          "nosniff",
+                                          "Content-Security-Policy",
+                                          csp,
+                                          NULL};
+    size_t len = 0;
+    char *body =
+        r->view ? reignd_page_render(r->view, r->json, r->width, r->note[0] ? r->note : NULL, &len)
+                : NULL;
+    return reignd__httpd_reply_taken(
+        r->conn, r->json ? "application/json" : "text/html; charset=utf-8", body, len, headers);
 }
 
 enum MHD_Result reignd_page_request(reignd_page *p, struct MHD_Connection *conn, const char *url,

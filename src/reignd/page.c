@@ -223,7 +223,9 @@ static void this_node(markup *m, const cJSON *s)
     markup_printf(m, "<dt>health</dt><dd>");
     markup_escape(m, str(s, "health"));
     if (check) {
-        markup_printf(m, "<br><small>%s check", str(check, "type") ? str(check, "type") : "?");
+        markup_printf(m, "<br><small>");
+        markup_escape(m, str(check, "type") ? str(check, "type") : "?");
+        markup_printf(m, " check");
         if (str(check, "target")) {
             markup_printf(m, " of ");
             markup_escape(m, str(check, "target"));
@@ -394,8 +396,8 @@ static void main_part(markup *m, const cJSON *view, int width, const char *note)
     int64_t now = (int64_t)num(view, "generated_ms");
     const cJSON *list = cJSON_GetObjectItemCaseSensitive(view, "services"), *s;
     char a[40];
-    markup_printf(m, "<p class=\"meta\">reign %s",
-                  str(view, "version") ? str(view, "version") : "");
+    markup_printf(m, "<p class=\"meta\">reign ");
+    markup_escape(m, str(view, "version"));
     if (cJSON_GetArraySize(list) > 0) {
         markup_printf(m, " &middot; node ");
         markup_escape(m, str(cJSON_GetArrayItem(list, 0), "node"));

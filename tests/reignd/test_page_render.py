@@ -195,7 +195,7 @@ def view_of(base, history):
            "failovers": 1, "activated": True, "election": "web<i>", "instance": "ab",
            "conflict": None, "failover_to": None, "reason": "elected <b>here</b>",
            "backend": "zookeeper",
-           "check": {"type": "tcp", "target": "127.0.0.1:80", "interval_ms": 200, "rise": 1,
+           "check": {"type": "<tcp>", "target": "127.0.0.1:80", "interval_ms": 200, "rise": 1,
                      "fall": 2},
            "store": {"leader": {"id": NASTY[0], "term": 3, "token": 30, "since_ms": base},
                      "candidates": [{"id": NASTY[0], "priority": 0, "joined_ms": base,
@@ -207,7 +207,7 @@ def view_of(base, history):
     return {"services": [svc, dict(svc, name="db", store={"error": "cannot read <x>"},
                                    history={"error": "no history on this store",
                                             "unsupported": True})],
-            "generated_ms": base + 10000, "version": "1.2.3"}
+            "generated_ms": base + 10000, "version": "1.2<3>"}
 
 
 def test_page(tool):
@@ -226,7 +226,7 @@ def test_page(tool):
     check("<script>alert" not in html, "no id as markup in the page")
     text = "".join(p.text)
     for s in (NASTY[0], NASTY[1], "web<i>", "elected <b>here</b>", "cannot read <x>",
-              "no history on this store"):
+              "no history on this store", "<tcp> check", "reign 1.2<3>"):
         check(s in text, f"shown as text: {s!r}")
     check(p.leaders == [NASTY[0]], f"the leader named once (db's store unreadable): {p.leaders}")
     check(p.candidates == [NASTY[0], NASTY[1]] * 1, f"web's candidates: {p.candidates}")

@@ -101,18 +101,27 @@ static const char *id_of(const reign_term *t)
     return t->id && t->id[0] ? t->id : "";
 }
 
-/* The lanes: each distinct id once, in the order they first led. */
-static size_t lanes_of(const reign_term *terms, size_t n, const char **lanes, size_t *lane_of)
+/* The lane of `id` among lanes[0..*k), added at the end if it has none. */
+static size_t lane_for(const char **lanes, size_t *k, const char *id)
+{
+    size_t j = 0;
+    while (j < *k && strcmp(lanes[j], id) != 0)
+        j++;
+    if (j == *k)
+        lanes[(*k)++] = id;
+    return j;
+}
+
+/* The lanes: each distinct id once, in the order they first led, then the other ids given. */
+static size_t lanes_of(const reign_term *terms, size_t n, const timeline_svg_options *o,
+                       const char **lanes, size_t *lane_of)
 {
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t j = 0;
-        while (j < k && strcmp(lanes[j], id_of(&terms[i])) != 0)
-            j++;
-        if (j == k)
-            lanes[k++] = id_of(&terms[i]);
-        lane_of[i] = j;
-    }
+    for (size_t i = 0; i < n; i++)
+        lane_of[i] = lane_for(lanes, &k, id_of(&terms[i]));
+    for (size_t i = 0; i < o->n_ids; i++)
+        if (o->ids[i])
+            lane_for(lanes, &k, o->ids[i]);
     return k;
 }
 
@@ -386,14 +395,14 @@ char *timeline_svg(const reign_term *terms, size_t n, const timeline_svg_options
         width = MIN_WIDTH;
     char id[64];
     clean_id(o.id, id, sizeof(id));
-    const char **lanes = calloc(n ? n : 1, sizeof(*lanes));
+    const char **lanes = calloc(n + o.n_ids + 1, sizeof(*lanes));
     size_t *lane_of = calloc(n ? n : 1, sizeof(*lane_of));
     if (!lanes || !lane_of) {
         free(lanes);
         free(lane_of);
         return NULL;
     }
-    size_t n_lanes = lanes_of(terms, n, lanes, lane_of);
+    size_t n_lanes = lanes_of(terms, n, &o, lanes, lane_of);
     int64_t now = o.now_ms;
     for (size_t i = 0; i < n && !o.now_ms; i++) {
         if (terms[i].started_ms > now)

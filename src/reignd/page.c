@@ -375,8 +375,20 @@ static void history(markup *m, const cJSON *s, int index, int width, const char 
     reign_term *t = terms_of(h, &n);
     char id[32];
     snprintf(id, sizeof(id), "timeline-%d", index);
-    timeline_svg_options o = {.width = width, .now_ms = now, .id = id, .title = str(s, "election")};
+    /* A lane for each candidate too: one that never led is seen standing. */
+    const cJSON *cands = cJSON_GetObjectItemCaseSensitive(obj(s, "store"), "candidates");
+    int n_ids = cJSON_GetArraySize(cands), k = 0;
+    const char **ids = n_ids > 0 ? calloc((size_t)n_ids, sizeof(*ids)) : NULL;
+    for (const cJSON *c = ids ? cands->child : NULL; c && k < n_ids; c = c->next)
+        ids[k++] = str(c, "id");
+    timeline_svg_options o = {.width = width,
+                              .now_ms = now,
+                              .id = id,
+                              .title = str(s, "election"),
+                              .ids = ids,
+                              .n_ids = ids ? (size_t)k : 0};
     char *svg = timeline_svg(t, n, &o, NULL);
+    free(ids);
     markup_printf(m, "<div class=\"timeline\">");
     if (svg)
         markup_raw(m, svg, strlen(svg));

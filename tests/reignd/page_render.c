@@ -3,7 +3,7 @@
  * test_page_render.py:
  *
  *   page_render svg  < {"terms":[{reign_term's fields, "end":"resigned", "id" or "id_b64"}...],
- *                       "now_ms":N, "width":N, "id":"...", "title":"..."}
+ *                       "now_ms":N, "width":N, "id":"...", "title":"...", "ids":["..."...]}
  *   page_render html < {"view":{reignd_ops.view's shape}, "width":N, "note":"..."}
  *   page_render json < the same
  *
@@ -88,13 +88,20 @@ static int draw_svg(const cJSON *in)
         x->end = end_named(str(j, "end"));
         n++;
     }
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(in, "ids");
+    size_t n_ids = 0;
+    const char **extra_ids = calloc((size_t)cJSON_GetArraySize(extra) + 1, sizeof(*extra_ids));
+    cJSON_ArrayForEach(j, extra) extra_ids[n_ids++] = cJSON_IsString(j) ? j->valuestring : NULL;
     timeline_svg_options o = {
         .width = (int)num(in, "width"),
         .now_ms = (int64_t)num(in, "now_ms"),
         .id = str(in, "id"),
         .title = str(in, "title"),
+        .ids = extra_ids,
+        .n_ids = n_ids,
     };
     char *svg = timeline_svg(t, n, &o, NULL);
+    free(extra_ids);
     if (svg)
         fputs(svg, stdout);
     free(svg);

@@ -6,7 +6,7 @@ drawing of `reign history --svg` and of reignd's status page) and reignd_page_re
 (src/reignd/page.c) on JSON given here, and this checks what comes out:
 
   svg   well-formed XML (python's parser); one bar per term, in its leader's lane, left to
-        right in time; one gap per time without a leader, the one after the last term too
+        right in time; a lane too for a candidate given that never led; one gap per time without a leader, the one after the last term too
         when it ended; a current leader's bar reaching now; ids that look like markup
         (<script>, quotes, &, invalid UTF-8, control characters) only ever as text or
         attribute values, given back as they were (bad bytes as U+FFFD); a <title> on every
@@ -83,7 +83,7 @@ def test_svg(tool):
     terms[4]["ended_ms"], terms[4]["end"] = base + 39000, "guardian"  # term 5 ended after all
     now = base + 60000
     text = run(tool, "svg", {"terms": terms, "now_ms": now, "width": 800, "id": "t\"><x",
-                             "title": "election <b>web</b>"})
+                             "title": "election <b>web</b>", "ids": [NASTY[0], "never<led>"]})
     root = parse_svg(text, "the timeline")
     if root is None:
         return
@@ -114,8 +114,8 @@ def test_svg(tool):
     # Lanes: one per distinct id, in the order they first led; a bar is in its id's lane.
     lanes = [g for g in root.iter(f"{SVG}g") if g.get("class") == "lane"]
     lane_ids = [g.get("data-id") for g in lanes]
-    check(lane_ids == [NASTY[0], NASTY[1], NASTY[2], "bad\ufffd\ufffd\ufffdid", NASTY[4], NASTY[3]],
-          f"the lanes: {lane_ids}")
+    check(lane_ids == [NASTY[0], NASTY[1], NASTY[2], "bad\ufffd\ufffd\ufffdid", NASTY[4], NASTY[3],
+                       "never<led>"], f"the lanes, the candidate that never led last: {lane_ids}")
     lane_y = {g.get("data-id"): float(g.find(f"{SVG}rect").get("y")) for g in lanes}
     for n, ident in want_ids.items():
         y = float(by_term[n][1].get("y"))

@@ -77,7 +77,7 @@ class Dom(HTMLParser):
     def __init__(self, text):
         super().__init__()
         self.leaders, self.candidates, self.terms, self.gaps, self.svg_widths = [], [], [], [], []
-        self.scripts, self.states, self.nohistory = 0, [], False
+        self.scripts, self.states, self.nohistory, self.lanes = 0, [], False, []
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
@@ -89,6 +89,8 @@ class Dom(HTMLParser):
             self.candidates.append(a.get("data-id"))
         if tag == "g" and "term" in cls:
             self.terms.append((int(a["data-term"]), a.get("data-id"), a.get("data-end")))
+        if tag == "g" and "lane" in cls:
+            self.lanes.append(a.get("data-id"))
         if tag == "g" and "gap" in cls:
             self.gaps.append(int(a["data-after"]))
         if tag == "svg" and "reign-timeline" in cls:
@@ -169,6 +171,8 @@ def check_dom(dom, leader, nodes, terms, what):
     if not terms:  # a store without history: the page says so
         check(dom.nohistory and not dom.svg_widths, f"{what}: no history, said so")
         return
+    check(sorted(dom.lanes) == sorted(set(nodes) | {x["id"] for x in terms}),
+          f"{what}: a lane per leader and per candidate: {dom.lanes}")
     # Served at 960 px; the script fetched status.json at the width it has, and drew it again.
     check(dom.svg_widths and dom.svg_widths[0] != 960,
           f"{what}: the timeline was redrawn by the page's script: {dom.svg_widths}")

@@ -332,7 +332,9 @@ static void draw_axis(markup *m, const geometry *g, int y)
                       "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#888\"/>"
                       "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e0e0e0\"/>"
                       "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>",
-                      x, y, x, y + 4, x, g->top, x, y, x, y + 16,
+                      x, y, x, y + 4, x, g->top, x, y,
+                      /* a label near the right end stays whole inside the drawing */
+                      x < g->right + 12 - 26 ? x : g->right + 12 - 26, y + 16,
                       local_time(t, fmt, label, sizeof(label)));
     }
     markup_printf(m, "<text x=\"8\" y=\"%d\">%s</text></g>", y + 16,

@@ -29,7 +29,7 @@ static const char page_style[] =
     "color:#1f2328;background:#f6f8fa}"
     "header{background:#24292f;color:#fff;padding:10px 16px}"
     "header h1{font-size:18px;margin:0}"
-    "main{max-width:1400px;margin:0 auto;padding:12px 16px}"
+    "main{max-width:1400px;margin:0 auto;padding:12px 16px;overflow-wrap:anywhere}"
     ".meta{margin:0 0 8px;color:var(--muted);overflow-wrap:anywhere}"
     "#conn{margin:0;padding:6px 16px;background:#ffebe9;color:#a40e26}"
     "section.svc{margin-bottom:24px}"

@@ -328,6 +328,8 @@ static reign_election *zk_free(reign_election *pub)
     zk_election *e = (zk_election *)pub;
     if (reign__life_live(&e->base.life)) {
         bool was_leader = e->base.leader, left = e->state == ST_LEFT;
+        if (was_leader) /* silently for the program, not for the history: before the delete */
+            reign__zke_history_end(e, REIGN_DEMOTE_RESIGNED);
         reign__zke_step(e, IN(FREE), NULL); /* a leadership ends silently */
         reign__life_request_free(&e->base.life);
         /* Leave without waiting: the delete goes out, no callback follows. */

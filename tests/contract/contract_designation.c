@@ -21,6 +21,8 @@
  *   no_preempt   a higher newcomer with no_preempt waits until the leader leaves
  *   delay        with preempt_delay_ms the higher newcomer takes over by a handoff, not before
  *                its delay has passed since it stood
+ *   deposed      a leader of priority 5 deposed, one of priority 3 standing: the leader is
+ *                DEMOTED node_deleted (a deposition, not a handoff) and the other leads
  *
  * h_finish() proves, in every election, that no two leaderships overlapped and that terms and
  * fencing tokens strictly grew across every handover.  Waits are for events, bounded by
@@ -235,9 +237,45 @@ static void case_delay(void)
     h_cand_close(p);
 }
 
+static void on_deposed(reign_client *client, int err, void *userdata)
+{
+    (void)client;
+    *(int *)userdata = err;
+}
+
+static int pred_answered(void *rc)
+{
+    return *(int *)rc != 1;
+}
+
+/* A deposed leader of high priority, a lower one standing: the deposition is no handoff. */
+static void case_deposed(void)
+{
+    char name[128];
+    h_unique_name(name, sizeof(name), "deposed");
+    h_log("---- deposed (%s)", name);
+    h_cand *op = h_cand_new("operator", h_uri(NULL), NULL, NULL, NULL);
+    h_cand *hi = stand("hi", name, 5, 0, 0);
+    H_WAIT(h_pred_leader, hi, "hi to lead");
+    h_cand *lo = stand("lo", name, 3, 0, 0);
+    wait_listed(op, name, "lo");
+    int rc = 1;
+    H_OK(reign_election_depose(op->client, name, on_deposed, &rc));
+    H_WAIT(pred_answered, &rc, "the depose's answer");
+    H_OK(rc);
+    H_WAIT(h_pred_leader, lo, "lo to lead after hi was deposed");
+    const h_event *d = h_last(hi, REIGN_ELECTION_DEMOTED);
+    H_CHECKF(d && d->reason == REIGN_DEMOTE_NODE_DELETED, "hi demoted with reason %s",
+             d ? reign_demote_reason_name(d->reason) : "none");
+    h_cand_close(lo);
+    h_cand_close(hi);
+    h_cand_close(op);
+}
+
 int main(void)
 {
     h_contract_init("contract_designation", NULL);
+    case_deposed();
     case_designation();
     case_preemption();
     case_designated();

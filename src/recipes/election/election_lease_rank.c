@@ -135,13 +135,17 @@ int reign__rank_take(reign__sqlconn *conn, const char *dc, void *ctx, char *err,
 int reign__rank_preempt(reign__sqlconn *conn, const char *dc, void *ctx, char *err, size_t errlen)
 {
     reign__rank_call *k = ctx;
+    /* A deposed holder is stepping down already: a mark of ours would replace the deposition,
+     * and it would hand over (reason handoff) where it was deposed (node_deleted). */
+    if (!strcmp(k->holder_guid, REIGN__SQL_DEPOSED))
+        return 0;
     reign__candidate_rows cs;
     int rc = reign__candidates_list(conn, dc, k->name, &cs, err, errlen);
     if (rc < 0)
         return rc;
     int leader = 0;
     for (size_t i = 0; i < cs.n; i++)
-        if (!strcmp(cs.v[i].guid, k->holder_guid))
+        if (is_holder(k, &cs.v[i]))
             leader = cs.v[i].designated == k->from ? REIGN__DESIGNATED_MIN : cs.v[i].priority;
     bool above = leader < k->priority && !outranked(k, &cs);
     if (above && k->now) {

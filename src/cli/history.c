@@ -61,23 +61,14 @@ static const char *local_time(int64_t ms, char *buf, size_t len)
     return buf;
 }
 
-/* A span for people: "850 ms", "12.3 s", "4m05s", "2h03m", "3d04h". */
+/* A span for people ("-" for none): timeline_svg.h's, as the pictures say it. */
 static const char *span(int64_t ms, char *buf, size_t len)
 {
-    int64_t s = ms / 1000;
-    if (ms < 0)
+    if (ms < 0) {
         snprintf(buf, len, "-");
-    else if (ms < 1000)
-        snprintf(buf, len, "%lld ms", (long long)ms);
-    else if (ms < 60000)
-        snprintf(buf, len, "%.1f s", (double)ms / 1000);
-    else if (s < 3600)
-        snprintf(buf, len, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
-    else if (s < 86400)
-        snprintf(buf, len, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
-    else
-        snprintf(buf, len, "%lldd%02lldh", (long long)(s / 86400), (long long)(s % 86400 / 3600));
-    return buf;
+        return buf;
+    }
+    return timeline_svg_duration(ms, buf, len);
 }
 
 static int64_t now_ms(void)

@@ -33,29 +33,6 @@
 
 #include "harness.h"
 
-typedef struct listing {
-    h_cand *asker;
-    const char *name, *id;
-} listing;
-
-/* The snapshot lists the id: it stands (and, on a SQL store, can be designated). */
-static int pred_listed(void *arg)
-{
-    listing *l = arg;
-    h_view v;
-    h_query(l->asker, l->name, &v);
-    for (size_t i = 0; v.err == 0 && i < v.n; i++)
-        if (!strcmp(v.ids[i], l->id))
-            return 1;
-    return 0;
-}
-
-static void wait_listed(h_cand *op, const char *name, const char *id)
-{
-    listing l = {op, name, id};
-    H_WAIT(pred_listed, &l, "the candidate to stand");
-}
-
 static reign_election_options opts(int priority, int no_preempt, int delay_ms)
 {
     reign_election_options o;
@@ -84,8 +61,8 @@ static void case_designation(void)
     H_WAIT(h_pred_leader, a, "a to lead");
     h_cand *b = stand("b", name, 0, 0, 0);
     h_cand *c = stand("c", name, 0, 0, 0);
-    wait_listed(op, name, "b");
-    wait_listed(op, name, "c");
+    h_wait_listed(op, name, "b");
+    h_wait_listed(op, name, "c");
 
     h_log("designating c");
     H_OK(h_designate(op, name, "c"));
@@ -98,7 +75,7 @@ static void case_designation(void)
     H_CHECKF(rc == REIGN_ENOENT, "designating nobody: %s", reign_err_name(rc));
     h_log("designating a candidate that has gone");
     h_cand *gone = stand("gone", name, 0, 0, 0);
-    wait_listed(op, name, "gone");
+    h_wait_listed(op, name, "gone");
     h_cand_close(gone);
     rc = h_designate(op, name, "gone");
     H_CHECKF(rc == REIGN_ENOENT, "designating a candidate that has gone: %s", reign_err_name(rc));
@@ -118,7 +95,7 @@ static void case_designation(void)
     h_cand *other = next == a ? b : a;
 
     h_log("a second designation: %s", other->id);
-    wait_listed(op, name, other->id);
+    h_wait_listed(op, name, other->id);
     H_OK(h_designate(op, name, other->id));
     H_WAIT(h_pred_leader, other, "the second designee to take over");
     h_check_handoff(next, other);
@@ -127,7 +104,7 @@ static void case_designation(void)
     h_cand *pair[2] = {next, other};
     for (int i = 0; i < 20; i++) {
         h_cand *to = pair[i % 2];
-        wait_listed(op, name, to->id);
+        h_wait_listed(op, name, to->id);
         H_OK(h_designate(op, name, to->id));
         H_WAIT(h_pred_leader, to, "the designee to take over");
     }
@@ -158,11 +135,11 @@ static void case_preemption(void)
     h_log("equal priorities keep first-come order, and do not preempt a higher one");
     h_cand *m1 = stand("mid1", name, 5, 0, 0);
     H_WAIT(h_pred_ready, m1, "mid1 to stand");
-    wait_listed(high, name, "mid1");
+    h_wait_listed(high, name, "mid1");
     h_cand *m2 = stand("mid2", name, 5, 0, 0);
     H_WAIT(h_pred_ready, m2, "mid2 to stand");
-    wait_listed(high, name, "mid2");
-    wait_listed(high, name, "low");
+    h_wait_listed(high, name, "mid2");
+    h_wait_listed(high, name, "low");
     h_run_for(500);
     H_CHECK(h_is_leader(high));
     h_cand_close(high);
@@ -188,11 +165,11 @@ static void case_designated(void)
     h_cand *top = stand("top", name, 9, 0, 0);
     H_WAIT(h_pred_leader, top, "top to lead");
     h_cand *small = stand("small", name, 1, 0, 0);
-    wait_listed(op, name, "small");
+    h_wait_listed(op, name, "small");
     H_OK(h_designate(op, name, "small"));
     H_WAIT(h_pred_leader, small, "small to take over");
     h_check_handoff(top, small);
-    wait_listed(op, name, "top");
+    h_wait_listed(op, name, "top");
     h_run_for(1500);
     H_CHECKF(h_is_leader(small), "the designee of low priority was preempted");
     h_cand_close(small);
@@ -258,7 +235,7 @@ static void case_deposed(void)
     h_cand *hi = stand("hi", name, 5, 0, 0);
     H_WAIT(h_pred_leader, hi, "hi to lead");
     h_cand *lo = stand("lo", name, 3, 0, 0);
-    wait_listed(op, name, "lo");
+    h_wait_listed(op, name, "lo");
     int rc = 1;
     H_OK(reign_election_depose(op->client, name, on_deposed, &rc));
     H_WAIT(pred_answered, &rc, "the depose's answer");

@@ -90,28 +90,6 @@ static void wait_recorded(h_cand *reader, const char *name, uint64_t term)
     H_WAIT(pred_recorded, &r, "the leadership to be in the history");
 }
 
-typedef struct listing {
-    h_cand *asker;
-    const char *name, *id;
-} listing;
-
-static int pred_listed(void *arg)
-{
-    listing *l = arg;
-    h_view v;
-    h_query(l->asker, l->name, &v);
-    for (size_t i = 0; v.err == 0 && i < v.n; i++)
-        if (!strcmp(v.ids[i], l->id))
-            return 1;
-    return 0;
-}
-
-static void wait_listed(h_cand *op, const char *name, const char *id)
-{
-    listing l = {op, name, id};
-    H_WAIT(pred_listed, &l, "the candidate to stand");
-}
-
 static h_cand *stand(const char *id, const char *uri, const char *name, int priority)
 {
     reign_election_options o;
@@ -190,8 +168,8 @@ static void case_reasons(void)
     wait_recorded(op, name, h_last(a, REIGN_ELECTION_ELECTED)->term);
     h_cand *b = stand("b", h_uri(NULL), name, 0);
     h_cand *c = stand("c", h_uri(NULL), name, 0);
-    wait_listed(op, name, "b");
-    wait_listed(op, name, "c");
+    h_wait_listed(op, name, "b");
+    h_wait_listed(op, name, "c");
 
     /* Without priorities a store may elect either of b and c (SQL: the first take wins). */
     h_log("a resigns");

@@ -560,6 +560,28 @@ void h_query(h_cand *c, const char *name, h_view *out)
     H_WAIT(pred_done, &q, "the answer to a query");
 }
 
+typedef struct listing {
+    h_cand *asker;
+    const char *name, *id;
+} listing;
+
+static int pred_listed(void *arg)
+{
+    listing *l = arg;
+    h_view v;
+    h_query(l->asker, l->name, &v);
+    for (size_t i = 0; v.err == 0 && i < v.n; i++)
+        if (!strcmp(v.ids[i], l->id))
+            return 1;
+    return 0;
+}
+
+void h_wait_listed(h_cand *c, const char *name, const char *id)
+{
+    listing l = {c, name, id};
+    H_WAIT(pred_listed, &l, "the candidate to stand");
+}
+
 /* ---- designation and handoffs ------------------------------------------- */
 
 typedef struct done_state {

@@ -242,6 +242,8 @@ typedef struct h_view {
 
 /* Queries `name` through c's client, turning every loop until the answer. */
 void h_query(h_cand *c, const char *name, h_view *out);
+/* Waits (H_WAIT_MS at most) until c's snapshot of `name` lists a candidate with id `id`. */
+void h_wait_listed(h_cand *c, const char *name, const char *id);
 
 /* ---- designation and handoffs ------------------------------------------- */
 

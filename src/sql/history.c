@@ -120,7 +120,9 @@ int reign__history_end(reign__sqlconn *c, const char *dc, const char *name, uint
                               "UPDATE {H} SET end_reason = CASE WHEN {5} = 'designated' AND "
                               "end_reason = 'preempted' THEN end_reason ELSE {5} END, ended_ms = "
                               "{NOW}, ended_estimated = 0 WHERE data_center = {1} AND lock_name = "
-                              "{2} AND term = {3} AND owner_guid = {4} AND ended_ms IS NULL",
+                              "{2} AND term = {3} AND owner_guid = {4} AND ended_ms IS NULL AND "
+                              "EXISTS (SELECT 1 FROM {T} WHERE data_center = {1} AND lock_name = "
+                              "{2} AND term = {3})",
                               args, 5, NULL, err, errlen);
     return rc < 0 ? rc : rc > 0;
 }

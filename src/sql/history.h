@@ -64,8 +64,10 @@ typedef struct reign__history_claim {
 int reign__history_begin(reign__sqlconn *c, const char *dc, const reign__history_claim *h,
                          char *err, size_t errlen);
 
-/* The end of the leadership of `term` won by `guid`, if still open: `word` (above), now.  A
- * "designated" end keeps a "preempted" left by the preemptor.  This and the two below write
+/* The end of the leadership of `term` won by `guid`, if still open and nobody has taken the
+ * lease since (a leader that stood still while its lease expired and was taken does not say how
+ * it ended: its successor closes it as expired): `word` (above), now.  A "designated" end keeps
+ * a "preempted" left by the preemptor.  This and the two below write
  * only into a table that is there and reign's: 1, 0 (closed already, no row, no table), or a
  * negative code (REIGN_EFOREIGN: a table of another layout). */
 int reign__history_end(reign__sqlconn *c, const char *dc, const char *name, uint64_t term,

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""test_history.py [zk|etcd] - an election's history, end to end, with the faults a host sees.
+"""test_history.py zk|etcd|sqlite|mariadb|postgres - an election's history, end to end, with
+the faults a host sees, on every store.
 
-`reign campaign` processes on the shared ZooKeeper server (or the shared etcd member, with
-REIGN_TEST_ETCD_FILE) go through every way a leadership ends, one after the other:
+`reign campaign` processes on the shared ZooKeeper server, etcd member, MariaDB or PostgreSQL
+server, or a SQLite file of the test's own (2 s sessions and leases) go through every way a
+leadership ends, one after the other:
 
     a leads, then SIGTERM            -> a  resigned
     b leads; `reign designate` c     -> b  designated
@@ -22,9 +24,12 @@ import os
 import signal
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "e2e_sql"))
 from e2elib import check, env_path, log, main, wait_for  # noqa: E402
 
+STORES = ("zk", "etcd", "sqlite", "mariadb", "postgres")
 SESSION_MS = 2000
 
 
@@ -32,7 +37,11 @@ def store_uri(t, store):
     if store == "etcd":
         with open(env_path("REIGN_TEST_ETCD_FILE")) as f:
             return f"etcd://{f.read().strip()}?session_timeout_ms={SESSION_MS}"
-    return t.uri(t.shared_hosts(), session_timeout_ms=SESSION_MS)
+    if store == "zk":
+        return t.uri(t.shared_hosts(), session_timeout_ms=SESSION_MS)
+    import sqle
+    check(sqle.LEASE["lease_ms"] == SESSION_MS, "a 2 s lease")
+    return sqle.Store(t, store).uri()
 
 
 def elected_count(p, n):
@@ -112,5 +121,11 @@ def body(t, store):
 
 
 if __name__ == "__main__":
-    which = sys.argv[1] if len(sys.argv) > 1 else "zk"
-    main(f"e2e_history_{which}", lambda t: body(t, which))
+    if len(sys.argv) != 2 or sys.argv[1] not in STORES:
+        sys.exit(f"usage: test_history.py {'|'.join(STORES)}")
+    which = sys.argv[1]
+    if which in ("zk", "etcd"):
+        main(f"e2e_history_{which}", lambda t: body(t, which))
+    else:
+        import sqle
+        sqle.main(f"e2e_history_{which}", lambda t: body(t, which))

@@ -38,6 +38,9 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
     reign_e2e_sql(${store} e2e_sql_stop_fence_${store} test_stop_fence.py ARGS ${store})
     # The test of tests/e2e (every store runs it): no two commands of `reign run` at once.
     reign_e2e_sql(${store} e2e_run_leash_${store} ../e2e/test_run_leash.py ARGS ${store})
+    # The history's e2e test of tests/e2e, on every store: every way a leadership ends.
+    reign_e2e_sql(${store} e2e_history_${store} ../e2e/test_history.py ARGS ${store}
+      LABELS history)
     reign_e2e_sql(${store} e2e_sql_cede_${store} test_cede.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_watch_${store} test_watch.py ARGS ${store})
     reign_e2e_sql(${store} e2e_sql_ls_rm_${store} test_ls_rm.py ARGS ${store})

@@ -6,11 +6,12 @@ too), a and b campaign as zk://alice@... with REIGN_PASSWORD=secret.  Every node
 carries the ACL "digest alice: all, world: read".  Then, with reign_it_zkraw (the plain
 ZooKeeper C client):
 
-  * without credentials: the election node, the term and the candidates can be read, but no
-    candidate node, term node or election node can be deleted or written, and no node created
-    among them (ZNOAUTH each time);
+  * without credentials: the election node, the term, the candidates and the history (its node
+    and a's record) can be read, but no candidate node, term node, history record or election
+    node can be deleted or written, and no node created among them (ZNOAUTH each time);
   * with alice and a wrong password: the same refusals;
-  * `reign status` without credentials shows the leader; `reign cede` and `reign campaign`
+  * `reign status` and `reign history` without credentials show the leader; `reign cede` and
+    `reign campaign`
     without (or with wrong) credentials fail with a clear message and leave no node behind;
   * with the right credentials a candidate's node can be deleted (the control: the refusals
     above came from the ACL), which deposes a and elects b.
@@ -19,6 +20,7 @@ The password never appears in any output, even at --log-level debug and when giv
 """
 import base64
 import hashlib
+import json
 import os
 import signal
 import sys
@@ -49,6 +51,10 @@ def body(t):
              "b's node in status (read without credentials)")
     st = t.status(name, anon_uri)
     check(st["leader"]["id"] == "a", f"status without credentials: {st}")
+    rc, out, err = t.reign(["--uri", anon_uri, "history", name, "--json"])
+    terms = json.loads(out)["terms"] if rc == 0 else None
+    check(terms is not None and [(x["id"], x["end"]) for x in terms] == [("a", "leading")],
+          f"history without credentials: {rc} {out!r} {err.strip()}")
 
     edir = f"/reign/election/{name}"
     kids = t.children(zhosts, edir)
@@ -57,10 +63,14 @@ def body(t):
     check("term" in kids and len(nodes) == 2, f"children of {edir}: {kids}")
     check([k["node"] for k in st["candidates"]] == nodes, f"{st['candidates']} vs {nodes}")
     a_node, b_node = (f"{edir}/{n}" for n in nodes)
+    records = [k for k in (t.children(zhosts, f"{edir}/history") or []) if k.startswith("h_")]
+    check(len(records) == 1, f"history records: {records}")
+    record = f"{edir}/history/{records[0]}"
 
     # ZooKeeper shows the digest only to holders of the credentials ("alice:x" to others).
     digest = base64.b64encode(hashlib.sha1(f"alice:{PASSWORD}".encode()).digest()).decode()
-    for path in ("/reign", "/reign/election", edir, f"{edir}/term", a_node, b_node):
+    for path in ("/reign", "/reign/election", edir, f"{edir}/term", a_node, b_node,
+                 f"{edir}/history", record):
         for auth, shown in ((None, "x"), (f"alice:{PASSWORD}", digest)):
             rc, out, err = t.zkraw(zhosts, "getacl", path, auth=auth)
             check(rc == 0, f"getacl {path}: {err.strip()}")
@@ -73,7 +83,8 @@ def body(t):
     attempts = [("delete", a_node), ("delete", b_node), ("delete", f"{edir}/term"),
                 ("delete", edir), ("delete", "/reign/election"),
                 ("set", f"{edir}/term", "forged"), ("set", edir, "forged"),
-                ("set", a_node, "forged"), ("create", f"{edir}/n_forged", "x"),
+                ("set", a_node, "forged"), ("set", record, "forged"),
+                ("create", f"{edir}/history/h_forged", "x"), ("create", f"{edir}/n_forged", "x"),
                 ("create", f"{edir}/lock", "x")]
     for auth in (None, f"alice:{WRONG}"):
         for op in attempts:

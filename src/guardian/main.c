@@ -55,6 +55,7 @@
 #include "common/toollog.h"
 #include "layout.h"
 #include "sql/candidates.h"
+#include "sql/history.h"
 #include "sql/sessions.h"
 #include "sql/sql.h"
 #include "zk/zk.h"
@@ -426,6 +427,11 @@ static void end_leases(char *report, size_t len)
         reign__lease_claim cl = {
             .dc = dc, .name = l->name, .owner = l->owner, .owner_guid = l->guid};
         uint64_t term = 0;
+        /* The history's end first (sql/history.h), as its holder would have written it before
+         * letting go: only an open row of this standing's leadership changes.  No table, or a
+         * failure, must not keep the lease from being released. */
+        char herr[256];
+        (void)reign__history_guardian(c, dc, l->name, l->guid, herr, sizeof herr);
         rc = reign__sql_lease_release_ours(c, &cl, &term, err, sizeof(err));
         used = strlen(report);
         if (rc == 1)

@@ -13,7 +13,6 @@
 
 #include "dialect.h"
 #include "dl.h"
-#include "history.h"
 #include "layout.h"
 
 /* ---- argument checks ------------------------------------------------------------------------ */
@@ -487,11 +486,6 @@ int reign__sql_lease_release_ours(reign__sqlconn *c, const reign__lease_claim *c
         rc = check_key(c, cl->dc, cl->name, err, errlen);
     if (rc)
         return rc;
-    /* The history's end first (history.h), as its holder would have written it before letting
-     * go: only an open row of this standing's leadership changes.  No table, or a failure, must
-     * not keep the lease from being released. */
-    char herr[256];
-    (void)reign__history_guardian(c, cl->dc, cl->name, cl->owner_guid, herr, sizeof herr);
     if (c->d->release_ours)
         return c->d->release_ours(c, cl, term, err, errlen);
     reign__lease l = {0};

@@ -303,3 +303,21 @@ static void owed_cb(reign__timer *t, void *arg)
     reign__election_flush(e);
     reign__election_leave(e);
 }
+
+/* ---- how a leadership ended, for the history (reign_election_history()) ---- */
+
+static const char *const end_names[] = {"leading",   "resigned", "ceded",   "deposed", "designated",
+                                        "preempted", "guardian", "expired", "lost"};
+
+const char *reign_term_end_name(reign_term_end end)
+{
+    return (unsigned)end < sizeof(end_names) / sizeof(end_names[0]) ? end_names[end] : "?";
+}
+
+reign_term_end reign__term_end_parse(const char *word, reign_term_end otherwise)
+{
+    for (size_t i = 1; word && i < sizeof(end_names) / sizeof(end_names[0]); i++)
+        if (!strcmp(word, end_names[i]))
+            return (reign_term_end)i;
+    return otherwise;
+}

@@ -176,4 +176,7 @@ int reign__lease_history(reign_client *client, const char *name, int64_t since_m
  * REIGN__DESIGNATED_MIN, for one leadership, in the leader node's record. */
 #define REIGN__DESIGNATED_MIN (REIGN_PRIORITY_MAX + 1)
 
+/* A history record's end word ("resigned", ...), or `otherwise` for none or one unknown. */
+reign_term_end reign__term_end_parse(const char *word, reign_term_end otherwise);
+
 #endif

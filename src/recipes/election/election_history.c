@@ -11,22 +11,6 @@
 
 #include "election_base.h"
 
-static const char *const end_names[] = {"leading",   "resigned", "ceded",   "deposed", "designated",
-                                        "preempted", "guardian", "expired", "lost"};
-
-const char *reign_term_end_name(reign_term_end end)
-{
-    return (unsigned)end < sizeof(end_names) / sizeof(end_names[0]) ? end_names[end] : "?";
-}
-
-static reign_term_end end_parse(const char *s)
-{
-    for (size_t i = 1; s && i < sizeof(end_names) / sizeof(end_names[0]); i++)
-        if (!strcmp(s, end_names[i]))
-            return (reign_term_end)i;
-    return REIGN_TERM_LEADING;
-}
-
 typedef struct rec {
     char *name;
     bool read;
@@ -171,7 +155,7 @@ static void on_record(void *owner, void *arg, const reign__zk_result *res)
             r->token = v;
         if (reign__record_get_u64(&rr, REIGN__K_SESSION_MS, &v) == 0 && v < 86400000u)
             r->session_ms = (int64_t)v;
-        r->end = end_parse(reign__record_get(&rr, REIGN__K_END));
+        r->end = reign__term_end_parse(reign__record_get(&rr, REIGN__K_END), REIGN_TERM_LEADING);
         /* ZooKeeper's times are the store's; etcd's keys carry none: the writers' clocks. */
         bool etcd = reign__zk_is_etcd(q->zk);
         r->ctime_ms = res->stat.ctime_ms;

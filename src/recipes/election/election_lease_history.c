@@ -127,14 +127,6 @@ static void hread_free(hread *q)
     reign__free(q);
 }
 
-static reign_term_end end_of(const char *word)
-{
-    for (int i = REIGN_TERM_RESIGNED; i <= REIGN_TERM_LOST; i++)
-        if (!strcmp(word, reign_term_end_name((reign_term_end)i)))
-            return (reign_term_end)i;
-    return REIGN_TERM_LOST;
-}
-
 /* Calls back once, then frees (the callback may free the client: q is detached first). */
 static void finish(hread *q, int err, const reign_term *t, size_t n)
 {
@@ -186,7 +178,8 @@ static void on_read(void *owner, void *arg, const reign__sqlw_result *r)
                         .started_ms = h->started_ms,
                         .ended_ms = h->ended_ms,
                         .ended_estimated = h->ended_estimated,
-                        .end = h->ended_ms ? end_of(h->end) : REIGN_TERM_LEADING};
+                        .end = h->ended_ms ? reign__term_end_parse(h->end, REIGN_TERM_LOST)
+                                           : REIGN_TERM_LEADING};
         if (!h->ended_ms && (i + 1 < n || !holds)) {
             /* Ended unheard (its successor's close did not land, or none came yet): at the
              * latest a lease before the next one began. */

@@ -229,7 +229,6 @@ void reign__zke_follow_leader(zk_election *e);
 /* ---- election_zk_claim.c ---- */
 
 void reign__zke_send_claim(zk_election *e, int32_t takeover);
-void reign__zke_make_for_claim(zk_election *e, const char *path);
 void reign__zke_read_leader(zk_election *e);
 void reign__zke_preempt_cb(reign__timer *t, void *arg);
 void reign__zke_hand_over(zk_election *e, const char *to);
@@ -242,7 +241,6 @@ void reign__zke_designated(zk_election *e, const char *leader, const char *id);
 int reign__zke_history_record(zk_election *e, const char *node, reign__buf *h);
 void reign__zke_history_end(zk_election *e, reign_demote_reason reason);
 void reign__zke_history_claimed(zk_election *e, const char *record, uint64_t term, uint64_t token);
-void reign__zke_history_make(zk_election *e);
 
 /* ---- election_zk_line.c ---- */
 

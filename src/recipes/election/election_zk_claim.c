@@ -59,11 +59,23 @@ out:
     LEAVE(e);
 }
 
-void reign__zke_make_for_claim(zk_election *e, const char *path)
+static void make_for_claim(zk_election *e, const char *path)
 {
     if (reign__zk_create(e->zk, path, "reign 1\n\n", 9, REIGN__ZK_RETRY, e, on_claim_node_made,
                          EPOCH_ARG(e)) < 0)
         reign__zke_retry_later(e, REIGN_ENOMEM, "creating a node the claim needs");
+}
+
+/* The claim found no history node (an election made before history was kept): make it, once,
+ * and claim again. */
+static void history_make(zk_election *e)
+{
+    if (e->hist.made_parent) {
+        reign__zke_retry_later(e, REIGN_ENOENT, "claiming: the history node keeps vanishing");
+        return;
+    }
+    e->hist.made_parent = true;
+    make_for_claim(e, e->history_path);
 }
 
 /* A claim (or takeover) failed otherwise: a lost answer (did it land?
@@ -106,7 +118,7 @@ static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
             break;
         }
         if (r->failed_op == history_op) { /* an election from before history */
-            reign__zke_history_make(e);
+            history_make(e);
             break;
         }
         if (r->failed_op != term_op) { /* the election node went: look again */
@@ -114,7 +126,7 @@ static void on_claimed(void *owner, void *arg, const reign__zk_result *r)
             break;
         }
         /* The term node is missing (an operator removed it): make it again. */
-        reign__zke_make_for_claim(e, e->term_path);
+        make_for_claim(e, e->term_path);
         break;
     case REIGN_EBADVERSION:
         reign__zke_check(e);

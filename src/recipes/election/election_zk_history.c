@@ -150,15 +150,3 @@ void reign__zke_history_claimed(zk_election *e, const char *record, uint64_t ter
     if (record && term % every == 0)
         reign__zk_children(e->zk, e->history_path, NULL, 0, e, on_listed, NULL);
 }
-
-/* The claim found no history node (an election made before history was kept): make it, once,
- * and claim again. */
-void reign__zke_history_make(zk_election *e)
-{
-    if (e->hist.made_parent) {
-        reign__zke_retry_later(e, REIGN_ENOENT, "claiming: the history node keeps vanishing");
-        return;
-    }
-    e->hist.made_parent = true;
-    reign__zke_make_for_claim(e, e->history_path);
-}

@@ -113,6 +113,7 @@
 #define REIGN__K_END        "end"
 #define REIGN__K_STARTED_MS "started_ms"
 #define REIGN__K_ENDED_MS   "ended_ms"
+#define REIGN__K_LATE       "late" /* the end was written after a reconnection: ended_ms is its time */
 #define REIGN__K_DATA_LEN   "data_len" /* the payload's whole length, when the record cut it */
 /* tasks */
 #define REIGN__K_SUBMITTED_MS "submitted_ms"

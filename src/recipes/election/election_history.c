@@ -162,7 +162,9 @@ static void on_record(void *owner, void *arg, const reign__zk_result *res)
         r->mtime_ms = res->stat.mtime_ms;
         if (etcd && reign__record_get_u64(&rr, REIGN__K_STARTED_MS, &v) == 0)
             r->ctime_ms = (int64_t)v;
-        if (etcd && reign__record_get_u64(&rr, REIGN__K_ENDED_MS, &v) == 0)
+        /* An end written after a reconnection carries its own time (the demotion's). */
+        bool late = reign__record_get(&rr, REIGN__K_LATE) != NULL;
+        if ((etcd || late) && reign__record_get_u64(&rr, REIGN__K_ENDED_MS, &v) == 0)
             r->mtime_ms = (int64_t)v;
         r->czxid = (uint64_t)res->stat.czxid;
         reign__record_clear(&rr);

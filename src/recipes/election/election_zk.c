@@ -97,6 +97,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
             reign__zke_step(e, IN(SUSPENDED), NULL);
         break;
     case REIGN_CONN_RECONNECTED:
+        reign__zke_history_resume(e, true); /* an end written while away: first */
         /* Same session: our node and watches survive.  Look again in case
          * we were demoted by the deadline meanwhile, or missed an answer. */
         if (e->state != ST_LEFT && e->state != ST_FAILED && e->state != ST_RESIGNING &&
@@ -117,6 +118,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
     case REIGN_CONN_CONNECTED:
         /* A new session: nothing of the old one is ours any more. */
         reign__life_bump(&e->base.life);
+        reign__zke_history_resume(e, false);
         reign__zke_own_reset(e);
         reign__zke_watches_reset(e); /* the term's watch too: followers follow anew */
         reign__zke_rank_reset(e);
@@ -126,6 +128,7 @@ static void on_conn(reign__recipe *rp, reign_conn_state st)
         break;
     case REIGN_CONN_CLOSED:
         reign__life_bump(&e->base.life);
+        reign__zke_history_resume(e, false);
         reign__zke_step(e, IN(CLOSED),
                         NULL); /* demoted if leading; LEFT (announced if resigning) */
         break;
@@ -174,6 +177,7 @@ static void destroy(zk_election *e)
     reign__free(e->leader_path);
     reign__free(e->history_path);
     reign__free(e->hist.path);
+    reign__buf_free(&e->hist.pending);
     reign__free(e->rank.holder_node);
     reign__free(e->rank.designated);
     reign__free(e->rank.designation_done);
@@ -218,6 +222,7 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
     e->no_preempt = o->no_preempt != 0;
     e->preempt_delay_ms = o->preempt_delay_ms;
     reign__buf_init(&e->record);
+    reign__buf_init(&e->hist.pending);
     int rc = reign__election_base_init(&e->base, client, name, o);
     if (rc == 0) {
         e->dir = reign__election_path(name, NULL);

@@ -148,6 +148,7 @@ typedef struct zk_election {
         bool designated;    /* the handover under way is to a designated candidate */
         bool made_parent;   /* we made the history node after a claim found it missing */
         int64_t started_ms; /* our clock when the claim was sent (etcd keys carry no time) */
+        reign__buf pending; /* an end waiting for the connection to come back */
     } hist;
 
     char **impostors; /* queue-named nodes that are not ephemeral: never candidates */
@@ -240,6 +241,7 @@ void reign__zke_designated(zk_election *e, const char *leader, const char *id);
 
 int reign__zke_history_record(zk_election *e, const char *node, reign__buf *h);
 void reign__zke_history_end(zk_election *e, reign_demote_reason reason);
+void reign__zke_history_resume(zk_election *e, bool same_session);
 void reign__zke_history_claimed(zk_election *e, const char *record, uint64_t term, uint64_t token);
 
 /* ---- election_zk_line.c ---- */

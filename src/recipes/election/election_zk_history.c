@@ -36,7 +36,7 @@ static const char *end_word(zk_election *e, reign_demote_reason reason)
  * claim or of the end too, for etcd, whose keys carry no time (ZooKeeper's ctime and mtime, the
  * store's own clock, are read there). */
 static int build(zk_election *e, const char *node, const char *end, uint64_t t, uint64_t tok,
-                 reign__buf *h)
+                 bool late, reign__buf *h)
 {
     char prio[12], session[16], full[24], term[24], token[24], at[24];
     snprintf(prio, sizeof(prio), "%u", e->rank.prio);
@@ -49,7 +49,7 @@ static int build(zk_election *e, const char *node, const char *end, uint64_t t, 
         e->hist.started_ms = reign__wall_ms();
     snprintf(started, sizeof(started), "%lld", (long long)e->hist.started_ms);
     snprintf(at, sizeof(at), "%lld", (long long)reign__wall_ms());
-    const char *kv[22];
+    const char *kv[24];
     size_t n = 0;
     kv[n++] = REIGN__K_ID, kv[n++] = e->base.id;
     kv[n++] = REIGN__K_NODE, kv[n++] = node;
@@ -67,6 +67,8 @@ static int build(zk_election *e, const char *node, const char *end, uint64_t t, 
         kv[n++] = REIGN__K_TOKEN, kv[n++] = token;
         kv[n++] = REIGN__K_END, kv[n++] = end;
         kv[n++] = REIGN__K_ENDED_MS, kv[n++] = at;
+        if (late)
+            kv[n++] = REIGN__K_LATE, kv[n++] = "1";
     }
     return reign__record_build(h, kv, n, e->base.data, len);
 }
@@ -74,29 +76,60 @@ static int build(zk_election *e, const char *node, const char *end, uint64_t t, 
 /* The record a claim of ours makes, naming our candidate node `node`. */
 int reign__zke_history_record(zk_election *e, const char *node, reign__buf *h)
 {
-    return build(e, node, NULL, 0, 0, h);
+    return build(e, node, NULL, 0, 0, false, h);
+}
+
+/* Sends the end built into `h` and lets the guardian forget the record. */
+static void send_end(zk_election *e, const reign__buf *h)
+{
+    reign__zk_set(e->zk, e->hist.path, h->data, h->len, 0, 0, NULL, NULL, NULL);
+    reign__client_guard_term(e->base.client, false, e->hist.path, NULL, 0);
+    set_str(&e->hist.path, NULL);
 }
 
 /*
  * Our leadership ends (demote(), before anything lets go of the leader node or of our node): the
  * end goes into our record first.  Not waited for: requests on one session are applied in the
  * order sent, so it lands before the release that lets a successor claim, and a successor's
- * first read of the history sees it.  If the session is gone it fails, and the history reads the
- * end from what came after (docs/history.md).
+ * first read of the history sees it.  Demoted while the connection is down (suspended, or past
+ * the deadline), the end waits for the connection to come back in the same session
+ * (reign__zke_history_resume()), marked late: its time is ours, not the store's.  If the session
+ * is gone it is never written, and the history reads the end from what came after
+ * (docs/history.md).
  */
 void reign__zke_history_end(zk_election *e, reign_demote_reason reason)
 {
     if (!e->hist.path)
         return;
-    reign__buf h;
-    reign__buf_init(&h);
+    bool late = !reign__zk_connected(e->zk);
     const char *node = e->own.node ? basename_of(e->own.node) : "";
-    if (build(e, node, end_word(e, reason), e->base.term, e->base.token, &h) == 0)
-        reign__zk_set(e->zk, e->hist.path, h.data, h.len, 0, 0, NULL, NULL, NULL);
-    reign__buf_free(&h);
-    reign__client_guard_term(e->base.client, false, e->hist.path, NULL, 0);
-    set_str(&e->hist.path, NULL);
+    reign__buf_free(&e->hist.pending);
+    reign__buf_init(&e->hist.pending);
+    if (build(e, node, end_word(e, reason), e->base.term, e->base.token, late, &e->hist.pending) ==
+            0 &&
+        !late)
+        send_end(e, &e->hist.pending);
+    if (!late) {
+        reign__buf_free(&e->hist.pending);
+        reign__buf_init(&e->hist.pending);
+    }
     e->hist.designated = false;
+}
+
+/* The connection is back in the same session (before anything else is sent), or a new session
+ * or the end came: an end that waited goes out now, or never. */
+void reign__zke_history_resume(zk_election *e, bool same_session)
+{
+    if (!e->hist.pending.len)
+        return;
+    if (same_session && e->hist.path)
+        send_end(e, &e->hist.pending);
+    else if (e->hist.path) {
+        reign__client_guard_term(e->base.client, false, e->hist.path, NULL, 0);
+        set_str(&e->hist.path, NULL);
+    }
+    reign__buf_free(&e->hist.pending);
+    reign__buf_init(&e->hist.pending);
 }
 
 static int by_name(const void *a, const void *b)
@@ -142,7 +175,7 @@ void reign__zke_history_claimed(zk_election *e, const char *record, uint64_t ter
         reign__buf h;
         reign__buf_init(&h);
         const char *node = e->own.node ? basename_of(e->own.node) : "";
-        if (build(e, node, "guardian", term, token, &h) == 0)
+        if (build(e, node, "guardian", term, token, false, &h) == 0)
             reign__client_guard_term(e->base.client, true, e->hist.path, h.data, h.len);
         reign__buf_free(&h);
     }

@@ -1,13 +1,15 @@
 /*
  * election_zk_history.c - the candidate's part of an election's history on the node tree
- * (docs/history.md): the record its claim makes, the end it writes when it lets go, the history
- * node made when an election from before history lacks it, and the bound on the records kept.
+ * (docs/history.md): the record its claim makes, the end it writes when it lets go (at once, or
+ * when a lost connection comes back), what its guardian is told to write should it die, and the
+ * bound on the records kept.  The claim (election_zk_claim.c) makes the history node when an
+ * election from before history lacks it.
  *
  *   /reign/election/NAME/history          persistent
  *   /reign/election/NAME/history/h_<seq>  persistent sequential, one per leadership: made by
  *                                         the claim's multi (its czxid is the token, its ctime
  *                                         the start), rewritten once, at version 0, with the end
- *                                         (its mtime the end)
+ *                                         (its mtime the end; a late end carries its own time)
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -70,8 +70,16 @@ static void lib_log(reign_log_level level, const char *msg, void *userdata)
     char who[H_ID_MAX + 16];
     snprintf(who, sizeof(who), "%s/%s", c ? c->id : "reign", reign_log_level_name(level));
     fprintf(stderr, "[%8.3f] %s: %s\n", (double)(now_ns() - t0_ns) / 1e9, who, msg);
-    if (c && c->on_log)
-        c->on_log(c, level, msg);
+    /* The SQL worker's thread logs too: the hook is read atomically (h_cand_on_log()). */
+    void (*hook)(h_cand *, reign_log_level, const char *) =
+        c ? __atomic_load_n(&c->on_log, __ATOMIC_ACQUIRE) : NULL;
+    if (hook)
+        hook(c, level, msg);
+}
+
+void h_cand_on_log(h_cand *c, void (*hook)(h_cand *c, reign_log_level level, const char *msg))
+{
+    __atomic_store_n(&c->on_log, hook, __ATOMIC_RELEASE);
 }
 
 void h_init(const char *name)

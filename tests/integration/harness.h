@@ -162,7 +162,8 @@ typedef struct h_cand {
     size_t n_ev, cap_ev;
     /* optional hook, called after each event is recorded */
     void (*on_event)(struct h_cand *c, const h_event *ev);
-    /* optional hook, called with each line the library logs through this client */
+    /* optional hook, called with each line the library logs through this client (set it with
+     * h_cand_on_log(): a SQL client's worker thread logs too) */
     void (*on_log)(struct h_cand *c, reign_log_level level, const char *msg);
     void *userdata;
 } h_cand;
@@ -179,6 +180,9 @@ h_cand *h_cand_new(const char *id, const char *uri, const reign_client_options *
 
 /* Joins `name` later (a candidate made with name NULL). */
 void h_cand_join(h_cand *c, const char *name, const reign_election_options *eopts);
+
+/* Sets c's log hook while its client runs (other threads may be logging). */
+void h_cand_on_log(h_cand *c, void (*hook)(h_cand *c, reign_log_level level, const char *msg));
 
 /* Frees the election (if any) and the client; the recorded events stay. */
 void h_cand_close(h_cand *c);

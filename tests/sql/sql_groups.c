@@ -139,7 +139,7 @@ void scenario_group_foreign(void)
     char group[64];
     h_unique_name(group, sizeof(group), "gf");
     h_cand *holder = h_cand_new("holder", NULL, NULL, NULL, NULL);
-    holder->on_log = on_any_log; /* its listings warn too */
+    h_cand_on_log(holder, on_any_log); /* its listings warn too */
     int m1_done = 0;
     reign_group *m1 = member(holder, group, "m1", &m1_done);
 
@@ -179,7 +179,7 @@ void scenario_group_foreign(void)
 
     /* A watch and a listing see the real member alone. */
     h_cand *watcher = h_cand_new("watcher", NULL, NULL, NULL, NULL);
-    watcher->on_log = on_log;
+    h_cand_on_log(watcher, on_log);
     reign_group_watch_options wo = {.size = sizeof(wo), .cb = on_event, .userdata = &saw};
     reign_group_watch *w = NULL;
     H_OK(reign_group_watch_start(&w, watcher->client, group, &wo));
@@ -188,7 +188,7 @@ void scenario_group_foreign(void)
 
     /* Another member comes and goes: the watch hears both, the listing follows. */
     h_cand *other = h_cand_new("other", NULL, NULL, NULL, NULL);
-    other->on_log = on_any_log;
+    h_cand_on_log(other, on_any_log);
     int m2_done = 0;
     reign_group *m2 = member(other, group, "m2", &m2_done);
     wait_events("added m1 ready added m2");

@@ -118,13 +118,13 @@ void scenario_history(void)
     char name[128];
     h_unique_name(name, sizeof(name), "hist");
     h_cand *op = h_cand_new("operator", h_uri(NULL), &no_guardian, NULL, NULL);
-    op->on_log = on_log;
+    h_cand_on_log(op, on_log);
     hist h = read_history(op, name);
     H_CHECKF(h.err == REIGN_ENOENT, "the history of no election: %s", reign_err_name(h.err));
 
     h_log("---- rows reign did not write");
     h_cand *a = h_cand_new("a", h_uri(NULL), &no_guardian, name, NULL);
-    a->on_log = on_log;
+    h_cand_on_log(a, on_log);
     H_WAIT(h_pred_leader, a, "a to lead");
     wait_history(op, name, "a:leading");
     forge(name, 0, "x", 0, "resigned");    /* no term */

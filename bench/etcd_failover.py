@@ -40,7 +40,6 @@ the targets are reported next to the numbers.
 
 import argparse
 import os
-import queue
 import random
 import re
 import shlex
@@ -56,7 +55,6 @@ import benchlib as bl  # noqa: E402
 from benchlib import BenchError, fmt, log, percentile  # noqa: E402
 import many_elections as me  # noqa: E402
 
-ROOT = bl.ROOT
 SECTION = "## etcd"
 IMPLS = ("reign", "etcdctl", "lock")
 LABEL = {"reign": "reign campaign", "etcdctl": "etcdctl elect", "lock": "python-etcd3 lock",
@@ -64,7 +62,6 @@ LABEL = {"reign": "reign campaign", "etcdctl": "etcdctl elect", "lock": "python-
 PYTHON = "/usr/bin/python3"  # Debian's, which has python3-etcd3
 LOCK_CANDIDATE = bl.BENCH / "ref" / "etcd3_lock_candidate.py"
 ETCDCTL_TTL_S = 60  # concurrency.NewSession's default; `etcdctl elect` has no flag for it
-READY_TEXT = "standing in election"
 GUARDIAN_RE = re.compile(r"reign-guardian\[\d+\]: process (\d+) died: (.*) \(([\d.]+) ms\)")
 LINE_RE = re.compile(r"^(elected|demoted|standing) (\S+)(.*)$")
 # The targets of the issue (reported, not asserted).
@@ -82,98 +79,42 @@ class EtcdCandidate(bl.Candidate):
     held); etcdctl prints the leader's key and its proposal when elected, and nothing else: its
     first line is its election, stamped when read."""
 
+    LINE_RE = LINE_RE
+
     def __init__(self, fleet, cid, argv, err_path, impl, on_err_line=None, env=None):
         self.impl = impl
         self.standing_ns = None
         self.said = False
         super().__init__(fleet, cid, argv, err_path, on_err_line, env)
 
-    def _read(self):
-        for raw in self.proc.stdout:
-            recv = time.monotonic_ns()
-            line = raw.decode("utf-8", "replace").strip()
-            if self.impl == "etcdctl":
-                if line and not self.said:
-                    self.said = True
-                    self.fleet.events.put(bl.Event("elected", self, recv, recv, {"key": line}))
-                continue
-            m = LINE_RE.match(line)
-            if not m:
-                continue
-            fields = dict(kv.split("=", 1) for kv in m.group(3).split() if "=" in kv)
-            try:
-                ns = int(fields["monotonic_ns"])
-            except (KeyError, ValueError):
-                continue
-            if m.group(1) == "standing":
-                self.standing_ns = ns
-                continue
-            self.fleet.events.put(bl.Event(m.group(1), self, ns, recv, fields))
-        now = time.monotonic_ns()
-        self.fleet.events.put(bl.Event("exit", self, now, now, {}))
+    def on_line(self, line, recv):
+        if self.impl != "etcdctl":
+            super().on_line(line, recv)
+        elif line and not self.said:
+            self.said = True
+            self.fleet.events.put(bl.Event("elected", self, recv, recv, {"key": line}))
+
+    def on_stamped(self, kind, ns, recv, fields):
+        if kind == "standing":
+            self.standing_ns = ns
+        else:
+            super().on_stamped(kind, ns, recv, fields)
 
     def guardian(self):
         """The pid of this candidate's guardian (reign only), or None."""
-        return guardians().get(self.pid)
+        return bl.guardians().get(self.pid)
 
 
-def status_kb(pid, field):
-    try:
-        for line in open("/proc/%d/status" % pid):
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
-def guardians():
-    """{client pid: guardian pid} for every live reign-guardian (its argv: reign-guardian PID;
-    it forks away from the client at its start, so it is no child of it)."""
-    out = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % d, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if len(argv) >= 2 and argv[0].endswith(b"reign-guardian") and argv[1].isdigit():
-            out[int(argv[1])] = int(d)
-    return out
-
-
-def is_guardian(pid):
-    try:
-        with open("/proc/%d/cmdline" % pid, "rb") as f:
-            return f.read().split(b"\0")[0].endswith(b"reign-guardian")
-    except OSError:
-        return False
-
-
-class EtcdFleet(bl.Fleet):
+class EtcdFleet(bl.StoreFleet):
     """N candidates of one implementation in one election on the etcd member, kept at N.
     Fleet's event handling, kill_leader() and stop() work on it; what differs is how a candidate
     is known to stand, and that quiet is etcd's /metrics standing still."""
 
     def __init__(self, args, etcd, impl, n, label, ttl_s, workdir, env=None, session_ms=None):
-        # Not Fleet.__init__: there is no ZooKeeper here; these are the fields Fleet's own
-        # methods use.
-        self.args, self.etcd, self.impl, self.n, self.label = args, etcd, impl, n, label
-        self.ttl_s, self.env, self.session_ms = ttl_s, env, session_ms
-        self.workdir = Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.election = "bench-%s-%d-%s-%d" % (impl, n, label, os.getpid())
-        self.events = queue.Queue()
-        self.cands = []
-        self.serial = 0
-        self.leader = None
-        self.clock_violations = []
-        self.overlaps = 0
-        self.term_violations = 0
-        self.last_term = 0
-        self.ready = {}          # reign: candidate id -> when its READY line was read
+        super().__init__(args, impl, n, label, workdir, env)
+        self.etcd, self.impl = etcd, impl
+        self.ttl_s, self.session_ms = ttl_s, session_ms
+        self.terms = impl == "reign"  # reign's `elected` lines carry a term
         self.guardian = {}       # reign: pid of a dead process -> (what its guardian did, ms)
         self.guardian_pids = set()
         self.spawned_pids = []
@@ -206,20 +147,12 @@ class EtcdFleet(bl.Fleet):
 
     def on_err_line(self, cand, line, read_ns):
         """On the candidate's stderr reader thread (its guardian writes there too)."""
-        if READY_TEXT in line:
+        if bl.READY_TEXT in line:
             self.ready[cand.id] = read_ns
             return
         m = GUARDIAN_RE.search(line)
         if m:
             self.guardian[int(m.group(1))] = (m.group(2), float(m.group(3)))
-
-    def handle(self, ev):
-        super().handle(ev)
-        if ev.kind == "elected" and self.impl == "reign":
-            term = int(ev.fields.get("term", "0"))
-            if term <= self.last_term:
-                self.term_violations += 1
-            self.last_term = max(self.last_term, term)
 
     def is_ready(self, c):
         if c is self.leader:
@@ -251,11 +184,7 @@ class EtcdFleet(bl.Fleet):
         deadline = time.monotonic() + timeout_s
         first_same, last_key = None, None
         while True:
-            self.drain()
-            dead = [c for c in self.cands if not c.alive()]
-            if dead:
-                raise BenchError("candidate %s exited (see %s)" % (
-                    dead[0].id, self.workdir / (dead[0].id + ".err")))
+            self.drain_alive()
             s = self.etcd.sample()
             ready = self.standing(n_alive, s)
             key = s.quiet_key()
@@ -289,11 +218,7 @@ class EtcdFleet(bl.Fleet):
                     raise BenchError("%d of %d candidates standing after 90 s, leader %s" % (
                         sum(self.is_ready(c) for c in self.cands), len(self.cands),
                         self.leader.id if self.leader else None))
-                self.drain()
-                dead = [c for c in self.cands if not c.alive()]
-                if dead:
-                    raise BenchError("candidate %s exited at start (see %s)" % (
-                        dead[0].id, self.workdir / (dead[0].id + ".err")))
+                self.drain_alive(" at start")
                 if self.leader is not None and all(
                         self.is_ready(c) for c in new if self.impl != "etcdctl"):
                     break
@@ -303,15 +228,15 @@ class EtcdFleet(bl.Fleet):
 
     def stop(self):
         mine = set(self.spawned_pids)
-        gpids = set(self.guardian_pids) | {g for c, g in guardians().items() if c in mine}
+        gpids = set(self.guardian_pids) | {g for c, g in bl.guardians().items() if c in mine}
         super().stop()
         # Every process this fleet started is gone, guardians included (they end with their
         # process; one that did not is named and ended here, by its pid).
         deadline = time.monotonic() + 10
-        left = [p for p in gpids if is_guardian(p)]
+        left = [p for p in gpids if bl.is_guardian(p)]
         while left and time.monotonic() < deadline:
             time.sleep(0.05)
-            left = [p for p in left if is_guardian(p)]
+            left = [p for p in left if bl.is_guardian(p)]
         for p in left:
             log("guardian %d still running after its process ended: SIGTERM" % p)
             try:
@@ -327,12 +252,12 @@ def measure_rss(fleet):
     out = bl.measure_rss(fleet)
     if fleet.impl == "reign":
         g = []
-        of = guardians()
+        of = bl.guardians()
         for c in fleet.cands:
             p = of.get(c.pid)
             if p:
                 fleet.guardian_pids.add(p)
-                v = status_kb(p, "VmRSS")
+                v = bl.status_kb(p, "VmRSS")
                 if v:
                     g.append(v)
         out["guardian_vmrss_kb_median"] = statistics.median(g) if g else None
@@ -424,20 +349,13 @@ def run_fleet(etcd, impl, n, label, ttl_s, plan, args, workdir, res, rng, env=No
             if count <= 0:
                 continue
             key = "%s_%s" % (kind, label)
-            res.setdefault(key, [])
-            warm = args.warmup if kind == "graceful" else 0
-            for i in range(warm + count):
-                t = one_trial(fleet, kind, rng, args)
-                t["warmup"] = i < warm
-                res[key].append(t)
-                if args.verbose:
-                    log("  %s %s n=%d #%d: %.2f ms (read %.2f, hand-off %s), %d requests, "
-                        "%d heartbeats%s" % (
-                            impl, key, n, i, t["latency_ms"], t["read_ms"],
-                            fmt(t["handoff_ms"]), t["requests"], t["keepalives"],
-                            ", guardian %.1f ms" % t["guardian_ms"] if t["guardian_ms"]
-                            else ""))
-            ts = [t for t in res[key] if not t["warmup"]]
+            ts = bl.run_trials(
+                res, key, kind, count, args, lambda: one_trial(fleet, kind, rng, args),
+                lambda i, t: "  %s %s n=%d #%d: %.2f ms (read %.2f, hand-off %s), %d requests, "
+                "%d heartbeats%s" % (impl, key, n, i, t["latency_ms"], t["read_ms"],
+                                     fmt(t["handoff_ms"]), t["requests"], t["keepalives"],
+                                     ", guardian %.1f ms" % t["guardian_ms"]
+                                     if t["guardian_ms"] else ""))
             lat = [t["latency_ms"] for t in ts]
             log("%s n=%d %s: p50 %.2f ms, p90 %.2f ms over %d; requests median %s" % (
                 impl, n, key, percentile(lat, 50), percentile(lat, 90), len(lat),
@@ -447,9 +365,7 @@ def run_fleet(etcd, impl, n, label, ttl_s, plan, args, workdir, res, rng, env=No
         res["errors"].append("%s: %s" % (label, e))
     finally:
         if fleet is not None:
-            res["clock_violations"] += len(fleet.clock_violations)
-            res["overlaps"] += fleet.overlaps
-            res["term_violations"] += fleet.term_violations
+            fleet.add_checks(res)
             left = fleet.stop()
             if left:
                 res["errors"].append("%s: guardians %s outlived their processes" % (label, left))
@@ -520,39 +436,23 @@ def run_many(etcd, args, workdir):
 
 
 def run_zk(args, workdir):
-    """reign on ZooKeeper, the reference: bench/failover.py's own trials and statistics."""
-    ns = argparse.Namespace(reign=args.reign, graceful=args.graceful, crash=args.crash,
-                            warmup=args.warmup, session_timeout=args.session_ms,
-                            graceful_session_timeout=args.graceful_session_ms, quiet_ms=300,
-                            poll_ms=50, idle_s=1.0, verbose=args.verbose)
-    impl = bl.Impl("reign", ns, workdir)
-    impl.prepare()
-    if impl.reason_missing:
-        return {"missing": impl.reason_missing}, []
-    off = bl.Impl("reign", ns, workdir)
-    off.env = dict(os.environ, REIGN_GUARDIAN="off")
-    zk = bl.ZooKeeper(workdir / "zk")
-    results, version = [], "?"
-    try:
-        zk.start()
-        version = zk.mntr().get("zk_version", "?").split("-")[0]
-        bl.warm_server(zk, 3.0)
-        for n in args.counts:
-            res = bl.run_config(impl, zk, n, ns, workdir / "zk-runs")
-            res_off = {"impl": "reign", "n": n, "graceful": [], "crash": [], "errors": [],
-                       "phases": {}, "clock_violations": 0, "overlaps": 0}
-            if args.crash > 0:
-                bl.run_phase(off, zk, n, "crash", args.crash, args.session_ms, ns,
-                             workdir / "zk-runs-off", res_off)
-            res["crash_off"] = res_off["crash"]
-            res["errors"] += ["no guardian: " + e for e in res_off["errors"]]
-            res["clock_violations"] += res_off["clock_violations"]
-            res["overlaps"] += res_off["overlaps"]
-            results.append(res)
-    finally:
-        zk.stop()
-    return {"version": version, "session_timeout": args.session_ms,
-            "graceful_session_timeout": args.graceful_session_ms}, results
+    """reign on ZooKeeper, the reference: bench/failover.py's own trials and statistics, and
+    its crash trials again without the guardian."""
+    def without_guardian(zk, n, ns, res):
+        off = bl.Impl("reign", ns, workdir)
+        off.env = dict(os.environ, REIGN_GUARDIAN="off")
+        res_off = {"impl": "reign", "n": n, "graceful": [], "crash": [], "errors": [],
+                   "phases": {}, "clock_violations": 0, "overlaps": 0}
+        if args.crash > 0:
+            bl.run_phase(off, zk, n, "crash", args.crash, args.session_ms, ns,
+                         workdir / "zk-runs-off", res_off)
+        res["crash_off"] = res_off["crash"]
+        res["errors"] += ["no guardian: " + e for e in res_off["errors"]]
+        res["clock_violations"] += res_off["clock_violations"]
+        res["overlaps"] += res_off["overlaps"]
+
+    return bl.zk_reference(args, workdir, args.crash, args.session_ms,
+                           args.graceful_session_ms, without_guardian)
 
 
 # ---- summary ------------------------------------------------------------------------------------
@@ -707,16 +607,7 @@ def render(run):
       "(SIGKILL), what a failover costs etcd in requests, what a candidate costs its host; "
       "many elections in one process; and reign on ZooKeeper in the same run, the house "
       "reference." % " and ".join(str(n) for n in counts))
-    w("")
-    w("Command:")
-    w("")
-    w("    " + run["command"])
-    try:
-        rel = Path(run.get("json", "")).resolve().relative_to(ROOT)
-        w("")
-        w("Every trial's numbers: `%s`." % rel)
-    except ValueError:
-        pass
+    L += bl.command_lines(run)
     e = run.get("etcd", {})
     w("")
     w("Machine: %s, %d CPUs (`nproc`), %s RAM; %s, Linux %s.  etcd %s, one member "
@@ -749,17 +640,13 @@ def render(run):
     w("")
     w("| target | candidates | measured | met? |")
     w("|---|---|---|---|")
-
-    def yes(ok):
-        return "–" if ok is None else ("yes" if ok else "**no**")
-
     for n in counts:
         p50 = get("reign", n, "graceful_long", "latency")
         w("| graceful p50 <= %g ms (SIGTERM to `elected`) | %d | p50 %s ms, p90 %s ms (hand-off "
           "%s ms) | %s |" % (TARGET_GRACEFUL_MS, n, fmt(p50),
                              fmt(get("reign", n, "graceful_long", "latency", "p90")),
                              fmt(get("reign", n, "graceful_long", "handoff")),
-                             yes(None if p50 is None else p50 <= TARGET_GRACEFUL_MS)))
+                             bl.yes(None if p50 is None else p50 <= TARGET_GRACEFUL_MS)))
     for n in counts:
         r, c = get("reign", n, "graceful_long", "read"), get("etcdctl", n, "graceful_long",
                                                              "read")
@@ -767,12 +654,12 @@ def render(run):
         w("| graceful >= %gx faster than `etcdctl elect` (p50, as read) | %d | reign %s ms, "
           "etcdctl %s ms: %s | %s |" % (TARGET_VS_ETCDCTL, n, fmt(r), fmt(c),
                                         "%.2fx" % x if x else "–",
-                                        yes(None if x is None else x >= TARGET_VS_ETCDCTL)))
+                                        bl.yes(None if x is None else x >= TARGET_VS_ETCDCTL)))
     for n in counts:
         p50 = get("reign", n, "crash_long", "latency")
         w("| crash takeover with the guardian p50 <= %g ms | %d | p50 %s ms, p90 %s ms | %s |"
           % (TARGET_CRASH_MS, n, fmt(p50), fmt(get("reign", n, "crash_long", "latency", "p90")),
-             yes(None if p50 is None else p50 <= TARGET_CRASH_MS)))
+             bl.yes(None if p50 is None else p50 <= TARGET_CRASH_MS)))
     rss = [(n, (fleet("reign", n, "long").get("rss") or {}).get("vmrss_kb_median"))
            for n in counts]
     rss = [(n, v / 1024.0) for n, v in rss if v]
@@ -785,7 +672,7 @@ def render(run):
             TARGET_RSS_MB, "/".join(str(n) for n, _ in rss),
             "/".join("%.1f" % v for _, v in rss),
             " (its guardian, a process of its own: %.1f MB more)" % max(g) if g else "",
-            yes(worst <= TARGET_RSS_MB)))
+            bl.yes(worst <= TARGET_RSS_MB)))
     req = [(n, get("reign", n, "graceful_long", "requests"),
             get("reign", n, "crash_long", "requests")) for n in counts]
     req = [x for x in req if x[1] is not None]
@@ -795,7 +682,7 @@ def render(run):
         w("| requests per failover flat in the number of candidates | %s | graceful %s, crash "
           "with the guardian %s (medians, heartbeats apart) | %s |" % (
               "/".join(str(x[0]) for x in req), "/".join(fmt(x[1], 1) for x in req),
-              "/".join(fmt(x[2], 1) for x in req), yes(flat)))
+              "/".join(fmt(x[2], 1) for x in req), bl.yes(flat)))
 
     # --- what stands out
     notes = findings(run, summ, zk, get, zget, fleet) + list(run.get("findings") or [])
@@ -999,55 +886,18 @@ def render(run):
                 if rest else "–", r.get("error", "")))
 
     # --- checks
-    notes = []
-    for impl in impls:
-        for n in counts:
-            r = by.get((impl, n))
-            if r is None:
-                notes.append("%s with %d candidates was not run." % (LABEL[impl], n))
-                continue
-            for e in r["errors"]:
-                notes.append("%s with %d candidates stopped early: %s" % (LABEL[impl], n, e))
-            for k, what in (("overlaps", "times a new leader's `elected` stamp preceded the old "
-                             "leader's `demoted` stamp"),
-                            ("term_violations", "leaderships whose term did not exceed every "
-                             "earlier one's"),
-                            ("clock_violations", "`elected` stamps outside [kill, read]")):
-                if r.get(k):
-                    notes.append("%s with %d candidates: %d %s." % (LABEL[impl], n, r[k], what))
-            for key, s in summ.get((impl, n), {}).items():
-                if s.get("bad_exits"):
-                    notes.append("%s with %d candidates: %d resigned leaders did not exit with "
-                                 "status 0." % (LABEL[impl], n, s["bad_exits"]))
-            rest = fleet(impl, n, "long").get("rest")
-            if rest and rest.get("leadership_changed"):
-                notes.append("%s with %d candidates: the leadership changed during the window "
-                             "at rest." % (LABEL[impl], n))
-    for r in run.get("zk_results", []):
-        for e in r["errors"]:
-            notes.append("ZooKeeper with %d candidates stopped early: %s" % (r["n"], e))
-        for k in ("overlaps", "clock_violations"):
-            if r.get(k):
-                notes.append("ZooKeeper with %d candidates: %d %s." % (
-                    r["n"], r[k], k.replace("_", " ")))
-    if run.get("zk_info", {}).get("missing"):
-        notes.append("ZooKeeper was not run: %s." % run["zk_info"]["missing"])
+    notes = bl.fleet_notes(impls, counts, by, summ, LABEL, "long") + bl.zk_notes(run)
     for r in many.get("samples", []):
         if r.get("error"):
             notes.append("Many elections, N = %s, run %d: %s." % ("{:,}".format(r["n"]),
                                                                    r["run"], r["error"]))
     if many.get("error"):
         notes.append("Many elections: %s." % many["error"])
-    w("")
-    w("### Checks")
-    w("")
-    for note in notes or ["No failed trial or run; no overlap of leaderships (a new "
-                          "`elected` stamp before the old leader's `demoted`), every reign term "
-                          "above the one before it, every `elected` stamp between the kill and "
-                          "the moment the harness read it; every resigned leader exited with "
-                          "status 0."]:
-        w("- " + note)
-    w("")
+    L += bl.checks_lines(notes, "No failed trial or run; no overlap of leaderships (a new "
+                         "`elected` stamp before the old leader's `demoted`), every reign term "
+                         "above the one before it, every `elected` stamp between the kill and "
+                         "the moment the harness read it; every resigned leader exited with "
+                         "status 0.")
     return bl.finish_report(L, METHOD)
 
 
@@ -1105,20 +955,6 @@ def findings(run, summ, zk, get, zget, fleet):
 
 # ---- main ---------------------------------------------------------------------------------------
 
-def dpkg_version(pkg):
-    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], stdout=subprocess.PIPE,
-                       stderr=subprocess.DEVNULL, text=True)
-    return r.stdout.strip() or "?"
-
-
-def default_many_binary():
-    for d in ("build", "build-bench"):
-        p = ROOT / d / "bench" / "many-elections"
-        if os.access(p, os.X_OK):
-            return str(p)
-    return None
-
-
 def parse_args(argv):
     ap = argparse.ArgumentParser(
         description="Failover on etcd: reign, etcdctl elect, python-etcd3's lock, and reign on "
@@ -1158,7 +994,7 @@ def parse_args(argv):
     ap.add_argument("--many-timeout-s", type=float, default=0,
                     help="a process must decide within this (default 60 + N/1000 s)")
     ap.add_argument("--many-no-follow", action="store_true", help="many elections: leaders only")
-    ap.add_argument("--many-binary", default=default_many_binary(),
+    ap.add_argument("--many-binary", default=me.default_binary(),
                     help="the many-elections program (default: build/bench/many-elections)")
     ap.add_argument("--etcdctl", default="etcdctl", help="the etcdctl binary")
     ap.add_argument("--built-from", metavar="REV",
@@ -1169,9 +1005,7 @@ def parse_args(argv):
                     "under 'What stands out'; kept in the JSON")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 3 candidates, few trials, 1000 elections")
-    bl.add_run_args(ap, "the report whose section '%s' to write (default docs/benchmarks.md; "
-                    "'-' for none)" % SECTION,
-                    "only rewrite the report's section from an earlier run's results")
+    bl.add_run_args(ap, section=SECTION)
     args = ap.parse_args(argv)
     if args.quick:
         args.counts, args.graceful, args.warmup, args.crash = "3", 5, 1, 2
@@ -1186,16 +1020,10 @@ def parse_args(argv):
     return args
 
 
-def write_section(path, run):
-    """Replaces (or appends) this harness's section of the report; the rest stays."""
-    bl.write_other_section(path, SECTION, render(run))
-
-
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return bl.rerender(args, write_section, "section '%s'" % SECTION,
-                           findings=bl.findings_of(args.findings))
+        return bl.rerender_section(args, SECTION, render)
     if "reign" in args.impls and (not args.reign or not os.access(args.reign, os.X_OK)):
         raise BenchError("no reign binary (build it, or pass --reign)")
     if "lock" in args.impls and subprocess.run(
@@ -1222,10 +1050,10 @@ def main(argv):
             "graceful_session_ms", "rest_s", "settle_s", "quiet_ms", "many_counts",
             "many_runs", "many_rest_s", "many_settle_s", "many_timeout_s", "seed")},
         "machine": machine,
-        "versions": {"etcd-server": dpkg_version("etcd-server"),
-                     "etcdctl": dpkg_version("etcd-client"),
-                     "python3-etcd3": dpkg_version("python3-etcd3"),
-                     "python3-grpcio": dpkg_version("python3-grpcio")},
+        "versions": {"etcd-server": bl.dpkg_version("etcd-server"),
+                     "etcdctl": bl.dpkg_version("etcd-client"),
+                     "python3-etcd3": bl.dpkg_version("python3-etcd3"),
+                     "python3-grpcio": bl.dpkg_version("python3-grpcio")},
         "etcd": etcd_info,
         "results": results,
         "many": many,
@@ -1237,7 +1065,7 @@ def main(argv):
     }
     errors = any(r["errors"] for r in results + zk_results) or any(
         "error" in s for s in many.get("samples", []))
-    bl.end_run(run, args, workdir, errors, write_section, t_start)
+    bl.end_run(run, args, workdir, errors, bl.section_writer(SECTION, render), t_start)
     return 0
 
 

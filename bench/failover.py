@@ -33,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import benchlib as bl  # noqa: E402
-from benchlib import IMPLS, JVM_FLAGS, LABEL, SHORT, ROOT, fmt, log, ratio  # noqa: E402
+from benchlib import IMPLS, JVM_FLAGS, LABEL, SHORT, fmt, log, ratio  # noqa: E402
 
 GUARDED = ("reign's candidates ran with their guardian (the tools' default), which ends a "
            "killed leader's session at once; Curator and kazoo wait for the session to expire.  "
@@ -99,16 +99,7 @@ def render(run):
       "ZooKeeper server, and what a candidate process costs its host: reign's `reign campaign` "
       "next to two widely used recipes run in the same session on the same server, Apache "
       "Curator's `LeaderLatch` (Java) and kazoo's `Election` (Python).")
-    w("")
-    w("Command:")
-    w("")
-    w("    " + run["command"])
-    try:
-        rel = Path(run.get("json", "")).resolve().relative_to(ROOT)
-        w("")
-        w("Every trial's numbers: `%s`." % rel)
-    except ValueError:
-        pass
+    L += bl.command_lines(run)
     w("")
     w("Machine: %s, %d CPUs (`nproc`), %s RAM; %s, Linux %s.  ZooKeeper %s (Debian), "
       "standalone, started by `scripts/zk.sh` (tickTime %s ms, forceSync=%s).  %s; "

@@ -124,16 +124,6 @@ def each_proc(name):
                 pass
 
 
-def guardians():
-    """{client pid: guardian pid} for every live reign-guardian (its argv: reign-guardian PID)."""
-    out = {}
-    for pid, data in each_proc("cmdline"):
-        argv = data.split(b"\0")
-        if len(argv) >= 2 and argv[0].endswith(b"reign-guardian") and argv[1].isdigit():
-            out[int(argv[1])] = pid
-    return out
-
-
 def ticks_of(stat):
     """utime + stime from the contents of /proc/PID/stat (the fields after the command name)."""
     rest = stat[stat.rindex(b")") + 2:].split()
@@ -205,7 +195,7 @@ def pair_guardians(cands, want, timeout_s=5.0):
     have a guardian has none (or one that should not has one)."""
     deadline = time.monotonic() + timeout_s
     while True:
-        g = guardians()
+        g = bl.guardians()
         have = [(c.pid, g.get(c.pid)) for c in cands]
         missing = [c for c, gp in have if gp is None]
         if not want:
@@ -343,7 +333,7 @@ def kill_and_time(fleet, lease_s, tracer_dir=None):
     old = fleet.leader
     tracer = None
     if tracer_dir is not None:
-        gpid = guardians().get(old.pid)
+        gpid = bl.guardians().get(old.pid)
         if gpid is None:
             raise BenchError("the leader %s has no guardian to trace" % old.id)
         tracer = Tracer(gpid, tracer_dir / ("strace-%s.txt" % old.id))
@@ -420,8 +410,7 @@ def run_zk_config(impl, variant, zk, n, trials, args, workdir, rng, trace):
         log("zk %s n=%d: %s" % (variant, n, e))
         res["errors"].append(str(e))
     finally:
-        res["clock_violations"] += len(fleet.clock_violations)
-        res["overlaps"] += fleet.overlaps
+        fleet.add_checks(res)
         fleet.stop()
         res["load_end"] = os.getloadavg()
     return res
@@ -566,9 +555,7 @@ def run_sql_config(store, variant, n, trials, args, workdir, rng, trace, rest_s=
         log("%s %s n=%d: %s" % (store.kind, variant, n, e))
         res["errors"].append(str(e))
     finally:
-        res["clock_violations"] += len(fleet.clock_violations)
-        res["overlaps"] += fleet.overlaps
-        res["term_violations"] += fleet.term_violations
+        fleet.add_checks(res)
         fleet.stop()
         res["load_end"] = os.getloadavg()
     return res
@@ -638,7 +625,7 @@ def startup(argv_for, rounds, rng):
             if elected is None:
                 raise BenchError("a sole candidate was not elected within 30 s (%s)"
                                  % " ".join(argv_for(election)))
-            have = p.pid in guardians()
+            have = p.pid in bl.guardians()
             t1 = time.monotonic_ns()
             p.send_signal(signal.SIGTERM)
             p.wait(timeout=30)
@@ -817,16 +804,7 @@ def render(run):
       "`LeaderLatch` and kazoo's `Election`, which have no such helper; then what a guardian "
       "costs.  Sessions and leases of %d ms; %s candidates." % (
           a["session_timeout"], " and ".join(str(n) for n in counts)))
-    w("")
-    w("Command:")
-    w("")
-    w("    " + run["command"])
-    try:
-        rel = Path(run.get("json", "")).resolve().relative_to(ROOT)
-        w("")
-        w("Every trial's numbers: `%s`." % rel)
-    except ValueError:
-        pass
+    L += bl.command_lines(run)
     si = run["stores"]
     w("")
     w("Machine: %s, %d CPUs (`nproc`), %s RAM; %s, Linux %s.  Stores on loopback, each started "
@@ -886,10 +864,6 @@ def render(run):
       "median crash failover of Curator's `LeaderLatch` and kazoo's `Election` on ZooKeeper "
       "in this run at the same number of candidates.")
     header("target", ["store", "candidates", "measured", "met?"])
-
-    def yes(ok):
-        return "–" if ok is None else ("yes" if ok else "**no**")
-
     for s in stores:
         for n in counts:
             p50, p99 = lat(s, "guardian", n), lat(s, "guardian", n, "p99")
@@ -900,11 +874,11 @@ def render(run):
                 w("| within one poll period (%s ms) | %s | %d | p50 %s ms, p99 %s ms, max %s "
                   "ms | %s |" % (fmt(poll), STORE_LABEL[s], n, fmt(p50, 1), fmt(p99, 1),
                                  fmt(lat(s, "guardian", n, "max"), 1),
-                                 yes(None if not poll else p99 <= poll)))
+                                 bl.yes(None if not poll else p99 <= poll)))
                 continue
             w("| p50 <= %.0f ms, p99 <= %.0f ms | %s | %d | p50 %s ms, p99 %s ms | %s |" % (
                 TARGET_P50, TARGET_P99, STORE_LABEL[s], n, fmt(p50, 1), fmt(p99, 1),
-                yes(p50 <= TARGET_P50 and p99 <= TARGET_P99)))
+                bl.yes(p50 <= TARGET_P50 and p99 <= TARGET_P99)))
             ratios = []
             for peer in PEERS:
                 pp = lat("zk", peer, n)
@@ -915,7 +889,7 @@ def render(run):
                     TARGET_RATIO, STORE_LABEL[s], n, ", ".join(
                         "%.0f x %s (%s ms)" % (r, bl.SHORT[peer], fmt(lat("zk", peer, n), 0))
                         for peer, r in ratios),
-                    yes(all(r >= TARGET_RATIO for _, r in ratios) and len(ratios) == 2)))
+                    bl.yes(all(r >= TARGET_RATIO for _, r in ratios) and len(ratios) == 2)))
     mem = [m for m in memory_rows(run) if m["variant"] == "guardian"]
     if mem:
         worst = max(m["vmrss_max"] for m in mem)
@@ -923,14 +897,14 @@ def render(run):
         priv = max(m["private_max"] for m in mem)
         w("| <= 1 MB resident per guardian | all | all | VmRSS %d kB at most; Pss %d kB, "
           "private %d kB at most | by VmRSS %s; by Pss and private pages %s |" % (
-              worst, pss, priv, yes(worst <= TARGET_RSS_KB),
-              yes(pss <= TARGET_RSS_KB and priv <= TARGET_RSS_KB)))
+              worst, pss, priv, bl.yes(worst <= TARGET_RSS_KB),
+              bl.yes(pss <= TARGET_RSS_KB and priv <= TARGET_RSS_KB)))
         ticks = sum(m["ticks_sum"] for m in mem)
         wakes = sum(m["voluntary_sum"] + m["nonvoluntary_sum"] for m in mem)
         nguard = sum(m["guardians"] for m in mem)
         w("| nothing measurable at rest | all | all | %d CPU ticks and %d context switches in "
           "all, %d guardians over %.0f s each | %s |" % (
-              ticks, wakes, nguard, a["rest_s"], yes(ticks == 0 and wakes == 0)))
+              ticks, wakes, nguard, a["rest_s"], bl.yes(ticks == 0 and wakes == 0)))
 
     # --- latency
     w("")
@@ -1278,9 +1252,7 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=7, help="seed of the random pauses")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 3 candidates, 5 trials (3 slow), 5 s at rest")
-    bl.add_run_args(ap, "the report whose section '%s' to write (default docs/benchmarks.md; "
-                    "'-' for none)" % SECTION,
-                    "only rewrite the report's section from an earlier run's results")
+    bl.add_run_args(ap, section=SECTION)
     args = ap.parse_args(argv)
     if args.quick:
         args.counts, args.trials, args.slow_trials = "3", 5, "3=3"
@@ -1309,15 +1281,10 @@ def parse_args(argv):
     return args
 
 
-def write_section(path, run):
-    bl.write_other_section(path, SECTION, render(run))
-
-
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return bl.rerender(args, write_section, "section '%s'" % SECTION,
-                           findings=bl.findings_of(args.findings))
+        return bl.rerender_section(args, SECTION, render)
     if not args.reign or not os.access(args.reign, os.X_OK):
         raise BenchError("no reign binary (build it, or pass --reign)")
     t_start = time.monotonic()
@@ -1358,7 +1325,8 @@ def main(argv):
         "load": load,
         "elapsed_s": time.monotonic() - t_start,
     }
-    bl.end_run(run, args, workdir, any(r["errors"] for r in results), write_section, t_start)
+    bl.end_run(run, args, workdir, any(r["errors"] for r in results),
+               bl.section_writer(SECTION, render), t_start)
     return 0
 
 

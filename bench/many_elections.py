@@ -338,16 +338,6 @@ class Proc:
         return rc, (time.monotonic() - t0) * 1000.0
 
 
-def status_kb(pid, field):
-    try:
-        for line in open("/proc/%d/status" % pid):
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return None
-
-
 def add_memory(out, n):
     """Peak resident memory grown by the joins, per election."""
     if out.get("hwm_kb") is not None and out.get("rss_before_kb") is not None:
@@ -634,7 +624,7 @@ def one_run(store, args, workdir, n, run_no, rest_s):
                 if dead:
                     res["rest"]["error"] = "%s exited during the window" % dead[0]
                 for role, p in procs.items():
-                    res["rest"].setdefault(role, {})["vmrss_kb"] = status_kb(p.pid, "VmRSS")
+                    res["rest"].setdefault(role, {})["vmrss_kb"] = bl.status_kb(p.pid, "VmRSS")
         except (BenchError, OSError, ValueError, KeyError) as e:
             res["error"] = str(e) or type(e).__name__
             log("%s N=%d run %d: %s" % (store.kind, n, run_no, res["error"]))
@@ -1019,11 +1009,6 @@ def short_version(v):
     return v.split(" (")[0] if v.startswith("1") and "(" in v else v
 
 
-def write_section(path, run):
-    """Replaces (or appends) this harness's section of the report; the rest stays."""
-    bl.write_other_section(path, SECTION, render(run))
-
-
 def parse_args(argv):
     ap = argparse.ArgumentParser(description="Many elections per process, on every store.")
     ap.add_argument("--binary", default=default_binary(),
@@ -1083,8 +1068,7 @@ def debian_version():
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return bl.rerender(args, write_section, "section '%s'" % SECTION,
-                           findings=bl.findings_of(args.findings))
+        return bl.rerender_section(args, SECTION, render)
     if not args.binary or not os.access(args.binary, os.X_OK):
         raise BenchError("no many-elections binary (build bench/, or pass --binary)")
     t_start = time.monotonic()
@@ -1111,7 +1095,7 @@ def main(argv):
            "command": " ".join(["bench/many_elections.py"] + [shlex.quote(x) for x in argv]),
            "duration_min": (time.monotonic() - t_start) / 60.0,
            "findings": bl.findings_of(args.findings)}
-    bl.end_run(run, args, workdir, errors, write_section, t_start)
+    bl.end_run(run, args, workdir, errors, bl.section_writer(SECTION, render), t_start)
     return 0
 
 

@@ -31,7 +31,6 @@ stdlib only; it measures, it never asserts: targets are reported, not checked.
 import argparse
 import json
 import os
-import queue
 import random
 import re
 import shlex
@@ -62,7 +61,6 @@ SQL_RE = re.compile(r"\bsql: (read|insert|take|renew|release|depose|listen|call)
                     r"term=(\d+) -> (-?\d+) \(([\d.]+) ms\)")
 SETTINGS_RE = re.compile(r"\(lease (\d+) ms, renew every (\d+) ms, poll every (\d+) ms, "
                          r"worst-case takeover after a crash (\d+) ms\)")
-READY_TEXT = "standing in election"
 
 
 # ---- the stores ---------------------------------------------------------------------------------
@@ -82,9 +80,7 @@ class Store:
     def start(self):
         self.dir.mkdir(parents=True, exist_ok=True)
         if self.kind == "sqlite":
-            self.version = subprocess.run(
-                ["dpkg-query", "-W", "-f=${Version}", "libsqlite3-0"], stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, text=True).stdout.strip() or "?"
+            self.version = bl.dpkg_version("libsqlite3-0")
             return
         env = dict(os.environ, REIGN_SQL_OWNER_PID=str(os.getpid()))
         self.started = True  # stop() from here on, even if start fails half-way
@@ -138,29 +134,15 @@ class Store:
 
 # ---- candidates ---------------------------------------------------------------------------------
 
-class SqlFleet(bl.Fleet):
+class SqlFleet(bl.StoreFleet):
     """N `reign campaign` processes in one election on one SQL store, kept at N.  The event
-    handling (elected/demoted lines, the leader) and stop() are benchlib's Fleet's;
+    handling (elected/demoted lines, the leader, the terms) and stop() are benchlib's;
     what differs is how a candidate is known to stand (its READY log line, not a ZooKeeper
     node) and that every candidate's SQL statements are recorded from its debug log."""
 
     def __init__(self, args, store, uri, n, label, workdir, env=None):
-        # Not Fleet.__init__: there is no ZooKeeper here; these are the fields Fleet's own
-        # methods use.
-        self.args, self.store, self.uri, self.n, self.label = args, store, uri, n, label
-        self.env = env  # the candidates' whole environment (None: this process's)
-        self.workdir = Path(workdir)
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self.election = "bench-%s-%d-%s-%d" % (store.kind, n, label, os.getpid())
-        self.events = queue.Queue()
-        self.cands = []
-        self.serial = 0
-        self.leader = None
-        self.clock_violations = []
-        self.overlaps = 0
-        self.term_violations = 0
-        self.last_term = 0
-        self.ready = {}     # candidate id -> when its READY line was read
+        super().__init__(args, store.kind, n, label, workdir, env)
+        self.store, self.uri = store, uri
         self.stmts = {}     # candidate id -> [(read_ns, op, rc, ms)]
         self.settings = None
 
@@ -181,7 +163,7 @@ class SqlFleet(bl.Fleet):
         if m:
             self.stmts[cand.id].append((read_ns, m.group(1), int(m.group(4)),
                                         float(m.group(5))))
-        elif READY_TEXT in line:
+        elif bl.READY_TEXT in line:
             self.ready[cand.id] = read_ns
         elif self.settings is None:
             s = SETTINGS_RE.search(line)
@@ -189,24 +171,11 @@ class SqlFleet(bl.Fleet):
                 self.settings = dict(zip(("lease_ms", "renew_ms", "poll_ms", "worst_case_ms"),
                                          (int(x) for x in s.groups())))
 
-    def handle(self, ev):
-        super().handle(ev)
-        if ev.kind == "elected":
-            # Every leadership's term (the fencing token) must exceed every earlier one's.
-            term = int(ev.fields.get("term", "0"))
-            if term <= self.last_term:
-                self.term_violations += 1
-            self.last_term = max(self.last_term, term)
-
     def wait_settled(self, timeout_s=120):
         """Until every candidate stands and a live leader is known."""
         deadline = time.monotonic() + timeout_s
         while True:
-            self.drain()
-            dead = [c for c in self.cands if not c.alive()]
-            if dead:
-                raise BenchError("candidate %s exited (see %s)" % (
-                    dead[0].id, self.workdir / (dead[0].id + ".err")))
+            self.drain_alive()
             if (self.leader is not None and self.leader in self.cands
                     and all(c.id in self.ready for c in self.cands)):
                 return
@@ -412,19 +381,13 @@ def run_fleet(store, n, label, params, plan, args, workdir, res, rng, env=None):
                 continue
             kind, count = step
             key = "%s_%s" % (kind, label)
-            res.setdefault(key, [])
-            warm = args.warmup if kind == "graceful" else 0
-            for i in range(warm + count):
-                t = sql_trial(fleet, kind, rng, args)
-                t["warmup"] = i < warm
-                res[key].append(t)
-                if args.verbose:
-                    log("  %s %s n=%d #%d: %.2f ms (hand-off %s ms, %s after the lease), "
-                        "%d statements" % (store.kind, key, n, i, t["latency_ms"],
-                                           fmt(t["handoff_ms"]), fmt(t["after_lease_ms"]),
-                                           t["statements"]))
-            lat = [t["latency_ms"] for t in res[key] if not t["warmup"]]
-            hand = [t["handoff_ms"] for t in res[key] if not t["warmup"] and t["handoff_ms"]]
+            ts = bl.run_trials(
+                res, key, kind, count, args, lambda: sql_trial(fleet, kind, rng, args),
+                lambda i, t: "  %s %s n=%d #%d: %.2f ms (hand-off %s ms, %s after the lease), "
+                "%d statements" % (store.kind, key, n, i, t["latency_ms"], fmt(t["handoff_ms"]),
+                                   fmt(t["after_lease_ms"]), t["statements"]))
+            lat = [t["latency_ms"] for t in ts]
+            hand = [t["handoff_ms"] for t in ts if t["handoff_ms"]]
             log("%s n=%d %s: p50 %.2f ms, max %.2f ms over %d%s" % (
                 store.kind, n, key, percentile(lat, 50), max(lat), len(lat),
                 "; hand-off p50 %.2f ms" % percentile(hand, 50) if hand else ""))
@@ -433,9 +396,7 @@ def run_fleet(store, n, label, params, plan, args, workdir, res, rng, env=None):
         log("%s n=%d %s: %s" % (store.kind, n, label, e))
         res["errors"].append("%s: %s" % (label, e))
     finally:
-        res["clock_violations"] += len(fleet.clock_violations)
-        res["overlaps"] += fleet.overlaps
-        res["term_violations"] += fleet.term_violations
+        fleet.add_checks(res)
         fleet.stop()
 
 
@@ -463,26 +424,7 @@ def run_backend(kind, args, workdir, rng):
 
 def run_zk(args, workdir):
     """reign on ZooKeeper, the reference: bench/failover.py's own trials and statistics."""
-    ns = argparse.Namespace(reign=args.reign, graceful=args.graceful, crash=args.zk_crash,
-                            warmup=args.warmup, session_timeout=args.short_lease,
-                            graceful_session_timeout=30000, quiet_ms=300, poll_ms=50,
-                            idle_s=1.0, verbose=args.verbose)
-    impl = bl.Impl("reign", ns, workdir)
-    impl.prepare()
-    if impl.reason_missing:
-        return {"missing": impl.reason_missing}, []
-    zk = bl.ZooKeeper(workdir / "zk")
-    results = []
-    try:
-        zk.start()
-        version = zk.mntr().get("zk_version", "?").split("-")[0]
-        bl.warm_server(zk, 3.0)
-        for n in args.counts:
-            results.append(bl.run_config(impl, zk, n, ns, workdir / "zk-runs"))
-    finally:
-        zk.stop()
-    return {"version": version, "session_timeout": args.short_lease,
-            "graceful_session_timeout": 30000}, results
+    return bl.zk_reference(args, workdir, args.zk_crash, args.short_lease, 30000)
 
 
 # ---- report -------------------------------------------------------------------------------------
@@ -564,16 +506,7 @@ def render(run):
       "leader resigns (SIGTERM) or dies (SIGKILL), how many SQL statements a candidate sends "
       "when nothing happens, and what a candidate process costs in memory; reign on ZooKeeper "
       "in the same run is the reference." % " and ".join(str(n) for n in counts))
-    w("")
-    w("Command:")
-    w("")
-    w("    " + run["command"])
-    try:
-        rel = Path(run.get("json", "")).resolve().relative_to(ROOT)
-        w("")
-        w("Every trial's numbers: `%s`." % rel)
-    except ValueError:
-        pass
+    L += bl.command_lines(run)
     sv = run.get("stores", {})
     w("")
     w("Machine: %s, %d CPUs (`nproc`), %s RAM; %s, Linux %s.  Stores: SQLite %s (a file on the "
@@ -614,10 +547,6 @@ def render(run):
     w("")
     w("| target | store | candidates | measured | met? |")
     w("|---|---|---|---|---|")
-
-    def yes(ok):
-        return "–" if ok is None else ("yes" if ok else "**no**")
-
     for b in backends:
         for n in counts:
             p50 = get(b, n, "graceful_default", "handoff", "p50")
@@ -625,7 +554,7 @@ def render(run):
             ok = None if p50 is None else p50 <= lim
             w("| %s | %s | %d | p50 %s ms (SIGTERM to elected: p50 %s ms) | %s |" % (
                 text, LABEL[b], n, fmt(p50),
-                fmt(get(b, n, "graceful_default", "latency", "p50")), yes(ok)))
+                fmt(get(b, n, "graceful_default", "latency", "p50")), bl.yes(ok)))
     for b in backends:
         for n in counts:
             p50 = get(b, n, "crash_default", "latency", "p50")
@@ -634,7 +563,7 @@ def render(run):
                   "max %s ms | %s |" % (LABEL[b], n, fmt(p50),
                                         fmt(get(b, n, "crash_default", "latency", "p99")),
                                         fmt(get(b, n, "crash_default", "latency", "max")),
-                                        yes(p50 <= 10)))
+                                        bl.yes(p50 <= 10)))
     for label in ("short",):
         for b in backends:
             for n in counts:
@@ -647,7 +576,7 @@ def render(run):
                 lim = st["lease_ms"] + st["poll_ms"]
                 w("| crash takeover, no guardian, <= lease + one poll (%d + %d ms) | %s | %d | "
                   "p50 %s ms, max %s ms | %s |" % (st["lease_ms"], st["poll_ms"], LABEL[b], n, fmt(p50, 0),
-                                    fmt(mx, 0), yes(mx <= lim) if p50 <= lim else yes(False)))
+                                    fmt(mx, 0), bl.yes(mx <= lim) if p50 <= lim else bl.yes(False)))
     for b in backends:
         for n in counts:
             r = fleet(b, n, "default").get("rest")
@@ -665,7 +594,7 @@ def render(run):
                           (r["follower_per_s_median"] or 0) * st["poll_ms"] / 1000.0,
                           "; the server counted %.2f per candidate per period" % srv
                           if srv is not None else "",
-                          yes(lead <= 1.02 and fol <= 1.02 and (srv is None or srv <= 1.02))))
+                          bl.yes(lead <= 1.02 and fol <= 1.02 and (srv is None or srv <= 1.02))))
     w("")
     w("Crash takeover without a guardian is met when the median and the maximum are within the "
       "bound.  At rest, "
@@ -836,48 +765,12 @@ def render(run):
           "%s." % (len(libs), ", ".join("`%s`" % x for x in libs)))
 
     # --- what went wrong
-    notes = []
-    for b in backends:
-        for n in counts:
-            r = by.get((b, n))
-            if r is None:
-                notes.append("%s with %d candidates was not run." % (LABEL[b], n))
-                continue
-            for e in r["errors"]:
-                notes.append("%s with %d candidates stopped early: %s" % (LABEL[b], n, e))
-            for k, what in (("overlaps", "times a new leader's `elected` stamp preceded the old "
-                             "leader's `demoted` stamp"),
-                            ("term_violations", "leaderships whose term did not exceed every "
-                             "earlier one's"),
-                            ("clock_violations", "`elected` stamps outside [kill, read]")):
-                if r.get(k):
-                    notes.append("%s with %d candidates: %d %s." % (LABEL[b], n, r[k], what))
-            for key, s in summ[(b, n)].items():
-                if s.get("bad_exits"):
-                    notes.append("%s with %d candidates: %d resigned leaders did not exit with "
-                                 "status 0." % (LABEL[b], n, s["bad_exits"]))
-            rest = fleet(b, n, "default").get("rest")
-            if rest and rest.get("leadership_changed"):
-                notes.append("%s with %d candidates: the leadership changed during the window "
-                             "at rest." % (LABEL[b], n))
-    for r in run.get("zk_results", []):
-        for e in r["errors"]:
-            notes.append("ZooKeeper with %d candidates stopped early: %s" % (r["n"], e))
-        for k in ("overlaps", "clock_violations"):
-            if r.get(k):
-                notes.append("ZooKeeper with %d candidates: %d %s (see bench/failover.py)." % (
-                    r["n"], r[k], k.replace("_", " ")))
-    if run.get("zk_info", {}).get("missing"):
-        notes.append("ZooKeeper was not run: %s." % run["zk_info"]["missing"])
-    w("")
-    w("### Checks")
-    w("")
-    for note in notes or ["No failed trial; no overlap of leaderships (a new `elected` stamp "
-                          "before the old leader's `demoted`), every term above the one "
-                          "before it, every `elected` stamp between the kill and the moment "
-                          "the harness read it; every resigned leader exited with status 0."]:
-        w("- " + note)
-    w("")
+    notes = (bl.fleet_notes(backends, counts, by, summ, LABEL, "default") +
+             bl.zk_notes(run, " (see bench/failover.py)"))
+    L += bl.checks_lines(notes, "No failed trial; no overlap of leaderships (a new `elected` "
+                         "stamp before the old leader's `demoted`), every term above the one "
+                         "before it, every `elected` stamp between the kill and the moment the "
+                         "harness read it; every resigned leader exited with status 0.")
     return bl.finish_report(L, METHOD)
 
 
@@ -1101,9 +994,7 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=3, help="seed of the random pauses")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 3 candidates, few trials, short window at rest")
-    bl.add_run_args(ap, "the report whose section '%s' to write (default docs/benchmarks.md; "
-                    "'-' for none)" % SECTION,
-                    "only rewrite the report's section from an earlier run's results")
+    bl.add_run_args(ap, section=SECTION)
     args = ap.parse_args(argv)
     if args.quick:
         args.counts, args.graceful, args.warmup, args.crash = "3", 5, 1, 1
@@ -1116,15 +1007,10 @@ def parse_args(argv):
     return args
 
 
-def write_section(path, run):
-    """Replaces (or appends) this harness's section of the report; the rest stays."""
-    bl.write_other_section(path, SECTION, render(run))
-
-
 def main(argv):
     args = parse_args(argv)
     if args.render:
-        return bl.rerender(args, write_section, "section '%s'" % SECTION)
+        return bl.rerender_section(args, SECTION, render)
     if not args.reign or not os.access(args.reign, os.X_OK):
         raise BenchError("no reign binary (build it, or pass --reign)")
     t_start = time.monotonic()
@@ -1161,7 +1047,7 @@ def main(argv):
         "elapsed_s": time.monotonic() - t_start,
     }
     bl.end_run(run, args, workdir, any(r["errors"] for r in results + zk_results),
-               write_section, t_start)
+               bl.section_writer(SECTION, render), t_start)
     return 0
 
 

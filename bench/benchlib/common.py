@@ -37,6 +37,11 @@ def fmt(v, digits=2):
     return str(v)
 
 
+def yes(ok):
+    """A report's "met?" cell: "–" where nothing was measured."""
+    return "–" if ok is None else ("yes" if ok else "**no**")
+
+
 def ratio(a, b):
     if a is None or b is None or b == 0:
         return "–"

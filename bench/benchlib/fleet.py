@@ -3,10 +3,13 @@
 A Candidate is one process that prints `elected ...`/`demoted ...` lines with a CLOCK_MONOTONIC
 timestamp; an Impl says how to launch one of reign's (`reign campaign`) or of the reference
 recipes' (bench/ref/CuratorCandidate.java, bench/ref/kazoo_candidate.py); a Fleet keeps N of
-them standing.  kill_leader() and run_config() are bench/failover.py's trials, which the other
-benchmarks reuse as their ZooKeeper reference; summarize() sums them up.
+them standing, and a StoreFleet is the base of the fleets on other stores (SQL, etcd).
+kill_leader() and run_config() are bench/failover.py's trials, which the other benchmarks reuse
+as their ZooKeeper reference (zk_reference()); summarize() sums them up.  status_kb() and
+guardians() read /proc: a process's memory, and which reign-guardian watches which process.
 """
 
+import argparse
 import os
 import queue
 import re
@@ -19,7 +22,7 @@ import time
 from pathlib import Path
 
 from .common import BENCH, BenchError, fmt, log, percentile
-from .zk import Sample, request_delta
+from .zk import Sample, ZooKeeper, request_delta, warm_server
 
 JARS = ["curator-recipes", "curator-framework", "curator-client", "zookeeper", "zookeeper-jute",
         "guava", "slf4j-api", "slf4j-nop"]
@@ -34,6 +37,46 @@ LABEL = {"reign": "reign", "curator": "Curator LeaderLatch", "kazoo": "kazoo Ele
 SHORT = {"reign": "reign", "curator": "Curator", "kazoo": "kazoo"}
 
 LINE_RE = re.compile(r"^(elected|demoted) (\S+) (.*)$")
+# What `reign campaign` logs (--log-level info) once it stands in its election.
+READY_TEXT = "standing in election"
+
+
+def status_kb(pid, field):
+    """A kB field of /proc/PID/status (VmRSS, RssAnon, VmHWM...), or None."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def guardians():
+    """{client pid: guardian pid} for every live reign-guardian (its argv: reign-guardian PID;
+    it forks away from the client at its start, so it is no child of it)."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if len(argv) >= 2 and argv[0].endswith(b"reign-guardian") and argv[1].isdigit():
+            out[int(argv[1])] = int(d)
+    return out
+
+
+def is_guardian(pid):
+    """Whether pid is (still) a reign-guardian."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().split(b"\0")[0].endswith(b"reign-guardian")
+    except OSError:
+        return False
 
 
 class Event:
@@ -47,7 +90,10 @@ class Candidate:
     """One candidate process.  Its stdout lines become Events in fleet.events; its stderr goes
     to err_path, and with on_err_line also to on_err_line(candidate, line, read_ns) as each line
     is read (bench/sql_failover.py counts the library's debug lines that way).  env: its whole
-    environment (default: this process's)."""
+    environment (default: this process's).  A subclass reads other lines by its own LINE_RE or
+    on_line()."""
+
+    LINE_RE = LINE_RE
 
     def __init__(self, fleet, cid, argv, err_path, on_err_line=None, env=None):
         self.fleet, self.id = fleet, cid
@@ -77,16 +123,24 @@ class Candidate:
     def _read(self):
         for raw in self.proc.stdout:
             recv = time.monotonic_ns()
-            m = LINE_RE.match(raw.decode("utf-8", "replace").strip())
-            if not m:
-                continue
-            fields = dict(kv.split("=", 1) for kv in m.group(3).split() if "=" in kv)
-            try:
-                ns = int(fields["monotonic_ns"])
-            except (KeyError, ValueError):
-                continue
-            self.fleet.events.put(Event(m.group(1), self, ns, recv, fields))
+            self.on_line(raw.decode("utf-8", "replace").strip(), recv)
         self.fleet.events.put(Event("exit", self, time.monotonic_ns(), time.monotonic_ns(), {}))
+
+    def on_line(self, line, recv):
+        """One stdout line, read at recv (ns): a line of LINE_RE with its monotonic_ns stamp is
+        passed to on_stamped(); others are not the harness's business."""
+        m = self.LINE_RE.match(line)
+        if not m:
+            return
+        fields = dict(kv.split("=", 1) for kv in m.group(3).split() if "=" in kv)
+        try:
+            ns = int(fields["monotonic_ns"])
+        except (KeyError, ValueError):
+            return
+        self.on_stamped(m.group(1), ns, recv, fields)
+
+    def on_stamped(self, kind, ns, recv, fields):
+        self.fleet.events.put(Event(kind, self, ns, recv, fields))
 
     def alive(self):
         return self.proc.poll() is None
@@ -112,14 +166,7 @@ class Candidate:
         return inodes
 
     def status(self, field):
-        try:
-            with open("/proc/%d/status" % self.pid) as f:
-                for line in f:
-                    if line.startswith(field + ":"):
-                        return int(line.split()[1])  # kB
-        except OSError:
-            pass
-        return None
+        return status_kb(self.pid, field)
 
     def close(self):
         try:
@@ -186,16 +233,21 @@ class Fleet:
     def __init__(self, impl, zk, n, session_timeout, args, workdir):
         self.impl, self.zk, self.n, self.args = impl, zk, n, args
         self.session_timeout = session_timeout
+        self.init_state(workdir, "bench-%s-%d-%d-%d" % (impl.name, n, session_timeout,
+                                                        os.getpid()))
+        self.sid_owner = {}
+
+    def init_state(self, workdir, election):
+        """The fields of the event handling, kill_leader() and stop(), whatever the store."""
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.election = "bench-%s-%d-%d-%d" % (impl.name, n, session_timeout, os.getpid())
+        self.election = election
         self.events = queue.Queue()
         self.cands = []
         self.serial = 0
         self.leader = None
         self.clock_violations = []
         self.overlaps = 0
-        self.sid_owner = {}
 
     def spawn(self):
         self.serial += 1
@@ -270,6 +322,19 @@ class Fleet:
             except queue.Empty:
                 return
 
+    def drain_alive(self, when=""):
+        """drain(), then a BenchError if a candidate has exited (`when`: " at start")."""
+        self.drain()
+        dead = [c for c in self.cands if not c.alive()]
+        if dead:
+            raise BenchError("candidate %s exited%s (see %s)" % (
+                dead[0].id, when, self.workdir / (dead[0].id + ".err")))
+
+    def add_checks(self, res):
+        """Adds what this fleet's checks counted to res's counts."""
+        res["clock_violations"] += len(self.clock_violations)
+        res["overlaps"] += self.overlaps
+
     def wait_quiet(self, n_alive, timeout_s, quiet_ms=None):
         """Wait until n_alive candidates hold n_alive ephemeral nodes, a leader is known, and
         nothing but pings reaches the server for quiet_ms.  Returns the last sample."""
@@ -317,11 +382,7 @@ class Fleet:
             # Pace: let this batch connect before starting the next one.
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                self.drain()
-                dead = [c for c in self.cands if not c.alive()]
-                if dead:
-                    raise BenchError("candidate %s exited at start (see %s)" % (
-                        dead[0].id, self.workdir / (dead[0].id + ".err")))
+                self.drain_alive(" at start")
                 if self.zk.mntr()["zk_ephemerals_count"] >= started:
                     break
                 time.sleep(0.05)
@@ -341,6 +402,37 @@ class Fleet:
                 c.proc.wait()
             c.close()
         self.cands = []
+
+
+class StoreFleet(Fleet):
+    """N candidates in one election on a store other than ZooKeeper (SQL, etcd), kept at N.
+    Fleet's event handling, kill_leader() and stop() work on it; there is no ZooKeeper, a
+    subclass says how a candidate starts and when it stands (self.ready: a `reign campaign`'s
+    READY_TEXT line, as its stderr reader saw it).  Every leadership's term (the fencing token)
+    must exceed every earlier one's, where the `elected` lines carry one (self.terms)."""
+
+    terms = True  # an instance whose candidates print no term sets it False
+
+    def __init__(self, args, kind, n, label, workdir, env=None):
+        # Not Fleet.__init__: there is no ZooKeeper here.
+        self.args, self.n, self.label = args, n, label
+        self.env = env  # the candidates' whole environment (None: this process's)
+        self.init_state(workdir, "bench-%s-%d-%s-%d" % (kind, n, label, os.getpid()))
+        self.term_violations = 0
+        self.last_term = 0
+        self.ready = {}  # candidate id -> when its READY line was read
+
+    def handle(self, ev):
+        super().handle(ev)
+        if ev.kind == "elected" and self.terms:
+            term = int(ev.fields.get("term", "0"))
+            if term <= self.last_term:
+                self.term_violations += 1
+            self.last_term = max(self.last_term, term)
+
+    def add_checks(self, res):
+        super().add_checks(res)
+        res["term_violations"] += self.term_violations
 
 
 # ---- one configuration --------------------------------------------------------------------------
@@ -446,26 +538,35 @@ def run_phase(impl, zk, n, kind, count, session_timeout, args, workdir, res):
             "%.2f requests/s" % (impl.name, n, ph["start_s"],
                                  (ph["rss"]["vmrss_kb_median"] or 0) / 1024.0,
                                  ph["idle"]["pings_per_s"], ph["idle"]["requests_per_s"]))
-        warm = args.warmup if kind == "graceful" else 0
-        for i in range(warm + count):
-            r = one_trial(fleet, kind, args)
-            r["warmup"] = i < warm
-            res[kind].append(r)
-            if args.verbose:
-                log("  %s %s n=%d #%d: %.2f ms (hand-off %s ms), %.1f requests (%d writes), "
-                    "%d watch events" % (impl.name, kind, n, i, r["latency_ms"],
-                                         fmt(r["handoff_ms"]), r["requests"], r["writes"],
-                                         r["watch_events"]))
-        lat = [t["latency_ms"] for t in res[kind] if not t["warmup"]]
+        counted = run_trials(
+            res, kind, kind, count, args, lambda: one_trial(fleet, kind, args),
+            lambda i, r: "  %s %s n=%d #%d: %.2f ms (hand-off %s ms), %.1f requests (%d writes), "
+            "%d watch events" % (impl.name, kind, n, i, r["latency_ms"], fmt(r["handoff_ms"]),
+                                 r["requests"], r["writes"], r["watch_events"]))
+        lat = [t["latency_ms"] for t in counted]
         log("%s n=%d %s: p50 %.2f ms, max %.2f ms over %d" % (
             impl.name, n, kind, percentile(lat, 50), max(lat), len(lat)))
     except BenchError as e:
         log("%s n=%d %s: %s" % (impl.name, n, kind, e))
         res["errors"].append("%s trials: %s" % (kind, e))
     finally:
-        res["clock_violations"] += len(fleet.clock_violations)
-        res["overlaps"] += fleet.overlaps
+        fleet.add_checks(res)
         fleet.stop()
+
+
+def run_trials(res, key, kind, count, args, trial, say):
+    """count trials on one fleet, after args.warmup discarded ones if kind is "graceful": each
+    trial() a dict, marked "warmup" or not and appended to res[key]; with args.verbose, the line
+    say(i, that dict) is logged after each.  Returns the trials that count."""
+    res.setdefault(key, [])
+    warm = args.warmup if kind == "graceful" else 0
+    for i in range(warm + count):
+        t = trial()
+        t["warmup"] = i < warm
+        res[key].append(t)
+        if args.verbose:
+            log(say(i, t))
+    return [t for t in res[key] if not t["warmup"]]
 
 
 def run_config(impl, zk, n, args, workdir):
@@ -479,6 +580,38 @@ def run_config(impl, zk, n, args, workdir):
         if count > 0:
             run_phase(impl, zk, n, kind, count, timeout, args, workdir, res)
     return res
+
+
+def zk_reference(args, workdir, crash, session_timeout, graceful_session_timeout, more=None):
+    """reign on a throwaway ZooKeeper, the reference of the benchmarks on other stores: run_config
+    at each of args.counts, with args.graceful, args.warmup, args.verbose and args.reign, `crash`
+    crash trials with sessions of session_timeout ms, graceful ones with
+    graceful_session_timeout.  more(zk, n, ns, res), if given, adds to each count's results
+    (ns: the options run_config had).  Returns ({"missing": why}, []) without a reign binary,
+    else ({"version", "session_timeout", "graceful_session_timeout"}, the results)."""
+    ns = argparse.Namespace(reign=args.reign, graceful=args.graceful, crash=crash,
+                            warmup=args.warmup, session_timeout=session_timeout,
+                            graceful_session_timeout=graceful_session_timeout, quiet_ms=300,
+                            poll_ms=50, idle_s=1.0, verbose=args.verbose)
+    impl = Impl("reign", ns, workdir)
+    impl.prepare()
+    if impl.reason_missing:
+        return {"missing": impl.reason_missing}, []
+    zk = ZooKeeper(workdir / "zk")
+    results, version = [], "?"
+    try:
+        zk.start()
+        version = zk.mntr().get("zk_version", "?").split("-")[0]
+        warm_server(zk, 3.0)
+        for n in args.counts:
+            res = run_config(impl, zk, n, ns, workdir / "zk-runs")
+            if more:
+                more(zk, n, ns, res)
+            results.append(res)
+    finally:
+        zk.stop()
+    return {"version": version, "session_timeout": session_timeout,
+            "graceful_session_timeout": graceful_session_timeout}, results
 
 
 def summarize(res):

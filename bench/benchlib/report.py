@@ -32,6 +32,13 @@ def source_state(reign):
     return commit
 
 
+def dpkg_version(pkg):
+    """The version of an installed Debian package, or "?"."""
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], stdout=subprocess.PIPE,
+                       stderr=subprocess.DEVNULL, text=True)
+    return r.stdout.strip() or "?"
+
+
 def machine_info(zk_version, commit):
     def first(path, key):
         try:
@@ -49,11 +56,6 @@ def machine_info(zk_version, commit):
         except (OSError, IndexError):
             return "?"
 
-    def dpkg(pkg):
-        r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], stdout=subprocess.PIPE,
-                           stderr=subprocess.DEVNULL, text=True)
-        return r.stdout.strip() or "?"
-
     mem_kb = first("/proc/meminfo", "MemTotal").split()[0]
     return {
         "date": datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z"),
@@ -65,11 +67,74 @@ def machine_info(zk_version, commit):
         "zookeeper": zk_version,
         "java": cmd(["java", "-version"]),
         "python": platform.python_version(),
-        "curator": dpkg("libcurator-recipes-java"),
-        "kazoo": dpkg("python3-kazoo"),
-        "libzookeeper": dpkg("libzookeeper-mt2"),
+        "curator": dpkg_version("libcurator-recipes-java"),
+        "kazoo": dpkg_version("python3-kazoo"),
+        "libzookeeper": dpkg_version("libzookeeper-mt2"),
         "commit": commit,
     }
+
+
+def command_lines(run):
+    """A report's lines on how its run was made: the command, and the file of every trial's
+    numbers when that is in the tree."""
+    lines = ["", "Command:", "", "    " + run["command"]]
+    try:
+        rel = Path(run.get("json", "")).resolve().relative_to(ROOT)
+        lines += ["", "Every trial's numbers: `%s`." % rel]
+    except ValueError:
+        pass
+    return lines
+
+
+def fleet_notes(names, counts, by, summ, label, rest_fleet):
+    """What a report's checks say of the runs on a store other than ZooKeeper: by and summ map
+    (name, candidate count) to a result and its summary, label a name to its label, and
+    rest_fleet names the set of candidates that had the window at rest."""
+    notes = []
+    for name in names:
+        for n in counts:
+            r = by.get((name, n))
+            if r is None:
+                notes.append("%s with %d candidates was not run." % (label[name], n))
+                continue
+            for e in r["errors"]:
+                notes.append("%s with %d candidates stopped early: %s" % (label[name], n, e))
+            for k, what in (("overlaps", "times a new leader's `elected` stamp preceded the old "
+                             "leader's `demoted` stamp"),
+                            ("term_violations", "leaderships whose term did not exceed every "
+                             "earlier one's"),
+                            ("clock_violations", "`elected` stamps outside [kill, read]")):
+                if r.get(k):
+                    notes.append("%s with %d candidates: %d %s." % (label[name], n, r[k], what))
+            for key, s in summ.get((name, n), {}).items():
+                if s.get("bad_exits"):
+                    notes.append("%s with %d candidates: %d resigned leaders did not exit with "
+                                 "status 0." % (label[name], n, s["bad_exits"]))
+            rest = r.get("fleets", {}).get(rest_fleet, {}).get("rest")
+            if rest and rest.get("leadership_changed"):
+                notes.append("%s with %d candidates: the leadership changed during the window "
+                             "at rest." % (label[name], n))
+    return notes
+
+
+def zk_notes(run, see=""):
+    """What a report's checks say of its reference run on ZooKeeper (zk_reference())."""
+    notes = []
+    for r in run.get("zk_results", []):
+        for e in r["errors"]:
+            notes.append("ZooKeeper with %d candidates stopped early: %s" % (r["n"], e))
+        for k in ("overlaps", "clock_violations"):
+            if r.get(k):
+                notes.append("ZooKeeper with %d candidates: %d %s%s." % (
+                    r["n"], r[k], k.replace("_", " "), see))
+    if run.get("zk_info", {}).get("missing"):
+        notes.append("ZooKeeper was not run: %s." % run["zk_info"]["missing"])
+    return notes
+
+
+def checks_lines(notes, none):
+    """A report's "### Checks": a bullet a note, or the one `none` says when there is none."""
+    return ["", "### Checks", ""] + ["- " + note for note in notes or [none]] + [""]
 
 
 def finish_report(lines, method):

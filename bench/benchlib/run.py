@@ -1,5 +1,6 @@
 """run.py - what every harness's command line shares: its common options, the scratch directory,
-saving the samples and writing the report at the end, --render, and the exit status.
+saving the samples and writing the report at the end (or the one section a harness owns),
+--render, and the exit status.
 """
 
 import json
@@ -12,6 +13,7 @@ import time
 from pathlib import Path
 
 from .common import ROOT, BenchError, log
+from .report import findings_of, write_other_section
 
 
 def default_reign():
@@ -22,9 +24,14 @@ def default_reign():
     return None
 
 
-def add_run_args(ap, output_help, render_help):
+def add_run_args(ap, output_help=None, render_help=None, section=None):
     """The options every harness here has: the binary, scratch directory, report, results,
-    verbosity."""
+    verbosity.  A harness that writes one section of the report may name it instead of saying
+    what --output and --render do."""
+    if section:
+        output_help = ("the report whose section '%s' to write (default docs/benchmarks.md; "
+                       "'-' for none)" % section)
+        render_help = "only rewrite the report's section from an earlier run's results"
     ap.add_argument("--reign", default=default_reign(),
                     help="the reign binary (default: build/src/cli/reign)")
     ap.add_argument("--workdir", help="scratch directory (default: a new one under /tmp)")
@@ -83,6 +90,21 @@ def rerender(args, write, what, **extra):
     write(args.output, run)
     log("%s of %s rewritten" % (what, args.output))
     return 0
+
+
+def section_writer(section, render):
+    """write(path, run) for a harness that writes one section of the report (one of
+    OTHER_SECTIONS): it replaces (or appends) that section with render(run); the rest stays."""
+    def write(path, run):
+        write_other_section(path, section, render(run))
+    return write
+
+
+def rerender_section(args, section, render):
+    """--render for such a harness: rerender(), keeping in the results file the paragraphs of
+    --findings where the harness has that option."""
+    return rerender(args, section_writer(section, render), "section '%s'" % section,
+                    findings=findings_of(getattr(args, "findings", None)))
 
 
 def run_cli(main):

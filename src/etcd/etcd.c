@@ -35,8 +35,8 @@ static void tell(reign__etcd *e, reign__zk_state st)
 
 static void trouble(reign__etcd *e, size_t m, const char *why)
 {
-    /* A member that stopped answering (paused, cut off) keeps a watch stream open and silent:
-     * the stream moves too. */
+    /* A member that stopped answering (paused, cut off) keeps watch streams open and silent:
+     * the streams move too. */
     reign__ew_leave_member(e, m);
     if (!e->connected)
         return;
@@ -269,12 +269,9 @@ static void session_ready(reign__etcd *e, int64_t id)
 {
     e->lease = id;
     e->connected = true;
-    bool first = !e->had_session;
     e->had_session = true;
     reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx granted, TTL %d s", (unsigned long long)id,
                e->ttl_s);
-    if (first)
-        reign__ew_start(e);
     tell(e, REIGN__ZK_CONNECTED);
     reign__eo_resume(e);
     schedule(e, e->ttl_s * 1000 / 3);

@@ -5,7 +5,7 @@
  * ready, then ends the requests curl finished.  A request's done never runs from inside a curl
  * call, so it may send the next request.
  *
- * Unary calls share kept-open connections (curl's cache); a watch stream has its own.  A
+ * Unary calls share kept-open connections (curl's cache); each watch stream has its own.  A
  * request that got no answer, or the gateway's "no leader" or "request timed out", moves the
  * backend to the next member: a member cut off from the others answers nothing useful.
  */
@@ -18,7 +18,9 @@
 
 #include "etcd_internal.h"
 
-#define MAX_CONNECTIONS_PER_MEMBER 64
+/* The calls at most in curl at once (ORDINARY_MAX), the watch streams (etcd_watch.c's
+ * STREAMS_MAX), and the lease's and the token's own. */
+#define MAX_CONNECTIONS_PER_MEMBER 96
 
 reign__curl_api reign__cu;
 static const reign__dl_symbol curl_symbols[] = {
@@ -138,6 +140,8 @@ static size_t on_write(char *p, size_t size, size_t n, void *userp)
     ereq *q = userp;
     if (reign__buf_append(&q->resp, p, size * n) < 0)
         return 0; /* out of memory: curl ends the request with an error */
+    if (q->stream && !q->got_data)
+        q->e->n_stream_data++;
     q->got_data = true;
     return size * n;
 }
@@ -168,6 +172,9 @@ ereq *reign__eh_new(reign__etcd *e, ereq_done *done, void *arg)
 static void unlink_req(ereq *q)
 {
     reign__etcd *e = q->e;
+    if (q->stream && q->got_data)
+        e->n_stream_data--;
+    q->got_data = false;
     if (q->prev)
         q->prev->next = q->next;
     else if (e->reqs == q)
@@ -271,6 +278,7 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     q->member = e->cur;
     char url[512];
     snprintf(url, sizeof(url), "%s%s", e->members[e->cur], path);
+    reign_trace("etcd.send", "%s %p %zu", path, (void *)q, q->body.len);
     q->h = reign__cu.curl_easy_init();
     if (!q->h)
         return REIGN_ENOMEM;
@@ -356,14 +364,21 @@ static void pump_done(reign__etcd *e)
         reign__cu.curl_slist_free_all(q->hdrs);
         q->hdrs = NULL;
         unlink_req(q);
+        reign_trace("etcd.done", "%p %ld", (void *)q, q->status);
         q->done(q, q->arg); /* may free q, send it again, or send others */
     }
     admit(e);
-    /* The stream hands out its lines as they come. */
-    ereq *q = e->stream;
-    if (q && q->stream && q->got_data && q->h) {
+    /* Streams hand out their lines as they come (a done may free any request: from the top). */
+    while (e->n_stream_data) {
+        ereq *q = e->reqs;
+        while (q && !(q->stream && q->got_data))
+            q = q->next;
+        if (!q)
+            break;
         q->got_data = false;
-        q->done(q, q->arg); /* h still set: a part, not the end */
+        e->n_stream_data--;
+        if (q->h)
+            q->done(q, q->arg); /* h still set: a part, not the end */
     }
 }
 

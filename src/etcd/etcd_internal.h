@@ -6,7 +6,7 @@
  *   etcd.c        the handle: the lease that is the session, its keepalives and states, close
  *   etcd_ops.c    the node operations: order, sending, retries, delivery
  *   etcd_txn.c    each operation's txn, and its answer read back as ZooKeeper's
- *   etcd_watch.c  the one watch stream per client and the one-shot watches it serves
+ *   etcd_watch.c  the one-shot watches: a watcher each, on streams of a loop turn's watches
  *   etcd_http.c   libcurl's multi interface on the client's loop: requests, members, errors
  *   etcd_json.c   the JSON of the gateway: base64 keys, 64-bit numbers as strings
  *   etcd_end.c    (apart) the guardian's revoke of a dead client's lease
@@ -134,40 +134,44 @@ bool reign__eh_transient(int rc);
 
 enum ew_kind { EW_EXISTS = 1, EW_DATA, EW_CHILD };
 
+typedef struct estream estream; /* a watch stream: the watches its request created */
+
 typedef struct ewatch {
     struct ewatch *hnext; /* bucket chain */
     struct ewatch *oprev, *onext;
+    struct ewatch *pprev, *pnext; /* in e->pending, while it waits for a stream */
+    bool pending;
+    estream *s; /* its stream, and its place there */
+    size_t slot;
     void *owner;
     reign__zk_watch_cb *cb;
     void *arg;
     enum ew_kind kind;
     char *path;
     int64_t rev; /* the read's revision: only later events fire it */
-    uint64_t gen;
 } ewatch;
 
-/* Registers a one-shot watch made by a read answered at revision rev, sent when the event log
- * was at log_from.  Then, once the read's answer is delivered (ZooKeeper tells an answer before
- * the events after it), reign__ew_replay() fires it for what the log kept after rev. */
-int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev,
-                  uint64_t log_from, void *owner, reign__zk_watch_cb *cb, void *arg);
-void reign__ew_replay(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev,
-                      uint64_t log_from);
+/* Registers a one-shot watch made by a read answered at revision rev; its watcher starts, with
+ * the others of this turn of the loop, on a stream of their own. */
+int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev, void *owner,
+                  reign__zk_watch_cb *cb, void *arg);
+/* The watches waiting for a stream, on a new one not sent yet (NULL: none, or no memory). */
+estream *reign__ew_batch(reign__etcd *e);
+/* The body of s's request: a create_request per watch it still has. */
+void reign__ew_request(const reign__etcd *e, const estream *s, reign__buf *b);
+/* Would a change (type: REIGN__ZK_CREATED, _DELETED, _CHANGED) of path at rev fire a watch that
+ * has not fired yet?  A write's answer waits for it (etcd_ops.c). */
+bool reign__ew_pending(const reign__etcd *e, const char *path, int type, int64_t rev);
 void reign__ew_forget(reign__etcd *e, void *owner);
 void reign__ew_drop_all(reign__etcd *e); /* a session ended: none fires */
 void reign__ew_free(reign__etcd *e);
-/* The stream: its timer made with the handle; started once a session is, kept until close. */
 void reign__ew_init(reign__etcd *e);
-/* Member m stopped answering: a stream on it starts again on the next one. */
+/* Member m stopped answering: the streams on it start again on the next one. */
 void reign__ew_leave_member(reign__etcd *e, size_t m);
-void reign__ew_start(reign__etcd *e);
-void reign__ew_stop(reign__etcd *e);
-/* One line of the stream: its events handed to the watches; false when the stream ends (an
+void reign__ew_stop(reign__etcd *e); /* closing: every stream ends */
+/* One line of stream s: its events handed to its watches; false when the stream ends (an
  * error, a cancel).  Whatever the line holds. */
-bool reign__ew_line(reign__etcd *e, const char *line, size_t n);
-/* Reads watched from now on keep the events that arrive until they are answered. */
-uint64_t reign__ew_read_begin(reign__etcd *e);
-void reign__ew_read_end(reign__etcd *e);
+bool reign__ew_line(reign__etcd *e, estream *s, const char *line, size_t n);
 
 /* ---- etcd_txn.c -------------------------------------------------------------------------- */
 
@@ -263,24 +267,19 @@ struct reign__etcd {
     /* watches */
     ewatch **wb;
     size_t wb_n, n_watches;
-    ewatch *wall; /* every watch, for forget and drop */
-    ereq *stream;
-    bool stream_live; /* created, and delivering */
-    size_t n_held;    /* answers of writes waiting for their events */
+    ewatch *wall;                   /* every watch, for forget and drop */
+    ewatch *pending, *pending_tail; /* registered, waiting for flush_timer to start a stream */
+    reign__timer flush_timer;
+    estream *streams;
+    size_t n_streams;
+    estream *ew_busy;     /* the stream whose lines are being handled */
+    size_t n_stream_data; /* streams with bytes not yet handed out (etcd_http.c) */
+    size_t n_held;        /* answers of writes waiting for their events */
     eop *held, *held_tail;
     reign__timer hold_timer;
-    reign__timer stream_timer;
-    int64_t stream_from; /* the next revision the stream must deliver */
-    int64_t floor;       /* a watch of a read older than this may have missed events */
-    int stream_backoff_ms;
-    bool stream_compacted;
-    struct elog *log_v; /* events since the oldest watched read in flight was sent */
-    size_t log_n, log_cap;
-    uint64_t log_base; /* the number of the log's first entry */
-    int reads_watching;
     /* What the layers below tell etcd.c, which sets these (they never call up by name):
      * a request got no answer from member m (maybe suspended); the store said the lease is
-     * gone (look now); the stream delivered what held answers waited for. */
+     * gone (look now); a stream delivered what held answers may have waited for. */
     void (*trouble)(reign__etcd *e, size_t m, const char *why);
     void (*lease_doubt)(reign__etcd *e);
     void (*reauth)(reign__etcd *e); /* the token expired */

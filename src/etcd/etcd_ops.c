@@ -3,9 +3,9 @@
  * etcd_txn.c, sent in its scope's order, tried again on another member when it got no answer
  * and its caller allowed it, parked while there is no lease, and its result delivered to its
  * owner's callback once.  A read that watches registers its watch with the revision it was
- * answered at (etcd_watch.c); a write's answer waits until the watch stream has delivered the
- * events the write made, so that a client hears of a change before the answer of what it did
- * next, as ZooKeeper orders them.
+ * answered at (etcd_watch.c).  A write that changed what one of the client's watches waits
+ * for has its answer wait until that watch fired, so that a client hears of a change before
+ * the answer of what it did next, as ZooKeeper orders them; and answers keep their order.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +14,7 @@
 #include "etcd_internal.h"
 
 #define SCOPE_BUCKETS 1024
-#define HOLD_MAX_NS   (500 * REIGN__NS_PER_MS) /* a stream that lags longer is not waited for */
+#define HOLD_MAX_NS   (500 * REIGN__NS_PER_MS) /* a watch that lags longer is not waited for */
 
 struct eop {
     etxn t; /* first: the txn's plan (etcd_txn.c) */
@@ -34,12 +34,10 @@ struct eop {
     uint64_t seq;             /* the order asked in */
     struct escope *scope;
     eop *snext;  /* the next in its scope's line (or the wide line) */
-    cJSON *held; /* answered, its answer waits for the stream to pass held_rev */
+    cJSON *held; /* answered at held_rev, its answer waits for the watches it fires */
     int64_t held_rev, held_since;
     eop *hprev, *hnext; /* the held ones, in e->held */
     reign__timer retry_timer;
-    uint64_t log_from;
-    bool reading_watched;
 };
 
 /* ---- operations: life ----------------------------------------------------------------------- */
@@ -205,8 +203,6 @@ static void free_op(eop *op)
     reign__timer_stop(e->cfg.timers, &op->retry_timer);
     if (op->q)
         reign__eh_drop(op->q);
-    if (op->reading_watched)
-        reign__ew_read_end(e);
     if (op->held) {
         cJSON_Delete(op->held);
         unhold(e, op);
@@ -403,17 +399,10 @@ static void read_done(eop *op, const cJSON *root)
                                              : EW_CHILD;
     bool watched = op->wcb && op->gen == e->gen && (present || op->t.type == EO_EXISTS) &&
                    (r.rc == 0 || r.rc == REIGN_ENOENT);
-    if (watched &&
-        reign__ew_add(e, k, op->t.path, rev, op->log_from, op->owner, op->wcb, op->arg) < 0) {
+    if (watched && reign__ew_add(e, k, op->t.path, rev, op->owner, op->wcb, op->arg) < 0)
         r.rc = REIGN_ENOMEM;
-        watched = false;
-    }
     deliver(op, &r);
     reign__et_result_free(&op->t, &r);
-    /* The events it missed, after its answer (op and its path live until the caller frees it;
-     * the log until the read ends). */
-    if (watched)
-        reign__ew_replay(e, k, op->t.path, rev, op->log_from);
 }
 
 static void write_done(eop *op, const cJSON *root)
@@ -424,6 +413,25 @@ static void write_done(eop *op, const cJSON *root)
     free_op(op);
 }
 
+/* Does a write answered at op->held_rev fire a watch of this client that has not fired yet? */
+static bool waits(const eop *op)
+{
+    const reign__etcd *e = op->t.e;
+    if (!e->n_watches)
+        return false;
+    for (size_t i = 0; i < op->t.n; i++) {
+        const reign__zk_mop *p = &op->t.parts[i];
+        int type = p->type == REIGN__ZK_MCREATE   ? REIGN__ZK_CREATED
+                   : p->type == REIGN__ZK_MDELETE ? REIGN__ZK_DELETED
+                   : p->type == REIGN__ZK_MSET    ? REIGN__ZK_CHANGED
+                                                  : 0;
+        const char *path = op->t.made[i] ? op->t.made[i] : p->path;
+        if (type && path && reign__ew_pending(e, path, type, op->held_rev))
+            return true;
+    }
+    return false;
+}
+
 static void on_answer(ereq *q, void *arg)
 {
     eop *op = arg;
@@ -431,10 +439,6 @@ static void on_answer(ereq *q, void *arg)
     int rc;
     char msg[256];
     cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
-    if (op->reading_watched && !root) {
-        op->reading_watched = false;
-        reign__ew_read_end(e);
-    }
     if (!root) {
         reign__log(e->log, REIGN_LOG_DEBUG, "etcd: %s", msg);
         if (reign__eh_transient(rc)) {
@@ -461,10 +465,10 @@ static void on_answer(ereq *q, void *arg)
         free_op(op);
     } else if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "succeeded"))) {
         int64_t rev = reign__ej_i64(cJSON_GetObjectItemCaseSensitive(root, "header"), "revision");
-        if (e->stream_live && rev >= e->stream_from) {
+        op->held_rev = rev;
+        if (e->held || waits(op)) {
             /* Its own changes' watch events first, as ZooKeeper orders them. */
             op->held = root;
-            op->held_rev = rev;
             op->held_since = reign__now_ns();
             op->hprev = e->held_tail;
             *(e->held_tail ? &e->held_tail->hnext : &e->held) = op;
@@ -513,8 +517,8 @@ void reign__eo_release(reign__etcd *e, bool all)
     int64_t now = reign__now_ns();
     for (eop *op = e->held, *next; op; op = next) {
         next = op->hnext;
-        if (!all && op->held_rev >= e->stream_from && now - op->held_since < HOLD_MAX_NS)
-            continue;
+        if (!all && now - op->held_since < HOLD_MAX_NS && waits(op))
+            break; /* and those after it, in order */
         cJSON *root = op->held;
         op->held = NULL;
         unhold(e, op);
@@ -542,12 +546,6 @@ static void send_op(eop *op)
     size_t bad = 0;
     int rc = 0;
     rc = reign__et_build(&op->t, &op->q->body, &bad);
-    if (op->t.type != EO_WRITE) {
-        if (op->wcb && !op->reading_watched) {
-            op->reading_watched = true;
-            op->log_from = reign__ew_read_begin(e);
-        }
-    }
     if (rc == 0 && op->q->body.oom)
         rc = REIGN_ENOMEM;
     if (rc < 0) {
@@ -555,6 +553,8 @@ static void send_op(eop *op)
         return;
     }
     op->attempts++;
+    reign_trace("etcd.op", "%d %s %s", (int)op->t.type, op->t.n ? op->t.parts[0].path : op->t.path,
+                op->t.n > 1 ? op->t.parts[op->t.n - 1].path : "");
     rc = reign__eh_send(e, op->q, "/v3/kv/txn", e->cfg.op_timeout_ms);
     if (rc < 0)
         decide(op, rc, -1);

@@ -763,6 +763,21 @@ static seen seen_at(const cJSON *root, size_t i)
 }
 
 /* Replays the parts over what the failure branch read: which failed first, and why. */
+/* Is part i a sequence create whose counter the failed txn found moved? */
+static bool seq_moved(const etxn *op, size_t i, char (*cparents)[1024], size_t nc,
+                      const bool *cmoved)
+{
+    char parent[1024];
+    const reign__zk_mop *p = &op->parts[i];
+    if (p->type != REIGN__ZK_MCREATE || !(p->flags & REIGN__ZK_SEQUENCE) ||
+        !parent_of(p->path, parent, sizeof(parent)))
+        return false;
+    for (size_t c = 0; c < nc; c++)
+        if (!strcmp(cparents[c], parent))
+            return cmoved[c];
+    return false;
+}
+
 bool reign__et_write_failed(etxn *op, const cJSON *root, reign__zk_result *out)
 {
     reign__etcd *e = op->e;
@@ -775,7 +790,7 @@ bool reign__et_write_failed(etxn *op, const cJSON *root, reign__zk_result *out)
     /* The counters come first in the failure branch, in the order of their first create. */
     char cparents[REIGN__ZK_MULTI_MAX][1024];
     size_t nc = 0;
-    bool moved = false;
+    bool moved = false, cmoved[REIGN__ZK_MULTI_MAX] = {false};
     for (size_t i = 0; i < op->n; i++) {
         const reign__zk_mop *p = &op->parts[i];
         if (p->type != REIGN__ZK_MCREATE || !(p->flags & REIGN__ZK_SEQUENCE) ||
@@ -813,7 +828,7 @@ bool reign__et_write_failed(etxn *op, const cJSON *root, reign__zk_result *out)
                     int64_t nval = v ? strtoll(v, NULL, 10) : 0;
                     reign__free(v);
                     if (nver != ver) {
-                        moved = true;
+                        moved = cmoved[c] = true;
                         seq_set(e, cbuf, nver, nval > val ? nval : val);
                     }
                     reign__free(ck);
@@ -830,7 +845,10 @@ bool reign__et_write_failed(etxn *op, const cJSON *root, reign__zk_result *out)
                     break;
                 }
             }
-            if (self.there && made_before(op, i, op->made[i]) >= 0)
+            /* A sequence number from a counter that moved names a node made since: not this
+             * create's failure, the next number's try. */
+            if (self.there && made_before(op, i, op->made[i]) >= 0 &&
+                !seq_moved(op, i, cparents, nc, cmoved))
                 result = REIGN_EEXIST;
             break;
         case REIGN__ZK_MSET:

@@ -1,21 +1,26 @@
 /*
- * etcd_watch.c - ZooKeeper's one-shot watches, served by one watch stream per client over the
- * whole key prefix (etcd_internal.h).
+ * etcd_watch.c - ZooKeeper's one-shot watches on etcd (etcd_internal.h): each watch is a
+ * watcher of its own node's key (or, for a children watch, of its node's key range), on a
+ * watch stream it shares with the watches registered in the same turn of the loop.
  *
- * Why one stream: the gateway reads a stream's whole request before it answers, so a watch
- * cannot be added to an open stream, and a watch of its own per waiter would be a connection
- * per waiter (10,000 elections, 10,000 connections).  One stream over the prefix costs one
- * connection, and every change reaches every client once, as bytes; the client hands it only
- * to the watches it concerns, so one change still wakes one waiter.
+ * Why a watcher per watch: a change then reaches only the clients that wait for it.  One
+ * stream per client over the whole key prefix (how this began) carried every change of every
+ * election to every client, and on a host of fifty candidates each handoff woke fifty
+ * processes and cost fifty streams' encoding in etcd: a handoff took four times as long with
+ * fifty candidates as with three.  etcd's own election waits the same way: each waiter
+ * watches only the key ahead of it.
  *
- * A watch belongs to a read answered at revision R: it fires on the first event of its node
- * (or, for a children watch, of a child coming or going) after R.  The stream starts after the
- * revision of a read made before any other, resumes after the last event it delivered when it
- * breaks, and may deliver an event before the answer of a read that saw it or not: events that
- * arrive while a watched read is in flight are logged, and a watch registered at R looks at the
- * log for what it missed.  When etcd compacted away what the stream must resume from, every
- * watch fires (the recipes read again), and so does every watch of a read older than the new
- * start.
+ * The gateway reads a stream's whole request before it answers, so a stream's watchers are
+ * those its request created; a watch added later goes on a stream of its own (with the other
+ * watches of its turn of the loop).  A stream closes once each of its watches has fired or
+ * been forgotten, and a client with STREAMS_MAX streams open folds its smallest one into the
+ * next it opens.
+ *
+ * A watch belongs to a read answered at revision R: its watcher starts at R + 1, so etcd sends
+ * every change after what the read saw, and the watch fires on the first one of its node (or
+ * of a child coming or going).  A stream that breaks starts again on the next member, each
+ * watcher after the last change it was sent.  A watcher whose start etcd compacted away is
+ * canceled: its watch fires, and the recipe reads again.
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,11 +28,20 @@
 #include "etcd_internal.h"
 #include "layout.h"
 
-typedef struct elog {
-    char *path;
-    int64_t rev;
-    int type; /* REIGN__ZK_CREATED, _DELETED, _CHANGED */
-} elog;
+#define STREAMS_MAX 32 /* per client; etcd_http.c keeps connections for them and the calls */
+
+struct estream {
+    estream *prev, *next;
+    reign__etcd *e;
+    ereq *q;    /* its request; NULL while it waits to start again */
+    ewatch **w; /* by slot (the watcher's id is slot + 1); NULL once fired or forgotten */
+    size_t n, live;
+    int backoff_ms;
+    bool dead; /* freed once its lines are handled (etcd_watch.c's stream_done) */
+    reign__timer retry;
+};
+
+static void stream_send(estream *s);
 
 static size_t bucket_of(const reign__etcd *e, const char *path)
 {
@@ -53,16 +67,74 @@ static int grow(reign__etcd *e)
     return 0;
 }
 
-/* Takes w out of the list of all (its bucket's chain is the caller's). */
-static void unlist_watch(reign__etcd *e, ewatch *w)
+/* ---- streams: life -------------------------------------------------------------------------- */
+
+static void stream_free(estream *s)
 {
-    if (w->oprev)
-        w->oprev->onext = w->onext;
+    reign__etcd *e = s->e;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->w[i])
+            s->w[i]->s = NULL;
+    *(s->prev ? &s->prev->next : &e->streams) = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    e->n_streams--;
+    reign__timer_stop(e->cfg.timers, &s->retry);
+    reign__eh_drop(s->q);
+    reign__free(s->w);
+    reign__free(s);
+}
+
+/* A stream no watch needs: gone now, or (while its lines are handled) once they are. */
+static void stream_release(estream *s)
+{
+    if (s->e->ew_busy == s)
+        s->dead = true;
     else
-        e->wall = w->onext;
-    if (w->onext)
-        w->onext->oprev = w->oprev;
-    e->n_watches--;
+        stream_free(s);
+}
+
+static void retry_cb(reign__timer *t, void *arg)
+{
+    (void)t;
+    stream_send(arg);
+}
+
+static estream *stream_new(reign__etcd *e, size_t n)
+{
+    estream *s = reign__calloc(1, sizeof(*s));
+    if (!s || !(s->w = reign__calloc(n ? n : 1, sizeof(*s->w)))) {
+        reign__free(s);
+        return NULL;
+    }
+    s->e = e;
+    reign__timer_init(&s->retry, retry_cb, s);
+    s->next = e->streams;
+    if (e->streams)
+        e->streams->prev = s;
+    e->streams = s;
+    e->n_streams++;
+    return s;
+}
+
+/* ---- watches -------------------------------------------------------------------------------- */
+
+/* Out of its stream (or of the line of those waiting for one). */
+static void detach(reign__etcd *e, ewatch *w)
+{
+    if (w->pending) {
+        *(w->pprev ? &w->pprev->pnext : &e->pending) = w->pnext;
+        *(w->pnext ? &w->pnext->pprev : &e->pending_tail) = w->pprev;
+        w->pending = false;
+        w->pprev = w->pnext = NULL;
+    }
+    estream *s = w->s;
+    if (s) {
+        s->w[w->slot] = NULL;
+        w->s = NULL;
+        if (--s->live == 0)
+            stream_release(s);
+    }
 }
 
 static void unlink_watch(reign__etcd *e, ewatch *w)
@@ -72,7 +144,11 @@ static void unlink_watch(reign__etcd *e, ewatch *w)
         pp = &(*pp)->hnext;
     if (*pp)
         *pp = w->hnext;
-    unlist_watch(e, w);
+    *(w->oprev ? &w->oprev->onext : &e->wall) = w->onext;
+    if (w->onext)
+        w->onext->oprev = w->oprev;
+    e->n_watches--;
+    detach(e, w);
 }
 
 static void free_watch(ewatch *w)
@@ -87,99 +163,40 @@ static void free_watch(ewatch *w)
 static bool fires(const ewatch *w, int type, bool child)
 {
     if (child)
-        return w->kind == EW_CHILD;
+        return w->kind == EW_CHILD && type != REIGN__ZK_CHANGED;
     return w->kind != EW_CHILD || type == REIGN__ZK_DELETED;
 }
 
-/* Fires the watches of `path` (and, with child, the children watches of its parent) that an
- * event at rev concerns: unlinked first, then called, so that a callback may watch again. */
-static void fire(reign__etcd *e, const char *path, int type, int64_t rev, bool child)
+/* Is `path` the parent of `child`? */
+static bool parent_is(const char *child, const char *path)
 {
-    if (!e->wb_n)
-        return;
-    ewatch *hit = NULL;
-    for (ewatch **pp = &e->wb[bucket_of(e, path)]; *pp;) {
-        ewatch *w = *pp;
-        if (!strcmp(w->path, path) && w->rev < rev && w->gen == e->gen && fires(w, type, child)) {
-            *pp = w->hnext;
-            w->hnext = hit;
-            hit = w;
-            unlist_watch(e, w);
-            continue;
-        }
-        pp = &w->hnext;
-    }
-    while (hit) {
-        ewatch *w = hit;
-        hit = w->hnext;
-        reign__zk_event ev = child ? REIGN__ZK_CHILD : (reign__zk_event)type;
-        reign_trace("etcd.fire", "%d %s", (int)ev, w->path);
-        if (w->cb)
-            w->cb(w->owner, w->arg, ev, w->path);
-        free_watch(w);
-    }
+    const char *slash = strrchr(child, '/');
+    size_t pl = strlen(path);
+    return slash && (size_t)(slash - child) == (pl == 1 ? 0 : pl) && !strncmp(child, path, pl);
 }
 
-/* One event: the node's own watches, then its parent's children watches. */
-static void event(reign__etcd *e, const char *path, int type, int64_t rev)
+/* Fires w: out of everything first, so that its callback may watch again. */
+static void fire(reign__etcd *e, ewatch *w, reign__zk_event ev)
 {
-    fire(e, path, type, rev, false);
-    if (type == REIGN__ZK_CHANGED)
-        return;
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        return;
-    char parent[1024];
-    size_t pl = slash == path ? 1 : (size_t)(slash - path);
-    if (pl >= sizeof(parent))
-        return;
-    memcpy(parent, path, pl);
-    parent[pl] = '\0';
-    fire(e, parent, type, rev, true);
+    unlink_watch(e, w);
+    reign_trace("etcd.fire", "%d %s", (int)ev, w->path);
+    w->cb(w->owner, w->arg, ev, w->path);
+    free_watch(w);
 }
 
-static void log_event(reign__etcd *e, const char *path, int type, int64_t rev)
+static void flush_cb(reign__timer *t, void *arg)
 {
-    if (!e->reads_watching)
+    (void)t;
+    reign__etcd *e = arg;
+    if (e->closed)
         return;
-    if (e->log_n == e->log_cap) {
-        size_t cap = e->log_cap ? e->log_cap * 2 : 64;
-        elog *v = reign__realloc(e->log_v, cap * sizeof(*v));
-        if (!v)
-            return; /* a watch then misses nothing worse than a late read: see read_end */
-        e->log_v = v;
-        e->log_cap = cap;
-    }
-    elog *l = &e->log_v[e->log_n];
-    if (!(l->path = reign__strdup(path)))
-        return;
-    l->rev = rev;
-    l->type = type;
-    e->log_n++;
+    estream *s = reign__ew_batch(e);
+    if (s)
+        stream_send(s);
 }
 
-static void log_clear(reign__etcd *e)
-{
-    for (size_t i = 0; i < e->log_n; i++)
-        reign__free(e->log_v[i].path);
-    e->log_base += e->log_n;
-    e->log_n = 0;
-}
-
-uint64_t reign__ew_read_begin(reign__etcd *e)
-{
-    e->reads_watching++;
-    return e->log_base + e->log_n;
-}
-
-void reign__ew_read_end(reign__etcd *e)
-{
-    if (e->reads_watching > 0 && --e->reads_watching == 0)
-        log_clear(e);
-}
-
-int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev,
-                  uint64_t log_from, void *owner, reign__zk_watch_cb *cb, void *arg)
+int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev, void *owner,
+                  reign__zk_watch_cb *cb, void *arg)
 {
     if (e->n_watches >= e->wb_n * 2 && grow(e) < 0)
         return REIGN_ENOMEM;
@@ -193,7 +210,6 @@ int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t r
     w->owner = owner;
     w->cb = cb;
     w->arg = arg;
-    w->gen = e->gen;
     size_t b = bucket_of(e, path);
     w->hnext = e->wb[b];
     e->wb[b] = w;
@@ -202,39 +218,94 @@ int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t r
         e->wall->oprev = w;
     e->wall = w;
     e->n_watches++;
-    (void)log_from;
+    w->pending = true;
+    w->pprev = e->pending_tail;
+    *(e->pending_tail ? &e->pending_tail->pnext : &e->pending) = w;
+    e->pending_tail = w;
+    if (!reign__timer_armed(&e->flush_timer))
+        reign__timer_start(e->cfg.timers, &e->flush_timer, reign__now_ns());
     return 0;
 }
 
-/* Is `path` the parent of `child`? */
-static bool parent_is(const char *child, const char *path)
+/* The stream a client folds into its next one: the oldest of those with the fewest watches. */
+static estream *smallest(reign__etcd *e)
 {
-    const char *slash = strrchr(child, '/');
-    size_t pl = strlen(path);
-    return slash && (size_t)(slash - child) == (pl == 1 ? 0 : pl) && !strncmp(child, path, pl);
+    estream *min = NULL;
+    for (estream *s = e->streams; s; s = s->next) /* newest first */
+        if (s != e->ew_busy && !s->dead && (!min || s->live <= min->live))
+            min = s;
+    return min;
 }
 
-void reign__ew_replay(reign__etcd *e, enum ew_kind kind, const char *path, int64_t rev,
-                      uint64_t log_from)
+estream *reign__ew_batch(reign__etcd *e)
 {
-    /* What arrived while the read was out, newer than what it saw, of its node (or of a child,
-     * for a children watch): the events a later stream would have brought. */
-    size_t from = log_from > e->log_base ? (size_t)(log_from - e->log_base) : 0;
-    for (size_t i = from; i < e->log_n; i++) {
-        const elog *l = &e->log_v[i];
-        if (l->rev > rev &&
-            (!strcmp(l->path, path) || (kind == EW_CHILD && parent_is(l->path, path))))
-            event(e, l->path, l->type, l->rev);
+    if (!e->pending)
+        return NULL;
+    estream *fold = e->n_streams >= STREAMS_MAX ? smallest(e) : NULL;
+    size_t n = fold ? fold->live : 0;
+    for (ewatch *w = e->pending; w; w = w->pnext)
+        n++;
+    estream *s = stream_new(e, n);
+    if (!s) { /* they wait for the next watch added, or the next stream that ends */
+        reign__log(e->log, REIGN_LOG_WARN, "etcd: no memory for a watch stream");
+        return NULL;
     }
-    if (rev < e->floor - 1) /* the stream restarted past it: it may have missed one */
-        fire(e, path, REIGN__ZK_CHANGED, INT64_MAX, false);
+    if (fold) {
+        reign__log(e->log, REIGN_LOG_DEBUG, "etcd: %zu watch streams: one folded into the next",
+                   e->n_streams - 1);
+        for (size_t i = 0; i < fold->n; i++)
+            if (fold->w[i]) {
+                ewatch *w = fold->w[i];
+                fold->w[i] = NULL;
+                w->s = s;
+                w->slot = s->n;
+                s->w[s->n++] = w;
+            }
+        stream_free(fold);
+    }
+    while (e->pending) {
+        ewatch *w = e->pending;
+        detach(e, w);
+        w->s = s;
+        w->slot = s->n;
+        s->w[s->n++] = w;
+    }
+    s->live = s->n;
+    return s;
+}
+
+bool reign__ew_pending(const reign__etcd *e, const char *path, int type, int64_t rev)
+{
+    if (!e->wb_n)
+        return false;
+    for (const ewatch *w = e->wb[bucket_of(e, path)]; w; w = w->hnext)
+        if (w->rev < rev && !strcmp(w->path, path) && fires(w, type, false))
+            return true;
+    const char *slash = strrchr(path, '/');
+    if (type == REIGN__ZK_CHANGED || !slash)
+        return false;
+    char parent[1024];
+    size_t pl = slash == path ? 1 : (size_t)(slash - path);
+    if (pl >= sizeof(parent))
+        return false;
+    memcpy(parent, path, pl);
+    parent[pl] = '\0';
+    for (const ewatch *w = e->wb[bucket_of(e, parent)]; w; w = w->hnext)
+        if (w->rev < rev && w->kind == EW_CHILD && !strcmp(w->path, parent))
+            return true;
+    return false;
 }
 
 void reign__ew_forget(reign__etcd *e, void *owner)
 {
-    for (ewatch *w = e->wall; w; w = w->onext)
-        if (w->owner == owner)
-            w->cb = NULL;
+    for (ewatch *w = e->wall, *next; w; w = next) {
+        next = w->onext;
+        if (w->owner == owner) {
+            unlink_watch(e, w);
+            free_watch(w);
+            next = e->wall; /* a stream released may have been any: from the top */
+        }
+    }
 }
 
 void reign__ew_drop_all(reign__etcd *e)
@@ -246,186 +317,118 @@ void reign__ew_drop_all(reign__etcd *e)
     }
 }
 
+void reign__ew_init(reign__etcd *e)
+{
+    reign__timer_init(&e->flush_timer, flush_cb, e);
+}
+
+void reign__ew_stop(reign__etcd *e)
+{
+    reign__timer_stop(e->cfg.timers, &e->flush_timer);
+    for (estream *s = e->streams, *next; s; s = next) {
+        next = s->next;
+        if (s == e->ew_busy)
+            s->dead = true;
+        else
+            stream_free(s);
+    }
+}
+
 void reign__ew_free(reign__etcd *e)
 {
     reign__ew_stop(e);
     reign__ew_drop_all(e);
-    log_clear(e);
-    reign__free(e->log_v);
     reign__free(e->wb);
     e->wb = NULL;
     e->wb_n = 0;
 }
 
-/* ---- the stream ---------------------------------------------------------------------------- */
+/* ---- streams: requests ---------------------------------------------------------------------- */
 
-static void stream_send(reign__etcd *e);
 static void stream_done(ereq *q, void *arg);
 
-/* Every watch fires: what the stream may have missed, the recipes read again. */
-static void fire_all(reign__etcd *e)
+static void stream_later(estream *s)
 {
-    uint64_t gen = e->gen;
-    for (;;) {
-        ewatch *w = e->wall;
-        while (w && w->gen != gen)
-            w = w->onext;
-        if (!w)
-            break;
-        unlink_watch(e, w);
-        reign__zk_event ev = w->kind == EW_CHILD ? REIGN__ZK_CHILD : REIGN__ZK_CHANGED;
-        if (w->cb)
-            w->cb(w->owner, w->arg, ev, w->path);
-        free_watch(w);
-    }
-}
-
-static void stream_later(reign__etcd *e)
-{
+    reign__etcd *e = s->e;
     if (e->closed)
         return;
-    int ms = e->stream_backoff_ms;
-    e->stream_backoff_ms = ms ? (ms * 2 > 1000 ? 1000 : ms * 2) : 20;
-    reign__timer_start(e->cfg.timers, &e->stream_timer,
-                       reign__now_ns() + (int64_t)ms * REIGN__NS_PER_MS);
+    int ms = s->backoff_ms;
+    s->backoff_ms = ms ? (ms * 2 > 1000 ? 1000 : ms * 2) : 20;
+    reign__timer_start(e->cfg.timers, &s->retry, reign__now_ns() + (int64_t)ms * REIGN__NS_PER_MS);
 }
 
-/* A start after compaction: the current revision first. */
-static void on_revision(ereq *q, void *arg)
+/* One watcher's request: its node's key, or for a children watch the node's key and every key
+ * under it (and, harmlessly, its siblings whose names go on with a byte below '/'+1), from the
+ * revision after the last one it was sent. */
+static void create_request(const reign__etcd *e, reign__buf *b, const ewatch *w, size_t id)
 {
-    reign__etcd *e = arg;
-    int rc;
-    char msg[256];
-    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
-    reign__eh_drop(q);
-    if (e->stream != q) {
-        cJSON_Delete(root);
-        return;
-    }
-    e->stream = NULL;
-    if (!root) {
-        reign__log(e->log, REIGN_LOG_DEBUG, "etcd: revision for the watch stream: %s", msg);
-        if (reign__eh_transient(rc))
-            reign__eh_next_member(e, q->member);
-        stream_later(e);
-        return;
-    }
-    int64_t rev = reign__ej_i64(cJSON_GetObjectItemCaseSensitive(root, "header"), "revision");
-    cJSON_Delete(root);
-    if (rev < 0 || rev == INT64_MAX) { /* not a revision: read again later */
-        stream_later(e);
-        return;
-    }
-    e->stream_from = rev + 1;
-    if (e->stream_compacted) {
-        e->stream_compacted = false;
-        e->floor = rev + 1;
-        fire_all(e);
-    }
-    stream_send(e);
-}
-
-/* Sends the stream's request (the revision it starts after, or the watch itself). */
-static void stream_go(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
-{
-    e->stream = q;
-    if (reign__eh_send(e, q, path, timeout_ms) < 0) {
-        e->stream = NULL;
-        reign__eh_drop(q);
-        stream_later(e);
-    }
-}
-
-/* The keys the stream covers: every key of reign's under the prefix, PREFIX/reign and below
- * (all the recipes' nodes are there), so that a role granted that prefix alone may watch. */
-static size_t watched_key(const reign__etcd *e, char *out, size_t n)
-{
-    int l = snprintf(out, n, "%s%s", e->prefix, REIGN__ZK_ROOT);
-    return l > 0 && (size_t)l < n ? (size_t)l : 0;
-}
-
-static void ask_revision(reign__etcd *e)
-{
-    ereq *q = reign__eh_new(e, on_revision, e);
     char key[1100];
-    size_t kl = watched_key(e, key, sizeof(key));
-    if (!q || !kl) {
-        reign__eh_drop(q);
-        stream_later(e);
+    int kl = snprintf(key, sizeof(key), "%s%s", e->prefix, w->path);
+    if (kl <= 0 || (size_t)kl + 2 > sizeof(key)) {
+        b->oom = true; /* no path is that long: it never gets here */
         return;
     }
-    reign__buf_puts(&q->body, "{\"key\":");
-    reign__ej_b64(&q->body, key, kl);
-    reign__buf_puts(&q->body, ",\"count_only\":true}");
-    stream_go(e, q, "/v3/kv/range", e->cfg.op_timeout_ms);
+    reign__buf_puts(b, "{\"create_request\":{\"key\":");
+    reign__ej_b64(b, key, (size_t)kl);
+    if (w->kind == EW_CHILD) {
+        if (key[kl - 1] == '/')
+            reign__ej_prefix_end(key, (size_t)kl); /* the root: everything under it */
+        else
+            key[kl++] = '0'; /* the byte after '/' */
+        reign__buf_puts(b, ",\"range_end\":");
+        reign__ej_b64(b, key, (size_t)kl);
+    }
+    reign__buf_printf(b, ",\"start_revision\":\"%lld\",\"watch_id\":\"%zu\"}}",
+                      (long long)w->rev + 1, id);
 }
 
-static void stream_send(reign__etcd *e)
+void reign__ew_request(const reign__etcd *e, const estream *s, reign__buf *b)
 {
-    ereq *q = reign__eh_new(e, stream_done, e);
-    char key[1100];
-    size_t kl = watched_key(e, key, sizeof(key));
-    if (!q || !kl) {
-        reign__eh_drop(q);
-        stream_later(e);
+    for (size_t i = 0; i < s->n; i++)
+        if (s->w[i])
+            create_request(e, b, s->w[i], i + 1);
+}
+
+static void stream_send(estream *s)
+{
+    reign__etcd *e = s->e;
+    if (e->closed || s->dead || s->q)
+        return;
+    ereq *q = reign__eh_new(e, stream_done, s);
+    if (!q) {
+        stream_later(s);
         return;
     }
     q->stream = true;
-    reign__buf_puts(&q->body, "{\"create_request\":{\"key\":");
-    reign__ej_b64(&q->body, key, kl);
-    reign__ej_prefix_end(key, kl);
-    reign__buf_puts(&q->body, ",\"range_end\":");
-    reign__ej_b64(&q->body, key, kl);
-    reign__buf_printf(&q->body, ",\"start_revision\":\"%lld\"}}", (long long)e->stream_from);
-    stream_go(e, q, "/v3/watch", 0);
-}
-
-static void stream_timer_cb(reign__timer *t, void *arg)
-{
-    (void)t;
-    reign__etcd *e = arg;
-    if (e->closed || e->stream)
-        return;
-    if (e->stream_from <= 0 || e->stream_compacted)
-        ask_revision(e);
-    else
-        stream_send(e);
-}
-
-void reign__ew_init(reign__etcd *e)
-{
-    reign__timer_init(&e->stream_timer, stream_timer_cb, e);
-}
-
-void reign__ew_start(reign__etcd *e)
-{
-    if (!e->stream && !reign__timer_armed(&e->stream_timer))
-        stream_timer_cb(&e->stream_timer, e);
+    reign__ew_request(e, s, &q->body);
+    s->q = q;
+    if (reign__eh_send(e, q, "/v3/watch", 0) < 0) {
+        s->q = NULL;
+        reign__eh_drop(q);
+        stream_later(s);
+    }
 }
 
 void reign__ew_leave_member(reign__etcd *e, size_t m)
 {
-    if (!e->stream || e->stream->member != m || e->closed || e->n_members < 2)
+    if (e->closed || e->n_members < 2)
         return;
-    reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream leaves %s", e->members[m]);
-    reign__eh_drop(e->stream);
-    e->stream = NULL;
-    e->stream_live = false;
-    reign__eh_next_member(e, m);
-    stream_timer_cb(&e->stream_timer, e); /* again at once, after what it delivered */
+    bool moved = false;
+    for (estream *s = e->streams; s; s = s->next) {
+        if (!s->q || s->q->member != m || s == e->ew_busy)
+            continue;
+        if (!moved)
+            reign__log(e->log, REIGN_LOG_INFO, "etcd: watch streams leave %s", e->members[m]);
+        reign__eh_next_member(e, m);
+        moved = true;
+        reign__eh_drop(s->q);
+        s->q = NULL;
+        stream_send(s); /* again at once, each watcher after what it was sent */
+    }
 }
 
-void reign__ew_stop(reign__etcd *e)
-{
-    e->stream_live = false;
-    reign__timer_stop(e->cfg.timers, &e->stream_timer);
-    if (e->stream)
-        reign__eh_drop(e->stream);
-    e->stream = NULL;
-}
-
-/* One event of a watch message. */
-static void stream_event(reign__etcd *e, const cJSON *ev)
+/* One event for the watch in `slot`: fires it, or moves on where it would start again. */
+static void stream_event(reign__etcd *e, estream *s, size_t slot, const cJSON *ev)
 {
     const cJSON *kv = cJSON_GetObjectItemCaseSensitive(ev, "kv");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
@@ -433,11 +436,12 @@ static void stream_event(reign__etcd *e, const cJSON *ev)
     size_t klen;
     char *key = reign__ej_bytes(kv, "key", &klen);
     int64_t rev = reign__ej_i64(kv, "mod_revision");
-    if (rev >= e->stream_from && rev < INT64_MAX)
-        e->stream_from = rev + 1;
     reign__eh_saw(e, rev);
-    if (!key)
+    ewatch *w = slot < s->n ? s->w[slot] : NULL;
+    if (!key || !w || rev <= w->rev || rev == INT64_MAX) {
+        reign__free(key);
         return;
+    }
     const char *path = key + e->prefix_len;
     const char *name = strrchr(key, '/');
     if (klen > e->prefix_len && !memcmp(key, e->prefix, e->prefix_len) && *path == '/' && name &&
@@ -445,19 +449,28 @@ static void stream_event(reign__etcd *e, const cJSON *ev)
         int t = del                                 ? REIGN__ZK_DELETED
                 : reign__ej_i64(kv, "version") == 1 ? REIGN__ZK_CREATED
                                                     : REIGN__ZK_CHANGED;
+        bool child = parent_is(path, w->path);
         reign_trace("etcd.event", "%d %s %lld", t, path, (long long)rev);
-        log_event(e, path, t, rev);
-        event(e, path, t, rev);
+        if ((child || !strcmp(path, w->path)) && fires(w, t, child)) {
+            fire(e, w, child ? REIGN__ZK_CHILD : (reign__zk_event)t);
+            reign__free(key);
+            return;
+        }
     }
+    /* Nothing for it before this revision (a txn's other events share it): a stream started
+     * again starts there. */
+    if (rev - 1 > w->rev)
+        w->rev = rev - 1;
     reign__free(key);
 }
 
-/* One line of the stream. */
-bool reign__ew_line(reign__etcd *e, const char *line, size_t n)
+bool reign__ew_line(reign__etcd *e, estream *s, const char *line, size_t n)
 {
     cJSON *root = cJSON_ParseWithLength(line, n);
     if (!root)
         return true;
+    estream *was_busy = e->ew_busy;
+    e->ew_busy = s; /* not freed under our feet when its last watch fires */
     int code = 0;
     const char *err = reign__ej_error(root, &code);
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(root, "result");
@@ -467,75 +480,85 @@ bool reign__ew_line(reign__etcd *e, const char *line, size_t n)
         reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream ended: %s", err);
         if (strstr(err, "auth token") && e->reauth)
             e->reauth(e);
-        else if (e->stream)
-            reign__eh_next_member(e, e->stream->member);
+        else if (s->q)
+            reign__eh_next_member(e, s->q->member);
         keep = false;
-    } else if (res) {
+    } else if (cJSON_IsObject(res)) {
+        int64_t id = reign__ej_i64(res, "watch_id");
+        size_t slot = id >= 1 && (uint64_t)id <= s->n ? (size_t)(id - 1) : SIZE_MAX;
+        ewatch *w = slot != SIZE_MAX ? s->w[slot] : NULL;
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "canceled"))) {
-            int64_t compact = reign__ej_i64(res, "compact_revision");
-            reign__log(e->log, REIGN_LOG_NOTICE, "etcd: watch stream canceled%s",
-                       compact ? " (revisions compacted): every watch looks again" : "");
-            if (compact)
-                e->stream_compacted = true;
-            keep = false;
+            const cJSON *why = cJSON_GetObjectItemCaseSensitive(res, "cancel_reason");
+            if (reign__ej_i64(res, "compact_revision") && w) {
+                /* What it waited for may be gone: it fires, and its recipe reads again. */
+                reign__log(e->log, REIGN_LOG_NOTICE,
+                           "etcd: a watch of %s: revisions compacted, it looks again", w->path);
+                fire(e, w, w->kind == EW_CHILD ? REIGN__ZK_CHILD : REIGN__ZK_CHANGED);
+            } else if (w || slot == SIZE_MAX) {
+                reign__log(e->log, REIGN_LOG_INFO, "etcd: watch canceled%s%s",
+                           cJSON_IsString(why) ? ": " : "",
+                           cJSON_IsString(why) ? why->valuestring : "");
+                keep = false; /* the stream starts again, later */
+            }
         } else {
-            e->stream_backoff_ms = 0;
-            e->stream_live = true;
+            s->backoff_ms = 0;
             const cJSON *evs = cJSON_GetObjectItemCaseSensitive(res, "events"), *ev;
             cJSON_ArrayForEach(ev, evs)
             {
-                if (e->stream == NULL)
+                if (slot == SIZE_MAX || s->dead || !s->w[slot])
                     break;
-                stream_event(e, ev);
+                stream_event(e, s, slot, ev);
             }
         }
     }
+    e->ew_busy = was_busy;
     cJSON_Delete(root);
     return keep;
 }
 
 static void stream_done(ereq *q, void *arg)
 {
-    reign__etcd *e = arg;
-    if (e->stream != q) {
-        reign__eh_drop(q);
-        return;
-    }
+    estream *s = arg;
+    reign__etcd *e = s->e;
+    estream *was_busy = e->ew_busy;
+    e->ew_busy = s;
     bool keep = true;
-    for (;;) {
+    while (!s->dead) {
         const char *start = q->resp.data ? q->resp.data + q->line_at : NULL;
         const char *nl = start ? memchr(start, '\n', q->resp.len - q->line_at) : NULL;
         if (!nl)
             break;
         size_t n = (size_t)(nl - start);
         q->line_at += n + 1;
-        if (!reign__ew_line(e, start, n) || e->stream != q) {
+        if (!reign__ew_line(e, s, start, n)) {
             keep = false;
             break;
         }
     }
+    e->ew_busy = was_busy;
+    if (s->dead || !s->live) {
+        stream_free(s); /* every watch fired or forgotten, or the client closed */
+    } else if (keep && q->h) {
+        if (q->line_at > 65536) { /* drop what was read */
+            memmove(q->resp.data, q->resp.data + q->line_at, q->resp.len - q->line_at);
+            q->resp.len -= q->line_at;
+            q->line_at = 0;
+        }
+    } else {
+        /* Done with the stream before anyone hears of the trouble: what they do may end it. */
+        s->q = NULL;
+        size_t m = q->member;
+        bool broke = q->h == NULL && q->cc != CURLE_OK;
+        if (broke)
+            reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream: %s",
+                       q->curl_err[0] ? q->curl_err : reign__cu.curl_easy_strerror(q->cc));
+        reign__eh_drop(q);
+        stream_later(s);
+        if (broke) {
+            reign__eh_next_member(e, m);
+            e->trouble(e, m, "watch stream broken");
+        }
+    }
     if (e->n_held)
-        e->caught_up(e, e->stream != q || !keep);
-    if (e->stream != q)
-        return;               /* closed or restarted by a callback */
-    if (q->line_at > 65536) { /* drop what was read */
-        memmove(q->resp.data, q->resp.data + q->line_at, q->resp.len - q->line_at);
-        q->resp.len -= q->line_at;
-        q->line_at = 0;
-    }
-    if (keep && q->h)
-        return; /* more to come */
-    /* No longer the stream before anyone hears of the trouble: trouble() moves a stream off a
-     * failing member, and must not drop this one under our feet. */
-    e->stream = NULL;
-    e->stream_live = false;
-    if (q->h == NULL && q->cc != CURLE_OK) {
-        reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream: %s",
-                   q->curl_err[0] ? q->curl_err : reign__cu.curl_easy_strerror(q->cc));
-        reign__eh_next_member(e, q->member);
-        e->trouble(e, q->member, "watch stream broken");
-    }
-    reign__eh_drop(q);
-    if (!e->stream)
-        stream_later(e);
+        e->caught_up(e, false);
 }

@@ -11,10 +11,10 @@ second election, l leads, p waits behind it and w behind p; w talks to the three
 through three reign_tcpproxy processes, 6 s sessions (so that the short freeze below stays far
 inside w's lease).  The proxies freeze: w's watch stream stops delivering.  p resigns (its
 keys go: events w's stream has not delivered), and the history is compacted past them.  The
-proxies then reset every connection (SIGHUP) and thaw: w's stream must start again after the
-last event it delivered, which etcd compacted away; etcd cancels it, and w's log must say so
-("revisions compacted"), after which every watch of w looks again.  Then l resigns: w, the
-only candidate left, must take over.
+proxies then reset every connection (SIGHUP) and thaw: w's watchers must start again after the
+last event each was sent, which etcd compacted away; etcd cancels them, and w's log must say
+so ("revisions compacted"), after which each of those watches of w looks again.  Then l
+resigns: w, the only candidate left, must take over.
 
 After each step exactly one candidate leads and `reign status` names it with that term;
 check_leadership.py proves for each election that no two leaderships overlapped and that terms

@@ -9,8 +9,8 @@
  *   - as the answer to a write: by a fixed multi with a part of every kind (built once), as a
  *     failed txn (the part it blames is one of the multi's, the code one ZooKeeper gives) and
  *     as a successful one (the paths it names are the ones the multi made);
- *   - as the lines of a watch stream, with watches of every kind registered and a read in
- *     flight: each watch fires at most once, on its own path, with an event of its kind.
+ *   - as the lines of a watch stream, with watches of every kind on it: each watch fires at
+ *     most once, on its own path, with an event of its kind.
  *
  * Its base64 round-trips too.  Nothing may crash or leak.
  */
@@ -45,7 +45,7 @@ static const reign__zk_mop parts[] = {
 static reign__etcd *plan_e; /* the plan's: kept from input to input */
 static etxn plan;
 static reign__zk_mop plan_parts[N_PARTS];
-static ereq stand_in; /* e->stream: a stream is open (etcd_watch.c only compares it) */
+static reign__timers timers; /* armed, never run */
 
 typedef struct wtag {
     enum ew_kind kind;
@@ -68,14 +68,14 @@ static reign__etcd *etcd_new(void)
     e->prefix_len = strlen(PREFIX);
     e->gen = 1;
     e->lease = LEASE;
-    reign__timer_init(&e->stream_timer, NULL, NULL);
+    e->cfg.timers = &timers;
+    reign__ew_init(e);
     reign__timer_init(&e->hold_timer, NULL, NULL);
     return e;
 }
 
 static void etcd_free(reign__etcd *e)
 {
-    e->stream = NULL;
     reign__ew_free(e);
     reign__et_seq_free(e);
     reign__free(e->prefix);
@@ -94,15 +94,14 @@ static void on_watch(void *owner, void *arg, reign__zk_event ev, const char *pat
         CHECK(ev == REIGN__ZK_CREATED || ev == REIGN__ZK_DELETED || ev == REIGN__ZK_CHANGED);
 }
 
-static void watch(run *r, enum ew_kind kind, const char *path, int64_t rev, uint64_t log_from)
+static void watch(run *r, enum ew_kind kind, const char *path, int64_t rev)
 {
     if (r->n_tags == WATCHES)
         return;
     wtag *t = &r->tags[r->n_tags++];
     t->kind = kind;
     strcpy(t->path, path);
-    CHECK(reign__ew_add(r->e, kind, path, rev, log_from, r, on_watch, t) == 0);
-    reign__ew_replay(r->e, kind, path, rev, log_from);
+    CHECK(reign__ew_add(r->e, kind, path, rev, r, on_watch, t) == 0);
 }
 
 static void setup(void)
@@ -124,7 +123,7 @@ static void setup(void)
 }
 
 /* The input as the answer to each read, its watch registered as etcd_ops.c's read_done does. */
-static void reads(run *r, const cJSON *root, uint64_t log_from)
+static void reads(run *r, const cJSON *root)
 {
     static const char *const paths[] = {"/s/t/a", "/"};
     for (int type = EO_EXISTS; type <= EO_CHILDREN; type++)
@@ -147,7 +146,7 @@ static void reads(run *r, const cJSON *root, uint64_t log_from)
                       type == EO_EXISTS ? EW_EXISTS
                       : type == EO_GET  ? EW_DATA
                                         : EW_CHILD,
-                      paths[p], rev, log_from);
+                      paths[p], rev);
             reign__et_result_free(&t, &res);
             CHECK(t.value == NULL && res.children == NULL);
         }
@@ -173,20 +172,22 @@ static void writes(const cJSON *root)
 /* The input as the lines of a watch stream (the last one even without its newline). */
 static void lines(run *r, const uint8_t *data, size_t size)
 {
-    r->e->stream = &stand_in;
-    watch(r, EW_EXISTS, "/s/t/a", 0, 0);
-    watch(r, EW_DATA, "/s/t/a/b", 5, 0);
-    watch(r, EW_CHILD, "/s/t/a", 0, 0);
-    watch(r, EW_CHILD, "/", 0, 0);
-    watch(r, EW_DATA, "/s/t/x", 100, 0);
-    watch(r, EW_EXISTS, "/s/t/a/q/n_0000000000", 0, 0);
+    /* Their watchers' ids are 1 to 6, in this order. */
+    watch(r, EW_EXISTS, "/s/t/a", 0);
+    watch(r, EW_DATA, "/s/t/a/b", 5);
+    watch(r, EW_CHILD, "/s/t/a", 0);
+    watch(r, EW_CHILD, "/", 0);
+    watch(r, EW_DATA, "/s/t/x", 100);
+    watch(r, EW_EXISTS, "/s/t/a/q/n_0000000000", 0);
+    estream *s = reign__ew_batch(r->e);
+    CHECK(s != NULL);
     for (size_t at = 0; at < size;) {
         const uint8_t *nl = memchr(data + at, '\n', size - at);
         size_t n = nl ? (size_t)(nl - (data + at)) : size - at;
         char *copy = malloc(n ? n : 1); /* its exact size: a read past it is seen */
         CHECK(copy != NULL);
         memcpy(copy, data + at, n);
-        reign__ew_line(r->e, copy, n); /* false: the stream ends; the next lines all the same */
+        reign__ew_line(r->e, s, copy, n); /* false: the stream ends; the next lines all the same */
         free(copy);
         at += n + 1;
     }
@@ -196,21 +197,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     setup();
     run r = {.e = etcd_new()};
-    /* A watched read is in flight while the stream delivers: what it missed is in the log. */
-    uint64_t log_from = reign__ew_read_begin(r.e);
     lines(&r, data, size);
     cJSON *root = cJSON_ParseWithLength((const char *)data, size);
     if (root) {
         int code = 0;
         const char *err = reign__ej_error(root, &code);
         CHECK(!err || strlen(err) <= size || !strcmp(err, "unknown error"));
-        reads(&r, root, log_from);
+        reads(&r, root);
         writes(root);
         cJSON_Delete(root);
     }
-    watch(&r, EW_DATA, "/s/t/a", 0, log_from);
-    watch(&r, EW_CHILD, "/s/t/a", 0, log_from);
-    reign__ew_read_end(r.e);
+    watch(&r, EW_DATA, "/s/t/a", 0);
+    watch(&r, EW_CHILD, "/s/t/a", 0);
     reign__ew_drop_all(r.e);
     CHECK(r.e->n_watches == 0);
     etcd_free(r.e);

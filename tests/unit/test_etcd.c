@@ -35,14 +35,13 @@ static reign__etcd *etcd_new(const char *prefix)
     e->prefix_len = strlen(prefix);
     e->gen = 1;
     e->lease = LEASE;
-    reign__timer_init(&e->stream_timer, NULL, NULL);
+    reign__ew_init(e);
     reign__timer_init(&e->hold_timer, NULL, NULL);
     return e;
 }
 
 static void etcd_free(reign__etcd *e)
 {
-    e->stream = NULL; /* a stand-in, never a request of etcd_http.c */
     reign__ew_free(e);
     reign__et_seq_free(e);
     reign__free(e->prefix);

@@ -49,6 +49,7 @@ int reign__etcd_multi(reign__etcd *e, const reign__zk_mop *ops, size_t n, void *
 int reign__etcd_batch_wait(reign__etcd *e, void *owner, reign__zk_ready_cb *cb, void *arg);
 void reign__etcd_flush(reign__etcd *e);
 void reign__etcd_forget(reign__etcd *e, void *owner);
+void reign__etcd_seq_hint(reign__etcd *e, const char *dir);
 
 /*
  * Revokes lease `e->session` from outside the process that holds it (etcd_end.c), for the

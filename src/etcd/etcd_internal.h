@@ -208,6 +208,10 @@ void reign__et_result_free(etxn *t, reign__zk_result *r);
 void reign__et_write_ok(etxn *t, const cJSON *root, reign__zk_result *r);
 bool reign__et_write_failed(etxn *t, const cJSON *root, reign__zk_result *r);
 void reign__et_seq_free(reign__etcd *e);
+/* The key of dir's sequence counter, allocated (NULL: no memory). */
+char *reign__et_counter_key(const reign__etcd *e, const char *dir);
+/* A counter's key-value as a read found it: kept unless the client knows a later one. */
+void reign__et_seq_seen(reign__etcd *e, const cJSON *kv);
 
 /* ---- etcd_ops.c -------------------------------------------------------------------------- */
 
@@ -261,6 +265,8 @@ struct reign__etcd {
     eop *ops, *ops_tail; /* every operation not yet delivered, in the order asked */
     void *scopes;        /* the lines of operations by scope (etcd_ops.c) */
     eop *wide_head, *wide_tail;
+    eop *ready, *ready_tail; /* to send at the end of this turn of the loop (etcd_ops.c) */
+    bool no_batch;           /* etcd refused a batch: one txn per operation from then on */
     uint64_t op_seq;
     ewait *waiters, **waiters_tail;
     struct seqc *seqs; /* what each parent's sequence counter was last seen at */

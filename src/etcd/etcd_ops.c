@@ -14,6 +14,7 @@
 #include "etcd_internal.h"
 
 #define SCOPE_BUCKETS 1024
+#define BATCH_MAX     8                        /* operations of a line in one txn */
 #define HOLD_MAX_NS   (500 * REIGN__NS_PER_MS) /* a watch that lags longer is not waited for */
 
 struct eop {
@@ -38,7 +39,17 @@ struct eop {
     int64_t held_rev, held_since;
     eop *hprev, *hnext; /* the held ones, in e->held */
     reign__timer retry_timer;
+    struct ebatch *batch; /* out in this batch, its answer not yet handed to it */
+    bool ready;           /* may go: sent at the end of the loop's turn (flush) */
+    eop *rprev, *rnext;   /* the ready ones, in e->ready */
+    int64_t sent_ns;      /* a batch's member: when the batch was sent */
 };
+
+/* Operations of one line sent as one txn, each a txn nested in it (etcd_ops.c, "Batches"). */
+typedef struct ebatch {
+    eop *m[BATCH_MAX];
+    size_t n;
+} ebatch;
 
 /* ---- operations: life ----------------------------------------------------------------------- */
 
@@ -167,15 +178,34 @@ static bool may_go(const eop *op)
     return op->scope && op->scope->head == op && (!e->wide_head || e->wide_head->seq > op->seq);
 }
 
-/* Sends op now, or once the earlier ones of its scope are answered. */
+static void unready(reign__etcd *e, eop *op)
+{
+    if (!op->ready)
+        return;
+    *(op->rprev ? &op->rprev->rnext : &e->ready) = op->rnext;
+    *(op->rnext ? &op->rnext->rprev : &e->ready_tail) = op->rprev;
+    op->rprev = op->rnext = NULL;
+    op->ready = false;
+}
+
+/* Sends op at the end of this turn of the loop (with what follows it in its line, then), or
+ * once the earlier ones of its scope are answered. */
 static void go(eop *op)
 {
-    if (op->t.e->closed || !may_go(op)) {
+    reign__etcd *e = op->t.e;
+    if (op->batch || op->ready)
+        return; /* out already, or about to go */
+    if (e->closed || !may_go(op)) {
         op->blocked = true;
         return;
     }
     op->blocked = false;
-    send_op(op);
+    op->ready = true;
+    op->rprev = e->ready_tail;
+    *(e->ready_tail ? &e->ready_tail->rnext : &e->ready) = op;
+    e->ready_tail = op;
+    if (op == e->ready)
+        reign__eh_wake(e); /* a turn, and its flush, comes */
 }
 
 /* After an operation left its line: who may go now (next: its scope's new first). */
@@ -203,6 +233,11 @@ static void free_op(eop *op)
     reign__timer_stop(e->cfg.timers, &op->retry_timer);
     if (op->q)
         reign__eh_drop(op->q);
+    unready(e, op);
+    if (op->batch)
+        for (size_t i = 0; i < op->batch->n; i++)
+            if (op->batch->m[i] == op)
+                op->batch->m[i] = NULL;
     if (op->held) {
         cJSON_Delete(op->held);
         unhold(e, op);
@@ -234,7 +269,7 @@ static void deliver(eop *op, reign__zk_result *r)
     reign__zk_cb *cb = op->cb;
     void *owner = op->owner, *arg = op->arg;
     op->cb = NULL;
-    r->sent_ns = op->q ? op->q->sent_ns : 0;
+    r->sent_ns = op->q ? op->q->sent_ns : op->sent_ns;
     if (cb)
         cb(owner, arg, r);
 }
@@ -366,10 +401,9 @@ void reign__eo_free(reign__etcd *e)
 }
 
 /* An attempt got no answer, or one to try elsewhere: again on the next member, or the end. */
-static void failed_attempt(eop *op, int rc, const char *msg)
+static void failed_attempt(eop *op, int rc, const char *msg, size_t m)
 {
     reign__etcd *e = op->t.e;
-    size_t m = op->q ? op->q->member : e->cur;
     reign__eh_next_member(e, m);
     e->trouble(e, m, msg);
     bool again = (op->flags & REIGN__ZK_RETRY) || op->t.type != EO_WRITE;
@@ -432,17 +466,14 @@ static bool waits(const eop *op)
     return false;
 }
 
-static void on_answer(ereq *q, void *arg)
+/* An answer that is not a txn's: an error of the store, or none (member m). */
+static void answer_failed(eop *op, int rc, const char *msg, size_t m)
 {
-    eop *op = arg;
     reign__etcd *e = op->t.e;
-    int rc;
-    char msg[256];
-    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
-    if (!root) {
+    {
         reign__log(e->log, REIGN_LOG_DEBUG, "etcd: %s", msg);
         if (reign__eh_transient(rc)) {
-            failed_attempt(op, rc, msg);
+            failed_attempt(op, rc, msg, m);
             return;
         }
         if (rc == REIGN_EAUTH && e->cfg.user && op->attempts <= e->cfg.retry_max) {
@@ -458,8 +489,13 @@ static void on_answer(ereq *q, void *arg)
         if (rc == REIGN_EBACKEND || rc == REIGN_EAUTH)
             snprintf(e->errmsg, sizeof(e->errmsg), "%s", msg);
         deliver_rc(op, rc);
-        return;
     }
+}
+
+/* The txn's answer: root is op's (kept while the answer waits for its events). */
+static void answered(eop *op, cJSON *root)
+{
+    reign__etcd *e = op->t.e;
     if (op->t.type != EO_WRITE) {
         read_done(op, root);
         free_op(op);
@@ -490,6 +526,18 @@ static void on_answer(ereq *q, void *arg)
         }
     }
     cJSON_Delete(root);
+}
+
+static void on_answer(ereq *q, void *arg)
+{
+    eop *op = arg;
+    int rc;
+    char msg[256];
+    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
+    if (root)
+        answered(op, root);
+    else
+        answer_failed(op, rc, msg, q->member);
 }
 
 static void hold_timer_cb(reign__timer *t, void *arg)
@@ -558,6 +606,271 @@ static void send_op(eop *op)
     rc = reign__eh_send(e, op->q, "/v3/kv/txn", e->cfg.op_timeout_ms);
     if (rc < 0)
         decide(op, rc, -1);
+}
+
+/* ---- batches --------------------------------------------------------------------------------
+ * ZooKeeper pipelines a session's requests: a resignation's three (its history record's end,
+ * the leader node, its own node) cost one round trip.  A line of etcd operations waits for
+ * each answer before the next goes, so the operations that stand in a line at the end of a
+ * turn of the loop go out as one txn instead, each a txn nested in it: etcd applies them in
+ * order, each succeeding or failing on its own, at one revision; and each gets its own answer,
+ * as if it had gone alone.  But etcd judges every nested txn's comparisons before it applies
+ * any of them, and refuses a txn in which two writes touch the same key: so a batch ends
+ * before an operation that compares or writes a key one before it in the batch writes (a
+ * create under a node made just before it, two sequence creates in one directory: both move
+ * its counter).  Operations on keys of their own, such as a resignation's, go together.
+ */
+
+typedef struct ekey {
+    char *k, *end; /* a key (end NULL), or the range [k, end) */
+    size_t kl, el;
+} ekey;
+
+static int keycmp(const char *a, size_t al, const char *b, size_t bl)
+{
+    int c = memcmp(a, b, al < bl ? al : bl);
+    return c ? c : (al > bl) - (al < bl);
+}
+
+static bool overlaps(const ekey *a, const ekey *b)
+{
+    const char *ae = a->end ? a->end : a->k, *be = b->end ? b->end : b->k;
+    size_t ael = a->end ? a->el : a->kl, bel = b->end ? b->el : b->kl;
+    /* [a.k, ae) against [b.k, be), where a key alone is [k, k]. */
+    bool a_below_b = a->end ? keycmp(ae, ael, b->k, b->kl) <= 0 : keycmp(ae, ael, b->k, b->kl) < 0;
+    bool b_below_a = b->end ? keycmp(be, bel, a->k, a->kl) <= 0 : keycmp(be, bel, a->k, a->kl) < 0;
+    return !a_below_b && !b_below_a;
+}
+
+typedef struct ekeys {
+    ekey *v;
+    size_t n, cap;
+} ekeys;
+
+static bool add_key(ekeys *ks, const cJSON *w)
+{
+    if (ks->n == ks->cap) {
+        size_t c = ks->cap ? ks->cap * 2 : 16;
+        ekey *nv = reign__realloc(ks->v, c * sizeof(*nv));
+        if (!nv)
+            return false;
+        ks->v = nv;
+        ks->cap = c;
+    }
+    ekey *k = &ks->v[ks->n];
+    *k = (ekey){0};
+    if (!(k->k = reign__ej_bytes(w, "key", &k->kl)))
+        return false;
+    k->end = reign__ej_bytes(w, "range_end", &k->el);
+    ks->n++;
+    return true;
+}
+
+/* The keys a txn's body writes (in either branch) into w, and those it compares into c (false:
+ * they could not all be read). */
+static bool keys_of(const cJSON *txn, ekeys *w, ekeys *c)
+{
+    const cJSON *cmp, *op;
+    cJSON_ArrayForEach(cmp, cJSON_GetObjectItemCaseSensitive(txn, "compare"))
+    {
+        if (!add_key(c, cmp))
+            return false;
+    }
+    static const char *const branches[] = {"success", "failure"};
+    for (size_t b = 0; b < 2; b++)
+        cJSON_ArrayForEach(op, cJSON_GetObjectItemCaseSensitive(txn, branches[b]))
+        {
+            const cJSON *nested = cJSON_GetObjectItemCaseSensitive(op, "request_txn");
+            const cJSON *put = cJSON_GetObjectItemCaseSensitive(op, "request_put");
+            const cJSON *del = cJSON_GetObjectItemCaseSensitive(op, "request_delete_range");
+            if ((nested && !keys_of(nested, w, c)) || (put && !add_key(w, put)) ||
+                (del && !add_key(w, del)))
+                return false;
+        }
+    return true;
+}
+
+static void keys_clear(ekeys *ks)
+{
+    for (size_t i = 0; i < ks->n; i++) {
+        reign__free(ks->v[i].k);
+        reign__free(ks->v[i].end);
+    }
+    ks->n = 0;
+}
+
+/* Does a key of a[from..) overlap one of b[0..upto)? */
+static bool meets(const ekeys *a, size_t from, const ekeys *b, size_t upto)
+{
+    for (size_t i = from; i < a->n; i++)
+        for (size_t j = 0; j < upto; j++)
+            if (overlaps(&a->v[i], &b->v[j]))
+                return true;
+    return false;
+}
+
+static void on_batch_answer(ereq *q, void *arg);
+
+/* Sends op and those that wait behind it in its line (as many as may go together). */
+static void send_line(eop *op)
+{
+    reign__etcd *e = op->t.e;
+    eop *m[BATCH_MAX];
+    size_t n = 0;
+    m[n++] = op;
+    if (!e->no_batch && op->scope && op->gen == e->gen && !op->local_rc)
+        for (eop *o = op->snext; o && n < BATCH_MAX; o = o->snext) {
+            if (!o->blocked || o->waiting || o->q || o->batch || o->local_rc || o->gen != e->gen)
+                break;
+            m[n++] = o;
+        }
+    if (n == 1) {
+        send_op(op);
+        return;
+    }
+    /* Each one's own txn, as send_op() builds it, until one cannot join. */
+    reign__buf body[BATCH_MAX];
+    ekeys w = {0}, c = {0};
+    size_t in = 0;
+    for (; in < n; in++) {
+        reign__buf_init(&body[in]);
+        size_t bad = 0, wfrom = w.n;
+        keys_clear(&c);
+        int rc = reign__et_build(&m[in]->t, &body[in], &bad);
+        cJSON *j =
+            rc == 0 && !body[in].oom ? cJSON_ParseWithLength(body[in].data, body[in].len) : NULL;
+        bool ok =
+            j && keys_of(j, &w, &c) && !meets(&w, wfrom, &w, wfrom) && !meets(&c, 0, &w, wfrom);
+        cJSON_Delete(j);
+        if (!ok) {
+            reign__buf_free(&body[in]);
+            break;
+        }
+    }
+    keys_clear(&w);
+    keys_clear(&c);
+    reign__free(w.v);
+    reign__free(c.v);
+    ebatch *b = in >= 2 ? reign__calloc(1, sizeof(*b)) : NULL;
+    ereq *q = b ? reign__eh_new(e, on_batch_answer, b) : NULL;
+    if (q) {
+        q->ordinary = true;
+        reign__buf_puts(&q->body, "{\"success\":[");
+        for (size_t i = 0; i < in; i++) {
+            reign__buf_puts(&q->body, i ? ",{\"request_txn\":" : "{\"request_txn\":");
+            reign__buf_append(&q->body, body[i].data, body[i].len);
+            reign__buf_puts(&q->body, "}");
+        }
+        reign__buf_puts(&q->body, "]}");
+    }
+    for (size_t i = 0; i < in; i++)
+        reign__buf_free(&body[i]);
+    if (!q || q->body.oom) { /* alone, then: send_op() builds it again */
+        if (q)
+            reign__eh_drop(q);
+        reign__free(b);
+        send_op(op);
+        return;
+    }
+    reign_trace("etcd.batch", "%zu %s", in, op->scope->key);
+    for (size_t i = 0; i < in; i++) {
+        m[i]->batch = b;
+        m[i]->blocked = false;
+        m[i]->attempts++;
+        b->m[b->n++] = m[i];
+    }
+    if (reign__eh_send(e, q, "/v3/kv/txn", e->cfg.op_timeout_ms) < 0) {
+        reign__eh_drop(q);
+        for (size_t i = 0; i < b->n; i++) {
+            b->m[i]->batch = NULL;
+            b->m[i]->attempts--;
+            b->m[i]->blocked = i > 0;
+        }
+        reign__free(b);
+        send_op(op);
+    }
+}
+
+/* Member i of a batch's answer, as the answer to its own txn: the nested txn's answer under the
+ * batch's header (its revision). */
+static cJSON *member_answer(cJSON *root, size_t i)
+{
+    cJSON *rs = cJSON_GetObjectItemCaseSensitive(root, "responses");
+    cJSON *r = cJSON_GetArrayItem(rs, (int)i);
+    cJSON *txn = cJSON_GetObjectItemCaseSensitive(r, "response_txn");
+    const cJSON *header = cJSON_GetObjectItemCaseSensitive(root, "header");
+    if (!cJSON_IsObject(txn))
+        return NULL;
+    cJSON *own = cJSON_CreateObject();
+    cJSON *h = cJSON_Duplicate(header, true);
+    cJSON *parts = cJSON_DetachItemFromObjectCaseSensitive(txn, "responses");
+    if (!own || !h || !cJSON_AddItemToObject(own, "header", h)) {
+        cJSON_Delete(h);
+        cJSON_Delete(parts);
+        cJSON_Delete(own);
+        return NULL;
+    }
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(txn, "succeeded")))
+        cJSON_AddTrueToObject(own, "succeeded");
+    if (parts)
+        cJSON_AddItemToObject(own, "responses", parts);
+    return own;
+}
+
+static void on_batch_answer(ereq *q, void *arg)
+{
+    ebatch *b = arg;
+    int rc;
+    char msg[256];
+    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
+    size_t member = q->member;
+    int64_t sent = q->sent_ns;
+    reign__eh_drop(q);
+    eop *first = NULL;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->m[i]) {
+            b->m[i]->sent_ns = sent;
+            first = first ? first : b->m[i];
+        }
+    if (!root && rc == REIGN_EBACKEND && first && !first->t.e->no_batch) {
+        /* etcd refused the batch itself (a limit, a key twice): each alone, from now on. */
+        reign__etcd *e = first->t.e;
+        reign__log(e->log, REIGN_LOG_NOTICE, "etcd: a batch of txns refused (%s): one by one now",
+                   msg);
+        e->no_batch = true;
+        for (size_t i = 0; i < b->n; i++)
+            if (b->m[i]) {
+                b->m[i]->batch = NULL;
+                b->m[i]->attempts--;
+                b->m[i]->blocked = b->m[i] != first;
+            }
+        reign__free(b);
+        send_op(first);
+        return;
+    }
+    /* In order; each member stays in the batch (go() leaves it be) until its own turn. */
+    for (size_t i = 0; i < b->n; i++) {
+        eop *op = b->m[i];
+        if (!op)
+            continue; /* freed meanwhile */
+        op->batch = NULL;
+        b->m[i] = NULL;
+        if (!root) {
+            bool again = (op->flags & REIGN__ZK_RETRY) || op->t.type != EO_WRITE;
+            if (op != first && reign__eh_transient(rc) && again)
+                op->blocked = true; /* it goes again when its turn comes */
+            else
+                answer_failed(op, rc, msg, member);
+            continue;
+        }
+        cJSON *own = member_answer(root, i);
+        if (own)
+            answered(op, own);
+        else
+            deliver_rc(op, REIGN_EBACKEND);
+    }
+    cJSON_Delete(root);
+    reign__free(b);
 }
 
 /* ---- the calls of zk.h ------------------------------------------------------------------------
@@ -694,6 +1007,18 @@ int reign__etcd_batch_wait(reign__etcd *e, void *owner, reign__zk_ready_cb *cb, 
 
 void reign__etcd_flush(reign__etcd *e)
 {
+    /* What may go now, with what waits behind it in its line. */
+    while (e->ready) {
+        eop *op = e->ready;
+        unready(e, op);
+        if (op->q || op->batch || op->waiting)
+            continue;
+        if (e->closed || !may_go(op)) {
+            op->blocked = true;
+            continue;
+        }
+        send_line(op);
+    }
     /* Each batched multi is a txn of its own: the room is always there. */
     ewait *list = e->waiters;
     e->waiters = NULL;
@@ -705,6 +1030,36 @@ void reign__etcd_flush(reign__etcd *e)
             w->cb(w->owner, w->arg, e->closed ? REIGN_ECLOSED : 0);
         reign__free(w);
     }
+}
+
+static void on_counter(ereq *q, void *arg)
+{
+    reign__etcd *e = arg;
+    int rc;
+    char msg[256];
+    cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
+    reign__eh_drop(q);
+    const cJSON *kvs = cJSON_GetObjectItemCaseSensitive(root, "kvs");
+    if (cJSON_GetArraySize(kvs) == 1)
+        reign__et_seq_seen(e, cJSON_GetArrayItem(kvs, 0));
+    cJSON_Delete(root);
+}
+
+void reign__etcd_seq_hint(reign__etcd *e, const char *dir)
+{
+    if (e->closed || !e->lease || !path_ok(dir))
+        return;
+    char *key = reign__et_counter_key(e, dir);
+    ereq *q = key ? reign__eh_new(e, on_counter, e) : NULL;
+    if (q) {
+        q->ordinary = true;
+        reign__buf_puts(&q->body, "{\"key\":");
+        reign__ej_b64(&q->body, key, strlen(key));
+        reign__buf_puts(&q->body, "}");
+        if (reign__eh_send(e, q, "/v3/kv/range", e->cfg.op_timeout_ms) < 0)
+            reign__eh_drop(q); /* a hint: the claim finds the counter out itself */
+    }
+    reign__free(key);
 }
 
 void reign__etcd_forget(reign__etcd *e, void *owner)

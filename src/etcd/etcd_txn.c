@@ -210,6 +210,35 @@ static void seq_set(reign__etcd *e, const char *key, int64_t version, int64_t va
     (*s)->value = value;
 }
 
+char *reign__et_counter_key(const reign__etcd *e, const char *dir)
+{
+    char *k = kids_of(e, dir);
+    size_t n = k ? strlen(k) : 0;
+    char *c = k ? reign__malloc(n + 2) : NULL;
+    if (c) {
+        memcpy(c, k, n);
+        memcpy(c + n, ".", 2);
+    }
+    reign__free(k);
+    return c;
+}
+
+void reign__et_seq_seen(reign__etcd *e, const cJSON *kv)
+{
+    size_t kl, vl;
+    char *k = reign__ej_bytes(kv, "key", &kl);
+    char *v = reign__ej_bytes(kv, "value", &vl);
+    int64_t nver = reign__ej_i64(kv, "version"), nval = v ? strtoll(v, NULL, 10) : 0;
+    int64_t ver, val;
+    if (k && strlen(k) == kl && kl > e->prefix_len && !strcmp(k + kl - 2, "/.")) {
+        seq_get(e, k, &ver, &val);
+        if (nver > ver)
+            seq_set(e, k, nver, nval > val ? nval : val);
+    }
+    reign__free(k);
+    reign__free(v);
+}
+
 void reign__et_seq_free(reign__etcd *e)
 {
     if (!e->seqs)

@@ -227,6 +227,11 @@ int reign__zk_check_and_set(reign__zk *zk, const char *check_path, const char *p
 /* No callback of `owner` runs after this. */
 void reign__zk_forget(reign__zk *zk, void *owner);
 
+/* A sequential create under `dir` is coming soon (a waiter first in line will claim, and number
+ * its history record): on etcd, whose sequence numbers come from a counter the client must have
+ * seen, read the counter now, off the claim's path; on ZooKeeper, nothing. */
+void reign__zk_seq_hint(reign__zk *zk, const char *dir);
+
 /* A write the end of a session makes first, in the session: data at `path` (under the end's
  * root), only if the node is at version 0. */
 typedef struct reign__zk_end_write {

@@ -816,6 +816,12 @@ void reign__zki_disown(reign__zk *zk, owned *o)
 
 #define OWNER_OF(o, type) ((type *)(void *)((char *)(o)-offsetof(type, own)))
 
+void reign__zk_seq_hint(reign__zk *zk, const char *dir)
+{
+    if (zk->etcd)
+        reign__etcd_seq_hint(zk->etcd, dir);
+}
+
 void reign__zk_forget(reign__zk *zk, void *owner)
 {
     if (zk->etcd) {

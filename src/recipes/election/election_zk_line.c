@@ -263,6 +263,8 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     bool watch = !e->watch.pred || strcmp(e->watch.pred, pred) != 0;
     if (watch)
         set_str(&e->watch.pred, pred);
+    if (watch && e->watch.pred_is_first)
+        reign__zk_seq_hint(e->zk, e->history_path); /* our claim numbers a record there */
     int rc = reign__zk_exists(e->zk, pred, watch ? on_pred_event : NULL, REIGN__ZK_RETRY, e,
                               on_pred_exists, ARG(e, watch));
     if (rc < 0 && watch)

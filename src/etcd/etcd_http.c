@@ -140,9 +140,15 @@ static size_t on_write(char *p, size_t size, size_t n, void *userp)
     ereq *q = userp;
     if (reign__buf_append(&q->resp, p, size * n) < 0)
         return 0; /* out of memory: curl ends the request with an error */
-    if (q->stream && !q->got_data)
-        q->e->n_stream_data++;
-    q->got_data = true;
+    if (q->stream && !q->got_data) {
+        reign__etcd *e = q->e;
+        q->dprev = NULL;
+        q->dnext = e->with_data;
+        if (e->with_data)
+            e->with_data->dprev = q;
+        e->with_data = q;
+        q->got_data = true;
+    }
     return size * n;
 }
 
@@ -169,12 +175,22 @@ ereq *reign__eh_new(reign__etcd *e, ereq_done *done, void *arg)
     return q;
 }
 
+/* Out of the streams with bytes not handed out. */
+static void no_data(reign__etcd *e, ereq *q)
+{
+    if (!q->got_data)
+        return;
+    *(q->dprev ? &q->dprev->dnext : &e->with_data) = q->dnext;
+    if (q->dnext)
+        q->dnext->dprev = q->dprev;
+    q->dprev = q->dnext = NULL;
+    q->got_data = false;
+}
+
 static void unlink_req(ereq *q)
 {
     reign__etcd *e = q->e;
-    if (q->stream && q->got_data)
-        e->n_stream_data--;
-    q->got_data = false;
+    no_data(e, q);
     if (q->prev)
         q->prev->next = q->next;
     else if (e->reqs == q)
@@ -368,15 +384,10 @@ static void pump_done(reign__etcd *e)
         q->done(q, q->arg); /* may free q, send it again, or send others */
     }
     admit(e);
-    /* Streams hand out their lines as they come (a done may free any request: from the top). */
-    while (e->n_stream_data) {
-        ereq *q = e->reqs;
-        while (q && !(q->stream && q->got_data))
-            q = q->next;
-        if (!q)
-            break;
-        q->got_data = false;
-        e->n_stream_data--;
+    /* Streams hand out their lines as they come (a done may free any request). */
+    while (e->with_data) {
+        ereq *q = e->with_data;
+        no_data(e, q);
         if (q->h)
             q->done(q, q->arg); /* h still set: a part, not the end */
     }

@@ -88,7 +88,8 @@ struct ereq {
     reign__buf resp;
     size_t line_at; /* a stream: how much of resp was handed out as lines */
     bool stream;
-    bool got_data;     /* a stream: bytes came since the last look */
+    bool got_data; /* a stream: bytes came since the last look (then in e->with_data) */
+    ereq *dprev, *dnext;
     bool ordinary;     /* an operation: waits its turn when many are out (etcd_http.c) */
     bool waiting_turn; /* ... and waits now, in e->backlog */
     ereq *bprev, *bnext;
@@ -278,9 +279,9 @@ struct reign__etcd {
     reign__timer flush_timer;
     estream *streams;
     size_t n_streams;
-    estream *ew_busy;     /* the stream whose lines are being handled */
-    size_t n_stream_data; /* streams with bytes not yet handed out (etcd_http.c) */
-    size_t n_held;        /* answers of writes waiting for their events */
+    estream *ew_busy; /* the stream whose lines are being handled */
+    ereq *with_data;  /* streams with bytes not yet handed out (etcd_http.c) */
+    size_t n_held;    /* answers of writes waiting for their events */
     eop *held, *held_tail;
     reign__timer hold_timer;
     /* What the layers below tell etcd.c, which sets these (they never call up by name):

@@ -34,7 +34,7 @@ struct estream {
     estream *prev, *next;
     reign__etcd *e;
     ereq *q;    /* its request; NULL while it waits to start again */
-    ewatch **w; /* by slot (the watcher's id is slot + 1); NULL once fired or forgotten */
+    ewatch **w; /* by slot (its watchers' ids: 2 slot + 1 and 2); NULL once fired or forgotten */
     size_t n, live;
     int backoff_ms;
     bool dead; /* freed once its lines are handled (etcd_watch.c's stream_done) */
@@ -357,36 +357,52 @@ static void stream_later(estream *s)
     reign__timer_start(e->cfg.timers, &s->retry, reign__now_ns() + (int64_t)ms * REIGN__NS_PER_MS);
 }
 
-/* One watcher's request: its node's key, or for a children watch the node's key and every key
- * under it (and, harmlessly, its siblings whose names go on with a byte below '/'+1), from the
- * revision after the last one it was sent. */
-static void create_request(const reign__etcd *e, reign__buf *b, const ewatch *w, size_t id)
+/* A watch's two watchers: its node's key, or for a children watch the node's key and every key
+ * under it (and, harmlessly, its siblings whose names go on with a byte below '/'+1).  The
+ * first (id 2 slot + 1) starts at the revision after the last one the watch was sent: it misses
+ * nothing.  But etcd serves a watcher that starts below its current revision from a loop that
+ * runs every 100 ms until it has caught up, and a watch made after a read usually does (anyone's
+ * write in between moves the revision): so a second one (id 2 slot + 2) starts at the current
+ * revision, and delivers what happens from then on at once. */
+static void create_request(const reign__etcd *e, reign__buf *b, const ewatch *w, size_t slot)
 {
-    char key[1100];
+    char key[1100], end[1100];
     int kl = snprintf(key, sizeof(key), "%s%s", e->prefix, w->path);
     if (kl <= 0 || (size_t)kl + 2 > sizeof(key)) {
         b->oom = true; /* no path is that long: it never gets here */
         return;
     }
+    size_t el = (size_t)kl;
+    memcpy(end, key, el);
+    if (w->kind == EW_CHILD && key[kl - 1] == '/')
+        reign__ej_prefix_end(end, el); /* the root: everything under it */
+    else if (w->kind == EW_CHILD)
+        end[el++] = '0'; /* the byte after '/' */
+    size_t at = b->len;
     reign__buf_puts(b, "{\"create_request\":{\"key\":");
     reign__ej_b64(b, key, (size_t)kl);
     if (w->kind == EW_CHILD) {
-        if (key[kl - 1] == '/')
-            reign__ej_prefix_end(key, (size_t)kl); /* the root: everything under it */
-        else
-            key[kl++] = '0'; /* the byte after '/' */
         reign__buf_puts(b, ",\"range_end\":");
-        reign__ej_b64(b, key, (size_t)kl);
+        reign__ej_b64(b, end, el);
     }
+    size_t common = b->len - at;
     reign__buf_printf(b, ",\"start_revision\":\"%lld\",\"watch_id\":\"%zu\"}}",
-                      (long long)w->rev + 1, id);
+                      (long long)w->rev + 1, 2 * slot + 1);
+    char *same = b->oom ? NULL : reign__memdup(b->data + at, common);
+    if (!same) {
+        b->oom = true;
+        return;
+    }
+    reign__buf_append(b, same, common); /* the same range, from now on */
+    reign__free(same);
+    reign__buf_printf(b, ",\"watch_id\":\"%zu\"}}", 2 * slot + 2);
 }
 
 void reign__ew_request(const reign__etcd *e, const estream *s, reign__buf *b)
 {
     for (size_t i = 0; i < s->n; i++)
         if (s->w[i])
-            create_request(e, b, s->w[i], i + 1);
+            create_request(e, b, s->w[i], i);
 }
 
 static void stream_send(estream *s)
@@ -427,8 +443,9 @@ void reign__ew_leave_member(reign__etcd *e, size_t m)
     }
 }
 
-/* One event for the watch in `slot`: fires it, or moves on where it would start again. */
-static void stream_event(reign__etcd *e, estream *s, size_t slot, const cJSON *ev)
+/* One event for the watch in `slot` (from its watcher at the current revision, or from the one
+ * that misses nothing): fires it, or moves on where it would start again. */
+static void stream_event(reign__etcd *e, estream *s, size_t slot, bool current, const cJSON *ev)
 {
     const cJSON *kv = cJSON_GetObjectItemCaseSensitive(ev, "kv");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(ev, "type");
@@ -458,8 +475,9 @@ static void stream_event(reign__etcd *e, estream *s, size_t slot, const cJSON *e
         }
     }
     /* Nothing for it before this revision (a txn's other events share it): a stream started
-     * again starts there. */
-    if (rev - 1 > w->rev)
+     * again starts there.  Not from the watcher at the current revision: what came before it
+     * started may still be on its way. */
+    if (!current && rev - 1 > w->rev)
         w->rev = rev - 1;
     reign__free(key);
 }
@@ -485,7 +503,8 @@ bool reign__ew_line(reign__etcd *e, estream *s, const char *line, size_t n)
         keep = false;
     } else if (cJSON_IsObject(res)) {
         int64_t id = reign__ej_i64(res, "watch_id");
-        size_t slot = id >= 1 && (uint64_t)id <= s->n ? (size_t)(id - 1) : SIZE_MAX;
+        size_t slot = id >= 1 && (uint64_t)id <= 2 * s->n ? (size_t)(id - 1) / 2 : SIZE_MAX;
+        bool current = id >= 1 && (id - 1) % 2 == 1;
         ewatch *w = slot != SIZE_MAX ? s->w[slot] : NULL;
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "canceled"))) {
             const cJSON *why = cJSON_GetObjectItemCaseSensitive(res, "cancel_reason");
@@ -507,7 +526,7 @@ bool reign__ew_line(reign__etcd *e, estream *s, const char *line, size_t n)
             {
                 if (slot == SIZE_MAX || s->dead || !s->w[slot])
                     break;
-                stream_event(e, s, slot, ev);
+                stream_event(e, s, slot, current, ev);
             }
         }
     }

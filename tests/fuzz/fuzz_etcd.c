@@ -172,7 +172,7 @@ static void writes(const cJSON *root)
 /* The input as the lines of a watch stream (the last one even without its newline). */
 static void lines(run *r, const uint8_t *data, size_t size)
 {
-    /* Their watchers' ids are 1 to 6, in this order. */
+    /* Their watchers' ids are 1 and 2 to 11 and 12, in this order. */
     watch(r, EW_EXISTS, "/s/t/a", 0);
     watch(r, EW_DATA, "/s/t/a/b", 5);
     watch(r, EW_CHILD, "/s/t/a", 0);

@@ -178,7 +178,10 @@ static void test_watch_lines(void **state)
     heard h = {0};
     cur = watch1(e, EW_EXISTS, "/w", 20, &h, "exists");
     /* Its watcher: its node's key alone, from the revision after its read's. */
-    request_is(e, cur, "{'create_request':{'key':</w>,'start_revision':'21','watch_id':'1'}}");
+    /* Two watchers: one from the revision after its read's, one from now on. */
+    request_is(e, cur,
+               "{'create_request':{'key':</w>,'start_revision':'21','watch_id':'1'}}"
+               "{'create_request':{'key':</w>,'watch_id':'2'}}");
     /* Created: nothing fires. */
     assert_true(line(e, "{'result':{@21,'watch_id':'1','created':true}}"));
     assert_int_equal(h.n, 0);
@@ -234,16 +237,16 @@ static void test_watch_lines(void **state)
         "{'result':{'events':'x'}}", "{'result':{'canceled':'yes'}}",
         "{'result':{'watch_id':'1','events':[1,null,{},{'kv':5},{'kv':{}},{'type':'DELETE'}]}}",
         "{'result':{'watch_id':'1','events':[{'kv':{'key':'!!','mod_revision':'30'}}]}}",
-        "{'result':{'watch_id':'2','events':[{'kv':{'key':7,'mod_revision':'30'}}]}}",
+        "{'result':{'watch_id':'3','events':[{'kv':{'key':7,'mod_revision':'30'}}]}}",
         /* "/p/c\0d": a key with a NUL is none of ours; "p/c", "": not a path */
         "{'result':{'watch_id':'1','events':[{'kv':{'key':'L3AvYwBk','mod_revision':'30',"
         "'version':'1'}}]}}",
-        "{'result':{'watch_id':'2','events':[{'kv':{'key':'cC9j','mod_revision':'30',"
+        "{'result':{'watch_id':'3','events':[{'kv':{'key':'cC9j','mod_revision':'30',"
         "'version':'1'}}]}}",
         "{'result':{'watch_id':'2','events':[{'kv':{'key':'','mod_revision':'30','version':'1'}}]}"
         "}",
         /* the right key for a watcher this stream does not have */
-        "{'result':{'watch_id':'3','events':[{'kv':{'key':'L3AvYw==','mod_revision':'31',"
+        "{'result':{'watch_id':'5','events':[{'kv':{'key':'L3AvYw==','mod_revision':'31',"
         "'version':'1'}}]}}",
         "{'result':{'watch_id':'-1','events':[{'kv':{'key':'L3AvYw==','mod_revision':'31',"
         "'version':'1'}}]}}",
@@ -266,7 +269,7 @@ static void test_watch_lines(void **state)
     assert_int_equal(h.ev[4], REIGN__ZK_CREATED);
     assert_string_equal(h.path[4], "/p/c");
     /* The children watch hears the same change on its own watcher. */
-    assert_true(line(e, "{'result':{'watch_id':'2','events':[{'kv':{'key':'L3AvYw==',"
+    assert_true(line(e, "{'result':{'watch_id':'3','events':[{'kv':{'key':'L3AvYw==',"
                         "'mod_revision':'31','version':'1'}}]}}"));
     assert_int_equal(h.n, 6);
     assert_int_equal(h.ev[5], REIGN__ZK_CHILD);
@@ -286,10 +289,12 @@ static void test_watch_revisions(void **state)
     assert_null(reign__ew_batch(e)); /* nothing waits */
     request_is(e, cur,
                "{'create_request':{'key':</team/a>,'start_revision':'31','watch_id':'1'}}"
-               "{'create_request':{'key':</team/a>,'start_revision':'32','watch_id':'2'}}");
+               "{'create_request':{'key':</team/a>,'watch_id':'2'}}"
+               "{'create_request':{'key':</team/a>,'start_revision':'32','watch_id':'3'}}"
+               "{'create_request':{'key':</team/a>,'watch_id':'4'}}");
     assert_true(event_line(e, 1, "/team/a", 29, 2));
     assert_true(event_line(e, 1, "/team/a", 30, 3));
-    assert_true(event_line(e, 2, "/team/a", 31, 4));
+    assert_true(event_line(e, 3, "/team/a", 31, 4));
     assert_int_equal(h.n, 0);
     assert_true(event_line(e, 1, "/team/a", 31, 4));
     assert_int_equal(h.n, 1);
@@ -297,7 +302,7 @@ static void test_watch_revisions(void **state)
     assert_string_equal(h.path[0], "/a");            /* without the prefix */
     assert_true(event_line(e, 1, "/team/a", 32, 5)); /* fired: its watcher's events are void */
     assert_int_equal(h.n, 1);
-    assert_true(event_line(e, 2, "/team/a", 32, 5));
+    assert_true(event_line(e, 3, "/team/a", 32, 5));
     assert_int_equal(h.n, 2);
     assert_string_equal(h.tag[1], "at31");
     assert_int_equal(e->n_watches, 0);
@@ -309,7 +314,15 @@ static void test_watch_revisions(void **state)
     assert_true(event_line(e, 1, "/team/a/b", 43, 1));
     assert_true(event_line(e, 1, "/team/ab", 44, 1));
     assert_int_equal(h.n, 2);
-    request_is(e, cur, "{'create_request':{'key':</team/a>,'start_revision':'44','watch_id':'1'}}");
+    request_is(e, cur,
+               "{'create_request':{'key':</team/a>,'start_revision':'44','watch_id':'1'}}"
+               "{'create_request':{'key':</team/a>,'watch_id':'2'}}");
+    /* What the watcher from now on sends moves nothing: what came before it may be on its way
+     * on the other. */
+    assert_true(event_line(e, 2, "/team/ac", 50, 1));
+    request_is(e, cur,
+               "{'create_request':{'key':</team/a>,'start_revision':'44','watch_id':'1'}}"
+               "{'create_request':{'key':</team/a>,'watch_id':'2'}}");
     /* What a write waits for: a change that fires a watch not fired yet. */
     assert_true(reign__ew_pending(e, "/a", REIGN__ZK_CREATED, 45));
     assert_false(reign__ew_pending(e, "/a", REIGN__ZK_CREATED, 43)); /* not after its read */
@@ -329,6 +342,14 @@ static void test_watch_revisions(void **state)
     assert_int_equal(h.ev[2], REIGN__ZK_CREATED);
     assert_int_equal(e->n_watches, 0);
     assert_false(reign__ew_pending(e, "/a", REIGN__ZK_CREATED, 46));
+
+    /* The watcher from now on fires a watch as well (whichever comes first). */
+    heard now = {0};
+    cur = watch1(e, EW_DATA, "/a", 32, &now, "now");
+    assert_true(event_line(e, 2, "/team/a", 33, 6));
+    assert_int_equal(now.n, 1);
+    assert_true(event_line(e, 1, "/team/a", 33, 6)); /* the other's copy: void */
+    assert_int_equal(now.n, 1);
 
     /* A session ended: none fires, and the streams close. */
     cur = watch1(e, EW_DATA, "/l", 50, &h, "l");
@@ -351,7 +372,9 @@ static void test_watch_children(void **state)
     request_is(e, cur,
                "{'create_request':{'key':</p>,'range_end':</p0>,'start_revision':'11',"
                "'watch_id':'1'}}"
-               "{'create_request':{'key':</p/q>,'start_revision':'11','watch_id':'2'}}");
+               "{'create_request':{'key':</p>,'range_end':</p0>,'watch_id':'2'}}"
+               "{'create_request':{'key':</p/q>,'start_revision':'11','watch_id':'3'}}"
+               "{'create_request':{'key':</p/q>,'watch_id':'4'}}");
     assert_true(reign__ew_pending(e, "/p/c", REIGN__ZK_CREATED, 12));
     assert_true(reign__ew_pending(e, "/p/c", REIGN__ZK_DELETED, 12));
     assert_false(reign__ew_pending(e, "/p/c", REIGN__ZK_CHANGED, 12));
@@ -365,7 +388,7 @@ static void test_watch_children(void **state)
     assert_true(event_line(e, 1, "/p-x", 13, 1));
     assert_true(event_line(e, 1, "/p/q", 14, 2));
     assert_int_equal(h.n, 0);
-    assert_true(event_line(e, 2, "/p/q", 14, 2));
+    assert_true(event_line(e, 3, "/p/q", 14, 2));
     assert_int_equal(h.n, 1);
     assert_string_equal(h.tag[0], "q's data");
     /* A child made: the children watch, on its node's path. */
@@ -397,7 +420,7 @@ static void test_watch_children(void **state)
     cur = watch1(e, EW_CHILD, "/", 20, &h, "root");
     request_is(e, cur,
                "{'create_request':{'key':</t/>,'range_end':</t0>,'start_revision':'21',"
-               "'watch_id':'1'}}");
+               "'watch_id':'1'}}{'create_request':{'key':</t/>,'range_end':</t0>,'watch_id':'2'}}");
     assert_true(line(e, "{'result':{@21,'watch_id':'1','events':[{'kv':{'key':'L3QvcC8u',"
                         "'create_revision':'12','mod_revision':'21','version':'3','value':"
                         "'Mg=='}},{'kv':{'key':'L3QveA==','create_revision':'21','mod_revision':"
@@ -429,7 +452,9 @@ static void test_watch_fold(void **state)
     /* The newest has the one of its turn and the one it took in, each from its own start. */
     request_is(e, e->streams,
                "{'create_request':{'key':</n9>,'start_revision':'110','watch_id':'1'}}"
-               "{'create_request':{'key':</n39>,'start_revision':'140','watch_id':'2'}}");
+               "{'create_request':{'key':</n9>,'watch_id':'2'}}"
+               "{'create_request':{'key':</n39>,'start_revision':'140','watch_id':'3'}}"
+               "{'create_request':{'key':</n39>,'watch_id':'4'}}");
     etcd_free(e);
 }
 

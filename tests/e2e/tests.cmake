@@ -89,4 +89,12 @@ if(TARGET reign_cli)
   reign_e2e(fault e2e_server_restart_short test_server_restart.py ARGS short)
   reign_e2e(fault e2e_server_restart_long test_server_restart.py ARGS long)
   reign_e2e(fault e2e_ensemble test_ensemble.py TIMEOUT 300)
+  # Label sanitize_skip: not run by the sanitizer builds (scripts/test.sh; CONTRIBUTING.md
+  # says how they were chosen).  Each spends seconds waiting on servers or timeouts and
+  # runs no line of src/ or examples/ that the tests still run there do not run too.
+  set_property(TEST
+    e2e_cede e2e_ensemble e2e_guardian_stop e2e_guardian_stop_expired e2e_history_zk
+    e2e_kill_expiry e2e_kill_expiry_no_helper e2e_proxy_cutoff_deadline e2e_proxy_cutoff_immediate
+    e2e_run_leash_zookeeper e2e_same_id_restart e2e_server_restart_long e2e_server_restart_short
+    APPEND PROPERTY LABELS sanitize_skip)
 endif()

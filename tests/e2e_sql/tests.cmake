@@ -84,4 +84,19 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
       set_property(TEST e2e_sql_tls_${store} APPEND PROPERTY ENVIRONMENT REIGND=$<TARGET_FILE:reignd>)
     endif()
   endforeach()
+  # Label sanitize_skip: not run by the sanitizer builds (scripts/test.sh; CONTRIBUTING.md
+  # says how they were chosen).  Each spends seconds waiting on servers or timeouts and
+  # runs no line of src/ or examples/ that the tests still run there do not run too.
+  set_property(TEST
+    e2e_designate_faults_mariadb e2e_designate_faults_postgres e2e_designate_faults_sqlite
+    e2e_history_mariadb e2e_history_postgres e2e_history_sqlite e2e_run_leash_mariadb
+    e2e_run_leash_sqlite e2e_sql_cede_mariadb e2e_sql_cede_postgres e2e_sql_clock_step_postgres
+    e2e_sql_clock_step_sqlite e2e_sql_group_kill_stop_mariadb e2e_sql_group_kill_stop_postgres
+    e2e_sql_group_kill_stop_sqlite e2e_sql_guardian_stop_kill_mariadb
+    e2e_sql_guardian_stop_kill_postgres e2e_sql_guardian_stop_kill_sqlite e2e_sql_kill_mariadb
+    e2e_sql_kill_postgres e2e_sql_kill_sqlite e2e_sql_ls_rm_mariadb e2e_sql_ls_rm_postgres
+    e2e_sql_one_leader_mariadb e2e_sql_one_leader_postgres e2e_sql_one_leader_sqlite
+    e2e_sql_server_restart_mariadb e2e_sql_server_restart_postgres e2e_sql_stop_fence_mariadb
+    e2e_sql_stop_fence_postgres e2e_sql_stop_fence_sqlite e2e_sql_watch_mariadb
+    APPEND PROPERTY LABELS sanitize_skip)
 endif()

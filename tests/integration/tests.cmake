@@ -108,17 +108,20 @@ function(reign_fault_test)
 endfunction()
 
 # The test tools test themselves: the checker needs nothing, the proxy a server to talk to.
+# Label sanitize_skip on these and the tree's check: they run none of the library's code, so
+# the sanitizer builds skip them (scripts/test.sh, CONTRIBUTING.md).
 add_test(NAME tools_check_leadership
   COMMAND ${REIGN_PYTHON} ${REIGN_TOOLS_DIR}/test_check_leadership.py)
-set_tests_properties(tools_check_leadership PROPERTIES LABELS tools TIMEOUT 120)
+set_tests_properties(tools_check_leadership PROPERTIES LABELS "tools;sanitize_skip"
+  TIMEOUT 120)
 # No circle between the library's headers, nor between its source files (docs/style.md).
 add_test(NAME tools_no_cycles
   COMMAND ${REIGN_PYTHON} ${REIGN_TOOLS_DIR}/check_cycles.py ${PROJECT_SOURCE_DIR}/src
   $<TARGET_FILE:reign_internal>)
-set_tests_properties(tools_no_cycles PROPERTIES LABELS tools TIMEOUT 60)
+set_tests_properties(tools_no_cycles PROPERTIES LABELS "tools;sanitize_skip" TIMEOUT 60)
 reign_zk_test(NAME tools_tcpproxy
   COMMAND ${REIGN_PYTHON} ${REIGN_TOOLS_DIR}/test_tcpproxy.py $<TARGET_FILE:reign_tcpproxy>
-  TIMEOUT 180 LABELS tools)
+  TIMEOUT 180 LABELS tools sanitize_skip)
 # scripts/etcd.sh tests itself: one member and a three-member cluster of its own, put and get
 # through etcdctl and the JSON gateway (curl), the leader killed, a member paused, the watchdog.
 # Registered only where Debian's etcd-server, etcd-client and curl are installed (deps.sh).
@@ -131,7 +134,7 @@ if(REIGN_ETCD_PROGRAM AND REIGN_ETCDCTL_PROGRAM AND REIGN_CURL_PROGRAM)
   # Never beside the etcd fault tests (the same lock): it kills and pauses members too.
   set(_reign_etcd_selftest_env REIGN_SCRIPTS=${PROJECT_SOURCE_DIR}/scripts
     REIGN_TEST_STATE_DIR=${CMAKE_BINARY_DIR}/test-state/tools_etcd_servers)
-  set_tests_properties(tools_etcd_servers PROPERTIES LABELS "etcd;tools" TIMEOUT 120
+  set_tests_properties(tools_etcd_servers PROPERTIES LABELS "etcd;tools;sanitize_skip" TIMEOUT 120
     RESOURCE_LOCK etcd_fault ENVIRONMENT "${_reign_etcd_selftest_env}")
 else()
   message(STATUS "etcd, etcdctl or curl not found: tools_etcd_servers not registered "

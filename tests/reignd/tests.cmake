@@ -60,7 +60,8 @@ reignd_unit_test(test_fence)
 add_test(NAME reignd_no_cycles
   COMMAND ${REIGN_PYTHON} ${PROJECT_SOURCE_DIR}/tests/tools/check_cycles.py
   ${PROJECT_SOURCE_DIR}/src/reignd $<TARGET_FILE:reignd_core>)
-set_tests_properties(reignd_no_cycles PROPERTIES LABELS "reignd;tools" TIMEOUT 60)
+# (Label sanitize_skip: it runs none of reignd's code; scripts/test.sh, CONTRIBUTING.md.)
+set_tests_properties(reignd_no_cycles PROPERTIES LABELS "reignd;tools;sanitize_skip" TIMEOUT 60)
 # End to end: two or three reignd with dummy services on the shared ZooKeeper server, one
 # entry per scenario of test_reignd_e2e.py.
 if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
@@ -112,6 +113,25 @@ if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
     COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_reignd_e2e.py kill_guardian
     TIMEOUT 120 LABELS reignd e2e guardian
     ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
+  # Label sanitize_skip: not run by the sanitizer builds (scripts/test.sh; CONTRIBUTING.md
+  # says how they were chosen).  Each spends seconds waiting on servers or timeouts and
+  # runs no line of src/ or examples/ that the tests still run there do not run too.
+  set_property(TEST reignd_e2e_ensemble reignd_e2e_failover_wait reignd_e2e_fence_fail
+    reignd_e2e_restart APPEND PROPERTY LABELS sanitize_skip)
+  if(COMMAND reign_etcd_test)
+    set_property(TEST reignd_e2e_etcd_active_fails reignd_e2e_etcd_failover_wait
+      reignd_e2e_etcd_fence_fail reignd_e2e_etcd_restart reignd_e2e_etcd_same_id
+      APPEND PROPERTY LABELS sanitize_skip)
+  endif()
+  if(COMMAND reign_pg_test)
+    foreach(store mariadb postgres sqlite)
+      set_property(TEST reignd_e2e_${store}_active_fails reignd_e2e_${store}_fence_fail
+        reignd_e2e_${store}_restart reignd_e2e_${store}_same_id
+        APPEND PROPERTY LABELS sanitize_skip)
+    endforeach()
+    set_property(TEST reignd_e2e_mariadb_failover_wait reignd_e2e_postgres_failover_wait
+      APPEND PROPERTY LABELS sanitize_skip)
+  endif()
 endif()
 
 # --- R3: control socket, peer endpoint, metrics, sd_notify, reign ctl ---
@@ -192,16 +212,18 @@ add_test(NAME reignd_page_render COMMAND ${Python3_EXECUTABLE}
 set_tests_properties(reignd_page_render PROPERTIES LABELS "reignd;unit;page" TIMEOUT 60)
 # The page end to end: three reignd on the shared ZooKeeper server (and on etcd), the page read
 # by headless Chromium (scripts/deps.sh) before and after a failover and a killed active, and
-# `reign history --svg`.
+# `reign history --svg`.  Label sanitize_skip on the first two: seconds of Chromium and of
+# failovers, and no line of src/ that the SQLite one and the others do not run too, so the
+# sanitizer builds skip them (scripts/test.sh, CONTRIBUTING.md).
 if(TARGET reignd AND TARGET reign_it_zkraw AND COMMAND reign_zk_test)
   reign_zk_test(NAME reignd_status_page
     COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_status_page.py
-    TIMEOUT 300 LABELS reignd e2e page
+    TIMEOUT 300 LABELS reignd e2e page sanitize_skip
     ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
   if(COMMAND reign_etcd_test)
     reign_etcd_test(NAME reignd_status_page_etcd
       COMMAND ${REIGN_PYTHON} ${REIGND_TESTS_DIR}/test_status_page.py etcd
-      TIMEOUT 300 LABELS reignd e2e page
+      TIMEOUT 300 LABELS reignd e2e page sanitize_skip
       ENVIRONMENT REIGND=$<TARGET_FILE:reignd> REIGN_ZKRAW=$<TARGET_FILE:reign_it_zkraw>)
   endif()
   # On a SQLite file: the page as a SQL store gives it (a store without history says so).

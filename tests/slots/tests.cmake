@@ -30,4 +30,12 @@ if(TARGET reign_cli AND COMMAND reign_sql_fault_test)
   reign_sqlite_test(NAME slots_bad_input
     COMMAND ${REIGN_SQL_PYTHON} ${REIGN_SLOTS_DIR}/test_bad_input.py
     TIMEOUT 120 LABELS e2e slots)
+  # Label sanitize_skip: not run by the sanitizer builds (scripts/test.sh; CONTRIBUTING.md
+  # says how they were chosen).  Each spends seconds waiting on servers or timeouts and
+  # runs no line of src/ or examples/ that the tests still run there do not run too.
+  set_property(TEST
+    slots_mariadb_options slots_mariadb_stop slots_postgres_basic slots_postgres_kill
+    slots_postgres_options slots_postgres_restart slots_sqlite_basic slots_sqlite_options
+    slots_sqlite_stop slots_zk_basic slots_zk_restart slots_zk_stop
+    APPEND PROPERTY LABELS sanitize_skip)
 endif()

@@ -146,20 +146,23 @@ function(reign_sql_fault_test)
   set_tests_properties(${ARG_NAME} PROPERTIES RESOURCE_LOCK sql_fault)
 endfunction()
 
-# The scripts test themselves: servers of their own, restarted, killed, paused, stopped.
+# The scripts test themselves: servers of their own, restarted, killed, paused, stopped.  Label
+# sanitize_skip, here and on the fixtures' check: they run none of the library's code, so the
+# sanitizer builds skip them (scripts/test.sh, CONTRIBUTING.md).
 add_test(NAME tools_sql_servers
   COMMAND ${REIGN_SQL_PYTHON} ${REIGN_SQL_DIR}/test_sql_servers.py)
 # Not at the same time as the fault tests: it kills and pauses servers too, and loads the machine.
 set(_reign_sql_selftest_env REIGN_SCRIPTS=${PROJECT_SOURCE_DIR}/scripts
   REIGN_TEST_STATE_DIR=${CMAKE_BINARY_DIR}/test-state/tools_sql_servers)
 set_tests_properties(tools_sql_servers PROPERTIES
-  LABELS "sql;tools" TIMEOUT 300 RESOURCE_LOCK sql_fault ENVIRONMENT "${_reign_sql_selftest_env}")
+  LABELS "sql;tools;sanitize_skip" TIMEOUT 300 RESOURCE_LOCK sql_fault
+  ENVIRONMENT "${_reign_sql_selftest_env}")
 
 # The shared servers answer as the scripts promise (user reign by password over TCP, the
 # no-grants user refused): a failure here points at the fixture, not at the code under test.
 reign_sql_test(NAME tools_sql_fixtures
   COMMAND ${REIGN_SQL_PYTHON} ${REIGN_SQL_DIR}/test_sql_servers.py --fixtures
-  TIMEOUT 120 LABELS tools)
+  TIMEOUT 120 LABELS tools sanitize_skip)
 
 # SQL backend tests below
 

@@ -42,6 +42,11 @@ if(TARGET reign_cli)
         COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py ${scenario} postgres
         TIMEOUT 300 LABELS e2e tasks)
     endforeach()
+    # Label sanitize_skip: not run by the sanitizer builds (scripts/test.sh; CONTRIBUTING.md
+    # says how they were chosen).  Each spends seconds waiting on servers or timeouts and
+    # runs no line of src/ or examples/ that the tests still run there do not run too.
+    set_property(TEST tasks_submit_cutoff_postgres tasks_stop_worker_postgres tasks_faults_mariadb
+      tasks_faults_postgres APPEND PROPERTY LABELS sanitize_skip)
   endif()
   reign_fault_test(NAME tasks_zk_restart
     COMMAND ${REIGN_PYTHON} ${REIGN_TASKS_TEST_DIR}/test_tasks.py zk_restart

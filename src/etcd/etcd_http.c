@@ -299,7 +299,11 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     if (!q->h)
         return REIGN_ENOMEM;
     q->hdrs = reign__cu.curl_slist_append(NULL, "Content-Type: application/json");
-    q->hdrs = reign__cu.curl_slist_append(q->hdrs, "Expect:");
+    /* A watch stream's request holds several watchers' creates.  The gateway decodes them while
+     * its first answer goes out, and Go's HTTP server, as it writes that answer, throws away
+     * what is left of a request body nobody has read yet: creates were lost (54 to 271 of 300,
+     * measured).  It leaves the body alone when the client asked for "100-continue". */
+    q->hdrs = reign__cu.curl_slist_append(q->hdrs, q->stream ? "Expect: 100-continue" : "Expect:");
     if (q->stream)
         /* A member that loses its leader cancels the watch instead of keeping it silent. */
         q->hdrs = reign__cu.curl_slist_append(q->hdrs, "Grpc-Metadata-hasleader: true");

@@ -350,6 +350,7 @@ static void stream_done(ereq *q, void *arg);
 static void stream_later(estream *s)
 {
     reign__etcd *e = s->e;
+    reign_trace("etcd.wlater", "%p %d", (void *)s, s->backoff_ms);
     if (e->closed)
         return;
     int ms = s->backoff_ms;
@@ -418,6 +419,7 @@ static void stream_send(estream *s)
     q->stream = true;
     reign__ew_request(e, s, &q->body);
     s->q = q;
+    reign_trace("etcd.wsend", "%p %zu %p", (void *)s, s->live, (void *)q);
     if (reign__eh_send(e, q, "/v3/watch", 0) < 0) {
         s->q = NULL;
         reign__eh_drop(q);
@@ -531,6 +533,8 @@ bool reign__ew_line(reign__etcd *e, estream *s, const char *line, size_t n)
         }
     }
     e->ew_busy = was_busy;
+    if (!keep)
+        reign_trace("etcd.wend", "%p %.*s", (void *)s, (int)(n > 200 ? 200 : n), line);
     cJSON_Delete(root);
     return keep;
 }

@@ -269,7 +269,6 @@ static void session_ready(reign__etcd *e, int64_t id)
 {
     e->lease = id;
     e->connected = true;
-    e->had_session = true;
     reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx granted, TTL %d s", (unsigned long long)id,
                e->ttl_s);
     tell(e, REIGN__ZK_CONNECTED);

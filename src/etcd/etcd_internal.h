@@ -257,7 +257,7 @@ struct reign__etcd {
     char session_key[160]; /* PREFIX/reign/./LEASE, on the lease: every write requires it */
     int ttl_s;
     uint64_t gen;
-    bool connected, had_session, closed, ephemeral_told;
+    bool connected, closed, ephemeral_told;
     int64_t last_ack_ns;
     ereq *ka, *grant, *auth;
     reign__timer ka_timer;

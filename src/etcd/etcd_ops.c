@@ -470,26 +470,24 @@ static bool waits(const eop *op)
 static void answer_failed(eop *op, int rc, const char *msg, size_t m)
 {
     reign__etcd *e = op->t.e;
-    {
-        reign__log(e->log, REIGN_LOG_DEBUG, "etcd: %s", msg);
-        if (reign__eh_transient(rc)) {
-            failed_attempt(op, rc, msg, m);
-            return;
-        }
-        if (rc == REIGN_EAUTH && e->cfg.user && op->attempts <= e->cfg.retry_max) {
-            /* An expired token: a new one, and this again once it is there. */
-            e->reauth(e);
-            op->waiting = true;
-            reign__timer_start(e->cfg.timers, &op->retry_timer,
-                               reign__now_ns() + 50 * REIGN__NS_PER_MS);
-            return;
-        }
-        if (rc == REIGN_ESESSION)
-            e->lease_doubt(e);
-        if (rc == REIGN_EBACKEND || rc == REIGN_EAUTH)
-            snprintf(e->errmsg, sizeof(e->errmsg), "%s", msg);
-        deliver_rc(op, rc);
+    reign__log(e->log, REIGN_LOG_DEBUG, "etcd: %s", msg);
+    if (reign__eh_transient(rc)) {
+        failed_attempt(op, rc, msg, m);
+        return;
     }
+    if (rc == REIGN_EAUTH && e->cfg.user && op->attempts <= e->cfg.retry_max) {
+        /* An expired token: a new one, and this again once it is there. */
+        e->reauth(e);
+        op->waiting = true;
+        reign__timer_start(e->cfg.timers, &op->retry_timer,
+                           reign__now_ns() + 50 * REIGN__NS_PER_MS);
+        return;
+    }
+    if (rc == REIGN_ESESSION)
+        e->lease_doubt(e);
+    if (rc == REIGN_EBACKEND || rc == REIGN_EAUTH)
+        snprintf(e->errmsg, sizeof(e->errmsg), "%s", msg);
+    deliver_rc(op, rc);
 }
 
 /* The txn's answer: root is op's (kept while the answer waits for its events). */

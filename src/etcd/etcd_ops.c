@@ -49,6 +49,7 @@ struct eop {
 typedef struct ebatch {
     eop *m[BATCH_MAX];
     size_t n;
+    ereq *q; /* out: the last member freed before the answer drops it, and the batch */
 } ebatch;
 
 /* ---- operations: life ----------------------------------------------------------------------- */
@@ -227,6 +228,21 @@ static void unblock(reign__etcd *e, eop *next, bool was_wide)
         }
 }
 
+/* op leaves its batch before the answer came; the batch ends with its last member. */
+static void batch_leave(ebatch *b, eop *op)
+{
+    bool left = false;
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->m[i] == op)
+            b->m[i] = NULL;
+        left = left || b->m[i];
+    }
+    if (!left && b->q) { /* no answer is being handed out: nobody is left to take one */
+        reign__eh_drop(b->q);
+        reign__free(b);
+    }
+}
+
 static void free_op(eop *op)
 {
     reign__etcd *e = op->t.e;
@@ -235,9 +251,7 @@ static void free_op(eop *op)
         reign__eh_drop(op->q);
     unready(e, op);
     if (op->batch)
-        for (size_t i = 0; i < op->batch->n; i++)
-            if (op->batch->m[i] == op)
-                op->batch->m[i] = NULL;
+        batch_leave(op->batch, op);
     if (op->held) {
         cJSON_Delete(op->held);
         unhold(e, op);
@@ -777,7 +791,9 @@ static void send_line(eop *op)
         m[i]->attempts++;
         b->m[b->n++] = m[i];
     }
-    if (reign__eh_send(e, q, "/v3/kv/txn", e->cfg.op_timeout_ms) < 0) {
+    if (reign__eh_send(e, q, "/v3/kv/txn", e->cfg.op_timeout_ms) == 0) {
+        b->q = q;
+    } else {
         reign__eh_drop(q);
         for (size_t i = 0; i < b->n; i++) {
             b->m[i]->batch = NULL;
@@ -824,6 +840,7 @@ static void on_batch_answer(ereq *q, void *arg)
     size_t member = q->member;
     int64_t sent = q->sent_ns;
     reign__eh_drop(q);
+    b->q = NULL; /* answering: members freed meanwhile leave the batch to this */
     eop *first = NULL;
     for (size_t i = 0; i < b->n; i++)
         if (b->m[i]) {

@@ -26,6 +26,7 @@
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "zk_internal.h"
@@ -207,6 +208,11 @@ int reign__zk_new(reign__zk **ret, const reign__zk_config *cfg, char *err, size_
     zk->cfg = *cfg;
     zk->log = cfg->log;
     pthread_mutex_init(&zk->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&zk->out_cv, &ca);
+    pthread_condattr_destroy(&ca);
     reign__timer_init(&zk->reinit_timer, reinit_cb, zk);
     zk->hosts = reign__strdup(cfg->hosts);
     reign__timer_init(&zk->prep_timer, prep_timer_cb, zk);
@@ -517,6 +523,35 @@ void reign__zk_dispatch(reign__zk *zk)
     }
 }
 
+/*
+ * The end of a session that is up: its requests answered first (for at most the operation
+ * timeout, and 2 s), then the C client's close, which waits a moment for the server's answer to
+ * it.  That answer comes once the session's ephemeral nodes are gone; but the C client stops
+ * waiting at the first bytes it can read, and an answer still on the way would be those.  So a
+ * released node, or the session's, is gone from the store when the client returns: a `reign rm`
+ * or a reader of another session that starts then sees it gone.
+ */
+static void end_session(reign__zk *zk)
+{
+    if (zk->zh && zk->connected && !zk->preparing) {
+        int ms = zk->cfg.op_timeout_ms > 0 && zk->cfg.op_timeout_ms < 2000 ? zk->cfg.op_timeout_ms
+                                                                           : 2000;
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += ms / 1000;
+        until.tv_nsec += (long)(ms % 1000) * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&zk->mu);
+        while (zk->out > 0 && pthread_cond_timedwait(&zk->out_cv, &zk->mu, &until) == 0)
+            ;
+        pthread_mutex_unlock(&zk->mu);
+    }
+    close_handle(zk);
+}
+
 void reign__zk_close(reign__zk *zk)
 {
     if (zk->etcd) {
@@ -529,7 +564,7 @@ void reign__zk_close(reign__zk *zk)
     zk->sweep = true;
     reign__timer_stop(zk->cfg.timers, &zk->reinit_timer);
     reign__timer_stop(zk->cfg.timers, &zk->prep_timer);
-    close_handle(zk);
+    end_session(zk);
     reign__zki_fail_parked(zk);
 }
 
@@ -545,7 +580,7 @@ void reign__zk_free(reign__zk *zk)
     if (zk->zh || !zk->closed) {
         zk->closed = true;
         zk->sweep = true;
-        close_handle(zk);
+        end_session(zk);
     }
     reign__timer_stop(zk->cfg.timers, &zk->reinit_timer);
     reign__timer_stop(zk->cfg.timers, &zk->prep_timer);
@@ -567,6 +602,7 @@ void reign__zk_free(reign__zk *zk)
         reign__zki_free_watch(zk, zk->watches);
     reign__free(zk->dead_ctx);
     reign__free(zk->hctx);
+    pthread_cond_destroy(&zk->out_cv);
     pthread_mutex_destroy(&zk->mu);
     if (zk->auth) {
         /* Do not leave the password in freed memory. */

@@ -166,6 +166,8 @@ struct reign__zk {
     int64_t last_ack_ns;
     pthread_mutex_t mu;
     item *q_head, *q_tail;
+    int out;               /* under mu: requests the C client took and has not called back */
+    pthread_cond_t out_cv; /* under mu: out fell to 0 */
     zk_op *ops;
     zk_op *batch, **batch_tail;         /* batched multis not sent yet, in order */
     size_t batch_parts;                 /* ... their parts */

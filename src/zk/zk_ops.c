@@ -260,8 +260,12 @@ static void issue(reign__zk *zk, zk_op *op)
         rc = ZBADARGUMENTS;
     }
     reign_trace("zk.send", "%s %s", reign__zki_op_name(op), op->path);
-    if (rc == ZOK)
+    if (rc == ZOK) {
+        pthread_mutex_lock(&zk->mu); /* its answer may already have come: out goes below 0 */
+        zk->out++;
+        pthread_mutex_unlock(&zk->mu);
         return;
+    }
 failed:
     if (op->watch) {
         reign__zki_free_watch(zk, op->watch);

@@ -66,6 +66,11 @@ const char *reign__zki_op_name(const zk_op *op)
 static void done(const void *data, int rc)
 {
     zk_op *op = (zk_op *)data;
+    reign__zk *zk = op->zk;
+    pthread_mutex_lock(&zk->mu);
+    if (--zk->out <= 0)
+        pthread_cond_broadcast(&zk->out_cv);
+    pthread_mutex_unlock(&zk->mu);
     op->zrc = rc;
     reign_trace("zk.answer", "%s %s %d", reign__zki_op_name(op), op->path, rc);
     reign__zki_push(op->zk, &op->it);

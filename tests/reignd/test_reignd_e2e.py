@@ -581,7 +581,9 @@ def scenario_failover(t):
     check(not r["ok"] and "paused_active" in r["message"], f"failover while paused: {r}")
     r = n3.request({"op": "resume", "service": "web"})
     check(r["ok"], f"resume through C: {r}")
+    # The standbys quit the election while it was paused: both stand again before a failover.
     n3.wait_standing()
+    b.wait_standing()
     a.wait_state("active")
 
     # B is next in line: A steps down cleanly (become-standby, breadcrumb removed, cede).

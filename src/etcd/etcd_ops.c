@@ -14,7 +14,9 @@
 #include "etcd_internal.h"
 
 #define SCOPE_BUCKETS 1024
-#define BATCH_MAX     8                        /* operations of a line in one txn */
+#define LINE_OPS_MAX  8                        /* operations of a line in one txn */
+#define BATCH_MAX     64                       /* operations in one txn (etcd allows 128) */
+#define BATCH_BYTES   (256 * 1024)             /* a txn's body, at most (etcd's limit: 1.5 MiB) */
 #define HOLD_MAX_NS   (500 * REIGN__NS_PER_MS) /* a watch that lags longer is not waited for */
 
 struct eop {
@@ -622,15 +624,20 @@ static void send_op(eop *op)
 
 /* ---- batches --------------------------------------------------------------------------------
  * ZooKeeper pipelines a session's requests: a resignation's three (its history record's end,
- * the leader node, its own node) cost one round trip.  A line of etcd operations waits for
- * each answer before the next goes, so the operations that stand in a line at the end of a
- * turn of the loop go out as one txn instead, each a txn nested in it: etcd applies them in
- * order, each succeeding or failing on its own, at one revision; and each gets its own answer,
- * as if it had gone alone.  But etcd judges every nested txn's comparisons before it applies
- * any of them, and refuses a txn in which two writes touch the same key: so a batch ends
- * before an operation that compares or writes a key one before it in the batch writes (a
- * create under a node made just before it, two sequence creates in one directory: both move
- * its counter).  Operations on keys of their own, such as a resignation's, go together.
+ * the leader node, its own node) cost one round trip, and a client in ten thousand elections
+ * keeps the server busy with little framing.  Over the gateway every request pays for HTTP,
+ * JSON and a raft entry of its own, so what may go at the end of a turn of the loop goes out
+ * as few txns as will carry it, each operation a txn nested in one (BATCH_MAX of them): the
+ * first of every line that may go, and behind each what stands in its line (LINE_OPS_MAX).
+ * etcd applies them in order at one revision, each succeeding or failing on its own, and each
+ * gets its own answer, as if it had gone alone.  But etcd judges every nested txn's
+ * comparisons before it applies any of them, and refuses a txn in which two writes touch the
+ * same key; and a watching read is answered with the batch's revision, after which its watch
+ * starts.  So an operation does not join a batch when it compares or writes a key an earlier
+ * member writes (a create under a node made just before it, two sequence creates in one
+ * directory: both move its counter), or writes a key an earlier member reads with a watch (the
+ * watch would start after the write it must hear of).  One of a line that cannot join waits,
+ * with the rest of its line, for the answer of the one before it.
  */
 
 typedef struct ekey {
@@ -678,9 +685,9 @@ static bool add_key(ekeys *ks, const cJSON *w)
     return true;
 }
 
-/* The keys a txn's body writes (in either branch) into w, and those it compares into c (false:
- * they could not all be read). */
-static bool keys_of(const cJSON *txn, ekeys *w, ekeys *c)
+/* The keys a txn's body writes (in either branch) into w, those it compares into c, and those
+ * it reads into r unless r is NULL (false: they could not all be read). */
+static bool keys_of(const cJSON *txn, ekeys *w, ekeys *c, ekeys *r)
 {
     const cJSON *cmp, *op;
     cJSON_ArrayForEach(cmp, cJSON_GetObjectItemCaseSensitive(txn, "compare"))
@@ -695,20 +702,22 @@ static bool keys_of(const cJSON *txn, ekeys *w, ekeys *c)
             const cJSON *nested = cJSON_GetObjectItemCaseSensitive(op, "request_txn");
             const cJSON *put = cJSON_GetObjectItemCaseSensitive(op, "request_put");
             const cJSON *del = cJSON_GetObjectItemCaseSensitive(op, "request_delete_range");
-            if ((nested && !keys_of(nested, w, c)) || (put && !add_key(w, put)) ||
-                (del && !add_key(w, del)))
+            const cJSON *range = r ? cJSON_GetObjectItemCaseSensitive(op, "request_range") : NULL;
+            if ((nested && !keys_of(nested, w, c, r)) || (put && !add_key(w, put)) ||
+                (del && !add_key(w, del)) || (range && !add_key(r, range)))
                 return false;
         }
     return true;
 }
 
-static void keys_clear(ekeys *ks)
+/* Drops the keys after the first n. */
+static void keys_cut(ekeys *ks, size_t n)
 {
-    for (size_t i = 0; i < ks->n; i++) {
-        reign__free(ks->v[i].k);
-        reign__free(ks->v[i].end);
+    while (ks->n > n) {
+        ks->n--;
+        reign__free(ks->v[ks->n].k);
+        reign__free(ks->v[ks->n].end);
     }
-    ks->n = 0;
 }
 
 /* Does a key of a[from..) overlap one of b[0..upto)? */
@@ -723,85 +732,140 @@ static bool meets(const ekeys *a, size_t from, const ekeys *b, size_t upto)
 
 static void on_batch_answer(ereq *q, void *arg);
 
-/* Sends op and those that wait behind it in its line (as many as may go together). */
-static void send_line(eop *op)
+/* A batch as it is put together, at the end of a turn (reign__etcd_flush()). */
+typedef struct ebuild {
+    ebatch *b;                  /* its members: marked, so that one freed meanwhile leaves it */
+    reign__buf body[BATCH_MAX]; /* each member's own txn, as send_op() builds it */
+    size_t bytes;
+    ekeys w, rw; /* the keys its members write, and those its watching reads read */
+} ebuild;
+
+static bool is_first(const eop *op)
+{
+    return !op->scope || op->scope->head == op;
+}
+
+/* op joins the batch: false if it cannot (the batch is full, its txn meets a key written or
+ * watched before it, or it cannot be built), and nothing changed. */
+static bool build_add(ebuild *bb, eop *op)
+{
+    if (!bb->b && !(bb->b = reign__calloc(1, sizeof(*bb->b))))
+        return false;
+    ebatch *b = bb->b;
+    if (b->n == BATCH_MAX)
+        return false;
+    reign__buf *body = &bb->body[b->n];
+    reign__buf_init(body);
+    size_t bad = 0, wfrom = bb->w.n, rfrom = bb->rw.n;
+    ekeys c = {0};
+    int rc = reign__et_build(&op->t, body, &bad);
+    cJSON *j = rc == 0 && !body->oom ? cJSON_ParseWithLength(body->data, body->len) : NULL;
+    bool ok = j && (b->n == 0 || bb->bytes + body->len <= BATCH_BYTES) &&
+              keys_of(j, &bb->w, &c, op->wcb ? &bb->rw : NULL) &&
+              !meets(&bb->w, wfrom, &bb->w, wfrom) && !meets(&c, 0, &bb->w, wfrom) &&
+              !meets(&bb->w, wfrom, &bb->rw, rfrom);
+    cJSON_Delete(j);
+    keys_cut(&c, 0);
+    reign__free(c.v);
+    if (!ok) { /* as it was */
+        keys_cut(&bb->w, wfrom);
+        keys_cut(&bb->rw, rfrom);
+        reign__buf_free(body);
+        return false;
+    }
+    bb->bytes += body->len;
+    op->batch = b;
+    b->m[b->n++] = op;
+    return true;
+}
+
+/* op, then those waiting behind it in its line (a line's operations go in one batch, in
+ * order, or wait for the ones before them): false if op itself could not join. */
+static bool build_line(ebuild *bb, eop *op)
 {
     reign__etcd *e = op->t.e;
-    eop *m[BATCH_MAX];
-    size_t n = 0;
-    m[n++] = op;
-    if (!e->no_batch && op->scope && op->gen == e->gen && !op->local_rc)
-        for (eop *o = op->snext; o && n < BATCH_MAX; o = o->snext) {
-            if (!o->blocked || o->waiting || o->q || o->batch || o->local_rc || o->gen != e->gen)
+    if (!build_add(bb, op))
+        return false;
+    size_t n = 1;
+    if (op->scope)
+        for (eop *o = op->snext; o && n < LINE_OPS_MAX; o = o->snext, n++) {
+            if (!o->blocked || o->waiting || o->q || o->batch || o->ready || o->local_rc ||
+                o->gen != e->gen || !build_add(bb, o))
                 break;
-            m[n++] = o;
         }
-    if (n == 1) {
-        send_op(op);
-        return;
+    return true;
+}
+
+/* Its members back where they were (each first of its line sent alone, the others blocked
+ * behind it), before or instead of the batch's own sending. */
+static void batch_undo(ebatch *b, bool sent)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        eop *op = b->m[i];
+        if (!op)
+            continue; /* freed meanwhile */
+        b->m[i] = NULL;
+        op->batch = NULL;
+        if (sent)
+            op->attempts--;
+        op->blocked = !is_first(op) || op->t.e->closed;
+        if (!op->blocked)
+            send_op(op); /* its callback may free those after it: they leave b */
     }
-    /* Each one's own txn, as send_op() builds it, until one cannot join. */
-    reign__buf body[BATCH_MAX];
-    ekeys w = {0}, c = {0};
-    size_t in = 0;
-    for (; in < n; in++) {
-        reign__buf_init(&body[in]);
-        size_t bad = 0, wfrom = w.n;
-        keys_clear(&c);
-        int rc = reign__et_build(&m[in]->t, &body[in], &bad);
-        cJSON *j =
-            rc == 0 && !body[in].oom ? cJSON_ParseWithLength(body[in].data, body[in].len) : NULL;
-        bool ok =
-            j && keys_of(j, &w, &c) && !meets(&w, wfrom, &w, wfrom) && !meets(&c, 0, &w, wfrom);
-        cJSON_Delete(j);
-        if (!ok) {
-            reign__buf_free(&body[in]);
-            break;
+}
+
+/* Sends what was put together: one member alone, two or more as one txn of nested txns. */
+static void build_send(ebuild *bb)
+{
+    ebatch *b = bb->b;
+    size_t built = b ? b->n : 0, live = 0;
+    reign__etcd *e = NULL;
+    for (size_t i = 0; i < built; i++)
+        if (b->m[i]) {
+            live++;
+            e = e ? e : b->m[i]->t.e;
         }
-    }
-    keys_clear(&w);
-    keys_clear(&c);
-    reign__free(w.v);
-    reign__free(c.v);
-    ebatch *b = in >= 2 ? reign__calloc(1, sizeof(*b)) : NULL;
-    ereq *q = b ? reign__eh_new(e, on_batch_answer, b) : NULL;
+    ereq *q = live >= 2 && !e->closed ? reign__eh_new(e, on_batch_answer, b) : NULL;
     if (q) {
         q->ordinary = true;
         reign__buf_puts(&q->body, "{\"success\":[");
-        for (size_t i = 0; i < in; i++) {
-            reign__buf_puts(&q->body, i ? ",{\"request_txn\":" : "{\"request_txn\":");
-            reign__buf_append(&q->body, body[i].data, body[i].len);
+        size_t k = 0;
+        for (size_t i = 0; i < built; i++) {
+            if (!b->m[i])
+                continue;
+            reign__buf_puts(&q->body, k ? ",{\"request_txn\":" : "{\"request_txn\":");
+            reign__buf_append(&q->body, bb->body[i].data, bb->body[i].len);
             reign__buf_puts(&q->body, "}");
+            b->m[k++] = b->m[i];
         }
+        b->n = k;
         reign__buf_puts(&q->body, "]}");
     }
-    for (size_t i = 0; i < in; i++)
-        reign__buf_free(&body[i]);
-    if (!q || q->body.oom) { /* alone, then: send_op() builds it again */
-        if (q)
-            reign__eh_drop(q);
+    for (size_t i = 0; i < built; i++)
+        reign__buf_free(&bb->body[i]);
+    keys_cut(&bb->w, 0);
+    keys_cut(&bb->rw, 0);
+    bb->bytes = 0;
+    bb->b = NULL;
+    if (!b)
+        return;
+    if (!q || q->body.oom) { /* alone, then: send_op() builds each again */
+        reign__eh_drop(q);
+        batch_undo(b, false);
         reign__free(b);
-        send_op(op);
         return;
     }
-    reign_trace("etcd.batch", "%zu %s", in, op->scope->key);
-    for (size_t i = 0; i < in; i++) {
-        m[i]->batch = b;
-        m[i]->blocked = false;
-        m[i]->attempts++;
-        b->m[b->n++] = m[i];
+    reign_trace("etcd.batch", "%zu %s", b->n, b->m[0]->scope ? b->m[0]->scope->key : "");
+    for (size_t i = 0; i < b->n; i++) {
+        b->m[i]->blocked = false;
+        b->m[i]->attempts++;
     }
     if (reign__eh_send(e, q, "/v3/kv/txn", e->cfg.op_timeout_ms) == 0) {
         b->q = q;
     } else {
         reign__eh_drop(q);
-        for (size_t i = 0; i < b->n; i++) {
-            b->m[i]->batch = NULL;
-            b->m[i]->attempts--;
-            b->m[i]->blocked = i > 0;
-        }
+        batch_undo(b, true);
         reign__free(b);
-        send_op(op);
     }
 }
 
@@ -841,26 +905,19 @@ static void on_batch_answer(ereq *q, void *arg)
     int64_t sent = q->sent_ns;
     reign__eh_drop(q);
     b->q = NULL; /* answering: members freed meanwhile leave the batch to this */
-    eop *first = NULL;
+    reign__etcd *e = NULL;
     for (size_t i = 0; i < b->n; i++)
         if (b->m[i]) {
             b->m[i]->sent_ns = sent;
-            first = first ? first : b->m[i];
+            e = e ? e : b->m[i]->t.e;
         }
-    if (!root && rc == REIGN_EBACKEND && first && !first->t.e->no_batch) {
+    if (!root && rc == REIGN_EBACKEND && e && !e->no_batch) {
         /* etcd refused the batch itself (a limit, a key twice): each alone, from now on. */
-        reign__etcd *e = first->t.e;
         reign__log(e->log, REIGN_LOG_NOTICE, "etcd: a batch of txns refused (%s): one by one now",
                    msg);
         e->no_batch = true;
-        for (size_t i = 0; i < b->n; i++)
-            if (b->m[i]) {
-                b->m[i]->batch = NULL;
-                b->m[i]->attempts--;
-                b->m[i]->blocked = b->m[i] != first;
-            }
+        batch_undo(b, true);
         reign__free(b);
-        send_op(first);
         return;
     }
     /* In order; each member stays in the batch (go() leaves it be) until its own turn. */
@@ -872,8 +929,8 @@ static void on_batch_answer(ereq *q, void *arg)
         b->m[i] = NULL;
         if (!root) {
             bool again = (op->flags & REIGN__ZK_RETRY) || op->t.type != EO_WRITE;
-            if (op != first && reign__eh_transient(rc) && again)
-                op->blocked = true; /* it goes again when its turn comes */
+            if (!is_first(op) && reign__eh_transient(rc) && again)
+                op->blocked = true; /* it goes again when the one before it is answered */
             else
                 answer_failed(op, rc, msg, member);
             continue;
@@ -1022,7 +1079,8 @@ int reign__etcd_batch_wait(reign__etcd *e, void *owner, reign__zk_ready_cb *cb, 
 
 void reign__etcd_flush(reign__etcd *e)
 {
-    /* What may go now, with what waits behind it in its line. */
+    /* What may go now, with what waits behind it in its line: as few txns as may carry it. */
+    ebuild bb = {0};
     while (e->ready) {
         eop *op = e->ready;
         unready(e, op);
@@ -1032,8 +1090,19 @@ void reign__etcd_flush(reign__etcd *e)
             op->blocked = true;
             continue;
         }
-        send_line(op);
+        if (e->no_batch || op->wide || op->local_rc || op->gen != e->gen) {
+            send_op(op); /* alone: it may fail at once, and its callback free batched ones */
+            continue;
+        }
+        if (build_line(&bb, op))
+            continue;
+        build_send(&bb); /* full, or op meets it: the next one starts with op */
+        if (!build_line(&bb, op))
+            send_op(op); /* it cannot be built: send_op() says why */
     }
+    build_send(&bb);
+    reign__free(bb.w.v);
+    reign__free(bb.rw.v);
     /* Each batched multi is a txn of its own: the room is always there. */
     ewait *list = e->waiters;
     e->waiters = NULL;

@@ -338,6 +338,31 @@ static void case_race(const char *base)
     h_cand_close(c[1]);
 }
 
+/* A client that starts a watch and writes the key in the same turn of its loop hears its own
+ * write: the watch's first read and the write may reach the store together, and the watch must
+ * start from what the read saw, not from after the write. */
+static void case_own_write(const char *base)
+{
+    h_log("---- own write");
+    h_cand *o = h_cand_new("own", h_uri(NULL), NULL, NULL, NULL);
+    for (int i = 0; i < 5; i++) {
+        char key[160], text[32];
+        snprintf(text, sizeof(text), "own-%d", i);
+        key_in(key, sizeof(key), base, text);
+        h_vwatch x = {0};
+        h_vwatch_start(&x, o, key);
+        result r = {0};
+        H_OK(reign_value_set(o->client, key, text, strlen(text), REIGN_VALUE_ANY, on_result, &r));
+        H_OK(err_of(wait_result(&r, "the set")));
+        h_vwatch_wait_last(&x, text);
+        /* and a change made after the first read, again in the turn the watch re-reads in */
+        H_OK(err_of(do_set(o, key, "again", REIGN_VALUE_ANY)));
+        h_vwatch_wait_last(&x, "again");
+        h_vwatch_free(&x);
+    }
+    h_cand_close(o);
+}
+
 int main(void)
 {
     h_contract_init("contract_value", NULL);
@@ -347,5 +372,6 @@ int main(void)
     case_payloads(base);
     case_burst(base);
     case_race(base);
+    case_own_write(base);
     return h_finish();
 }

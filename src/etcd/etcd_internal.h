@@ -276,6 +276,7 @@ struct reign__etcd {
     size_t wb_n, n_watches;
     ewatch *wall;                   /* every watch, for forget and drop */
     ewatch *pending, *pending_tail; /* registered, waiting for flush_timer to start a stream */
+    int64_t pending_ns;             /* when the first of them was registered */
     reign__timer flush_timer;
     estream *streams;
     size_t n_streams;

@@ -14,7 +14,7 @@
  * those its request created; a watch added later goes on a stream of its own (with the other
  * watches of its turn of the loop).  A stream closes once each of its watches has fired or
  * been forgotten, and a client with STREAMS_MAX streams open folds its smallest one into the
- * next it opens.
+ * next it opens (once that one carries a quarter as many watches, or has waited 50 ms).
  *
  * A watch belongs to a read answered at revision R: its watcher starts at R + 1, so etcd sends
  * every change after what the read saw, and the watch fires on the first one of its node (or
@@ -28,7 +28,9 @@
 #include "etcd_internal.h"
 #include "layout.h"
 
-#define STREAMS_MAX 32 /* per client; etcd_http.c keeps connections for them and the calls */
+#define STREAMS_MAX  32 /* per client; etcd_http.c keeps connections for them and the calls */
+#define FOLD_RATIO   4  /* a stream folds into one that starts at least a quarter its size... */
+#define FOLD_WAIT_NS (50 * REIGN__NS_PER_MS) /* ...or once the new ones waited this long */
 
 struct estream {
     estream *prev, *next;
@@ -219,6 +221,8 @@ int reign__ew_add(reign__etcd *e, enum ew_kind kind, const char *path, int64_t r
     e->wall = w;
     e->n_watches++;
     w->pending = true;
+    if (!e->pending)
+        e->pending_ns = reign__now_ns();
     w->pprev = e->pending_tail;
     *(e->pending_tail ? &e->pending_tail->pnext : &e->pending) = w;
     e->pending_tail = w;
@@ -241,10 +245,22 @@ estream *reign__ew_batch(reign__etcd *e)
 {
     if (!e->pending)
         return NULL;
-    estream *fold = e->n_streams >= STREAMS_MAX ? smallest(e) : NULL;
-    size_t n = fold ? fold->live : 0;
+    size_t n = 0;
     for (ewatch *w = e->pending; w; w = w->pnext)
         n++;
+    estream *fold = e->n_streams >= STREAMS_MAX ? smallest(e) : NULL;
+    if (fold && fold->live > FOLD_RATIO * n) {
+        /* Folding a big stream for a few new watches, turn after turn, would make its watchers
+         * again each time (a client in 10,000 elections kept etcd busy for minutes): the new
+         * ones wait a moment for others, who fold it together.  They miss nothing meanwhile:
+         * each watcher starts after its own read. */
+        int64_t due = e->pending_ns + FOLD_WAIT_NS;
+        if (reign__now_ns() < due) {
+            reign__timer_start(e->cfg.timers, &e->flush_timer, due);
+            return NULL;
+        }
+    }
+    n += fold ? fold->live : 0;
     estream *s = stream_new(e, n);
     if (!s) { /* they wait for the next watch added, or the next stream that ends */
         reign__log(e->log, REIGN_LOG_WARN, "etcd: no memory for a watch stream");

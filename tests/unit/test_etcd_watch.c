@@ -458,13 +458,41 @@ static void test_watch_fold(void **state)
     etcd_free(e);
 }
 
+/* A big stream is not folded for a few new watches at once: they wait for more, or 50 ms. */
+static void test_watch_fold_waits(void **state)
+{
+    reign__etcd *e = etcd_new("");
+    heard h = {0};
+    char path[32];
+    for (int i = 0; i < 32; i++) { /* 32 streams of 8 */
+        for (int j = 0; j < 8; j++) {
+            snprintf(path, sizeof(path), "/s%d/n%d", i, j);
+            add(e, EW_EXISTS, path, 100, &h, "n");
+        }
+        assert_non_null(reign__ew_batch(e));
+    }
+    assert_int_equal(e->n_streams, 32);
+    add(e, EW_EXISTS, "/new0", 200, &h, "n");
+    assert_null(reign__ew_batch(e)); /* 8 > 4 x 1: it waits */
+    assert_true(reign__timer_armed(&e->flush_timer));
+    add(e, EW_EXISTS, "/new1", 200, &h, "n");
+    assert_non_null(reign__ew_batch(e)); /* 8 <= 4 x 2: the smallest folds in with them */
+    assert_int_equal(e->n_streams, 32);
+    assert_int_equal(e->n_watches, 32 * 8 + 2);
+    add(e, EW_EXISTS, "/late", 300, &h, "n");
+    assert_null(reign__ew_batch(e));
+    e->pending_ns -= 60 * REIGN__NS_PER_MS; /* waited long enough: folds for one */
+    assert_non_null(reign__ew_batch(e));
+    assert_int_equal(e->n_streams, 32);
+    etcd_free(e);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_watch_lines),
-        cmocka_unit_test(test_watch_revisions),
-        cmocka_unit_test(test_watch_children),
-        cmocka_unit_test(test_watch_fold),
+        cmocka_unit_test(test_watch_lines),      cmocka_unit_test(test_watch_revisions),
+        cmocka_unit_test(test_watch_children),   cmocka_unit_test(test_watch_fold),
+        cmocka_unit_test(test_watch_fold_waits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -247,8 +247,13 @@ REIGN_EXPORT void reign_client_close(reign_client *client);
 
 /*
  * Frees the client.  Recipes still attached are freed with it (without
- * further callbacks).  If the session is open it is closed, which blocks for
- * at most a few hundred milliseconds.  NULL-safe; returns NULL.
+ * further callbacks).  If the session is open it is closed.  On ZooKeeper
+ * and etcd the call returns once the store has ended it: every other client
+ * that reads after that finds the session's nodes gone.  On ZooKeeper it
+ * waits for the answers to the requests still out (at most the operation
+ * timeout, and 2 s), then for the server's answer to the close (at most
+ * 1.5 s); on etcd the lease is revoked (at most 1 s).  A server that does
+ * not answer costs those bounds, no more.  NULL-safe; returns NULL.
  */
 REIGN_EXPORT reign_client *reign_client_free(reign_client *client);
 

@@ -536,14 +536,8 @@ static void end_session(reign__zk *zk)
     if (zk->zh && zk->connected && !zk->preparing) {
         int ms = zk->cfg.op_timeout_ms > 0 && zk->cfg.op_timeout_ms < 2000 ? zk->cfg.op_timeout_ms
                                                                            : 2000;
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        until.tv_sec += ms / 1000;
-        until.tv_nsec += (long)(ms % 1000) * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        int64_t end = reign__now_ns() + ms * REIGN__NS_PER_MS; /* out_cv's clock */
+        struct timespec until = {.tv_sec = end / 1000000000, .tv_nsec = end % 1000000000};
         pthread_mutex_lock(&zk->mu);
         while (zk->out > 0 && pthread_cond_timedwait(&zk->out_cv, &zk->mu, &until) == 0)
             ;

@@ -10,7 +10,8 @@ PACKAGES=(
     build-essential cmake pkg-config git
     clang clang-format libclang-rt-14-dev # fuzzers, sanitizers with clang, format check
     libzookeeper-mt-dev libuv1-dev libcjson-dev libcmocka-dev
-    libcurl4-openssl-dev # etcd: its JSON gateway through libcurl's multi interface
+    libhttp-parser-dev # etcd: its JSON gateway over reign's own HTTP/1.1 (answers' parser)
+    libcurl4-openssl-dev # etcd over TLS (etcds://): libcurl's multi interface
     zookeeper default-jre-headless # test servers run from the zookeeper package's jars
     python3 python3-kazoo libcurator-recipes-java # test tools; foreign clients for interop
     procps iproute2 # ps/pgrep/kill and ss, used by the scripts and tests

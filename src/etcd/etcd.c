@@ -103,7 +103,7 @@ static void on_keepalive(ereq *q, void *arg)
     reign__etcd *e = arg;
     int rc;
     char msg[256];
-    if (q->h) /* a part of the answer: wait for its end */
+    if (reign__eh_out(q)) /* a part of the answer: wait for its end */
         return;
     e->ka = NULL;
     cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
@@ -477,32 +477,13 @@ static void revoke_lease(reign__etcd *e)
 {
     if (!e->lease || !e->n_members)
         return;
-    CURL *h = reign__cu.curl_easy_init();
-    if (!h)
-        return;
-    char url[512], body[64];
-    snprintf(url, sizeof(url), "%s/v3/lease/revoke", e->members[e->cur]);
+    char body[64], why[256];
     snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)e->lease);
-    struct curl_slist *hd = reign__cu.curl_slist_append(NULL, "Content-Type: application/json");
-    if (e->token_header)
-        hd = reign__cu.curl_slist_append(hd, e->token_header);
-    reign__cu.curl_easy_setopt(h, CURLOPT_URL, url);
-    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    reign__cu.curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-    reign__cu.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 1000L);
-    reign__cu.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, NULL);
-    FILE *sink = fopen("/dev/null", "w");
-    if (sink)
-        reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, sink);
-    reign__eh_tls(e, h);
-    CURLcode cc = reign__cu.curl_easy_perform(h);
+    const char *m = e->members[e->cur];
+    long status = reign__eh_post(e, m, strlen(m), "/v3/lease/revoke", body, e->token_header,
+                                 reign__now_ns() + 1000 * REIGN__NS_PER_MS, NULL, why, sizeof(why));
     reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx revoked%s%s", (unsigned long long)e->lease,
-               cc == CURLE_OK ? "" : ": ", cc == CURLE_OK ? "" : reign__cu.curl_easy_strerror(cc));
-    if (sink)
-        fclose(sink);
-    reign__cu.curl_slist_free_all(hd);
-    reign__cu.curl_easy_cleanup(h);
+               status ? "" : ": ", status ? "" : why);
     e->lease = 0;
 }
 

@@ -59,8 +59,8 @@ void reign__etcd_seq_hint(reign__etcd *e, const char *dir);
  * with err.  Blocks up to timeout_ms.
  */
 int reign__etcd_end_lease(const char *members, reign__zk_end *e, char *err, size_t errlen);
-/* Loads what reign__etcd_end_lease() needs (libcurl) ahead, so that a revoke does not wait for
- * it: 0, or REIGN_ENOTSUP with err. */
-int reign__etcd_end_prepare(char *err, size_t errlen);
+/* Loads what reign__etcd_end_lease() needs for these members (libhttp_parser, or libcurl for
+ * https://) ahead, so that a revoke does not wait for it: 0, or REIGN_ENOTSUP with err. */
+int reign__etcd_end_prepare(const char *members, char *err, size_t errlen);
 
 #endif

@@ -1,13 +1,15 @@
 /*
- * etcd_http.c - libcurl's multi interface on the client's loop (etcd_internal.h).  curl tells
- * which sockets it waits on (they go into the backend's epoll set, itself in the client's) and
- * when it wants a timeout (one of the client's timers); reign__eh_pump() hands curl what is
- * ready, then ends the requests curl finished.  A request's done never runs from inside a curl
- * call, so it may send the next request.
+ * etcd_http.c - the requests of a client, on its loop (etcd_internal.h): their turns, the
+ * member they go to, their answers read as reign's errors.  Two transports carry them: for
+ * http:// members reign's own HTTP/1.1 (etcd_h1.c); for https:// ones libcurl's multi
+ * interface, here, which says which sockets it waits on (they go into the backend's epoll set,
+ * itself in the client's) and when it wants a timeout (one of the client's timers).
+ * reign__eh_pump() hands the transport what is ready, then ends the requests it finished.  A
+ * request's done never runs from inside the transport, so it may send the next request.
  *
- * Unary calls share kept-open connections (curl's cache); each watch stream has its own.  A
- * request that got no answer, or the gateway's "no leader" or "request timed out", moves the
- * backend to the next member: a member cut off from the others answers nothing useful.
+ * Unary calls share kept-open connections; each watch stream has its own.  A request that got
+ * no answer, or the gateway's "no leader" or "request timed out", moves the backend to the next
+ * member: a member cut off from the others answers nothing useful.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -36,6 +38,8 @@ static const reign__dl_library reign__etcd_curl_lib = {
 };
 
 static void pump_done(reign__etcd *e);
+static void curl_done(reign__etcd *e);
+static int curl_handle(reign__etcd *e, ereq *q);
 
 static int on_socket(CURL *h, curl_socket_t s, int what, void *userp, void *socketp)
 {
@@ -82,8 +86,10 @@ static void global_init(void)
     reign__cu.curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-int reign__eh_load(char *err, size_t errlen)
+int reign__eh_load(bool tls, char *err, size_t errlen)
 {
+    if (!tls)
+        return reign__h1_load(err, errlen);
     static reign__dl_slot slot = REIGN__DL_SLOT_INIT;
     int rc = reign__dl_load(&reign__etcd_curl_lib, &slot, err, errlen);
     if (rc == 0)
@@ -93,22 +99,31 @@ int reign__eh_load(char *err, size_t errlen)
 
 int reign__eh_init(reign__etcd *e, char *err, size_t errlen)
 {
-    int rc = reign__eh_load(err, errlen);
+    e->h1 = !e->cfg.tls;
+    reign__timer_init(&e->curl_timer, curl_timer_cb, e); /* reign__eh_free() stops it */
+    int rc = reign__eh_load(e->cfg.tls, err, errlen);
     if (rc < 0)
         return rc;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
-    e->multi = reign__cu.curl_multi_init();
-    if (e->epfd < 0 || !e->multi) {
-        reign__errf(err, errlen, "etcd: cannot start libcurl's multi interface");
-        return REIGN_ENOMEM;
+    if (e->h1) {
+        e->addrs = reign__calloc(e->n_members, sizeof(*e->addrs));
+        if (e->epfd < 0 || !e->addrs) {
+            reign__errf(err, errlen, "etcd: out of memory");
+            return REIGN_ENOMEM;
+        }
+    } else {
+        e->multi = reign__cu.curl_multi_init();
+        if (e->epfd < 0 || !e->multi) {
+            reign__errf(err, errlen, "etcd: cannot start libcurl's multi interface");
+            return REIGN_ENOMEM;
+        }
+        reign__cu.curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+        reign__cu.curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
+        reign__cu.curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+        reign__cu.curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
+        reign__cu.curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
+                                    (long)MAX_CONNECTIONS_PER_MEMBER);
     }
-    reign__timer_init(&e->curl_timer, curl_timer_cb, e);
-    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
-    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
-    reign__cu.curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
-                                (long)MAX_CONNECTIONS_PER_MEMBER);
     if (e->cfg.epoll_fd >= 0) {
         struct epoll_event ev = {.events = EPOLLIN, .data = {.ptr = e}};
         if (epoll_ctl(e->cfg.epoll_fd, EPOLL_CTL_ADD, e->epfd, &ev) < 0) {
@@ -123,6 +138,7 @@ void reign__eh_free(reign__etcd *e)
 {
     while (e->reqs)
         reign__eh_drop(e->reqs);
+    reign__h1_free(e);
     if (e->multi)
         reign__cu.curl_multi_cleanup(e->multi);
     e->multi = NULL;
@@ -137,19 +153,8 @@ void reign__eh_free(reign__etcd *e)
 
 static size_t on_write(char *p, size_t size, size_t n, void *userp)
 {
-    ereq *q = userp;
-    if (reign__buf_append(&q->resp, p, size * n) < 0)
-        return 0; /* out of memory: curl ends the request with an error */
-    if (q->stream && !q->got_data) {
-        reign__etcd *e = q->e;
-        q->dprev = NULL;
-        q->dnext = e->with_data;
-        if (e->with_data)
-            e->with_data->dprev = q;
-        e->with_data = q;
-        q->got_data = true;
-    }
-    return size * n;
+    /* out of memory: 0, and curl ends the request with an error */
+    return reign__h1_got(userp, p, size * n) < 0 ? 0 : size * n;
 }
 
 void reign__eh_tls(const reign__etcd *e, CURL *h)
@@ -222,25 +227,29 @@ static void backlog_unlink(reign__etcd *e, ereq *q)
     q->waiting_turn = false;
 }
 
-/* Takes q's handle out of curl (or out of the line): it is not sent any more. */
+/* Takes q out of the transport (or out of the line): it is not sent any more. */
 static void withdraw(reign__etcd *e, ereq *q)
 {
     if (q->waiting_turn) {
         backlog_unlink(e, q);
-    } else if (q->h) {
-        reign__cu.curl_multi_remove_handle(e->multi, q->h);
+    } else if (q->h || q->c || q->finished) {
+        if (q->h)
+            reign__cu.curl_multi_remove_handle(e->multi, q->h);
+        else
+            reign__h1_withdraw(e, q);
         if (q->ordinary)
             e->in_curl--;
     }
 }
 
-static int hand_to_curl(reign__etcd *e, ereq *q)
+static int hand_over(reign__etcd *e, ereq *q)
 {
-    if (reign__cu.curl_multi_add_handle(e->multi, q->h) != CURLM_OK)
+    q->sent_ns = reign__now_ns();
+    if (e->h1 ? reign__h1_send(e, q) < 0
+              : reign__cu.curl_multi_add_handle(e->multi, q->h) != CURLM_OK)
         return REIGN_ENOMEM;
     if (q->ordinary)
         e->in_curl++;
-    q->sent_ns = reign__now_ns();
     return 0;
 }
 
@@ -250,9 +259,11 @@ static void admit(reign__etcd *e)
     while (e->backlog && e->in_curl < ORDINARY_MAX) {
         ereq *q = e->backlog;
         backlog_unlink(e, q);
-        if (hand_to_curl(e, q) < 0) { /* ends as if unanswered: its done tries again */
-            q->cc = CURLE_OUT_OF_MEMORY;
-            reign__cu.curl_easy_cleanup(q->h);
+        if (hand_over(e, q) < 0) { /* ends as if unanswered: its done tries again */
+            q->fail = REIGN_ECONNLOSS;
+            reign__strlcpy(q->why, "out of memory", sizeof(q->why));
+            if (q->h)
+                reign__cu.curl_easy_cleanup(q->h);
             q->h = NULL;
             unlink_req(q);
             q->done(q, q->arg);
@@ -264,11 +275,11 @@ void reign__eh_drop(ereq *q)
 {
     if (!q)
         return;
-    if (q->h) {
-        withdraw(q->e, q);
+    withdraw(q->e, q);
+    if (q->h)
         reign__cu.curl_easy_cleanup(q->h);
-    }
-    reign__cu.curl_slist_free_all(q->hdrs);
+    if (q->hdrs)
+        reign__cu.curl_slist_free_all(q->hdrs);
     unlink_req(q);
     reign__buf_free(&q->body);
     reign__buf_free(&q->resp);
@@ -279,22 +290,50 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
 {
     if (q->body.oom)
         return REIGN_ENOMEM;
-    if (q->h) { /* sent before: a new attempt starts clean */
-        withdraw(e, q);
+    /* Sent before: a new attempt starts clean. */
+    withdraw(e, q);
+    if (q->h)
         reign__cu.curl_easy_cleanup(q->h);
+    q->h = NULL;
+    if (q->hdrs)
         reign__cu.curl_slist_free_all(q->hdrs);
-        q->hdrs = NULL;
-        unlink_req(q);
-    }
+    q->hdrs = NULL;
+    unlink_req(q);
     reign__buf_reset(&q->resp);
     q->line_at = 0;
     q->status = 0;
-    q->cc = CURLE_OK;
-    q->curl_err[0] = '\0';
+    q->fail = 0;
+    q->why[0] = '\0';
     q->member = e->cur;
-    char url[512];
-    snprintf(url, sizeof(url), "%s%s", e->members[e->cur], path);
+    q->path = path;
+    q->timeout_ms = timeout_ms;
     reign_trace("etcd.send", "%s %p %zu", path, (void *)q, q->body.len);
+    if (!e->h1 && curl_handle(e, q) < 0)
+        return REIGN_ENOMEM;
+    if (q->ordinary && (e->backlog || e->in_curl >= ORDINARY_MAX)) {
+        q->waiting_turn = true; /* its turn comes in admit() */
+        q->bprev = e->backlog_tail;
+        *(e->backlog_tail ? &e->backlog_tail->bnext : &e->backlog) = q;
+        e->backlog_tail = q;
+    } else if (hand_over(e, q) < 0) {
+        if (q->h)
+            reign__cu.curl_easy_cleanup(q->h);
+        q->h = NULL;
+        return REIGN_ENOMEM;
+    }
+    q->next = e->reqs;
+    if (e->reqs)
+        e->reqs->prev = q;
+    e->reqs = q;
+    return 0;
+}
+
+/* q's curl handle, made for its path and its member: 0, or REIGN_ENOMEM. */
+static int curl_handle(reign__etcd *e, ereq *q)
+{
+    int timeout_ms = q->timeout_ms;
+    char url[512];
+    snprintf(url, sizeof(url), "%s%s", e->members[q->member], q->path);
     q->h = reign__cu.curl_easy_init();
     if (!q->h)
         return REIGN_ENOMEM;
@@ -316,7 +355,7 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
     reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
     reign__cu.curl_easy_setopt(h, CURLOPT_PRIVATE, q);
-    reign__cu.curl_easy_setopt(h, CURLOPT_ERRORBUFFER, q->curl_err);
+    reign__cu.curl_easy_setopt(h, CURLOPT_ERRORBUFFER, q->why);
     reign__cu.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     reign__cu.curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
     reign__cu.curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
@@ -334,21 +373,61 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
         q->h = NULL;
         return REIGN_ENOMEM;
     }
-    if (q->ordinary && (e->backlog || e->in_curl >= ORDINARY_MAX)) {
-        q->waiting_turn = true; /* its turn comes in admit() */
-        q->bprev = e->backlog_tail;
-        *(e->backlog_tail ? &e->backlog_tail->bnext : &e->backlog) = q;
-        e->backlog_tail = q;
-    } else if (hand_to_curl(e, q) < 0) {
-        reign__cu.curl_easy_cleanup(h);
-        q->h = NULL;
-        return REIGN_ENOMEM;
-    }
-    q->next = e->reqs;
-    if (e->reqs)
-        e->reqs->prev = q;
-    e->reqs = q;
     return 0;
+}
+
+bool reign__eh_out(const ereq *q)
+{
+    return q->h || q->c;
+}
+
+static size_t keep_answer(char *p, size_t size, size_t n, void *userp)
+{
+    return reign__buf_append(userp, p, size * n) < 0 ? 0 : size * n;
+}
+
+long reign__eh_post(const reign__etcd *e, const char *member, size_t mlen, const char *path,
+                    const char *body, const char *header, int64_t until, reign__buf *out, char *why,
+                    size_t whylen)
+{
+    if (mlen < 8 || strncmp(member, "https://", 8))
+        return reign__h1_post(member, mlen, path, body, header, until, out, why, whylen);
+    why[0] = '\0';
+    int64_t left = (until - reign__now_ns()) / REIGN__NS_PER_MS;
+    CURL *h = left > 0 ? reign__cu.curl_easy_init() : NULL;
+    if (!h) {
+        reign__errf(why, whylen, "%.*s: %s", (int)mlen, member, left > 0 ? "no memory" : "no time");
+        return 0;
+    }
+    char url[512];
+    snprintf(url, sizeof(url), "%.*s%s", (int)mlen, member, path);
+    struct curl_slist *hd = reign__cu.curl_slist_append(NULL, "Content-Type: application/json");
+    if (header && hd)
+        hd = reign__cu.curl_slist_append(hd, header);
+    reign__buf sink;
+    reign__buf_init(&sink);
+    char err[CURL_ERROR_SIZE] = "";
+    reign__cu.curl_easy_setopt(h, CURLOPT_URL, url);
+    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    reign__cu.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left);
+    reign__cu.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_answer);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, out ? out : &sink);
+    reign__cu.curl_easy_setopt(h, CURLOPT_ERRORBUFFER, err);
+    if (e)
+        reign__eh_tls(e, h);
+    CURLcode cc = hd ? reign__cu.curl_easy_perform(h) : CURLE_OUT_OF_MEMORY;
+    long status = 0;
+    reign__cu.curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+    if (cc != CURLE_OK)
+        reign__errf(why, whylen, "%.*s: %s", (int)mlen, member,
+                    err[0] ? err : reign__cu.curl_easy_strerror(cc));
+    reign__cu.curl_slist_free_all(hd);
+    reign__cu.curl_easy_cleanup(h);
+    reign__buf_free(&sink);
+    return cc == CURLE_OK ? status : 0;
 }
 
 void reign__eh_wake(reign__etcd *e)
@@ -364,8 +443,42 @@ void reign__eh_next_member(reign__etcd *e, size_t m)
         e->cur = (m + 1) % e->n_members;
 }
 
-/* Ends what curl finished: each request's done, outside any curl call. */
+/* Ends what h1 finished: each request's done, outside the transport. */
+static void h1_done(reign__etcd *e)
+{
+    ereq *q;
+    while ((q = reign__h1_take_done(e))) {
+        if (q->ordinary)
+            e->in_curl--;
+        unlink_req(q);
+        reign_trace("etcd.done", "%p %ld", (void *)q, q->status);
+        q->done(q, q->arg); /* may free q, send it again, or send others */
+    }
+}
+
+/* Ends what the transport finished: each request's done, outside any call into it. */
 static void pump_done(reign__etcd *e)
+{
+    if (e->h1) {
+        do { /* what admit() hands over may end at once (a member that cannot be reached) */
+            h1_done(e);
+            admit(e);
+        } while (e->h1_done);
+    } else {
+        curl_done(e);
+        admit(e);
+    }
+    /* Streams hand out their lines as they come (a done may free any request). */
+    while (e->with_data) {
+        ereq *q = e->with_data;
+        no_data(e, q);
+        if (reign__eh_out(q))
+            q->done(q, q->arg); /* still out: a part, not the end */
+    }
+}
+
+/* Ends what curl finished. */
+static void curl_done(reign__etcd *e)
 {
     CURLMsg *msg;
     int left;
@@ -376,7 +489,12 @@ static void pump_done(reign__etcd *e)
         reign__cu.curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&q);
         if (!q)
             continue;
-        q->cc = msg->data.result;
+        CURLcode cc = msg->data.result;
+        q->fail = cc == CURLE_OK                   ? 0
+                  : cc == CURLE_OPERATION_TIMEDOUT ? REIGN_ETIMEDOUT
+                                                   : REIGN_ECONNLOSS;
+        if (q->fail && !q->why[0])
+            reign__strlcpy(q->why, reign__cu.curl_easy_strerror(cc), sizeof(q->why));
         reign__cu.curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &q->status);
         withdraw(e, q);
         reign__cu.curl_easy_cleanup(q->h);
@@ -387,14 +505,6 @@ static void pump_done(reign__etcd *e)
         reign_trace("etcd.done", "%p %ld", (void *)q, q->status);
         q->done(q, q->arg); /* may free q, send it again, or send others */
     }
-    admit(e);
-    /* Streams hand out their lines as they come (a done may free any request). */
-    while (e->with_data) {
-        ereq *q = e->with_data;
-        no_data(e, q);
-        if (q->h)
-            q->done(q, q->arg); /* h still set: a part, not the end */
-    }
 }
 
 void reign__eh_pump(reign__etcd *e)
@@ -402,7 +512,9 @@ void reign__eh_pump(reign__etcd *e)
     struct epoll_event evs[32];
     int n, running;
     while ((n = epoll_wait(e->epfd, evs, 32, 0)) > 0) {
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < n && e->h1; i++)
+            reign__h1_event(e, evs[i].data.ptr, evs[i].events);
+        for (int i = 0; i < n && !e->h1; i++) {
             int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
                         (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                         (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);
@@ -474,10 +586,10 @@ enum {
 cJSON *reign__eh_answer(ereq *q, int *rc, char *msg, size_t msglen)
 {
     msg[0] = '\0';
-    if (q->cc != CURLE_OK) {
+    if (q->fail) {
         reign__errf(msg, msglen, "%s: %s", q->e->members[q->member],
-                    q->curl_err[0] ? q->curl_err : reign__cu.curl_easy_strerror(q->cc));
-        *rc = q->cc == CURLE_OPERATION_TIMEDOUT ? REIGN_ETIMEDOUT : REIGN_ECONNLOSS;
+                    q->why[0] ? q->why : "no answer");
+        *rc = q->fail;
         return NULL;
     }
     cJSON *root = cJSON_ParseWithLength(q->resp.data ? q->resp.data : "", q->resp.len);

@@ -7,12 +7,14 @@
  *   etcd_ops.c    the node operations: order, sending, retries, delivery
  *   etcd_txn.c    each operation's txn, and its answer read back as ZooKeeper's
  *   etcd_watch.c  the one-shot watches: a watcher each, on streams of a loop turn's watches
- *   etcd_http.c   libcurl's multi interface on the client's loop: requests, members, errors
+ *   etcd_http.c   requests on the client's loop: turns, members, errors; its transports:
+ *   etcd_h1.c       HTTP/1.1 of reign's own, for http:// members
+ *                   (libcurl's multi interface, in etcd_http.c, for https:// ones)
  *   etcd_json.c   the JSON of the gateway: base64 keys, 64-bit numbers as strings
  *   etcd_end.c    (apart) the guardian's revoke of a dead client's lease
  *
- * Everything runs on the loop thread: libcurl's sockets sit in an epoll set of their own, which
- * is itself in the client's, and its timer is one of the client's timers.  No thread, no lock.
+ * Everything runs on the loop thread: the connections' sockets sit in an epoll set of their own,
+ * which is itself in the client's, and their timers are the client's timers.  No thread, no lock.
  *
  * Private to the library.
  */
@@ -31,9 +33,10 @@
 #include "etcd.h"
 
 /*
- * libcurl is loaded when the first etcd client is made (dl.h), not linked: linked, it and what
- * it needs (OpenSSL, GnuTLS, Kerberos, LDAP...) were mapped into every reign process, whatever
- * its store (6 MB resident more).  Every call goes through this table.
+ * libcurl is loaded when the first etcds:// client is made (dl.h), not linked: linked, it and
+ * what it needs (OpenSSL, GnuTLS, Kerberos, LDAP...) were mapped into every reign process,
+ * whatever its store (6 MB resident more).  Every call goes through this table.  An etcd://
+ * client never loads it (etcd_h1.c).
  */
 #define REIGN__CURL_FUNCTIONS(X, t)                                                                \
     X(t, curl_global_init)                                                                         \
@@ -77,13 +80,19 @@ void reign__ej_prefix_end(char *key, size_t len);
 /* ---- etcd_http.c ------------------------------------------------------------------------- */
 
 typedef struct ereq ereq;
-/* A request's end: status is the HTTP status (0: no answer, cc says why). */
+typedef struct econn econn; /* an HTTP/1.1 connection (etcd_h1.c) */
+/* A request's end: status is the HTTP status (0: no answer, fail says why). */
 typedef void ereq_done(ereq *q, void *arg);
 
 struct ereq {
     reign__etcd *e;
-    CURL *h;
+    CURL *h; /* https://: its handle while out */
     struct curl_slist *hdrs;
+    econn *c;      /* http://: its connection while out */
+    bool finished; /* ... and ended, on e->h1_done */
+    ereq *fnext;
+    const char *path; /* "/v3/kv/txn": a literal */
+    int timeout_ms;
     reign__buf body;
     reign__buf resp;
     size_t line_at; /* a stream: how much of resp was handed out as lines */
@@ -96,15 +105,16 @@ struct ereq {
     ereq_done *done;
     void *arg;
     long status;
-    CURLcode cc;
-    char curl_err[CURL_ERROR_SIZE];
+    int fail;                  /* 0, or no answer: REIGN_ECONNLOSS, REIGN_ETIMEDOUT */
+    char why[CURL_ERROR_SIZE]; /* ... and why */
     size_t member;
     int64_t sent_ns;
     ereq *prev, *next;
 };
 
-/* Loads libcurl (once per process): 0, or REIGN_ENOTSUP saying which package is missing. */
-int reign__eh_load(char *err, size_t errlen);
+/* Loads what the transport needs (once per process): libcurl for https:// (tls), else
+ * libhttp_parser: 0, or REIGN_ENOTSUP saying which package is missing. */
+int reign__eh_load(bool tls, char *err, size_t errlen);
 int reign__eh_init(reign__etcd *e, char *err, size_t errlen);
 void reign__eh_free(reign__etcd *e);
 /* Sends POST path with q->body to the current member; done runs once (never from inside). */
@@ -115,6 +125,13 @@ void reign__eh_tls(const reign__etcd *e, CURL *h);
 ereq *reign__eh_new(reign__etcd *e, ereq_done *done, void *arg);
 /* Stops it (no done) and frees it. */
 void reign__eh_drop(ereq *q);
+/* Is q still out (a stream's done with a part of the answer, not its end)? */
+bool reign__eh_out(const ereq *q);
+/* POSTs body to member's path, blocking until `until` (reign__now_ns()): the HTTP status, or 0
+ * with why; the answer's body into out (when not NULL).  header: one more, or NULL. */
+long reign__eh_post(const reign__etcd *e, const char *member, size_t mlen, const char *path,
+                    const char *body, const char *header, int64_t until, reign__buf *out, char *why,
+                    size_t whylen);
 /* Makes the client's loop turn soon. */
 void reign__eh_wake(reign__etcd *e);
 /* Moves later requests to the next member (after this one failed on member `m`). */
@@ -130,6 +147,26 @@ void reign__eh_saw(reign__etcd *e, int64_t rev);
 int64_t reign__eh_time_of(const reign__etcd *e, int64_t rev);
 /* Is this failure one to try again on another member (no answer, no leader, timed out)? */
 bool reign__eh_transient(int rc);
+
+/* ---- etcd_h1.c --------------------------------------------------------------------------- */
+
+int reign__h1_load(char *err, size_t errlen); /* libhttp_parser */
+/* Sends q (its body, path and timeout set) on a kept-open connection or a new one: 0, or
+ * REIGN_ENOMEM.  Its end, whatever it is, comes through reign__h1_take_done(). */
+int reign__h1_send(reign__etcd *e, ereq *q);
+/* What epoll said of connection c (the data of its event). */
+void reign__h1_event(reign__etcd *e, econn *c, uint32_t events);
+/* q is not sent any more: its connection closed (half a request on it). */
+void reign__h1_withdraw(reign__etcd *e, ereq *q);
+/* The oldest request that ended (answered or not), or NULL. */
+ereq *reign__h1_take_done(reign__etcd *e);
+void reign__h1_free(reign__etcd *e);
+/* Bytes of q's answer, appended (a stream's: q goes on e->with_data, for the pump): both
+ * transports' way in.  -1: no memory. */
+int reign__h1_got(ereq *q, const char *p, size_t n);
+/* One POST, blocking: see reign__eh_post(), for http:// members. */
+long reign__h1_post(const char *member, size_t mlen, const char *path, const char *body,
+                    const char *header, int64_t until, reign__buf *out, char *why, size_t whylen);
 
 /* ---- etcd_watch.c ------------------------------------------------------------------------ */
 
@@ -244,13 +281,18 @@ struct reign__etcd {
     char *token_header; /* "Authorization: TOKEN" once authenticated, or NULL */
     char *user, *password, *tls_ca, *tls_cert, *tls_key; /* copies cfg points to */
     size_t prefix_len;
-    /* libcurl */
+    /* the transport */
+    bool h1;  /* reign's own HTTP/1.1 (http://), or libcurl (https://) */
+    int epfd; /* the connections' sockets */
     CURLM *multi;
-    int epfd;
     reign__timer curl_timer;
+    econn *conns, *idle; /* etcd_h1.c: every connection; those kept open with no request */
+    size_t n_idle;
+    struct addrinfo **addrs; /* each member's, once resolved */
+    ereq *h1_done, *h1_done_tail;
     ereq *reqs;
     ereq *backlog, *backlog_tail; /* operations waiting for their turn into curl */
-    size_t in_curl;               /* operations in curl */
+    size_t in_curl;               /* operations out (in curl, or on a connection) */
     /* the session: one lease */
     int64_t lease;
     int64_t marking;       /* a lease granted, its session key being put */

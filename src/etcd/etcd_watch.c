@@ -577,7 +577,7 @@ static void stream_done(ereq *q, void *arg)
     e->ew_busy = was_busy;
     if (s->dead || !s->live) {
         stream_free(s); /* every watch fired or forgotten, or the client closed */
-    } else if (keep && q->h) {
+    } else if (keep && reign__eh_out(q)) {
         if (q->line_at > 65536) { /* drop what was read */
             memmove(q->resp.data, q->resp.data + q->line_at, q->resp.len - q->line_at);
             q->resp.len -= q->line_at;
@@ -587,10 +587,9 @@ static void stream_done(ereq *q, void *arg)
         /* Done with the stream before anyone hears of the trouble: what they do may end it. */
         s->q = NULL;
         size_t m = q->member;
-        bool broke = q->h == NULL && q->cc != CURLE_OK;
+        bool broke = !reign__eh_out(q) && q->fail;
         if (broke)
-            reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream: %s",
-                       q->curl_err[0] ? q->curl_err : reign__cu.curl_easy_strerror(q->cc));
+            reign__log(e->log, REIGN_LOG_INFO, "etcd: watch stream: %s", q->why);
         reign__eh_drop(q);
         stream_later(s);
         if (broke) {

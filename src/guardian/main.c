@@ -164,9 +164,9 @@ static void apply(reign__gmsg *m)
         reign__free(g.hosts);
         g.hosts = reign__strdup(m->hosts);
         if (g.hosts && !strncmp(g.hosts, "etcd:", 5)) {
-            /* libcurl loaded now, not in the milliseconds after the client died. */
+            /* Its HTTP library loaded now, not in the milliseconds after the client died. */
             char err[400];
-            if (reign__etcd_end_prepare(err, sizeof(err)) < 0)
+            if (reign__etcd_end_prepare(g.hosts + 5, err, sizeof(err)) < 0)
                 say("%s", err);
         }
         g.session = m->session;

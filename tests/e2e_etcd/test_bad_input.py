@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_bad_input.py - bad input on etcd: clear errors, right exit codes, nothing deleted.
 
-    test_bad_input.py unreachable|gateway_off|foreign_data|too_large
+    test_bad_input.py unreachable|gateway_off|foreign_data|too_large|library_missing
 
   unreachable   URIs whose members do not listen (one port, three ports): `reign status`,
                 `reign campaign` and `reign value get` give up after the connect timeout
@@ -26,6 +26,8 @@
                 both and read back whole.  On a cluster whose own limit is lower
                 (--max-request-bytes=262144), a 500,000-byte payload is refused by etcd: both
                 commands exit 1 saying "too large", nothing written.
+  library_missing  libhttp_parser (which reads the members' HTTP answers) missing: the same
+                commands exit 1 naming the Debian package to install.
 
 No time is asserted: a command that must give up is only bounded by the generous wait.
 """
@@ -89,6 +91,18 @@ def scenario_gateway_off(t):
     uri = cluster.uri(**PARAMS)
     for args, what in commands(uri, "x"):
         expect_failure(t, args, ["etcd", "gateway"], f"{what} with the gateway off")
+
+
+def scenario_library_missing(t):
+    """Without libhttp_parser (dl.h's test hook names no file) every command says which Debian
+    package to install, and exits: no crash, no hang."""
+    env = dict(os.environ, REIGN_TEST_LIBHTTP_PARSER="/nonexistent/libhttp_parser.so.2.9")
+    uri = f"etcd://127.0.0.1:{free_ports(1)[0]}?session_timeout_ms={etcde.SESSION_MS}"
+    for args, what in commands(uri, "x"):
+        rc, out, err = t.reign(args, env=env)
+        log(f"{what} without libhttp_parser: exit {rc}: {err.strip()}")
+        check(rc == FAIL, f"{what}: exit status {rc}, want {FAIL}: {err.strip()}")
+        check("libhttp-parser2.9" in err, f"{what}: the package is not named: {err.strip()}")
 
 
 def write_file(t, label, size, byte=b"x"):
@@ -200,6 +214,7 @@ SCENARIOS = {
     "gateway_off": scenario_gateway_off,
     "foreign_data": scenario_foreign_data,
     "too_large": scenario_too_large,
+    "library_missing": scenario_library_missing,
 }
 
 

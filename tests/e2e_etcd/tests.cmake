@@ -40,8 +40,9 @@ if(TARGET reign_cli AND TARGET reign_tcpproxy AND REIGN_ETCD_PROGRAM AND REIGN_E
   reign_e2e_etcd(e2e_etcd_compaction test_compaction.py)
   # The leader's lease revoked by hand (etcdctl lease revoke).
   reign_e2e_etcd(e2e_etcd_lease_revoked test_lease_revoked.py)
-  # Bad input: nothing listening, the JSON gateway off, foreign data, payloads too large.
-  foreach(scenario unreachable gateway_off foreign_data too_large)
+  # Bad input: nothing listening, the JSON gateway off, foreign data, payloads too large, the
+  # HTTP answers' parser library missing.
+  foreach(scenario unreachable gateway_off foreign_data too_large library_missing)
     reign_e2e_etcd(e2e_etcd_bad_input_${scenario} test_bad_input.py ARGS ${scenario}
       TIMEOUT 180)
   endforeach()

@@ -37,6 +37,7 @@
     X(t, http_parser_settings_init)                                                                \
     X(t, http_parser_execute)                                                                      \
     X(t, http_should_keep_alive)                                                                   \
+    X(t, http_parser_pause)                                                                        \
     X(t, http_errno_name)
 
 REIGN__DL_LIBRARY(hp, HP_FUNCTIONS, reign__etcd_hp_lib, "etcd://", "libhttp_parser.so.2.9",
@@ -77,6 +78,8 @@ static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
 static int on_headers(http_parser *p)
 {
     econn *c = p->data;
+    if (p->status_code < 100)
+        return -1; /* "HTTP/1.1 000": no status, not an answer */
     if (p->status_code / 100 == 1) {
         if (p->status_code == 100 && c->expect)
             c->continued = true; /* the body goes after this parse */
@@ -100,6 +103,7 @@ static int on_complete(http_parser *p)
         return 0; /* an interim answer: the real one follows */
     c->complete = true;
     c->keep = hp.http_should_keep_alive(p) != 0;
+    hp.http_parser_pause(p, 1); /* what follows is no part of it (readable() looks) */
     return 0;
 }
 
@@ -259,16 +263,17 @@ static econn *conn_new(reign__etcd *e, size_t member)
     return c;
 }
 
-/* The earlier of the request's deadline and the step's, on the connection's timer. */
-static void arm(econn *c)
+/* The earlier of the request's deadline and the step's, on the connection's timer: 0, or
+ * REIGN_ENOMEM (only when it was not armed: the heap grows). */
+static int arm(econn *c)
 {
     int64_t due = c->due_ns;
     if (c->step_ns && (!due || c->step_ns < due))
         due = c->step_ns;
     if (due)
-        reign__timer_start(c->e->cfg.timers, &c->timer, due);
-    else
-        reign__timer_stop(c->e->cfg.timers, &c->timer);
+        return reign__timer_start(c->e->cfg.timers, &c->timer, due) < 0 ? REIGN_ENOMEM : 0;
+    reign__timer_stop(c->e->cfg.timers, &c->timer);
+    return 0;
 }
 
 static void wake(reign__etcd *e)
@@ -317,7 +322,7 @@ static void finish(econn *c, int fail, const char *why)
     push_done(e, q, fail);
 }
 
-static int start(reign__etcd *e, ereq *q, econn *c, char *head, size_t head_len);
+static int start(reign__etcd *e, ereq *q, econn *c, char *head, size_t head_len, int64_t due);
 
 /* The connection failed (errno-like err, or why): the next address, a new connection for a
  * request a kept-open one lost before its answer began, or the request's failure. */
@@ -327,27 +332,30 @@ static void broke(econn *c, int err, const char *why)
     ereq *q = c->q;
     char msg[CURL_ERROR_SIZE];
     if (c->connecting && c->ai && c->ai->ai_next) {
-        const struct addrinfo *next = c->ai->ai_next;
         epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->fd, NULL);
         close(c->fd);
         c->events = 0;
-        c->ai = next;
-        c->fd = connect_to(next);
+        c->fd = -1;
+        while (c->fd < 0 && c->ai->ai_next) {
+            c->ai = c->ai->ai_next;
+            c->fd = connect_to(c->ai);
+            err = c->fd < 0 ? errno : 0;
+        }
         if (c->fd >= 0) {
             watch_for(c, EPOLLOUT);
             return;
         }
-        err = errno;
     }
     if (c->reused && !c->answered && !c->connecting) {
         /* What a member does to a connection that sat idle: once more, on a new one. */
         char *head = c->head;
         size_t head_len = c->head_len;
+        int64_t due = c->due_ns; /* the same deadline: a second try is no new request */
         c->head = NULL;
         c->q = NULL;
         q->c = NULL;
         conn_close(c);
-        if (start(e, q, NULL, head, head_len) < 0) {
+        if (start(e, q, NULL, head, head_len, due) < 0) {
             reign__strlcpy(q->why, "out of memory", sizeof(q->why));
             push_done(e, q, REIGN_ECONNLOSS);
         }
@@ -410,17 +418,22 @@ static bool readable(econn *c)
         }
         c->answered = c->answered || r > 0;
         bool was_continued = c->continued;
-        hp.http_parser_execute(&c->p, &settings, buf, (size_t)r);
+        size_t used = hp.http_parser_execute(&c->p, &settings, buf, (size_t)r);
         enum http_errno he = HTTP_PARSER_ERRNO(&c->p);
-        if (he != HPE_OK && !c->complete) {
+        if (c->complete) {
+            /* Bytes past the answer: nobody asked for them, the connection is not kept. */
+            c->keep = c->keep && r > 0 && used == (size_t)r;
+            finish(c, 0, NULL);
+            return false;
+        }
+        if (c->p.upgrade) {
+            broke(c, 0, "the member switched protocols");
+            return false;
+        }
+        if (he != HPE_OK) {
             char why[128];
             snprintf(why, sizeof(why), "not an HTTP answer (%s)", hp.http_errno_name(he));
             broke(c, 0, r ? why : "connection closed before the whole answer");
-            return false;
-        }
-        if (c->complete) {
-            c->keep = c->keep && r > 0;
-            finish(c, 0, NULL);
             return false;
         }
         if (r == 0) {
@@ -490,8 +503,9 @@ static void timer_cb(reign__timer *t, void *arg)
 }
 
 /* Starts q, whose head (allocated) it takes, on c (kept open) or on a new connection to its
- * member: 0, or REIGN_ENOMEM.  A connection that cannot be made ends q (through the pump). */
-static int start(reign__etcd *e, ereq *q, econn *c, char *head, size_t head_len)
+ * member, to be answered by `due` (0: no deadline): 0, or REIGN_ENOMEM.  A connection that
+ * cannot be made ends q (through the pump). */
+static int start(reign__etcd *e, ereq *q, econn *c, char *head, size_t head_len, int64_t due)
 {
     const char *m = e->members[q->member];
     if (!e->addrs[q->member]) {
@@ -538,9 +552,14 @@ static int start(reign__etcd *e, ereq *q, econn *c, char *head, size_t head_len)
     c->p.data = c;
     c->timeout_ms = q->timeout_ms;
     int64_t now = reign__now_ns();
-    c->due_ns = q->timeout_ms > 0 ? now + (int64_t)q->timeout_ms * REIGN__NS_PER_MS : 0;
+    c->due_ns = due;
     c->step_ns = c->connecting ? now + (int64_t)CONNECT_MS * REIGN__NS_PER_MS : 0;
-    arm(c);
+    if (arm(c) < 0) { /* no room in the timer heap: no request without its deadline */
+        c->q = NULL;
+        q->c = NULL;
+        conn_close(c);
+        return REIGN_ENOMEM;
+    }
     if (c->connecting)
         watch_for(c, EPOLLOUT);
     else
@@ -560,7 +579,9 @@ int reign__h1_send(reign__etcd *e, ereq *q)
     if (!q->stream) /* a stream holds its connection for good: always a new one */
         for (c = e->idle; c && c->member != q->member; c = c->inext)
             ;
-    return start(e, q, c, head.data, head.len);
+    int64_t due =
+        q->timeout_ms > 0 ? reign__now_ns() + (int64_t)q->timeout_ms * REIGN__NS_PER_MS : 0;
+    return start(e, q, c, head.data, head.len, due);
 }
 
 int reign__h1_got(ereq *q, const char *p, size_t n)
@@ -640,6 +661,8 @@ typedef struct sync_ctx {
 static int sync_headers(http_parser *p)
 {
     sync_ctx *s = p->data;
+    if (p->status_code < 100)
+        return -1; /* not an answer */
     if (p->status_code / 100 != 1)
         s->status = p->status_code;
     return 0;
@@ -654,8 +677,10 @@ static int sync_body(http_parser *p, const char *at, size_t n)
 static int sync_complete(http_parser *p)
 {
     sync_ctx *s = p->data;
-    if (p->status_code / 100 != 1)
+    if (p->status_code / 100 != 1) {
         s->complete = true;
+        hp.http_parser_pause(p, 1); /* what follows is no part of it */
+    }
     return 0;
 }
 
@@ -753,7 +778,7 @@ long reign__h1_post(const char *member, size_t mlen, const char *path, const cha
         if (r < 0)
             break;
         hp.http_parser_execute(&p, &st, buf, (size_t)r);
-        if (r == 0)
+        if (r == 0 || p.upgrade) /* a switch of protocols is no answer either */
             break;
     }
     close(fd);

@@ -11,7 +11,8 @@
 #       -dict=tests/fuzz/uri.dict /tmp/c tests/fuzz/corpus/uri
 # New inputs go to the first directory, so the committed seeds stay as they
 # are; copy a crasher (crash-*) into the corpus to keep it as a test.
-set(REIGN_FUZZ_TARGETS uri record tasks_limits guardian_msg slot_record duration notices etcd)
+set(REIGN_FUZZ_TARGETS uri record tasks_limits guardian_msg slot_record duration notices etcd
+  etcd_h1)
 set(REIGN_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 foreach(name IN LISTS REIGN_FUZZ_TARGETS)
@@ -46,6 +47,8 @@ if(REIGN_FUZZ)
   # The gateway's answers: read back as txn results and as watch stream lines.
   set(REIGN_FUZZ_SOURCES_etcd ${PROJECT_SOURCE_DIR}/src/etcd/etcd_json.c
     ${PROJECT_SOURCE_DIR}/src/etcd/etcd_txn.c ${PROJECT_SOURCE_DIR}/src/etcd/etcd_watch.c)
+  # What a member answers over plain http://, read by reign's own HTTP/1.1 (a loopback member).
+  set(REIGN_FUZZ_SOURCES_etcd_h1 ${PROJECT_SOURCE_DIR}/src/etcd/etcd_h1.c)
   set(REIGN_FUZZ_FLAGS -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
     -fno-sanitize-recover=undefined)
   foreach(name IN LISTS REIGN_FUZZ_TARGETS)

@@ -12,6 +12,7 @@ set(REIGN_UNIT_TESTS
   test_sqlite_notices
   test_etcd
   test_etcd_watch
+  test_etcd_h1
 )
 
 foreach(name IN LISTS REIGN_UNIT_TESTS)

@@ -20,6 +20,7 @@ PACKAGES=(
     nettle-dev # reignd: HMAC-SHA256 signatures between peers
     mariadb-server mariadb-client postgresql postgresql-client sqlite3 # SQL test servers, clients
     etcd-server etcd-client curl # etcd test servers (scripts/etcd.sh), etcdctl, its JSON gateway
+    openssl # throwaway CAs and certificates of the TLS test servers (make_tls: SQL, etcds://)
     python3-etcd3 # bench/etcd_failover.py: python-etcd3's lock, a reference beside etcdctl elect
     dpkg-dev debhelper lintian # the Debian packages (scripts/package.sh) and their check
     bash-completion # the completion test sources its functions, as an interactive shell has them

@@ -9,6 +9,15 @@
 #   STATE_DIR/connect          "127.0.0.1:p1,127.0.0.1:p2,..." (the client ports)
 #   STATE_DIR/uri              "etcd://127.0.0.1:p1[,127.0.0.1:p2,...]" for reign
 #   STATE_DIR/endpoints        "http://127.0.0.1:p1,..." for etcdctl --endpoints
+#   STATE_DIR/tls/             with REIGN_ETCD_TLS=1 at `start`: a throwaway CA (ca.crt), the
+#                              members' certificate for 127.0.0.1 signed by it (server.crt,
+#                              server.key), a client's (client.crt, client.key) and another CA
+#                              (other-ca.crt; make_tls in lib/server-common.sh).  The members then
+#                              serve their client port over TLS only and require a client
+#                              certificate signed by the CA (--client-cert-auth); their peers still
+#                              talk plain HTTP.  uri is then "etcds://...?cacert=..&cert=..&key=..",
+#                              endpoints "https://...", and `ctl` and the probes present the
+#                              client's certificate.
 #   STATE_DIR/watchdog.pid     the watchdog that stops the members if their owner dies
 #   STATE_DIR/sI/data/         member I's data directory (I = 1..N; removed by `stop`)
 #   STATE_DIR/sI/etcd.log      its output (kept after `stop`, for post-mortems)
@@ -30,7 +39,7 @@
 # files are gone; and with REIGN_ETCD_OWNER_PID set (a pid, or "parent" for the process that ran
 # `etcd.sh start`), a small watchdog stops the members when that process goes away.
 #
-# Environment: REIGN_ETCD_START_TIMEOUT (seconds, default 60), REIGN_ETCD_OWNER_PID,
+# Environment: REIGN_ETCD_START_TIMEOUT (seconds, default 60), REIGN_ETCD_OWNER_PID, REIGN_ETCD_TLS,
 # REIGN_ETCD_EXTRA_OPTS (words added to every member's command line, e.g. "--pre-vote=true" or
 # "--auto-compaction-retention=1"), ETCD (the server binary, default: etcd), ETCDCTL (default:
 # etcdctl).
@@ -60,7 +69,7 @@ usage: $PROG start STATE_DIR [N]          start N members (1: one member, defaul
        $PROG resume-server STATE_DIR I    SIGCONT member I
        $PROG port STATE_DIR I             print member I's client port
        $PROG connect STATE_DIR            print the client addresses (127.0.0.1:p1,...)
-       $PROG uri STATE_DIR                print the URI (etcd://127.0.0.1:p1,...)
+       $PROG uri STATE_DIR                print the URI (etcd://127.0.0.1:p1,..., or etcds://...)
        $PROG leader STATE_DIR             print the index of the member that leads the cluster
        $PROG status STATE_DIR             one line per member: index port pid state role
        $PROG ctl STATE_DIR ARGS...        run etcdctl (API v3) against every member
@@ -73,26 +82,38 @@ EOF
 # member accepts connections but never answers).  WHAT is
 #   health   exit 0 if GET /health says {"health":"true"} (it has a leader, no alarm)
 #   role     print "leader" or "follower" (POST /v3/maintenance/status)
+# With TLS_DIR set (the members speak TLS), over https with the client's certificate; and health
+# then also asks the gateway for a status: /health is answered by the member itself, the /v3 calls
+# by its gateway through the member's own gRPC port, which refuses the gateway where the members'
+# certificate is no client's one.
 # python3 rather than curl: the tests need it anyway, and this is one request with a deadline.
 probe() {
-    python3 - "$1" "$2" "${3:-2}" <<'EOF'
-import json, sys, urllib.request
-port, what, timeout = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
-base = f"http://127.0.0.1:{port}"
+    python3 - "$1" "$2" "${3:-2}" "${TLS_DIR:-}" <<'EOF'
+import json, ssl, sys, urllib.request
+port, what, timeout, tls = int(sys.argv[1]), sys.argv[2], float(sys.argv[3]), sys.argv[4]
+base = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+ctx = None
+if tls:
+    ctx = ssl.create_default_context(cafile=f"{tls}/ca.crt")
+    ctx.load_cert_chain(f"{tls}/client.crt", f"{tls}/client.key")
 try:
     if what == "health":
-        with urllib.request.urlopen(base + "/health", timeout=timeout) as r:
-            sys.exit(0 if json.load(r).get("health") == "true" else 1)
+        with urllib.request.urlopen(base + "/health", timeout=timeout, context=ctx) as r:
+            if json.load(r).get("health") != "true":
+                sys.exit(1)
+        if not tls:
+            sys.exit(0)
     req = urllib.request.Request(base + "/v3/maintenance/status", data=b"{}",
                                  headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
+    with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
         st = json.load(r)
 except (OSError, ValueError):
     sys.exit(1)
 member, leader = st.get("header", {}).get("member_id"), st.get("leader")
 if not member or not leader:
     sys.exit(1)
-print("leader" if member == leader else "follower")
+if what == "role":
+    print("leader" if member == leader else "follower")
 EOF
 }
 
@@ -145,11 +166,13 @@ kill_and_wait() {
 
 STATE=
 NSERVERS=
+TLS_DIR= # STATE/tls when the members speak TLS to their clients
 
 load_state() {
     STATE=$(abs_path "$1")
     [[ -f $STATE/$STATE_MARKER ]] ||
         die "no members recorded in '$STATE' (run: $PROG start $STATE)"
+    if [[ -d $STATE/tls ]]; then TLS_DIR=$STATE/tls; fi
     NSERVERS=$(sed -n 's/^servers=//p' "$STATE/$STATE_MARKER")
     [[ $NSERVERS =~ ^[0-9]+$ ]] || die "corrupt '$STATE/$STATE_MARKER'"
 }
@@ -186,16 +209,21 @@ serving() {
 # line restarts it (start-server): with a data directory in place, etcd ignores the --initial-*
 # flags and rejoins as the member it was.
 write_args() {
-    local i=$1 sd="$STATE/s$1" j cluster=''
+    local i=$1 sd="$STATE/s$1" j cluster='' scheme=http tls=()
     mkdir -p "$sd"
+    if [[ -n $TLS_DIR ]]; then
+        scheme=https
+        tls=(--cert-file "$TLS_DIR/server.crt" --key-file "$TLS_DIR/server.key"
+            --client-cert-auth --trusted-ca-file "$TLS_DIR/ca.crt")
+    fi
     echo "${CLIENT_PORTS[i]}" >"$sd/client_port"
     echo "${PEER_PORTS[i]}" >"$sd/peer_port"
     for ((j = 1; j <= NSERVERS; j++)); do
         cluster+="${cluster:+,}s$j=http://127.0.0.1:${PEER_PORTS[j]}"
     done
     printf '%s\n' "$ETCD" --name "s$i" --data-dir "$sd/data" \
-        --listen-client-urls "http://127.0.0.1:${CLIENT_PORTS[i]}" \
-        --advertise-client-urls "http://127.0.0.1:${CLIENT_PORTS[i]}" \
+        --listen-client-urls "$scheme://127.0.0.1:${CLIENT_PORTS[i]}" \
+        --advertise-client-urls "$scheme://127.0.0.1:${CLIENT_PORTS[i]}" "${tls[@]}" \
         --listen-peer-urls "http://127.0.0.1:${PEER_PORTS[i]}" \
         --initial-advertise-peer-urls "http://127.0.0.1:${PEER_PORTS[i]}" \
         --initial-cluster "$cluster" --initial-cluster-state new \
@@ -277,6 +305,10 @@ cmd_start() {
     stop_state "$STATE"
     rm -rf -- "$STATE"
     mkdir -p -- "$STATE"
+    if [[ ${REIGN_ETCD_TLS:-0} == 1 ]]; then
+        make_tls "$STATE/tls" client
+        TLS_DIR=$STATE/tls
+    fi
 
     local attempt i rc ports
     for attempt in 1 2 3; do
@@ -299,14 +331,20 @@ cmd_start() {
         # shellcheck disable=SC2046 # one index per word
         wait_serving $(seq 1 "$NSERVERS") || rc=$?
         if [[ $rc -eq 0 ]]; then
-            local connect='' endpoints=''
+            local connect='' endpoints='' scheme=http uri
+            if [[ -n $TLS_DIR ]]; then scheme=https; fi
             for ((i = 1; i <= NSERVERS; i++)); do
                 connect+="${connect:+,}127.0.0.1:${CLIENT_PORTS[i]}"
-                endpoints+="${endpoints:+,}http://127.0.0.1:${CLIENT_PORTS[i]}"
+                endpoints+="${endpoints:+,}$scheme://127.0.0.1:${CLIENT_PORTS[i]}"
             done
+            uri="etcd://$connect"
+            if [[ -n $TLS_DIR ]]; then
+                uri="etcds://$connect?cacert=$TLS_DIR/ca.crt&cert=$TLS_DIR/client.crt"
+                uri+="&key=$TLS_DIR/client.key"
+            fi
             echo "$connect" >"$STATE/connect"
             echo "$endpoints" >"$STATE/endpoints"
-            echo "etcd://$connect" >"$STATE/uri"
+            echo "$uri" >"$STATE/uri"
             echo "$connect"
             return 0
         fi
@@ -476,8 +514,12 @@ cmd_ctl() {
         die "no endpoints in '$STATE' (members starting?)"
     command -v "$ETCDCTL" >/dev/null ||
         die "'$ETCDCTL' not found (run scripts/deps.sh: etcd-client)"
+    local tls=()
+    if [[ -n $TLS_DIR ]]; then
+        tls=(--cacert="$TLS_DIR/ca.crt" --cert="$TLS_DIR/client.crt" --key="$TLS_DIR/client.key")
+    fi
     ETCDCTL_API=3 exec "$ETCDCTL" --endpoints="$endpoints" --dial-timeout=2s \
-        --command-timeout=10s "$@"
+        --command-timeout=10s "${tls[@]}" "$@"
 }
 
 main() {

@@ -242,14 +242,19 @@ stop_marked_under() {
     stop_watchdogs $(watchdog_pids_under "$dir/")
 }
 
-# make_tls DIR: throwaway TLS material for a test server, made with Debian's openssl:
+# make_tls DIR [client]: throwaway TLS material for a test server, made with Debian's openssl:
 #   DIR/ca.crt, ca.key          a CA of its own (valid two days)
 #   DIR/server.crt, server.key  the server's certificate for 127.0.0.1 and localhost, signed by it
 #   DIR/other-ca.crt            another CA, which signed nothing: a client that trusts only it
 #                               must refuse the server
+# With `client`, for a server that asks its clients for a certificate, also
+#   DIR/client.crt, client.key  a client's certificate signed by the CA (extendedKeyUsage
+#                               clientAuth), and the server's may serve as a client's too: etcd's
+#                               JSON gateway presents it to the member's own gRPC port
 # Keys are EC P-256 (fast to make) and owner-only.
 make_tls() {
-    local dir=$1
+    local dir=$1 client=${2:-} usage=serverAuth
+    if [[ $client == client ]]; then usage=serverAuth,clientAuth; fi
     command -v openssl >/dev/null || die "openssl not found (Debian package openssl)"
     mkdir -p -- "$dir"
     (
@@ -263,9 +268,19 @@ make_tls() {
         openssl req "${ec[@]}" -keyout server.key -out server.csr -subj "/CN=127.0.0.1" \
             2>/dev/null
         printf '%s\n' "subjectAltName=IP:127.0.0.1,DNS:localhost" "basicConstraints=CA:FALSE" \
-            "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=serverAuth" >server.ext
+            "keyUsage=digitalSignature,keyEncipherment" "extendedKeyUsage=$usage" >server.ext
         openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
             -out server.crt -days 2 -extfile server.ext 2>/dev/null
+        if [[ $client == client ]]; then
+            openssl req "${ec[@]}" -keyout client.key -out client.csr \
+                -subj "/CN=reign throwaway test client" 2>/dev/null
+            printf '%s\n' "basicConstraints=CA:FALSE" "keyUsage=digitalSignature" \
+                "extendedKeyUsage=clientAuth" >client.ext
+            openssl x509 -req -in client.csr -CA ca.crt -CAkey ca.key -CAcreateserial \
+                -out client.crt -days 2 -extfile client.ext 2>/dev/null
+            rm -f client.csr client.ext
+            chmod 644 client.crt
+        fi
         rm -f server.csr server.ext ca.srl other-ca.key
         chmod 644 ca.crt other-ca.crt server.crt
     ) || die "could not make the TLS files under $dir"

@@ -9,7 +9,9 @@ on top of tests/e2e/e2elib.py (processes, waits, `reign status`, check_leadershi
     etcd.sh's watchdog stop them should the test process itself be killed), their URIs in any
     member order (a client talks to the first member it lists until that one fails it),
     members killed, restarted, paused and resumed, the cluster's raft leader, and etcdctl
-    (API v3) on the members that are up;
+    (API v3) on the members that are up; with tls=True, members that serve their clients over
+    TLS only and require a client certificate (etcd.sh's REIGN_ETCD_TLS=1), their URIs
+    etcds:// with the CA and the client's certificate of the cluster's throwaway tls/ directory;
   * which members a process holds TCP connections to (/proc), to aim a fault at the member a
     leader talks to;
   * the lease of a process's session (its log, --log-level info), and of a key (etcdctl);
@@ -25,6 +27,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -56,16 +59,19 @@ def quietly(fn, *args, **kw):
 class Cluster:
     """etcd members of the test's own (scripts/etcd.sh), stopped when the test ends."""
 
-    def __init__(self, test, label="etcd", n=3, extra_opts=None):
-        self.test, self.n, self.extra_opts = test, n, extra_opts
+    def __init__(self, test, label="etcd", n=3, extra_opts=None, tls=False):
+        self.test, self.n, self.extra_opts, self.tls = test, n, extra_opts, tls
         self.dir = os.path.join(test.dir, label)
+        # With tls: ca.crt, client.crt, client.key, other-ca.crt... (etcd.sh, make_tls).
+        self.tls_dir = os.path.join(self.dir, "tls") if tls else None
+        self.ctl_user = None  # "user:password" for etcdctl, once etcd's authentication is on
         self.script = os.path.join(env_path("REIGN_SCRIPTS"), "etcd.sh")
         self.down = set()  # members stopped or paused by the test
         test.servers.append(self)  # Test.__exit__ calls stop(), whatever happened
         self._sh("start", self.dir, str(n), timeout=180)
         self.ports = [int(self._sh("port", self.dir, str(i)).strip()) for i in range(1, n + 1)]
         log(f"etcd {label}: {n} member(s) on ports {self.ports}"
-            + (f" ({extra_opts})" if extra_opts else ""))
+            + (f" ({extra_opts})" if extra_opts else "") + (" over TLS" if tls else ""))
 
     def _sh(self, *args, timeout=120, check_rc=True):
         # The owner of the members is this process (etcd.sh's parent): if the test dies, the
@@ -75,6 +81,7 @@ class Cluster:
             env["REIGN_ETCD_EXTRA_OPTS"] = self.extra_opts
         else:
             env.pop("REIGN_ETCD_EXTRA_OPTS", None)
+        env["REIGN_ETCD_TLS"] = "1" if self.tls else "0"
         r = subprocess.run(["bash", self.script, *args], env=env, capture_output=True,
                            text=True, timeout=timeout, stdin=subprocess.DEVNULL)
         if check_rc and r.returncode != 0:
@@ -93,10 +100,22 @@ class Cluster:
         """"127.0.0.1:p,..." in the given member order (default 1..n)."""
         return ",".join(f"127.0.0.1:{self.ports[i - 1]}" for i in (order or self.all()))
 
-    def uri(self, order=None, prefix="", **params):
-        """etcd://... with the members in `order` (a client starts with the first)."""
-        q = "&".join(f"{k}={v}" for k, v in params.items())
-        return f"etcd://{self.hosts(order)}{prefix}" + (f"?{q}" if q else "")
+    def tls_file(self, name):
+        """A file of the cluster's TLS directory (ca.crt, client.crt, other-ca.crt...)."""
+        return os.path.join(self.tls_dir, name)
+
+    def uri(self, order=None, prefix="", scheme=None, user=None, **params):
+        """etcd://... with the members in `order` (a client starts with the first).  On a TLS
+        cluster etcds://...?cacert=..&cert=..&key=.. (the cluster's CA and client), each of
+        which a parameter given here replaces, or leaves out if None; scheme replaces the
+        scheme; user goes before the hosts ("user" or "user:password")."""
+        if self.tls:
+            params = {"cacert": self.tls_file("ca.crt"), "cert": self.tls_file("client.crt"),
+                      "key": self.tls_file("client.key"), **params}
+        q = "&".join(f"{k}={v}" for k, v in params.items() if v is not None)
+        scheme = scheme or ("etcds" if self.tls else "etcd")
+        auth = f"{user}@" if user else ""
+        return f"{scheme}://{auth}{self.hosts(order)}{prefix}" + (f"?{q}" if q else "")
 
     def live_first(self, params):
         """A URI listing the members that are up first: for `reign status` during faults."""
@@ -141,11 +160,20 @@ class Cluster:
     def ctl(self, *args, members=None, check_rc=True, timeout=e2elib.WAIT):
         """etcdctl (API v3) on the given members (default: those up): (rc, stdout, stderr)."""
         members = members or self.up()
-        endpoints = ",".join(f"http://127.0.0.1:{self.ports[i - 1]}" for i in members)
+        scheme = "https" if self.tls else "http"
+        endpoints = ",".join(f"{scheme}://127.0.0.1:{self.ports[i - 1]}" for i in members)
         env = dict(os.environ, ETCDCTL_API="3")
+        flags = []
+        if self.tls:
+            flags += [f"--cacert={self.tls_file('ca.crt')}",
+                      f"--cert={self.tls_file('client.crt')}",
+                      f"--key={self.tls_file('client.key')}"]
+        if self.ctl_user:
+            flags.append(f"--user={self.ctl_user}")
         r = subprocess.run(["etcdctl", f"--endpoints={endpoints}", "--dial-timeout=2s",
-                            "--command-timeout=10s", *args], env=env, capture_output=True,
-                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                            "--command-timeout=10s", *flags, *args], env=env,
+                           capture_output=True, text=True, timeout=timeout,
+                           stdin=subprocess.DEVNULL)
         if check_rc and r.returncode != 0:
             raise Failure(f"etcdctl {' '.join(args)}: {r.stderr.strip()}")
         return r.returncode, r.stdout, r.stderr
@@ -172,9 +200,13 @@ class Cluster:
         port = self.ports[self.up()[0] - 1]
         body = json.dumps({"key": base64.b64encode(key.encode()).decode(),
                            "value": base64.b64encode(value).decode()}).encode()
-        req = urllib.request.Request(f"http://127.0.0.1:{port}/v3/kv/put", data=body,
+        scheme, ctx = "http", None
+        if self.tls:
+            scheme, ctx = "https", ssl.create_default_context(cafile=self.tls_file("ca.crt"))
+            ctx.load_cert_chain(self.tls_file("client.crt"), self.tls_file("client.key"))
+        req = urllib.request.Request(f"{scheme}://127.0.0.1:{port}/v3/kv/put", data=body,
                                      headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=e2elib.WAIT) as r:
+        with urllib.request.urlopen(req, timeout=e2elib.WAIT, context=ctx) as r:
             answer = json.load(r)
         check("error" not in answer, f"put {key}: {answer}")
 

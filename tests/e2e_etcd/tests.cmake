@@ -9,6 +9,7 @@
 set(REIGN_E2E_ETCD_DIR ${CMAKE_CURRENT_LIST_DIR})
 find_program(REIGN_ETCD_PROGRAM etcd)
 find_program(REIGN_ETCDCTL_PROGRAM etcdctl)
+find_program(REIGN_OPENSSL_PROGRAM openssl)
 
 # reign_e2e_etcd(<test name> <script> [ARGS args...] [TIMEOUT s])
 function(reign_e2e_etcd name script)
@@ -46,6 +47,17 @@ if(TARGET reign_cli AND TARGET reign_tcpproxy AND REIGN_ETCD_PROGRAM AND REIGN_E
     reign_e2e_etcd(e2e_etcd_bad_input_${scenario} test_bad_input.py ARGS ${scenario}
       TIMEOUT 180)
   endforeach()
+  # TLS (etcds://): members that serve clients over TLS only and require a client certificate,
+  # with certificates made by openssl at the test's start (etcd.sh's REIGN_ETCD_TLS=1):
+  # elections, status and values, the leader killed; wrong files, CAs and schemes; etcd's users.
+  if(REIGN_OPENSSL_PROGRAM)
+    foreach(scenario elect bad_files auth)
+      reign_e2e_etcd(e2e_etcd_tls_${scenario} test_tls.py ARGS ${scenario})
+    endforeach()
+  else()
+    message(STATUS "openssl not found: the e2e_etcd_tls tests are not registered "
+      "(scripts/deps.sh installs it)")
+  endif()
   # Label sanitize_skip: not run by the sanitizer builds (scripts/test.sh; CONTRIBUTING.md
   # says how they were chosen).  Each spends seconds waiting on servers or timeouts and
   # runs no line of src/ or examples/ that the tests still run there do not run too.

@@ -1,0 +1,316 @@
+#!/usr/bin/env python3
+"""test_tls.py - reign on etcd over TLS (etcds://), against real members that serve their
+clients over TLS only and require a client certificate.
+
+    test_tls.py elect|bad_files|auth
+
+The members are started by etcd.sh with REIGN_ETCD_TLS=1 (etcde.Cluster(tls=True)): their
+client port speaks https only, with --cert-file, --key-file, --client-cert-auth and
+--trusted-ca-file; their peers talk plain HTTP.  The certificates are made by openssl when the
+test starts, in the cluster's directory under the test's state directory (tls/: a CA, the
+members' certificate for IP:127.0.0.1 and DNS:localhost, a client's, and a second CA that signed
+nothing), and never kept in the tree.  The URIs carry cacert=, cert= and key=.
+
+  elect      three members.  `reign campaign` a, b and c: one leads, `reign status` (text and
+             --json) names it, `reign value set` and `value get` go through TLS (and etcdctl
+             reads the value where reign keeps it).  Twice, the leader is SIGKILLed and a
+             replacement joins: a successor is elected after the kill with a higher term and
+             token, on a leader key of its own lease.  The killed leader's lease ends one of two
+             ways, and the test says which: each client logs that it starts no guardian with
+             etcd's TLS (docs/etcd.md, "The guardian"), and then no guardian line may appear and
+             the successor is elected no earlier than the end of the lease as etcd reported it
+             right after the kill (as test_kill.py off); or a guardian ran, and then its line
+             must name the killed leader's lease as revoked (as test_kill.py guardian).
+             check_leadership.py over every process's lines: no two leaderships at once by the
+             candidates' own monotonic clocks, terms and tokens growing.
+  bad_files  one TLS member and one plain one; `reign status x` on a URI that is wrong must
+             exit 1 (not crash, not hang: bounded by the generous wait) with a message that says
+             what: cacert=, cert= or key= naming a missing file (the message names it), cert=
+             without key=, cacert= on etcd://; a cacert= of the second CA, which did not sign the
+             members' certificate (status, campaign and value get: the message speaks of the
+             certificate); no client certificate for a member that requires one; etcd:// to the
+             TLS port; etcds:// to the plain member (those three: the message names etcd and the
+             address).
+  auth       one TLS member with etcd's authentication on: root, a user `reign` with read and
+             write on /reign (docs/etcd.md's grant), a user `nobody` with no role.  etcd's
+             gateway refuses, with authentication on and --client-cert-auth, every /v3 request
+             whose client certificate has a Common Name (embed/serve.go: "CommonName of client
+             sending a request against gateway will be ignored"), so the clients here present
+             one without (made by openssl, signed by the cluster's CA).  Two candidates as
+             `reign` (password_file=), a value set and read (the password from REIGN_PASSWORD
+             too), the leader SIGKILLed and the other elected; a wrong password exits 1 saying
+             etcd refused the user's credentials, without printing the password; `nobody`
+             exits 1 and writes nothing; the cluster's client certificate with a Common Name
+             exits 1.
+
+No time is asserted: only order, and exits that must come within the generous wait.
+"""
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import etcde  # noqa: E402
+from etcde import check, log, wait_for  # noqa: E402
+
+FAIL = 1  # reign's exit status for a failure (2: usage); a signal shows as a negative one
+PARAMS = {"session_timeout_ms": etcde.SESSION_MS}
+ROUNDS = 2
+REMAINING_RE = re.compile(r"remaining\((-?\d+)s\)")
+# etcd's lessor and these tests read the same CLOCK_MONOTONIC (Go's monotonic clock); a few
+# milliseconds cover the rounding of the readings (as test_kill.py).
+CLOCK_SLACK_NS = 5_000_000
+# What a client logs (info) when it starts no guardian over TLS or with a user (client.c).
+NO_GUARDIAN = "no guardian with etcd's TLS or users"
+
+
+def expect_failure(t, args, wants, what, env=None):
+    """`reign ARGS` must exit 1 with every string of wants (case-insensitive) in its stderr."""
+    rc, out, err = t.reign(args, env=env)
+    log(f"{what}: exit {rc}: {err.strip()}")
+    check(rc == FAIL, f"{what}: exit status {rc}, want {FAIL}"
+                      + (f" (killed by signal {-rc})" if rc < 0 else "") + f": {err.strip()}")
+    for w in wants:
+        check(w.lower() in err.lower(), f"{what}: the message does not say {w!r}: {err.strip()}")
+    return err
+
+
+def no_guardian(procs):
+    """Whether every one of procs logged that it started no guardian."""
+    return all(NO_GUARDIAN in p.err() for p in procs)
+
+
+def kill_leader(t, cluster, name, uri, leader, ev, alive, procs, label, env=None):
+    """SIGKILL to the leader, a replacement `label` joins; waits for the successor and checks
+    it came after the kill with a higher term and token, and how the killed leader's lease
+    ended (see the module's docstring).  Returns (successor, its elected event)."""
+    kvs, _ = cluster.get(f"/reign/election/{name}/leader")
+    check(kvs and kvs[0]["lease"], f"no leader key on a lease: {kvs}")
+    lease = kvs[0]["lease"]
+    check(lease == etcde.lease_of(leader), f"the leader key is on lease {lease}, "
+                                           f"{leader.label}'s session is {etcde.lease_of(leader)}")
+    unguarded = no_guardian([leader])
+    killed_ns = leader.kill9()
+    asked_ns = time.monotonic_ns()
+    _, ttl_out, _ = cluster.ctl("lease", "timetolive", lease)
+    m = REMAINING_RE.search(ttl_out)
+    remaining_s = int(m.group(1)) if m else None
+    log(f"killed {leader.label} (lease {lease}); etcd then said: {ttl_out.strip()}")
+    alive.remove(leader)
+    joiner = t.campaign(label, name, uri, env=env)
+    alive.append(joiner)
+    procs.append(joiner)
+    new, nev = etcde.settled(t, name, uri, alive, above_term=ev.term,
+                             what=f"a successor of {leader.label}", cluster=cluster)
+    check(nev.ns >= killed_ns, f"{new.label} elected at {nev.ns}, before the kill of "
+                               f"{leader.label} at {killed_ns}")
+    check(nev.token > ev.token, f"token {nev.token} after {ev.token}")
+    if unguarded:
+        check(not etcde.guardian_lines(leader),
+              f"{leader.label} said it had no guardian, yet one acted: "
+              f"{etcde.guardian_lines(leader)}")
+        if remaining_s is not None and remaining_s > 0:
+            # etcd's answer came after asked_ns and truncates what remained to whole seconds:
+            # the lease ran out no earlier than asked_ns + remaining_s.
+            expiry_ns = asked_ns + remaining_s * 1_000_000_000
+            check(nev.ns >= expiry_ns - CLOCK_SLACK_NS,
+                  f"{new.label} elected at {nev.ns}, {(expiry_ns - nev.ns) / 1e6:.1f} ms "
+                  f"before lease {lease} could have run out")
+            log(f"no guardian over TLS: {new.label} elected {(nev.ns - expiry_ns) / 1e6:.0f} ms "
+                f"after the earliest end of lease {lease} (its TTL)")
+        else:
+            log(f"no guardian over TLS: lease {lease} had no time left when asked")
+    else:
+        lines = wait_for(lambda: etcde.guardian_lines(leader),
+                         f"{leader.label}'s guardian to say what it did")
+        check(len(lines) == 1, f"{leader.label}: {len(lines)} guardian lines: {lines}")
+        check(lines[0][1] == leader.pid and f"revoked etcd lease 0x{lease}" in lines[0][2],
+              f"{leader.label}'s guardian did not revoke lease {lease}: {lines[0]}")
+        log(f"a guardian over TLS revoked lease {lease}")
+    wait_for(lambda: lease not in cluster.leases(), f"lease {lease} gone")
+    log(f"{new.label} leads (term {nev.term} token {nev.token})")
+    return new, nev
+
+
+def check_value(t, cluster, uri, key, data, env=None):
+    """`reign value set KEY DATA`, then `value get` gives it back, and etcdctl finds it under
+    /reign (it went to this cluster)."""
+    rc, out, err = t.reign(["--uri", uri, "value", "set", key, data], env=env)
+    check(rc == 0, f"value set {key}: exit {rc}: {err.strip()}")
+    rc, out, err = t.reign(["--uri", uri, "value", "get", key, "--json"], env=env)
+    check(rc == 0 and json.loads(out)["data"] == data,
+          f"value get {key}: exit {rc}: {out.strip()} {err.strip()}")
+    kvs, _ = cluster.get("/reign/", prefix=True)
+    check(any(kv["key"] == f"/reign/value/{key}" and data.encode() in kv["value"]
+              for kv in kvs),
+          f"etcdctl finds no key for {key} holding {data!r}: {[kv['key'] for kv in kvs]}")
+    log(f"value {key} set and read back over TLS")
+
+
+def scenario_elect(t):
+    cluster = etcde.Cluster(t, tls=True)
+    uri = cluster.uri(**PARAMS)
+    check(uri.startswith("etcds://"), f"not a TLS URI: {uri}")
+    name = t.unique("tls")
+    alive = etcde.campaigns(t, name, uri, ["a", "b", "c"])
+    procs = list(alive)
+    etcde.standing(t, name, uri, 3)
+    leader, ev = etcde.settled(t, name, uri, alive, cluster=cluster)
+
+    rc, out, err = t.reign(["--uri", uri, "status", name])
+    check(rc == 0 and leader.label in out and str(ev.term) in out,
+          f"status: exit {rc}, no {leader.label} term {ev.term} in: {out.strip()} {err.strip()}")
+    st = t.status(name, uri)
+    check(sorted(c["id"] for c in st["candidates"]) == ["a", "b", "c"],
+          f"status --json candidates: {st['candidates']}")
+    check_value(t, cluster, uri, f"{name}/v", "over TLS")
+    log(f"guardian: {'none (the clients said so)' if no_guardian(procs) else 'started'}")
+
+    for rnd in range(1, ROUNDS + 1):
+        leader, ev = kill_leader(t, cluster, name, uri, leader, ev, alive, procs, f"r{rnd}")
+
+    etcde.standing(t, name, uri, len(alive))
+    etcde.resign_all(alive)
+    t.check_leadership(procs, min_leaderships=ROUNDS + 1)
+
+
+def scenario_bad_files(t):
+    tls = etcde.Cluster(t, tls=True, n=1)
+    plain = etcde.Cluster(t, label="etcd-plain", n=1)
+    missing = os.path.join(t.dir, "no-such-dir", "missing.pem")
+    tls_addr = f"127.0.0.1:{tls.ports[0]}"
+    plain_addr = f"127.0.0.1:{plain.ports[0]}"
+
+    def status(uri):
+        return ["--uri", uri, "status", "x"]
+
+    # Files that cannot be read: refused when the URI is read, naming the file.
+    for param in ("cacert", "cert", "key"):
+        expect_failure(t, status(tls.uri(**{param: missing}, **PARAMS)), [param, missing],
+                       f"{param}= of a missing file")
+    expect_failure(t, status(tls.uri(key=None, **PARAMS)), ["cert=", "key="],
+                   "cert= without key=")
+    expect_failure(t, status(plain.uri(cacert=tls.tls_file("ca.crt"), **PARAMS)),
+                   ["cacert", "etcds://"], "cacert= on etcd://")
+
+    # A CA that did not sign the members' certificate: every command gives up.
+    wrong_ca = tls.uri(cacert=tls.tls_file("other-ca.crt"), **PARAMS)
+    for args, what in [(status(wrong_ca), "reign status"),
+                       (["--uri", wrong_ca, "campaign", "x", "--id", "q"], "reign campaign"),
+                       (["--uri", wrong_ca, "value", "get", "some/key"], "reign value get")]:
+        expect_failure(t, args, ["certificate", tls_addr], f"{what} with another CA")
+
+    # No client certificate for a member that requires one.
+    expect_failure(t, status(tls.uri(cert=None, key=None, **PARAMS)), ["etcd", tls_addr],
+                   "no client certificate")
+    # Plain HTTP to the TLS port, TLS to the plain port.
+    expect_failure(t, status(tls.uri(scheme="etcd", cacert=None, cert=None, key=None,
+                                     **PARAMS)), ["etcd", tls_addr], "etcd:// to the TLS port")
+    expect_failure(t, status(plain.uri(scheme="etcds", cacert=tls.tls_file("ca.crt"),
+                                       cert=tls.tls_file("client.crt"),
+                                       key=tls.tls_file("client.key"), **PARAMS)),
+                   ["etcd", plain_addr], "etcds:// to the plain member")
+
+    # The right files still work, and none of the above wrote anything.
+    rc, out, err = t.reign(status(tls.uri(**PARAMS)))
+    check(rc == FAIL and "no such election" in err,
+          f"status x with the right files: exit {rc}: {err.strip()}")
+    for c in (tls, plain):
+        check(not c.snapshot("/reign"), f"something was written: {c.snapshot('/reign')}")
+
+
+def issue_client_cert(cluster, stem, subject):
+    """A client certificate signed by the cluster's CA, with the given subject: (crt, key)."""
+    d = cluster.tls_dir
+    crt, key, csr, ext = (os.path.join(d, f"{stem}.{x}") for x in ("crt", "key", "csr", "ext"))
+    with open(ext, "w") as f:
+        f.write("basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\n"
+                "extendedKeyUsage=clientAuth\n")
+    for cmd in (["openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                 "-nodes", "-keyout", key, "-out", csr, "-subj", subject],
+                ["openssl", "x509", "-req", "-in", csr, "-CA", os.path.join(d, "ca.crt"),
+                 "-CAkey", os.path.join(d, "ca.key"), "-CAcreateserial", "-out", crt,
+                 "-days", "2", "-extfile", ext]):
+        r = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           timeout=etcde.e2elib.WAIT)
+        check(r.returncode == 0, f"{' '.join(cmd)}: {r.stderr.strip()}")
+    os.unlink(csr)
+    os.unlink(ext)
+    return crt, key
+
+
+def secret_file(t, label, text):
+    path = os.path.join(t.dir, label)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+    return path
+
+
+def scenario_auth(t):
+    cluster = etcde.Cluster(t, tls=True, n=1)
+    root_pw, reign_pw, nobody_pw = (secrets.token_hex(8) for _ in range(3))
+    for args in (["user", "add", f"root:{root_pw}"], ["role", "add", "root"],
+                 ["user", "grant-role", "root", "root"], ["role", "add", "reign-rw"],
+                 ["role", "grant-permission", "reign-rw", "--prefix=true", "readwrite", "/reign"],
+                 ["user", "add", f"reign:{reign_pw}"], ["user", "grant-role", "reign", "reign-rw"],
+                 ["user", "add", f"nobody:{nobody_pw}"], ["auth", "enable"]):
+        cluster.ctl(*args)
+    cluster.ctl_user = f"root:{root_pw}"
+    log("etcd's authentication on: users root, reign (readwrite /reign), nobody (no role)")
+    crt, key = issue_client_cert(cluster, "client-no-cn", "/O=reign throwaway test client")
+    pw_file = secret_file(t, "reign.password", reign_pw)
+    uri = cluster.uri(user="reign", cert=crt, key=key, password_file=pw_file, **PARAMS)
+
+    name = t.unique("auth")
+    a = t.campaign("a", name, uri)
+    leader, ev = etcde.settled(t, name, uri, [a], cluster=cluster)
+    b = t.campaign("b", name, uri)
+    alive, procs = [a, b], [a, b]
+    etcde.standing(t, name, uri, 2)
+    check_value(t, cluster, uri, f"{name}/v", "as reign")
+    env_uri = cluster.uri(user="reign", cert=crt, key=key, **PARAMS)
+    rc, out, err = t.reign(["--uri", env_uri, "value", "get", f"{name}/v"],
+                           env={"REIGN_PASSWORD": reign_pw})
+    check(rc == 0 and out.rstrip("\n") == "as reign",
+          f"value get with REIGN_PASSWORD: exit {rc}: {out.strip()} {err.strip()}")
+
+    leader, ev = kill_leader(t, cluster, name, uri, leader, ev, alive, procs, "r1")
+
+    # A wrong password, in the URI: refused, and never printed.
+    before = cluster.snapshot("/reign")
+    err = expect_failure(t, ["--uri", cluster.uri(user="reign:wrongpassword", cert=crt, key=key,
+                                                  **PARAMS), "value", "get", f"{name}/v"],
+                         ["refused the credentials of user 'reign'"], "a wrong password")
+    check("wrongpassword" not in err, f"the password was printed: {err.strip()}")
+    # A user without a role: no session key can be written, so nothing at all.
+    nobody = cluster.uri(user="nobody", cert=crt, key=key,
+                         password_file=secret_file(t, "nobody.password", nobody_pw), **PARAMS)
+    expect_failure(t, ["--uri", nobody, "value", "set", f"{name}/w", "no"], ["etcd"],
+                   "a user without permission on /reign")
+    # The cluster's client certificate has a Common Name: the gateway refuses it.
+    expect_failure(t, ["--uri", cluster.uri(user="reign", password_file=pw_file, **PARAMS),
+                       "value", "get", f"{name}/v"], ["etcd"],
+                   "a client certificate with a Common Name, authentication on")
+    check(cluster.snapshot("/reign") == before, "a refused client changed /reign")
+
+    etcde.standing(t, name, uri, len(alive))
+    etcde.resign_all(alive)
+    t.check_leadership(procs, min_leaderships=2)
+
+
+SCENARIOS = {
+    "elect": scenario_elect,
+    "bad_files": scenario_bad_files,
+    "auth": scenario_auth,
+}
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
+        sys.exit(f"usage: test_tls.py {'|'.join(SCENARIOS)}")
+    etcde.main(f"e2e_etcd_tls_{sys.argv[1]}", SCENARIOS[sys.argv[1]])

@@ -291,9 +291,10 @@ int cli_connect(cli *c)
         if (r == REIGN_EAUTH)
             cli_error(c, "authentication failed at '%s': %s", q,
                       detail && *detail ? detail : reign_strerror(r));
-        else if (detail && *detail && r == REIGN_ENOENT)
-            /* the detail names what is missing (a directory, a database); the code's own words,
-             * "no such node or row", would only mislead */
+        else if (detail && *detail && (r == REIGN_ENOENT || r == REIGN_ECLOSED))
+            /* the detail names what is missing (a directory, a database), or why the store
+             * refused for good (the client closed itself); the code's own words, "no such node
+             * or row", "object is closing", would only mislead */
             cli_error(c, "cannot connect to '%s': %s", q, detail);
         else if (detail && *detail)
             cli_error(c, "cannot connect to '%s': %s (%s)", q, reign_strerror(r), detail);

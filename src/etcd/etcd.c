@@ -174,6 +174,31 @@ static void keepalive(reign__etcd *e)
     }
 }
 
+/* A refusal by etcd's access control: true when handled here (an expired token asked for again,
+ * or the session given up, errmsg saying why and what to do: no try will fare better). */
+static bool refused(reign__etcd *e, int rc, const char *msg)
+{
+    if (rc == REIGN_EAUTH && e->cfg.user && e->token_header) {
+        reauth(e); /* the token expired: a new one, then the session again */
+        return true;
+    }
+    if (rc == REIGN_EAUTH && !e->cfg.user)
+        reign__errf(e->errmsg, sizeof(e->errmsg),
+                    "%s (etcd has authentication on: give a user in the URI)", msg);
+    else if (rc == REIGN_EACCES)
+        reign__errf(e->errmsg, sizeof(e->errmsg),
+                    "%s (%s%s%s needs a role that may read and write the keys under '%s/')", msg,
+                    e->cfg.user ? "user '" : "the client", e->cfg.user ? e->cfg.user : "",
+                    e->cfg.user ? "'" : "", e->prefix);
+    else if (rc != REIGN_EAUTH)
+        return false;
+    else
+        reign__strlcpy(e->errmsg, msg, sizeof(e->errmsg));
+    reign__log(e->log, REIGN_LOG_ERROR, "etcd: %s", e->errmsg);
+    tell(e, REIGN__ZK_FATAL);
+    return true;
+}
+
 static void on_grant(ereq *q, void *arg)
 {
     reign__etcd *e = arg;
@@ -195,17 +220,8 @@ static void on_grant(ereq *q, void *arg)
             snprintf(msg, sizeof(msg), "a grant without a lease");
         snprintf(e->errmsg, sizeof(e->errmsg), "%s", msg);
         reign__log(e->log, REIGN_LOG_INFO, "etcd: lease grant: %s", msg);
-        if (rc == REIGN_EAUTH && e->cfg.user && e->token_header) {
-            reauth(e); /* the token expired: a new one, then the grant */
+        if (refused(e, rc, msg))
             return;
-        }
-        if (rc == REIGN_EAUTH || rc == REIGN_EACCES) {
-            if (rc == REIGN_EAUTH && !e->cfg.user)
-                reign__errf(e->errmsg, sizeof(e->errmsg),
-                            "%s (etcd has authentication on: give a user in the URI)", msg);
-            tell(e, REIGN__ZK_FATAL);
-            return;
-        }
         reign__eh_next_member(e, m);
         schedule(e, e->n_members > 1 ? 50 : 250);
         return;
@@ -236,6 +252,10 @@ static void on_marked(ereq *q, void *arg)
             grant(e);
             return;
         }
+        /* etcd 3.4 grants leases to anyone: the first write is where its users say no. */
+        snprintf(e->errmsg, sizeof(e->errmsg), "%s", msg);
+        if (refused(e, rc, msg))
+            return;
         reign__eh_next_member(e, m);
         e->marking = id;
         schedule(e, e->n_members > 1 ? 50 : 250);
@@ -297,9 +317,12 @@ static void on_auth(ereq *q, void *arg)
         if (e->closed)
             return;
         if (rc == REIGN_EAUTH || rc == REIGN_EBACKEND || root) {
-            reign__errf(e->errmsg, sizeof(e->errmsg),
-                        "etcd refused the credentials of user '%s'%s%s", e->cfg.user,
-                        rc == REIGN_EAUTH ? "" : ": ", rc == REIGN_EAUTH ? "" : msg);
+            if (rc == REIGN_EAUTH)
+                reign__errf(e->errmsg, sizeof(e->errmsg),
+                            "etcd refused the credentials of user '%s'", e->cfg.user);
+            else
+                reign__errf(e->errmsg, sizeof(e->errmsg), "etcd did not log user '%s' in: %s",
+                            e->cfg.user, root ? "no token in its answer" : msg);
             reign__log(e->log, REIGN_LOG_ERROR, "etcd: %s", e->errmsg);
             tell(e, REIGN__ZK_FATAL);
             return;

@@ -583,6 +583,16 @@ enum {
     G_UNKNOWN = 2
 };
 
+/* How much of an answer that is not JSON goes into a message: its first line, in printable
+ * ASCII, at most 160 bytes (the gateway's Go server says why in plain text). */
+static int text_len(const char *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n && i < 160 && s[i] >= 0x20 && s[i] < 0x7f)
+        i++;
+    return (int)i;
+}
+
 cJSON *reign__eh_answer(ereq *q, int *rc, char *msg, size_t msglen)
 {
     msg[0] = '\0';
@@ -604,8 +614,9 @@ cJSON *reign__eh_answer(ereq *q, int *rc, char *msg, size_t msglen)
                         "(--enable-grpc-gateway=false)?",
                         q->e->members[q->member]);
         else
-            reign__errf(msg, msglen, "%s: HTTP %ld, not etcd's JSON gateway",
-                        q->e->members[q->member], q->status);
+            reign__errf(msg, msglen, "%s: HTTP %ld, not etcd's JSON gateway%s%.*s",
+                        q->e->members[q->member], q->status, q->resp.len ? ": " : "",
+                        text_len(q->resp.data, q->resp.len), q->resp.data ? q->resp.data : "");
         *rc = REIGN_EBACKEND;
         return NULL;
     }

@@ -40,8 +40,8 @@ nothing), and never kept in the tree.  The URIs carry cacert=, cert= and key=.
              `reign` (password_file=), a value set and read (the password from REIGN_PASSWORD
              too), the leader SIGKILLed and the other elected; a wrong password exits 1 saying
              etcd refused the user's credentials, without printing the password; `nobody`
-             exits 1 and writes nothing; the cluster's client certificate with a Common Name
-             exits 1.
+             exits 1 at once saying permission was denied and that it needs a role, and writes
+             nothing; the cluster's client certificate with a Common Name exits 1.
 
 No time is asserted: only order, and exits that must come within the generous wait.
 """
@@ -290,7 +290,8 @@ def scenario_auth(t):
     # A user without a role: no session key can be written, so nothing at all.
     nobody = cluster.uri(user="nobody", cert=crt, key=key,
                          password_file=secret_file(t, "nobody.password", nobody_pw), **PARAMS)
-    expect_failure(t, ["--uri", nobody, "value", "set", f"{name}/w", "no"], ["etcd"],
+    expect_failure(t, ["--uri", nobody, "value", "set", f"{name}/w", "no"],
+                   ["etcd", "permission denied", "user 'nobody' needs a role"],
                    "a user without permission on /reign")
     # The cluster's client certificate has a Common Name: the gateway refuses it.
     expect_failure(t, ["--uri", cluster.uri(user="reign", password_file=pw_file, **PARAMS),

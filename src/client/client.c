@@ -585,26 +585,25 @@ static int start_zk(reign_client *c, reign__client_config *cfg, char *err, size_
         if ((r = start_epoll(c, err, errlen)) < 0)
             return r;
         zc->epoll_fd = c->epoll_fd;
-        if (cfg->guarded && (zc->tls || zc->user)) {
-            reign__log(&c->log, REIGN_LOG_INFO,
-                       "client: no guardian with etcd's TLS or users yet: a killed process's "
-                       "lease ends with its TTL");
-        } else if (cfg->guarded) {
-            /* The guardian revokes the lease: "etcd:http://h:p,http://h:p". */
+        if (cfg->guarded) {
+            /* The guardian revokes the lease: "etcd:http://h:p,http://h:p" (https:// over TLS),
+             * logged in as the client's user if it has one. */
+            const char *scheme = zc->tls ? "https://" : "http://";
             reign__free(c->zk_hosts);
             reign__buf b;
             reign__buf_init(&b);
             reign__buf_puts(&b, "etcd:");
             for (const char *m = zc->etcd_members; *m;) {
                 size_t l = strcspn(m, ",");
-                reign__buf_printf(&b, "%shttp://%.*s", b.len > 5 ? "," : "", (int)l, m);
+                reign__buf_printf(&b, "%s%s%.*s", b.len > 5 ? "," : "", scheme, (int)l, m);
                 m += l + (m[l] == ',');
             }
             c->zk_hosts = b.oom ? NULL : b.data;
             if (!c->zk_hosts)
                 return REIGN_ENOMEM;
             if ((r = start_guardian(c, err, errlen)) < 0 ||
-                (r = reign__guardian_zk_tree(c->guardian, zc->etcd_prefix, NULL, NULL)) < 0)
+                (r = reign__guardian_etcd_tree(c->guardian, zc->etcd_prefix, zc->user, zc->password,
+                                               &zc->tls_files)) < 0)
                 return r;
         }
     } else if (cfg->guarded) {

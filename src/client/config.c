@@ -214,11 +214,12 @@ static int configure_etcd(reign__client_config *cfg, const reign__uri *u, char *
 {
     reign__zk_config *zc = &cfg->zk;
     int r = 0;
-    if ((r = tls_file(u, "cacert", &zc->tls_ca, err, errlen)) < 0 ||
-        (r = tls_file(u, "cert", &zc->tls_cert, err, errlen)) < 0 ||
-        (r = tls_file(u, "key", &zc->tls_key, err, errlen)) < 0)
+    reign__zk_tls *tf = &zc->tls_files;
+    if ((r = tls_file(u, "cacert", &tf->ca, err, errlen)) < 0 ||
+        (r = tls_file(u, "cert", &tf->cert, err, errlen)) < 0 ||
+        (r = tls_file(u, "key", &tf->key, err, errlen)) < 0)
         return r;
-    if (!zc->tls_cert != !zc->tls_key) {
+    if (!tf->cert != !tf->key) {
         reign__errf(err, errlen, "a client certificate needs both cert= and key=");
         return REIGN_EURI;
     }

@@ -302,6 +302,16 @@ static void session_ready(reign__etcd *e, int64_t id)
  * ("invalid auth token") is asked for again, and the request that met it tried again.  The
  * password is kept only in the configuration, never logged. */
 
+/* A login's request, its body (the password) and answer (the token) wiped first. */
+static void drop_login(ereq *q)
+{
+    if (q->body.data)
+        explicit_bzero(q->body.data, q->body.len);
+    if (q->resp.data)
+        explicit_bzero(q->resp.data, q->resp.len);
+    reign__eh_drop(q);
+}
+
 static void on_auth(ereq *q, void *arg)
 {
     reign__etcd *e = arg;
@@ -310,7 +320,7 @@ static void on_auth(ereq *q, void *arg)
     e->auth = NULL;
     cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
     size_t m = q->member;
-    reign__eh_drop(q);
+    drop_login(q);
     const cJSON *tok = root ? cJSON_GetObjectItemCaseSensitive(root, "token") : NULL;
     if (e->closed || !cJSON_IsString(tok) || !tok->valuestring) {
         cJSON_Delete(root);
@@ -331,10 +341,8 @@ static void on_auth(ereq *q, void *arg)
         schedule(e, e->n_members > 1 ? 50 : 250);
         return;
     }
-    size_t need = strlen(tok->valuestring) + 16;
-    char *h = reign__malloc(need);
-    if (h) {
-        snprintf(h, need, "Authorization: %s", tok->valuestring);
+    char *h = reign__ej_token_header(root);
+    if (h) { /* else no memory: grant() logs in again */
         if (e->token_header) {
             explicit_bzero(e->token_header, strlen(e->token_header));
             reign__free(e->token_header);
@@ -357,20 +365,11 @@ static void authenticate(reign__etcd *e)
         schedule(e, 100);
         return;
     }
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "name", e->cfg.user);
-    cJSON_AddStringToObject(o, "password", e->cfg.password ? e->cfg.password : "");
-    char *body = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    if (body) {
-        reign__buf_puts(&q->body, body);
-        explicit_bzero(body, strlen(body));
-        cJSON_free(body);
-    }
+    reign__ej_login(&q->body, e->cfg.user, e->cfg.password);
     e->auth = q;
-    if (!body || reign__eh_send(e, q, "/v3/auth/authenticate", e->cfg.op_timeout_ms) < 0) {
+    if (reign__eh_send(e, q, "/v3/auth/authenticate", e->cfg.op_timeout_ms) < 0) {
         e->auth = NULL;
-        reign__eh_drop(q);
+        drop_login(q);
         schedule(e, 100);
     }
 }
@@ -447,17 +446,15 @@ int reign__etcd_new(reign__etcd **ret, const reign__zk_config *cfg, char *err, s
     e->cfg = *cfg;
     /* The strings of cfg are the caller's until this returns: copies. */
     e->cfg.etcd_members = e->cfg.etcd_prefix = e->cfg.hosts = NULL;
-    e->cfg.user = e->cfg.password = e->cfg.tls_ca = e->cfg.tls_cert = e->cfg.tls_key = NULL;
+    const reign__zk_tls *tf = &cfg->tls_files;
     e->user = cfg->user ? reign__strdup(cfg->user) : NULL;
     e->password = cfg->password ? reign__strdup(cfg->password) : NULL;
-    e->tls_ca = cfg->tls_ca ? reign__strdup(cfg->tls_ca) : NULL;
-    e->tls_cert = cfg->tls_cert ? reign__strdup(cfg->tls_cert) : NULL;
-    e->tls_key = cfg->tls_key ? reign__strdup(cfg->tls_key) : NULL;
+    e->tls_ca = tf->ca ? reign__strdup(tf->ca) : NULL;
+    e->tls_cert = tf->cert ? reign__strdup(tf->cert) : NULL;
+    e->tls_key = tf->key ? reign__strdup(tf->key) : NULL;
     e->cfg.user = e->user;
     e->cfg.password = e->password;
-    e->cfg.tls_ca = e->tls_ca;
-    e->cfg.tls_cert = e->tls_cert;
-    e->cfg.tls_key = e->tls_key;
+    e->cfg.tls_files = (reign__zk_tls){e->tls_ca, e->tls_cert, e->tls_key};
     e->log = cfg->log;
     e->epfd = -1;
     e->waiters_tail = &e->waiters;
@@ -473,8 +470,7 @@ int reign__etcd_new(reign__etcd **ret, const reign__zk_config *cfg, char *err, s
     const char *pre = cfg->etcd_prefix ? cfg->etcd_prefix : "";
     e->prefix = reign__strdup(!strcmp(pre, "/") ? "" : pre);
     bool copied = e->prefix && (!cfg->user || e->user) && (!cfg->password || e->password) &&
-                  (!cfg->tls_ca || e->tls_ca) && (!cfg->tls_cert || e->tls_cert) &&
-                  (!cfg->tls_key || e->tls_key);
+                  (!tf->ca || e->tls_ca) && (!tf->cert || e->tls_cert) && (!tf->key || e->tls_key);
     int rc = copied ? read_members(e, cfg->etcd_members, err, errlen) : REIGN_ENOMEM;
     if (rc == 0) {
         e->prefix_len = strlen(e->prefix);
@@ -503,8 +499,9 @@ static void revoke_lease(reign__etcd *e)
     char body[64], why[256];
     snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)e->lease);
     const char *m = e->members[e->cur];
-    long status = reign__eh_post(e, m, strlen(m), "/v3/lease/revoke", body, e->token_header,
-                                 reign__now_ns() + 1000 * REIGN__NS_PER_MS, NULL, why, sizeof(why));
+    long status =
+        reign__eh_post(&e->cfg.tls_files, m, strlen(m), "/v3/lease/revoke", body, e->token_header,
+                       reign__now_ns() + 1000 * REIGN__NS_PER_MS, NULL, why, sizeof(why));
     reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx revoked%s%s", (unsigned long long)e->lease,
                status ? "" : ": ", status ? "" : why);
     e->lease = 0;
@@ -524,7 +521,7 @@ void reign__etcd_close(reign__etcd *e)
     if (e->grant)
         reign__eh_drop(e->grant);
     if (e->auth)
-        reign__eh_drop(e->auth);
+        drop_login(e->auth);
     e->ka = e->grant = e->auth = NULL;
     revoke_lease(e);
     e->connected = false;
@@ -542,6 +539,8 @@ void reign__etcd_free(reign__etcd *e)
     reign__timer_stop(e->cfg.timers, &e->ka_timer);
     reign__eo_free(e);
     reign__ew_free(e);
+    if (e->auth) /* freed before it was closed */
+        drop_login(e->auth);
     e->ka = e->grant = e->auth = NULL;
     reign__eh_free(e);
     for (size_t i = 0; i < e->n_members; i++)

@@ -53,10 +53,11 @@ void reign__etcd_seq_hint(reign__etcd *e, const char *dir);
 
 /*
  * Revokes lease `e->session` from outside the process that holds it (etcd_end.c), for the
- * guardian: `members` as "http://h:p,http://h:p", each tried in turn until the deadline.  The
- * writes first, each one txn (the key at version 0 as zk.h counts, the lease alive), within a
- * small part of the time.  1 if revoked here, 0 if it was gone already, or REIGN_ETIMEDOUT
- * with err.  Blocks up to timeout_ms.
+ * guardian: `members` as "http://h:p,http://h:p" (or https://, with e->access.tls's files),
+ * each tried in turn until the deadline; with e->access.user, logged in as that user first.
+ * The writes first, each one txn (the key at version 0 as zk.h counts, the lease alive), within
+ * a small part of the time.  1 if revoked here, 0 if it was gone already, or REIGN_ETIMEDOUT
+ * or REIGN_EAUTH (etcd refused the user's credentials) with err.  Blocks up to timeout_ms.
  */
 int reign__etcd_end_lease(const char *members, reign__zk_end *e, char *err, size_t errlen);
 /* Loads what reign__etcd_end_lease() needs for these members (libhttp_parser, or libcurl for

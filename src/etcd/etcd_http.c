@@ -157,14 +157,15 @@ static size_t on_write(char *p, size_t size, size_t n, void *userp)
     return reign__h1_got(userp, p, size * n) < 0 ? 0 : size * n;
 }
 
-void reign__eh_tls(const reign__etcd *e, CURL *h)
+/* The URI's TLS files, on an easy handle (NULL: none). */
+static void set_tls(const reign__zk_tls *t, CURL *h)
 {
-    if (e->cfg.tls_ca)
-        reign__cu.curl_easy_setopt(h, CURLOPT_CAINFO, e->cfg.tls_ca);
-    if (e->cfg.tls_cert)
-        reign__cu.curl_easy_setopt(h, CURLOPT_SSLCERT, e->cfg.tls_cert);
-    if (e->cfg.tls_key)
-        reign__cu.curl_easy_setopt(h, CURLOPT_SSLKEY, e->cfg.tls_key);
+    if (t && t->ca)
+        reign__cu.curl_easy_setopt(h, CURLOPT_CAINFO, t->ca);
+    if (t && t->cert)
+        reign__cu.curl_easy_setopt(h, CURLOPT_SSLCERT, t->cert);
+    if (t && t->key)
+        reign__cu.curl_easy_setopt(h, CURLOPT_SSLKEY, t->key);
 }
 
 ereq *reign__eh_new(reign__etcd *e, ereq_done *done, void *arg)
@@ -365,7 +366,7 @@ static int curl_handle(reign__etcd *e, ereq *q)
     if (q->stream)
         reign__cu.curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L),
             reign__cu.curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
-    reign__eh_tls(e, h);
+    set_tls(&e->cfg.tls_files, h);
     if (e->token_header)
         q->hdrs = reign__cu.curl_slist_append(q->hdrs, e->token_header);
     if (!q->hdrs) {
@@ -386,7 +387,7 @@ static size_t keep_answer(char *p, size_t size, size_t n, void *userp)
     return reign__buf_append(userp, p, size * n) < 0 ? 0 : size * n;
 }
 
-long reign__eh_post(const reign__etcd *e, const char *member, size_t mlen, const char *path,
+long reign__eh_post(const reign__zk_tls *tls, const char *member, size_t mlen, const char *path,
                     const char *body, const char *header, int64_t until, reign__buf *out, char *why,
                     size_t whylen)
 {
@@ -416,8 +417,7 @@ long reign__eh_post(const reign__etcd *e, const char *member, size_t mlen, const
     reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, keep_answer);
     reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, out ? out : &sink);
     reign__cu.curl_easy_setopt(h, CURLOPT_ERRORBUFFER, err);
-    if (e)
-        reign__eh_tls(e, h);
+    set_tls(tls, h);
     CURLcode cc = hd ? reign__cu.curl_easy_perform(h) : CURLE_OUT_OF_MEMORY;
     long status = 0;
     reign__cu.curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);

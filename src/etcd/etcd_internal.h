@@ -76,6 +76,12 @@ char *reign__ej_bytes(const cJSON *kv, const char *name, size_t *len);
 const char *reign__ej_error(const cJSON *root, int *code);
 /* The end of a prefix range: the prefix with its last byte plus one. */
 void reign__ej_prefix_end(char *key, size_t len);
+/* Appends the body of /v3/auth/authenticate: {"name":USER,"password":PASSWORD}, JSON-escaped.
+ * It holds the password: the caller wipes it after use. */
+void reign__ej_login(reign__buf *b, const char *user, const char *password);
+/* The header that carries the token of a login's answer, "Authorization: TOKEN" (allocated),
+ * or NULL (none in it, or no memory); the token in the tree is wiped. */
+char *reign__ej_token_header(cJSON *root);
 
 /* ---- etcd_http.c ------------------------------------------------------------------------- */
 
@@ -119,8 +125,6 @@ int reign__eh_init(reign__etcd *e, char *err, size_t errlen);
 void reign__eh_free(reign__etcd *e);
 /* Sends POST path with q->body to the current member; done runs once (never from inside). */
 int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms);
-/* The TLS files of the URI, on an easy handle. */
-void reign__eh_tls(const reign__etcd *e, CURL *h);
 /* A new request; body empty. */
 ereq *reign__eh_new(reign__etcd *e, ereq_done *done, void *arg);
 /* Stops it (no done) and frees it. */
@@ -128,8 +132,10 @@ void reign__eh_drop(ereq *q);
 /* Is q still out (a stream's done with a part of the answer, not its end)? */
 bool reign__eh_out(const ereq *q);
 /* POSTs body to member's path, blocking until `until` (reign__now_ns()): the HTTP status, or 0
- * with why; the answer's body into out (when not NULL).  header: one more, or NULL. */
-long reign__eh_post(const reign__etcd *e, const char *member, size_t mlen, const char *path,
+ * with why; the answer's body into out (when not NULL).  header: one more, or NULL.  tls: the
+ * files for an https:// member (NULL: none), so that a process with no client (the guardian)
+ * can call it too. */
+long reign__eh_post(const reign__zk_tls *tls, const char *member, size_t mlen, const char *path,
                     const char *body, const char *header, int64_t until, reign__buf *out, char *why,
                     size_t whylen);
 /* Makes the client's loop turn soon. */

@@ -5,6 +5,7 @@
  * from a unary call, {"error":{"grpc_code":N,"message":".."}} on a stream.
  */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,4 +92,44 @@ void reign__ej_prefix_end(char *key, size_t len)
     /* Every key of ours starts with '/' and has printable bytes: the last one never is 0xff. */
     if (len)
         key[len - 1]++;
+}
+
+/* Appends s as a JSON string: '"', '\\' and control bytes escaped, any other byte as it is
+ * (UTF-8 passes through, as cJSON would print it).  Written here rather than through cJSON so
+ * that a password is not left behind in a tree cJSON frees without wiping. */
+static void json_string(reign__buf *b, const char *s)
+{
+    reign__buf_append(b, "\"", 1);
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c == '"' || c == '\\')
+            reign__buf_printf(b, "\\%c", c);
+        else if (c < 0x20)
+            reign__buf_printf(b, "\\u%04x", c);
+        else
+            reign__buf_append(b, p, 1);
+    }
+    reign__buf_append(b, "\"", 1);
+}
+
+void reign__ej_login(reign__buf *b, const char *user, const char *password)
+{
+    reign__buf_puts(b, "{\"name\":");
+    json_string(b, user);
+    reign__buf_puts(b, ",\"password\":");
+    json_string(b, password ? password : "");
+    reign__buf_puts(b, "}");
+}
+
+char *reign__ej_token_header(cJSON *root)
+{
+    cJSON *tok = cJSON_GetObjectItemCaseSensitive(root, "token");
+    if (!cJSON_IsString(tok) || !tok->valuestring)
+        return NULL;
+    size_t need = strlen(tok->valuestring) + 16;
+    char *h = reign__malloc(need);
+    if (h)
+        snprintf(h, need, "Authorization: %s", tok->valuestring);
+    explicit_bzero(tok->valuestring, strlen(tok->valuestring));
+    return h;
 }

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -53,10 +54,9 @@ struct reign__guardian {
     bool failing;     /* the last start failed (logged once) */
     bool needed;      /* the client holds something: a guardian runs (or is being restarted) */
     reign__buf store; /* the last op=zk or op=sql message: holds secrets */
-    char *zk_root;    /* what history records' paths are under; NULL: none */
-    char *zk_auth;    /* ZooKeeper's digest credentials "user:password" (a secret), or NULL */
-    reign__gset set;  /* the leases and groups it was told of */
-    reign__buf msg;   /* scratch */
+    reign__zk_access access; /* op=zk's: the tree's root, credentials (secrets), TLS files */
+    reign__gset set;         /* the leases and groups it was told of */
+    reign__buf msg;          /* scratch */
 };
 
 /* ---- the helper's path ------------------------------------------------------------------- */
@@ -352,10 +352,7 @@ void reign__guardian_free(reign__guardian *g)
     if (g->store.data)
         explicit_bzero(g->store.data, g->store.len);
     reign__buf_free(&g->store);
-    if (g->zk_auth)
-        explicit_bzero(g->zk_auth, strlen(g->zk_auth));
-    reign__free(g->zk_auth);
-    reign__free(g->zk_root);
+    reign__gaccess_free(&g->access);
     reign__buf_free(&g->msg);
     reign__free(g);
 }
@@ -374,21 +371,42 @@ static void set_store(reign__guardian *g, reign__buf *fresh)
 int reign__guardian_zk_tree(reign__guardian *g, const char *root, const char *user,
                             const char *password)
 {
-    reign__free(g->zk_root);
-    g->zk_root = root && *root ? reign__strdup(root) : NULL;
-    if (root && *root && !g->zk_root)
-        return REIGN_ENOMEM;
-    if (g->zk_auth)
-        explicit_bzero(g->zk_auth, strlen(g->zk_auth));
-    reign__free(g->zk_auth);
-    g->zk_auth = NULL;
-    if (!user)
-        return 0;
-    size_t n = strlen(user) + strlen(password ? password : "") + 2;
-    if (!(g->zk_auth = reign__malloc(n)))
-        return REIGN_ENOMEM;
-    snprintf(g->zk_auth, n, "%s:%s", user, password ? password : "");
-    return 0;
+    char *auth = NULL;
+    if (user) {
+        size_t n = strlen(user) + strlen(password ? password : "") + 2;
+        if (!(auth = reign__malloc(n)))
+            return REIGN_ENOMEM;
+        snprintf(auth, n, "%s:%s", user, password ? password : "");
+    }
+    reign__zk_access a = {.root = root && *root ? root : NULL, .auth = auth};
+    reign__gaccess_free(&g->access);
+    int rc = reign__gaccess_copy(&g->access, &a);
+    if (auth)
+        explicit_bzero(auth, strlen(auth));
+    reign__free(auth);
+    return rc;
+}
+
+/* A TLS file's path as the guardian is to read it: absolute, resolved now, because a guardian
+ * started again later starts in the directory the client is in by then.  One that cannot be
+ * resolved (gone since the URI was read) is passed on as it is: the guardian's POSTs then fail
+ * as the client's own would. */
+static const char *absolute(const char *path, char *buf)
+{
+    return !path || path[0] == '/' || !realpath(path, buf) ? path : buf;
+}
+
+int reign__guardian_etcd_tree(reign__guardian *g, const char *prefix, const char *user,
+                              const char *password, const reign__zk_tls *tls)
+{
+    char ca[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+    reign__zk_access a = {
+        .root = prefix && *prefix ? prefix : NULL,
+        .user = user,
+        .password = user ? (password ? password : "") : NULL,
+        .tls = {absolute(tls->ca, ca), absolute(tls->cert, cert), absolute(tls->key, key)}};
+    reign__gaccess_free(&g->access);
+    return reign__gaccess_copy(&g->access, &a);
 }
 
 void reign__guardian_zk(reign__guardian *g, const char *hosts, int64_t session,
@@ -396,10 +414,19 @@ void reign__guardian_zk(reign__guardian *g, const char *hosts, int64_t session,
 {
     reign__buf b;
     reign__buf_init(&b);
-    if (reign__gmsg_zk(&b, hosts, session, passwd, timeout_ms, g->zk_root, g->zk_auth) == 0)
+    int rc = reign__gmsg_zk(&b, hosts, session, passwd, timeout_ms, &g->access);
+    if (rc == 0) {
         set_store(g, &b);
-    else
-        reign__buf_free(&b);
+        return;
+    }
+    if (b.data)
+        explicit_bzero(b.data, b.cap);
+    reign__buf_free(&b);
+    if (rc == REIGN_E2BIG) /* the hosts and the TLS files' paths: the guardian reads no more */
+        reign__log(g->log, REIGN_LOG_WARN,
+                   "guardian: the store's address and files take more than %d bytes: a killed "
+                   "process's session ends with its timeout",
+                   REIGN__GMSG_MAX);
 }
 
 void reign__guardian_sql(reign__guardian *g, const reign__sql_target *t, const char *dc,

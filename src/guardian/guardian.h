@@ -36,6 +36,7 @@
 
 #include "core.h"
 #include "sql/sql.h"
+#include "zk/zk.h"
 
 typedef struct reign__guardian reign__guardian;
 
@@ -68,6 +69,13 @@ void reign__guardian_free(reign__guardian *g);
  */
 int reign__guardian_zk_tree(reign__guardian *g, const char *root, const char *user,
                             const char *password);
+/*
+ * Where the node tree is on etcd, instead: `prefix` the key prefix, as root above; etcd's user
+ * and password (user NULL: none), which the guardian logs in with; the TLS files of an etcds://
+ * URI (each NULL: none), made absolute here.  0, or REIGN_ENOMEM.
+ */
+int reign__guardian_etcd_tree(reign__guardian *g, const char *prefix, const char *user,
+                              const char *password, const reign__zk_tls *tls);
 /* The ZooKeeper session to close (session 0: none any more). */
 void reign__guardian_zk(reign__guardian *g, const char *hosts, int64_t session,
                         const unsigned char passwd[16], int timeout_ms);

@@ -18,8 +18,9 @@
  *      record it was given (end=guardian, ended_ms now, at version 0: only if
  *      the leader has not written its own) and close the ZooKeeper session
  *      (its ephemeral nodes go, the successor's watch fires), on one
- *      connection, the writes first; or release each lease the client held,
- *      by compare-and-set on owner, guid and term.
+ *      connection, the writes first (on etcd: txns, then the lease's revoke,
+ *      over the client's TLS and as its user); or release each lease the
+ *      client held, by compare-and-set on owner, guid and term.
  *
  * A "bye" (the client resigned, freed its client or exited cleanly) makes it
  * leave without acting.  An end of file alone never makes it act: a client
@@ -75,8 +76,7 @@ static struct {
     int64_t session;
     unsigned char passwd[16];
     int timeout_ms;
-    char *root; /* what the terms' paths are under */
-    char *auth; /* digest credentials "user:password": a secret, never said */
+    reign__zk_access access; /* the terms' root; the credentials (secrets, never said); TLS */
     /* SQL */
     reign__gmsg sql; /* the last op=sql message, kept whole: target points into it */
     bool have_sql;
@@ -172,14 +172,9 @@ static void apply(reign__gmsg *m)
         g.session = m->session;
         memcpy(g.passwd, m->passwd, sizeof(g.passwd));
         g.timeout_ms = m->timeout_ms;
-        reign__free(g.root);
-        g.root = m->root ? reign__strdup(m->root) : NULL;
-        if (g.auth)
-            explicit_bzero(g.auth, strlen(g.auth));
-        reign__free(g.auth);
-        g.auth = m->auth ? reign__strdup(m->auth) : NULL;
-        if (m->auth)
-            explicit_bzero((char *)m->auth, strlen(m->auth));
+        reign__gaccess_free(&g.access);
+        if (reign__gaccess_copy(&g.access, &m->access) < 0)
+            say("out of memory: the store's credentials and files forgotten");
         break;
     case REIGN__GMSG_SQL:
         if (g.have_sql)
@@ -237,11 +232,12 @@ static int drain(void)
             return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno == EINTR ? 0 : -1;
         reign__gmsg m;
         char err[256];
-        if (reign__gmsg_parse(buf, (size_t)n, &m, err, sizeof(err)) < 0) {
+        if (reign__gmsg_parse(buf, (size_t)n, &m, err, sizeof(err)) < 0)
             say("%s: dropped", err);
-            continue;
-        }
-        apply(&m);
+        else
+            apply(&m);
+        /* The secrets it held; not before apply(): a term's record points into buf. */
+        explicit_bzero(buf, (size_t)n);
     }
 }
 
@@ -350,11 +346,8 @@ static void end_zk(char *report, size_t len)
     char err[512] = "";
     size_t used = strlen(report);
     reign__buf *bufs = NULL;
-    reign__zk_end e = {.hosts = g.hosts,
-                       .session = g.session,
-                       .timeout_ms = g.timeout_ms,
-                       .root = g.root,
-                       .auth = g.auth};
+    reign__zk_end e = {
+        .hosts = g.hosts, .session = g.session, .timeout_ms = g.timeout_ms, .access = g.access};
     memcpy(e.passwd, g.passwd, sizeof(e.passwd));
     e.writes = term_writes(&bufs, &e.n_writes);
     int rc = reign__zk_end_session(&e, err, sizeof(err));

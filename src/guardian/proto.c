@@ -28,6 +28,19 @@ static int build(reign__buf *out, const char *const *kv, size_t n)
     return build_payload(out, kv, n, NULL, 0);
 }
 
+/* Builds the message of `pairs` (key, value), leaving out each pair whose value is NULL. */
+static int build_pairs(reign__buf *out, const char *const (*pairs)[2], size_t n_pairs)
+{
+    const char *kv[2 * 16]; /* the most pairs a message has: 14 (op=sql) */
+    size_t n = 0;
+    for (size_t i = 0; i < n_pairs && n < sizeof(kv) / sizeof(kv[0]); i++)
+        if (pairs[i][1]) { /* absent: not sent */
+            kv[n++] = pairs[i][0];
+            kv[n++] = pairs[i][1];
+        }
+    return build(out, kv, n);
+}
+
 static void hex(char *out, const unsigned char *p, size_t n)
 {
     static const char digits[] = "0123456789abcdef";
@@ -39,25 +52,22 @@ static void hex(char *out, const unsigned char *p, size_t n)
 }
 
 int reign__gmsg_zk(reign__buf *out, const char *hosts, int64_t session,
-                   const unsigned char passwd[16], int timeout_ms, const char *root,
-                   const char *auth)
+                   const unsigned char passwd[16], int timeout_ms, const reign__zk_access *a)
 {
+    static const reign__zk_access none = {0};
     char sid[17], pw[33], tmo[16];
     snprintf(sid, sizeof(sid), "%016llx", (unsigned long long)session);
     hex(pw, passwd, 16);
     snprintf(tmo, sizeof(tmo), "%d", timeout_ms);
-    const char *kv[14] = {"op", "zk",     "hosts", hosts,        "session",
-                          sid,  "passwd", pw,      "timeout_ms", tmo};
-    size_t n = 10;
-    if (root) { /* absent: not sent */
-        kv[n++] = "root";
-        kv[n++] = root;
-    }
-    if (auth) {
-        kv[n++] = "auth";
-        kv[n++] = auth;
-    }
-    int r = build(out, kv, n);
+    if (!a)
+        a = &none;
+    const char *const pairs[][2] = {
+        {"op", "zk"},          {"hosts", hosts},      {"session", sid},
+        {"passwd", pw},        {"timeout_ms", tmo},   {"root", a->root},
+        {"auth", a->auth},     {"user", a->user},     {"password", a->password},
+        {"cacert", a->tls.ca}, {"cert", a->tls.cert}, {"key", a->tls.key},
+    };
+    int r = build_pairs(out, pairs, sizeof(pairs) / sizeof(pairs[0]));
     explicit_bzero(pw, sizeof(pw));
     return r;
 }
@@ -70,7 +80,7 @@ int reign__gmsg_sql(reign__buf *out, const reign__sql_target *t, const char *dc,
     snprintf(port, sizeof(port), "%d", t->port);
     snprintf(cms, sizeof(cms), "%d", t->connect_timeout_ms);
     snprintf(sms, sizeof(sms), "%d", t->statement_timeout_ms);
-    const char *pairs[][2] = {
+    const char *const pairs[][2] = {
         {"op", "sql"},         {"kind", kinds[t->kind]},
         {"path", t->path},     {"host", t->host},
         {"port", port},        {"database", t->database},
@@ -79,14 +89,7 @@ int reign__gmsg_sql(reign__buf *out, const reign__sql_target *t, const char *dc,
         {"params", t->params}, {"connect_ms", cms},
         {"statement_ms", sms}, {"timeout_ms", lms},
     };
-    const char *kv[2 * sizeof(pairs) / sizeof(pairs[0])];
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
-        if (pairs[i][1]) { /* absent: not sent */
-            kv[n++] = pairs[i][0];
-            kv[n++] = pairs[i][1];
-        }
-    return build(out, kv, n);
+    return build_pairs(out, pairs, sizeof(pairs) / sizeof(pairs[0]));
 }
 
 int reign__gmsg_lease(reign__buf *out, bool add, const char *name, const char *owner,
@@ -175,6 +178,12 @@ static bool good_path(const char *p)
     return n >= 2 && p[0] == '/' && p[n - 1] != '/' && !strstr(p, "//");
 }
 
+/* A TLS file's path, if given: not empty. */
+static bool good_file(const char *p)
+{
+    return !p || *p;
+}
+
 static int parse_term(reign__gmsg *m, char *err, size_t errlen)
 {
     m->path = reign__record_get(&m->rec, "path");
@@ -215,12 +224,26 @@ static int parse_zk(reign__gmsg *m, char *err, size_t errlen)
         return fail(m, err, errlen, "zk with a malformed passwd");
     if (number(r, "timeout_ms", 1, 3600000, &tmo) < 0)
         return fail(m, err, errlen, "zk with a malformed timeout_ms");
-    m->root = reign__record_get(r, "root");
-    if (m->root && *m->root && !good_path(m->root))
+    reign__zk_access *a = &m->access;
+    a->root = reign__record_get(r, "root");
+    if (a->root && *a->root && !good_path(a->root))
         return fail(m, err, errlen, "zk with a malformed root");
-    m->auth = reign__record_get(r, "auth");
-    if (m->auth && (!*m->auth || !strchr(m->auth, ':')))
+    a->auth = reign__record_get(r, "auth");
+    if (a->auth && (!*a->auth || !strchr(a->auth, ':')))
         return fail(m, err, errlen, "zk with malformed credentials");
+    /* etcd's user, and its TLS files, only where they can be used. */
+    bool etcd = !strncmp(m->hosts, "etcd:", 5), tls = !strncmp(m->hosts, "etcd:https://", 13);
+    a->user = reign__record_get(r, "user");
+    a->password = reign__record_get(r, "password");
+    if ((a->user || a->password) && (!etcd || !a->user || !*a->user || !a->password))
+        return fail(m, err, errlen, "zk with a malformed etcd user");
+    a->tls.ca = reign__record_get(r, "cacert");
+    a->tls.cert = reign__record_get(r, "cert");
+    a->tls.key = reign__record_get(r, "key");
+    if ((a->tls.ca || a->tls.cert || a->tls.key) &&
+        (!tls || !good_file(a->tls.ca) || !good_file(a->tls.cert) || !good_file(a->tls.key) ||
+         !a->tls.cert != !a->tls.key))
+        return fail(m, err, errlen, "zk with malformed TLS files");
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
         v = v << 8 | id[i];
@@ -313,8 +336,19 @@ int reign__gmsg_parse(const void *buf, size_t len, reign__gmsg *m, char *err, si
     return fail(m, err, errlen, "unknown op");
 }
 
+/* A secret of a parsed message, in the record's copy of the datagram. */
+static void wipe(const char *s)
+{
+    if (s)
+        explicit_bzero((char *)s, strlen(s));
+}
+
 void reign__gmsg_clear(reign__gmsg *m)
 {
+    wipe(m->access.auth);
+    wipe(m->access.password);
+    wipe(m->target.password);
+    explicit_bzero(m->passwd, sizeof(m->passwd));
     reign__record_clear(&m->rec);
     memset(m, 0, sizeof(*m));
 }
@@ -435,4 +469,39 @@ void reign__gset_free(reign__gset *s)
     }
     reign__free(s->pgids);
     memset(s, 0, sizeof(*s));
+}
+
+/* ---- the access to the tree --------------------------------------------------------------- */
+
+static void free_secret(const char *s)
+{
+    wipe(s);
+    reign__free((char *)s);
+}
+
+void reign__gaccess_free(reign__zk_access *a)
+{
+    reign__free((char *)a->root);
+    free_secret(a->auth);
+    reign__free((char *)a->user);
+    free_secret(a->password);
+    reign__free((char *)a->tls.ca);
+    reign__free((char *)a->tls.cert);
+    reign__free((char *)a->tls.key);
+    memset(a, 0, sizeof(*a));
+}
+
+int reign__gaccess_copy(reign__zk_access *dst, const reign__zk_access *src)
+{
+    const char *const from[] = {src->root,   src->auth,     src->user,   src->password,
+                                src->tls.ca, src->tls.cert, src->tls.key};
+    const char **to[] = {&dst->root,   &dst->auth,     &dst->user,   &dst->password,
+                         &dst->tls.ca, &dst->tls.cert, &dst->tls.key};
+    memset(dst, 0, sizeof(*dst));
+    for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++)
+        if (from[i] && !(*to[i] = reign__strdup(from[i]))) {
+            reign__gaccess_free(dst);
+            return REIGN_ENOMEM;
+        }
+    return 0;
 }

@@ -6,10 +6,13 @@
  *
  *   op=zk     hosts, session (16 hex digits, 0: none), passwd (32 hex digits),
  *             timeout_ms: the ZooKeeper session to close when the client dies (on etcd,
- *             hosts "etcd:http://h:p,...", the session a lease to revoke); optional:
- *             root, what op=term's paths are under (ZooKeeper's chroot, etcd's key
- *             prefix), and auth, ZooKeeper's digest credentials "user:password"
- *             (a secret, as passwd) for writing to nodes reign made with them
+ *             hosts "etcd:http://h:p,..." or "etcd:https://h:p,...", the session a lease
+ *             to revoke); optional (zk.h's reign__zk_access): root, what op=term's paths
+ *             are under (ZooKeeper's chroot, etcd's key prefix); auth, ZooKeeper's digest
+ *             credentials "user:password" (a secret, as passwd) for writing to nodes reign
+ *             made with them; on etcd, user and password (a secret), etcd's user to log in
+ *             as, both or neither; on https:// members, cacert, and cert with key, the
+ *             TLS files' paths (made absolute by the client)
  *   op=sql    kind (sqlite|mariadb|postgres), path | host, port, database, user,
  *             password; table, dc, params (the client library's), connect_ms,
  *             statement_ms, timeout_ms (the lease): the lease store
@@ -31,8 +34,9 @@
  * The guardian trusts nobody but its client, yet parses strictly all the
  * same (the fuzz target tests/fuzz/fuzz_guardian_msg.c): a message that does
  * not parse is dropped with a warning.  Secrets (the session password, the
- * ZooKeeper credentials, the SQL password) travel only on this socket, never
- * in argv or the environment, and are never logged (nor is a term's record).
+ * ZooKeeper credentials, etcd's and the SQL password) travel only on this socket,
+ * never in argv or the environment, are never logged (nor is a term's record),
+ * and are wiped when a parsed message is cleared.
  */
 #ifndef REIGN_GUARDIAN_PROTO_H
 #define REIGN_GUARDIAN_PROTO_H
@@ -43,6 +47,7 @@
 #include "core.h"
 #include "record.h"
 #include "sql/sql.h"
+#include "zk/zk.h"
 
 /* The largest message either side sends or accepts. */
 #define REIGN__GMSG_MAX 8192
@@ -70,7 +75,7 @@ typedef struct reign__gmsg {
     int64_t session;
     unsigned char passwd[16];
     int timeout_ms;          /* zk: the session timeout; sql: the lease */
-    const char *root, *auth; /* zk: NULL when absent */
+    reign__zk_access access; /* zk: each NULL when absent */
     /* sql: the target's strings point into rec */
     reign__sql_target target;
     const char *dc;
@@ -86,12 +91,12 @@ typedef struct reign__gmsg {
 
 /* Parses one datagram.  0, REIGN_EFOREIGN (err says what is wrong), REIGN_ENOMEM. */
 int reign__gmsg_parse(const void *buf, size_t len, reign__gmsg *m, char *err, size_t errlen);
+/* Wipes its secrets and frees it. */
 void reign__gmsg_clear(reign__gmsg *m);
 
 /* The encoders append one message to `out` (reset first).  0, REIGN_ENOMEM, REIGN_EINVAL. */
 int reign__gmsg_zk(reign__buf *out, const char *hosts, int64_t session,
-                   const unsigned char passwd[16], int timeout_ms, const char *root,
-                   const char *auth);
+                   const unsigned char passwd[16], int timeout_ms, const reign__zk_access *a);
 int reign__gmsg_sql(reign__buf *out, const reign__sql_target *t, const char *dc, int lease_ms);
 int reign__gmsg_lease(reign__buf *out, bool add, const char *name, const char *owner,
                       const char *guid);
@@ -133,5 +138,10 @@ int reign__gset_pgid(reign__gset *s, bool add, pid_t pgid);
 /* A term known by its path is replaced (rec NULL with add=false). */
 int reign__gset_term(reign__gset *s, bool add, const char *path, const void *rec, size_t len);
 void reign__gset_free(reign__gset *s);
+
+/* The access to the tree that op=zk carries, as both ends keep it: every string copied (NULL
+ * stays NULL), 0 or REIGN_ENOMEM (dst then empty); freed with the secrets wiped first. */
+int reign__gaccess_copy(reign__zk_access *dst, const reign__zk_access *src);
+void reign__gaccess_free(reign__zk_access *a);
 
 #endif

@@ -79,6 +79,12 @@ typedef enum reign__zk_state {
     REIGN__ZK_FATAL    /* auth failed or cannot continue; see errmsg */
 } reign__zk_state;
 
+/* etcds://'s files, each NULL when the URI names none (libcurl's defaults then): the CA that
+ * signed the members' certificates, the client's certificate and its key. */
+typedef struct reign__zk_tls {
+    const char *ca, *cert, *key;
+} reign__zk_tls;
+
 typedef struct reign__zk_config {
     const char *hosts; /* "h:p,h:p" plus optional chroot "/x" */
     int session_timeout_ms;
@@ -100,7 +106,7 @@ typedef struct reign__zk_config {
     const char *etcd_members;
     const char *etcd_prefix;
     bool tls;
-    const char *tls_ca, *tls_cert, *tls_key;
+    reign__zk_tls tls_files;
     int epoll_fd; /* etcd: the client's epoll set, which the backend's own joins */
 } reign__zk_config;
 
@@ -242,14 +248,22 @@ typedef struct reign__zk_end_write {
                session had expired), or 1: no answer */
 } reign__zk_end_write;
 
+/* What another process (the guardian) needs, besides the session, to write to the tree and end
+ * the session as its client would: each NULL when there is none. */
+typedef struct reign__zk_access {
+    const char *root;            /* the chroot or key prefix the writes' paths are under */
+    const char *auth;            /* ZooKeeper's digest credentials "user:password" */
+    const char *user, *password; /* etcd's user, which logs in for a token, and its password */
+    reign__zk_tls tls;           /* etcd's TLS files, for https:// members */
+} reign__zk_access;
+
 /* A session to end from outside the process that made it. */
 typedef struct reign__zk_end {
     const char *hosts; /* as for the config ("etcd:http://h:p,..." for etcd's lease) */
     int64_t session;
     unsigned char passwd[16];
     int timeout_ms;
-    const char *root; /* the chroot or key prefix the writes' paths are under; NULL: none */
-    const char *auth; /* ZooKeeper's digest credentials "user:password", or NULL */
+    reign__zk_access access;
     reign__zk_end_write *writes;
     size_t n_writes;
 } reign__zk_end;

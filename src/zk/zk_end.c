@@ -243,11 +243,11 @@ static int end_via(int fd, reign__zk_end *e, const char *root, bool with_writes,
     size_t n_sent = 0;
     for (size_t i = 0; with_writes && i < e->n_writes; i++)
         n_sent += e->writes[i].rc == 1;
-    if (n_sent && e->auth) {
+    if (n_sent && e->access.auth) {
         size_t at = start_frame(&out, AUTH_XID, AUTH_PACKET);
         jint(&out, 0);
         jbytes(&out, "digest", 6);
-        jbytes(&out, e->auth, strlen(e->auth));
+        jbytes(&out, e->access.auth, strlen(e->access.auth));
         end_frame(&out, at);
     }
     for (size_t i = 0; n_sent && i < e->n_writes; i++) {
@@ -300,7 +300,7 @@ int reign__zk_end_session(reign__zk_end *e, char *err, size_t errlen)
     const char *hosts = e->hosts;
     int64_t until = reign__now_ns() + (int64_t)e->timeout_ms * REIGN__NS_PER_MS;
     size_t hl = strcspn(hosts, "/"); /* the chroot does not matter to a session */
-    const char *root = e->root ? e->root : "";
+    const char *root = e->access.root ? e->access.root : "";
     char *list = reign__strndup(hosts, hl);
     if (!list)
         return REIGN_ENOMEM;

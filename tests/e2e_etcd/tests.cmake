@@ -49,9 +49,11 @@ if(TARGET reign_cli AND TARGET reign_tcpproxy AND REIGN_ETCD_PROGRAM AND REIGN_E
   endforeach()
   # TLS (etcds://): members that serve clients over TLS only and require a client certificate,
   # with certificates made by openssl at the test's start (etcd.sh's REIGN_ETCD_TLS=1):
-  # elections, status and values, the leader killed; wrong files, CAs and schemes; etcd's users.
+  # elections, status and values, the leader killed (its guardian over TLS); wrong files, CAs
+  # and schemes; etcd's users over TLS, and over plain HTTP (auth_plain: no certificates, kept
+  # beside auth, which it repeats without TLS).
   if(REIGN_OPENSSL_PROGRAM)
-    foreach(scenario elect bad_files auth)
+    foreach(scenario elect bad_files auth auth_plain)
       reign_e2e_etcd(e2e_etcd_tls_${scenario} test_tls.py ARGS ${scenario})
     endforeach()
   else()

@@ -5,7 +5,9 @@
  *   - the parse either refuses it (REIGN_EFOREIGN with a message naming the guardian
  *     message, and nothing left to free) or gives a known op whose fields hold what that op
  *     promises: a zk message has hosts, a timeout in (0, 1 h], and a root that is "" or a
- *     path, credentials with a ':' if any; a sql message a known kind with
+ *     path, credentials with a ':' if any, etcd's user (named, with its password) only on
+ *     etcd, TLS files (named, a certificate with its key) only on https:// members;
+ *     a sql message a known kind with
  *     its address (an absolute path for SQLite); a lease a name, guid (and owner); a pgid, an
  *     unpgid or a hello a process id of at least 2 (never 0, -1 or init's 1: kill(-pgid) of
  *     those would hit far more than the client's group); a term or an unterm a path of a
@@ -28,13 +30,20 @@ static bool same(const char *a, const char *b)
 
 static void check_fields(const reign__gmsg *m, size_t size)
 {
+    const reign__zk_access *a = &m->access;
+    bool etcd = m->hosts && !strncmp(m->hosts, "etcd:", 5);
+    bool https = m->hosts && !strncmp(m->hosts, "etcd:https://", 13);
     CHECK(size <= REIGN__GMSG_MAX);
     switch (m->op) {
     case REIGN__GMSG_ZK:
         CHECK(m->hosts && *m->hosts);
         CHECK(m->timeout_ms >= 1 && m->timeout_ms <= 3600000);
-        CHECK(!m->root || !*m->root || (m->root[0] == '/' && m->root[strlen(m->root) - 1] != '/'));
-        CHECK(!m->auth || strchr(m->auth, ':'));
+        CHECK(!a->root || !*a->root || (a->root[0] == '/' && a->root[strlen(a->root) - 1] != '/'));
+        CHECK(!a->auth || strchr(a->auth, ':'));
+        CHECK(!a->user == !a->password && (!a->user || (*a->user && etcd)));
+        CHECK(!a->tls.ca || (*a->tls.ca && https));
+        CHECK(!a->tls.cert == !a->tls.key && (!a->tls.cert || *a->tls.cert));
+        CHECK(!a->tls.key || (*a->tls.key && https));
         break;
     case REIGN__GMSG_SQL:
         CHECK(m->target.kind == REIGN__SQL_SQLITE || m->target.kind == REIGN__SQL_MARIADB ||
@@ -92,7 +101,7 @@ static bool encode(const reign__gmsg *m, reign__buf *b)
     int rc = REIGN_EINVAL;
     switch (m->op) {
     case REIGN__GMSG_ZK:
-        rc = reign__gmsg_zk(b, m->hosts, m->session, m->passwd, m->timeout_ms, m->root, m->auth);
+        rc = reign__gmsg_zk(b, m->hosts, m->session, m->passwd, m->timeout_ms, &m->access);
         break;
     case REIGN__GMSG_SQL:
         rc = reign__gmsg_sql(b, &m->target, m->dc, m->timeout_ms);
@@ -128,7 +137,11 @@ static void check_same(const reign__gmsg *a, const reign__gmsg *b)
     case REIGN__GMSG_ZK:
         CHECK(same(a->hosts, b->hosts) && a->session == b->session);
         CHECK(!memcmp(a->passwd, b->passwd, sizeof(a->passwd)) && a->timeout_ms == b->timeout_ms);
-        CHECK(same(a->root, b->root) && same(a->auth, b->auth));
+        CHECK(same(a->access.root, b->access.root) && same(a->access.auth, b->access.auth));
+        CHECK(same(a->access.user, b->access.user) && same(a->access.password, b->access.password));
+        CHECK(same(a->access.tls.ca, b->access.tls.ca) &&
+              same(a->access.tls.cert, b->access.tls.cert) &&
+              same(a->access.tls.key, b->access.tls.key));
         break;
     case REIGN__GMSG_SQL:
         CHECK(a->target.kind == b->target.kind && same(a->target.path, b->target.path));

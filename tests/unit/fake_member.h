@@ -1,10 +1,11 @@
 /*
  * fake_member.h - a fake server for the unit tests of reign's own HTTP/1.1 client
- * (test_etcd_h1.c): a loopback listener whose script, on a thread of its own, plays what a
- * member may do, step by step (accept, read a request or only its head, answer, close, wait for
- * the client's close), and tells the test how far it got.  The test and the script wait for
- * each other (an eventfd one way, a pipe the other), never on the clock; a wait that lasts
- * GUARD_MS is a stuck test, noted in `trouble`.  Everything here is static, as in oom.h.
+ * (test_etcd_h1.c) and of the guardian's end of a lease (test_etcd_end.c): a loopback listener
+ * whose script, on a thread of its own, plays what a member may do, step by step (accept, read a
+ * request or only its head, answer, close, wait for the client's close), and tells the test how
+ * far it got.  The test and the script wait for each other (an eventfd one way, a pipe the
+ * other), never on the clock; a wait that lasts GUARD_MS is a stuck test, noted in `trouble`.
+ * Everything here is static, as in oom.h (inline what a test may not use).
  */
 #ifndef REIGN_TEST_UNIT_FAKE_MEMBER_H
 #define REIGN_TEST_UNIT_FAKE_MEMBER_H
@@ -363,13 +364,13 @@ static void fake_end(fake *f)
     close(f->go[1]);
 }
 
-static void let_go(fake *f)
+static inline void let_go(fake *f)
 {
     char b = 1;
     assert_int_equal(write(f->go[1], &b, 1), 1);
 }
 
-static int stage(fake *f)
+static inline int stage(fake *f)
 {
     return atomic_load(&f->stage);
 }

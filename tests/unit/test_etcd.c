@@ -444,6 +444,55 @@ static void test_prefix_end(void **state)
     assert_string_equal(c, "x");
 }
 
+/* A login's body is JSON whatever the user and password hold (quotes, backslashes, control
+ * bytes, UTF-8), and reads back to them; the token of its answer becomes the header, wiped in
+ * the answer. */
+static void test_login(void **state)
+{
+    static const struct {
+        const char *user, *password;
+    } cases[] = {
+        {"reign", "s3cret"},
+        {"a\"b\\c", "p\"w\\d/x"},
+        {"t\tab", "new\nline\x01\x1f"},
+        {"r\xc3\xa9ign", "\xe2\x82\xac"},
+        {"u", ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        reign__buf b;
+        reign__buf_init(&b);
+        reign__ej_login(&b, cases[i].user, cases[i].password);
+        assert_false(b.oom);
+        cJSON *j = cJSON_Parse(b.data);
+        assert_non_null(j);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "name")->valuestring,
+                            cases[i].user);
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "password")->valuestring,
+                            cases[i].password);
+        assert_int_equal(cJSON_GetArraySize(j), 2);
+        cJSON_Delete(j);
+        reign__buf_free(&b);
+    }
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__ej_login(&b, "u", NULL); /* no password: an empty one */
+    assert_string_equal(b.data, "{\"name\":\"u\",\"password\":\"\"}");
+    reign__buf_free(&b);
+
+    cJSON *j = cJSON_Parse("{\"header\":{\"revision\":\"3\"},\"token\":\"AbC.17\"}");
+    char *h = reign__ej_token_header(j);
+    assert_string_equal(h, "Authorization: AbC.17");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(j, "token")->valuestring, "");
+    reign__free(h);
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"header\":{}}");
+    assert_null(reign__ej_token_header(j));
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"token\":7}");
+    assert_null(reign__ej_token_header(j));
+    cJSON_Delete(j);
+}
+
 /* ---- etcd_txn.c: what is sent -------------------------------------------------------------- */
 
 /* j made readable: every key, range_end and value decoded from base64, a byte that is not
@@ -1226,21 +1275,14 @@ static void test_write_ok(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_b64),
-        cmocka_unit_test(test_i64),
-        cmocka_unit_test(test_bytes),
-        cmocka_unit_test(test_error),
-        cmocka_unit_test(test_prefix_end),
-        cmocka_unit_test(test_build_create),
-        cmocka_unit_test(test_build_sequential),
-        cmocka_unit_test(test_build_delete),
-        cmocka_unit_test(test_build_set),
-        cmocka_unit_test(test_build_multi),
-        cmocka_unit_test(test_build_read),
-        cmocka_unit_test(test_read_node),
-        cmocka_unit_test(test_read_children),
-        cmocka_unit_test(test_write_failed),
-        cmocka_unit_test(test_sequence_counter),
+        cmocka_unit_test(test_b64),          cmocka_unit_test(test_i64),
+        cmocka_unit_test(test_bytes),        cmocka_unit_test(test_error),
+        cmocka_unit_test(test_prefix_end),   cmocka_unit_test(test_login),
+        cmocka_unit_test(test_build_create), cmocka_unit_test(test_build_sequential),
+        cmocka_unit_test(test_build_delete), cmocka_unit_test(test_build_set),
+        cmocka_unit_test(test_build_multi),  cmocka_unit_test(test_build_read),
+        cmocka_unit_test(test_read_node),    cmocka_unit_test(test_read_children),
+        cmocka_unit_test(test_write_failed), cmocka_unit_test(test_sequence_counter),
         cmocka_unit_test(test_write_ok),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,7 +67,7 @@ static void test_zk(void **state)
     reign__buf_init(&b);
     reign__gmsg m;
     assert_int_equal(reign__gmsg_zk(&b, "127.0.0.1:2181,[::1]:2182/chroot", 0x0123456789abcdefLL,
-                                    passwd, 10000, NULL, NULL),
+                                    passwd, 10000, NULL),
                      0);
     assert_true(b.len <= REIGN__GMSG_MAX);
     parse_ok(&b, &m);
@@ -76,36 +76,94 @@ static void test_zk(void **state)
     assert_true(m.session == 0x0123456789abcdefLL);
     assert_memory_equal(m.passwd, passwd, 16);
     assert_int_equal(m.timeout_ms, 10000);
-    assert_null(m.root); /* absent, not empty */
-    assert_null(m.auth);
+    assert_null(m.access.root); /* absent, not empty */
+    assert_null(m.access.auth);
+    assert_null(m.access.user);
+    assert_null(m.access.password);
+    assert_null(m.access.tls.ca);
+    assert_null(m.access.tls.cert);
+    assert_null(m.access.tls.key);
     reign__gmsg_clear(&m);
 
     /* The tree's root and the digest credentials, which may hold any byte but NUL. */
-    assert_int_equal(reign__gmsg_zk(&b, "h:1/chroot", 7, passwd, 10000, "/chroot", "u:p=w:%\nx"),
-                     0);
+    reign__zk_access a = {.root = "/chroot", .auth = "u:p=w:%\nx"};
+    assert_int_equal(reign__gmsg_zk(&b, "h:1/chroot", 7, passwd, 10000, &a), 0);
     assert_null(strstr(b.data, "p=w:%\nx")); /* escaped */
     parse_ok(&b, &m);
-    assert_string_equal(m.root, "/chroot");
-    assert_string_equal(m.auth, "u:p=w:%\nx");
+    assert_string_equal(m.access.root, "/chroot");
+    assert_string_equal(m.access.auth, "u:p=w:%\nx");
+    assert_null(m.access.user);
     reign__gmsg_clear(&m);
 
     /* Session 0 (none any more, after an expiry) and the largest id, whose top bit is set. */
-    assert_int_equal(reign__gmsg_zk(&b, "h:1", 0, passwd, 1, NULL, NULL), 0);
+    assert_int_equal(reign__gmsg_zk(&b, "h:1", 0, passwd, 1, NULL), 0);
     parse_ok(&b, &m);
     assert_true(m.session == 0);
     assert_int_equal(m.timeout_ms, 1);
     reign__gmsg_clear(&m);
-    assert_int_equal(reign__gmsg_zk(&b, "h:1", (int64_t)UINT64_C(0xfedcba9876543210), passwd,
-                                    3600000, NULL, NULL),
-                     0);
+    assert_int_equal(
+        reign__gmsg_zk(&b, "h:1", (int64_t)UINT64_C(0xfedcba9876543210), passwd, 3600000, NULL), 0);
     parse_ok(&b, &m);
     assert_true((uint64_t)m.session == UINT64_C(0xfedcba9876543210));
     assert_int_equal(m.timeout_ms, 3600000);
     reign__gmsg_clear(&m);
 
     /* The password travels as hex, never raw. */
-    assert_int_equal(reign__gmsg_zk(&b, "h:1", 1, passwd, 1000, NULL, NULL), 0);
+    assert_int_equal(reign__gmsg_zk(&b, "h:1", 1, passwd, 1000, NULL), 0);
     assert_non_null(strstr(b.data, "passwd=00017f80ff10abcdef123456789abcde\n"));
+    reign__buf_free(&b);
+}
+
+/* etcd over TLS with a user: the files and the credentials travel, and the password, like the
+ * others, is wiped when the parsed message is cleared. */
+static void test_zk_etcd_access(void **state)
+{
+    reign__buf b;
+    reign__buf_init(&b);
+    reign__gmsg m;
+    static const char hosts[] = "etcd:https://127.0.0.1:2379,https://[::1]:2380";
+    reign__zk_access a = {.root = "/prefix",
+                          .user = "r\xc3\xa9ign:u=1",
+                          .password = "p\"w\\d\n%",
+                          .tls = {"/etc/ca.pem", "/home/x/client 1.crt", "/home/x/client.key"}};
+    assert_int_equal(reign__gmsg_zk(&b, hosts, 0x694d8f1a2b3c, passwd, 3000, &a), 0);
+    assert_null(strstr(b.data, "p\"w\\d\n%")); /* escaped */
+    parse_ok(&b, &m);
+    assert_string_equal(m.hosts, hosts);
+    assert_string_equal(m.access.root, "/prefix");
+    assert_null(m.access.auth);
+    assert_string_equal(m.access.user, "r\xc3\xa9ign:u=1");
+    assert_string_equal(m.access.password, "p\"w\\d\n%");
+    assert_string_equal(m.access.tls.ca, "/etc/ca.pem");
+    assert_string_equal(m.access.tls.cert, "/home/x/client 1.crt");
+    assert_string_equal(m.access.tls.key, "/home/x/client.key");
+
+    /* What both ends keep: a copy of every string, freed with the secrets wiped. */
+    reign__zk_access kept;
+    assert_int_equal(reign__gaccess_copy(&kept, &m.access), 0);
+    assert_ptr_not_equal(kept.password, m.access.password);
+    assert_string_equal(kept.password, m.access.password);
+    assert_string_equal(kept.tls.key, m.access.tls.key);
+    reign__gaccess_free(&kept);
+    assert_null(kept.password);
+    reign__gmsg_clear(&m);
+    assert_null(m.access.password);
+
+    /* An empty password is one; a CA alone (the system's would do otherwise) is enough. */
+    reign__zk_access b2 = {.user = "u", .password = "", .tls = {"/ca", NULL, NULL}};
+    assert_int_equal(reign__gmsg_zk(&b, "etcd:https://h:1", 1, passwd, 1000, &b2), 0);
+    parse_ok(&b, &m);
+    assert_string_equal(m.access.password, "");
+    assert_string_equal(m.access.tls.ca, "/ca");
+    assert_null(m.access.tls.cert);
+    reign__gmsg_clear(&m);
+    /* A user over plain HTTP: no files. */
+    reign__zk_access b3 = {.user = "u", .password = "pw"};
+    assert_int_equal(reign__gmsg_zk(&b, "etcd:http://h:1", 1, passwd, 1000, &b3), 0);
+    parse_ok(&b, &m);
+    assert_string_equal(m.access.user, "u");
+    assert_null(m.access.tls.ca);
+    reign__gmsg_clear(&m);
     reign__buf_free(&b);
 }
 
@@ -451,8 +509,39 @@ static void test_refuse_term(void **state)
     char err[128];
     snprintf(s, sizeof(s), "%sroot=\nauth=u:\n\n", zk); /* the root itself; an empty password */
     assert_int_equal(reign__gmsg_parse(s, strlen(s), &m, err, sizeof(err)), 0);
-    assert_string_equal(m.root, "");
-    assert_string_equal(m.auth, "u:");
+    assert_string_equal(m.access.root, "");
+    assert_string_equal(m.access.auth, "u:");
+    reign__gmsg_clear(&m);
+
+    /* etcd's user: on etcd only, with its password, and never an empty name. */
+    static const char etcd[] = "reign 1\nop=zk\nhosts=etcd:http://h:1\nsession=0123456789abcdef\n"
+                               "passwd=00112233445566778899aabbccddeeff\ntimeout_ms=100\n";
+    static const char etcds[] = "reign 1\nop=zk\nhosts=etcd:https://h:1\n"
+                                "session=0123456789abcdef\n"
+                                "passwd=00112233445566778899aabbccddeeff\ntimeout_ms=100\n";
+    static const struct {
+        const char *head, *tail, *what;
+    } bad[] = {
+        {zk, "user=u\npassword=p\n", "malformed etcd user"}, /* ZooKeeper's hosts */
+        {etcd, "user=u\n", "malformed etcd user"},
+        {etcd, "password=p\n", "malformed etcd user"},
+        {etcd, "user=\npassword=p\n", "malformed etcd user"},
+        {etcd, "cacert=/ca\n", "malformed TLS files"}, /* http:// members */
+        {zk, "cacert=/ca\n", "malformed TLS files"},
+        {etcds, "cacert=\n", "malformed TLS files"},
+        {etcds, "cert=/c\n", "malformed TLS files"}, /* a certificate without its key */
+        {etcds, "key=/k\n", "malformed TLS files"},
+        {etcds, "cert=/c\nkey=\n", "malformed TLS files"},
+    };
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        snprintf(s, sizeof(s), "%s%s\n", bad[i].head, bad[i].tail);
+        refused(s, bad[i].what);
+    }
+    snprintf(s, sizeof(s), "%suser=u\npassword=\ncert=/c\nkey=/k\n\n", etcds);
+    assert_int_equal(reign__gmsg_parse(s, strlen(s), &m, err, sizeof(err)), 0);
+    assert_string_equal(m.access.user, "u");
+    assert_string_equal(m.access.tls.key, "/k");
+    assert_null(m.access.tls.ca);
     reign__gmsg_clear(&m);
 }
 
@@ -485,7 +574,7 @@ static void test_refuse_oversized(void **state)
     assert_non_null(big);
     memset(big, 'h', REIGN__GMSG_MAX - 1);
     big[REIGN__GMSG_MAX - 1] = '\0';
-    assert_int_equal(reign__gmsg_zk(&b, big, 1, passwd, 1000, NULL, NULL), REIGN_E2BIG);
+    assert_int_equal(reign__gmsg_zk(&b, big, 1, passwd, 1000, NULL), REIGN_E2BIG);
     assert_int_equal(reign__gmsg_lease(&b, true, "n", big, "g"), REIGN_E2BIG);
     reign__sql_target t = {.kind = REIGN__SQL_SQLITE, .path = big};
     assert_int_equal(reign__gmsg_sql(&b, &t, NULL, 1000), REIGN_E2BIG);
@@ -495,65 +584,34 @@ static void test_refuse_oversized(void **state)
 
 /* ---- out of memory ------------------------------------------------------ */
 
-static void test_oom(void **state)
-{
-    reign__sql_target t = {.kind = REIGN__SQL_POSTGRES,
-                           .host = "h",
-                           .user = "u",
-                           .password = "secret",
-                           .database = "d",
-                           .table = "t"};
-    assert_int_equal(reign_set_allocator(oom_malloc, oom_realloc, oom_free), 0);
-    bool built = false, parsed = false;
-    for (long n = 0; n < 200 && !(built && parsed); n++) {
-        g_fail_at = n;
-        g_calls = 0;
-        g_live = 0;
-        reign__buf b;
-        reign__buf_init(&b);
-        int rc = reign__gmsg_sql(&b, &t, "dc", 5000);
-        assert_true(rc == 0 || rc == REIGN_ENOMEM);
-        built = rc == 0;
-        if (built) {
-            reign__gmsg m;
-            char err[128];
-            rc = reign__gmsg_parse(b.data, b.len, &m, err, sizeof(err));
-            assert_true(rc == 0 || rc == REIGN_ENOMEM);
-            parsed = rc == 0;
-            if (parsed)
-                assert_string_equal(m.target.password, "secret");
-            reign__gmsg_clear(&m);
-        }
-        reign__buf_free(&b);
-        assert_int_equal(g_live, 0);
-    }
-    g_fail_at = -1;
-    assert_true(built && parsed);
+/* One message: its encoder, and what a receiver does with it once parsed (0, or REIGN_ENOMEM). */
+typedef struct oom_case {
+    int (*encode)(reign__buf *b);
+    int (*keep)(const reign__gmsg *m);
+} oom_case;
 
-    /* A term: its record is parsed too, and the sets copy it. */
-    static const char rec[] = "reign 1\nid=a\nend=guardian\n\npayload";
-    built = parsed = false;
-    for (long n = 0; n < 200 && !(built && parsed); n++) {
+/* Encodes, parses and keeps the message with the n-th allocation failing, n = 0, 1, ... until
+ * all three succeed: each fails only for want of memory, and nothing leaks on any path. */
+static void oom_loop(const oom_case *c)
+{
+    bool done = false;
+    for (long n = 0; n < 200 && !done; n++) {
         g_fail_at = n;
         g_calls = 0;
         g_live = 0;
         reign__buf b;
         reign__buf_init(&b);
-        int rc = reign__gmsg_term(&b, true, "/r/h_1", rec, sizeof(rec) - 1);
+        int rc = c->encode(&b);
         assert_true(rc == 0 || rc == REIGN_ENOMEM);
-        built = rc == 0;
-        if (built) {
+        if (rc == 0) {
             reign__gmsg m;
             char err[128];
             rc = reign__gmsg_parse(b.data, b.len, &m, err, sizeof(err));
             assert_true(rc == 0 || rc == REIGN_ENOMEM);
-            parsed = false;
             if (rc == 0) {
-                reign__gset set = {0};
-                rc = reign__gset_term(&set, true, m.path, m.data, m.data_len);
-                assert_true(rc == 1 || rc == REIGN_ENOMEM);
-                parsed = rc == 1;
-                reign__gset_free(&set);
+                rc = c->keep(&m);
+                assert_true(rc == 0 || rc == REIGN_ENOMEM);
+                done = rc == 0;
             }
             reign__gmsg_clear(&m);
         }
@@ -561,7 +619,65 @@ static void test_oom(void **state)
         assert_int_equal(g_live, 0);
     }
     g_fail_at = -1;
-    assert_true(built && parsed);
+    assert_true(done);
+}
+
+static int encode_sql(reign__buf *b)
+{
+    reign__sql_target t = {.kind = REIGN__SQL_POSTGRES,
+                           .host = "h",
+                           .user = "u",
+                           .password = "secret",
+                           .database = "d",
+                           .table = "t"};
+    return reign__gmsg_sql(b, &t, "dc", 5000);
+}
+
+static int keep_sql(const reign__gmsg *m)
+{
+    assert_string_equal(m->target.password, "secret");
+    return 0;
+}
+
+/* A term: its record is parsed too, and the sets copy it. */
+static int encode_term(reign__buf *b)
+{
+    static const char rec[] = "reign 1\nid=a\nend=guardian\n\npayload";
+    return reign__gmsg_term(b, true, "/r/h_1", rec, sizeof(rec) - 1);
+}
+
+static int keep_term(const reign__gmsg *m)
+{
+    reign__gset set = {0};
+    int rc = reign__gset_term(&set, true, m->path, m->data, m->data_len);
+    reign__gset_free(&set);
+    return rc == 1 ? 0 : rc;
+}
+
+/* etcd's access, as the guardian keeps it. */
+static int encode_etcd(reign__buf *b)
+{
+    reign__zk_access a = {.root = "/p", .user = "u", .password = "pw", .tls = {"/a", "/b", "/c"}};
+    return reign__gmsg_zk(b, "etcd:https://h:1", 1, passwd, 1000, &a);
+}
+
+static int keep_etcd(const reign__gmsg *m)
+{
+    reign__zk_access kept;
+    int rc = reign__gaccess_copy(&kept, &m->access);
+    if (rc == 0)
+        assert_string_equal(kept.tls.key, "/c");
+    reign__gaccess_free(&kept);
+    return rc;
+}
+
+static void test_oom(void **state)
+{
+    static const oom_case cases[] = {
+        {encode_sql, keep_sql}, {encode_term, keep_term}, {encode_etcd, keep_etcd}};
+    assert_int_equal(reign_set_allocator(oom_malloc, oom_realloc, oom_free), 0);
+    for (size_t i = 0; i < ARRAY_LEN(cases); i++)
+        oom_loop(&cases[i]);
     assert_int_equal(reign_set_allocator(NULL, NULL, NULL), 0);
 }
 
@@ -569,6 +685,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_zk),
+        cmocka_unit_test(test_zk_etcd_access),
         cmocka_unit_test(test_sql),
         cmocka_unit_test(test_lease_pgid_bye_hello),
         cmocka_unit_test(test_term),

@@ -13,6 +13,7 @@ set(REIGN_UNIT_TESTS
   test_etcd
   test_etcd_watch
   test_etcd_h1
+  test_etcd_end
 )
 
 foreach(name IN LISTS REIGN_UNIT_TESTS)

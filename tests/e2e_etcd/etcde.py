@@ -483,5 +483,13 @@ def main(name, body):
     e2elib.main(name, reaped)
 
 
+def main_scenarios(script, prefix, scenarios):
+    """A test file of scenarios: `script SCENARIO` runs scenarios[SCENARIO] as the test
+    PREFIX_SCENARIO (main above)."""
+    if len(sys.argv) != 2 or sys.argv[1] not in scenarios:
+        sys.exit(f"usage: {script} {'|'.join(scenarios)}")
+    main(f"{prefix}_{sys.argv[1]}", scenarios[sys.argv[1]])
+
+
 if __name__ == "__main__" and len(sys.argv) == 4 and sys.argv[1] == "--reap":
     _reap(int(sys.argv[2]), sys.argv[3])

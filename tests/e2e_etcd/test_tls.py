@@ -328,6 +328,4 @@ SCENARIOS = {
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1] not in SCENARIOS:
-        sys.exit(f"usage: test_tls.py {'|'.join(SCENARIOS)}")
-    etcde.main(f"e2e_etcd_tls_{sys.argv[1]}", SCENARIOS[sys.argv[1]])
+    etcde.main_scenarios("test_tls.py", "e2e_etcd_tls", SCENARIOS)

@@ -162,6 +162,7 @@ static void destroy(zk_election *e)
     reign__timers *ts = reign__client_timers(e->base.client);
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->preempt);
+    reign__timer_stop(ts, &e->relook);
     reign__zk_forget(e->zk, e);
     reign__held_free_all(&e->views);
     reign__client_detach(e->base.client, &e->base.recipe);
@@ -186,6 +187,7 @@ static void destroy(zk_election *e)
     reign__free(e->setup.cold_node);
     reign__free(e->own.node);
     reign__free(e->watch.pred);
+    reign__free(e->watch.pred2);
     reign__free(e->watch.leader_node);
     reign__free(e->pred);
     for (size_t i = 0; i < e->n_impostors; i++)
@@ -218,6 +220,7 @@ int reign__zk_election_join(reign_election **ret, reign_client *client, const ch
     e->strategy = o->strategy;
     reign__timer_init(&e->timer, reign__zke_timer_cb, e);
     reign__timer_init(&e->preempt, reign__zke_preempt_cb, e);
+    reign__timer_init(&e->relook, reign__zke_relook_cb, e);
     e->cfg_prio = e->rank.prio = (unsigned)o->priority;
     e->no_preempt = o->no_preempt != 0;
     e->preempt_delay_ms = o->preempt_delay_ms;
@@ -266,6 +269,7 @@ static int step_down(zk_election *e, estate then)
     reign__timers *ts = reign__client_timers(e->base.client);
     reign__timer_stop(ts, &e->timer);
     reign__timer_stop(ts, &e->preempt);
+    reign__timer_stop(ts, &e->relook);
     reign__life_bump(&e->base.life);
     bool was_leader = e->base.leader;
     if (!reign__zke_step(e, then == ST_RESIGNING ? IN(RESIGN) : IN(CEDE),

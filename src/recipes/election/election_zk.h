@@ -115,6 +115,7 @@ typedef struct zk_election {
     struct {
         char *pred;         /* queue: the predecessor we watch */
         bool pred_is_first; /* ... and it was first in line */
+        char *pred2;        /* queue: the one ahead of it (it going may make pred first) */
         bool own;           /* queue: our node; lock: the lock node */
         bool term;
         bool leader; /* queue: the leader node */
@@ -157,6 +158,7 @@ typedef struct zk_election {
 
     reign__timer timer;   /* pause (cede) and error back-off */
     reign__timer preempt; /* the preemption delay */
+    reign__timer relook;  /* a look at the line after the one ahead of our predecessor went */
 
 } zk_election;
 
@@ -232,6 +234,7 @@ void reign__zke_follow_leader(zk_election *e);
 void reign__zke_send_claim(zk_election *e, int32_t takeover);
 void reign__zke_read_leader(zk_election *e);
 void reign__zke_preempt_cb(reign__timer *t, void *arg);
+void reign__zke_relook_cb(reign__timer *t, void *arg);
 void reign__zke_hand_over(zk_election *e, const char *to);
 void reign__zke_hand_off_if_asked(zk_election *e, const char *to, unsigned asked);
 void reign__zke_handle_node_gone(zk_election *e);

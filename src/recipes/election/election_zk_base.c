@@ -44,6 +44,7 @@ void reign__zke_own_reset(zk_election *e)
 void reign__zke_watches_reset(zk_election *e)
 {
     set_str(&e->watch.pred, NULL);
+    set_str(&e->watch.pred2, NULL);
     set_str(&e->watch.leader_node, NULL);
     e->watch.own = false;
     e->watch.term = false;

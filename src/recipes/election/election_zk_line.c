@@ -118,11 +118,73 @@ static void on_pred_event(void *owner, void *arg, reign__zk_event ev, const char
         reign__zke_claim(e);
     } else if (waiting_like(e->state) &&
                !(reign__zke_contending(e->state) && ev != REIGN__ZK_DELETED)) {
+        /* Our predecessor went, and the line will say whether we are first: if we are, the
+         * claim numbers a history record, so learn the counter beside the listing rather than
+         * from a claim that fails on it (a round trip on the handoff's path). */
+        if (was_pred && ev == REIGN__ZK_DELETED && !reign__zke_contending(e->state))
+            reign__zk_seq_hint(e->zk, e->history_path);
         reign__zke_check(e);
     }
     /* (A contender no longer minds its old predecessor, and a write to it
      * - our own handoff request, when it leads - is no reason to look.) */
     LEAVE(e);
+}
+
+/* How long after the one ahead of our predecessor went we look at the line: once our
+ * predecessor has claimed, not beside its claim on the store's critical path. */
+#define RELOOK_MS 50
+
+void reign__zke_relook_cb(reign__timer *t, void *arg)
+{
+    zk_election *e = arg;
+    ENTER(e);
+    if (waiting_like(e->state) && !reign__zke_contending(e->state))
+        reign__zke_check(e);
+    LEAVE(e);
+}
+
+/* The one ahead of our predecessor went (or changed): our predecessor may be first now.  A look
+ * at the line then (off the next handoff's path) makes its departure find us knowing we are
+ * next, claiming at once; without it, we would list the line first.  If our predecessor goes
+ * before the look, its own event lists the line, as it always did. */
+static void on_pred2_event(void *owner, void *arg, reign__zk_event ev, const char *path)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    bool was = e->watch.pred2 && !strcmp(e->watch.pred2, path);
+    if (was)
+        set_str(&e->watch.pred2, NULL);
+    if (was && waiting_like(e->state) && !reign__zke_contending(e->state))
+        reign__timer_start(reign__client_timers(e->base.client), &e->relook,
+                           reign__now_ns() + RELOOK_MS * REIGN__NS_PER_MS);
+    LEAVE(e);
+}
+
+static void on_pred2_exists(void *owner, void *arg, const reign__zk_result *r)
+{
+    zk_election *e = owner;
+    ENTER(e);
+    if (!EXISTS_REGISTERED(r))
+        set_str(&e->watch.pred2, NULL); /* a hint: the predecessor's own event still comes */
+    else if (r->rc == REIGN_ENOENT && !STALE(e, arg) && waiting_like(e->state) &&
+             !reign__zke_contending(e->state))
+        reign__zke_check(e); /* gone since the listing */
+    LEAVE(e);
+}
+
+/* Watches the one ahead of our predecessor, path (NULL: none needed, our predecessor is first
+ * or ranks by priority). */
+static void watch_pred2(zk_election *e, const char *path)
+{
+    if (!path || (e->watch.pred2 && !strcmp(e->watch.pred2, path))) {
+        if (!path)
+            set_str(&e->watch.pred2, NULL); /* an old registration firing is ignored */
+        return;
+    }
+    set_str(&e->watch.pred2, path);
+    if (e->watch.pred2 && reign__zk_exists(e->zk, path, on_pred2_event, REIGN__ZK_RETRY, e,
+                                           on_pred2_exists, EPOCH_ARG(e)) < 0)
+        set_str(&e->watch.pred2, NULL);
 }
 
 static void on_pred_exists(void *owner, void *arg, const reign__zk_result *r)
@@ -251,11 +313,15 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     for (size_t i = 0; i < n && !ranked; i++)
         ranked = v[i].prio != 0;
     char *pred = reign__path_join(e->dir, v[me - 1].name);
+    char *pred2 = me >= 2 && !ranked ? reign__path_join(e->dir, v[me - 2].name) : NULL;
     reign__free(v);
-    if (!pred) {
+    if (!pred || (me >= 2 && !ranked && !pred2)) {
+        reign__free(pred);
+        reign__free(pred2);
         reign__zke_retry_later(e, REIGN_ENOMEM, "watching the predecessor");
         goto out;
     }
+    bool was_first = e->watch.pred_is_first;
     e->watch.pred_is_first = me == 1 && !ranked;
     reign__free(e->pred);
     e->pred = pred;
@@ -263,12 +329,15 @@ static void on_children(void *owner, void *arg, const reign__zk_result *r)
     bool watch = !e->watch.pred || strcmp(e->watch.pred, pred) != 0;
     if (watch)
         set_str(&e->watch.pred, pred);
-    if (watch && e->watch.pred_is_first)
+    if ((watch || !was_first) && e->watch.pred_is_first)
         reign__zk_seq_hint(e->zk, e->history_path); /* our claim numbers a record there */
     int rc = reign__zk_exists(e->zk, pred, watch ? on_pred_event : NULL, REIGN__ZK_RETRY, e,
                               on_pred_exists, ARG(e, watch));
     if (rc < 0 && watch)
         set_str(&e->watch.pred, NULL);
+    if (rc == 0)
+        watch_pred2(e, pred2);
+    reign__free(pred2);
     if (rc < 0)
         reign__zke_issue_failed(e, rc, "watching the predecessor");
     if (!e->base.follow)

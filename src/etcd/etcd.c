@@ -199,6 +199,24 @@ static bool refused(reign__etcd *e, int rc, const char *msg)
     return true;
 }
 
+/* A member's TLS refused us (or we it): true when every member has, one after the other, and
+ * the session is given up, errmsg saying why (no try with the same files fares better). */
+static bool tls_refused(reign__etcd *e, bool refused_now, const char *msg)
+{
+    if (!refused_now) {
+        e->tls_refusals = 0;
+        return false;
+    }
+    if (++e->tls_refusals < e->n_members)
+        return false;
+    reign__errf(e->errmsg, sizeof(e->errmsg),
+                "%s (TLS with %s: check cacert=, cert= and key=, and that the members speak TLS)",
+                msg, e->n_members > 1 ? "every member" : "the member");
+    reign__log(e->log, REIGN_LOG_ERROR, "etcd: %s", e->errmsg);
+    tell(e, REIGN__ZK_FATAL);
+    return true;
+}
+
 static void on_grant(ereq *q, void *arg)
 {
     reign__etcd *e = arg;
@@ -208,6 +226,7 @@ static void on_grant(ereq *q, void *arg)
     cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
     int64_t sent = q->sent_ns;
     size_t m = q->member;
+    bool tls_no = q->tls_refused;
     reign__eh_drop(q);
     if (e->closed) {
         cJSON_Delete(root);
@@ -220,12 +239,13 @@ static void on_grant(ereq *q, void *arg)
             snprintf(msg, sizeof(msg), "a grant without a lease");
         snprintf(e->errmsg, sizeof(e->errmsg), "%s", msg);
         reign__log(e->log, REIGN_LOG_INFO, "etcd: lease grant: %s", msg);
-        if (refused(e, rc, msg))
+        if (refused(e, rc, msg) || tls_refused(e, tls_no, msg))
             return;
         reign__eh_next_member(e, m);
         schedule(e, e->n_members > 1 ? 50 : 250);
         return;
     }
+    e->tls_refusals = 0;
     e->ttl_s = (int)ttl;
     e->last_ack_ns = sent;
     mark_session(e, id);
@@ -320,6 +340,7 @@ static void on_auth(ereq *q, void *arg)
     e->auth = NULL;
     cJSON *root = reign__eh_answer(q, &rc, msg, sizeof(msg));
     size_t m = q->member;
+    bool tls_no = q->tls_refused;
     drop_login(q);
     const cJSON *tok = root ? cJSON_GetObjectItemCaseSensitive(root, "token") : NULL;
     if (e->closed || !cJSON_IsString(tok) || !tok->valuestring) {
@@ -337,10 +358,13 @@ static void on_auth(ereq *q, void *arg)
             tell(e, REIGN__ZK_FATAL);
             return;
         }
+        if (tls_refused(e, tls_no, msg))
+            return;
         reign__eh_next_member(e, m);
         schedule(e, e->n_members > 1 ? 50 : 250);
         return;
     }
+    e->tls_refusals = 0;
     char *h = reign__ej_token_header(root);
     if (h) { /* else no memory: grant() logs in again */
         if (e->token_header) {

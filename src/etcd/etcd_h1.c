@@ -437,7 +437,11 @@ static bool readable(econn *c)
             return false;
         }
         if (r == 0) {
-            broke(c, 0, "connection closed before the whole answer");
+            /* A member whose client port is TLS only closes a plain connection unanswered. */
+            broke(c, 0,
+                  c->answered ? "connection closed before the whole answer"
+                              : "connection closed without an answer (a member that speaks TLS "
+                                "only needs etcds://)");
             return false;
         }
         if (c->continued && !was_continued) {

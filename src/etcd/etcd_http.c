@@ -305,6 +305,7 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     q->status = 0;
     q->fail = 0;
     q->why[0] = '\0';
+    q->tls_refused = false;
     q->member = e->cur;
     q->path = path;
     q->timeout_ms = timeout_ms;
@@ -477,6 +478,30 @@ static void pump_done(reign__etcd *e)
     }
 }
 
+/* Did TLS fail in a way that no try with the same files fares better?  A member's certificate
+ * that does not verify, files that cannot be used, a member that refused our certificate (an
+ * alert about it, as OpenSSL words it), or a member that does not speak TLS at all. */
+static bool tls_no(CURLcode cc, const char *why)
+{
+    switch (cc) {
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+        return true;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+        return (strstr(why, "alert") && (strstr(why, "certificate") || strstr(why, "unknown ca") ||
+                                         strstr(why, "access denied"))) ||
+               strstr(why, "wrong version number");
+    default:
+        return false;
+    }
+}
+
 /* Ends what curl finished. */
 static void curl_done(reign__etcd *e)
 {
@@ -495,6 +520,7 @@ static void curl_done(reign__etcd *e)
                                                    : REIGN_ECONNLOSS;
         if (q->fail && !q->why[0])
             reign__strlcpy(q->why, reign__cu.curl_easy_strerror(cc), sizeof(q->why));
+        q->tls_refused = q->fail && tls_no(cc, q->why);
         reign__cu.curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &q->status);
         withdraw(e, q);
         reign__cu.curl_easy_cleanup(q->h);

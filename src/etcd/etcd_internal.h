@@ -113,6 +113,7 @@ struct ereq {
     long status;
     int fail;                  /* 0, or no answer: REIGN_ECONNLOSS, REIGN_ETIMEDOUT */
     char why[CURL_ERROR_SIZE]; /* ... and why */
+    bool tls_refused;          /* ... TLS failed in a way no try fares better (tls_no()) */
     size_t member;
     int64_t sent_ns;
     ereq *prev, *next;
@@ -283,8 +284,9 @@ struct reign__etcd {
     /* the members and the key space */
     char **members; /* "http://h:p" or "https://h:p" */
     size_t n_members, cur;
-    char *prefix;       /* keys are prefix + path; "" or "/x" */
-    char *token_header; /* "Authorization: TOKEN" once authenticated, or NULL */
+    size_t tls_refusals; /* members in a row whose TLS refused us (etcd.c) */
+    char *prefix;        /* keys are prefix + path; "" or "/x" */
+    char *token_header;  /* "Authorization: TOKEN" once authenticated, or NULL */
     char *user, *password, *tls_ca, *tls_cert, *tls_key; /* copies cfg points to */
     size_t prefix_len;
     /* the transport */

@@ -33,7 +33,9 @@ the members over TLS with the client's files, and as the client's user.
              members' certificate (status, campaign and value get: the message speaks of the
              certificate); no client certificate for a member that requires one; etcd:// to the
              TLS port; etcds:// to the plain member (those three: the message names etcd and the
-             address).
+             address).  The other CA and the missing client certificate end the connect at once,
+             saying TLS refused it (not at the connect timeout); etcd:// to the TLS port says
+             that a TLS member needs etcds://.
   auth       one TLS member with etcd's authentication on: root, a user `reign` with read and
              write on /reign (docs/etcd.md's grant), a user `nobody` with no role.  etcd's
              gateway refuses, with authentication on and --client-cert-auth, every /v3 request
@@ -65,6 +67,9 @@ from etcde import check, log, wait_for  # noqa: E402
 
 FAIL = 1  # reign's exit status for a failure (2: usage); a signal shows as a negative one
 PARAMS = {"session_timeout_ms": etcde.SESSION_MS}
+# What a TLS failure no try mends says: it ends the connect at once (docs/etcd.md, "HTTP").
+TLS_REFUSED = "TLS with the member: check cacert="
+
 ROUNDS = 2
 
 
@@ -185,14 +190,15 @@ def scenario_bad_files(t):
     for args, what in [(status(wrong_ca), "reign status"),
                        (["--uri", wrong_ca, "campaign", "x", "--id", "q"], "reign campaign"),
                        (["--uri", wrong_ca, "value", "get", "some/key"], "reign value get")]:
-        expect_failure(t, args, ["certificate", tls_addr], f"{what} with another CA")
+        expect_failure(t, args, ["certificate", tls_addr, TLS_REFUSED], f"{what} with another CA")
 
     # No client certificate for a member that requires one.
-    expect_failure(t, status(tls.uri(cert=None, key=None, **PARAMS)), ["etcd", tls_addr],
-                   "no client certificate")
-    # Plain HTTP to the TLS port, TLS to the plain port.
+    expect_failure(t, status(tls.uri(cert=None, key=None, **PARAMS)),
+                   ["etcd", tls_addr, TLS_REFUSED], "no client certificate")
+    # Plain HTTP to the TLS port (which closes it unanswered), TLS to the plain port.
     expect_failure(t, status(tls.uri(scheme="etcd", cacert=None, cert=None, key=None,
-                                     **PARAMS)), ["etcd", tls_addr], "etcd:// to the TLS port")
+                                     **PARAMS)), ["etcd", tls_addr, "needs etcds://"],
+                   "etcd:// to the TLS port")
     expect_failure(t, status(plain.uri(scheme="etcds", cacert=tls.tls_file("ca.crt"),
                                        cert=tls.tls_file("client.crt"),
                                        key=tls.tls_file("client.key"), **PARAMS)),

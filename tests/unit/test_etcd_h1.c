@@ -527,7 +527,7 @@ static void test_retry_once(void **state)
     await_stage(&t->srv[0], 1);
     q = send_to(t, M_A, "{}", 5000, false);
     wait_end(t, q);
-    assert_failed(q, REIGN_ECONNLOSS, "connection closed before the whole answer");
+    assert_failed(q, REIGN_ECONNLOSS, "connection closed without an answer");
     assert_int_equal(atomic_load(&t->srv[0].accepts), 2);
     assert_int_equal(t->e->n_idle, 0);
     drop(t, q);

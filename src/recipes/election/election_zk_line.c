@@ -210,6 +210,11 @@ static void on_pred_exists(void *owner, void *arg, const reign__zk_result *r)
             goto out;
         }
         reign__zke_check(e);
+    } else if (r->rc == 0 && !e->watch.pred) {
+        /* Its watch fired while we looked (a write to it: on_pred_event() leaves a checking
+         * candidate be), so nothing watches it now: waiting would wait for ever.  Look again,
+         * which watches it again. */
+        reign__zke_check(e);
     } else if (r->rc == 0) {
         reign__zke_step(e, IN(BEHIND), NULL);
     } else

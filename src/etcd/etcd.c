@@ -199,11 +199,13 @@ static bool refused(reign__etcd *e, int rc, const char *msg)
     return true;
 }
 
-/* A member's TLS refused us (or we it): true when every member has, one after the other, and
- * the session is given up, errmsg saying why (no try with the same files fares better). */
+/* A member's TLS refused us (or we it): true when every member has, one after the other, before
+ * the client's first session, and the client is given up, errmsg saying why (no try with the
+ * same files fares better).  Once a session was had, the same files worked: a certificate
+ * being changed on the members is waited out, as an unreachable cluster is. */
 static bool tls_refused(reign__etcd *e, bool refused_now, const char *msg)
 {
-    if (!refused_now) {
+    if (!refused_now || e->had_session) {
         e->tls_refusals = 0;
         return false;
     }
@@ -307,6 +309,7 @@ static void mark_session(reign__etcd *e, int64_t id)
 
 static void session_ready(reign__etcd *e, int64_t id)
 {
+    e->had_session = true;
     e->lease = id;
     e->connected = true;
     reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx granted, TTL %d s", (unsigned long long)id,

@@ -285,6 +285,7 @@ struct reign__etcd {
     char **members; /* "http://h:p" or "https://h:p" */
     size_t n_members, cur;
     size_t tls_refusals; /* members in a row whose TLS refused us (etcd.c) */
+    bool had_session;    /* a lease was granted once: TLS that worked may work again */
     char *prefix;        /* keys are prefix + path; "" or "/x" */
     char *token_header;  /* "Authorization: TOKEN" once authenticated, or NULL */
     char *user, *password, *tls_ca, *tls_cert, *tls_key; /* copies cfg points to */

@@ -4,8 +4,8 @@
 On one throwaway single-member etcd (scripts/etcd.sh, stopped at the end, on an error and on
 Ctrl-C), with 3 and 50 candidate processes in one election, for each of:
 
-  reign      `reign --uri etcd://...?session_timeout_ms=N campaign NAME --id X` (the JSON
-             gateway, src/etcd/), with its guardian (the default) and with REIGN_GUARDIAN=off
+  reign      `reign --uri etcd://...?session_timeout_ms=N campaign NAME --id X` (etcd's gRPC
+             API over HTTP/2, src/etcd/), with its guardian (the default) and with REIGN_GUARDIAN=off
   etcdctl    `etcdctl elect NAME PROPOSAL` (etcd's own election, the concurrency package, over
              gRPC; its session's TTL is 60 s and etcdctl has no flag to change it)
   lock       python-etcd3's lock (bench/ref/etcd3_lock_candidate.py, Debian's python3-etcd3)
@@ -519,8 +519,8 @@ METHOD = """### Method (etcd)
 
 **The member.** One etcd from `scripts/etcd.sh start DIR 1` (Debian's etcd-server, no fsync,
 etcd 3.4's defaults otherwise: heartbeat 100 ms, no compaction), on loopback, used by nothing
-but the run; stopped at its end.  reign speaks its JSON gateway (`/v3/...`, HTTP/1.1 through
-libcurl); etcdctl and python-etcd3 speak gRPC on the same port.
+but the run; stopped at its end.  reign speaks etcd's gRPC API (HTTP/2 through libnghttp2), as
+etcdctl and python-etcd3 do, on the same port.
 
 **Candidates.** For each implementation and count, the harness starts that many processes in a
 new election, a batch at a time, and waits until every one stands (reign: its `standing in
@@ -544,8 +544,8 @@ etcdctl has; it is what the ratio with etcdctl uses for both); the hand-off, the
 stamp minus the old leader's `demoted` stamp.
 
 **Requests.** `grpc_server_handled_total` of etcd's /metrics, summed over methods and codes,
-between the two readings: every gRPC call the server finished in the trial, the gateway's
-included (it makes a gRPC call of each HTTP request).  A stream counts when it ends: a killed
+between the two readings: every gRPC call the server finished in the trial (with `api=gateway`
+the gateway's too: it makes a gRPC call of each HTTP request).  A stream counts when it ends: a killed
 or resigned candidate's watch stream is counted, the survivors' open streams are not (their
 messages are in `grpc_server_msg_received_total`, in the JSON).  LeaseKeepAlive, the session's
 heartbeat, is kept apart, as ZooKeeper's pings are in the sections above: the trial's window
@@ -814,7 +814,7 @@ def render(run):
     w("### At rest and memory")
     w("")
     w("Per second over %.0f s with nothing happening (30 s sessions; etcdctl 60 s): gRPC calls "
-      "handled but heartbeats; heartbeat calls (a heartbeat over the gateway, or python-etcd3's "
+      "handled but heartbeats; heartbeat calls (a reign heartbeat, or python-etcd3's "
       "refresh, is a LeaseKeepAlive call of its own); heartbeat messages (etcdctl keeps one "
       "stream: messages only); and per candidate, calls and heartbeat messages together." %
       a["rest_s"])

@@ -12,6 +12,7 @@ PACKAGES=(
     libzookeeper-mt-dev libuv1-dev libcjson-dev libcmocka-dev
     libhttp-parser-dev # etcd: its JSON gateway over reign's own HTTP/1.1 (answers' parser)
     libcurl4-openssl-dev # etcd over TLS (etcds://): libcurl's multi interface
+    protobuf-c-compiler libprotobuf-c-dev libnghttp2-dev # etcd's gRPC API: messages, HTTP/2
     zookeeper default-jre-headless # test servers run from the zookeeper package's jars
     python3 python3-kazoo libcurator-recipes-java # test tools; foreign clients for interop
     procps iproute2 # ps/pgrep/kill and ss, used by the scripts and tests

@@ -603,7 +603,7 @@ static int start_zk(reign_client *c, reign__client_config *cfg, char *err, size_
                 return REIGN_ENOMEM;
             if ((r = start_guardian(c, err, errlen)) < 0 ||
                 (r = reign__guardian_etcd_tree(c->guardian, zc->etcd_prefix, zc->user, zc->password,
-                                               &zc->tls_files)) < 0)
+                                               &zc->tls_files, zc->etcd_gateway)) < 0)
                 return r;
         }
     } else if (cfg->guarded) {

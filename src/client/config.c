@@ -183,6 +183,7 @@ static const char *const etcd_params[] = {"session_timeout_ms",
                                           "cert",
                                           "key",
                                           "history",
+                                          "api",
                                           NULL};
 
 static bool is_etcd_scheme(const char *s)
@@ -224,6 +225,12 @@ static int configure_etcd(reign__client_config *cfg, const reign__uri *u, char *
         return REIGN_EURI;
     }
     zc->tls = !strcmp(u->scheme, "etcds");
+    const char *api = reign__uri_param(u, "api");
+    if (api && strcmp(api, "grpc") && strcmp(api, "gateway")) {
+        reign__errf(err, errlen, "parameter 'api': 'grpc' or 'gateway', not '%s'", api);
+        return REIGN_EURI;
+    }
+    zc->etcd_gateway = api && !strcmp(api, "gateway");
     if (u->n_hosts == 0) {
         reign__errf(err, errlen, "an %s:// URI needs at least one host:port", u->scheme);
         return REIGN_EURI;

@@ -526,9 +526,9 @@ static void revoke_lease(reign__etcd *e)
     char body[64], why[256];
     snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)e->lease);
     const char *m = e->members[e->cur];
-    long status =
-        reign__eh_post(&e->cfg.tls_files, m, strlen(m), "/v3/lease/revoke", body, e->token_header,
-                       reign__now_ns() + 1000 * REIGN__NS_PER_MS, NULL, why, sizeof(why));
+    long status = reign__eh_post(&e->cfg.tls_files, e->cfg.etcd_gateway, m, strlen(m),
+                                 "/v3/lease/revoke", body, e->token_header,
+                                 reign__now_ns() + 1000 * REIGN__NS_PER_MS, NULL, why, sizeof(why));
     reign__log(e->log, REIGN_LOG_INFO, "etcd: lease %llx revoked%s%s", (unsigned long long)e->lease,
                status ? "" : ": ", status ? "" : why);
     e->lease = 0;

@@ -1,6 +1,6 @@
 /*
- * etcd.h - the etcd backend: the node tree of zk.h kept in an etcd cluster, through the JSON
- * gateway every etcd member serves.  zk.c hands each call of zk.h to the function of the same
+ * etcd.h - the etcd backend: the node tree of zk.h kept in an etcd cluster, through its gRPC
+ * API (or the JSON gateway every member also serves).  zk.c hands each call of zk.h to the function of the same
  * name here when the client's URI is etcd://, so every recipe written for ZooKeeper runs on
  * etcd unchanged; docs/etcd.md says how each ZooKeeper notion is kept:
  *

@@ -8,11 +8,12 @@
  * and the client's session key (PREFIX/reign/./LEASE, on the lease) still exists, as a write of
  * the session would require on ZooKeeper.  The writes come first, within a small part of the
  * time (WRITES_MS), each member in turn until one answers: a failed one never holds the revoke
- * back by more.  The revoke is one POST of {"ID":"..."} to /v3/lease/revoke, each member in
- * turn until one answers, the whole list again until the deadline.  A lease that is already
- * gone answers 404 "requested lease not found": nothing left to do.  Blocking, one connection
- * per POST (reign__eh_post(): reign's own HTTP/1.1 for http://, libcurl for https://, with the
- * client's TLS files): the guardian does nothing else meanwhile.
+ * back by more.  The revoke is one call of {"ID":"..."} to /v3/lease/revoke (LeaseRevoke), each
+ * member in turn until one answers, the whole list again until the deadline.  A lease that is
+ * already gone answers 404 "requested lease not found": nothing left to do.  Blocking, one
+ * connection per call (reign__eh_post(): gRPC over HTTP/2, libnghttp2 for http://, libcurl for
+ * https:// with the client's TLS files; the gateway when the client said api=gateway): the
+ * guardian does nothing else meanwhile.
  *
  * With a user (etcd's authentication on), the first POST logs in as the client did
  * (/v3/auth/authenticate, the user and password the guardian was told) and every POST carries
@@ -47,6 +48,12 @@ static const char *text(const reign__buf *a)
     return a->data ? a->data : "";
 }
 
+/* The client's api=gateway: the guardian speaks to the gateway as it did. */
+static bool gateway(const end_http *x)
+{
+    return x->access->api && !strcmp(x->access->api, "gateway");
+}
+
 static void forget_token(end_http *x)
 {
     if (x->token)
@@ -72,8 +79,9 @@ static int login(end_http *x, const char *member, size_t mlen, int64_t until)
     reign__ej_login(&body, x->access->user, x->access->password);
     char why[256];
     long status = body.oom ? 0
-                           : reign__eh_post(&x->access->tls, member, mlen, "/v3/auth/authenticate",
-                                            body.data, NULL, until, &a, why, sizeof(why));
+                           : reign__eh_post(&x->access->tls, gateway(x), member, mlen,
+                                            "/v3/auth/authenticate", body.data, NULL, until, &a,
+                                            why, sizeof(why));
     wipe_free(&body);
     cJSON *root = status == 200 && !a.oom ? cJSON_ParseWithLength(text(&a), a.len) : NULL;
     x->token = root ? reign__ej_token_header(root) : NULL;
@@ -94,8 +102,8 @@ static long post(end_http *x, const char *member, size_t mlen, const char *api, 
             return 0;
         char why[256];
         reign__buf_reset(a);
-        long status = reign__eh_post(&x->access->tls, member, mlen, api, body, x->token, until, a,
-                                     why, sizeof(why));
+        long status = reign__eh_post(&x->access->tls, gateway(x), member, mlen, api, body, x->token,
+                                     until, a, why, sizeof(why));
         if (a->oom)
             return 0;
         /* A token this member does not know (yet), or one that expired: a login here, once. */

@@ -156,8 +156,7 @@ static bool split_member(const char *m, size_t mlen, char *host, size_t hlen, ch
     return *port != '\0';
 }
 
-/* The addresses of a member (getaddrinfo's list, to free), or NULL with why. */
-static struct addrinfo *resolve(const char *m, size_t mlen, char *why, size_t whylen)
+struct addrinfo *reign__h1_resolve(const char *m, size_t mlen, char *why, size_t whylen)
 {
     char host[256], port[16];
     if (!split_member(m, mlen, host, sizeof(host), port, sizeof(port))) {
@@ -174,8 +173,7 @@ static struct addrinfo *resolve(const char *m, size_t mlen, char *why, size_t wh
     return ai;
 }
 
-/* A non-blocking socket connecting to ai: the descriptor, or -1 (errno says why). */
-static int connect_to(const struct addrinfo *ai)
+int reign__h1_connect_to(const struct addrinfo *ai)
 {
     int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0)
@@ -285,7 +283,7 @@ static void wake(reign__etcd *e)
 
 /* q onto the list of ended requests, whose done the pump runs.  A failure may come outside the
  * pump (a member refusing at once what a loop turn's flush sent): the loop turns again. */
-static void push_done(reign__etcd *e, ereq *q, int fail)
+void reign__h1_ended(reign__etcd *e, ereq *q, int fail)
 {
     q->fail = fail;
     q->fnext = NULL;
@@ -319,7 +317,7 @@ static void finish(econn *c, int fail, const char *why)
     } else {
         conn_close(c);
     }
-    push_done(e, q, fail);
+    reign__h1_ended(e, q, fail);
 }
 
 static int start(reign__etcd *e, ereq *q, econn *c, char *head, size_t head_len, int64_t due);
@@ -338,7 +336,7 @@ static void broke(econn *c, int err, const char *why)
         c->fd = -1;
         while (c->fd < 0 && c->ai->ai_next) {
             c->ai = c->ai->ai_next;
-            c->fd = connect_to(c->ai);
+            c->fd = reign__h1_connect_to(c->ai);
             err = c->fd < 0 ? errno : 0;
         }
         if (c->fd >= 0) {
@@ -357,7 +355,7 @@ static void broke(econn *c, int err, const char *why)
         conn_close(c);
         if (start(e, q, NULL, head, head_len, due) < 0) {
             reign__strlcpy(q->why, "out of memory", sizeof(q->why));
-            push_done(e, q, REIGN_ECONNLOSS);
+            reign__h1_ended(e, q, REIGN_ECONNLOSS);
         }
         return;
     }
@@ -513,10 +511,10 @@ static int start(reign__etcd *e, ereq *q, econn *c, char *head, size_t head_len,
 {
     const char *m = e->members[q->member];
     if (!e->addrs[q->member]) {
-        e->addrs[q->member] = resolve(m, strlen(m), q->why, sizeof(q->why));
+        e->addrs[q->member] = reign__h1_resolve(m, strlen(m), q->why, sizeof(q->why));
         if (!e->addrs[q->member]) {
             reign__free(head);
-            push_done(e, q, REIGN_ECONNLOSS);
+            reign__h1_ended(e, q, REIGN_ECONNLOSS);
             return 0;
         }
     }
@@ -530,16 +528,16 @@ static int start(reign__etcd *e, ereq *q, econn *c, char *head, size_t head_len,
             return REIGN_ENOMEM;
         }
         c->ai = e->addrs[q->member];
-        c->fd = connect_to(c->ai);
+        c->fd = reign__h1_connect_to(c->ai);
         while (c->fd < 0 && c->ai->ai_next) {
             c->ai = c->ai->ai_next;
-            c->fd = connect_to(c->ai);
+            c->fd = reign__h1_connect_to(c->ai);
         }
         if (c->fd < 0) {
             snprintf(q->why, sizeof(q->why), "connect: %s", strerror(errno));
             reign__free(head);
             conn_close(c);
-            push_done(e, q, REIGN_ECONNLOSS);
+            reign__h1_ended(e, q, REIGN_ECONNLOSS);
             return 0;
         }
         c->connecting = true;
@@ -688,8 +686,7 @@ static int sync_complete(http_parser *p)
     return 0;
 }
 
-/* Waits for fd to be ready for `events` until `until`: false when the time ran out. */
-static bool wait_fd(int fd, short events, int64_t until)
+bool reign__h1_wait_fd(int fd, short events, int64_t until)
 {
     for (;;) {
         int64_t left = (until - reign__now_ns()) / REIGN__NS_PER_MS;
@@ -704,27 +701,23 @@ static bool wait_fd(int fd, short events, int64_t until)
     }
 }
 
-long reign__h1_post(const char *member, size_t mlen, const char *path, const char *body,
-                    const char *header, int64_t until, reign__buf *out, char *why, size_t whylen)
+int reign__h1_dial(const char *member, size_t mlen, int64_t until, char *why, size_t whylen)
 {
-    why[0] = '\0';
-    if (out)
-        reign__buf_reset(out);
     char msg[128];
-    struct addrinfo *all = resolve(member, mlen, msg, sizeof(msg));
+    struct addrinfo *all = reign__h1_resolve(member, mlen, msg, sizeof(msg));
     if (!all) {
         reign__errf(why, whylen, "%.*s: %s", (int)mlen, member, msg);
-        return 0;
+        return -1;
     }
     int fd = -1, err = 0;
     for (const struct addrinfo *ai = all; ai && fd < 0 && err != ETIMEDOUT; ai = ai->ai_next) {
-        fd = connect_to(ai);
+        fd = reign__h1_connect_to(ai);
         if (fd < 0) {
             err = errno;
             continue;
         }
         socklen_t len = sizeof(err);
-        if (!wait_fd(fd, POLLOUT, until))
+        if (!reign__h1_wait_fd(fd, POLLOUT, until))
             err = ETIMEDOUT;
         else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
             err = errno;
@@ -734,10 +727,20 @@ long reign__h1_post(const char *member, size_t mlen, const char *path, const cha
         }
     }
     freeaddrinfo(all);
-    if (fd < 0) {
+    if (fd < 0)
         reign__errf(why, whylen, "%.*s: connect: %s", (int)mlen, member, strerror(err));
+    return fd;
+}
+
+long reign__h1_post(const char *member, size_t mlen, const char *path, const char *body,
+                    const char *header, int64_t until, reign__buf *out, char *why, size_t whylen)
+{
+    why[0] = '\0';
+    if (out)
+        reign__buf_reset(out);
+    int fd = reign__h1_dial(member, mlen, until, why, whylen);
+    if (fd < 0)
         return 0;
-    }
     char head[1024];
     int hl = snprintf(head, sizeof(head),
                       "POST %s HTTP/1.1\r\nHost: %.*s\r\nContent-Type: application/json\r\n"
@@ -754,7 +757,7 @@ long reign__h1_post(const char *member, size_t mlen, const char *path, const cha
         v[n++] = (struct iovec){(char *)body + b, strlen(body) - b};
         struct msghdr mh = {.msg_iov = v, .msg_iovlen = (size_t)n};
         ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
-        if (w < 0 && (errno == EAGAIN || errno == EINTR) && wait_fd(fd, POLLOUT, until))
+        if (w < 0 && (errno == EAGAIN || errno == EINTR) && reign__h1_wait_fd(fd, POLLOUT, until))
             continue;
         if (w < 0)
             break;
@@ -773,7 +776,7 @@ long reign__h1_post(const char *member, size_t mlen, const char *path, const cha
     while (at == total && !s.complete && HTTP_PARSER_ERRNO(&p) == HPE_OK) {
         ssize_t r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
         if (r < 0 && (errno == EAGAIN || errno == EINTR)) {
-            if (!wait_fd(fd, POLLIN, until)) {
+            if (!reign__h1_wait_fd(fd, POLLIN, until)) {
                 reign__errf(why, whylen, "%.*s: no answer in time", (int)mlen, member);
                 break;
             }

@@ -99,15 +99,16 @@ int reign__eh_load(bool tls, char *err, size_t errlen)
 
 int reign__eh_init(reign__etcd *e, char *err, size_t errlen)
 {
-    e->h1 = !e->cfg.tls;
+    e->h1 = !e->cfg.tls && e->cfg.etcd_gateway;
+    e->h2 = !e->cfg.tls && !e->cfg.etcd_gateway;
     reign__timer_init(&e->curl_timer, curl_timer_cb, e); /* reign__eh_free() stops it */
     int rc = reign__eh_load(e->cfg.tls, err, errlen);
     if (rc < 0)
         return rc;
     e->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (e->h1) {
+    if (e->h1 || e->h2) {
         e->addrs = reign__calloc(e->n_members, sizeof(*e->addrs));
-        if (e->epfd < 0 || !e->addrs) {
+        if (e->epfd < 0 || !e->addrs || (e->h2 && reign__h2_init(e) < 0)) {
             reign__errf(err, errlen, "etcd: out of memory");
             return REIGN_ENOMEM;
         }
@@ -123,6 +124,12 @@ int reign__eh_init(reign__etcd *e, char *err, size_t errlen)
         reign__cu.curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
         reign__cu.curl_multi_setopt(e->multi, CURLMOPT_MAX_HOST_CONNECTIONS,
                                     (long)MAX_CONNECTIONS_PER_MEMBER);
+        /* gRPC needs HTTP/2, which a libcurl built without libnghttp2 lacks: the gateway then. */
+        const curl_version_info_data *v = reign__cu.curl_version_info(CURLVERSION_NOW);
+        e->curl_grpc = !e->cfg.etcd_gateway && v && (v->features & CURL_VERSION_HTTP2);
+        if (!e->cfg.etcd_gateway && !e->curl_grpc)
+            reign__log(e->log, REIGN_LOG_INFO,
+                       "etcd: this libcurl has no HTTP/2: etcd's JSON gateway, not gRPC");
     }
     if (e->cfg.epoll_fd >= 0) {
         struct epoll_event ev = {.events = EPOLLIN, .data = {.ptr = e}};
@@ -138,6 +145,7 @@ void reign__eh_free(reign__etcd *e)
 {
     while (e->reqs)
         reign__eh_drop(e->reqs);
+    reign__h2_free(e);
     reign__h1_free(e);
     if (e->multi)
         reign__cu.curl_multi_cleanup(e->multi);
@@ -155,6 +163,30 @@ static size_t on_write(char *p, size_t size, size_t n, void *userp)
 {
     /* out of memory: 0, and curl ends the request with an error */
     return reign__h1_got(userp, p, size * n) < 0 ? 0 : size * n;
+}
+
+/* A gRPC call's bytes (0: not gRPC's framing, and curl ends the request with an error). */
+static size_t on_grpc_write(char *p, size_t size, size_t n, void *userp)
+{
+    return reign__eg_got(userp, (const uint8_t *)p, size * n) ? size * n : 0;
+}
+
+/* A header or trailer line of a gRPC call, "name: value\r\n" (the status line has no colon
+ * before its first space: it is skipped). */
+static size_t on_grpc_header(char *p, size_t size, size_t n, void *userp)
+{
+    size_t len = size * n;
+    const char *colon = memchr(p, ':', len);
+    if (colon && colon != p && !memchr(p, ' ', (size_t)(colon - p))) {
+        const char *v = colon + 1;
+        size_t vl = len - (size_t)(v - p);
+        while (vl && (*v == ' ' || *v == '\t'))
+            v++, vl--;
+        while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' '))
+            vl--;
+        reign__eg_header(userp, p, (size_t)(colon - p), v, vl);
+    }
+    return len;
 }
 
 /* The URI's TLS files, on an easy handle (NULL: none). */
@@ -233,9 +265,11 @@ static void withdraw(reign__etcd *e, ereq *q)
 {
     if (q->waiting_turn) {
         backlog_unlink(e, q);
-    } else if (q->h || q->c || q->finished) {
+    } else if (q->h || q->c || q->hs || q->finished) {
         if (q->h)
             reign__cu.curl_multi_remove_handle(e->multi, q->h);
+        else if (e->h2)
+            reign__h2_withdraw(e, q);
         else
             reign__h1_withdraw(e, q);
         if (q->ordinary)
@@ -246,8 +280,9 @@ static void withdraw(reign__etcd *e, ereq *q)
 static int hand_over(reign__etcd *e, ereq *q)
 {
     q->sent_ns = reign__now_ns();
-    if (e->h1 ? reign__h1_send(e, q) < 0
-              : reign__cu.curl_multi_add_handle(e->multi, q->h) != CURLM_OK)
+    if (e->h2   ? reign__h2_send(e, q) < 0
+        : e->h1 ? reign__h1_send(e, q) < 0
+                : reign__cu.curl_multi_add_handle(e->multi, q->h) != CURLM_OK)
         return REIGN_ENOMEM;
     if (q->ordinary)
         e->in_curl++;
@@ -282,6 +317,7 @@ void reign__eh_drop(ereq *q)
     if (q->hdrs)
         reign__cu.curl_slist_free_all(q->hdrs);
     unlink_req(q);
+    reign__eg_free(q);
     reign__buf_free(&q->body);
     reign__buf_free(&q->resp);
     reign__free(q);
@@ -310,9 +346,13 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     q->path = path;
     q->timeout_ms = timeout_ms;
     reign_trace("etcd.send", "%s %p %zu", path, (void *)q, q->body.len);
-    if (!e->h1 && curl_handle(e, q) < 0)
+    int rc = e->multi ? curl_handle(e, q) : 0;
+    if (rc < 0 && rc != REIGN_EBACKEND)
         return REIGN_ENOMEM;
-    if (q->ordinary && (e->backlog || e->in_curl >= ORDINARY_MAX)) {
+    if (rc == REIGN_EBACKEND) { /* no call to make: it ends at the pump's next turn */
+        reign__h1_ended(e, q, rc);
+        e->in_curl += q->ordinary; /* as if handed over: its end counts it out */
+    } else if (q->ordinary && (e->backlog || e->in_curl >= ORDINARY_MAX)) {
         q->waiting_turn = true; /* its turn comes in admit() */
         q->bprev = e->backlog_tail;
         *(e->backlog_tail ? &e->backlog_tail->bnext : &e->backlog) = q;
@@ -330,11 +370,68 @@ int reign__eh_send(reign__etcd *e, ereq *q, const char *path, int timeout_ms)
     return 0;
 }
 
-/* q's curl handle, made for its path and its member: 0, or REIGN_ENOMEM. */
+/* The parts of a handle both kinds of call have. */
+static void curl_common(reign__etcd *e, ereq *q, const char *url)
+{
+    CURL *h = q->h;
+    int timeout_ms = q->timeout_ms;
+    reign__cu.curl_easy_setopt(h, CURLOPT_URL, url);
+    reign__cu.curl_easy_setopt(h, CURLOPT_POST, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_PRIVATE, q);
+    reign__cu.curl_easy_setopt(h, CURLOPT_ERRORBUFFER, q->why);
+    reign__cu.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                               (long)(timeout_ms > 0 && timeout_ms < 2000 ? timeout_ms : 2000));
+    if (timeout_ms > 0)
+        reign__cu.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
+    set_tls(&e->cfg.tls_files, h);
+}
+
+/* A gRPC call's handle: HTTP/2 over TLS, every call to a member a stream on one connection. */
+static int curl_grpc_handle(reign__etcd *e, ereq *q, const char *url)
+{
+    q->h = reign__cu.curl_easy_init();
+    if (!q->h)
+        return REIGN_ENOMEM;
+    q->hdrs = reign__cu.curl_slist_append(NULL, "Content-Type: application/grpc");
+    q->hdrs = reign__cu.curl_slist_append(q->hdrs, "TE: trailers");
+    q->hdrs = reign__cu.curl_slist_append(q->hdrs, "Expect:");
+    if (q->stream) /* a member that loses its leader cancels the watch instead of going silent */
+        q->hdrs = reign__cu.curl_slist_append(q->hdrs, "hasleader: true");
+    if (e->token_header)
+        q->hdrs = reign__cu.curl_slist_append(q->hdrs, e->token_header);
+    if (!q->hdrs) {
+        reign__cu.curl_easy_cleanup(q->h);
+        q->h = NULL;
+        return REIGN_ENOMEM;
+    }
+    CURL *h = q->h;
+    curl_common(e, q, url);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    reign__cu.curl_easy_setopt(h, CURLOPT_PIPEWAIT, 1L); /* wait to share, not a connection more */
+    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->g.wire.data ? q->g.wire.data : "");
+    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q->g.wire.len);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->hdrs);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_grpc_write);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_grpc_header);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HEADERDATA, q);
+    return 0;
+}
+
+/* q's curl handle, made for its path and its member: 0, REIGN_ENOMEM, or REIGN_EBACKEND (a
+ * body that is no gRPC message: q->why says why). */
 static int curl_handle(reign__etcd *e, ereq *q)
 {
-    int timeout_ms = q->timeout_ms;
     char url[512];
+    if (e->curl_grpc) {
+        int rc = reign__eg_start(q, q->why, sizeof(q->why));
+        if (rc < 0)
+            return rc;
+        snprintf(url, sizeof(url), "%s%s", e->members[q->member], reign__pb_path(q->g.m));
+        return curl_grpc_handle(e, q, url);
+    }
     snprintf(url, sizeof(url), "%s%s", e->members[q->member], q->path);
     q->h = reign__cu.curl_easy_init();
     if (!q->h)
@@ -349,25 +446,16 @@ static int curl_handle(reign__etcd *e, ereq *q)
         /* A member that loses its leader cancels the watch instead of keeping it silent. */
         q->hdrs = reign__cu.curl_slist_append(q->hdrs, "Grpc-Metadata-hasleader: true");
     CURL *h = q->h;
-    reign__cu.curl_easy_setopt(h, CURLOPT_URL, url);
-    reign__cu.curl_easy_setopt(h, CURLOPT_POST, 1L);
+    curl_common(e, q, url);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDS, q->body.data ? q->body.data : "");
     reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q->body.len);
     reign__cu.curl_easy_setopt(h, CURLOPT_HTTPHEADER, q->hdrs);
     reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
     reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, q);
-    reign__cu.curl_easy_setopt(h, CURLOPT_PRIVATE, q);
-    reign__cu.curl_easy_setopt(h, CURLOPT_ERRORBUFFER, q->why);
-    reign__cu.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    reign__cu.curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    reign__cu.curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                               (long)(timeout_ms > 0 && timeout_ms < 2000 ? timeout_ms : 2000));
-    if (timeout_ms > 0)
-        reign__cu.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
     if (q->stream)
         reign__cu.curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L),
             reign__cu.curl_easy_setopt(h, CURLOPT_FORBID_REUSE, 1L);
-    set_tls(&e->cfg.tls_files, h);
     if (e->token_header)
         q->hdrs = reign__cu.curl_slist_append(q->hdrs, e->token_header);
     if (!q->hdrs) {
@@ -380,7 +468,7 @@ static int curl_handle(reign__etcd *e, ereq *q)
 
 bool reign__eh_out(const ereq *q)
 {
-    return q->h || q->c;
+    return q->h || q->c || q->hs;
 }
 
 static size_t keep_answer(char *p, size_t size, size_t n, void *userp)
@@ -388,12 +476,87 @@ static size_t keep_answer(char *p, size_t size, size_t n, void *userp)
     return reign__buf_append(userp, p, size * n) < 0 ? 0 : size * n;
 }
 
-long reign__eh_post(const reign__zk_tls *tls, const char *member, size_t mlen, const char *path,
-                    const char *body, const char *header, int64_t until, reign__buf *out, char *why,
-                    size_t whylen)
+/* One gRPC call over TLS, blocking (reign__eh_post()). */
+static long curl_grpc_post(const reign__zk_tls *tls, const char *member, size_t mlen,
+                           const char *path, const char *body, const char *header, int64_t until,
+                           reign__buf *out, char *why, size_t whylen)
 {
-    if (mlen < 8 || strncmp(member, "https://", 8))
+    ereq q = {.path = path};
+    char msg[CURL_ERROR_SIZE] = "", url[512];
+    long status = 0;
+    int64_t left = (until - reign__now_ns()) / REIGN__NS_PER_MS;
+    CURL *h = NULL;
+    struct curl_slist *hd = NULL;
+    if (left <= 0 || reign__buf_puts(&q.body, body) < 0 ||
+        reign__eg_start(&q, msg, sizeof(msg)) < 0 || !(h = reign__cu.curl_easy_init())) {
+        reign__errf(why, whylen, "%.*s: %s", (int)mlen, member,
+                    msg[0]     ? msg
+                    : left > 0 ? "no memory"
+                               : "no time");
+        goto out;
+    }
+    snprintf(url, sizeof(url), "%.*s%s", (int)mlen, member, reign__pb_path(q.g.m));
+    hd = reign__cu.curl_slist_append(NULL, "Content-Type: application/grpc");
+    if (hd)
+        hd = reign__cu.curl_slist_append(hd, "TE: trailers");
+    if (hd && header)
+        hd = reign__cu.curl_slist_append(hd, header);
+    reign__cu.curl_easy_setopt(h, CURLOPT_URL, url);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDS, q.g.wire.data);
+    reign__cu.curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)q.g.wire.len);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    reign__cu.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)left);
+    reign__cu.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_grpc_write);
+    reign__cu.curl_easy_setopt(h, CURLOPT_WRITEDATA, &q);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_grpc_header);
+    reign__cu.curl_easy_setopt(h, CURLOPT_HEADERDATA, &q);
+    reign__cu.curl_easy_setopt(h, CURLOPT_ERRORBUFFER, msg);
+    set_tls(tls, h);
+    CURLcode cc = hd ? reign__cu.curl_easy_perform(h) : CURLE_OUT_OF_MEMORY;
+    reign__cu.curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &q.status);
+    if (cc != CURLE_OK) {
+        reign__errf(why, whylen, "%.*s: %s", (int)mlen, member,
+                    msg[0] ? msg : reign__cu.curl_easy_strerror(cc));
+    } else if (reign__eg_end(&q, msg, sizeof(msg)) != 0) {
+        reign__errf(why, whylen, "%.*s: %s", (int)mlen, member, msg);
+    } else {
+        status = reign__eg_http_status(q.g.status);
+        if (out && reign__buf_append(out, q.resp.data ? q.resp.data : "", q.resp.len) < 0)
+            status = 0;
+    }
+out:
+    if (hd)
+        reign__cu.curl_slist_free_all(hd);
+    if (h)
+        reign__cu.curl_easy_cleanup(h);
+    reign__eg_free(&q);
+    /* a login's body holds the password, its answer the token */
+    reign__buf *bufs[] = {&q.body, &q.resp};
+    for (size_t i = 0; i < 2; i++) {
+        if (bufs[i]->data)
+            explicit_bzero(bufs[i]->data, bufs[i]->cap);
+        reign__buf_free(bufs[i]);
+    }
+    return status;
+}
+
+long reign__eh_post(const reign__zk_tls *tls, bool gateway, const char *member, size_t mlen,
+                    const char *path, const char *body, const char *header, int64_t until,
+                    reign__buf *out, char *why, size_t whylen)
+{
+    bool https = mlen >= 8 && !strncmp(member, "https://", 8);
+    if (out)
+        reign__buf_reset(out);
+    if (!gateway && !https)
+        return reign__h2_post(member, mlen, path, body, header, until, out, why, whylen);
+    if (!https)
         return reign__h1_post(member, mlen, path, body, header, until, out, why, whylen);
+    const curl_version_info_data *v = reign__cu.curl_version_info(CURLVERSION_NOW);
+    if (!gateway && v && (v->features & CURL_VERSION_HTTP2))
+        return curl_grpc_post(tls, member, mlen, path, body, header, until, out, why, whylen);
     why[0] = '\0';
     int64_t left = (until - reign__now_ns()) / REIGN__NS_PER_MS;
     CURL *h = left > 0 ? reign__cu.curl_easy_init() : NULL;
@@ -460,12 +623,13 @@ static void h1_done(reign__etcd *e)
 /* Ends what the transport finished: each request's done, outside any call into it. */
 static void pump_done(reign__etcd *e)
 {
-    if (e->h1) {
+    if (e->h1 || e->h2) {
         do { /* what admit() hands over may end at once (a member that cannot be reached) */
             h1_done(e);
             admit(e);
         } while (e->h1_done);
     } else {
+        h1_done(e); /* a call that could not even be made */
         curl_done(e);
         admit(e);
     }
@@ -522,6 +686,8 @@ static void curl_done(reign__etcd *e)
             reign__strlcpy(q->why, reign__cu.curl_easy_strerror(cc), sizeof(q->why));
         q->tls_refused = q->fail && tls_no(cc, q->why);
         reign__cu.curl_easy_getinfo(q->h, CURLINFO_RESPONSE_CODE, &q->status);
+        if (!q->fail && e->curl_grpc)
+            q->fail = reign__eg_end(q, q->why, sizeof(q->why));
         withdraw(e, q);
         reign__cu.curl_easy_cleanup(q->h);
         q->h = NULL;
@@ -540,7 +706,9 @@ void reign__eh_pump(reign__etcd *e)
     while ((n = epoll_wait(e->epfd, evs, 32, 0)) > 0) {
         for (int i = 0; i < n && e->h1; i++)
             reign__h1_event(e, evs[i].data.ptr, evs[i].events);
-        for (int i = 0; i < n && !e->h1; i++) {
+        for (int i = 0; i < n && e->h2; i++)
+            reign__h2_event(e, evs[i].data.ptr, evs[i].events);
+        for (int i = 0; i < n && e->multi; i++) {
             int flags = (evs[i].events & EPOLLIN ? CURL_CSELECT_IN : 0) |
                         (evs[i].events & EPOLLOUT ? CURL_CSELECT_OUT : 0) |
                         (evs[i].events & (EPOLLERR | EPOLLHUP) ? CURL_CSELECT_ERR : 0);

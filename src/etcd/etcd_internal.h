@@ -8,8 +8,11 @@
  *   etcd_txn.c    each operation's txn, and its answer read back as ZooKeeper's
  *   etcd_watch.c  the one-shot watches: a watcher each, on streams of a loop turn's watches
  *   etcd_http.c   requests on the client's loop: turns, members, errors; its transports:
- *   etcd_h1.c       HTTP/1.1 of reign's own, for http:// members
+ *   etcd_h2.c       etcd's gRPC API over HTTP/2 (libnghttp2), for http:// members
+ *   etcd_h1.c       HTTP/1.1 of reign's own to the JSON gateway, for the guardian's blocking
+ *                   calls (and http:// members with gateway=1)
  *                   (libcurl's multi interface, in etcd_http.c, for https:// ones)
+ *   etcd_pb.c     the gateway's JSON as gRPC's protobuf and back (protobuf-c)
  *   etcd_json.c   the JSON of the gateway: base64 keys, 64-bit numbers as strings
  *   etcd_end.c    (apart) the guardian's revoke of a dead client's lease
  *
@@ -54,7 +57,8 @@
     X(t, curl_easy_perform)                                                                        \
     X(t, curl_easy_strerror)                                                                       \
     X(t, curl_slist_append)                                                                        \
-    X(t, curl_slist_free_all)
+    X(t, curl_slist_free_all)                                                                      \
+    X(t, curl_version_info)
 
 typedef struct reign__curl_api {
     REIGN__CURL_FUNCTIONS(REIGN__DL_MEMBER, reign__curl_api)
@@ -83,10 +87,46 @@ void reign__ej_login(reign__buf *b, const char *user, const char *password);
  * or NULL (none in it, or no memory); the token in the tree is wiped. */
 char *reign__ej_token_header(cJSON *root);
 
+/* ---- etcd_pb.c --------------------------------------------------------------------------- */
+
+/* One gRPC method of etcd's, behind one of the gateway's paths. */
+typedef struct reign__pb_method reign__pb_method;
+/* The method behind a gateway path ("/v3/kv/txn": /etcdserverpb.KV/Txn), or NULL: the paths of
+ * KV's Range, Put, DeleteRange and Txn, of Watch (a stream), of Lease's Grant, Revoke and
+ * KeepAlive (a stream), and of Auth's Authenticate. */
+const reign__pb_method *reign__pb_method_of(const char *gateway_path);
+/* Its gRPC path, "/etcdserverpb.KV/Txn". */
+const char *reign__pb_path(const reign__pb_method *m);
+/* Are its request and answer streams (Watch, LeaseKeepAlive)? */
+bool reign__pb_streaming(const reign__pb_method *m);
+/* The gRPC body for a gateway body, appended to out: each JSON object it holds (one; a stream's
+ * may hold several, one after another) as one message after gRPC's 5-byte prefix (0, then the
+ * length big-endian).  0; REIGN_ENOMEM; REIGN_EINVAL, why saying which field of which message
+ * is wrong (not JSON, no object, no such field, a value of the wrong type: a bug of reign's).
+ * On failure out is as it was. */
+int reign__pb_request(const reign__pb_method *m, const char *json, size_t len, reign__buf *out,
+                      char *why, size_t whylen);
+/* One message of an answer (the bytes after its 5-byte prefix) as the gateway's JSON, appended
+ * to out; a stream's wrapped as {"result":...} and followed by a newline, as the gateway writes
+ * a stream's lines.  0; REIGN_ENOMEM; REIGN_EBACKEND when the bytes are no such message.  On
+ * failure out is as it was. */
+int reign__pb_answer(const reign__pb_method *m, const uint8_t *msg, size_t len, reign__buf *out);
+
 /* ---- etcd_http.c ------------------------------------------------------------------------- */
 
+/* A gRPC call's state, whichever transport carries it (etcd_h2.c). */
+typedef struct egrpc {
+    const reign__pb_method *m; /* its method */
+    reign__buf wire;           /* the request: framed protobuf */
+    reign__buf in;             /* the answer's bytes not yet a whole message */
+    int status;                /* grpc-status; -1: none came yet */
+    char msg[200];             /* grpc-message, decoded, printable */
+} egrpc;
+
 typedef struct ereq ereq;
-typedef struct econn econn; /* an HTTP/1.1 connection (etcd_h1.c) */
+typedef struct econn econn;       /* an HTTP/1.1 connection (etcd_h1.c) */
+typedef struct h2conn h2conn;     /* an HTTP/2 connection (etcd_h2.c) */
+typedef struct h2stream h2stream; /* ... and a request on it */
 /* A request's end: status is the HTTP status (0: no answer, fail says why). */
 typedef void ereq_done(ereq *q, void *arg);
 
@@ -94,7 +134,9 @@ struct ereq {
     reign__etcd *e;
     CURL *h; /* https://: its handle while out */
     struct curl_slist *hdrs;
-    econn *c;      /* http://: its connection while out */
+    econn *c;      /* http:// through the gateway: its connection while out */
+    h2stream *hs;  /* http:// over gRPC: its stream while out */
+    egrpc g;       /* a gRPC call (etcd_h2.c, or libcurl for https://) */
     bool finished; /* ... and ended, on e->h1_done */
     ereq *fnext;
     const char *path; /* "/v3/kv/txn": a literal */
@@ -132,13 +174,15 @@ ereq *reign__eh_new(reign__etcd *e, ereq_done *done, void *arg);
 void reign__eh_drop(ereq *q);
 /* Is q still out (a stream's done with a part of the answer, not its end)? */
 bool reign__eh_out(const ereq *q);
-/* POSTs body to member's path, blocking until `until` (reign__now_ns()): the HTTP status, or 0
- * with why; the answer's body into out (when not NULL).  header: one more, or NULL.  tls: the
- * files for an https:// member (NULL: none), so that a process with no client (the guardian)
- * can call it too. */
-long reign__eh_post(const reign__zk_tls *tls, const char *member, size_t mlen, const char *path,
-                    const char *body, const char *header, int64_t until, reign__buf *out, char *why,
-                    size_t whylen);
+/* Makes the call behind gateway path `path` with body (the gateway's JSON) to member, blocking
+ * until `until` (reign__now_ns()): as gRPC, or with `gateway` as a POST to the gateway itself.
+ * The HTTP status (for gRPC the one the gateway answers its status with), or 0 with why; the
+ * answer as the gateway's JSON into out (when not NULL).  header: "Authorization: TOKEN", or
+ * NULL.  tls: the files for an https:// member (NULL: none), so that a process with no client
+ * (the guardian) can call it too. */
+long reign__eh_post(const reign__zk_tls *tls, bool gateway, const char *member, size_t mlen,
+                    const char *path, const char *body, const char *header, int64_t until,
+                    reign__buf *out, char *why, size_t whylen);
 /* Makes the client's loop turn soon. */
 void reign__eh_wake(reign__etcd *e);
 /* Moves later requests to the next member (after this one failed on member `m`). */
@@ -168,12 +212,54 @@ void reign__h1_withdraw(reign__etcd *e, ereq *q);
 /* The oldest request that ended (answered or not), or NULL. */
 ereq *reign__h1_take_done(reign__etcd *e);
 void reign__h1_free(reign__etcd *e);
+/* q ended (fail: 0, or why it got no answer): onto the list reign__h1_take_done() takes from
+ * (etcd_h2.c's requests too). */
+void reign__h1_ended(reign__etcd *e, ereq *q, int fail);
+/* A member's addresses ("http://host:port"; getaddrinfo's list, to free), or NULL with why. */
+struct addrinfo *reign__h1_resolve(const char *m, size_t mlen, char *why, size_t whylen);
+/* A non-blocking socket connecting to ai: the descriptor, or -1 (errno says why). */
+int reign__h1_connect_to(const struct addrinfo *ai);
 /* Bytes of q's answer, appended (a stream's: q goes on e->with_data, for the pump): both
  * transports' way in.  -1: no memory. */
 int reign__h1_got(ereq *q, const char *p, size_t n);
+/* Waits for fd to be ready for `events` until `until` (reign__now_ns()): false when the time
+ * ran out. */
+bool reign__h1_wait_fd(int fd, short events, int64_t until);
+/* A non-blocking socket connected to member "http://host:port" (each of its addresses in turn)
+ * by `until`: the descriptor, or -1 with why. */
+int reign__h1_dial(const char *member, size_t mlen, int64_t until, char *why, size_t whylen);
 /* One POST, blocking: see reign__eh_post(), for http:// members. */
 long reign__h1_post(const char *member, size_t mlen, const char *path, const char *body,
                     const char *header, int64_t until, reign__buf *out, char *why, size_t whylen);
+
+/* ---- etcd_h2.c --------------------------------------------------------------------------- */
+
+int reign__h2_init(reign__etcd *e);
+void reign__h2_free(reign__etcd *e);
+/* Sends q (its body, path and timeout set) as a gRPC call on its member's connection: 0, or
+ * REIGN_ENOMEM.  Its end, whatever it is, comes through reign__h1_take_done(). */
+int reign__h2_send(reign__etcd *e, ereq *q);
+/* What epoll said of connection c (the data of its event). */
+void reign__h2_event(reign__etcd *e, h2conn *c, uint32_t events);
+/* q is not sent any more (its stream reset) nor ended. */
+void reign__h2_withdraw(reign__etcd *e, ereq *q);
+/* One gRPC call, blocking, for http:// members: see reign__eh_post(). */
+long reign__h2_post(const char *member, size_t mlen, const char *path, const char *body,
+                    const char *header, int64_t until, reign__buf *out, char *why, size_t whylen);
+/* The HTTP status the gateway answers a gRPC status with (0: 200; 5, not found: 404; ...). */
+long reign__eg_http_status(int grpc_status);
+/* A gRPC call, whatever carries it: q's body turned into q->g.wire (0; REIGN_ENOMEM;
+ * REIGN_EBACKEND with why: no such method, a body that is not its JSON); what came of the answer
+ * (false: not gRPC's framing, or no memory), each whole message into q's answer as the gateway's
+ * JSON; a header or trailer (grpc-status, grpc-message; others ignored); and its end once the
+ * transport saw it whole: 0 (the answer, or the error as the gateway writes it, in q->resp), or
+ * why it is none (REIGN_ECONNLOSS, REIGN_EBACKEND).  reign__eg_free() frees what the call held. */
+int reign__eg_start(ereq *q, char *why, size_t whylen);
+bool reign__eg_got(ereq *q, const uint8_t *p, size_t n);
+void reign__eg_header(ereq *q, const char *name, size_t namelen, const char *value,
+                      size_t valuelen);
+int reign__eg_end(ereq *q, char *why, size_t whylen);
+void reign__eg_free(ereq *q);
 
 /* ---- etcd_watch.c ------------------------------------------------------------------------ */
 
@@ -291,13 +377,16 @@ struct reign__etcd {
     char *user, *password, *tls_ca, *tls_cert, *tls_key; /* copies cfg points to */
     size_t prefix_len;
     /* the transport */
-    bool h1;  /* reign's own HTTP/1.1 (http://), or libcurl (https://) */
-    int epfd; /* the connections' sockets */
+    bool h1;        /* reign's own HTTP/1.1 to the gateway (http://, gateway=1) ... */
+    bool h2;        /* ... or gRPC over HTTP/2 (http://), or else libcurl (https://): */
+    bool curl_grpc; /* gRPC over HTTP/2 and TLS, or (api=gateway) the gateway */
+    int epfd;       /* the connections' sockets */
     CURLM *multi;
     reign__timer curl_timer;
     econn *conns, *idle; /* etcd_h1.c: every connection; those kept open with no request */
     size_t n_idle;
-    struct addrinfo **addrs; /* each member's, once resolved */
+    h2conn **h2conns, *h2all; /* etcd_h2.c: each member's, and every one (draining ones too) */
+    struct addrinfo **addrs;  /* each member's, once resolved */
     ereq *h1_done, *h1_done_tail;
     ereq *reqs;
     ereq *backlog, *backlog_tail; /* operations waiting for their turn into curl */

@@ -397,14 +397,15 @@ static const char *absolute(const char *path, char *buf)
 }
 
 int reign__guardian_etcd_tree(reign__guardian *g, const char *prefix, const char *user,
-                              const char *password, const reign__zk_tls *tls)
+                              const char *password, const reign__zk_tls *tls, bool gateway)
 {
     char ca[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
     reign__zk_access a = {
         .root = prefix && *prefix ? prefix : NULL,
         .user = user,
         .password = user ? (password ? password : "") : NULL,
-        .tls = {absolute(tls->ca, ca), absolute(tls->cert, cert), absolute(tls->key, key)}};
+        .tls = {absolute(tls->ca, ca), absolute(tls->cert, cert), absolute(tls->key, key)},
+        .api = gateway ? "gateway" : NULL};
     reign__gaccess_free(&g->access);
     return reign__gaccess_copy(&g->access, &a);
 }

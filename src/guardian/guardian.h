@@ -72,10 +72,11 @@ int reign__guardian_zk_tree(reign__guardian *g, const char *root, const char *us
 /*
  * Where the node tree is on etcd, instead: `prefix` the key prefix, as root above; etcd's user
  * and password (user NULL: none), which the guardian logs in with; the TLS files of an etcds://
- * URI (each NULL: none), made absolute here.  0, or REIGN_ENOMEM.
+ * URI (each NULL: none), made absolute here; gateway: the client speaks to etcd's JSON gateway
+ * (api=gateway), and so does the guardian.  0, or REIGN_ENOMEM.
  */
 int reign__guardian_etcd_tree(reign__guardian *g, const char *prefix, const char *user,
-                              const char *password, const reign__zk_tls *tls);
+                              const char *password, const reign__zk_tls *tls, bool gateway);
 /* The ZooKeeper session to close (session 0: none any more). */
 void reign__guardian_zk(reign__guardian *g, const char *hosts, int64_t session,
                         const unsigned char passwd[16], int timeout_ms);

@@ -66,6 +66,7 @@ int reign__gmsg_zk(reign__buf *out, const char *hosts, int64_t session,
         {"passwd", pw},        {"timeout_ms", tmo},   {"root", a->root},
         {"auth", a->auth},     {"user", a->user},     {"password", a->password},
         {"cacert", a->tls.ca}, {"cert", a->tls.cert}, {"key", a->tls.key},
+        {"api", a->api},
     };
     int r = build_pairs(out, pairs, sizeof(pairs) / sizeof(pairs[0]));
     explicit_bzero(pw, sizeof(pw));
@@ -244,6 +245,9 @@ static int parse_zk(reign__gmsg *m, char *err, size_t errlen)
         (!tls || !good_file(a->tls.ca) || !good_file(a->tls.cert) || !good_file(a->tls.key) ||
          !a->tls.cert != !a->tls.key))
         return fail(m, err, errlen, "zk with malformed TLS files");
+    a->api = reign__record_get(r, "api");
+    if (a->api && (!etcd || strcmp(a->api, "gateway")))
+        return fail(m, err, errlen, "zk with a malformed etcd api");
     uint64_t v = 0;
     for (int i = 0; i < 8; i++)
         v = v << 8 | id[i];
@@ -488,15 +492,16 @@ void reign__gaccess_free(reign__zk_access *a)
     reign__free((char *)a->tls.ca);
     reign__free((char *)a->tls.cert);
     reign__free((char *)a->tls.key);
+    reign__free((char *)a->api);
     memset(a, 0, sizeof(*a));
 }
 
 int reign__gaccess_copy(reign__zk_access *dst, const reign__zk_access *src)
 {
-    const char *const from[] = {src->root,   src->auth,     src->user,   src->password,
-                                src->tls.ca, src->tls.cert, src->tls.key};
-    const char **to[] = {&dst->root,   &dst->auth,     &dst->user,   &dst->password,
-                         &dst->tls.ca, &dst->tls.cert, &dst->tls.key};
+    const char *const from[] = {src->root,   src->auth,     src->user,    src->password,
+                                src->tls.ca, src->tls.cert, src->tls.key, src->api};
+    const char **to[] = {&dst->root,   &dst->auth,     &dst->user,    &dst->password,
+                         &dst->tls.ca, &dst->tls.cert, &dst->tls.key, &dst->api};
     memset(dst, 0, sizeof(*dst));
     for (size_t i = 0; i < sizeof(from) / sizeof(from[0]); i++)
         if (from[i] && !(*to[i] = reign__strdup(from[i]))) {

@@ -12,7 +12,8 @@
  *             credentials "user:password" (a secret, as passwd) for writing to nodes reign
  *             made with them; on etcd, user and password (a secret), etcd's user to log in
  *             as, both or neither; on https:// members, cacert, and cert with key, the
- *             TLS files' paths (made absolute by the client)
+ *             TLS files' paths (made absolute by the client); on etcd, api=gateway when the
+             client speaks to etcd's JSON gateway (else gRPC)
  *   op=sql    kind (sqlite|mariadb|postgres), path | host, port, database, user,
  *             password; table, dc, params (the client library's), connect_ms,
  *             statement_ms, timeout_ms (the lease): the lease store

@@ -106,6 +106,7 @@ typedef struct reign__zk_config {
     const char *etcd_members;
     const char *etcd_prefix;
     bool tls;
+    bool etcd_gateway; /* etcd: the JSON gateway (api=gateway), not gRPC */
     reign__zk_tls tls_files;
     int epoll_fd; /* etcd: the client's epoll set, which the backend's own joins */
 } reign__zk_config;
@@ -255,6 +256,7 @@ typedef struct reign__zk_access {
     const char *auth;            /* ZooKeeper's digest credentials "user:password" */
     const char *user, *password; /* etcd's user, which logs in for a token, and its password */
     reign__zk_tls tls;           /* etcd's TLS files, for https:// members */
+    const char *api;             /* etcd: "gateway" (the URI's api=gateway), or NULL: gRPC */
 } reign__zk_access;
 
 /* A session to end from outside the process that made it. */

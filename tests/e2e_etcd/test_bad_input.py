@@ -8,7 +8,9 @@
                 with exit status 1 (a failure, not a crash) and a message that names etcd
                 and the address.
   gateway_off   a three-member cluster with --enable-grpc-gateway=false
-                (REIGN_ETCD_EXTRA_OPTS): the same commands exit 1 and the message says the
+                (REIGN_ETCD_EXTRA_OPTS): over gRPC (the default) `reign value set` and
+                `reign value get` work as ever; api=rest is refused, naming the parameter;
+                with api=gateway the same commands as above exit 1 and the message says the
                 JSON gateway is off.
   foreign_data  `etcdctl put /reign/election/x garbage`: `reign campaign x` exits 1 and
                 `reign status x` exits 1, each with a message naming the key; the key is still
@@ -89,6 +91,15 @@ def scenario_unreachable(t):
 def scenario_gateway_off(t):
     cluster = etcde.Cluster(t, extra_opts="--enable-grpc-gateway=false")
     uri = cluster.uri(**PARAMS)
+    rc, out, err = t.reign(["--uri", uri, "value", "set", "gw/off", "grpc"])
+    check(rc == 0, f"value set over gRPC with the gateway off: exit {rc}: {err.strip()}")
+    rc, out, err = t.reign(["--uri", uri, "value", "get", "gw/off"])
+    check(rc == 0 and out.strip() == "grpc",
+          f"value get over gRPC with the gateway off: exit {rc}, {out!r}: {err.strip()}")
+    rc, out, err = t.reign(["--uri", cluster.uri(api="rest", **PARAMS), "value", "get", "gw/off"])
+    check(rc != 0 and "parameter 'api'" in err,
+          f"api=rest: exit {rc}, want a refusal naming the parameter: {err.strip()}")
+    uri = cluster.uri(api="gateway", **PARAMS)
     for args, what in commands(uri, "x"):
         expect_failure(t, args, ["etcd", "gateway"], f"{what} with the gateway off")
 

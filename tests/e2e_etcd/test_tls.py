@@ -41,7 +41,9 @@ the members over TLS with the client's files, and as the client's user.
              gateway refuses, with authentication on and --client-cert-auth, every /v3 request
              whose client certificate has a Common Name (embed/serve.go: "CommonName of client
              sending a request against gateway will be ignored"), so the clients here present
-             one without (made by openssl, signed by the cluster's CA).  Two candidates as
+             one without (made by openssl, signed by the cluster's CA), which works with either
+             api; a client with the cluster's certificate (a Common Name) works over gRPC and is
+             refused with api=gateway.  Two candidates as
              `reign`: a with its password in REIGN_PASSWORD (which the guardian's environment
              never holds: it is told the password over its socket), b with password_file=; a
              value set and read (the password from REIGN_PASSWORD too); a, the leader,
@@ -288,6 +290,11 @@ def scenario_auth(t):
 
     leader, procs = users_kill(t, cluster, name, env_uri, uri, reign_pw)
 
+    # A client certificate with a Common Name: gRPC takes it (the user's token decides, as for
+    # etcdctl).
+    cn_uri = cluster.uri(user="reign", password_file=pw_file, **PARAMS)
+    rc, out, err = t.reign(["--uri", cn_uri, "value", "get", f"{name}/v"])
+    check(rc == 0, f"a client certificate with a Common Name over gRPC: exit {rc}: {err.strip()}")
     # A wrong password, in the URI: refused, and never printed.
     before = cluster.snapshot("/reign")
     err = expect_failure(t, ["--uri", cluster.uri(user="reign:wrongpassword", cert=crt, key=key,
@@ -300,10 +307,11 @@ def scenario_auth(t):
     expect_failure(t, ["--uri", nobody, "value", "set", f"{name}/w", "no"],
                    ["etcd", "permission denied", "user 'nobody' needs a role"],
                    "a user without permission on /reign")
-    # The cluster's client certificate has a Common Name: the gateway refuses it.
-    expect_failure(t, ["--uri", cluster.uri(user="reign", password_file=pw_file, **PARAMS),
+    # The cluster's client certificate has a Common Name: the gateway refuses it (below).
+    expect_failure(t, ["--uri", cluster.uri(user="reign", password_file=pw_file, api="gateway",
+                                            **PARAMS),
                        "value", "get", f"{name}/v"], ["etcd"],
-                   "a client certificate with a Common Name, authentication on")
+                   "a client certificate with a Common Name, authentication on, the gateway")
     check(cluster.snapshot("/reign") == before, "a refused client changed /reign")
 
     etcde.standing(t, name, uri, 1)

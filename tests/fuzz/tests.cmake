@@ -12,7 +12,7 @@
 # New inputs go to the first directory, so the committed seeds stay as they
 # are; copy a crasher (crash-*) into the corpus to keep it as a test.
 set(REIGN_FUZZ_TARGETS uri record tasks_limits guardian_msg slot_record duration notices etcd
-  etcd_h1)
+  etcd_h1 etcd_pb)
 set(REIGN_FUZZ_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 foreach(name IN LISTS REIGN_FUZZ_TARGETS)
@@ -49,6 +49,9 @@ if(REIGN_FUZZ)
     ${PROJECT_SOURCE_DIR}/src/etcd/etcd_txn.c ${PROJECT_SOURCE_DIR}/src/etcd/etcd_watch.c)
   # What a member answers over plain http://, read by reign's own HTTP/1.1 (a loopback member).
   set(REIGN_FUZZ_SOURCES_etcd_h1 ${PROJECT_SOURCE_DIR}/src/etcd/etcd_h1.c)
+  # What a member answers over gRPC, as protobuf, and the gateway's JSON reign writes: the codec
+  # between them.
+  set(REIGN_FUZZ_SOURCES_etcd_pb ${PROJECT_SOURCE_DIR}/src/etcd/etcd_pb.c)
   set(REIGN_FUZZ_FLAGS -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer
     -fno-sanitize-recover=undefined)
   foreach(name IN LISTS REIGN_FUZZ_TARGETS)

@@ -59,12 +59,14 @@ static int setup(void **state)
     static const char rec[] = "reign 1\nend=guardian\n\n";
     t->w = (reign__zk_end_write){
         .path = "/reign/election/e/history/h_1", .data = rec, .len = sizeof(rec) - 1};
-    t->e = (reign__zk_end){.hosts = "unused",
-                           .session = LEASE,
-                           .timeout_ms = 5000,
-                           .access = {.root = "/p", .user = USER, .password = PASSWD},
-                           .writes = &t->w,
-                           .n_writes = 1};
+    t->e = (reign__zk_end){
+        .hosts = "unused",
+        .session = LEASE,
+        .timeout_ms = 5000,
+        /* the fake member is a gateway: the guardian of api=gateway */
+        .access = {.root = "/p", .user = USER, .password = PASSWD, .api = "gateway"},
+        .writes = &t->w,
+        .n_writes = 1};
     answer(invalid_token, sizeof(invalid_token), "401 Unauthorized",
            "{\"error\":\"etcdserver: invalid auth token\",\"code\":16}");
     answer(refused, sizeof(refused), "400 Bad Request",

@@ -157,12 +157,21 @@ static void test_zk_etcd_access(void **state)
     assert_string_equal(m.access.tls.ca, "/ca");
     assert_null(m.access.tls.cert);
     reign__gmsg_clear(&m);
-    /* A user over plain HTTP: no files. */
+    /* A user over plain HTTP: no files; gRPC unless the client speaks to the gateway. */
     reign__zk_access b3 = {.user = "u", .password = "pw"};
     assert_int_equal(reign__gmsg_zk(&b, "etcd:http://h:1", 1, passwd, 1000, &b3), 0);
     parse_ok(&b, &m);
     assert_string_equal(m.access.user, "u");
     assert_null(m.access.tls.ca);
+    assert_null(m.access.api);
+    reign__gmsg_clear(&m);
+    reign__zk_access b4 = {.api = "gateway"};
+    assert_int_equal(reign__gmsg_zk(&b, "etcd:http://h:1", 1, passwd, 1000, &b4), 0);
+    parse_ok(&b, &m);
+    assert_string_equal(m.access.api, "gateway");
+    assert_int_equal(reign__gaccess_copy(&kept, &m.access), 0);
+    assert_string_equal(kept.api, "gateway");
+    reign__gaccess_free(&kept);
     reign__gmsg_clear(&m);
     reign__buf_free(&b);
 }
@@ -532,6 +541,9 @@ static void test_refuse_term(void **state)
         {etcds, "cert=/c\n", "malformed TLS files"}, /* a certificate without its key */
         {etcds, "key=/k\n", "malformed TLS files"},
         {etcds, "cert=/c\nkey=\n", "malformed TLS files"},
+        {zk, "api=gateway\n", "malformed etcd api"}, /* ZooKeeper's hosts */
+        {etcd, "api=grpc\n", "malformed etcd api"},  /* gRPC is said by no api at all */
+        {etcd, "api=\n", "malformed etcd api"},
     };
     for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
         snprintf(s, sizeof(s), "%s%s\n", bad[i].head, bad[i].tail);

@@ -13,6 +13,8 @@ set(REIGN_UNIT_TESTS
   test_etcd
   test_etcd_watch
   test_etcd_h1
+  test_etcd_h2
+  test_etcd_pb
   test_etcd_end
 )
 

@@ -39,6 +39,7 @@
 #define STREAM_WINDOW  (1 << 22) /* what the member may send on a stream before we read it */
 #define SESSION_WINDOW (1 << 26) /* ... and on the whole connection */
 #define MESSAGE_MAX    (1 << 28) /* an answer's message larger than this is no answer */
+#define PING_MS        1000      /* how long a member has to answer a ping (stream_timer()) */
 
 /* A connection to one member. */
 struct h2conn {
@@ -53,8 +54,10 @@ struct h2conn {
     char err[160];  /* why libnghttp2 ended the session, if it did */
     int send_errno; /* why the socket refused what it sent */
     uint32_t events;
-    reign__timer timer; /* the connect's deadline */
-    h2stream *streams;  /* its requests */
+    int64_t last_read_ns; /* when bytes last came from the member */
+    int64_t ping_due_ns;  /* a ping is out, to be answered by then (0: none) */
+    reign__timer timer;   /* the connect's deadline, then the ping's */
+    h2stream *streams;    /* its requests */
 };
 
 /* A request on a connection. */
@@ -336,6 +339,10 @@ static int on_frame(nghttp2_session *s, const nghttp2_frame *f, void *arg)
     (void)s;
     h2conn *c = arg;
     c->answered = true;
+    if (f->hd.type == NGHTTP2_PING && (f->hd.flags & NGHTTP2_FLAG_ACK)) {
+        c->ping_due_ns = 0;
+        reign__timer_stop(c->e->cfg.timers, &c->timer);
+    }
     if (f->hd.type == NGHTTP2_GOAWAY)
         c->draining = true; /* later requests go on a new connection */
     return 0;
@@ -554,6 +561,11 @@ static void conn_timer(reign__timer *t, void *arg)
     if (c->connecting) {
         c->ai = NULL; /* no other address tried past the connect's deadline */
         connect_failed(c, 0, "timed out");
+    } else if (c->ping_due_ns) {
+        char why[128];
+        snprintf(why, sizeof(why),
+                 "no answer to a ping within %d ms (the member stopped, or cut off)", PING_MS);
+        conn_close(c, why);
     }
     wake(e);
 }
@@ -567,9 +579,20 @@ static void stream_timer(reign__timer *t, void *arg)
     char msg[CURL_ERROR_SIZE];
     snprintf(msg, sizeof(msg), "no answer within %d ms", hs->q->timeout_ms);
     int32_t id = hs->id;
+    int64_t sent = hs->q->sent_ns;
     end(hs, REIGN_ETIMEDOUT, msg);
     if (c && id > 0) {
         nghttp2_submit_rst_stream(c->s, NGHTTP2_FLAG_NONE, id, NGHTTP2_CANCEL);
+        /* Nothing at all from the member since the call went: a ping says whether the connection
+         * still leads anywhere (a member stopped, or a path cut without a reset, answers none),
+         * or else every later call to that member would wait on it in vain.  (Still connecting:
+         * the connect's own deadline, on the same timer, says it.) */
+        int64_t now = reign__now_ns();
+        if (!c->connecting && c->last_read_ns < sent && !c->ping_due_ns &&
+            nghttp2_submit_ping(c->s, NGHTTP2_FLAG_NONE, NULL) == 0 &&
+            reign__timer_start(e->cfg.timers, &c->timer,
+                               now + (int64_t)PING_MS * REIGN__NS_PER_MS) == 0)
+            c->ping_due_ns = now + (int64_t)PING_MS * REIGN__NS_PER_MS;
         pump_out(c);
     }
     wake(e);
@@ -590,6 +613,7 @@ static void readable(h2conn *c)
             conn_close(c, why);
             return;
         }
+        c->last_read_ns = reign__now_ns();
         ssize_t used = nghttp2_session_mem_recv(c->s, buf, (size_t)r);
         if (used < 0) {
             char why[160];

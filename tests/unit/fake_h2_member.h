@@ -69,10 +69,12 @@ typedef struct hf_conn {
     int fd;
     nghttp2_session *s;
     bool mute;                  /* reads only: not a byte goes out through the session */
+    bool deaf;                  /* not a byte read or sent any more, and left open */
     bool shut;                  /* its writing half closed */
     bool eof;                   /* the client closed it (or reset it) */
     bool blocked;               /* the socket took no more */
     int goaways;                /* GOAWAY frames from the client */
+    int pings;                  /* PING frames from the client (the session ACKs them) */
     bool settings;              /* the client's SETTINGS came ... */
     uint32_t push;              /* ... SETTINGS_ENABLE_PUSH */
     uint32_t window;            /* ... SETTINGS_INITIAL_WINDOW_SIZE */
@@ -218,6 +220,10 @@ static int hf_on_frame(nghttp2_session *s, const nghttp2_frame *fr, void *arg)
     case NGHTTP2_GOAWAY:
         c->goaways++;
         break;
+    case NGHTTP2_PING:
+        if (!(fr->hd.flags & NGHTTP2_FLAG_ACK))
+            c->pings++;
+        break;
     case NGHTTP2_SETTINGS:
         if (fr->hd.flags & NGHTTP2_FLAG_ACK)
             break;
@@ -263,6 +269,7 @@ enum hf_until {
     HF_RST,     /* the client reset call n */
     HF_EOF,     /* the client closed connection n */
     HF_GOAWAY,  /* a GOAWAY from the client on connection n, or its close */
+    HF_PING,    /* a PING from the client on connection n, and its ACK gone */
     HF_GO,      /* the test let the script go on */
 };
 
@@ -288,6 +295,8 @@ static bool hf_reached(h2fake *f, enum hf_until what, int n)
         return f->conns[n].eof;
     case HF_GOAWAY:
         return f->conns[n].goaways > 0 || f->conns[n].eof;
+    case HF_PING:
+        return f->conns[n].pings > 0 && !nghttp2_session_want_write(f->conns[n].s);
     case HF_GO: {
         struct pollfd p = {.fd = f->go[0], .events = POLLIN};
         char b;
@@ -304,7 +313,7 @@ static bool hf_until(h2fake *f, enum hf_until what, int n)
     while (!f->dead) {
         for (int i = 0; i < f->n_conns; i++) {
             hf_conn *c = &f->conns[i];
-            if (c->fd < 0 || c->eof || c->mute || c->shut)
+            if (c->fd < 0 || c->eof || c->mute || c->shut || c->deaf)
                 continue;
             c->blocked = false;
             int rc = nghttp2_session_send(c->s);
@@ -317,7 +326,7 @@ static bool hf_until(h2fake *f, enum hf_until what, int n)
         int at[HF_CONNS], k = 0;
         for (int i = 0; i < f->n_conns; i++) {
             hf_conn *c = &f->conns[i];
-            if (c->fd >= 0 && !c->eof) {
+            if (c->fd >= 0 && !c->eof && !c->deaf) {
                 at[k] = i;
                 p[k++] =
                     (struct pollfd){.fd = c->fd, .events = POLLIN | (c->blocked ? POLLOUT : 0)};
@@ -411,6 +420,13 @@ static void hf_accept(h2fake *f)
 static void hf_calls(h2fake *f, int n)
 {
     hf_until(f, HF_CALLS, n);
+}
+
+/* The next connection, then until the first n calls came whole. */
+static void hf_take(h2fake *f, int n)
+{
+    hf_accept(f);
+    hf_calls(f, n);
 }
 
 static void hf_check(h2fake *f, int rc, const char *what)
@@ -544,6 +560,14 @@ static void hf_close(h2fake *f, int c)
     shutdown(f->conns[c].fd, SHUT_WR);
     f->conns[c].shut = true;
     hf_until(f, HF_EOF, c);
+}
+
+/* Connection c goes deaf, as a member stopped (SIGSTOP) or cut off without a reset: it reads
+ * and sends nothing more, and stays open. */
+static void hf_deaf(h2fake *f, int c)
+{
+    if (!f->dead)
+        f->conns[c].deaf = true;
 }
 
 static void hf_say(h2fake *f)
@@ -738,6 +762,20 @@ static uint8_t *watch_answers(size_t *first, size_t *len)
     return all;
 }
 
+/* Watch call i answered (watch_answers()): its HEADERS and the first (created) when !rest,
+ * else the three others. */
+static void answer_watch(h2fake *f, int i, bool rest)
+{
+    size_t first, n;
+    uint8_t *b = watch_answers(&first, &n);
+    if (!b)
+        return (void)hf_trouble(f, "no memory");
+    if (!rest)
+        hf_head(f, i);
+    hf_data(f, i, rest ? b + first : b, rest ? n - first : first, false);
+    free(b);
+}
+
 /* ---- the test's side (assertions: on the test's thread only) ------------------------------- */
 
 /* Call i as the fake saw it: a gRPC POST of path, whole, with the headers it must have. */
@@ -846,6 +884,13 @@ static void hf_stop_checked(h2fake *f)
     hf_stop(f);
     if (f->trouble[0])
         fail_msg("fake member: %s", f->trouble);
+}
+
+/* ... and it accepted n connections. */
+static void hf_stop_accepted(h2fake *f, int n)
+{
+    hf_stop_checked(f);
+    assert_int_equal(atomic_load(&f->accepts), n);
 }
 
 static void hf_free(h2fake *f)

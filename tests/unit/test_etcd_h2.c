@@ -129,6 +129,14 @@ static int teardown(void **state)
     return 0;
 }
 
+/* The test's state, its member playing script. */
+static h2t *started(void **state, hf_script *script)
+{
+    h2t *t = *state;
+    assert_int_equal(hf_start(&t->srv, script, NULL), 0);
+    return t;
+}
+
 static void drain(int fd, uint64_t *count)
 {
     uint64_t n;
@@ -227,6 +235,7 @@ static ereq *send_to(h2t *t, size_t m, const char *path, const char *body, int t
                      bool stream)
 {
     ereq *q = make(t, m, path, body, timeout_ms, stream);
+    q->sent_ns = reign__now_ns(); /* as etcd_http.c's hand_over() */
     assert_int_equal(reign__h2_send(t->e, q), 0);
     return q;
 }
@@ -273,6 +282,15 @@ static void assert_answer(const ereq *q, const char *body)
     assert_int_equal(q->resp.len, strlen(body));
 }
 
+/* A range (5000 ms) answered with body, then dropped. */
+static void range_answered(h2t *t, const char *body)
+{
+    ereq *q = send_range(t, 5000);
+    wait_end(t, q);
+    assert_answer(q, body);
+    drop(t, q);
+}
+
 /* Failed, why naming part (its wording is etcd_h2.c's). */
 static void assert_failed(const ereq *q, int fail, const char *part)
 {
@@ -280,6 +298,13 @@ static void assert_failed(const ereq *q, int fail, const char *part)
         fail_msg("fail is %d (%s), want %d", q->fail, q->why, fail);
     if (!strstr(q->why, part))
         fail_msg("why is \"%s\", want \"...%s...\"", q->why, part);
+}
+
+/* Until q ends, failed so. */
+static void ends_failed(h2t *t, ereq *q, int fail, const char *part)
+{
+    wait_end(t, q);
+    assert_failed(q, fail, part);
 }
 
 static void assert_has(const char *text, const char *part)
@@ -309,8 +334,7 @@ static void assert_eh(ereq *q, int rc, const char *part)
 
 static void s_unary(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     answer_txn_put(f, 0);
     hf_calls(f, 2);
     answer_range(f, 1, 1);
@@ -321,8 +345,7 @@ static void s_unary(h2fake *f)
  * same connection; the calls as etcd's gRPC server takes them. */
 static void test_unary(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_unary, NULL), 0);
+    h2t *t = started(state, s_unary);
     ereq *q = send_to(t, M_A, "/v3/kv/txn", TXN, 5000, false);
     wait_end(t, q);
     assert_answer(q, "{\"header\":{\"revision\":\"7\"},\"succeeded\":true,\"responses\":"
@@ -335,14 +358,10 @@ static void test_unary(void **state)
     assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "succeeded")));
     cJSON_Delete(root);
     drop(t, q);
-    q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_answer(q, ANSWER);
-    drop(t, q);
-    hf_stop_checked(&t->srv);
+    range_answered(t, ANSWER);
+    hf_stop_accepted(&t->srv, 1); /* one connection for both */
 
     h2fake *f = &t->srv;
-    assert_int_equal(atomic_load(&f->accepts), 1); /* one connection for both */
     assert_int_equal(f->reqs[1].conn, 0);
     /* the client's SETTINGS: no push; a stream's window 4 MB, the connection's 64 MB */
     assert_true(f->conns[0].settings);
@@ -384,8 +403,7 @@ static void test_unary(void **state)
 
 static void s_token(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 2);
+    hf_take(f, 2);
     answer_range(f, 0, 1);
     hf_head(f, 1);
     hf_trailers(f, 1, 0, NULL);
@@ -395,8 +413,7 @@ static void s_token(h2fake *f)
 /* The token goes as "authorization", on a unary call and on a stream. */
 static void test_token(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_token, NULL), 0);
+    h2t *t = started(state, s_token);
     snprintf(t->token, sizeof(t->token), "Authorization: tok");
     t->e->token_header = t->token;
     ereq *q = send_range(t, 5000);
@@ -415,8 +432,7 @@ static void test_token(void **state)
 
 static void s_split(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     size_t n;
     uint8_t *b = range_framed(1, &n);
     if (!b)
@@ -438,8 +454,7 @@ static void s_split(h2fake *f)
  * with its trailers only. */
 static void test_split(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_split, NULL), 0);
+    h2t *t = started(state, s_split);
     ereq *q = send_range(t, 5000);
     PUMP_UNTIL(t, hf_stage(&t->srv) == 1 && q->resp.len == strlen(ANSWER));
     assert_string_equal(q->resp.data, ANSWER);
@@ -456,8 +471,7 @@ static void test_split(void **state)
 
 static void s_watch(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     size_t first, n;
     uint8_t *b = watch_answers(&first, &n);
     if (!b)
@@ -481,8 +495,7 @@ static void s_watch(h2fake *f)
  * half of one waits for its rest, several in a frame are several lines; the trailers end it. */
 static void test_stream_lines(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_watch, NULL), 0);
+    h2t *t = started(state, s_watch);
     ereq *q = send_to(t, M_A, "/v3/watch", WATCH, 0, true);
     PUMP_UNTIL(t, hf_stage(&t->srv) == 1 && q->resp.len == strlen(LINE1));
     assert_string_equal(q->resp.data, LINE1);
@@ -544,8 +557,7 @@ static void s_errors(h2fake *f)
  * which reign__eh_answer() reads as reign's code. */
 static void test_grpc_errors(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_errors, NULL), 0);
+    h2t *t = started(state, s_errors);
     for (int i = 0; i < N_GRPC_ERRORS; i++) {
         ereq *q = send_range(t, 5000);
         wait_end(t, q);
@@ -556,8 +568,7 @@ static void test_grpc_errors(void **state)
         assert_eh(q, grpc_errors[i].rc, grpc_errors[i].msg);
         drop(t, q);
     }
-    hf_stop_checked(&t->srv);
-    assert_int_equal(atomic_load(&t->srv.accepts), 1);
+    hf_stop_accepted(&t->srv, 1);
 }
 
 #define KA_LINE "{\"result\":{\"header\":{\"revision\":\"5\"},\"ID\":\"7\",\"TTL\":\"10\"}}\n"
@@ -566,8 +577,7 @@ static void test_grpc_errors(void **state)
 
 static void s_stream_error(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     size_t n;
     uint8_t *b = keepalive_framed(7, &n);
     if (!b)
@@ -582,8 +592,7 @@ static void s_stream_error(h2fake *f)
 /* On a stream the error is a line of its own, after the ones that came. */
 static void test_stream_error(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_stream_error, NULL), 0);
+    h2t *t = started(state, s_stream_error);
     ereq *q = send_to(t, M_A, "/v3/lease/keepalive", "{\"ID\":\"7\"}", 0, true);
     wait_end(t, q);
     assert_answer(q, KA_LINE KA_GONE);
@@ -603,8 +612,7 @@ static void test_stream_error(void **state)
 
 static void s_trailers_only(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 2);
+    hf_take(f, 2);
     hf_trailers_only(f, 0, 16, "etcdserver: invalid auth token");
     hf_trailers_only(f, 1, 11, COMPACTED);
     hf_await(f);
@@ -613,8 +621,7 @@ static void s_trailers_only(h2fake *f)
 /* gRPC's trailers-only answer: one HEADERS with the status, END_STREAM, no DATA. */
 static void test_trailers_only(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_trailers_only, NULL), 0);
+    h2t *t = started(state, s_trailers_only);
     ereq *q = send_range(t, 5000);
     ereq *w = send_to(t, M_A, "/v3/watch", WATCH, 0, true);
     wait_end(t, q);
@@ -631,8 +638,7 @@ static void test_trailers_only(void **state)
 
 static void s_status(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     hf_head_as(f, 0, "503", "text/plain", true);
     hf_calls(f, 2);
     answer_range(f, 1, 1);
@@ -642,26 +648,19 @@ static void s_status(h2fake *f)
 /* Another HTTP status with no body: not etcd's gRPC API, a failure no other member cures. */
 static void test_http_status(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_status, NULL), 0);
+    h2t *t = started(state, s_status);
     ereq *q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_failed(q, REIGN_EBACKEND, "HTTP 503 on /etcdserverpb.KV/Range, not etcd's gRPC API");
+    ends_failed(t, q, REIGN_EBACKEND, "HTTP 503 on /etcdserverpb.KV/Range, not etcd's gRPC API");
     assert_eh(q, REIGN_EBACKEND, "HTTP 503");
     drop(t, q);
-    q = send_range(t, 5000); /* the connection still serves */
-    wait_end(t, q);
-    assert_answer(q, ANSWER);
-    drop(t, q);
-    hf_stop_checked(&t->srv);
-    assert_int_equal(atomic_load(&t->srv.accepts), 1);
+    range_answered(t, ANSWER); /* the connection still serves */
+    hf_stop_accepted(&t->srv, 1);
 }
 
 static void s_status_body(h2fake *f)
 {
     static const char text[] = "404 page not found\n";
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     hf_head_as(f, 0, "404", "text/plain; charset=utf-8", false);
     hf_data(f, 0, text, strlen(text), true);
     hf_await(f);
@@ -671,19 +670,16 @@ static void s_status_body(h2fake *f)
  * not etcd's gRPC API, and the same failure.  The body is the server's text, not gRPC. */
 static void test_http_status_body(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_status_body, NULL), 0);
+    h2t *t = started(state, s_status_body);
     ereq *q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_failed(q, REIGN_EBACKEND, "HTTP 404 on /etcdserverpb.KV/Range, not etcd's gRPC API");
+    ends_failed(t, q, REIGN_EBACKEND, "HTTP 404 on /etcdserverpb.KV/Range, not etcd's gRPC API");
     drop(t, q);
     hf_stop_checked(&t->srv);
 }
 
 static void s_no_status(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 2);
+    hf_take(f, 2);
     size_t n, first, all;
     uint8_t *b = range_framed(1, &n), *w = watch_answers(&first, &all);
     if (b && w) {
@@ -702,8 +698,7 @@ static void s_no_status(h2fake *f)
 /* A call that ends with no grpc-status (END_STREAM on its DATA) got no whole answer. */
 static void test_no_grpc_status(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_no_status, NULL), 0);
+    h2t *t = started(state, s_no_status);
     ereq *q = send_range(t, 5000);
     ereq *w = send_to(t, M_A, "/v3/watch", WATCH, 0, true);
     wait_end(t, q);
@@ -719,8 +714,7 @@ static void test_no_grpc_status(void **state)
 
 static void s_rst(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     hf_head(f, 0);
     hf_rst(f, 0, NGHTTP2_INTERNAL_ERROR);
     hf_calls(f, 2);
@@ -734,22 +728,15 @@ static void s_rst(h2fake *f)
  * serves the next one. */
 static void test_member_rst(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_rst, NULL), 0);
+    h2t *t = started(state, s_rst);
     ereq *q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_failed(q, REIGN_ECONNLOSS, "(INTERNAL_ERROR)");
+    ends_failed(t, q, REIGN_ECONNLOSS, "(INTERNAL_ERROR)");
     drop(t, q);
     q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_failed(q, REIGN_ECONNLOSS, "(REFUSED_STREAM)");
+    ends_failed(t, q, REIGN_ECONNLOSS, "(REFUSED_STREAM)");
     drop(t, q);
-    q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_answer(q, ANSWER);
-    drop(t, q);
-    hf_stop_checked(&t->srv);
-    assert_int_equal(atomic_load(&t->srv.accepts), 1);
+    range_answered(t, ANSWER);
+    hf_stop_accepted(&t->srv, 1);
 }
 
 /* Call 0 answered with the bytes f->arg points to; then the client's reset. */
@@ -761,8 +748,7 @@ typedef struct bytes {
 static void s_bad_message(h2fake *f)
 {
     const bytes *m = f->arg;
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     hf_head(f, 0);
     hf_data(f, 0, m->p, m->n, false);
     hf_until(f, HF_RST, 0);
@@ -778,8 +764,7 @@ static void bad_message(void **state, const uint8_t *p, size_t n)
     bytes m = {p, n};
     assert_int_equal(hf_start(&t->srv, s_bad_message, &m), 0);
     ereq *q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_failed(q, REIGN_ECONNLOSS, "not a gRPC answer");
+    ends_failed(t, q, REIGN_ECONNLOSS, "not a gRPC answer");
     assert_int_equal(q->resp.len, 0);
     PUMP_UNTIL(t, hf_stage(&t->srv) == 1);
     drop(t, q);
@@ -819,8 +804,7 @@ static void s_not_http2(h2fake *f)
  * watch has none). */
 static void test_not_http2(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_not_http2, NULL), 0);
+    h2t *t = started(state, s_not_http2);
     ereq *q = send_range(t, 0);
     PUMP_UNTIL(t, hf_stage(&t->srv) == 1);
     /* The client's GOAWAY (or its close) went out as it read the bytes: whatever it does with
@@ -836,15 +820,8 @@ static void s_protocol_error(h2fake *f)
 {
     /* DATA on stream 0, which HTTP/2 forbids: a connection error */
     static const char bad[] = {0, 0, 1, 0, 0, 0, 0, 0, 0, 'x'};
-    hf_accept(f);
-    hf_calls(f, 1);
-    size_t first, n;
-    uint8_t *b = watch_answers(&first, &n);
-    if (!b)
-        return (void)hf_trouble(f, "no memory");
-    hf_head(f, 0);
-    hf_data(f, 0, b, first, false);
-    free(b);
+    hf_take(f, 1);
+    answer_watch(f, 0, false);
     hf_raw(f, 0, bad, sizeof(bad));
     hf_until(f, HF_GOAWAY, 0);
     hf_say(f);
@@ -855,8 +832,7 @@ static void s_protocol_error(h2fake *f)
  * the client gives the connection up, rather than waiting for events that cannot come. */
 static void test_protocol_error(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_protocol_error, NULL), 0);
+    h2t *t = started(state, s_protocol_error);
     ereq *w = send_to(t, M_A, "/v3/watch", WATCH, 0, true);
     PUMP_UNTIL(t, hf_stage(&t->srv) == 1);
     assert_string_equal(w->resp.data, LINE1);
@@ -871,12 +847,10 @@ static void test_protocol_error(void **state)
 
 static void s_goaway(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 2);
+    hf_take(f, 2);
     hf_goaway(f, 0, f->reqs[0].id); /* took the first call, not the second */
     hf_say(f);
-    hf_accept(f);
-    hf_calls(f, 3);
+    hf_take(f, 3);
     answer_range(f, 2, 3);
     answer_range(f, 0, 1);
     hf_until(f, HF_EOF, 0); /* the client closes the drained connection */
@@ -890,12 +864,10 @@ static void s_goaway(h2fake *f)
  * again), and later calls go on a new connection; the old one closes with its last call. */
 static void test_goaway(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_goaway, NULL), 0);
+    h2t *t = started(state, s_goaway);
     ereq *a = send_range(t, 5000);
     ereq *b = send_range(t, 5000);
-    wait_end(t, b);
-    assert_failed(b, REIGN_ECONNLOSS, "(REFUSED_STREAM)");
+    ends_failed(t, b, REIGN_ECONNLOSS, "(REFUSED_STREAM)");
     assert_int_equal(times_ended(t, a), 0);
     ereq *c = send_range(t, 5000);
     wait_end(t, c);
@@ -903,19 +875,15 @@ static void test_goaway(void **state)
     wait_end(t, a);
     assert_answer(a, ANSWER);
     PUMP_UNTIL(t, hf_stage(&t->srv) == 2);
-    ereq *d = send_range(t, 5000);
-    wait_end(t, d);
-    assert_answer(d, range_json(4));
-    hf_stop_checked(&t->srv);
+    range_answered(t, range_json(4));
+    hf_stop_accepted(&t->srv, 2);
     h2fake *f = &t->srv;
-    assert_int_equal(atomic_load(&f->accepts), 2);
     assert_int_equal(f->reqs[1].conn, 0);
     assert_int_equal(f->reqs[2].conn, 1);
     assert_int_equal(f->reqs[3].conn, 1);
     drop(t, a);
     drop(t, b);
     drop(t, c);
-    drop(t, d);
 }
 
 static void s_cut(h2fake *f)
@@ -924,15 +892,13 @@ static void s_cut(h2fake *f)
     uint8_t *b = range_framed(1, &n);
     if (!b)
         return (void)hf_trouble(f, "no memory");
-    hf_accept(f);
-    hf_calls(f, 2);
+    hf_take(f, 2);
     hf_head(f, 0);
     hf_data(f, 0, b, 7, false); /* the prefix and 2 bytes of the message */
     free(b);
     hf_close(f, 0);
     hf_say(f);
-    hf_accept(f);
-    hf_calls(f, 3);
+    hf_take(f, 3);
     answer_range(f, 2, 1);
     hf_await(f);
 }
@@ -941,8 +907,7 @@ static void s_cut(h2fake *f)
  * next one goes on a new connection. */
 static void test_closed_mid_answer(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_cut, NULL), 0);
+    h2t *t = started(state, s_cut);
     ereq *a = send_range(t, 5000);
     ereq *w = send_to(t, M_A, "/v3/watch", WATCH, 0, true);
     wait_end(t, a);
@@ -951,14 +916,10 @@ static void test_closed_mid_answer(void **state)
     assert_failed(w, REIGN_ECONNLOSS, "connection closed by the member");
     assert_eh(a, REIGN_ECONNLOSS, "");
     PUMP_UNTIL(t, hf_stage(&t->srv) == 1);
-    ereq *q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_answer(q, ANSWER);
-    hf_stop_checked(&t->srv);
-    assert_int_equal(atomic_load(&t->srv.accepts), 2);
+    range_answered(t, ANSWER);
+    hf_stop_accepted(&t->srv, 2);
     drop(t, a);
     drop(t, w);
-    drop(t, q);
 }
 
 static void s_unanswered(h2fake *f)
@@ -973,11 +934,9 @@ static void s_unanswered(h2fake *f)
  * port speaks TLS only does with a plain connection: the failure says etcds://. */
 static void test_closed_unanswered(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_unanswered, NULL), 0);
+    h2t *t = started(state, s_unanswered);
     ereq *q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_failed(q, REIGN_ECONNLOSS, "connection closed without an answer");
+    ends_failed(t, q, REIGN_ECONNLOSS, "connection closed without an answer");
     assert_has(q->why, "etcds://");
     assert_eh(q, REIGN_ECONNLOSS, "etcds://");
     drop(t, q);
@@ -986,13 +945,11 @@ static void test_closed_unanswered(void **state)
 
 static void s_idle_closed(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     answer_range(f, 0, 1);
     hf_close(f, 0);
     hf_say(f);
-    hf_accept(f);
-    hf_calls(f, 2);
+    hf_take(f, 2);
     answer_range(f, 1, 2);
     hf_await(f);
 }
@@ -1001,42 +958,31 @@ static void s_idle_closed(h2fake *f)
  * call goes on a new one. */
 static void test_idle_closed(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_idle_closed, NULL), 0);
-    ereq *q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_answer(q, ANSWER);
-    drop(t, q);
+    h2t *t = started(state, s_idle_closed);
+    range_answered(t, ANSWER);
     PUMP_UNTIL(t, hf_stage(&t->srv) == 1);
     assert_null(t->e->h2conns[M_A]);
     assert_null(t->e->h2all);
-    q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_answer(q, range_json(2));
-    drop(t, q);
-    hf_stop_checked(&t->srv);
-    assert_int_equal(atomic_load(&t->srv.accepts), 2);
+    range_answered(t, range_json(2));
+    hf_stop_accepted(&t->srv, 2);
 }
 
 static void test_refused(void **state)
 {
     h2t *t = *state;
     ereq *q = send_to(t, M_REFUSED, "/v3/kv/range", RANGE, 5000, false);
-    wait_end(t, q);
-    assert_failed(q, REIGN_ECONNLOSS, "connect: ");
+    ends_failed(t, q, REIGN_ECONNLOSS, "connect: ");
     assert_has(q->why, "refused");
     drop(t, q);
     /* A member that is no http://host:port ends at once. */
     q = send_to(t, M_BAD, "/v3/kv/range", RANGE, 5000, false);
     assert_true(q->finished);
-    wait_end(t, q);
-    assert_failed(q, REIGN_ECONNLOSS, "not http://host:port");
+    ends_failed(t, q, REIGN_ECONNLOSS, "not http://host:port");
     drop(t, q);
     /* A path with no gRPC method behind it: a bug of reign's, not the member's. */
     q = send_to(t, M_A, "/v3/kv/compaction", "{}", 5000, false);
     assert_true(q->finished);
-    wait_end(t, q);
-    assert_failed(q, REIGN_EBACKEND, "no gRPC method for /v3/kv/compaction");
+    ends_failed(t, q, REIGN_EBACKEND, "no gRPC method for /v3/kv/compaction");
     drop(t, q);
     assert_null(t->e->h2all);
 }
@@ -1046,12 +992,13 @@ static void test_refused(void **state)
 static void test_connect_timeout(void **state)
 {
     h2t *t = *state;
+    int64_t start = reign__now_ns();
     ereq *slow = send_to(t, M_FULL, "/v3/kv/range", RANGE, 0, false);
     ereq *fast = send_to(t, M_FULL, "/v3/kv/range", RANGE, 300, false);
-    wait_end(t, fast);
-    assert_failed(fast, REIGN_ETIMEDOUT, "no answer within 300 ms");
-    wait_end(t, slow);
-    assert_failed(slow, REIGN_ECONNLOSS, "connect: timed out");
+    ends_failed(t, fast, REIGN_ETIMEDOUT, "no answer within 300 ms");
+    /* no ping on a connection not made yet: the connect keeps its deadline */
+    assert_true(reign__timers_next(&t->timers) >= start + 2000 * REIGN__NS_PER_MS);
+    ends_failed(t, slow, REIGN_ECONNLOSS, "connect: timed out");
     assert_null(t->e->h2all);
     drop(t, slow);
     drop(t, fast);
@@ -1061,8 +1008,7 @@ static void test_connect_timeout(void **state)
 
 static void s_timeout(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     hf_until(f, HF_RST, 0);
     hf_say(f);
     hf_calls(f, 2);
@@ -1073,19 +1019,14 @@ static void s_timeout(h2fake *f)
 /* No answer in time: ETIMEDOUT, the stream reset (CANCEL), the connection kept for the next. */
 static void test_timeout(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_timeout, NULL), 0);
+    h2t *t = started(state, s_timeout);
     ereq *q = send_range(t, 300);
-    wait_end(t, q);
-    assert_failed(q, REIGN_ETIMEDOUT, "no answer within 300 ms");
+    ends_failed(t, q, REIGN_ETIMEDOUT, "no answer within 300 ms");
     assert_true(t->wakes >= 1); /* ended on a timer: the loop was woken */
     assert_eh(q, REIGN_ETIMEDOUT, "");
     drop(t, q);
     PUMP_UNTIL(t, hf_stage(&t->srv) == 1);
-    q = send_range(t, 5000);
-    wait_end(t, q);
-    assert_answer(q, ANSWER);
-    drop(t, q);
+    range_answered(t, ANSWER);
     hf_stop_checked(&t->srv);
     h2fake *f = &t->srv;
     assert_int_equal(f->reqs[0].rst, NGHTTP2_CANCEL);
@@ -1093,17 +1034,89 @@ static void test_timeout(void **state)
     assert_int_equal(f->reqs[1].conn, 0);
 }
 
+/* A watch, then a call left unanswered: the member answers the client's PING (f->arg), or goes
+ * deaf. */
+static void s_ping(h2fake *f)
+{
+    hf_take(f, 1);
+    answer_watch(f, 0, false);
+    hf_say(f);
+    hf_calls(f, 2);
+    if (f->arg) {
+        hf_until(f, HF_PING, 0);  /* its session ACKs the ping ... */
+        answer_watch(f, 0, true); /* ... then the watch's events */
+        hf_say(f);
+    } else {
+        hf_deaf(f, 0);
+        hf_say(f);
+        hf_accept(f);
+    }
+    hf_calls(f, 3);
+    answer_range(f, 2, 1);
+    hf_await(f);
+}
+
+/* The call (300 ms) sent once the connection is quiet, with a watch on it (no deadline). */
+static ereq *ping_call(h2t *t, bool answers, ereq **w)
+{
+    assert_int_equal(hf_start(&t->srv, s_ping, answers ? t : NULL), 0);
+    *w = send_to(t, M_A, "/v3/watch", WATCH, 0, true);
+    PUMP_UNTIL(t, hf_stage(&t->srv) == 1 && (*w)->resp.len == strlen(LINE1));
+    return send_range(t, 300);
+}
+
+/* A call times out with nothing at all from the member since it went: the client pings, and
+ * with no ACK within PING_MS it gives the connection up (a member stopped, or cut off), with
+ * every call on it; the next call goes on a new one. */
+static void test_ping_unanswered(void **state)
+{
+    h2t *t = *state;
+    t->timers_off = true; /* the member deaf before the call's deadline may pass */
+    ereq *w, *q = ping_call(t, false, &w);
+    PUMP_UNTIL(t, hf_stage(&t->srv) == 2);
+    t->timers_off = false;
+    ends_failed(t, q, REIGN_ETIMEDOUT, "no answer within 300 ms");
+    assert_int_equal(times_ended(t, w), 0); /* the ping's deadline is later */
+    ends_failed(t, w, REIGN_ECONNLOSS, "no answer to a ping");
+    assert_string_equal(w->resp.data, LINE1);
+    assert_null(t->e->h2conns[M_A]);
+    range_answered(t, ANSWER);
+    hf_stop_accepted(&t->srv, 2);
+    assert_int_equal(t->srv.reqs[2].conn, 1);
+    drop(t, q);
+    drop(t, w);
+}
+
+/* The same with a member that ACKs the ping but answers no call: the connection stays, with its
+ * watch, past the ping's deadline, and serves the next call. */
+static void test_ping_answered(void **state)
+{
+    h2t *t = *state;
+    ereq *w, *q = ping_call(t, true, &w);
+    ends_failed(t, q, REIGN_ETIMEDOUT, "no answer within 300 ms");
+    /* the ping's deadline, the one timer left (kept from firing until the ACK is read) */
+    t->timers_off = true;
+    int64_t due = reign__timers_next(&t->timers);
+    assert_true(due >= q->sent_ns + 1300 * REIGN__NS_PER_MS);
+    PUMP_UNTIL(t, w->resp.len == strlen(LINE1 LINE2 LINE3 LINE4)); /* sent after the ACK */
+    assert_int_equal(reign__timers_next(&t->timers), -1);
+    t->timers_off = false;
+    PUMP_UNTIL(t, reign__now_ns() > due);
+    range_answered(t, ANSWER); /* its timers ran past the deadline */
+    assert_int_equal(times_ended(t, w), 0);
+    hf_stop_accepted(&t->srv, 1);
+    h2fake *f = &t->srv;
+    assert_int_equal(f->conns[0].pings, 1);
+    assert_int_equal(f->reqs[1].rst, NGHTTP2_CANCEL);
+    assert_int_equal(f->reqs[2].conn, 0);
+    drop(t, q);
+    drop(t, w);
+}
+
 static void s_drop(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 2);
-    hf_head(f, 1);
-    size_t first, n;
-    uint8_t *b = watch_answers(&first, &n);
-    if (!b)
-        return (void)hf_trouble(f, "no memory");
-    hf_data(f, 1, b, first, false);
-    free(b);
+    hf_take(f, 2);
+    answer_watch(f, 1, false);
     hf_say(f);
     hf_until(f, HF_RST, 0);
     hf_until(f, HF_RST, 1);
@@ -1117,8 +1130,7 @@ static void s_drop(h2fake *f)
  * reset (CANCEL), nothing ends, the connection serves the next call. */
 static void test_drop(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_drop, NULL), 0);
+    h2t *t = started(state, s_drop);
     t->timers_off = true;
     ereq *q = send_range(t, 5000);
     ereq *w = send_to(t, M_A, "/v3/watch", WATCH, 0, true);
@@ -1174,8 +1186,7 @@ static void s_many(h2fake *f)
  * is left out of the JSON). */
 static void test_many(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_many, NULL), 0);
+    h2t *t = started(state, s_many);
     ereq *q[MANY];
     for (int i = 0; i < MANY; i++) {
         char key[16];
@@ -1194,8 +1205,7 @@ static void test_many(void **state)
         assert_int_equal(times_ended(t, q[i]), 1);
         assert_answer(q[i], range_json(i + 1));
     }
-    hf_stop_checked(&t->srv);
-    assert_int_equal(atomic_load(&t->srv.accepts), 1);
+    hf_stop_accepted(&t->srv, 1);
     assert_int_equal(t->srv.n_reqs, MANY);
     for (int i = 0; i < MANY; i++)
         drop(t, q[i]);
@@ -1210,8 +1220,7 @@ static uint8_t big_byte(size_t i)
 
 static void s_large(h2fake *f)
 {
-    hf_accept(f);
-    hf_calls(f, 1);
+    hf_take(f, 1);
     uint8_t *v = malloc(BIG);
     if (!v)
         return (void)hf_trouble(f, "no memory");
@@ -1226,8 +1235,7 @@ static void s_large(h2fake *f)
  * reads (flow control). */
 static void test_large(void **state)
 {
-    h2t *t = *state;
-    assert_int_equal(hf_start(&t->srv, s_large, NULL), 0);
+    h2t *t = started(state, s_large);
     ereq *q = send_range(t, 0);
     wait_end(t, q);
     if (q->fail)
@@ -1279,6 +1287,8 @@ int main(void)
         T(test_refused),
         T(test_connect_timeout),
         T(test_timeout),
+        T(test_ping_unanswered),
+        T(test_ping_answered),
         T(test_drop),
         T(test_many),
         T(test_large),

@@ -370,6 +370,7 @@ static void on_auth(ereq *q, void *arg)
     e->tls_refusals = 0;
     char *h = reign__ej_token_header(root);
     if (h) { /* else no memory: grant() logs in again */
+        reign__log(e->log, REIGN_LOG_INFO, "etcd: logged in as user '%s'", e->cfg.user);
         if (e->token_header) {
             explicit_bzero(e->token_header, strlen(e->token_header));
             reign__free(e->token_header);

@@ -31,6 +31,7 @@ struct eop {
     uint64_t gen;
     int attempts;
     bool waiting;             /* for a session, or for its retry timer */
+    bool for_login;           /* refused for its token: waits while a login is out */
     bool blocked;             /* behind an earlier operation of its scope */
     int local_rc, local_part; /* decided without the store (decide()) */
     bool wide;                /* on several scopes, or above one: waits to be the oldest of all */
@@ -301,6 +302,14 @@ static void retry_cb(reign__timer *t, void *arg)
 {
     (void)t;
     eop *op = arg;
+    reign__etcd *e = op->t.e;
+    if (op->for_login && e->auth && !e->closed) {
+        /* Sent now it would go without a token and be refused again, a try spent for nothing. */
+        reign__timer_start(e->cfg.timers, &op->retry_timer,
+                           reign__now_ns() + 50 * REIGN__NS_PER_MS);
+        return;
+    }
+    op->for_login = false;
     op->waiting = false;
     if (op->local_rc) { /* decided without the store: told from here, never from the call */
         reign__zk_result r = {.rc = op->local_rc, .failed_op = op->local_part};
@@ -495,6 +504,7 @@ static void answer_failed(eop *op, int rc, const char *msg, size_t m)
         /* An expired token: a new one, and this again once it is there. */
         e->reauth(e);
         op->waiting = true;
+        op->for_login = true;
         reign__timer_start(e->cfg.timers, &op->retry_timer,
                            reign__now_ns() + 50 * REIGN__NS_PER_MS);
         return;

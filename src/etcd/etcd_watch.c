@@ -535,6 +535,10 @@ bool reign__ew_line(reign__etcd *e, estream *s, const char *line, size_t n)
                 reign__log(e->log, REIGN_LOG_INFO, "etcd: watch canceled%s%s",
                            cJSON_IsString(why) ? ": " : "",
                            cJSON_IsString(why) ? why->valuestring : "");
+                /* A token the member does not know (it restarted): a new one first, or the
+                 * stream would start again with the same. */
+                if (cJSON_IsString(why) && strstr(why->valuestring, "auth token") && e->reauth)
+                    e->reauth(e);
                 keep = false; /* the stream starts again, later */
             }
         } else {

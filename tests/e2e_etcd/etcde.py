@@ -8,10 +8,11 @@ on top of tests/e2e/e2elib.py (processes, waits, `reign status`, check_leadershi
     the test ends: Test's clean-up stops them, and REIGN_ETCD_OWNER_PID=parent makes
     etcd.sh's watchdog stop them should the test process itself be killed), their URIs in any
     member order (a client talks to the first member it lists until that one fails it),
-    members killed, restarted, paused and resumed, the cluster's raft leader, and etcdctl
-    (API v3) on the members that are up; with tls=True, members that serve their clients over
-    TLS only and require a client certificate (etcd.sh's REIGN_ETCD_TLS=1), their URIs
-    etcds:// with the CA and the client's certificate of the cluster's throwaway tls/ directory;
+    members killed, restarted (restart_server: until every member is healthy again), paused
+    and resumed, the cluster's raft leader, and etcdctl (API v3) on the members that are up;
+    with tls=True, members that serve their clients over TLS only and require a client
+    certificate (etcd.sh's REIGN_ETCD_TLS=1), their URIs etcds:// with the CA and the client's
+    certificate of the cluster's throwaway tls/ directory;
   * which members a process holds TCP connections to (/proc), to aim a fault at the member a
     leader talks to;
   * the lease of a process's session (its log, --log-level info), and of a key (etcdctl);
@@ -145,6 +146,21 @@ class Cluster:
         log(f"etcd: resuming member {i} (SIGCONT)")
         self._sh("resume-server", self.dir, str(i))
         self.down.discard(i)
+
+    def healthy(self):
+        """Whether every member answers `etcdctl endpoint health` (a read through raft, as
+        root once etcd's authentication is on)."""
+        r = quietly(self.ctl, "endpoint", "health", members=self.all(), check_rc=False)
+        return r is not None and r[0] == 0
+
+    def restart_server(self, i, procs=()):
+        """Member i killed and started again: its data kept, whatever it held in memory lost
+        (etcd 3.4's simple auth tokens among it).  Waits until every member is healthy again,
+        failing at once should one of procs exit (wait_alive)."""
+        self.stop_server(i)
+        self.start_server(i)
+        wait_alive(self.healthy, f"every member healthy after member {i} restarted", procs)
+        log(f"etcd: every member healthy after member {i} restarted")
 
     def leader(self):
         """The index of the member that leads the raft cluster (waits for one)."""

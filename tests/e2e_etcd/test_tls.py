@@ -2,7 +2,7 @@
 """test_tls.py - reign on etcd over TLS (etcds://), against real members that serve their
 clients over TLS only and require a client certificate; and etcd's users.
 
-    test_tls.py elect|bad_files|auth|auth_plain
+    test_tls.py elect|bad_files|auth|auth_plain|auth_token_lost
 
 The members are started by etcd.sh with REIGN_ETCD_TLS=1 (etcde.Cluster(tls=True)): their
 client port speaks https only, with --cert-file, --key-file, --client-cert-auth and
@@ -54,14 +54,31 @@ the members over TLS with the client's files, and as the client's user.
              client certificate with a Common Name exits 1.
   auth_plain the same users on one plain member (etcd://): two candidates as `reign`, the
              leader SIGKILLed and its guardian logged in over reign's own HTTP (above).
+  auth_token_lost
+             the same users on three plain members: candidates a, b and c as `reign`
+             (password_file=), each URI listing another member first, and a leader.  etcd 3.4's
+             simple tokens live in each member's memory only: every member is restarted, one
+             after the other (SIGKILL, started again with its data, every member healthy
+             before the next), so that no member knows a token issued before, and a client
+             meets "invalid auth token" until it logs in again.  No candidate exits; one leads
+             after the restarts (`reign status` names it), resigns (SIGTERM, exit 0), and
+             another is elected after the restarts with a higher term and token than the leader
+             before them had (`reign history` names both); a value set and read as `reign`;
+             check_leadership.py over every candidate's lines.  Each candidate's log
+             (--log-level debug: the election's reads and writes log a refusal at debug, the
+             keepalive, a grant and the watch streams at info) says etcd did not know its token
+             ("invalid auth token") since the restarts, and that it logged in again ("logged in
+             as user 'reign'").  No process printed the password.
 
 No time is asserted: only order, and exits that must come within the generous wait.
 """
 import json
 import os
 import secrets
+import signal
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import etcde  # noqa: E402
@@ -139,7 +156,7 @@ def check_value(t, cluster, uri, key, data, env=None):
     check(any(kv["key"] == f"/reign/value/{key}" and data.encode() in kv["value"]
               for kv in kvs),
           f"etcdctl finds no key for {key} holding {data!r}: {[kv['key'] for kv in kvs]}")
-    log(f"value {key} set and read back over TLS")
+    log(f"value {key} set and read back" + (" over TLS" if cluster.tls else ""))
 
 
 def scenario_elect(t):
@@ -333,11 +350,94 @@ def scenario_auth_plain(t):
     t.check_leadership(procs, min_leaderships=2)
 
 
+def token_refusals(p, mark):
+    """The lines of p's log past offset mark that speak of a token etcd did not know (what
+    sends the client to log in again)."""
+    return [line for line in p.err()[mark:].splitlines() if "auth token" in line]
+
+
+def scenario_auth_token_lost(t):
+    cluster = etcde.Cluster(t)
+    reign_pw, _ = enable_auth(cluster)
+    pw_file = secret_file(t, "reign.password", reign_pw)
+    params = dict(user="reign", password_file=pw_file, **PARAMS)
+    uri = cluster.uri(**params)
+    check(uri.startswith("etcd://"), f"not a plain URI: {uri}")
+    name = t.unique("auth-token-lost")
+    # Each candidate starts on a member of its own: every restart strikes one of them.
+    orders = {"a": [1, 2, 3], "b": [2, 3, 1], "c": [3, 1, 2]}
+    # --log-level debug: a request refused for its token is logged at info by the keepalive, a
+    # grant and the watch streams, but at debug by the reads and writes of the election.
+    alive = [t.campaign(k, name, cluster.uri(o, **params), log_level="debug")
+             for k, o in orders.items()]
+    procs = list(alive)
+    etcde.standing(t, name, uri, 3)
+    leader, ev = etcde.settled(t, name, uri, alive, cluster=cluster)
+    marks = {p: len(p.err()) for p in procs}
+
+    for i in cluster.all():
+        cluster.restart_server(i, procs)
+    restarted_ns = time.monotonic_ns()
+    log("every member restarted: none knows a token issued before")
+    for p in procs:
+        check(p.alive(), f"{p.label} exited ({p.returncode()}) over the restarts: "
+                         f"{(p.err().strip().splitlines() or ['no message'])[-1]}")
+
+    # The election carries on: one leader (maybe another term, if the restarts cost the
+    # leader its lease), then a handoff to a successor that is elected after the restarts.
+    leader, lev = etcde.settled(t, name, uri, alive, above_term=ev.term - 1,
+                                what="one leader after the restarts", cluster=cluster)
+    check(lev.term >= ev.term, f"term {lev.term} after {ev.term}")
+    etcde.standing(t, name, uri, 3)
+    leader.send(signal.SIGTERM)
+    rc = leader.wait()
+    check(rc == 0, f"{leader.label} exited {rc} after SIGTERM: "
+                   f"{(leader.err().strip().splitlines() or ['no message'])[-1]}")
+    alive.remove(leader)
+    new, nev = etcde.settled(t, name, uri, alive, above_term=lev.term,
+                             what=f"a successor of {leader.label} after the restarts",
+                             cluster=cluster)
+    check(nev.ns > restarted_ns, f"{new.label} elected at {nev.ns}, before the restarts ended "
+                                 f"at {restarted_ns}")
+    check(nev.term > ev.term and nev.token > ev.token,
+          f"{new.label}: term {nev.term} token {nev.token} after term {ev.term} "
+          f"token {ev.token} before the restarts")
+    rc, out, err = t.reign(["--uri", uri, "history", name, "--json"])
+    check(rc == 0, f"reign history {name}: exit {rc}: {err.strip()}")
+    h = {x["term"]: x for x in json.loads(out)["terms"]}
+    check(h.get(lev.term, {}).get("id") == leader.label
+          and h.get(nev.term, {}).get("id") == new.label,
+          f"history does not name {leader.label} (term {lev.term}) and {new.label} "
+          f"(term {nev.term}): {sorted(h.items())}")
+    log(f"{leader.label} resigned, {new.label} leads (term {nev.term} token {nev.token})")
+    check_value(t, cluster, uri, f"{name}/v", "after the restarts")
+
+    etcde.standing(t, name, uri, len(alive))
+    etcde.resign_all(alive)
+    t.check_leadership(procs, min_leaderships=2)
+
+    # Every candidate met its token unknown: each made a request that needs one after the
+    # restarts (its resignation's delete at the latest), which no member knew by then, and
+    # logged in again; that the successor was elected, which takes writes, shows the login
+    # went through.
+    for p in procs:
+        lines = token_refusals(p, marks[p])
+        log(f"{p.label}: {len(lines)} line(s) of an unknown token since the restarts"
+            + (f", the first: {lines[0].strip()}" if lines else ""))
+        check(any("invalid auth token" in line for line in lines),
+              f"{p.label}'s log never says etcd did not know its token after the restarts")
+        check("logged in as user 'reign'" in p.err()[marks[p]:],
+              f"{p.label}'s log never says it logged in again after the restarts")
+        check(reign_pw not in p.err() and reign_pw not in "\n".join(p.lines()),
+              f"{p.label}'s output shows the password")
+
+
 SCENARIOS = {
     "elect": scenario_elect,
     "bad_files": scenario_bad_files,
     "auth": scenario_auth,
     "auth_plain": scenario_auth_plain,
+    "auth_token_lost": scenario_auth_token_lost,
 }
 
 

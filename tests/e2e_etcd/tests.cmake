@@ -51,9 +51,10 @@ if(TARGET reign_cli AND TARGET reign_tcpproxy AND REIGN_ETCD_PROGRAM AND REIGN_E
   # with certificates made by openssl at the test's start (etcd.sh's REIGN_ETCD_TLS=1):
   # elections, status and values, the leader killed (its guardian over TLS); wrong files, CAs
   # and schemes; etcd's users over TLS, and over plain HTTP (auth_plain: no certificates, kept
-  # beside auth, which it repeats without TLS).
+  # beside auth, which it repeats without TLS; auth_token_lost: three plain members restarted
+  # one after the other under candidates logged in as a user, whose tokens they forget).
   if(REIGN_OPENSSL_PROGRAM)
-    foreach(scenario elect bad_files auth auth_plain)
+    foreach(scenario elect bad_files auth auth_plain auth_token_lost)
       reign_e2e_etcd(e2e_etcd_tls_${scenario} test_tls.py ARGS ${scenario})
     endforeach()
   else()

@@ -1,8 +1,8 @@
 /*
  * etcd.h - the etcd backend: the node tree of zk.h kept in an etcd cluster, through its gRPC
- * API (or the JSON gateway every member also serves).  zk.c hands each call of zk.h to the function of the same
- * name here when the client's URI is etcd://, so every recipe written for ZooKeeper runs on
- * etcd unchanged; docs/etcd.md says how each ZooKeeper notion is kept:
+ * API (or the JSON gateway every member also serves).  zk.c hands each call of zk.h to the function
+ * of the same name here when the client's URI is etcd://, so every recipe written for ZooKeeper
+ * runs on etcd unchanged; docs/etcd.md says how each ZooKeeper notion is kept:
  *
  *   session          a lease, kept alive by the client's loop; expired when etcd says so
  *   node             a key: prefix + path, the value the node's data

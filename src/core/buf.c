@@ -19,6 +19,13 @@ void reign__buf_free(reign__buf *b)
     reign__buf_init(b);
 }
 
+void reign__buf_wipe(reign__buf *b)
+{
+    if (b->data)
+        explicit_bzero(b->data, b->cap);
+    reign__buf_free(b);
+}
+
 void reign__buf_reset(reign__buf *b)
 {
     b->len = 0;

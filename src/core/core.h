@@ -84,6 +84,8 @@ typedef struct reign__buf {
 
 void reign__buf_init(reign__buf *b);
 void reign__buf_free(reign__buf *b);
+/* As reign__buf_free(), its bytes zeroed first: it held a secret (a password, a token). */
+void reign__buf_wipe(reign__buf *b);
 void reign__buf_reset(reign__buf *b);
 int reign__buf_append(reign__buf *b, const void *p, size_t n);
 int reign__buf_puts(reign__buf *b, const char *s);

@@ -62,13 +62,6 @@ static void forget_token(end_http *x)
     x->token = NULL;
 }
 
-static void wipe_free(reign__buf *b)
-{
-    if (b->data)
-        explicit_bzero(b->data, b->cap);
-    reign__buf_free(b);
-}
-
 /* Logs in at member: 0 with x->token, -1 without (no answer; or x->refused).  etcd with its
  * authentication turned off since the client logged in wants no token: none, and 0. */
 static int login(end_http *x, const char *member, size_t mlen, int64_t until)
@@ -82,13 +75,13 @@ static int login(end_http *x, const char *member, size_t mlen, int64_t until)
                            : reign__eh_post(&x->access->tls, gateway(x), member, mlen,
                                             "/v3/auth/authenticate", body.data, NULL, until, &a,
                                             why, sizeof(why));
-    wipe_free(&body);
+    reign__buf_wipe(&body);
     cJSON *root = status == 200 && !a.oom ? cJSON_ParseWithLength(text(&a), a.len) : NULL;
     x->token = root ? reign__ej_token_header(root) : NULL;
     cJSON_Delete(root);
     x->refused = status && strstr(text(&a), "authentication failed");
     x->no_auth = status && strstr(text(&a), "authentication is not enabled");
-    wipe_free(&a);
+    reign__buf_wipe(&a);
     return x->token || x->no_auth ? 0 : -1;
 }
 

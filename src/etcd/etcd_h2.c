@@ -127,12 +127,8 @@ void reign__eg_free(ereq *q)
 {
     /* A login's request holds the password, and its answer the token: every call's are wiped
      * (the request is mostly small; the bytes of an answer are what is left in the buffer). */
-    reign__buf *bufs[] = {&q->g.wire, &q->g.in};
-    for (size_t i = 0; i < 2; i++) {
-        if (bufs[i]->data)
-            explicit_bzero(bufs[i]->data, bufs[i]->cap);
-        reign__buf_free(bufs[i]);
-    }
+    reign__buf_wipe(&q->g.wire);
+    reign__buf_wipe(&q->g.in);
 }
 
 bool reign__eg_got(ereq *q, const uint8_t *p, size_t n)
@@ -926,11 +922,7 @@ out:
         close(x.fd);
     reign__eg_free(&x.q);
     /* the body may hold a password (a login): wiped */
-    if (x.q.body.data)
-        explicit_bzero(x.q.body.data, x.q.body.cap);
-    if (x.q.resp.data)
-        explicit_bzero(x.q.resp.data, x.q.resp.cap);
-    reign__buf_free(&x.q.body);
-    reign__buf_free(&x.q.resp);
+    reign__buf_wipe(&x.q.body);
+    reign__buf_wipe(&x.q.resp);
     return status;
 }

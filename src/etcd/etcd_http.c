@@ -534,12 +534,8 @@ out:
         reign__cu.curl_easy_cleanup(h);
     reign__eg_free(&q);
     /* a login's body holds the password, its answer the token */
-    reign__buf *bufs[] = {&q.body, &q.resp};
-    for (size_t i = 0; i < 2; i++) {
-        if (bufs[i]->data)
-            explicit_bzero(bufs[i]->data, bufs[i]->cap);
-        reign__buf_free(bufs[i]);
-    }
+    reign__buf_wipe(&q.body);
+    reign__buf_wipe(&q.resp);
     return status;
 }
 
